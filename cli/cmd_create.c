@@ -1,0 +1,370 @@
+/* cmd_create.c - `wpack create`: pack .npy files and directories of them. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "npy.h"
+
+static const char help[] =
+    "usage: wpack create -o OUT.wpack [options] INPUT...\n"
+    "\n"
+    "INPUT is a .npy file (tensor name: the file name without .npy) or a\n"
+    "directory of them (name: the relative path with '/' turned into '.', e.g.\n"
+    "enc/layers/0/w.npy -> enc.layers.0.w). .npy 1.0/2.0/3.0, little- or\n"
+    "big-endian, C or Fortran order (stored C order), every numeric dtype.\n"
+    "Float tensors get weight statistics (min, max, absmax, mean, variance).\n"
+    "The archive appears at OUT only when complete (temp file, fsync, rename);\n"
+    "on any error an existing OUT is left untouched.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE     the archive to write (required)\n"
+    "  --align N             data alignment, a power of two 64..2M (default 4096)\n"
+    "  --histogram N         also store an N-bin histogram per float tensor\n"
+    "  --no-stats            do not compute weight statistics\n"
+    "  --meta KEY=VALUE      a string metadata entry (repeatable), e.g. model.name=mlp\n"
+    "  --name OTHER=ENTRY    record that a consumer calls ENTRY by OTHER (repeatable)\n"
+    "  -q, --quiet           no progress line\n";
+
+typedef struct {
+    char *path;  /* file on disk */
+    char *name;  /* tensor name */
+    uint64_t size;
+} input_file;
+
+typedef struct {
+    input_file *v;
+    size_t n, cap;
+    uint64_t bytes;
+} input_list;
+
+static int push(input_list *l, const char *path, const char *name, uint64_t size)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        input_file *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return 0;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n].path = strdup(path);
+    l->v[l->n].name = strdup(name);
+    l->v[l->n].size = size;
+    if (!l->v[l->n].path || !l->v[l->n].name)
+        return 0;
+    l->n++;
+    l->bytes += size;
+    return 1;
+}
+
+static int ends_with_npy(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 4 && strcmp(s + n - 4, ".npy") == 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Walk dir in sorted order; rel is the name prefix so far ("" at the top). */
+static int walk(input_list *l, const char *dir, const char *rel, int depth)
+{
+    if (depth > 64) {
+        cli_error("%s: directories nested deeper than 64 levels", dir);
+        return 0;
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        cli_error("%s: cannot open directory: %s", dir, strerror(errno));
+        return 0;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    int ok = 1;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue; /* ".", "..", and hidden files */
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            char **v = realloc(names, cap * sizeof *v);
+            if (!v) {
+                ok = 0;
+                break;
+            }
+            names = v;
+        }
+        if (!(names[n] = strdup(de->d_name))) {
+            ok = 0;
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    if (!ok)
+        cli_error("out of memory listing %s", dir);
+    qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n && ok; i++) {
+        size_t plen = strlen(dir) + strlen(names[i]) + 2;
+        size_t rlen = strlen(rel) + strlen(names[i]) + 2;
+        char *path = malloc(plen), *name = malloc(rlen);
+        if (!path || !name) {
+            free(path);
+            free(name);
+            ok = 0;
+            break;
+        }
+        snprintf(path, plen, "%s/%s", dir, names[i]);
+        snprintf(name, rlen, "%s%s%s", rel, *rel ? "." : "", names[i]);
+        struct stat st;
+        /* lstat: a symlinked directory could loop; symlinked files are followed below. */
+        if (lstat(path, &st) != 0) {
+            cli_error("%s: %s", path, strerror(errno));
+            ok = 0;
+        } else if (S_ISDIR(st.st_mode)) {
+            ok = walk(l, path, name, depth + 1);
+        } else if (ends_with_npy(names[i])) {
+            if (S_ISLNK(st.st_mode) && stat(path, &st) != 0) {
+                cli_error("%s: broken symlink", path);
+                ok = 0;
+            } else if (!S_ISREG(st.st_mode)) {
+                cli_warn("skipping %s: not a regular file", path);
+            } else {
+                name[strlen(name) - 4] = 0;
+                ok = push(l, path, name, (uint64_t)st.st_size);
+            }
+        } else {
+            cli_warn("skipping %s: not a .npy file", path);
+        }
+        free(path);
+        free(name);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return ok;
+}
+
+static int collect(input_list *l, const char *input)
+{
+    struct stat st;
+    if (stat(input, &st) != 0) {
+        cli_error("%s: %s", input, strerror(errno));
+        return 0;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        size_t n = strlen(input);
+        char *dir = strdup(input);
+        if (!dir)
+            return 0;
+        while (n > 1 && dir[n - 1] == '/')
+            dir[--n] = 0;
+        int ok = walk(l, dir, "", 0);
+        free(dir);
+        return ok;
+    }
+    if (!ends_with_npy(input)) {
+        cli_error("%s: not a .npy file or a directory", input);
+        return 0;
+    }
+    const char *base = strrchr(input, '/');
+    base = base ? base + 1 : input;
+    char *name = strdup(base);
+    if (!name)
+        return 0;
+    name[strlen(name) - 4] = 0;
+    int ok = push(l, input, name, (uint64_t)st.st_size);
+    free(name);
+    return ok;
+}
+
+static void on_progress(void *user, uint64_t done)
+{
+    cli_progress *p = user;
+    p->done_bytes = p->base_bytes + done;
+    cli_progress_update(p, 0);
+}
+
+/* Find which input first produced a tensor name, for a duplicate message. */
+static const char *first_path_of(const input_list *l, size_t upto, const char *name)
+{
+    for (size_t i = 0; i < upto; i++)
+        if (strcmp(l->v[i].name, name) == 0)
+            return l->v[i].path;
+    return NULL;
+}
+
+static int split_pair(const char *arg, const char *opt, char **key, const char **value)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg) {
+        cli_error("%s wants KEY=VALUE, got '%s'", opt, arg);
+        return 0;
+    }
+    *key = strndup(arg, (size_t)(eq - arg));
+    *value = eq + 1;
+    return *key != NULL;
+}
+
+int cmd_create(int argc, char **argv)
+{
+    const char *out = NULL, *v;
+    wpack_writer_options opt;
+    wpack_writer_options_init(&opt);
+    int quiet = 0, r;
+    const char **metas = NULL, **maps = NULL, **inputs = NULL;
+    size_t nmeta = 0, nmap = 0, ninputs = 0;
+    metas = calloc((size_t)argc, sizeof *metas);
+    maps = calloc((size_t)argc, sizeof *maps);
+    inputs = calloc((size_t)argc, sizeof *inputs);
+    int rc = CLI_USAGE;
+    input_list l = {0};
+    wpack_writer *w = NULL;
+    if (!metas || !maps || !inputs)
+        goto done;
+    for (int i = 1; i < argc;) {
+        const char *a = argv[i];
+        uint64_t n;
+        if (cli_is_help(a)) {
+            fputs(help, stdout);
+            rc = CLI_OK;
+            goto done;
+        } else if ((r = cli_opt_value(argc, argv, &i, "-o", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--output", &v))) {
+            if (r < 0)
+                goto done;
+            out = v;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--align", &v))) {
+            if (r < 0)
+                goto done;
+            if (!cli_parse_size(v, &n) || n > UINT32_MAX || n < WPACK_MIN_ALIGNMENT ||
+                n > WPACK_MAX_ALIGNMENT || (n & (n - 1))) {
+                cli_error("--align %s: want a power of two from 64 to 2M", v);
+                goto done;
+            }
+            opt.alignment = (uint32_t)n;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--histogram", &v))) {
+            if (r < 0)
+                goto done;
+            if (!cli_parse_size(v, &n) || n < 1 || n > (1u << 20)) {
+                cli_error("--histogram %s: want 1 to 1048576 bins", v);
+                goto done;
+            }
+            opt.histogram_bins = (uint32_t)n;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--meta", &v))) {
+            if (r < 0)
+                goto done;
+            metas[nmeta++] = v;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--name", &v))) {
+            if (r < 0)
+                goto done;
+            maps[nmap++] = v;
+        } else if (strcmp(a, "--no-stats") == 0) {
+            opt.weight_stats = 0;
+            i++;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+            i++;
+        } else if (strcmp(a, "--") == 0) {
+            for (i++; i < argc; i++)
+                inputs[ninputs++] = argv[i];
+        } else if (a[0] == '-' && a[1]) {
+            cli_error("create: unknown option '%s' (see wpack create --help)", a);
+            goto done;
+        } else {
+            inputs[ninputs++] = a;
+            i++;
+        }
+    }
+    if (opt.histogram_bins && !opt.weight_stats) {
+        cli_error("create: --histogram needs weight statistics (drop --no-stats)");
+        goto done;
+    }
+    if (!out || !ninputs) {
+        cli_error("create: %s (see wpack create --help)", !out ? "-o OUT is required" : "no inputs");
+        goto done;
+    }
+    rc = CLI_FAIL;
+    for (size_t k = 0; k < ninputs; k++)
+        if (!collect(&l, inputs[k]))
+            goto done;
+    if (!l.n)
+        cli_warn("no .npy files found: writing an empty archive");
+
+    char err[1024];
+    if (wpack_writer_open(&w, out, &opt) != WPACK_OK) {
+        cli_error("%s", wpack_writer_errmsg(w));
+        goto done;
+    }
+    for (size_t k = 0; k < nmeta; k++) {
+        char *key;
+        if (!split_pair(metas[k], "--meta", &key, &v))
+            goto done;
+        int e = wpack_writer_set_string(w, key, v);
+        free(key);
+        if (e) {
+            cli_error("--meta %s: %s", metas[k], wpack_writer_errmsg(w));
+            goto done;
+        }
+    }
+    cli_progress prog;
+    cli_progress_init(&prog, l.bytes, l.n, quiet);
+    for (size_t k = 0; k < l.n; k++) {
+        prog.label = l.v[k].name;
+        prog.base_bytes = prog.done_bytes;
+        int e = npy_pack_file(w, l.v[k].name, l.v[k].path, on_progress, &prog, err, sizeof err);
+        if (e) {
+            cli_progress_done(&prog);
+            const char *prev = e == WPACK_E_EXISTS ? first_path_of(&l, k, l.v[k].name) : NULL;
+            if (prev)
+                cli_error("%s: tensor '%s' is already taken by %s", l.v[k].path, l.v[k].name, prev);
+            else
+                cli_error("%s", err);
+            goto done;
+        }
+        prog.done_items++;
+        prog.done_bytes = prog.base_bytes + l.v[k].size;
+    }
+    cli_progress_done(&prog);
+    for (size_t k = 0; k < nmap; k++) {
+        char *other;
+        if (!split_pair(maps[k], "--name", &other, &v))
+            goto done;
+        int e = wpack_writer_add_name(w, other, v);
+        free(other);
+        if (e) {
+            cli_error("--name %s: %s", maps[k], wpack_writer_errmsg(w));
+            goto done;
+        }
+    }
+    uint64_t count = wpack_writer_count(w);
+    int e = wpack_writer_finish(w, err, sizeof err);
+    w = NULL;
+    if (e) {
+        cli_error("%s", err);
+        goto done;
+    }
+    if (!quiet) {
+        char size[32];
+        cli_human_size(size, sizeof size, l.bytes);
+        fprintf(stderr, "wrote %s: %llu tensors from %s of .npy input\n", out,
+                (unsigned long long)count, size);
+    }
+    rc = CLI_OK;
+done:
+    wpack_writer_abort(w);
+    for (size_t k = 0; k < l.n; k++) {
+        free(l.v[k].path);
+        free(l.v[k].name);
+    }
+    free(l.v);
+    free(metas);
+    free(maps);
+    free(inputs);
+    return rc;
+}

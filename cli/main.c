@@ -1,0 +1,69 @@
+/* main.c - `wpack`: dispatch to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: wpack COMMAND [OPTIONS] ...\n"
+    "\n"
+    "Archives of ML model weights: dotted module paths -> tensors, metadata,\n"
+    "a name map and calibration statistics (spec/wpack-format.md).\n"
+    "\n"
+    "commands:\n"
+    "  create   -o OUT.wpack [options] INPUT...   pack .npy files and directories\n"
+    "  inspect  [--json] ARCHIVE [PREFIX]          list tensors, metadata and stats\n"
+    "  verify   ARCHIVE                            check every checksum\n"
+    "  extract  ARCHIVE [-o DIR] [NAME_OR_PREFIX...]  write tensors as .npy files\n"
+    "\n"
+    "  wpack COMMAND --help   options of one command\n"
+    "  wpack --version        library and format versions\n"
+    "\n"
+    "Exit status: 0 success, 1 failure (the message says what and where), 2 usage.\n";
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} command;
+
+static const command commands[] = {
+    {"create", cmd_create},
+    {"inspect", cmd_inspect},
+    {"verify", cmd_verify},
+    {"extract", cmd_extract},
+};
+
+static const command *find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    cli_error("unknown command '%s' (try wpack --help)", name);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "help") == 0 && argc > 2) {
+        /* `wpack help create` is `wpack create --help` */
+        const command *c = find_command(argv[2]);
+        char *sub[] = {argv[2], "--help", NULL};
+        return c ? c->run(2, sub) : CLI_USAGE;
+    }
+    if (cli_is_help(cmd) || strcmp(cmd, "help") == 0) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("wpack %s (library %s, format %d.%d)\n", WPACK_VERSION_STRING,
+               wpack_version_string(), WPACK_FORMAT_MAJOR, WPACK_FORMAT_MINOR);
+        return CLI_OK;
+    }
+    const command *c = find_command(cmd);
+    return c ? c->run(argc - 1, argv + 1) : CLI_USAGE;
+}

@@ -1,0 +1,202 @@
+/* util.c - messages, option parsing, formatting and selection for the CLI. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("wpack: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void cli_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("wpack: warning: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return 0;
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        *i += 1;
+        return 1;
+    }
+    if (a[n] != 0)
+        return 0;
+    if (*i + 1 >= argc) {
+        cli_error("option %s needs a value", name);
+        return -1;
+    }
+    *value = argv[*i + 1];
+    *i += 2;
+    return 1;
+}
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+    if (!*s)
+        return 0;
+    uint64_t v = 0;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
+            return 0;
+    if (p == s)
+        return 0;
+    uint64_t mul = 1;
+    if (*p == 'K' || *p == 'k')
+        mul = 1ull << 10;
+    else if (*p == 'M' || *p == 'm')
+        mul = 1ull << 20;
+    else if (*p == 'G' || *p == 'g')
+        mul = 1ull << 30;
+    else if (*p)
+        return 0;
+    if (*p && p[1] && strcmp(p + 1, "iB") != 0 && strcmp(p + 1, "B") != 0)
+        return 0;
+    if (__builtin_mul_overflow(v, mul, &v))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+void cli_human_size(char *buf, size_t len, uint64_t bytes)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, len, "%.1f %s", v, units[u]);
+}
+
+void cli_shape(char *buf, size_t len, unsigned rank, const uint64_t *dims)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, len - o, "[");
+    for (unsigned d = 0; d < rank && o < len; d++)
+        o += (size_t)snprintf(buf + o, len - o, d ? ", %llu" : "%llu", (unsigned long long)dims[d]);
+    if (o < len)
+        snprintf(buf + o, len - o, "]");
+}
+
+void cli_json_string(FILE *f, const char *s, size_t n)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else if (c == '\t')
+            fputs("\\t", f);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+void cli_json_number(FILE *f, double v)
+{
+    if (!isfinite(v))
+        fputs("null", f);
+    else
+        fprintf(f, "%.17g", v);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void cli_progress_init(cli_progress *p, uint64_t total_bytes, uint64_t total_items, int quiet)
+{
+    memset(p, 0, sizeof *p);
+    p->enabled = !quiet && isatty(2);
+    p->total_bytes = total_bytes;
+    p->total_items = total_items;
+    p->label = "";
+}
+
+void cli_progress_update(cli_progress *p, int force)
+{
+    if (!p->enabled)
+        return;
+    double t = now_seconds();
+    if (!force && t - p->last < 0.1)
+        return;
+    p->last = t;
+    char done[32], total[32];
+    cli_human_size(done, sizeof done, p->done_bytes);
+    cli_human_size(total, sizeof total, p->total_bytes);
+    int pct = p->total_bytes ? (int)(100.0 * (double)p->done_bytes / (double)p->total_bytes) : 100;
+    fprintf(stderr, "\r\033[K%3d%%  %s / %s  %llu/%llu tensors  %.60s", pct, done, total,
+            (unsigned long long)p->done_items, (unsigned long long)p->total_items, p->label);
+    fflush(stderr);
+}
+
+void cli_progress_done(cli_progress *p)
+{
+    if (!p->enabled)
+        return;
+    cli_progress_update(p, 1);
+    fputc('\n', stderr);
+}
+
+int64_t cli_select(const wpack_archive *ar, const char *pattern, cli_entry_fn fn, void *user)
+{
+    wpack_tensor t;
+    if (*pattern && wpack_find(ar, pattern, &t) == WPACK_OK)
+        return fn(user, ar, &t) ? -1 : 1;
+    size_t n = strlen(pattern);
+    char *prefix = malloc(n + 2);
+    if (!prefix)
+        return -1;
+    memcpy(prefix, pattern, n + 1);
+    if (n && pattern[n - 1] != '.') {
+        prefix[n] = '.';
+        prefix[n + 1] = 0;
+    }
+    uint64_t first = 0, count = 0;
+    wpack_prefix_range(ar, prefix, &first, &count);
+    free(prefix);
+    for (uint64_t i = first; i < first + count; i++) {
+        wpack_tensor_at(ar, i, &t);
+        if (fn(user, ar, &t))
+            return -1;
+    }
+    return (int64_t)count;
+}

@@ -1,0 +1,102 @@
+/*
+ * bytes.h - little-endian loads/stores and overflow-checked arithmetic.
+ *
+ * Every field of an archive is read through these, never by casting a
+ * pointer: the mapped file has no alignment promise and the host may be
+ * big-endian.
+ */
+#ifndef WPACK_FORMAT_BYTES_H
+#define WPACK_FORMAT_BYTES_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint16_t wpk_ld16(const void *p)
+{
+    const uint8_t *b = p;
+    return (uint16_t)(b[0] | (b[1] << 8));
+}
+
+static inline uint32_t wpk_ld32(const void *p)
+{
+    const uint8_t *b = p;
+    return (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) |
+           ((uint32_t)b[3] << 24);
+}
+
+static inline uint64_t wpk_ld64(const void *p)
+{
+    const uint8_t *b = p;
+    return (uint64_t)wpk_ld32(b) | ((uint64_t)wpk_ld32(b + 4) << 32);
+}
+
+static inline double wpk_ldf64(const void *p)
+{
+    uint64_t u = wpk_ld64(p);
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+static inline void wpk_st16(void *p, uint16_t v)
+{
+    uint8_t *b = p;
+    b[0] = (uint8_t)v;
+    b[1] = (uint8_t)(v >> 8);
+}
+
+static inline void wpk_st32(void *p, uint32_t v)
+{
+    uint8_t *b = p;
+    for (int i = 0; i < 4; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void wpk_st64(void *p, uint64_t v)
+{
+    uint8_t *b = p;
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void wpk_stf64(void *p, double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    wpk_st64(p, u);
+}
+
+/* Checked arithmetic: return 0 and leave *r unspecified on overflow. */
+static inline int wpk_add(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return !__builtin_add_overflow(a, b, r);
+}
+
+static inline int wpk_mul(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return !__builtin_mul_overflow(a, b, r);
+}
+
+/* Round v up to a multiple of the power of two a; 0 on overflow. */
+static inline int wpk_align_up(uint64_t v, uint64_t a, uint64_t *r)
+{
+    uint64_t t;
+    *r = 0;
+    if (!wpk_add(v, a - 1, &t))
+        return 0;
+    *r = t & ~(a - 1);
+    return 1;
+}
+
+/* Is [off, off+len) inside [0, size)? Overflow-safe. */
+static inline int wpk_in_bounds(uint64_t off, uint64_t len, uint64_t size)
+{
+    return off <= size && len <= size - off;
+}
+
+static inline int wpk_is_pow2(uint64_t v)
+{
+    return v && !(v & (v - 1));
+}
+
+#endif

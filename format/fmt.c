@@ -1,0 +1,49 @@
+/* fmt.c - bounded message formatting. */
+#include <stdio.h>
+
+#include "internal.h"
+
+void wpk_vfmt(char *buf, size_t len, const char *fmt, va_list ap)
+{
+    if (!len)
+        return;
+    int n = vsnprintf(buf, len, fmt, ap);
+    if (n < 0)
+        buf[0] = 0;
+}
+
+void wpk_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    wpk_vfmt(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+void wpk_quote(char *buf, size_t len, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    if (!len)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (o + 8 >= len || i >= 200) {
+            if (o + 4 < len) {
+                buf[o++] = '.';
+                buf[o++] = '.';
+                buf[o++] = '.';
+            }
+            break;
+        }
+        if (c < 0x20 || c == 0x7f || c == '\\') {
+            buf[o++] = '\\';
+            buf[o++] = 'x';
+            buf[o++] = hex[c >> 4];
+            buf[o++] = hex[c & 15];
+        } else {
+            buf[o++] = (char)c;
+        }
+    }
+    buf[o] = 0;
+}

@@ -1,0 +1,44 @@
+/*
+ * internal.h - helpers shared by the reader, the writer and the CLI that are
+ * not part of the public API (symbols are hidden by the version script).
+ */
+#ifndef WPACK_FORMAT_INTERNAL_H
+#define WPACK_FORMAT_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wpack.h"
+
+/* A name, key or map name is acceptable: 1..WPACK_MAX_NAME bytes of valid
+ * UTF-8 (no overlongs, no surrogates, <= U+10FFFF), no bytes below 0x20 and
+ * no 0x7f. Returns NULL when fine, else a short reason. */
+const char *wpk_name_problem(const uint8_t *s, uint64_t len);
+
+/* XXH3-64 (seed 0) of a buffer. */
+uint64_t wpk_xxh3(const void *p, size_t n);
+
+/* Streaming XXH3-64 over pieces; the state is opaque and heap-allocated. */
+typedef struct wpk_hasher wpk_hasher;
+wpk_hasher *wpk_hasher_new(void);
+void wpk_hasher_update(wpk_hasher *h, const void *p, size_t n);
+uint64_t wpk_hasher_digest(const wpk_hasher *h);
+void wpk_hasher_reset(wpk_hasher *h);
+void wpk_hasher_free(wpk_hasher *h);
+
+/* snprintf into a fixed buffer, never overflowing, always terminated. */
+void wpk_fmt(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void wpk_vfmt(char *buf, size_t len, const char *fmt, va_list ap);
+
+/* Copy of a name fit for a message: control bytes escaped, long names cut. */
+void wpk_quote(char *buf, size_t len, const char *s, size_t n);
+
+/* f16 / bf16 / f8 bits to float (exact), for stats and printing. */
+float wpk_f16_to_f32(uint16_t h);
+float wpk_bf16_to_f32(uint16_t h);
+float wpk_f8e4m3fn_to_f32(uint8_t v);
+float wpk_f8e5m2_to_f32(uint8_t v);
+
+#endif

@@ -1,0 +1,414 @@
+/*
+ * wpack.h - the one public header of libwpack.
+ *
+ * libwpack reads and writes wpack archives: page-aligned files that map dotted
+ * module paths ("encoder.layers.0.attn.q_proj.weight") to tensors, plus typed
+ * metadata, a name map and calibration statistics. The byte format is defined
+ * in spec/wpack-format.md; this header documents every call.
+ *
+ * Conventions
+ *  - Every call that can fail returns an int: WPACK_OK (0) or a positive
+ *    wpack_error code. wpack_error_name() names a code; the handle that the
+ *    call was made on carries a readable message (wpack_errmsg(),
+ *    wpack_writer_errmsg()) saying what failed and where.
+ *  - Handles are opaque. Closing or aborting NULL is a no-op.
+ *  - Strings handed out by the reader point into the archive and are
+ *    NUL-terminated (the format guarantees a NUL after every string); they
+ *    stay valid until wpack_close().
+ *  - Tensor bytes are stored little-endian, row-major (C order). A view
+ *    (wpack_tensor.data) points straight into the mapped file: no copy.
+ *  - Thread safety: after a successful open, any number of threads may call
+ *    the reader functions on one wpack_archive at once (they never modify the
+ *    handle), except wpack_close(). A writer handle belongs to one thread.
+ */
+#ifndef WPACK_H
+#define WPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- version */
+
+#define WPACK_VERSION_MAJOR 0
+#define WPACK_VERSION_MINOR 1
+#define WPACK_VERSION_PATCH 0
+/* MAJOR*10000 + MINOR*100 + PATCH, comparable with wpack_version_number(). */
+#define WPACK_VERSION_NUMBER \
+    (WPACK_VERSION_MAJOR * 10000 + WPACK_VERSION_MINOR * 100 + WPACK_VERSION_PATCH)
+#define WPACK_VERSION_STRING "0.1.0"
+
+/* The archive format version this library writes; it reads every
+ * 1.x archive (a newer minor only adds optional parts). */
+#define WPACK_FORMAT_MAJOR 1
+#define WPACK_FORMAT_MINOR 0
+
+/* The library actually linked, which may differ from the header compiled. */
+unsigned wpack_version_number(void);
+const char *wpack_version_string(void);
+
+/* ------------------------------------------------------------------ limits */
+
+#define WPACK_MAX_RANK 8          /* dims per tensor (spec: Limits) */
+#define WPACK_MAX_NAME 16384      /* bytes in a name, key or map name */
+/* The default alignment of tensor data in a new archive, and its bounds. */
+#define WPACK_DEFAULT_ALIGNMENT 4096u
+#define WPACK_MIN_ALIGNMENT 64u
+#define WPACK_MAX_ALIGNMENT (2u * 1024u * 1024u)
+
+/* ------------------------------------------------------------------ errors */
+
+/* Stable numbers: a code never changes meaning; new codes are added at the
+ * end of their group. */
+typedef enum wpack_error {
+    WPACK_OK = 0,
+    /* usage and environment */
+    WPACK_E_IO = 1,                /* open/read/write/fsync/rename failed */
+    WPACK_E_NOMEM = 2,             /* allocation failed */
+    WPACK_E_INVALID_ARGUMENT = 3,  /* a caller's argument is out of range */
+    WPACK_E_NOT_FOUND = 4,         /* no such entry, key or stats record */
+    WPACK_E_STATE = 5,             /* call out of order (e.g. write outside a tensor) */
+    WPACK_E_EXISTS = 6,            /* a name is added twice to a writer */
+    WPACK_E_NO_VIEW = 7,           /* entry has no bytes in the file (splat) */
+    /* archive structure: each names the rule broken (spec: Mandatory rejections) */
+    WPACK_E_BAD_MAGIC = 20,        /* not a wpack file, or mangled in text mode */
+    WPACK_E_VERSION = 21,          /* unsupported format major version */
+    WPACK_E_FEATURE = 22,          /* unknown required feature bit */
+    WPACK_E_ENDIAN = 23,           /* endianness marker says byte-swapped */
+    WPACK_E_ALIGNMENT = 24,        /* alignment not a power of two in range */
+    WPACK_E_TRUNCATED = 25,        /* file shorter than its header says */
+    WPACK_E_HEADER_CHECKSUM = 26,  /* superblock or trailer checksum wrong */
+    WPACK_E_TRAILER = 27,          /* trailer disagrees with the superblock */
+    WPACK_E_RESERVED = 28,         /* a reserved field or padding is not zero */
+    WPACK_E_INDEX_CHECKSUM = 29,   /* index bytes do not match their checksum */
+    WPACK_E_LAYOUT = 30,           /* regions or sections misplaced */
+    WPACK_E_LIMIT = 31,            /* a count or length above the format's limits */
+    WPACK_E_NAME = 32,             /* empty, too long, NUL, control byte, bad UTF-8 */
+    WPACK_E_UNSORTED = 33,         /* names (or keys) not in bytewise order */
+    WPACK_E_DUPLICATE = 34,        /* the same name (or key) twice */
+    WPACK_E_DTYPE = 35,            /* unknown dtype code or bad block dtype */
+    WPACK_E_RANK = 36,             /* rank above WPACK_MAX_RANK */
+    WPACK_E_SHAPE = 37,            /* dims not allowed for the dtype */
+    WPACK_E_OVERFLOW = 38,         /* element count x element size overflows */
+    WPACK_E_SIZE = 39,             /* stored length disagrees with shape x dtype */
+    WPACK_E_BOUNDS = 40,           /* offset + length outside its region */
+    WPACK_E_MISALIGNED = 41,       /* data offset not a multiple of the alignment */
+    WPACK_E_OVERLAP = 42,          /* two extents share bytes, or leave a hole */
+    WPACK_E_KIND = 43,             /* unknown entry kind, or fields wrong for it */
+    WPACK_E_ALIAS = 44,            /* alias target missing, an alias, or unlike */
+    WPACK_E_CODEC = 45,            /* unknown codec */
+    WPACK_E_METADATA = 46,         /* bad metadata record or value */
+    WPACK_E_NAMEMAP = 47,          /* bad name-map record */
+    WPACK_E_STATS = 48,            /* bad calibration statistics record */
+    WPACK_E_CHECKSUM = 49,         /* tensor bytes do not match their checksum */
+    WPACK_E_PADDING = 50,          /* padding between extents is not zero */
+    /* inputs of the packer */
+    WPACK_E_INPUT = 60,            /* malformed input file (.npy, ...) */
+    WPACK_E_UNSUPPORTED = 61       /* valid input wpack does not take (object arrays) */
+} wpack_error;
+
+/* "WPACK_E_TRUNCATED" for WPACK_E_TRUNCATED; "WPACK_E_UNKNOWN" otherwise. */
+const char *wpack_error_name(int code);
+/* A one-line English description of a code. */
+const char *wpack_error_describe(int code);
+
+/* ------------------------------------------------------------------ dtypes */
+
+/* Numbered codes stored in the file (spec: Data types). Codes 128..255 name
+ * the archive's own block dtypes (WPACK_DTYPE_BLOCK_BASE + table index). */
+typedef enum wpack_dtype {
+    WPACK_DTYPE_F64 = 1,
+    WPACK_DTYPE_F32 = 2,
+    WPACK_DTYPE_F16 = 3,
+    WPACK_DTYPE_BF16 = 4,
+    WPACK_DTYPE_F8E4M3FN = 5,
+    WPACK_DTYPE_F8E5M2 = 6,
+    WPACK_DTYPE_I64 = 7,
+    WPACK_DTYPE_I32 = 8,
+    WPACK_DTYPE_I16 = 9,
+    WPACK_DTYPE_I8 = 10,
+    WPACK_DTYPE_U64 = 11,
+    WPACK_DTYPE_U32 = 12,
+    WPACK_DTYPE_U16 = 13,
+    WPACK_DTYPE_U8 = 14,
+    WPACK_DTYPE_BOOL = 15
+} wpack_dtype;
+#define WPACK_DTYPE_BLOCK_BASE 128
+
+/* Bytes per element of a built-in dtype; 0 for codes that are not built in. */
+size_t wpack_dtype_size(int dtype);
+/* "f32", "bf16", ...; NULL for codes that are not built in. */
+const char *wpack_dtype_name(int dtype);
+/* The code for a name from wpack_dtype_name(), or 0. */
+int wpack_dtype_from_name(const char *name);
+/* 1 for f64, f32, f16, bf16, f8e4m3fn, f8e5m2. */
+int wpack_dtype_is_float(int dtype);
+
+/* ------------------------------------------------------------------ reader */
+
+typedef struct wpack_archive wpack_archive;
+
+/* Flags for wpack_open_file() and wpack_open_memory(). */
+#define WPACK_OPEN_VERIFY 1u  /* also verify every tensor checksum at open */
+
+/*
+ * Open an archive file read-only with mmap, or a caller's buffer (which must
+ * stay valid and unchanged until wpack_close()). The superblock, trailer and
+ * the whole index are validated here (spec: Reader rules); after a
+ * successful open no reader call can touch a byte outside the file.
+ *
+ * *out always receives a handle, except when memory runs out (then NULL and
+ * WPACK_E_NOMEM). When the call fails, the handle is in a failed state: only
+ * wpack_errmsg(), wpack_errcode() and wpack_close() may be used on it.
+ */
+int wpack_open_file(wpack_archive **out, const char *path, unsigned flags);
+int wpack_open_memory(wpack_archive **out, const void *buf, size_t len, unsigned flags);
+void wpack_close(wpack_archive *ar);
+
+/* The last error on this handle: code and message ("" when none). */
+int wpack_errcode(const wpack_archive *ar);
+const char *wpack_errmsg(const wpack_archive *ar);
+
+typedef struct wpack_info {
+    uint16_t format_major, format_minor;
+    uint32_t alignment;
+    uint64_t required_features, optional_features;
+    uint64_t generation;        /* 1 for a new archive; +1 per in-place update */
+    uint64_t file_length;       /* bytes that belong to the archive */
+    uint64_t data_offset, data_length;
+    uint64_t index_offset, index_length;
+    uint64_t index_checksum;    /* XXH3-64 of the index: the archive's identity */
+    uint64_t entry_count, metadata_count, namemap_count, stats_count, block_dtype_count;
+    int recovered;              /* 1 when an interrupted update was skipped at open */
+} wpack_info;
+void wpack_get_info(const wpack_archive *ar, wpack_info *info);
+
+/* Entry kinds (spec: Entries). */
+#define WPACK_KIND_DATA 1   /* bytes in the data region */
+#define WPACK_KIND_SPLAT 2  /* one fill value repeated; no bytes in the file */
+#define WPACK_KIND_ALIAS 3  /* a second name for another entry */
+
+/* Codecs of stored bytes. v1 writes only NONE. */
+#define WPACK_CODEC_NONE 0
+
+typedef struct wpack_tensor {
+    const char *name;           /* NUL-terminated, points into the archive */
+    size_t name_len;
+    uint64_t index;             /* position in name order, 0..count-1 */
+    int kind;                   /* WPACK_KIND_* */
+    int dtype;                  /* WPACK_DTYPE_* or a block dtype code */
+    int codec;                  /* WPACK_CODEC_* */
+    unsigned rank;
+    uint64_t dims[WPACK_MAX_RANK];
+    uint64_t nelems;            /* product of dims (1 for rank 0) */
+    uint64_t nbytes;            /* logical size: nelems x element size */
+    uint64_t offset;            /* file offset of the bytes (data, alias) */
+    uint64_t stored_length;     /* bytes in the file (0 for splat) */
+    uint64_t checksum;          /* XXH3-64 of the stored bytes (of the fill value for splat) */
+    const void *data;           /* zero-copy view; NULL for splat */
+    const void *fill;           /* splat: the fill value, one element */
+    size_t fill_size;
+    uint64_t alias_target;      /* alias: index of the entry it names */
+} wpack_tensor;
+
+uint64_t wpack_count(const wpack_archive *ar);
+/* Entry i in name order. */
+int wpack_tensor_at(const wpack_archive *ar, uint64_t i, wpack_tensor *out);
+/* Look a name up: first the entry names, then the name map (torch.export
+ * placeholders, torch-mlir globals, ...). O(log n). WPACK_E_NOT_FOUND if
+ * neither has it. */
+int wpack_find(const wpack_archive *ar, const char *name, wpack_tensor *out);
+/* Entry names that start with the bytes of prefix form one run in name
+ * order: [*first, *first + *count). "" gives every entry. For a module path
+ * pass it with its trailing dot ("encoder.layers.0.") so that
+ * "encoder.layers.01.x" is not included. */
+int wpack_prefix_range(const wpack_archive *ar, const char *prefix, uint64_t *first,
+                       uint64_t *count);
+
+/* Copy nbytes of entry i's logical bytes, starting at byte offset, into dst
+ * (works for every kind; a splat is expanded). */
+int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes);
+
+/* Check entry i's stored bytes against its checksum: WPACK_OK or
+ * WPACK_E_CHECKSUM (message names the entry, expected and actual). */
+int wpack_verify_entry(wpack_archive *ar, uint64_t i);
+/* Verify every entry and that the padding between extents is zero. Calls
+ * on_bad (if not NULL) for each failure and goes on; returns WPACK_OK or the
+ * first failure's code. */
+typedef void (*wpack_verify_cb)(void *user, uint64_t entry, int code, const char *message);
+int wpack_verify_all(wpack_archive *ar, wpack_verify_cb on_bad, void *user);
+
+/* ---------------------------------------------------------------- metadata */
+
+/* Metadata value types (spec: Metadata). */
+#define WPACK_META_STRING 1
+#define WPACK_META_I64 2
+#define WPACK_META_F64 3
+#define WPACK_META_BOOL 4
+#define WPACK_META_BYTES 5
+#define WPACK_META_ARRAY 6
+
+typedef struct wpack_meta {
+    const char *key;            /* NUL-terminated */
+    int type;                   /* WPACK_META_* */
+    int elem_type;              /* arrays: the type of every element */
+    uint64_t count;             /* arrays: elements; string/bytes: bytes */
+    int64_t i64;
+    double f64;
+    int boolean;
+    const char *str;            /* string: NUL-terminated, count bytes */
+    const void *bytes;          /* bytes: count bytes */
+    const void *priv_;          /* private: where array elements are */
+} wpack_meta;
+
+uint64_t wpack_meta_count(const wpack_archive *ar);
+int wpack_meta_at(const wpack_archive *ar, uint64_t i, wpack_meta *out);
+int wpack_meta_find(const wpack_archive *ar, const char *key, wpack_meta *out);
+/* Element j of an array value, as a scalar wpack_meta (key is the array's). */
+int wpack_meta_elem(const wpack_archive *ar, const wpack_meta *array, uint64_t j,
+                    wpack_meta *out);
+
+/* ---------------------------------------------------------------- name map */
+
+/* Other names consumers use for entries, sorted by that name. */
+uint64_t wpack_namemap_count(const wpack_archive *ar);
+int wpack_namemap_at(const wpack_archive *ar, uint64_t i, const char **other_name,
+                     uint64_t *entry);
+
+/* ------------------------------------------------------ calibration stats */
+
+#define WPACK_STATS_WEIGHT 1       /* keyed by a tensor name */
+#define WPACK_STATS_ACTIVATION 2   /* keyed by a module path: its output */
+#define WPACK_GRAN_TENSOR 0
+#define WPACK_GRAN_CHANNEL 1
+
+/* Which per-channel value wpack_stats_value() returns. */
+#define WPACK_STAT_MIN 0
+#define WPACK_STAT_MAX 1
+#define WPACK_STAT_ABSMAX 2
+#define WPACK_STAT_MEAN 3
+#define WPACK_STAT_VARIANCE 4
+
+typedef struct wpack_stats {
+    const char *key;            /* tensor name or module path */
+    int kind;                   /* WPACK_STATS_* */
+    int granularity;            /* WPACK_GRAN_* */
+    uint32_t axis;              /* per-channel: the channel axis */
+    uint32_t channels;          /* 1 for per-tensor */
+    uint64_t count;             /* finite values observed */
+    /* channel 0 (per-tensor: the only one), for convenience */
+    double min, max, absmax, mean, variance;
+    uint32_t hist_bins;         /* 0: no histogram */
+    uint32_t percentile_count;
+    const void *priv_[3];       /* private: values, histogram, percentiles */
+} wpack_stats;
+
+uint64_t wpack_stats_count(const wpack_archive *ar);
+int wpack_stats_at(const wpack_archive *ar, uint64_t i, wpack_stats *out);
+int wpack_stats_find(const wpack_archive *ar, const char *key, int kind, wpack_stats *out);
+/* One of WPACK_STAT_* for channel c < channels. */
+double wpack_stats_value(const wpack_stats *s, int which, uint32_t c);
+/* Histogram bin b < hist_bins: [lo, hi) and its count (the last bin is closed). */
+void wpack_stats_bin(const wpack_stats *s, uint32_t b, double *lo, double *hi, uint64_t *count);
+/* Percentile j < percentile_count: q in [0, 100] and its value. */
+void wpack_stats_percentile(const wpack_stats *s, uint32_t j, double *q, double *value);
+
+/* ------------------------------------------------------------------ writer */
+
+typedef struct wpack_writer wpack_writer;
+
+typedef struct wpack_writer_options {
+    uint32_t alignment;         /* 0: WPACK_DEFAULT_ALIGNMENT */
+    int weight_stats;           /* 1: per-tensor stats for float tensors (default via NULL options) */
+    uint32_t histogram_bins;    /* >0: weight stats also get a histogram (a second read of each tensor at finish) */
+} wpack_writer_options;
+/* The defaults: alignment 4096, weight stats on, no histograms. */
+void wpack_writer_options_init(wpack_writer_options *opt);
+
+/*
+ * Start a new archive that will appear at path when wpack_writer_finish()
+ * succeeds. Bytes go to a temporary file beside it ("path.tmp-XXXXXX"); an
+ * existing file at path is untouched until the final rename, and stays as
+ * it was if the writer is aborted or the process dies. opt may be NULL.
+ *
+ * Like the reader, *out receives a handle even on failure (for its message)
+ * unless memory runs out; free a failed one with wpack_writer_abort().
+ */
+int wpack_writer_open(wpack_writer **out, const char *path, const wpack_writer_options *opt);
+int wpack_writer_errcode(const wpack_writer *w);
+const char *wpack_writer_errmsg(const wpack_writer *w);
+
+/* Add a whole tensor from memory. nbytes must be product(dims) x size. */
+int wpack_writer_add_tensor(wpack_writer *w, const char *name, int dtype, unsigned rank,
+                            const uint64_t *dims, const void *data, uint64_t nbytes);
+/* Stream a tensor: begin, any number of writes totalling its size, end.
+ * Memory does not grow with the tensor's size. */
+int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsigned rank,
+                              const uint64_t *dims);
+int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes);
+int wpack_writer_end_tensor(wpack_writer *w);
+/* A tensor whose every element is fill (one element of dtype). */
+int wpack_writer_add_splat(wpack_writer *w, const char *name, int dtype, unsigned rank,
+                           const uint64_t *dims, const void *fill, size_t fill_size);
+/* name becomes a second name for target (a data or splat entry; may be added
+ * later in the same writer). Checked at finish. */
+int wpack_writer_add_alias(wpack_writer *w, const char *name, const char *target);
+/* A block-quantized dtype: every block_elems elements along the last dim take
+ * block_bytes bytes. params (may be NULL) are stored with it. Returns the
+ * dtype code to use in *code. */
+int wpack_writer_add_block_dtype(wpack_writer *w, const char *name, uint32_t block_elems,
+                                 uint32_t block_bytes, const void *params, size_t params_len,
+                                 int *code);
+
+/* Metadata: one value per key; setting a key twice is WPACK_E_EXISTS. */
+int wpack_writer_set_string(wpack_writer *w, const char *key, const char *value);
+int wpack_writer_set_i64(wpack_writer *w, const char *key, int64_t value);
+int wpack_writer_set_f64(wpack_writer *w, const char *key, double value);
+int wpack_writer_set_bool(wpack_writer *w, const char *key, int value);
+int wpack_writer_set_bytes(wpack_writer *w, const char *key, const void *value, size_t len);
+/* An array of count elements of elem_type: values points to int64_t[],
+ * double[], int[] (bool), or const char *[] (strings). Bytes arrays are not
+ * settable through this call. */
+int wpack_writer_set_array(wpack_writer *w, const char *key, int elem_type, uint64_t count,
+                           const void *values);
+
+/* Record that a consumer calls entry `entry` by other_name. */
+int wpack_writer_add_name(wpack_writer *w, const char *other_name, const char *entry);
+
+/* A calibration statistics record. Arrays have channels elements;
+ * hist_edges has hist_bins+1, hist_counts hist_bins; percentiles are
+ * (q, value) pairs. Replaces the automatic weight stats of the same key. */
+typedef struct wpack_stats_in {
+    const char *key;
+    int kind;                   /* WPACK_STATS_* */
+    int granularity;            /* WPACK_GRAN_* */
+    uint32_t axis;
+    uint32_t channels;          /* 1 for per-tensor */
+    uint64_t count;
+    const double *min, *max, *absmax, *mean, *variance;
+    uint32_t hist_bins;
+    const double *hist_edges;
+    const uint64_t *hist_counts;
+    uint32_t percentile_count;
+    const double *percentiles;  /* 2 x percentile_count */
+} wpack_stats_in;
+int wpack_writer_add_stats(wpack_writer *w, const wpack_stats_in *s);
+
+/* Number of tensors added so far (all kinds). */
+uint64_t wpack_writer_count(const wpack_writer *w);
+
+/* Write the index and trailer, fsync, rename into place, fsync the directory,
+ * and free the writer (whatever the result). On failure nothing appears at
+ * path and an existing file there is untouched; the message is copied to
+ * errbuf (if not NULL) before the handle goes away. */
+int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen);
+/* Discard everything: remove the temporary file, free the writer. */
+void wpack_writer_abort(wpack_writer *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WPACK_H */

@@ -1,0 +1,169 @@
+/* weightstats.c - min/max/mean/variance and histograms of float tensors. */
+#include <math.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "internal.h"
+#include "weightstats.h"
+
+#define BLOCK 4096
+
+void wpk_acc_init(wpk_acc *a)
+{
+    a->n = 0;
+    a->min = a->max = a->mean = a->m2 = 0;
+}
+
+double wpk_acc_variance(const wpk_acc *a)
+{
+    return a->n ? a->m2 / (double)a->n : 0;
+}
+
+/* Widen up to BLOCK elements to double. */
+static void widen(int dtype, const uint8_t *p, size_t n, double *out)
+{
+    switch (dtype) {
+    case WPACK_DTYPE_F64:
+        for (size_t i = 0; i < n; i++)
+            out[i] = wpk_ldf64(p + 8 * i);
+        break;
+    case WPACK_DTYPE_F32:
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u = wpk_ld32(p + 4 * i);
+            float f;
+            memcpy(&f, &u, sizeof f);
+            out[i] = f;
+        }
+        break;
+    case WPACK_DTYPE_F16:
+        for (size_t i = 0; i < n; i++)
+            out[i] = wpk_f16_to_f32(wpk_ld16(p + 2 * i));
+        break;
+    case WPACK_DTYPE_BF16:
+        for (size_t i = 0; i < n; i++)
+            out[i] = wpk_bf16_to_f32(wpk_ld16(p + 2 * i));
+        break;
+    case WPACK_DTYPE_F8E4M3FN:
+        for (size_t i = 0; i < n; i++)
+            out[i] = wpk_f8e4m3fn_to_f32(p[i]);
+        break;
+    case WPACK_DTYPE_F8E5M2:
+        for (size_t i = 0; i < n; i++)
+            out[i] = wpk_f8e5m2_to_f32(p[i]);
+        break;
+    default:
+        for (size_t i = 0; i < n; i++)
+            out[i] = NAN;
+    }
+}
+
+/* Merge a block's finite values into the accumulator. */
+static void feed_block(wpk_acc *a, double *v, size_t n)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    if (!isfinite(sum)) {
+        /* Rare: drop non-finite values, then treat the rest as the block. */
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (isfinite(v[i]))
+                v[k++] = v[i];
+        n = k;
+        sum = 0;
+        for (size_t i = 0; i < n; i++)
+            sum += v[i];
+        if (!isfinite(sum)) { /* finite values whose sum overflows: merge one by one */
+            for (size_t i = 0; i < n; i++)
+                feed_block(a, &v[i], 1);
+            return;
+        }
+    }
+    if (!n)
+        return;
+    double mn = v[0], mx = v[0];
+    for (size_t i = 1; i < n; i++) {
+        mn = v[i] < mn ? v[i] : mn;
+        mx = v[i] > mx ? v[i] : mx;
+    }
+    double bmean = sum / (double)n, bm2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = v[i] - bmean;
+        bm2 += d * d;
+    }
+    if (!a->n) {
+        a->n = n;
+        a->min = mn;
+        a->max = mx;
+        a->mean = bmean;
+        a->m2 = bm2;
+        return;
+    }
+    double na = (double)a->n, nb = (double)n, nt = na + nb;
+    double delta = bmean - a->mean;
+    a->mean += delta * (nb / nt);
+    a->m2 += bm2 + delta * delta * (na * nb / nt);
+    a->n += n;
+    a->min = mn < a->min ? mn : a->min;
+    a->max = mx > a->max ? mx : a->max;
+}
+
+void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
+{
+    double v[BLOCK];
+    size_t size = wpack_dtype_size(dtype);
+    const uint8_t *p = data;
+    while (count) {
+        size_t n = count < BLOCK ? count : BLOCK;
+        widen(dtype, p, n, v);
+        feed_block(a, v, n);
+        p += n * size;
+        count -= n;
+    }
+    /* Rounding in the merge can push the mean a hair outside [min, max]. */
+    if (a->n) {
+        if (a->mean < a->min)
+            a->mean = a->min;
+        if (a->mean > a->max)
+            a->mean = a->max;
+    }
+}
+
+void wpk_hist_edges(double min, double max, uint32_t bins, double *edges)
+{
+    if (!(max > min)) {
+        min -= 0.5;
+        max += 0.5;
+    }
+    double w = (max - min) / bins;
+    for (uint32_t b = 0; b <= bins; b++)
+        edges[b] = min + w * b;
+    edges[bins] = max;
+    /* Tiny ranges can round adjacent edges together: nudge them apart. */
+    for (uint32_t b = 1; b <= bins; b++)
+        if (!(edges[b] > edges[b - 1]))
+            edges[b] = nextafter(edges[b - 1], INFINITY);
+}
+
+void wpk_hist_feed(uint64_t *counts, uint32_t bins, double lo, double hi, int dtype,
+                   const void *data, size_t count)
+{
+    double v[BLOCK];
+    size_t size = wpack_dtype_size(dtype);
+    const uint8_t *p = data;
+    double scale = bins / (hi - lo);
+    while (count) {
+        size_t n = count < BLOCK ? count : BLOCK;
+        widen(dtype, p, n, v);
+        for (size_t i = 0; i < n; i++) {
+            double x = v[i];
+            if (!(x >= lo && x <= hi))
+                continue;
+            double f = (x - lo) * scale;
+            uint32_t b = f >= bins ? bins - 1 : (uint32_t)f;
+            counts[b]++;
+        }
+        p += n * size;
+        count -= n;
+    }
+}

@@ -1,0 +1,30 @@
+/* weightstats.h - streaming per-tensor statistics of float tensors. */
+#ifndef WPACK_PACKER_WEIGHTSTATS_H
+#define WPACK_PACKER_WEIGHTSTATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Count, min, max, mean and M2 (sum of squared deviations) of the finite
+ * values seen; merged block by block with Chan's formula so it stays exact
+ * enough over billions of values. */
+typedef struct {
+    uint64_t n;
+    double min, max, mean, m2;
+} wpk_acc;
+
+void wpk_acc_init(wpk_acc *a);
+/* Feed count whole elements of a float dtype (WPACK_DTYPE_F64..F8E5M2). */
+void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count);
+/* Population variance. */
+double wpk_acc_variance(const wpk_acc *a);
+
+/* Add count elements into bins equal-width bins spanning [lo, hi]; values
+ * outside (none, when lo/hi are the min/max) and non-finite ones are skipped. */
+void wpk_hist_feed(uint64_t *counts, uint32_t bins, double lo, double hi, int dtype,
+                   const void *data, size_t count);
+/* The edges the writer uses for a tensor's histogram: bins+1 values,
+ * strictly increasing even when min == max. */
+void wpk_hist_edges(double min, double max, uint32_t bins, double *edges);
+
+#endif

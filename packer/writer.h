@@ -1,0 +1,106 @@
+/* writer.h - the writer handle, shared by writer.c (streaming) and
+ * writer_index.c (building the index at finish). */
+#ifndef WPACK_PACKER_WRITER_H
+#define WPACK_PACKER_WRITER_H
+
+#include <stdint.h>
+
+#include "buf.h"
+#include "internal.h"
+#include "layout.h"
+#include "nameset.h"
+#include "weightstats.h"
+
+/* A string in the pool: NUL-terminated bytes at off. */
+typedef struct {
+    uint64_t off;
+    uint32_t len;
+} wpk_str_ref;
+
+typedef struct {
+    wpk_str_ref name;
+    uint8_t kind, dtype, rank;
+    uint64_t dims[WPACK_MAX_RANK];
+    uint64_t offset, stored, checksum;
+    uint64_t aux_off, aux_len;     /* splat fill */
+    wpk_str_ref target;            /* alias: target name */
+    uint64_t sorted;               /* position in name order (at finish) */
+    int has_acc;                   /* float data: auto weight stats */
+    wpk_acc acc;
+} wpk_pending_entry;
+
+typedef struct {
+    wpk_str_ref key;
+    uint8_t type, elem;
+    uint64_t value, count;
+} wpk_pending_meta;
+
+typedef struct {
+    wpk_str_ref name, entry;
+} wpk_pending_name;
+
+typedef struct {
+    wpk_str_ref key;
+    uint8_t kind, gran;
+    uint32_t axis, channels, bins, pcts;
+    uint64_t count, values_off, hist_off, pct_off; /* aux offsets */
+} wpk_pending_stats;
+
+typedef struct {
+    wpk_str_ref name;
+    uint32_t block_elems, block_bytes;
+    uint64_t params_off, params_len;
+} wpk_pending_dtype;
+
+struct wpack_writer {
+    char *path, *tmp_path;
+    int fd;
+    int failed;                    /* a write failed: only abort/finish-with-error remain */
+    int errcode;
+    char errmsg[600];
+    wpack_writer_options opt;
+
+    uint64_t pos;                  /* bytes written to the temp file */
+    uint8_t *obuf;                 /* output buffer */
+    size_t olen;
+
+    wpk_buf strings, aux;
+    wpk_buf entries;               /* wpk_pending_entry[] */
+    wpk_buf meta, names, stats, dtypes;
+    wpk_nameset entry_set, meta_set, name_set;
+
+    /* the tensor being streamed */
+    int in_tensor;
+    uint64_t cur_expected, cur_written;
+    wpk_hasher *hasher;
+    uint8_t carry[8];              /* a partial element between writes, for stats */
+    size_t carry_len;
+};
+
+int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static inline wpk_pending_entry *wpk_entries(wpack_writer *w)
+{
+    return (wpk_pending_entry *)(void *)w->entries.p;
+}
+
+static inline uint64_t wpk_entry_count(const wpack_writer *w)
+{
+    return w->entries.len / sizeof(wpk_pending_entry);
+}
+
+static inline const char *wpk_pool_str(const wpack_writer *w, wpk_str_ref r)
+{
+    return (const char *)w->strings.p + r.off;
+}
+
+/* Write bytes / zeros to the temp file through the output buffer. */
+int wpk_out(wpack_writer *w, const void *p, size_t n);
+int wpk_out_zeros(wpack_writer *w, uint64_t n);
+int wpk_out_flush(wpack_writer *w);
+
+/* Build and write index + trailer + superblock (writer_index.c). */
+int wpk_write_index(wpack_writer *w);
+
+#endif

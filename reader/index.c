@@ -1,0 +1,440 @@
+/* index.c - open step 5: validate the whole index (spec: Mandatory rejections). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "reader.h"
+
+static const char *const section_names[WPK_SECTION_COUNT] = {
+    "entries", "extents", "dims", "strings", "aux", "dtypes", "metadata", "namemap", "stats",
+};
+
+int wpk_all_zero(const uint8_t *p, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        if (p[i])
+            return 0;
+    return 1;
+}
+
+int wpk_name_cmp(const uint8_t *a, uint64_t alen, const uint8_t *b, uint64_t blen)
+{
+    uint64_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, (size_t)n) : 0;
+    if (c)
+        return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
+/* A string reference into the strings section: in bounds and followed by NUL. */
+int wpk_string_ref(wpack_archive *ar, uint64_t off, uint64_t len, const char *what,
+                      const uint8_t **out)
+{
+    uint64_t size = ar->sec_len[WPK_SEC_STRINGS];
+    if (!wpk_in_bounds(off, len, size) || off + len >= size)
+        return wpk_fail(ar, WPACK_E_BOUNDS, "%s: string at %llu+%llu outside the strings section",
+                        what, (unsigned long long)off, (unsigned long long)len);
+    const uint8_t *s = ar->sec[WPK_SEC_STRINGS] + off;
+    if (s[len] != 0)
+        return wpk_fail(ar, WPACK_E_BOUNDS, "%s: string at %llu is not NUL-terminated", what,
+                        (unsigned long long)off);
+    *out = s;
+    return WPACK_OK;
+}
+
+/* A name field: string reference + name rule. */
+int wpk_name_ref(wpack_archive *ar, uint64_t off, uint64_t len, const char *what,
+                    const uint8_t **out)
+{
+    int rc = wpk_string_ref(ar, off, len, what, out);
+    if (rc)
+        return rc;
+    const char *why = wpk_name_problem(*out, len);
+    if (why) {
+        char q[256];
+        wpk_quote(q, sizeof q, (const char *)*out, (size_t)len);
+        return wpk_fail(ar, WPACK_E_NAME, "%s '%s': %s", what, q, why);
+    }
+    return WPACK_OK;
+}
+
+int wpk_aux_ref(wpack_archive *ar, uint64_t off, uint64_t len, const char *what)
+{
+    if (!wpk_in_bounds(off, len, ar->sec_len[WPK_SEC_AUX]))
+        return wpk_fail(ar, WPACK_E_BOUNDS, "%s: %llu bytes at aux offset %llu outside the aux section",
+                        what, (unsigned long long)len, (unsigned long long)off);
+    return WPACK_OK;
+}
+
+/* Sorted-and-unique check for a name of record i against record i-1. */
+int wpk_order_check(wpack_archive *ar, const uint8_t *prev, uint64_t prev_len,
+                       const uint8_t *cur, uint64_t cur_len, const char *what)
+{
+    int c = wpk_name_cmp(prev, prev_len, cur, cur_len);
+    if (c < 0)
+        return WPACK_OK;
+    char q[256];
+    wpk_quote(q, sizeof q, (const char *)cur, (size_t)cur_len);
+    if (c == 0)
+        return wpk_fail(ar, WPACK_E_DUPLICATE, "%s '%s' appears twice", what, q);
+    return wpk_fail(ar, WPACK_E_UNSORTED, "%s '%s' is out of bytewise order", what, q);
+}
+
+static int check_sections(wpack_archive *ar, uint64_t entry_count, uint64_t data_count)
+{
+    const uint8_t *ix = ar->index;
+    uint64_t ilen = ar->info.index_length;
+    uint64_t cursor = WPK_INDEX_HEADER_SIZE;
+    for (int s = 0; s < WPK_SECTION_COUNT; s++) {
+        uint64_t off = wpk_ld64(ix + WPK_I_SECTIONS_OFF + 16 * s);
+        uint64_t len = wpk_ld64(ix + WPK_I_SECTIONS_OFF + 16 * s + 8);
+        if (off % 8 || off < cursor || !wpk_in_bounds(off, len, ilen))
+            return wpk_fail(ar, WPACK_E_LAYOUT,
+                            "index section %s at %llu+%llu misplaced (must be 8-aligned, after "
+                            "%llu, inside %llu bytes)",
+                            section_names[s], (unsigned long long)off, (unsigned long long)len,
+                            (unsigned long long)cursor, (unsigned long long)ilen);
+        if (!wpk_all_zero(ix + cursor, off - cursor))
+            return wpk_fail(ar, WPACK_E_PADDING, "padding before index section %s is not zero",
+                            section_names[s]);
+        ar->sec[s] = ix + off;
+        ar->sec_len[s] = len;
+        cursor = off + len;
+    }
+    if (!wpk_all_zero(ix + cursor, ilen - cursor))
+        return wpk_fail(ar, WPACK_E_PADDING, "padding after the last index section is not zero");
+
+    uint64_t want = 0;
+    if (!wpk_mul(entry_count, WPK_ENTRY_SIZE, &want) || ar->sec_len[WPK_SEC_ENTRIES] != want)
+        return wpk_fail(ar, WPACK_E_LAYOUT, "entries section is %llu bytes, %llu entries need %llu",
+                        (unsigned long long)ar->sec_len[WPK_SEC_ENTRIES],
+                        (unsigned long long)entry_count, (unsigned long long)want);
+    if (!wpk_mul(data_count, 4, &want) || ar->sec_len[WPK_SEC_EXTENTS] != want)
+        return wpk_fail(ar, WPACK_E_LAYOUT, "extents section is %llu bytes, %llu data entries need %llu",
+                        (unsigned long long)ar->sec_len[WPK_SEC_EXTENTS],
+                        (unsigned long long)data_count, (unsigned long long)want);
+    static const struct {
+        int sec;
+        uint32_t size;
+        uint64_t limit;
+    } recs[] = {
+        {WPK_SEC_DIMS, 8, UINT64_MAX},
+        {WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, WPK_MAX_BLOCK_DTYPES},
+        {WPK_SEC_METADATA, WPK_META_REC_SIZE, WPK_LIMIT_META},
+        {WPK_SEC_NAMEMAP, WPK_NAMEMAP_REC_SIZE, WPK_LIMIT_ENTRIES},
+        {WPK_SEC_STATS, WPK_STATS_REC_SIZE, WPK_LIMIT_STATS},
+    };
+    for (size_t k = 0; k < sizeof recs / sizeof recs[0]; k++) {
+        uint64_t len = ar->sec_len[recs[k].sec];
+        if (len % recs[k].size)
+            return wpk_fail(ar, WPACK_E_LAYOUT, "%s section length %llu not a multiple of %u",
+                            section_names[recs[k].sec], (unsigned long long)len, recs[k].size);
+        if (len / recs[k].size > recs[k].limit)
+            return wpk_fail(ar, WPACK_E_LIMIT, "%s section holds %llu records, limit %llu",
+                            section_names[recs[k].sec], (unsigned long long)(len / recs[k].size),
+                            (unsigned long long)recs[k].limit);
+    }
+    ar->dims_count = ar->sec_len[WPK_SEC_DIMS] / 8;
+    ar->info.block_dtype_count = ar->sec_len[WPK_SEC_DTYPES] / WPK_DTYPE_REC_SIZE;
+    ar->info.metadata_count = ar->sec_len[WPK_SEC_METADATA] / WPK_META_REC_SIZE;
+    ar->info.namemap_count = ar->sec_len[WPK_SEC_NAMEMAP] / WPK_NAMEMAP_REC_SIZE;
+    ar->info.stats_count = ar->sec_len[WPK_SEC_STATS] / WPK_STATS_REC_SIZE;
+    return WPACK_OK;
+}
+
+static int check_block_dtypes(wpack_archive *ar)
+{
+    for (uint64_t i = 0; i < ar->info.block_dtype_count; i++) {
+        const uint8_t *r = wpk_rec(ar, WPK_SEC_DTYPES, i, WPK_DTYPE_REC_SIZE);
+        const uint8_t *name;
+        char what[64];
+        wpk_fmt(what, sizeof what, "block dtype %llu", (unsigned long long)i);
+        int rc = wpk_name_ref(ar, wpk_ld64(r + WPK_D_NAME_OFF), wpk_ld32(r + WPK_D_NAME_LEN_OFF), what,
+                          &name);
+        if (rc)
+            return rc;
+        if (!wpk_ld32(r + WPK_D_BLOCK_ELEMS_OFF) || !wpk_ld32(r + WPK_D_BLOCK_BYTES_OFF))
+            return wpk_fail(ar, WPACK_E_DTYPE, "block dtype '%s': zero block size", name);
+        if (ar->info.format_minor <= WPACK_FORMAT_MINOR && wpk_ld32(r + WPK_D_RESERVED_OFF))
+            return wpk_fail(ar, WPACK_E_RESERVED, "block dtype '%s': reserved field not zero", name);
+        rc = wpk_aux_ref(ar, wpk_ld64(r + WPK_D_PARAMS_OFF), wpk_ld64(r + WPK_D_PARAMS_LEN_OFF), what);
+        if (rc)
+            return rc;
+    }
+    return WPACK_OK;
+}
+
+int wpk_dtype_unit(const wpack_archive *ar, int dtype, uint64_t *unit_bytes, uint64_t *block_elems)
+{
+    if (dtype >= WPACK_DTYPE_BLOCK_BASE) {
+        uint64_t k = (uint64_t)(dtype - WPACK_DTYPE_BLOCK_BASE);
+        if (k >= ar->info.block_dtype_count)
+            return 0;
+        const uint8_t *r = wpk_rec(ar, WPK_SEC_DTYPES, k, WPK_DTYPE_REC_SIZE);
+        *unit_bytes = wpk_ld32(r + WPK_D_BLOCK_BYTES_OFF);
+        *block_elems = wpk_ld32(r + WPK_D_BLOCK_ELEMS_OFF);
+        return 1;
+    }
+    size_t size = wpack_dtype_size(dtype);
+    *unit_bytes = size;
+    *block_elems = 1;
+    return size != 0;
+}
+
+/* Fields of one entry record, decoded. */
+typedef struct {
+    const uint8_t *name;
+    uint64_t name_len;
+    int kind, dtype, codec;
+    unsigned rank;
+    uint64_t dims_index, offset, stored, checksum, aux_off, aux_len;
+    uint32_t target;
+} entry_fields;
+
+static void decode_entry(const wpack_archive *ar, uint64_t i, entry_fields *e)
+{
+    const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
+    e->name = ar->sec[WPK_SEC_STRINGS] + wpk_ld64(r + WPK_E_NAME_OFF);
+    e->name_len = wpk_ld32(r + WPK_E_NAME_LEN_OFF);
+    e->kind = r[WPK_E_KIND_OFF];
+    e->dtype = r[WPK_E_DTYPE_OFF];
+    e->rank = r[WPK_E_RANK_OFF];
+    e->codec = r[WPK_E_CODEC_OFF];
+    e->dims_index = wpk_ld64(r + WPK_E_DIMS_OFF);
+    e->offset = wpk_ld64(r + WPK_E_DATA_OFFSET_OFF);
+    e->stored = wpk_ld64(r + WPK_E_STORED_LEN_OFF);
+    e->checksum = wpk_ld64(r + WPK_E_CHECKSUM_OFF);
+    e->aux_off = wpk_ld64(r + WPK_E_AUX_OFF);
+    e->aux_len = wpk_ld64(r + WPK_E_AUX_LEN_OFF);
+    e->target = wpk_ld32(r + WPK_E_TARGET_OFF);
+}
+
+/* nelems and logical bytes of a validated-shape entry. */
+static int entry_size(wpack_archive *ar, const entry_fields *e, const char *q, uint64_t *nbytes)
+{
+    const uint8_t *dims = ar->sec[WPK_SEC_DIMS] + e->dims_index * 8;
+    uint64_t n = 1, unit = 0, block = 1;
+    for (unsigned d = 0; d < e->rank; d++)
+        if (!wpk_mul(n, wpk_ld64(dims + 8 * d), &n))
+            return wpk_fail(ar, WPACK_E_OVERFLOW, "tensor '%s': element count overflows", q);
+    if (!wpk_dtype_unit(ar, e->dtype, &unit, &block))
+        return wpk_fail(ar, WPACK_E_DTYPE, "tensor '%s': unknown dtype %d", q, e->dtype);
+    if (block > 1) {
+        if (e->rank == 0 || wpk_ld64(dims + 8 * (e->rank - 1)) % block)
+            return wpk_fail(ar, WPACK_E_SHAPE,
+                            "tensor '%s': last dim is not a multiple of the %llu-element block", q,
+                            (unsigned long long)block);
+        n /= block;
+    }
+    if (!wpk_mul(n, unit, nbytes))
+        return wpk_fail(ar, WPACK_E_OVERFLOW, "tensor '%s': byte size overflows", q);
+    return WPACK_OK;
+}
+
+static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uint64_t *data_seen)
+{
+    const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
+    char q[256];
+    wpk_quote(q, sizeof q, (const char *)e->name, (size_t)e->name_len);
+    if (e->kind < WPACK_KIND_DATA || e->kind > WPACK_KIND_ALIAS)
+        return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': unknown kind %d", q, e->kind);
+    if (e->rank > WPACK_MAX_RANK)
+        return wpk_fail(ar, WPACK_E_RANK, "tensor '%s': rank %u above the limit of 8", q, e->rank);
+    if (e->codec != WPACK_CODEC_NONE)
+        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': unknown codec %d", q, e->codec);
+    if (ar->info.format_minor <= WPACK_FORMAT_MINOR &&
+        (wpk_ld32(r + WPK_E_CODEC_PARAM_OFF) || !wpk_all_zero(r + WPK_E_RESERVED_OFF, 8)))
+        return wpk_fail(ar, WPACK_E_RESERVED, "tensor '%s': reserved fields not zero", q);
+    if (e->dims_index > ar->dims_count || e->rank > ar->dims_count - e->dims_index)
+        return wpk_fail(ar, WPACK_E_BOUNDS, "tensor '%s': dims at %llu past the dims section", q,
+                        (unsigned long long)e->dims_index);
+    uint64_t nbytes = 0;
+    int rc = entry_size(ar, e, q, &nbytes);
+    if (rc)
+        return rc;
+    uint64_t data_start = ar->info.data_offset;
+    uint64_t data_end = data_start + ar->info.data_length;
+    switch (e->kind) {
+    case WPACK_KIND_DATA:
+        if (e->aux_off || e->aux_len || e->target)
+            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': data entry with aux or target set", q);
+        if (e->stored != nbytes)
+            return wpk_fail(ar, WPACK_E_SIZE,
+                            "tensor '%s': stored length %llu, shape and dtype need %llu", q,
+                            (unsigned long long)e->stored, (unsigned long long)nbytes);
+        if (e->offset % ar->info.alignment)
+            return wpk_fail(ar, WPACK_E_MISALIGNED,
+                            "tensor '%s': offset %llu not a multiple of the alignment %u", q,
+                            (unsigned long long)e->offset, ar->info.alignment);
+        if (e->offset < data_start || !wpk_in_bounds(e->offset - data_start, e->stored,
+                                                     data_end - data_start))
+            return wpk_fail(ar, WPACK_E_BOUNDS,
+                            "tensor '%s': bytes %llu+%llu outside the data region %llu..%llu", q,
+                            (unsigned long long)e->offset, (unsigned long long)e->stored,
+                            (unsigned long long)data_start, (unsigned long long)data_end);
+        (*data_seen)++;
+        break;
+    case WPACK_KIND_SPLAT: {
+        uint64_t unit, block;
+        wpk_dtype_unit(ar, e->dtype, &unit, &block);
+        if (e->offset || e->stored || e->target)
+            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': splat entry with data or target set", q);
+        if (e->aux_len != unit)
+            return wpk_fail(ar, WPACK_E_SIZE, "tensor '%s': splat fill is %llu bytes, dtype needs %llu",
+                            q, (unsigned long long)e->aux_len, (unsigned long long)unit);
+        rc = wpk_aux_ref(ar, e->aux_off, e->aux_len, "splat fill");
+        if (rc)
+            return rc;
+        if (wpk_xxh3(ar->sec[WPK_SEC_AUX] + e->aux_off, (size_t)e->aux_len) != e->checksum)
+            return wpk_fail(ar, WPACK_E_CHECKSUM, "tensor '%s': splat fill checksum mismatch", q);
+        break;
+    }
+    case WPACK_KIND_ALIAS:
+        if (e->aux_off || e->aux_len)
+            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': alias entry with aux set", q);
+        break;
+    }
+    return WPACK_OK;
+}
+
+/* Aliases after all entries are known valid: the target must be a like non-alias. */
+static int check_alias(wpack_archive *ar, uint64_t i, const entry_fields *e, uint64_t count)
+{
+    char q[256];
+    wpk_quote(q, sizeof q, (const char *)e->name, (size_t)e->name_len);
+    if (e->target >= count || e->target == i)
+        return wpk_fail(ar, WPACK_E_ALIAS, "alias '%s': target %u is not another entry", q,
+                        e->target);
+    entry_fields t;
+    decode_entry(ar, e->target, &t);
+    if (t.kind == WPACK_KIND_ALIAS)
+        return wpk_fail(ar, WPACK_E_ALIAS, "alias '%s': target is itself an alias", q);
+    int same = t.dtype == e->dtype && t.rank == e->rank && t.offset == e->offset &&
+               t.stored == e->stored && t.checksum == e->checksum &&
+               memcmp(ar->sec[WPK_SEC_DIMS] + 8 * t.dims_index,
+                      ar->sec[WPK_SEC_DIMS] + 8 * e->dims_index, 8 * (size_t)e->rank) == 0;
+    if (!same)
+        return wpk_fail(ar, WPACK_E_ALIAS,
+                        "alias '%s': dtype, shape or extent differs from its target", q);
+    return WPACK_OK;
+}
+
+static int check_extents(wpack_archive *ar, uint64_t count, uint64_t data_count)
+{
+    uint8_t *seen = calloc((size_t)(count / 8 + 1), 1);
+    if (!seen)
+        return wpk_fail(ar, WPACK_E_NOMEM, "out of memory checking %llu extents",
+                        (unsigned long long)data_count);
+    int rc = WPACK_OK;
+    uint64_t cursor = ar->info.data_offset, end = cursor;
+    for (uint64_t k = 0; k < data_count && rc == WPACK_OK; k++) {
+        uint32_t i = wpk_ld32(ar->sec[WPK_SEC_EXTENTS] + 4 * k);
+        if (i >= count) {
+            rc = wpk_fail(ar, WPACK_E_LAYOUT, "extent %llu names entry %u of %llu",
+                          (unsigned long long)k, i, (unsigned long long)count);
+            break;
+        }
+        entry_fields e;
+        decode_entry(ar, i, &e);
+        char q[256];
+        wpk_quote(q, sizeof q, (const char *)e.name, (size_t)e.name_len);
+        if (e.kind != WPACK_KIND_DATA || (seen[i / 8] >> (i % 8)) & 1) {
+            rc = wpk_fail(ar, WPACK_E_LAYOUT, "extent %llu: tensor '%s' is not a data entry or "
+                                              "is listed twice", (unsigned long long)k, q);
+            break;
+        }
+        seen[i / 8] |= (uint8_t)(1u << (i % 8));
+        if (e.offset != cursor) {
+            rc = wpk_fail(ar, WPACK_E_OVERLAP,
+                          e.offset < cursor
+                              ? "tensor '%s': bytes at %llu overlap the previous extent (ends %llu)"
+                              : "tensor '%s': hole before its bytes at %llu (previous extent ends %llu)",
+                          q, (unsigned long long)e.offset, (unsigned long long)cursor);
+            break;
+        }
+        end = e.offset + e.stored;
+        /* In the data region (checked per entry), so align_up cannot overflow. */
+        wpk_align_up(end, ar->info.alignment, &cursor);
+    }
+    if (rc == WPACK_OK && end != ar->info.data_offset + ar->info.data_length)
+        rc = wpk_fail(ar, WPACK_E_LAYOUT, "data region ends at %llu, its last extent at %llu",
+                      (unsigned long long)(ar->info.data_offset + ar->info.data_length),
+                      (unsigned long long)end);
+    free(seen);
+    return rc;
+}
+
+int wpk_check_index(wpack_archive *ar)
+{
+    uint64_t ioff = ar->info.index_offset, ilen = ar->info.index_length;
+    if (!wpk_in_bounds(ioff, ilen, ar->len))
+        return wpk_fail(ar, WPACK_E_TRUNCATED, "index at %llu+%llu past the end of the file",
+                        (unsigned long long)ioff, (unsigned long long)ilen);
+    ar->index = ar->base + ioff;
+    const uint8_t *ix = ar->index;
+    if (wpk_xxh3(ix, (size_t)ilen) != ar->info.index_checksum)
+        return wpk_fail(ar, WPACK_E_INDEX_CHECKSUM, "index checksum mismatch");
+    if (memcmp(ix, WPK_INDEX_MAGIC, 8) != 0)
+        return wpk_fail(ar, WPACK_E_LAYOUT, "index magic missing at offset %llu",
+                        (unsigned long long)ioff);
+    if (wpk_ld32(ix + WPK_I_HEADER_SIZE_OFF) != WPK_INDEX_HEADER_SIZE ||
+        wpk_ld32(ix + WPK_I_ENTRY_SIZE_OFF) != WPK_ENTRY_SIZE)
+        return wpk_fail(ar, WPACK_E_LAYOUT, "index header size %u / entry size %u, must be 256 / 80",
+                        wpk_ld32(ix + WPK_I_HEADER_SIZE_OFF), wpk_ld32(ix + WPK_I_ENTRY_SIZE_OFF));
+    if (ar->info.format_minor <= WPACK_FORMAT_MINOR &&
+        !wpk_all_zero(ix + WPK_I_RESERVED_OFF, WPK_INDEX_HEADER_SIZE - WPK_I_RESERVED_OFF))
+        return wpk_fail(ar, WPACK_E_RESERVED, "index header reserved bytes not zero");
+    uint64_t count = wpk_ld64(ix + WPK_I_ENTRY_COUNT_OFF);
+    uint64_t data_count = wpk_ld64(ix + WPK_I_DATA_ENTRY_COUNT_OFF);
+    if (count != ar->info.entry_count)
+        return wpk_fail(ar, WPACK_E_LAYOUT, "index holds %llu entries, superblock says %llu",
+                        (unsigned long long)count, (unsigned long long)ar->info.entry_count);
+    if (count > WPK_LIMIT_ENTRIES)
+        return wpk_fail(ar, WPACK_E_LIMIT, "%llu entries, limit %llu", (unsigned long long)count,
+                        (unsigned long long)WPK_LIMIT_ENTRIES);
+    if (data_count > count)
+        return wpk_fail(ar, WPACK_E_LAYOUT, "%llu data entries of %llu entries",
+                        (unsigned long long)data_count, (unsigned long long)count);
+    int rc = check_sections(ar, count, data_count);
+    if (rc == WPACK_OK)
+        rc = check_block_dtypes(ar);
+    if (rc)
+        return rc;
+
+    uint64_t data_seen = 0;
+    const uint8_t *prev = NULL;
+    uint64_t prev_len = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
+        const uint8_t *name;
+        uint64_t name_len = wpk_ld32(r + WPK_E_NAME_LEN_OFF);
+        char what[48];
+        wpk_fmt(what, sizeof what, "entry %llu name", (unsigned long long)i);
+        rc = wpk_name_ref(ar, wpk_ld64(r + WPK_E_NAME_OFF), name_len, what, &name);
+        if (rc)
+            return rc;
+        if (prev && (rc = wpk_order_check(ar, prev, prev_len, name, name_len, "tensor")))
+            return rc;
+        prev = name;
+        prev_len = name_len;
+        entry_fields e;
+        decode_entry(ar, i, &e);
+        if ((rc = check_entry(ar, i, &e, &data_seen)))
+            return rc;
+    }
+    for (uint64_t i = 0; i < count; i++) {
+        entry_fields e;
+        decode_entry(ar, i, &e);
+        if (e.kind == WPACK_KIND_ALIAS && (rc = check_alias(ar, i, &e, count)))
+            return rc;
+    }
+    if (data_seen != data_count)
+        return wpk_fail(ar, WPACK_E_LAYOUT, "%llu data entries, index header says %llu",
+                        (unsigned long long)data_seen, (unsigned long long)data_count);
+    if ((rc = check_extents(ar, count, data_count)))
+        return rc;
+    if ((rc = wpk_check_meta(ar)) || (rc = wpk_check_namemap(ar)) || (rc = wpk_check_stats(ar)))
+        return rc;
+    return WPACK_OK;
+}
+

@@ -1,0 +1,249 @@
+/* meta.c - metadata and name-map records: validation at open and access. */
+#include <string.h>
+
+#include "bytes.h"
+#include "reader.h"
+
+/* Valid UTF-8 with no NUL (metadata string values may hold newlines). */
+static int utf8_ok(const uint8_t *s, uint64_t len)
+{
+    uint64_t i = 0;
+    while (i < len) {
+        uint8_t c = s[i];
+        if (c == 0)
+            return 0;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        /* Reuse the name rule on one code point, which rejects overlongs etc. */
+        unsigned n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+        if (len - i < n || wpk_name_problem(s + i, n))
+            return 0;
+        i += n;
+    }
+    return 1;
+}
+
+static int string_value(wpack_archive *ar, uint64_t off, uint64_t len, const char *key)
+{
+    const uint8_t *s;
+    char what[300];
+    wpk_fmt(what, sizeof what, "metadata '%s'", key);
+    int rc = wpk_string_ref(ar, off, len, what, &s);
+    if (rc)
+        return rc;
+    if (!utf8_ok(s, len))
+        return wpk_fail(ar, WPACK_E_METADATA, "metadata '%s': string is not valid UTF-8", key);
+    return WPACK_OK;
+}
+
+static int check_array(wpack_archive *ar, const char *key, int elem, uint64_t off, uint64_t count)
+{
+    if (count > WPK_LIMIT_ARRAY)
+        return wpk_fail(ar, WPACK_E_LIMIT, "metadata '%s': %llu array elements, limit %llu", key,
+                        (unsigned long long)count, (unsigned long long)WPK_LIMIT_ARRAY);
+    uint64_t width = elem == WPACK_META_BOOL ? 1 : (elem == WPACK_META_STRING || elem == WPACK_META_BYTES) ? 16 : 8;
+    char what[300];
+    wpk_fmt(what, sizeof what, "metadata '%s' array", key);
+    uint64_t bytes;
+    if (!wpk_mul(count, width, &bytes))
+        return wpk_fail(ar, WPACK_E_OVERFLOW, "metadata '%s': array size overflows", key);
+    int rc = wpk_aux_ref(ar, off, bytes, what);
+    if (rc)
+        return rc;
+    const uint8_t *p = ar->sec[WPK_SEC_AUX] + off;
+    for (uint64_t j = 0; j < count; j++) {
+        if (elem == WPACK_META_BOOL && p[j] > 1)
+            return wpk_fail(ar, WPACK_E_METADATA, "metadata '%s': bool element %llu is %u", key,
+                            (unsigned long long)j, p[j]);
+        if (elem == WPACK_META_STRING &&
+            (rc = string_value(ar, wpk_ld64(p + 16 * j), wpk_ld64(p + 16 * j + 8), key)))
+            return rc;
+        if (elem == WPACK_META_BYTES &&
+            (rc = wpk_aux_ref(ar, wpk_ld64(p + 16 * j), wpk_ld64(p + 16 * j + 8), what)))
+            return rc;
+    }
+    return WPACK_OK;
+}
+
+int wpk_check_meta(wpack_archive *ar)
+{
+    const uint8_t *prev = NULL;
+    uint64_t prev_len = 0;
+    for (uint64_t i = 0; i < ar->info.metadata_count; i++) {
+        const uint8_t *r = wpk_rec(ar, WPK_SEC_METADATA, i, WPK_META_REC_SIZE);
+        const uint8_t *key;
+        uint64_t key_len = wpk_ld32(r + WPK_M_KEY_LEN_OFF);
+        int rc = wpk_name_ref(ar, wpk_ld64(r + WPK_M_KEY_OFF), key_len, "metadata key", &key);
+        if (rc)
+            return rc;
+        if (prev && (rc = wpk_order_check(ar, prev, prev_len, key, key_len, "metadata key")))
+            return rc;
+        prev = key;
+        prev_len = key_len;
+        char q[256];
+        wpk_quote(q, sizeof q, (const char *)key, (size_t)key_len);
+        int type = r[WPK_M_TYPE_OFF], elem = r[WPK_M_ELEM_TYPE_OFF];
+        uint64_t value = wpk_ld64(r + WPK_M_VALUE_OFF), count = wpk_ld64(r + WPK_M_COUNT_OFF);
+        if (ar->info.format_minor <= WPACK_FORMAT_MINOR && wpk_ld16(r + WPK_M_RESERVED_OFF))
+            return wpk_fail(ar, WPACK_E_RESERVED, "metadata '%s': reserved field not zero", q);
+        if (type < WPACK_META_STRING || type > WPACK_META_ARRAY)
+            return wpk_fail(ar, WPACK_E_METADATA, "metadata '%s': unknown type %d", q, type);
+        if ((type == WPACK_META_ARRAY) != (elem != 0) ||
+            (type == WPACK_META_ARRAY && (elem < WPACK_META_STRING || elem > WPACK_META_BYTES)))
+            return wpk_fail(ar, WPACK_E_METADATA, "metadata '%s': element type %d wrong for type %d",
+                            q, elem, type);
+        switch (type) {
+        case WPACK_META_STRING:
+            rc = string_value(ar, value, count, q);
+            break;
+        case WPACK_META_I64:
+        case WPACK_META_F64:
+        case WPACK_META_BOOL:
+            if (count != 0 || (type == WPACK_META_BOOL && value > 1))
+                rc = wpk_fail(ar, WPACK_E_METADATA, "metadata '%s': bad scalar (value %llu, count %llu)",
+                              q, (unsigned long long)value, (unsigned long long)count);
+            break;
+        case WPACK_META_BYTES:
+            rc = wpk_aux_ref(ar, value, count, "metadata bytes");
+            break;
+        case WPACK_META_ARRAY:
+            rc = check_array(ar, q, elem, value, count);
+            break;
+        }
+        if (rc)
+            return rc;
+    }
+    return WPACK_OK;
+}
+
+int wpk_check_namemap(wpack_archive *ar)
+{
+    const uint8_t *prev = NULL;
+    uint64_t prev_len = 0, count = ar->info.entry_count;
+    for (uint64_t i = 0; i < ar->info.namemap_count; i++) {
+        const uint8_t *r = wpk_rec(ar, WPK_SEC_NAMEMAP, i, WPK_NAMEMAP_REC_SIZE);
+        const uint8_t *name;
+        uint64_t len = wpk_ld32(r + WPK_N_NAME_LEN_OFF);
+        int rc = wpk_name_ref(ar, wpk_ld64(r + WPK_N_NAME_OFF), len, "name-map name", &name);
+        if (rc)
+            return rc;
+        if (prev && (rc = wpk_order_check(ar, prev, prev_len, name, len, "name-map name")))
+            return rc;
+        prev = name;
+        prev_len = len;
+        char q[256];
+        wpk_quote(q, sizeof q, (const char *)name, (size_t)len);
+        if (ar->info.format_minor <= WPACK_FORMAT_MINOR && wpk_ld64(r + WPK_N_RESERVED_OFF))
+            return wpk_fail(ar, WPACK_E_RESERVED, "name map '%s': reserved field not zero", q);
+        if (wpk_ld32(r + WPK_N_ENTRY_OFF) >= count)
+            return wpk_fail(ar, WPACK_E_NAMEMAP, "name map '%s': entry %u of %llu", q,
+                            wpk_ld32(r + WPK_N_ENTRY_OFF), (unsigned long long)count);
+        uint64_t pos;
+        if (wpk_search(ar, WPK_SEC_ENTRIES, WPK_ENTRY_SIZE, count, name, len, &pos))
+            return wpk_fail(ar, WPACK_E_NAMEMAP, "name map '%s' is also an entry name", q);
+    }
+    return WPACK_OK;
+}
+
+/* ---- access ---- */
+
+static void fill_meta(const wpack_archive *ar, uint64_t i, wpack_meta *m)
+{
+    const uint8_t *r = wpk_rec(ar, WPK_SEC_METADATA, i, WPK_META_REC_SIZE);
+    uint64_t value = wpk_ld64(r + WPK_M_VALUE_OFF);
+    memset(m, 0, sizeof *m);
+    m->key = wpk_str(ar, wpk_ld64(r + WPK_M_KEY_OFF));
+    m->type = r[WPK_M_TYPE_OFF];
+    m->elem_type = r[WPK_M_ELEM_TYPE_OFF];
+    m->count = wpk_ld64(r + WPK_M_COUNT_OFF);
+    switch (m->type) {
+    case WPACK_META_STRING:
+        m->str = wpk_str(ar, value);
+        break;
+    case WPACK_META_I64:
+        m->i64 = (int64_t)value;
+        break;
+    case WPACK_META_F64:
+        memcpy(&m->f64, &value, sizeof m->f64);
+        break;
+    case WPACK_META_BOOL:
+        m->boolean = (int)value;
+        break;
+    case WPACK_META_BYTES:
+        m->bytes = ar->sec[WPK_SEC_AUX] + value;
+        break;
+    case WPACK_META_ARRAY:
+        m->priv_ = ar->sec[WPK_SEC_AUX] + value;
+        break;
+    }
+}
+
+uint64_t wpack_meta_count(const wpack_archive *ar)
+{
+    return ar->info.metadata_count;
+}
+
+int wpack_meta_at(const wpack_archive *ar, uint64_t i, wpack_meta *out)
+{
+    if (i >= ar->info.metadata_count)
+        return WPACK_E_NOT_FOUND;
+    fill_meta(ar, i, out);
+    return WPACK_OK;
+}
+
+int wpack_meta_find(const wpack_archive *ar, const char *key, wpack_meta *out)
+{
+    uint64_t pos;
+    if (!wpk_search(ar, WPK_SEC_METADATA, WPK_META_REC_SIZE, ar->info.metadata_count,
+                    (const uint8_t *)key, strlen(key), &pos))
+        return WPACK_E_NOT_FOUND;
+    fill_meta(ar, pos, out);
+    return WPACK_OK;
+}
+
+int wpack_meta_elem(const wpack_archive *ar, const wpack_meta *array, uint64_t j, wpack_meta *out)
+{
+    if (array->type != WPACK_META_ARRAY || j >= array->count)
+        return WPACK_E_INVALID_ARGUMENT;
+    const uint8_t *p = array->priv_;
+    memset(out, 0, sizeof *out);
+    out->key = array->key;
+    out->type = array->elem_type;
+    switch (array->elem_type) {
+    case WPACK_META_I64:
+        out->i64 = (int64_t)wpk_ld64(p + 8 * j);
+        break;
+    case WPACK_META_F64:
+        out->f64 = wpk_ldf64(p + 8 * j);
+        break;
+    case WPACK_META_BOOL:
+        out->boolean = p[j];
+        break;
+    case WPACK_META_STRING:
+        out->str = wpk_str(ar, wpk_ld64(p + 16 * j));
+        out->count = wpk_ld64(p + 16 * j + 8);
+        break;
+    case WPACK_META_BYTES:
+        out->bytes = ar->sec[WPK_SEC_AUX] + wpk_ld64(p + 16 * j);
+        out->count = wpk_ld64(p + 16 * j + 8);
+        break;
+    }
+    return WPACK_OK;
+}
+
+uint64_t wpack_namemap_count(const wpack_archive *ar)
+{
+    return ar->info.namemap_count;
+}
+
+int wpack_namemap_at(const wpack_archive *ar, uint64_t i, const char **other_name, uint64_t *entry)
+{
+    if (i >= ar->info.namemap_count)
+        return WPACK_E_NOT_FOUND;
+    const uint8_t *r = wpk_rec(ar, WPK_SEC_NAMEMAP, i, WPK_NAMEMAP_REC_SIZE);
+    *other_name = wpk_str(ar, wpk_ld64(r + WPK_N_NAME_OFF));
+    *entry = wpk_ld32(r + WPK_N_ENTRY_OFF);
+    return WPACK_OK;
+}

@@ -1,0 +1,77 @@
+/* reader.h - the archive handle and the validation steps of wpack_open_*. */
+#ifndef WPACK_READER_H
+#define WPACK_READER_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "layout.h"
+
+struct wpack_archive {
+    const uint8_t *base;        /* the whole file or caller buffer */
+    uint64_t len;               /* its length */
+    void *map;                  /* mmap to undo, or NULL */
+    size_t map_len;
+
+    int errcode;
+    char errmsg[600];
+    pthread_mutex_t err_lock;   /* verify may report from several threads */
+
+    wpack_info info;
+    const uint8_t *index;       /* base + info.index_offset */
+    const uint8_t *sec[WPK_SECTION_COUNT];
+    uint64_t sec_len[WPK_SECTION_COUNT];
+    uint64_t dims_count;
+};
+
+/* Set the handle's error and return code. */
+int wpk_fail(wpack_archive *ar, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Step 1: superblock, trailer, regions (fills ar->info). */
+int wpk_check_header(wpack_archive *ar);
+/* Step 2: the whole index. */
+int wpk_check_index(wpack_archive *ar);
+
+/* Record i of a section (no bounds check: callers pass validated i). */
+static inline const uint8_t *wpk_rec(const wpack_archive *ar, int sec, uint64_t i, uint32_t size)
+{
+    return ar->sec[sec] + i * size;
+}
+
+/* A string of the strings section, validated at open. */
+static inline const char *wpk_str(const wpack_archive *ar, uint64_t off)
+{
+    return (const char *)ar->sec[WPK_SEC_STRINGS] + off;
+}
+
+/* Compare a (p, n) name with entry name bytes, bytewise then by length. */
+int wpk_name_cmp(const uint8_t *a, uint64_t alen, const uint8_t *b, uint64_t blen);
+
+/* Bytes per element (or per block) and elements per block of a dtype. */
+int wpk_dtype_unit(const wpack_archive *ar, int dtype, uint64_t *unit_bytes, uint64_t *block_elems);
+
+/* Fill a wpack_tensor from validated entry i. */
+void wpk_fill_tensor(const wpack_archive *ar, uint64_t i, wpack_tensor *t);
+
+/* Binary search over sorted records of a section by their name field at
+ * offset 0 (u64 off) and 8 (u32 len). Returns 1 and *pos on a hit, else 0
+ * and *pos = insertion point. */
+int wpk_search(const wpack_archive *ar, int sec, uint32_t rec_size, uint64_t count,
+               const uint8_t *key, uint64_t key_len, uint64_t *pos);
+
+/* Validation helpers (index.c), each setting the handle's error. */
+int wpk_all_zero(const uint8_t *p, uint64_t n);
+int wpk_string_ref(wpack_archive *ar, uint64_t off, uint64_t len, const char *what,
+                   const uint8_t **out);
+int wpk_name_ref(wpack_archive *ar, uint64_t off, uint64_t len, const char *what,
+                 const uint8_t **out);
+int wpk_aux_ref(wpack_archive *ar, uint64_t off, uint64_t len, const char *what);
+int wpk_order_check(wpack_archive *ar, const uint8_t *prev, uint64_t prev_len,
+                    const uint8_t *cur, uint64_t cur_len, const char *what);
+int wpk_check_meta(wpack_archive *ar);
+int wpk_check_namemap(wpack_archive *ar);
+int wpk_check_stats(wpack_archive *ar);
+
+#endif

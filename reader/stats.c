@@ -1,0 +1,245 @@
+/* stats.c - calibration statistics records: validation at open and access. */
+#include <math.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "reader.h"
+
+/* Compare (key, kind) pairs: the stats section's order. */
+static int key_kind_cmp(const uint8_t *a, uint64_t alen, int akind, const uint8_t *b,
+                        uint64_t blen, int bkind)
+{
+    int c = wpk_name_cmp(a, alen, b, blen);
+    return c ? c : (akind > bkind) - (akind < bkind);
+}
+
+static int check_values(wpack_archive *ar, const char *q, const uint8_t *v, uint32_t channels)
+{
+    for (uint32_t c = 0; c < channels; c++) {
+        double mn = wpk_ldf64(v + 8 * ((uint64_t)0 * channels + c));
+        double mx = wpk_ldf64(v + 8 * ((uint64_t)1 * channels + c));
+        double am = wpk_ldf64(v + 8 * ((uint64_t)2 * channels + c));
+        double mean = wpk_ldf64(v + 8 * ((uint64_t)3 * channels + c));
+        double var = wpk_ldf64(v + 8 * ((uint64_t)4 * channels + c));
+        if (!isfinite(mn) || !isfinite(mx) || !isfinite(am) || !isfinite(mean) || !isfinite(var))
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s' channel %u: value not finite", q, c);
+        if (!(mn <= mx) || am != fmax(fabs(mn), fabs(mx)) || !(mn <= mean && mean <= mx) ||
+            var < 0)
+            return wpk_fail(ar, WPACK_E_STATS,
+                            "stats '%s' channel %u: inconsistent min %g max %g absmax %g mean %g "
+                            "variance %g", q, c, mn, mx, am, mean, var);
+    }
+    return WPACK_OK;
+}
+
+static int check_histogram(wpack_archive *ar, const char *q, uint64_t off, uint32_t bins,
+                           uint64_t count)
+{
+    if (bins > WPK_LIMIT_HIST_BINS)
+        return wpk_fail(ar, WPACK_E_LIMIT, "stats '%s': %u histogram bins, limit %u", q, bins,
+                        WPK_LIMIT_HIST_BINS);
+    uint64_t bytes = (2 * (uint64_t)bins + 1) * 8;
+    int rc = wpk_aux_ref(ar, off, bytes, "stats histogram");
+    if (rc)
+        return rc;
+    const uint8_t *p = ar->sec[WPK_SEC_AUX] + off;
+    double prev = 0;
+    for (uint32_t b = 0; b <= bins; b++) {
+        double e = wpk_ldf64(p + 8 * b);
+        if (!isfinite(e) || (b > 0 && !(e > prev)))
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram edge %u (%g) not finite and "
+                                               "increasing", q, b, e);
+        prev = e;
+    }
+    uint64_t sum = 0;
+    const uint8_t *counts = p + 8 * ((uint64_t)bins + 1);
+    for (uint32_t b = 0; b < bins; b++)
+        if (!wpk_add(sum, wpk_ld64(counts + 8 * b), &sum))
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram counts overflow", q);
+    if (sum != count)
+        return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram counts sum to %llu, count is %llu",
+                        q, (unsigned long long)sum, (unsigned long long)count);
+    return WPACK_OK;
+}
+
+static int check_percentiles(wpack_archive *ar, const char *q, uint64_t off, uint32_t n)
+{
+    if (n > WPK_LIMIT_PERCENTILES)
+        return wpk_fail(ar, WPACK_E_LIMIT, "stats '%s': %u percentiles, limit %u", q, n,
+                        WPK_LIMIT_PERCENTILES);
+    int rc = wpk_aux_ref(ar, off, 16 * (uint64_t)n, "stats percentiles");
+    if (rc)
+        return rc;
+    const uint8_t *p = ar->sec[WPK_SEC_AUX] + off;
+    for (uint32_t j = 0; j < n; j++) {
+        double pq = wpk_ldf64(p + 16 * j), v = wpk_ldf64(p + 16 * j + 8);
+        int ok = pq >= 0 && pq <= 100 && isfinite(v);
+        if (j > 0)
+            ok = ok && pq > wpk_ldf64(p + 16 * (j - 1)) && v >= wpk_ldf64(p + 16 * (j - 1) + 8);
+        if (!ok)
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': percentile %u (q %g, value %g) out of "
+                                               "order or range", q, j, pq, v);
+    }
+    return WPACK_OK;
+}
+
+int wpk_check_stats(wpack_archive *ar)
+{
+    const uint8_t *prev = NULL;
+    uint64_t prev_len = 0;
+    int prev_kind = 0;
+    for (uint64_t i = 0; i < ar->info.stats_count; i++) {
+        const uint8_t *r = wpk_rec(ar, WPK_SEC_STATS, i, WPK_STATS_REC_SIZE);
+        const uint8_t *key;
+        uint64_t key_len = wpk_ld32(r + WPK_S_KEY_LEN_OFF);
+        int rc = wpk_name_ref(ar, wpk_ld64(r + WPK_S_KEY_OFF), key_len, "stats key", &key);
+        if (rc)
+            return rc;
+        int kind = r[WPK_S_KIND_OFF], gran = r[WPK_S_GRAN_OFF];
+        char q[256];
+        wpk_quote(q, sizeof q, (const char *)key, (size_t)key_len);
+        if (prev) {
+            int c = key_kind_cmp(prev, prev_len, prev_kind, key, key_len, kind);
+            if (c == 0)
+                return wpk_fail(ar, WPACK_E_DUPLICATE, "stats '%s' (kind %d) appear twice", q, kind);
+            if (c > 0)
+                return wpk_fail(ar, WPACK_E_UNSORTED, "stats '%s' out of (key, kind) order", q);
+        }
+        prev = key;
+        prev_len = key_len;
+        prev_kind = kind;
+        if (ar->info.format_minor <= WPACK_FORMAT_MINOR && wpk_ld16(r + WPK_S_RESERVED_OFF))
+            return wpk_fail(ar, WPACK_E_RESERVED, "stats '%s': reserved field not zero", q);
+        if (kind != WPACK_STATS_WEIGHT && kind != WPACK_STATS_ACTIVATION)
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': unknown kind %d", q, kind);
+        uint32_t axis = wpk_ld32(r + WPK_S_AXIS_OFF), channels = wpk_ld32(r + WPK_S_CHANNELS_OFF);
+        if (gran == WPACK_GRAN_TENSOR) {
+            if (axis != 0 || channels != 1)
+                return wpk_fail(ar, WPACK_E_STATS, "stats '%s': per-tensor with axis %u, %u channels",
+                                q, axis, channels);
+        } else if (gran == WPACK_GRAN_CHANNEL) {
+            if (channels < 1 || channels > WPK_LIMIT_CHANNELS || axis >= WPACK_MAX_RANK)
+                return wpk_fail(ar, WPACK_E_STATS, "stats '%s': per-channel axis %u, %u channels "
+                                                   "out of range", q, axis, channels);
+        } else {
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': unknown granularity %d", q, gran);
+        }
+        if (kind == WPACK_STATS_WEIGHT) {
+            wpack_tensor t;
+            uint64_t pos;
+            if (!wpk_search(ar, WPK_SEC_ENTRIES, WPK_ENTRY_SIZE, ar->info.entry_count, key, key_len,
+                            &pos))
+                return wpk_fail(ar, WPACK_E_STATS, "weight stats '%s': no tensor of that name", q);
+            wpk_fill_tensor(ar, pos, &t);
+            if (gran == WPACK_GRAN_CHANNEL && (axis >= t.rank || channels != t.dims[axis]))
+                return wpk_fail(ar, WPACK_E_STATS,
+                                "weight stats '%s': %u channels on axis %u do not fit the tensor",
+                                q, channels, axis);
+        }
+        uint64_t count = wpk_ld64(r + WPK_S_COUNT_OFF);
+        uint64_t voff = wpk_ld64(r + WPK_S_VALUES_OFF);
+        if ((rc = wpk_aux_ref(ar, voff, 40 * (uint64_t)channels, "stats values")) ||
+            (rc = check_values(ar, q, ar->sec[WPK_SEC_AUX] + voff, channels)))
+            return rc;
+        uint32_t bins = wpk_ld32(r + WPK_S_HIST_BINS_OFF), pcts = wpk_ld32(r + WPK_S_PCT_COUNT_OFF);
+        if (bins && (rc = check_histogram(ar, q, wpk_ld64(r + WPK_S_HIST_OFF), bins, count)))
+            return rc;
+        if (!bins && wpk_ld64(r + WPK_S_HIST_OFF))
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram offset without bins", q);
+        if (pcts && (rc = check_percentiles(ar, q, wpk_ld64(r + WPK_S_PCT_OFF), pcts)))
+            return rc;
+        if (!pcts && wpk_ld64(r + WPK_S_PCT_OFF))
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': percentile offset without percentiles", q);
+    }
+    return WPACK_OK;
+}
+
+/* ---- access ---- */
+
+static void fill_stats(const wpack_archive *ar, uint64_t i, wpack_stats *s)
+{
+    const uint8_t *r = wpk_rec(ar, WPK_SEC_STATS, i, WPK_STATS_REC_SIZE);
+    const uint8_t *aux = ar->sec[WPK_SEC_AUX];
+    memset(s, 0, sizeof *s);
+    s->key = wpk_str(ar, wpk_ld64(r + WPK_S_KEY_OFF));
+    s->kind = r[WPK_S_KIND_OFF];
+    s->granularity = r[WPK_S_GRAN_OFF];
+    s->axis = wpk_ld32(r + WPK_S_AXIS_OFF);
+    s->channels = wpk_ld32(r + WPK_S_CHANNELS_OFF);
+    s->count = wpk_ld64(r + WPK_S_COUNT_OFF);
+    s->hist_bins = wpk_ld32(r + WPK_S_HIST_BINS_OFF);
+    s->percentile_count = wpk_ld32(r + WPK_S_PCT_COUNT_OFF);
+    s->priv_[0] = aux + wpk_ld64(r + WPK_S_VALUES_OFF);
+    s->priv_[1] = s->hist_bins ? aux + wpk_ld64(r + WPK_S_HIST_OFF) : NULL;
+    s->priv_[2] = s->percentile_count ? aux + wpk_ld64(r + WPK_S_PCT_OFF) : NULL;
+    s->min = wpack_stats_value(s, WPACK_STAT_MIN, 0);
+    s->max = wpack_stats_value(s, WPACK_STAT_MAX, 0);
+    s->absmax = wpack_stats_value(s, WPACK_STAT_ABSMAX, 0);
+    s->mean = wpack_stats_value(s, WPACK_STAT_MEAN, 0);
+    s->variance = wpack_stats_value(s, WPACK_STAT_VARIANCE, 0);
+}
+
+uint64_t wpack_stats_count(const wpack_archive *ar)
+{
+    return ar->info.stats_count;
+}
+
+int wpack_stats_at(const wpack_archive *ar, uint64_t i, wpack_stats *out)
+{
+    if (i >= ar->info.stats_count)
+        return WPACK_E_NOT_FOUND;
+    fill_stats(ar, i, out);
+    return WPACK_OK;
+}
+
+int wpack_stats_find(const wpack_archive *ar, const char *key, int kind, wpack_stats *out)
+{
+    uint64_t lo = 0, hi = ar->info.stats_count, klen = strlen(key);
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        const uint8_t *r = wpk_rec(ar, WPK_SEC_STATS, mid, WPK_STATS_REC_SIZE);
+        const uint8_t *k = (const uint8_t *)wpk_str(ar, wpk_ld64(r + WPK_S_KEY_OFF));
+        int c = key_kind_cmp(k, wpk_ld32(r + WPK_S_KEY_LEN_OFF), r[WPK_S_KIND_OFF],
+                             (const uint8_t *)key, klen, kind);
+        if (c == 0) {
+            fill_stats(ar, mid, out);
+            return WPACK_OK;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return WPACK_E_NOT_FOUND;
+}
+
+double wpack_stats_value(const wpack_stats *s, int which, uint32_t c)
+{
+    if (which < 0 || which > WPACK_STAT_VARIANCE || c >= s->channels)
+        return NAN;
+    return wpk_ldf64((const uint8_t *)s->priv_[0] + 8 * ((uint64_t)which * s->channels + c));
+}
+
+void wpack_stats_bin(const wpack_stats *s, uint32_t b, double *lo, double *hi, uint64_t *count)
+{
+    const uint8_t *p = s->priv_[1];
+    if (!p || b >= s->hist_bins) {
+        *lo = *hi = NAN;
+        *count = 0;
+        return;
+    }
+    *lo = wpk_ldf64(p + 8 * b);
+    *hi = wpk_ldf64(p + 8 * (b + 1));
+    *count = wpk_ld64(p + 8 * ((uint64_t)s->hist_bins + 1 + b));
+}
+
+void wpack_stats_percentile(const wpack_stats *s, uint32_t j, double *q, double *value)
+{
+    const uint8_t *p = s->priv_[2];
+    if (!p || j >= s->percentile_count) {
+        *q = *value = NAN;
+        return;
+    }
+    *q = wpk_ldf64(p + 16 * j);
+    *value = wpk_ldf64(p + 16 * j + 8);
+}

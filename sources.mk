@@ -1,0 +1,10 @@
+# sources.mk - the library's sources, for this Makefile and any that embed libwpack.
+WPACK_LIB_SRCS = \
+	format/checksum.c format/dtype.c format/errors.c format/floats.c format/fmt.c format/names.c \
+	reader/header.c reader/index.c reader/lookup.c reader/meta.c reader/open.c reader/stats.c \
+	reader/verify.c \
+	packer/nameset.c packer/weightstats.c packer/writer.c packer/writer_index.c
+# Packer inputs used by the CLI (not exported from the shared library).
+WPACK_TOOL_SRCS = $(wildcard packer/npy*.c) $(wildcard cli/*.c)
+WPACK_INCLUDES = -Iinclude -Iformat -Ireader -Ipacker -Icli
+WPACK_LIBS = -lxxhash -lpthread -lm

@@ -1,0 +1,37 @@
+# lib.sh - shared by the CLI tests (sourced). Each test script calls
+# pass/fail per case and `finish` at the end, printing the same lines as the
+# C harness so tests/run-tests.sh can add them up.
+#   WPACK   the binary under test     PY  /usr/bin/python3
+set -u
+WPACK=${WPACK:?WPACK must point at the wpack binary}
+PY=${PY:-/usr/bin/python3}
+TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+T=$(mktemp -d "${TMPDIR:-/tmp}/wpack-cli.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+tl_passed=0
+tl_failed=0
+
+pass() { tl_passed=$((tl_passed + 1)); echo "ok $1"; }
+fail() { tl_failed=$((tl_failed + 1)); echo "FAIL $1${2:+: $2}"; }
+
+# expect NAME CMD...: CMD must exit 0.
+expect() {
+    local name=$1; shift
+    if "$@" >"$T/out" 2>"$T/err"; then pass "$name"; else fail "$name" "exit $? : $(head -c 400 "$T/err")"; fi
+}
+
+# expect_fail NAME PATTERN CMD...: CMD must exit non-zero (not by a signal)
+# and its stderr must match the extended regex PATTERN.
+expect_fail() {
+    local name=$1 pat=$2; shift 2
+    "$@" >"$T/out" 2>"$T/err"
+    local rc=$?
+    if [ $rc -eq 0 ]; then fail "$name" "exited 0"; return; fi
+    if [ $rc -ge 128 ]; then fail "$name" "killed by signal $((rc - 128))"; return; fi
+    if grep -Eq -- "$pat" "$T/err"; then pass "$name"; else fail "$name" "stderr lacks /$pat/: $(head -c 400 "$T/err")"; fi
+}
+
+finish() {
+    echo "# passed $tl_passed failed $tl_failed"
+    [ "$tl_failed" -eq 0 ]
+}
