@@ -53,7 +53,7 @@ deps:
 
 # One configuration's suite; prints "# totals P F".
 check-one: tests
-	@sh tests/run-tests.sh $(BUILD)
+	@OPT="$(OPT)" SAN="$(SAN)" sh tests/run-tests.sh $(BUILD)
 
 # The whole suite twice: a normal build, then ASan + UBSan (tests/check.sh).
 check: deps

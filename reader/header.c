@@ -141,12 +141,14 @@ int wpk_check_header(wpack_archive *ar)
 {
     const uint8_t *sb = ar->base;
     uint64_t len = ar->len;
-    if (len < 2 * WPK_HEADER_SIZE)
-        return wpk_fail(ar, len >= 8 && memcmp(sb, WPK_SUPERBLOCK_MAGIC, 8) == 0
-                                ? WPACK_E_TRUNCATED
-                                : WPACK_E_BAD_MAGIC,
-                        "file is %llu bytes, too short for a superblock and trailer",
+    if (len < 2 * WPK_HEADER_SIZE) {
+        if (len >= 8 && memcmp(sb, WPK_SUPERBLOCK_MAGIC, 8) == 0)
+            return wpk_fail(ar, WPACK_E_TRUNCATED,
+                            "file is %llu bytes, too short for a superblock and trailer",
+                            (unsigned long long)len);
+        return wpk_fail(ar, WPACK_E_BAD_MAGIC, "not a wpack archive (%llu bytes, bad magic)",
                         (unsigned long long)len);
+    }
     if (memcmp(sb, WPK_SUPERBLOCK_MAGIC, 8) != 0) {
         if (memcmp(sb + 1, "WPK", 3) == 0)
             return wpk_fail(ar, WPACK_E_BAD_MAGIC,

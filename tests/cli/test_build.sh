@@ -1,0 +1,55 @@
+#!/bin/bash
+# test_build.sh - what the build promises: exported symbols, soname, install
+# with pkg-config, a program linked against the installed library, clang.
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$TESTS_DIR/.." && pwd)
+BUILD_DIR=$(dirname "$WPACK")
+SO=$(ls "$BUILD_DIR"/libwpack.so.*.*.* 2>/dev/null | head -1)
+
+[ -n "$SO" ] && pass shared_library_built || fail shared_library_built
+others=$(nm -D --defined-only "$SO" | awk '{print $3}' | grep -v '^wpack_' | grep -v '^_' )
+[ -z "$others" ] && pass only_wpack_symbols_exported || fail only_wpack_symbols_exported "$others"
+nm -D --defined-only "$SO" | grep -q ' wpack_open_file$' && pass api_exported || fail api_exported
+objdump -p "$SO" | grep -q 'SONAME *libwpack.so.0$' && pass soname || fail soname "$(objdump -p "$SO" | grep SONAME)"
+
+P="$T/prefix"
+if make -s -C "$ROOT" install BUILD="$(basename "$BUILD_DIR")" PREFIX="$P" OPT="${OPT:--O2 -g}" SAN="${SAN:-}" >"$T/inst.log" 2>&1; then
+    pass make_install
+else
+    fail make_install "$(tail -5 "$T/inst.log")"
+fi
+for f in include/wpack.h lib/libwpack.a lib/libwpack.so lib/libwpack.so.0 lib/pkgconfig/wpack.pc bin/wpack; do
+    [ -e "$P/$f" ] && pass "installed_$(basename "$f")" || fail "installed_$f"
+done
+cat >"$T/user.c" <<'CEOF'
+#include <stdio.h>
+#include <wpack.h>
+int main(int argc, char **argv) {
+    wpack_archive *ar;
+    if (argc < 2) return 2;
+    if (wpack_open_file(&ar, argv[1], 0) != WPACK_OK) { fprintf(stderr, "%s\n", wpack_errmsg(ar)); return 1; }
+    printf("%s %llu\n", wpack_version_string(), (unsigned long long)wpack_count(ar));
+    wpack_close(ar);
+    return 0;
+}
+CEOF
+flags=$(PKG_CONFIG_PATH="$P/lib/pkgconfig" pkg-config --cflags --libs wpack 2>/dev/null)
+if cc ${SAN:-} -o "$T/user" "$T/user.c" $flags -Wl,-rpath,"$P/lib" 2>"$T/cc.err"; then
+    pass link_against_installed_so
+    "$P/bin/wpack" create -q -o "$T/u.wpack" "$ROOT/examples/mlp" 2>/dev/null
+    out=$("$T/user" "$T/u.wpack")
+    [ "$out" = "0.1.0 4" ] && pass run_against_installed_so || fail run_against_installed_so "$out"
+    ldd "$T/user" | grep -q "$P/lib/libwpack.so.0" && pass uses_shared_library || fail uses_shared_library
+else
+    fail link_against_installed_so "$(head -5 "$T/cc.err")"
+fi
+
+# clang, -Werror: only in the plain configuration (the sanitizer run repeats it otherwise)
+if [ -z "${SAN:-}" ] && command -v clang >/dev/null; then
+    if make -s -C "$ROOT" all BUILD=build-clang CC=clang >"$T/clang.log" 2>&1; then
+        pass clang_werror_build
+    else
+        fail clang_werror_build "$(grep -m3 error "$T/clang.log")"
+    fi
+fi
+finish
