@@ -8,3 +8,7 @@ WPACK_LIB_SRCS = \
 WPACK_TOOL_SRCS = $(wildcard packer/npy*.c) $(wildcard cli/*.c)
 WPACK_INCLUDES = -Iinclude -Iformat -Ireader -Ipacker -Icli
 WPACK_LIBS = -lxxhash -lpthread -lm
+# Parts beyond the core register themselves: each DIR/module.mk appends to
+# WPACK_LIB_SRCS (exported library code) or WPACK_TOOL_SRCS (CLI-only code)
+# and may add to WPACK_LIBS and WPACK_INCLUDES.
+include $(sort $(wildcard */module.mk))

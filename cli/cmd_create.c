@@ -324,7 +324,7 @@ int cmd_create(int argc, char **argv)
             if (prev)
                 cli_error("%s: tensor '%s' is already taken by %s", l.v[k].path, l.v[k].name, prev);
             else
-                cli_error("%s", err);
+                cli_error("%s [%s]", err, wpack_error_name(e));
             goto done;
         }
         prog.done_items++;

@@ -134,7 +134,8 @@ static int auto_stats(wpack_writer *w)
     /* Only look up user stats when there are any: the scan is linear. */
     for (uint64_t i = 0; i < wpk_entry_count(w) && rc == WPACK_OK; i++) {
         wpk_pending_entry *e = &wpk_entries(w)[i];
-        if (!e->has_acc || (user && has_user_weight_stats(w, e->name)))
+        /* No finite value seen (empty, or all NaN): nothing to describe. */
+        if (!e->has_acc || !e->acc.n || (user && has_user_weight_stats(w, e->name)))
             continue;
         double var = wpk_acc_variance(&e->acc);
         double am = -e->acc.min > e->acc.max ? -e->acc.min : e->acc.max;
@@ -144,7 +145,7 @@ static int auto_stats(wpack_writer *w)
             .min = &e->acc.min, .max = &e->acc.max, .absmax = &am, .mean = &e->acc.mean,
             .variance = &var,
         };
-        if (bins && e->acc.n) {
+        if (bins) {
             if ((rc = histogram(w, e, bins, edges, counts)))
                 break;
             s.hist_bins = bins;
@@ -392,6 +393,14 @@ static void encode_header(uint8_t *h, const char *magic, const wpack_writer *w, 
     wpk_st64(h + WPK_H_CHECKSUM_OFF, wpk_xxh3(h, WPK_H_CHECKSUM_OFF));
 }
 
+/* qsort_r, which must not see a NULL array even for zero records. */
+static void sort_records(void *base, size_t n, size_t size,
+                         int (*cmp)(const void *, const void *, void *), void *ctx)
+{
+    if (n > 1)
+        qsort_r(base, n, size, cmp, ctx);
+}
+
 int wpk_write_index(wpack_writer *w)
 {
     int rc = resolve_aliases(w);
@@ -409,13 +418,15 @@ int wpk_write_index(wpack_writer *w)
     }
     for (uint64_t i = 0; i < n; i++)
         order[i] = i;
-    qsort_r(order, n, sizeof *order, cmp_entry_idx, w);
+    sort_records(order, n, sizeof *order, cmp_entry_idx, w);
     for (uint64_t k = 0; k < n; k++)
         rank_of[order[k]] = k;
-    qsort_r(w->meta.p, w->meta.len / sizeof(wpk_pending_meta), sizeof(wpk_pending_meta), cmp_meta, w);
-    qsort_r(w->names.p, w->names.len / sizeof(wpk_pending_name), sizeof(wpk_pending_name), cmp_names, w);
-    qsort_r(w->stats.p, w->stats.len / sizeof(wpk_pending_stats), sizeof(wpk_pending_stats),
-            cmp_stats, w);
+    sort_records(w->meta.p, w->meta.len / sizeof(wpk_pending_meta), sizeof(wpk_pending_meta),
+                 cmp_meta, w);
+    sort_records(w->names.p, w->names.len / sizeof(wpk_pending_name), sizeof(wpk_pending_name),
+                 cmp_names, w);
+    sort_records(w->stats.p, w->stats.len / sizeof(wpk_pending_stats), sizeof(wpk_pending_stats),
+                 cmp_stats, w);
     rc = check_references(w);
 
     /* Data length: up to the end of the last extent (arrival order = offset order). */

@@ -155,6 +155,11 @@ int wpk_check_header(wpack_archive *ar)
                             "superblock magic damaged (mangled by a text-mode transfer?)");
         return wpk_fail(ar, WPACK_E_BAD_MAGIC, "not a wpack archive (bad magic)");
     }
+    /* The endian marker comes before the checksum: a byte-swapped writer also
+     * swaps the checksum, and ENDIAN says what really happened. */
+    if (wpk_ld32(sb + WPK_H_ENDIAN_OFF) == 0x04030201u)
+        return wpk_fail(ar, WPACK_E_ENDIAN,
+                        "superblock: endianness marker is byte-swapped (written big-endian)");
     if (!checksum_ok(sb))
         return wpk_fail(ar, WPACK_E_HEADER_CHECKSUM, "superblock checksum mismatch");
     header_fields sf;
@@ -162,12 +167,12 @@ int wpk_check_header(wpack_archive *ar)
     int rc = check_fields(ar, sb, &sf, "superblock");
     if (rc)
         return rc;
-    if (!wpk_all_zero(sb + WPK_HEADER_SIZE, sf.data_offset - WPK_HEADER_SIZE))
-        return wpk_fail(ar, WPACK_E_PADDING, "padding after the superblock is not zero");
-
     if (len < sf.file_length)
         return wpk_fail(ar, WPACK_E_TRUNCATED, "file is %llu bytes, superblock says %llu",
                         (unsigned long long)len, (unsigned long long)sf.file_length);
+    /* data_offset < file_length <= len: the padding is inside the file. */
+    if (!wpk_all_zero(sb + WPK_HEADER_SIZE, sf.data_offset - WPK_HEADER_SIZE))
+        return wpk_fail(ar, WPACK_E_PADDING, "padding after the superblock is not zero");
     const header_fields *use = &sf;
     header_fields tf;
     int recovered = 0;
@@ -177,8 +182,11 @@ int wpk_check_header(wpack_archive *ar)
         int next = 0;
         if (trailer_valid(t)) {
             decode(t, &tf);
+            /* Its index must be intact too: a crash can leave the trailer
+             * on disk but not all of the index before it. */
             next = is_next_generation(&sf, &tf, len) &&
-                   check_fields(ar, t, &tf, "trailer") == WPACK_OK;
+                   check_fields(ar, t, &tf, "trailer") == WPACK_OK &&
+                   wpk_xxh3(sb + tf.index_offset, (size_t)tf.index_length) == tf.index_checksum;
         }
         if (next) {
             use = &tf;
