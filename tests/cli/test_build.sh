@@ -44,6 +44,17 @@ else
     fail link_against_installed_so "$(head -5 "$T/cc.err")"
 fi
 
+# the README's API example, against the installed library
+if cc ${SAN:-} -Wall -Wextra -Werror -o "$T/api_example" "$ROOT/examples/api_example.c" $flags -Wl,-rpath,"$P/lib" 2>"$T/cc2.err"; then
+    out=$("$T/api_example" "$T/example.wpack")
+    expected="0.weight: f32 [2, 3], v[5] = 6
+min 1 max 6 mean 3.5
+checksum: ok"
+    [ "$out" = "$expected" ] && pass readme_api_example || fail readme_api_example "$out"
+else
+    fail readme_api_example_builds "$(head -5 "$T/cc2.err")"
+fi
+
 # clang, -Werror: only in the plain configuration (the sanitizer run repeats it otherwise)
 if [ -z "${SAN:-}" ] && command -v clang >/dev/null; then
     if make -s -C "$ROOT" all BUILD=build-clang CC=clang >"$T/clang.log" 2>&1; then
