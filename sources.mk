@@ -3,11 +3,12 @@ WPACK_LIB_SRCS = \
 	format/checksum.c format/dtype.c format/errors.c format/floats.c format/fmt.c format/names.c \
 	reader/header.c reader/index.c reader/lookup.c reader/meta.c reader/open.c reader/stats.c \
 	reader/verify.c \
-	packer/nameset.c packer/weightstats.c packer/writer.c packer/writer_index.c
+	reader/decode.c reader/shards.c \
+	packer/compress.c packer/nameset.c packer/weightstats.c packer/writer.c packer/writer_index.c
 # Packer inputs used by the CLI (not exported from the shared library).
-WPACK_TOOL_SRCS = $(wildcard packer/npy*.c) $(wildcard cli/*.c)
+WPACK_TOOL_SRCS = $(wildcard packer/npy*.c) packer/copy.c $(wildcard cli/*.c)
 WPACK_INCLUDES = -Iinclude -Iformat -Ireader -Ipacker -Icli
-WPACK_LIBS = -lxxhash -lpthread -lm
+WPACK_LIBS = -lxxhash -lzstd -lpthread -lm
 # Parts beyond the core register themselves: each DIR/module.mk appends to
 # WPACK_LIB_SRCS (exported library code) or WPACK_TOOL_SRCS (CLI-only code)
 # and may add to WPACK_LIBS and WPACK_INCLUDES.

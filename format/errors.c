@@ -47,6 +47,8 @@ static const error_row rows[] = {
     {WPACK_E_STATS, "WPACK_E_STATS", "invalid calibration statistics"},
     {WPACK_E_CHECKSUM, "WPACK_E_CHECKSUM", "tensor checksum mismatch"},
     {WPACK_E_PADDING, "WPACK_E_PADDING", "padding is not zero"},
+    {WPACK_E_DECODE, "WPACK_E_DECODE", "compressed bytes do not decode"},
+    {WPACK_E_SHARD, "WPACK_E_SHARD", "shard missing or inconsistent"},
     {WPACK_E_INPUT, "WPACK_E_INPUT", "malformed input file"},
     {WPACK_E_UNSUPPORTED, "WPACK_E_UNSUPPORTED", "unsupported input"},
 };

@@ -41,9 +41,23 @@
 #define WPK_H_RESERVED_LEN 16
 #define WPK_H_CHECKSUM_OFF 120     /* u64 XXH3-64 of bytes 0..119 */
 
-/* Required feature bits defined by this version: none. */
-#define WPK_REQUIRED_KNOWN 0ull
+/* Required feature bits. 1.1: some entry is zstd-compressed (codec 1). */
+#define WPK_FEATURE_ZSTD (1ull << 0)
+/* 1.1: external entries (kind 4) point into shard archives (a sharded set). */
+#define WPK_FEATURE_SHARDS (1ull << 1)
+#define WPK_REQUIRED_KNOWN (WPK_FEATURE_ZSTD | WPK_FEATURE_SHARDS)
+#define WPK_MAX_SHARDS 65536u
 #define WPK_OPTIONAL_KNOWN 0ull
+
+/* ---- zstd-compressed entries (codec 1, format 1.1) ----
+ * codec_param = log2(chunk size), 12..30. The stored bytes are the chunks in
+ * order, each one zstd frame (or the raw chunk when it would not shrink).
+ * aux holds: u64 XXH3-64 of the decoded bytes, then one u64 per chunk: the
+ * end offset of the chunk's stored bytes relative to data_offset, with bit
+ * 63 set when the chunk is stored raw. */
+#define WPK_CHUNK_LOG2_MIN 12
+#define WPK_CHUNK_LOG2_MAX 30
+#define WPK_CHUNK_RAW (1ull << 63)
 
 /* ---- index ---- */
 #define WPK_INDEX_MAGIC "WPKINDX1"

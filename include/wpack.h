@@ -41,10 +41,11 @@ extern "C" {
     (WPACK_VERSION_MAJOR * 10000 + WPACK_VERSION_MINOR * 100 + WPACK_VERSION_PATCH)
 #define WPACK_VERSION_STRING "0.1.0"
 
-/* The archive format version this library writes; it reads every
- * 1.x archive (a newer minor only adds optional parts). */
+/* The newest archive format version this library reads and writes; it
+ * reads every 1.x archive (a newer minor only adds optional parts). It
+ * writes 1.0 unless an archive uses a 1.1 feature (zstd-compressed tensors). */
 #define WPACK_FORMAT_MAJOR 1
-#define WPACK_FORMAT_MINOR 0
+#define WPACK_FORMAT_MINOR 1
 
 /* The library actually linked, which may differ from the header compiled. */
 unsigned wpack_version_number(void);
@@ -105,6 +106,8 @@ typedef enum wpack_error {
     WPACK_E_STATS = 48,            /* bad calibration statistics record */
     WPACK_E_CHECKSUM = 49,         /* tensor bytes do not match their checksum */
     WPACK_E_PADDING = 50,          /* padding between extents is not zero */
+    WPACK_E_DECODE = 51,           /* compressed bytes do not decode to their declared size */
+    WPACK_E_SHARD = 52,            /* a sharded set's shard is missing, changed or inconsistent */
     /* inputs of the packer */
     WPACK_E_INPUT = 60,            /* malformed input file (.npy, ...) */
     WPACK_E_UNSUPPORTED = 61       /* valid input wpack does not take (object arrays) */
@@ -190,9 +193,11 @@ void wpack_get_info(const wpack_archive *ar, wpack_info *info);
 #define WPACK_KIND_DATA 1   /* bytes in the data region */
 #define WPACK_KIND_SPLAT 2  /* one fill value repeated; no bytes in the file */
 #define WPACK_KIND_ALIAS 3  /* a second name for another entry */
+#define WPACK_KIND_EXTERNAL 4 /* bytes in shard archive number alias_target (sharded sets, 1.1) */
 
-/* Codecs of stored bytes. v1 writes only NONE. */
+/* Codecs of stored bytes (spec: Compressed tensors). */
 #define WPACK_CODEC_NONE 0
+#define WPACK_CODEC_ZSTD 1  /* independent zstd frames of chunk_size bytes + seek table (1.1) */
 
 typedef struct wpack_tensor {
     const char *name;           /* NUL-terminated, points into the archive */
@@ -211,7 +216,9 @@ typedef struct wpack_tensor {
     const void *data;           /* zero-copy view; NULL for splat */
     const void *fill;           /* splat: the fill value, one element */
     size_t fill_size;
-    uint64_t alias_target;      /* alias: index of the entry it names */
+    uint64_t alias_target;      /* alias: index of the entry it names; external: shard number */
+    uint32_t chunk_size;        /* zstd: uncompressed bytes per chunk */
+    uint64_t decoded_checksum;  /* zstd: XXH3-64 of the decoded bytes; else = checksum */
 } wpack_tensor;
 
 uint64_t wpack_count(const wpack_archive *ar);
@@ -228,18 +235,46 @@ int wpack_find(const wpack_archive *ar, const char *name, wpack_tensor *out);
 int wpack_prefix_range(const wpack_archive *ar, const char *prefix, uint64_t *first,
                        uint64_t *count);
 
-/* Copy nbytes of entry i's logical bytes, starting at byte offset, into dst
- * (works for every kind; a splat is expanded). */
+/* Sharded sets (spec: Sharded sets). wpack_open_file() of a manifest
+ * archive also opens and validates every shard it lists (paths relative to
+ * the manifest), checks each shard's length and index XXH3 against the
+ * manifest, and then serves every entry through this one handle: lookups,
+ * prefix ranges, views, reads and verification work as for one file. */
+uint32_t wpack_shard_count(const wpack_archive *ar);
+/* Shard s: its path as opened and its own handle (owned by ar). */
+int wpack_shard_at(const wpack_archive *ar, uint32_t s, const char **path,
+                   const wpack_archive **shard);
+
+/* The zero-copy view of entry i's bytes: *data and *nbytes. A splat or a
+ * compressed tensor has no bytes to point at: WPACK_E_NO_VIEW (use
+ * wpack_read()). wpack_tensor.data is the same pointer, or NULL. */
+int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, uint64_t *nbytes);
+
+/* Copy nbytes of entry i's logical bytes, starting at byte offset, into dst,
+ * whatever its kind and codec: a splat is expanded, a zstd tensor decodes
+ * only the chunks that hold the range (in parallel on WPACK_THREADS threads
+ * when there are several). Each chunk's declared size is checked before it
+ * is decoded and output never exceeds it: WPACK_E_DECODE for corrupt
+ * compressed bytes, WPACK_E_NOMEM. This call sets no message (the archive
+ * is shared between threads). */
 int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes);
 
-/* Check entry i's stored bytes against its checksum: WPACK_OK or
- * WPACK_E_CHECKSUM (message names the entry, expected and actual). */
+/* Check entry i's stored bytes against its checksum, and for a compressed
+ * tensor also decode it and check the decoded bytes: WPACK_OK,
+ * WPACK_E_CHECKSUM or WPACK_E_DECODE (message names the entry, expected
+ * and actual). */
 int wpack_verify_entry(wpack_archive *ar, uint64_t i);
 /* Verify every entry and that the padding between extents is zero. Calls
  * on_bad (if not NULL) for each failure and goes on; returns WPACK_OK or the
  * first failure's code. */
 typedef void (*wpack_verify_cb)(void *user, uint64_t entry, int code, const char *message);
 int wpack_verify_all(wpack_archive *ar, wpack_verify_cb on_bad, void *user);
+
+/* Block dtype k < wpack_info.block_dtype_count (code WPACK_DTYPE_BLOCK_BASE + k):
+ * its name, block geometry and the parameter bytes stored with it. */
+int wpack_block_dtype_at(const wpack_archive *ar, uint64_t k, const char **name,
+                         uint32_t *block_elems, uint32_t *block_bytes, const void **params,
+                         uint64_t *params_len);
 
 /* ---------------------------------------------------------------- metadata */
 
@@ -324,8 +359,14 @@ typedef struct wpack_writer_options {
     uint32_t alignment;         /* 0: WPACK_DEFAULT_ALIGNMENT */
     int weight_stats;           /* 1: per-tensor stats for float tensors (default via NULL options) */
     uint32_t histogram_bins;    /* >0: weight stats also get a histogram (a second read of each tensor at finish) */
+    /* zstd compression (format 1.1), off when compress_level is 0 */
+    int compress_level;         /* zstd level: 1..22, or negative for the fast levels */
+    uint32_t compress_chunk;    /* uncompressed bytes per chunk: a power of two, 4 KiB..1 GiB (default 1 MiB) */
+    uint64_t compress_min;      /* tensors smaller than this are stored as they are (default 64 KiB) */
+    uint32_t compress_min_saving; /* percent: a tensor is stored compressed only if it shrinks by at least this much (default 5) */
 } wpack_writer_options;
-/* The defaults: alignment 4096, weight stats on, no histograms. */
+/* The defaults: alignment 4096, weight stats on, no histograms, no
+ * compression (but the compression defaults above filled in). */
 void wpack_writer_options_init(wpack_writer_options *opt);
 
 /*
@@ -350,9 +391,27 @@ int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsi
                               const uint64_t *dims);
 int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes);
 int wpack_writer_end_tensor(wpack_writer *w);
+/* Inside a streamed tensor: nbytes zero bytes, as a hole in the file where
+ * the file system allows (stripped benchmark archives, huge test tensors).
+ * Not for compressed or float-with-stats tensors' speed: those see the
+ * zeros like any other bytes. */
+int wpack_writer_write_zeros(wpack_writer *w, uint64_t nbytes);
 /* A tensor whose every element is fill (one element of dtype). */
 int wpack_writer_add_splat(wpack_writer *w, const char *name, int dtype, unsigned rank,
                            const uint64_t *dims, const void *fill, size_t fill_size);
+/* An entry whose bytes live in shard archive number `shard` of a sharded
+ * set, copied from that shard's entry t (its dtype, shape, offset, length
+ * and checksum). The manifest must also carry the metadata arrays
+ * "wpack.shards" (file names), "wpack.shard_lengths" and
+ * "wpack.shard_index_xxh3" (i64 bit patterns): wpack_writer_set_shards()
+ * writes them. */
+int wpack_writer_add_external(wpack_writer *w, const char *name, uint32_t shard,
+                              const wpack_tensor *t);
+/* The shard list of a manifest: n shard file names (relative to the
+ * manifest's directory), each one's file length and index checksum. */
+int wpack_writer_set_shards(wpack_writer *w, uint32_t n, const char *const *names,
+                            const uint64_t *lengths, const uint64_t *index_checksums);
+
 /* name becomes a second name for target (a data or splat entry; may be added
  * later in the same writer). Checked at finish. */
 int wpack_writer_add_alias(wpack_writer *w, const char *name, const char *target);
@@ -369,9 +428,13 @@ int wpack_writer_set_i64(wpack_writer *w, const char *key, int64_t value);
 int wpack_writer_set_f64(wpack_writer *w, const char *key, double value);
 int wpack_writer_set_bool(wpack_writer *w, const char *key, int value);
 int wpack_writer_set_bytes(wpack_writer *w, const char *key, const void *value, size_t len);
+/* One element of a bytes array for wpack_writer_set_array(). */
+typedef struct wpack_bytes {
+    const void *data;
+    size_t len;
+} wpack_bytes;
 /* An array of count elements of elem_type: values points to int64_t[],
- * double[], int[] (bool), or const char *[] (strings). Bytes arrays are not
- * settable through this call. */
+ * double[], int[] (bool), const char *[] (strings) or wpack_bytes[]. */
 int wpack_writer_set_array(wpack_writer *w, const char *key, int elem_type, uint64_t count,
                            const void *values);
 

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "bytes.h"
 #include "writer.h"
 
@@ -28,6 +30,9 @@ void wpack_writer_options_init(wpack_writer_options *opt)
     memset(opt, 0, sizeof *opt);
     opt->alignment = WPACK_DEFAULT_ALIGNMENT;
     opt->weight_stats = 1;
+    opt->compress_chunk = 1u << 20;
+    opt->compress_min = 64u << 10;
+    opt->compress_min_saving = 5;
 }
 
 int wpack_writer_errcode(const wpack_writer *w)
@@ -128,6 +133,21 @@ int wpack_writer_open(wpack_writer **out, const char *path, const wpack_writer_o
         w->opt.alignment > WPACK_MAX_ALIGNMENT)
         return wpk_wfail(w, WPACK_E_ALIGNMENT,
                          "alignment %u is not a power of two from 64 to 2097152", w->opt.alignment);
+    if (!w->opt.compress_chunk)
+        w->opt.compress_chunk = 1u << 20;
+    if (w->opt.compress_level && (!wpk_is_pow2(w->opt.compress_chunk) ||
+                                  w->opt.compress_chunk < (1u << WPK_CHUNK_LOG2_MIN) ||
+                                  w->opt.compress_chunk > (1u << WPK_CHUNK_LOG2_MAX)))
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT,
+                         "compression chunk %u is not a power of two from 4 KiB to 1 GiB",
+                         w->opt.compress_chunk);
+    if (w->opt.compress_level && (w->opt.compress_level < ZSTD_minCLevel() ||
+                                  w->opt.compress_level > ZSTD_maxCLevel()))
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "zstd level %d outside %d..%d",
+                         w->opt.compress_level, ZSTD_minCLevel(), ZSTD_maxCLevel());
+    if (w->opt.compress_min_saving > 100)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "minimum saving %u%% above 100%%",
+                         w->opt.compress_min_saving);
     if (w->opt.histogram_bins > WPK_LIMIT_HIST_BINS)
         return wpk_wfail(w, WPACK_E_LIMIT, "%u histogram bins, limit %u", w->opt.histogram_bins,
                          WPK_LIMIT_HIST_BINS);
@@ -297,6 +317,7 @@ int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsi
         return rc;
     e->offset = at;
     e->stored = nbytes;
+    e->nbytes = nbytes;
     e->has_acc = w->opt.weight_stats && wpack_dtype_is_float(dtype);
     wpk_acc_init(&e->acc);
     w->in_tensor = 1;
@@ -304,6 +325,10 @@ int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsi
     w->cur_written = 0;
     w->carry_len = 0;
     wpk_hasher_reset(w->hasher);
+    if ((rc = wpk_compress_begin(w, e))) {
+        w->failed = 1;
+        return rc;
+    }
     return WPACK_OK;
 }
 
@@ -332,6 +357,10 @@ int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes)
 {
     if (w->failed)
         return w->errcode;
+    if (!nbytes)
+        return w->in_tensor ? WPACK_OK : wpk_wfail(w, WPACK_E_STATE, "write outside a tensor");
+    if (!data)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "write of %zu bytes from NULL", nbytes);
     if (!w->in_tensor)
         return wpk_wfail(w, WPACK_E_STATE, "write outside a tensor");
     wpk_pending_entry *e = &wpk_entries(w)[wpk_entry_count(w) - 1];
@@ -344,7 +373,51 @@ int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes)
     if (e->has_acc)
         feed_stats(w, e, data, nbytes);
     w->cur_written += nbytes;
+    if (wpk_compress_active(w))
+        return wpk_compress_write(w, data, nbytes);
     return wpk_out(w, data, nbytes);
+}
+
+int wpack_writer_write_zeros(wpack_writer *w, uint64_t nbytes)
+{
+    static const uint8_t zeros[1 << 16];
+    if (w->failed)
+        return w->errcode;
+    if (!w->in_tensor)
+        return wpk_wfail(w, WPACK_E_STATE, "write outside a tensor");
+    wpk_pending_entry *e = &wpk_entries(w)[wpk_entry_count(w) - 1];
+    if (nbytes > w->cur_expected - w->cur_written)
+        return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape holds %llu",
+                         wpk_pool_str(w, e->name),
+                         (unsigned long long)(w->cur_written + nbytes),
+                         (unsigned long long)w->cur_expected);
+    if (e->has_acc || wpk_compress_active(w)) {
+        /* stats and the compressor must see every byte */
+        for (uint64_t left = nbytes; left;) {
+            size_t k = left < sizeof zeros ? (size_t)left : sizeof zeros;
+            int rc = wpack_writer_write(w, zeros, k);
+            if (rc)
+                return rc;
+            left -= k;
+        }
+        return WPACK_OK;
+    }
+    for (uint64_t left = nbytes; left;) {
+        size_t k = left < sizeof zeros ? (size_t)left : sizeof zeros;
+        wpk_hasher_update(w->hasher, zeros, k);
+        left -= k;
+    }
+    /* Skip over the zeros: the file gets a hole, read back as zeros. */
+    int rc = wpk_out_flush(w);
+    if (rc)
+        return rc;
+    if (lseek(w->fd, (off_t)nbytes, SEEK_CUR) < 0) {
+        w->failed = 1;
+        return wpk_wfail(w, WPACK_E_IO, "%s: seek failed: %s", w->tmp_path, strerror(errno));
+    }
+    w->pos += nbytes;
+    w->cur_written += nbytes;
+    return WPACK_OK;
 }
 
 int wpack_writer_end_tensor(wpack_writer *w)
@@ -362,6 +435,8 @@ int wpack_writer_end_tensor(wpack_writer *w)
     }
     e->checksum = wpk_hasher_digest(w->hasher);
     w->in_tensor = 0;
+    if (wpk_compress_active(w))
+        return wpk_compress_end(w, e, e->checksum);
     return WPACK_OK;
 }
 
@@ -432,6 +507,52 @@ int wpack_writer_add_alias(wpack_writer *w, const char *name, const char *target
         return rc;
     e->target = t; /* resolved at finish: the target may come later */
     return WPACK_OK;
+}
+
+int wpack_writer_add_external(wpack_writer *w, const char *name, uint32_t shard,
+                              const wpack_tensor *t)
+{
+    int rc = usable(w);
+    if (rc)
+        return rc;
+    if (!t || t->kind != WPACK_KIND_DATA || t->codec != WPACK_CODEC_NONE || shard >= WPK_MAX_SHARDS)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT,
+                         "external '%s': needs an uncompressed data entry and a shard number below %u",
+                         name ? name : "", WPK_MAX_SHARDS);
+    uint64_t nbytes;
+    if ((rc = tensor_size(w, name ? name : "", t->dtype, t->rank, t->dims, &nbytes)))
+        return rc;
+    if (nbytes != t->stored_length)
+        return wpk_wfail(w, WPACK_E_SIZE, "external '%s': stored length disagrees with the shape", name);
+    wpk_pending_entry *e;
+    if ((rc = new_entry(w, name, WPACK_KIND_EXTERNAL, t->dtype, t->rank, t->dims, &e)))
+        return rc;
+    e->offset = t->offset;
+    e->stored = e->nbytes = t->stored_length;
+    e->checksum = t->checksum;
+    e->shard = shard;
+    return WPACK_OK;
+}
+
+int wpack_writer_set_shards(wpack_writer *w, uint32_t n, const char *const *names,
+                            const uint64_t *lengths, const uint64_t *index_checksums)
+{
+    if (!n || n > WPK_MAX_SHARDS || !names || !lengths || !index_checksums)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "shard list: 1 to %u shards", WPK_MAX_SHARDS);
+    int64_t *v = malloc(2 * (size_t)n * sizeof *v);
+    if (!v)
+        return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    for (uint32_t k = 0; k < n; k++) {
+        v[k] = (int64_t)lengths[k];
+        v[n + k] = (int64_t)index_checksums[k];
+    }
+    int rc = wpack_writer_set_array(w, "wpack.shards", WPACK_META_STRING, n, names);
+    if (rc == WPACK_OK)
+        rc = wpack_writer_set_array(w, "wpack.shard_lengths", WPACK_META_I64, n, v);
+    if (rc == WPACK_OK)
+        rc = wpack_writer_set_array(w, "wpack.shard_index_xxh3", WPACK_META_I64, n, v + n);
+    free(v);
+    return rc;
 }
 
 int wpack_writer_add_block_dtype(wpack_writer *w, const char *name, uint32_t block_elems,
@@ -576,12 +697,30 @@ int wpack_writer_set_array(wpack_writer *w, const char *key, int elem_type, uint
             n = 16;
             break;
         }
+        case WPACK_META_BYTES: {
+            const wpack_bytes *b = &((const wpack_bytes *)values)[j];
+            /* The bytes go to aux after the pair table: append them to a side buffer first. */
+            wpk_st64(rec, 0);
+            wpk_st64(rec + 8, b->len);
+            n = 16;
+            break;
+        }
         default:
             rc = wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "metadata '%s': element type %d not settable",
                            key ? key : "", elem_type);
         }
         if (rc == WPACK_OK && !wpk_buf_append(&w->aux, rec, n))
             rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    }
+    /* Bytes elements: their data follows the pair table; patch the offsets. */
+    for (uint64_t j = 0; j < count && rc == WPACK_OK && elem_type == WPACK_META_BYTES; j++) {
+        const wpack_bytes *b = &((const wpack_bytes *)values)[j];
+        uint64_t at = w->aux.len;
+        if (b->len && (!b->data || !wpk_buf_append(&w->aux, b->data, b->len)))
+            rc = wpk_wfail(w, b->data ? WPACK_E_NOMEM : WPACK_E_INVALID_ARGUMENT,
+                           "metadata '%s': bytes element %llu", key ? key : "", (unsigned long long)j);
+        else
+            wpk_st64(w->aux.p + off + 16 * j, at);
     }
     if (rc == WPACK_OK)
         rc = add_meta(w, key, WPACK_META_ARRAY, elem_type, off, count);
@@ -743,6 +882,7 @@ static void free_writer(wpack_writer *w)
     wpk_nameset_free(&w->meta_set);
     wpk_nameset_free(&w->name_set);
     wpk_hasher_free(w->hasher);
+    wpk_compress_free(w->zc);
     free(w->obuf);
     free(w->path);
     free(w->tmp_path);

@@ -17,12 +17,17 @@ typedef struct {
     uint32_t len;
 } wpk_str_ref;
 
+typedef struct wpk_compressor wpk_compressor;
+
 typedef struct {
     wpk_str_ref name;
     uint8_t kind, dtype, rank;
     uint64_t dims[WPACK_MAX_RANK];
     uint64_t offset, stored, checksum;
-    uint64_t aux_off, aux_len;     /* splat fill */
+    uint64_t nbytes;               /* logical size (stored differs when compressed) */
+    uint64_t aux_off, aux_len;     /* splat fill; zstd: decoded checksum + seek table */
+    uint8_t codec, chunk_log2;
+    uint32_t shard;                /* external: shard number */
     wpk_str_ref target;            /* alias: target name */
     uint64_t sorted;               /* position in name order (at finish) */
     int has_acc;                   /* float data: auto weight stats */
@@ -75,6 +80,7 @@ struct wpack_writer {
     wpk_hasher *hasher;
     uint8_t carry[8];              /* a partial element between writes, for stats */
     size_t carry_len;
+    wpk_compressor *zc;            /* zstd state, NULL until the first compressed tensor */
 };
 
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
@@ -99,6 +105,20 @@ static inline const char *wpk_pool_str(const wpack_writer *w, wpk_str_ref r)
 int wpk_out(wpack_writer *w, const void *p, size_t n);
 int wpk_out_zeros(wpack_writer *w, uint64_t n);
 int wpk_out_flush(wpack_writer *w);
+
+/* zstd compression of the tensor being streamed (compress.c). begin
+ * decides whether this tensor is compressed; write takes its bytes (instead
+ * of wpk_out); end flushes the last chunk and either keeps the compressed
+ * form (codec, aux, checksum set on e) or rewrites it raw in place when it
+ * saved too little. */
+int wpk_compress_begin(wpack_writer *w, wpk_pending_entry *e);
+int wpk_compress_active(const wpack_writer *w);
+int wpk_compress_write(wpack_writer *w, const uint8_t *p, size_t n);
+int wpk_compress_end(wpack_writer *w, wpk_pending_entry *e, uint64_t decoded_checksum);
+void wpk_compress_free(wpk_compressor *zc);
+/* Read bytes [off, off+n) of a finished entry's logical data back from the
+ * temp file, decoding if it is compressed (for histograms). */
+int wpk_read_back(wpack_writer *w, const wpk_pending_entry *e, uint64_t off, void *dst, size_t n);
 
 /* Build and write index + trailer + superblock (writer_index.c). */
 int wpk_write_index(wpack_writer *w);

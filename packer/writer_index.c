@@ -73,6 +73,9 @@ static int resolve_aliases(wpack_writer *w)
         e->offset = es[t].offset;
         e->stored = es[t].stored;
         e->checksum = es[t].checksum;
+        e->nbytes = es[t].nbytes;
+        e->codec = es[t].codec;
+        e->chunk_log2 = es[t].chunk_log2;
         e->sorted = t; /* remembered as the target's arrival index until sorting */
     }
     return WPACK_OK;
@@ -90,13 +93,19 @@ static int histogram(wpack_writer *w, const wpk_pending_entry *e, uint32_t bins,
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     wpk_hist_edges(e->acc.min, e->acc.max, bins, edges);
     memset(counts, 0, bins * sizeof *counts);
-    for (uint64_t done = 0; done < e->stored;) {
-        size_t n = e->stored - done < chunk ? (size_t)(e->stored - done) : chunk;
-        ssize_t k = pread(w->fd, chunk_buf, n, (off_t)(e->offset + done));
-        if (k != (ssize_t)n) {
+    /* A compressed tensor is read whole chunks at a time: CHUNK is a multiple of them. */
+    if (e->codec != WPACK_CODEC_NONE)
+        chunk = (size_t)1 << e->chunk_log2 > CHUNK ? (size_t)1 << e->chunk_log2 : CHUNK;
+    if (chunk > CHUNK) {
+        free(chunk_buf);
+        if (!(chunk_buf = malloc(chunk)))
+            return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    }
+    for (uint64_t done = 0; done < e->nbytes;) {
+        size_t n = e->nbytes - done < chunk ? (size_t)(e->nbytes - done) : chunk;
+        if (wpk_read_back(w, e, done, chunk_buf, n)) {
             free(chunk_buf);
-            return wpk_wfail(w, WPACK_E_IO, "%s: reading back tensor '%s' failed: %s", w->tmp_path,
-                             wpk_pool_str(w, e->name), k < 0 ? strerror(errno) : "short read");
+            return w->errcode;
         }
         wpk_hist_feed(counts, bins, edges[0], edges[bins], e->dtype, chunk_buf, n / size);
         done += n;
@@ -213,14 +222,19 @@ static int build_index(wpack_writer *w, index_builder *ib, uint64_t *order, uint
         r[WPK_E_KIND_OFF] = e->kind;
         r[WPK_E_DTYPE_OFF] = e->dtype;
         r[WPK_E_RANK_OFF] = e->rank;
+        r[WPK_E_CODEC_OFF] = e->codec;
+        if (e->codec && e->kind == WPACK_KIND_DATA)
+            wpk_st32(r + WPK_E_CODEC_PARAM_OFF, e->chunk_log2);
         wpk_st64(r + WPK_E_DIMS_OFF, dims_next);
         dims_next += e->rank;
+        if (e->kind == WPACK_KIND_EXTERNAL)
+            wpk_st32(r + WPK_E_TARGET_OFF, e->shard);
         if (e->kind != WPACK_KIND_SPLAT) {
             wpk_st64(r + WPK_E_DATA_OFFSET_OFF, e->offset);
             wpk_st64(r + WPK_E_STORED_LEN_OFF, e->stored);
         }
         wpk_st64(r + WPK_E_CHECKSUM_OFF, e->checksum);
-        if (e->kind == WPACK_KIND_SPLAT) {
+        if (e->kind == WPACK_KIND_SPLAT || (e->codec && e->kind == WPACK_KIND_DATA)) {
             wpk_st64(r + WPK_E_AUX_OFF, e->aux_off);
             wpk_st64(r + WPK_E_AUX_LEN_OFF, e->aux_len);
         }
@@ -338,8 +352,24 @@ static int build_index(wpack_writer *w, index_builder *ib, uint64_t *order, uint
 }
 
 /* Checks that need every record: references and duplicates. */
+/* Is metadata key `key` set? (linear: the records are sorted by now, which
+ * the writer's key hash set does not follow) */
+static int has_meta_key(const wpack_writer *w, const char *key)
+{
+    const wpk_pending_meta *m = (const wpk_pending_meta *)(void *)w->meta.p;
+    for (size_t i = 0; i < w->meta.len / sizeof *m; i++)
+        if (strcmp(wpk_pool_str(w, m[i].key), key) == 0)
+            return 1;
+    return 0;
+}
+
 static int check_references(wpack_writer *w)
 {
+    for (uint64_t i = 0; i < wpk_entry_count(w); i++) {
+        if (wpk_entries(w)[i].kind == WPACK_KIND_EXTERNAL && !has_meta_key(w, "wpack.shards"))
+            return wpk_wfail(w, WPACK_E_SHARD, "external '%s' but no shard list (wpack_writer_set_shards)",
+                             wpk_pool_str(w, wpk_entries(w)[i].name));
+    }
     const wpk_pending_name *ns = (const wpk_pending_name *)(void *)w->names.p;
     for (size_t i = 0; i < w->names.len / sizeof *ns; i++) {
         uint64_t t;
@@ -371,17 +401,20 @@ static int check_references(wpack_writer *w)
 
 static void encode_header(uint8_t *h, const char *magic, const wpack_writer *w, uint64_t data_len,
                           uint64_t index_off, uint64_t index_len, uint64_t index_sum,
-                          uint64_t file_len, uint64_t entries)
+                          uint64_t file_len, uint64_t entries, int zstd)
 {
     uint64_t data_off;
     wpk_align_up(WPK_HEADER_SIZE, w->opt.alignment, &data_off);
     memset(h, 0, WPK_HEADER_SIZE);
     memcpy(h + WPK_H_MAGIC_OFF, magic, 8);
     wpk_st16(h + WPK_H_MAJOR_OFF, WPACK_FORMAT_MAJOR);
-    wpk_st16(h + WPK_H_MINOR_OFF, WPACK_FORMAT_MINOR);
+    /* features: bit 0 zstd, bit 1 sharded; 1.1 only when a 1.1 feature is used */
+    wpk_st16(h + WPK_H_MINOR_OFF, zstd ? 1 : 0);
     wpk_st32(h + WPK_H_ENDIAN_OFF, WPK_ENDIAN_MARKER);
     wpk_st32(h + WPK_H_HEADER_SIZE_OFF, WPK_HEADER_SIZE);
     wpk_st32(h + WPK_H_ALIGNMENT_OFF, w->opt.alignment);
+    wpk_st64(h + WPK_H_REQUIRED_OFF, (zstd & 1 ? WPK_FEATURE_ZSTD : 0) |
+                                         (zstd & 2 ? WPK_FEATURE_SHARDS : 0));
     wpk_st64(h + WPK_H_GENERATION_OFF, 1);
     wpk_st64(h + WPK_H_DATA_OFFSET_OFF, data_off);
     wpk_st64(h + WPK_H_DATA_LENGTH_OFF, data_len);
@@ -431,11 +464,15 @@ int wpk_write_index(wpack_writer *w)
 
     /* Data length: up to the end of the last extent (arrival order = offset order). */
     uint64_t data_off, data_end;
+    int zstd = 0, shards = 0;
     wpk_align_up(WPK_HEADER_SIZE, w->opt.alignment, &data_off);
     data_end = data_off;
-    for (uint64_t i = 0; i < n; i++)
+    for (uint64_t i = 0; i < n; i++) {
         if (wpk_entries(w)[i].kind == WPACK_KIND_DATA)
             data_end = wpk_entries(w)[i].offset + wpk_entries(w)[i].stored;
+        zstd |= wpk_entries(w)[i].codec != WPACK_CODEC_NONE;
+        shards |= wpk_entries(w)[i].kind == WPACK_KIND_EXTERNAL;
+    }
 
     index_builder ib;
     memset(&ib, 0, sizeof ib);
@@ -460,7 +497,7 @@ int wpk_write_index(wpack_writer *w)
     uint64_t file_len = index_off + index_len + WPK_HEADER_SIZE;
     uint8_t hdr[WPK_HEADER_SIZE];
     encode_header(hdr, WPK_TRAILER_MAGIC, w, data_end - data_off, index_off, index_len, sum,
-                  file_len, n);
+                  file_len, n, zstd | shards << 1);
     rc = wpk_out_zeros(w, index_off - w->pos);
     if (rc == WPACK_OK)
         rc = wpk_out(w, ib.b.p, ib.b.len);
@@ -472,7 +509,7 @@ int wpk_write_index(wpack_writer *w)
     if (rc)
         return rc;
     encode_header(hdr, WPK_SUPERBLOCK_MAGIC, w, data_end - data_off, index_off, index_len, sum,
-                  file_len, n);
+                  file_len, n, zstd | shards << 1);
     if (pwrite(w->fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr)
         return wpk_wfail(w, WPACK_E_IO, "%s: writing the superblock failed: %s", w->tmp_path,
                          strerror(errno));

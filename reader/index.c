@@ -237,14 +237,20 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
     const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
     char q[256];
     wpk_quote(q, sizeof q, (const char *)e->name, (size_t)e->name_len);
-    if (e->kind < WPACK_KIND_DATA || e->kind > WPACK_KIND_ALIAS)
+    if (e->kind < WPACK_KIND_DATA || e->kind > WPACK_KIND_EXTERNAL ||
+        (e->kind == WPACK_KIND_EXTERNAL && !(ar->info.required_features & WPK_FEATURE_SHARDS)))
         return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': unknown kind %d", q, e->kind);
     if (e->rank > WPACK_MAX_RANK)
         return wpk_fail(ar, WPACK_E_RANK, "tensor '%s': rank %u above the limit of 8", q, e->rank);
-    if (e->codec != WPACK_CODEC_NONE)
+    if (e->codec != WPACK_CODEC_NONE && e->codec != WPACK_CODEC_ZSTD)
         return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': unknown codec %d", q, e->codec);
+    if (e->codec == WPACK_CODEC_ZSTD && !(ar->info.required_features & WPK_FEATURE_ZSTD))
+        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': zstd codec without the zstd feature bit", q);
+    if (e->codec == WPACK_CODEC_ZSTD && e->kind != WPACK_KIND_DATA && e->kind != WPACK_KIND_ALIAS)
+        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': only data entries can be compressed", q);
     if (ar->info.format_minor <= WPACK_FORMAT_MINOR &&
-        (wpk_ld32(r + WPK_E_CODEC_PARAM_OFF) || !wpk_all_zero(r + WPK_E_RESERVED_OFF, 8)))
+        ((e->codec == WPACK_CODEC_NONE && wpk_ld32(r + WPK_E_CODEC_PARAM_OFF)) ||
+         !wpk_all_zero(r + WPK_E_RESERVED_OFF, 8)))
         return wpk_fail(ar, WPACK_E_RESERVED, "tensor '%s': reserved fields not zero", q);
     if (e->dims_index > ar->dims_count || e->rank > ar->dims_count - e->dims_index)
         return wpk_fail(ar, WPACK_E_BOUNDS, "tensor '%s': dims at %llu past the dims section", q,
@@ -257,9 +263,13 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
     uint64_t data_end = data_start + ar->info.data_length;
     switch (e->kind) {
     case WPACK_KIND_DATA:
-        if (e->aux_off || e->aux_len || e->target)
+        if (e->target || (e->codec == WPACK_CODEC_NONE && (e->aux_off || e->aux_len)))
             return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': data entry with aux or target set", q);
-        if (e->stored != nbytes)
+        if (e->codec == WPACK_CODEC_ZSTD &&
+            (rc = wpk_check_seek_table(ar, q, wpk_ld32(r + WPK_E_CODEC_PARAM_OFF), nbytes,
+                                       e->stored, e->aux_off, e->aux_len)))
+            return rc;
+        if (e->codec == WPACK_CODEC_NONE && e->stored != nbytes)
             return wpk_fail(ar, WPACK_E_SIZE,
                             "tensor '%s': stored length %llu, shape and dtype need %llu", q,
                             (unsigned long long)e->stored, (unsigned long long)nbytes);
@@ -278,8 +288,8 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
     case WPACK_KIND_SPLAT: {
         uint64_t unit, block;
         wpk_dtype_unit(ar, e->dtype, &unit, &block);
-        if (e->offset || e->stored || e->target)
-            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': splat entry with data or target set", q);
+        if (e->offset || e->stored || e->target || e->codec)
+            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': splat entry with data, codec or target set", q);
         if (e->aux_len != unit)
             return wpk_fail(ar, WPACK_E_SIZE, "tensor '%s': splat fill is %llu bytes, dtype needs %llu",
                             q, (unsigned long long)e->aux_len, (unsigned long long)unit);
@@ -290,8 +300,17 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
             return wpk_fail(ar, WPACK_E_CHECKSUM, "tensor '%s': splat fill checksum mismatch", q);
         break;
     }
+    case WPACK_KIND_EXTERNAL:
+        /* Where the bytes are is checked against the shard (shards.c). */
+        if (e->aux_off || e->aux_len || e->codec)
+            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': external entry with aux or codec set", q);
+        if (e->stored != nbytes)
+            return wpk_fail(ar, WPACK_E_SIZE,
+                            "tensor '%s': stored length %llu, shape and dtype need %llu", q,
+                            (unsigned long long)e->stored, (unsigned long long)nbytes);
+        break;
     case WPACK_KIND_ALIAS:
-        if (e->aux_off || e->aux_len)
+        if (e->aux_off || e->aux_len || wpk_ld32(r + WPK_E_CODEC_PARAM_OFF))
             return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': alias entry with aux set", q);
         break;
     }
@@ -310,7 +329,7 @@ static int check_alias(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
     decode_entry(ar, e->target, &t);
     if (t.kind == WPACK_KIND_ALIAS)
         return wpk_fail(ar, WPACK_E_ALIAS, "alias '%s': target is itself an alias", q);
-    int same = t.dtype == e->dtype && t.rank == e->rank && t.offset == e->offset &&
+    int same = t.dtype == e->dtype && t.codec == e->codec && t.rank == e->rank && t.offset == e->offset &&
                t.stored == e->stored && t.checksum == e->checksum &&
                memcmp(ar->sec[WPK_SEC_DIMS] + 8 * t.dims_index,
                       ar->sec[WPK_SEC_DIMS] + 8 * e->dims_index, 8 * (size_t)e->rank) == 0;

@@ -55,9 +55,20 @@ void wpk_fill_tensor(const wpack_archive *ar, uint64_t i, wpack_tensor *t)
         t->alias_target = wpk_ld32(r + WPK_E_TARGET_OFF);
         src = wpk_rec(ar, WPK_SEC_ENTRIES, t->alias_target, WPK_ENTRY_SIZE);
     }
+    t->decoded_checksum = t->checksum;
     if (src[WPK_E_KIND_OFF] == WPACK_KIND_SPLAT) {
         t->fill = ar->sec[WPK_SEC_AUX] + wpk_ld64(src + WPK_E_AUX_OFF);
         t->fill_size = (size_t)wpk_ld64(src + WPK_E_AUX_LEN_OFF);
+    } else if (src[WPK_E_CODEC_OFF] == WPACK_CODEC_ZSTD) {
+        t->chunk_size = 1u << wpk_ld32(src + WPK_E_CODEC_PARAM_OFF);
+        t->decoded_checksum = wpk_ld64(ar->sec[WPK_SEC_AUX] + wpk_ld64(src + WPK_E_AUX_OFF));
+    } else if (src[WPK_E_KIND_OFF] == WPACK_KIND_EXTERNAL) {
+        /* a shard's bytes: validated against the shard at open */
+        uint32_t s = wpk_ld32(src + WPK_E_TARGET_OFF);
+        /* NULL only while open is still validating the manifest */
+        t->data = s < ar->nshards && ar->shards[s] ? ar->shards[s]->base + t->offset : NULL;
+        if (t->kind == WPACK_KIND_EXTERNAL)
+            t->alias_target = wpk_ld32(src + WPK_E_TARGET_OFF);
     } else {
         t->data = ar->base + t->offset;
     }
@@ -115,6 +126,20 @@ int wpack_prefix_range(const wpack_archive *ar, const char *prefix, uint64_t *fi
     return *count ? WPACK_OK : WPACK_E_NOT_FOUND;
 }
 
+int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, uint64_t offset,
+                  void *dst, size_t n);
+
+int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, uint64_t *nbytes)
+{
+    if (i >= ar->info.entry_count)
+        return WPACK_E_NOT_FOUND;
+    wpack_tensor t;
+    wpk_fill_tensor(ar, i, &t);
+    *data = t.data;
+    *nbytes = t.data ? t.nbytes : 0;
+    return t.data ? WPACK_OK : WPACK_E_NO_VIEW;
+}
+
 int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes)
 {
     if (i >= ar->info.entry_count)
@@ -123,6 +148,11 @@ int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, 
     wpk_fill_tensor(ar, i, &t);
     if (!wpk_in_bounds(offset, nbytes, t.nbytes))
         return WPACK_E_INVALID_ARGUMENT;
+    if (t.codec == WPACK_CODEC_ZSTD) {
+        uint64_t src = t.kind == WPACK_KIND_ALIAS ? t.alias_target : i;
+        return wpk_read_zstd(ar, wpk_rec(ar, WPK_SEC_ENTRIES, src, WPK_ENTRY_SIZE), t.nbytes, offset,
+                             dst, nbytes);
+    }
     if (t.data) {
         memcpy(dst, (const uint8_t *)t.data + offset, nbytes);
         return WPACK_OK;

@@ -247,3 +247,18 @@ int wpack_namemap_at(const wpack_archive *ar, uint64_t i, const char **other_nam
     *entry = wpk_ld32(r + WPK_N_ENTRY_OFF);
     return WPACK_OK;
 }
+
+int wpack_block_dtype_at(const wpack_archive *ar, uint64_t k, const char **name,
+                         uint32_t *block_elems, uint32_t *block_bytes, const void **params,
+                         uint64_t *params_len)
+{
+    if (k >= ar->info.block_dtype_count)
+        return WPACK_E_NOT_FOUND;
+    const uint8_t *r = wpk_rec(ar, WPK_SEC_DTYPES, k, WPK_DTYPE_REC_SIZE);
+    *name = wpk_str(ar, wpk_ld64(r + WPK_D_NAME_OFF));
+    *block_elems = wpk_ld32(r + WPK_D_BLOCK_ELEMS_OFF);
+    *block_bytes = wpk_ld32(r + WPK_D_BLOCK_BYTES_OFF);
+    *params = ar->sec[WPK_SEC_AUX] + wpk_ld64(r + WPK_D_PARAMS_OFF);
+    *params_len = wpk_ld64(r + WPK_D_PARAMS_LEN_OFF);
+    return WPACK_OK;
+}

@@ -35,6 +35,8 @@ static int validate(wpack_archive *ar, unsigned flags)
     int rc = wpk_check_header(ar);
     if (rc == WPACK_OK)
         rc = wpk_check_index(ar);
+    if (rc == WPACK_OK)
+        rc = wpk_check_shards(ar);
     if (rc == WPACK_OK && (flags & WPACK_OPEN_VERIFY))
         rc = wpack_verify_all(ar, NULL, NULL);
     if (rc == WPACK_OK) {
@@ -64,6 +66,9 @@ int wpack_open_file(wpack_archive **out, const char *path, unsigned flags)
     *out = ar;
     if (!ar)
         return WPACK_E_NOMEM;
+    ar->path = strdup(path);
+    if (!ar->path)
+        return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return wpk_fail(ar, WPACK_E_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -109,6 +114,8 @@ void wpack_close(wpack_archive *ar)
 {
     if (!ar)
         return;
+    wpk_close_shards(ar);
+    free(ar->path);
     if (ar->map)
         munmap(ar->map, ar->map_len);
     pthread_mutex_destroy(&ar->err_lock);

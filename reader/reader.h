@@ -18,6 +18,11 @@ struct wpack_archive {
     char errmsg[600];
     pthread_mutex_t err_lock;   /* verify may report from several threads */
 
+    char *path;                 /* wpack_open_file's path (shards are relative to it) */
+    struct wpack_archive **shards;
+    uint32_t nshards;
+    char **shard_paths;
+
     wpack_info info;
     const uint8_t *index;       /* base + info.index_offset */
     const uint8_t *sec[WPK_SECTION_COUNT];
@@ -71,6 +76,15 @@ int wpk_aux_ref(wpack_archive *ar, uint64_t off, uint64_t len, const char *what)
 int wpk_order_check(wpack_archive *ar, const uint8_t *prev, uint64_t prev_len,
                     const uint8_t *cur, uint64_t cur_len, const char *what);
 int wpk_check_meta(wpack_archive *ar);
+/* A sharded set's manifest: open and cross-check every shard (shards.c). */
+int wpk_check_shards(wpack_archive *ar);
+void wpk_close_shards(wpack_archive *ar);
+/* A zstd entry's codec_param, aux (decoded checksum + seek table) and
+ * stored length agree with its logical size (decode.c). */
+int wpk_check_seek_table(wpack_archive *ar, const char *q, uint32_t chunk_log2, uint64_t nbytes,
+                         uint64_t stored, uint64_t aux_off, uint64_t aux_len);
+/* Decode the whole of compressed entry i, checking the decoded checksum. */
+int wpk_verify_decoded(wpack_archive *ar, uint64_t i);
 int wpk_check_namemap(wpack_archive *ar);
 int wpk_check_stats(wpack_archive *ar);
 

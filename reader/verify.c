@@ -8,9 +8,10 @@ int wpack_verify_entry(wpack_archive *ar, uint64_t i)
         return WPACK_E_NOT_FOUND;
     wpack_tensor t;
     wpk_fill_tensor(ar, i, &t);
-    if (!t.data)
+    if (t.fill)
         return WPACK_OK; /* a splat: its fill checksum is verified at open */
-    uint64_t got = wpk_xxh3(t.data, (size_t)t.stored_length);
+    /* The stored bytes: the view, or the compressed stream of a zstd tensor. */
+    uint64_t got = wpk_xxh3(t.data ? t.data : ar->base + t.offset, (size_t)t.stored_length);
     if (got != t.checksum) {
         char q[256];
         wpk_quote(q, sizeof q, t.name, t.name_len);
@@ -18,6 +19,8 @@ int wpack_verify_entry(wpack_archive *ar, uint64_t i)
                         "tensor '%s': checksum mismatch (stored %016llx, bytes hash to %016llx)", q,
                         (unsigned long long)t.checksum, (unsigned long long)got);
     }
+    if (t.codec == WPACK_CODEC_ZSTD)
+        return wpk_verify_decoded(ar, t.kind == WPACK_KIND_ALIAS ? t.alias_target : i);
     return WPACK_OK;
 }
 
@@ -27,7 +30,7 @@ int wpack_verify_all(wpack_archive *ar, wpack_verify_cb on_bad, void *user)
     uint64_t n = ar->info.entry_count;
     for (uint64_t i = 0; i < n; i++) {
         const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
-        if (r[WPK_E_KIND_OFF] != WPACK_KIND_DATA)
+        if (r[WPK_E_KIND_OFF] != WPACK_KIND_DATA && r[WPK_E_KIND_OFF] != WPACK_KIND_EXTERNAL)
             continue; /* an alias shares its target's bytes and checksum */
         int rc = wpack_verify_entry(ar, i);
         if (rc) {

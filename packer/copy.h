@@ -1,0 +1,14 @@
+/* copy.h - copy a whole archive into a writer (convert, cast). */
+#ifndef WPACK_PACKER_COPY_H
+#define WPACK_PACKER_COPY_H
+
+#include "wpack.h"
+
+/* Copies block dtypes, every entry (data streamed through wpack_read, so
+ * compressed input is decoded and the writer's options decide how it is
+ * stored), splats, aliases, metadata, the name map and every stats record.
+ * The writer should have weight_stats off: the records are copied as they
+ * are. err gets "what and where" on failure. */
+int wpk_copy_archive(const wpack_archive *ar, wpack_writer *w, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,142 @@
+/* shards.c - sharded sets: a manifest archive whose external entries point
+ * into shard archives (spec: Sharded sets). The shards are opened and
+ * validated with the manifest, so after open every view is safe. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "reader.h"
+
+void wpk_close_shards(wpack_archive *ar)
+{
+    for (uint32_t s = 0; s < ar->nshards; s++) {
+        wpack_close(ar->shards[s]);
+        free(ar->shard_paths[s]);
+    }
+    free(ar->shards);
+    free(ar->shard_paths);
+    ar->shards = NULL;
+    ar->shard_paths = NULL;
+    ar->nshards = 0;
+}
+
+/* An i64/string array metadata value of exactly n elements, or fail. */
+static int shard_array(wpack_archive *ar, const char *key, int elem, uint64_t *n, wpack_meta *m)
+{
+    if (wpack_meta_find(ar, key, m) != WPACK_OK || m->type != WPACK_META_ARRAY || m->elem_type != elem)
+        return wpk_fail(ar, WPACK_E_SHARD, "sharded set: metadata '%s' missing or not an %s array", key,
+                        elem == WPACK_META_STRING ? "string" : "i64");
+    if (*n == UINT64_MAX)
+        *n = m->count;
+    if (m->count != *n || !*n || *n > WPK_MAX_SHARDS)
+        return wpk_fail(ar, WPACK_E_SHARD, "sharded set: '%s' has %llu elements, want %llu (1..%u)", key,
+                        (unsigned long long)m->count, (unsigned long long)*n, WPK_MAX_SHARDS);
+    return WPACK_OK;
+}
+
+/* Shard paths are file names next to the manifest: no directories, no "..". */
+static int shard_path(wpack_archive *ar, const char *name, char **out)
+{
+    if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return wpk_fail(ar, WPACK_E_SHARD, "sharded set: shard name '%s' is not a plain file name", name);
+    const char *slash = strrchr(ar->path, '/');
+    size_t dir = slash ? (size_t)(slash - ar->path) + 1 : 0;
+    *out = malloc(dir + strlen(name) + 1);
+    if (!*out)
+        return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
+    memcpy(*out, ar->path, dir);
+    strcpy(*out + dir, name);
+    return WPACK_OK;
+}
+
+/* External entry i must name a like data entry of its shard. */
+static int check_external(wpack_archive *ar, uint64_t i)
+{
+    const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
+    wpack_tensor t, st;
+    wpk_fill_tensor(ar, i, &t);
+    uint32_t s = wpk_ld32(r + WPK_E_TARGET_OFF);
+    char q[256];
+    wpk_quote(q, sizeof q, t.name, t.name_len);
+    if (s >= ar->nshards)
+        return wpk_fail(ar, WPACK_E_SHARD, "tensor '%s': shard %u of %u", q, s, ar->nshards);
+    if (wpack_find(ar->shards[s], t.name, &st) != WPACK_OK || st.kind != WPACK_KIND_DATA)
+        return wpk_fail(ar, WPACK_E_SHARD, "tensor '%s': not a data entry of shard %s", q,
+                        ar->shard_paths[s]);
+    int same = st.dtype == t.dtype && st.rank == t.rank && st.codec == WPACK_CODEC_NONE &&
+               st.offset == t.offset && st.stored_length == t.stored_length &&
+               st.checksum == t.checksum && memcmp(st.dims, t.dims, sizeof t.dims) == 0;
+    if (!same)
+        return wpk_fail(ar, WPACK_E_SHARD, "tensor '%s': manifest and shard %s disagree on its "
+                                           "dtype, shape, place or checksum", q, ar->shard_paths[s]);
+    return WPACK_OK;
+}
+
+int wpk_check_shards(wpack_archive *ar)
+{
+    if (!(ar->info.required_features & WPK_FEATURE_SHARDS))
+        return WPACK_OK;
+    if (!ar->path)
+        return wpk_fail(ar, WPACK_E_SHARD,
+                        "a sharded set's manifest must be opened with wpack_open_file (its shards "
+                        "are files beside it)");
+    wpack_meta names, lengths, sums;
+    uint64_t n = UINT64_MAX;
+    int rc = shard_array(ar, "wpack.shards", WPACK_META_STRING, &n, &names);
+    if (rc == WPACK_OK)
+        rc = shard_array(ar, "wpack.shard_lengths", WPACK_META_I64, &n, &lengths);
+    if (rc == WPACK_OK)
+        rc = shard_array(ar, "wpack.shard_index_xxh3", WPACK_META_I64, &n, &sums);
+    if (rc)
+        return rc;
+    ar->shards = calloc((size_t)n, sizeof *ar->shards);
+    ar->shard_paths = calloc((size_t)n, sizeof *ar->shard_paths);
+    if (!ar->shards || !ar->shard_paths)
+        return wpk_fail(ar, WPACK_E_NOMEM, "out of memory for %llu shards", (unsigned long long)n);
+    for (uint64_t s = 0; s < n; s++) {
+        wpack_meta e, len, sum;
+        wpack_meta_elem(ar, &names, s, &e);
+        wpack_meta_elem(ar, &lengths, s, &len);
+        wpack_meta_elem(ar, &sums, s, &sum);
+        char *path;
+        if ((rc = shard_path(ar, e.str, &path)))
+            return rc;
+        ar->shard_paths[s] = path;
+        ar->nshards = (uint32_t)s + 1;
+        wpack_archive *sh;
+        int src = wpack_open_file(&sh, path, 0);
+        ar->shards[s] = sh;
+        if (src != WPACK_OK)
+            return wpk_fail(ar, WPACK_E_SHARD, "shard %llu: %s", (unsigned long long)s,
+                            sh ? wpack_errmsg(sh) : "out of memory");
+        if (sh->info.required_features & WPK_FEATURE_SHARDS)
+            return wpk_fail(ar, WPACK_E_SHARD, "shard %s is itself a sharded set", path);
+        if (sh->info.file_length != (uint64_t)len.i64 || sh->info.index_checksum != (uint64_t)sum.i64)
+            return wpk_fail(ar, WPACK_E_SHARD,
+                            "shard %s changed: %llu bytes, index xxh3 %016llx; the manifest says "
+                            "%llu bytes, %016llx", path, (unsigned long long)sh->info.file_length,
+                            (unsigned long long)sh->info.index_checksum,
+                            (unsigned long long)len.i64, (unsigned long long)sum.i64);
+    }
+    for (uint64_t i = 0; i < ar->info.entry_count; i++) {
+        const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
+        if (r[WPK_E_KIND_OFF] == WPACK_KIND_EXTERNAL && (rc = check_external(ar, i)))
+            return rc;
+    }
+    return WPACK_OK;
+}
+
+uint32_t wpack_shard_count(const wpack_archive *ar)
+{
+    return ar->nshards;
+}
+
+int wpack_shard_at(const wpack_archive *ar, uint32_t s, const char **path,
+                   const wpack_archive **shard)
+{
+    if (s >= ar->nshards)
+        return WPACK_E_NOT_FOUND;
+    *path = ar->shard_paths[s];
+    *shard = ar->shards[s];
+    return WPACK_OK;
+}

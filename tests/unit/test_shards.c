@@ -1,0 +1,175 @@
+/* test_shards.c - sharded sets: shards + a manifest of external entries,
+ * opened as one archive; every way a shard can go missing or change. */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "wpack.h"
+
+static char dir[256];
+
+static int make_shard(const char *name, int first, int count)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    wpack_writer *w;
+    if (wpack_writer_open(&w, path, NULL))
+        return 1;
+    int rc = 0;
+    for (int i = first; i < first + count && !rc; i++) {
+        char n[64];
+        float v[3] = {(float)i, (float)i + 0.5f, -(float)i};
+        snprintf(n, sizeof n, "layers.%d.weight", i);
+        rc = wpack_writer_add_tensor(w, n, WPACK_DTYPE_F32, 1, (uint64_t[]){3}, v, sizeof v);
+    }
+    char err[256];
+    return rc || wpack_writer_finish(w, err, sizeof err);
+}
+
+/* The manifest: an external entry for every data entry of every shard. */
+static int make_manifest(const char *name, const char *const *shards, int n, const char *override)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    wpack_writer *w;
+    if (wpack_writer_open(&w, path, NULL))
+        return 1;
+    uint64_t lengths[8], sums[8];
+    int rc = 0;
+    for (int s = 0; s < n && !rc; s++) {
+        char sp[512];
+        snprintf(sp, sizeof sp, "%s/%s", dir, shards[s]);
+        wpack_archive *ar;
+        if (wpack_open_file(&ar, sp, 0)) {
+            wpack_close(ar);
+            wpack_writer_abort(w);
+            return 1;
+        }
+        wpack_info in;
+        wpack_get_info(ar, &in);
+        lengths[s] = in.file_length;
+        sums[s] = in.index_checksum;
+        for (uint64_t i = 0; i < wpack_count(ar) && !rc; i++) {
+            wpack_tensor t;
+            wpack_tensor_at(ar, i, &t);
+            rc = wpack_writer_add_external(w, t.name, (uint32_t)s, &t);
+        }
+        wpack_close(ar);
+    }
+    const char *names[8];
+    for (int s = 0; s < n; s++)
+        names[s] = shards[s];
+    if (override)
+        names[0] = override;
+    rc = rc || wpack_writer_set_shards(w, (uint32_t)n, names, lengths, sums) ||
+         wpack_writer_add_alias(w, "head.weight", "layers.0.weight") ||
+         wpack_writer_add_name(w, "_param_constant7", "layers.7.weight") ||
+         wpack_writer_set_string(w, "model.name", "sharded");
+    if (rc) {
+        printf("  manifest: %s\n", wpack_writer_errmsg(w));
+        wpack_writer_abort(w);
+        return 1;
+    }
+    char err[256];
+    rc = wpack_writer_finish(w, err, sizeof err);
+    if (rc)
+        printf("  finish: %s\n", err);
+    return rc;
+}
+
+static int open_manifest(const char *name, wpack_archive **ar)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return wpack_open_file(ar, path, 0);
+}
+
+static void test_set_opens_as_one(void)
+{
+    const char *shards[] = {"m-00001.wpack", "m-00002.wpack"};
+    CHECK(make_shard(shards[0], 0, 6) == 0 && make_shard(shards[1], 6, 6) == 0, "shards");
+    CHECK(make_manifest("m.wpack", shards, 2, NULL) == 0, "manifest");
+    wpack_archive *ar;
+    CHECK(open_manifest("m.wpack", &ar) == WPACK_OK, "open: %s", wpack_errmsg(ar));
+    CHECK_EQ(wpack_shard_count(ar), 2);
+    CHECK_EQ(wpack_count(ar), 13);
+    wpack_tensor t;
+    CHECK(wpack_find(ar, "layers.9.weight", &t) == WPACK_OK && t.kind == WPACK_KIND_EXTERNAL &&
+              t.alias_target == 1 && t.data && ((const float *)t.data)[1] == 9.5f, "entry in shard 2");
+    CHECK(wpack_find(ar, "_param_constant7", &t) == WPACK_OK && ((const float *)t.data)[0] == 7,
+          "name map across shards");
+    CHECK(wpack_find(ar, "head.weight", &t) == WPACK_OK && t.kind == WPACK_KIND_ALIAS &&
+              ((const float *)t.data)[2] == 0, "alias to an external entry");
+    uint64_t first, count;
+    CHECK(wpack_prefix_range(ar, "layers.1", &first, &count) == WPACK_OK && count == 3,
+          "prefix across shards: %llu", (unsigned long long)count);
+    float v[3];
+    CHECK(wpack_find(ar, "layers.11.weight", &t) == WPACK_OK &&
+              wpack_read(ar, t.index, 0, v, 12) == WPACK_OK && v[2] == -11, "read");
+    CHECK(wpack_verify_all(ar, NULL, NULL) == WPACK_OK, "verify through the manifest");
+    wpack_stats s;
+    CHECK(wpack_stats_find(ar, "layers.3.weight", WPACK_STATS_WEIGHT, &s) == WPACK_E_NOT_FOUND,
+          "manifest stats are its own");
+    wpack_close(ar);
+}
+
+static void test_shard_problems(void)
+{
+    const char *shards[] = {"p-00001.wpack", "p-00002.wpack"};
+    char a[512];
+    wpack_archive *ar;
+    CHECK(make_shard(shards[0], 0, 6) == 0 && make_shard(shards[1], 6, 6) == 0, "shards");
+    CHECK(make_manifest("p.wpack", shards, 2, NULL) == 0, "manifest");
+    /* a shard rewritten after the manifest was made */
+    CHECK(make_shard(shards[1], 6, 5) == 0, "rewrite shard 2");
+    CHECK(open_manifest("p.wpack", &ar) == WPACK_E_SHARD && strstr(wpack_errmsg(ar), "changed"),
+          "changed shard: %s", wpack_errmsg(ar));
+    wpack_close(ar);
+    /* a shard gone */
+    snprintf(a, sizeof a, "%s/%s", dir, shards[1]);
+    unlink(a);
+    CHECK(open_manifest("p.wpack", &ar) == WPACK_E_SHARD && strstr(wpack_errmsg(ar), "p-00002"),
+          "missing shard: %s", wpack_errmsg(ar));
+    wpack_close(ar);
+    /* a shard name that leaves the directory */
+    CHECK(make_shard(shards[1], 6, 6) == 0, "shard 2 again");
+    CHECK(make_manifest("q.wpack", shards, 2, "../p-00001.wpack") == 0, "manifest with a path");
+    CHECK(open_manifest("q.wpack", &ar) == WPACK_E_SHARD && strstr(wpack_errmsg(ar), "plain file name"),
+          "traversal: %s", wpack_errmsg(ar));
+    wpack_close(ar);
+    CHECK(make_manifest("r.wpack", shards, 2, NULL) == 0, "manifest r");
+    CHECK(open_manifest("r.wpack", &ar) == WPACK_OK, "r opens");
+    wpack_close(ar);
+    /* a manifest from memory cannot find its shards */
+    snprintf(a, sizeof a, "%s/r.wpack", dir);
+    FILE *f = fopen(a, "rb");
+    static char buf[1 << 16];
+    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f)
+        fclose(f);
+    CHECK(wpack_open_memory(&ar, buf, n, 0) == WPACK_E_SHARD, "memory: %s", wpack_errmsg(ar));
+    wpack_close(ar);
+    /* the writer refuses externals without a shard list */
+    wpack_writer *w;
+    snprintf(a, sizeof a, "%s/bad.wpack", dir);
+    CHECK(wpack_writer_open(&w, a, NULL) == WPACK_OK, "writer");
+    wpack_tensor t = {.kind = WPACK_KIND_DATA, .dtype = WPACK_DTYPE_F32, .rank = 1, .dims = {3},
+                      .stored_length = 12, .offset = 4096};
+    CHECK(wpack_writer_add_external(w, "x", 0, &t) == WPACK_OK, "external");
+    char err[256];
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_E_SHARD, "no shard list: %s", err);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/wpack-shards-XXXXXX");
+    if (!mkdtemp(dir))
+        return 1;
+    RUN(test_set_opens_as_one);
+    RUN(test_shard_problems);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd))
+        return 1;
+    return tl_finish();
+}
