@@ -6,7 +6,7 @@ WPACK_LIB_SRCS = \
 	reader/decode.c reader/shards.c \
 	packer/compress.c packer/nameset.c packer/weightstats.c packer/writer.c packer/writer_index.c
 # Packer inputs used by the CLI (not exported from the shared library).
-WPACK_TOOL_SRCS = $(wildcard packer/npy*.c) packer/copy.c $(wildcard cli/*.c)
+WPACK_TOOL_SRCS = $(wildcard packer/npy*.c) packer/copy.c packer/shard.c $(wildcard cli/*.c)
 WPACK_INCLUDES = -Iinclude -Iformat -Ireader -Ipacker -Icli
 WPACK_LIBS = -lxxhash -lzstd -lpthread -lm
 # Parts beyond the core register themselves: each DIR/module.mk appends to

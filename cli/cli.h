@@ -17,6 +17,9 @@ int cmd_create(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_extract(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_resolve(int argc, char **argv);
 
 /* "wpack: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -31,6 +34,11 @@ int cli_is_help(const char *arg);
 /* Parse a non-negative decimal integer, optionally with a K/M/G (1024-based)
  * suffix; 0 on junk or overflow. */
 int cli_parse_size(const char *s, uint64_t *out);
+
+/* One of --compress zstd[:L], --compress-min N, --chunk-size N,
+ * --compress-saving P (opt is the option as typed, value its value) into
+ * writer options; prints the error and returns 0 on a bad value. */
+int cli_compress_option(const char *opt, const char *value, wpack_writer_options *o);
 
 /* "1.5 GiB", "512 B" */
 void cli_human_size(char *buf, size_t len, uint64_t bytes);

@@ -3,9 +3,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "import.h"
+#include "manifest_stats.h"
+#include "copy.h"
 #include "npy.h"
 
 static const char help[] =
@@ -24,20 +28,45 @@ static const char help[] =
     "  --align N             data alignment, a power of two 64..2M (default 4096)\n"
     "  --histogram N         also store an N-bin histogram per float tensor\n"
     "  --no-stats            do not compute weight statistics\n"
+    "  --shard-size SIZE     write a sharded set: shards of about SIZE bytes of data\n"
+    "                        (K/M/G) named OUT-0000k-of-0000n.wpack, and OUT as the\n"
+    "                        manifest that opens them all as one archive\n"
+    "  --compress zstd[:L]   store tensors as zstd chunks (level L, default 3), each\n"
+    "                        only if it shrinks by --compress-saving percent (5)\n"
+    "  --compress-min BYTES  leave tensors smaller than this uncompressed (64K)\n"
+    "  --chunk-size BYTES    uncompressed bytes per chunk, power of two (1M)\n"
+    "  --compress-saving P   minimum saving in percent for a tensor to stay compressed\n"
     "  --meta KEY=VALUE      a string metadata entry (repeatable), e.g. model.name=mlp\n"
     "  --name OTHER=ENTRY    record that a consumer calls ENTRY by OTHER (repeatable)\n"
-    "  -q, --quiet           no progress line\n";
+    "  -q, --quiet           no progress line\n"
+    "\n"
+    "Other inputs, recognised by their content (packer/IMPORT.md):\n"
+    "  torch.save checkpoints (.pt/.pth/.bin, zip format), read without running any\n"
+    "  pickle code; safetensors; .npz and zip/tar/tar.gz/tar.zst bundles of .npy;\n"
+    "  a JSON manifest of raw binary files. Nested dicts become dotted names,\n"
+    "  scalars become metadata, a tensor saved twice (tied weights) an alias.\n"
+    "  --prefix P            put the inputs that follow under module path P\n"
+    "  --key K               torch: take only sub-dict K of the inputs that follow\n"
+    "                        (e.g. --key model for {'model': ..., 'epoch': 3})\n"
+    "  --cast bf16|f16       store float tensors as bf16/f16 (round to nearest even;\n"
+    "                        weight statistics are of the values before the cast)\n"
+    "  --only GLOB           with --cast: only names matching GLOB (repeatable)\n"
+    "  --stats FILE          calibration statistics from a JSON file\n"
+    "  --max-ratio N         bundles: refuse members expanding more than N:1 (200)\n";
 
 typedef struct {
     char *path;  /* file on disk */
     char *name;  /* tensor name */
     uint64_t size;
+    int kind;    /* wpk_input_kind */
+    const wpk_import_opts *opts;
 } input_file;
 
 typedef struct {
     input_file *v;
     size_t n, cap;
     uint64_t bytes;
+    const wpk_import_opts *cur; /* options of the input being collected */
 } input_list;
 
 static int push(input_list *l, const char *path, const char *name, uint64_t size)
@@ -53,6 +82,8 @@ static int push(input_list *l, const char *path, const char *name, uint64_t size
     l->v[l->n].path = strdup(path);
     l->v[l->n].name = strdup(name);
     l->v[l->n].size = size;
+    l->v[l->n].kind = WPK_IN_NPY;
+    l->v[l->n].opts = l->cur;
     if (!l->v[l->n].path || !l->v[l->n].name)
         return 0;
     l->n++;
@@ -168,8 +199,20 @@ static int collect(input_list *l, const char *input)
         free(dir);
         return ok;
     }
+    char derr[600];
+    int kind = wpk_import_detect(input, derr, sizeof derr);
+    if (kind == WPK_IN_UNKNOWN) {
+        cli_error("%s", derr);
+        return 0;
+    }
+    if (kind != WPK_IN_NPY) {
+        if (!push(l, input, input, (uint64_t)st.st_size))
+            return 0;
+        l->v[l->n - 1].kind = kind;
+        return 1;
+    }
     if (!ends_with_npy(input)) {
-        cli_error("%s: not a .npy file or a directory", input);
+        cli_error("%s: a .npy file must be named NAME.npy", input);
         return 0;
     }
     const char *base = strrchr(input, '/');
@@ -213,6 +256,8 @@ static int split_pair(const char *arg, const char *opt, char **key, const char *
 
 int cmd_create(int argc, char **argv)
 {
+    uint64_t shard_size = 0;
+    char *whole = NULL;
     const char *out = NULL, *v;
     wpack_writer_options opt;
     wpack_writer_options_init(&opt);
@@ -222,10 +267,19 @@ int cmd_create(int argc, char **argv)
     metas = calloc((size_t)argc, sizeof *metas);
     maps = calloc((size_t)argc, sizeof *maps);
     inputs = calloc((size_t)argc, sizeof *inputs);
+    /* Importer options: --prefix/--key start a new set for the inputs after them. */
+    wpk_import_opts *optv = calloc((size_t)argc + 1, sizeof *optv);
+    const wpk_import_opts **inopts = calloc((size_t)argc, sizeof *inopts);
+    const char **only = calloc((size_t)argc, sizeof *only), *stats_file = NULL;
+    size_t nopt = 1, nonly = 0;
+    int cast = 0;
+    uint64_t max_ratio = 0;
     int rc = CLI_USAGE;
     input_list l = {0};
     wpack_writer *w = NULL;
-    if (!metas || !maps || !inputs)
+    wpk_sink sink;
+    wpk_sink_init(&sink, NULL, NULL, 0);
+    if (!metas || !maps || !inputs || !optv || !inopts || !only)
         goto done;
     for (int i = 1; i < argc;) {
         const char *a = argv[i];
@@ -256,6 +310,17 @@ int cmd_create(int argc, char **argv)
                 goto done;
             }
             opt.histogram_bins = (uint32_t)n;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--shard-size", &v))) {
+            if (r < 0 || !cli_parse_size(v, &shard_size) || !shard_size) {
+                cli_error("--shard-size %s: want a byte count (K/M/G suffixes)", r < 0 ? "" : v);
+                goto done;
+            }
+        } else if ((r = cli_opt_value(argc, argv, &i, "--compress", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--compress-min", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--chunk-size", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--compress-saving", &v))) {
+            if (r < 0 || !cli_compress_option(a, v, &opt))
+                goto done;
         } else if ((r = cli_opt_value(argc, argv, &i, "--meta", &v))) {
             if (r < 0)
                 goto done;
@@ -264,6 +329,40 @@ int cmd_create(int argc, char **argv)
             if (r < 0)
                 goto done;
             maps[nmap++] = v;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--prefix", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--key", &v))) {
+            if (r < 0)
+                goto done;
+            optv[nopt] = optv[nopt - 1];
+            if (strncmp(a, "--prefix", 8) == 0)
+                optv[nopt].prefix = *v ? v : NULL;
+            else
+                optv[nopt].key = *v ? v : NULL;
+            nopt++;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--cast", &v))) {
+            if (r < 0)
+                goto done;
+            cast = strcmp(v, "bf16") == 0 ? WPACK_DTYPE_BF16
+                   : strcmp(v, "f16") == 0 ? WPACK_DTYPE_F16 : 0;
+            if (!cast) {
+                cli_error("--cast %s: want bf16 or f16", v);
+                goto done;
+            }
+        } else if ((r = cli_opt_value(argc, argv, &i, "--only", &v))) {
+            if (r < 0)
+                goto done;
+            only[nonly++] = v;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--stats", &v))) {
+            if (r < 0)
+                goto done;
+            stats_file = v;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--max-ratio", &v))) {
+            if (r < 0)
+                goto done;
+            if (!cli_parse_size(v, &max_ratio) || max_ratio < 1 || max_ratio > UINT32_MAX) {
+                cli_error("--max-ratio %s: want a positive integer", v);
+                goto done;
+            }
         } else if (strcmp(a, "--no-stats") == 0) {
             opt.weight_stats = 0;
             i++;
@@ -271,15 +370,29 @@ int cmd_create(int argc, char **argv)
             quiet = 1;
             i++;
         } else if (strcmp(a, "--") == 0) {
-            for (i++; i < argc; i++)
+            for (i++; i < argc; i++) {
+                inopts[ninputs] = &optv[nopt - 1];
                 inputs[ninputs++] = argv[i];
+            }
         } else if (a[0] == '-' && a[1]) {
             cli_error("create: unknown option '%s' (see wpack create --help)", a);
             goto done;
         } else {
+            inopts[ninputs] = &optv[nopt - 1];
             inputs[ninputs++] = a;
             i++;
         }
+    }
+    if (nonly && !cast) {
+        cli_error("create: --only needs --cast");
+        goto done;
+    }
+    for (size_t k = 0; k < nopt; k++) {
+        optv[k].cast = cast;
+        optv[k].only = nonly ? only : NULL;
+        optv[k].nonly = nonly;
+        optv[k].weight_stats = opt.weight_stats;
+        optv[k].max_ratio = (uint32_t)max_ratio;
     }
     if (opt.histogram_bins && !opt.weight_stats) {
         cli_error("create: --histogram needs weight statistics (drop --no-stats)");
@@ -290,14 +403,29 @@ int cmd_create(int argc, char **argv)
         goto done;
     }
     rc = CLI_FAIL;
-    for (size_t k = 0; k < ninputs; k++)
+    for (size_t k = 0; k < ninputs; k++) {
+        l.cur = inopts[k];
         if (!collect(&l, inputs[k]))
             goto done;
+    }
     if (!l.n)
-        cli_warn("no .npy files found: writing an empty archive");
+        cli_warn("no inputs found: writing an empty archive");
 
     char err[1024];
-    if (wpack_writer_open(&w, out, &opt) != WPACK_OK) {
+    if (shard_size) {
+        /* The whole archive first, beside OUT; split into shards at the end. */
+        size_t n = strlen(out) + 8;
+        whole = malloc(n);
+        if (!whole)
+            goto done;
+        snprintf(whole, n, "%s.whole", out);
+        if (opt.compress_level) {
+            cli_error("create: --shard-size stores shards uncompressed; drop --compress");
+            rc = CLI_USAGE;
+            goto done;
+        }
+    }
+    if (wpack_writer_open(&w, whole ? whole : out, &opt) != WPACK_OK) {
         cli_error("%s", wpack_writer_errmsg(w));
         goto done;
     }
@@ -312,15 +440,45 @@ int cmd_create(int argc, char **argv)
             goto done;
         }
     }
+    wpk_sink_init(&sink, w, err, sizeof err);
     cli_progress prog;
     cli_progress_init(&prog, l.bytes, l.n, quiet);
+    sink.progress = on_progress;
+    sink.user = &prog;
     for (size_t k = 0; k < l.n; k++) {
         prog.label = l.v[k].name;
         prog.base_bytes = prog.done_bytes;
-        int e = npy_pack_file(w, l.v[k].name, l.v[k].path, on_progress, &prog, err, sizeof err);
+        const wpk_import_opts *io = l.v[k].opts;
+        wpk_sink_input(&sink, l.v[k].path, io);
+        int e;
+        if (l.v[k].kind != WPK_IN_NPY)
+            e = wpk_import_file(&sink, l.v[k].path, l.v[k].kind);
+        else if (io && io->cast)
+            e = npy_sink_pack_file(&sink, l.v[k].name, l.v[k].path);
+        else if (io && io->prefix) {
+            char *full = malloc(strlen(io->prefix) + strlen(l.v[k].name) + 2);
+            if (!full)
+                goto done;
+            sprintf(full, "%s.%s", io->prefix, l.v[k].name);
+            e = npy_pack_file(w, full, l.v[k].path, on_progress, &prog, err, sizeof err);
+            if (!e)
+                wpk_sink_claim(&sink, full);
+            free(full);
+        } else {
+            e = npy_pack_file(w, l.v[k].name, l.v[k].path, on_progress, &prog, err, sizeof err);
+            if (!e)
+                wpk_sink_claim(&sink, l.v[k].name);
+        }
+        if (e && (l.v[k].kind != WPK_IN_NPY || (io && io->cast))) {
+            cli_progress_done(&prog);
+            cli_error("%s", err);
+            goto done;
+        }
         if (e) {
             cli_progress_done(&prog);
             const char *prev = e == WPACK_E_EXISTS ? first_path_of(&l, k, l.v[k].name) : NULL;
+            if (!prev && e == WPACK_E_EXISTS)
+                prev = wpk_sink_owner(&sink, l.v[k].name);
             if (prev)
                 cli_error("%s: tensor '%s' is already taken by %s", l.v[k].path, l.v[k].name, prev);
             else
@@ -331,6 +489,10 @@ int cmd_create(int argc, char **argv)
         prog.done_bytes = prog.base_bytes + l.v[k].size;
     }
     cli_progress_done(&prog);
+    if (stats_file && stats_load_file(w, stats_file, err, sizeof err) != WPACK_OK) {
+        cli_error("%s", err);
+        goto done;
+    }
     for (size_t k = 0; k < nmap; k++) {
         char *other;
         if (!split_pair(maps[k], "--name", &other, &v))
@@ -349,15 +511,34 @@ int cmd_create(int argc, char **argv)
         cli_error("%s", err);
         goto done;
     }
+    if (whole) {
+        wpack_archive *ar;
+        e = wpack_open_file(&ar, whole, 0);
+        if (e)
+            snprintf(err, sizeof err, "%s", wpack_errmsg(ar));
+        else
+            e = wpk_write_sharded(ar, out, shard_size, opt.alignment, err, sizeof err);
+        wpack_close(ar);
+        unlink(whole);
+        if (e) {
+            cli_error("%s [%s]", err, wpack_error_name(e));
+            goto done;
+        }
+    }
     if (!quiet) {
         char size[32];
         cli_human_size(size, sizeof size, l.bytes);
-        fprintf(stderr, "wrote %s: %llu tensors from %s of .npy input\n", out,
+        fprintf(stderr, "wrote %s: %llu tensors from %s of input\n", out,
                 (unsigned long long)count, size);
     }
     rc = CLI_OK;
 done:
+    free(whole);
     wpack_writer_abort(w);
+    wpk_sink_free(&sink);
+    free(optv);
+    free(inopts);
+    free(only);
     for (size_t k = 0; k < l.n; k++) {
         free(l.v[k].path);
         free(l.v[k].name);

@@ -16,7 +16,10 @@ static const char help[] =
 
 static const char *kind_name(int kind)
 {
-    return kind == WPACK_KIND_DATA ? "data" : kind == WPACK_KIND_SPLAT ? "splat" : "alias";
+    return kind == WPACK_KIND_DATA    ? "data"
+           : kind == WPACK_KIND_SPLAT ? "splat"
+           : kind == WPACK_KIND_ALIAS ? "alias"
+                                      : "external";
 }
 
 static const char *dtype_label(const wpack_archive *ar, int dtype, char *buf, size_t len)
@@ -59,6 +62,7 @@ typedef struct {
     int json;
     int first;
     uint64_t shown;
+    uint64_t compressed, stored, logical; /* zstd tensors shown */
 } inspect_state;
 
 static void print_stats_json(FILE *f, const wpack_stats *s)
@@ -143,6 +147,13 @@ static int show_tensor(void *user, const wpack_archive *ar, const wpack_tensor *
             printf(", \"offset\": %" PRIu64 ", \"stored_length\": %" PRIu64, t->offset,
                    t->stored_length);
         printf(", \"checksum\": \"%s\"", sum);
+        if (t->codec == WPACK_CODEC_ZSTD)
+            printf(", \"codec\": \"zstd\", \"chunk_size\": %u, \"decoded_checksum\": \"%016" PRIx64
+                   "\", \"ratio\": %.4f",
+                   t->chunk_size, t->decoded_checksum,
+                   t->stored_length ? (double)t->nbytes / (double)t->stored_length : 0.0);
+        if (t->kind == WPACK_KIND_EXTERNAL)
+            printf(", \"shard\": %" PRIu64, t->alias_target);
         if (t->kind == WPACK_KIND_ALIAS) {
             printf(", \"alias_of\": ");
             cli_json_string(stdout, target.name, target.name_len);
@@ -160,12 +171,25 @@ static int show_tensor(void *user, const wpack_archive *ar, const wpack_tensor *
         printf("}");
         return 0;
     }
-    char size[32], where[64], summary[160] = "";
+    char size[32], where[64], summary[160] = "", zline[200] = "";
     cli_human_size(size, sizeof size, t->nbytes);
+    if (t->codec == WPACK_CODEC_ZSTD && t->kind == WPACK_KIND_DATA) {
+        char stored[32];
+        cli_human_size(stored, sizeof stored, t->stored_length);
+        st->compressed++;
+        st->stored += t->stored_length;
+        st->logical += t->nbytes;
+        snprintf(zline, sizeof zline, "%-40s zstd: %s stored for %s, ratio %.2f, %u-byte chunks\n",
+                 "", stored, size,
+                 t->stored_length ? (double)t->nbytes / (double)t->stored_length : 0.0,
+                 t->chunk_size);
+    }
     if (t->kind == WPACK_KIND_DATA)
         snprintf(where, sizeof where, "%" PRIu64, t->offset);
     else if (t->kind == WPACK_KIND_SPLAT)
         snprintf(where, sizeof where, "splat");
+    else if (t->kind == WPACK_KIND_EXTERNAL)
+        snprintf(where, sizeof where, "s%" PRIu64 ":%" PRIu64, t->alias_target, t->offset);
     else
         snprintf(where, sizeof where, "alias");
     if (t->kind == WPACK_KIND_SPLAT) {
@@ -180,6 +204,7 @@ static int show_tensor(void *user, const wpack_archive *ar, const wpack_tensor *
     }
     printf("%-40s %-8s %-18s %10s %12s %s  %s\n", t->name, dtype_label(ar, t->dtype, dt, sizeof dt),
            shape, size, where, sum, summary);
+    fputs(zline, stdout);
     return 0;
 }
 
@@ -236,14 +261,14 @@ static void print_header(const char *path, const wpack_info *in)
     printf("%s: wpack format %u.%u, alignment %u, generation %" PRIu64 "%s\n", path,
            in->format_major, in->format_minor, in->alignment, in->generation,
            in->recovered ? " (an interrupted update was ignored)" : "");
-    printf("%" PRIu64 " tensors, data %s, index %s, index xxh3 %016" PRIx64 "\n\n",
+    printf("%" PRIu64 " tensors, data %s, index %s, index xxh3 %016" PRIx64 "\n",
            in->entry_count, data, index, in->index_checksum);
 }
 
 int cmd_inspect(int argc, char **argv)
 {
     const char *path = NULL, *prefix = "";
-    inspect_state st = {0, 1, 0};
+    inspect_state st = {0, 1, 0, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);
@@ -286,6 +311,18 @@ int cmd_inspect(int argc, char **argv)
                in.recovered ? "true" : "false");
     } else {
         print_header(path, &in);
+        for (uint32_t k = 0; k < wpack_shard_count(ar); k++) {
+            const char *sp;
+            const wpack_archive *sh;
+            wpack_info si;
+            char sz[32];
+            wpack_shard_at(ar, k, &sp, &sh);
+            wpack_get_info(sh, &si);
+            cli_human_size(sz, sizeof sz, si.data_length);
+            printf("shard %u: %s, %" PRIu64 " tensors, %s, index xxh3 %016" PRIx64 "\n", k, sp,
+                   si.entry_count, sz, si.index_checksum);
+        }
+        printf("\n");
         printf("%-40s %-8s %-18s %10s %12s %-16s  %s\n", "NAME", "DTYPE", "SHAPE", "SIZE", "OFFSET",
                "XXH3", "STATS");
     }
@@ -323,6 +360,13 @@ int cmd_inspect(int argc, char **argv)
     } else {
         if (n == 0 && *prefix)
             printf("(no tensor named or under '%s')\n", prefix);
+        if (st.compressed) {
+            char a[32], b[32];
+            cli_human_size(a, sizeof a, st.stored);
+            cli_human_size(b, sizeof b, st.logical);
+            printf("\n%" PRIu64 " zstd tensors: %s stored for %s logical, ratio %.2f\n",
+                   st.compressed, a, b, st.stored ? (double)st.logical / (double)st.stored : 0.0);
+        }
         if (wpack_meta_count(ar)) {
             printf("\nmetadata:\n");
             for (uint64_t i = 0; i < wpack_meta_count(ar); i++) {

@@ -15,6 +15,9 @@ static const char usage[] =
     "  inspect  [--json] ARCHIVE [PREFIX]          list tensors, metadata and stats\n"
     "  verify   ARCHIVE                            check every checksum\n"
     "  extract  ARCHIVE [-o DIR] [NAME_OR_PREFIX...]  write tensors as .npy files\n"
+    "  convert  ARCHIVE --compress zstd[:L]|--decompress -o OUT  rewrite compressed or plain\n"
+    "  export   ARCHIVE --to safetensors|npz|tar -o FILE  write the archive in another format\n"
+    "  resolve  ARCHIVE IN.mlir -o OUT.mlir [--emit uri|iree|inline]  point MLIR globals at entries\n"
     "\n"
     "  wpack COMMAND --help   options of one command\n"
     "  wpack --version        library and format versions\n"
@@ -31,6 +34,9 @@ static const command commands[] = {
     {"inspect", cmd_inspect},
     {"verify", cmd_verify},
     {"extract", cmd_extract},
+    {"convert", cmd_convert},
+    {"export", cmd_export},
+    {"resolve", cmd_resolve},
 };
 
 static const command *find_command(const char *name)

@@ -11,7 +11,7 @@ static int fail(wpack_writer *w, char *err, size_t errlen, int rc, const char *w
     return rc;
 }
 
-static int copy_data(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *t, char *err,
+int wpk_copy_data(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *t, char *err,
                      size_t errlen)
 {
     int rc = wpack_writer_begin_tensor(w, t->name, t->dtype, t->rank, t->dims);
@@ -41,7 +41,7 @@ static int copy_data(const wpack_archive *ar, wpack_writer *w, const wpack_tenso
     return rc ? fail(w, err, errlen, rc, t->name) : WPACK_OK;
 }
 
-static int copy_meta(const wpack_archive *ar, wpack_writer *w, const wpack_meta *m)
+int wpk_copy_meta(const wpack_archive *ar, wpack_writer *w, const wpack_meta *m)
 {
     switch (m->type) {
     case WPACK_META_STRING: return wpack_writer_set_string(w, m->key, m->str);
@@ -75,7 +75,7 @@ static int copy_meta(const wpack_archive *ar, wpack_writer *w, const wpack_meta 
     return rc;
 }
 
-static int copy_stats(wpack_writer *w, const wpack_stats *s)
+int wpk_copy_stats(wpack_writer *w, const wpack_stats *s)
 {
     uint32_t C = s->channels;
     double *v = malloc(5 * (size_t)C * sizeof *v);
@@ -126,7 +126,7 @@ int wpk_copy_archive(const wpack_archive *ar, wpack_writer *w, char *err, size_t
         wpack_tensor t;
         wpack_tensor_at(ar, i, &t);
         if (t.kind == WPACK_KIND_DATA) {
-            if ((rc = copy_data(ar, w, &t, err, errlen)))
+            if ((rc = wpk_copy_data(ar, w, &t, err, errlen)))
                 return rc;
         } else if (t.kind == WPACK_KIND_SPLAT) {
             if ((rc = wpack_writer_add_splat(w, t.name, t.dtype, t.rank, t.dims, t.fill, t.fill_size)))
@@ -141,7 +141,7 @@ int wpk_copy_archive(const wpack_archive *ar, wpack_writer *w, char *err, size_t
     for (uint64_t i = 0; i < wpack_meta_count(ar); i++) {
         wpack_meta m;
         wpack_meta_at(ar, i, &m);
-        if ((rc = copy_meta(ar, w, &m)))
+        if ((rc = wpk_copy_meta(ar, w, &m)))
             return fail(w, err, errlen, rc, m.key);
     }
     for (uint64_t i = 0; i < wpack_namemap_count(ar); i++) {
@@ -156,7 +156,7 @@ int wpk_copy_archive(const wpack_archive *ar, wpack_writer *w, char *err, size_t
     for (uint64_t i = 0; i < wpack_stats_count(ar); i++) {
         wpack_stats s;
         wpack_stats_at(ar, i, &s);
-        if ((rc = copy_stats(w, &s)))
+        if ((rc = wpk_copy_stats(w, &s)))
             return fail(w, err, errlen, rc, s.key);
     }
     return WPACK_OK;

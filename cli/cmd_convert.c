@@ -1,0 +1,102 @@
+/* cmd_convert.c - `wpack convert`: rewrite an archive compressed or not. */
+#include <string.h>
+
+#include "cli.h"
+#include "copy.h"
+
+static const char help[] =
+    "usage: wpack convert ARCHIVE (--compress zstd[:L] | --decompress) -o OUT [options]\n"
+    "\n"
+    "Writes a new archive with the same tensors, metadata, name map and stats,\n"
+    "each tensor stored zstd-compressed (in independent chunks with a seek table,\n"
+    "only when it shrinks by --compress-saving percent) or plain. The input may\n"
+    "be compressed or not. OUT appears only when complete.\n"
+    "\n"
+    "  -o, --output FILE     the archive to write (required; not ARCHIVE itself)\n"
+    "  --compress zstd[:L]   zstd level L (default 3; 1..22, -7..-1 fast)\n"
+    "  --decompress          store every tensor uncompressed (zero-copy views again)\n"
+    "  --chunk-size BYTES    uncompressed bytes per chunk, power of two (1M)\n"
+    "  --compress-min BYTES  leave tensors smaller than this uncompressed (64K)\n"
+    "  --compress-saving P   minimum saving in percent (5)\n"
+    "  --align N             data alignment (default: the input's)\n";
+
+int cmd_convert(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL, *v;
+    wpack_writer_options opt;
+    wpack_writer_options_init(&opt);
+    opt.weight_stats = 0; /* stats records are copied as they are */
+    int decompress = 0, compress = 0, r;
+    uint64_t align = 0;
+    for (int i = 1; i < argc;) {
+        const char *a = argv[i];
+        if (cli_is_help(a)) {
+            fputs(help, stdout);
+            return CLI_OK;
+        } else if ((r = cli_opt_value(argc, argv, &i, "-o", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--output", &v))) {
+            if (r < 0)
+                return CLI_USAGE;
+            out = v;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--compress", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--compress-min", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--chunk-size", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--compress-saving", &v))) {
+            if (r < 0 || !cli_compress_option(a, v, &opt))
+                return CLI_USAGE;
+            compress |= strncmp(a, "--compress", 10) == 0 && (a[10] == 0 || a[10] == '=');
+        } else if ((r = cli_opt_value(argc, argv, &i, "--align", &v))) {
+            if (r < 0 || !cli_parse_size(v, &align) || align < 64 || align > (2u << 20) ||
+                (align & (align - 1))) {
+                cli_error("--align %s: want a power of two from 64 to 2M", r < 0 ? "" : v);
+                return CLI_USAGE;
+            }
+        } else if (strcmp(a, "--decompress") == 0) {
+            decompress = 1;
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            cli_error("convert: unknown option '%s'", a);
+            return CLI_USAGE;
+        } else if (!in) {
+            in = a;
+            i++;
+        } else {
+            cli_error("convert: one ARCHIVE only");
+            return CLI_USAGE;
+        }
+    }
+    if (!in || !out || compress == decompress) {
+        cli_error("convert: want ARCHIVE, -o OUT and one of --compress / --decompress "
+                  "(see wpack convert --help)");
+        return CLI_USAGE;
+    }
+    if (decompress)
+        opt.compress_level = 0;
+    wpack_archive *ar;
+    if (wpack_open_file(&ar, in, 0) != WPACK_OK) {
+        cli_error("%s [%s]", wpack_errmsg(ar), wpack_error_name(wpack_errcode(ar)));
+        wpack_close(ar);
+        return CLI_FAIL;
+    }
+    wpack_info info;
+    wpack_get_info(ar, &info);
+    opt.alignment = align ? (uint32_t)align : info.alignment;
+    wpack_writer *w;
+    char err[1024];
+    int rc = wpack_writer_open(&w, out, &opt);
+    if (rc == WPACK_OK)
+        rc = wpk_copy_archive(ar, w, err, sizeof err);
+    else
+        snprintf(err, sizeof err, "%s", wpack_writer_errmsg(w));
+    if (rc == WPACK_OK) {
+        rc = wpack_writer_finish(w, err, sizeof err);
+        w = NULL;
+    }
+    wpack_writer_abort(w);
+    wpack_close(ar);
+    if (rc) {
+        cli_error("%s [%s]", err, wpack_error_name(rc));
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}

@@ -1,0 +1,318 @@
+/* export.c - wpack archive -> safetensors / npz / tar (see export.h). */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bytes.h"
+#include "export.h"
+#include "internal.h"
+#include "npy.h"
+#include "safetensors.h"
+
+#define PIECE (1u << 20)
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *b = p;
+    while (n) {
+        ssize_t k = write(fd, b, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return 0;
+        b += k;
+        n -= (size_t)k;
+    }
+    return 1;
+}
+
+/* A metadata value as the string safetensors wants. */
+static char *meta_string(const wpack_archive *ar, const wpack_meta *m)
+{
+    char buf[64];
+    switch (m->type) {
+    case WPACK_META_STRING:
+        return strdup(m->str);
+    case WPACK_META_I64:
+        snprintf(buf, sizeof buf, "%lld", (long long)m->i64);
+        return strdup(buf);
+    case WPACK_META_F64:
+        for (int prec = 1; prec <= 17; prec++) { /* shortest that reads back the same */
+            snprintf(buf, sizeof buf, "%.*g", prec, m->f64);
+            if (strtod(buf, NULL) == m->f64)
+                break;
+        }
+        return strdup(buf);
+    case WPACK_META_BOOL:
+        return strdup(m->boolean ? "true" : "false");
+    case WPACK_META_BYTES: {
+        char *s = malloc(m->count * 2 + 1);
+        if (!s)
+            return NULL;
+        for (uint64_t i = 0; i < m->count; i++)
+            snprintf(s + 2 * i, 3, "%02x", ((const uint8_t *)m->bytes)[i]);
+        s[m->count * 2] = 0;
+        return s;
+    }
+    case WPACK_META_ARRAY: {
+        json_t *a = json_array();
+        for (uint64_t j = 0; a && j < m->count; j++) {
+            wpack_meta e;
+            if (wpack_meta_elem(ar, m, j, &e))
+                break;
+            json_t *v = e.type == WPACK_META_STRING ? json_string(e.str)
+                        : e.type == WPACK_META_I64  ? json_integer(e.i64)
+                        : e.type == WPACK_META_F64  ? json_real(e.f64)
+                        : e.type == WPACK_META_BOOL ? json_boolean(e.boolean)
+                                                    : json_null();
+            json_array_append_new(a, v);
+        }
+        char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+        json_decref(a);
+        return s;
+    }
+    default:
+        return strdup("");
+    }
+}
+
+static int check_exportable(const wpack_archive *ar, const wpack_tensor *t, char *err,
+                            size_t errlen)
+{
+    (void)ar;
+    if (!wpack_dtype_size(t->dtype)) {
+        wpk_fmt(err, errlen, "tensor '%s': block-quantized dtype %d has no equivalent outside wpack",
+                t->name, t->dtype);
+        return WPACK_E_UNSUPPORTED;
+    }
+    return WPACK_OK;
+}
+
+static int copy_tensor(const wpack_archive *ar, const wpack_tensor *t, uint8_t *buf,
+                       int (*put)(void *, const void *, size_t), void *ctx, char *err,
+                       size_t errlen)
+{
+    for (uint64_t done = 0; done < t->nbytes;) {
+        size_t k = t->nbytes - done < PIECE ? (size_t)(t->nbytes - done) : PIECE;
+        int rc = wpack_read(ar, t->index, done, buf, k);
+        if (rc) {
+            wpk_fmt(err, errlen, "tensor '%s': %s", t->name, wpack_errmsg(ar));
+            return rc;
+        }
+        if (!put(ctx, buf, k)) {
+            wpk_fmt(err, errlen, "tensor '%s': write failed: %s", t->name, strerror(errno));
+            return WPACK_E_IO;
+        }
+        done += k;
+    }
+    return WPACK_OK;
+}
+
+static int put_fd(void *ctx, const void *p, size_t n)
+{
+    return write_all(*(int *)ctx, p, n);
+}
+
+static int export_safetensors(const wpack_archive *ar, int fd, uint8_t *buf, char *err,
+                              size_t errlen)
+{
+    json_t *root = json_object(), *meta = json_object();
+    int rc = WPACK_OK;
+    if (!root || !meta) {
+        rc = WPACK_E_NOMEM;
+        goto out;
+    }
+    uint64_t nm = wpack_meta_count(ar);
+    for (uint64_t i = 0; i < nm; i++) {
+        wpack_meta m;
+        if ((rc = wpack_meta_at(ar, i, &m)))
+            goto out;
+        char *s = meta_string(ar, &m);
+        if (!s) {
+            rc = WPACK_E_NOMEM;
+            goto out;
+        }
+        json_object_set_new(meta, m.key, json_string(s));
+        free(s);
+    }
+    if (nm)
+        json_object_set(root, "__metadata__", meta);
+    uint64_t n = wpack_count(ar), at = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        wpack_tensor t;
+        if ((rc = wpack_tensor_at(ar, i, &t)) || (rc = check_exportable(ar, &t, err, errlen)))
+            goto out;
+        if (strcmp(t.name, "__metadata__") == 0) {
+            wpk_fmt(err, errlen, "a tensor called '__metadata__' cannot be written to safetensors");
+            rc = WPACK_E_UNSUPPORTED;
+            goto out;
+        }
+        json_t *shape = json_array(), *o = json_object();
+        for (unsigned k = 0; k < t.rank; k++)
+            json_array_append_new(shape, json_integer((json_int_t)t.dims[k]));
+        json_object_set_new(o, "dtype", json_string(st_dtype_name(t.dtype)));
+        json_object_set_new(o, "shape", shape);
+        json_t *offs = json_array();
+        json_array_append_new(offs, json_integer((json_int_t)at));
+        json_array_append_new(offs, json_integer((json_int_t)(at + t.nbytes)));
+        json_object_set_new(o, "data_offsets", offs);
+        json_object_set_new(root, t.name, o);
+        at += t.nbytes;
+    }
+    char *h = json_dumps(root, JSON_COMPACT);
+    if (!h) {
+        rc = WPACK_E_NOMEM;
+        goto out;
+    }
+    size_t hl = strlen(h), padded = (hl + 7) / 8 * 8;
+    uint8_t lenb[8];
+    wpk_st64(lenb, padded);
+    int ok = write_all(fd, lenb, 8) && write_all(fd, h, hl) &&
+             write_all(fd, "        ", padded - hl);
+    free(h);
+    if (!ok) {
+        wpk_fmt(err, errlen, "write failed: %s", strerror(errno));
+        rc = WPACK_E_IO;
+        goto out;
+    }
+    for (uint64_t i = 0; i < n && !rc; i++) {
+        wpack_tensor t;
+        if (!(rc = wpack_tensor_at(ar, i, &t)))
+            rc = copy_tensor(ar, &t, buf, put_fd, &fd, err, errlen);
+    }
+out:
+    if (rc && !err[0])
+        wpk_fmt(err, errlen, "%s", wpack_error_describe(rc));
+    json_decref(meta);
+    json_decref(root);
+    return rc;
+}
+
+static void escaped_name(const char *name, char *out, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; name[i] && o + 8 < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c == '/' || c == '%' || (i == 0 && c == '.'))
+            o += (size_t)snprintf(out + o, len - o, "%%%02X", c);
+        else
+            out[o++] = (char)c;
+    }
+    snprintf(out + o, len - o, ".npy");
+}
+
+static int put_archive(void *ctx, const void *p, size_t n)
+{
+    return archive_write_data((struct archive *)ctx, p, n) == (la_ssize_t)n;
+}
+
+static int export_bundle(const wpack_archive *ar, int format, int fd, uint8_t *buf, char *err,
+                         size_t errlen)
+{
+    struct archive *a = archive_write_new();
+    struct archive_entry *e = archive_entry_new();
+    int rc = WPACK_OK;
+    if (!a || !e) {
+        rc = WPACK_E_NOMEM;
+        goto out;
+    }
+    if (format == WPK_EXPORT_NPZ) {
+        archive_write_set_format_zip(a);
+        archive_write_set_options(a, "zip:compression=store");
+    } else {
+        archive_write_set_format_pax_restricted(a);
+    }
+    if (archive_write_open_fd(a, fd) != ARCHIVE_OK) {
+        wpk_fmt(err, errlen, "%s", archive_error_string(a));
+        rc = WPACK_E_IO;
+        goto out;
+    }
+    uint64_t n = wpack_count(ar);
+    for (uint64_t i = 0; i < n && !rc; i++) {
+        wpack_tensor t;
+        char name[WPACK_MAX_NAME * 3 + 8], header[1024];
+        if ((rc = wpack_tensor_at(ar, i, &t)) || (rc = check_exportable(ar, &t, err, errlen)))
+            break;
+        size_t hl = npy_format_header(header, sizeof header, t.dtype, t.rank, t.dims);
+        if (!hl) {
+            wpk_fmt(err, errlen, "tensor '%s': cannot make a .npy header", t.name);
+            rc = WPACK_E_UNSUPPORTED;
+            break;
+        }
+        escaped_name(t.name, name, sizeof name);
+        archive_entry_clear(e);
+        archive_entry_set_pathname(e, name);
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_perm(e, 0644);
+        archive_entry_set_size(e, (la_int64_t)(hl + t.nbytes));
+        archive_entry_set_mtime(e, 0, 0);
+        if (archive_write_header(a, e) != ARCHIVE_OK || !put_archive(a, header, hl)) {
+            wpk_fmt(err, errlen, "tensor '%s': %s", t.name, archive_error_string(a));
+            rc = WPACK_E_IO;
+            break;
+        }
+        rc = copy_tensor(ar, &t, buf, put_archive, a, err, errlen);
+    }
+    if (archive_write_close(a) != ARCHIVE_OK && !rc) {
+        wpk_fmt(err, errlen, "%s", archive_error_string(a));
+        rc = WPACK_E_IO;
+    }
+out:
+    if (rc && !err[0])
+        wpk_fmt(err, errlen, "%s", wpack_error_describe(rc));
+    archive_entry_free(e);
+    archive_write_free(a);
+    return rc;
+}
+
+int wpk_export(const wpack_archive *ar, int format, const char *out, char *err, size_t errlen)
+{
+    err[0] = 0;
+    size_t pl = strlen(out);
+    char *tmp = malloc(pl + 16);
+    uint8_t *buf = malloc(PIECE);
+    if (!tmp || !buf) {
+        free(tmp);
+        free(buf);
+        wpk_fmt(err, errlen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    snprintf(tmp, pl + 16, "%s.tmp-XXXXXX", out);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        wpk_fmt(err, errlen, "%s: cannot create: %s", out, strerror(errno));
+        free(tmp);
+        free(buf);
+        return WPACK_E_IO;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    int rc = fchmod(fd, 0666 & ~mask) == 0 ? WPACK_OK : WPACK_E_IO;
+    if (!rc)
+        rc = format == WPK_EXPORT_SAFETENSORS ? export_safetensors(ar, fd, buf, err, errlen)
+                                              : export_bundle(ar, format, fd, buf, err, errlen);
+    if (!rc && fsync(fd) != 0) {
+        wpk_fmt(err, errlen, "%s: fsync failed: %s", out, strerror(errno));
+        rc = WPACK_E_IO;
+    }
+    if (close(fd) != 0 && !rc) {
+        wpk_fmt(err, errlen, "%s: close failed: %s", out, strerror(errno));
+        rc = WPACK_E_IO;
+    }
+    if (!rc && rename(tmp, out) != 0) {
+        wpk_fmt(err, errlen, "%s: rename failed: %s", out, strerror(errno));
+        rc = WPACK_E_IO;
+    }
+    if (rc)
+        unlink(tmp);
+    free(tmp);
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,27 @@
+/*
+ * export.h - archives back out to the formats other tools read:
+ *   safetensors  a file strict readers accept (header padded to 8 bytes with
+ *                spaces, tensors in name order, contiguous, no holes);
+ *                metadata as __metadata__ strings (numbers in shortest
+ *                round-trip form, booleans "true"/"false", arrays as JSON,
+ *                bytes as hex). Aliases and splats are written out in full
+ *                (safetensors has neither).
+ *   npz          a zip of NAME.npy (stored), as numpy.savez writes
+ *   tar          a tar of NAME.npy
+ * In npz/tar names get extract's escapes ('/' -> %2F, '%' -> %25, a leading
+ * '.' -> %2E). Output goes to a temporary file renamed into place, so a
+ * failure leaves nothing at out. Block-quantized tensors have no equivalent:
+ * they are an error naming the tensor.
+ */
+#ifndef WPACK_PACKER_EXPORT_H
+#define WPACK_PACKER_EXPORT_H
+
+#include <stddef.h>
+
+#include "wpack.h"
+
+typedef enum { WPK_EXPORT_SAFETENSORS = 1, WPK_EXPORT_NPZ, WPK_EXPORT_TAR } wpk_export_format;
+
+int wpk_export(const wpack_archive *ar, int format, const char *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,313 @@
+/*
+ * import.c - what an input file is (by content), mapping inputs, .npy
+ * streams through a sink, and the dispatch to each importer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bytes.h"
+#include "import.h"
+#include "internal.h"
+#include "npy.h"
+#include "safetensors.h"
+#include "torch_scan.h"
+#include "zipread.h"
+
+const char *wpk_input_kind_name(int kind)
+{
+    switch (kind) {
+    case WPK_IN_NPY: return "npy";
+    case WPK_IN_TORCH: return "torch";
+    case WPK_IN_TORCH_LEGACY: return "torch-legacy";
+    case WPK_IN_SAFETENSORS: return "safetensors";
+    case WPK_IN_ZIP: return "zip";
+    case WPK_IN_TAR: return "tar";
+    case WPK_IN_MANIFEST: return "manifest";
+    default: return "unknown";
+    }
+}
+
+/* ------------------------------------------------------------ mapping */
+
+int wpk_map_file(wpk_sink *s, const char *path, wpk_mapped *m)
+{
+    m->p = NULL;
+    m->len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return wpk_sink_fail(s, WPACK_E_IO, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return wpk_sink_fail(s, WPACK_E_INPUT, "not a regular file");
+    }
+    if ((uint64_t)st.st_size > SIZE_MAX) {
+        close(fd);
+        return wpk_sink_fail(s, WPACK_E_LIMIT, "file too large to map");
+    }
+    if (st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return wpk_sink_fail(s, WPACK_E_IO, "cannot map: %s", strerror(e));
+        }
+        m->p = p;
+        m->len = (size_t)st.st_size;
+    }
+    close(fd);
+    return WPACK_OK;
+}
+
+void wpk_unmap_file(wpk_mapped *m)
+{
+    if (m->p && m->len)
+        munmap((void *)m->p, m->len);
+    m->p = NULL;
+    m->len = 0;
+}
+
+void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0 || !m->p || !wpk_in_bounds(off, len, m->len))
+        return;
+    uint64_t a = (off + (uint64_t)pg - 1) / (uint64_t)pg * (uint64_t)pg;
+    uint64_t b = (off + len) / (uint64_t)pg * (uint64_t)pg;
+    if (b > a)
+        madvise((void *)(m->p + a), (size_t)(b - a), MADV_DONTNEED);
+}
+
+/* ------------------------------------------------------------ detection */
+
+static int looks_like_tar(const uint8_t *b, size_t n)
+{
+    return n >= 262 && memcmp(b + 257, "ustar", 5) == 0;
+}
+
+int wpk_import_detect(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        wpk_fmt(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return WPK_IN_UNKNOWN;
+    }
+    struct stat st;
+    uint8_t b[4096];
+    ssize_t n = fstat(fd, &st) == 0 ? pread(fd, b, sizeof b, 0) : -1;
+    close(fd);
+    if (n < 0) {
+        wpk_fmt(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return WPK_IN_UNKNOWN;
+    }
+    size_t len = (size_t)n;
+    uint64_t size = (uint64_t)st.st_size;
+    if (len >= 6 && memcmp(b, "\x93NUMPY", 6) == 0)
+        return WPK_IN_NPY;
+    if (torch_is_legacy(b, len))
+        return WPK_IN_TORCH_LEGACY;
+    if (wpk_zip_sniff(b, len)) {
+        /* torch.save writes <dir>/data.pkl first; otherwise ask the directory. */
+        if (len >= 30) {
+            uint32_t nl = wpk_ld16(b + 26);
+            if (30 + (size_t)nl <= len && nl >= 9 && memcmp(b + 30 + nl - 9, "/data.pkl", 9) == 0)
+                return WPK_IN_TORCH;
+        }
+        wpk_sink tmp;
+        char e2[300];
+        wpk_sink_init(&tmp, NULL, e2, sizeof e2);
+        wpk_mapped m;
+        int kind = WPK_IN_ZIP;
+        if (wpk_map_file(&tmp, path, &m) == WPACK_OK) {
+            wpk_zip z;
+            if (wpk_zip_open(&z, m.p, m.len, e2, sizeof e2) == WPACK_OK) {
+                for (size_t i = 0; i < z.n; i++)
+                    if (z.e[i].name_len > 9 &&
+                        memcmp(z.e[i].name + z.e[i].name_len - 9, "/data.pkl", 9) == 0)
+                        kind = WPK_IN_TORCH;
+                wpk_zip_close(&z);
+            }
+            wpk_unmap_file(&m);
+        }
+        return kind;
+    }
+    if (len >= 9 && b[8] == '{' && wpk_ld64(b) <= SAFETENSORS_MAX_HEADER &&
+        wpk_ld64(b) + 8 <= size)
+        return WPK_IN_SAFETENSORS;
+    if ((len >= 2 && b[0] == 0x1f && b[1] == 0x8b) ||
+        (len >= 4 && wpk_ld32(b) == 0xfd2fb528u) ||
+        (len >= 6 && memcmp(b, "\xfd" "7zXZ\0", 6) == 0) || (len >= 3 && memcmp(b, "BZh", 3) == 0) ||
+        looks_like_tar(b, len))
+        return WPK_IN_TAR;
+    size_t i = 0;
+    while (i < len && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r'))
+        i++;
+    if (i < len && b[i] == '{')
+        return WPK_IN_MANIFEST;
+    /* Content says nothing: a name that promises a format gets that
+     * format's reader, whose message says what is wrong. */
+    size_t pl = strlen(path);
+    if (pl > 12 && strcmp(path + pl - 12, ".safetensors") == 0)
+        return WPK_IN_SAFETENSORS;
+    if ((pl > 3 && strcmp(path + pl - 3, ".pt") == 0) ||
+        (pl > 4 && strcmp(path + pl - 4, ".pth") == 0))
+        return WPK_IN_TORCH;
+    wpk_fmt(err, errlen,
+            "%s: not a recognised input (.npy, torch.save zip, safetensors, .npz/zip/tar of "
+            ".npy, or a JSON manifest)",
+            path);
+    return WPK_IN_UNKNOWN;
+}
+
+/* ------------------------------------------------------------ .npy through a sink */
+
+static void swap_elems(uint8_t *p, size_t nbytes, size_t es)
+{
+    for (size_t i = 0; i + es <= nbytes; i += es)
+        for (size_t a = 0, z = es - 1; a < z; a++, z--) {
+            uint8_t t = p[i + a];
+            p[i + a] = p[i + z];
+            p[i + z] = t;
+        }
+}
+
+int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx)
+{
+    enum { PIECE = 4 << 20 };
+    uint8_t pre[NPY_PREAMBLE_V2];
+    char msg[400];
+    long got = rd(ctx, pre, sizeof pre);
+    if (got < 0)
+        return WPACK_E_IO;
+    uint64_t hend;
+    if (npy_header_extent(pre, (size_t)got, &hend, msg, sizeof msg))
+        return wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: %s", name, msg);
+    if (hend < (uint64_t)got)
+        return wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: header shorter than its preamble", name);
+    uint8_t *buf = malloc(PIECE > hend ? PIECE : (size_t)hend);
+    if (!buf)
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    memcpy(buf, pre, (size_t)got);
+    int rc = WPACK_OK;
+    for (size_t have = (size_t)got; have < hend;) {
+        long k = rd(ctx, buf + have, (size_t)hend - have);
+        if (k < 0) {
+            rc = WPACK_E_IO;
+            goto out;
+        }
+        if (k == 0) {
+            rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: truncated inside its header", name);
+            goto out;
+        }
+        have += (size_t)k;
+    }
+    npy_header h;
+    if (npy_parse_header(buf, (size_t)hend, &h, msg, sizeof msg)) {
+        rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: %s", name, msg);
+        goto out;
+    }
+    unsigned big = 0;
+    for (unsigned k = 0; k < h.rank; k++)
+        big += h.dims[k] > 1;
+    if (h.fortran_order && big > 1) {
+        rc = wpk_sink_fail(s, WPACK_E_UNSUPPORTED,
+                           "%s.npy: Fortran-order array (numpy wrote a transposed view); save "
+                           "np.ascontiguousarray(a) instead, or pass the .npy file itself",
+                           name);
+        goto out;
+    }
+    if ((rc = wpk_sink_begin(s, name, h.dtype, h.rank, h.dims)))
+        goto out;
+    for (uint64_t left = h.nbytes; left;) {
+        size_t want = left < PIECE ? (size_t)left : PIECE, have = 0;
+        while (have < want) {
+            long k = rd(ctx, buf + have, want - have);
+            if (k < 0) {
+                rc = WPACK_E_IO;
+                goto out;
+            }
+            if (k == 0) {
+                rc = wpk_sink_fail(s, WPACK_E_INPUT,
+                                   "%s.npy: truncated: %llu of %llu data bytes missing", name,
+                                   (unsigned long long)(left - have),
+                                   (unsigned long long)h.nbytes);
+                goto out;
+            }
+            have += (size_t)k;
+        }
+        if (h.byteswap)
+            swap_elems(buf, want, h.elem_size);
+        if ((rc = wpk_sink_write(s, buf, want)))
+            goto out;
+        wpk_sink_progress(s, want);
+        left -= want;
+    }
+    uint8_t extra;
+    long k = rd(ctx, &extra, 1);
+    if (k < 0) {
+        rc = WPACK_E_IO;
+        goto out;
+    }
+    if (k > 0) {
+        rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: bytes after the array data", name);
+        goto out;
+    }
+    rc = wpk_sink_end(s);
+out:
+    free(buf);
+    return rc;
+}
+
+typedef struct {
+    wpk_sink *s;
+    int fd;
+} fd_reader;
+
+static long read_fd(void *ctx, void *buf, size_t n)
+{
+    fd_reader *r = ctx;
+    for (;;) {
+        ssize_t k = read(r->fd, buf, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            wpk_sink_fail(r->s, WPACK_E_IO, "read failed: %s", strerror(errno));
+        return (long)k;
+    }
+}
+
+int npy_sink_pack_file(wpk_sink *s, const char *name, const char *path)
+{
+    fd_reader r = {.s = s, .fd = open(path, O_RDONLY | O_CLOEXEC)};
+    if (r.fd < 0)
+        return wpk_sink_fail(s, WPACK_E_IO, "cannot open: %s", strerror(errno));
+    int rc = wpk_npy_stream(s, name, read_fd, &r);
+    close(r.fd);
+    return rc;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+int wpk_import_file(wpk_sink *s, const char *path, int kind)
+{
+    switch (kind) {
+    case WPK_IN_TORCH:
+        return torch_pack_file(s, path);
+    case WPK_IN_TORCH_LEGACY:
+        return wpk_sink_fail(s, WPACK_E_UNSUPPORTED, "%s", TORCH_LEGACY_ADVICE);
+    case WPK_IN_SAFETENSORS:
+        return safetensors_pack_file(s, path);
+    case WPK_IN_ZIP:
+    case WPK_IN_TAR:
+        return archive_pack_file(s, path);
+    case WPK_IN_MANIFEST:
+        return manifest_pack_file(s, path);
+    default:
+        return wpk_sink_fail(s, WPACK_E_INPUT, "not a recognised input");
+    }
+}

@@ -1,0 +1,143 @@
+/*
+ * import.h - every input `wpack create` takes, behind one interface.
+ *
+ *  - wpk_import_detect() says what a file is by its content (not its name).
+ *  - wpk_import_file() packs it through a sink (below).
+ *  - The sink sits between an importer and the writer: it puts names under
+ *    the input's --prefix, casts float tensors (--cast bf16|f16, optionally
+ *    only for names matching --only globs) with round-to-nearest-even after
+ *    computing their weight statistics on the original values, turns
+ *    scalars into metadata, and reports a name that two inputs both produce
+ *    ("tensor 'x' from b.pt is already taken by a.safetensors").
+ *
+ * Importers hand the sink little-endian bytes in C order.
+ */
+#ifndef WPACK_PACKER_IMPORT_H
+#define WPACK_PACKER_IMPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weightstats.h"
+#include "wpack.h"
+
+typedef enum {
+    WPK_IN_UNKNOWN = 0,
+    WPK_IN_NPY,
+    WPK_IN_TORCH,        /* torch.save zip (>= 1.6) */
+    WPK_IN_TORCH_LEGACY, /* torch.save before 1.6: refused with advice */
+    WPK_IN_SAFETENSORS,
+    WPK_IN_ZIP,          /* a zip that is not a torch checkpoint: .npz or a zip of .npy */
+    WPK_IN_TAR,          /* tar, tar.gz, tar.zst, tar.xz, tar.bz2 (libarchive) */
+    WPK_IN_MANIFEST      /* JSON manifest of raw binaries */
+} wpk_input_kind;
+
+const char *wpk_input_kind_name(int kind);
+
+/* Caps on decompressed input (zip bombs). */
+#define WPK_DEFAULT_MAX_TOTAL (1ull << 40)   /* 1 TiB out of one bundle */
+#define WPK_DEFAULT_MAX_RATIO 200u           /* output bytes per compressed byte */
+#define WPK_RATIO_GRACE (64ull << 20)        /* the ratio is checked past 64 MiB out */
+
+typedef struct {
+    const char *prefix;          /* NULL/"": none; else names become PREFIX.name */
+    const char *key;             /* torch: use only this sub-dict (dotted path) */
+    int cast;                    /* 0, WPACK_DTYPE_BF16 or WPACK_DTYPE_F16 */
+    const char *const *only;     /* fnmatch globs limiting the cast; NULL: every float tensor */
+    size_t nonly;
+    int weight_stats;            /* as in the writer options (stats of cast tensors are ours) */
+    uint64_t max_total;          /* 0: WPK_DEFAULT_MAX_TOTAL */
+    uint32_t max_ratio;          /* 0: WPK_DEFAULT_MAX_RATIO */
+} wpk_import_opts;
+
+typedef void (*wpk_progress_fn)(void *user, uint64_t bytes_done);
+
+typedef struct wpk_owner wpk_owner;
+
+typedef struct {
+    wpack_writer *w;
+    const wpk_import_opts *o;
+    const char *source;          /* the input being packed, for messages */
+    wpk_progress_fn progress;
+    void *user;
+    uint64_t done;               /* input bytes handed over for this input */
+    uint64_t tensors, metas;     /* added by this sink so far */
+    char *err;
+    size_t errlen;
+    /* the tensor being streamed */
+    int in_tensor;
+    char *name;                  /* full (prefixed) name */
+    int src_dtype, dst_dtype;
+    size_t src_size;
+    int own_stats;
+    wpk_acc acc;
+    uint8_t carry[8];
+    size_t carry_len;
+    uint8_t *cbuf;
+    /* which input first produced each name */
+    wpk_owner **owners;
+    size_t owner_cap, owner_count;
+} wpk_sink;
+
+void wpk_sink_init(wpk_sink *s, wpack_writer *w, char *err, size_t errlen);
+void wpk_sink_free(wpk_sink *s);
+/* The next input: its path (kept by pointer) and options. */
+void wpk_sink_input(wpk_sink *s, const char *source, const wpk_import_opts *o);
+
+/* name is the importer's name (before the prefix). dims may be NULL for rank 0. */
+int wpk_sink_begin(wpk_sink *s, const char *name, int dtype, unsigned rank, const uint64_t *dims);
+int wpk_sink_write(wpk_sink *s, const void *data, size_t n);
+int wpk_sink_end(wpk_sink *s);
+/* A second name for target (both before the prefix). */
+int wpk_sink_alias(wpk_sink *s, const char *name, const char *target);
+int wpk_sink_meta_string(wpk_sink *s, const char *key, const char *value);
+int wpk_sink_meta_i64(wpk_sink *s, const char *key, int64_t v);
+int wpk_sink_meta_f64(wpk_sink *s, const char *key, double v);
+int wpk_sink_meta_bool(wpk_sink *s, const char *key, int v);
+/* For tensors written to the writer directly (plain .npy): remember that
+ * the current input owns full_name; and who owns a name (NULL: nobody). */
+void wpk_sink_claim(wpk_sink *s, const char *full_name);
+const char *wpk_sink_owner(const wpk_sink *s, const char *full_name);
+/* Record bytes of input consumed, for the progress line. */
+void wpk_sink_progress(wpk_sink *s, uint64_t input_bytes);
+/* A message for the sink's err buffer, prefixed with the input's path. */
+int wpk_sink_fail(wpk_sink *s, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Round-to-nearest-even conversions (NaN stays NaN, overflow gives inf). */
+uint16_t wpk_to_bf16(double x);
+uint16_t wpk_to_f16(double x);
+/* count elements of a float dtype to bf16 or f16 (dst_dtype). */
+void wpk_cast_block(int src_dtype, const void *src, int dst_dtype, uint16_t *dst, size_t count);
+
+/* A whole input file mapped read-only (an empty file maps to len 0). */
+typedef struct {
+    const uint8_t *p;
+    size_t len;
+} wpk_mapped;
+int wpk_map_file(wpk_sink *s, const char *path, wpk_mapped *m);
+void wpk_unmap_file(wpk_mapped *m);
+/* Done with [off, off+len) for now: drop its pages from this process (they
+ * stay in the page cache), so mapped inputs do not grow the resident set. */
+void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len);
+
+/* A byte source: up to n bytes into buf; 0 at the end, < 0 on error (with
+ * the message already in the sink). */
+typedef long (*wpk_read_fn)(void *ctx, void *buf, size_t n);
+/* One .npy stream (header, C-order data, nothing after) as tensor name. */
+int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx);
+
+/* The importers (each: map or open the file, check it all, then stream). */
+int torch_pack_file(wpk_sink *s, const char *path);
+int safetensors_pack_file(wpk_sink *s, const char *path);
+int archive_pack_file(wpk_sink *s, const char *path);
+int manifest_pack_file(wpk_sink *s, const char *path);
+int npy_sink_pack_file(wpk_sink *s, const char *name, const char *path);
+
+/* What the file at path is, by its first bytes (and, for a zip, by its
+ * central directory). WPK_IN_UNKNOWN with a message when nothing fits. */
+int wpk_import_detect(const char *path, char *err, size_t errlen);
+
+/* Pack the file at path (of a kind from wpk_import_detect) through s. */
+int wpk_import_file(wpk_sink *s, const char *path, int kind);
+
+#endif

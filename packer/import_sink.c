@@ -1,0 +1,399 @@
+/*
+ * import_sink.c - between the importers and the writer: prefixes, casting
+ * with statistics of the original values, metadata, duplicate reports.
+ */
+#include <fnmatch.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "import.h"
+#include "internal.h"
+
+#define CAST_ELEMS (1u << 20) /* elements per cast block */
+
+struct wpk_owner {
+    wpk_owner *next;
+    const char *source;
+    char name[];
+};
+
+int wpk_sink_fail(wpk_sink *s, int code, const char *fmt, ...)
+{
+    char m[900];
+    va_list ap;
+    va_start(ap, fmt);
+    wpk_vfmt(m, sizeof m, fmt, ap);
+    va_end(ap);
+    wpk_fmt(s->err, s->errlen, "%s: %s", s->source ? s->source : "input", m);
+    return code;
+}
+
+void wpk_sink_init(wpk_sink *s, wpack_writer *w, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->w = w;
+    s->err = err;
+    s->errlen = errlen;
+    if (errlen)
+        err[0] = 0;
+}
+
+void wpk_sink_free(wpk_sink *s)
+{
+    for (size_t i = 0; i < s->owner_cap; i++)
+        for (wpk_owner *o = s->owners ? s->owners[i] : NULL, *n; o; o = n) {
+            n = o->next;
+            free(o);
+        }
+    free(s->owners);
+    free(s->name);
+    free(s->cbuf);
+    memset(s, 0, sizeof *s);
+}
+
+void wpk_sink_input(wpk_sink *s, const char *source, const wpk_import_opts *o)
+{
+    s->source = source;
+    s->o = o;
+    s->done = 0;
+}
+
+void wpk_sink_progress(wpk_sink *s, uint64_t input_bytes)
+{
+    s->done += input_bytes;
+    if (s->progress)
+        s->progress(s->user, s->done);
+}
+
+/* ------------------------------------------------------------ names */
+
+static char *full_name(const wpk_sink *s, const char *name)
+{
+    const char *p = s->o && s->o->prefix ? s->o->prefix : "";
+    size_t pl = strlen(p), nl = strlen(name);
+    char *r = malloc(pl + nl + 2);
+    if (!r)
+        return NULL;
+    memcpy(r, p, pl);
+    if (pl)
+        r[pl++] = '.';
+    memcpy(r + pl, name, nl + 1);
+    return r;
+}
+
+static uint64_t owner_slot(const wpk_sink *s, const char *name)
+{
+    return wpk_xxh3(name, strlen(name)) & (s->owner_cap - 1);
+}
+
+static wpk_owner *owner_find(const wpk_sink *s, const char *name)
+{
+    if (!s->owner_cap)
+        return NULL;
+    for (wpk_owner *o = s->owners[owner_slot(s, name)]; o; o = o->next)
+        if (strcmp(o->name, name) == 0)
+            return o;
+    return NULL;
+}
+
+static int owner_add(wpk_sink *s, const char *name)
+{
+    if (s->owner_count >= s->owner_cap) {
+        size_t cap = s->owner_cap ? s->owner_cap * 2 : 256;
+        wpk_owner **v = calloc(cap, sizeof *v);
+        if (!v)
+            return 0;
+        for (size_t i = 0; i < s->owner_cap; i++)
+            for (wpk_owner *o = s->owners[i], *n; o; o = n) {
+                n = o->next;
+                uint64_t k = wpk_xxh3(o->name, strlen(o->name)) & (cap - 1);
+                o->next = v[k];
+                v[k] = o;
+            }
+        free(s->owners);
+        s->owners = v;
+        s->owner_cap = cap;
+    }
+    size_t n = strlen(name);
+    wpk_owner *o = malloc(sizeof *o + n + 1);
+    if (!o)
+        return 0;
+    memcpy(o->name, name, n + 1);
+    o->source = s->source;
+    uint64_t k = owner_slot(s, name);
+    o->next = s->owners[k];
+    s->owners[k] = o;
+    s->owner_count++;
+    return 1;
+}
+
+void wpk_sink_claim(wpk_sink *s, const char *name)
+{
+    (void)owner_add(s, name); /* only for messages: running out of memory here is harmless */
+}
+
+const char *wpk_sink_owner(const wpk_sink *s, const char *name)
+{
+    wpk_owner *o = owner_find(s, name);
+    return o ? o->source : NULL;
+}
+
+/* A writer failure, with the duplicate's first owner when that is the cause. */
+static int writer_failed(wpk_sink *s, int rc, const char *name)
+{
+    wpk_owner *o = rc == WPACK_E_EXISTS ? owner_find(s, name) : NULL;
+    if (o && o->source && s->source && strcmp(o->source, s->source) != 0)
+        return wpk_sink_fail(s, rc, "tensor '%s' is already taken by %s", name, o->source);
+    if (o)
+        return wpk_sink_fail(s, rc, "tensor '%s' appears twice", name);
+    const char *m = wpack_writer_errmsg(s->w);
+    return wpk_sink_fail(s, rc, "%s", m && *m ? m : wpack_error_name(rc));
+}
+
+/* ------------------------------------------------------------ casting */
+
+/* Round |x| to a float with mbits mantissa bits and ebits exponent bits.
+ * Scaling by powers of two is exact and nearbyint rounds half to even, so
+ * there is exactly one rounding, from the exact input value. */
+static uint16_t round_small(double x, int mbits, int ebits)
+{
+    const int bias = (1 << (ebits - 1)) - 1, emin = 1 - bias, emax = bias;
+    const uint16_t sign = signbit(x) ? (uint16_t)(1u << (mbits + ebits)) : 0;
+    const uint16_t inf = (uint16_t)(((1u << ebits) - 1) << mbits);
+    if (isnan(x))
+        return (uint16_t)(sign | inf | (1u << (mbits - 1)));
+    double a = fabs(x);
+    if (isinf(a))
+        return sign | inf;
+    if (a < ldexp(1.0, emin)) /* subnormal; rounding up to 2^mbits gives the least normal */
+        return (uint16_t)(sign | (uint16_t)nearbyint(ldexp(a, mbits - emin)));
+    int e;
+    double m = frexp(a, &e); /* a = m 2^e, m in [0.5, 1) */
+    int E = e - 1;
+    double q = nearbyint(ldexp(m, mbits + 1)); /* [2^mbits, 2^(mbits+1)] */
+    if (q >= ldexp(1.0, mbits + 1)) {
+        q = ldexp(1.0, mbits);
+        E++;
+    }
+    if (E > emax)
+        return sign | inf;
+    return (uint16_t)(sign | (uint16_t)((E + bias) << mbits) | ((uint16_t)q - (1u << mbits)));
+}
+
+uint16_t wpk_to_bf16(double x)
+{
+    return round_small(x, 7, 8);
+}
+
+uint16_t wpk_to_f16(double x)
+{
+    return round_small(x, 10, 5);
+}
+
+static double load_float(int dtype, const uint8_t *p)
+{
+    switch (dtype) {
+    case WPACK_DTYPE_F64:
+        return wpk_ldf64(p);
+    case WPACK_DTYPE_F32: {
+        uint32_t u = wpk_ld32(p);
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    case WPACK_DTYPE_F16:
+        return wpk_f16_to_f32(wpk_ld16(p));
+    case WPACK_DTYPE_BF16:
+        return wpk_bf16_to_f32(wpk_ld16(p));
+    case WPACK_DTYPE_F8E4M3FN:
+        return wpk_f8e4m3fn_to_f32(*p);
+    case WPACK_DTYPE_F8E5M2:
+        return wpk_f8e5m2_to_f32(*p);
+    default:
+        return 0;
+    }
+}
+
+void wpk_cast_block(int src_dtype, const void *src, int dst_dtype, uint16_t *dst, size_t count)
+{
+    const uint8_t *p = src;
+    size_t es = wpack_dtype_size(src_dtype);
+    if (src_dtype == WPACK_DTYPE_F32 && dst_dtype == WPACK_DTYPE_BF16) {
+        for (size_t i = 0; i < count; i++) { /* the usual bit trick, same result */
+            uint32_t u = wpk_ld32(p + 4 * i);
+            if ((u & 0x7fffffffu) > 0x7f800000u)
+                dst[i] = (uint16_t)((u >> 16) | 0x40);
+            else
+                dst[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+        }
+        return;
+    }
+    for (size_t i = 0; i < count; i++) {
+        double v = load_float(src_dtype, p + es * i);
+        dst[i] = dst_dtype == WPACK_DTYPE_BF16 ? wpk_to_bf16(v) : wpk_to_f16(v);
+    }
+}
+
+static int wants_cast(const wpk_sink *s, const char *name, int dtype)
+{
+    if (!s->o || !s->o->cast || !wpack_dtype_is_float(dtype) || dtype == s->o->cast)
+        return 0;
+    if (!s->o->nonly)
+        return 1;
+    for (size_t k = 0; k < s->o->nonly; k++)
+        if (fnmatch(s->o->only[k], name, 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------ tensors */
+
+int wpk_sink_begin(wpk_sink *s, const char *name, int dtype, unsigned rank, const uint64_t *dims)
+{
+    if (s->in_tensor)
+        return wpk_sink_fail(s, WPACK_E_STATE, "tensor '%s' begun inside '%s'", name, s->name);
+    free(s->name);
+    s->name = full_name(s, name);
+    if (!s->name)
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    s->src_dtype = dtype;
+    s->dst_dtype = wants_cast(s, s->name, dtype) ? s->o->cast : dtype;
+    s->src_size = wpack_dtype_size(dtype);
+    s->own_stats = s->dst_dtype != dtype && s->o->weight_stats;
+    s->carry_len = 0;
+    wpk_acc_init(&s->acc);
+    if (s->dst_dtype != dtype && !s->cbuf && !(s->cbuf = malloc(CAST_ELEMS * 8)))
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    uint64_t one = 1;
+    int rc = wpack_writer_begin_tensor(s->w, s->name, s->dst_dtype, rank, rank ? dims : &one);
+    if (rc)
+        return writer_failed(s, rc, s->name);
+    if (!owner_add(s, s->name))
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    s->in_tensor = 1;
+    return WPACK_OK;
+}
+
+/* Whole source elements: stats, cast, write. */
+static int put_elems(wpk_sink *s, const uint8_t *p, size_t count)
+{
+    if (s->own_stats)
+        wpk_acc_feed(&s->acc, s->src_dtype, p, count);
+    while (count) {
+        size_t k = count < CAST_ELEMS ? count : CAST_ELEMS;
+        uint16_t *dst = (uint16_t *)(void *)s->cbuf;
+        wpk_cast_block(s->src_dtype, p, s->dst_dtype, dst, k);
+        for (size_t i = 0; i < k; i++) /* little-endian on any host */
+            wpk_st16(s->cbuf + 2 * i, dst[i]);
+        int rc = wpack_writer_write(s->w, s->cbuf, k * 2);
+        if (rc)
+            return writer_failed(s, rc, s->name);
+        p += k * s->src_size;
+        count -= k;
+    }
+    return WPACK_OK;
+}
+
+int wpk_sink_write(wpk_sink *s, const void *data, size_t n)
+{
+    if (!s->in_tensor)
+        return wpk_sink_fail(s, WPACK_E_STATE, "write outside a tensor");
+    if (s->dst_dtype == s->src_dtype) {
+        int rc = wpack_writer_write(s->w, data, n);
+        return rc ? writer_failed(s, rc, s->name) : WPACK_OK;
+    }
+    const uint8_t *p = data;
+    size_t es = s->src_size;
+    if (s->carry_len) {
+        size_t k = es - s->carry_len < n ? es - s->carry_len : n;
+        memcpy(s->carry + s->carry_len, p, k);
+        s->carry_len += k;
+        p += k;
+        n -= k;
+        if (s->carry_len < es)
+            return WPACK_OK;
+        s->carry_len = 0;
+        int rc = put_elems(s, s->carry, 1);
+        if (rc)
+            return rc;
+    }
+    size_t whole = n / es;
+    int rc = put_elems(s, p, whole);
+    if (rc)
+        return rc;
+    memcpy(s->carry, p + whole * es, n - whole * es);
+    s->carry_len = n - whole * es;
+    return WPACK_OK;
+}
+
+int wpk_sink_end(wpk_sink *s)
+{
+    if (!s->in_tensor)
+        return wpk_sink_fail(s, WPACK_E_STATE, "end outside a tensor");
+    int rc = wpack_writer_end_tensor(s->w);
+    if (rc)
+        return writer_failed(s, rc, s->name);
+    s->in_tensor = 0;
+    s->tensors++;
+    if (s->own_stats && s->acc.n) {
+        /* The statistics of the values before the cast replace the writer's. */
+        double absmax = fabs(s->acc.min) > fabs(s->acc.max) ? fabs(s->acc.min) : fabs(s->acc.max);
+        double var = wpk_acc_variance(&s->acc);
+        wpack_stats_in st = {.key = s->name, .kind = WPACK_STATS_WEIGHT,
+                             .granularity = WPACK_GRAN_TENSOR, .channels = 1,
+                             .count = s->acc.n, .min = &s->acc.min, .max = &s->acc.max,
+                             .absmax = &absmax, .mean = &s->acc.mean, .variance = &var};
+        rc = wpack_writer_add_stats(s->w, &st);
+        if (rc)
+            return writer_failed(s, rc, s->name);
+    }
+    return WPACK_OK;
+}
+
+int wpk_sink_alias(wpk_sink *s, const char *name, const char *target)
+{
+    char *n = full_name(s, name), *t = full_name(s, target);
+    int rc = WPACK_OK;
+    if (!n || !t)
+        rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    else if ((rc = wpack_writer_add_alias(s->w, n, t)))
+        rc = writer_failed(s, rc, n);
+    else if (!owner_add(s, n))
+        rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    else
+        s->tensors++;
+    free(n);
+    free(t);
+    return rc;
+}
+
+/* ------------------------------------------------------------ metadata */
+
+static int meta_done(wpk_sink *s, int rc, const char *key)
+{
+    if (rc == WPACK_E_EXISTS)
+        return wpk_sink_fail(s, rc, "metadata key '%s' is already set (by an earlier input?)",
+                             key);
+    if (rc)
+        return writer_failed(s, rc, key);
+    s->metas++;
+    return WPACK_OK;
+}
+
+#define META_SETTER(fn, type, call)                                              \
+    int fn(wpk_sink *s, const char *key, type v)                                 \
+    {                                                                            \
+        char *k = full_name(s, key);                                             \
+        if (!k)                                                                  \
+            return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");             \
+        int rc = meta_done(s, call(s->w, k, v), k);                              \
+        free(k);                                                                 \
+        return rc;                                                               \
+    }
+META_SETTER(wpk_sink_meta_string, const char *, wpack_writer_set_string)
+META_SETTER(wpk_sink_meta_i64, int64_t, wpack_writer_set_i64)
+META_SETTER(wpk_sink_meta_f64, double, wpack_writer_set_f64)
+META_SETTER(wpk_sink_meta_bool, int, wpack_writer_set_bool)

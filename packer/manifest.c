@@ -1,0 +1,238 @@
+/*
+ * manifest.c - raw binary files described by a JSON manifest (schema in
+ * packer/IMPORT.md), parsed with jansson. Every entry is checked (dtype,
+ * shape, a relative path with no '..', offset + size inside the file)
+ * before the first tensor is written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bytes.h"
+#include "import.h"
+#include "internal.h"
+#include "safetensors.h"
+
+#define MF_PIECE (4u << 20)
+
+typedef struct {
+    const char *name, *file;
+    int dtype, big;
+    unsigned rank;
+    uint64_t dims[WPACK_MAX_RANK];
+    uint64_t offset, nbytes;
+} mf_tensor;
+
+static int dtype_named(const char *s)
+{
+    int d = wpack_dtype_from_name(s);
+    if (d)
+        return d;
+    for (int k = 1; k <= WPACK_DTYPE_BOOL; k++) /* also "F32", "BF16" as safetensors says */
+        if (st_dtype_name(k) && strcmp(st_dtype_name(k), s) == 0)
+            return k;
+    return 0;
+}
+
+static int safe_rel_path(const char *p)
+{
+    if (!*p || p[0] == '/' || strchr(p, '\\'))
+        return 0;
+    for (const char *c = p; *c; c++)
+        if (c[0] == '.' && c[1] == '.' && (c == p || c[-1] == '/') && (c[2] == 0 || c[2] == '/'))
+            return 0;
+    return 1;
+}
+
+static int check_entry(wpk_sink *s, size_t i, json_t *e, mf_tensor *t)
+{
+    json_t *name = json_object_get(e, "name"), *dt = json_object_get(e, "dtype"),
+           *shape = json_object_get(e, "shape"), *file = json_object_get(e, "file"),
+           *off = json_object_get(e, "offset"), *end = json_object_get(e, "endian");
+    if (!json_is_object(e) || !json_is_string(name) || !json_is_string(dt) ||
+        !json_is_array(shape) || !json_is_string(file))
+        return wpk_sink_fail(s, WPACK_E_INPUT,
+                             "tensors[%zu]: needs string name, dtype, file and a shape array", i);
+    t->name = json_string_value(name);
+    t->file = json_string_value(file);
+    if (!(t->dtype = dtype_named(json_string_value(dt))))
+        return wpk_sink_fail(s, WPACK_E_UNSUPPORTED, "tensor '%s': unknown dtype '%.40s'", t->name,
+                             json_string_value(dt));
+    if (!safe_rel_path(t->file))
+        return wpk_sink_fail(s, WPACK_E_INPUT,
+                             "tensor '%s': file '%.200s' must be a relative path without '..'",
+                             t->name, t->file);
+    if (json_array_size(shape) > WPACK_MAX_RANK)
+        return wpk_sink_fail(s, WPACK_E_RANK, "tensor '%s': rank above %d", t->name,
+                             WPACK_MAX_RANK);
+    t->rank = (unsigned)json_array_size(shape);
+    uint64_t n = 1;
+    for (unsigned k = 0; k < t->rank; k++) {
+        json_t *d = json_array_get(shape, k);
+        if (!json_is_integer(d) || json_integer_value(d) < 0)
+            return wpk_sink_fail(s, WPACK_E_INPUT, "tensor '%s': shape[%u] is not an int >= 0",
+                                 t->name, k);
+        t->dims[k] = (uint64_t)json_integer_value(d);
+        if (!wpk_mul(n, t->dims[k], &n))
+            return wpk_sink_fail(s, WPACK_E_OVERFLOW, "tensor '%s': element count overflows",
+                                 t->name);
+    }
+    if (!wpk_mul(n, wpack_dtype_size(t->dtype), &t->nbytes))
+        return wpk_sink_fail(s, WPACK_E_OVERFLOW, "tensor '%s': byte size overflows", t->name);
+    t->offset = 0;
+    if (off) {
+        if (!json_is_integer(off) || json_integer_value(off) < 0)
+            return wpk_sink_fail(s, WPACK_E_INPUT, "tensor '%s': offset is not an int >= 0",
+                                 t->name);
+        t->offset = (uint64_t)json_integer_value(off);
+    }
+    t->big = 0;
+    if (end) {
+        const char *v = json_is_string(end) ? json_string_value(end) : "";
+        if (strcmp(v, "big") == 0)
+            t->big = 1;
+        else if (strcmp(v, "little") != 0)
+            return wpk_sink_fail(s, WPACK_E_INPUT, "tensor '%s': endian must be little or big",
+                                 t->name);
+    }
+    return WPACK_OK;
+}
+
+static int open_data(wpk_sink *s, const char *dir, const mf_tensor *t, int *fd)
+{
+    char path[8192];
+    wpk_fmt(path, sizeof path, "%s/%s", dir, t->file);
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (*fd < 0)
+        return wpk_sink_fail(s, WPACK_E_IO, "tensor '%s': cannot open %s: %s", t->name, path,
+                             strerror(errno));
+    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(*fd);
+        return wpk_sink_fail(s, WPACK_E_INPUT, "tensor '%s': %s is not a regular file", t->name,
+                             path);
+    }
+    if (!wpk_in_bounds(t->offset, t->nbytes, (uint64_t)st.st_size)) {
+        close(*fd);
+        return wpk_sink_fail(s, WPACK_E_BOUNDS,
+                             "tensor '%s': %llu bytes at offset %llu run past the end of %s "
+                             "(%lld bytes)",
+                             t->name, (unsigned long long)t->nbytes,
+                             (unsigned long long)t->offset, path, (long long)st.st_size);
+    }
+    return WPACK_OK;
+}
+
+static int pack_one(wpk_sink *s, const char *dir, const mf_tensor *t, uint8_t *buf)
+{
+    int fd, rc = open_data(s, dir, t, &fd);
+    if (rc)
+        return rc;
+    size_t es = wpack_dtype_size(t->dtype);
+    if ((rc = wpk_sink_begin(s, t->name, t->dtype, t->rank, t->dims)))
+        goto out;
+    for (uint64_t done = 0; done < t->nbytes;) {
+        size_t k = t->nbytes - done < MF_PIECE ? (size_t)(t->nbytes - done) : MF_PIECE;
+        ssize_t got = pread(fd, buf, k, (off_t)(t->offset + done));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            rc = wpk_sink_fail(s, WPACK_E_IO, "tensor '%s': read failed (file shrank?)", t->name);
+            goto out;
+        }
+        k = (size_t)got / es * es;
+        if (!k) {
+            rc = wpk_sink_fail(s, WPACK_E_IO, "tensor '%s': short read", t->name);
+            goto out;
+        }
+        if (t->big && es > 1)
+            for (size_t i = 0; i < k; i += es)
+                for (size_t a = 0, z = es - 1; a < z; a++, z--) {
+                    uint8_t x = buf[i + a];
+                    buf[i + a] = buf[i + z];
+                    buf[i + z] = x;
+                }
+        if ((rc = wpk_sink_write(s, buf, k)))
+            goto out;
+        wpk_sink_progress(s, k);
+        done += k;
+    }
+    rc = wpk_sink_end(s);
+out:
+    close(fd);
+    return rc;
+}
+
+static int put_meta(wpk_sink *s, const char *key, json_t *v)
+{
+    if (json_is_string(v))
+        return wpk_sink_meta_string(s, key, json_string_value(v));
+    if (json_is_integer(v))
+        return wpk_sink_meta_i64(s, key, json_integer_value(v));
+    if (json_is_real(v))
+        return wpk_sink_meta_f64(s, key, json_real_value(v));
+    if (json_is_boolean(v))
+        return wpk_sink_meta_bool(s, key, json_is_true(v));
+    return wpk_sink_fail(s, WPACK_E_INPUT,
+                         "metadata '%s': only strings, numbers and booleans are taken", key);
+}
+
+int manifest_pack_file(wpk_sink *s, const char *path)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return wpk_sink_fail(s, WPACK_E_INPUT, "manifest JSON: %s (line %d)", je.text, je.line);
+    int rc = WPACK_OK;
+    mf_tensor *ts = NULL;
+    uint8_t *buf = NULL;
+    char *dir = strdup(path);
+    json_t *tensors = json_object_get(root, "tensors"), *meta = json_object_get(root, "metadata");
+    if (!dir) {
+        rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+        goto out;
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    else
+        strcpy(dir, ".");
+    if (!json_is_object(root) || !json_is_array(tensors) || (meta && !json_is_object(meta))) {
+        rc = wpk_sink_fail(s, WPACK_E_INPUT,
+                           "manifest: want {\"tensors\": [...], \"metadata\": {...}}");
+        goto out;
+    }
+    size_t n = json_array_size(tensors);
+    ts = calloc(n ? n : 1, sizeof *ts);
+    buf = malloc(MF_PIECE);
+    if (!ts || !buf) {
+        rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = check_entry(s, i, json_array_get(tensors, i), &ts[i])))
+            goto out;
+        int fd;
+        if ((rc = open_data(s, dir, &ts[i], &fd)))
+            goto out;
+        close(fd);
+    }
+    if (meta) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(meta, k, v) if ((rc = put_meta(s, k, v))) goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((rc = pack_one(s, dir, &ts[i], buf)))
+            goto out;
+out:
+    free(buf);
+    free(ts);
+    free(dir);
+    json_decref(root);
+    return rc;
+}

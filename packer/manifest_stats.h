@@ -1,0 +1,17 @@
+/* manifest_stats.h - calibration statistics from JSON (`wpack create --stats FILE`);
+ * the schema is in packer/IMPORT.md. */
+#ifndef WPACK_PACKER_MANIFEST_STATS_H
+#define WPACK_PACKER_MANIFEST_STATS_H
+
+#include <stddef.h>
+
+#include "wpack.h"
+
+/* Add every record of the JSON file at path to the writer. Returns WPACK_OK
+ * or an error with a message naming the record ("stats[3] 'enc.0': max has
+ * 3 values, channels is 4"). Nothing is added when the file is bad. */
+int stats_load_file(wpack_writer *w, const char *path, char *err, size_t errlen);
+/* The same from a buffer (for tests and fuzzing); w may be NULL to only check. */
+int stats_load_buffer(wpack_writer *w, const char *buf, size_t len, char *err, size_t errlen);
+
+#endif

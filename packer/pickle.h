@@ -1,0 +1,87 @@
+/*
+ * pickle.h - a restricted pickle interpreter for torch.save's data.pkl.
+ *
+ * It never executes anything: it understands the opcodes that Python's
+ * pickler emits for state dicts (protocols 2 to 5) and builds a tree of plain
+ * values. The only callables it knows are a whitelist, each interpreted
+ * here, never looked up:
+ *   collections.OrderedDict             -> a dict
+ *   torch._utils._rebuild_tensor_v2     -> a tensor view of a storage
+ *   torch._utils._rebuild_parameter     -> the tensor it wraps
+ *   torch.{Float,Half,BFloat16,Double,Long,Int,Short,Char,Byte,Bool}Storage
+ *                                       -> a storage dtype (in persistent ids)
+ * Any other global (os.system, builtins.eval, torch.storage._load_from_bytes,
+ * ...) or opcode is an error that names it and its byte offset.
+ *
+ * Strings point into the pickle bytes (no copies). Limits bound memory and
+ * time on hostile input: values, memo slots, stack depth, string lengths.
+ */
+#ifndef WPACK_PACKER_PICKLE_H
+#define WPACK_PACKER_PICKLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wpack.h"
+
+#define WPK_PICKLE_MAX_VALUES (1u << 24)   /* 16 M values */
+#define WPK_PICKLE_MAX_MEMO (1u << 22)     /* highest memo index + 1 */
+#define WPK_PICKLE_MAX_STACK (1u << 20)    /* stack entries (all marks together) */
+#define WPK_PICKLE_MAX_STRING (64u << 20)  /* bytes in one string */
+
+typedef enum {
+    PK_NONE = 1,
+    PK_BOOL,
+    PK_INT,
+    PK_FLOAT,
+    PK_STR,        /* UTF-8 */
+    PK_BYTES,
+    PK_TUPLE,
+    PK_LIST,
+    PK_DICT,       /* items: key, value, key, value, ... */
+    PK_GLOBAL,     /* a whitelisted callable (g) */
+    PK_STORAGE,    /* persistent id ('storage', type, key, location, numel) */
+    PK_TENSOR,
+    PK_MARK        /* only on the stack */
+} pk_kind;
+
+typedef enum {
+    PKG_ORDERED_DICT = 1,
+    PKG_REBUILD_TENSOR_V2,
+    PKG_REBUILD_PARAMETER,
+    PKG_STORAGE_TYPE   /* dtype in pk_value.dtype */
+} pk_global;
+
+typedef struct pk_value pk_value;
+struct pk_value {
+    pk_kind kind;
+    int64_t i;                  /* int, bool */
+    double f;
+    const char *s;              /* str, bytes: points into the pickle */
+    size_t slen;
+    pk_value **items;           /* tuple, list, dict (2 x n) */
+    size_t n, cap;
+    pk_global g;
+    int dtype;                  /* storage type, storage, tensor: WPACK_DTYPE_* */
+    /* storage: key (s, slen), numel in i. tensor: */
+    pk_value *storage;
+    uint64_t offset;            /* elements */
+    unsigned rank;
+    uint64_t dims[WPACK_MAX_RANK];
+    uint64_t strides[WPACK_MAX_RANK];
+    size_t pos;                 /* byte offset of the opcode that made it */
+};
+
+typedef struct pk_state pk_state;
+
+/* Run the pickle in buf. On success *root is the unpickled object, valid
+ * until pk_free(st). Returns WPACK_OK, WPACK_E_UNSUPPORTED (a global or
+ * opcode outside the subset), WPACK_E_LIMIT, WPACK_E_NOMEM or WPACK_E_INPUT
+ * (malformed), with a message ("pickle: global 'os.system' at byte 2 is not
+ * allowed (only state-dict globals are)"). *st must be freed with pk_free
+ * whatever the result. */
+int pk_load(const uint8_t *buf, size_t len, pk_state **st, pk_value **root, char *err,
+            size_t errlen);
+void pk_free(pk_state *st);
+
+#endif

@@ -1,0 +1,211 @@
+/* safetensors.c - a strict safetensors reader over a buffer (jansson for the JSON). */
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "internal.h"
+#include "safetensors.h"
+
+static const struct {
+    const char *name;
+    int dtype;
+} st_dtypes[] = {
+    {"F64", WPACK_DTYPE_F64}, {"F32", WPACK_DTYPE_F32}, {"F16", WPACK_DTYPE_F16},
+    {"BF16", WPACK_DTYPE_BF16}, {"F8_E4M3", WPACK_DTYPE_F8E4M3FN},
+    {"F8_E5M2", WPACK_DTYPE_F8E5M2}, {"I64", WPACK_DTYPE_I64}, {"I32", WPACK_DTYPE_I32},
+    {"I16", WPACK_DTYPE_I16}, {"I8", WPACK_DTYPE_I8}, {"U64", WPACK_DTYPE_U64},
+    {"U32", WPACK_DTYPE_U32}, {"U16", WPACK_DTYPE_U16}, {"U8", WPACK_DTYPE_U8},
+    {"BOOL", WPACK_DTYPE_BOOL},
+};
+
+const char *st_dtype_name(int dtype)
+{
+    for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
+        if (st_dtypes[i].dtype == dtype)
+            return st_dtypes[i].name;
+    return NULL;
+}
+
+static int st_fail(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int st_fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    char m[700];
+    va_list ap;
+    va_start(ap, fmt);
+    wpk_vfmt(m, sizeof m, fmt, ap);
+    va_end(ap);
+    wpk_fmt(err, errlen, "safetensors: %s", m);
+    return code;
+}
+
+typedef struct {
+    const char *name;
+    int dtype;
+    unsigned rank;
+    uint64_t dims[WPACK_MAX_RANK];
+    uint64_t begin, end;
+} st_tensor;
+
+static int by_begin(const void *a, const void *b)
+{
+    const st_tensor *x = a, *y = b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+static int parse_tensor(const char *name, json_t *v, st_tensor *t, char *err, size_t errlen)
+{
+    char q[200];
+    wpk_quote(q, sizeof q, name, strlen(name));
+    if (!json_is_object(v))
+        return st_fail(err, errlen, WPACK_E_INPUT, "tensor '%s': not an object", q);
+    json_t *dt = json_object_get(v, "dtype"), *shape = json_object_get(v, "shape"),
+           *offs = json_object_get(v, "data_offsets");
+    if (!json_is_string(dt) || !json_is_array(shape) || !json_is_array(offs))
+        return st_fail(err, errlen, WPACK_E_INPUT,
+                       "tensor '%s': needs a string dtype, a shape array and data_offsets", q);
+    t->name = name;
+    t->dtype = 0;
+    for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
+        if (strcmp(json_string_value(dt), st_dtypes[i].name) == 0)
+            t->dtype = st_dtypes[i].dtype;
+    if (!t->dtype)
+        return st_fail(err, errlen, WPACK_E_UNSUPPORTED, "tensor '%s': dtype '%.40s' not supported",
+                       q, json_string_value(dt));
+    size_t r = json_array_size(shape);
+    if (r > WPACK_MAX_RANK)
+        return st_fail(err, errlen, WPACK_E_RANK, "tensor '%s': rank %zu above %d", q, r,
+                       WPACK_MAX_RANK);
+    t->rank = (unsigned)r;
+    uint64_t n = 1;
+    for (size_t k = 0; k < r; k++) {
+        json_t *d = json_array_get(shape, k);
+        if (!json_is_integer(d) || json_integer_value(d) < 0)
+            return st_fail(err, errlen, WPACK_E_INPUT, "tensor '%s': shape[%zu] is not an int >= 0",
+                           q, k);
+        t->dims[k] = (uint64_t)json_integer_value(d);
+        if (!wpk_mul(n, t->dims[k], &n))
+            return st_fail(err, errlen, WPACK_E_OVERFLOW, "tensor '%s': element count overflows",
+                           q);
+    }
+    uint64_t nbytes;
+    if (!wpk_mul(n, wpack_dtype_size(t->dtype), &nbytes))
+        return st_fail(err, errlen, WPACK_E_OVERFLOW, "tensor '%s': byte size overflows", q);
+    json_t *b = json_array_get(offs, 0), *e = json_array_get(offs, 1);
+    if (json_array_size(offs) != 2 || !json_is_integer(b) || !json_is_integer(e) ||
+        json_integer_value(b) < 0 || json_integer_value(e) < json_integer_value(b))
+        return st_fail(err, errlen, WPACK_E_INPUT,
+                       "tensor '%s': data_offsets must be [begin, end] with 0 <= begin <= end", q);
+    t->begin = (uint64_t)json_integer_value(b);
+    t->end = (uint64_t)json_integer_value(e);
+    if (t->end - t->begin != nbytes)
+        return st_fail(err, errlen, WPACK_E_SIZE,
+                       "tensor '%s': data_offsets hold %llu bytes but shape x %s needs %llu", q,
+                       (unsigned long long)(t->end - t->begin), json_string_value(dt),
+                       (unsigned long long)nbytes);
+    return WPACK_OK;
+}
+
+int st_scan_buffer(const uint8_t *buf, size_t len, st_visit_fn fn, void *user, char *err,
+                   size_t errlen)
+{
+    if (errlen)
+        err[0] = 0;
+    if (len < 8)
+        return st_fail(err, errlen, WPACK_E_INPUT, "file of %zu bytes has no header length", len);
+    uint64_t n = wpk_ld64(buf);
+    if (n > SAFETENSORS_MAX_HEADER)
+        return st_fail(err, errlen, WPACK_E_LIMIT, "header length %llu above the 100 MB limit",
+                       (unsigned long long)n);
+    if (n > len - 8)
+        return st_fail(err, errlen, WPACK_E_INPUT,
+                       "header length %llu runs past the end of the %zu-byte file (truncated?)",
+                       (unsigned long long)n, len);
+    if (n < 2 || buf[8] != '{')
+        return st_fail(err, errlen, WPACK_E_INPUT, "header does not start with '{'");
+    json_error_t je;
+    json_t *root = json_loadb((const char *)buf + 8, (size_t)n,
+                              JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        int dup = strstr(je.text, "duplicate") != NULL;
+        return st_fail(err, errlen, dup ? WPACK_E_DUPLICATE : WPACK_E_INPUT,
+                       "header JSON: %s (at byte %d of the header)", je.text, je.position);
+    }
+    int rc = WPACK_OK;
+    st_tensor *ts = NULL;
+    if (!json_is_object(root)) {
+        rc = st_fail(err, errlen, WPACK_E_INPUT, "header is not a JSON object");
+        goto out;
+    }
+    size_t count = json_object_size(root), nt = 0;
+    ts = calloc(count ? count : 1, sizeof *ts);
+    if (!ts) {
+        rc = st_fail(err, errlen, WPACK_E_NOMEM, "out of memory");
+        goto out;
+    }
+    json_t *meta = NULL;
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        if (strcmp(key, "__metadata__") == 0) {
+            meta = v;
+            continue;
+        }
+        if ((rc = parse_tensor(key, v, &ts[nt], err, errlen)))
+            goto out;
+        nt++;
+    }
+    if (meta) {
+        if (!json_is_object(meta)) {
+            rc = st_fail(err, errlen, WPACK_E_INPUT, "__metadata__ is not an object");
+            goto out;
+        }
+        json_object_foreach(meta, key, v) if (!json_is_string(v))
+        {
+            rc = st_fail(err, errlen, WPACK_E_INPUT, "__metadata__['%.60s'] is not a string", key);
+            goto out;
+        }
+    }
+    qsort(ts, nt, sizeof *ts, by_begin);
+    uint64_t at = 0, data_len = len - 8 - n;
+    for (size_t i = 0; i < nt; i++) {
+        if (ts[i].begin != at) {
+            rc = st_fail(err, errlen, WPACK_E_OVERLAP,
+                         "tensor '%.100s' starts at data byte %llu but the previous data ends at "
+                         "%llu (%s)",
+                         ts[i].name, (unsigned long long)ts[i].begin, (unsigned long long)at,
+                         ts[i].begin > at ? "a hole" : "an overlap");
+            goto out;
+        }
+        at = ts[i].end;
+    }
+    if (at != data_len) {
+        rc = st_fail(err, errlen, at < data_len ? WPACK_E_INPUT : WPACK_E_BOUNDS,
+                     at < data_len ? "%llu trailing bytes after the last tensor"
+                                   : "tensors need %llu more bytes than the file has (truncated?)",
+                     (unsigned long long)(at < data_len ? data_len - at : at - data_len));
+        goto out;
+    }
+    if (meta)
+        json_object_foreach(meta, key, v) {
+            st_item it = {.is_meta = 1, .name = key, .value = json_string_value(v)};
+            if ((rc = fn(user, &it)))
+                goto out;
+        }
+    for (size_t i = 0; i < nt; i++) {
+        st_item it = {.name = ts[i].name, .dtype = ts[i].dtype, .rank = ts[i].rank,
+                      .data = buf + 8 + n + ts[i].begin, .nbytes = ts[i].end - ts[i].begin,
+                      .file_offset = 8 + n + ts[i].begin};
+        memcpy(it.dims, ts[i].dims, sizeof it.dims);
+        if ((rc = fn(user, &it)))
+            goto out;
+    }
+out:
+    free(ts);
+    json_decref(root);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/* safetensors_pack.c - a safetensors file, mapped, validated and streamed into a sink. */
+#include <string.h>
+
+#include "import.h"
+#include "safetensors.h"
+
+#define ST_PIECE (4u << 20)
+
+typedef struct {
+    wpk_sink *s;
+    const wpk_mapped *m;
+} st_packer;
+
+static int visit(void *user, const st_item *it)
+{
+    st_packer *sp = user;
+    wpk_sink *s = sp->s;
+    if (it->is_meta)
+        return wpk_sink_meta_string(s, it->name, it->value);
+    int rc = wpk_sink_begin(s, it->name, it->dtype, it->rank, it->dims);
+    for (uint64_t done = 0; !rc && done < it->nbytes;) {
+        size_t k = it->nbytes - done < ST_PIECE ? (size_t)(it->nbytes - done) : ST_PIECE;
+        rc = wpk_sink_write(s, it->data + done, k);
+        wpk_map_release(sp->m, it->file_offset + done, k);
+        wpk_sink_progress(s, k);
+        done += k;
+    }
+    return rc ? rc : wpk_sink_end(s);
+}
+
+int safetensors_pack_file(wpk_sink *s, const char *path)
+{
+    wpk_mapped m;
+    int rc = wpk_map_file(s, path, &m);
+    if (rc)
+        return rc;
+    st_packer sp = {.s = s, .m = &m};
+    char err[1024];
+    s->err[0] = 0;
+    rc = st_scan_buffer(m.p, m.len, visit, &sp, err, sizeof err);
+    if (rc && !s->err[0])
+        wpk_sink_fail(s, rc, "%s", err);
+    wpk_unmap_file(&m);
+    return rc;
+}

@@ -1,0 +1,86 @@
+/* torch_pack.c - a torch.save checkpoint, mapped, scanned and streamed into a sink. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "import.h"
+#include "torch_scan.h"
+
+#define TORCH_PIECE (4u << 20)
+
+typedef struct {
+    wpk_sink *s;
+    const wpk_mapped *m;
+    uint8_t *buf;
+} torch_packer;
+
+static int emit(void *user, const void *data, size_t n)
+{
+    torch_packer *tp = user;
+    int rc = wpk_sink_write(tp->s, data, n);
+    if (!rc)
+        wpk_sink_progress(tp->s, n);
+    /* Straight from the mapping (a contiguous view): drop those pages now,
+     * so a large tensor does not stay resident. */
+    const uint8_t *d = data;
+    if (tp->m->p && d >= tp->m->p && d < tp->m->p + tp->m->len)
+        wpk_map_release(tp->m, (uint64_t)(d - tp->m->p), n);
+    return rc;
+}
+
+static int visit(void *user, const torch_item *it)
+{
+    torch_packer *tp = user;
+    wpk_sink *s = tp->s;
+    char *str;
+    int rc;
+    switch (it->kind) {
+    case TORCH_TENSOR:
+        if ((rc = wpk_sink_begin(s, it->name, it->dtype, it->rank, it->dims)))
+            return rc;
+        if ((rc = torch_stream_tensor(it, tp->buf, TORCH_PIECE, emit, tp)))
+            return rc;
+        if ((rc = wpk_sink_end(s)))
+            return rc;
+        wpk_map_release(tp->m, it->storage_file_offset, it->storage_bytes);
+        return WPACK_OK;
+    case TORCH_ALIAS:
+        return wpk_sink_alias(s, it->name, it->target);
+    case TORCH_INT:
+        return wpk_sink_meta_i64(s, it->name, it->i);
+    case TORCH_FLOAT:
+        return wpk_sink_meta_f64(s, it->name, it->f);
+    case TORCH_BOOL:
+        return wpk_sink_meta_bool(s, it->name, (int)it->i);
+    case TORCH_STRING:
+        if (!(str = strndup(it->s, it->slen)))
+            return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+        rc = strlen(str) == it->slen ? wpk_sink_meta_string(s, it->name, str) : WPACK_OK;
+        free(str); /* a string with a NUL cannot be a metadata string: skipped */
+        return rc;
+    default:
+        return WPACK_OK;
+    }
+}
+
+int torch_pack_file(wpk_sink *s, const char *path)
+{
+    wpk_mapped m;
+    int rc = wpk_map_file(s, path, &m);
+    if (rc)
+        return rc;
+    torch_packer tp = {.s = s, .m = &m, .buf = malloc(TORCH_PIECE)};
+    char err[1024];
+    if (!tp.buf) {
+        wpk_unmap_file(&m);
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    }
+    err[0] = 0;
+    s->err[0] = 0;
+    rc = torch_scan_buffer(m.p, m.len, s->o ? s->o->key : NULL, visit, &tp, err, sizeof err);
+    /* A failure inside visit has its message in the sink already. */
+    if (rc && !s->err[0])
+        wpk_sink_fail(s, rc, "%s", err);
+    free(tp.buf);
+    wpk_unmap_file(&m);
+    return rc;
+}

@@ -1,0 +1,53 @@
+#!/bin/bash
+# test_shards.sh - `wpack create --shard-size`: shards + manifest that
+# inspect, verify and extract treat as one archive; a changed or missing
+# shard is refused by name.
+. "$(dirname "$0")/lib.sh"
+mkdir -p "$T/in/layers"
+$PY - "$T/in" <<'PYEOF'
+import numpy as np, sys
+d = sys.argv[1]
+rng = np.random.default_rng(5)
+for i in range(6):
+    np.save(f"{d}/layers/{i}.weight.npy", rng.standard_normal((64, 64)).astype(np.float32))  # 16 KiB each
+np.save(f"{d}/big.npy", rng.standard_normal((128, 128)).astype(np.float32))                # 64 KiB
+PYEOF
+mkdir -p "$T/set"
+expect create_sharded "$WPACK" create -q --shard-size 40K --align 64 -o "$T/set/m.wpack" "$T/in" --name p_big=big
+[ -f "$T/set/m.wpack" ] && ls "$T/set" | grep -q 'm-00001-of-0000[0-9].wpack' && pass shard_files || fail shard_files "$(ls "$T/set" 2>&1)"
+n=$(ls "$T/set" | grep -c 'of-')
+[ "$n" -ge 3 ] && pass several_shards || fail several_shards "$n shards"
+[ ! -e "$T/set/m.wpack.whole" ] && pass no_leftover_whole || fail no_leftover_whole
+expect inspect_manifest "$WPACK" inspect "$T/set/m.wpack"
+grep -q '^shard 0: ' "$T/out" && grep -q "^layers.3.weight " "$T/out" && pass inspect_lists_shards || fail inspect_lists_shards
+expect verify_set "$WPACK" verify "$T/set/m.wpack"
+grep -q "OK: 7 tensors" "$T/out" && pass verify_counts_all || fail verify_counts_all "$(cat "$T/out")"
+expect extract_set "$WPACK" extract -q -o "$T/x" "$T/set/m.wpack"
+$PY - "$T" <<'PYEOF' && pass extract_bit_identical || fail extract_bit_identical
+import numpy as np, sys
+t = sys.argv[1]
+for i in range(6):
+    assert np.load(f"{t}/x/layers.{i}.weight.npy").tobytes() == np.load(f"{t}/in/layers/{i}.weight.npy").tobytes()
+assert np.load(f"{t}/x/big.npy").tobytes() == np.load(f"{t}/in/big.npy").tobytes()
+PYEOF
+expect extract_by_map_name "$WPACK" extract -q -o "$T/y" "$T/set/m.wpack" p_big
+"$WPACK" inspect --json "$T/set/m.wpack" >"$T/m.json"
+$PY - "$T/m.json" <<'PYEOF' && pass json_externals || fail json_externals
+import json, sys
+d = json.load(open(sys.argv[1]))
+ext = [t for t in d["tensors"] if t["kind"] == "external"]
+assert len(ext) == 7 and all("shard" in t for t in ext)
+assert len(d["metadata"]["wpack.shards"]) == len(set(t["shard"] for t in ext))
+assert d["name_map"] == {"p_big": "big"}
+PYEOF
+# a shard replaced by a different archive: refused, naming it
+first=$(ls "$T/set" | grep 'of-' | head -1)
+cp "$T/set/$first" "$T/saved"
+"$WPACK" create -q -o "$T/set/$first" "$T/in/big.npy"
+expect_fail changed_shard "shard .*$first changed" "$WPACK" verify "$T/set/m.wpack"
+rm "$T/set/$first"
+expect_fail missing_shard "$first.*No such file" "$WPACK" inspect "$T/set/m.wpack"
+cp "$T/saved" "$T/set/$first"
+expect restored_shard "$WPACK" verify "$T/set/m.wpack"
+expect_fail shard_size_usage "want a byte count" "$WPACK" create -q --shard-size 0 -o "$T/z.wpack" "$T/in"
+finish

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""make_hostile.py DIR - the hostile importer inputs of tests/hostile/importers/.
+
+Each file is small and deterministic; tests/hostile/importers/README.md lists
+what each one attacks and the error wpack must give. Run it again to
+regenerate the checked-in files (needs only the Python standard library,
+plus zstd via the `zstd` command for the .tar.zst bomb when present).
+"""
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+import tarfile
+import zipfile
+
+D = sys.argv[1]
+os.makedirs(D, exist_ok=True)
+
+
+def zip_write(path, members, method=zipfile.ZIP_STORED):
+    with zipfile.ZipFile(path, "w", method) as z:
+        for name, data in members:
+            zi = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+            zi.compress_type = method
+            z.writestr(zi, data)
+
+
+def u(s):
+    b = s.encode()
+    return b"X" + struct.pack("<I", len(b)) + b
+
+
+def storage_pid(key, numel, typ="FloatStorage"):
+    return (b"(" + u("storage") + b"ctorch\n" + typ.encode() + b"\n" + u(key) + u("cpu") +
+            b"J" + struct.pack("<i", numel) + b"tQ")
+
+
+def tensor(key, numel, offset, size, stride):
+    def tup(v):
+        return b"(" + b"".join(b"J" + struct.pack("<i", x) if abs(x) < 2**31 else
+                               b"\x8a\x08" + struct.pack("<q", x) for x in v) + b"t"
+    return (b"ctorch._utils\n_rebuild_tensor_v2\n(" + storage_pid(key, numel) +
+            b"J" + struct.pack("<i", offset) + tup(size) + tup(stride) + b"\x89" +
+            b"ccollections\nOrderedDict\n)R" + b"tR")
+
+
+def state_dict(pairs):
+    return b"\x80\x02}(" + b"".join(u(k) + v for k, v in pairs) + b"u."
+
+
+def torch_zip(path, pkl, storages=(), extra=()):
+    members = [("archive/data.pkl", pkl)] + [("archive/data/" + k, v) for k, v in storages]
+    members += list(extra) + [("archive/version", b"3\n")]
+    zip_write(path, members)
+
+
+f4 = struct.pack("<4f", 1, 2, 3, 4)
+# --- pickles that try to run code
+torch_zip(f"{D}/pickle_os_system.pt", b"\x80\x02cos\nsystem\n" + u("echo pwned") + b"\x85R.")
+torch_zip(f"{D}/pickle_builtins_eval.pt", b"\x80\x02cbuiltins\neval\n" + u("1+1") + b"\x85R.")
+torch_zip(f"{D}/pickle_load_from_bytes.pt",
+          b"\x80\x02ctorch.storage\n_load_from_bytes\n" + b"C\x04abcd\x85R.")
+torch_zip(f"{D}/pickle_stack_global.pt",
+          b"\x80\x04" + b"\x8c\x05posix\x8c\x06system\x93" + u("id") + b"\x85R.")
+torch_zip(f"{D}/pickle_memo_huge.pt", b"\x80\x02}r\xff\xff\xff\xff.")
+torch_zip(f"{D}/pickle_cycle.pt", b"\x80\x02}" + u("a") + b"]q\x00h\x00as.")
+torch_zip(f"{D}/pickle_truncated.pt", b"\x80\x02}(" + u("w"))
+# --- storages and views
+torch_zip(f"{D}/storage_key_traversal.pt", state_dict([("w", tensor("../../../etc/passwd", 4, 0, [4], [1]))]),
+          [("0", f4)])
+torch_zip(f"{D}/storage_key_missing.pt", state_dict([("w", tensor("7", 4, 0, [4], [1]))]), [("0", f4)])
+torch_zip(f"{D}/storage_size_mismatch.pt", state_dict([("w", tensor("0", 400, 0, [4], [1]))]), [("0", f4)])
+torch_zip(f"{D}/view_outside_storage.pt", state_dict([("w", tensor("0", 4, 2, [4], [1]))]), [("0", f4)])
+torch_zip(f"{D}/size_overflow.pt",
+          state_dict([("w", tensor("0", 4, 0, [2**62, 2**62, 16], [0, 0, 0]))]), [("0", f4)])
+torch_zip(f"{D}/stride_overflow.pt",
+          state_dict([("w", tensor("0", 4, 0, [2, 2], [2**62, 2**62]))]), [("0", f4)])
+torch_zip(f"{D}/rank_too_high.pt", state_dict([("w", tensor("0", 4, 0, [1] * 9, [1] * 9))]), [("0", f4)])
+# --- zip structure
+good = state_dict([("w", tensor("0", 4, 0, [4], [1]))])
+torch_zip(f"{D}/_good.pt", good, [("0", f4)])
+raw = open(f"{D}/_good.pt", "rb").read()
+open(f"{D}/zip_truncated.pt", "wb").write(raw[: len(raw) // 2])
+# central directory entry for data/0 points past the end of the file
+i = raw.find(b"PK\x01\x02", raw.find(b"PK\x01\x02") + 4)
+bad = bytearray(raw)
+struct.pack_into("<I", bad, i + 42, len(raw) + 1000)
+open(f"{D}/zip_offset_outside.pt", "wb").write(bytes(bad))
+# entry sizes that overflow (zip64 extra with 2^64-1)
+zip_write(f"{D}/zip_dotdot_name.pt", [("archive/data.pkl", good), ("archive/../../evil", f4)])
+zip_write(f"{D}/zip_absolute_name.pt", [("archive/data.pkl", good), ("/etc/evil", f4)])
+with zipfile.ZipFile(f"{D}/zip_symlink.pt", "w") as z:
+    z.writestr("archive/data.pkl", good)
+    zi = zipfile.ZipInfo("archive/data/0")
+    zi.create_system = 3
+    zi.external_attr = (0o120777 << 16)
+    z.writestr(zi, "/etc/passwd")
+os.remove(f"{D}/_good.pt")
+# --- legacy format: a bare pickle stream starting with the magic number
+open(f"{D}/legacy_format.pt", "wb").write(b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.")
+# --- zip bombs: 512 MiB of zeros as one .npy member
+hdr = b"\x93NUMPY\x01\x00" + struct.pack("<H", 118)
+d = "{'descr': '<f4', 'fortran_order': False, 'shape': (67108864,), }"
+hdr += (d + " " * (118 - len(d) - 1) + "\n").encode()
+with zipfile.ZipFile(f"{D}/bomb.npz", "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+    with z.open("w.npy", "w", force_zip64=True) as f:
+        f.write(hdr)
+        zero = bytes(1 << 20)
+        for _ in range(256):
+            f.write(zero)
+try:
+    tf = io.BytesIO()
+    with tarfile.open(fileobj=tf, mode="w") as t:
+        class Zeros(io.RawIOBase):
+            def __init__(self, n):
+                self.left = n
+            def readinto(self, b):
+                k = min(len(b), self.left)
+                b[:k] = bytes(k)
+                self.left -= k
+                return k
+        ti = tarfile.TarInfo("w.npy")
+        ti.size = len(hdr) + (256 << 20)
+        t.addfile(ti, io.BufferedReader(io.BytesIO(hdr + bytes(256 << 20))))
+    z = subprocess.run(["zstd", "-19", "-q", "-c"], input=tf.getvalue(), capture_output=True, check=True)
+    open(f"{D}/bomb.tar.zst", "wb").write(z.stdout)
+except (OSError, subprocess.CalledProcessError):
+    pass
+# --- bundles
+tf = io.BytesIO()
+with tarfile.open(f"{D}/tar_symlink.tar", "w") as t:
+    ti = tarfile.TarInfo("w.npy")
+    ti.type = tarfile.SYMTYPE
+    ti.linkname = "/etc/passwd"
+    t.addfile(ti)
+with tarfile.open(f"{D}/tar_dotdot.tar", "w") as t:
+    ti = tarfile.TarInfo("../w.npy")
+    ti.size = 4
+    t.addfile(ti, io.BytesIO(b"abcd"))
+
+
+# --- safetensors
+def st(path, header, data=b"", raw_header=None):
+    h = raw_header if raw_header is not None else json.dumps(header).encode()
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+
+
+T = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+st(f"{D}/st_header_huge.safetensors", None, b"", raw_header=b"{}")
+bad = bytearray(open(f"{D}/st_header_huge.safetensors", "rb").read())
+struct.pack_into("<Q", bad, 0, 200_000_000)
+open(f"{D}/st_header_huge.safetensors", "wb").write(bytes(bad))
+st(f"{D}/st_overlap.safetensors", {"a": T, "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}}, bytes(12))
+st(f"{D}/st_hole.safetensors", {"a": T, "b": {"dtype": "F32", "shape": [1], "data_offsets": [12, 16]}}, bytes(16))
+st(f"{D}/st_trailing.safetensors", {"a": T}, bytes(12))
+st(f"{D}/st_truncated.safetensors", {"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}, bytes(8))
+st(f"{D}/st_size_mismatch.safetensors", {"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, bytes(8))
+st(f"{D}/st_shape_overflow.safetensors",
+   {"a": {"dtype": "F32", "shape": [2**32, 2**32, 2**2], "data_offsets": [0, 8]}}, bytes(8))
+st(f"{D}/st_duplicate.safetensors", None, bytes(8), raw_header=(
+    b'{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},'
+    b'"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'))
+st(f"{D}/st_bad_dtype.safetensors", {"a": {"dtype": "F4", "shape": [2], "data_offsets": [0, 1]}}, bytes(1))
+# --- manifest
+os.makedirs(f"{D}/manifest_traversal", exist_ok=True)
+json.dump({"tensors": [{"name": "w", "dtype": "f32", "shape": [4], "file": "../../etc/passwd"}]},
+          open(f"{D}/manifest_traversal/manifest.json", "w"))
+json.dump({"tensors": [{"name": "w", "dtype": "f32", "shape": [4], "file": "w.bin", "offset": 2**62}]},
+          open(f"{D}/manifest_offset.json", "w"))
+open(f"{D}/w.bin", "wb").write(f4)

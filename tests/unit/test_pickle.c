@@ -1,0 +1,164 @@
+/* test_pickle.c - the restricted unpickler: what torch emits parses, the rest
+ * is refused with a message naming it, and no prefix of a pickle crashes. */
+#include <stdint.h>
+
+#include "pickle.h"
+#include "testlib.h"
+
+#define P(s) (const uint8_t *)(s), sizeof(s) - 1
+
+static int load(const uint8_t *b, size_t n, pk_value **root, char *err, size_t errlen)
+{
+    pk_state *st;
+    int rc = pk_load(b, n, &st, root, err, errlen);
+    pk_free(st);
+    return rc;
+}
+
+/* {'a': 5, 'b': [1.5, True, None], 'c': 'xyz', 'd': -2} with memo, protocol 2 */
+static const char dict_pkl[] = "\x80\x02}q\x00(X\x01\x00\x00\x00" "aK\x05X\x01\x00\x00\x00" "b]q\x01"
+                               "(G?\xf8\x00\x00\x00\x00\x00\x00\x88Ne"
+                               "X\x01\x00\x00\x00" "cX\x03\x00\x00\x00xyz"
+                               "X\x01\x00\x00\x00" "d\x8a\x01\xfeu.";
+
+static void test_dict(void)
+{
+    pk_state *st;
+    pk_value *root;
+    char err[256];
+    int rc = pk_load(P(dict_pkl), &st, &root, err, sizeof err);
+    CHECK_EQ(rc, WPACK_OK);
+    if (rc) {
+        printf("  %s\n", err);
+        pk_free(st);
+        return;
+    }
+    CHECK_EQ(root->kind, PK_DICT);
+    CHECK_EQ(root->n, 8);
+    CHECK_EQ(root->items[1]->i, 5);
+    CHECK_EQ(root->items[3]->kind, PK_LIST);
+    CHECK_EQ(root->items[3]->n, 3);
+    CHECK(root->items[3]->items[0]->f == 1.5, "float");
+    CHECK_EQ(root->items[3]->items[1]->kind, PK_BOOL);
+    CHECK_EQ(root->items[3]->items[2]->kind, PK_NONE);
+    CHECK(root->items[5]->slen == 3 && memcmp(root->items[5]->s, "xyz", 3) == 0, "str");
+    CHECK_EQ(root->items[7]->i, -2);
+    pk_free(st);
+}
+
+static void test_every_prefix_fails_cleanly(void)
+{
+    char err[256];
+    pk_value *root;
+    for (size_t n = 0; n + 1 < sizeof dict_pkl - 1; n++) {
+        int rc = load((const uint8_t *)dict_pkl, n, &root, err, sizeof err);
+        CHECK(rc != WPACK_OK && err[0], "prefix %zu: rc %d", n, rc);
+    }
+}
+
+static void test_forbidden_globals(void)
+{
+    static const struct {
+        const uint8_t *p;
+        size_t n;
+        const char *name;
+    } cases[] = {
+        {P("\x80\x02" "cos\nsystem\nX\x02\x00\x00\x00id\x85R."), "os.system"},
+        {P("\x80\x02" "cbuiltins\neval\n."), "builtins.eval"},
+        {P("\x80\x02" "ctorch.storage\n_load_from_bytes\n."), "torch.storage._load_from_bytes"},
+        {P("\x80\x02" "ctorch\nload\n."), "torch.load"},
+        {P("\x80\x04\x8c\x02os\x8c\x05popen\x93."), "os.popen"},
+        {P("\x80\x02" "c__builtin__\ngetattr\n."), "__builtin__.getattr"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[512];
+        pk_value *root;
+        int rc = load(cases[i].p, cases[i].n, &root, err, sizeof err);
+        CHECK_EQ(rc, WPACK_E_UNSUPPORTED);
+        CHECK(strstr(err, cases[i].name) != NULL, "message '%s' lacks %s", err, cases[i].name);
+    }
+}
+
+static void test_calling_a_storage_type_refused(void)
+{
+    char err[256];
+    pk_value *root;
+    int rc = load(P("\x80\x02" "ctorch\nFloatStorage\n)R."), &root, err, sizeof err);
+    CHECK_EQ(rc, WPACK_E_UNSUPPORTED);
+}
+
+static void test_opcodes_outside_the_subset(void)
+{
+    char err[256];
+    pk_value *root;
+    CHECK_EQ(load(P("\x80\x02(i__main__\nX\n."), &root, err, sizeof err), WPACK_E_UNSUPPORTED);
+    CHECK(strstr(err, "opcode 0x69") != NULL, "%s", err);
+    CHECK_EQ(load(P("\x80\x06N."), &root, err, sizeof err), WPACK_E_UNSUPPORTED); /* protocol 6 */
+    CHECK_EQ(load(P("a."), &root, err, sizeof err), WPACK_E_INPUT);             /* underflow */
+    CHECK_EQ(load(P("NN."), &root, err, sizeof err), WPACK_E_INPUT);            /* 2 left */
+    CHECK_EQ(load(P("h\x05."), &root, err, sizeof err), WPACK_E_INPUT);         /* empty memo */
+    CHECK_EQ(load(P("Nr\xff\xff\xff\x7f."), &root, err, sizeof err), WPACK_E_LIMIT);
+    CHECK_EQ(load(P("X\xff\xff\xff\xff."), &root, err, sizeof err), WPACK_E_LIMIT);
+    CHECK_EQ(load(P("\x8a\x09\x01\x02\x03\x04\x05\x06\x07\x08\x09."), &root, err, sizeof err),
+             WPACK_E_UNSUPPORTED);
+}
+
+static void test_protocol4_memoize_frame(void)
+{
+    char err[256];
+    pk_state *st;
+    pk_value *root;
+    /* FRAME, EMPTY_LIST, MEMOIZE, SHORT_BINUNICODE 'hi', APPEND, BINGET 0 -> TUPLE2 (l, l) */
+    static const char p4[] = "\x80\x04\x95\x0c\x00\x00\x00\x00\x00\x00\x00]\x94\x8c\x02hia"
+                             "h\x00\x86.";
+    int rc = pk_load(P(p4), &st, &root, err, sizeof err);
+    CHECK_EQ(rc, WPACK_OK);
+    if (!rc) {
+        CHECK_EQ(root->kind, PK_TUPLE);
+        CHECK(root->n == 2 && root->items[0] == root->items[1], "memo shares the list");
+        CHECK_EQ(root->items[0]->n, 1);
+    }
+    pk_free(st);
+}
+
+static void test_ordered_dict_and_tensor(void)
+{
+    /* OrderedDict() with SETITEM of a rebuilt tensor over a persistent storage */
+    static const char p[] =
+        "\x80\x02" "ccollections\nOrderedDict\n)R"
+        "X\x01\x00\x00\x00w"
+        "ctorch._utils\n_rebuild_tensor_v2\n("
+        "(X\x07\x00\x00\x00storage" "ctorch\nHalfStorage\n" "X\x01\x00\x00\x00" "0"
+        "X\x03\x00\x00\x00" "cpu" "K\x06tQ"
+        "K\x01" "K\x02K\x02\x86" "K\x01K\x02\x86" "\x89" "ccollections\nOrderedDict\n)R" "tR"
+        "s}b.";
+    char err[256];
+    pk_state *st;
+    pk_value *root;
+    int rc = pk_load(P(p), &st, &root, err, sizeof err);
+    CHECK_EQ(rc, WPACK_OK);
+    if (rc)
+        printf("  %s\n", err);
+    if (!rc) {
+        CHECK_EQ(root->kind, PK_DICT);
+        pk_value *t = root->items[1];
+        CHECK_EQ(t->kind, PK_TENSOR);
+        CHECK_EQ(t->dtype, WPACK_DTYPE_F16);
+        CHECK_EQ(t->offset, 1);
+        CHECK(t->rank == 2 && t->dims[0] == 2 && t->strides[0] == 1 && t->strides[1] == 2, "view");
+        CHECK_EQ(t->storage->i, 6);
+    }
+    pk_free(st);
+}
+
+int main(void)
+{
+    RUN(test_dict);
+    RUN(test_every_prefix_fails_cleanly);
+    RUN(test_forbidden_globals);
+    RUN(test_calling_a_storage_type_refused);
+    RUN(test_opcodes_outside_the_subset);
+    RUN(test_protocol4_memoize_frame);
+    RUN(test_ordered_dict_and_tensor);
+    return tl_finish();
+}
