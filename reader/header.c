@@ -76,7 +76,7 @@ static int check_fields(wpack_archive *ar, const uint8_t *h, const header_fields
     if (!wpk_add(f->data_offset, f->data_length, &data_end) ||
         !wpk_add(f->index_offset, f->index_length, &index_end) ||
         !wpk_add(index_end, WPK_HEADER_SIZE, &file_end))
-        return wpk_fail(ar, WPACK_E_OVERFLOW, "%s: region offsets overflow", what);
+        return wpk_fail(ar, WPACK_E_LAYOUT, "%s: region offsets overflow 64 bits", what);
     if (f->index_offset % 8 || f->index_length % 8)
         return wpk_fail(ar, WPACK_E_LAYOUT, "%s: index offset %llu or length %llu not a multiple of 8",
                         what, (unsigned long long)f->index_offset,
@@ -142,7 +142,8 @@ int wpk_check_header(wpack_archive *ar)
     const uint8_t *sb = ar->base;
     uint64_t len = ar->len;
     if (len < 2 * WPK_HEADER_SIZE) {
-        if (len >= 8 && memcmp(sb, WPK_SUPERBLOCK_MAGIC, 8) == 0)
+        /* The start of the magic: a cut archive; anything else: not one. */
+        if (memcmp(sb, WPK_SUPERBLOCK_MAGIC, len < 8 ? (size_t)len : 8) == 0)
             return wpk_fail(ar, WPACK_E_TRUNCATED,
                             "file is %llu bytes, too short for a superblock and trailer",
                             (unsigned long long)len);

@@ -40,29 +40,24 @@ int wpack_verify_all(wpack_archive *ar, wpack_verify_cb on_bad, void *user)
                 on_bad(user, i, rc, ar->errmsg);
         }
     }
-    /* Padding between extents, in offset order. */
-    uint64_t cursor = ar->info.data_offset;
+    /* Padding between extents, in offset order: from the end of one extent
+     * to the start of the next (open checked that the gaps are only padding). */
+    uint64_t prev_end = ar->info.data_offset;
     uint64_t data_count = ar->sec_len[WPK_SEC_EXTENTS] / 4;
-    for (uint64_t k = 0; k <= data_count; k++) {
-        uint64_t next = ar->info.data_offset + ar->info.data_length, end = next;
-        uint32_t i = 0;
-        if (k < data_count) {
-            i = wpk_ld32(ar->sec[WPK_SEC_EXTENTS] + 4 * k);
-            const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
-            next = wpk_ld64(r + WPK_E_DATA_OFFSET_OFF);
-            end = next + wpk_ld64(r + WPK_E_STORED_LEN_OFF);
-        }
-        if (next > cursor && !wpk_all_zero(ar->base + cursor, next - cursor)) {
-            int rc = wpk_fail(ar, WPACK_E_PADDING, "padding at %llu..%llu is not zero",
-                              (unsigned long long)cursor, (unsigned long long)next);
+    for (uint64_t k = 0; k < data_count; k++) {
+        uint32_t i = wpk_ld32(ar->sec[WPK_SEC_EXTENTS] + 4 * k);
+        const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
+        uint64_t start = wpk_ld64(r + WPK_E_DATA_OFFSET_OFF);
+        if (start > prev_end && !wpk_all_zero(ar->base + prev_end, start - prev_end)) {
+            int rc = wpk_fail(ar, WPACK_E_PADDING, "padding at %llu..%llu (before tensor '%s') is not zero",
+                              (unsigned long long)prev_end, (unsigned long long)start,
+                              wpk_str(ar, wpk_ld64(r + WPK_E_NAME_OFF)));
             if (!first)
                 first = rc;
             if (on_bad)
-                on_bad(user, k < data_count ? i : UINT64_MAX, rc, ar->errmsg);
+                on_bad(user, i, rc, ar->errmsg);
         }
-        wpk_align_up(end, ar->info.alignment, &cursor);
-        if (k == data_count)
-            break;
+        prev_end = start + wpk_ld64(r + WPK_E_STORED_LEN_OFF);
     }
     return first;
 }
