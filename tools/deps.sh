@@ -5,7 +5,7 @@ set -e
 need="gcc make libc6-dev pkg-config binutils libxxhash-dev libzstd-dev libarchive-dev libjansson-dev"
 case "${1:-all}" in
 build) ;;
-test | all) need="$need python3 python3-numpy python3-torch mlir-19-tools clang libfuzzer-14-dev libopenblas-dev" ;;
+test | all) need="$need python3 python3-numpy python3-torch mlir-19-tools clang libfuzzer-14-dev libopenblas-dev zstd time" ;;
 esac
 missing=""
 for p in $need; do
