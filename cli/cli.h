@@ -20,6 +20,9 @@ int cmd_extract(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_resolve(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_cast(int argc, char **argv);
 
 /* "wpack: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -471,6 +471,89 @@ int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen);
 /* Discard everything: remove the temporary file, free the writer. */
 void wpack_writer_abort(wpack_writer *w);
 
+/* The resolver connects MLIR modules to archives: it points the weight
+ * globals that compilers keep out of the IR (`ml_program.global @w
+ * (#ml_program.extern : T) : T`, IREE `util.global` without a value) at
+ * archive entries. It reads MLIR text with a streaming scanner and copies
+ * every byte it does not rewrite through unchanged; memory does not grow
+ * with inline weight bytes. The emitted forms and the wpack: URI are
+ * defined in the spec, appendix B. */
+/* ---------------------------------------------------------------- resolver */
+
+/* How a resolved global refers to its entry (resolver/README.md). */
+#define WPACK_EMIT_URI 0     /* keeps #ml_program.extern, adds {wpack.uri = "wpack:..."} */
+#define WPACK_EMIT_IREE 1    /* value #flow.parameter.named<"scope"::"entry"> : T */
+#define WPACK_EMIT_INLINE 2  /* value dense_resource<key> : T plus a resources blob */
+
+/* Severity of a resolver diagnostic. */
+#define WPACK_DIAG_ERROR 0
+#define WPACK_DIAG_WARNING 1
+#define WPACK_DIAG_NOTE 2
+
+/* Called once per diagnostic: message is one line, "FILE:LINE:COL: what"
+ * when it concerns a place in the MLIR text, without a trailing newline.
+ * Valid only during the call. */
+typedef void (*wpack_diag_fn)(void *user, int severity, const char *message);
+
+/* Output sink: write n bytes; return 0 on success, non-zero to stop. */
+typedef int (*wpack_write_fn)(void *user, const void *data, size_t n);
+
+typedef struct wpack_resolve_options {
+    int emit;                      /* WPACK_EMIT_* (default URI) */
+    const char *scope;             /* EMIT_IREE: the parameter scope; NULL is "model" */
+    /* An explicit map global symbol -> entry name (the CLI's --map FILE.json),
+     * consulted after the symbol name itself and the archive's name map. */
+    const char *const *map_globals;
+    const char *const *map_entries;
+    size_t map_count;
+    int allow_missing;             /* leave unresolved globals untouched (a warning each) */
+    const char *source_name;       /* the MLIR file's name in messages; NULL is "<input>" */
+    wpack_diag_fn diag;            /* NULL: diagnostics are dropped */
+    void *diag_user;
+    unsigned max_suggestions;      /* closest entry names per unresolved global; 0 is 3 */
+} wpack_resolve_options;
+
+/* Defaults: URI, scope "model", no map, strict, 3 suggestions. */
+void wpack_resolve_options_init(wpack_resolve_options *opt);
+
+typedef struct wpack_resolve_result {
+    uint64_t globals;              /* weight globals seen (extern or parameter) */
+    uint64_t resolved;             /* of those, pointed at an entry */
+    uint64_t missing;              /* unresolved (an error unless allow_missing) */
+    uint64_t unused_entries;       /* archive entries that no global uses */
+    uint64_t warnings;
+} wpack_resolve_result;
+
+/*
+ * Resolve the MLIR text mlir[0..len) against archive ar and stream the
+ * result to write(). Nothing is written unless the whole module checks out:
+ * every weight global maps to an entry (symbol name, then the archive's name
+ * map, then opt->map_*), its tensor type matches the entry's dtype and every
+ * dim, no symbol is defined twice, globals sharing an entry have one type.
+ * Every problem is reported through opt->diag (all of them, not only the
+ * first); the return is WPACK_OK or the first problem's code:
+ * WPACK_E_INPUT (malformed MLIR, with line and column), WPACK_E_NOT_FOUND
+ * (unresolved global), WPACK_E_DTYPE / WPACK_E_SHAPE (type mismatch),
+ * WPACK_E_UNSUPPORTED (dynamic dims, non-tensor types, a name IREE cannot
+ * print), WPACK_E_DUPLICATE (a symbol twice), WPACK_E_IO (write failed).
+ * Resolving the output again with the same archive and options reproduces
+ * it byte for byte. res may be NULL.
+ */
+int wpack_resolve_buffer(const wpack_archive *ar, const char *mlir, size_t len,
+                         const wpack_resolve_options *opt, wpack_write_fn write, void *user,
+                         wpack_resolve_result *res);
+
+/* The same from file to file: in_path is mapped read-only; the output goes
+ * to a temporary file beside out_path that is renamed into place only on
+ * success (out_path may equal in_path). */
+int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char *out_path,
+                       const wpack_resolve_options *opt, wpack_resolve_result *res);
+
+/* The wpack: URI of an entry of ar ("wpack:<16 hex>/<percent-encoded name>",
+ * resolver/README.md) into buf; WPACK_E_INVALID_ARGUMENT if it does not
+ * fit (it needs 23 + 3 x name_len bytes at most). */
+int wpack_entry_uri(const wpack_archive *ar, const char *name, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,133 @@
+/* cmd_resolve.c - `wpack resolve`: point an MLIR module's weight globals
+ * at archive entries (resolver/README.md). */
+#include <string.h>
+
+#include "cli.h"
+#include "map_json.h"
+#include "wpack.h"
+
+static const char help[] =
+    "usage: wpack resolve ARCHIVE IN.mlir -o OUT.mlir [options]\n"
+    "\n"
+    "Finds every weight global of IN.mlir (ml_program.global with an\n"
+    "#ml_program.extern value, pretty or generic, through aliases; IREE\n"
+    "util.global without a value; globals already resolved by --emit iree)\n"
+    "and points it at an archive entry: by its symbol name, then the\n"
+    "archive's name map, then --map. The global's tensor type must match the\n"
+    "entry's dtype and every dim. Everything else is copied byte for byte;\n"
+    "resolving the output again changes nothing. Nothing is written on error.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE   where the resolved MLIR goes (may be IN.mlir)\n"
+    "  --emit MODE         uri (default): keep #ml_program.extern, add\n"
+    "                        {wpack.uri = \"wpack:<index-xxh3>/<entry>\"}\n"
+    "                      iree: value #flow.parameter.named<\"SCOPE\"::\"ENTRY\">\n"
+    "                      inline: value dense_resource<KEY> + the archive's bytes\n"
+    "  --scope NAME        parameter scope for --emit iree (default model)\n"
+    "  --map FILE.json     {\"global\": \"entry\", ...} for names nothing else maps\n"
+    "  --allow-missing     leave unresolved globals as they are (warn)\n"
+    "  -q, --quiet         no notes (unused entries, summary)\n";
+
+typedef struct {
+    int quiet;
+} diag_ctx;
+
+static void on_diag(void *user, int severity, const char *message)
+{
+    diag_ctx *c = user;
+    if (severity == WPACK_DIAG_ERROR)
+        cli_error("%s", message);
+    else if (severity == WPACK_DIAG_WARNING)
+        cli_warn("%s", message);
+    else if (!c->quiet)
+        fprintf(stderr, "wpack: note: %s\n", message);
+}
+
+int cmd_resolve(int argc, char **argv)
+{
+    const char *out = NULL, *emit = "uri", *scope = NULL, *map_path = NULL;
+    const char *pos[2];
+    int npos = 0, allow_missing = 0, quiet = 0;
+    for (int i = 1; i < argc;) {
+        int r;
+        if (cli_is_help(argv[i])) {
+            fputs(help, stdout);
+            return CLI_OK;
+        }
+        if ((r = cli_opt_value(argc, argv, &i, "-o", &out)) || (r = cli_opt_value(argc, argv, &i, "--output", &out)) ||
+            (r = cli_opt_value(argc, argv, &i, "--emit", &emit)) ||
+            (r = cli_opt_value(argc, argv, &i, "--scope", &scope)) ||
+            (r = cli_opt_value(argc, argv, &i, "--map", &map_path))) {
+            if (r < 0)
+                return CLI_USAGE;
+            continue;
+        }
+        if (strcmp(argv[i], "--allow-missing") == 0) {
+            allow_missing = 1;
+        } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
+            quiet = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            cli_error("resolve: unknown option '%s' (see wpack resolve --help)", argv[i]);
+            return CLI_USAGE;
+        } else if (npos < 2) {
+            pos[npos++] = argv[i];
+        } else {
+            cli_error("resolve: too many arguments (see wpack resolve --help)");
+            return CLI_USAGE;
+        }
+        i++;
+    }
+    if (npos != 2 || !out) {
+        cli_error("resolve: needs ARCHIVE IN.mlir -o OUT.mlir (see wpack resolve --help)");
+        return CLI_USAGE;
+    }
+    wpack_resolve_options opt;
+    wpack_resolve_options_init(&opt);
+    if (strcmp(emit, "uri") == 0)
+        opt.emit = WPACK_EMIT_URI;
+    else if (strcmp(emit, "iree") == 0)
+        opt.emit = WPACK_EMIT_IREE;
+    else if (strcmp(emit, "inline") == 0)
+        opt.emit = WPACK_EMIT_INLINE;
+    else {
+        cli_error("resolve: --emit must be uri, iree or inline, not '%s'", emit);
+        return CLI_USAGE;
+    }
+    if (scope && opt.emit != WPACK_EMIT_IREE)
+        cli_warn("--scope only matters with --emit iree");
+    opt.scope = scope;
+    opt.allow_missing = allow_missing;
+    diag_ctx dc = {quiet};
+    opt.diag = on_diag;
+    opt.diag_user = &dc;
+    wpk_name_map map = {0};
+    if (map_path) {
+        char err[600];
+        if (wpk_name_map_load(map_path, &map, err, sizeof err)) {
+            cli_error("%s", err);
+            return CLI_FAIL;
+        }
+        opt.map_globals = (const char *const *)map.globals;
+        opt.map_entries = (const char *const *)map.entries;
+        opt.map_count = map.n;
+    }
+    wpack_archive *ar;
+    int rc = wpack_open_file(&ar, pos[0], 0);
+    if (rc) {
+        cli_error("%s", ar ? wpack_errmsg(ar) : "out of memory");
+        wpack_close(ar);
+        wpk_name_map_free(&map);
+        return CLI_FAIL;
+    }
+    wpack_resolve_result res;
+    rc = wpack_resolve_file(ar, pos[1], out, &opt, &res);
+    wpack_close(ar);
+    wpk_name_map_free(&map);
+    if (rc)
+        return CLI_FAIL;
+    if (!quiet)
+        fprintf(stderr, "wpack: resolved %llu of %llu weight globals%s%llu left unresolved\n",
+                (unsigned long long)res.resolved, (unsigned long long)res.globals,
+                res.missing ? ", " : ", ", (unsigned long long)res.missing);
+    return CLI_OK;
+}

@@ -1,0 +1,462 @@
+/*
+ * emit.c - write the scanned document with the plan applied: the input is
+ * copied through byte for byte except for one edit per resolved global
+ * (an attribute for uri, the initial value for iree and inline) and, for
+ * inline, a new {-# dialect_resources #-} section at the end whose blobs
+ * stream from the archive.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "internal.h"
+#include "resolve_int.h"
+
+/* Blob alignment written into inline resources (power of two). */
+#define INLINE_ALIGNMENT 64u
+
+typedef struct {
+    size_t off, len;            /* input range replaced (len 0: insertion) */
+    size_t text, text_len;      /* replacement in the arena */
+} edit;
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int failed;
+} arena;
+
+static void put(arena *a, const char *s, size_t n)
+{
+    if (a->failed)
+        return;
+    if (a->n + n + 1 > a->cap) {
+        size_t c = a->cap ? a->cap : 4096;
+        while (c < a->n + n + 1)
+            c *= 2;
+        char *q = realloc(a->p, c);
+        if (!q) {
+            a->failed = 1;
+            return;
+        }
+        a->p = q;
+        a->cap = c;
+    }
+    memcpy(a->p + a->n, s, n);
+    a->n += n;
+}
+
+static void puts_(arena *a, const char *s)
+{
+    put(a, s, strlen(s));
+}
+
+typedef struct {
+    wpk_emitter *e;
+    int rc;
+    char *err;
+    size_t errlen;
+} out_ctx;
+
+static int out(out_ctx *o, const void *p, size_t n);
+
+/* Copy input bytes through: large runs by copy_file_range when the sink
+ * can, else by write. */
+static int out_input(out_ctx *o, size_t off, size_t n)
+{
+    if (o->rc || !n)
+        return o->rc;
+    if (n >= (1u << 20) && o->e->copy_input) {
+        int r = o->e->copy_input(o->e->user, off, n);
+        if (r == 0)
+            return 0;
+        if (r < 0) {
+            wpk_fmt(o->err, o->errlen, "copying the input to the output failed");
+            return o->rc = WPACK_E_IO;
+        }
+    }
+    return out(o, o->e->doc->buf + off, n);
+}
+
+static int out(out_ctx *o, const void *p, size_t n)
+{
+    if (o->rc || !n)
+        return o->rc;
+    if (o->e->write(o->e->user, p, n)) {
+        wpk_fmt(o->err, o->errlen, "writing the output failed");
+        o->rc = WPACK_E_IO;
+    }
+    return o->rc;
+}
+
+/* ------------------------------------------------------------ keys */
+
+typedef struct {
+    char **slots;
+    size_t cap, n;
+} key_set;
+
+static uint64_t hash_str(const char *s, size_t n)
+{
+    return wpk_xxh3(s, n);
+}
+
+static int set_has(const key_set *k, const char *s, size_t n)
+{
+    if (!k->cap)
+        return 0;
+    for (size_t i = hash_str(s, n) & (k->cap - 1);; i = (i + 1) & (k->cap - 1)) {
+        if (!k->slots[i])
+            return 0;
+        if (strlen(k->slots[i]) == n && memcmp(k->slots[i], s, n) == 0)
+            return 1;
+    }
+}
+
+/* Insert a heap string the set takes over; 0 on allocation failure. */
+static int set_add(key_set *k, char *s)
+{
+    if ((k->n + 1) * 2 > k->cap) {
+        size_t c = k->cap ? k->cap * 2 : 64;
+        char **ns = calloc(c, sizeof *ns);
+        if (!ns)
+            return 0;
+        for (size_t i = 0; i < k->cap; i++) {
+            if (!k->slots[i])
+                continue;
+            size_t j = hash_str(k->slots[i], strlen(k->slots[i])) & (c - 1);
+            while (ns[j])
+                j = (j + 1) & (c - 1);
+            ns[j] = k->slots[i];
+        }
+        free(k->slots);
+        k->slots = ns;
+        k->cap = c;
+    }
+    size_t j = hash_str(s, strlen(s)) & (k->cap - 1);
+    while (k->slots[j])
+        j = (j + 1) & (k->cap - 1);
+    k->slots[j] = s;
+    k->n++;
+    return 1;
+}
+
+static void set_free(key_set *k)
+{
+    for (size_t i = 0; i < k->cap; i++)
+        free(k->slots[i]);
+    free(k->slots);
+}
+
+/* A bare-identifier resource key for an entry name: [A-Za-z0-9_.] kept,
+ * other bytes become '_', a leading digit or '.' gets "w_" in front;
+ * "_1", "_2", ... make it unique. The set owns the result. */
+static const char *make_key(key_set *k, const char *name)
+{
+    size_t n = strlen(name);
+    char *s = malloc(n + 32);
+    if (!s)
+        return NULL;
+    size_t o = 0;
+    char c0 = name[0];
+    if (!((c0 >= 'a' && c0 <= 'z') || (c0 >= 'A' && c0 <= 'Z') || c0 == '_')) {
+        s[o++] = 'w';
+        s[o++] = '_';
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '_' || c == '.';
+        s[o++] = keep ? c : '_';
+    }
+    s[o] = 0;
+    for (unsigned suffix = 1; set_has(k, s, strlen(s)); suffix++)
+        wpk_fmt(s + o, 32, "_%u", suffix);
+    if (!set_add(k, s)) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* -------------------------------------------------------- replacement */
+
+static void put_uri(arena *a, const wpk_emitter *e, const char *entry)
+{
+    wpack_info info;
+    wpack_get_info(e->ar, &info);
+    char head[32];
+    wpk_fmt(head, sizeof head, "\"wpack:%016llx/", (unsigned long long)info.index_checksum);
+    puts_(a, head);
+    size_t n = strlen(entry);
+    char *enc = malloc(3 * n + 1);
+    if (!enc) {
+        a->failed = 1;
+        return;
+    }
+    wpk_uri_encode(entry, n, enc, 3 * n + 1);
+    puts_(a, enc);
+    free(enc);
+    puts_(a, "\"");
+}
+
+/* The new value attribute (without its type). */
+static void put_value(arena *a, const wpk_emitter *e, const wpk_plan_item *it)
+{
+    if (e->emit == WPACK_EMIT_IREE) {
+        puts_(a, "#flow.parameter.named<\"");
+        puts_(a, e->scope);
+        puts_(a, "\"::\"");
+        puts_(a, it->entry_name);
+        puts_(a, "\">");
+    } else if (e->emit == WPACK_EMIT_INLINE) {
+        puts_(a, "dense_resource<");
+        puts_(a, it->key);
+        puts_(a, ">");
+    } else {
+        puts_(a, "#ml_program.extern");
+    }
+}
+
+static int dict_is_empty(const wpk_mlir_doc *doc, wpk_span attrs)
+{
+    wpk_dict_entry one[1];
+    size_t n = 1, close;
+    if (wpk_mlir_parse_dict(doc->buf, doc->len, attrs.off, one, 1, &n, &close))
+        return 0;
+    return n == 0;
+}
+
+/* The one edit for item it. */
+static edit edit_for(arena *a, const wpk_emitter *e, const wpk_plan_item *it)
+{
+    const wpk_mlir_doc *doc = e->doc;
+    const wpk_global *g = &doc->globals[it->global];
+    edit ed = {0, 0, a->n, 0};
+    int uri_attr = e->emit == WPACK_EMIT_URI;
+    if (uri_attr && !e->replace_with_extern) {
+        if (g->uri_value.len) {
+            ed.off = g->uri_value.off;
+            ed.len = g->uri_value.len;
+            put_uri(a, e, it->entry_name);
+        } else if (g->attrs.len) {
+            ed.off = g->attrs.off + 1;
+            puts_(a, "wpack.uri = ");
+            put_uri(a, e, it->entry_name);
+            if (!dict_is_empty(doc, g->attrs))
+                puts_(a, ", ");
+        } else {
+            ed.off = g->attrs_insert;
+            puts_(a, " {wpack.uri = ");
+            put_uri(a, e, it->entry_name);
+            puts_(a, "}");
+        }
+        ed.text_len = a->n - ed.text;
+        return ed;
+    }
+    /* the initial value changes */
+    int typed = g->form != WPK_FORM_UTIL_PRETTY; /* util pretty shares the global's type */
+    if (g->value.len) {
+        ed.off = g->value.off;
+        ed.len = g->value.len;
+        put_value(a, e, it);
+        if (typed) {
+            puts_(a, " : ");
+            put(a, doc->buf + g->type.off, g->type.len);
+        }
+    } else if (g->form == WPK_FORM_UTIL_PRETTY) {
+        ed.off = g->value_insert;
+        puts_(a, "= ");
+        put_value(a, e, it);
+        puts_(a, " ");
+    } else {
+        /* generic util.global without initial_value: add one to its dict */
+        ed.off = g->value_insert;
+        puts_(a, ", initial_value = ");
+        put_value(a, e, it);
+        puts_(a, " : ");
+        put(a, doc->buf + g->type.off, g->type.len);
+    }
+    ed.text_len = a->n - ed.text;
+    return ed;
+}
+
+static int edit_cmp(const void *x, const void *y)
+{
+    const edit *a = x, *b = y;
+    if (a->off != b->off)
+        return a->off < b->off ? -1 : 1;
+    return a->text < b->text ? -1 : a->text > b->text;
+}
+
+/* ---------------------------------------------------------- blobs */
+
+static const char hexdig[] = "0123456789ABCDEF";
+
+static void hex_encode(char *dst, const unsigned char *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        dst[2 * i] = hexdig[src[i] >> 4];
+        dst[2 * i + 1] = hexdig[src[i] & 15];
+    }
+}
+
+static int write_blob(out_ctx *o, const wpack_archive *ar, uint64_t entry)
+{
+    wpack_tensor t;
+    if (wpack_tensor_at(ar, entry, &t) != WPACK_OK) {
+        wpk_fmt(o->err, o->errlen, "archive entry %llu vanished", (unsigned long long)entry);
+        return o->rc = WPACK_E_NOT_FOUND;
+    }
+    enum { CHUNK = 1 << 18 };
+    char *hex = malloc(2 * CHUNK);
+    unsigned char *raw = t.data ? NULL : malloc(CHUNK);
+    if (!hex || (!t.data && !raw)) {
+        free(hex);
+        free(raw);
+        wpk_fmt(o->err, o->errlen, "out of memory");
+        return o->rc = WPACK_E_NOMEM;
+    }
+    unsigned char align[4];
+    wpk_st32(align, INLINE_ALIGNMENT);
+    out(o, "\"0x", 3);
+    hex_encode(hex, align, 4);
+    out(o, hex, 8);
+    for (uint64_t done = 0; done < t.nbytes && !o->rc;) {
+        size_t n = t.nbytes - done < CHUNK ? (size_t)(t.nbytes - done) : CHUNK;
+        const unsigned char *src;
+        if (t.data) {
+            src = (const unsigned char *)t.data + done;
+        } else {
+            int rc = wpack_read(ar, entry, done, raw, n);
+            if (rc) {
+                char q[300];
+                wpk_quote(q, sizeof q, t.name, t.name_len);
+                wpk_fmt(o->err, o->errlen, "entry '%s': reading its bytes failed (%s)", q,
+                        wpack_error_name(rc));
+                o->rc = rc;
+                break;
+            }
+            src = raw;
+        }
+        hex_encode(hex, src, n);
+        out(o, hex, 2 * n);
+        done += n;
+    }
+    out(o, "\"", 1);
+    free(hex);
+    free(raw);
+    return o->rc;
+}
+
+static int item_entry_cmp(const void *x, const void *y)
+{
+    const wpk_plan_item *a = *(wpk_plan_item *const *)x, *b = *(wpk_plan_item *const *)y;
+    if (a->entry != b->entry)
+        return a->entry < b->entry ? -1 : 1;
+    return a->global < b->global ? -1 : a->global > b->global;
+}
+
+/* Give every item its resource key (shared entries share one); returns
+ * the items sorted by entry in *order for writing the blobs. */
+static int assign_keys(wpk_emitter *e, key_set *keys, wpk_plan_item ***order)
+{
+    const wpk_mlir_doc *doc = e->doc;
+    for (size_t i = 0; i < doc->nresources; i++) {
+        const wpk_resource *r = &doc->resources[i];
+        size_t n;
+        char *k = wpk_mlir_decode_string(doc->buf + r->key.off, r->key.len, &n);
+        if (!k || !set_add(keys, k)) {
+            free(k);
+            return WPACK_E_NOMEM;
+        }
+    }
+    wpk_plan_item **v = malloc((e->nitems ? e->nitems : 1) * sizeof *v);
+    if (!v)
+        return WPACK_E_NOMEM;
+    for (size_t i = 0; i < e->nitems; i++)
+        v[i] = &e->items[i];
+    qsort(v, e->nitems, sizeof *v, item_entry_cmp);
+    for (size_t i = 0; i < e->nitems; i++) {
+        if (i && v[i]->entry == v[i - 1]->entry) {
+            v[i]->key = v[i - 1]->key;
+            continue;
+        }
+        v[i]->key = make_key(keys, v[i]->entry_name);
+        if (!v[i]->key) {
+            free(v);
+            return WPACK_E_NOMEM;
+        }
+    }
+    *order = v;
+    return 0;
+}
+
+int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
+{
+    const wpk_mlir_doc *doc = e->doc;
+    key_set keys = {0};
+    wpk_plan_item **order = NULL;
+    out_ctx o = {e, 0, err, errlen};
+    if (e->emit == WPACK_EMIT_INLINE && e->nitems) {
+        int rc = assign_keys(e, &keys, &order);
+        if (rc) {
+            set_free(&keys);
+            wpk_fmt(err, errlen, "out of memory");
+            return rc;
+        }
+    }
+    arena a = {0};
+    size_t nedits = e->nitems + e->ndrops;
+    edit *edits = malloc((nedits ? nedits : 1) * sizeof *edits);
+    if (!edits) {
+        free(order);
+        set_free(&keys);
+        wpk_fmt(err, errlen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    for (size_t i = 0; i < e->nitems; i++)
+        edits[i] = edit_for(&a, e, &e->items[i]);
+    for (size_t i = 0; i < e->ndrops; i++)
+        edits[e->nitems + i] = (edit){e->drops[i].off, e->drops[i].len, 0, 0};
+    if (a.failed) {
+        o.rc = WPACK_E_NOMEM;
+        wpk_fmt(err, errlen, "out of memory");
+    }
+    qsort(edits, nedits, sizeof *edits, edit_cmp);
+    size_t pos = 0;
+    for (size_t i = 0; i < nedits && !o.rc; i++) {
+        if (edits[i].off < pos) {
+            wpk_fmt(err, errlen, "internal error: overlapping edits at byte %zu", edits[i].off);
+            o.rc = WPACK_E_STATE;
+            break;
+        }
+        out_input(&o, pos, edits[i].off - pos);
+        out(&o, a.p + edits[i].text, edits[i].text_len);
+        pos = edits[i].off + edits[i].len;
+    }
+    out_input(&o, pos, doc->len - pos);
+    if (e->emit == WPACK_EMIT_INLINE && e->nitems && !o.rc) {
+        if (doc->len && doc->buf[doc->len - 1] != '\n')
+            out(&o, "\n", 1);
+        static const char head[] = "\n{-#\n  dialect_resources: {\n    builtin: {\n";
+        static const char tail[] = "\n    }\n  }\n#-}\n";
+        out(&o, head, sizeof head - 1);
+        int first = 1;
+        for (size_t i = 0; i < e->nitems && !o.rc; i++) {
+            if (i && order[i]->entry == order[i - 1]->entry)
+                continue;
+            out(&o, first ? "      " : ",\n      ", first ? 6 : 8);
+            first = 0;
+            out(&o, order[i]->key, strlen(order[i]->key));
+            out(&o, ": ", 2);
+            write_blob(&o, e->ar, order[i]->entry);
+        }
+        out(&o, tail, sizeof tail - 1);
+    }
+    free(edits);
+    free(a.p);
+    free(order);
+    set_free(&keys);
+    return o.rc;
+}

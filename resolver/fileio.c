@@ -1,0 +1,189 @@
+/* fileio.c - mapped input, buffered fd output and temp-file-then-rename
+ * output for the resolver's *_file calls. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "resolve_int.h"
+
+int wpk_rsv_map_file(const char *path, const char **buf, size_t *len, int *keep_fd, char *err,
+                     size_t errlen)
+{
+    *buf = NULL;
+    *len = 0;
+    if (keep_fd)
+        *keep_fd = -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        wpk_fmt(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return WPACK_E_IO;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        wpk_fmt(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        return WPACK_E_IO;
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        *buf = "";
+        return 0;
+    }
+    if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
+        wpk_fmt(err, errlen, "%s: too large to map", path);
+        close(fd);
+        return WPACK_E_IO;
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+        close(fd);
+        wpk_fmt(err, errlen, "%s: mmap failed: %s", path, strerror(errno));
+        return WPACK_E_IO;
+    }
+    if (keep_fd)
+        *keep_fd = fd;
+    else
+        close(fd);
+    madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+    *buf = p;
+    *len = (size_t)st.st_size;
+    return 0;
+}
+
+void wpk_rsv_unmap_file(const char *buf, size_t len)
+{
+    if (buf && len)
+        munmap((void *)buf, len);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int wpk_fd_sink_flush(wpk_fd_sink *s)
+{
+    if (!s->failed && s->used && write_all(s->fd, s->buf, s->used))
+        s->failed = 1;
+    s->used = 0;
+    return s->failed;
+}
+
+int wpk_fd_sink_copy(void *user, size_t off, size_t n)
+{
+    wpk_fd_sink *s = user;
+    if (s->in_fd < 0 || wpk_fd_sink_flush(s))
+        return 1;
+    loff_t in_off = (loff_t)off;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t c = copy_file_range(s->in_fd, &in_off, s->fd, NULL, n - done, 0);
+        if (c <= 0) {
+            if (c < 0 && errno == EINTR)
+                continue;
+            if (done == 0)
+                return 1; /* not supported here: the caller writes instead */
+            /* part copied: write the rest from the mapping is the caller's job,
+             * so report it through the sink as a failure */
+            s->failed = 1;
+            return -1;
+        }
+        done += (size_t)c;
+    }
+    return 0;
+}
+
+int wpk_fd_sink_write(void *user, const void *data, size_t n)
+{
+    wpk_fd_sink *s = user;
+    if (s->failed)
+        return 1;
+    if (n >= sizeof s->buf) {
+        if (wpk_fd_sink_flush(s))
+            return 1;
+        if (write_all(s->fd, data, n))
+            s->failed = 1;
+        return s->failed;
+    }
+    if (s->used + n > sizeof s->buf && wpk_fd_sink_flush(s))
+        return 1;
+    memcpy(s->buf + s->used, data, n);
+    s->used += n;
+    return 0;
+}
+
+int wpk_tmp_open(wpk_tmp_out *t, const char *path, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    t->fd = -1;
+    size_t n = strlen(path);
+    t->path = strdup(path);
+    t->tmp = malloc(n + 16);
+    if (!t->path || !t->tmp) {
+        wpk_tmp_discard(t);
+        wpk_fmt(err, errlen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    memcpy(t->tmp, path, n);
+    memcpy(t->tmp + n, ".tmp-XXXXXX", 12);
+    t->fd = mkstemp(t->tmp);
+    if (t->fd < 0) {
+        wpk_fmt(err, errlen, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
+        free(t->tmp);
+        t->tmp = NULL;
+        wpk_tmp_discard(t);
+        return WPACK_E_IO;
+    }
+    fchmod(t->fd, 0644);
+    return 0;
+}
+
+int wpk_tmp_commit(wpk_tmp_out *t, char *err, size_t errlen)
+{
+    int rc = 0;
+    /* No fsync: an MLIR output can be made again from its inputs, and an
+     * fsync of a gigabyte file costs more than the whole rewrite. The
+     * rename still makes the output appear whole or not at all. */
+    if (close(t->fd) != 0) {
+        wpk_fmt(err, errlen, "%s: writing failed: %s", t->path, strerror(errno));
+        rc = WPACK_E_IO;
+    }
+    t->fd = -1;
+    if (!rc && rename(t->tmp, t->path) != 0) {
+        wpk_fmt(err, errlen, "%s: cannot rename into place: %s", t->path, strerror(errno));
+        rc = WPACK_E_IO;
+    }
+    if (rc)
+        unlink(t->tmp);
+    free(t->tmp);
+    free(t->path);
+    t->tmp = t->path = NULL;
+    return rc;
+}
+
+void wpk_tmp_discard(wpk_tmp_out *t)
+{
+    if (t->fd >= 0)
+        close(t->fd);
+    if (t->tmp)
+        unlink(t->tmp);
+    free(t->tmp);
+    free(t->path);
+    t->tmp = t->path = NULL;
+    t->fd = -1;
+}

@@ -1,0 +1,65 @@
+/* map_json.c - load the --map JSON object (see map_json.h). */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "map_json.h"
+
+int wpk_name_map_load(const char *path, wpk_name_map *m, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        wpk_fmt(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        return 1;
+    }
+    if (!json_is_object(root)) {
+        wpk_fmt(err, errlen, "%s: expected a JSON object {\"global\": \"entry\", ...}", path);
+        json_decref(root);
+        return 1;
+    }
+    size_t n = json_object_size(root);
+    m->globals = calloc(n ? n : 1, sizeof *m->globals);
+    m->entries = calloc(n ? n : 1, sizeof *m->entries);
+    if (!m->globals || !m->entries) {
+        wpk_fmt(err, errlen, "out of memory");
+        json_decref(root);
+        wpk_name_map_free(m);
+        return 1;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        if (!json_is_string(v)) {
+            wpk_fmt(err, errlen, "%s: the value for \"%.200s\" is not a string", path, key);
+            json_decref(root);
+            wpk_name_map_free(m);
+            return 1;
+        }
+        m->globals[m->n] = strdup(key);
+        m->entries[m->n] = strdup(json_string_value(v));
+        if (!m->globals[m->n] || !m->entries[m->n]) {
+            m->n++;
+            wpk_fmt(err, errlen, "out of memory");
+            json_decref(root);
+            wpk_name_map_free(m);
+            return 1;
+        }
+        m->n++;
+    }
+    json_decref(root);
+    return 0;
+}
+
+void wpk_name_map_free(wpk_name_map *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->globals[i]);
+        free(m->entries[i]);
+    }
+    free(m->globals);
+    free(m->entries);
+    memset(m, 0, sizeof *m);
+}

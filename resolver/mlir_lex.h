@@ -1,0 +1,48 @@
+/*
+ * mlir_lex.h - the MLIR tokenizer under the scanner: strings (with \" \\ \n
+ * \t and \XX hex escapes), comments, identifiers of every sigil, numbers,
+ * punctuation, '->' and the {-# #-} brackets of the file metadata.
+ */
+#ifndef WPACK_RESOLVER_MLIR_LEX_H
+#define WPACK_RESOLVER_MLIR_LEX_H
+
+#include <stddef.h>
+
+enum {
+    WPK_TOK_EOF = 0,
+    WPK_TOK_ERROR,
+    WPK_TOK_BAREID,     /* module, ml_program.global, tensor, f32, x3xf32 */
+    WPK_TOK_STRING,     /* "..." including quotes */
+    WPK_TOK_AT,         /* @sym or @"sym" */
+    WPK_TOK_HASH,       /* #alias, #dialect.attr */
+    WPK_TOK_BANG,       /* !alias, !dialect.type */
+    WPK_TOK_PERCENT,    /* %value, %0#1 */
+    WPK_TOK_CARET,      /* ^block */
+    WPK_TOK_NUMBER,     /* 12, 0x1F, 1.5e-3 */
+    WPK_TOK_PUNCT,      /* one of ( ) [ ] { } < > : , = ? * + - | etc. */
+    WPK_TOK_ARROW,      /* -> */
+    WPK_TOK_META_BEGIN, /* {-# */
+    WPK_TOK_META_END    /* #-} */
+};
+
+typedef struct wpk_tok {
+    int kind;
+    size_t off, len;
+} wpk_tok;
+
+typedef struct wpk_lexer {
+    const char *buf;
+    size_t len, pos;
+    const char *err;    /* static message when a token is WPK_TOK_ERROR */
+    size_t err_off;
+} wpk_lexer;
+
+void wpk_lex_init(wpk_lexer *lx, const char *buf, size_t len, size_t pos);
+/* The next token; whitespace and // comments are skipped. */
+wpk_tok wpk_lex_next(wpk_lexer *lx);
+/* The next token without consuming it. */
+wpk_tok wpk_lex_peek(const wpk_lexer *lx);
+/* Is tok the single punctuation character c? */
+int wpk_tok_is(const wpk_lexer *lx, wpk_tok tok, char c);
+
+#endif

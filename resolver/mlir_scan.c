@@ -1,0 +1,1149 @@
+/*
+ * mlir_scan.c - walk an MLIR text buffer once, keeping bracket balance, and
+ * record the weight globals, aliases, builtin resources and located ops
+ * (see mlir_scan.h). Globals are recognised in region context only (the
+ * module body or any region), never inside attribute or type brackets.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "mlir_lex.h"
+#include "mlir_scan.h"
+#include "wpack.h"
+
+#define MAX_NESTING 10000
+
+typedef struct {
+    char c;              /* ( [ { < */
+    size_t off;
+    size_t stmt_start;   /* '{' only: the current statement of this region */
+} open_bracket;
+
+typedef struct {
+    wpk_mlir_doc *doc;
+    wpk_lexer lx;
+    unsigned flags;
+    open_bracket *stack;
+    size_t sp, cap;
+    size_t top_stmt;     /* statement start at the top level */
+    size_t prev_end;     /* end of the previous token */
+    char *err;
+    size_t errlen;
+    int failed;          /* WPACK_E_INPUT or WPACK_E_NOMEM once failed */
+} scanner;
+
+static int fail_at(scanner *sc, size_t off, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail_at(scanner *sc, size_t off, const char *fmt, ...)
+{
+    if (sc->failed)
+        return sc->failed;
+    unsigned line, col;
+    wpk_mlir_line_col(sc->doc->buf, sc->doc->len, off, &line, &col);
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    wpk_vfmt(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    wpk_fmt(sc->err, sc->errlen, "%u:%u: %s", line, col, msg);
+    sc->failed = WPACK_E_INPUT;
+    return sc->failed;
+}
+
+static int fail_nomem(scanner *sc)
+{
+    if (!sc->failed) {
+        wpk_fmt(sc->err, sc->errlen, "out of memory while scanning MLIR");
+        sc->failed = WPACK_E_NOMEM;
+    }
+    return sc->failed;
+}
+
+/* Grow an array of elements of size sz to hold one more. */
+static int grow(void **v, size_t *cap, size_t n, size_t sz)
+{
+    if (n < *cap)
+        return 1;
+    size_t c = *cap ? *cap * 2 : 16;
+    if (c > ((size_t)-1) / sz)
+        return 0;
+    void *p = realloc(*v, c * sz);
+    if (!p)
+        return 0;
+    *v = p;
+    *cap = c;
+    return 1;
+}
+
+void wpk_mlir_line_col(const char *buf, size_t len, size_t off, unsigned *line, unsigned *col)
+{
+    if (off > len)
+        off = len;
+    unsigned l = 1;
+    size_t line_start = 0;
+    const char *p = buf, *end = buf + off;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            break;
+        l++;
+        line_start = (size_t)(nl - buf) + 1;
+        p = nl + 1;
+    }
+    *line = l;
+    *col = (unsigned)(off - line_start + 1);
+}
+
+int wpk_span_is(const char *buf, wpk_span s, const char *w)
+{
+    size_t n = strlen(w);
+    return s.len == n && memcmp(buf + s.off, w, n) == 0;
+}
+
+static int tok_is_word(const scanner *sc, wpk_tok t, const char *w)
+{
+    return t.kind == WPK_TOK_BAREID && wpk_span_is(sc->doc->buf, (wpk_span){t.off, t.len}, w);
+}
+
+static int is_hex_digit(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int hex_val(unsigned char c)
+{
+    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+}
+
+char *wpk_mlir_decode_string(const char *s, size_t len, size_t *n)
+{
+    /* tolerate a missing pair of quotes: decode what is there */
+    if (len >= 2 && s[0] == '"' && s[len - 1] == '"') {
+        s++;
+        len -= 2;
+    }
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '\\' && i + 1 < len) {
+            char d = s[i + 1];
+            if (d == 'n') {
+                out[o++] = '\n';
+                i++;
+            } else if (d == 't') {
+                out[o++] = '\t';
+                i++;
+            } else if (d == '"' || d == '\\') {
+                out[o++] = d;
+                i++;
+            } else if (i + 2 < len && is_hex_digit((unsigned char)d) &&
+                       is_hex_digit((unsigned char)s[i + 2])) {
+                out[o++] = (char)(hex_val((unsigned char)d) * 16 + hex_val((unsigned char)s[i + 2]));
+                i += 2;
+            } else {
+                out[o++] = c;
+            }
+        } else {
+            out[o++] = c;
+        }
+    }
+    out[o] = 0;
+    *n = o;
+    return out;
+}
+
+/* ------------------------------------------------------------ groups */
+
+static int is_opener(const wpk_lexer *lx, wpk_tok t)
+{
+    return t.kind == WPK_TOK_PUNCT &&
+           (lx->buf[t.off] == '(' || lx->buf[t.off] == '[' || lx->buf[t.off] == '{' ||
+            lx->buf[t.off] == '<');
+}
+
+static char closer_of(char c)
+{
+    return c == '(' ? ')' : c == '[' ? ']' : c == '{' ? '}' : '>';
+}
+
+/* '>' directly followed by '=' outside '<...>' is the ">=" of an integer
+ * set, not a bracket. */
+static int is_ge(const wpk_lexer *lx, wpk_tok t, char top)
+{
+    return top != '<' && t.off + 1 < lx->len && lx->buf[t.off + 1] == '=';
+}
+
+/* Consume a bracketed group whose opener `open` was just read; *close gets
+ * the offset of the matching closer. Strings, comments and nesting inside
+ * are handled by the lexer and a local stack. */
+static int skip_group(scanner *sc, wpk_tok open, size_t *close)
+{
+    char local[64];
+    size_t lofs[64];
+    char *stk = local;
+    size_t *ofs = lofs;
+    size_t sp = 0, cap = 64;
+    int rc = 0;
+    stk[sp] = sc->doc->buf[open.off];
+    ofs[sp++] = open.off;
+    while (sp) {
+        wpk_tok t = wpk_lex_next(&sc->lx);
+        if (t.kind == WPK_TOK_ERROR) {
+            rc = fail_at(sc, sc->lx.err_off, "%s", sc->lx.err);
+            break;
+        }
+        if (t.kind == WPK_TOK_EOF) {
+            rc = fail_at(sc, ofs[sp - 1], "unbalanced '%c': no matching '%c' before the end of the file",
+                         stk[sp - 1], closer_of(stk[sp - 1]));
+            break;
+        }
+        if (t.kind == WPK_TOK_META_BEGIN || t.kind == WPK_TOK_META_END) {
+            rc = fail_at(sc, t.off, "'%.3s' inside an unclosed '%c' (opened at byte %zu)",
+                         sc->doc->buf + t.off, stk[sp - 1], ofs[sp - 1]);
+            break;
+        }
+        if (t.kind != WPK_TOK_PUNCT)
+            continue;
+        char c = sc->doc->buf[t.off];
+        if (is_opener(&sc->lx, t)) {
+            if (sp == cap) {
+                if (cap >= MAX_NESTING) {
+                    rc = fail_at(sc, t.off, "brackets nested deeper than %d", MAX_NESTING);
+                    break;
+                }
+                size_t ncap = cap * 2;
+                char *ns = malloc(ncap);
+                size_t *no = malloc(ncap * sizeof *no);
+                if (!ns || !no) {
+                    free(ns);
+                    free(no);
+                    rc = fail_nomem(sc);
+                    break;
+                }
+                memcpy(ns, stk, sp);
+                memcpy(no, ofs, sp * sizeof *no);
+                if (stk != local) {
+                    free(stk);
+                    free(ofs);
+                }
+                stk = ns;
+                ofs = no;
+                cap = ncap;
+            }
+            stk[sp] = c;
+            ofs[sp++] = t.off;
+        } else if (c == ')' || c == ']' || c == '}' || c == '>') {
+            if (c == '>' && is_ge(&sc->lx, t, stk[sp - 1]))
+                continue;
+            if (c != closer_of(stk[sp - 1])) {
+                unsigned l, col;
+                wpk_mlir_line_col(sc->doc->buf, sc->doc->len, ofs[sp - 1], &l, &col);
+                rc = fail_at(sc, t.off, "unbalanced brackets: '%c' closes the '%c' opened at %u:%u",
+                             c, stk[sp - 1], l, col);
+                break;
+            }
+            sp--;
+            if (!sp)
+                *close = t.off;
+        }
+    }
+    if (stk != local) {
+        free(stk);
+        free(ofs);
+    }
+    return rc;
+}
+
+/* Read the next token, failing on a lexer error or end of file. */
+static int next_tok(scanner *sc, wpk_tok *t, const char *what)
+{
+    *t = wpk_lex_next(&sc->lx);
+    if (t->kind == WPK_TOK_ERROR)
+        return fail_at(sc, sc->lx.err_off, "%s", sc->lx.err);
+    if (t->kind == WPK_TOK_EOF)
+        return fail_at(sc, t->off, "end of file while reading %s", what);
+    return 0;
+}
+
+static int peek_is(scanner *sc, char c)
+{
+    wpk_tok t = wpk_lex_peek(&sc->lx);
+    return wpk_tok_is(&sc->lx, t, c);
+}
+
+/* A type: `tensor<...>`, `f32`, `!alias`, `!dialect.t<...>`, `(...)`. */
+static int parse_type(scanner *sc, wpk_span *out)
+{
+    wpk_tok t;
+    if (next_tok(sc, &t, "a type"))
+        return sc->failed;
+    size_t end = t.off + t.len;
+    if (t.kind == WPK_TOK_BAREID || t.kind == WPK_TOK_BANG) {
+        wpk_tok p = wpk_lex_peek(&sc->lx);
+        if (wpk_tok_is(&sc->lx, p, '<') && p.off == end) {
+            wpk_lex_next(&sc->lx);
+            size_t close;
+            if (skip_group(sc, p, &close))
+                return sc->failed;
+            end = close + 1;
+        }
+    } else if (wpk_tok_is(&sc->lx, t, '(')) {
+        size_t close;
+        if (skip_group(sc, t, &close))
+            return sc->failed;
+        end = close + 1;
+        if (wpk_lex_peek(&sc->lx).kind == WPK_TOK_ARROW) {
+            wpk_lex_next(&sc->lx);
+            wpk_span r;
+            if (parse_type(sc, &r))
+                return sc->failed;
+            end = r.off + r.len;
+        }
+    } else {
+        return fail_at(sc, t.off, "expected a type, found '%.*s'", (int)(t.len > 40 ? 40 : t.len),
+                       sc->doc->buf + t.off);
+    }
+    *out = (wpk_span){t.off, end - t.off};
+    return 0;
+}
+
+/* Tokens of one value up to (not including) a ',' or a closer at depth 0,
+ * or, with stop_colon, a ':' at depth 0. */
+static int parse_value(scanner *sc, int stop_colon, wpk_span *out)
+{
+    size_t start = (size_t)-1, end = 0;
+    for (;;) {
+        wpk_tok p = wpk_lex_peek(&sc->lx);
+        if (p.kind == WPK_TOK_ERROR) {
+            wpk_lex_next(&sc->lx);
+            return fail_at(sc, sc->lx.err_off, "%s", sc->lx.err);
+        }
+        if (p.kind == WPK_TOK_EOF)
+            return fail_at(sc, p.off, "end of file inside an attribute value");
+        if (p.kind == WPK_TOK_PUNCT) {
+            char c = sc->doc->buf[p.off];
+            if (c == ',' || c == ')' || c == ']' || c == '}' || (c == '>' && !is_ge(&sc->lx, p, 0)))
+                break;
+            if (stop_colon && c == ':')
+                break;
+        }
+        if (p.kind == WPK_TOK_META_BEGIN || p.kind == WPK_TOK_META_END)
+            return fail_at(sc, p.off, "'%.3s' inside an attribute value", sc->doc->buf + p.off);
+        wpk_tok t = wpk_lex_next(&sc->lx);
+        if (t.kind == WPK_TOK_ERROR)
+            return fail_at(sc, sc->lx.err_off, "%s", sc->lx.err);
+        if (start == (size_t)-1)
+            start = t.off;
+        end = t.off + t.len;
+        if (is_opener(&sc->lx, t)) {
+            size_t close;
+            if (skip_group(sc, t, &close))
+                return sc->failed;
+            end = close + 1;
+        }
+    }
+    *out = start == (size_t)-1 ? (wpk_span){sc->lx.pos, 0} : (wpk_span){start, end - start};
+    return 0;
+}
+
+int wpk_mlir_parse_dict(const char *buf, size_t len, size_t open, wpk_dict_entry *entries,
+                        size_t max, size_t *count, size_t *close)
+{
+    wpk_mlir_doc d = {.buf = buf, .len = len};
+    char err[8];
+    scanner sc = {.doc = &d, .err = err, .errlen = sizeof err};
+    wpk_lex_init(&sc.lx, buf, len, open);
+    wpk_tok t = wpk_lex_next(&sc.lx);
+    if (!wpk_tok_is(&sc.lx, t, '{'))
+        return -1;
+    size_t n = 0;
+    for (;;) {
+        if (next_tok(&sc, &t, "an attribute dictionary"))
+            return -1;
+        if (wpk_tok_is(&sc.lx, t, '}'))
+            break;
+        if (t.kind != WPK_TOK_BAREID && t.kind != WPK_TOK_STRING)
+            return -1;
+        wpk_dict_entry e = {{t.off, t.len}, {t.off + t.len, 0}};
+        if (peek_is(&sc, '=')) {
+            wpk_lex_next(&sc.lx);
+            if (parse_value(&sc, 0, &e.value) || e.value.len == 0)
+                return -1;
+        }
+        if (n < max)
+            entries[n] = e;
+        n++;
+        if (next_tok(&sc, &t, "an attribute dictionary"))
+            return -1;
+        if (wpk_tok_is(&sc.lx, t, '}'))
+            break;
+        if (!wpk_tok_is(&sc.lx, t, ','))
+            return -1;
+    }
+    *count = n;
+    *close = t.off;
+    return 0;
+}
+
+/* ---------------------------------------------------------- globals */
+
+static wpk_global *new_global(scanner *sc, int form, size_t start)
+{
+    wpk_mlir_doc *d = sc->doc;
+    if (!grow((void **)&d->globals, &d->capglobals, d->nglobals, sizeof *d->globals)) {
+        fail_nomem(sc);
+        return NULL;
+    }
+    wpk_global *g = &d->globals[d->nglobals];
+    memset(g, 0, sizeof *g);
+    g->form = form;
+    g->op.off = start;
+    return g;
+}
+
+static int set_name(scanner *sc, wpk_global *g, const char *s, size_t n)
+{
+    free(g->name);
+    g->name = wpk_mlir_decode_string(s, n, &g->name_len);
+    if (!g->name)
+        return fail_nomem(sc);
+    if (g->name_len == 0)
+        return fail_at(sc, g->sym.off, "empty symbol name");
+    return 0;
+}
+
+/* The symbol of a pretty op: @name or @"quoted". */
+static int parse_symbol(scanner *sc, wpk_global *g)
+{
+    wpk_tok t;
+    if (next_tok(sc, &t, "a global's symbol"))
+        return sc->failed;
+    if (t.kind != WPK_TOK_AT)
+        return fail_at(sc, t.off, "expected the global's @symbol, found '%.*s'",
+                       (int)(t.len > 40 ? 40 : t.len), sc->doc->buf + t.off);
+    g->sym = (wpk_span){t.off, t.len};
+    return set_name(sc, g, sc->doc->buf + t.off + 1, t.len - 1);
+}
+
+/* [public|private|nested] [mutable] */
+static void parse_visibility_mutable(scanner *sc, wpk_global *g)
+{
+    wpk_tok t = wpk_lex_peek(&sc->lx);
+    if (tok_is_word(sc, t, "public") || tok_is_word(sc, t, "private") || tok_is_word(sc, t, "nested")) {
+        wpk_lex_next(&sc->lx);
+        t = wpk_lex_peek(&sc->lx);
+    }
+    if (tok_is_word(sc, t, "mutable")) {
+        wpk_lex_next(&sc->lx);
+        g->is_mutable = 1;
+    }
+}
+
+/* `{...}` attribute dictionary: record it and an existing wpack.uri. */
+static int parse_attr_dict(scanner *sc, wpk_span *attrs, wpk_span *uri)
+{
+    wpk_tok open = wpk_lex_next(&sc->lx);
+    size_t close;
+    if (skip_group(sc, open, &close))
+        return sc->failed;
+    *attrs = (wpk_span){open.off, close + 1 - open.off};
+    wpk_dict_entry e[64];
+    size_t n, cl;
+    if (wpk_mlir_parse_dict(sc->doc->buf, sc->doc->len, open.off, e, 64, &n, &cl) == 0) {
+        for (size_t i = 0; i < n && i < 64; i++)
+            if (wpk_span_is(sc->doc->buf, e[i].key, "wpack.uri"))
+                *uri = e[i].value;
+    }
+    return 0;
+}
+
+/* Optional trailing loc(...). */
+static int parse_trailing_loc(scanner *sc, size_t *end)
+{
+    wpk_tok t = wpk_lex_peek(&sc->lx);
+    if (!tok_is_word(sc, t, "loc"))
+        return 0;
+    wpk_lexer save = sc->lx;
+    wpk_lex_next(&sc->lx);
+    wpk_tok p = wpk_lex_next(&sc->lx);
+    if (!wpk_tok_is(&sc->lx, p, '(')) {
+        sc->lx = save;
+        return 0;
+    }
+    size_t close;
+    if (skip_group(sc, p, &close))
+        return sc->failed;
+    *end = close + 1;
+    return 0;
+}
+
+static int finish_global(scanner *sc, wpk_global *g, size_t end)
+{
+    g->op.len = end - g->op.off;
+    if (g->attrs.len == 0 && g->attrs_insert == 0)
+        g->attrs_insert = end;
+    sc->doc->nglobals++;
+    return 0;
+}
+
+/* ml_program.global [vis] [mutable] @sym [(value)] : type [{attrs}] [loc(...)] */
+static int parse_ml_pretty(scanner *sc, wpk_tok name)
+{
+    wpk_global *g = new_global(sc, WPK_FORM_ML_PRETTY, name.off);
+    if (!g)
+        return sc->failed;
+    parse_visibility_mutable(sc, g);
+    if (parse_symbol(sc, g))
+        goto bad;
+    wpk_tok t;
+    if (peek_is(sc, '(')) {
+        wpk_tok open = wpk_lex_next(&sc->lx);
+        if (parse_value(sc, 0, &g->value))
+            goto bad;
+        if (next_tok(sc, &t, "a global's initial value"))
+            goto bad;
+        if (!wpk_tok_is(&sc->lx, t, ')')) {
+            unsigned l, c;
+            wpk_mlir_line_col(sc->doc->buf, sc->doc->len, open.off, &l, &c);
+            fail_at(sc, t.off, "global @%s: unbalanced '(' (opened at %u:%u): found '%c' before ')'",
+                    g->name, l, c, sc->doc->buf[t.off]);
+            goto bad;
+        }
+    }
+    if (next_tok(sc, &t, "a global's type"))
+        goto bad;
+    if (!wpk_tok_is(&sc->lx, t, ':')) {
+        fail_at(sc, t.off, "global @%s: expected ':' and its type", g->name);
+        goto bad;
+    }
+    if (parse_type(sc, &g->type))
+        goto bad;
+    size_t end = g->type.off + g->type.len;
+    g->attrs_insert = end;
+    if (peek_is(sc, '{')) {
+        if (parse_attr_dict(sc, &g->attrs, &g->uri_value))
+            goto bad;
+        end = g->attrs.off + g->attrs.len;
+    }
+    if (parse_trailing_loc(sc, &end))
+        goto bad;
+    return finish_global(sc, g, end);
+bad:
+    free(g->name);
+    return sc->failed;
+}
+
+/* util.global [vis] [mutable] @sym [{attrs}] [= value] : type [loc(...)] */
+static int parse_util_pretty(scanner *sc, wpk_tok name)
+{
+    wpk_global *g = new_global(sc, WPK_FORM_UTIL_PRETTY, name.off);
+    if (!g)
+        return sc->failed;
+    parse_visibility_mutable(sc, g);
+    if (parse_symbol(sc, g))
+        goto bad;
+    g->attrs_insert = g->sym.off + g->sym.len;
+    if (peek_is(sc, '{') && parse_attr_dict(sc, &g->attrs, &g->uri_value))
+        goto bad;
+    wpk_tok t;
+    if (peek_is(sc, '=')) {
+        wpk_lex_next(&sc->lx);
+        if (parse_value(sc, 1, &g->value))
+            goto bad;
+    }
+    if (next_tok(sc, &t, "a global's type"))
+        goto bad;
+    if (!wpk_tok_is(&sc->lx, t, ':')) {
+        fail_at(sc, t.off, "global @%s: expected ':' and its type", g->name);
+        goto bad;
+    }
+    g->value_insert = t.off;
+    if (parse_type(sc, &g->type))
+        goto bad;
+    size_t end = g->type.off + g->type.len;
+    if (parse_trailing_loc(sc, &end))
+        goto bad;
+    return finish_global(sc, g, end);
+bad:
+    free(g->name);
+    return sc->failed;
+}
+
+/* Pick the fields of a generic global out of one dictionary. */
+static int generic_fields(scanner *sc, wpk_global *g, size_t open, int is_util, int *have_name)
+{
+    wpk_dict_entry e[32];
+    size_t n, close;
+    if (wpk_mlir_parse_dict(sc->doc->buf, sc->doc->len, open, e, 32, &n, &close))
+        return fail_at(sc, open, "malformed attribute dictionary of a generic global");
+    const char *buf = sc->doc->buf;
+    for (size_t i = 0; i < n && i < 32; i++) {
+        wpk_span k = e[i].key, v = e[i].value;
+        if (wpk_span_is(buf, k, "sym_name")) {
+            if (v.len < 2 || buf[v.off] != '"')
+                return fail_at(sc, v.off, "generic global: sym_name is not a string");
+            g->sym = v;
+            if (set_name(sc, g, buf + v.off, v.len))
+                return sc->failed;
+            *have_name = 1;
+        } else if (wpk_span_is(buf, k, "type")) {
+            g->type = v;
+        } else if (wpk_span_is(buf, k, is_util ? "initial_value" : "value")) {
+            g->value = v;
+        } else if (wpk_span_is(buf, k, "is_mutable")) {
+            g->is_mutable = 1;
+        } else if (wpk_span_is(buf, k, "wpack.uri")) {
+            g->uri_value = v;
+        }
+    }
+    if (!g->value_insert)
+        g->value_insert = close;
+    return 0;
+}
+
+/* "ml_program.global"() [<{props}>] [{attrs}] : () -> () [loc(...)] */
+static int parse_generic(scanner *sc, wpk_tok name, int is_util)
+{
+    wpk_global *g = new_global(sc, is_util ? WPK_FORM_UTIL_GENERIC : WPK_FORM_ML_GENERIC, name.off);
+    if (!g)
+        return sc->failed;
+    int have_name = 0;
+    wpk_tok open = wpk_lex_next(&sc->lx); /* '(' (checked by the caller) */
+    size_t close;
+    if (skip_group(sc, open, &close))
+        goto bad;
+    g->attrs_insert = close + 1;
+    if (peek_is(sc, '<')) {
+        wpk_tok lt = wpk_lex_next(&sc->lx);
+        wpk_tok br = wpk_lex_peek(&sc->lx);
+        if (!wpk_tok_is(&sc->lx, br, '{')) {
+            fail_at(sc, lt.off, "generic op: expected '<{' properties");
+            goto bad;
+        }
+        if (generic_fields(sc, g, br.off, is_util, &have_name))
+            goto bad;
+        size_t pclose;
+        if (skip_group(sc, lt, &pclose))
+            goto bad;
+        g->props = (wpk_span){lt.off, pclose + 1 - lt.off};
+        g->attrs_insert = pclose + 1;
+    }
+    if (peek_is(sc, '{')) {
+        wpk_tok br = wpk_lex_peek(&sc->lx);
+        size_t vi = g->value_insert;
+        if (generic_fields(sc, g, br.off, is_util, &have_name))
+            goto bad;
+        if (g->props.len)
+            g->value_insert = vi; /* a missing initial_value goes into the properties */
+        wpk_span dummy = {0, 0};
+        if (parse_attr_dict(sc, &g->attrs, &dummy))
+            goto bad;
+    }
+    wpk_tok t;
+    if (next_tok(sc, &t, "a generic op's type") || !wpk_tok_is(&sc->lx, t, ':')) {
+        fail_at(sc, t.off, "generic op: expected ': () -> ()'");
+        goto bad;
+    }
+    wpk_span ftype;
+    if (parse_type(sc, &ftype))
+        goto bad;
+    size_t end = ftype.off + ftype.len;
+    if (parse_trailing_loc(sc, &end))
+        goto bad;
+    if (!have_name) {
+        fail_at(sc, name.off, "generic global without a sym_name");
+        goto bad;
+    }
+    if (g->type.len == 0) {
+        fail_at(sc, name.off, "generic global @%s without a type", g->name);
+        goto bad;
+    }
+    return finish_global(sc, g, end);
+bad:
+    free(g->name);
+    return sc->failed;
+}
+
+/* -------------------------------------------------------- aliases */
+
+/* #name = value / !name = value: the value runs to the end of its line
+ * (continuing while brackets are open). */
+static int parse_alias(scanner *sc, wpk_tok name)
+{
+    wpk_lex_next(&sc->lx); /* '=' */
+    size_t start = (size_t)-1, end = 0;
+    for (;;) {
+        wpk_tok p = wpk_lex_peek(&sc->lx);
+        if (p.kind == WPK_TOK_EOF || p.kind == WPK_TOK_META_BEGIN)
+            break;
+        if (start != (size_t)-1 && memchr(sc->doc->buf + end, '\n', p.off - end))
+            break;
+        wpk_tok t = wpk_lex_next(&sc->lx);
+        if (t.kind == WPK_TOK_ERROR)
+            return fail_at(sc, sc->lx.err_off, "%s", sc->lx.err);
+        if (start == (size_t)-1)
+            start = t.off;
+        end = t.off + t.len;
+        if (is_opener(&sc->lx, t)) {
+            size_t close;
+            if (skip_group(sc, t, &close))
+                return sc->failed;
+            end = close + 1;
+        } else if (t.kind == WPK_TOK_PUNCT && strchr(")]}>", sc->doc->buf[t.off])) {
+            return fail_at(sc, t.off, "unbalanced '%c' in the definition of '%.*s'",
+                           sc->doc->buf[t.off], (int)(name.len > 60 ? 60 : name.len),
+                           sc->doc->buf + name.off);
+        }
+    }
+    if (start == (size_t)-1)
+        return fail_at(sc, name.off, "alias '%.*s' has no value", (int)(name.len > 60 ? 60 : name.len),
+                       sc->doc->buf + name.off);
+    wpk_mlir_doc *d = sc->doc;
+    if (!grow((void **)&d->aliases, &d->capaliases, d->naliases, sizeof *d->aliases))
+        return fail_nomem(sc);
+    d->aliases[d->naliases++] = (wpk_alias){
+        {name.off + 1, name.len - 1}, {start, end - start}, d->buf[name.off] == '!'};
+    return 0;
+}
+
+/* ------------------------------------------------------ resources */
+
+/* Are all n bytes hex digits? Branch-free over blocks (gigabyte blobs):
+ * a table marks the bad bytes and the marks are OR-ed together. */
+static int all_hex(const unsigned char *h, size_t n)
+{
+    static unsigned char bad[256];
+    static int ready;
+    if (!ready) { /* idempotent, so a race only repeats the same stores */
+        for (int c = 0; c < 256; c++)
+            bad[c] = !is_hex_digit((unsigned char)c);
+        ready = 1;
+    }
+    size_t i = 0;
+    while (i + 64 <= n) {
+        unsigned acc = 0;
+        for (int k = 0; k < 64; k++)
+            acc |= bad[h[i + k]];
+        if (acc)
+            return 0;
+        i += 64;
+    }
+    unsigned acc = 0;
+    for (; i < n; i++)
+        acc |= bad[h[i]];
+    return !acc;
+}
+
+static int check_blob(scanner *sc, wpk_tok key, wpk_tok val, wpk_resource *r)
+{
+    const unsigned char *s = (const unsigned char *)sc->doc->buf + val.off;
+    size_t n = val.len;
+    if (n < 4 || s[1] != '0' || (s[2] != 'x' && s[2] != 'X'))
+        return fail_at(sc, val.off, "resource '%.*s': blob is not a \"0x...\" hex string",
+                       (int)(key.len > 60 ? 60 : key.len), sc->doc->buf + key.off);
+    size_t digits = n - 4;
+    const unsigned char *h = s + 3;
+    if (!all_hex(h, digits)) {
+        size_t i = 0;
+        while (i < digits && is_hex_digit(h[i]))
+            i++;
+        return fail_at(sc, val.off + 3 + i, "resource '%.*s': '%c' is not a hex digit",
+                       (int)(key.len > 60 ? 60 : key.len), sc->doc->buf + key.off, h[i]);
+    }
+    if (digits % 2)
+        return fail_at(sc, val.off, "resource '%.*s': odd number of hex digits (%zu)",
+                       (int)(key.len > 60 ? 60 : key.len), sc->doc->buf + key.off, digits);
+    if (digits < 8)
+        return fail_at(sc, val.off, "resource '%.*s': truncated blob (%zu bytes; the 4-byte "
+                       "alignment header is missing)", (int)(key.len > 60 ? 60 : key.len),
+                       sc->doc->buf + key.off, digits / 2);
+    uint32_t a = 0;
+    for (int i = 0; i < 4; i++)
+        a |= (uint32_t)(hex_val(h[2 * i]) * 16 + hex_val(h[2 * i + 1])) << (8 * i);
+    if (!a || (a & (a - 1)))
+        return fail_at(sc, val.off, "resource '%.*s': alignment %u is not a power of two",
+                       (int)(key.len > 60 ? 60 : key.len), sc->doc->buf + key.off, a);
+    r->key = (wpk_span){key.off, key.len};
+    r->blob = (wpk_span){val.off + 3, digits};
+    r->alignment = a;
+    return 0;
+}
+
+/* `{ key: value, ... }` inside the metadata; level 0 is the section
+ * itself (closed by #-}), level 1 dialect_resources, level 2 one dialect. */
+static int parse_meta_dict(scanner *sc, int level, int builtin)
+{
+    for (;;) {
+        wpk_tok t;
+        if (next_tok(sc, &t, "the {-# #-} section"))
+            return sc->failed;
+        if (level == 0 && t.kind == WPK_TOK_META_END)
+            return 0;
+        if (level > 0 && wpk_tok_is(&sc->lx, t, '}'))
+            return 0;
+        if (t.kind != WPK_TOK_BAREID && t.kind != WPK_TOK_STRING)
+            return fail_at(sc, t.off, "expected a key in the {-# #-} section");
+        wpk_tok key = t;
+        if (next_tok(sc, &t, "the {-# #-} section") || !wpk_tok_is(&sc->lx, t, ':'))
+            return fail_at(sc, t.off, "expected ':' after a key in the {-# #-} section");
+        wpk_tok v = wpk_lex_peek(&sc->lx);
+        if (wpk_tok_is(&sc->lx, v, '{') && level < 2) {
+            wpk_lex_next(&sc->lx);
+            int sub_builtin = level == 1 && tok_is_word(sc, key, "builtin");
+            int sub_level = level == 0 && tok_is_word(sc, key, "dialect_resources") ? 1
+                          : level == 1 ? 2 : 3;
+            if (sub_level == 3) {
+                size_t close;
+                if (skip_group(sc, v, &close))
+                    return sc->failed;
+            } else if (parse_meta_dict(sc, sub_level, sub_builtin)) {
+                return sc->failed;
+            }
+        } else if (level == 2 && builtin) {
+            if (next_tok(sc, &v, "a resource blob"))
+                return sc->failed;
+            if (v.kind != WPK_TOK_STRING)
+                return fail_at(sc, v.off, "resource '%.*s': expected a \"0x...\" blob",
+                               (int)(key.len > 60 ? 60 : key.len), sc->doc->buf + key.off);
+            wpk_mlir_doc *d = sc->doc;
+            if (!grow((void **)&d->resources, &d->capresources, d->nresources, sizeof *d->resources))
+                return fail_nomem(sc);
+            if (check_blob(sc, key, v, &d->resources[d->nresources]))
+                return sc->failed;
+            d->nresources++;
+        } else {
+            wpk_span ignored;
+            if (parse_value(sc, 0, &ignored))
+                return sc->failed;
+        }
+        if (next_tok(sc, &t, "the {-# #-} section"))
+            return sc->failed;
+        if (level == 0 && t.kind == WPK_TOK_META_END)
+            return 0;
+        if (level > 0 && wpk_tok_is(&sc->lx, t, '}'))
+            return 0;
+        if (!wpk_tok_is(&sc->lx, t, ','))
+            return fail_at(sc, t.off, "expected ',' or the end of the dictionary in the {-# #-} section");
+    }
+}
+
+/* -------------------------------------------------- post-processing */
+
+static int alias_cmp(const void *a, const void *b, const char *buf)
+{
+    const wpk_alias *x = a, *y = b;
+    if (x->is_type != y->is_type)
+        return x->is_type - y->is_type;
+    size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
+    int c = memcmp(buf + x->name.off, buf + y->name.off, n);
+    if (c)
+        return c;
+    return x->name.len < y->name.len ? -1 : x->name.len > y->name.len;
+}
+
+static int alias_qcmp(const void *a, const void *b, void *buf)
+{
+    return alias_cmp(a, b, buf);
+}
+
+const wpk_alias *wpk_mlir_find_alias(const wpk_mlir_doc *doc, wpk_span ref)
+{
+    if (ref.len < 2 || (doc->buf[ref.off] != '#' && doc->buf[ref.off] != '!'))
+        return NULL;
+    wpk_alias key = {{ref.off + 1, ref.len - 1}, {0, 0}, doc->buf[ref.off] == '!'};
+    size_t lo = 0, hi = doc->naliases;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = alias_cmp(&key, &doc->aliases[mid], doc->buf);
+        if (c == 0)
+            return &doc->aliases[mid];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+/* A span that is one #alias or !alias token and nothing else. */
+static wpk_span follow_alias(const wpk_mlir_doc *doc, wpk_span s)
+{
+    for (int hops = 0; hops < 8; hops++) {
+        wpk_lexer lx;
+        wpk_lex_init(&lx, doc->buf, s.off + s.len, s.off);
+        wpk_tok t = wpk_lex_next(&lx);
+        if ((t.kind != WPK_TOK_HASH && t.kind != WPK_TOK_BANG) || t.off + t.len != s.off + s.len)
+            return s;
+        const wpk_alias *a = wpk_mlir_find_alias(doc, (wpk_span){t.off, t.len});
+        if (!a)
+            return s;
+        s = a->value;
+    }
+    return s;
+}
+
+static int starts_with(const char *buf, wpk_span s, const char *w)
+{
+    size_t n = strlen(w);
+    if (s.len < n || memcmp(buf + s.off, w, n) != 0)
+        return 0;
+    /* a whole identifier: the next byte must not continue it */
+    if (s.len == n)
+        return 1;
+    char c = buf[s.off + n];
+    return !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_' || c == '.' || c == '$');
+}
+
+static int classify(scanner *sc, wpk_global *g)
+{
+    const wpk_mlir_doc *d = sc->doc;
+    g->type_body = follow_alias(d, g->type);
+    if (g->value.len == 0) {
+        g->value_kind = WPK_VAL_NONE;
+        return 0;
+    }
+    g->value_body = follow_alias(d, g->value);
+    wpk_span b = g->value_body;
+    if (starts_with(d->buf, b, "#ml_program.extern")) {
+        g->value_kind = WPK_VAL_EXTERN;
+        wpk_lexer save = sc->lx;
+        wpk_lex_init(&sc->lx, d->buf, b.off + b.len, b.off);
+        wpk_lex_next(&sc->lx);
+        wpk_tok colon = wpk_lex_next(&sc->lx);
+        if (wpk_tok_is(&sc->lx, colon, ':')) {
+            if (parse_type(sc, &g->extern_type)) {
+                sc->lx = save;
+                return sc->failed;
+            }
+            g->extern_type = follow_alias(d, g->extern_type);
+        }
+        sc->lx = save;
+    } else if (starts_with(d->buf, b, "#flow.parameter.named")) {
+        g->value_kind = WPK_VAL_PARAM;
+    } else if (starts_with(d->buf, b, "dense_resource")) {
+        g->value_kind = WPK_VAL_RESOURCE;
+    } else if (starts_with(d->buf, b, "dense")) {
+        g->value_kind = WPK_VAL_DENSE;
+    } else {
+        g->value_kind = WPK_VAL_OTHER;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------- main loop */
+
+static int push_bracket(scanner *sc, wpk_tok t)
+{
+    if (sc->sp >= MAX_NESTING)
+        return fail_at(sc, t.off, "brackets nested deeper than %d", MAX_NESTING);
+    if (!grow((void **)&sc->stack, &sc->cap, sc->sp, sizeof *sc->stack))
+        return fail_nomem(sc);
+    sc->stack[sc->sp++] = (open_bracket){sc->doc->buf[t.off], t.off, (size_t)-1};
+    return 0;
+}
+
+static int pop_bracket(scanner *sc, wpk_tok t)
+{
+    char c = sc->doc->buf[t.off];
+    if (!sc->sp)
+        return fail_at(sc, t.off, "unbalanced brackets: '%c' closes nothing", c);
+    open_bracket *o = &sc->stack[sc->sp - 1];
+    if (c != closer_of(o->c)) {
+        unsigned l, col;
+        wpk_mlir_line_col(sc->doc->buf, sc->doc->len, o->off, &l, &col);
+        return fail_at(sc, t.off, "unbalanced brackets: '%c' closes the '%c' opened at %u:%u", c,
+                       o->c, l, col);
+    }
+    sc->sp--;
+    return 0;
+}
+
+static int region_level(const scanner *sc)
+{
+    return sc->sp == 0 || sc->stack[sc->sp - 1].c == '{';
+}
+
+static unsigned region_depth(const scanner *sc)
+{
+    unsigned d = 0;
+    for (size_t i = 0; i < sc->sp; i++)
+        d += sc->stack[i].c == '{';
+    return d;
+}
+
+static size_t *stmt_slot(scanner *sc)
+{
+    return sc->sp ? &sc->stack[sc->sp - 1].stmt_start : &sc->top_stmt;
+}
+
+static int record_loc(scanner *sc, wpk_tok word)
+{
+    wpk_tok open = wpk_lex_next(&sc->lx);
+    size_t close;
+    if (skip_group(sc, open, &close))
+        return sc->failed;
+    size_t start = *stmt_slot(sc);
+    if (start == (size_t)-1 || !(sc->flags & WPK_SCAN_OPS))
+        return 0;
+    wpk_mlir_doc *d = sc->doc;
+    if (!grow((void **)&d->ops, &d->capops, d->nops, sizeof *d->ops))
+        return fail_nomem(sc);
+    wpk_located_op *op = &d->ops[d->nops++];
+    memset(op, 0, sizeof *op);
+    op->op_start = start;
+    op->attr_insert = word.off;
+    op->loc = (wpk_span){open.off + 1, close - open.off - 1};
+    op->depth = region_depth(sc);
+    return 0;
+}
+
+static int scan_all(scanner *sc)
+{
+    const char *buf = sc->doc->buf;
+    for (;;) {
+        wpk_tok t = wpk_lex_next(&sc->lx);
+        if (t.kind == WPK_TOK_EOF)
+            break;
+        if (t.kind == WPK_TOK_ERROR)
+            return fail_at(sc, sc->lx.err_off, "%s", sc->lx.err);
+        int line_first = t.off == 0 || sc->prev_end == 0 ||
+                         memchr(buf + sc->prev_end, '\n', t.off - sc->prev_end) != NULL;
+        if (region_level(sc) && line_first && !(t.kind == WPK_TOK_PUNCT && strchr(")]}>", buf[t.off])))
+            *stmt_slot(sc) = t.off;
+        switch (t.kind) {
+        case WPK_TOK_PUNCT: {
+            char c = buf[t.off];
+            if (c == '(' || c == '[' || c == '{' || c == '<') {
+                if (push_bracket(sc, t))
+                    return sc->failed;
+            } else if (c == ')' || c == ']' || c == '}' || c == '>') {
+                if (c == '>' && is_ge(&sc->lx, t, sc->sp ? sc->stack[sc->sp - 1].c : 0))
+                    break;
+                if (pop_bracket(sc, t))
+                    return sc->failed;
+            }
+            break;
+        }
+        case WPK_TOK_META_BEGIN:
+            if (sc->sp)
+                return fail_at(sc, t.off, "'{-#' inside an unclosed '%c'", sc->stack[sc->sp - 1].c);
+            sc->doc->meta_count++;
+            if (parse_meta_dict(sc, 0, 0))
+                return sc->failed;
+            break;
+        case WPK_TOK_META_END:
+            return fail_at(sc, t.off, "'#-}' without a '{-#'");
+        case WPK_TOK_HASH:
+        case WPK_TOK_BANG:
+            if (sc->sp == 0 && line_first && peek_is(sc, '=') && parse_alias(sc, t))
+                return sc->failed;
+            break;
+        case WPK_TOK_BAREID:
+            if (!region_level(sc))
+                break;
+            if (tok_is_word(sc, t, "ml_program.global")) {
+                if (parse_ml_pretty(sc, t))
+                    return sc->failed;
+            } else if (tok_is_word(sc, t, "util.global")) {
+                if (parse_util_pretty(sc, t))
+                    return sc->failed;
+            } else if (tok_is_word(sc, t, "loc") && peek_is(sc, '(')) {
+                if (record_loc(sc, t))
+                    return sc->failed;
+            }
+            break;
+        case WPK_TOK_STRING:
+            if (!region_level(sc) || !peek_is(sc, '('))
+                break;
+            if (wpk_span_is(buf, (wpk_span){t.off, t.len}, "\"ml_program.global\"")) {
+                if (parse_generic(sc, t, 0))
+                    return sc->failed;
+            } else if (wpk_span_is(buf, (wpk_span){t.off, t.len}, "\"util.global\"")) {
+                if (parse_generic(sc, t, 1))
+                    return sc->failed;
+            }
+            break;
+        default:
+            break;
+        }
+        sc->prev_end = sc->lx.pos;
+    }
+    if (sc->sp) {
+        open_bracket *o = &sc->stack[sc->sp - 1];
+        return fail_at(sc, o->off, "unbalanced '%c': no matching '%c' before the end of the file",
+                       o->c, closer_of(o->c));
+    }
+    return 0;
+}
+
+int wpk_mlir_scan_buffer(const char *buf, size_t len, unsigned flags, wpk_mlir_doc **out,
+                         char *errbuf, size_t errlen)
+{
+    char dummy[8];
+    if (!errbuf || !errlen) {
+        errbuf = dummy;
+        errlen = sizeof dummy;
+    }
+    errbuf[0] = 0;
+    *out = NULL;
+    wpk_mlir_doc *doc = calloc(1, sizeof *doc);
+    if (!doc) {
+        wpk_fmt(errbuf, errlen, "out of memory while scanning MLIR");
+        return WPACK_E_NOMEM;
+    }
+    doc->buf = buf ? buf : "";
+    doc->len = buf ? len : 0;
+    scanner sc = {.doc = doc, .flags = flags, .err = errbuf, .errlen = errlen,
+                  .top_stmt = (size_t)-1};
+    wpk_lex_init(&sc.lx, doc->buf, doc->len, 0);
+    int rc = scan_all(&sc);
+    if (!rc && doc->naliases) {
+        qsort_r(doc->aliases, doc->naliases, sizeof *doc->aliases, alias_qcmp, (void *)doc->buf);
+    }
+    /* line numbers incrementally: globals come in file order */
+    unsigned line = 1;
+    size_t pos = 0, line_start = 0;
+    for (size_t i = 0; !rc && i < doc->nglobals; i++) {
+        wpk_global *g = &doc->globals[i];
+        while (pos < g->op.off) {
+            const char *nl = memchr(doc->buf + pos, '\n', g->op.off - pos);
+            if (!nl) {
+                pos = g->op.off;
+                break;
+            }
+            line++;
+            pos = (size_t)(nl - doc->buf) + 1;
+            line_start = pos;
+        }
+        g->line = line;
+        g->col = (unsigned)(g->op.off - line_start + 1);
+        rc = classify(&sc, g);
+    }
+    free(sc.stack);
+    if (rc) {
+        wpk_mlir_doc_free(doc);
+        return rc;
+    }
+    *out = doc;
+    return 0;
+}
+
+void wpk_mlir_doc_free(wpk_mlir_doc *doc)
+{
+    if (!doc)
+        return;
+    for (size_t i = 0; i < doc->nglobals; i++)
+        free(doc->globals[i].name);
+    free(doc->globals);
+    free(doc->aliases);
+    free(doc->resources);
+    free(doc->ops);
+    free(doc);
+}

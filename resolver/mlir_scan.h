@@ -1,0 +1,140 @@
+/*
+ * mlir_scan.h - a streaming scanner for just enough MLIR text to find the
+ * weight globals of a module (ml_program.global, util.global), the
+ * attribute and type aliases, the resources section and the op locations,
+ * with byte offsets for every piece so that a rewriter can copy everything
+ * else through byte for byte.
+ *
+ * The scanner never copies the input: spans point into the caller's buffer
+ * (typically mmap'd), and memory grows with the number of globals, aliases,
+ * resources and located ops, never with the bytes of inline weights.
+ */
+#ifndef WPACK_RESOLVER_MLIR_SCAN_H
+#define WPACK_RESOLVER_MLIR_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct wpk_span {
+    size_t off, len;
+} wpk_span;
+
+#define WPK_SPAN_NONE ((wpk_span){0, 0})
+
+/* How a global is written. */
+enum {
+    WPK_FORM_ML_PRETTY = 1,    /* ml_program.global private @x(...) : T */
+    WPK_FORM_ML_GENERIC = 2,   /* "ml_program.global"() <{...}> : () -> () */
+    WPK_FORM_UTIL_PRETTY = 3,  /* util.global private @x = ... : T */
+    WPK_FORM_UTIL_GENERIC = 4  /* "util.global"() <{...}> : () -> () */
+};
+
+/* What a global's initial value is (after following an attribute alias). */
+enum {
+    WPK_VAL_NONE = 0,          /* no initial value */
+    WPK_VAL_EXTERN = 1,        /* #ml_program.extern : T */
+    WPK_VAL_PARAM = 2,         /* #flow.parameter.named<["scope"::]"key"> */
+    WPK_VAL_DENSE = 3,         /* dense<...> (literal or "0x..." hex) */
+    WPK_VAL_RESOURCE = 4,      /* dense_resource<key> */
+    WPK_VAL_OTHER = 5          /* anything else: left alone */
+};
+
+/* One `key = value` (or bare `key`) of an attribute dictionary. */
+typedef struct wpk_dict_entry {
+    wpk_span key;              /* as written (may be a quoted string) */
+    wpk_span value;            /* empty for a unit attribute */
+} wpk_dict_entry;
+
+typedef struct wpk_global {
+    int form;                  /* WPK_FORM_* */
+    wpk_span op;               /* the whole op, op name to last token */
+    wpk_span sym;              /* the symbol as written: @x, @"x.y", "x" */
+    char *name;                /* the decoded symbol name (heap, NUL-terminated) */
+    size_t name_len;
+    int is_mutable;
+    int value_kind;            /* WPK_VAL_* */
+    wpk_span value;            /* the initial value as written (may be an alias) */
+    wpk_span value_body;       /* value after following an alias */
+    wpk_span extern_type;      /* EXTERN: the T of #ml_program.extern : T */
+    wpk_span type;             /* the global's type as written */
+    wpk_span type_body;        /* type after following a type alias */
+    wpk_span attrs;            /* discardable attr dict incl. braces, or len 0 */
+    wpk_span props;            /* generic form: <{...}> incl. delimiters, or len 0 */
+    wpk_span uri_value;        /* value of an existing wpack.uri attribute */
+    size_t attrs_insert;       /* where " {attrs}" goes when there are none */
+    size_t value_insert;       /* util pretty: where "= value " goes (the ':') */
+    unsigned line, col;        /* of the op's first byte, 1-based */
+} wpk_global;
+
+/* `#name = value` or `!name = value` at the top level. */
+typedef struct wpk_alias {
+    wpk_span name;             /* without the # or ! */
+    wpk_span value;            /* to the end of the definition */
+    int is_type;
+} wpk_alias;
+
+/* One entry of the builtin dialect's resources: key: "0x<align><bytes>". */
+typedef struct wpk_resource {
+    wpk_span key;
+    wpk_span blob;             /* the hex digits after 0x (even count, >= 8) */
+    uint32_t alignment;
+} wpk_resource;
+
+/* An op that carries a trailing location, for --annotate. */
+typedef struct wpk_located_op {
+    size_t op_start;           /* first byte of the statement (the result or op name) */
+    size_t attr_insert;        /* where " {attrs}" goes: before the ':' of its type,
+                                  or before loc( for ops without a trailing type */
+    wpk_span attrs;            /* its discardable attr dict if any (len 0 if none) */
+    wpk_span loc;              /* the inside of loc(...) */
+    unsigned depth;            /* region nesting: 0 module body level */
+} wpk_located_op;
+
+typedef struct wpk_mlir_doc {
+    const char *buf;
+    size_t len;
+    wpk_global *globals;
+    size_t nglobals, capglobals;
+    wpk_alias *aliases;        /* sorted by (is_type, name) after the scan */
+    size_t naliases, capaliases;
+    wpk_resource *resources;
+    size_t nresources, capresources;
+    wpk_located_op *ops;       /* only when WPK_SCAN_OPS was asked for */
+    size_t nops, capops;
+    size_t meta_count;         /* {-# ... #-} sections seen */
+} wpk_mlir_doc;
+
+/* Flags for wpk_mlir_scan_buffer(). */
+#define WPK_SCAN_OPS 1u        /* also record located ops (for --annotate) */
+
+/*
+ * Scan an MLIR text buffer. On success returns 0 and *out holds the
+ * document (free with wpk_mlir_doc_free). On malformed input returns
+ * WPACK_E_INPUT and writes "LINE:COL: what" to errbuf; on allocation
+ * failure WPACK_E_NOMEM. *out is NULL on failure. buf needs no NUL.
+ * Doubles as the fuzz entry point.
+ */
+int wpk_mlir_scan_buffer(const char *buf, size_t len, unsigned flags, wpk_mlir_doc **out,
+                         char *errbuf, size_t errlen);
+void wpk_mlir_doc_free(wpk_mlir_doc *doc);
+
+/* The alias named by `ref` (a #name or !name token), or NULL. */
+const wpk_alias *wpk_mlir_find_alias(const wpk_mlir_doc *doc, wpk_span ref);
+
+/* 1-based line and column of a byte offset (O(offset)). */
+void wpk_mlir_line_col(const char *buf, size_t len, size_t off, unsigned *line, unsigned *col);
+
+/* Decode an MLIR string literal (with quotes) into a heap NUL-terminated
+ * string; *n receives its length. NULL on allocation failure. */
+char *wpk_mlir_decode_string(const char *s, size_t len, size_t *n);
+
+/* Parse an attribute dictionary {a = 1, "b", c = {...}} starting at `open`
+ * (the '{'). Fills up to max entries (returns the total count in *count),
+ * and sets *close to the offset of the matching '}'. 0 ok, -1 malformed. */
+int wpk_mlir_parse_dict(const char *buf, size_t len, size_t open, wpk_dict_entry *entries,
+                        size_t max, size_t *count, size_t *close);
+
+/* Does span s hold exactly the bytes of the C string w? */
+int wpk_span_is(const char *buf, wpk_span s, const char *w);
+
+#endif

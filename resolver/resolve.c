@@ -1,0 +1,477 @@
+/*
+ * resolve.c - wpack_resolve_buffer(): find the weight globals, map each to
+ * an archive entry, check types, then hand the plan to the emitter.
+ * Every problem is reported (not only the first) before anything is written.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "internal.h"
+#include "mlir_lex.h"
+#include "resolve_int.h"
+
+void wpack_resolve_options_init(wpack_resolve_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->emit = WPACK_EMIT_URI;
+}
+
+void wpk_diag_emit(wpk_diag *d, int severity, int code, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    wpk_vfmt(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (severity == WPACK_DIAG_ERROR) {
+        d->errors++;
+        if (!d->first_error)
+            d->first_error = code;
+    } else if (severity == WPACK_DIAG_WARNING) {
+        d->warnings++;
+    }
+    if (d->fn)
+        d->fn(d->user, severity, msg);
+}
+
+void wpk_global_where(char *buf, size_t len, const wpk_diag *d, const wpk_global *g)
+{
+    char q[300];
+    wpk_quote(q, sizeof q, g->name, g->name_len);
+    wpk_fmt(buf, len, "%s:%u:%u: global @%s", d->source, g->line, g->col, q);
+}
+
+/* "src:L:C: global @name", formatted only when a message needs it. */
+typedef struct {
+    wpk_diag *d;
+    const wpk_global *g;
+    int ready;
+    char buf[400];
+} lazy_where;
+
+static const char *W(lazy_where *w)
+{
+    if (!w->ready) {
+        wpk_global_where(w->buf, sizeof w->buf, w->d, w->g);
+        w->ready = 1;
+    }
+    return w->buf;
+}
+
+/* Is this global a weight the resolver handles? */
+static int is_weight_global(const wpk_global *g)
+{
+    if (g->value_kind == WPK_VAL_EXTERN || g->value_kind == WPK_VAL_PARAM)
+        return 1;
+    /* IREE: a util.global without an initial value is an extern */
+    return (g->form == WPK_FORM_UTIL_PRETTY || g->form == WPK_FORM_UTIL_GENERIC) &&
+           g->value_kind == WPK_VAL_NONE;
+}
+
+/* The key of #flow.parameter.named<["scope"::]"key">, decoded (heap). */
+static char *param_key(const wpk_mlir_doc *doc, const wpk_global *g)
+{
+    wpk_lexer lx;
+    wpk_span b = g->value_body;
+    wpk_lex_init(&lx, doc->buf, b.off + b.len, b.off);
+    wpk_lex_next(&lx); /* #flow.parameter.named */
+    wpk_tok t = wpk_lex_next(&lx);
+    if (!wpk_tok_is(&lx, t, '<'))
+        return NULL;
+    wpk_tok s = wpk_lex_next(&lx);
+    if (s.kind != WPK_TOK_STRING)
+        return NULL;
+    wpk_tok c = wpk_lex_next(&lx);
+    if (wpk_tok_is(&lx, c, ':')) {
+        if (!wpk_tok_is(&lx, wpk_lex_next(&lx), ':'))
+            return NULL;
+        s = wpk_lex_next(&lx);
+        if (s.kind != WPK_TOK_STRING)
+            return NULL;
+        c = wpk_lex_next(&lx);
+    }
+    if (!wpk_tok_is(&lx, c, '>'))
+        return NULL;
+    size_t n;
+    return wpk_mlir_decode_string(doc->buf + s.off, s.len, &n);
+}
+
+typedef struct {
+    const char *global, *entry;
+} map_pair;
+
+static int map_cmp(const void *a, const void *b)
+{
+    return strcmp(((const map_pair *)a)->global, ((const map_pair *)b)->global);
+}
+
+static const char *map_lookup(const map_pair *m, size_t n, const char *name)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(name, m[mid].global);
+        if (!c)
+            return m[mid].entry;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+static int name_cmp_idx(const void *a, const void *b, void *ctx)
+{
+    const wpk_global *g = ctx;
+    const wpk_global *x = &g[*(const size_t *)a], *y = &g[*(const size_t *)b];
+    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+    int c = memcmp(x->name, y->name, n);
+    if (c)
+        return c;
+    if (x->name_len != y->name_len)
+        return x->name_len < y->name_len ? -1 : 1;
+    return x->op.off < y->op.off ? -1 : 1;
+}
+
+static int entry_cmp_item(const void *a, const void *b)
+{
+    const wpk_plan_item *x = a, *y = b;
+    if (x->entry != y->entry)
+        return x->entry < y->entry ? -1 : 1;
+    return x->global < y->global ? -1 : x->global > y->global;
+}
+
+static int global_cmp_item(const void *a, const void *b)
+{
+    const wpk_plan_item *x = a, *y = b;
+    return x->global < y->global ? -1 : x->global > y->global;
+}
+
+static void report_duplicates(wpk_diag *d, const wpk_mlir_doc *doc)
+{
+    if (doc->nglobals < 2)
+        return;
+    size_t *idx = malloc(doc->nglobals * sizeof *idx);
+    if (!idx) {
+        wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_NOMEM, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < doc->nglobals; i++)
+        idx[i] = i;
+    qsort_r(idx, doc->nglobals, sizeof *idx, name_cmp_idx, doc->globals);
+    for (size_t i = 1; i < doc->nglobals; i++) {
+        const wpk_global *a = &doc->globals[idx[i - 1]], *b = &doc->globals[idx[i]];
+        if (a->name_len == b->name_len && memcmp(a->name, b->name, a->name_len) == 0) {
+            char w[400];
+            wpk_global_where(w, sizeof w, d, b);
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_DUPLICATE,
+                          "%s: symbol defined twice (first at %u:%u)", w, a->line, a->col);
+        }
+    }
+    free(idx);
+}
+
+static void report_unresolved(wpk_diag *d, const wpack_archive *ar, lazy_where *where,
+                              const char *name, unsigned k, int severity, int suggest)
+{
+    char list[1200] = "";
+    if (suggest) {
+        uint64_t best[16];
+        size_t n = wpk_closest_entries(ar, name, best, k);
+        size_t o = 0;
+        for (size_t i = 0; i < n && o < sizeof list - 300; i++) {
+            wpack_tensor t;
+            if (wpack_tensor_at(ar, best[i], &t) != WPACK_OK)
+                continue;
+            char q[260];
+            wpk_quote(q, sizeof q, t.name, t.name_len);
+            wpk_fmt(list + o, sizeof list - o, "%s'%s'", i ? ", " : "; closest entries: ", q);
+            o += strlen(list + o);
+        }
+    }
+    wpk_diag_emit(d, severity, WPACK_E_NOT_FOUND,
+                  "%s: no archive entry, name-map name or --map entry for it%s%s", W(where),
+                  list, severity == WPACK_DIAG_ERROR ? " (--allow-missing leaves it as it is)"
+                                                     : "; left unresolved");
+}
+
+/* Find g's entry; 1 found, 0 not. */
+static int find_entry(const wpack_archive *ar, const wpk_mlir_doc *doc, const wpk_global *g,
+                      const map_pair *map, size_t nmap, wpack_tensor *t, char **lookup_name,
+                      wpk_diag *d, lazy_where *where)
+{
+    *lookup_name = NULL;
+    if (g->value_kind == WPK_VAL_PARAM) {
+        char *key = param_key(doc, g);
+        if (!key) {
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_INPUT,
+                          "%s: cannot read the key of its #flow.parameter.named value", W(where));
+            return -1;
+        }
+        *lookup_name = key;
+        return wpack_find(ar, key, t) == WPACK_OK;
+    }
+    if (wpack_find(ar, g->name, t) == WPACK_OK)
+        return 1;
+    const char *m = nmap ? map_lookup(map, nmap, g->name) : NULL;
+    if (!m)
+        return 0;
+    if (wpack_find(ar, m, t) == WPACK_OK)
+        return 1;
+    char q[300];
+    wpk_quote(q, sizeof q, m, strlen(m));
+    wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_NOT_FOUND,
+                  "%s: --map sends it to '%s', which is not in the archive", W(where), q);
+    return -1;
+}
+
+/* Check the global's types against the entry; adds to the plan item. */
+static void check_types(wpk_diag *d, const wpk_mlir_doc *doc, const wpk_global *g,
+                        const wpack_tensor *t, lazy_where *where, wpk_plan_item *item, int *ok)
+{
+    char why[200];
+    const char *buf = doc->buf;
+    int rc = wpk_mlir_parse_tensor(buf + g->type_body.off, g->type_body.len, &item->type, why,
+                                   sizeof why);
+    if (rc) {
+        wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED, "%s: type %.*s: %s", W(where),
+                      (int)(g->type.len > 200 ? 200 : g->type.len), buf + g->type.off, why);
+        *ok = 0;
+        return;
+    }
+    if (g->value_kind == WPK_VAL_EXTERN && g->extern_type.len) {
+        wpk_mlir_tensor et;
+        if (wpk_mlir_parse_tensor(buf + g->extern_type.off, g->extern_type.len, &et, why, sizeof why) ||
+            !wpk_mlir_tensor_equal(&et, &item->type)) {
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_SHAPE,
+                          "%s: its #ml_program.extern says %.*s but the global's type is %.*s", W(where),
+                          (int)(g->extern_type.len > 200 ? 200 : g->extern_type.len),
+                          buf + g->extern_type.off, (int)(g->type_body.len > 200 ? 200 : g->type_body.len),
+                          buf + g->type_body.off);
+            *ok = 0;
+            return;
+        }
+    }
+    int same_dims = t->rank == item->type.rank;
+    for (unsigned i = 0; same_dims && i < t->rank; i++)
+        same_dims = t->dims[i] == item->type.dims[i];
+    int elem_ok = wpk_mlir_elem_matches(item->type.elem, t->dtype);
+    if (!elem_ok || !same_dims) {
+        char q[300], et_s[200], shape[200];
+        wpk_quote(q, sizeof q, t->name, t->name_len);
+        wpk_mlir_format_tensor(et_s, sizeof et_s, t->dtype, t->rank, t->dims);
+        const char *dn = wpack_dtype_name(t->dtype);
+        size_t o = 0;
+        shape[0] = 0;
+        for (unsigned i = 0; i < t->rank && o < sizeof shape - 24; i++) {
+            wpk_fmt(shape + o, sizeof shape - o, i ? ", %llu" : "%llu", (unsigned long long)t->dims[i]);
+            o += strlen(shape + o);
+        }
+        wpk_diag_emit(d, WPACK_DIAG_ERROR, elem_ok ? WPACK_E_SHAPE : WPACK_E_DTYPE,
+                      "%s: type %.*s does not match entry '%s' (%s [%s], i.e. %s): %s differ", W(where),
+                      (int)(g->type_body.len > 200 ? 200 : g->type_body.len), buf + g->type_body.off,
+                      q, dn ? dn : "block dtype", shape, et_s,
+                      !elem_ok && !same_dims ? "element type and dims" : !elem_ok ? "element types" : "dims");
+        *ok = 0;
+        return;
+    }
+    size_t esz = wpack_dtype_size(t->dtype);
+    uint64_t want;
+    if (!esz || !wpk_mul(t->nelems, esz, &want) || want != t->nbytes) {
+        char q[300];
+        wpk_quote(q, sizeof q, t->name, t->name_len);
+        wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_SIZE,
+                      "%s: entry '%s' holds %llu bytes, not elements x size", W(where), q,
+                      (unsigned long long)t->nbytes);
+        *ok = 0;
+    }
+}
+
+static int bad_iree_name(const char *s)
+{
+    return strchr(s, '"') || strchr(s, '\\');
+}
+
+/* Listing of entries no global used. */
+static void report_unused(wpk_diag *d, const wpack_archive *ar, const unsigned char *used,
+                          uint64_t count, uint64_t *unused)
+{
+    uint64_t n = 0;
+    char list[1400] = "";
+    size_t o = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        if (used[i])
+            continue;
+        if (n < 20 && o < sizeof list - 300) {
+            wpack_tensor t;
+            if (wpack_tensor_at(ar, i, &t) == WPACK_OK) {
+                char q[260];
+                wpk_quote(q, sizeof q, t.name, t.name_len);
+                wpk_fmt(list + o, sizeof list - o, "%s'%s'", n ? ", " : "", q);
+                o += strlen(list + o);
+            }
+        }
+        n++;
+    }
+    *unused = n;
+    if (n)
+        wpk_diag_emit(d, WPACK_DIAG_NOTE, 0, "%llu archive entr%s not used by any global: %s%s",
+                      (unsigned long long)n, n == 1 ? "y" : "ies", list, n > 20 ? ", ..." : "");
+}
+
+int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
+                     const wpack_resolve_options *opt, wpk_diag *d, wpk_plan_item **items_out,
+                     size_t *nitems, wpack_resolve_result *res)
+{
+    *items_out = NULL;
+    *nitems = 0;
+    const char *scope = opt->scope ? opt->scope : "model";
+    if (opt->emit == WPACK_EMIT_IREE && bad_iree_name(scope))
+        wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
+                      "scope '%s' has a '\"' or '\\', which IREE prints unescaped", scope);
+    report_duplicates(d, doc);
+
+    map_pair *map = NULL;
+    size_t nmap = opt->map_count;
+    if (nmap) {
+        map = malloc(nmap * sizeof *map);
+        if (!map) {
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_NOMEM, "out of memory");
+            return d->first_error;
+        }
+        for (size_t i = 0; i < nmap; i++)
+            map[i] = (map_pair){opt->map_globals[i], opt->map_entries[i]};
+        qsort(map, nmap, sizeof *map, map_cmp);
+    }
+    uint64_t count = wpack_count(ar);
+    unsigned char *used = calloc(count ? count : 1, 1);
+    wpk_plan_item *items = malloc((doc->nglobals ? doc->nglobals : 1) * sizeof *items);
+    if (!used || !items) {
+        free(map);
+        free(used);
+        free(items);
+        wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_NOMEM, "out of memory");
+        return d->first_error;
+    }
+    size_t n = 0, suggested = 0;
+    unsigned k = opt->max_suggestions ? opt->max_suggestions : 3;
+    for (size_t i = 0; i < doc->nglobals; i++) {
+        const wpk_global *g = &doc->globals[i];
+        if (!is_weight_global(g))
+            continue;
+        res->globals++;
+        lazy_where lw = {d, g, 0, ""};
+        lazy_where *where = &lw;
+        wpack_tensor t;
+        char *lookup = NULL;
+        int found = find_entry(ar, doc, g, map, nmap, &t, &lookup, d, where);
+        if (found == 0) {
+            res->missing++;
+            int sev = opt->allow_missing ? WPACK_DIAG_WARNING : WPACK_DIAG_ERROR;
+            report_unresolved(d, ar, where, lookup ? lookup : g->name, k, sev, suggested++ < 50);
+        }
+        free(lookup);
+        if (found != 1)
+            continue;
+        int ok = 1;
+        wpk_plan_item *it = &items[n];
+        memset(it, 0, sizeof *it);
+        it->global = i;
+        it->entry = t.index;
+        it->entry_name = t.name;
+        check_types(d, doc, g, &t, where, it, &ok);
+        if (opt->emit == WPACK_EMIT_IREE && bad_iree_name(t.name)) {
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
+                          "%s: entry name has a '\"' or '\\', which IREE prints unescaped (use --emit uri)",
+                          W(where));
+            ok = 0;
+        }
+        if (g->is_mutable)
+            wpk_diag_emit(d, WPACK_DIAG_WARNING, 0,
+                          "%s: is mutable; the archive's bytes become its initial value only", W(where));
+        if (t.index < count)
+            used[t.index] = 1;
+        if (ok)
+            n++;
+    }
+    /* several globals on one entry: their types must agree */
+    if (n > 1) {
+        qsort(items, n, sizeof *items, entry_cmp_item);
+        for (size_t i = 1; i < n; i++) {
+            if (items[i].entry != items[i - 1].entry ||
+                wpk_mlir_tensor_equal(&items[i].type, &items[i - 1].type))
+                continue;
+            const wpk_global *a = &doc->globals[items[i - 1].global];
+            const wpk_global *b = &doc->globals[items[i].global];
+            char where[400], q[300];
+            wpk_global_where(where, sizeof where, d, b);
+            wpk_quote(q, sizeof q, items[i].entry_name, strlen(items[i].entry_name));
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_SHAPE,
+                          "%s: shares entry '%s' with the global at %u:%u but their types differ "
+                          "(%.*s vs %.*s)", where, q, a->line, a->col,
+                          (int)(b->type.len > 200 ? 200 : b->type.len), doc->buf + b->type.off,
+                          (int)(a->type.len > 200 ? 200 : a->type.len), doc->buf + a->type.off);
+        }
+        qsort(items, n, sizeof *items, global_cmp_item);
+    }
+    report_unused(d, ar, used, count, &res->unused_entries);
+    res->resolved = n;
+    free(map);
+    free(used);
+    if (d->first_error) {
+        free(items);
+        return d->first_error;
+    }
+    *items_out = items;
+    *nitems = n;
+    return 0;
+}
+
+int wpack_resolve_buffer(const wpack_archive *ar, const char *mlir, size_t len,
+                         const wpack_resolve_options *opt, wpack_write_fn write, void *user,
+                         wpack_resolve_result *res)
+{
+    return wpk_resolve_run(ar, mlir, len, opt, write, NULL, user, res);
+}
+
+int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
+                    const wpack_resolve_options *opt_in, wpack_write_fn write,
+                    int (*copy_input)(void *, size_t, size_t), void *user,
+                    wpack_resolve_result *res_out)
+{
+    wpack_resolve_options defaults;
+    wpack_resolve_options_init(&defaults);
+    const wpack_resolve_options *opt = opt_in ? opt_in : &defaults;
+    wpack_resolve_result res = {0};
+    wpk_diag d = {opt->diag, opt->diag_user, opt->source_name ? opt->source_name : "<input>", 0, 0, 0};
+    if (!ar || !write || (!mlir && len) || opt->emit < WPACK_EMIT_URI || opt->emit > WPACK_EMIT_INLINE) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INVALID_ARGUMENT, "wpack_resolve: bad arguments");
+        return WPACK_E_INVALID_ARGUMENT;
+    }
+    char err[600];
+    wpk_mlir_doc *doc;
+    int rc = wpk_mlir_scan_buffer(mlir, len, 0, &doc, err, sizeof err);
+    if (rc) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s:%s", d.source, err);
+        return rc;
+    }
+    wpk_plan_item *items;
+    size_t n;
+    rc = wpk_resolve_plan(ar, doc, opt, &d, &items, &n, &res);
+    if (!rc) {
+        wpk_emitter e = {doc, ar, opt->emit, opt->scope ? opt->scope : "model", items, n, write, user,
+                         NULL, 0, 0, copy_input};
+        rc = wpk_emit_document(&e, err, sizeof err);
+        if (rc)
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
+    }
+    free(items);
+    wpk_mlir_doc_free(doc);
+    res.warnings = d.warnings;
+    if (res_out)
+        *res_out = res;
+    return rc;
+}

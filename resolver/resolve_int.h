@@ -1,0 +1,108 @@
+/*
+ * resolve_int.h - what resolve.c, emit.c and externalize.c share: the plan
+ * (which global gets which entry) and the rewriter that applies it.
+ */
+#ifndef WPACK_RESOLVER_RESOLVE_INT_H
+#define WPACK_RESOLVER_RESOLVE_INT_H
+
+#include <stdio.h>
+
+#include "mlir_scan.h"
+#include "mlir_type.h"
+#include "wpack.h"
+
+typedef struct wpk_plan_item {
+    size_t global;              /* index in doc->globals */
+    uint64_t entry;             /* tensor index in the archive */
+    const char *entry_name;     /* points into the archive */
+    wpk_mlir_tensor type;       /* the global's parsed type */
+    const char *key;            /* inline: its resource key (owned by the emitter) */
+} wpk_plan_item;
+
+/* Diagnostics with counts; the first error's code is kept. */
+typedef struct wpk_diag {
+    wpack_diag_fn fn;
+    void *user;
+    const char *source;
+    int first_error;
+    uint64_t errors, warnings;
+} wpk_diag;
+
+void wpk_diag_emit(wpk_diag *d, int severity, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* "src:L:C: global @name" for messages. */
+void wpk_global_where(char *buf, size_t len, const wpk_diag *d, const wpk_global *g);
+
+/* Percent-encode an entry name for a wpack: URI: ALPHA DIGIT - . _ ~ stay,
+ * every other byte becomes %XX (upper case). Returns the length written
+ * (always < len) or 0 if it does not fit. */
+size_t wpk_uri_encode(const char *name, size_t n, char *buf, size_t len);
+
+/* Up to k entry names closest to name by edit distance (ties by name
+ * order) into out[] (indexes); returns how many. */
+size_t wpk_closest_entries(const wpack_archive *ar, const char *name, uint64_t *out, size_t k);
+
+typedef struct wpk_emitter {
+    const wpk_mlir_doc *doc;
+    const wpack_archive *ar;
+    int emit;                   /* WPACK_EMIT_* */
+    const char *scope;
+    wpk_plan_item *items;       /* in file order */
+    size_t nitems;
+    wpack_write_fn write;
+    void *user;
+    /* extra edits of externalize: byte ranges to drop (sorted, disjoint) */
+    const wpk_span *drops;
+    size_t ndrops;
+    /* externalize: the value of a moved global becomes #ml_program.extern */
+    int replace_with_extern;
+    /* optional: copy input bytes [off, off+n) to the output without going
+     * through user space (copy_file_range); 0 ok, non-zero: use write */
+    int (*copy_input)(void *user, size_t off, size_t n);
+} wpk_emitter;
+
+/* Map each weight global of doc to an entry and check it (resolve.c). On
+ * success *items is the plan in file order (free()). */
+int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
+                     const wpack_resolve_options *opt, wpk_diag *d, wpk_plan_item **items,
+                     size_t *nitems, wpack_resolve_result *res);
+
+/* wpack_resolve_buffer() with an optional input-copy shortcut. */
+int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
+                    const wpack_resolve_options *opt, wpack_write_fn write,
+                    int (*copy_input)(void *, size_t, size_t), void *user,
+                    wpack_resolve_result *res);
+
+/* Write the document with the plan applied. 0 or a wpack_error; message in err. */
+int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen);
+
+/* Output through a file descriptor with a buffer (for the *_file calls). */
+typedef struct wpk_fd_sink {
+    int fd;
+    int in_fd;                  /* the input, for wpk_fd_sink_copy (-1: none) */
+    int failed;
+    size_t used;
+    char buf[1 << 20];
+} wpk_fd_sink;
+int wpk_fd_sink_write(void *user, const void *data, size_t n);
+int wpk_fd_sink_flush(wpk_fd_sink *s);
+/* Copy input bytes with copy_file_range (after flushing); non-zero when
+ * the kernel cannot, so the caller writes them instead. */
+int wpk_fd_sink_copy(void *user, size_t off, size_t n);
+
+/* Map a file read-only (a 0-byte file maps to an empty buffer). With fd
+ * not NULL the descriptor stays open in *fd (close it yourself). */
+int wpk_rsv_map_file(const char *path, const char **buf, size_t *len, int *fd, char *err,
+                     size_t errlen);
+void wpk_rsv_unmap_file(const char *buf, size_t len);
+
+/* Temporary output beside path, renamed into place by wpk_tmp_commit. */
+typedef struct wpk_tmp_out {
+    char *path, *tmp;
+    int fd;
+} wpk_tmp_out;
+int wpk_tmp_open(wpk_tmp_out *t, const char *path, char *err, size_t errlen);
+int wpk_tmp_commit(wpk_tmp_out *t, char *err, size_t errlen);
+void wpk_tmp_discard(wpk_tmp_out *t);
+
+#endif
