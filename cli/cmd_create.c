@@ -37,6 +37,7 @@ static const char help[] =
     "  --chunk-size BYTES    uncompressed bytes per chunk, power of two (1M)\n"
     "  --compress-saving P   minimum saving in percent for a tensor to stay compressed\n"
     "  --meta KEY=VALUE      a string metadata entry (repeatable), e.g. model.name=mlp\n"
+    "  --layers SPEC         the default module chain of wpack run / calibrate\n"
     "  --name OTHER=ENTRY    record that a consumer calls ENTRY by OTHER (repeatable)\n"
     "  -q, --quiet           no progress line\n"
     "\n"
@@ -259,6 +260,7 @@ int cmd_create(int argc, char **argv)
     uint64_t shard_size = 0;
     char *whole = NULL;
     const char *out = NULL, *v;
+    const char *layers = NULL; /* --layers: metadata wpack.layers */
     wpack_writer_options opt;
     wpack_writer_options_init(&opt);
     int quiet = 0, r;
@@ -321,6 +323,10 @@ int cmd_create(int argc, char **argv)
                    (r = cli_opt_value(argc, argv, &i, "--compress-saving", &v))) {
             if (r < 0 || !cli_compress_option(a, v, &opt))
                 goto done;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--layers", &v))) {
+            if (r < 0)
+                goto done;
+            layers = v;
         } else if ((r = cli_opt_value(argc, argv, &i, "--meta", &v))) {
             if (r < 0)
                 goto done;
@@ -439,6 +445,10 @@ int cmd_create(int argc, char **argv)
             cli_error("--meta %s: %s", metas[k], wpack_writer_errmsg(w));
             goto done;
         }
+    }
+    if (layers && wpack_writer_set_string(w, "wpack.layers", layers) != WPACK_OK) {
+        cli_error("--layers %s: %s", layers, wpack_writer_errmsg(w));
+        goto done;
     }
     wpk_sink_init(&sink, w, err, sizeof err);
     cli_progress prog;

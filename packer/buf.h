@@ -46,7 +46,8 @@ static inline size_t wpk_buf_zeros(wpk_buf *b, size_t n)
     if (!wpk_buf_reserve(b, n))
         return SIZE_MAX;
     size_t at = b->len;
-    memset(b->p + at, 0, n);
+    if (n)
+        memset(b->p + at, 0, n);
     b->len += n;
     return at;
 }

@@ -109,6 +109,11 @@ int wpk_import_detect(const char *path, char *err, size_t errlen)
     uint64_t size = (uint64_t)st.st_size;
     if (len >= 6 && memcmp(b, "\x93NUMPY", 6) == 0)
         return WPK_IN_NPY;
+    /* A .npy name without the magic is a broken .npy, not some other format:
+     * the npy reader says what is wrong with it. */
+    size_t nl0 = strlen(path);
+    if (nl0 > 4 && strcmp(path + nl0 - 4, ".npy") == 0)
+        return WPK_IN_NPY;
     if (torch_is_legacy(b, len))
         return WPK_IN_TORCH_LEGACY;
     if (wpk_zip_sniff(b, len)) {

@@ -12,7 +12,7 @@ for c in create inspect verify extract; do
     expect "help_cmd_$c" "$WPACK" help "$c"
 done
 expect version "$WPACK" --version
-grep -Eq '^wpack [0-9]+\.[0-9]+\.[0-9]+ \(library .*, format 1\.0\)' "$T/out" && pass version_text || fail version_text "$(cat "$T/out")"
+grep -Eq '^wpack [0-9]+\.[0-9]+\.[0-9]+ \(library .*, format 1\.[0-9]+\)' "$T/out" && pass version_text || fail version_text "$(cat "$T/out")"
 "$WPACK" >/dev/null 2>&1; [ $? -eq 2 ] && pass no_args_exit_2 || fail no_args_exit_2
 "$WPACK" frobnicate >/dev/null 2>"$T/err"; [ $? -eq 2 ] && grep -q "unknown command 'frobnicate'" "$T/err" && pass unknown_cmd || fail unknown_cmd
 "$WPACK" create x.npy >/dev/null 2>"$T/err"; [ $? -eq 2 ] && grep -q -- "-o OUT is required" "$T/err" && pass create_needs_o || fail create_needs_o

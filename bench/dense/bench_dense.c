@@ -1,0 +1,198 @@
+/*
+ * bench_dense.c - GB/s of weights streamed and GFLOP/s of the dense kernel,
+ * as ratios against OpenBLAS (cblas_sgemv / cblas_sgemm on the same f32
+ * weights, same thread count) and against the read bandwidth measured in
+ * the same run. Times are medians of repeated calls.
+ * Usage: bench_dense [--quick] [--shape OUTxIN]   (WPACK_THREADS sets the thread count)
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cblas.h>
+
+#include "wpack.h"
+#include "readbw.h"
+#include "wpack.h"
+
+void openblas_set_num_threads(int);
+char *openblas_get_corename(void);
+char *openblas_get_config(void);
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef void (*run_fn)(void *ctx);
+
+/* Median seconds per call over at least `min_s` seconds and 5 calls. */
+static double time_it(run_fn fn, void *ctx, double min_s)
+{
+    double t[400];
+    int n = 0;
+    /* Let the other library's spinning threads go to sleep first: on a
+     * machine with few cores they would steal this one's. */
+    usleep(300000);
+    fn(ctx); /* warm up: page in, wake threads */
+    double start = now();
+    while (n < 400 && (n < 5 || now() - start < min_s)) {
+        double t0 = now();
+        fn(ctx);
+        t[n++] = now() - t0;
+    }
+    qsort(t, (size_t)n, sizeof *t, cmpd);
+    return t[n / 2];
+}
+
+typedef struct {
+    size_t out, in, batch;
+    const float *wf, *x, *bias;
+    float *y;
+    wpack_linear l;
+} bench_ctx;
+
+static void run_blas(void *p)
+{
+    bench_ctx *c = p;
+    if (c->batch == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)c->out, (int)c->in, 1.0f, c->wf, (int)c->in,
+                    c->x, 1, 0.0f, c->y, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c->batch, (int)c->out,
+                    (int)c->in, 1.0f, c->x, (int)c->in, c->wf, (int)c->in, 0.0f, c->y,
+                    (int)c->out);
+}
+
+static void run_wpack(void *p)
+{
+    bench_ctx *c = p;
+    if (wpack_linear_forward(&c->l, c->x, c->y, c->batch, WPACK_ACT_NONE) != WPACK_OK) {
+        fprintf(stderr, "wpack_linear_forward failed\n");
+        exit(1);
+    }
+}
+
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+/* f32 -> f16 bits, round to nearest even (normal range only: |v| < 1 here). */
+static uint16_t to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t sign = (u >> 16) & 0x8000;
+    int e = (int)((u >> 23) & 0xff) - 127 + 15;
+    if (e <= 0)
+        return (uint16_t)sign;
+    uint32_t m = u & 0x7fffff, r = m >> 13, rest = m & 0x1fff;
+    uint32_t h = ((uint32_t)e << 10) | r;
+    if (rest > 0x1000 || (rest == 0x1000 && (r & 1)))
+        h++;
+    return (uint16_t)(sign | h);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0;
+    const char *only = NULL; /* --shape OUTxIN: just that one */
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--quick") == 0)
+            quick = 1;
+        else if (strcmp(argv[a], "--shape") == 0 && a + 1 < argc)
+            only = argv[++a];
+    }
+    double min_s = quick ? 0.1 : 0.4;
+    unsigned threads = wpack_dense_threads();
+    openblas_set_num_threads((int)threads);
+    double bw = read_bandwidth_gbs((size_t)512 << 20, threads, quick ? 3 : 6);
+    char cpu[600] = "?";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "model name", 10) == 0) {
+                char *c = strchr(line, ':');
+                snprintf(cpu, sizeof cpu, "%s", c ? c + 2 : line);
+                cpu[strcspn(cpu, "\n")] = 0;
+                break;
+            }
+        fclose(f);
+    }
+    printf("# CPU: %s, %u threads, wpack path %s, OpenBLAS core %s (%s)\n", cpu, threads,
+           wpack_dense_isa(), openblas_get_corename(), openblas_get_config());
+    printf("# read bandwidth (same run, %u threads): %.1f GB/s\n", threads, bw);
+    printf("| out x in | batch | impl | weight GB/s | GFLOP/s | x OpenBLAS f32 | %% read BW |\n");
+    printf("|---|---|---|---|---|---|---|\n");
+    static const size_t shapes[][2] = {{4096, 4096}, {11008, 4096}, {512, 784}};
+    static const size_t batches[] = {1, 8, 64};
+    for (size_t s = 0; s < 3; s++) {
+        size_t out = shapes[s][0], in = shapes[s][1], n = out * in;
+        char name[64];
+        snprintf(name, sizeof name, "%zux%zu", out, in);
+        if (only && strcmp(only, name) != 0)
+            continue;
+        float *wf = malloc(n * 4), *scale = malloc(out * 4);
+        uint16_t *wb = malloc(n * 2), *wh = malloc(n * 2);
+        int8_t *wq = malloc(n);
+        uint32_t r = 1;
+        for (size_t i = 0; i < n; i++) {
+            r = r * 1664525u + 1013904223u;
+            wf[i] = (float)((r >> 9) & 0xffff) / 65536.0f - 0.5f;
+            wb[i] = to_bf16(wf[i]);
+            wh[i] = to_f16(wf[i]);
+            wq[i] = (int8_t)lrintf(wf[i] * 254.0f);
+        }
+        for (size_t o = 0; o < out; o++)
+            scale[o] = 1.0f / 254.0f;
+        for (size_t bi = 0; bi < 3; bi++) {
+            size_t batch = batches[bi];
+            float *x = malloc(batch * in * 4), *y = malloc(batch * out * 4);
+            for (size_t i = 0; i < batch * in; i++)
+                x[i] = (float)(i % 13) * 0.1f - 0.6f;
+            bench_ctx c = {out, in, batch, wf, x, NULL, y, {0}};
+            double tb = time_it(run_blas, &c, min_s);
+            double flops = 2.0 * (double)n * (double)batch;
+            printf("| %zux%zu | %zu | OpenBLAS f32 | %.1f | %.1f | 1.00 | %.0f%% |\n", out, in,
+                   batch, n * 4 / tb / 1e9, flops / tb / 1e9, 100 * n * 4 / tb / 1e9 / bw);
+            struct { const char *name; int dt; const void *w; size_t es; } v[] = {
+                {"wpack f32", WPACK_DTYPE_F32, wf, 4}, {"wpack bf16", WPACK_DTYPE_BF16, wb, 2},
+                {"wpack f16", WPACK_DTYPE_F16, wh, 2}, {"wpack int8", WPACK_DTYPE_I8, wq, 1}};
+            for (int k = 0; k < 4; k++) {
+                wpack_linear l = {in, out, v[k].dt, v[k].w,
+                                  v[k].dt == WPACK_DTYPE_I8 ? scale : NULL, 0, NULL};
+                c.l = l;
+                double t = time_it(run_wpack, &c, min_s);
+                double gbs = n * v[k].es / t / 1e9;
+                printf("| %zux%zu | %zu | %s | %.1f | %.1f | %.2f | %.0f%% |\n", out, in, batch,
+                       v[k].name, gbs, flops / t / 1e9, tb / t, 100 * gbs / bw);
+            }
+            fflush(stdout);
+            free(x);
+            free(y);
+        }
+        free(wf);
+        free(scale);
+        free(wb);
+        free(wh);
+        free(wq);
+    }
+    return 0;
+}

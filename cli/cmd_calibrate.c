@@ -1,0 +1,222 @@
+/* cmd_calibrate.c - `wpack calibrate`: run samples through the layer chain
+ * and store each module's output statistics in the archive, in place. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_chain.h"
+
+static const char help[] =
+    "usage: wpack calibrate ARCHIVE [--layers SPEC] --input SAMPLES.npy [--histogram N]\n"
+    "\n"
+    "Runs SAMPLES [n, in] through the modules of SPEC (as in wpack run) and\n"
+    "stores, for each module path, the statistics of its output over all\n"
+    "samples and channels: min, max, absmax, mean, population variance, count\n"
+    "of finite values, and with --histogram an N-bin histogram over [min, max]\n"
+    "(a second pass). A Linear's output is before a following ReLU; the ReLU's\n"
+    "path gets its own record. Existing activation stats of the same path are\n"
+    "replaced. The archive is updated in place: a new index generation is\n"
+    "appended and the superblock rewritten; tensor data is never rewritten and\n"
+    "an interrupted update leaves the old archive.\n"
+    "  --batch N   samples per forward call (default 256)\n";
+
+typedef struct {
+    uint64_t count;
+    double min, max, mean, m2;
+    uint32_t bins;
+    double *edges;
+    uint64_t *counts;
+} acc;
+
+typedef struct {
+    acc *a;
+    int pass; /* 1: moments, 2: histogram */
+} calib;
+
+static void observe(void *user, size_t step, const float *y, size_t batch, size_t width)
+{
+    calib *c = user;
+    acc *a = &c->a[step];
+    size_t n = batch * width;
+    for (size_t i = 0; i < n; i++) {
+        double v = y[i];
+        if (!isfinite(v))
+            continue;
+        if (c->pass == 1) {
+            if (a->count == 0 || v < a->min)
+                a->min = v;
+            if (a->count == 0 || v > a->max)
+                a->max = v;
+            a->count++;
+            double d = v - a->mean;
+            a->mean += d / (double)a->count;
+            a->m2 += d * (v - a->mean);
+        } else {
+            double lo = a->edges[0], hi = a->edges[a->bins];
+            long b = (long)((v - lo) / (hi - lo) * a->bins);
+            if (b < 0)
+                b = 0;
+            if (b >= (long)a->bins)
+                b = (long)a->bins - 1;
+            while (b > 0 && v < a->edges[b])
+                b--;
+            while (b + 1 < (long)a->bins && v >= a->edges[b + 1])
+                b++;
+            a->counts[b]++;
+        }
+    }
+}
+
+static int run_pass(const chain *ch, const float *x, size_t n, size_t width, size_t bs, calib *c,
+                    char *err, size_t errlen)
+{
+    for (size_t s = 0; s < n; s += bs) {
+        size_t b = n - s < bs ? n - s : bs;
+        float *y;
+        size_t ow;
+        int rc = chain_run(ch, x + s * width, b, width, &y, &ow, observe, c, err, errlen);
+        if (rc)
+            return rc;
+        free(y);
+    }
+    return WPACK_OK;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    const char *archive = NULL, *spec = NULL, *input = NULL, *v;
+    uint64_t bins = 0, bs = 256;
+    int r;
+    for (int i = 1; i < argc;) {
+        if (cli_is_help(argv[i])) {
+            fputs(help, stdout);
+            return CLI_OK;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--layers", &v))) {
+            if (r < 0)
+                return CLI_USAGE;
+            spec = v;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--input", &v))) {
+            if (r < 0)
+                return CLI_USAGE;
+            input = v;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--histogram", &v))) {
+            if (r < 0)
+                return CLI_USAGE;
+            if (!cli_parse_size(v, &bins) || bins < 1 || bins > (1u << 20)) {
+                cli_error("--histogram %s: want 1 to 1048576 bins", v);
+                return CLI_USAGE;
+            }
+        } else if ((r = cli_opt_value(argc, argv, &i, "--batch", &v))) {
+            if (r < 0)
+                return CLI_USAGE;
+            if (!cli_parse_size(v, &bs) || bs < 1 || bs > (1u << 20)) {
+                cli_error("--batch %s: want 1 to 1048576", v);
+                return CLI_USAGE;
+            }
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            cli_error("calibrate: unknown option %s", argv[i]);
+            return CLI_USAGE;
+        } else if (!archive) {
+            archive = argv[i++];
+        } else {
+            cli_error("calibrate: one archive only ('%s')", argv[i]);
+            return CLI_USAGE;
+        }
+    }
+    if (!archive || !input) {
+        fputs(help, stderr);
+        return CLI_USAGE;
+    }
+    wpack_archive *ar;
+    if (wpack_open_file(&ar, archive, 0) != WPACK_OK) {
+        cli_error("%s", ar ? wpack_errmsg(ar) : "out of memory");
+        wpack_close(ar);
+        return CLI_FAIL;
+    }
+    char err[1024];
+    chain ch;
+    float *x = NULL;
+    size_t n, width;
+    calib c = {NULL, 1};
+    wpack_stats_in *recs = NULL;
+    double *vals = NULL;
+    int rc = chain_build(ar, spec, &ch, err, sizeof err);
+    if (rc == WPACK_OK)
+        rc = chain_read_npy(input, &x, &n, &width, err, sizeof err);
+    if (rc == WPACK_OK && !(c.a = calloc(ch.n, sizeof *c.a)))
+        rc = WPACK_E_NOMEM;
+    if (rc == WPACK_OK)
+        rc = run_pass(&ch, x, n, width, (size_t)bs, &c, err, sizeof err);
+    for (size_t s = 0; rc == WPACK_OK && s < ch.n; s++)
+        if (c.a[s].count == 0) {
+            snprintf(err, sizeof err, "module '%s': no finite outputs to take statistics of",
+                     ch.steps[s].path);
+            rc = WPACK_E_STATS;
+        }
+    if (rc == WPACK_OK && bins) {
+        for (size_t s = 0; s < ch.n && rc == WPACK_OK; s++) {
+            acc *a = &c.a[s];
+            a->bins = (uint32_t)bins;
+            a->edges = malloc((bins + 1) * sizeof *a->edges);
+            a->counts = calloc(bins, sizeof *a->counts);
+            if (!a->edges || !a->counts) {
+                rc = WPACK_E_NOMEM;
+                break;
+            }
+            double lo = a->min, hi = a->max;
+            if (!(hi > lo)) {
+                lo -= 0.5;
+                hi += 0.5;
+            }
+            for (uint64_t b = 0; b <= bins; b++)
+                a->edges[b] = b == bins ? hi : lo + (hi - lo) * (double)b / (double)bins;
+        }
+        c.pass = 2;
+        if (rc == WPACK_OK)
+            rc = run_pass(&ch, x, n, width, (size_t)bs, &c, err, sizeof err);
+    }
+    if (rc == WPACK_OK) {
+        recs = calloc(ch.n, sizeof *recs);
+        vals = calloc(ch.n * 5, sizeof *vals);
+        if (!recs || !vals)
+            rc = WPACK_E_NOMEM;
+    }
+    for (size_t s = 0; rc == WPACK_OK && s < ch.n; s++) {
+        acc *a = &c.a[s];
+        double *vv = vals + 5 * s;
+        vv[0] = a->min;
+        vv[1] = a->max;
+        vv[2] = fmax(fabs(a->min), fabs(a->max));
+        vv[3] = fmin(fmax(a->mean, a->min), a->max); /* rounding must not leave [min, max] */
+        vv[4] = a->m2 / (double)a->count;
+        wpack_stats_in in = {ch.steps[s].path, WPACK_STATS_ACTIVATION, WPACK_GRAN_TENSOR, 0, 1,
+                             a->count, &vv[0], &vv[1], &vv[2], &vv[3], &vv[4], a->bins, a->edges,
+                             a->counts, 0, NULL};
+        recs[s] = in;
+    }
+    wpack_close(ar); /* the update reopens the file itself */
+    ar = NULL;
+    if (rc == WPACK_OK)
+        rc = wpack_update_add_stats(archive, recs, ch.n, err, sizeof err);
+    if (rc == WPACK_E_NOMEM)
+        snprintf(err, sizeof err, "out of memory");
+    if (rc)
+        cli_error("%s", err);
+    else
+        for (size_t s = 0; s < ch.n; s++)
+            printf("%s: min %.9g max %.9g mean %.9g variance %.9g count %llu\n", ch.steps[s].path,
+                   recs[s].min[0], recs[s].max[0], recs[s].mean[0], recs[s].variance[0],
+                   (unsigned long long)recs[s].count);
+    if (c.a)
+        for (size_t s = 0; s < ch.n; s++) {
+            free(c.a[s].edges);
+            free(c.a[s].counts);
+        }
+    free(c.a);
+    free(recs);
+    free(vals);
+    chain_free(&ch);
+    free(x);
+    return rc ? CLI_FAIL : CLI_OK;
+}

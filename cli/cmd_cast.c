@@ -1,0 +1,277 @@
+/* cmd_cast.c - `wpack cast`: a copy of an archive whose weights are bf16,
+ * f16 or int8 (symmetric per output channel), for the dense kernel's fast
+ * paths. Everything else is copied as it is. */
+#include <fnmatch.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "copy.h"
+#include "internal.h"
+
+static const char help[] =
+    "usage: wpack cast ARCHIVE --to bf16|f16|int8 [--only GLOB]... -o OUT\n"
+    "\n"
+    "Writes a copy of ARCHIVE whose selected float tensors are stored as bf16\n"
+    "or f16 (round to nearest even; overflow to infinity for f16), or int8:\n"
+    "symmetric per output channel (dim 0), q = round_even(w / scale) in\n"
+    "[-127, 127], scale = absmax(row) / 127 (1 for an all-zero row), written as\n"
+    "the f32 entry NAME_scale of shape [dims[0]] (kernel/README.md: Scaled\n"
+    "weights). Default selection: every float tensor of rank 2 (Linear\n"
+    "weights); --only GLOB (fnmatch, repeatable) selects by name instead (int8:\n"
+    "rank >= 2 only). Metadata, name map, aliases and stats are copied; weight\n"
+    "stats of a cast tensor are recomputed from the stored values.\n";
+
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffff) > 0x7f800000)
+        return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+static uint16_t to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    uint32_t a = u & 0x7fffffff;
+    if (a > 0x7f800000)
+        return sign | 0x7e00;
+    if (a >= 0x477ff000) /* rounds to >= 65536: infinity */
+        return sign | 0x7c00;
+    if (a < 0x38800000) { /* below the smallest normal f16: subnormal, exact RNE via float math */
+        float v = fabsf(f) * 16777216.0f; /* in units of 2^-24 */
+        return sign | (uint16_t)lrintf(v);
+    }
+    uint32_t e = (a >> 23) - 112, m = a & 0x7fffff;
+    uint32_t h = (e << 10) | (m >> 13), rest = m & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+        h++;
+    return sign | (uint16_t)h;
+}
+
+static float elem(const uint8_t *p, int dt, size_t i)
+{
+    switch (dt) {
+    case WPACK_DTYPE_F32: { float f; memcpy(&f, p + 4 * i, 4); return f; }
+    case WPACK_DTYPE_F64: { double d; memcpy(&d, p + 8 * i, 8); return (float)d; }
+    case WPACK_DTYPE_F16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return wpk_f16_to_f32(h); }
+    default: { uint16_t h; memcpy(&h, p + 2 * i, 2); return wpk_bf16_to_f32(h); }
+    }
+}
+
+typedef struct {
+    int to;
+    const char **only;
+    int nonly;
+} cast_opts;
+
+static int selected(const cast_opts *o, const wpack_tensor *t)
+{
+    int dt = t->dtype;
+    if (t->kind != WPACK_KIND_DATA || t->nelems == 0 ||
+        (dt != WPACK_DTYPE_F32 && dt != WPACK_DTYPE_F64 && dt != WPACK_DTYPE_F16 && dt != WPACK_DTYPE_BF16))
+        return 0;
+    if (o->to == WPACK_DTYPE_I8 && t->rank < 2)
+        return 0;
+    if (!o->nonly)
+        return t->rank == 2;
+    for (int k = 0; k < o->nonly; k++)
+        if (fnmatch(o->only[k], t->name, 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* Cast one tensor into the writer (and its scale entry for int8). */
+static int cast_one(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *t, int to,
+                    char *err, size_t errlen)
+{
+    size_t n = (size_t)t->nelems, es = wpack_dtype_size(t->dtype);
+    uint8_t *src = malloc(n * es), *dst = malloc(n * 2);
+    int rc = src && dst ? wpack_read(ar, t->index, 0, src, n * es) : WPACK_E_NOMEM;
+    if (rc == WPACK_OK && to == WPACK_DTYPE_I8) {
+        size_t rows = (size_t)t->dims[0], cols = n / rows;
+        float *scale = malloc(rows * 4);
+        if (!scale)
+            rc = WPACK_E_NOMEM;
+        for (size_t r = 0; rc == WPACK_OK && r < rows; r++) {
+            float am = 0;
+            for (size_t k = 0; k < cols; k++) {
+                float v = elem(src, t->dtype, r * cols + k);
+                if (!isfinite(v)) {
+                    wpk_fmt(err, errlen, "%s: element [%zu, %zu] is not finite: cannot quantize", t->name, r, k);
+                    rc = WPACK_E_INPUT;
+                    break;
+                }
+                am = fmaxf(am, fabsf(v));
+            }
+            scale[r] = am > 0 ? am / 127.0f : 1.0f;
+            for (size_t k = 0; rc == WPACK_OK && k < cols; k++) {
+                float q = nearbyintf(elem(src, t->dtype, r * cols + k) / scale[r]);
+                dst[r * cols + k] = (uint8_t)(int8_t)fmaxf(-127.0f, fminf(127.0f, q));
+            }
+        }
+        if (rc == WPACK_OK)
+            rc = wpack_writer_add_tensor(w, t->name, WPACK_DTYPE_I8, t->rank, t->dims, dst, n);
+        char sname[WPACK_MAX_NAME + 16];
+        snprintf(sname, sizeof sname, "%s_scale", t->name);
+        uint64_t d0 = rows;
+        if (rc == WPACK_OK)
+            rc = wpack_writer_add_tensor(w, sname, WPACK_DTYPE_F32, 1, &d0, scale, rows * 4);
+        if (rc == WPACK_E_EXISTS)
+            wpk_fmt(err, errlen, "%s: the archive already has '%s'", t->name, sname);
+        else if (rc && rc != WPACK_E_INPUT)
+            wpk_fmt(err, errlen, "%s: %s", t->name, wpack_writer_errmsg(w));
+        free(scale);
+    } else if (rc == WPACK_OK) {
+        for (size_t i = 0; i < n; i++) {
+            float v = elem(src, t->dtype, i);
+            uint16_t h = to == WPACK_DTYPE_BF16 ? to_bf16(v) : to_f16(v);
+            memcpy(dst + 2 * i, &h, 2);
+        }
+        rc = wpack_writer_add_tensor(w, t->name, to, t->rank, t->dims, dst, n * 2);
+        if (rc)
+            wpk_fmt(err, errlen, "%s: %s", t->name, wpack_writer_errmsg(w));
+    } else {
+        wpk_fmt(err, errlen, "%s: reading: %s", t->name, wpack_error_describe(rc));
+    }
+    free(src);
+    free(dst);
+    return rc;
+}
+
+int cmd_cast(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL, *v;
+    cast_opts o = {0, calloc((size_t)argc + 1, sizeof(char *)), 0};
+    int r, rc = CLI_USAGE;
+    wpack_archive *ar = NULL;
+    wpack_writer *w = NULL;
+    char err[1200] = "";
+    for (int i = 1; i < argc;) {
+        if (cli_is_help(argv[i])) {
+            fputs(help, stdout);
+            rc = CLI_OK;
+            goto done;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--to", &v))) {
+            if (r < 0)
+                goto done;
+            o.to = strcmp(v, "int8") == 0 ? WPACK_DTYPE_I8 : wpack_dtype_from_name(v);
+            if (o.to != WPACK_DTYPE_BF16 && o.to != WPACK_DTYPE_F16 && o.to != WPACK_DTYPE_I8) {
+                cli_error("--to %s: want bf16, f16 or int8", v);
+                goto done;
+            }
+        } else if ((r = cli_opt_value(argc, argv, &i, "--only", &v))) {
+            if (r < 0)
+                goto done;
+            o.only[o.nonly++] = v;
+        } else if ((r = cli_opt_value(argc, argv, &i, "-o", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--output", &v))) {
+            if (r < 0)
+                goto done;
+            out = v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            cli_error("cast: unknown option %s", argv[i]);
+            goto done;
+        } else if (!in) {
+            in = argv[i++];
+        } else {
+            cli_error("cast: one archive only ('%s')", argv[i]);
+            goto done;
+        }
+    }
+    if (!in || !out || !o.to) {
+        fputs(help, stderr);
+        goto done;
+    }
+    rc = CLI_FAIL;
+    if (wpack_open_file(&ar, in, 0) != WPACK_OK) {
+        cli_error("%s", ar ? wpack_errmsg(ar) : "out of memory");
+        goto done;
+    }
+    wpack_info info;
+    wpack_get_info(ar, &info);
+    wpack_writer_options opt;
+    wpack_writer_options_init(&opt);
+    opt.alignment = info.alignment;
+    if (wpack_writer_open(&w, out, &opt) != WPACK_OK) {
+        cli_error("%s", wpack_writer_errmsg(w));
+        goto done;
+    }
+    uint64_t cast = 0;
+    int e = WPACK_OK;
+    for (uint64_t i = 0; e == WPACK_OK && i < wpack_count(ar); i++) {
+        wpack_tensor t;
+        wpack_tensor_at(ar, i, &t);
+        if (selected(&o, &t)) {
+            e = cast_one(ar, w, &t, o.to, err, sizeof err);
+            cast++;
+        } else if (t.kind == WPACK_KIND_DATA) {
+            e = wpk_copy_data(ar, w, &t, err, sizeof err);
+        } else if (t.kind == WPACK_KIND_SPLAT) {
+            if ((e = wpack_writer_add_splat(w, t.name, t.dtype, t.rank, t.dims, t.fill, t.fill_size)))
+                wpk_fmt(err, sizeof err, "%s: %s", t.name, wpack_writer_errmsg(w));
+        } else {
+            wpack_tensor target;
+            wpack_tensor_at(ar, t.alias_target, &target);
+            if (selected(&o, &target)) {
+                wpk_fmt(err, sizeof err, "%s: an alias of cast tensor '%s' is not supported", t.name, target.name);
+                e = WPACK_E_UNSUPPORTED;
+            } else if ((e = wpack_writer_add_alias(w, t.name, target.name))) {
+                wpk_fmt(err, sizeof err, "%s: %s", t.name, wpack_writer_errmsg(w));
+            }
+        }
+    }
+    for (uint64_t i = 0; e == WPACK_OK && i < wpack_meta_count(ar); i++) {
+        wpack_meta m;
+        wpack_meta_at(ar, i, &m);
+        if (strcmp(m.key, "wpack.producer") == 0)
+            continue; /* the writer sets its own */
+        if ((e = wpk_copy_meta(ar, w, &m)))
+            wpk_fmt(err, sizeof err, "metadata '%s': %s", m.key, wpack_writer_errmsg(w));
+    }
+    for (uint64_t i = 0; e == WPACK_OK && i < wpack_namemap_count(ar); i++) {
+        const char *other;
+        uint64_t idx;
+        wpack_tensor t;
+        wpack_namemap_at(ar, i, &other, &idx);
+        wpack_tensor_at(ar, idx, &t);
+        if ((e = wpack_writer_add_name(w, other, t.name)))
+            wpk_fmt(err, sizeof err, "name map '%s': %s", other, wpack_writer_errmsg(w));
+    }
+    for (uint64_t i = 0; e == WPACK_OK && i < wpack_stats_count(ar); i++) {
+        wpack_stats s;
+        wpack_tensor t;
+        wpack_stats_at(ar, i, &s);
+        /* a cast tensor's weight stats describe the old values: recomputed */
+        if (s.kind == WPACK_STATS_WEIGHT && wpack_find(ar, s.key, &t) == WPACK_OK && selected(&o, &t))
+            continue;
+        if ((e = wpk_copy_stats(w, &s)))
+            wpk_fmt(err, sizeof err, "stats '%s': %s", s.key, wpack_writer_errmsg(w));
+    }
+    if (e) {
+        cli_error("%s", err);
+        wpack_writer_abort(w);
+        w = NULL;
+        goto done;
+    }
+    if (!cast)
+        cli_warn("no tensor selected: the copy has no cast tensors");
+    e = wpack_writer_finish(w, err, sizeof err);
+    w = NULL;
+    if (e) {
+        cli_error("%s", err);
+        goto done;
+    }
+    rc = CLI_OK;
+done:
+    if (w)
+        wpack_writer_abort(w);
+    wpack_close(ar);
+    free(o.only);
+    return rc;
+}

@@ -1,0 +1,95 @@
+/* cmd_run.c - `wpack run`: a chain of Linear / ReLU modules on the mapped weights. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_chain.h"
+
+static const char help[] =
+    "usage: wpack run ARCHIVE [--layers SPEC] --input X.npy [-o Y.npy]\n"
+    "\n"
+    "Runs modules in order on the archive's mapped weights (no copy) and writes\n"
+    "the last output as an f32 .npy, or prints it (one row a line) without -o.\n"
+    "SPEC lists module paths, comma-separated: PREFIX is a Linear layer\n"
+    "(PREFIX.weight [out, in], optional PREFIX.bias, PREFIX.weight_scale for\n"
+    "scaled / int8 weights), PATH=relu an activation. nn.Sequential(Linear,\n"
+    "ReLU, Linear) is --layers 0,1=relu,2. Without --layers, the archive's\n"
+    "'wpack.layers' metadata is used (wpack create --layers SPEC).\n"
+    "X.npy: f32 or f64, [batch, in] or [in]. Weights f32, f16, bf16, int8.\n"
+    "\n"
+    "environment: WPACK_ISA=scalar|avx2|avx512 forces a SIMD path,\n"
+    "WPACK_THREADS=N the thread count.\n"
+    "  --isa    print the SIMD path and thread count in use, then exit\n";
+
+int cmd_run(int argc, char **argv)
+{
+    const char *archive = NULL, *spec = NULL, *input = NULL, *output = NULL, *v;
+    int r;
+    for (int i = 1; i < argc;) {
+        if (cli_is_help(argv[i])) {
+            fputs(help, stdout);
+            return CLI_OK;
+        } else if (strcmp(argv[i], "--isa") == 0) {
+            const char *isa = wpack_dense_isa();
+            if (!isa) {
+                cli_error("WPACK_ISA=%s: this machine cannot run that path", getenv("WPACK_ISA"));
+                return CLI_FAIL;
+            }
+            printf("%s %u\n", isa, wpack_dense_threads());
+            return CLI_OK;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--layers", &v))) {
+            if (r < 0)
+                return CLI_USAGE;
+            spec = v;
+        } else if ((r = cli_opt_value(argc, argv, &i, "--input", &v))) {
+            if (r < 0)
+                return CLI_USAGE;
+            input = v;
+        } else if ((r = cli_opt_value(argc, argv, &i, "-o", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--output", &v))) {
+            if (r < 0)
+                return CLI_USAGE;
+            output = v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            cli_error("run: unknown option %s", argv[i]);
+            return CLI_USAGE;
+        } else if (!archive) {
+            archive = argv[i++];
+        } else {
+            cli_error("run: one archive only ('%s')", argv[i]);
+            return CLI_USAGE;
+        }
+    }
+    if (!archive || !input) {
+        fputs(help, stderr);
+        return CLI_USAGE;
+    }
+    wpack_archive *ar;
+    if (wpack_open_file(&ar, archive, 0) != WPACK_OK) {
+        cli_error("%s", ar ? wpack_errmsg(ar) : "out of memory");
+        wpack_close(ar);
+        return CLI_FAIL;
+    }
+    char err[1024];
+    chain c;
+    float *x = NULL, *y = NULL;
+    size_t batch, width, ow;
+    int rc = chain_build(ar, spec, &c, err, sizeof err);
+    if (rc == WPACK_OK)
+        rc = chain_read_npy(input, &x, &batch, &width, err, sizeof err);
+    if (rc == WPACK_OK)
+        rc = chain_run(&c, x, batch, width, &y, &ow, NULL, NULL, err, sizeof err);
+    if (rc == WPACK_OK && output)
+        rc = chain_write_npy(output, y, batch, ow, err, sizeof err);
+    if (rc == WPACK_OK && !output)
+        for (size_t b = 0; b < batch; b++)
+            for (size_t o = 0; o < ow; o++)
+                printf("%.9g%c", y[b * ow + o], o + 1 == ow ? '\n' : ' ');
+    if (rc)
+        cli_error("%s", err);
+    chain_free(&c);
+    free(x);
+    free(y);
+    wpack_close(ar);
+    return rc ? CLI_FAIL : CLI_OK;
+}

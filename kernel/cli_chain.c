@@ -1,0 +1,207 @@
+/* cli_chain.c - the --layers chain: parse, bind, run, and f32 .npy I/O. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "cli_chain.h"
+#include "internal.h"
+#include "npy.h"
+
+static int cfail(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int cfail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    wpk_vfmt(err, errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void chain_free(chain *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->steps[i].path);
+    free(c->steps);
+    c->steps = NULL;
+    c->n = 0;
+}
+
+int chain_build(const wpack_archive *ar, const char *spec, chain *c, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    wpack_meta m;
+    if (!spec) {
+        if (wpack_meta_find(ar, "wpack.layers", &m) != WPACK_OK || m.type != WPACK_META_STRING)
+            return cfail(err, errlen, WPACK_E_NOT_FOUND,
+                         "no --layers given and the archive has no 'wpack.layers' string metadata");
+        spec = m.str;
+    }
+    size_t items = 1;
+    for (const char *p = spec; *p; p++)
+        items += *p == ',';
+    c->steps = calloc(items, sizeof *c->steps);
+    if (!c->steps)
+        return cfail(err, errlen, WPACK_E_NOMEM, "out of memory");
+    const char *p = spec;
+    for (size_t i = 0; i < items; i++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t plen = eq ? (size_t)(eq - p) : len;
+        chain_step *s = &c->steps[c->n];
+        s->path = strndup(p, plen);
+        c->n++;
+        if (!s->path)
+            return cfail(err, errlen, WPACK_E_NOMEM, "out of memory");
+        if (plen == 0)
+            return cfail(err, errlen, WPACK_E_INVALID_ARGUMENT,
+                         "layers '%s': item %zu has an empty module path", spec, i + 1);
+        const char *kind = eq ? eq + 1 : "linear";
+        size_t klen = eq ? len - plen - 1 : 6;
+        if (klen == 4 && strncmp(kind, "relu", 4) == 0) {
+            s->relu = 1;
+        } else if (klen == 6 && strncmp(kind, "linear", 6) == 0) {
+            char berr[600];
+            int rc = wpack_linear_bind(ar, s->path, &s->lin, berr, sizeof berr);
+            if (rc)
+                return cfail(err, errlen, rc, "layers item '%s': %s", s->path, berr);
+        } else {
+            return cfail(err, errlen, WPACK_E_INVALID_ARGUMENT,
+                         "layers item '%.*s': unknown module kind '%.*s' (linear or relu)",
+                         (int)len, p, (int)klen, kind);
+        }
+        p = end ? end + 1 : p + len;
+    }
+    return WPACK_OK;
+}
+
+int chain_run(const chain *c, const float *x, size_t batch, size_t width, float **out,
+              size_t *out_width, chain_observe_fn observe, void *user, char *err, size_t errlen)
+{
+    *out = NULL;
+    float *cur = malloc(batch * width * sizeof *cur + 1);
+    if (!cur)
+        return cfail(err, errlen, WPACK_E_NOMEM, "out of memory");
+    memcpy(cur, x, batch * width * sizeof *cur);
+    for (size_t i = 0; i < c->n; i++) {
+        const chain_step *s = &c->steps[i];
+        if (s->relu) {
+            for (size_t k = 0; k < batch * width; k++)
+                if (cur[k] < 0)
+                    cur[k] = 0;
+        } else {
+            if (s->lin.in_features != width) {
+                free(cur);
+                return cfail(err, errlen, WPACK_E_SHAPE,
+                             "layer '%s' takes %llu inputs, its input has %zu", s->path,
+                             (unsigned long long)s->lin.in_features, width);
+            }
+            size_t ow = (size_t)s->lin.out_features;
+            float *y = malloc(batch * ow * sizeof *y + 1);
+            if (!y) {
+                free(cur);
+                return cfail(err, errlen, WPACK_E_NOMEM, "out of memory");
+            }
+            /* fuse a following ReLU unless someone watches each module */
+            int fuse = !observe && i + 1 < c->n && c->steps[i + 1].relu;
+            int rc = wpack_linear_forward(&s->lin, cur, y, batch,
+                                          fuse ? WPACK_ACT_RELU : WPACK_ACT_NONE);
+            free(cur);
+            cur = y;
+            width = ow;
+            if (rc) {
+                free(cur);
+                return cfail(err, errlen, rc, "layer '%s': %s%s", s->path, wpack_error_describe(rc),
+                             rc == WPACK_E_UNSUPPORTED ? " (check WPACK_ISA)" : "");
+            }
+            if (fuse) {
+                i++;
+                continue;
+            }
+        }
+        if (observe)
+            observe(user, i, cur, batch, width);
+    }
+    *out = cur;
+    *out_width = width;
+    return WPACK_OK;
+}
+
+int chain_read_npy(const char *path, float **x, size_t *batch, size_t *width, char *err,
+                   size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return cfail(err, errlen, WPACK_E_IO, "%s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = n > 0 ? malloc((size_t)n) : NULL;
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        fclose(f);
+        return cfail(err, errlen, WPACK_E_IO, "%s: cannot read", path);
+    }
+    fclose(f);
+    npy_header h;
+    char perr[400];
+    int rc = npy_parse_header(buf, (size_t)n, &h, perr, sizeof perr);
+    if (rc) {
+        free(buf);
+        return cfail(err, errlen, rc, "%s: %s", path, perr);
+    }
+    if ((h.dtype != WPACK_DTYPE_F32 && h.dtype != WPACK_DTYPE_F64) || h.rank < 1 || h.rank > 2 ||
+        h.nelems == 0 || h.data_offset + h.nbytes != (uint64_t)n) {
+        free(buf);
+        return cfail(err, errlen, WPACK_E_INPUT,
+                     "%s: want a non-empty f32 or f64 array of rank 1 or 2 (and nothing after it)",
+                     path);
+    }
+    size_t rows = h.rank == 2 ? (size_t)h.dims[0] : 1, cols = (size_t)h.dims[h.rank - 1];
+    float *v = malloc(rows * cols * sizeof *v);
+    if (!v) {
+        free(buf);
+        return cfail(err, errlen, WPACK_E_NOMEM, "out of memory");
+    }
+    const uint8_t *d = buf + h.data_offset;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t k = 0; k < cols; k++) {
+            /* stored index of element (r, k) */
+            size_t i = h.fortran_order ? k * rows + r : r * cols + k;
+            uint8_t t[8];
+            memcpy(t, d + i * h.elem_size, h.elem_size);
+            if (h.byteswap)
+                for (size_t a = 0; a < h.elem_size / 2; a++) {
+                    uint8_t s = t[a];
+                    t[a] = t[h.elem_size - 1 - a];
+                    t[h.elem_size - 1 - a] = s;
+                }
+            if (h.dtype == WPACK_DTYPE_F32)
+                memcpy(&v[r * cols + k], t, 4);
+            else
+                v[r * cols + k] = (float)wpk_ldf64(t);
+        }
+    free(buf);
+    *x = v;
+    *batch = rows;
+    *width = cols;
+    return WPACK_OK;
+}
+
+int chain_write_npy(const char *path, const float *y, size_t batch, size_t width, char *err,
+                    size_t errlen)
+{
+    char hdr[256];
+    uint64_t dims[2] = {batch, width};
+    size_t hl = npy_format_header(hdr, sizeof hdr, WPACK_DTYPE_F32, 2, dims);
+    FILE *f = fopen(path, "wb");
+    if (!f || !hl)
+        return cfail(err, errlen, WPACK_E_IO, "%s: %s", path, f ? "header" : strerror(errno));
+    int ok = fwrite(hdr, 1, hl, f) == hl && fwrite(y, 4, batch * width, f) == batch * width;
+    ok = (fclose(f) == 0) && ok;
+    return ok ? WPACK_OK : cfail(err, errlen, WPACK_E_IO, "%s: write failed", path);
+}

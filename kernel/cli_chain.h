@@ -1,0 +1,42 @@
+/* cli_chain.h - a chain of modules from a --layers SPEC ("0,1=relu,2"), run
+ * by `wpack run` and `wpack calibrate`; .npy input and output of f32. */
+#ifndef WPACK_CLI_CHAIN_H
+#define WPACK_CLI_CHAIN_H
+
+#include <stddef.h>
+
+#include "wpack.h"
+
+typedef struct {
+    char *path;          /* module path: stats key */
+    int relu;            /* 1: an activation, else a Linear at this prefix */
+    wpack_linear lin;
+} chain_step;
+
+typedef struct {
+    chain_step *steps;
+    size_t n;
+} chain;
+
+/* Parse SPEC (NULL: the archive's "wpack.layers" metadata) and bind every
+ * Linear. Items: PREFIX (Linear), PATH=relu, PREFIX=linear. */
+int chain_build(const wpack_archive *ar, const char *spec, chain *c, char *err, size_t errlen);
+void chain_free(chain *c);
+
+/* Called with each step's output [batch, width]. */
+typedef void (*chain_observe_fn)(void *user, size_t step, const float *y, size_t batch,
+                                 size_t width);
+/* Run batch rows of x [batch, width]; *out ([batch, *out_width], malloc'ed)
+ * is the last step's output. With observe set, ReLU is not fused so every
+ * module's own output is seen. */
+int chain_run(const chain *c, const float *x, size_t batch, size_t width, float **out,
+              size_t *out_width, chain_observe_fn observe, void *user, char *err, size_t errlen);
+
+/* Read a .npy of f32 or f64, rank 1 ([in]: one row) or 2 ([batch, in]). */
+int chain_read_npy(const char *path, float **x, size_t *batch, size_t *width, char *err,
+                   size_t errlen);
+/* Write y [batch, width] as an f32 .npy (rank 2). */
+int chain_write_npy(const char *path, const float *y, size_t batch, size_t width, char *err,
+                    size_t errlen);
+
+#endif

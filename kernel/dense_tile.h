@@ -1,0 +1,168 @@
+/*
+ * dense_tile.h - the SIMD body shared by dense_avx2.c and dense_avx512.c,
+ * included once by each after defining:
+ *   WPK_T           the target attribute of every function here
+ *   WPK_FN(name)    name with the path's suffix
+ *   VL, V           lanes and vector type (f32)
+ *   VZERO() VFMA(a, b, c) VLOADX(p) VREDUCE(v)
+ *   VLOAD_F32(p) VLOAD_F16(p) VLOAD_BF16(p) VLOAD_I8(p)  VL weights at p, as f32
+ *   PF_BYTES        software prefetch distance for the batch-1 stream
+ *   TILE_RN         batch rows per register tile (acc = 4 x TILE_RN vectors)
+ *
+ * A register tile is RM (4, or 1 for the last rows) weight rows x RN batch
+ * rows: every weight vector is loaded (and widened) once and used RN times,
+ * both operands are contiguous along K, so the archive's row-major weights
+ * are used as they are. RN = 1 is the batch-1 GEMV: 4 rows streamed at once
+ * into 4 independent accumulators, with prefetch ahead of each row.
+ * Each output's sum is one accumulator chain in k order, whatever RM, RN or
+ * the thread split: results do not depend on the tiling.
+ */
+#define WPK_INLINE static inline __attribute__((always_inline)) WPK_T
+
+WPK_INLINE V wpk_load_w(const uint8_t *p, int dt)
+{
+    switch (dt) {
+    case WPACK_DTYPE_F32: return VLOAD_F32(p);
+    case WPACK_DTYPE_F16: return VLOAD_F16(p);
+    case WPACK_DTYPE_BF16: return VLOAD_BF16(p);
+    default: return VLOAD_I8(p);
+    }
+}
+
+/* The accumulators are named variables, not an array, so that they stay in
+ * registers (GCC keeps a V[4][6] array on the stack); statements for rows
+ * r >= RM or batch rows n >= RN fold away once RM and RN are constants. */
+#define WPK_ACC_ROW(r) V a##r##0 = VZERO(), a##r##1 = VZERO(), a##r##2 = VZERO(), \
+    a##r##3 = VZERO(), a##r##4 = VZERO(), a##r##5 = VZERO()
+#define WPK_FMA_ROW(r, wsrc)                                                   \
+    if (RM > r) {                                                              \
+        V wv = wpk_load_w(wsrc, dt);                                           \
+        if (RN > 0) a##r##0 = VFMA(wv, x0, a##r##0);                           \
+        if (RN > 1) a##r##1 = VFMA(wv, x1, a##r##1);                           \
+        if (RN > 2) a##r##2 = VFMA(wv, x2, a##r##2);                           \
+        if (RN > 3) a##r##3 = VFMA(wv, x3, a##r##3);                           \
+        if (RN > 4) a##r##4 = VFMA(wv, x4, a##r##4);                           \
+        if (RN > 5) a##r##5 = VFMA(wv, x5, a##r##5);                           \
+    }
+#define WPK_STORE(r, n)                                                        \
+    if (RM > r && RN > n) {                                                    \
+        float v_ = wpk_dense_finish(j->l, o + r, VREDUCE(a##r##n), j->act);    \
+        memcpy(j->y + (b + n) * j->out + o + r, &v_, 4);                       \
+    }
+#define WPK_STORE_ROW(r) WPK_STORE(r, 0) WPK_STORE(r, 1) WPK_STORE(r, 2) \
+    WPK_STORE(r, 3) WPK_STORE(r, 4) WPK_STORE(r, 5)
+
+WPK_INLINE void wpk_tile(const wpk_dense_job *j, const uint8_t *wbase, size_t o, size_t b,
+                         const int RM, const int RN, const int dt)
+{
+    const size_t in = j->in, es = wpk_dtype_bytes(dt);
+    const float *x = j->x + b * in;
+    const uint8_t *w = wbase + o * in * es;
+    const uint8_t *w0 = w, *w1 = w + in * es, *w2 = w + 2 * in * es, *w3 = w + 3 * in * es;
+    WPK_ACC_ROW(0);
+    WPK_ACC_ROW(1);
+    WPK_ACC_ROW(2);
+    WPK_ACC_ROW(3);
+    V x0 = VZERO(), x1 = VZERO(), x2 = VZERO(), x3 = VZERO(), x4 = VZERO(), x5 = VZERO();
+    size_t k = 0;
+    for (; k + VL <= in; k += VL) {
+        if (RN > 0) x0 = VLOADX(x + k);
+        if (RN > 1) x1 = VLOADX(x + in + k);
+        if (RN > 2) x2 = VLOADX(x + 2 * in + k);
+        if (RN > 3) x3 = VLOADX(x + 3 * in + k);
+        if (RN > 4) x4 = VLOADX(x + 4 * in + k);
+        if (RN > 5) x5 = VLOADX(x + 5 * in + k);
+        if (RN == 1) {
+            /* batch 1: the weight stream is all there is; fetch ahead */
+            _mm_prefetch((const char *)(w0 + k * es) + PF_BYTES, _MM_HINT_T0);
+            if (RM > 1) {
+                _mm_prefetch((const char *)(w1 + k * es) + PF_BYTES, _MM_HINT_T0);
+                _mm_prefetch((const char *)(w2 + k * es) + PF_BYTES, _MM_HINT_T0);
+                _mm_prefetch((const char *)(w3 + k * es) + PF_BYTES, _MM_HINT_T0);
+            }
+        }
+        WPK_FMA_ROW(0, w0 + k * es)
+        WPK_FMA_ROW(1, w1 + k * es)
+        WPK_FMA_ROW(2, w2 + k * es)
+        WPK_FMA_ROW(3, w3 + k * es)
+    }
+    if (k < in) {
+        /* The last partial vector, through zero-padded copies. */
+        size_t rest = in - k;
+        float xt[6][VL];
+        uint8_t wt[4][VL * 4];
+        memset(xt, 0, sizeof xt);
+        memset(wt, 0, sizeof wt);
+        for (int n = 0; n < RN; n++)
+            memcpy(xt[n], x + n * in + k, rest * 4);
+        for (int r = 0; r < RM; r++)
+            memcpy(wt[r], w + (r * in + k) * es, rest * es);
+        if (RN > 0) x0 = VLOADX(xt[0]);
+        if (RN > 1) x1 = VLOADX(xt[1]);
+        if (RN > 2) x2 = VLOADX(xt[2]);
+        if (RN > 3) x3 = VLOADX(xt[3]);
+        if (RN > 4) x4 = VLOADX(xt[4]);
+        if (RN > 5) x5 = VLOADX(xt[5]);
+        WPK_FMA_ROW(0, wt[0])
+        WPK_FMA_ROW(1, wt[1])
+        WPK_FMA_ROW(2, wt[2])
+        WPK_FMA_ROW(3, wt[3])
+    }
+    WPK_STORE_ROW(0)
+    WPK_STORE_ROW(1)
+    WPK_STORE_ROW(2)
+    WPK_STORE_ROW(3)
+}
+
+/* All batch rows for RM weight rows at o, in groups of TILE_RN. */
+WPK_INLINE void wpk_rows_batch(const wpk_dense_job *j, const uint8_t *w, size_t o, const int RM,
+                               const int dt)
+{
+    size_t b = 0;
+    for (; b + TILE_RN <= j->batch; b += TILE_RN)
+        wpk_tile(j, w, o, b, RM, TILE_RN, dt);
+    switch (j->batch - b) {
+#if TILE_RN > 5
+    case 5: wpk_tile(j, w, o, b, RM, 5, dt); break;
+#endif
+#if TILE_RN > 4
+    case 4: wpk_tile(j, w, o, b, RM, 4, dt); break;
+#endif
+#if TILE_RN > 3
+    case 3: wpk_tile(j, w, o, b, RM, 3, dt); break;
+#endif
+#if TILE_RN > 2
+    case 2: wpk_tile(j, w, o, b, RM, 2, dt); break;
+#endif
+    case 1: wpk_tile(j, w, o, b, RM, 1, dt); break;
+    default: break;
+    }
+}
+
+WPK_INLINE void wpk_rows_dtype(const wpk_dense_job *j, size_t o0, size_t o1, const int dt)
+{
+    const uint8_t *w = j->l->weight;
+    size_t o = o0;
+    for (; o + 4 <= o1; o += 4)
+        wpk_rows_batch(j, w, o, 4, dt);
+    for (; o < o1; o++)
+        wpk_rows_batch(j, w, o, 1, dt);
+}
+
+#define WPK_ROWS_FOR(dt, tag) \
+    static WPK_T void WPK_FN(rows_##tag)(const wpk_dense_job *j, size_t o0, size_t o1) \
+    { wpk_rows_dtype(j, o0, o1, dt); }
+WPK_ROWS_FOR(WPACK_DTYPE_F32, f32)
+WPK_ROWS_FOR(WPACK_DTYPE_F16, f16)
+WPK_ROWS_FOR(WPACK_DTYPE_BF16, bf16)
+WPK_ROWS_FOR(WPACK_DTYPE_I8, i8)
+
+WPK_T void WPK_FN(wpk_dense_rows)(const wpk_dense_job *j, size_t o0, size_t o1)
+{
+    switch (j->l->weight_dtype) {
+    case WPACK_DTYPE_F32: WPK_FN(rows_f32)(j, o0, o1); break;
+    case WPACK_DTYPE_F16: WPK_FN(rows_f16)(j, o0, o1); break;
+    case WPACK_DTYPE_BF16: WPK_FN(rows_bf16)(j, o0, o1); break;
+    default: WPK_FN(rows_i8)(j, o0, o1); break;
+    }
+}

@@ -1,0 +1,128 @@
+#!/bin/bash
+# test_dense.sh - `wpack run` and `wpack calibrate` against PyTorch: the seed
+# MLP and a deeper one with odd sizes, batches 1/7/64/256, f32, bf16, f16
+# (create --cast) and int8 (weight + weight_scale), every SIMD path this
+# machine has; calibrated stats against torch; the crash-safe update.
+. "$(dirname "$0")/lib.sh"
+TP="$TESTS_DIR/cli/dense_torch.py"
+if ! "$PY" -c 'import torch' 2>/dev/null; then
+    echo "torch not importable by $PY: dense tests need python3-torch"
+    fail torch_available
+    finish
+    exit
+fi
+"$PY" "$TP" make "$T" || fail make_models
+
+paths=$(for isa in scalar avx2 avx512; do WPACK_ISA=$isa "$WPACK" run --isa >/dev/null 2>&1 && echo $isa; done)
+echo "# SIMD paths here:" $paths
+best=$("$WPACK" run --isa | cut -d' ' -f1)
+
+for name in seed deep; do
+    spec=$([ $name = seed ] && echo "0,1=relu,2" || echo "0,1=relu,2,3=relu,4,5=relu,6")
+    expect "create_${name}_f32" "$WPACK" create -q -o "$T/${name}_f32.wpack" --layers "$spec" "$T/${name}_f32"
+    expect "create_${name}_int8" "$WPACK" create -q -o "$T/${name}_int8.wpack" --layers "$spec" "$T/${name}_int8"
+    for k in bf16 f16; do
+        expect "create_${name}_$k" "$WPACK" create -q -o "$T/${name}_$k.wpack" --layers "$spec" \
+            --cast $k --only '*.weight' "$T/${name}_f32"
+    done
+    for kind in f32 bf16 f16 int8; do
+        for b in 1 7 64 256; do
+            for isa in $paths; do
+                # the default SPEC from metadata; every path forced once per shape
+                [ $isa != "$best" ] && [ $b != 7 ] && [ $kind != f32 ] && continue
+                y="$T/y_${name}_${kind}_${b}_$isa.npy"
+                if WPACK_ISA=$isa "$WPACK" run "$T/${name}_$kind.wpack" --input "$T/${name}_x$b.npy" -o "$y" 2>"$T/err"; then
+                    echo "run_${name}_${kind}_b${b}_$isa $name $kind $y $T/${name}_x$b.npy" >>"$T/checks"
+                else
+                    fail "run_${name}_${kind}_b${b}_$isa" "$(tail -c 300 "$T/err")"
+                fi
+            done
+        done
+    done
+done
+
+# wpack cast from the f32 archive: the same rounding as torch's (and as the
+# int8 twins made in Python with the documented convention)
+for name in seed deep; do
+    for k in bf16 f16 int8; do
+        expect "cast_${name}_$k" "$WPACK" cast "$T/${name}_f32.wpack" --to $k -o "$T/${name}_cast_$k.wpack"
+        for b in 1 64; do
+            y="$T/yc_${name}_${k}_$b.npy"
+            if "$WPACK" run "$T/${name}_cast_$k.wpack" --input "$T/${name}_x$b.npy" -o "$y" 2>"$T/err"; then
+                echo "cast_run_${name}_${k}_b$b $name $k $y $T/${name}_x$b.npy" >>"$T/checks"
+            else
+                fail "cast_run_${name}_${k}_b$b" "$(cat "$T/err")"
+            fi
+        done
+    done
+done
+cmp -s "$T/yc_seed_int8_64.npy" "$T/y_seed_int8_64_$best.npy" && pass cast_int8_equals_python_convention ||
+    fail cast_int8_equals_python_convention
+"$WPACK" inspect --json "$T/seed_cast_int8.wpack" >"$T/c.json"
+grep -q '"name": "0.weight_scale", "kind": "data", "dtype": "f32", "shape": \[512\]' "$T/c.json" &&
+    grep -q '"name": "0.weight", "kind": "data", "dtype": "i8"' "$T/c.json" && grep -q '"name": "0.bias", "kind": "data", "dtype": "f32"' "$T/c.json" &&
+    pass cast_int8_layout || fail cast_int8_layout "$(head -c 600 "$T/c.json")"
+expect cast_verify "$WPACK" verify "$T/seed_cast_int8.wpack"
+expect cast_only "$WPACK" cast "$T/seed_f32.wpack" --to bf16 --only '2.*' -o "$T/only.wpack"
+"$WPACK" inspect --json "$T/only.wpack" | grep -q '"name": "0.weight", "kind": "data", "dtype": "f32"' &&
+    "$WPACK" inspect --json "$T/only.wpack" | grep -q '"name": "2.weight", "kind": "data", "dtype": "bf16"' &&
+    pass cast_only_selects || fail cast_only_selects
+expect_fail cast_bad_to "want bf16, f16 or int8" "$WPACK" cast "$T/seed_f32.wpack" --to f8 -o "$T/x.wpack"
+cp -r "$T/seed_f32" "$T/scaled" && cp "$T/seed_int8/0.weight_scale.npy" "$T/scaled/"
+"$WPACK" create -q -o "$T/scaled.wpack" "$T/scaled"
+expect_fail cast_scale_exists "0.weight_scale.*(added twice|already)" "$WPACK" cast "$T/scaled.wpack" --to int8 -o "$T/x.wpack"
+[ ! -e "$T/x.wpack" ] && pass cast_failed_leaves_nothing || fail cast_failed_leaves_nothing
+
+# one torch process checks every output above
+n_checks=$(wc -l <"$T/checks")
+"$PY" "$TP" checkall "$T/checks" >"$T/results" 2>&1
+while read -r status rest; do
+    case $status in
+    ok) pass "$rest" ;;
+    FAIL) fail "${rest%%:*}" "${rest#*: }" ;;
+    esac
+done <"$T/results"
+[ "$(grep -c '^ok ' "$T/results")" = "$n_checks" ] && pass torch_checked_all || fail torch_checked_all "$(tail -3 "$T/results")"
+
+# threads: 1 and 2 give the same bits
+WPACK_THREADS=1 "$WPACK" run "$T/seed_f32.wpack" --input "$T/seed_x64.npy" -o "$T/t1.npy" &&
+    WPACK_THREADS=2 "$WPACK" run "$T/seed_f32.wpack" --input "$T/seed_x64.npy" -o "$T/t2.npy" &&
+    cmp -s "$T/t1.npy" "$T/t2.npy" && pass threads_same_bits || fail threads_same_bits
+
+# explicit --layers, stdout output, errors
+expect run_explicit_layers "$WPACK" run "$T/seed_f32.wpack" --layers 0,1=relu,2 --input "$T/seed_x1.npy"
+[ "$(wc -w <"$T/out")" = 10 ] && pass run_stdout_10_values || fail run_stdout_10_values "$(cat "$T/out")"
+expect_fail run_bad_isa "WPACK_ISA" env WPACK_ISA=sse9 "$WPACK" run "$T/seed_f32.wpack" --input "$T/seed_x1.npy"
+expect_fail run_missing_layer "no entry '9.weight'" "$WPACK" run "$T/seed_f32.wpack" --layers 9 --input "$T/seed_x1.npy"
+expect_fail run_bad_kind "unknown module kind" "$WPACK" run "$T/seed_f32.wpack" --layers 0=gelu --input "$T/seed_x1.npy"
+expect_fail run_width "takes 784 inputs" "$WPACK" run "$T/seed_f32.wpack" --input "$T/deep_x1.npy"
+expect_fail run_empty_spec "empty module path" "$WPACK" run "$T/seed_f32.wpack" --layers "" --input "$T/seed_x1.npy"
+expect nolayers_create "$WPACK" create -q -o "$T/nolayers.wpack" "$T/seed_f32"
+expect_fail run_no_spec "wpack.layers" "$WPACK" run "$T/nolayers.wpack" --input "$T/seed_x1.npy"
+"$WPACK" run --help >/dev/null && pass run_help || fail run_help
+"$WPACK" run >/dev/null 2>&1; [ $? = 2 ] && pass run_usage || fail run_usage
+
+# calibrate: torch's min/max/mean/variance of each module's output
+for name in seed deep; do
+    cp "$T/${name}_f32.wpack" "$T/${name}_cal.wpack"
+    expect "calibrate_$name" "$WPACK" calibrate "$T/${name}_cal.wpack" --input "$T/${name}_x256.npy" --histogram 16 --batch 100
+    "$WPACK" inspect --json "$T/${name}_cal.wpack" >"$T/cal.json"
+    if "$PY" "$TP" stats $name "$T/${name}_x256.npy" "$T/cal.json" 2>"$T/err"; then
+        pass "calibrate_${name}_vs_torch"
+    else
+        fail "calibrate_${name}_vs_torch" "$(cat "$T/err")"
+    fi
+    expect "calibrate_${name}_verify" "$WPACK" verify "$T/${name}_cal.wpack"
+    grep -q '"generation": 2' "$T/cal.json" && pass "calibrate_${name}_generation" || fail "calibrate_${name}_generation"
+done
+# stopped between the append and the superblock rewrite: opens as the new one
+cp "$T/seed_f32.wpack" "$T/crash.wpack"
+expect_fail calibrate_stop_after_append "stopped after the append" env WPACK_UPDATE_STOP_AFTER=append \
+    "$WPACK" calibrate "$T/crash.wpack" --input "$T/seed_x7.npy"
+expect crash_verify "$WPACK" verify "$T/crash.wpack"
+"$WPACK" inspect --json "$T/crash.wpack" | grep -q '"key": "2", "kind": "activation"' && pass crash_has_new_stats || fail crash_has_new_stats
+# data untouched: the tensors still extract to the same bytes
+"$WPACK" run "$T/crash.wpack" --input "$T/seed_x7.npy" -o "$T/c1.npy" &&
+    "$WPACK" run "$T/seed_f32.wpack" --input "$T/seed_x7.npy" -o "$T/c2.npy" && cmp -s "$T/c1.npy" "$T/c2.npy" &&
+    pass crash_same_outputs || fail crash_same_outputs
+finish
