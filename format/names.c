@@ -1,4 +1,6 @@
 /* names.c - the rule every name, key and map name must follow (spec: Names). */
+#include <string.h>
+
 #include "internal.h"
 
 const char *wpk_name_problem(const uint8_t *s, uint64_t len)
@@ -8,6 +10,16 @@ const char *wpk_name_problem(const uint8_t *s, uint64_t len)
     if (len > WPACK_MAX_NAME)
         return "name longer than 16384 bytes";
     uint64_t i = 0;
+    /* Fast path: 8 printable ASCII bytes at a time (almost every name). */
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    while (len - i >= 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        uint64_t del = w ^ (0x7f * ones);
+        if ((w & highs) || ((w - 0x20 * ones) & ~w & highs) || ((del - ones) & ~del & highs))
+            break; /* a byte >= 0x80, < 0x20 or 0x7f: look at it closely below */
+        i += 8;
+    }
     while (i < len) {
         uint8_t c = s[i];
         if (c < 0x80) {

@@ -108,6 +108,68 @@ static void feed_block(wpk_acc *a, double *v, size_t n)
     a->max = mx > a->max ? mx : a->max;
 }
 
+/* Merge a block's count, min, max, mean and M2 into the accumulator (Chan). */
+static void merge(wpk_acc *a, uint64_t n, double mn, double mx, double bmean, double bm2)
+{
+    if (!a->n) {
+        a->n = n;
+        a->min = mn;
+        a->max = mx;
+        a->mean = bmean;
+        a->m2 = bm2;
+        return;
+    }
+    double na = (double)a->n, nb = (double)n, nt = na + nb;
+    double delta = bmean - a->mean;
+    a->mean += delta * (nb / nt);
+    a->m2 += bm2 + delta * delta * (na * nb / nt);
+    a->n += n;
+    a->min = mn < a->min ? mn : a->min;
+    a->max = mx > a->max ? mx : a->max;
+}
+
+/* One pass over a block in 8 independent lanes: sums of (x - K) and
+ * (x - K)^2 with K the block's first value (shifted, so the variance does
+ * not cancel), and lane-wise min/max. Returns 0 when a value is not finite
+ * (the caller then takes the careful path). Lanes let the compiler keep 8
+ * chains in flight instead of one serial chain of additions. */
+#define LANES 8
+static int fast_block(wpk_acc *a, const double *v, size_t n)
+{
+    double k = v[0];
+    double s1[LANES] = {0}, s2[LANES] = {0}, mn[LANES], mx[LANES];
+    for (int l = 0; l < LANES; l++)
+        mn[l] = mx[l] = k;
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++) {
+            double x = v[i + l], d = x - k;
+            s1[l] += d;
+            s2[l] += d * d;
+            mn[l] = x < mn[l] ? x : mn[l];
+            mx[l] = x > mx[l] ? x : mx[l];
+        }
+    for (; i < n; i++) {
+        double x = v[i], d = x - k;
+        s1[0] += d;
+        s2[0] += d * d;
+        mn[0] = x < mn[0] ? x : mn[0];
+        mx[0] = x > mx[0] ? x : mx[0];
+    }
+    double t1 = 0, t2 = 0, lo = mn[0], hi = mx[0];
+    for (int l = 0; l < LANES; l++) {
+        t1 += s1[l];
+        t2 += s2[l];
+        lo = mn[l] < lo ? mn[l] : lo;
+        hi = mx[l] > hi ? mx[l] : hi;
+    }
+    if (!isfinite(t1) || !isfinite(t2) || !isfinite(lo) || !isfinite(hi))
+        return 0;
+    double m2 = t2 - t1 * t1 / (double)n;
+    merge(a, n, lo, hi, k + t1 / (double)n, m2 > 0 ? m2 : 0);
+    return 1;
+}
+
 void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
 {
     double v[BLOCK];
@@ -116,7 +178,8 @@ void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
     while (count) {
         size_t n = count < BLOCK ? count : BLOCK;
         widen(dtype, p, n, v);
-        feed_block(a, v, n);
+        if (!fast_block(a, v, n))
+            feed_block(a, v, n); /* NaN or infinity in the block: filter them */
         p += n * size;
         count -= n;
     }

@@ -70,10 +70,22 @@ static int write_all(wpack_writer *w, const void *p, size_t n)
     return WPACK_OK;
 }
 
+/* Start writeback of every 32 MiB written, so the final fsync has little
+ * left to do and the disk works while we hash and compute stats. */
+static void kick_writeback(wpack_writer *w, uint64_t written_to)
+{
+    if (written_to - w->kicked < (32u << 20))
+        return;
+    sync_file_range(w->fd, (off_t)w->kicked, (off_t)(written_to - w->kicked), SYNC_FILE_RANGE_WRITE);
+    w->kicked = written_to;
+}
+
 int wpk_out_flush(wpack_writer *w)
 {
     int rc = write_all(w, w->obuf, w->olen);
     w->olen = 0;
+    if (rc == WPACK_OK)
+        kick_writeback(w, w->pos);
     return rc;
 }
 
@@ -86,8 +98,10 @@ int wpk_out(wpack_writer *w, const void *p, size_t n)
         int rc = wpk_out_flush(w);
         if (rc == WPACK_OK)
             rc = write_all(w, p, n);
-        if (rc == WPACK_OK)
+        if (rc == WPACK_OK) {
             w->pos += n;
+            kick_writeback(w, w->pos);
+        }
         return rc;
     }
     if (n > OBUF_SIZE - w->olen) {

@@ -66,6 +66,7 @@ struct wpack_writer {
     wpack_writer_options opt;
 
     uint64_t pos;                  /* bytes written to the temp file */
+    uint64_t kicked;               /* writeback started up to here (sync_file_range) */
     uint8_t *obuf;                 /* output buffer */
     size_t olen;
 

@@ -211,52 +211,55 @@ static void decode_entry(const wpack_archive *ar, uint64_t i, entry_fields *e)
 }
 
 /* nelems and logical bytes of a validated-shape entry. */
-static int entry_size(wpack_archive *ar, const entry_fields *e, const char *q, uint64_t *nbytes)
+static int entry_size(wpack_archive *ar, const entry_fields *e, uint64_t *nbytes)
 {
+#define Q (wpk_quote(q, sizeof q, (const char *)e->name, (size_t)e->name_len), q)
+    char q[256];
     const uint8_t *dims = ar->sec[WPK_SEC_DIMS] + e->dims_index * 8;
     uint64_t n = 1, unit = 0, block = 1;
     for (unsigned d = 0; d < e->rank; d++)
         if (!wpk_mul(n, wpk_ld64(dims + 8 * d), &n))
-            return wpk_fail(ar, WPACK_E_OVERFLOW, "tensor '%s': element count overflows", q);
+            return wpk_fail(ar, WPACK_E_OVERFLOW, "tensor '%s': element count overflows", Q);
     if (!wpk_dtype_unit(ar, e->dtype, &unit, &block))
-        return wpk_fail(ar, WPACK_E_DTYPE, "tensor '%s': unknown dtype %d", q, e->dtype);
+        return wpk_fail(ar, WPACK_E_DTYPE, "tensor '%s': unknown dtype %d", Q, e->dtype);
     if (block > 1) {
         if (e->rank == 0 || wpk_ld64(dims + 8 * (e->rank - 1)) % block)
             return wpk_fail(ar, WPACK_E_SHAPE,
-                            "tensor '%s': last dim is not a multiple of the %llu-element block", q,
+                            "tensor '%s': last dim is not a multiple of the %llu-element block", Q,
                             (unsigned long long)block);
         n /= block;
     }
     if (!wpk_mul(n, unit, nbytes))
-        return wpk_fail(ar, WPACK_E_OVERFLOW, "tensor '%s': byte size overflows", q);
+        return wpk_fail(ar, WPACK_E_OVERFLOW, "tensor '%s': byte size overflows", Q);
     return WPACK_OK;
+#undef Q
 }
 
 static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uint64_t *data_seen)
 {
     const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
     char q[256];
-    wpk_quote(q, sizeof q, (const char *)e->name, (size_t)e->name_len);
+#define Q (wpk_quote(q, sizeof q, (const char *)e->name, (size_t)e->name_len), q)
     if (e->kind < WPACK_KIND_DATA || e->kind > WPACK_KIND_EXTERNAL ||
         (e->kind == WPACK_KIND_EXTERNAL && !(ar->info.required_features & WPK_FEATURE_SHARDS)))
-        return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': unknown kind %d", q, e->kind);
+        return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': unknown kind %d", Q, e->kind);
     if (e->rank > WPACK_MAX_RANK)
-        return wpk_fail(ar, WPACK_E_RANK, "tensor '%s': rank %u above the limit of 8", q, e->rank);
+        return wpk_fail(ar, WPACK_E_RANK, "tensor '%s': rank %u above the limit of 8", Q, e->rank);
     if (e->codec != WPACK_CODEC_NONE && e->codec != WPACK_CODEC_ZSTD)
-        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': unknown codec %d", q, e->codec);
+        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': unknown codec %d", Q, e->codec);
     if (e->codec == WPACK_CODEC_ZSTD && !(ar->info.required_features & WPK_FEATURE_ZSTD))
-        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': zstd codec without the zstd feature bit", q);
+        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': zstd codec without the zstd feature bit", Q);
     if (e->codec == WPACK_CODEC_ZSTD && e->kind != WPACK_KIND_DATA && e->kind != WPACK_KIND_ALIAS)
-        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': only data entries can be compressed", q);
+        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': only data entries can be compressed", Q);
     if (ar->info.format_minor <= WPACK_FORMAT_MINOR &&
         ((e->codec == WPACK_CODEC_NONE && wpk_ld32(r + WPK_E_CODEC_PARAM_OFF)) ||
          !wpk_all_zero(r + WPK_E_RESERVED_OFF, 8)))
-        return wpk_fail(ar, WPACK_E_RESERVED, "tensor '%s': reserved fields not zero", q);
+        return wpk_fail(ar, WPACK_E_RESERVED, "tensor '%s': reserved fields not zero", Q);
     if (e->dims_index > ar->dims_count || e->rank > ar->dims_count - e->dims_index)
-        return wpk_fail(ar, WPACK_E_BOUNDS, "tensor '%s': dims at %llu past the dims section", q,
+        return wpk_fail(ar, WPACK_E_BOUNDS, "tensor '%s': dims at %llu past the dims section", Q,
                         (unsigned long long)e->dims_index);
     uint64_t nbytes = 0;
-    int rc = entry_size(ar, e, q, &nbytes);
+    int rc = entry_size(ar, e, &nbytes);
     if (rc)
         return rc;
     uint64_t data_start = ar->info.data_offset;
@@ -264,23 +267,23 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
     switch (e->kind) {
     case WPACK_KIND_DATA:
         if (e->target || (e->codec == WPACK_CODEC_NONE && (e->aux_off || e->aux_len)))
-            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': data entry with aux or target set", q);
+            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': data entry with aux or target set", Q);
         if (e->codec == WPACK_CODEC_ZSTD &&
-            (rc = wpk_check_seek_table(ar, q, wpk_ld32(r + WPK_E_CODEC_PARAM_OFF), nbytes,
+            (rc = wpk_check_seek_table(ar, Q, wpk_ld32(r + WPK_E_CODEC_PARAM_OFF), nbytes,
                                        e->stored, e->aux_off, e->aux_len)))
             return rc;
         if (e->codec == WPACK_CODEC_NONE && e->stored != nbytes)
             return wpk_fail(ar, WPACK_E_SIZE,
-                            "tensor '%s': stored length %llu, shape and dtype need %llu", q,
+                            "tensor '%s': stored length %llu, shape and dtype need %llu", Q,
                             (unsigned long long)e->stored, (unsigned long long)nbytes);
         if (e->offset % ar->info.alignment)
             return wpk_fail(ar, WPACK_E_MISALIGNED,
-                            "tensor '%s': offset %llu not a multiple of the alignment %u", q,
+                            "tensor '%s': offset %llu not a multiple of the alignment %u", Q,
                             (unsigned long long)e->offset, ar->info.alignment);
         if (e->offset < data_start || !wpk_in_bounds(e->offset - data_start, e->stored,
                                                      data_end - data_start))
             return wpk_fail(ar, WPACK_E_BOUNDS,
-                            "tensor '%s': bytes %llu+%llu outside the data region %llu..%llu", q,
+                            "tensor '%s': bytes %llu+%llu outside the data region %llu..%llu", Q,
                             (unsigned long long)e->offset, (unsigned long long)e->stored,
                             (unsigned long long)data_start, (unsigned long long)data_end);
         (*data_seen)++;
@@ -289,54 +292,56 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
         uint64_t unit, block;
         wpk_dtype_unit(ar, e->dtype, &unit, &block);
         if (e->offset || e->stored || e->target || e->codec)
-            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': splat entry with data, codec or target set", q);
+            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': splat entry with data, codec or target set", Q);
         if (e->aux_len != unit)
             return wpk_fail(ar, WPACK_E_SIZE, "tensor '%s': splat fill is %llu bytes, dtype needs %llu",
-                            q, (unsigned long long)e->aux_len, (unsigned long long)unit);
+                            Q, (unsigned long long)e->aux_len, (unsigned long long)unit);
         rc = wpk_aux_ref(ar, e->aux_off, e->aux_len, "splat fill");
         if (rc)
             return rc;
         if (wpk_xxh3(ar->sec[WPK_SEC_AUX] + e->aux_off, (size_t)e->aux_len) != e->checksum)
-            return wpk_fail(ar, WPACK_E_CHECKSUM, "tensor '%s': splat fill checksum mismatch", q);
+            return wpk_fail(ar, WPACK_E_CHECKSUM, "tensor '%s': splat fill checksum mismatch", Q);
         break;
     }
     case WPACK_KIND_EXTERNAL:
         /* Where the bytes are is checked against the shard (shards.c). */
         if (e->aux_off || e->aux_len || e->codec)
-            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': external entry with aux or codec set", q);
+            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': external entry with aux or codec set", Q);
         if (e->stored != nbytes)
             return wpk_fail(ar, WPACK_E_SIZE,
-                            "tensor '%s': stored length %llu, shape and dtype need %llu", q,
+                            "tensor '%s': stored length %llu, shape and dtype need %llu", Q,
                             (unsigned long long)e->stored, (unsigned long long)nbytes);
         break;
     case WPACK_KIND_ALIAS:
         if (e->aux_off || e->aux_len || wpk_ld32(r + WPK_E_CODEC_PARAM_OFF))
-            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': alias entry with aux set", q);
+            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': alias entry with aux set", Q);
         break;
     }
     return WPACK_OK;
+#undef Q
 }
 
 /* Aliases after all entries are known valid: the target must be a like non-alias. */
 static int check_alias(wpack_archive *ar, uint64_t i, const entry_fields *e, uint64_t count)
 {
     char q[256];
-    wpk_quote(q, sizeof q, (const char *)e->name, (size_t)e->name_len);
+#define Q (wpk_quote(q, sizeof q, (const char *)e->name, (size_t)e->name_len), q)
     if (e->target >= count || e->target == i)
-        return wpk_fail(ar, WPACK_E_ALIAS, "alias '%s': target %u is not another entry", q,
+        return wpk_fail(ar, WPACK_E_ALIAS, "alias '%s': target %u is not another entry", Q,
                         e->target);
     entry_fields t;
     decode_entry(ar, e->target, &t);
     if (t.kind == WPACK_KIND_ALIAS)
-        return wpk_fail(ar, WPACK_E_ALIAS, "alias '%s': target is itself an alias", q);
+        return wpk_fail(ar, WPACK_E_ALIAS, "alias '%s': target is itself an alias", Q);
     int same = t.dtype == e->dtype && t.codec == e->codec && t.rank == e->rank && t.offset == e->offset &&
                t.stored == e->stored && t.checksum == e->checksum &&
                memcmp(ar->sec[WPK_SEC_DIMS] + 8 * t.dims_index,
                       ar->sec[WPK_SEC_DIMS] + 8 * e->dims_index, 8 * (size_t)e->rank) == 0;
     if (!same)
         return wpk_fail(ar, WPACK_E_ALIAS,
-                        "alias '%s': dtype, shape or extent differs from its target", q);
+                        "alias '%s': dtype, shape or extent differs from its target", Q);
     return WPACK_OK;
+#undef Q
 }
 
 static int check_extents(wpack_archive *ar, uint64_t count, uint64_t data_count)
@@ -357,10 +362,10 @@ static int check_extents(wpack_archive *ar, uint64_t count, uint64_t data_count)
         entry_fields e;
         decode_entry(ar, i, &e);
         char q[256];
-        wpk_quote(q, sizeof q, (const char *)e.name, (size_t)e.name_len);
+#define Q (wpk_quote(q, sizeof q, (const char *)e.name, (size_t)e.name_len), q)
         if (e.kind != WPACK_KIND_DATA || (seen[i / 8] >> (i % 8)) & 1) {
             rc = wpk_fail(ar, WPACK_E_LAYOUT, "extent %llu: tensor '%s' is not a data entry or "
-                                              "is listed twice", (unsigned long long)k, q);
+                                              "is listed twice", (unsigned long long)k, Q);
             break;
         }
         seen[i / 8] |= (uint8_t)(1u << (i % 8));
@@ -369,7 +374,7 @@ static int check_extents(wpack_archive *ar, uint64_t count, uint64_t data_count)
                           e.offset < cursor
                               ? "tensor '%s': bytes at %llu overlap the previous extent (ends %llu)"
                               : "tensor '%s': hole before its bytes at %llu (previous extent ends %llu)",
-                          q, (unsigned long long)e.offset, (unsigned long long)cursor);
+                          Q, (unsigned long long)e.offset, (unsigned long long)cursor);
             break;
         }
         end = e.offset + e.stored;
@@ -382,6 +387,7 @@ static int check_extents(wpack_archive *ar, uint64_t count, uint64_t data_count)
                       (unsigned long long)end);
     free(seen);
     return rc;
+#undef Q
 }
 
 int wpk_check_index(wpack_archive *ar)
@@ -428,9 +434,7 @@ int wpk_check_index(wpack_archive *ar)
         const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
         const uint8_t *name;
         uint64_t name_len = wpk_ld32(r + WPK_E_NAME_LEN_OFF);
-        char what[48];
-        wpk_fmt(what, sizeof what, "entry %llu name", (unsigned long long)i);
-        rc = wpk_name_ref(ar, wpk_ld64(r + WPK_E_NAME_OFF), name_len, what, &name);
+        rc = wpk_name_ref(ar, wpk_ld64(r + WPK_E_NAME_OFF), name_len, "tensor name", &name);
         if (rc)
             return rc;
         if (prev && (rc = wpk_order_check(ar, prev, prev_len, name, name_len, "tensor")))

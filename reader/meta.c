@@ -134,17 +134,18 @@ int wpk_check_namemap(wpack_archive *ar)
         prev = name;
         prev_len = len;
         char q[256];
-        wpk_quote(q, sizeof q, (const char *)name, (size_t)len);
+#define Q (wpk_quote(q, sizeof q, (const char *)name, (size_t)len), q)
         if (ar->info.format_minor <= WPACK_FORMAT_MINOR && wpk_ld64(r + WPK_N_RESERVED_OFF))
-            return wpk_fail(ar, WPACK_E_RESERVED, "name map '%s': reserved field not zero", q);
+            return wpk_fail(ar, WPACK_E_RESERVED, "name map '%s': reserved field not zero", Q);
         if (wpk_ld32(r + WPK_N_ENTRY_OFF) >= count)
-            return wpk_fail(ar, WPACK_E_NAMEMAP, "name map '%s': entry %u of %llu", q,
+            return wpk_fail(ar, WPACK_E_NAMEMAP, "name map '%s': entry %u of %llu", Q,
                             wpk_ld32(r + WPK_N_ENTRY_OFF), (unsigned long long)count);
         uint64_t pos;
         if (wpk_search(ar, WPK_SEC_ENTRIES, WPK_ENTRY_SIZE, count, name, len, &pos))
-            return wpk_fail(ar, WPACK_E_NAMEMAP, "name map '%s' is also an entry name", q);
+            return wpk_fail(ar, WPACK_E_NAMEMAP, "name map '%s' is also an entry name", Q);
     }
     return WPACK_OK;
+#undef Q
 }
 
 /* ---- access ---- */

@@ -13,8 +13,10 @@ static int key_kind_cmp(const uint8_t *a, uint64_t alen, int akind, const uint8_
     return c ? c : (akind > bkind) - (akind < bkind);
 }
 
-static int check_values(wpack_archive *ar, const char *q, const uint8_t *v, uint32_t channels)
+static int check_values(wpack_archive *ar, const uint8_t *key_, uint64_t key_len_, const uint8_t *v, uint32_t channels)
 {
+    char q[256];
+#define Q (wpk_quote(q, sizeof q, (const char *)key_, (size_t)key_len_), q)
     for (uint32_t c = 0; c < channels; c++) {
         double mn = wpk_ldf64(v + 8 * ((uint64_t)0 * channels + c));
         double mx = wpk_ldf64(v + 8 * ((uint64_t)1 * channels + c));
@@ -22,21 +24,24 @@ static int check_values(wpack_archive *ar, const char *q, const uint8_t *v, uint
         double mean = wpk_ldf64(v + 8 * ((uint64_t)3 * channels + c));
         double var = wpk_ldf64(v + 8 * ((uint64_t)4 * channels + c));
         if (!isfinite(mn) || !isfinite(mx) || !isfinite(am) || !isfinite(mean) || !isfinite(var))
-            return wpk_fail(ar, WPACK_E_STATS, "stats '%s' channel %u: value not finite", q, c);
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s' channel %u: value not finite", Q, c);
         if (!(mn <= mx) || am != fmax(fabs(mn), fabs(mx)) || !(mn <= mean && mean <= mx) ||
             var < 0)
             return wpk_fail(ar, WPACK_E_STATS,
                             "stats '%s' channel %u: inconsistent min %g max %g absmax %g mean %g "
-                            "variance %g", q, c, mn, mx, am, mean, var);
+                            "variance %g", Q, c, mn, mx, am, mean, var);
     }
     return WPACK_OK;
+#undef Q
 }
 
-static int check_histogram(wpack_archive *ar, const char *q, uint64_t off, uint32_t bins,
+static int check_histogram(wpack_archive *ar, const uint8_t *key_, uint64_t key_len_, uint64_t off, uint32_t bins,
                            uint64_t count)
 {
+    char q[256];
+#define Q (wpk_quote(q, sizeof q, (const char *)key_, (size_t)key_len_), q)
     if (bins > WPK_LIMIT_HIST_BINS)
-        return wpk_fail(ar, WPACK_E_LIMIT, "stats '%s': %u histogram bins, limit %u", q, bins,
+        return wpk_fail(ar, WPACK_E_LIMIT, "stats '%s': %u histogram bins, limit %u", Q, bins,
                         WPK_LIMIT_HIST_BINS);
     uint64_t bytes = (2 * (uint64_t)bins + 1) * 8;
     int rc = wpk_aux_ref(ar, off, bytes, "stats histogram");
@@ -48,24 +53,27 @@ static int check_histogram(wpack_archive *ar, const char *q, uint64_t off, uint3
         double e = wpk_ldf64(p + 8 * b);
         if (!isfinite(e) || (b > 0 && !(e > prev)))
             return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram edge %u (%g) not finite and "
-                                               "increasing", q, b, e);
+                                               "increasing", Q, b, e);
         prev = e;
     }
     uint64_t sum = 0;
     const uint8_t *counts = p + 8 * ((uint64_t)bins + 1);
     for (uint32_t b = 0; b < bins; b++)
         if (!wpk_add(sum, wpk_ld64(counts + 8 * b), &sum))
-            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram counts overflow", q);
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram counts overflow", Q);
     if (sum != count)
         return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram counts sum to %llu, count is %llu",
-                        q, (unsigned long long)sum, (unsigned long long)count);
+                        Q, (unsigned long long)sum, (unsigned long long)count);
     return WPACK_OK;
+#undef Q
 }
 
-static int check_percentiles(wpack_archive *ar, const char *q, uint64_t off, uint32_t n)
+static int check_percentiles(wpack_archive *ar, const uint8_t *key_, uint64_t key_len_, uint64_t off, uint32_t n)
 {
+    char q[256];
+#define Q (wpk_quote(q, sizeof q, (const char *)key_, (size_t)key_len_), q)
     if (n > WPK_LIMIT_PERCENTILES)
-        return wpk_fail(ar, WPACK_E_LIMIT, "stats '%s': %u percentiles, limit %u", q, n,
+        return wpk_fail(ar, WPACK_E_LIMIT, "stats '%s': %u percentiles, limit %u", Q, n,
                         WPK_LIMIT_PERCENTILES);
     int rc = wpk_aux_ref(ar, off, 16 * (uint64_t)n, "stats percentiles");
     if (rc)
@@ -78,9 +86,20 @@ static int check_percentiles(wpack_archive *ar, const char *q, uint64_t off, uin
             ok = ok && pq > wpk_ldf64(p + 16 * (j - 1)) && v >= wpk_ldf64(p + 16 * (j - 1) + 8);
         if (!ok)
             return wpk_fail(ar, WPACK_E_STATS, "stats '%s': percentile %u (q %g, value %g) out of "
-                                               "order or range", q, j, pq, v);
+                                               "order or range", Q, j, pq, v);
     }
     return WPACK_OK;
+#undef Q
+}
+
+static const uint8_t *entry_name(const wpack_archive *ar, uint64_t i)
+{
+    return (const uint8_t *)wpk_str(ar, wpk_ld64(wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE)));
+}
+
+static uint64_t entry_name_len(const wpack_archive *ar, uint64_t i)
+{
+    return wpk_ld32(wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE) + 8);
 }
 
 int wpk_check_stats(wpack_archive *ar)
@@ -88,70 +107,81 @@ int wpk_check_stats(wpack_archive *ar)
     const uint8_t *prev = NULL;
     uint64_t prev_len = 0;
     int prev_kind = 0;
+    uint64_t ecur = 0, n = ar->info.entry_count;
     for (uint64_t i = 0; i < ar->info.stats_count; i++) {
         const uint8_t *r = wpk_rec(ar, WPK_SEC_STATS, i, WPK_STATS_REC_SIZE);
         const uint8_t *key;
         uint64_t key_len = wpk_ld32(r + WPK_S_KEY_LEN_OFF);
-        int rc = wpk_name_ref(ar, wpk_ld64(r + WPK_S_KEY_OFF), key_len, "stats key", &key);
+        int rc = wpk_string_ref(ar, wpk_ld64(r + WPK_S_KEY_OFF), key_len, "stats key", &key);
         if (rc)
             return rc;
         int kind = r[WPK_S_KIND_OFF], gran = r[WPK_S_GRAN_OFF];
         char q[256];
-        wpk_quote(q, sizeof q, (const char *)key, (size_t)key_len);
+#define Q (wpk_quote(q, sizeof q, (const char *)key, (size_t)key_len), q)
         if (prev) {
             int c = key_kind_cmp(prev, prev_len, prev_kind, key, key_len, kind);
             if (c == 0)
-                return wpk_fail(ar, WPACK_E_DUPLICATE, "stats '%s' (kind %d) appear twice", q, kind);
+                return wpk_fail(ar, WPACK_E_DUPLICATE, "stats '%s' (kind %d) appear twice", Q, kind);
             if (c > 0)
-                return wpk_fail(ar, WPACK_E_UNSORTED, "stats '%s' out of (key, kind) order", q);
+                return wpk_fail(ar, WPACK_E_UNSORTED, "stats '%s' out of (key, kind) order", Q);
         }
         prev = key;
         prev_len = key_len;
         prev_kind = kind;
+        /* Keys come in name order, like the entries: one forward walk finds
+         * the entry of each key (a merge join, not a search per record). A
+         * key equal to an entry name has passed the name rule already. */
+        int c = 1;
+        while (ecur < n &&
+               (c = wpk_name_cmp(entry_name(ar, ecur), entry_name_len(ar, ecur), key, key_len)) < 0)
+            ecur++;
+        int is_entry = ecur < n && c == 0;
+        if (!is_entry && (rc = wpk_name_ref(ar, wpk_ld64(r + WPK_S_KEY_OFF), key_len, "stats key", &key)))
+            return rc;
         if (ar->info.format_minor <= WPACK_FORMAT_MINOR && wpk_ld16(r + WPK_S_RESERVED_OFF))
-            return wpk_fail(ar, WPACK_E_RESERVED, "stats '%s': reserved field not zero", q);
+            return wpk_fail(ar, WPACK_E_RESERVED, "stats '%s': reserved field not zero", Q);
         if (kind != WPACK_STATS_WEIGHT && kind != WPACK_STATS_ACTIVATION)
-            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': unknown kind %d", q, kind);
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': unknown kind %d", Q, kind);
         uint32_t axis = wpk_ld32(r + WPK_S_AXIS_OFF), channels = wpk_ld32(r + WPK_S_CHANNELS_OFF);
         if (gran == WPACK_GRAN_TENSOR) {
             if (axis != 0 || channels != 1)
                 return wpk_fail(ar, WPACK_E_STATS, "stats '%s': per-tensor with axis %u, %u channels",
-                                q, axis, channels);
+                                Q, axis, channels);
         } else if (gran == WPACK_GRAN_CHANNEL) {
             if (channels < 1 || channels > WPK_LIMIT_CHANNELS || axis >= WPACK_MAX_RANK)
                 return wpk_fail(ar, WPACK_E_STATS, "stats '%s': per-channel axis %u, %u channels "
-                                                   "out of range", q, axis, channels);
+                                                   "out of range", Q, axis, channels);
         } else {
-            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': unknown granularity %d", q, gran);
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': unknown granularity %d", Q, gran);
         }
         if (kind == WPACK_STATS_WEIGHT) {
-            wpack_tensor t;
-            uint64_t pos;
-            if (!wpk_search(ar, WPK_SEC_ENTRIES, WPK_ENTRY_SIZE, ar->info.entry_count, key, key_len,
-                            &pos))
-                return wpk_fail(ar, WPACK_E_STATS, "weight stats '%s': no tensor of that name", q);
-            wpk_fill_tensor(ar, pos, &t);
-            if (gran == WPACK_GRAN_CHANNEL && (axis >= t.rank || channels != t.dims[axis]))
+            if (!is_entry)
+                return wpk_fail(ar, WPACK_E_STATS, "weight stats '%s': no tensor of that name", Q);
+            const uint8_t *er = wpk_rec(ar, WPK_SEC_ENTRIES, ecur, WPK_ENTRY_SIZE);
+            unsigned rank = er[WPK_E_RANK_OFF];
+            const uint8_t *dims = ar->sec[WPK_SEC_DIMS] + 8 * wpk_ld64(er + WPK_E_DIMS_OFF);
+            if (gran == WPACK_GRAN_CHANNEL && (axis >= rank || channels != wpk_ld64(dims + 8 * axis)))
                 return wpk_fail(ar, WPACK_E_STATS,
                                 "weight stats '%s': %u channels on axis %u do not fit the tensor",
-                                q, channels, axis);
+                                Q, channels, axis);
         }
         uint64_t count = wpk_ld64(r + WPK_S_COUNT_OFF);
         uint64_t voff = wpk_ld64(r + WPK_S_VALUES_OFF);
         if ((rc = wpk_aux_ref(ar, voff, 40 * (uint64_t)channels, "stats values")) ||
-            (rc = check_values(ar, q, ar->sec[WPK_SEC_AUX] + voff, channels)))
+            (rc = check_values(ar, key, key_len, ar->sec[WPK_SEC_AUX] + voff, channels)))
             return rc;
         uint32_t bins = wpk_ld32(r + WPK_S_HIST_BINS_OFF), pcts = wpk_ld32(r + WPK_S_PCT_COUNT_OFF);
-        if (bins && (rc = check_histogram(ar, q, wpk_ld64(r + WPK_S_HIST_OFF), bins, count)))
+        if (bins && (rc = check_histogram(ar, key, key_len, wpk_ld64(r + WPK_S_HIST_OFF), bins, count)))
             return rc;
         if (!bins && wpk_ld64(r + WPK_S_HIST_OFF))
-            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram offset without bins", q);
-        if (pcts && (rc = check_percentiles(ar, q, wpk_ld64(r + WPK_S_PCT_OFF), pcts)))
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram offset without bins", Q);
+        if (pcts && (rc = check_percentiles(ar, key, key_len, wpk_ld64(r + WPK_S_PCT_OFF), pcts)))
             return rc;
         if (!pcts && wpk_ld64(r + WPK_S_PCT_OFF))
-            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': percentile offset without percentiles", q);
+            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': percentile offset without percentiles", Q);
     }
     return WPACK_OK;
+#undef Q
 }
 
 /* ---- access ---- */
