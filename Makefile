@@ -46,7 +46,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(STATIC) $(filter $(BUILD)/obj/packer/%,$(TOOL
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -DWPACK_HAVE_WRITER -Itests -o $@ $< $(filter $(BUILD)/obj/packer/%,$(TOOL_OBJS)) $(STATIC) $(WPACK_LIBS)
 
-tests: $(UNIT_BINS) $(WPACK)
+tests: $(UNIT_BINS) $(WPACK) $(SHARED)
 
 deps:
 	@sh tools/deps.sh

@@ -138,6 +138,36 @@ static int pack_c(packer *pk, int fd)
     return WPACK_OK;
 }
 
+/* C order, native little-endian: hand the writer windows of the mapping
+ * itself, so the bytes are copied once (into the archive's page cache) and
+ * not also into a buffer; each finished window's pages leave this process
+ * (they stay cached), so memory stays flat whatever the file size. */
+static int pack_c_mapped(packer *pk, const uint8_t *map, size_t map_len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t off = pk->h->data_offset, end = off + pk->h->nbytes, released = 0;
+    madvise((void *)map, map_len, MADV_SEQUENTIAL);
+    while (off < end) {
+        size_t n = end - off < pk->buf_bytes ? (size_t)(end - off) : pk->buf_bytes;
+        int rc = wpack_writer_write(pk->w, map + off, n);
+        if (rc)
+            return writer_failed(pk, rc);
+        off += n;
+        pk->done += n;
+        uint64_t upto = off / (uint64_t)page * (uint64_t)page;
+        if (upto > released) {
+            madvise((void *)(map + released), (size_t)(upto - released), MADV_DONTNEED);
+            released = upto;
+        }
+        if (pk->progress &&
+            (pk->done - pk->reported >= NPY_PROGRESS_STEP || pk->done == pk->h->nbytes)) {
+            pk->progress(pk->user, pk->done);
+            pk->reported = pk->done;
+        }
+    }
+    return WPACK_OK;
+}
+
 /* count elements of esize bytes: contiguous at src, dst_stride apart at dst. */
 static void scatter(uint8_t *dst, size_t dst_stride, const uint8_t *src, uint64_t count,
                     size_t esize)
@@ -313,7 +343,9 @@ int npy_pack_file_buffered(wpack_writer *w, const char *name, const char *path,
     }
 
     int transpose = needs_transpose(&h);
-    if (transpose) {
+    /* Map for the transpose, and for plain C order that needs no swapping. */
+    int mapped_c = !transpose && !h.byteswap && h.nbytes > 0;
+    if (transpose || mapped_c) {
         if (size > SIZE_MAX) {
             wpk_fmt(err, errlen, "%s: %llu bytes are too many to map", qpath,
                     (unsigned long long)size);
@@ -352,6 +384,8 @@ int npy_pack_file_buffered(wpack_writer *w, const char *name, const char *path,
     }
     if (transpose)
         rc = pack_fortran(&pk, (const uint8_t *)map + h.data_offset);
+    else if (mapped_c)
+        rc = pack_c_mapped(&pk, map, map_len);
     else
         rc = pack_c(&pk, fd);
     if (rc)

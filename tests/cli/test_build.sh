@@ -8,7 +8,7 @@ SO=$(ls "$BUILD_DIR"/libwpack.so.*.*.* 2>/dev/null | head -1)
 
 [ -n "$SO" ] && pass shared_library_built || fail shared_library_built
 others=$(nm -D --defined-only "$SO" | awk '{print $3}' | grep -v '^wpack_' | grep -v '^_' )
-[ -z "$others" ] && pass only_wpack_symbols_exported || fail only_wpack_symbols_exported "$others"
+[ -n "$SO" ] && [ -z "$others" ] && pass only_wpack_symbols_exported || fail only_wpack_symbols_exported "${others:-no shared library}"
 nm -D --defined-only "$SO" | grep -q ' wpack_open_file$' && pass api_exported || fail api_exported
 objdump -p "$SO" | grep -q 'SONAME *libwpack.so.0$' && pass soname || fail soname "$(objdump -p "$SO" | grep SONAME)"
 
