@@ -20,6 +20,7 @@ int cmd_extract(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_resolve(int argc, char **argv);
+int cmd_externalize(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_cast(int argc, char **argv);

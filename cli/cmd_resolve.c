@@ -26,11 +26,27 @@ static const char help[] =
     "  --scope NAME        parameter scope for --emit iree (default model)\n"
     "  --map FILE.json     {\"global\": \"entry\", ...} for names nothing else maps\n"
     "  --allow-missing     leave unresolved globals as they are (warn)\n"
+    "  --annotate          put the archive's calibration stats on the IR: the op that\n"
+    "                        produces each module's output gets P.min, P.max, P.absmax\n"
+    "                        (activation stats), resolved globals their weight stats\n"
+    "  --attr-prefix P     prefix of those attributes (default wpack)\n"
     "  -q, --quiet         no notes (unused entries, summary)\n";
 
 typedef struct {
     int quiet;
 } diag_ctx;
+
+/* Attribute names are bare identifiers: [A-Za-z_][A-Za-z0-9_$.]* */
+static int cli_attr_prefix_ok(const char *p)
+{
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_'))
+        return 0;
+    for (; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_' || *p == '$' || *p == '.'))
+            return 0;
+    return 1;
+}
 
 static void on_diag(void *user, int severity, const char *message)
 {
@@ -45,9 +61,9 @@ static void on_diag(void *user, int severity, const char *message)
 
 int cmd_resolve(int argc, char **argv)
 {
-    const char *out = NULL, *emit = "uri", *scope = NULL, *map_path = NULL;
+    const char *out = NULL, *emit = "uri", *scope = NULL, *map_path = NULL, *prefix = NULL;
     const char *pos[2];
-    int npos = 0, allow_missing = 0, quiet = 0;
+    int npos = 0, allow_missing = 0, quiet = 0, annotate = 0;
     for (int i = 1; i < argc;) {
         int r;
         if (cli_is_help(argv[i])) {
@@ -57,13 +73,16 @@ int cmd_resolve(int argc, char **argv)
         if ((r = cli_opt_value(argc, argv, &i, "-o", &out)) || (r = cli_opt_value(argc, argv, &i, "--output", &out)) ||
             (r = cli_opt_value(argc, argv, &i, "--emit", &emit)) ||
             (r = cli_opt_value(argc, argv, &i, "--scope", &scope)) ||
-            (r = cli_opt_value(argc, argv, &i, "--map", &map_path))) {
+            (r = cli_opt_value(argc, argv, &i, "--map", &map_path)) ||
+            (r = cli_opt_value(argc, argv, &i, "--attr-prefix", &prefix))) {
             if (r < 0)
                 return CLI_USAGE;
             continue;
         }
         if (strcmp(argv[i], "--allow-missing") == 0) {
             allow_missing = 1;
+        } else if (strcmp(argv[i], "--annotate") == 0) {
+            annotate = 1;
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             quiet = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -97,6 +116,14 @@ int cmd_resolve(int argc, char **argv)
         cli_warn("--scope only matters with --emit iree");
     opt.scope = scope;
     opt.allow_missing = allow_missing;
+    if (prefix && !annotate)
+        cli_warn("--attr-prefix only matters with --annotate");
+    if (prefix && !cli_attr_prefix_ok(prefix)) {
+        cli_error("resolve: --attr-prefix '%s' is not a bare MLIR identifier ([A-Za-z_][A-Za-z0-9_$.]*)", prefix);
+        return CLI_USAGE;
+    }
+    opt.annotate = annotate;
+    opt.attr_prefix = prefix;
     diag_ctx dc = {quiet};
     opt.diag = on_diag;
     opt.diag_user = &dc;
@@ -129,5 +156,8 @@ int cmd_resolve(int argc, char **argv)
         fprintf(stderr, "wpack: resolved %llu of %llu weight globals%s%llu left unresolved\n",
                 (unsigned long long)res.resolved, (unsigned long long)res.globals,
                 res.missing ? ", " : ", ", (unsigned long long)res.missing);
+    if (!quiet && annotate)
+        fprintf(stderr, "wpack: annotated %llu ops with activation stats and %llu globals with weight stats\n",
+                (unsigned long long)res.annotated_ops, (unsigned long long)res.annotated_globals);
     return CLI_OK;
 }

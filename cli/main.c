@@ -18,6 +18,7 @@ static const char usage[] =
     "  convert  ARCHIVE --compress zstd[:L]|--decompress -o OUT  rewrite compressed or plain\n"
     "  export   ARCHIVE --to safetensors|npz|tar -o FILE  write the archive in another format\n"
     "  resolve  ARCHIVE IN.mlir -o OUT.mlir [--emit uri|iree|inline]  point MLIR globals at entries\n"
+    "  externalize IN.mlir -o OUT.mlir --archive NEW.wpack  move inline MLIR weights into an archive\n"
     "  run      ARCHIVE [--layers SPEC] --input X.npy [-o Y.npy]  run Linear/ReLU layers\n"
     "  calibrate ARCHIVE [--layers SPEC] --input S.npy [--histogram N]  store activation stats\n"
     "  cast     ARCHIVE --to bf16|f16|int8 [--only GLOB] -o OUT  weights for the fast paths\n"
@@ -40,6 +41,7 @@ static const command commands[] = {
     {"convert", cmd_convert},
     {"export", cmd_export},
     {"resolve", cmd_resolve},
+    {"externalize", cmd_externalize},
     {"run", cmd_run},
     {"calibrate", cmd_calibrate},
     {"cast", cmd_cast},

@@ -614,6 +614,12 @@ typedef struct wpack_resolve_options {
     wpack_diag_fn diag;            /* NULL: diagnostics are dropped */
     void *diag_user;
     unsigned max_suggestions;      /* closest entry names per unresolved global; 0 is 3 */
+    /* Calibration stats into the IR (spec appendix B, "Annotations"): each
+     * module path with activation stats puts PREFIX.min/.max/.absmax (and
+     * .axis for per-channel stats) on the op producing that module's output;
+     * each resolved global gets its entry's weight stats the same way. */
+    int annotate;
+    const char *attr_prefix;       /* NULL is "wpack" */
 } wpack_resolve_options;
 
 /* Defaults: URI, scope "model", no map, strict, 3 suggestions. */
@@ -625,6 +631,9 @@ typedef struct wpack_resolve_result {
     uint64_t missing;              /* unresolved (an error unless allow_missing) */
     uint64_t unused_entries;       /* archive entries that no global uses */
     uint64_t warnings;
+    uint64_t annotated_ops;        /* annotate: ops that got activation stats */
+    uint64_t annotated_globals;    /* annotate: globals that got weight stats */
+    uint64_t unplaced_stats;       /* annotate: activation records no op was found for */
 } wpack_resolve_result;
 
 /*
@@ -651,6 +660,56 @@ int wpack_resolve_buffer(const wpack_archive *ar, const char *mlir, size_t len,
  * success (out_path may equal in_path). */
 int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char *out_path,
                        const wpack_resolve_options *opt, wpack_resolve_result *res);
+
+/*
+ * Externalize: the reverse of resolve, like IREE's export-parameters pass.
+ * Every ml_program.global (pretty or generic) and util.global whose initial
+ * value is inline - a dense<...> literal (nested lists, a splat scalar),
+ * hex dense<"0x...">, or dense_resource<KEY> with its blob in the file's
+ * builtin resources - and whose tensor holds at least min_bytes bytes moves
+ * into a new archive: one entry per global, named by its symbol, of the
+ * global's element type (f16 bf16 f32 f64 i1 i8..i64 si* ui*; signless
+ * integers are stored signed, i1 as bool) and shape. The IR keeps a
+ * reference in the emit mode's form (spec appendix B, "Externalize").
+ * Bytes stream from the mapped input through a small buffer into the
+ * writer: memory does not grow with the weight bytes. Moved blobs leave
+ * the resources section when nothing else refers to them.
+ */
+typedef struct wpack_externalize_options {
+    int emit;                      /* WPACK_EMIT_URI (default) or WPACK_EMIT_IREE */
+    const char *scope;             /* EMIT_IREE: the parameter scope; NULL is "model" */
+    uint64_t min_bytes;            /* smaller tensors stay inline (default 256) */
+    const wpack_writer_options *writer; /* the new archive's options; NULL: defaults */
+    const char *source_name;       /* the MLIR file's name in messages; NULL: in_path */
+    wpack_diag_fn diag;            /* NULL: diagnostics are dropped */
+    void *diag_user;
+} wpack_externalize_options;
+
+/* Defaults: URI, scope "model", min_bytes 256, default writer options. */
+void wpack_externalize_options_init(wpack_externalize_options *opt);
+
+typedef struct wpack_externalize_result {
+    uint64_t globals;              /* globals with an inline value seen */
+    uint64_t moved;                /* of those, moved into the archive */
+    uint64_t bytes_moved;          /* their tensor bytes */
+    uint64_t kept;                 /* left inline: small, or a type externalize does not take */
+    uint64_t resources_dropped;    /* blobs removed from the resources section */
+    uint64_t warnings;
+} wpack_externalize_result;
+
+/*
+ * Externalize in_path into out_path (MLIR) and archive_path (a new
+ * archive, written first: a wpack: URI names it by its index checksum).
+ * Both go to temporary files renamed into place only when everything
+ * succeeded: on failure nothing appears at either path. Returns WPACK_OK
+ * or the first problem's code: WPACK_E_INPUT (malformed MLIR or literal,
+ * a literal out of its type's range, a blob of the wrong size, a missing
+ * resource; with line and column), WPACK_E_UNSUPPORTED (a symbol or scope
+ * IREE cannot print), WPACK_E_EXISTS / WPACK_E_NAME (a symbol the archive
+ * cannot take), WPACK_E_IO. out_path may equal in_path. res may be NULL.
+ */
+int wpack_externalize_file(const char *in_path, const char *out_path, const char *archive_path,
+                           const wpack_externalize_options *opt, wpack_externalize_result *res);
 
 /* The wpack: URI of an entry of ar ("wpack:<16 hex>/<percent-encoded name>",
  * resolver/README.md) into buf; WPACK_E_INVALID_ARGUMENT if it does not

@@ -20,35 +20,16 @@ typedef struct {
     size_t text, text_len;      /* replacement in the arena */
 } edit;
 
-typedef struct {
-    char *p;
-    size_t n, cap;
-    int failed;
-} arena;
+typedef wpk_strbuf arena;
 
 static void put(arena *a, const char *s, size_t n)
 {
-    if (a->failed)
-        return;
-    if (a->n + n + 1 > a->cap) {
-        size_t c = a->cap ? a->cap : 4096;
-        while (c < a->n + n + 1)
-            c *= 2;
-        char *q = realloc(a->p, c);
-        if (!q) {
-            a->failed = 1;
-            return;
-        }
-        a->p = q;
-        a->cap = c;
-    }
-    memcpy(a->p + a->n, s, n);
-    a->n += n;
+    wpk_sb_put(a, s, n);
 }
 
 static void puts_(arena *a, const char *s)
 {
-    put(a, s, strlen(s));
+    wpk_sb_put(a, s, strlen(s));
 }
 
 typedef struct {
@@ -227,34 +208,26 @@ static int dict_is_empty(const wpk_mlir_doc *doc, wpk_span attrs)
     return n == 0;
 }
 
-/* The one edit for item it. */
-static edit edit_for(arena *a, const wpk_emitter *e, const wpk_plan_item *it)
+/* The value edit of item it (iree, inline, externalize). */
+static edit value_edit(arena *a, const wpk_emitter *e, const wpk_plan_item *it)
 {
     const wpk_mlir_doc *doc = e->doc;
     const wpk_global *g = &doc->globals[it->global];
     edit ed = {0, 0, a->n, 0};
-    int uri_attr = e->emit == WPACK_EMIT_URI;
-    if (uri_attr && !e->replace_with_extern) {
-        if (g->uri_value.len) {
-            ed.off = g->uri_value.off;
-            ed.len = g->uri_value.len;
-            put_uri(a, e, it->entry_name);
-        } else if (g->attrs.len) {
-            ed.off = g->attrs.off + 1;
-            puts_(a, "wpack.uri = ");
-            put_uri(a, e, it->entry_name);
-            if (!dict_is_empty(doc, g->attrs))
-                puts_(a, ", ");
-        } else {
-            ed.off = g->attrs_insert;
-            puts_(a, " {wpack.uri = ");
-            put_uri(a, e, it->entry_name);
-            puts_(a, "}");
-        }
-        ed.text_len = a->n - ed.text;
+    if (g->form == WPK_FORM_UTIL_PRETTY && e->emit == WPACK_EMIT_URI) {
+        /* externalize, uri: a util.global without a value is the extern;
+         * drop "= VALUE " (the '=' is the last non-blank before the value) */
+        size_t eq = g->value.off;
+        while (eq > g->op.off && doc->buf[eq - 1] != '=')
+            eq--;
+        size_t end = g->value.off + g->value.len;
+        if (end < doc->len && doc->buf[end] == ' ')
+            end++;
+        ed.off = eq ? eq - 1 : eq;
+        ed.len = end - ed.off;
+        ed.text_len = 0;
         return ed;
     }
-    /* the initial value changes */
     int typed = g->form != WPK_FORM_UTIL_PRETTY; /* util pretty shares the global's type */
     if (g->value.len) {
         ed.off = g->value.off;
@@ -281,11 +254,72 @@ static edit edit_for(arena *a, const wpk_emitter *e, const wpk_plan_item *it)
     return ed;
 }
 
+/* The wpack.uri attribute alone, as resolve has always written it: an
+ * existing value replaced in place, else first in the dictionary. */
+static edit uri_edit(arena *a, const wpk_emitter *e, const wpk_plan_item *it)
+{
+    const wpk_mlir_doc *doc = e->doc;
+    const wpk_global *g = &doc->globals[it->global];
+    edit ed = {0, 0, a->n, 0};
+    if (g->uri_value.len) {
+        ed.off = g->uri_value.off;
+        ed.len = g->uri_value.len;
+        put_uri(a, e, it->entry_name);
+    } else if (g->attrs.len) {
+        ed.off = g->attrs.off + 1;
+        puts_(a, "wpack.uri = ");
+        put_uri(a, e, it->entry_name);
+        if (!dict_is_empty(doc, g->attrs))
+            puts_(a, ", ");
+    } else {
+        ed.off = g->attrs_insert;
+        puts_(a, " {wpack.uri = ");
+        put_uri(a, e, it->entry_name);
+        puts_(a, "}");
+    }
+    ed.text_len = a->n - ed.text;
+    return ed;
+}
+
+/* The edits for item it (at most two: value, attributes) into ed[]. */
+static size_t edits_for(arena *a, const wpk_emitter *e, const wpk_plan_item *it, edit *ed)
+{
+    const wpk_mlir_doc *doc = e->doc;
+    const wpk_global *g = &doc->globals[it->global];
+    int uri = e->emit == WPACK_EMIT_URI;
+    size_t n = 0;
+    if (!uri || e->replace_with_extern)
+        ed[n++] = value_edit(a, e, it);
+    if (uri && !it->attr_text) {
+        ed[n++] = uri_edit(a, e, it);
+    } else if (it->attr_text) {
+        wpk_strbuf ours = {0};
+        if (uri) {
+            wpk_sb_puts(&ours, "wpack.uri = ");
+            put_uri(&ours, e, it->entry_name);
+            wpk_sb_puts(&ours, ", ");
+        }
+        wpk_sb_puts(&ours, it->attr_text);
+        edit x = {0, 0, a->n, 0};
+        if (ours.failed ||
+            wpk_attr_merge(doc->buf, doc->len, g->attrs, g->attrs_insert, " ", "", ours.p, ours.n,
+                           e->attr_prefix, uri, a, &x.off, &x.len)) {
+            a->failed = 1;
+        }
+        x.text_len = a->n - x.text;
+        free(ours.p);
+        ed[n++] = x;
+    }
+    return n;
+}
+
 static int edit_cmp(const void *x, const void *y)
 {
     const edit *a = x, *b = y;
     if (a->off != b->off)
         return a->off < b->off ? -1 : 1;
+    if ((a->len == 0) != (b->len == 0))
+        return a->len == 0 ? -1 : 1; /* insertions before a replacement at the same byte */
     return a->text < b->text ? -1 : a->text > b->text;
 }
 
@@ -407,8 +441,8 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
         }
     }
     arena a = {0};
-    size_t nedits = e->nitems + e->ndrops;
-    edit *edits = malloc((nedits ? nedits : 1) * sizeof *edits);
+    size_t nedits = 0;
+    edit *edits = malloc((2 * e->nitems + e->npatches + 1) * sizeof *edits);
     if (!edits) {
         free(order);
         set_free(&keys);
@@ -416,9 +450,10 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
         return WPACK_E_NOMEM;
     }
     for (size_t i = 0; i < e->nitems; i++)
-        edits[i] = edit_for(&a, e, &e->items[i]);
-    for (size_t i = 0; i < e->ndrops; i++)
-        edits[e->nitems + i] = (edit){e->drops[i].off, e->drops[i].len, 0, 0};
+        nedits += edits_for(&a, e, &e->items[i], edits + nedits);
+    /* patches carry their own text: marked by text == SIZE_MAX, index in text_len */
+    for (size_t i = 0; i < e->npatches; i++)
+        edits[nedits++] = (edit){e->patches[i].off, e->patches[i].len, (size_t)-1, i};
     if (a.failed) {
         o.rc = WPACK_E_NOMEM;
         wpk_fmt(err, errlen, "out of memory");
@@ -432,7 +467,12 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
             break;
         }
         out_input(&o, pos, edits[i].off - pos);
-        out(&o, a.p + edits[i].text, edits[i].text_len);
+        if (edits[i].text == (size_t)-1) {
+            const wpk_patch *p = &e->patches[edits[i].text_len];
+            out(&o, p->text, p->text_len);
+        } else {
+            out(&o, a.p + edits[i].text, edits[i].text_len);
+        }
         pos = edits[i].off + edits[i].len;
     }
     out_input(&o, pos, doc->len - pos);

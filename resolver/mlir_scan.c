@@ -1021,6 +1021,9 @@ static int scan_all(scanner *sc)
         case WPK_TOK_PUNCT: {
             char c = buf[t.off];
             if (c == '(' || c == '[' || c == '{' || c == '<') {
+                if (c == '{' && sc->sp == 0 && sc->top_stmt != (size_t)-1 &&
+                    starts_with(buf, (wpk_span){sc->top_stmt, t.off - sc->top_stmt}, "module"))
+                    sc->doc->has_module = 1;
                 if (push_bracket(sc, t))
                     return sc->failed;
             } else if (c == ')' || c == ']' || c == '}' || c == '>') {

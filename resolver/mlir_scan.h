@@ -102,6 +102,8 @@ typedef struct wpk_mlir_doc {
     wpk_located_op *ops;       /* only when WPK_SCAN_OPS was asked for */
     size_t nops, capops;
     size_t meta_count;         /* {-# ... #-} sections seen */
+    int has_module;            /* the top level is a `module ... {` op (function
+                                  bodies are then at region depth 2, else 1) */
 } wpk_mlir_doc;
 
 /* Flags for wpk_mlir_scan_buffer(). */

@@ -453,7 +453,7 @@ int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
     }
     char err[600];
     wpk_mlir_doc *doc;
-    int rc = wpk_mlir_scan_buffer(mlir, len, 0, &doc, err, sizeof err);
+    int rc = wpk_mlir_scan_buffer(mlir, len, opt->annotate ? WPK_SCAN_OPS : 0, &doc, err, sizeof err);
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s:%s", d.source, err);
         return rc;
@@ -461,13 +461,23 @@ int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
     wpk_plan_item *items;
     size_t n;
     rc = wpk_resolve_plan(ar, doc, opt, &d, &items, &n, &res);
+    const char *prefix = opt->attr_prefix && opt->attr_prefix[0] ? opt->attr_prefix : "wpack";
+    wpk_strbuf text = {0};
+    wpk_patch *patches = NULL;
+    size_t npatches = 0;
+    if (!rc && opt->annotate)
+        rc = wpk_annotate_plan(ar, doc, prefix, &d, items, n, &text, &patches, &npatches, &res);
     if (!rc) {
-        wpk_emitter e = {doc, ar, opt->emit, opt->scope ? opt->scope : "model", items, n, write, user,
-                         NULL, 0, 0, copy_input};
+        wpk_emitter e = {.doc = doc, .ar = ar, .emit = opt->emit,
+                         .scope = opt->scope ? opt->scope : "model", .items = items, .nitems = n,
+                         .write = write, .user = user, .patches = patches, .npatches = npatches,
+                         .attr_prefix = opt->annotate ? prefix : NULL, .copy_input = copy_input};
         rc = wpk_emit_document(&e, err, sizeof err);
         if (rc)
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
     }
+    free(patches);
+    free(text.p);
     free(items);
     wpk_mlir_doc_free(doc);
     res.warnings = d.warnings;

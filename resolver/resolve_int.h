@@ -17,7 +17,48 @@ typedef struct wpk_plan_item {
     const char *entry_name;     /* points into the archive */
     wpk_mlir_tensor type;       /* the global's parsed type */
     const char *key;            /* inline: its resource key (owned by the emitter) */
+    const char *attr_text;      /* annotate: "P.min = ..., ..." for its dict, or NULL */
 } wpk_plan_item;
+
+/* A growing NUL-terminated string (failed set when memory ran out). */
+typedef struct wpk_strbuf {
+    char *p;
+    size_t n, cap;
+    int failed;
+} wpk_strbuf;
+void wpk_sb_put(wpk_strbuf *a, const char *s, size_t n);
+void wpk_sb_puts(wpk_strbuf *a, const char *s);
+
+/* One replacement of input bytes [off, off+len) by text (len 0: insertion). */
+typedef struct wpk_patch {
+    size_t off, len;
+    const char *text;
+    size_t text_len;
+} wpk_patch;
+
+/*
+ * Our attributes `ours` (text "k = v, ...") into an attribute dictionary:
+ * with dict.len 0 a new "LEAD{ours}TRAIL" goes at insert_at; otherwise the
+ * dict is rewritten as {ours, <its other entries>}, dropping the entries we
+ * own (wpack.uri when uri, PREFIX.min/.max/.absmax/.axis when prefix) so
+ * that a second run gives the same bytes. The replacement goes to out and
+ * the replaced range to *edit_off and *edit_len. 0, WPACK_E_INPUT (dict
+ * unreadable) or WPACK_E_NOMEM.
+ */
+int wpk_attr_merge(const char *buf, size_t len, wpk_span dict, size_t insert_at, const char *lead,
+                   const char *trail, const char *ours, size_t ours_len, const char *prefix,
+                   int uri, wpk_strbuf *out, size_t *edit_off, size_t *edit_len);
+
+/* "P.min = -1.5 : f32, P.max = ..., P.absmax = ..." for a stats record
+ * (per-channel: "P.axis = A : i64, P.min = dense<[...]> : tensor<Cxf32>, ..."). */
+void wpk_stats_attr_text(wpk_strbuf *a, const wpack_stats *st, const char *prefix);
+
+/* Names a location names (annotate_loc.c): every NameLoc string inside
+ * loc(...) through #loc aliases, fused[...] and callsite(... at ...), and
+ * the module paths of a torch_xla JSON name's nn_module_stack. fn gets
+ * each name (not NUL-terminated); returns how many. */
+typedef void (*wpk_name_fn)(void *user, const char *name, size_t n);
+size_t wpk_loc_names(const wpk_mlir_doc *doc, wpk_span loc_inner, wpk_name_fn fn, void *user);
 
 /* Diagnostics with counts; the first error's code is kept. */
 typedef struct wpk_diag {
@@ -30,6 +71,13 @@ typedef struct wpk_diag {
 
 void wpk_diag_emit(wpk_diag *d, int severity, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* --annotate: find the ops that produce each module's output (annotate.c)
+ * and make their attribute patches (text kept in *text). Weight stats of the
+ * plan's entries go to items[i].attr_text. Counts into res. */
+int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc, const char *prefix,
+                      wpk_diag *d, wpk_plan_item *items, size_t nitems, wpk_strbuf *text,
+                      wpk_patch **patches, size_t *npatches, wpack_resolve_result *res);
+
 /* "src:L:C: global @name" for messages. */
 void wpk_global_where(char *buf, size_t len, const wpk_diag *d, const wpk_global *g);
 
@@ -51,11 +99,15 @@ typedef struct wpk_emitter {
     size_t nitems;
     wpack_write_fn write;
     void *user;
-    /* extra edits of externalize: byte ranges to drop (sorted, disjoint) */
-    const wpk_span *drops;
-    size_t ndrops;
-    /* externalize: the value of a moved global becomes #ml_program.extern */
+    /* extra edits (externalize: dropped resources; annotate: op attributes),
+     * disjoint from each other and from the globals' edits */
+    const wpk_patch *patches;
+    size_t npatches;
+    /* externalize: the value of a moved global becomes #ml_program.extern
+     * (uri) or the parameter (iree) */
     int replace_with_extern;
+    /* annotate: the prefix of the stats attributes (items' attr_text) */
+    const char *attr_prefix;
     /* optional: copy input bytes [off, off+n) to the output without going
      * through user space (copy_file_range); 0 ok, non-zero: use write */
     int (*copy_input)(void *user, size_t off, size_t n);

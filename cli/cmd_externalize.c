@@ -1,0 +1,122 @@
+/* cmd_externalize.c - `wpack externalize`: move an MLIR module's inline
+ * weights into a new archive and leave references (resolver/README.md). */
+#include <string.h>
+
+#include "cli.h"
+#include "wpack.h"
+
+static const char help[] =
+    "usage: wpack externalize IN.mlir -o OUT.mlir --archive NEW.wpack [options]\n"
+    "\n"
+    "Moves the weights of IN.mlir that are inline - globals (ml_program.global,\n"
+    "util.global) whose initial value is a dense<...> literal, hex\n"
+    "dense<\"0x...\">, or a dense_resource blob - into a new archive, one\n"
+    "entry per global named by its symbol, and writes OUT.mlir with a\n"
+    "reference in their place. Moved blobs leave the resources section when\n"
+    "nothing else uses them. The bytes stream from the mapped input: memory\n"
+    "does not grow with the weights. Nothing is written on error.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE   the rewritten MLIR (may be IN.mlir)\n"
+    "  --archive FILE      the new archive (replaced if it exists)\n"
+    "  --min-bytes N       tensors smaller than N bytes stay inline (default 256;\n"
+    "                        K/M/G suffixes)\n"
+    "  --emit MODE         uri (default): #ml_program.extern : T and\n"
+    "                        {wpack.uri = \"wpack:<index-xxh3>/<entry>\"}\n"
+    "                      iree: #flow.parameter.named<\"SCOPE\"::\"SYMBOL\"> : T\n"
+    "  --scope NAME        parameter scope for --emit iree (default model)\n"
+    "  --no-stats          no automatic weight stats in the archive\n"
+    "  -q, --quiet         no notes or summary\n";
+
+typedef struct {
+    int quiet;
+} diag_ctx;
+
+static void on_diag(void *user, int severity, const char *message)
+{
+    diag_ctx *c = user;
+    if (severity == WPACK_DIAG_ERROR)
+        cli_error("%s", message);
+    else if (severity == WPACK_DIAG_WARNING)
+        cli_warn("%s", message);
+    else if (!c->quiet)
+        fprintf(stderr, "wpack: note: %s\n", message);
+}
+
+int cmd_externalize(int argc, char **argv)
+{
+    const char *out = NULL, *archive = NULL, *emit = "uri", *scope = NULL, *min = NULL, *in = NULL;
+    int quiet = 0, no_stats = 0;
+    for (int i = 1; i < argc;) {
+        int r;
+        if (cli_is_help(argv[i])) {
+            fputs(help, stdout);
+            return CLI_OK;
+        }
+        if ((r = cli_opt_value(argc, argv, &i, "-o", &out)) ||
+            (r = cli_opt_value(argc, argv, &i, "--output", &out)) ||
+            (r = cli_opt_value(argc, argv, &i, "--archive", &archive)) ||
+            (r = cli_opt_value(argc, argv, &i, "--emit", &emit)) ||
+            (r = cli_opt_value(argc, argv, &i, "--scope", &scope)) ||
+            (r = cli_opt_value(argc, argv, &i, "--min-bytes", &min))) {
+            if (r < 0)
+                return CLI_USAGE;
+            continue;
+        }
+        if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
+            quiet = 1;
+        } else if (strcmp(argv[i], "--no-stats") == 0) {
+            no_stats = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            cli_error("externalize: unknown option '%s' (see wpack externalize --help)", argv[i]);
+            return CLI_USAGE;
+        } else if (!in) {
+            in = argv[i];
+        } else {
+            cli_error("externalize: too many arguments (see wpack externalize --help)");
+            return CLI_USAGE;
+        }
+        i++;
+    }
+    if (!in || !out || !archive) {
+        cli_error("externalize: needs IN.mlir -o OUT.mlir --archive NEW.wpack (see wpack externalize --help)");
+        return CLI_USAGE;
+    }
+    wpack_externalize_options opt;
+    wpack_externalize_options_init(&opt);
+    if (strcmp(emit, "uri") == 0) {
+        opt.emit = WPACK_EMIT_URI;
+    } else if (strcmp(emit, "iree") == 0) {
+        opt.emit = WPACK_EMIT_IREE;
+    } else {
+        cli_error("externalize: --emit must be uri or iree, not '%s'", emit);
+        return CLI_USAGE;
+    }
+    if (min && !cli_parse_size(min, &opt.min_bytes)) {
+        cli_error("externalize: --min-bytes '%s' is not a size", min);
+        return CLI_USAGE;
+    }
+    if (scope && opt.emit != WPACK_EMIT_IREE)
+        cli_warn("--scope only matters with --emit iree");
+    opt.scope = scope;
+    wpack_writer_options wo;
+    wpack_writer_options_init(&wo);
+    wo.weight_stats = !no_stats;
+    opt.writer = &wo;
+    diag_ctx dc = {quiet};
+    opt.diag = on_diag;
+    opt.diag_user = &dc;
+    wpack_externalize_result res;
+    if (wpack_externalize_file(in, out, archive, &opt, &res))
+        return CLI_FAIL;
+    if (!quiet) {
+        char size[64];
+        cli_human_size(size, sizeof size, res.bytes_moved);
+        fprintf(stderr,
+                "wpack: moved %llu of %llu inline globals (%s) into %s; %llu kept inline, "
+                "%llu resource blobs dropped\n",
+                (unsigned long long)res.moved, (unsigned long long)res.globals, size, archive,
+                (unsigned long long)res.kept, (unsigned long long)res.resources_dropped);
+    }
+    return CLI_OK;
+}

@@ -1,0 +1,466 @@
+/*
+ * externalize.c - wpack_externalize_file(): the reverse of resolve, like
+ * IREE's export-parameters pass. Globals initialized inline (dense<...>
+ * literals, hex, dense_resource blobs) of at least min_bytes move into a new
+ * archive (entry named by the symbol), streamed from the mapped input
+ * through a small buffer; then the IR is written with a reference in their
+ * place and the moved blobs dropped from the resources section when
+ * nothing else refers to them. The archive is written first (its index
+ * checksum goes into the wpack: URIs), both outputs go to temporary files
+ * and are renamed into place only when everything succeeded.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dense_decode.h"
+#include "internal.h"
+#include "mlir_lex.h"
+#include "resolve_int.h"
+
+void wpack_externalize_options_init(wpack_externalize_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->emit = WPACK_EMIT_URI;
+    opt->min_bytes = 256;
+}
+
+typedef struct {
+    size_t global;
+    wpk_mlir_tensor type;
+    int dtype;
+    uint64_t nbytes;
+    const wpk_resource *res;    /* dense_resource: its blob */
+} candidate;
+
+/* The key of `dense_resource<KEY>` (as written, NUL-terminated, heap). */
+static char *resource_key(const char *buf, wpk_span v, size_t *n)
+{
+    wpk_lexer lx;
+    wpk_lex_init(&lx, buf, v.off + v.len, v.off);
+    wpk_lex_next(&lx); /* dense_resource */
+    if (!wpk_tok_is(&lx, wpk_lex_next(&lx), '<'))
+        return NULL;
+    wpk_tok k = wpk_lex_next(&lx);
+    if (k.kind != WPK_TOK_BAREID && k.kind != WPK_TOK_STRING)
+        return NULL;
+    return wpk_mlir_decode_string(buf + k.off, k.len, n);
+}
+
+static const wpk_resource *find_resource(const wpk_mlir_doc *doc, const char *key, size_t n)
+{
+    for (size_t i = doc->nresources; i-- > 0;) { /* a later definition wins */
+        const wpk_resource *r = &doc->resources[i];
+        size_t kn;
+        char *k = wpk_mlir_decode_string(doc->buf + r->key.off, r->key.len, &kn);
+        int same = k && kn == n && memcmp(k, key, n) == 0;
+        free(k);
+        if (same)
+            return r;
+    }
+    return NULL;
+}
+
+static int writer_sink(void *user, const void *p, size_t n)
+{
+    return wpack_writer_write(user, p, n) != WPACK_OK;
+}
+
+/* ------------------------------------------------ dropped resources */
+
+typedef struct {
+    const wpk_mlir_doc *doc;
+    const candidate *moved;
+    size_t nmoved;
+} ref_ctx;
+
+/* Is byte off inside the value of a moved global (those references go)? */
+static int in_moved_value(const ref_ctx *c, size_t off)
+{
+    size_t lo = 0, hi = c->nmoved;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        wpk_span v = c->doc->globals[c->moved[mid].global].value;
+        if (off < v.off)
+            hi = mid;
+        else if (off >= v.off + v.len)
+            lo = mid + 1;
+        else
+            return 1;
+    }
+    return 0;
+}
+
+/* Count the references to resource r outside moved values and blobs:
+ * every "dense_resource<KEY" in the text (comments and strings included,
+ * which only keeps a blob that could have gone). */
+static void count_refs(const ref_ctx *c, size_t *refs)
+{
+    const wpk_mlir_doc *doc = c->doc;
+    static const char pat[] = "dense_resource<";
+    size_t pl = sizeof pat - 1, pos = 0;
+    for (size_t ri = 0; ri <= doc->nresources; ri++) {
+        size_t end = ri < doc->nresources ? doc->resources[ri].blob.off : doc->len;
+        while (pos < end) {
+            const char *hit = memmem(doc->buf + pos, end - pos, pat, pl);
+            if (!hit)
+                break;
+            size_t at = (size_t)(hit - doc->buf);
+            pos = at + pl;
+            if (in_moved_value(c, at))
+                continue;
+            wpk_lexer lx;
+            wpk_lex_init(&lx, doc->buf, doc->len, pos);
+            wpk_tok k = wpk_lex_next(&lx);
+            if (k.kind != WPK_TOK_BAREID && k.kind != WPK_TOK_STRING)
+                continue;
+            size_t kn;
+            char *key = wpk_mlir_decode_string(doc->buf + k.off, k.len, &kn);
+            if (!key)
+                continue;
+            const wpk_resource *r = find_resource(doc, key, kn);
+            if (r)
+                refs[r - doc->resources]++;
+            free(key);
+        }
+        if (ri < doc->nresources)
+            pos = doc->resources[ri].blob.off + doc->resources[ri].blob.len;
+    }
+}
+
+static size_t blob_end(const wpk_resource *r)
+{
+    return r->blob.off + r->blob.len + 1; /* the closing quote */
+}
+
+/* Are resources i and i+1 neighbours in one dictionary (only blanks and
+ * one ',' between them)? */
+static int same_dict(const wpk_mlir_doc *doc, size_t i)
+{
+    size_t a = blob_end(&doc->resources[i]), b = doc->resources[i + 1].key.off;
+    int commas = 0;
+    for (size_t k = a; k < b; k++) {
+        char c = doc->buf[k];
+        if (c == ',')
+            commas++;
+        else if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+            return 0;
+    }
+    return commas == 1;
+}
+
+/* Patches removing the resources marked in drop[] (with their commas). */
+static size_t drop_patches(const wpk_mlir_doc *doc, const unsigned char *drop, wpk_patch *out)
+{
+    size_t np = 0;
+    for (size_t g0 = 0; g0 < doc->nresources;) {
+        size_t g1 = g0;
+        while (g1 + 1 < doc->nresources && same_dict(doc, g1))
+            g1++;
+        for (size_t a = g0; a <= g1;) {
+            if (!drop[a]) {
+                a++;
+                continue;
+            }
+            size_t b = a;
+            while (b + 1 <= g1 && drop[b + 1])
+                b++;
+            size_t from, to;
+            if (b < g1) {
+                from = doc->resources[a].key.off;
+                to = doc->resources[b + 1].key.off;
+            } else if (a > g0) {
+                from = blob_end(&doc->resources[a - 1]);
+                to = blob_end(&doc->resources[b]);
+            } else {
+                from = doc->resources[a].key.off;
+                to = blob_end(&doc->resources[b]);
+            }
+            out[np++] = (wpk_patch){from, to - from, "", 0};
+            a = b + 1;
+        }
+        g0 = g1 + 1;
+    }
+    return np;
+}
+
+/* --------------------------------------------------------- the call */
+
+static int bad_iree_name(const char *s)
+{
+    return strchr(s, '"') || strchr(s, '\\');
+}
+
+int wpack_externalize_file(const char *in_path, const char *out_path, const char *archive_path,
+                           const wpack_externalize_options *opt_in,
+                           wpack_externalize_result *res_out)
+{
+    wpack_externalize_options opt;
+    if (opt_in)
+        opt = *opt_in;
+    else
+        wpack_externalize_options_init(&opt);
+    wpack_externalize_result res = {0};
+    wpk_diag d = {opt.diag, opt.diag_user, opt.source_name ? opt.source_name : in_path, 0, 0, 0};
+    if (!in_path || !out_path || !archive_path ||
+        (opt.emit != WPACK_EMIT_URI && opt.emit != WPACK_EMIT_IREE)) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INVALID_ARGUMENT,
+                      "wpack_externalize_file: bad arguments (emit must be uri or iree)");
+        return WPACK_E_INVALID_ARGUMENT;
+    }
+    if (!d.source)
+        d.source = "<input>";
+    const char *scope = opt.scope ? opt.scope : "model";
+    if (opt.emit == WPACK_EMIT_IREE && bad_iree_name(scope)) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
+                      "scope '%s' has a '\"' or '\\', which IREE prints unescaped", scope);
+        return WPACK_E_UNSUPPORTED;
+    }
+    char err[600];
+    const char *buf;
+    size_t len;
+    int in_fd;
+    int rc = wpk_rsv_map_file(in_path, &buf, &len, &in_fd, err, sizeof err);
+    if (rc) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
+        return rc;
+    }
+    wpk_mlir_doc *doc = NULL;
+    candidate *cand = NULL;
+    wpk_plan_item *items = NULL;
+    wpk_patch *patches = NULL;
+    size_t *refs = NULL;
+    unsigned char *drop = NULL;
+    wpack_writer *w = NULL;
+    wpack_archive *ar = NULL;
+    wpk_fd_sink *sink = NULL;
+    wpk_tmp_out out_tmp = {NULL, NULL, -1};
+    char *ar_tmp = NULL;
+    int ar_tmp_exists = 0;
+    size_t ncand = 0;
+
+    rc = wpk_mlir_scan_buffer(buf, len, 0, &doc, err, sizeof err);
+    if (rc) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s:%s", d.source, err);
+        goto done;
+    }
+    cand = malloc((doc->nglobals + 1) * sizeof *cand);
+    if (!cand)
+        goto nomem;
+    for (size_t i = 0; i < doc->nglobals; i++) {
+        const wpk_global *g = &doc->globals[i];
+        if (g->value_kind != WPK_VAL_DENSE && g->value_kind != WPK_VAL_RESOURCE)
+            continue;
+        res.globals++;
+        char where[400], why[200];
+        wpk_global_where(where, sizeof where, &d, g);
+        candidate c = {.global = i};
+        if (wpk_mlir_parse_tensor(buf + g->type_body.off, g->type_body.len, &c.type, why, sizeof why)) {
+            res.kept++;
+            wpk_diag_emit(&d, WPACK_DIAG_NOTE, 0, "%s: kept inline (type %.*s: %s)", where,
+                          (int)(g->type.len > 200 ? 200 : g->type.len), buf + g->type.off, why);
+            continue;
+        }
+        int ok;
+        c.nbytes = wpk_dense_nbytes(&c.type, &ok);
+        c.dtype = wpk_dense_dtype(c.type.elem);
+        if (!ok) {
+            res.kept++;
+            wpk_diag_emit(&d, WPACK_DIAG_NOTE, 0, "%s: kept inline (element type %s is not taken)",
+                          where, c.type.elem);
+            continue;
+        }
+        if (c.nbytes < opt.min_bytes) {
+            res.kept++;
+            continue;
+        }
+        if (g->form == WPK_FORM_UTIL_GENERIC && opt.emit == WPACK_EMIT_URI) {
+            res.kept++;
+            wpk_diag_emit(&d, WPACK_DIAG_WARNING, 0,
+                          "%s: kept inline (a generic util.global becomes an extern only with --emit iree)",
+                          where);
+            continue;
+        }
+        if (opt.emit == WPACK_EMIT_IREE && bad_iree_name(g->name)) {
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
+                          "%s: symbol has a '\"' or '\\', which IREE prints unescaped (use --emit uri)",
+                          where);
+            continue;
+        }
+        if (g->value_kind == WPK_VAL_RESOURCE) {
+            size_t kn;
+            char *key = resource_key(buf, g->value_body, &kn);
+            c.res = key ? find_resource(doc, key, kn) : NULL;
+            if (!c.res) {
+                char q[300];
+                wpk_quote(q, sizeof q, key ? key : "?", key ? kn : 1);
+                wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INPUT,
+                              "%s: dense_resource<%s> has no blob in the file's builtin resources",
+                              where, q);
+                free(key);
+                continue;
+            }
+            free(key);
+        }
+        cand[ncand++] = c;
+    }
+    if (d.first_error) {
+        rc = d.first_error;
+        goto done;
+    }
+
+    /* 1. the archive, under a temporary name beside NEW */
+    size_t an = strlen(archive_path);
+    ar_tmp = malloc(an + 40);
+    if (!ar_tmp)
+        goto nomem;
+    snprintf(ar_tmp, an + 40, "%s.tmp-ext-%ld", archive_path, (long)getpid());
+    rc = wpack_writer_open(&w, ar_tmp, opt.writer);
+    if (rc) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", archive_path,
+                      w ? wpack_writer_errmsg(w) : "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < ncand; i++) {
+        candidate *c = &cand[i];
+        const wpk_global *g = &doc->globals[c->global];
+        char where[400], why[300];
+        wpk_global_where(where, sizeof where, &d, g);
+        rc = wpack_writer_begin_tensor(w, g->name, c->dtype, c->type.rank, c->type.dims);
+        if (rc) {
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
+            goto done;
+        }
+        size_t at = g->value_body.off;
+        if (c->res)
+            rc = wpk_blob_decode(buf, c->res, &c->type, writer_sink, w, why, sizeof why);
+        else
+            rc = wpk_dense_decode(buf, g->value_body, &c->type, writer_sink, w, why, sizeof why, &at);
+        if (rc == WPACK_E_IO) {
+            rc = wpack_writer_errcode(w) ? wpack_writer_errcode(w) : rc;
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
+            goto done;
+        }
+        if (rc) {
+            unsigned l, col;
+            wpk_mlir_line_col(buf, len, at, &l, &col);
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s:%u:%u: global @%s: %s", d.source, l, col,
+                          g->name, why);
+            goto done;
+        }
+        rc = wpack_writer_end_tensor(w);
+        if (rc) {
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
+            goto done;
+        }
+        res.moved++;
+        res.bytes_moved += c->nbytes;
+    }
+    rc = wpack_writer_finish(w, err, sizeof err);
+    w = NULL;
+    if (rc) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", archive_path, err);
+        goto done;
+    }
+    ar_tmp_exists = 1;
+    rc = wpack_open_file(&ar, ar_tmp, 0);
+    if (rc) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: reopening the new archive: %s", archive_path,
+                      ar ? wpack_errmsg(ar) : "out of memory");
+        goto done;
+    }
+
+    /* 2. the plan: every moved global points at its entry */
+    items = calloc(ncand + 1, sizeof *items);
+    refs = calloc(doc->nresources + 1, sizeof *refs);
+    drop = calloc(doc->nresources + 1, 1);
+    patches = malloc((doc->nresources + 1) * sizeof *patches);
+    if (!items || !refs || !drop || !patches)
+        goto nomem;
+    for (size_t i = 0; i < ncand; i++) {
+        wpack_tensor t;
+        if (wpack_find(ar, doc->globals[cand[i].global].name, &t) != WPACK_OK) {
+            rc = WPACK_E_STATE;
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "internal error: entry '%s' missing from the new archive",
+                          doc->globals[cand[i].global].name);
+            goto done;
+        }
+        items[i] = (wpk_plan_item){.global = cand[i].global, .entry = t.index,
+                                   .entry_name = t.name, .type = cand[i].type};
+    }
+    ref_ctx rcx = {doc, cand, ncand};
+    count_refs(&rcx, refs);
+    for (size_t i = 0; i < ncand; i++)
+        if (cand[i].res && refs[cand[i].res - doc->resources] == 0 && !drop[cand[i].res - doc->resources]) {
+            drop[cand[i].res - doc->resources] = 1;
+            res.resources_dropped++;
+        }
+    size_t npatches = drop_patches(doc, drop, patches);
+
+    /* 3. the IR */
+    rc = wpk_tmp_open(&out_tmp, out_path, err, sizeof err);
+    if (rc) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
+        goto done;
+    }
+    sink = malloc(sizeof *sink);
+    if (!sink)
+        goto nomem;
+    sink->fd = out_tmp.fd;
+    sink->in_fd = in_fd;
+    sink->failed = 0;
+    sink->used = 0;
+    wpk_emitter e = {.doc = doc, .ar = ar, .emit = opt.emit, .scope = scope, .items = items,
+                     .nitems = ncand, .write = wpk_fd_sink_write, .user = sink,
+                     .patches = patches, .npatches = npatches, .replace_with_extern = 1,
+                     .copy_input = wpk_fd_sink_copy};
+    rc = wpk_emit_document(&e, err, sizeof err);
+    if (!rc && wpk_fd_sink_flush(sink)) {
+        rc = WPACK_E_IO;
+        wpk_fmt(err, sizeof err, "%s: writing failed", out_path);
+    }
+    if (rc) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
+        goto done;
+    }
+    /* 4. both into place: the archive, then the IR that names it */
+    if (rename(ar_tmp, archive_path) != 0) {
+        rc = WPACK_E_IO;
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: cannot rename into place", archive_path);
+        goto done;
+    }
+    ar_tmp_exists = 0;
+    rc = wpk_tmp_commit(&out_tmp, err, sizeof err);
+    if (rc) {
+        unlink(archive_path);
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
+    }
+    goto done;
+nomem:
+    rc = WPACK_E_NOMEM;
+    wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "out of memory");
+done:
+    if (w)
+        wpack_writer_abort(w);
+    wpack_close(ar);
+    if (ar_tmp_exists)
+        unlink(ar_tmp);
+    if (out_tmp.tmp)
+        wpk_tmp_discard(&out_tmp);
+    free(ar_tmp);
+    free(sink);
+    free(patches);
+    free(drop);
+    free(refs);
+    free(items);
+    free(cand);
+    wpk_mlir_doc_free(doc);
+    wpk_rsv_unmap_file(buf, len);
+    if (in_fd >= 0)
+        close(in_fd);
+    res.warnings = d.warnings;
+    if (res_out)
+        *res_out = res;
+    return rc;
+}

@@ -1,0 +1,96 @@
+#!/bin/bash
+# test_annotate.sh - `wpack resolve --annotate`: activation stats (from
+# `wpack create --stats`) go on the op producing each module's output, weight
+# stats on resolved globals. Every output is parsed by mlir-opt-19 (no flags)
+# and tests/mlir/check_annotated.py checks the attributes in what it printed.
+. "$(dirname "$0")/lib.sh"
+FIX="$TESTS_DIR/mlir"
+MLIR_OPT=${MLIR_OPT:-$(command -v mlir-opt-19 || echo /usr/lib/llvm-19/bin/mlir-opt)}
+
+"$PY" -c "import numpy as np, sys; np.save(sys.argv[1], (np.arange(16, dtype=np.float32).reshape(4, 4) - 5) / 4)" "$T/w0.npy"
+cat >"$T/stats.json" <<'J'
+{"version": 1, "stats": [
+ {"key": "0", "kind": "activation", "count": 16, "min": -23.5, "max": 18.9, "mean": 0.1},
+ {"key": "1", "kind": "activation", "granularity": "channel", "axis": 1, "count": 16,
+  "min": [0.0, -0.5, 0.0, -1.25], "max": [1.5, 2.5, 3.5, 4.5], "mean": [0.1, 0.2, 0.3, 0.4]},
+ {"key": "2", "kind": "activation", "count": 16, "min": 2.0, "max": 2.0, "mean": 2.0},
+ {"key": "layers.0.mlp", "kind": "activation", "count": 16, "min": -1e-20, "max": 1e20, "mean": 0.0},
+ {"key": "layers.0", "kind": "activation", "count": 16, "min": -7.25, "max": 7.0, "mean": 0.0},
+ {"key": "enc", "kind": "activation", "count": 16, "min": -1.0, "max": 1.0, "mean": 0.0},
+ {"key": "enc.fc", "kind": "activation", "count": 16, "min": -3.0, "max": 0.125, "mean": 0.0},
+ {"key": "missing", "kind": "activation", "count": 16, "min": -3.0, "max": 3.0, "mean": 0.0}
+]}
+J
+# where each must land (the "t.py":N:1 location of the op), by the rule of
+# appendix B: the last result-defining op at function-body level naming the path
+cat >"$T/expect.json" <<'J'
+{"ops": {
+  "t.py:2": {"min": -23.5, "max": 18.9, "absmax": 23.5},
+  "t.py:4": {"axis": 1, "min": [0.0, -0.5, 0.0, -1.25], "max": [1.5, 2.5, 3.5, 4.5], "absmax": [1.5, 2.5, 3.5, 4.5]},
+  "t.py:5": {"min": 2.0, "max": 2.0, "absmax": 2.0},
+  "t.py:7": {"min": -1e-20, "max": 1e20, "absmax": 1e20},
+  "t.py:8": {"min": -7.25, "max": 7.0, "absmax": 7.25},
+  "t.py:9": {"min": -3.0, "max": 0.125, "absmax": 3.0}},
+ "globals": {"w0": {"min": -1.25, "max": 2.5, "absmax": 2.5}}}
+J
+A="$T/m.wpack"
+expect create_with_stats "$WPACK" create -q -o "$A" "$T/w0.npy" --stats "$T/stats.json"
+
+# annotate_check NAME OUT PREFIX
+annotate_check() {
+    if ! "$MLIR_OPT" --mlir-print-debuginfo --mlir-print-local-scope "$2" >"$T/printed.mlir" 2>"$T/err2"; then
+        fail "$1" "mlir-opt-19 rejected it: $(head -c 300 "$T/err2")"; return
+    fi
+    if "$PY" "$FIX/check_annotated.py" "$3" "$T/printed.mlir" "$T/expect.json" >"$T/err2" 2>&1; then
+        pass "$1"
+    else
+        fail "$1" "$(head -c 600 "$T/err2")"
+    fi
+}
+
+for mode in uri inline; do
+    expect "annotate_$mode" "$WPACK" resolve --annotate --emit "$mode" "$A" "$FIX/annotate_locs.mlir" -o "$T/a_$mode.mlir"
+    cp "$T/err" "$T/err_$mode"
+    annotate_check "annotate_${mode}_printed" "$T/a_$mode.mlir" wpack
+    "$WPACK" resolve -q --annotate --emit "$mode" "$A" "$T/a_$mode.mlir" -o "$T/a_$mode.again" 2>/dev/null &&
+        cmp -s "$T/a_$mode.mlir" "$T/a_$mode.again" && pass "annotate_${mode}_idempotent" ||
+        fail "annotate_${mode}_idempotent" "annotating the output again changed it"
+done
+grep -q "activation stats 'missing': no op in a function body" "$T/err_uri" && pass missing_path_warned ||
+    fail missing_path_warned "$(cat "$T/err_uri")"
+grep -q "the op ends both 'enc.fc' and 'enc'; it gets the stats of 'enc.fc'" "$T/err_uri" && pass longest_path_wins ||
+    fail longest_path_wins "$(cat "$T/err_uri")"
+grep -q "annotated 6 ops with activation stats and 1 globals" "$T/err_uri" && pass annotate_counts ||
+    fail annotate_counts "$(cat "$T/err_uri")"
+
+# everything but the inserted attributes is copied byte for byte
+"$PY" - "$T/a_uri.mlir" >"$T/stripped.mlir" <<'PYEOF'
+import re, sys
+t = open(sys.argv[1]).read()
+ours = r'wpack\.(?:uri = "[^"]*"|axis = \d+ : i64|(?:min|max|absmax) = (?:dense<\[[^\]]*\]> : tensor<\d+xf32>|[-+0-9.eE]+ : f32))'
+t = re.sub(ours + r'(?:, )?', '', t)
+t = re.sub(r' \{\}(?=\s)', '', t)      # dicts that held only ours
+t = re.sub(r'\{\} ', '', t)
+sys.stdout.write(t)
+PYEOF
+if cmp -s "$T/stripped.mlir" "$FIX/annotate_locs.mlir"; then pass annotate_copy_through
+else fail annotate_copy_through "$(diff "$T/stripped.mlir" "$FIX/annotate_locs.mlir" | head -c 600)"; fi
+
+# --attr-prefix: the same attributes under another name; a second prefix adds, never clobbers
+expect attr_prefix "$WPACK" resolve -q --annotate --attr-prefix custom "$A" "$FIX/annotate_locs.mlir" -o "$T/c.mlir"
+annotate_check attr_prefix_printed "$T/c.mlir" custom
+grep -q "wpack\.min" "$T/c.mlir" && fail attr_prefix_only "wpack.min present" || pass attr_prefix_only
+expect_fail attr_prefix_bad "not a bare MLIR identifier" "$WPACK" resolve --annotate --attr-prefix '1"x' "$A" "$FIX/annotate_locs.mlir" -o "$T/c.mlir"
+
+# without --annotate nothing of the stats appears
+expect no_annotate "$WPACK" resolve -q "$A" "$FIX/annotate_locs.mlir" -o "$T/n.mlir"
+grep -q "wpack\.min" "$T/n.mlir" && fail no_annotate_no_attrs || pass no_annotate_no_attrs
+
+# archives with activation stats written through the C API (test_resolver_annotate.c
+# makes them the same way); a file without a top-level module: function bodies at depth 1
+printf 'func.func @f(%%a: tensor<4xf32>) -> tensor<4xf32> {\n  %%0 = arith.negf %%a : tensor<4xf32> loc("0"("t.py":2:1))\n  %%1 = arith.addf %%0, %%a : tensor<4xf32> loc("0"("t.py":3:1))\n  return %%1 : tensor<4xf32> loc("0"("t.py":4:1))\n}\n' >"$T/nomod.mlir"
+echo '{"ops": {"t.py:3": {"min": -23.5, "max": 18.9, "absmax": 23.5}}}' >"$T/expect.json"
+expect nomodule "$WPACK" resolve -q --annotate "$A" "$T/nomod.mlir" -o "$T/nomod.out.mlir"
+annotate_check nomodule_printed "$T/nomod.out.mlir" wpack
+
+finish
