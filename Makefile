@@ -82,4 +82,5 @@ help:
 	@echo "make check      every test, normal and under ASan+UBSan; ends 'N passed, N failed'"
 	@echo "make install PREFIX=/usr/local"
 
+-include fuzz/fuzz.mk
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -686,6 +686,9 @@ int wpack_writer_set_array(wpack_writer *w, const char *key, int elem_type, uint
 {
     if (count > WPK_LIMIT_ARRAY || (count && !values))
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "metadata '%s': bad array", key ? key : "");
+    if (elem_type < WPACK_META_STRING || elem_type > WPACK_META_BYTES)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "metadata '%s': element type %d not settable",
+                         key ? key : "", elem_type);
     uint64_t off = w->aux.len;
     int rc = WPACK_OK;
     for (uint64_t j = 0; j < count && rc == WPACK_OK; j++) {

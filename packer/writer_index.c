@@ -1,6 +1,8 @@
 /* writer_index.c - at finish: resolve aliases, fill weight stats, sort, and
  * write the index, trailer and superblock (spec: Index, Writer rules). */
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -148,6 +150,14 @@ static int auto_stats(wpack_writer *w)
             continue;
         double var = wpk_acc_variance(&e->acc);
         double am = -e->acc.min > e->acc.max ? -e->acc.min : e->acc.max;
+        /* f64 values near the top of the range overflow the squared
+         * deviations: the variance is then "at least DBL_MAX", and a mean
+         * that overflowed is recomputed from the bounds (spec: stats must
+         * be finite). */
+        if (!isfinite(var))
+            var = DBL_MAX;
+        if (!isfinite(e->acc.mean))
+            e->acc.mean = e->acc.min / 2 + e->acc.max / 2;
         wpack_stats_in s = {
             .key = wpk_pool_str(w, e->name), .kind = WPACK_STATS_WEIGHT,
             .granularity = WPACK_GRAN_TENSOR, .channels = 1, .count = e->acc.n,

@@ -1,0 +1,144 @@
+# fuzz/fuzz.mk - fuzz targets; included by the top-level Makefile, which
+# provides BUILD, CC, CFLAGS_ALL, LDFLAGS_ALL, WARN, STATIC and (sources.mk)
+# WPACK_LIB_SRCS, WPACK_INCLUDES, WPACK_LIBS. See fuzz/README.md.
+#
+#   make fuzz-replay              every target over fuzz/corpus/<target> with $(CC);
+#                                 prints one "# passed N failed M" line per target
+#   make fuzz                     libFuzzer binaries in build-fuzz/ (clang, ASan+UBSan,
+#                                 lowered limits)
+#   make fuzz-run FUZZ_SECONDS=N  each libFuzzer target for N seconds; fails on a crash
+#   make fuzz-corpus              regenerate the seed corpora in fuzz/corpus/
+#   make fuzz-clean               remove build-fuzz/ and the replay binaries
+
+# Keep the including Makefile's default goal, wherever this file is included.
+fuzz_saved_goal := $(.DEFAULT_GOAL)
+
+BUILD ?= build
+FUZZ_TARGETS := fuzz_archive fuzz_npy fuzz_roundtrip
+FUZZ_STATIC := $(if $(STATIC),$(STATIC),$(BUILD)/libwpack.a)
+# The .npy parser is not in libwpack; link the CLI's objects of it.
+FUZZ_NPY_SRCS := $(wildcard packer/npy*.c)
+FUZZ_NPY_OBJS := $(FUZZ_NPY_SRCS:%.c=$(BUILD)/obj/%.o)
+FUZZ_DEPS := $(wildcard fuzz/*.h include/*.h format/*.h reader/*.h packer/*.h) fuzz/fuzz.mk
+FUZZ_REPLAY_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
+FUZZ_REPLAY_TIMEOUT ?= 60
+
+# ---------------------------------------------------------------- replay (gcc)
+
+$(BUILD)/fuzz/replay_%: fuzz/replay.c fuzz/%.c $(FUZZ_STATIC) $(FUZZ_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Ifuzz $(LDFLAGS_ALL) -o $@ fuzz/replay.c fuzz/$*.c \
+	    $(FUZZ_LINK_EXTRA) $(FUZZ_STATIC) $(WPACK_LIBS)
+
+$(BUILD)/fuzz/replay_fuzz_npy: $(FUZZ_NPY_OBJS)
+$(BUILD)/fuzz/replay_fuzz_npy: FUZZ_LINK_EXTRA = $(FUZZ_NPY_OBJS)
+
+.PHONY: fuzz-replay fuzz-replay-build fuzz fuzz-run fuzz-corpus fuzz-clean
+fuzz-replay-build: $(FUZZ_REPLAY_BINS)
+
+# Each file of each corpus in its own process (-k): a crash fails that file.
+fuzz-replay: $(FUZZ_REPLAY_BINS)
+	@st=0; for t in $(FUZZ_TARGETS); do \
+	    $(BUILD)/fuzz/replay_$$t -k -t $(FUZZ_REPLAY_TIMEOUT) fuzz/corpus/$$t || st=1; \
+	done; exit $$st
+
+# ------------------------------------------------------------ libFuzzer (clang)
+
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC ?= clang-14
+FUZZ_SECONDS ?= 60
+# Extra libFuzzer flags for fuzz-run, e.g. FUZZ_FLAGS=-jobs=2 or -use_value_profile=1.
+FUZZ_FLAGS ?=
+# Limits a fuzz build lowers (format/layout.h), so that inputs explore logic
+# rather than memory exhaustion.
+FUZZ_LIMITS := -DWPK_LIMIT_ENTRIES=4096ull -DWPK_LIMIT_META=1024ull -DWPK_LIMIT_STATS=1024ull \
+    -DWPK_LIMIT_ARRAY=65536ull -DWPK_LIMIT_HIST_BINS=1024u -DWPK_LIMIT_CHANNELS=4096u \
+    -DWPK_LIMIT_PERCENTILES=256u
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# The library is compiled without -Werror here: a clang-only warning in it
+# should not stop the fuzzers (the targets themselves keep -Werror).
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g $(FUZZ_SAN) $(filter-out -Werror,$(WARN)) \
+    $(WPACK_INCLUDES) -Ifuzz $(FUZZ_LIMITS)
+FUZZ_LIB_OBJS := $(WPACK_LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_NPY_FOBJS := $(FUZZ_NPY_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_LIB := $(FUZZ_BUILD)/libwpack-fuzz.a
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%)
+
+$(FUZZ_BUILD)/obj/fuzz/%.o: fuzz/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Werror -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/fuzz/fuzz_%.o $(FUZZ_LIB)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LINK_EXTRA_F) $(FUZZ_LIB) $(WPACK_LIBS)
+
+$(FUZZ_BUILD)/fuzz_npy: $(FUZZ_NPY_FOBJS)
+$(FUZZ_BUILD)/fuzz_npy: FUZZ_LINK_EXTRA_F = $(FUZZ_NPY_FOBJS)
+
+fuzz: $(FUZZ_BINS)
+# Keep the targets' objects (make would delete them as intermediates).
+.SECONDARY: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/obj/fuzz/%.o)
+
+# Each target for FUZZ_SECONDS on build-fuzz/corpus-<target> (a copy of the
+# checked-in corpus that keeps what the fuzzer finds; known crash-* files are
+# left out, fuzz-replay covers them). Crash files go to
+# build-fuzz/crashes-<target>/; any new one fails the run.
+fuzz-run: fuzz
+	@st=0; for t in $(FUZZ_TARGETS); do \
+	    corpus=$(FUZZ_BUILD)/corpus-$$t; crashes=$(FUZZ_BUILD)/crashes-$$t; log=$(FUZZ_BUILD)/$$t.log; \
+	    mkdir -p $$corpus $$crashes; \
+	    for f in fuzz/corpus/$$t/*; do \
+	        case $${f##*/} in crash-*|leak-*|timeout-*|oom-*) ;; *) [ -f "$$f" ] && cp "$$f" $$corpus/ ;; esac; \
+	    done; \
+	    touch $(FUZZ_BUILD)/.start-$$t; \
+	    opts=$$(sed -n '/^\[libfuzzer\]/,/^\[/s/^ *\([a-z_]*\) *= *\([^ ]*\).*$$/-\1=\2/p' fuzz/$$t.options | grep -v '^-dict='); \
+	    echo "fuzzing $$t for $(FUZZ_SECONDS) s (log $$log)"; \
+	    UBSAN_OPTIONS=print_stacktrace=1 $(FUZZ_BUILD)/$$t $$opts -dict=fuzz/$$t.dict \
+	        -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$$crashes/ \
+	        $(FUZZ_FLAGS) $$corpus > $$log 2>&1; rc=$$?; \
+	    new=$$(find $$crashes -type f -newer $(FUZZ_BUILD)/.start-$$t); \
+	    runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$log | tail -1); \
+	    rate=$$(sed -n 's/^stat::average_exec_per_sec: *//p' $$log | tail -1); \
+	    if [ $$rc -ne 0 ] || [ -n "$$new" ]; then \
+	        st=1; echo "FAIL $$t: exit $$rc after $${runs:-?} runs"; \
+	        grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|.*invariant failed|    #[0-9]+ )' $$log | \
+	            grep -v -E 'fuzzer::|__sanitizer|libc\.so|libc_start|/nptl/|/stdlib/|signal/|in _start|in main \(/' | \
+	            head -12 | sed 's/^/  /'; \
+	        for f in $$new; do echo "  crash file: $$f  (reproduce: $(FUZZ_BUILD)/$$t $$f)"; done; \
+	    else \
+	        echo "ok $$t: $$runs runs, $$rate exec/s, corpus $$(ls $$corpus | wc -l) files"; \
+	    fi; \
+	done; exit $$st
+
+# ---------------------------------------------------------------- seed corpora
+
+$(BUILD)/fuzz/make_corpus: fuzz/make_corpus.c $(FUZZ_STATIC) $(FUZZ_NPY_OBJS) $(FUZZ_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ fuzz/make_corpus.c $(FUZZ_NPY_OBJS) $(FUZZ_STATIC) \
+	    $(WPACK_LIBS)
+
+# Generated files are seed-* (and golden-*, hostile-*, cli-* copies of test
+# files); anything else in fuzz/corpus (crash-*, found-*) is kept.
+fuzz-corpus: $(BUILD)/fuzz/make_corpus
+	@for t in $(FUZZ_TARGETS); do \
+	    mkdir -p fuzz/corpus/$$t; \
+	    rm -f fuzz/corpus/$$t/seed-* fuzz/corpus/$$t/golden-* fuzz/corpus/$$t/hostile-* fuzz/corpus/$$t/cli-*; \
+	done
+	$(BUILD)/fuzz/make_corpus fuzz/corpus
+	/usr/bin/python3 fuzz/make_corpus.py fuzz/corpus
+	@for t in $(FUZZ_TARGETS); do echo "fuzz/corpus/$$t: $$(ls fuzz/corpus/$$t | wc -l) files"; done
+	@du -sh fuzz/corpus
+
+fuzz-clean:
+	rm -rf $(FUZZ_BUILD) $(BUILD)/fuzz
+
+-include $(wildcard $(FUZZ_BUILD)/obj/*/*.d)
+
+.DEFAULT_GOAL := $(fuzz_saved_goal)
