@@ -20,6 +20,7 @@ typedef struct wpk_dense_job {
     float *y;
     size_t batch, in, out;
     int act;
+    void *ctx;                  /* other users of the pool (zstd chunk decoding) */
 } wpk_dense_job;
 
 /* Compute y[:, o0:o1] for every batch row. o0 is a multiple of

@@ -1,12 +1,13 @@
 /* decode.c - zstd-compressed tensors: seek-table validation at open, range
  * decoding (parallel across chunks), and checking the decoded bytes. */
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include "bytes.h"
+#include "dense.h"
 #include "reader.h"
 
 int wpk_check_seek_table(wpack_archive *ar, const char *q, uint32_t chunk_log2, uint64_t nbytes,
@@ -80,65 +81,53 @@ static int decode_chunk(ZSTD_DCtx *dctx, const zstd_tensor *z, uint64_t k, uint8
 
 typedef struct {
     const zstd_tensor *z;
-    uint64_t offset, first, last; /* logical range start; chunk range [first, last] */
+    uint64_t offset, first;       /* logical range start; its first chunk */
     uint8_t *dst;
     size_t nbytes;
-    uint64_t next;                /* chunks claimed so far (shared) */
-    pthread_mutex_t lock;
-    int rc;
+    _Atomic int rc;
 } range_job;
 
-/* Decode the chunks of the job, claiming one at a time; partial chunks at
- * the ends go through a bounce buffer so dst is never overrun. */
-static void *run_job(void *p)
+/* One zstd context per thread, kept: the pool's threads live on. */
+static _Thread_local ZSTD_DCtx *thread_dctx;
+
+/* Decode chunks first+[k0, k1) of the job into dst; partial chunks at the
+ * ends go through a bounce buffer so dst is never overrun. Runs on the
+ * kernel's thread pool (several chunks at once) or the caller's thread. */
+static void decode_chunks(const wpk_dense_job *pj, size_t k0, size_t k1)
 {
-    range_job *job = p;
-    ZSTD_DCtx *dctx = ZSTD_createDCtx();
-    uint8_t *bounce = NULL;
-    int rc = dctx ? WPACK_OK : WPACK_E_NOMEM;
+    range_job *job = pj->ctx;
     const zstd_tensor *z = job->z;
-    while (rc == WPACK_OK) {
-        pthread_mutex_lock(&job->lock);
-        uint64_t k = job->first + job->next++;
-        int stop = k > job->last || job->rc;
-        pthread_mutex_unlock(&job->lock);
-        if (stop)
-            break;
+    if (!thread_dctx && !(thread_dctx = ZSTD_createDCtx())) {
+        job->rc = WPACK_E_NOMEM;
+        return;
+    }
+    uint8_t *bounce = NULL;
+    for (size_t c = k0; c < k1 && job->rc == WPACK_OK; c++) {
+        uint64_t k = job->first + c;
         uint64_t cstart = k * z->chunk;
         size_t raw_len = (size_t)(k + 1 < z->nchunks ? z->chunk : z->nbytes - cstart);
         uint64_t lo = job->offset > cstart ? job->offset : cstart;
         uint64_t hi = job->offset + job->nbytes < cstart + raw_len ? job->offset + job->nbytes
                                                                    : cstart + raw_len;
         uint8_t *out = job->dst + (lo - job->offset);
+        int rc;
         if (lo == cstart && hi == cstart + raw_len) {
-            rc = decode_chunk(dctx, z, k, out);
+            rc = decode_chunk(thread_dctx, z, k, out);
         } else {
             if (!bounce && !(bounce = malloc((size_t)z->chunk))) {
-                rc = WPACK_E_NOMEM;
+                job->rc = WPACK_E_NOMEM;
                 break;
             }
-            rc = decode_chunk(dctx, z, k, bounce);
+            rc = decode_chunk(thread_dctx, z, k, bounce);
             if (rc == WPACK_OK)
                 memcpy(out, bounce + (lo - cstart), (size_t)(hi - lo));
         }
-    }
-    if (rc) {
-        pthread_mutex_lock(&job->lock);
-        if (!job->rc)
-            job->rc = rc;
-        pthread_mutex_unlock(&job->lock);
+        if (rc) {
+            int ok = WPACK_OK;
+            atomic_compare_exchange_strong(&job->rc, &ok, rc);
+        }
     }
     free(bounce);
-    ZSTD_freeDCtx(dctx);
-    return NULL;
-}
-
-/* Threads for decoding: WPACK_THREADS, else the online CPUs (at most 64). */
-static unsigned decode_threads(void)
-{
-    const char *env = getenv("WPACK_THREADS");
-    long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
 }
 
 int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, uint64_t offset,
@@ -155,21 +144,11 @@ int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, 
     z.chunk = 1ull << wpk_ld32(rec + WPK_E_CODEC_PARAM_OFF);
     z.nbytes = nbytes;
     z.nchunks = (nbytes - 1) / z.chunk + 1;
-    range_job job = {&z, offset, offset / z.chunk, (offset + n - 1) / z.chunk, dst, n, 0,
-                     PTHREAD_MUTEX_INITIALIZER, WPACK_OK};
-    uint64_t chunks = job.last - job.first + 1;
-    unsigned threads = decode_threads();
-    if (threads > chunks)
-        threads = (unsigned)chunks;
-    pthread_t th[64];
-    unsigned started = 0;
-    for (unsigned t = 1; t < threads; t++)
-        if (pthread_create(&th[started], NULL, run_job, &job) == 0)
-            started++;
-    run_job(&job); /* the caller's thread works too */
-    for (unsigned t = 0; t < started; t++)
-        pthread_join(th[t], NULL);
-    pthread_mutex_destroy(&job.lock);
+    range_job job = {&z, offset, offset / z.chunk, dst, n, WPACK_OK};
+    uint64_t chunks = (offset + n - 1) / z.chunk - job.first + 1;
+    wpk_dense_job pj = {.ctx = &job};
+    /* One chunk per claim: chunks are independent and about the same work. */
+    wpk_pool_run(&pj, decode_chunks, (size_t)chunks, 1, wpk_pool_threads());
     return job.rc;
 }
 
