@@ -181,9 +181,94 @@ static void swap_elems(uint8_t *p, size_t nbytes, size_t es)
         }
 }
 
+/* Bytes per piece read from a stream. */
+enum { PIECE = 4 << 20 };
+
+/* A Fortran-order member of a stream: spill its bytes to an unlinked
+ * temporary file (disk, not memory), map it, and emit C order by walking
+ * the output with an odometer over the Fortran strides. buf is a PIECE-byte
+ * scratch buffer. */
+static int fortran_stream(wpk_sink *s, const char *name, const npy_header *h, wpk_read_fn rd,
+                          void *ctx, uint8_t *buf)
+{
+    char tmpl[4096];
+    const char *dir = getenv("TMPDIR");
+    wpk_fmt(tmpl, sizeof tmpl, "%s/wpack-fortran-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(tmpl);
+    if (fd < 0)
+        return wpk_sink_fail(s, WPACK_E_IO, "%s.npy: no temporary file for the transpose: %s", name,
+                             strerror(errno));
+    unlink(tmpl);
+    int rc = WPACK_OK;
+    for (uint64_t left = h->nbytes; left && rc == WPACK_OK;) {
+        size_t want = left < PIECE ? (size_t)left : PIECE, have = 0;
+        while (have < want) {
+            long k = rd(ctx, buf + have, want - have);
+            if (k <= 0) {
+                close(fd);
+                return k < 0 ? WPACK_E_IO
+                             : wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: truncated data", name);
+            }
+            have += (size_t)k;
+        }
+        if (write(fd, buf, want) != (ssize_t)want)
+            rc = wpk_sink_fail(s, WPACK_E_IO, "%s.npy: spilling for the transpose failed: %s",
+                               name, strerror(errno));
+        left -= want;
+    }
+    uint8_t extra;
+    if (rc == WPACK_OK && rd(ctx, &extra, 1) > 0)
+        rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: bytes after the array data", name);
+    const uint8_t *map = NULL;
+    if (rc == WPACK_OK && h->nbytes > SIZE_MAX)
+        rc = wpk_sink_fail(s, WPACK_E_NOMEM, "%s.npy: too large to map", name);
+    if (rc == WPACK_OK) {
+        map = mmap(NULL, (size_t)h->nbytes, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            map = NULL;
+            rc = wpk_sink_fail(s, WPACK_E_IO, "%s.npy: mapping for the transpose failed: %s", name,
+                               strerror(errno));
+        }
+    }
+    close(fd);
+    if (rc == WPACK_OK)
+        rc = wpk_sink_begin(s, name, h->dtype, h->rank, h->dims);
+    /* stride[k] of dim k in the file (Fortran: the first dim varies fastest) */
+    uint64_t stride[WPACK_MAX_RANK], idx[WPACK_MAX_RANK] = {0}, off = 0;
+    size_t es = h->elem_size, per = PIECE / es;
+    uint64_t acc64 = 1;
+    for (unsigned k = 0; k < h->rank; k++) {
+        stride[k] = acc64;
+        acc64 *= h->dims[k];
+    }
+    for (uint64_t done = 0; rc == WPACK_OK && done < h->nelems;) {
+        size_t n = h->nelems - done < per ? (size_t)(h->nelems - done) : per;
+        for (size_t e = 0; e < n; e++) {
+            memcpy(buf + e * es, map + off * es, es);
+            /* next C-order index: the last dim varies fastest */
+            for (unsigned k = h->rank; k-- > 0;) {
+                off += stride[k];
+                if (++idx[k] < h->dims[k])
+                    break;
+                off -= stride[k] * h->dims[k];
+                idx[k] = 0;
+            }
+        }
+        if (h->byteswap)
+            swap_elems(buf, n * es, es);
+        rc = wpk_sink_write(s, buf, n * es);
+        if (rc == WPACK_OK)
+            wpk_sink_progress(s, n * es);
+        done += n;
+    }
+    if (map)
+        munmap((void *)map, (size_t)h->nbytes);
+    return rc ? rc : wpk_sink_end(s);
+}
+
 int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx)
 {
-    enum { PIECE = 4 << 20 };
+
     uint8_t pre[NPY_PREAMBLE_V2];
     char msg[400];
     long got = rd(ctx, pre, sizeof pre);
@@ -220,10 +305,7 @@ int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx)
     for (unsigned k = 0; k < h.rank; k++)
         big += h.dims[k] > 1;
     if (h.fortran_order && big > 1) {
-        rc = wpk_sink_fail(s, WPACK_E_UNSUPPORTED,
-                           "%s.npy: Fortran-order array (numpy wrote a transposed view); save "
-                           "np.ascontiguousarray(a) instead, or pass the .npy file itself",
-                           name);
+        rc = fortran_stream(s, name, &h, rd, ctx, buf);
         goto out;
     }
     if ((rc = wpk_sink_begin(s, name, h.dtype, h.rank, h.dims)))

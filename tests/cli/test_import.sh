@@ -173,6 +173,23 @@ grep -Eq '^bf +bf16 +\[3, 3\]' "$T/out" && pass safetensors_bf16 || fail safeten
 rm -rf "$T/x" && "$WPACK" extract -q "$T/st.wpack" -o "$T/x" bf && cmp -s <(tail -c 18 "$T/x/bf.npy") <(tail -c 18 "$T/bf.npy") &&
     pass safetensors_bf16_bits || fail safetensors_bf16_bits
 "$WPACK" inspect "$T/in.wpack" | grep -q '^dir.a.w ' && pass tar_member_names || fail tar_member_names
+# Fortran-order and big-endian members (numpy writes transposed views that way)
+$PY - "$T" <<'PYEOF'
+import numpy as np, sys, os
+t = sys.argv[1]
+os.makedirs(f"{t}/fref", exist_ok=True)
+a = np.asfortranarray(np.arange(2 * 3 * 5, dtype=">f4").reshape(2, 3, 5))
+b = np.arange(12, dtype=np.int16).reshape(3, 4).T
+np.savez_compressed(f"{t}/fortran.npz", a=a, b=b)
+np.save(f"{t}/fref/a.npy", np.ascontiguousarray(a).astype("<f4")); np.save(f"{t}/fref/b.npy", np.ascontiguousarray(b))
+PYEOF
+rm -rf "$T/x"
+if "$WPACK" create -q -o "$T/f.wpack" "$T/fortran.npz" 2>"$T/err" && "$WPACK" extract -q "$T/f.wpack" -o "$T/x" &&
+    compare_dir fortran "$T/x" "$T/fref" 2>"$T/err"; then
+    pass import_fortran_order_npz
+else
+    fail import_fortran_order_npz "$(head -c 300 "$T/err")"
+fi
 if command -v zstd >/dev/null; then
     tar -C "$T" -cf - ref | zstd -q -o "$T/b.tar.zst"
     rm -rf "$T/x"
