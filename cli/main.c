@@ -11,7 +11,7 @@ static const char usage[] =
     "a name map and calibration statistics (spec/wpack-format.md).\n"
     "\n"
     "commands:\n"
-    "  create   -o OUT.wpack [options] INPUT...   pack .npy files and directories\n"
+    "  create   -o OUT.wpack [options] INPUT...   pack .npy, torch.save, safetensors, npz/tar, raw\n"
     "  inspect  [--json] ARCHIVE [PREFIX]          list tensors, metadata and stats\n"
     "  verify   ARCHIVE                            check every checksum\n"
     "  extract  ARCHIVE [-o DIR] [NAME_OR_PREFIX...]  write tensors as .npy files\n"
