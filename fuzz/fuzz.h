@@ -30,6 +30,10 @@ static inline uint8_t *fuzz_copy(const uint8_t *data, size_t size)
     return p;
 }
 
+/* Called (when set) before FUZZ_ASSERT aborts: a target that makes files
+ * removes them here. */
+static void (*fuzz_cleanup)(void) __attribute__((unused));
+
 /* A broken invariant: say which and abort, so that libFuzzer keeps the
  * input as a crash file and replay reports the file as failed. */
 #define FUZZ_ASSERT(cond, ...)                                                  \
@@ -39,6 +43,8 @@ static inline uint8_t *fuzz_copy(const uint8_t *data, size_t size)
                     #cond);                                                     \
             fprintf(stderr, __VA_ARGS__);                                       \
             fputc('\n', stderr);                                                \
+            if (fuzz_cleanup)                                                   \
+                fuzz_cleanup();                                                 \
             abort();                                                            \
         }                                                                       \
     } while (0)

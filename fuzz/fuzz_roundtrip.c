@@ -821,10 +821,11 @@ static void check_map_and_stats(const model *md, const wpack_archive *ar)
     }
 }
 
-static void check_archive(const model *md, const char *path)
+static void check_archive(const model *md, const char *archive)
 {
     wpack_archive *ar = NULL;
-    int rc = wpack_open_file(&ar, path, WPACK_OPEN_VERIFY);
+    int rc = wpack_open_file(&ar, archive, WPACK_OPEN_VERIFY);
+    unlink(archive); /* the mapping stays valid */
     FUZZ_ASSERT(rc == WPACK_OK, "the reader rejects what the writer wrote: %s", wpack_errmsg(ar));
     wpack_info info;
     wpack_get_info(ar, &info);
@@ -889,6 +890,18 @@ static int options(input *in, wpack_writer_options *opt, int *use_null)
     return valid;
 }
 
+/* What a failed invariant leaves behind: the writer's temp file, the archive. */
+static char path[512];
+static model *current;
+
+static void remove_files(void)
+{
+    if (current && current->w)
+        wpack_writer_abort(current->w);
+    if (path[0])
+        unlink(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     input in = {data, size, 0};
@@ -898,12 +911,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int use_null;
     int valid_opt = options(&in, &md->opt, &use_null);
 
+    /* A unique name for the archive; the writer makes its own temp file
+     * beside it and renames that into place, so the name can go now. */
     const char *dir = getenv("TMPDIR");
-    char path[512];
     snprintf(path, sizeof path, "%s/wpack-fuzz-XXXXXX", dir && *dir ? dir : "/tmp");
     int fd = mkstemp(path);
     FUZZ_ASSERT(fd >= 0, "mkstemp in %s failed", path);
     close(fd);
+    unlink(path);
+    current = md;
+    fuzz_cleanup = remove_files;
 
     int rc = wpack_writer_open(&md->w, path, use_null ? NULL : &md->opt);
     if (!md->opt.alignment)
@@ -965,8 +982,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     char err[600];
     int must_fail = finish_must_fail(md);
-    rc = wpack_writer_finish(md->w, err, sizeof err);
-    md->w = NULL;
+    wpack_writer *w = md->w;
+    md->w = NULL; /* finish frees it, whatever the result */
+    rc = wpack_writer_finish(w, err, sizeof err);
     if (rc == WPACK_E_IO || rc == WPACK_E_NOMEM)
         goto out; /* the environment, not the input */
     if (must_fail) {
@@ -979,9 +997,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_ASSERT(rc == WPACK_OK, "finish failed: %s (%s)", wpack_error_name(rc), err);
     check_archive(md, path);
 out:
-    if (md->w)
-        wpack_writer_abort(md->w);
-    unlink(path);
+    remove_files();
+    fuzz_cleanup = NULL;
+    current = NULL;
+    path[0] = 0;
     free(md);
     return 0;
 }

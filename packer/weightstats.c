@@ -198,9 +198,13 @@ void wpk_hist_edges(double min, double max, uint32_t bins, double *edges)
         min -= 0.5;
         max += 0.5;
     }
-    double w = (max - min) / bins;
+    /* Halves first: max - min overflows for f64 values near the top of the range. */
+    double w = (max / 2 - min / 2) / bins * 2;
     for (uint32_t b = 0; b <= bins; b++)
         edges[b] = min + w * b;
+    if (!isfinite(w)) /* cannot happen with finite min/max, but never write inf */
+        for (uint32_t b = 0; b <= bins; b++)
+            edges[b] = b < bins ? min : max;
     edges[bins] = max;
     /* Tiny ranges can round adjacent edges together: nudge them apart. */
     for (uint32_t b = 1; b <= bins; b++)
@@ -214,7 +218,9 @@ void wpk_hist_feed(uint64_t *counts, uint32_t bins, double lo, double hi, int dt
     double v[BLOCK];
     size_t size = wpack_dtype_size(dtype);
     const uint8_t *p = data;
-    double scale = bins / (hi - lo);
+    /* Relative position in halves: hi - lo may overflow, or be so small
+     * (denormal) that bins / (hi - lo) is infinite. */
+    double span = hi / 2 - lo / 2;
     while (count) {
         size_t n = count < BLOCK ? count : BLOCK;
         widen(dtype, p, n, v);
@@ -222,8 +228,8 @@ void wpk_hist_feed(uint64_t *counts, uint32_t bins, double lo, double hi, int dt
             double x = v[i];
             if (!(x >= lo && x <= hi))
                 continue;
-            double f = (x - lo) * scale;
-            uint32_t b = f >= bins ? bins - 1 : (uint32_t)f;
+            double f = (x / 2 - lo / 2) / span * bins;
+            uint32_t b = !(f > 0) ? 0 : f >= bins ? bins - 1 : (uint32_t)f;
             counts[b]++;
         }
         p += n * size;
