@@ -116,13 +116,24 @@ static int histogram(wpack_writer *w, const wpk_pending_entry *e, uint32_t bins,
     return WPACK_OK;
 }
 
-static int has_user_weight_stats(wpack_writer *w, wpk_str_ref name)
+static const uint8_t *stats_key_of(void *ctx, uint64_t i, uint64_t *len)
+{
+    wpack_writer *w = ctx;
+    const wpk_pending_stats *s = &((const wpk_pending_stats *)(void *)w->stats.p)[i];
+    *len = s->key.len;
+    return (const uint8_t *)wpk_pool_str(w, s->key);
+}
+
+/* The caller's weight-stats keys, hashed once (not a scan per tensor). */
+static int index_user_stats(wpack_writer *w, size_t user, wpk_nameset *set)
 {
     const wpk_pending_stats *s = (const wpk_pending_stats *)(void *)w->stats.p;
-    for (size_t i = 0; i < w->stats.len / sizeof *s; i++)
-        if (s[i].kind == WPACK_STATS_WEIGHT && cmp_refs(w, s[i].key, name) == 0)
-            return 1;
-    return 0;
+    for (size_t i = 0; i < user; i++)
+        if (s[i].kind == WPACK_STATS_WEIGHT &&
+            !wpk_nameset_insert(set, stats_key_of, w, (const uint8_t *)wpk_pool_str(w, s[i].key),
+                                s[i].key.len, i))
+            return 0;
+    return 1;
 }
 
 /* Weight stats for float data entries the caller gave none for. */
@@ -142,11 +153,17 @@ static int auto_stats(wpack_writer *w)
         }
     }
     int rc = bins ? wpk_out_flush(w) : WPACK_OK;
+    wpk_nameset user_keys = {0};
+    if (rc == WPACK_OK && !index_user_stats(w, user, &user_keys))
+        rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     /* Only look up user stats when there are any: the scan is linear. */
     for (uint64_t i = 0; i < wpk_entry_count(w) && rc == WPACK_OK; i++) {
         wpk_pending_entry *e = &wpk_entries(w)[i];
         /* No finite value seen (empty, or all NaN): nothing to describe. */
-        if (!e->has_acc || !e->acc.n || (user && has_user_weight_stats(w, e->name)))
+        uint64_t hit;
+        if (!e->has_acc || !e->acc.n ||
+            (user && wpk_nameset_find(&user_keys, stats_key_of, w,
+                                      (const uint8_t *)wpk_pool_str(w, e->name), e->name.len, &hit)))
             continue;
         double var = wpk_acc_variance(&e->acc);
         double am = -e->acc.min > e->acc.max ? -e->acc.min : e->acc.max;
@@ -181,6 +198,7 @@ static int auto_stats(wpack_writer *w)
         rc = wpack_writer_add_stats(w, &s);
         free(key);
     }
+    wpk_nameset_free(&user_keys);
     free(edges);
     free(counts);
     return rc;
