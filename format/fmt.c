@@ -1,5 +1,6 @@
 /* fmt.c - bounded message formatting. */
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -36,7 +37,18 @@ void wpk_quote(char *buf, size_t len, const char *s, size_t n)
             }
             break;
         }
-        if (c < 0x20 || c == 0x7f || c == '\\') {
+        if (c >= 0x80) {
+            /* Copy a valid UTF-8 sequence whole; escape the bytes of an invalid one,
+             * so a message is valid UTF-8 whatever the name held. */
+            size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            if (k <= n - i && !wpk_name_problem((const uint8_t *)s + i, k) && o + k + 8 < len) {
+                memcpy(buf + o, s + i, k);
+                o += k;
+                i += k - 1;
+                continue;
+            }
+        }
+        if (c < 0x20 || c >= 0x7f || c == '\\') {
             buf[o++] = '\\';
             buf[o++] = 'x';
             buf[o++] = hex[c >> 4];
