@@ -57,6 +57,26 @@ static void widen(int dtype, const uint8_t *p, size_t n, double *out)
     }
 }
 
+/* Merge a block's count, min, max, mean and M2 into the accumulator (Chan). */
+static void merge(wpk_acc *a, uint64_t n, double mn, double mx, double bmean, double bm2)
+{
+    if (!a->n) {
+        a->n = n;
+        a->min = mn;
+        a->max = mx;
+        a->mean = bmean;
+        a->m2 = bm2;
+        return;
+    }
+    double na = (double)a->n, nb = (double)n, nt = na + nb;
+    double delta = bmean - a->mean;
+    a->mean += delta * (nb / nt);
+    a->m2 += bm2 + delta * delta * (na * nb / nt);
+    a->n += n;
+    a->min = mn < a->min ? mn : a->min;
+    a->max = mx > a->max ? mx : a->max;
+}
+
 /* Merge a block's finite values into the accumulator. */
 static void feed_block(wpk_acc *a, double *v, size_t n)
 {
@@ -91,42 +111,9 @@ static void feed_block(wpk_acc *a, double *v, size_t n)
         double d = v[i] - bmean;
         bm2 += d * d;
     }
-    if (!a->n) {
-        a->n = n;
-        a->min = mn;
-        a->max = mx;
-        a->mean = bmean;
-        a->m2 = bm2;
-        return;
-    }
-    double na = (double)a->n, nb = (double)n, nt = na + nb;
-    double delta = bmean - a->mean;
-    a->mean += delta * (nb / nt);
-    a->m2 += bm2 + delta * delta * (na * nb / nt);
-    a->n += n;
-    a->min = mn < a->min ? mn : a->min;
-    a->max = mx > a->max ? mx : a->max;
+    merge(a, n, mn, mx, bmean, bm2);
 }
 
-/* Merge a block's count, min, max, mean and M2 into the accumulator (Chan). */
-static void merge(wpk_acc *a, uint64_t n, double mn, double mx, double bmean, double bm2)
-{
-    if (!a->n) {
-        a->n = n;
-        a->min = mn;
-        a->max = mx;
-        a->mean = bmean;
-        a->m2 = bm2;
-        return;
-    }
-    double na = (double)a->n, nb = (double)n, nt = na + nb;
-    double delta = bmean - a->mean;
-    a->mean += delta * (nb / nt);
-    a->m2 += bm2 + delta * delta * (na * nb / nt);
-    a->n += n;
-    a->min = mn < a->min ? mn : a->min;
-    a->max = mx > a->max ? mx : a->max;
-}
 
 /* One pass over a block in 8 independent lanes: sums of (x - K) and
  * (x - K)^2 with K the block's first value (shifted, so the variance does
