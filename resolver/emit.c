@@ -162,23 +162,28 @@ static const char *make_key(key_set *k, const char *name)
 
 /* -------------------------------------------------------- replacement */
 
-static void put_uri(arena *a, const wpk_emitter *e, const char *entry)
+/* "\"wpack:<archive id>/": the same for every URI, made once per document. */
+static void set_uri_head(wpk_emitter *e)
 {
     wpack_info info;
     wpack_get_info(e->ar, &info);
-    char head[32];
-    wpk_fmt(head, sizeof head, "\"wpack:%016llx/", (unsigned long long)info.index_checksum);
-    puts_(a, head);
+    wpk_fmt(e->uri_head, sizeof e->uri_head, "\"wpack:%016llx/", (unsigned long long)info.index_checksum);
+}
+
+static void put_uri(arena *a, const wpk_emitter *e, const char *entry)
+{
+    puts_(a, e->uri_head);
     size_t n = strlen(entry);
-    char *enc = malloc(3 * n + 1);
+    char small[256];
+    char *enc = 3 * n + 1 <= sizeof small ? small : malloc(3 * n + 1);
     if (!enc) {
         a->failed = 1;
         return;
     }
-    wpk_uri_encode(entry, n, enc, 3 * n + 1);
-    puts_(a, enc);
-    free(enc);
-    puts_(a, "\"");
+    put(a, enc, wpk_uri_encode(entry, n, enc, 3 * n + 1));
+    if (enc != small)
+        free(enc);
+    put(a, "\"", 1);
 }
 
 /* The new value attribute (without its type). */
@@ -440,6 +445,7 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
             return rc;
         }
     }
+    set_uri_head(e);
     arena a = {0};
     size_t nedits = 0;
     edit *edits = malloc((2 * e->nitems + e->npatches + 1) * sizeof *edits);
@@ -458,7 +464,12 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
         o.rc = WPACK_E_NOMEM;
         wpk_fmt(err, errlen, "out of memory");
     }
-    qsort(edits, nedits, sizeof *edits, edit_cmp);
+    /* the globals' edits come in file order: sort only when needed */
+    size_t sorted = 1;
+    while (sorted < nedits && edit_cmp(&edits[sorted - 1], &edits[sorted]) <= 0)
+        sorted++;
+    if (sorted < nedits)
+        qsort(edits, nedits, sizeof *edits, edit_cmp);
     size_t pos = 0;
     for (size_t i = 0; i < nedits && !o.rc; i++) {
         if (edits[i].off < pos) {

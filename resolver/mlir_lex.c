@@ -1,7 +1,42 @@
-/* mlir_lex.c - the MLIR tokenizer (see mlir_lex.h). */
+/* mlir_lex.c - the MLIR tokenizer (see mlir_lex.h). Character classes come
+ * from one 256-entry table; strings, comments and hex blobs are scanned
+ * with memchr or 16 bytes at a time, since files hold gigabytes of them. */
 #include <string.h>
 
 #include "mlir_lex.h"
+
+enum {
+    C_ID_START = 1,  /* [A-Za-z_] */
+    C_ID = 2,        /* bare-id continuation: [A-Za-z0-9_$.] */
+    C_SUFFIX = 4,    /* suffix-id (after # ! % ^ @): C_ID or '-' */
+    C_SPACE = 8,     /* ' ' \t \n \r \f \v */
+    C_DIGIT = 16,    /* [0-9] */
+    C_HEX = 32       /* [0-9A-Fa-f] */
+};
+
+static const unsigned char char_class[256] = {
+     0,  0,  0,  0,  0,  0,  0,  0,  0,  8,  8,  8,  8,  8,  0,  0,
+     0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+     8,  0,  0,  0,  6,  0,  0,  0,  0,  0,  0,  0,  0,  4,  6,  0,
+    54, 54, 54, 54, 54, 54, 54, 54, 54, 54,  0,  0,  0,  0,  0,  0,
+     0, 39, 39, 39, 39, 39, 39,  7,  7,  7,  7,  7,  7,  7,  7,  7,
+     7,  7,  7,  7,  7,  7,  7,  7,  7,  7,  7,  0,  0,  0,  0,  7,
+     0, 39, 39, 39, 39, 39, 39,  7,  7,  7,  7,  7,  7,  7,  7,  7,
+     7,  7,  7,  7,  7,  7,  7,  7,  7,  7,  7,  0,  0,  0,  0,  0,
+     0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+     0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+     0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+     0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+     0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+     0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+     0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+     0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+};
+
+static int has_class(char c, unsigned cls)
+{
+    return char_class[(unsigned char)c] & cls;
+}
 
 void wpk_lex_init(wpk_lexer *lx, const char *buf, size_t len, size_t pos)
 {
@@ -10,33 +45,51 @@ void wpk_lex_init(wpk_lexer *lx, const char *buf, size_t len, size_t pos)
     lx->pos = pos;
     lx->err = NULL;
     lx->err_off = 0;
+    lx->has_peek = 0;
 }
 
 static int is_hex(char c)
 {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    return has_class(c, C_HEX);
 }
 
-static int is_alpha(char c)
+/* 16 bytes as a vector (GCC and clang vector extensions: SSE2 on x86-64,
+ * NEON on arm64, plain code elsewhere). */
+typedef unsigned char wpk_v16 __attribute__((vector_size(16)));
+
+/* Lanes that are not hex digits are non-zero in the result. */
+static wpk_v16 not_hex16(const unsigned char *p)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    wpk_v16 v;
+    memcpy(&v, p, sizeof v);
+    wpk_v16 digit = (wpk_v16)((v - (unsigned char)'0') < 10);
+    wpk_v16 letter = (wpk_v16)(((v | 0x20) - (unsigned char)'a') < 6);
+    return ~(digit | letter);
 }
 
-static int is_digit(char c)
+static int any16(wpk_v16 v)
 {
-    return c >= '0' && c <= '9';
+    unsigned long long w[2];
+    memcpy(w, &v, sizeof w);
+    return (w[0] | w[1]) != 0;
 }
 
-/* bare-id continuation: letters, digits, _ $ . */
-static int is_id_char(char c)
+size_t wpk_hex_run(const char *s, size_t n)
 {
-    return is_alpha(c) || is_digit(c) || c == '$' || c == '.';
-}
-
-/* suffix-id (after # ! % ^ @): also '-' */
-static int is_suffix_char(char c)
-{
-    return is_id_char(c) || c == '-';
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i + 64 <= n) {
+        wpk_v16 bad = not_hex16(p + i) | not_hex16(p + i + 16) | not_hex16(p + i + 32) |
+                      not_hex16(p + i + 48);
+        if (any16(bad))
+            break;
+        i += 64;
+    }
+    while (i + 16 <= n && !any16(not_hex16(p + i)))
+        i += 16;
+    while (i < n && is_hex((char)p[i]))
+        i++;
+    return i;
 }
 
 static wpk_tok error_at(wpk_lexer *lx, size_t off, const char *msg)
@@ -93,7 +146,7 @@ static void skip_space(wpk_lexer *lx)
     size_t p = lx->pos, n = lx->len;
     while (p < n) {
         char c = b[p];
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
+        if (has_class(c, C_SPACE)) {
             p++;
         } else if (c == '/' && p + 1 < n && b[p + 1] == '/') {
             const char *nl = memchr(b + p, '\n', n - p);
@@ -105,14 +158,30 @@ static void skip_space(wpk_lexer *lx)
     lx->pos = p;
 }
 
-wpk_tok wpk_lex_next(wpk_lexer *lx)
+/* End of the run of bytes of class cls from q. */
+static size_t run_of(const char *b, size_t q, size_t n, unsigned cls)
 {
-    skip_space(lx);
+    while (q < n && has_class(b[q], cls))
+        q++;
+    return q;
+}
+
+static wpk_tok lex_token(wpk_lexer *lx)
+{
     const char *b = lx->buf;
     size_t p = lx->pos, n = lx->len;
+    if (p < n && (has_class(b[p], C_SPACE) || b[p] == '/')) {
+        skip_space(lx);
+        p = lx->pos;
+    }
     if (p >= n)
         return (wpk_tok){WPK_TOK_EOF, n, 0};
     char c = b[p];
+    if (has_class(c, C_ID_START)) {
+        size_t q = run_of(b, p + 1, n, C_ID);
+        lx->pos = q;
+        return (wpk_tok){WPK_TOK_BAREID, p, q - p};
+    }
     if (c == '"')
         return lex_string(lx);
     if (c == '{' && p + 2 < n && b[p + 1] == '-' && b[p + 2] == '#') {
@@ -127,18 +196,11 @@ wpk_tok wpk_lex_next(wpk_lexer *lx)
         lx->pos = p + 2;
         return (wpk_tok){WPK_TOK_ARROW, p, 2};
     }
-    if (is_alpha(c)) {
-        size_t q = p + 1;
-        while (q < n && is_id_char(b[q]))
-            q++;
-        lx->pos = q;
-        return (wpk_tok){WPK_TOK_BAREID, p, q - p};
-    }
-    if (is_digit(c)) {
+    if (has_class(c, C_DIGIT)) {
         size_t q = p + 1;
         while (q < n) {
             char d = b[q];
-            if (is_id_char(d)) {
+            if (has_class(d, C_ID)) {
                 q++;
             } else if ((d == '+' || d == '-') && (b[q - 1] == 'e' || b[q - 1] == 'E') &&
                        !(q >= p + 2 && (b[p + 1] == 'x' || b[p + 1] == 'X'))) {
@@ -161,7 +223,7 @@ wpk_tok wpk_lex_next(wpk_lexer *lx)
             return (wpk_tok){WPK_TOK_AT, p, lx->pos - p};
         }
         size_t q = p + 1;
-        while (q < n && (is_suffix_char(b[q]) || (c == '%' && b[q] == '#')))
+        while (q < n && (has_class(b[q], C_SUFFIX) || (c == '%' && b[q] == '#')))
             q++;
         if (q == p + 1)
             return error_at(lx, p, c == '@' ? "'@' not followed by a symbol name"
@@ -175,13 +237,53 @@ wpk_tok wpk_lex_next(wpk_lexer *lx)
     return (wpk_tok){WPK_TOK_PUNCT, p, 1};
 }
 
-wpk_tok wpk_lex_peek(const wpk_lexer *lx)
+wpk_tok wpk_lex_next(wpk_lexer *lx)
 {
-    wpk_lexer copy = *lx;
-    return wpk_lex_next(&copy);
+    if (lx->has_peek && lx->peek_at == lx->pos) {
+        lx->has_peek = 0;
+        lx->pos = lx->peek_end;
+        return lx->peek;
+    }
+    lx->has_peek = 0;
+    return lex_token(lx);
+}
+
+wpk_tok wpk_lex_peek(wpk_lexer *lx)
+{
+    if (lx->has_peek && lx->peek_at == lx->pos)
+        return lx->peek;
+    size_t pos = lx->pos, err_off = lx->err_off;
+    const char *err = lx->err;
+    wpk_tok t = lex_token(lx);
+    /* errors are not remembered: wpk_lex_next reports them with lx->err */
+    lx->has_peek = t.kind != WPK_TOK_ERROR;
+    lx->peek_at = pos;
+    lx->peek_end = lx->pos;
+    lx->peek = t;
+    lx->pos = pos;
+    lx->err = err;
+    lx->err_off = err_off;
+    return t;
 }
 
 int wpk_tok_is(const wpk_lexer *lx, wpk_tok tok, char c)
 {
     return tok.kind == WPK_TOK_PUNCT && lx->buf[tok.off] == c;
+}
+
+int wpk_lex_hex_blob(wpk_lexer *lx, wpk_tok *tok)
+{
+    if (lx->has_peek && lx->peek_at == lx->pos)
+        return 0; /* already lexed: no second pass is saved */
+    skip_space(lx);
+    const char *b = lx->buf;
+    size_t p = lx->pos, n = lx->len;
+    if (n - p < 4 || b[p] != '"' || b[p + 1] != '0' || (b[p + 2] != 'x' && b[p + 2] != 'X'))
+        return 0;
+    size_t end = p + 3 + wpk_hex_run(b + p + 3, n - p - 3);
+    if (end >= n || b[end] != '"')
+        return 0;
+    lx->pos = end + 1;
+    *tok = (wpk_tok){WPK_TOK_STRING, p, end + 1 - p};
+    return 1;
 }

@@ -35,14 +35,29 @@ typedef struct wpk_lexer {
     size_t len, pos;
     const char *err;    /* static message when a token is WPK_TOK_ERROR */
     size_t err_off;
+    /* the token wpk_lex_peek() read at peek_at (ends at peek_end), so that
+     * the wpk_lex_next() after a peek does not lex it again */
+    int has_peek;
+    size_t peek_at, peek_end;
+    wpk_tok peek;
 } wpk_lexer;
 
 void wpk_lex_init(wpk_lexer *lx, const char *buf, size_t len, size_t pos);
 /* The next token; whitespace and // comments are skipped. */
 wpk_tok wpk_lex_next(wpk_lexer *lx);
-/* The next token without consuming it. */
-wpk_tok wpk_lex_peek(const wpk_lexer *lx);
+/* The next token without consuming it (remembered for the next call). */
+wpk_tok wpk_lex_peek(wpk_lexer *lx);
 /* Is tok the single punctuation character c? */
 int wpk_tok_is(const wpk_lexer *lx, wpk_tok tok, char c);
+
+/* How many of the n bytes at p, from the start, are hex digits (16 bytes
+ * a step: gigabyte resource blobs are checked at memory speed). */
+size_t wpk_hex_run(const char *p, size_t n);
+
+/* A resource blob "0x<hex digits>" at the next token, read in one pass
+ * over its digits: 1 and *tok (a WPK_TOK_STRING whose digits are all hex)
+ * when the string is exactly that, 0 otherwise (nothing consumed; lex it
+ * with wpk_lex_next for the general string rules and their errors). */
+int wpk_lex_hex_blob(wpk_lexer *lx, wpk_tok *tok);
 
 #endif

@@ -118,16 +118,10 @@ static int hex_val(unsigned char c)
     return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
 }
 
-char *wpk_mlir_decode_string(const char *s, size_t len, size_t *n)
+/* Decode the string body s[0..len) into out (room for len + 1 bytes);
+ * returns the decoded length. */
+static size_t decode_into(char *out, const char *s, size_t len)
 {
-    /* tolerate a missing pair of quotes: decode what is there */
-    if (len >= 2 && s[0] == '"' && s[len - 1] == '"') {
-        s++;
-        len -= 2;
-    }
-    char *out = malloc(len + 1);
-    if (!out)
-        return NULL;
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
@@ -154,7 +148,60 @@ char *wpk_mlir_decode_string(const char *s, size_t len, size_t *n)
         }
     }
     out[o] = 0;
-    *n = o;
+    return o;
+}
+
+/* tolerate a missing pair of quotes: decode what is there */
+static void strip_quotes(const char **s, size_t *len)
+{
+    if (*len >= 2 && (*s)[0] == '"' && (*s)[*len - 1] == '"') {
+        (*s)++;
+        *len -= 2;
+    }
+}
+
+char *wpk_mlir_decode_string(const char *s, size_t len, size_t *n)
+{
+    strip_quotes(&s, &len);
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    *n = decode_into(out, s, len);
+    return out;
+}
+
+/* The globals' names: carved out of 64 KiB blocks, one allocation for
+ * thousands of names instead of one each. */
+struct wpk_name_block {
+    struct wpk_name_block *next;
+    size_t used, cap;
+    char data[];
+};
+
+static char *doc_decode_name(wpk_mlir_doc *doc, const char *s, size_t len, size_t *n)
+{
+    strip_quotes(&s, &len);
+    struct wpk_name_block *b = doc->names;
+    if (!b || b->cap - b->used < len + 1) {
+        size_t cap = len + 1 > 65536 - sizeof *b ? len + 1 : 65536 - sizeof *b;
+        b = malloc(sizeof *b + cap);
+        if (!b)
+            return NULL;
+        b->used = 0;
+        b->cap = cap;
+        /* a block for one long name goes behind the current one, so the
+         * current block keeps being filled */
+        if (doc->names && cap > 65536 - sizeof *b) {
+            b->next = doc->names->next;
+            doc->names->next = b;
+        } else {
+            b->next = doc->names;
+            doc->names = b;
+        }
+    }
+    char *out = b->data + b->used;
+    *n = decode_into(out, s, len);
+    b->used += *n + 1;
     return out;
 }
 
@@ -409,8 +456,7 @@ static wpk_global *new_global(scanner *sc, int form, size_t start)
 
 static int set_name(scanner *sc, wpk_global *g, const char *s, size_t n)
 {
-    free(g->name);
-    g->name = wpk_mlir_decode_string(s, n, &g->name_len);
+    g->name = doc_decode_name(sc->doc, s, n, &g->name_len);
     if (!g->name)
         return fail_nomem(sc);
     if (g->name_len == 0)
@@ -535,7 +581,6 @@ static int parse_ml_pretty(scanner *sc, wpk_tok name)
         goto bad;
     return finish_global(sc, g, end);
 bad:
-    free(g->name);
     return sc->failed;
 }
 
@@ -571,7 +616,6 @@ static int parse_util_pretty(scanner *sc, wpk_tok name)
         goto bad;
     return finish_global(sc, g, end);
 bad:
-    free(g->name);
     return sc->failed;
 }
 
@@ -666,7 +710,6 @@ static int parse_generic(scanner *sc, wpk_tok name, int is_util)
     }
     return finish_global(sc, g, end);
 bad:
-    free(g->name);
     return sc->failed;
 }
 
@@ -714,33 +757,8 @@ static int parse_alias(scanner *sc, wpk_tok name)
 
 /* ------------------------------------------------------ resources */
 
-/* Are all n bytes hex digits? Branch-free over blocks (gigabyte blobs):
- * a table marks the bad bytes and the marks are OR-ed together. */
-static int all_hex(const unsigned char *h, size_t n)
-{
-    static unsigned char bad[256];
-    static int ready;
-    if (!ready) { /* idempotent, so a race only repeats the same stores */
-        for (int c = 0; c < 256; c++)
-            bad[c] = !is_hex_digit((unsigned char)c);
-        ready = 1;
-    }
-    size_t i = 0;
-    while (i + 64 <= n) {
-        unsigned acc = 0;
-        for (int k = 0; k < 64; k++)
-            acc |= bad[h[i + k]];
-        if (acc)
-            return 0;
-        i += 64;
-    }
-    unsigned acc = 0;
-    for (; i < n; i++)
-        acc |= bad[h[i]];
-    return !acc;
-}
-
-static int check_blob(scanner *sc, wpk_tok key, wpk_tok val, wpk_resource *r)
+/* A blob's checks; digits_ok: wpk_lex_hex_blob already saw only hex digits. */
+static int check_blob(scanner *sc, wpk_tok key, wpk_tok val, int digits_ok, wpk_resource *r)
 {
     const unsigned char *s = (const unsigned char *)sc->doc->buf + val.off;
     size_t n = val.len;
@@ -749,13 +767,10 @@ static int check_blob(scanner *sc, wpk_tok key, wpk_tok val, wpk_resource *r)
                        (int)(key.len > 60 ? 60 : key.len), sc->doc->buf + key.off);
     size_t digits = n - 4;
     const unsigned char *h = s + 3;
-    if (!all_hex(h, digits)) {
-        size_t i = 0;
-        while (i < digits && is_hex_digit(h[i]))
-            i++;
-        return fail_at(sc, val.off + 3 + i, "resource '%.*s': '%c' is not a hex digit",
-                       (int)(key.len > 60 ? 60 : key.len), sc->doc->buf + key.off, h[i]);
-    }
+    size_t run = digits_ok ? digits : wpk_hex_run((const char *)h, digits);
+    if (run < digits)
+        return fail_at(sc, val.off + 3 + run, "resource '%.*s': '%c' is not a hex digit",
+                       (int)(key.len > 60 ? 60 : key.len), sc->doc->buf + key.off, h[run]);
     if (digits % 2)
         return fail_at(sc, val.off, "resource '%.*s': odd number of hex digits (%zu)",
                        (int)(key.len > 60 ? 60 : key.len), sc->doc->buf + key.off, digits);
@@ -792,8 +807,13 @@ static int parse_meta_dict(scanner *sc, int level, int builtin)
         wpk_tok key = t;
         if (next_tok(sc, &t, "the {-# #-} section") || !wpk_tok_is(&sc->lx, t, ':'))
             return fail_at(sc, t.off, "expected ':' after a key in the {-# #-} section");
-        wpk_tok v = wpk_lex_peek(&sc->lx);
-        if (wpk_tok_is(&sc->lx, v, '{') && level < 2) {
+        /* a builtin blob: the common case in one pass over its digits
+         * (before any peek, which would lex the whole string first) */
+        wpk_tok v;
+        int blob_ok = level == 2 && builtin && wpk_lex_hex_blob(&sc->lx, &v);
+        if (!blob_ok)
+            v = wpk_lex_peek(&sc->lx);
+        if (!blob_ok && wpk_tok_is(&sc->lx, v, '{') && level < 2) {
             wpk_lex_next(&sc->lx);
             int sub_builtin = level == 1 && tok_is_word(sc, key, "builtin");
             int sub_level = level == 0 && tok_is_word(sc, key, "dialect_resources") ? 1
@@ -806,7 +826,10 @@ static int parse_meta_dict(scanner *sc, int level, int builtin)
                 return sc->failed;
             }
         } else if (level == 2 && builtin) {
-            if (next_tok(sc, &v, "a resource blob"))
+            /* anything but the common case through the lexer's string
+             * rules and errors */
+            int digits_ok = blob_ok;
+            if (!digits_ok && next_tok(sc, &v, "a resource blob"))
                 return sc->failed;
             if (v.kind != WPK_TOK_STRING)
                 return fail_at(sc, v.off, "resource '%.*s': expected a \"0x...\" blob",
@@ -814,7 +837,7 @@ static int parse_meta_dict(scanner *sc, int level, int builtin)
             wpk_mlir_doc *d = sc->doc;
             if (!grow((void **)&d->resources, &d->capresources, d->nresources, sizeof *d->resources))
                 return fail_nomem(sc);
-            if (check_blob(sc, key, v, &d->resources[d->nresources]))
+            if (check_blob(sc, key, v, digits_ok, &d->resources[d->nresources]))
                 return sc->failed;
             d->nresources++;
         } else {
@@ -875,6 +898,9 @@ const wpk_alias *wpk_mlir_find_alias(const wpk_mlir_doc *doc, wpk_span ref)
 static wpk_span follow_alias(const wpk_mlir_doc *doc, wpk_span s)
 {
     for (int hops = 0; hops < 8; hops++) {
+        /* spans start at a token: only '#' and '!' start an alias */
+        if (s.len < 2 || (doc->buf[s.off] != '#' && doc->buf[s.off] != '!'))
+            return s;
         wpk_lexer lx;
         wpk_lex_init(&lx, doc->buf, s.off + s.len, s.off);
         wpk_tok t = wpk_lex_next(&lx);
@@ -913,6 +939,21 @@ static int classify(scanner *sc, wpk_global *g)
     wpk_span b = g->value_body;
     if (starts_with(d->buf, b, "#ml_program.extern")) {
         g->value_kind = WPK_VAL_EXTERN;
+        /* the usual `#ml_program.extern : T` with T written as the global's
+         * type: the same bytes parse to the same type span, no lexing */
+        size_t p = b.off + sizeof "#ml_program.extern" - 1, e = b.off + b.len;
+        while (p < e && d->buf[p] == ' ')
+            p++;
+        if (p < e && d->buf[p] == ':') {
+            p++;
+            while (p < e && d->buf[p] == ' ')
+                p++;
+            if (e - p == g->type.len && g->type.len &&
+                memcmp(d->buf + p, d->buf + g->type.off, g->type.len) == 0) {
+                g->extern_type = follow_alias(d, (wpk_span){p, e - p});
+                return 0;
+            }
+        }
         wpk_lexer save = sc->lx;
         wpk_lex_init(&sc->lx, d->buf, b.off + b.len, b.off);
         wpk_lex_next(&sc->lx);
@@ -1004,6 +1045,17 @@ static int record_loc(scanner *sc, wpk_tok word)
     return 0;
 }
 
+/* Is there a newline in buf[from, to)? (Mostly a few blanks: no call.) */
+static int gap_has_newline(const char *buf, size_t from, size_t to)
+{
+    if (to - from > 16)
+        return memchr(buf + from, '\n', to - from) != NULL;
+    for (size_t i = from; i < to; i++)
+        if (buf[i] == '\n')
+            return 1;
+    return 0;
+}
+
 static int scan_all(scanner *sc)
 {
     const char *buf = sc->doc->buf;
@@ -1014,7 +1066,7 @@ static int scan_all(scanner *sc)
         if (t.kind == WPK_TOK_ERROR)
             return fail_at(sc, sc->lx.err_off, "%s", sc->lx.err);
         int line_first = t.off == 0 || sc->prev_end == 0 ||
-                         memchr(buf + sc->prev_end, '\n', t.off - sc->prev_end) != NULL;
+                         gap_has_newline(buf, sc->prev_end, t.off);
         if (region_level(sc) && line_first && !(t.kind == WPK_TOK_PUNCT && strchr(")]}>", buf[t.off])))
             *stmt_slot(sc) = t.off;
         switch (t.kind) {
@@ -1142,8 +1194,11 @@ void wpk_mlir_doc_free(wpk_mlir_doc *doc)
 {
     if (!doc)
         return;
-    for (size_t i = 0; i < doc->nglobals; i++)
-        free(doc->globals[i].name);
+    while (doc->names) {
+        struct wpk_name_block *next = doc->names->next;
+        free(doc->names);
+        doc->names = next;
+    }
     free(doc->globals);
     free(doc->aliases);
     free(doc->resources);

@@ -49,7 +49,7 @@ typedef struct wpk_global {
     int form;                  /* WPK_FORM_* */
     wpk_span op;               /* the whole op, op name to last token */
     wpk_span sym;              /* the symbol as written: @x, @"x.y", "x" */
-    char *name;                /* the decoded symbol name (heap, NUL-terminated) */
+    char *name;                /* the decoded symbol name (NUL-terminated; owned by the doc) */
     size_t name_len;
     int is_mutable;
     int value_kind;            /* WPK_VAL_* */
@@ -104,6 +104,7 @@ typedef struct wpk_mlir_doc {
     size_t meta_count;         /* {-# ... #-} sections seen */
     int has_module;            /* the top level is a `module ... {` op (function
                                   bodies are then at region depth 2, else 1) */
+    struct wpk_name_block *names; /* where the globals' names live (freed with the doc) */
 } wpk_mlir_doc;
 
 /* Flags for wpk_mlir_scan_buffer(). */

@@ -150,9 +150,46 @@ static int global_cmp_item(const void *a, const void *b)
     return x->global < y->global ? -1 : x->global > y->global;
 }
 
+/* Does any symbol name occur twice? One pass with a hash set, so that the
+ * sort below (which orders the messages) runs only when there is one.
+ * -1 (out of memory, or 2^32 globals): the sort then decides. */
+static int any_duplicate(const wpk_mlir_doc *doc)
+{
+    if (doc->nglobals >= UINT32_MAX)
+        return -1;
+    size_t cap = 16;
+    while (cap < 2 * doc->nglobals)
+        cap *= 2;
+    /* a slot: the global's index + 1 (0: empty) in the low 32 bits, the
+     * high 32 bits of its name's hash above, compared before the names */
+    uint64_t *slot = calloc(cap, sizeof *slot);
+    if (!slot)
+        return -1;
+    int dup = 0;
+    for (size_t i = 0; i < doc->nglobals && !dup; i++) {
+        const wpk_global *g = &doc->globals[i];
+        uint64_t h = wpk_xxh3(g->name, g->name_len), tag = h & 0xFFFFFFFF00000000ull;
+        for (size_t j = h & (cap - 1);; j = (j + 1) & (cap - 1)) {
+            if (!slot[j]) {
+                slot[j] = tag | (i + 1);
+                break;
+            }
+            if ((slot[j] & 0xFFFFFFFF00000000ull) != tag)
+                continue;
+            const wpk_global *o = &doc->globals[(slot[j] & 0xFFFFFFFFu) - 1];
+            if (o->name_len == g->name_len && memcmp(o->name, g->name, g->name_len) == 0) {
+                dup = 1;
+                break;
+            }
+        }
+    }
+    free(slot);
+    return dup;
+}
+
 static void report_duplicates(wpk_diag *d, const wpk_mlir_doc *doc)
 {
-    if (doc->nglobals < 2)
+    if (doc->nglobals < 2 || any_duplicate(doc) == 0)
         return;
     size_t *idx = malloc(doc->nglobals * sizeof *idx);
     if (!idx) {
@@ -242,7 +279,10 @@ static void check_types(wpk_diag *d, const wpk_mlir_doc *doc, const wpk_global *
         *ok = 0;
         return;
     }
-    if (g->value_kind == WPK_VAL_EXTERN && g->extern_type.len) {
+    /* the usual `#ml_program.extern : T) : T` spells T twice the same way */
+    int same_text = g->extern_type.len == g->type_body.len &&
+                    memcmp(buf + g->extern_type.off, buf + g->type_body.off, g->type_body.len) == 0;
+    if (g->value_kind == WPK_VAL_EXTERN && g->extern_type.len && !same_text) {
         wpk_mlir_tensor et;
         if (wpk_mlir_parse_tensor(buf + g->extern_type.off, g->extern_type.len, &et, why, sizeof why) ||
             !wpk_mlir_tensor_equal(&et, &item->type)) {
@@ -357,6 +397,7 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         return d->first_error;
     }
     size_t n = 0, suggested = 0;
+    int shared = 0; /* some entry serves more than one global */
     unsigned k = opt->max_suggestions ? opt->max_suggestions : 3;
     for (size_t i = 0; i < doc->nglobals; i++) {
         const wpk_global *g = &doc->globals[i];
@@ -392,13 +433,18 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         if (g->is_mutable)
             wpk_diag_emit(d, WPACK_DIAG_WARNING, 0,
                           "%s: is mutable; the archive's bytes become its initial value only", W(where));
-        if (t.index < count)
+        if (t.index < count) {
+            shared |= used[t.index];
             used[t.index] = 1;
+        } else {
+            shared = 1;
+        }
         if (ok)
             n++;
     }
-    /* several globals on one entry: their types must agree */
-    if (n > 1) {
+    /* several globals on one entry: their types must agree (items are in
+     * file order already; they are sorted by entry only when one is shared) */
+    if (n > 1 && shared) {
         qsort(items, n, sizeof *items, entry_cmp_item);
         for (size_t i = 1; i < n; i++) {
             if (items[i].entry != items[i - 1].entry ||

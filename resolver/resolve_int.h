@@ -111,6 +111,8 @@ typedef struct wpk_emitter {
     /* optional: copy input bytes [off, off+n) to the output without going
      * through user space (copy_file_range); 0 ok, non-zero: use write */
     int (*copy_input)(void *user, size_t off, size_t n);
+    /* set by wpk_emit_document: "\"wpack:<index checksum>/" */
+    char uri_head[32];
 } wpk_emitter;
 
 /* Map each weight global of doc to an entry and check it (resolve.c). On
