@@ -9,16 +9,24 @@
 #   make fuzz-run FUZZ_SECONDS=N  each libFuzzer target for N seconds; fails on a crash
 #   make fuzz-corpus              regenerate the seed corpora in fuzz/corpus/
 #   make fuzz-clean               remove build-fuzz/ and the replay binaries
+#   make oss-fuzz-check           fuzz/oss-fuzz/build.sh as OSS-Fuzz runs it, by hand
+#   make fuzz-coverage            gcov line coverage of format/ and reader/ from the corpora
 
 # Keep the including Makefile's default goal, wherever this file is included.
 fuzz_saved_goal := $(.DEFAULT_GOAL)
 
 BUILD ?= build
-FUZZ_TARGETS := fuzz_archive fuzz_npy fuzz_roundtrip
+FUZZ_TARGETS := fuzz_archive fuzz_npy fuzz_roundtrip fuzz_safetensors fuzz_torch \
+    fuzz_stats_json fuzz_mlir
 FUZZ_STATIC := $(if $(STATIC),$(STATIC),$(BUILD)/libwpack.a)
-# The .npy parser is not in libwpack; link the CLI's objects of it.
+# The importers are not in libwpack (CLI-only, WPACK_TOOL_SRCS): each target
+# that needs some links those objects. FUZZ_SRCS_<target> lists them.
 FUZZ_NPY_SRCS := $(wildcard packer/npy*.c)
 FUZZ_NPY_OBJS := $(FUZZ_NPY_SRCS:%.c=$(BUILD)/obj/%.o)
+FUZZ_SRCS_fuzz_npy := $(FUZZ_NPY_SRCS)
+FUZZ_SRCS_fuzz_safetensors := packer/safetensors.c
+FUZZ_SRCS_fuzz_torch := packer/zipread.c packer/pickle.c packer/torch_scan.c
+FUZZ_SRCS_fuzz_stats_json := packer/manifest_stats.c
 FUZZ_DEPS := $(wildcard fuzz/*.h include/*.h format/*.h reader/*.h packer/*.h) fuzz/fuzz.mk
 FUZZ_REPLAY_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 FUZZ_REPLAY_TIMEOUT ?= 60
@@ -30,8 +38,12 @@ $(BUILD)/fuzz/replay_%: fuzz/replay.c fuzz/%.c $(FUZZ_STATIC) $(FUZZ_DEPS)
 	$(CC) $(CFLAGS_ALL) -Ifuzz $(LDFLAGS_ALL) -o $@ fuzz/replay.c fuzz/$*.c \
 	    $(FUZZ_LINK_EXTRA) $(FUZZ_STATIC) $(WPACK_LIBS)
 
-$(BUILD)/fuzz/replay_fuzz_npy: $(FUZZ_NPY_OBJS)
-$(BUILD)/fuzz/replay_fuzz_npy: FUZZ_LINK_EXTRA = $(FUZZ_NPY_OBJS)
+# replay_<t> also links $(BUILD)/obj/ objects of FUZZ_SRCS_<t>.
+define fuzz_replay_extra
+$(BUILD)/fuzz/replay_$(1): $(FUZZ_SRCS_$(1):%.c=$(BUILD)/obj/%.o)
+$(BUILD)/fuzz/replay_$(1): FUZZ_LINK_EXTRA = $(FUZZ_SRCS_$(1):%.c=$(BUILD)/obj/%.o)
+endef
+$(foreach t,$(FUZZ_TARGETS),$(if $(FUZZ_SRCS_$(t)),$(eval $(call fuzz_replay_extra,$(t)))))
 
 .PHONY: fuzz-replay fuzz-replay-build fuzz fuzz-run fuzz-corpus fuzz-clean
 fuzz-replay-build: $(FUZZ_REPLAY_BINS)
@@ -60,7 +72,6 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g $(FUZZ_SAN) $(filter-out -Werror,$(WARN)) \
     $(WPACK_INCLUDES) -Ifuzz $(FUZZ_LIMITS)
 FUZZ_LIB_OBJS := $(WPACK_LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
-FUZZ_NPY_FOBJS := $(FUZZ_NPY_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_LIB := $(FUZZ_BUILD)/libwpack-fuzz.a
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%)
 
@@ -79,8 +90,12 @@ $(FUZZ_LIB): $(FUZZ_LIB_OBJS)
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/fuzz/fuzz_%.o $(FUZZ_LIB)
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LINK_EXTRA_F) $(FUZZ_LIB) $(WPACK_LIBS)
 
-$(FUZZ_BUILD)/fuzz_npy: $(FUZZ_NPY_FOBJS)
-$(FUZZ_BUILD)/fuzz_npy: FUZZ_LINK_EXTRA_F = $(FUZZ_NPY_FOBJS)
+# ... and the clang build compiles FUZZ_SRCS_<t> into $(FUZZ_BUILD)/obj/.
+define fuzz_bin_extra
+$(FUZZ_BUILD)/$(1): $(FUZZ_SRCS_$(1):%.c=$(FUZZ_BUILD)/obj/%.o)
+$(FUZZ_BUILD)/$(1): FUZZ_LINK_EXTRA_F = $(FUZZ_SRCS_$(1):%.c=$(FUZZ_BUILD)/obj/%.o)
+endef
+$(foreach t,$(FUZZ_TARGETS),$(if $(FUZZ_SRCS_$(t)),$(eval $(call fuzz_bin_extra,$(t)))))
 
 fuzz: $(FUZZ_BINS)
 # Keep the targets' objects (make would delete them as intermediates).
@@ -133,11 +148,32 @@ fuzz-corpus: $(BUILD)/fuzz/make_corpus
 	done
 	$(BUILD)/fuzz/make_corpus fuzz/corpus
 	/usr/bin/python3 fuzz/make_corpus.py fuzz/corpus
+	/usr/bin/python3 fuzz/make_corpus_importers.py fuzz/corpus
 	@for t in $(FUZZ_TARGETS); do echo "fuzz/corpus/$$t: $$(ls fuzz/corpus/$$t | wc -l) files"; done
 	@du -sh fuzz/corpus
 
 fuzz-clean:
 	rm -rf $(FUZZ_BUILD) $(BUILD)/fuzz
+
+# ---------------------------------------------------------------- OSS-Fuzz
+
+# What fuzz/oss-fuzz/build.sh compiles, as shell assignments (one list of
+# sources, here and in sources.mk, for make and for OSS-Fuzz).
+.PHONY: fuzz-oss-vars oss-fuzz-check fuzz-coverage
+fuzz-oss-vars:
+	@echo "FUZZ_TARGETS='$(FUZZ_TARGETS)'"
+	@echo "LIB_SRCS='$(strip $(WPACK_LIB_SRCS))'"
+	@echo "INCLUDES='$(strip $(WPACK_INCLUDES))'"
+	@echo "LIMITS='$(strip $(FUZZ_LIMITS))'"
+	@$(foreach t,$(FUZZ_TARGETS),echo "EXTRA_$(t)='$(strip $(FUZZ_SRCS_$(t)))'";)
+
+# build.sh with OSS-Fuzz's variables set by hand, then each binary for 5 s.
+oss-fuzz-check:
+	@sh fuzz/oss-fuzz/local-check.sh
+
+# gcov line coverage of format/ and reader/ from the corpora (build-cov/).
+fuzz-coverage:
+	@MAKE="$(MAKE)" sh fuzz/coverage.sh
 
 -include $(wildcard $(FUZZ_BUILD)/obj/*/*.d)
 

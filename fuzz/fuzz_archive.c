@@ -17,6 +17,7 @@
  * showed, views point inside the buffer, ...) and aborts when one breaks.
  */
 #include <math.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "bytes.h"
@@ -351,6 +352,49 @@ static void on_bad(void *user, uint64_t entry, int code, const char *message)
 
 /* ---------------------------------------------------------------- open */
 
+/* A sharded set (a manifest) opens only from a file, since its shards are
+ * found beside it: write the input to a fresh directory and open it there.
+ * The shards it names are not there, so this exercises the manifest's
+ * checks (reader/shards.c) up to opening the first shard. */
+static char set_dir[4096], set_path[4200];
+
+static void remove_set(void)
+{
+    if (set_path[0])
+        unlink(set_path);
+    if (set_dir[0])
+        rmdir(set_dir);
+    set_path[0] = set_dir[0] = 0;
+}
+
+static void open_as_file(const uint8_t *buf, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(set_dir, sizeof set_dir, "%s/wpack-fuzz-set-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    FUZZ_ASSERT(mkdtemp(set_dir) != NULL, "mkdtemp %s failed", set_dir);
+    snprintf(set_path, sizeof set_path, "%s/set.wpack", set_dir);
+    fuzz_cleanup = remove_set;
+    FILE *f = fopen(set_path, "wb");
+    FUZZ_ASSERT(f && fwrite(buf, 1, len, f) == len && fclose(f) == 0, "cannot write %s", set_path);
+    wpack_archive *ar = NULL;
+    int rc = wpack_open_file(&ar, set_path, 0);
+    FUZZ_ASSERT(ar != NULL, "open_file returned no handle (rc %d)", rc);
+    FUZZ_ASSERT(wpack_errcode(ar) == rc && (rc == WPACK_OK) == (wpack_errmsg(ar)[0] == 0),
+                "open_file rc %d, handle says %d '%s'", rc, wpack_errcode(ar), wpack_errmsg(ar));
+    if (rc == WPACK_OK) {
+        uint32_t n = wpack_shard_count(ar);
+        for (uint32_t k = 0; k <= n; k++) {
+            const char *path = NULL;
+            const wpack_archive *sh = NULL;
+            int src = wpack_shard_at(ar, k, &path, &sh);
+            FUZZ_ASSERT((src == WPACK_OK) == (k < n), "shard_at(%u) of %u: rc %d", k, n, src);
+        }
+    }
+    wpack_close(ar);
+    remove_set();
+    fuzz_cleanup = NULL;
+}
+
 static void open_and_walk(const uint8_t *buf, size_t len)
 {
     wpack_archive *ar = NULL;
@@ -363,6 +407,8 @@ static void open_and_walk(const uint8_t *buf, size_t len)
                 "open returned an unnamed code %d", rc);
     if (rc != WPACK_OK) {
         wpack_close(ar);
+        if (rc == WPACK_E_SHARD)
+            open_as_file(buf, len);
         return;
     }
     wpack_info info;

@@ -134,7 +134,8 @@ static int pop_mark(pk_state *st, pk_value ***first, size_t *n)
     if (!st->nmarks)
         return perr(st, WPACK_E_INPUT, "no mark on the stack");
     size_t m = st->marks[--st->nmarks];
-    *first = st->stack + m;
+    /* An empty mark before anything was pushed: the stack is still NULL. */
+    *first = st->stack ? st->stack + m : NULL;
     *n = st->sp - m;
     st->sp = m;
     return WPACK_OK;

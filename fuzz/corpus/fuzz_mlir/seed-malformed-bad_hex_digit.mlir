@@ -1,0 +1,8 @@
+module {}
+{-#
+  dialect_resources: {
+    builtin: {
+      b: "0x04000000g0"
+    }
+  }
+#-}

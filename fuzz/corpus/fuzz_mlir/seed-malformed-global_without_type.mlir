@@ -1,0 +1,1 @@
+module { ml_program.global private @x(#ml_program.extern : f32) }

@@ -1,0 +1,2 @@
+module { "abc
+" }

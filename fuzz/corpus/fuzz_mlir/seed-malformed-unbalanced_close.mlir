@@ -1,0 +1,3 @@
+module {
+  ml_program.global private @x(#ml_program.extern : tensor<2xf32>
+}

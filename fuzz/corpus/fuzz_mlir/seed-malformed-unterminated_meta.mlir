@@ -1,0 +1,3 @@
+module {}
+{-#
+  dialect_resources: {

@@ -1,0 +1,3 @@
+module {
+  util.global private @p = #flow.parameter.named<"model"::"w"> : tensor<4xf32>
+}

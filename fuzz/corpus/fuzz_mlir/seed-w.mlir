@@ -1,0 +1,3 @@
+module {
+  ml_program.global private @w(#ml_program.extern : tensor<6xi32>) : tensor<6xi32>
+}

@@ -1,0 +1,270 @@
+#!/usr/bin/python3
+"""make_corpus_importers.py - seed corpora of the importer and resolver targets:
+
+  DIR/fuzz_safetensors/seed-*.safetensors   hand-made valid files (every dtype,
+                                            metadata, empty and 0-d tensors)
+                                            and broken ones
+  DIR/fuzz_safetensors/hostile-*            copies of tests/hostile/importers/st_*
+  DIR/fuzz_torch/seed-torch-*.pt            torch.save checkpoints: the cases of
+                                            tests/import/torch_cases.py plus a few
+                                            small ones (every dtype, protocols 2
+                                            and 4, legacy format, big-endian)
+  DIR/fuzz_torch/seed-pickle-*.pkl          their data.pkl as bare pickles
+  DIR/fuzz_torch/hostile-*                  copies of tests/hostile/importers/*.pt
+  DIR/fuzz_stats_json/seed-*.json           stats files (packer/IMPORT.md schema)
+  DIR/fuzz_mlir/seed-*.mlir                 tests/mlir/*.mlir, inline cases of
+                                            tests/cli/test_resolve.sh and each
+                                            case of tests/mlir/malformed.txt
+
+Files larger than the target's max_len are skipped. torch comes from
+/usr/bin/python3; without it the torch seeds are skipped.
+
+  make_corpus_importers.py DIR
+"""
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX_LEN = {"fuzz_safetensors": 65536, "fuzz_torch": 65536, "fuzz_stats_json": 16384,
+           "fuzz_mlir": 65536}
+
+
+def write(corpus, target, name, data):
+    if len(data) > MAX_LEN[target]:
+        return 0
+    with open(os.path.join(corpus, target, name), "wb") as f:
+        f.write(data)
+    return 1
+
+
+def copy_hostile(corpus, target, pred):
+    top = os.path.join(ROOT, "tests", "hostile", "importers")
+    n = 0
+    for fn in sorted(os.listdir(top)):
+        path = os.path.join(top, fn)
+        if os.path.isfile(path) and pred(fn):
+            with open(path, "rb") as f:
+                n += write(corpus, target, "hostile-" + fn, f.read())
+    return n
+
+
+# ------------------------------------------------------------ safetensors
+
+ST_SIZES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
+            "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+
+
+def safetensors(tensors, meta=None, pad=True, header_extra=None):
+    """tensors: [(name, dtype, shape)]; data is a counting pattern."""
+    header, data = {}, b""
+    if meta is not None:
+        header["__metadata__"] = meta
+    for name, dtype, shape in tensors:
+        n = ST_SIZES.get(dtype, 4)
+        for d in shape:
+            n *= d
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + n]}
+        data += bytes((i * 7 + 1) & 0xFF for i in range(n))
+    if header_extra:
+        header.update(header_extra)
+    text = json.dumps(header).encode()
+    if pad:
+        text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def st_seeds(corpus):
+    t = "fuzz_safetensors"
+    seeds = {
+        "small": safetensors([("w", "F32", [2, 3]), ("b", "F16", [3])]),
+        "every-dtype": safetensors([("t_" + d.lower(), d, [2]) for d in ST_SIZES]),
+        "meta": safetensors([("x", "I64", [1])], meta={"format": "pt", "epoch": "3"}),
+        "empty-tensor": safetensors([("e", "F32", [0, 4]), ("x", "U8", [1])]),
+        "scalar": safetensors([("s", "F64", [])]),
+        "no-tensors": safetensors([], meta={}),
+        "rank8": safetensors([("r", "U8", [1, 2, 1, 1, 1, 1, 1, 2])]),
+        "unpadded": safetensors([("w", "BF16", [3])], pad=False),
+        "dotted": safetensors([("model.layers.0.weight", "F32", [2, 2]),
+                               ("model.layers.0.bias", "F32", [2])]),
+        "bad-rank9": safetensors([("r", "U8", [1] * 9)]),
+        "bad-meta-int": safetensors([("x", "U8", [1])], meta={"n": 1}),
+        "bad-unknown-dtype": safetensors([("x", "C64", [1])]),
+        "bad-negative-dim": safetensors([], header_extra={"x": {"dtype": "F32", "shape": [-1],
+                                                               "data_offsets": [0, 0]}}),
+        "extra-field": safetensors([], header_extra={"x": {"dtype": "U8", "shape": [0],
+                                                               "data_offsets": [0, 0], "y": 1}}),
+        "bad-not-object": struct.pack("<Q", 2) + b"[]",
+        "bad-empty": b"",
+        "bad-short-length": b"\x10\x00\x00",
+    }
+    n = sum(write(corpus, t, "seed-%s.safetensors" % k, v) for k, v in seeds.items())
+    return n + copy_hostile(corpus, t, lambda fn: fn.endswith(".safetensors"))
+
+
+# ------------------------------------------------------------------ torch
+
+TORCH_SMALL = r'''
+import collections, sys, torch
+d = sys.argv[1]
+dt = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32,
+      torch.int16, torch.int8, torch.uint8, torch.bool]
+torch.save({str(t).split(".")[1]: torch.arange(3).to(t) for t in dt}, d + "/dtypes.pt")
+w = torch.arange(6.0).reshape(2, 3)
+torch.save(collections.OrderedDict(a=w, b=w, c=w.t(), d=w[1:], e=torch.zeros(0, 2),
+           f=torch.tensor(1.5)), d + "/views.pt")
+torch.save({"model": {"enc": [torch.ones(2), {"k": torch.ones(1, dtype=torch.int8)}]},
+            "epoch": 3, "lr": 0.5, "best": True, "name": "x", "none": None,
+            7: torch.zeros(1)}, d + "/nested.pt")
+torch.save({"w": w, "raw": b"ab"}, d + "/bytes.pt")  # bytes: _codecs.encode, refused
+torch.save({"p": torch.nn.Parameter(torch.ones(2, 2))}, d + "/param.pt")
+torch.save({"w": w}, d + "/proto2.pt", pickle_protocol=2)
+torch.save({"w": w}, d + "/proto4.pt", pickle_protocol=4)
+torch.save({"w": w}, d + "/legacy.pt", _use_new_zipfile_serialization=False)
+torch.save(torch.nn.Linear(3, 2).state_dict(), d + "/linear.pt")
+'''
+
+
+def big_endian(pt):
+    """The checkpoint with a byteorder entry saying 'big' and its storages
+    byte-swapped (torch < 2.1 writes none; the reader accepts it)."""
+    src = zipfile.ZipFile(io.BytesIO(pt))
+    names = src.namelist()
+    top = names[0].split("/")[0]
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        for name in names:
+            data = src.read(name)
+            if name.startswith(top + "/data/"):
+                data = b"".join(data[i:i + 4][::-1] for i in range(0, len(data), 4))
+            z.writestr(name, data)
+        z.writestr(top + "/byteorder", b"big")
+    return out.getvalue()
+
+
+def torch_seeds(corpus):
+    t = "fuzz_torch"
+    n = copy_hostile(corpus, t, lambda fn: fn.endswith(".pt"))
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests/import/torch_cases.py"),
+                            "make", d], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(["/usr/bin/python3", "-c", TORCH_SMALL, d], check=True)
+        except (OSError, subprocess.CalledProcessError) as e:
+            print("make_corpus_importers.py: torch seeds skipped (%s)" % e)
+            return n
+        for fn in sorted(os.listdir(d)):
+            if not fn.endswith(".pt"):
+                continue
+            with open(os.path.join(d, fn), "rb") as f:
+                pt = f.read()
+            stem = fn[:-3]
+            n += write(corpus, t, "seed-torch-%s.pt" % stem, pt)
+            if not pt.startswith(b"PK"):
+                continue
+            z = zipfile.ZipFile(io.BytesIO(pt))
+            pkl = [x for x in z.namelist() if x.endswith("/data.pkl")]
+            if pkl:
+                n += write(corpus, t, "seed-pickle-%s.pkl" % stem, z.read(pkl[0]))
+            if stem == "dtypes":
+                continue  # mixed element sizes: the 4-byte swap above would not fit
+            if stem in ("views", "linear"):
+                n += write(corpus, t, "seed-torch-%s-big-endian.pt" % stem, big_endian(pt))
+    return n
+
+
+# ------------------------------------------------------------------ stats
+
+STATS = {
+    "doc-example": {"version": 1, "stats": [
+        {"key": "encoder.layers.0.attn", "kind": "activation", "granularity": "tensor",
+         "count": 1048576, "min": -3.5, "max": 2.25, "absmax": 3.5, "mean": 0.01, "variance": 0.9,
+         "histogram": {"edges": [-3.5, 0.0, 2.25], "counts": [400000, 648576]},
+         "percentiles": [[99.9, 2.0], [0.1, -3.1]]},
+        {"key": "encoder.layers.0.attn.q_proj.weight", "kind": "weight", "granularity": "channel",
+         "axis": 0, "count": 4096, "min": [-1.0, -2.0], "max": [1.0, 2.0], "mean": [0.0, 0.0],
+         "variance": [0.1, 0.2]}]},
+    "doc-example-sorted": {"version": 1, "stats": [
+        {"key": "a", "kind": "activation", "count": 10, "min": -3.5, "max": 2.25, "mean": 0.01,
+         "variance": 0.9, "histogram": {"edges": [-3.5, 0.0, 2.25], "counts": [4, 6]},
+         "percentiles": [[0.1, -3.1], [99.9, 2.0]]}]},
+    "minimal": {"version": 1, "stats": [{"key": "w", "count": 1, "min": 0, "max": 1, "mean": 0.5}]},
+    "no-version": {"stats": [{"key": "w", "count": 0, "min": 0, "max": 0, "mean": 0}]},
+    "empty": {"version": 1, "stats": []},
+    "channel-3": {"version": 1, "stats": [
+        {"key": "x", "granularity": "channel", "axis": 1, "count": 9, "min": [-1, -2, -3],
+         "max": [1, 2, 3], "mean": [0, 0, 0], "variance": [1, 1, 1], "absmax": [1, 2, 3]}]},
+    "bad-max-array": {"version": 1, "stats": [{"key": "x", "count": 1, "min": 0, "max": [1, 2]}]},
+    "bad-version": {"version": 2, "stats": []},
+    "bad-hist": {"version": 1, "stats": [{"key": "x", "count": 3, "min": 0, "max": 1, "mean": 0,
+                                          "histogram": {"edges": [1, 0], "counts": [1, 2]}}]},
+    "bad-percentile": {"version": 1, "stats": [{"key": "x", "count": 1, "min": 0, "max": 1,
+                                                "mean": 0, "percentiles": [[101, 1]]}]},
+    "bad-axis": {"version": 1, "stats": [{"key": "x", "granularity": "channel", "axis": 8,
+                                          "count": 1, "min": [0], "max": [1], "mean": [0]}]},
+    "bad-kind": {"version": 1, "stats": [{"key": "x", "kind": "bias", "count": 1, "min": 0,
+                                          "max": 1, "mean": 0}]},
+    "bad-duplicate-key": {"version": 1, "stats": [
+        {"key": "x", "count": 1, "min": 0, "max": 1, "mean": 0},
+        {"key": "x", "count": 1, "min": 0, "max": 1, "mean": 0}]},
+    "bad-nan": {"version": 1, "stats": [{"key": "x", "count": 1, "min": 1, "max": 0, "mean": 0}]},
+}
+
+
+def stats_seeds(corpus):
+    t = "fuzz_stats_json"
+    n = sum(write(corpus, t, "seed-%s.json" % k, json.dumps(v, indent=1).encode())
+            for k, v in STATS.items())
+    raw = {"bad-syntax": b'{"version": 1, "stats": [', "bad-dup-json": b'{"stats": [], "stats": []}',
+           "bad-top-array": b"[]", "bad-empty": b""}
+    return n + sum(write(corpus, t, "seed-%s.json" % k, v) for k, v in raw.items())
+
+
+# ------------------------------------------------------------------- mlir
+
+MLIR_INLINE = {
+    "w": 'module {\n  ml_program.global private @w(#ml_program.extern : tensor<6xi32>) : tensor<6xi32>\n}\n',
+    "quoted": 'module {\n  ml_program.global private @"h\\22\\5Cx"(#ml_program.extern : tensor<3x2xf16>) : tensor<3x2xf16>\n}\n',
+    "dense-hex": 'module {\n  ml_program.global private mutable @d(dense<"0x0000803F00000040"> : tensor<2xf32>) : tensor<2xf32>\n}\n',
+    "resource": 'module {\n  util.global private @r = dense_resource<blob> : tensor<2xf32>\n}\n{-#\n  dialect_resources: {\n    builtin: {\n      blob: "0x040000000000803F00000040"\n    }\n  }\n#-}\n',
+    "param": 'module {\n  util.global private @p = #flow.parameter.named<"model"::"w"> : tensor<4xf32>\n}\n',
+}
+
+
+def mlir_seeds(corpus):
+    t = "fuzz_mlir"
+    n = 0
+    top = os.path.join(ROOT, "tests", "mlir")
+    for fn in sorted(os.listdir(top)):
+        if fn.endswith(".mlir"):
+            with open(os.path.join(top, fn), "rb") as f:
+                n += write(corpus, t, "seed-tests-" + fn, f.read())
+    for k, v in MLIR_INLINE.items():
+        n += write(corpus, t, "seed-%s.mlir" % k, v.encode())
+    with open(os.path.join(top, "malformed.txt"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#") or "|" not in line:
+                continue
+            name, _, text = line.rstrip("\n").split("|", 2)
+            n += write(corpus, t, "seed-malformed-%s.mlir" % name, text.replace("\\n", "\n").encode())
+    return n
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_corpus_importers.py DIR")
+    corpus = sys.argv[1]
+    for t in MAX_LEN:
+        os.makedirs(os.path.join(corpus, t), exist_ok=True)
+    counts = {"fuzz_safetensors": st_seeds(corpus), "fuzz_torch": torch_seeds(corpus),
+              "fuzz_stats_json": stats_seeds(corpus), "fuzz_mlir": mlir_seeds(corpus)}
+    print("make_corpus_importers.py: " + ", ".join("%s %d" % kv for kv in counts.items()))
+
+
+if __name__ == "__main__":
+    main()
