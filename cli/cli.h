@@ -25,6 +25,10 @@ int cmd_run(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_cast(int argc, char **argv);
 
+/* Open an archive for a command: on failure print "wpack: <what and
+ * where> [WPACK_E_CODE]", free the handle and return NULL. */
+wpack_archive *cli_open(const char *path);
+
 /* "wpack: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -129,9 +129,7 @@ int cmd_calibrate(int argc, char **argv)
         return CLI_USAGE;
     }
     wpack_archive *ar;
-    if (wpack_open_file(&ar, archive, 0) != WPACK_OK) {
-        cli_error("%s", ar ? wpack_errmsg(ar) : "out of memory");
-        wpack_close(ar);
+    if (!(ar = cli_open(archive))) {
         return CLI_FAIL;
     }
     char err[1024];

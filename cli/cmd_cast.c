@@ -189,8 +189,7 @@ int cmd_cast(int argc, char **argv)
         goto done;
     }
     rc = CLI_FAIL;
-    if (wpack_open_file(&ar, in, 0) != WPACK_OK) {
-        cli_error("%s", ar ? wpack_errmsg(ar) : "out of memory");
+    if (!(ar = cli_open(in))) {
         goto done;
     }
     wpack_info info;

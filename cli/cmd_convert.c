@@ -73,9 +73,7 @@ int cmd_convert(int argc, char **argv)
     if (decompress)
         opt.compress_level = 0;
     wpack_archive *ar;
-    if (wpack_open_file(&ar, in, 0) != WPACK_OK) {
-        cli_error("%s [%s]", wpack_errmsg(ar), wpack_error_name(wpack_errcode(ar)));
-        wpack_close(ar);
+    if (!(ar = cli_open(in))) {
         return CLI_FAIL;
     }
     wpack_info info;

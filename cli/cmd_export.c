@@ -58,9 +58,7 @@ int cmd_export(int argc, char **argv)
         return CLI_USAGE;
     }
     wpack_archive *ar;
-    if (wpack_open_file(&ar, in, 0) != WPACK_OK) {
-        cli_error("%s", ar ? wpack_errmsg(ar) : "out of memory");
-        wpack_close(ar);
+    if (!(ar = cli_open(in))) {
         return CLI_FAIL;
     }
     char err[1024];

@@ -292,9 +292,7 @@ int cmd_inspect(int argc, char **argv)
         return CLI_USAGE;
     }
     wpack_archive *ar;
-    if (wpack_open_file(&ar, path, 0) != WPACK_OK) {
-        cli_error("%s [%s]", wpack_errmsg(ar), wpack_error_name(wpack_errcode(ar)));
-        wpack_close(ar);
+    if (!(ar = cli_open(path))) {
         return CLI_FAIL;
     }
     wpack_info in;

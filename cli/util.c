@@ -28,6 +28,17 @@ void cli_warn(const char *fmt, ...)
     va_end(ap);
 }
 
+wpack_archive *cli_open(const char *path)
+{
+    wpack_archive *ar;
+    if (wpack_open_file(&ar, path, 0) == WPACK_OK)
+        return ar;
+    /* errmsg/errcode of NULL (out of memory) say so */
+    cli_error("%s [%s]", wpack_errmsg(ar), wpack_error_name(wpack_errcode(ar)));
+    wpack_close(ar);
+    return NULL;
+}
+
 int cli_is_help(const char *arg)
 {
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
