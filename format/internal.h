@@ -41,4 +41,8 @@ float wpk_bf16_to_f32(uint16_t h);
 float wpk_f8e4m3fn_to_f32(uint8_t v);
 float wpk_f8e5m2_to_f32(uint8_t v);
 
+/* Write all n bytes to fd, retrying short writes and EINTR. Returns 0, or
+ * the errno of the failure (ENOSPC when write makes no progress). */
+int wpk_write_all(int fd, const void *p, size_t n);
+
 #endif

@@ -18,19 +18,10 @@
 
 #define PIECE (1u << 20)
 
+/* 1 when all n bytes were written. */
 static int write_all(int fd, const void *p, size_t n)
 {
-    const char *b = p;
-    while (n) {
-        ssize_t k = write(fd, b, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return 0;
-        b += k;
-        n -= (size_t)k;
-    }
-    return 1;
+    return wpk_write_all(fd, p, n) == 0;
 }
 
 /* A metadata value as the string safetensors wants. */

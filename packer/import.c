@@ -211,9 +211,10 @@ static int fortran_stream(wpk_sink *s, const char *name, const npy_header *h, wp
             }
             have += (size_t)k;
         }
-        if (write(fd, buf, want) != (ssize_t)want)
+        int err = wpk_write_all(fd, buf, want);
+        if (err)
             rc = wpk_sink_fail(s, WPACK_E_IO, "%s.npy: spilling for the transpose failed: %s",
-                               name, strerror(errno));
+                               name, strerror(err));
         left -= want;
     }
     uint8_t extra;

@@ -54,18 +54,10 @@ uint64_t wpack_writer_count(const wpack_writer *w)
 
 static int write_all(wpack_writer *w, const void *p, size_t n)
 {
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t k = write(w->fd, b, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            w->failed = 1;
-            return wpk_wfail(w, WPACK_E_IO, "%s: write failed: %s", w->tmp_path,
-                             k < 0 ? strerror(errno) : "no space written");
-        }
-        b += k;
-        n -= (size_t)k;
+    int err = wpk_write_all(w->fd, p, n);
+    if (err) {
+        w->failed = 1;
+        return wpk_wfail(w, WPACK_E_IO, "%s: write failed: %s", w->tmp_path, strerror(err));
     }
     return WPACK_OK;
 }
