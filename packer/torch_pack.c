@@ -4,6 +4,7 @@
 
 #include "import.h"
 #include "torch_scan.h"
+#include "zipread.h"
 
 #define TORCH_PIECE (4u << 20)
 
@@ -11,11 +12,15 @@ typedef struct {
     wpk_sink *s;
     const wpk_mapped *m;
     uint8_t *buf;
+    int crc_on;          /* the bytes emitted are the whole storage, in order */
+    uint32_t crc;
 } torch_packer;
 
 static int emit(void *user, const void *data, size_t n)
 {
     torch_packer *tp = user;
+    if (tp->crc_on)
+        tp->crc = wpk_crc32(tp->crc, data, n);
     int rc = wpk_sink_write(tp->s, data, n);
     if (!rc)
         wpk_sink_progress(tp->s, n);
@@ -24,6 +29,32 @@ static int emit(void *user, const void *data, size_t n)
     const uint8_t *d = data;
     if (tp->m->p && d >= tp->m->p && d < tp->m->p + tp->m->len)
         wpk_map_release(tp->m, (uint64_t)(d - tp->m->p), n);
+    return rc;
+}
+
+/* torch.save's zip gives every storage a CRC-32; a flipped bit in a
+ * checkpoint must not become a wpack tensor with a fresh, matching XXH3.
+ * A tensor that is its whole storage (the usual case) is checked as it
+ * streams; any other view has its storage checked first, once. */
+static int stream_checked(torch_packer *tp, const torch_item *it)
+{
+    int whole = it->contiguous && it->offset == 0 && it->nbytes == it->storage_bytes &&
+                !it->byteswap;
+    if (!*it->storage_checked && !whole &&
+        wpk_crc32(0, it->storage, (size_t)it->storage_bytes) != it->storage_crc32)
+        return wpk_sink_fail(tp->s, WPACK_E_CHECKSUM,
+                             "tensor '%s': its storage does not match the zip's CRC-32 "
+                             "(damaged checkpoint)", it->name);
+    tp->crc_on = whole && !*it->storage_checked;
+    tp->crc = 0;
+    int rc = torch_stream_tensor(it, tp->buf, TORCH_PIECE, emit, tp);
+    if (!rc && tp->crc_on && tp->crc != it->storage_crc32)
+        rc = wpk_sink_fail(tp->s, WPACK_E_CHECKSUM,
+                           "tensor '%s': its storage does not match the zip's CRC-32 "
+                           "(damaged checkpoint)", it->name);
+    tp->crc_on = 0;
+    if (!rc)
+        *it->storage_checked = 1;
     return rc;
 }
 
@@ -37,7 +68,7 @@ static int visit(void *user, const torch_item *it)
     case TORCH_TENSOR:
         if ((rc = wpk_sink_begin(s, it->name, it->dtype, it->rank, it->dims)))
             return rc;
-        if ((rc = torch_stream_tensor(it, tp->buf, TORCH_PIECE, emit, tp)))
+        if ((rc = stream_checked(tp, it)))
             return rc;
         if ((rc = wpk_sink_end(s)))
             return rc;

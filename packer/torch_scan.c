@@ -36,6 +36,7 @@ typedef struct {
     size_t nitems, icap;
     char **names;              /* owned by items[i].name */
     view_rec *views;           /* hash table of views, for aliases */
+    uint8_t *crc_checked;      /* per zip entry: see torch_item.storage_checked */
     size_t vcap, vcount;
     uint64_t visits;
     char path[WPACK_MAX_NAME + 64];
@@ -252,6 +253,8 @@ static int tensor_item(scan *sc, const pk_value *t)
     it.storage = sc->buf + e->data_offset;
     it.storage_bytes = e->size;
     it.storage_file_offset = e->data_offset;
+    it.storage_crc32 = e->crc32;
+    it.storage_checked = &sc->crc_checked[e - sc->zip.e];
 
     view_rec v = {.key = s->s, .klen = s->slen, .offset = t->offset, .rank = t->rank};
     memcpy(v.dims, t->dims, sizeof v.dims);
@@ -395,6 +398,7 @@ static void free_scan(scan *sc)
     for (size_t i = 0; i < sc->vcap; i++)
         free(sc->views[i].name);
     free(sc->views);
+    free(sc->crc_checked);
     wpk_zip_close(&sc->zip);
 }
 
@@ -416,6 +420,10 @@ int torch_scan_buffer(const uint8_t *buf, size_t len, const char *key, torch_vis
     }
     pk_state *ps = NULL;
     pk_value *root;
+    if (!(sc.crc_checked = calloc(sc.zip.n ? sc.zip.n : 1, 1))) {
+        rc = sfail(&sc, WPACK_E_NOMEM, "out of memory");
+        goto out;
+    }
     if ((rc = find_layout(&sc)))
         goto out;
     const wpk_zip_entry *pkl = member(&sc, "data.pkl", 8);

@@ -53,6 +53,9 @@ typedef struct {
     uint64_t storage_file_offset; /* where storage starts in buf */
     int byteswap;              /* storage is big-endian */
     int contiguous;            /* the view is storage[offset .. offset+nelems) */
+    uint32_t storage_crc32;    /* the storage's zip CRC-32, as the directory says */
+    uint8_t *storage_checked;  /* one flag per storage, shared by its views: a
+                                  packer sets it once the CRC has matched */
     /* alias */
     const char *target;
     /* scalars */

@@ -91,6 +91,32 @@ expect_fail torch_legacy_advice "_use_new_zipfile_serialization=True" "$WPACK" c
 # detection by content: a checkpoint called .bin
 cp "$T/pt/model.pt" "$T/pytorch_model.bin"
 expect torch_detected_by_content "$WPACK" create -q -o "$T/bin.wpack" "$T/pytorch_model.bin"
+# a damaged storage: one byte flipped inside it must fail the zip's CRC-32,
+# both for a tensor that is its whole storage and for a view of a storage
+damage_storage() { # SRC DST TENSOR: flip the last byte of TENSOR's storage
+    $PY - "$@" <<'PYEOF'
+import struct, sys, torch, zipfile
+src, dst, name = sys.argv[1:]
+t = torch.load(src)[name]
+with zipfile.ZipFile(src) as z:
+    # the storage torch wrote for NAME: the data/ entry of the same size
+    want = t.storage().size() * t.element_size()
+    infos = [i for i in z.infolist() if '/data/' in i.filename and i.file_size == want]
+    info = infos[0]
+b = bytearray(open(src, 'rb').read())
+off = info.header_offset
+name_len, extra_len = struct.unpack_from('<HH', b, off + 26)
+b[off + 30 + name_len + extra_len + info.file_size - 1] ^= 0x40
+open(dst, 'wb').write(b)
+PYEOF
+}
+damage_storage "$T/pt/model.pt" "$T/bad_whole.pt" emb.weight
+expect_fail torch_storage_crc_whole "tensor '.*': its storage does not match the zip's CRC-32" \
+    "$WPACK" create -q -o "$T/bad1.wpack" "$T/bad_whole.pt"
+[ ! -e "$T/bad1.wpack" ] && pass torch_storage_crc_no_output || fail torch_storage_crc_no_output
+damage_storage "$T/pt/views.pt" "$T/bad_view.pt" cols
+expect_fail torch_storage_crc_view "its storage does not match the zip's CRC-32" \
+    "$WPACK" create -q -o "$T/bad2.wpack" "$T/bad_view.pt"
 
 # --- safetensors (written by a minimal writer here), npz, bundles, manifest
 $PY - "$T" <<'PYEOF' || fail made_inputs
