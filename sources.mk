@@ -5,9 +5,10 @@ WPACK_LIB_SRCS = \
 	reader/header.c reader/index.c reader/lookup.c reader/meta.c reader/open.c reader/stats.c \
 	reader/verify.c \
 	reader/decode.c reader/shards.c \
-	packer/compress.c packer/nameset.c packer/weightstats.c packer/writer.c packer/writer_index.c
+	packer/compress.c packer/nameset.c packer/weightstats.c packer/writer.c packer/writer_index.c \
+	packer/writer_shards.c packer/copy.c
 # Packer inputs used by the CLI (not exported from the shared library).
-WPACK_TOOL_SRCS = $(wildcard packer/npy*.c) packer/copy.c packer/shard.c $(wildcard cli/*.c)
+WPACK_TOOL_SRCS = $(wildcard packer/npy*.c) $(wildcard cli/*.c)
 WPACK_INCLUDES = -Iinclude -Iformat -Ireader -Ipacker -Icli
 WPACK_LIBS = -lxxhash -lzstd -lpthread -lm
 # Parts beyond the core register themselves: each DIR/module.mk appends to

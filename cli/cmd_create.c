@@ -30,7 +30,8 @@ static const char help[] =
     "  --no-stats            do not compute weight statistics\n"
     "  --shard-size SIZE     write a sharded set: shards of about SIZE bytes of data\n"
     "                        (K/M/G) named OUT-0000k-of-0000n.wpack, and OUT as the\n"
-    "                        manifest that opens them all as one archive\n"
+    "                        manifest that opens them all as one archive; written\n"
+    "                        in one pass, no temporary copy of the whole set\n"
     "  --compress zstd[:L]   store tensors as zstd chunks (level L, default 3), each\n"
     "                        only if it shrinks by --compress-saving percent (5)\n"
     "  --compress-min BYTES  leave tensors smaller than this uncompressed (64K)\n"
@@ -258,7 +259,6 @@ static int split_pair(const char *arg, const char *opt, char **key, const char *
 int cmd_create(int argc, char **argv)
 {
     uint64_t shard_size = 0;
-    char *whole = NULL;
     const char *out = NULL, *v;
     const char *layers = NULL; /* --layers: metadata wpack.layers */
     wpack_writer_options opt;
@@ -418,20 +418,13 @@ int cmd_create(int argc, char **argv)
         cli_warn("no inputs found: writing an empty archive");
 
     char err[1024];
-    if (shard_size) {
-        /* The whole archive first, beside OUT; split into shards at the end. */
-        size_t n = strlen(out) + 8;
-        whole = malloc(n);
-        if (!whole)
-            goto done;
-        snprintf(whole, n, "%s.whole", out);
-        if (opt.compress_level) {
-            cli_error("create: --shard-size stores shards uncompressed; drop --compress");
-            rc = CLI_USAGE;
-            goto done;
-        }
+    if (shard_size && opt.compress_level) {
+        cli_error("create: --shard-size stores shards uncompressed; drop --compress");
+        rc = CLI_USAGE;
+        goto done;
     }
-    if (wpack_writer_open(&w, whole ? whole : out, &opt) != WPACK_OK) {
+    opt.shard_size = shard_size; /* the writer streams the shards itself */
+    if (wpack_writer_open(&w, out, &opt) != WPACK_OK) {
         cli_error("%s", wpack_writer_errmsg(w));
         goto done;
     }
@@ -521,20 +514,6 @@ int cmd_create(int argc, char **argv)
         cli_error("%s", err);
         goto done;
     }
-    if (whole) {
-        wpack_archive *ar;
-        e = wpack_open_file(&ar, whole, 0);
-        if (e)
-            snprintf(err, sizeof err, "%s", wpack_errmsg(ar));
-        else
-            e = wpk_write_sharded(ar, out, shard_size, opt.alignment, err, sizeof err);
-        wpack_close(ar);
-        unlink(whole);
-        if (e) {
-            cli_error("%s [%s]", err, wpack_error_name(e));
-            goto done;
-        }
-    }
     if (!quiet) {
         char size[32];
         cli_human_size(size, sizeof size, l.bytes);
@@ -543,7 +522,6 @@ int cmd_create(int argc, char **argv)
     }
     rc = CLI_OK;
 done:
-    free(whole);
     wpack_writer_abort(w);
     wpk_sink_free(&sink);
     free(optv);

@@ -364,6 +364,16 @@ typedef struct wpack_writer_options {
     uint32_t compress_chunk;    /* uncompressed bytes per chunk: a power of two, 4 KiB..1 GiB (default 1 MiB) */
     uint64_t compress_min;      /* tensors smaller than this are stored as they are (default 64 KiB) */
     uint32_t compress_min_saving; /* percent: a tensor is stored compressed only if it shrinks by at least this much (default 5) */
+    /* >0: write a sharded set (format 1.1) in one pass: path becomes the
+     * manifest, and tensor bytes go to shard files beside it,
+     * "NAME-0000k-of-0000N.wpack" (NAME: path's file name without
+     * ".wpack"), each holding about shard_size data bytes (a tensor is never
+     * split; a bigger one gets a shard to itself). Shards are finished under
+     * temporary names ("path.shard-0000k.part") and renamed when the
+     * manifest is written; an aborted writer removes them all. Not with
+     * compression (external entries are stored raw). Weight stats are
+     * computed in each shard and copied into the manifest. */
+    uint64_t shard_size;
 } wpack_writer_options;
 /* The defaults: alignment 4096, weight stats on, no histograms, no
  * compression (but the compression defaults above filled in). */

@@ -17,12 +17,4 @@ int wpk_copy_data(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *
 int wpk_copy_meta(const wpack_archive *ar, wpack_writer *w, const wpack_meta *m);
 int wpk_copy_stats(wpack_writer *w, const wpack_stats *s);
 
-/* Split archive ar into shards of about shard_size data bytes each (a
- * tensor is never split; a bigger one gets a shard of its own) written
- * beside out_path as NAME-00001-of-0000N.wpack, then the manifest at
- * out_path (spec: Sharded sets). Shards are stored uncompressed. On
- * failure the shards written so far are removed. */
-int wpk_write_sharded(const wpack_archive *ar, const char *out_path, uint64_t shard_size,
-                      uint32_t alignment, char *err, size_t errlen);
-
 #endif

@@ -12,6 +12,7 @@
 
 #include "bytes.h"
 #include "writer.h"
+#include "writer_shards.h"
 
 #define OBUF_SIZE (1u << 20)
 
@@ -165,6 +166,9 @@ int wpack_writer_open(wpack_writer **out, const char *path, const wpack_writer_o
     if (!w->path || !w->tmp_path || !w->obuf || !w->hasher)
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     memcpy(w->path, path, plen + 1);
+    int rc;
+    if (w->opt.shard_size && (rc = wpk_shards_init(w)))
+        return rc;
     wpk_fmt(w->tmp_path, plen + 16, "%s.tmp-XXXXXX", path);
     w->fd = mkstemp(w->tmp_path);
     if (w->fd < 0) {
@@ -312,6 +316,15 @@ int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsi
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "tensor: NULL name");
     if ((rc = tensor_size(w, name, dtype, rank, dims, &nbytes)))
         return rc;
+    if (w->shards) {
+        wpk_pending_entry *x;
+        if ((rc = new_entry(w, name, WPACK_KIND_EXTERNAL, dtype, rank, dims, &x)))
+            return rc;
+        if ((rc = wpk_shards_begin(w, name, dtype, rank, dims, nbytes)))
+            return rc;
+        w->in_tensor = 1;
+        return WPACK_OK;
+    }
     /* Align first so that a failure below leaves no half-made entry. */
     uint64_t at;
     if (!wpk_align_up(w->pos, w->opt.alignment, &at))
@@ -369,6 +382,8 @@ int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "write of %zu bytes from NULL", nbytes);
     if (!w->in_tensor)
         return wpk_wfail(w, WPACK_E_STATE, "write outside a tensor");
+    if (w->shards)
+        return wpk_shards_write(w, data, nbytes);
     wpk_pending_entry *e = &wpk_entries(w)[wpk_entry_count(w) - 1];
     if (nbytes > w->cur_expected - w->cur_written)
         return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape holds %llu",
@@ -391,6 +406,8 @@ int wpack_writer_write_zeros(wpack_writer *w, uint64_t nbytes)
         return w->errcode;
     if (!w->in_tensor)
         return wpk_wfail(w, WPACK_E_STATE, "write outside a tensor");
+    if (w->shards)
+        return wpk_shards_write_zeros(w, nbytes);
     wpk_pending_entry *e = &wpk_entries(w)[wpk_entry_count(w) - 1];
     if (nbytes > w->cur_expected - w->cur_written)
         return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape holds %llu",
@@ -433,6 +450,10 @@ int wpack_writer_end_tensor(wpack_writer *w)
     if (!w->in_tensor)
         return wpk_wfail(w, WPACK_E_STATE, "end_tensor outside a tensor");
     wpk_pending_entry *e = &wpk_entries(w)[wpk_entry_count(w) - 1];
+    if (w->shards) {
+        w->in_tensor = 0;
+        return wpk_shards_end(w, e);
+    }
     if (w->cur_written != w->cur_expected) {
         w->failed = 1; /* the file now holds a short extent: the archive cannot be finished */
         return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape needs %llu",
@@ -521,6 +542,9 @@ int wpack_writer_add_external(wpack_writer *w, const char *name, uint32_t shard,
     int rc = usable(w);
     if (rc)
         return rc;
+    if (w->shards)
+        return wpk_wfail(w, WPACK_E_STATE, "external '%s': this writer makes its own shards",
+                         name ? name : "");
     if (!t || t->kind != WPACK_KIND_DATA || t->codec != WPACK_CODEC_NONE || shard >= WPK_MAX_SHARDS)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT,
                          "external '%s': needs an uncompressed data entry and a shard number below %u",
@@ -584,6 +608,9 @@ int wpack_writer_add_block_dtype(wpack_writer *w, const char *name, uint32_t blo
     if ((params_len && !wpk_buf_append(&w->aux, params, params_len)) ||
         !wpk_buf_append(&w->dtypes, &d, sizeof d))
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    if (w->shards && (rc = wpk_shards_add_block_dtype(w, name, block_elems, block_bytes, params,
+                                                      params_len)))
+        return rc;
     *code = WPACK_DTYPE_BLOCK_BASE + (int)n;
     return WPACK_OK;
 }
@@ -876,8 +903,9 @@ int wpack_writer_add_stats(wpack_writer *w, const wpack_stats_in *s)
 
 /* ---- finish / abort ---- */
 
-static void free_writer(wpack_writer *w)
+static void free_writer(wpack_writer *w, int remove_shards)
 {
+    wpk_shards_free(w, remove_shards);
     if (w->fd >= 0)
         close(w->fd);
     wpk_buf_free(&w->strings);
@@ -904,7 +932,7 @@ void wpack_writer_abort(wpack_writer *w)
         return;
     if (w->tmp_path && w->tmp_path[0] && w->fd >= 0)
         unlink(w->tmp_path);
-    free_writer(w);
+    free_writer(w, 1);
 }
 
 /* fsync the directory holding path so the rename itself is durable. */
@@ -935,6 +963,8 @@ int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen)
         !wpk_nameset_find(&w->meta_set, meta_key_of, w, (const uint8_t *)"wpack.producer", 14,
                           &(uint64_t){0}))
         rc = wpack_writer_set_string(w, "wpack.producer", "wpack " WPACK_VERSION_STRING);
+    if (rc == WPACK_OK && w->shards)
+        rc = wpk_shards_finish(w);
     if (rc == WPACK_OK)
         rc = wpk_write_index(w);
     if (rc == WPACK_OK && fsync(w->fd) != 0)
@@ -958,6 +988,6 @@ int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen)
     if (rc)
         wpack_writer_abort(w);
     else
-        free_writer(w);
+        free_writer(w, 0);
     return rc;
 }

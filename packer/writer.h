@@ -18,6 +18,7 @@ typedef struct {
 } wpk_str_ref;
 
 typedef struct wpk_compressor wpk_compressor;
+typedef struct wpk_shard_set wpk_shard_set;
 
 typedef struct {
     wpk_str_ref name;
@@ -82,6 +83,7 @@ struct wpack_writer {
     uint8_t carry[8];              /* a partial element between writes, for stats */
     size_t carry_len;
     wpk_compressor *zc;            /* zstd state, NULL until the first compressed tensor */
+    wpk_shard_set *shards;         /* opt.shard_size: this is a manifest (writer_shards.c) */
 };
 
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)

@@ -17,7 +17,14 @@ expect create_sharded "$WPACK" create -q --shard-size 40K --align 64 -o "$T/set/
 [ -f "$T/set/m.wpack" ] && ls "$T/set" | grep -q 'm-00001-of-0000[0-9].wpack' && pass shard_files || fail shard_files "$(ls "$T/set" 2>&1)"
 n=$(ls "$T/set" | grep -c 'of-')
 [ "$n" -ge 3 ] && pass several_shards || fail several_shards "$n shards"
-[ ! -e "$T/set/m.wpack.whole" ] && pass no_leftover_whole || fail no_leftover_whole
+[ ! -e "$T/set/m.wpack.whole" ] && ! ls "$T/set" | grep -q 'part\|tmp-' && pass no_leftover_files ||
+    fail no_leftover_files "$(ls "$T/set")"
+# a failure part way (the last input is cut short, found only as it streams,
+# after shards were finished): no shard and no manifest remain
+mkdir -p "$T/fail"
+head -c 60000 "$T/in/big.npy" >"$T/zz_broken.npy"
+expect_fail sharded_failure "zz_broken" "$WPACK" create -q --shard-size 20K -o "$T/fail/m.wpack" "$T/in" "$T/zz_broken.npy"
+[ -z "$(ls -A "$T/fail")" ] && pass sharded_failure_leaves_nothing || fail sharded_failure_leaves_nothing "$(ls "$T/fail")"
 expect inspect_manifest "$WPACK" inspect "$T/set/m.wpack"
 grep -q '^shard 0: ' "$T/out" && grep -q "^layers.3.weight " "$T/out" && pass inspect_lists_shards || fail inspect_lists_shards
 expect verify_set "$WPACK" verify "$T/set/m.wpack"

@@ -1,5 +1,7 @@
 /* test_shards.c - sharded sets: shards + a manifest of external entries,
  * opened as one archive; every way a shard can go missing or change. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -160,6 +162,113 @@ static void test_shard_problems(void)
     CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_E_SHARD, "no shard list: %s", err);
 }
 
+static int count_files(const char *suffix)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c -- '%s' > %s/.count", dir, suffix, dir);
+    if (system(cmd) < 0)
+        return -1;
+    snprintf(cmd, sizeof cmd, "%s/.count", dir);
+    FILE *f = fopen(cmd, "r");
+    int n = -1;
+    if (f && fscanf(f, "%d", &n) != 1)
+        n = -1;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* wpack_writer_options.shard_size: the writer streams a whole set in one
+ * pass, rolling to a new shard when the next tensor would overflow. */
+static void test_writer_streams_a_set(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/s.wpack", dir);
+    wpack_writer_options opt;
+    wpack_writer_options_init(&opt);
+    opt.alignment = 64;
+    opt.shard_size = 1000; /* 250 floats */
+    wpack_writer *w;
+    CHECK(wpack_writer_open(&w, path, &opt) == WPACK_OK, "open: %s", wpack_writer_errmsg(w));
+    static float v[400];
+    for (int i = 0; i < 400; i++)
+        v[i] = (float)i - 100;
+    int code = 0, rc = 0;
+    uint8_t params[2] = {1, 2};
+    rc |= wpack_writer_add_block_dtype(w, "q4_pair", 2, 1, params, 2, &code);
+    /* 5 x 400 B: shards {0, 1} {2, 3} {4}; then big (1600 B) alone; then
+     * packed, which would overflow big's shard */
+    for (int i = 0; i < 5 && !rc; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "layers.%d.weight", i);
+        rc |= wpack_writer_add_tensor(w, n, WPACK_DTYPE_F32, 2, (uint64_t[]){10, 10}, v, 400);
+    }
+    rc |= wpack_writer_add_tensor(w, "big", WPACK_DTYPE_F32, 1, (uint64_t[]){400}, v, 1600);
+    rc |= wpack_writer_begin_tensor(w, "packed", code, 1, (uint64_t[]){8});
+    rc |= wpack_writer_write(w, "\x01\x02", 2);
+    rc |= wpack_writer_write(w, "\x03\x04", 2);
+    rc |= wpack_writer_end_tensor(w);
+    rc |= wpack_writer_add_alias(w, "head.weight", "layers.0.weight");
+    rc |= wpack_writer_add_splat(w, "ones", WPACK_DTYPE_F32, 1, (uint64_t[]){4}, &(float){1}, 4);
+    rc |= wpack_writer_add_name(w, "_param_constant5", "big");
+    CHECK(rc == 0, "adding: %s", wpack_writer_errmsg(w));
+    CHECK(wpack_writer_add_tensor(w, "big", WPACK_DTYPE_F32, 1, (uint64_t[]){1}, v, 4) == WPACK_E_EXISTS,
+          "a name taken in an earlier shard is still taken");
+    char err[300];
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "finish: %s", err);
+    CHECK_EQ(count_files("s-0000[1-9]-of-00005.wpack"), 5);
+    CHECK_EQ(count_files("part\\|tmp-"), 0);
+    wpack_archive *ar;
+    CHECK(open_manifest("s.wpack", &ar) == WPACK_OK, "open: %s", wpack_errmsg(ar));
+    CHECK_EQ(wpack_shard_count(ar), 5);
+    wpack_tensor t;
+    CHECK(wpack_find(ar, "layers.4.weight", &t) == WPACK_OK && t.kind == WPACK_KIND_EXTERNAL &&
+              t.alias_target == 2 && t.data && ((const float *)t.data)[99] == -1, "layers.4 in shard 3");
+    CHECK(wpack_find(ar, "_param_constant5", &t) == WPACK_OK && t.alias_target == 3 &&
+              ((const float *)t.data)[399] == 299, "big alone in shard 4, found by its map name");
+    CHECK(wpack_find(ar, "packed", &t) == WPACK_OK && t.dtype == code && t.alias_target == 4 &&
+              t.nbytes == 4 && ((const uint8_t *)t.data)[3] == 4, "block dtype in shard 5");
+    CHECK(wpack_find(ar, "head.weight", &t) == WPACK_OK && t.kind == WPACK_KIND_ALIAS &&
+              ((const float *)t.data)[1] == -99, "alias in the manifest");
+    CHECK(wpack_find(ar, "ones", &t) == WPACK_OK && t.kind == WPACK_KIND_SPLAT, "splat in the manifest");
+    wpack_stats st;
+    CHECK(wpack_stats_find(ar, "big", WPACK_STATS_WEIGHT, &st) == WPACK_OK &&
+              wpack_stats_value(&st, 0, 0) == -100 && wpack_stats_value(&st, 1, 0) == 299,
+          "weight stats copied from the shards");
+    CHECK(wpack_verify_all(ar, NULL, NULL) == WPACK_OK, "verify the set");
+    wpack_close(ar);
+}
+
+/* An aborted sharded writer leaves no shard, finished or not. */
+static void test_aborted_set_leaves_nothing(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/gone.wpack", dir);
+    wpack_writer_options opt;
+    wpack_writer_options_init(&opt);
+    opt.shard_size = 64;
+    wpack_writer *w;
+    CHECK(wpack_writer_open(&w, path, &opt) == WPACK_OK, "open");
+    static float v[64];
+    int rc = 0;
+    for (int i = 0; i < 3 && !rc; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "t%d", i);
+        rc = wpack_writer_add_tensor(w, n, WPACK_DTYPE_F32, 1, (uint64_t[]){16}, v, 64);
+    }
+    CHECK(rc == 0 && count_files("gone.wpack.shard-0000[12].part") == 2, "two shards finished");
+    CHECK(wpack_writer_begin_tensor(w, "t3", WPACK_DTYPE_F32, 1, (uint64_t[]){16}) == 0 &&
+              wpack_writer_write(w, v, 8) == 0 &&
+              wpack_writer_end_tensor(w) == WPACK_E_SIZE, "short tensor fails");
+    char err[300];
+    CHECK(wpack_writer_finish(w, err, sizeof err) != WPACK_OK, "finish refuses");
+    CHECK_EQ(count_files("gone"), 0);
+
+    opt.compress_level = 3;
+    CHECK(wpack_writer_open(&w, path, &opt) == WPACK_E_INVALID_ARGUMENT, "no compression with shards");
+    wpack_writer_abort(w);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/wpack-shards-XXXXXX");
@@ -167,6 +276,8 @@ int main(void)
         return 1;
     RUN(test_set_opens_as_one);
     RUN(test_shard_problems);
+    RUN(test_writer_streams_a_set);
+    RUN(test_aborted_set_leaves_nothing);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd))
