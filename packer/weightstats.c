@@ -5,6 +5,7 @@
 #include "bytes.h"
 #include "internal.h"
 #include "weightstats.h"
+#include "dense.h" /* wpk_isa_selected */
 
 #define BLOCK 4096
 
@@ -117,45 +118,159 @@ static void feed_block(wpk_acc *a, double *v, size_t n)
 
 /* One pass over a block in 8 independent lanes: sums of (x - K) and
  * (x - K)^2 with K the block's first value (shifted, so the variance does
- * not cancel), and lane-wise min/max. Returns 0 when a value is not finite
- * (the caller then takes the careful path). Lanes let the compiler keep 8
- * chains in flight instead of one serial chain of additions. */
+ * not cancel), and lane-wise min/max. Lanes let the compiler keep 8 chains
+ * in flight instead of one serial chain of additions. Lane l takes elements
+ * l, l + 8, l + 16, ...; the tail after the last multiple of 8 goes to lane
+ * 0. Every path below does exactly these operations in this order (no
+ * fused multiply-add), so they give the same bits. */
 #define LANES 8
-static int fast_block(wpk_acc *a, const double *v, size_t n)
+typedef struct {
+    double k, s1[LANES], s2[LANES], mn[LANES], mx[LANES];
+} lanes;
+
+static void lanes_init(lanes *L, double k)
 {
-    double k = v[0];
-    double s1[LANES] = {0}, s2[LANES] = {0}, mn[LANES], mx[LANES];
-    for (int l = 0; l < LANES; l++)
-        mn[l] = mx[l] = k;
-    size_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) {
-            double x = v[i + l], d = x - k;
-            s1[l] += d;
-            s2[l] += d * d;
-            mn[l] = x < mn[l] ? x : mn[l];
-            mx[l] = x > mx[l] ? x : mx[l];
-        }
-    for (; i < n; i++) {
-        double x = v[i], d = x - k;
-        s1[0] += d;
-        s2[0] += d * d;
-        mn[0] = x < mn[0] ? x : mn[0];
-        mx[0] = x > mx[0] ? x : mx[0];
-    }
-    double t1 = 0, t2 = 0, lo = mn[0], hi = mx[0];
+    L->k = k;
     for (int l = 0; l < LANES; l++) {
-        t1 += s1[l];
-        t2 += s2[l];
-        lo = mn[l] < lo ? mn[l] : lo;
-        hi = mx[l] > hi ? mx[l] : hi;
+        L->s1[l] = L->s2[l] = 0;
+        L->mn[l] = L->mx[l] = k;
+    }
+}
+
+static inline void lane_add(lanes *L, int l, double x)
+{
+    double d = x - L->k;
+    L->s1[l] += d;
+    L->s2[l] += d * d;
+    L->mn[l] = x < L->mn[l] ? x : L->mn[l];
+    L->mx[l] = x > L->mx[l] ? x : L->mx[l];
+}
+
+/* Reduce the lanes and merge the block; 0 when a value was not finite (the
+ * caller then takes the careful path). */
+static int lanes_merge(wpk_acc *a, const lanes *L, size_t n)
+{
+    double t1 = 0, t2 = 0, lo = L->mn[0], hi = L->mx[0];
+    for (int l = 0; l < LANES; l++) {
+        t1 += L->s1[l];
+        t2 += L->s2[l];
+        lo = L->mn[l] < lo ? L->mn[l] : lo;
+        hi = L->mx[l] > hi ? L->mx[l] : hi;
     }
     if (!isfinite(t1) || !isfinite(t2) || !isfinite(lo) || !isfinite(hi))
         return 0;
     double m2 = t2 - t1 * t1 / (double)n;
-    merge(a, n, lo, hi, k + t1 / (double)n, m2 > 0 ? m2 : 0);
+    merge(a, n, lo, hi, L->k + t1 / (double)n, m2 > 0 ? m2 : 0);
     return 1;
 }
+
+static int fast_block(wpk_acc *a, const double *v, size_t n)
+{
+    lanes L;
+    lanes_init(&L, v[0]);
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++)
+            lane_add(&L, l, v[i + l]);
+    for (; i < n; i++)
+        lane_add(&L, 0, v[i]);
+    return lanes_merge(a, &L, n);
+}
+
+/* Element i of an f32, f16 or bf16 array (exact in double). */
+static double ld_elem(int dtype, const uint8_t *p, size_t i)
+{
+    if (dtype == WPACK_DTYPE_F32) {
+        uint32_t u = wpk_ld32(p + 4 * i);
+        float f;
+        memcpy(&f, &u, sizeof f);
+        return f;
+    }
+    uint16_t h = wpk_ld16(p + 2 * i);
+    return dtype == WPACK_DTYPE_F16 ? wpk_f16_to_f32(h) : wpk_bf16_to_f32(h);
+}
+
+/* f32, f16 and bf16 (the dtypes of real weights) straight from the input,
+ * with no widened copy. */
+static int fast_block_direct(wpk_acc *a, int dtype, const uint8_t *p, size_t n)
+{
+    lanes L;
+    lanes_init(&L, ld_elem(dtype, p, 0));
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++)
+            lane_add(&L, l, ld_elem(dtype, p, i + l));
+    for (; i < n; i++)
+        lane_add(&L, 0, ld_elem(dtype, p, i));
+    return lanes_merge(a, &L, n);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define SIMD_TARGET __attribute__((target("avx2,f16c")))
+
+/* 8 elements as floats: f32 loaded, bf16 shifted into the high half, f16
+ * converted by F16C (all exact). */
+SIMD_TARGET static inline __m256 load8(int dtype, const uint8_t *p)
+{
+    if (dtype == WPACK_DTYPE_F32)
+        return _mm256_loadu_ps((const float *)(const void *)p);
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+    if (dtype == WPACK_DTYPE_F16)
+        return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* The same lanes with AVX2: lanes 0-3 and 4-7 in two vectors. min_pd(x, m)
+ * is x < m ? x : m for the finite values this path keeps, signed zeros
+ * included. */
+SIMD_TARGET static int fast_block_avx2(wpk_acc *a, int dtype, const uint8_t *p, size_t n)
+{
+    const size_t size = dtype == WPACK_DTYPE_F32 ? 4 : 2;
+    lanes L;
+    lanes_init(&L, ld_elem(dtype, p, 0));
+    const __m256d K = _mm256_set1_pd(L.k);
+    __m256d s1a = _mm256_setzero_pd(), s1b = s1a, s2a = s1a, s2b = s1a;
+    __m256d mna = K, mnb = K, mxa = K, mxb = K;
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        __m256 x8 = load8(dtype, p + size * i);
+        __m256d xa = _mm256_cvtps_pd(_mm256_castps256_ps128(x8));
+        __m256d xb = _mm256_cvtps_pd(_mm256_extractf128_ps(x8, 1));
+        __m256d da = _mm256_sub_pd(xa, K), db = _mm256_sub_pd(xb, K);
+        s1a = _mm256_add_pd(s1a, da);
+        s1b = _mm256_add_pd(s1b, db);
+        s2a = _mm256_add_pd(s2a, _mm256_mul_pd(da, da));
+        s2b = _mm256_add_pd(s2b, _mm256_mul_pd(db, db));
+        mna = _mm256_min_pd(xa, mna);
+        mnb = _mm256_min_pd(xb, mnb);
+        mxa = _mm256_max_pd(xa, mxa);
+        mxb = _mm256_max_pd(xb, mxb);
+    }
+    _mm256_storeu_pd(L.s1, s1a);
+    _mm256_storeu_pd(L.s1 + 4, s1b);
+    _mm256_storeu_pd(L.s2, s2a);
+    _mm256_storeu_pd(L.s2 + 4, s2b);
+    _mm256_storeu_pd(L.mn, mna);
+    _mm256_storeu_pd(L.mn + 4, mnb);
+    _mm256_storeu_pd(L.mx, mxa);
+    _mm256_storeu_pd(L.mx + 4, mxb);
+    for (; i < n; i++)
+        lane_add(&L, 0, ld_elem(dtype, p, i));
+    return lanes_merge(a, &L, n);
+}
+
+/* The kernel's choice (CPUID, XGETBV, WPACK_ISA=scalar to force the
+ * portable path): its AVX2 level includes F16C. */
+static int have_avx2(void)
+{
+    return wpk_isa_selected() >= WPK_ISA_AVX2;
+}
+#define FAST_DIRECT(a, t, p, n) \
+    (have_avx2() ? fast_block_avx2(a, t, p, n) : fast_block_direct(a, t, p, n))
+#else
+#define FAST_DIRECT(a, t, p, n) fast_block_direct(a, t, p, n)
+#endif
 
 void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
 {
@@ -164,9 +279,12 @@ void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
     const uint8_t *p = data;
     while (count) {
         size_t n = count < BLOCK ? count : BLOCK;
-        widen(dtype, p, n, v);
-        if (!fast_block(a, v, n))
-            feed_block(a, v, n); /* NaN or infinity in the block: filter them */
+        int direct = dtype == WPACK_DTYPE_F32 || dtype == WPACK_DTYPE_F16 || dtype == WPACK_DTYPE_BF16;
+        if (!direct || !FAST_DIRECT(a, dtype, p, n)) {
+            widen(dtype, p, n, v);
+            if (!fast_block(a, v, n))
+                feed_block(a, v, n); /* NaN or infinity in the block: filter them */
+        }
         p += n * size;
         count -= n;
     }

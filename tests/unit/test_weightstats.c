@@ -1,0 +1,174 @@
+/* test_weightstats.c - the writer's weight statistics: the f32 fast path
+ * (AVX2 where the CPU has it) must give the very bits of the general path,
+ * and both must agree with a plain two-pass computation. */
+#include <math.h>
+#include <stdint.h>
+
+#include "testlib.h"
+#include "weightstats.h"
+#include "wpack.h"
+
+static uint64_t rng = 88172645463325252ull;
+static double next_unit(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static float value(int mode)
+{
+    double r = next_unit();
+    switch (mode) {
+    case 0: return (float)(r * 2 - 1);
+    case 1: return (float)((r - 0.5) * 1e30);   /* squares near the top of double's range */
+    case 2: return r < 0.5 ? -0.0f : 0.0f;       /* signed zeros only */
+    case 3: return (float)(r * 1e-40);           /* f32 denormals */
+    default: return (float)(r * 100 + 1e6);      /* a large offset: the shift must save the variance */
+    }
+}
+
+/* Feed the same values as f32 (the fast path) and widened to f64 (the
+ * general path) in the same random pieces; the accumulators must be equal
+ * bit for bit, NaN and infinity included. */
+static void test_f32_path_matches_general_path(void)
+{
+    enum { MAXN = 20000 };
+    static float f[MAXN + 1];
+    static double d[MAXN];
+    int differ = 0;
+    for (int t = 0; t < 2000; t++) {
+        size_t n = 1 + (size_t)(next_unit() * (t < 600 ? 40 : MAXN - 1));
+        int mode = t % 5;
+        for (size_t i = 0; i < n; i++)
+            f[i + 1] = value(mode);
+        if (t % 7 == 0)
+            f[1 + (size_t)(next_unit() * n)] = NAN;
+        if (t % 11 == 0)
+            f[1 + (size_t)(next_unit() * n)] = -INFINITY;
+        for (size_t i = 0; i < n; i++)
+            d[i] = f[i + 1];
+        const float *src = f + 1; /* the misaligned case is below */
+        wpk_acc a, b;
+        wpk_acc_init(&a);
+        wpk_acc_init(&b);
+        for (size_t done = 0; done < n;) {
+            size_t k = 1 + (size_t)(next_unit() * (double)(n - done - 1));
+            if (k > n - done)
+                k = n - done;
+            wpk_acc_feed(&a, WPACK_DTYPE_F32, src + done, k);
+            wpk_acc_feed(&b, WPACK_DTYPE_F64, d + done, k);
+            done += k;
+        }
+        if (memcmp(&a, &b, sizeof a) != 0 && differ++ < 3)
+            printf("  case %d (n %zu, mode %d): mean %a vs %a, m2 %a vs %a\n", t, n, mode, a.mean,
+                   b.mean, a.m2, b.m2);
+    }
+    CHECK(differ == 0, "%d cases differ", differ);
+
+    /* misaligned f32 input (a tensor cut at an odd byte in a stream) */
+    static unsigned char raw[4 * 1000 + 3];
+    for (int i = 0; i < 1000; i++) {
+        float v = value(0);
+        memcpy(raw + 3 + 4 * i, &v, 4);
+        d[i] = v;
+    }
+    wpk_acc a, b;
+    wpk_acc_init(&a);
+    wpk_acc_init(&b);
+    wpk_acc_feed(&a, WPACK_DTYPE_F32, raw + 3, 1000);
+    wpk_acc_feed(&b, WPACK_DTYPE_F64, d, 1000);
+    CHECK(memcmp(&a, &b, sizeof a) == 0, "misaligned input: mean %a vs %a", a.mean, b.mean);
+}
+
+float wpk_f16_to_f32(uint16_t h);
+float wpk_bf16_to_f32(uint16_t h);
+
+/* f16 and bf16 from random bit patterns (zeros, denormals, NaN, infinity
+ * included) against the same values widened to f64. */
+static void test_half_paths_match_general_path(void)
+{
+    enum { MAXN = 9000 };
+    static uint16_t h[MAXN];
+    static double d[MAXN];
+    int differ = 0;
+    for (int t = 0; t < 800; t++) {
+        int dtype = t % 2 ? WPACK_DTYPE_F16 : WPACK_DTYPE_BF16;
+        size_t n = 1 + (size_t)(next_unit() * (t < 200 ? 30 : MAXN - 1));
+        /* mostly one binade-ish range so blocks stay finite; some fully random */
+        int wild = t % 4 == 0;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t bits = (uint16_t)(next_unit() * 65536);
+            if (!wild)
+                bits = (uint16_t)((bits & 0x83ff) | (dtype == WPACK_DTYPE_F16 ? 0x3800 : 0x3f00));
+            h[i] = bits;
+            d[i] = dtype == WPACK_DTYPE_F16 ? wpk_f16_to_f32(bits) : wpk_bf16_to_f32(bits);
+        }
+        wpk_acc a, b;
+        wpk_acc_init(&a);
+        wpk_acc_init(&b);
+        for (size_t done = 0; done < n;) {
+            size_t k = 1 + (size_t)(next_unit() * (double)(n - done - 1));
+            if (k > n - done)
+                k = n - done;
+            wpk_acc_feed(&a, dtype, h + done, k);
+            wpk_acc_feed(&b, WPACK_DTYPE_F64, d + done, k);
+            done += k;
+        }
+        if (memcmp(&a, &b, sizeof a) != 0 && differ++ < 3)
+            printf("  case %d (%s, n %zu): mean %a vs %a, m2 %a vs %a\n", t,
+                   dtype == WPACK_DTYPE_F16 ? "f16" : "bf16", n, a.mean, b.mean, a.m2, b.m2);
+    }
+    CHECK(differ == 0, "%d cases differ", differ);
+}
+
+/* Against a plain two-pass computation in long double. */
+static void test_matches_two_pass(void)
+{
+    enum { N = 100003 };
+    static float f[N];
+    long double sum = 0, ss = 0;
+    float lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < N; i++) {
+        f[i] = value(4) * (i % 3 ? 1 : -1);
+        sum += f[i];
+        lo = f[i] < lo ? f[i] : lo;
+        hi = f[i] > hi ? f[i] : hi;
+    }
+    long double mean = sum / N;
+    for (int i = 0; i < N; i++)
+        ss += (f[i] - mean) * (f[i] - mean);
+    wpk_acc a;
+    wpk_acc_init(&a);
+    wpk_acc_feed(&a, WPACK_DTYPE_F32, f, N);
+    CHECK_EQ(a.n, N);
+    CHECK(a.min == lo && a.max == hi, "min %g max %g, want %g %g", a.min, a.max, lo, hi);
+    CHECK(fabs(a.mean - (double)mean) <= 1e-12 * fabs((double)mean) + 1e-9, "mean %.17g want %.17Lg",
+          a.mean, mean);
+    double var = wpk_acc_variance(&a), want = (double)(ss / N);
+    CHECK(fabs(var - want) <= 1e-9 * want, "variance %.17g want %.17g", var, want);
+}
+
+static const char *self;
+
+/* The same tests in a child forced onto the portable path (the choice is
+ * made once per process). */
+static void test_portable_path_too(void)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "WPACK_ISA=scalar '%s' > /dev/null", self);
+    CHECK(system(cmd) == 0, "WPACK_ISA=scalar %s failed", self);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    self = argv[0];
+    RUN(test_f32_path_matches_general_path);
+    RUN(test_half_paths_match_general_path);
+    RUN(test_matches_two_pass);
+    if (!getenv("WPACK_ISA"))
+        RUN(test_portable_path_too);
+    return tl_finish();
+}
