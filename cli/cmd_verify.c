@@ -50,14 +50,29 @@ int cmd_verify(int argc, char **argv)
         cli_warn("%s: bytes after the archive's end (an interrupted update) were ignored", path);
     uint64_t bad = 0;
     wpack_verify_all(ar, on_bad, &bad);
+    /* A sharded set's manifest holds no data itself: count its shards'. */
+    uint64_t data = in.data_length;
+    for (uint32_t s = 0; s < wpack_shard_count(ar); s++) {
+        const char *sp;
+        const wpack_archive *sh;
+        wpack_info si;
+        if (wpack_shard_at(ar, s, &sp, &sh) == WPACK_OK) {
+            wpack_get_info(sh, &si);
+            data += si.data_length;
+        }
+    }
     char size[32];
-    cli_human_size(size, sizeof size, in.data_length);
+    cli_human_size(size, sizeof size, data);
     if (bad) {
         cli_error("%s: FAILED: %" PRIu64 " problem%s in %" PRIu64 " tensors", path, bad,
                   bad == 1 ? "" : "s", in.entry_count);
     } else {
-        printf("%s: OK: %" PRIu64 " tensors, %s of data, index xxh3 %016" PRIx64 "\n", path,
-               in.entry_count, size, in.index_checksum);
+        uint32_t ns = wpack_shard_count(ar);
+        char shards[48] = "";
+        if (ns)
+            snprintf(shards, sizeof shards, " in %u shard%s", ns, ns == 1 ? "" : "s");
+        printf("%s: OK: %" PRIu64 " tensors, %s of data%s, index xxh3 %016" PRIx64 "\n", path,
+               in.entry_count, size, shards, in.index_checksum);
     }
     wpack_close(ar);
     return bad ? CLI_FAIL : CLI_OK;

@@ -28,7 +28,8 @@ expect_fail sharded_failure "zz_broken" "$WPACK" create -q --shard-size 20K -o "
 expect inspect_manifest "$WPACK" inspect "$T/set/m.wpack"
 grep -q '^shard 0: ' "$T/out" && grep -q "^layers.3.weight " "$T/out" && pass inspect_lists_shards || fail inspect_lists_shards
 expect verify_set "$WPACK" verify "$T/set/m.wpack"
-grep -q "OK: 7 tensors" "$T/out" && pass verify_counts_all || fail verify_counts_all "$(cat "$T/out")"
+grep -q "OK: 7 tensors, 160.0 KiB of data in $n shards" "$T/out" && pass verify_counts_all ||
+    fail verify_counts_all "$(cat "$T/out")"
 expect extract_set "$WPACK" extract -q -o "$T/x" "$T/set/m.wpack"
 $PY - "$T" <<'PYEOF' && pass extract_bit_identical || fail extract_bit_identical
 import numpy as np, sys
