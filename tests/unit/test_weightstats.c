@@ -29,6 +29,24 @@ static float value(int mode)
     }
 }
 
+/* Feed n elements of dtype at src, and the same values as f64 at d, in the
+ * same random pieces; 1 when the two accumulators are equal bit for bit. */
+static int same_bits(int dtype, const void *src, const double *d, size_t n, wpk_acc *a, wpk_acc *b)
+{
+    const size_t size = wpack_dtype_size(dtype);
+    wpk_acc_init(a);
+    wpk_acc_init(b);
+    for (size_t done = 0; done < n;) {
+        size_t k = 1 + (size_t)(next_unit() * (double)(n - done - 1));
+        if (k > n - done)
+            k = n - done;
+        wpk_acc_feed(a, dtype, (const uint8_t *)src + size * done, k);
+        wpk_acc_feed(b, WPACK_DTYPE_F64, d + done, k);
+        done += k;
+    }
+    return memcmp(a, b, sizeof *a) == 0;
+}
+
 /* Feed the same values as f32 (the fast path) and widened to f64 (the
  * general path) in the same random pieces; the accumulators must be equal
  * bit for bit, NaN and infinity included. */
@@ -49,19 +67,8 @@ static void test_f32_path_matches_general_path(void)
             f[1 + (size_t)(next_unit() * n)] = -INFINITY;
         for (size_t i = 0; i < n; i++)
             d[i] = f[i + 1];
-        const float *src = f + 1; /* the misaligned case is below */
-        wpk_acc a, b;
-        wpk_acc_init(&a);
-        wpk_acc_init(&b);
-        for (size_t done = 0; done < n;) {
-            size_t k = 1 + (size_t)(next_unit() * (double)(n - done - 1));
-            if (k > n - done)
-                k = n - done;
-            wpk_acc_feed(&a, WPACK_DTYPE_F32, src + done, k);
-            wpk_acc_feed(&b, WPACK_DTYPE_F64, d + done, k);
-            done += k;
-        }
-        if (memcmp(&a, &b, sizeof a) != 0 && differ++ < 3)
+        wpk_acc a, b; /* the misaligned case is below */
+        if (!same_bits(WPACK_DTYPE_F32, f + 1, d, n, &a, &b) && differ++ < 3)
             printf("  case %d (n %zu, mode %d): mean %a vs %a, m2 %a vs %a\n", t, n, mode, a.mean,
                    b.mean, a.m2, b.m2);
     }
@@ -106,17 +113,7 @@ static void test_half_paths_match_general_path(void)
             d[i] = dtype == WPACK_DTYPE_F16 ? wpk_f16_to_f32(bits) : wpk_bf16_to_f32(bits);
         }
         wpk_acc a, b;
-        wpk_acc_init(&a);
-        wpk_acc_init(&b);
-        for (size_t done = 0; done < n;) {
-            size_t k = 1 + (size_t)(next_unit() * (double)(n - done - 1));
-            if (k > n - done)
-                k = n - done;
-            wpk_acc_feed(&a, dtype, h + done, k);
-            wpk_acc_feed(&b, WPACK_DTYPE_F64, d + done, k);
-            done += k;
-        }
-        if (memcmp(&a, &b, sizeof a) != 0 && differ++ < 3)
+        if (!same_bits(dtype, h, d, n, &a, &b) && differ++ < 3)
             printf("  case %d (%s, n %zu): mean %a vs %a, m2 %a vs %a\n", t,
                    dtype == WPACK_DTYPE_F16 ? "f16" : "bf16", n, a.mean, b.mean, a.m2, b.m2);
     }
