@@ -19,7 +19,6 @@
         _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))), 16))
 #define VLOAD_I8(p) \
     _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p))))
-#define PF_BYTES 512
 #define TILE_RN 3
 
 /* Sum of the 8 lanes, in a fixed order. */

@@ -20,7 +20,6 @@
         _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p))), 16))
 #define VLOAD_I8(p) \
     _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))))
-#define PF_BYTES 1024
 #define TILE_RN 6
 #include "dense_tile.h"
 #else

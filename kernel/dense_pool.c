@@ -1,23 +1,39 @@
 /*
  * dense_pool.c - a small persistent thread pool for the dense kernel.
  *
- * Workers sleep on a condition variable; a job is published with a
- * generation number, and everyone (the caller too) claims row chunks from
- * an atomic counter until none are left, then the caller waits for the
- * workers to check out. One job runs at a time (callers queue on a mutex).
- * The pool starts on first use and lives until the process exits.
+ * A job is n items cut into chunks; the chunks are claimed one at a time
+ * from one atomic word `state` = generation (high 32 bits) : chunks still
+ * unclaimed (low 32 bits). The caller publishes a job by storing a new
+ * generation, then claims chunks itself like any worker; a worker that
+ * wakes late finds no chunk left (or a newer generation) and claims
+ * nothing. The caller then waits only for chunks that were claimed and not
+ * yet finished - never for a worker that has not started - so a worker
+ * descheduled by another process costs nothing: the caller does its share.
+ * Waiting is a short spin, then a sleep on a condition variable (the
+ * sleeping caller frees its core for the worker it waits on).
+ *
+ * Job fields are plain: a thread reads them only after it claimed a chunk
+ * (compare-and-swap on `state` for that generation), and the caller writes
+ * the next job's fields only after every claimed chunk has finished.
+ * One job runs at a time (callers queue on run_lock). The pool starts on
+ * first use and lives until the process exits.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include "dense.h"
 
 #define WPK_POOL_MAX 256
-/* Pause-loop iterations a thread spins before sleeping (about 50-100 us):
- * back-to-back layers then start without a futex wake-up. */
-#define WPK_POOL_SPIN 20000
+/* How long a thread spins before it sleeps, in TSC ticks (about 2-3 GHz):
+ * a worker waits ~60 us for the next job (back-to-back layers then start
+ * without a futex wake-up), the caller ~20 us for claimed chunks. */
+#define WPK_POOL_WORKER_SPIN 150000ull
+#define WPK_POOL_CALLER_SPIN 50000ull
 
 static struct {
     pthread_mutex_t run_lock;    /* one job at a time */
@@ -25,16 +41,17 @@ static struct {
     pthread_cond_t wake, done;
     unsigned nthreads;           /* including the caller */
     unsigned started;            /* worker threads actually running */
-    /* the job, published by the release store of generation */
-    unsigned active;             /* workers 1..active-1 take part */
+    /* the job: written by the caller before it publishes the generation */
     const wpk_dense_job *job;
     wpk_dense_rows_fn fn;
     size_t n, chunk;
-    atomic_ullong generation;
-    atomic_uint busy;            /* workers still inside the job */
-    atomic_size_t next;          /* next row chunk to claim */
+    uint32_t nchunks;
+    atomic_ullong state;         /* generation << 32 | chunks unclaimed */
+    atomic_uint finished;        /* chunks done in this job */
+    atomic_uint sleepers;        /* workers asleep on wake */
+    atomic_uint caller_asleep;   /* the caller sleeps on done */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          PTHREAD_COND_INITIALIZER, 1, 0, 0, NULL, NULL, 0, 0, 0, 0, 0};
+          PTHREAD_COND_INITIALIZER, 1, 0, NULL, NULL, 0, 0, 0, 0, 0, 0, 0};
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
 static inline void cpu_relax(void)
@@ -44,44 +61,84 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static void work(const wpk_dense_job *j, wpk_dense_rows_fn fn, size_t n, size_t chunk)
+/* A clock for spin limits: the TSC where there is one, else a count. */
+static inline unsigned long long spin_clock(unsigned long long *count)
 {
+#if defined(__x86_64__) || defined(__i386__)
+    (void)count;
+    return __rdtsc();
+#else
+    return (*count += 64);
+#endif
+}
+
+static inline uint32_t gen_of(unsigned long long s)
+{
+    return (uint32_t)(s >> 32);
+}
+
+/* Claim one chunk of generation gen; its index, or -1 when none is left. */
+static long claim(uint32_t gen)
+{
+    unsigned long long s = atomic_load_explicit(&pool.state, memory_order_acquire);
     for (;;) {
-        size_t o0 = atomic_fetch_add_explicit(&pool.next, chunk, memory_order_relaxed);
-        if (o0 >= n)
-            return;
-        size_t o1 = n - o0 < chunk ? n : o0 + chunk;
-        fn(j, o0, o1);
+        if (gen_of(s) != gen || (uint32_t)s == 0)
+            return -1;
+        if (atomic_compare_exchange_weak_explicit(&pool.state, &s, s - 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return (long)(pool.nchunks - (uint32_t)s);
     }
 }
 
-/* Wait until generation moves past seen: spin a while, then sleep. */
-static unsigned long long wait_generation(unsigned long long seen)
+/* Claim and run chunks of generation gen until none is left; how many ran. */
+static unsigned run_chunks(uint32_t gen)
 {
-    unsigned long long g;
-    for (int i = 0; i < WPK_POOL_SPIN; i++) {
-        g = atomic_load_explicit(&pool.generation, memory_order_acquire);
-        if (g != seen)
-            return g;
+    unsigned ran = 0;
+    long c;
+    while ((c = claim(gen)) >= 0) {
+        size_t o0 = (size_t)c * pool.chunk;
+        size_t o1 = pool.n - o0 < pool.chunk ? pool.n : o0 + pool.chunk;
+        pool.fn(pool.job, o0, o1);
+        ran++;
+    }
+    return ran;
+}
+
+/* A worker: wait until the generation moves past seen (spin, then sleep). */
+static unsigned long long wait_job(uint32_t seen)
+{
+    unsigned long long s, count = 0, t0 = spin_clock(&count);
+    while (gen_of(s = atomic_load_explicit(&pool.state, memory_order_acquire)) == seen) {
+        if (spin_clock(&count) - t0 > WPK_POOL_WORKER_SPIN) {
+            atomic_fetch_add(&pool.sleepers, 1); /* seq_cst: see wpk_pool_run */
+            pthread_mutex_lock(&pool.lock);
+            while (gen_of(s = atomic_load(&pool.state)) == seen)
+                pthread_cond_wait(&pool.wake, &pool.lock);
+            pthread_mutex_unlock(&pool.lock);
+            atomic_fetch_sub(&pool.sleepers, 1);
+            break;
+        }
         cpu_relax();
     }
-    pthread_mutex_lock(&pool.lock);
-    while ((g = atomic_load_explicit(&pool.generation, memory_order_acquire)) == seen)
-        pthread_cond_wait(&pool.wake, &pool.lock);
-    pthread_mutex_unlock(&pool.lock);
-    return g;
+    return s;
 }
 
 static void *worker(void *arg)
 {
-    unsigned id = (unsigned)(uintptr_t)arg; /* 1..nthreads-1 */
-    unsigned long long seen = 0;
+    (void)arg;
+    uint32_t seen = 0;
     for (;;) {
-        seen = wait_generation(seen);
-        if (id >= pool.active)
+        seen = gen_of(wait_job(seen));
+        unsigned ran = run_chunks(seen);
+        if (ran == 0)
             continue;
-        work(pool.job, pool.fn, pool.n, pool.chunk);
-        if (atomic_fetch_sub_explicit(&pool.busy, 1, memory_order_acq_rel) == 1) {
+        /* Chunks of this generation cannot be reused before they all
+         * finished, so nchunks is still this job's. */
+        uint32_t total = pool.nchunks;
+        /* seq_cst add then load: pairs with the caller's store of
+         * caller_asleep then load of finished (one of the two sees the other) */
+        if (atomic_fetch_add(&pool.finished, ran) + ran == total &&
+            atomic_load(&pool.caller_asleep)) {
             pthread_mutex_lock(&pool.lock);
             pthread_cond_signal(&pool.done);
             pthread_mutex_unlock(&pool.lock);
@@ -109,7 +166,7 @@ static void start(void)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     for (unsigned i = 1; i < n; i++) {
         pthread_t t;
-        if (pthread_create(&t, &attr, worker, (void *)(uintptr_t)i) != 0)
+        if (pthread_create(&t, &attr, worker, NULL) != 0)
             break; /* fewer threads is still correct */
         pool.started++;
     }
@@ -131,33 +188,46 @@ void wpk_pool_run(const wpk_dense_job *j, wpk_dense_rows_fn fn, size_t n, size_t
                   unsigned threads)
 {
     pthread_once(&pool_once, start);
-    unsigned helpers = threads > 0 ? threads - 1 : 0;
-    if (helpers > pool.started)
-        helpers = pool.started;
-    if (helpers == 0 || n <= chunk) {
+    if (chunk == 0)
+        chunk = 1;
+    size_t nchunks = n / chunk + (n % chunk != 0);
+    if (threads <= 1 || pool.started == 0 || nchunks <= 1 || nchunks > UINT32_MAX) {
         fn(j, 0, n);
         return;
     }
+    /* `threads` below the pool size is not enforced: any idle worker may
+     * claim a chunk; the split only decides how many chunks there are. */
     pthread_mutex_lock(&pool.run_lock);
     pool.job = j;
     pool.fn = fn;
     pool.n = n;
     pool.chunk = chunk;
-    pool.active = helpers + 1;
-    atomic_store_explicit(&pool.next, 0, memory_order_relaxed);
-    atomic_store_explicit(&pool.busy, helpers, memory_order_relaxed);
-    atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
-    pthread_mutex_lock(&pool.lock);
-    pthread_cond_broadcast(&pool.wake); /* sleepers; spinners already saw it */
-    pthread_mutex_unlock(&pool.lock);
-    work(j, fn, n, chunk);
-    for (int i = 0; i < WPK_POOL_SPIN && atomic_load_explicit(&pool.busy, memory_order_acquire); i++)
-        cpu_relax();
-    if (atomic_load_explicit(&pool.busy, memory_order_acquire)) {
+    pool.nchunks = (uint32_t)nchunks;
+    atomic_store_explicit(&pool.finished, 0, memory_order_relaxed);
+    uint32_t gen = gen_of(atomic_load_explicit(&pool.state, memory_order_relaxed)) + 1;
+    /* seq_cst store then load of sleepers: a worker going to sleep either
+     * sees this generation or is counted and gets the broadcast. */
+    atomic_store(&pool.state, (unsigned long long)gen << 32 | (uint32_t)nchunks);
+    if (atomic_load(&pool.sleepers)) {
         pthread_mutex_lock(&pool.lock);
-        while (atomic_load_explicit(&pool.busy, memory_order_acquire))
-            pthread_cond_wait(&pool.done, &pool.lock);
+        pthread_cond_broadcast(&pool.wake);
         pthread_mutex_unlock(&pool.lock);
+    }
+    unsigned ran = run_chunks(gen);
+    if (atomic_fetch_add_explicit(&pool.finished, ran, memory_order_acq_rel) + ran != nchunks) {
+        /* Only chunks a running thread claimed are left: wait for them. */
+        unsigned long long count = 0, t0 = spin_clock(&count);
+        while (atomic_load_explicit(&pool.finished, memory_order_acquire) != nchunks &&
+               spin_clock(&count) - t0 < WPK_POOL_CALLER_SPIN)
+            cpu_relax();
+        if (atomic_load_explicit(&pool.finished, memory_order_acquire) != nchunks) {
+            pthread_mutex_lock(&pool.lock);
+            atomic_store(&pool.caller_asleep, 1);
+            while (atomic_load(&pool.finished) != nchunks)
+                pthread_cond_wait(&pool.done, &pool.lock);
+            atomic_store(&pool.caller_asleep, 0);
+            pthread_mutex_unlock(&pool.lock);
+        }
     }
     pthread_mutex_unlock(&pool.run_lock);
 }

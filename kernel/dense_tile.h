@@ -6,14 +6,12 @@
  *   VL, V           lanes and vector type (f32)
  *   VZERO() VFMA(a, b, c) VLOADX(p) VREDUCE(v)
  *   VLOAD_F32(p) VLOAD_F16(p) VLOAD_BF16(p) VLOAD_I8(p)  VL weights at p, as f32
- *   PF_BYTES        software prefetch distance for the batch-1 stream
  *   TILE_RN         batch rows per register tile (acc = 4 x TILE_RN vectors)
  *
  * A register tile is RM (4, or 1 for the last rows) weight rows x RN batch
  * rows: every weight vector is loaded (and widened) once and used RN times,
  * both operands are contiguous along K, so the archive's row-major weights
- * are used as they are. RN = 1 is the batch-1 GEMV: 4 rows streamed at once
- * into 4 independent accumulators, with prefetch ahead of each row.
+ * are used as they are. Batch 1 has its own loop (wpk_gemv_tile, below).
  * Each output's sum is one accumulator chain in k order, whatever RM, RN or
  * the thread split: results do not depend on the tiling.
  */
@@ -72,15 +70,6 @@ WPK_INLINE void wpk_tile(const wpk_dense_job *j, const uint8_t *wbase, size_t o,
         if (RN > 3) x3 = VLOADX(x + 3 * in + k);
         if (RN > 4) x4 = VLOADX(x + 4 * in + k);
         if (RN > 5) x5 = VLOADX(x + 5 * in + k);
-        if (RN == 1) {
-            /* batch 1: the weight stream is all there is; fetch ahead */
-            _mm_prefetch((const char *)(w0 + k * es) + PF_BYTES, _MM_HINT_T0);
-            if (RM > 1) {
-                _mm_prefetch((const char *)(w1 + k * es) + PF_BYTES, _MM_HINT_T0);
-                _mm_prefetch((const char *)(w2 + k * es) + PF_BYTES, _MM_HINT_T0);
-                _mm_prefetch((const char *)(w3 + k * es) + PF_BYTES, _MM_HINT_T0);
-            }
-        }
         WPK_FMA_ROW(0, w0 + k * es)
         WPK_FMA_ROW(1, w1 + k * es)
         WPK_FMA_ROW(2, w2 + k * es)
@@ -114,6 +103,83 @@ WPK_INLINE void wpk_tile(const wpk_dense_job *j, const uint8_t *wbase, size_t o,
     WPK_STORE_ROW(3)
 }
 
+/* Batch 1 (GEMV): the weight stream is all the work, so what counts is how
+ * many independent cache lines are in flight. RM (8, 4 or 1) weight rows
+ * are streamed at once, 64 bytes (one line) of each per step, one
+ * accumulator per row (8 independent FMA chains); x stays in L1/L2. The
+ * hardware prefetchers follow the 8 streams but stop at 4 KiB pages (an i8
+ * row of 4096 is one page), so each step also asks for the same line of the
+ * next tile's rows into L2 (_MM_HINT_T1) - only inside this chunk, so two
+ * threads do not fetch each other's rows. Measured on the EPYC of
+ * bench/dense/README.md: 8 rows beat 4 (and 12-16, which spill); prefetching
+ * the same row ahead into L1 was slower than none. Each row's sum is the
+ * same single chain in k order as wpk_tile's, so the results do not depend
+ * on RM (or on how rows are split between threads). */
+#define WPK_G_ACC(r) V g##r = VZERO()
+#define WPK_G_FMA(r, off)                                                      \
+    if (RM > r)                                                                \
+        g##r = VFMA(wpk_load_w(w##r + (off) * es, dt), xv, g##r);
+#define WPK_G_FMA_ALL(off) WPK_G_FMA(0, off) WPK_G_FMA(1, off) WPK_G_FMA(2, off) \
+    WPK_G_FMA(3, off) WPK_G_FMA(4, off) WPK_G_FMA(5, off) WPK_G_FMA(6, off) WPK_G_FMA(7, off)
+#define WPK_G_PF(r)                                                            \
+    if (RM > r)                                                                \
+        _mm_prefetch((const char *)(w##r + k * es) + next, _MM_HINT_T1);
+#define WPK_G_STORE(r)                                                         \
+    if (RM > r) {                                                              \
+        float v_ = wpk_dense_finish(j->l, o + r, VREDUCE(g##r), j->act);       \
+        memcpy(j->y + o + r, &v_, 4);                                          \
+    }
+
+WPK_INLINE void wpk_gemv_tile(const wpk_dense_job *j, const uint8_t *wbase, size_t o,
+                              size_t o1, const int RM, const int dt)
+{
+    const size_t in = j->in, es = wpk_dtype_bytes(dt), row = in * es;
+    const float *x = j->x;
+    const uint8_t *w0 = wbase + o * row, *w1 = w0 + row, *w2 = w1 + row, *w3 = w2 + row;
+    const uint8_t *w4 = w3 + row, *w5 = w4 + row, *w6 = w5 + row, *w7 = w6 + row;
+    /* offset from a row to the same row of the next tile; 0 (the line
+     * just loaded, a no-op) when that tile is not in this chunk */
+    const size_t next = o + 2 * (size_t)RM <= o1 ? (size_t)RM * row : 0;
+    WPK_G_ACC(0); WPK_G_ACC(1); WPK_G_ACC(2); WPK_G_ACC(3);
+    WPK_G_ACC(4); WPK_G_ACC(5); WPK_G_ACC(6); WPK_G_ACC(7);
+    const size_t step = 64 / es;      /* elements in one cache line of a row */
+    const int U = (int)(step / VL);   /* vectors in it */
+    size_t k = 0;
+    for (; k + step <= in; k += step) {
+        WPK_G_PF(0) WPK_G_PF(1) WPK_G_PF(2) WPK_G_PF(3)
+        WPK_G_PF(4) WPK_G_PF(5) WPK_G_PF(6) WPK_G_PF(7)
+#pragma GCC unroll 8
+        for (int u = 0; u < U; u++) {
+            V xv = VLOADX(x + k + (size_t)u * VL);
+            WPK_G_FMA_ALL(k + (size_t)u * VL)
+        }
+    }
+    for (; k + VL <= in; k += VL) {
+        V xv = VLOADX(x + k);
+        WPK_G_FMA_ALL(k)
+    }
+    if (k < in) {
+        /* the last partial vector, through zero-padded copies */
+        size_t rest = in - k;
+        float xt[VL];
+        uint8_t wt[8][VL * 4];
+        memset(xt, 0, sizeof xt);
+        memset(wt, 0, sizeof wt);
+        memcpy(xt, x + k, rest * 4);
+        for (int r = 0; r < RM; r++)
+            memcpy(wt[r], wbase + (o + (size_t)r) * row + k * es, rest * es);
+        V xv = VLOADX(xt);
+        const uint8_t *t0 = wt[0], *t1 = wt[1], *t2 = wt[2], *t3 = wt[3];
+        const uint8_t *t4 = wt[4], *t5 = wt[5], *t6 = wt[6], *t7 = wt[7];
+#define WPK_G_FMA_T(r) if (RM > r) g##r = VFMA(wpk_load_w(t##r, dt), xv, g##r);
+        WPK_G_FMA_T(0) WPK_G_FMA_T(1) WPK_G_FMA_T(2) WPK_G_FMA_T(3)
+        WPK_G_FMA_T(4) WPK_G_FMA_T(5) WPK_G_FMA_T(6) WPK_G_FMA_T(7)
+#undef WPK_G_FMA_T
+    }
+    WPK_G_STORE(0) WPK_G_STORE(1) WPK_G_STORE(2) WPK_G_STORE(3)
+    WPK_G_STORE(4) WPK_G_STORE(5) WPK_G_STORE(6) WPK_G_STORE(7)
+}
+
 /* All batch rows for RM weight rows at o, in groups of TILE_RN. */
 WPK_INLINE void wpk_rows_batch(const wpk_dense_job *j, const uint8_t *w, size_t o, const int RM,
                                const int dt)
@@ -143,6 +209,15 @@ WPK_INLINE void wpk_rows_dtype(const wpk_dense_job *j, size_t o0, size_t o1, con
 {
     const uint8_t *w = j->l->weight;
     size_t o = o0;
+    if (j->batch == 1) {
+        for (; o + 8 <= o1; o += 8)
+            wpk_gemv_tile(j, w, o, o1, 8, dt);
+        for (; o + 4 <= o1; o += 4)
+            wpk_gemv_tile(j, w, o, o1, 4, dt);
+        for (; o < o1; o++)
+            wpk_gemv_tile(j, w, o, o1, 1, dt);
+        return;
+    }
     for (; o + 4 <= o1; o += 4)
         wpk_rows_batch(j, w, o, 4, dt);
     for (; o < o1; o++)
