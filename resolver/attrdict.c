@@ -11,10 +11,14 @@
 #include "internal.h"
 #include "resolve_int.h"
 
-void wpk_sb_put(wpk_strbuf *a, const char *s, size_t n)
+char *wpk_sb_reserve(wpk_strbuf *a, size_t n)
 {
     if (a->failed)
-        return;
+        return NULL;
+    if (n > (size_t)-1 / 4 - a->n) {
+        a->failed = 1;
+        return NULL;
+    }
     if (a->n + n + 1 > a->cap) {
         size_t c = a->cap ? a->cap : 4096;
         while (c < a->n + n + 1)
@@ -22,12 +26,20 @@ void wpk_sb_put(wpk_strbuf *a, const char *s, size_t n)
         char *q = realloc(a->p, c);
         if (!q) {
             a->failed = 1;
-            return;
+            return NULL;
         }
         a->p = q;
         a->cap = c;
     }
-    memcpy(a->p + a->n, s, n);
+    return a->p + a->n;
+}
+
+void wpk_sb_put(wpk_strbuf *a, const char *s, size_t n)
+{
+    char *d = wpk_sb_reserve(a, n);
+    if (!d)
+        return;
+    memcpy(d, s, n);
     a->n += n;
     a->p[a->n] = 0;
 }

@@ -170,20 +170,27 @@ static void set_uri_head(wpk_emitter *e)
     wpk_fmt(e->uri_head, sizeof e->uri_head, "\"wpack:%016llx/", (unsigned long long)info.index_checksum);
 }
 
+/* "wpack:ID/ENTRY" in quotes, then the n bytes of tail (one reserve:
+ * this runs once a global). */
+static void put_uri_then(arena *a, const wpk_emitter *e, const char *entry, const char *tail,
+                         size_t tail_n)
+{
+    size_t n = strlen(entry), head = strlen(e->uri_head);
+    /* room for every byte as %XX */
+    char *d = wpk_sb_reserve(a, head + 3 * n + 2 + tail_n);
+    if (!d)
+        return;
+    memcpy(d, e->uri_head, head);
+    size_t k = head + wpk_uri_encode(entry, n, d + head, 3 * n + 1);
+    d[k++] = '"';
+    memcpy(d + k, tail, tail_n);
+    a->n += k + tail_n;
+    a->p[a->n] = 0;
+}
+
 static void put_uri(arena *a, const wpk_emitter *e, const char *entry)
 {
-    puts_(a, e->uri_head);
-    size_t n = strlen(entry);
-    char small[256];
-    char *enc = 3 * n + 1 <= sizeof small ? small : malloc(3 * n + 1);
-    if (!enc) {
-        a->failed = 1;
-        return;
-    }
-    put(a, enc, wpk_uri_encode(entry, n, enc, 3 * n + 1));
-    if (enc != small)
-        free(enc);
-    put(a, "\"", 1);
+    put_uri_then(a, e, entry, "", 0);
 }
 
 /* The new value attribute (without its type). */
@@ -278,9 +285,8 @@ static edit uri_edit(arena *a, const wpk_emitter *e, const wpk_plan_item *it)
             puts_(a, ", ");
     } else {
         ed.off = g->attrs_insert;
-        puts_(a, " {wpack.uri = ");
-        put_uri(a, e, it->entry_name);
-        puts_(a, "}");
+        put(a, " {wpack.uri = ", 14);
+        put_uri_then(a, e, it->entry_name, "}", 1);
     }
     ed.text_len = a->n - ed.text;
     return ed;
@@ -431,12 +437,68 @@ static int assign_keys(wpk_emitter *e, key_set *keys, wpk_plan_item ***order)
     return 0;
 }
 
+static int patch_cmp(const void *x, const void *y)
+{
+    const wpk_patch *a = *(const wpk_patch *const *)x, *b = *(const wpk_patch *const *)y;
+    if (a->off != b->off)
+        return a->off < b->off ? -1 : 1;
+    if ((a->len == 0) != (b->len == 0))
+        return a->len == 0 ? -1 : 1;
+    return a < b ? -1 : a > b; /* as given */
+}
+
+static int global_order_cmp(const void *x, const void *y)
+{
+    const wpk_plan_item *a = x, *b = y;
+    return a->global < b->global ? -1 : a->global > b->global;
+}
+
+/* Write one edit: the input up to it, then its text. */
+static void write_edit(out_ctx *o, size_t *pos, size_t off, size_t len, const char *text,
+                       size_t text_len)
+{
+    if (o->rc)
+        return;
+    if (off < *pos) {
+        wpk_fmt(o->err, o->errlen, "internal error: overlapping edits at byte %zu", off);
+        o->rc = WPACK_E_STATE;
+        return;
+    }
+    out_input(o, *pos, off - *pos);
+    out(o, text, text_len);
+    *pos = off + len;
+}
+
+/* Patches that sort before edit x (the order of edit_cmp: by offset,
+ * insertions first, the globals' edits before patches). */
+static void write_patches_before(out_ctx *o, size_t *pos, const wpk_patch **pp, size_t np,
+                                 size_t *next, const edit *x)
+{
+    while (*next < np && !o->rc) {
+        const wpk_patch *p = pp[*next];
+        if (x && (p->off > x->off ||
+                  (p->off == x->off && !((p->len == 0) && (x->len != 0)))))
+            break;
+        write_edit(o, pos, p->off, p->len, p->text, p->text_len);
+        (*next)++;
+    }
+}
+
 int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
 {
     const wpk_mlir_doc *doc = e->doc;
     key_set keys = {0};
     wpk_plan_item **order = NULL;
+    const wpk_patch **pp = NULL;
     out_ctx o = {e, 0, err, errlen};
+    /* the edits are written in one pass in file order: the items in the
+     * order of their globals (disjoint ops), the patches sorted */
+    for (size_t i = 1; i < e->nitems; i++) {
+        if (e->items[i].global < e->items[i - 1].global) {
+            qsort(e->items, e->nitems, sizeof *e->items, global_order_cmp);
+            break;
+        }
+    }
     if (e->emit == WPACK_EMIT_INLINE && e->nitems) {
         int rc = assign_keys(e, &keys, &order);
         if (rc) {
@@ -445,48 +507,44 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
             return rc;
         }
     }
+    if (e->npatches) {
+        pp = malloc(e->npatches * sizeof *pp);
+        if (!pp) {
+            free(order);
+            set_free(&keys);
+            wpk_fmt(err, errlen, "out of memory");
+            return WPACK_E_NOMEM;
+        }
+        for (size_t i = 0; i < e->npatches; i++)
+            pp[i] = &e->patches[i];
+        qsort(pp, e->npatches, sizeof *pp, patch_cmp);
+    }
     set_uri_head(e);
+    /* one item's edit text at a time: the arena stays small and warm */
     arena a = {0};
-    size_t nedits = 0;
-    edit *edits = malloc((2 * e->nitems + e->npatches + 1) * sizeof *edits);
-    if (!edits) {
-        free(order);
-        set_free(&keys);
-        wpk_fmt(err, errlen, "out of memory");
-        return WPACK_E_NOMEM;
-    }
-    for (size_t i = 0; i < e->nitems; i++)
-        nedits += edits_for(&a, e, &e->items[i], edits + nedits);
-    /* patches carry their own text: marked by text == SIZE_MAX, index in text_len */
-    for (size_t i = 0; i < e->npatches; i++)
-        edits[nedits++] = (edit){e->patches[i].off, e->patches[i].len, (size_t)-1, i};
-    if (a.failed) {
-        o.rc = WPACK_E_NOMEM;
-        wpk_fmt(err, errlen, "out of memory");
-    }
-    /* the globals' edits come in file order: sort only when needed */
-    size_t sorted = 1;
-    while (sorted < nedits && edit_cmp(&edits[sorted - 1], &edits[sorted]) <= 0)
-        sorted++;
-    if (sorted < nedits)
-        qsort(edits, nedits, sizeof *edits, edit_cmp);
-    size_t pos = 0;
-    for (size_t i = 0; i < nedits && !o.rc; i++) {
-        if (edits[i].off < pos) {
-            wpk_fmt(err, errlen, "internal error: overlapping edits at byte %zu", edits[i].off);
-            o.rc = WPACK_E_STATE;
+    size_t pos = 0, next_patch = 0;
+    for (size_t i = 0; i < e->nitems && !o.rc; i++) {
+        edit ed[2];
+        a.n = 0;
+        size_t n = edits_for(&a, e, &e->items[i], ed);
+        if (a.failed) {
+            o.rc = WPACK_E_NOMEM;
+            wpk_fmt(err, errlen, "out of memory");
             break;
         }
-        out_input(&o, pos, edits[i].off - pos);
-        if (edits[i].text == (size_t)-1) {
-            const wpk_patch *p = &e->patches[edits[i].text_len];
-            out(&o, p->text, p->text_len);
-        } else {
-            out(&o, a.p + edits[i].text, edits[i].text_len);
+        if (n == 2 && edit_cmp(&ed[0], &ed[1]) > 0) {
+            edit t = ed[0];
+            ed[0] = ed[1];
+            ed[1] = t;
         }
-        pos = edits[i].off + edits[i].len;
+        for (size_t k = 0; k < n && !o.rc; k++) {
+            write_patches_before(&o, &pos, pp, e->npatches, &next_patch, &ed[k]);
+            write_edit(&o, &pos, ed[k].off, ed[k].len, a.p + ed[k].text, ed[k].text_len);
+        }
     }
-    out_input(&o, pos, doc->len - pos);
+    write_patches_before(&o, &pos, pp, e->npatches, &next_patch, NULL);
+    if (!o.rc)
+        out_input(&o, pos, doc->len - pos);
     if (e->emit == WPACK_EMIT_INLINE && e->nitems && !o.rc) {
         if (doc->len && doc->buf[doc->len - 1] != '\n')
             out(&o, "\n", 1);
@@ -505,7 +563,7 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
         }
         out(&o, tail, sizeof tail - 1);
     }
-    free(edits);
+    free(pp);
     free(a.p);
     free(order);
     set_free(&keys);

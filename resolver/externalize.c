@@ -387,7 +387,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             goto done;
         }
         items[i] = (wpk_plan_item){.global = cand[i].global, .entry = t.index,
-                                   .entry_name = t.name, .type = cand[i].type};
+                                   .entry_name = t.name};
     }
     ref_ctx rcx = {doc, cand, ncand};
     count_refs(&rcx, refs);

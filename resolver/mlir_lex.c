@@ -1,20 +1,12 @@
 /* mlir_lex.c - the MLIR tokenizer (see mlir_lex.h). Character classes come
- * from one 256-entry table; strings, comments and hex blobs are scanned
- * with memchr or 16 bytes at a time, since files hold gigabytes of them. */
+ * from one 256-entry table (wpk_char_class, shared with the scanner's fast
+ * path); strings, comments and hex blobs are scanned with memchr or 16
+ * bytes at a time, since files hold gigabytes of them. */
 #include <string.h>
 
 #include "mlir_lex.h"
 
-enum {
-    C_ID_START = 1,  /* [A-Za-z_] */
-    C_ID = 2,        /* bare-id continuation: [A-Za-z0-9_$.] */
-    C_SUFFIX = 4,    /* suffix-id (after # ! % ^ @): C_ID or '-' */
-    C_SPACE = 8,     /* ' ' \t \n \r \f \v */
-    C_DIGIT = 16,    /* [0-9] */
-    C_HEX = 32       /* [0-9A-Fa-f] */
-};
-
-static const unsigned char char_class[256] = {
+const unsigned char wpk_char_class[256] = {
      0,  0,  0,  0,  0,  0,  0,  0,  0,  8,  8,  8,  8,  8,  0,  0,
      0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
      8,  0,  0,  0,  6,  0,  0,  0,  0,  0,  0,  0,  0,  4,  6,  0,
@@ -35,7 +27,7 @@ static const unsigned char char_class[256] = {
 
 static int has_class(char c, unsigned cls)
 {
-    return char_class[(unsigned char)c] & cls;
+    return wpk_char_class[(unsigned char)c] & cls;
 }
 
 void wpk_lex_init(wpk_lexer *lx, const char *buf, size_t len, size_t pos)
@@ -50,7 +42,7 @@ void wpk_lex_init(wpk_lexer *lx, const char *buf, size_t len, size_t pos)
 
 static int is_hex(char c)
 {
-    return has_class(c, C_HEX);
+    return has_class(c, WPK_C_HEX);
 }
 
 /* 16 bytes as a vector (GCC and clang vector extensions: SSE2 on x86-64,
@@ -146,7 +138,7 @@ static void skip_space(wpk_lexer *lx)
     size_t p = lx->pos, n = lx->len;
     while (p < n) {
         char c = b[p];
-        if (has_class(c, C_SPACE)) {
+        if (has_class(c, WPK_C_SPACE)) {
             p++;
         } else if (c == '/' && p + 1 < n && b[p + 1] == '/') {
             const char *nl = memchr(b + p, '\n', n - p);
@@ -170,15 +162,15 @@ static wpk_tok lex_token(wpk_lexer *lx)
 {
     const char *b = lx->buf;
     size_t p = lx->pos, n = lx->len;
-    if (p < n && (has_class(b[p], C_SPACE) || b[p] == '/')) {
+    if (p < n && (has_class(b[p], WPK_C_SPACE) || b[p] == '/')) {
         skip_space(lx);
         p = lx->pos;
     }
     if (p >= n)
         return (wpk_tok){WPK_TOK_EOF, n, 0};
     char c = b[p];
-    if (has_class(c, C_ID_START)) {
-        size_t q = run_of(b, p + 1, n, C_ID);
+    if (has_class(c, WPK_C_ID_START)) {
+        size_t q = run_of(b, p + 1, n, WPK_C_ID);
         lx->pos = q;
         return (wpk_tok){WPK_TOK_BAREID, p, q - p};
     }
@@ -196,11 +188,11 @@ static wpk_tok lex_token(wpk_lexer *lx)
         lx->pos = p + 2;
         return (wpk_tok){WPK_TOK_ARROW, p, 2};
     }
-    if (has_class(c, C_DIGIT)) {
+    if (has_class(c, WPK_C_DIGIT)) {
         size_t q = p + 1;
         while (q < n) {
             char d = b[q];
-            if (has_class(d, C_ID)) {
+            if (has_class(d, WPK_C_ID)) {
                 q++;
             } else if ((d == '+' || d == '-') && (b[q - 1] == 'e' || b[q - 1] == 'E') &&
                        !(q >= p + 2 && (b[p + 1] == 'x' || b[p + 1] == 'X'))) {
@@ -223,7 +215,7 @@ static wpk_tok lex_token(wpk_lexer *lx)
             return (wpk_tok){WPK_TOK_AT, p, lx->pos - p};
         }
         size_t q = p + 1;
-        while (q < n && (has_class(b[q], C_SUFFIX) || (c == '%' && b[q] == '#')))
+        while (q < n && (has_class(b[q], WPK_C_SUFFIX) || (c == '%' && b[q] == '#')))
             q++;
         if (q == p + 1)
             return error_at(lx, p, c == '@' ? "'@' not followed by a symbol name"

@@ -25,6 +25,17 @@ enum {
     WPK_TOK_META_END    /* #-} */
 };
 
+/* Character classes of wpk_char_class[] (bits). */
+enum {
+    WPK_C_ID_START = 1,  /* [A-Za-z_] */
+    WPK_C_ID = 2,        /* bare-id continuation: [A-Za-z0-9_$.] */
+    WPK_C_SUFFIX = 4,    /* suffix-id (after # ! % ^ @): WPK_C_ID or '-' */
+    WPK_C_SPACE = 8,     /* ' ' \t \n \r \f \v */
+    WPK_C_DIGIT = 16,    /* [0-9] */
+    WPK_C_HEX = 32       /* [0-9A-Fa-f] */
+};
+extern const unsigned char wpk_char_class[256];
+
 typedef struct wpk_tok {
     int kind;
     size_t off, len;

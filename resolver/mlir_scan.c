@@ -7,6 +7,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "internal.h"
 #include "mlir_lex.h"
@@ -178,9 +181,10 @@ struct wpk_name_block {
     char data[];
 };
 
-static char *doc_decode_name(wpk_mlir_doc *doc, const char *s, size_t len, size_t *n)
+/* Room for a name of up to len bytes and its NUL in the doc's blocks;
+ * *blk gets the block (add what was used to its `used`). */
+static char *name_room(wpk_mlir_doc *doc, size_t len, struct wpk_name_block **blk)
 {
-    strip_quotes(&s, &len);
     struct wpk_name_block *b = doc->names;
     if (!b || b->cap - b->used < len + 1) {
         size_t cap = len + 1 > 65536 - sizeof *b ? len + 1 : 65536 - sizeof *b;
@@ -199,9 +203,32 @@ static char *doc_decode_name(wpk_mlir_doc *doc, const char *s, size_t len, size_
             doc->names = b;
         }
     }
-    char *out = b->data + b->used;
+    *blk = b;
+    return b->data + b->used;
+}
+
+static char *doc_decode_name(wpk_mlir_doc *doc, const char *s, size_t len, size_t *n)
+{
+    strip_quotes(&s, &len);
+    struct wpk_name_block *b;
+    char *out = name_room(doc, len, &b);
+    if (!out)
+        return NULL;
     *n = decode_into(out, s, len);
     b->used += *n + 1;
+    return out;
+}
+
+/* A name with nothing to decode (a bare @symbol). */
+static char *doc_copy_name(wpk_mlir_doc *doc, const char *s, size_t len)
+{
+    struct wpk_name_block *b;
+    char *out = name_room(doc, len, &b);
+    if (!out)
+        return NULL;
+    memcpy(out, s, len);
+    out[len] = 0;
+    b->used += len + 1;
     return out;
 }
 
@@ -440,10 +467,66 @@ int wpk_mlir_parse_dict(const char *buf, size_t len, size_t open, wpk_dict_entry
 
 /* ---------------------------------------------------------- globals */
 
+/*
+ * The globals array (216 bytes a global: 21 MB for 100,000). Past 4 MB it
+ * moves from the heap to an anonymous mapping advised to use transparent
+ * huge pages (grown by mremap): one page fault per 2 MB instead of 512,
+ * which was 15-20% of the run time on bench/resolver's 100,000-globals
+ * file. Where the kernel refuses the advice nothing changes; where mmap or
+ * mremap is missing the heap is used throughout.
+ */
+#if defined(__linux__) && defined(MREMAP_MAYMOVE) && defined(MADV_HUGEPAGE)
+#define WPK_MAP_GLOBALS 1
+#endif
+#define MAP_FROM_BYTES ((size_t)4 << 20)
+#define HUGE_BYTES ((size_t)2 << 20)
+
+static int grow_globals(wpk_mlir_doc *d)
+{
+    size_t sz = sizeof *d->globals;
+    if (d->nglobals < d->capglobals)
+        return 1;
+#ifdef WPK_MAP_GLOBALS
+    size_t c = d->capglobals * 2;
+    if (d->capglobals && c <= ((size_t)-1) / sz - HUGE_BYTES && c * sz >= MAP_FROM_BYTES) {
+        size_t bytes = (c * sz + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
+        void *p;
+        if (d->globals_map_bytes) {
+            p = mremap(d->globals, d->globals_map_bytes, bytes, MREMAP_MAYMOVE);
+            if (p == MAP_FAILED)
+                return 0;
+        } else {
+            p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED)
+                return grow((void **)&d->globals, &d->capglobals, d->nglobals, sz);
+            madvise(p, bytes, MADV_HUGEPAGE); /* advice: failure changes nothing */
+            memcpy(p, d->globals, d->nglobals * sz);
+            free(d->globals);
+        }
+        d->globals = p;
+        d->globals_map_bytes = bytes;
+        d->capglobals = bytes / sz;
+        return 1;
+    }
+#endif
+    return grow((void **)&d->globals, &d->capglobals, d->nglobals, sz);
+}
+
+static void free_globals(wpk_mlir_doc *d)
+{
+#ifdef WPK_MAP_GLOBALS
+    if (d->globals_map_bytes) {
+        munmap(d->globals, d->globals_map_bytes);
+        return;
+    }
+#endif
+    free(d->globals);
+}
+
 static wpk_global *new_global(scanner *sc, int form, size_t start)
 {
     wpk_mlir_doc *d = sc->doc;
-    if (!grow((void **)&d->globals, &d->capglobals, d->nglobals, sizeof *d->globals)) {
+    if (!grow_globals(d)) {
         fail_nomem(sc);
         return NULL;
     }
@@ -617,6 +700,179 @@ static int parse_util_pretty(scanner *sc, wpk_tok name)
     return finish_global(sc, g, end);
 bad:
     return sc->failed;
+}
+
+/* ------------------------------------------- the one-line fast path */
+
+static size_t *stmt_slot(scanner *sc);
+
+/*
+ * Most weight globals are one line in the form mlir-opt prints:
+ *   ml_program.global [public|private|nested] [mutable] @sym(#ml_program.extern : T) : T
+ *   util.global [public|private|nested] [mutable] @sym : T
+ * with T a bare type, optionally with one <...> of identifier characters
+ * (tensor<4x3xf32>), single spaces between the parts, and neither an
+ * attribute dictionary nor a loc(...) after it. fast_global() reads such a
+ * line with one tight pass over its bytes and records exactly what
+ * parse_ml_pretty / parse_util_pretty would; anything else (comments,
+ * quoted symbols, aliases, other values, line breaks, attributes) returns 0
+ * with nothing consumed, and the general parser takes the op.
+ * tests/unit/test_resolver_scan.c checks both paths give the same records
+ * (WPK_SCAN_NO_FAST turns this one off).
+ */
+static int cls(const char *b, size_t p, unsigned c)
+{
+    return wpk_char_class[(unsigned char)b[p]] & c;
+}
+
+/* Does the word w followed by one space start at b[p]? */
+static int word_sp(const char *b, size_t n, size_t p, const char *w, size_t wl)
+{
+    return n - p > wl && memcmp(b + p, w, wl) == 0 && b[p + wl] == ' ';
+}
+
+/* End of a simple type at b[p] (bare-id, optionally <id chars>), or 0. */
+static size_t simple_type_end(const char *b, size_t n, size_t p)
+{
+    if (p >= n || !cls(b, p, WPK_C_ID_START))
+        return 0;
+    p++;
+    while (p < n && cls(b, p, WPK_C_ID))
+        p++;
+    if (p < n && b[p] == '<') {
+        size_t q = ++p;
+        while (p < n && cls(b, p, WPK_C_ID))
+            p++;
+        if (p == q || p >= n || b[p] != '>')
+            return 0;
+        p++;
+    }
+    return p;
+}
+
+/* One simple global whose op name (ml_program.global or util.global, per
+ * is_util) spans b[at, at+name_len). 1: recorded (or sc->failed set: out of
+ * memory), *next = the first byte after it that is not white space;
+ * 0: not the simple form, nothing recorded. */
+static int fast_one(scanner *sc, size_t at, size_t name_len, int is_util, size_t *next)
+{
+    const char *b = sc->doc->buf;
+    size_t n = sc->doc->len, p = at + name_len;
+    if (p >= n || b[p] != ' ')
+        return 0;
+    p++;
+    if (word_sp(b, n, p, "private", 7))
+        p += 8;
+    else if (word_sp(b, n, p, "public", 6) || word_sp(b, n, p, "nested", 6))
+        p += 7;
+    int is_mutable = 0;
+    if (word_sp(b, n, p, "mutable", 7)) {
+        p += 8;
+        is_mutable = 1;
+    }
+    if (p >= n || b[p] != '@')
+        return 0;
+    size_t sym = p++;
+    while (p < n && cls(b, p, WPK_C_SUFFIX))
+        p++;
+    size_t sym_end = p;
+    if (sym_end == sym + 1)
+        return 0;
+    wpk_span value = {0, 0}, ext = {0, 0};
+    size_t colon = p + 1, ty_end; /* util: where "= value " would go */
+    if (is_util) {
+        if (n - p < 3 || memcmp(b + p, " : ", 3) != 0)
+            return 0;
+        p += 3;
+        ty_end = simple_type_end(b, n, p);
+    } else {
+        static const char head[] = "(#ml_program.extern : ";
+        size_t hl = sizeof head - 1;
+        if (n - p < hl || memcmp(b + p, head, hl) != 0)
+            return 0;
+        size_t et_end = simple_type_end(b, n, p + hl);
+        if (!et_end || n - et_end < 4 || memcmp(b + et_end, ") : ", 4) != 0)
+            return 0;
+        ext = (wpk_span){p + hl, et_end - (p + hl)};
+        value = (wpk_span){p + 1, et_end - (p + 1)};
+        p = et_end + 4;
+        /* mostly the same type again: compare instead of scanning */
+        if (n - p >= ext.len && memcmp(b + p, b + ext.off, ext.len) == 0 &&
+            (n - p == ext.len || !(cls(b, p + ext.len, WPK_C_ID) || b[p + ext.len] == '<')))
+            ty_end = p + ext.len;
+        else
+            ty_end = simple_type_end(b, n, p);
+    }
+    if (!ty_end)
+        return 0;
+    /* the general parser would take a '{' or a `loc` after the type (on
+     * any later line, past comments) as part of this op */
+    size_t q = ty_end;
+    while (q < n && cls(b, q, WPK_C_SPACE))
+        q++;
+    if (q < n && (b[q] == '{' || b[q] == 'l' || b[q] == '/'))
+        return 0;
+    wpk_global *g = new_global(sc, is_util ? WPK_FORM_UTIL_PRETTY : WPK_FORM_ML_PRETTY, at);
+    if (!g)
+        return 1;
+    g->is_mutable = is_mutable;
+    g->sym = (wpk_span){sym, sym_end - sym};
+    g->name_len = sym_end - sym - 1;
+    g->name = doc_copy_name(sc->doc, b + sym + 1, g->name_len);
+    if (!g->name) {
+        fail_nomem(sc);
+        return 1;
+    }
+    g->type = g->type_body = (wpk_span){p, ty_end - p};
+    /* what classify() would find: no alias can be involved (the type
+     * starts with a letter, the value is not one #alias token) */
+    g->classified = 1;
+    if (is_util) {
+        g->value_kind = WPK_VAL_NONE;
+        g->attrs_insert = sym_end;
+        g->value_insert = colon;
+    } else {
+        g->value_kind = WPK_VAL_EXTERN;
+        g->value = g->value_body = value;
+        g->extern_type = ext;
+        g->attrs_insert = ty_end;
+    }
+    finish_global(sc, g, ty_end);
+    sc->lx.pos = ty_end;
+    sc->lx.has_peek = 0;
+    *next = q;
+    return 1;
+}
+
+/* Does b[q..] start with the op name w followed by a space? */
+static int op_name_at(const char *b, size_t n, size_t q, const char *w, size_t wl)
+{
+    return n - q > wl && memcmp(b + q, w, wl) == 0 && b[q + wl] == ' ';
+}
+
+/* 1: the op whose name token is `name` was taken by the fast path, and
+ * so were the simple globals on the lines right after it (the statements
+ * the main loop would see next); or sc->failed is set. 0: not the simple
+ * form, nothing consumed. */
+static int fast_global(scanner *sc, wpk_tok name, int is_util)
+{
+    const char *b = sc->doc->buf;
+    size_t n = sc->doc->len, next;
+    if (!fast_one(sc, name.off, name.len, is_util, &next))
+        return 0;
+    while (!sc->failed && next < n) {
+        /* a new line (so the main loop would start a statement there) */
+        size_t end = sc->lx.pos;
+        if (!memchr(b + end, '\n', next - end))
+            break;
+        int util = op_name_at(b, n, next, "util.global", 11);
+        if (!util && !op_name_at(b, n, next, "ml_program.global", 17))
+            break;
+        *stmt_slot(sc) = next;
+        if (!fast_one(sc, next, util ? 11 : 17, util, &next))
+            break;
+    }
+    return 1;
 }
 
 /* Pick the fields of a generic global out of one dictionary. */
@@ -1104,10 +1360,12 @@ static int scan_all(scanner *sc)
             if (!region_level(sc))
                 break;
             if (tok_is_word(sc, t, "ml_program.global")) {
-                if (parse_ml_pretty(sc, t))
+                int fast = !(sc->flags & WPK_SCAN_NO_FAST) && fast_global(sc, t, 0);
+                if (fast ? sc->failed : parse_ml_pretty(sc, t))
                     return sc->failed;
             } else if (tok_is_word(sc, t, "util.global")) {
-                if (parse_util_pretty(sc, t))
+                int fast = !(sc->flags & WPK_SCAN_NO_FAST) && fast_global(sc, t, 1);
+                if (fast ? sc->failed : parse_util_pretty(sc, t))
                     return sc->failed;
             } else if (tok_is_word(sc, t, "loc") && peek_is(sc, '(')) {
                 if (record_loc(sc, t))
@@ -1179,7 +1437,8 @@ int wpk_mlir_scan_buffer(const char *buf, size_t len, unsigned flags, wpk_mlir_d
         }
         g->line = line;
         g->col = (unsigned)(g->op.off - line_start + 1);
-        rc = classify(&sc, g);
+        if (!g->classified)
+            rc = classify(&sc, g);
     }
     free(sc.stack);
     if (rc) {
@@ -1199,7 +1458,7 @@ void wpk_mlir_doc_free(wpk_mlir_doc *doc)
         free(doc->names);
         doc->names = next;
     }
-    free(doc->globals);
+    free_globals(doc);
     free(doc->aliases);
     free(doc->resources);
     free(doc->ops);

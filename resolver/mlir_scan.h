@@ -47,6 +47,8 @@ typedef struct wpk_dict_entry {
 
 typedef struct wpk_global {
     int form;                  /* WPK_FORM_* */
+    int classified;            /* internal: the scanner's fast path set value_kind,
+                                  value_body, type_body and extern_type already */
     wpk_span op;               /* the whole op, op name to last token */
     wpk_span sym;              /* the symbol as written: @x, @"x.y", "x" */
     char *name;                /* the decoded symbol name (NUL-terminated; owned by the doc) */
@@ -95,6 +97,7 @@ typedef struct wpk_mlir_doc {
     size_t len;
     wpk_global *globals;
     size_t nglobals, capglobals;
+    size_t globals_map_bytes;  /* internal: globals is a mapping of this size (0: heap) */
     wpk_alias *aliases;        /* sorted by (is_type, name) after the scan */
     size_t naliases, capaliases;
     wpk_resource *resources;
@@ -109,6 +112,8 @@ typedef struct wpk_mlir_doc {
 
 /* Flags for wpk_mlir_scan_buffer(). */
 #define WPK_SCAN_OPS 1u        /* also record located ops (for --annotate) */
+#define WPK_SCAN_NO_FAST 2u    /* general parser only, no one-line fast path for
+                                  simple globals (tests compare the two) */
 
 /*
  * Scan an MLIR text buffer. On success returns 0 and *out holds the

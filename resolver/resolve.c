@@ -150,6 +150,33 @@ static int global_cmp_item(const void *a, const void *b)
     return x->global < y->global ? -1 : x->global > y->global;
 }
 
+/* A hash of a name for the tables below (8 bytes a step; not XXH3: the
+ * library call costs more than the hashing for short names). */
+static uint64_t name_hash(const char *s, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n, w = 0;
+    if (n >= 8) {
+        const char *end = s + n;
+        for (; end - s > 8; s += 8) {
+            memcpy(&w, s, 8);
+            h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+            h ^= h >> 32;
+        }
+        memcpy(&w, end - 8, 8); /* the last 8 bytes (overlapping the previous word) */
+    } else {
+        for (size_t i = 0; i < n; i++)
+            w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    }
+    /* murmur3's finalizer: every input bit reaches the low (index) and the
+     * high (tag) bits */
+    h ^= w;
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ull;
+    return h ^ (h >> 33);
+}
+
 /* Does any symbol name occur twice? One pass with a hash set, so that the
  * sort below (which orders the messages) runs only when there is one.
  * -1 (out of memory, or 2^32 globals): the sort then decides. */
@@ -158,7 +185,7 @@ static int any_duplicate(const wpk_mlir_doc *doc)
     if (doc->nglobals >= UINT32_MAX)
         return -1;
     size_t cap = 16;
-    while (cap < 2 * doc->nglobals)
+    while (cap < doc->nglobals + doc->nglobals / 4) /* load <= 4/5: 1 MB for 100,000 */
         cap *= 2;
     /* a slot: the global's index + 1 (0: empty) in the low 32 bits, the
      * high 32 bits of its name's hash above, compared before the names */
@@ -168,7 +195,7 @@ static int any_duplicate(const wpk_mlir_doc *doc)
     int dup = 0;
     for (size_t i = 0; i < doc->nglobals && !dup; i++) {
         const wpk_global *g = &doc->globals[i];
-        uint64_t h = wpk_xxh3(g->name, g->name_len), tag = h & 0xFFFFFFFF00000000ull;
+        uint64_t h = name_hash(g->name, g->name_len), tag = h & 0xFFFFFFFF00000000ull;
         for (size_t j = h & (cap - 1);; j = (j + 1) & (cap - 1)) {
             if (!slot[j]) {
                 slot[j] = tag | (i + 1);
@@ -199,14 +226,23 @@ static void report_duplicates(wpk_diag *d, const wpk_mlir_doc *doc)
     for (size_t i = 0; i < doc->nglobals; i++)
         idx[i] = i;
     qsort_r(idx, doc->nglobals, sizeof *idx, name_cmp_idx, doc->globals);
+    size_t first = 0, times = 1; /* the run of one name: its first definition */
     for (size_t i = 1; i < doc->nglobals; i++) {
-        const wpk_global *a = &doc->globals[idx[i - 1]], *b = &doc->globals[idx[i]];
-        if (a->name_len == b->name_len && memcmp(a->name, b->name, a->name_len) == 0) {
-            char w[400];
-            wpk_global_where(w, sizeof w, d, b);
+        const wpk_global *a = &doc->globals[idx[first]], *b = &doc->globals[idx[i]];
+        if (a->name_len != b->name_len || memcmp(a->name, b->name, a->name_len) != 0) {
+            first = i;
+            times = 1;
+            continue;
+        }
+        char w[400];
+        wpk_global_where(w, sizeof w, d, b);
+        times++;
+        if (times == 2)
             wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_DUPLICATE,
                           "%s: symbol defined twice (first at %u:%u)", w, a->line, a->col);
-        }
+        else
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_DUPLICATE,
+                          "%s: symbol defined %zu times (first at %u:%u)", w, times, a->line, a->col);
     }
     free(idx);
 }
@@ -235,10 +271,67 @@ static void report_unresolved(wpk_diag *d, const wpack_archive *ar, lazy_where *
                                                      : "; left unresolved");
 }
 
+/*
+ * The archive's entry names in a hash table, for documents that look up
+ * many of them: one pass over the entries and one probe a global instead
+ * of a binary search of ~log2(count) name comparisons a global. A slot is
+ * the entry index + 1 (0: empty) in the low 32 bits and the high 32 bits of
+ * its name's hash above. Lookups agree with wpack_find's first step (the
+ * entry names, by the name up to its first NUL); whatever the table does
+ * not have goes to wpack_find (the name map).
+ */
+typedef struct {
+    uint64_t *slot;
+    size_t mask;
+} entry_index;
+
+static int entry_index_build(entry_index *x, const wpack_archive *ar, uint64_t count)
+{
+    x->slot = NULL;
+    if (count >= UINT32_MAX)
+        return 0;
+    size_t cap = 16;
+    while (cap < count + count / 4) /* load <= 4/5: small and cache-friendly */
+        cap *= 2;
+    x->slot = calloc(cap, sizeof *x->slot);
+    if (!x->slot)
+        return 0;
+    x->mask = cap - 1;
+    for (uint64_t i = 0; i < count; i++) {
+        wpack_tensor t;
+        if (wpack_tensor_at(ar, i, &t) != WPACK_OK)
+            continue;
+        uint64_t h = name_hash(t.name, t.name_len);
+        size_t j = h & x->mask;
+        while (x->slot[j])
+            j = (j + 1) & x->mask;
+        x->slot[j] = (h & 0xFFFFFFFF00000000ull) | (i + 1);
+    }
+    return 1;
+}
+
+/* wpack_find through the index: WPACK_OK and *t, or what wpack_find says. */
+static int entry_index_find(const entry_index *x, const wpack_archive *ar, const char *name,
+                            wpack_tensor *t)
+{
+    if (!x->slot)
+        return wpack_find(ar, name, t);
+    size_t n = strlen(name);
+    uint64_t h = name_hash(name, n), tag = h & 0xFFFFFFFF00000000ull;
+    for (size_t j = h & x->mask; x->slot[j]; j = (j + 1) & x->mask) {
+        if ((x->slot[j] & 0xFFFFFFFF00000000ull) != tag)
+            continue;
+        if (wpack_tensor_at(ar, (x->slot[j] & 0xFFFFFFFFu) - 1, t) == WPACK_OK &&
+            t->name_len == n && memcmp(t->name, name, n) == 0)
+            return WPACK_OK;
+    }
+    return wpack_find(ar, name, t); /* the name map, or not there */
+}
+
 /* Find g's entry; 1 found, 0 not. */
-static int find_entry(const wpack_archive *ar, const wpk_mlir_doc *doc, const wpk_global *g,
-                      const map_pair *map, size_t nmap, wpack_tensor *t, char **lookup_name,
-                      wpk_diag *d, lazy_where *where)
+static int find_entry(const wpack_archive *ar, const entry_index *ix, const wpk_mlir_doc *doc,
+                      const wpk_global *g, const map_pair *map, size_t nmap, wpack_tensor *t,
+                      char **lookup_name, wpk_diag *d, lazy_where *where)
 {
     *lookup_name = NULL;
     if (g->value_kind == WPK_VAL_PARAM) {
@@ -249,9 +342,9 @@ static int find_entry(const wpack_archive *ar, const wpk_mlir_doc *doc, const wp
             return -1;
         }
         *lookup_name = key;
-        return wpack_find(ar, key, t) == WPACK_OK;
+        return entry_index_find(ix, ar, key, t) == WPACK_OK;
     }
-    if (wpack_find(ar, g->name, t) == WPACK_OK)
+    if (entry_index_find(ix, ar, g->name, t) == WPACK_OK)
         return 1;
     const char *m = nmap ? map_lookup(map, nmap, g->name) : NULL;
     if (!m)
@@ -265,14 +358,37 @@ static int find_entry(const wpack_archive *ar, const wpk_mlir_doc *doc, const wp
     return -1;
 }
 
-/* Check the global's types against the entry; adds to the plan item. */
+/* The last type parsed well and the last element match, since globals
+ * mostly repeat a few types: the same bytes parse to the same type. */
+typedef struct {
+    const char *text;
+    size_t len;
+    wpk_mlir_tensor type;
+    int dtype, elem_ok;         /* elem_ok for type.elem and dtype; dtype -1: none */
+} type_cache;
+
+/* Check the global's types against the entry. */
 static void check_types(wpk_diag *d, const wpk_mlir_doc *doc, const wpk_global *g,
-                        const wpack_tensor *t, lazy_where *where, wpk_plan_item *item, int *ok)
+                        const wpack_tensor *t, lazy_where *where, int *ok, type_cache *tc)
 {
     char why[200];
     const char *buf = doc->buf;
-    int rc = wpk_mlir_parse_tensor(buf + g->type_body.off, g->type_body.len, &item->type, why,
+    int rc = 0;
+    wpk_mlir_tensor type_s, *type = &type_s;
+    if (tc->text && tc->len == g->type_body.len &&
+        memcmp(tc->text, buf + g->type_body.off, tc->len) == 0) {
+        type = &tc->type;
+    } else {
+        rc = wpk_mlir_parse_tensor(buf + g->type_body.off, g->type_body.len, type, why,
                                    sizeof why);
+        if (!rc) {
+            tc->text = buf + g->type_body.off;
+            tc->len = g->type_body.len;
+            tc->type = *type;
+            tc->dtype = -1;
+            type = &tc->type;
+        }
+    }
     if (rc) {
         wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED, "%s: type %.*s: %s", W(where),
                       (int)(g->type.len > 200 ? 200 : g->type.len), buf + g->type.off, why);
@@ -285,7 +401,7 @@ static void check_types(wpk_diag *d, const wpk_mlir_doc *doc, const wpk_global *
     if (g->value_kind == WPK_VAL_EXTERN && g->extern_type.len && !same_text) {
         wpk_mlir_tensor et;
         if (wpk_mlir_parse_tensor(buf + g->extern_type.off, g->extern_type.len, &et, why, sizeof why) ||
-            !wpk_mlir_tensor_equal(&et, &item->type)) {
+            !wpk_mlir_tensor_equal(&et, type)) {
             wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_SHAPE,
                           "%s: its #ml_program.extern says %.*s but the global's type is %.*s", W(where),
                           (int)(g->extern_type.len > 200 ? 200 : g->extern_type.len),
@@ -295,10 +411,19 @@ static void check_types(wpk_diag *d, const wpk_mlir_doc *doc, const wpk_global *
             return;
         }
     }
-    int same_dims = t->rank == item->type.rank;
+    int same_dims = t->rank == type->rank;
     for (unsigned i = 0; same_dims && i < t->rank; i++)
-        same_dims = t->dims[i] == item->type.dims[i];
-    int elem_ok = wpk_mlir_elem_matches(item->type.elem, t->dtype);
+        same_dims = t->dims[i] == type->dims[i];
+    int elem_ok;
+    if (tc->dtype == t->dtype && strcmp(tc->type.elem, type->elem) == 0) {
+        elem_ok = tc->elem_ok;
+    } else {
+        elem_ok = wpk_mlir_elem_matches(type->elem, t->dtype);
+        if (tc->text && strcmp(tc->type.elem, type->elem) == 0) {
+            tc->dtype = t->dtype;
+            tc->elem_ok = elem_ok;
+        }
+    }
     if (!elem_ok || !same_dims) {
         char q[300], et_s[200], shape[200];
         wpk_quote(q, sizeof q, t->name, t->name_len);
@@ -398,17 +523,28 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     }
     size_t n = 0, suggested = 0;
     int shared = 0; /* some entry serves more than one global */
+    type_cache tc = {NULL, 0, {{0}, 0, {0}}, -1, 0};
+    entry_index ix = {NULL, 0};
+    size_t nweights = 0;
+    for (size_t i = 0; i < doc->nglobals; i++)
+        nweights += is_weight_global(&doc->globals[i]);
+    /* ~170 instructions an entry to build, ~1000 a binary search saved */
+    if (nweights >= 64 && nweights >= count / 4)
+        entry_index_build(&ix, ar, count); /* on failure: wpack_find */
     unsigned k = opt->max_suggestions ? opt->max_suggestions : 3;
     for (size_t i = 0; i < doc->nglobals; i++) {
         const wpk_global *g = &doc->globals[i];
         if (!is_weight_global(g))
             continue;
         res->globals++;
-        lazy_where lw = {d, g, 0, ""};
+        lazy_where lw; /* its buf is formatted only when a message needs it */
+        lw.d = d;
+        lw.g = g;
+        lw.ready = 0;
         lazy_where *where = &lw;
         wpack_tensor t;
         char *lookup = NULL;
-        int found = find_entry(ar, doc, g, map, nmap, &t, &lookup, d, where);
+        int found = find_entry(ar, &ix, doc, g, map, nmap, &t, &lookup, d, where);
         if (found == 0) {
             res->missing++;
             int sev = opt->allow_missing ? WPACK_DIAG_WARNING : WPACK_DIAG_ERROR;
@@ -423,7 +559,7 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         it->global = i;
         it->entry = t.index;
         it->entry_name = t.name;
-        check_types(d, doc, g, &t, where, it, &ok);
+        check_types(d, doc, g, &t, where, &ok, &tc);
         if (opt->emit == WPACK_EMIT_IREE && bad_iree_name(t.name)) {
             wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
                           "%s: entry name has a '\"' or '\\', which IREE prints unescaped (use --emit uri)",
@@ -447,11 +583,19 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     if (n > 1 && shared) {
         qsort(items, n, sizeof *items, entry_cmp_item);
         for (size_t i = 1; i < n; i++) {
-            if (items[i].entry != items[i - 1].entry ||
-                wpk_mlir_tensor_equal(&items[i].type, &items[i - 1].type))
+            if (items[i].entry != items[i - 1].entry)
                 continue;
             const wpk_global *a = &doc->globals[items[i - 1].global];
             const wpk_global *b = &doc->globals[items[i].global];
+            /* both parsed in check_types (they are in the plan) */
+            wpk_mlir_tensor ta, tb;
+            char why[8];
+            if (!wpk_mlir_parse_tensor(doc->buf + a->type_body.off, a->type_body.len, &ta, why,
+                                       sizeof why) &&
+                !wpk_mlir_parse_tensor(doc->buf + b->type_body.off, b->type_body.len, &tb, why,
+                                       sizeof why) &&
+                wpk_mlir_tensor_equal(&ta, &tb))
+                continue;
             char where[400], q[300];
             wpk_global_where(where, sizeof where, d, b);
             wpk_quote(q, sizeof q, items[i].entry_name, strlen(items[i].entry_name));
@@ -465,6 +609,7 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     }
     report_unused(d, ar, used, count, &res->unused_entries);
     res->resolved = n;
+    free(ix.slot);
     free(map);
     free(used);
     if (d->first_error) {

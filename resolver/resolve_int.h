@@ -15,7 +15,6 @@ typedef struct wpk_plan_item {
     size_t global;              /* index in doc->globals */
     uint64_t entry;             /* tensor index in the archive */
     const char *entry_name;     /* points into the archive */
-    wpk_mlir_tensor type;       /* the global's parsed type */
     const char *key;            /* inline: its resource key (owned by the emitter) */
     const char *attr_text;      /* annotate: "P.min = ..., ..." for its dict, or NULL */
 } wpk_plan_item;
@@ -27,6 +26,9 @@ typedef struct wpk_strbuf {
     int failed;
 } wpk_strbuf;
 void wpk_sb_put(wpk_strbuf *a, const char *s, size_t n);
+/* Room for n more bytes (and a NUL) at a->p + a->n, or NULL (failed set);
+ * the caller writes there and adds what it wrote to a->n. */
+char *wpk_sb_reserve(wpk_strbuf *a, size_t n);
 void wpk_sb_puts(wpk_strbuf *a, const char *s);
 
 /* One replacement of input bytes [off, off+len) by text (len 0: insertion). */

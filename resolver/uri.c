@@ -4,24 +4,38 @@
 #include "internal.h"
 #include "resolve_int.h"
 
-static int unreserved(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
-}
+/* ALPHA DIGIT - . _ ~ (RFC 3986 unreserved) */
+static const unsigned char unreserved[256] = {
+    ['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+    ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+    ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+    ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+    ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+    ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1,
+};
 
 size_t wpk_uri_encode(const char *name, size_t n, char *buf, size_t len)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t o = 0;
+    const unsigned char *s = (const unsigned char *)name;
+    /* the common case, a name that fits even if every byte were %XX:
+     * no room checks per byte */
+    int roomy = len > 0 && n <= (len - 1) / 3;
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)name[i];
-        size_t need = unreserved(c) ? 1 : 3;
-        if (o + need >= len)
-            return 0;
-        if (need == 1) {
+        unsigned char c = s[i];
+        if (unreserved[c]) {
+            if (!roomy && o + 1 >= len)
+                return 0;
             buf[o++] = (char)c;
         } else {
+            if (!roomy && o + 3 >= len)
+                return 0;
             buf[o++] = '%';
             buf[o++] = hex[c >> 4];
             buf[o++] = hex[c & 15];

@@ -20,7 +20,12 @@ now() { date +%s.%N; }
 # time_it LABEL CMD... : runs CMD, prints seconds and peak RSS (MiB)
 time_it() {
     local label=$1; shift
-    local t0 t1
+    local t0 t1 a prev=""
+    # each run writes a new file: the previous run's output (-o FILE) is
+    # removed first, outside the timing, so that neither tool pays for
+    # dropping the last run's gigabyte from the page cache (O_TRUNC for
+    # mlir-opt, the rename over it for resolve)
+    for a in "$@"; do [ "$prev" = "-o" ] && rm -f "$a"; prev=$a; done
     # start every run from the same clean page cache: without this the
     # gigabyte the generator (or the previous run) left dirty is written
     # back during the next run and throttles its writes (seconds, for

@@ -1,6 +1,10 @@
 /* test_resolver_scan.c - the MLIR scanner: the forms of weight globals,
- * aliases, resources, strings, and errors with line:column; plus the
- * tensor-type matching rules and wpack: URI encoding. */
+ * aliases, resources, strings, and errors with line:column; the one-line
+ * fast path against the general parser (same records, same errors); plus
+ * the tensor-type matching rules, wpack: URI encoding and duplicate
+ * symbols. */
+#include <unistd.h>
+
 #include "mlir_scan.h"
 #include "mlir_type.h"
 #include "resolve_int.h"
@@ -132,6 +136,224 @@ static void test_errors(void)
     wpk_mlir_doc_free(d);
 }
 
+
+/* Blob errors: the 16-bytes-a-step digit check must report the exact
+ * byte, escapes and line breaks go through the general string rules. */
+static void test_blob_errors(void)
+{
+    char src[512];
+    /* 'g' after 72 hex digits: past the 64-digit vector loop */
+    char digits[73];
+    memset(digits, 'a', 72);
+    digits[72] = 0;
+    snprintf(src, sizeof src, "{-#\n dialect_resources: { builtin: { k: \"0x04000000%sg0\" } }\n#-}",
+             digits);
+    char want[64];
+    /* line 2: ` dialect_resources: { builtin: { k: "0x` is 39 bytes; then 8 + 72 digits */
+    snprintf(want, sizeof want, "2:%d: resource 'k': 'g' is not a hex digit", 39 + 1 + 8 + 72);
+    expect_error(src, want);
+    /* a non-hex byte exactly at digit 64 and at digit 16 */
+    snprintf(src, sizeof src, "{-# dialect_resources: { builtin: { k: \"0x%.56s04000000Z\" } } #-}", digits);
+    snprintf(want, sizeof want, "1:%d: resource 'k': 'Z' is not a hex digit", 42 + 1 + 64);
+    expect_error(src, want);
+    /* an escape inside the blob: a valid string, but '\\' is not a digit */
+    expect_error("{-# dialect_resources: { builtin: { k: \"0x04000000\\22ab\" } } #-}",
+                 "1:51: resource 'k': '\\' is not a hex digit");
+    /* a bad escape inside the blob is a string error */
+    expect_error("{-# dialect_resources: { builtin: { k: \"0x04000000\\q\" } } #-}",
+                 "1:51: bad escape in string");
+    /* a newline inside the blob, and a blob that is never closed */
+    expect_error("{-#\n dialect_resources: { builtin: { k: \"0x0400\n0000\" } }\n#-}",
+                 "2:37: unterminated string (newline before the closing quote)");
+    expect_error("{-#\n dialect_resources: { builtin: { k: \"0x04000000abcd", "2:37: unterminated string");
+    /* an unclosed blob of more than 64 digits (the vector loop runs off the end) */
+    snprintf(src, sizeof src, "{-# dialect_resources: { builtin: { k: \"0x04000000%s", digits);
+    expect_error(src, "1:40: unterminated string");
+}
+
+/* Every field of two scans of the same text agrees. */
+static int same_global(const wpk_mlir_doc *a, const wpk_mlir_doc *b, size_t i)
+{
+    const wpk_global *x = &a->globals[i], *y = &b->globals[i];
+#define SP(f) (x->f.off == y->f.off && x->f.len == y->f.len)
+    return x->form == y->form && SP(op) && SP(sym) && strcmp(x->name, y->name) == 0 &&
+           x->name_len == y->name_len && x->is_mutable == y->is_mutable &&
+           x->value_kind == y->value_kind && SP(value) && SP(value_body) && SP(extern_type) &&
+           SP(type) && SP(type_body) && SP(attrs) && SP(props) && SP(uri_value) &&
+           x->attrs_insert == y->attrs_insert && x->value_insert == y->value_insert &&
+           x->line == y->line && x->col == y->col;
+#undef SP
+}
+
+/* Scan src with and without the fast path: same result, same error.
+ * Returns how many globals the fast path took. */
+static size_t fast_vs_general(const char *src)
+{
+    char e1[256] = "", e2[256] = "";
+    wpk_mlir_doc *a = NULL, *b = NULL;
+    size_t n = strlen(src), fast = 0;
+    int r1 = wpk_mlir_scan_buffer(src, n, WPK_SCAN_OPS, &a, e1, sizeof e1);
+    int r2 = wpk_mlir_scan_buffer(src, n, WPK_SCAN_OPS | WPK_SCAN_NO_FAST, &b, e2, sizeof e2);
+    CHECK(r1 == r2 && strcmp(e1, e2) == 0, "fast %d '%s' vs general %d '%s' for:\n%s", r1, e1, r2,
+          e2, src);
+    if (a && b) {
+        CHECK(a->nglobals == b->nglobals, "%zu vs %zu globals for:\n%s", a->nglobals, b->nglobals, src);
+        for (size_t i = 0; i < a->nglobals && i < b->nglobals; i++) {
+            CHECK(same_global(a, b, i), "global %zu differs for:\n%s", i, src);
+            fast += a->globals[i].classified;
+            CHECK(!b->globals[i].classified, "WPK_SCAN_NO_FAST took the fast path");
+        }
+        CHECK(a->nops == b->nops && a->has_module == b->has_module, "ops differ for:\n%s", src);
+        for (size_t i = 0; i < a->nops && i < b->nops; i++)
+            CHECK(a->ops[i].op_start == b->ops[i].op_start &&
+                      a->ops[i].attr_insert == b->ops[i].attr_insert &&
+                      a->ops[i].loc.off == b->ops[i].loc.off && a->ops[i].depth == b->ops[i].depth,
+                  "op %zu differs for:\n%s", i, src);
+    }
+    wpk_mlir_doc_free(a);
+    wpk_mlir_doc_free(b);
+    return fast;
+}
+
+static void test_fast_path(void)
+{
+    static const char *const lines[] = {
+        /* the fast path's forms */
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>",
+        "ml_program.global public @a.b-c$d(#ml_program.extern : tensor<2x3xbf16>) : tensor<2x3xbf16>",
+        "ml_program.global nested mutable @m(#ml_program.extern : tensor<1xi8>) : tensor<1xi8>",
+        "ml_program.global @n(#ml_program.extern : f32) : f32",
+        "ml_program.global mutable @n(#ml_program.extern : tensor<3xf32>) : tensor<4xf32>",
+        "ml_program.global private @t(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>x",
+        "ml_program.global private @t(#ml_program.extern : f32) : f32<4>",
+        "util.global private @u : tensor<4xf32>",
+        "util.global mutable @u2 : tensor<4x4xf16>",
+        /* look alike, but the general parser's */
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32> {x}",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>\n{x}",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32> loc(\"f\":1:2)",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>\n  loc(\"f\")",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32> // c\n{x}",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>{x}",
+        "ml_program.global private  @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>",
+        "ml_program.global\tprivate @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>",
+        "ml_program.global private @\"q.r\"(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>",
+        "ml_program.global private @a(#ext) : tensor<4xf32>",
+        "ml_program.global private @a(#ml_program.extern : !t) : !t",
+        "ml_program.global private @a(#ml_program.extern:tensor<4xf32>) : tensor<4xf32>",
+        "ml_program.global private @a(#ml_program.extern : tensor<?x4xf32>) : tensor<?x4xf32>",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32, #enc>) : tensor<4xf32>",
+        "ml_program.global private @a(dense<1.0> : tensor<4xf32>) : tensor<4xf32>",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) :tensor<4xf32>",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>>",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>(",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) : tensor<>",
+        "ml_program.global private @(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) : ",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>) : \"s",
+        "ml_program.global private @a(#ml_program.extern : tensor<4xf32>",
+        "ml_program.global privatex @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>",
+        "ml_program.globalx private @a(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>",
+        "util.global private @u {noinline} : tensor<4xf32>",
+        "util.global private @u = #flow.parameter.named<\"m\"::\"k\"> : tensor<4xf32>",
+        "util.global private @u : tensor<4xf32> loc(\"x\")",
+        "util.global private @u : tensor<4xf32>\n{y}",
+        "util.global private @u: tensor<4xf32>",
+        "util.global private @u : !t",
+    };
+    static const char *const contexts[][2] = {
+        {"module {\n  ", "\n}\n"},
+        {"#ext = #ml_program.extern : tensor<4xf32>\n!t = tensor<4xf32>\nmodule {\n  ", "\n  %0 = foo.bar : i32 loc(\"l\")\n}\n"},
+        {"", ""},
+        {"module {\n  func.func @f() {\n    ", "\n  }\n}"},
+        {"module {\n  %x = \"a.b\"() {k = ", "} : () -> ()\n}\n"}, /* not in a region */
+    };
+    size_t nl = sizeof lines / sizeof lines[0], taken = 0;
+    char src[1024];
+    for (size_t c = 0; c < sizeof contexts / sizeof contexts[0]; c++) {
+        for (size_t i = 0; i < nl; i++) {
+            snprintf(src, sizeof src, "%s%s%s", contexts[c][0], lines[i], contexts[c][1]);
+            size_t f = fast_vs_general(src);
+            if (c == 0 && i < 9)
+                CHECK(f == 1, "the fast path did not take:\n%s", src);
+            taken += f;
+            /* runs of lines: the fast path chains them */
+            for (size_t j = 0; j < nl; j += 7) {
+                snprintf(src, sizeof src, "%s%s\n  %s\n\n  %s%s", contexts[c][0], lines[i], lines[j],
+                         lines[(i + j) % nl], contexts[c][1]);
+                taken += fast_vs_general(src);
+            }
+        }
+    }
+    CHECK(taken > 50, "fast path taken %zu times", taken);
+    /* a file of simple lines with one odd line in the middle */
+    char big[8192] = "module {\n";
+    for (int k = 0; k < 40; k++) {
+        char one[160];
+        snprintf(one, sizeof one, k == 17 ? "  ml_program.global private @g%d(#ml_program.extern : tensor<4xf32>) : tensor<4xf32> {a}\n"
+                 : k % 5 == 0 ? "  util.global private @g%d : tensor<4xf32>\n"
+                 : "  ml_program.global private @g%d(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>\n", k);
+        strcat(big, one);
+    }
+    strcat(big, "}\n");
+    CHECK_EQ(fast_vs_general(big), 39);
+}
+
+static void on_diag(void *user, int severity, const char *msg)
+{
+    if (severity != WPACK_DIAG_ERROR)
+        return;
+    char *all = user;
+    size_t n = strlen(all);
+    snprintf(all + n, 2048 - n, "%s\n", msg);
+}
+
+static int drop_output(void *user, const void *data, size_t n)
+{
+    (void)user;
+    (void)data;
+    (void)n;
+    return 0;
+}
+
+/* A symbol defined 3 times: two errors, both naming it and its first place. */
+static void test_duplicate_symbols(void)
+{
+    char path[] = "/tmp/wpk-dup-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    close(fd);
+    wpack_writer *w;
+    CHECK_EQ(wpack_writer_open(&w, path, NULL), WPACK_OK);
+    float v[4] = {0};
+    uint64_t dims[1] = {4};
+    CHECK_EQ(wpack_writer_add_tensor(w, "x", WPACK_DTYPE_F32, 1, dims, v, sizeof v), WPACK_OK);
+    char err[256];
+    CHECK_EQ(wpack_writer_finish(w, err, sizeof err), WPACK_OK);
+    wpack_archive *ar;
+    CHECK_EQ(wpack_open_file(&ar, path, 0), WPACK_OK);
+    const char *src = "module {\n"
+                      "  ml_program.global private @x(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>\n"
+                      "  ml_program.global private @y(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>\n"
+                      "  ml_program.global private @x(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>\n"
+                      "  util.global private @x : tensor<4xf32>\n"
+                      "}\n";
+    char all[2048] = "";
+    wpack_resolve_options opt;
+    wpack_resolve_options_init(&opt);
+    opt.diag = on_diag;
+    opt.diag_user = all;
+    opt.source_name = "in.mlir";
+    opt.allow_missing = 1;
+    int rc = wpack_resolve_buffer(ar, src, strlen(src), &opt, drop_output, NULL, NULL);
+    CHECK_EQ(rc, WPACK_E_DUPLICATE);
+    CHECK(strstr(all, "in.mlir:4:3: global @x: symbol defined twice (first at 2:3)") != NULL, "%s", all);
+    CHECK(strstr(all, "in.mlir:5:3: global @x: symbol defined 3 times (first at 2:3)") != NULL, "%s", all);
+    CHECK(strstr(all, "@y") == NULL, "%s", all);
+    wpack_close(ar);
+    unlink(path);
+}
+
 static void test_types(void)
 {
     wpk_mlir_tensor t;
@@ -176,6 +398,9 @@ int main(void)
     RUN(test_generic_and_strings);
     RUN(test_resources);
     RUN(test_errors);
+    RUN(test_blob_errors);
+    RUN(test_fast_path);
+    RUN(test_duplicate_symbols);
     RUN(test_types);
     RUN(test_uri_encode);
     return tl_finish();
