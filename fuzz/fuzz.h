@@ -12,8 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* fuzz_shards: the input is a manifest, then each shard after this line
+ * (make_corpus.c writes its seeds so). */
+#define FUZZ_SHARD_SEP "\n--wpack-shard--\n"
 
 /* The input in a heap block of exactly its size, so that ASan reports a
  * read one byte past its end (libFuzzer's own buffer is not guaranteed to
@@ -28,6 +33,27 @@ static inline uint8_t *fuzz_copy(const uint8_t *data, size_t size)
     else
         p[0] = 0;
     return p;
+}
+
+/* Where a target writes its files: $TMPDIR when set, else /dev/shm (memory,
+ * so no disk traffic per input), else /tmp. */
+static inline const char *fuzz_tmpdir(void)
+{
+    const char *dir = getenv("TMPDIR");
+    if (dir && *dir)
+        return dir;
+    return access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+}
+
+/* The reader decodes zstd chunks on the kernel's thread pool, whose workers
+ * spin between jobs (kernel/dense_pool.c): under a fuzzer, with thousands of
+ * tiny reads a second, that spinning took half the CPU, and coverage from
+ * other threads makes runs unrepeatable. Targets that read compressed
+ * tensors call this from LLVMFuzzerInitialize: one thread, unless
+ * WPACK_THREADS is set already. */
+static inline void fuzz_single_threaded(void)
+{
+    setenv("WPACK_THREADS", "1", 0);
 }
 
 /* Called (when set) before FUZZ_ASSERT aborts: a target that makes files

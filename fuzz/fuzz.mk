@@ -17,7 +17,7 @@ fuzz_saved_goal := $(.DEFAULT_GOAL)
 
 BUILD ?= build
 FUZZ_TARGETS := fuzz_archive fuzz_npy fuzz_roundtrip fuzz_safetensors fuzz_torch \
-    fuzz_stats_json fuzz_mlir
+    fuzz_stats_json fuzz_mlir fuzz_shards fuzz_manifest
 FUZZ_STATIC := $(if $(STATIC),$(STATIC),$(BUILD)/libwpack.a)
 # The importers are not in libwpack (CLI-only, WPACK_TOOL_SRCS): each target
 # that needs some links those objects. FUZZ_SRCS_<target> lists them.
@@ -27,6 +27,7 @@ FUZZ_SRCS_fuzz_npy := $(FUZZ_NPY_SRCS)
 FUZZ_SRCS_fuzz_safetensors := packer/safetensors.c
 FUZZ_SRCS_fuzz_torch := packer/zipread.c packer/pickle.c packer/torch_scan.c
 FUZZ_SRCS_fuzz_stats_json := packer/manifest_stats.c
+FUZZ_SRCS_fuzz_manifest := packer/manifest.c packer/import_sink.c packer/safetensors.c
 FUZZ_DEPS := $(wildcard fuzz/*.h include/*.h format/*.h reader/*.h packer/*.h) fuzz/fuzz.mk
 FUZZ_REPLAY_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 FUZZ_REPLAY_TIMEOUT ?= 60

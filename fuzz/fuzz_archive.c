@@ -18,9 +18,9 @@
  */
 #include <math.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "bytes.h"
+#include "fix_checksums.h"
 #include "fuzz.h"
 #include "layout.h"
 #include "wpack.h"
@@ -369,8 +369,7 @@ static void remove_set(void)
 
 static void open_as_file(const uint8_t *buf, size_t len)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(set_dir, sizeof set_dir, "%s/wpack-fuzz-set-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    snprintf(set_dir, sizeof set_dir, "%s/wpack-fuzz-set-XXXXXX", fuzz_tmpdir());
     FUZZ_ASSERT(mkdtemp(set_dir) != NULL, "mkdtemp %s failed", set_dir);
     snprintf(set_path, sizeof set_path, "%s/set.wpack", set_dir);
     fuzz_cleanup = remove_set;
@@ -438,63 +437,12 @@ static void open_and_walk(const uint8_t *buf, size_t len)
     wpack_close(ar);
 }
 
-/* ------------------------------------------------------ checksum fixing */
-
-/* [off, off+n) inside a region of size bytes. */
-static int fits(uint64_t off, uint64_t n, uint64_t size)
+int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    return off <= size && n <= size - off;
-}
-
-/* Recompute, for the index header h points to, the checksums of its data
- * and splat entries (aliases copy their target's) and the index checksum. */
-static void fix_index(uint8_t *b, size_t len, uint8_t *h)
-{
-    uint64_t ioff = wpk_ld64(h + WPK_H_INDEX_OFFSET_OFF), ilen = wpk_ld64(h + WPK_H_INDEX_LENGTH_OFF);
-    if (!fits(ioff, ilen, len) || ilen < WPK_INDEX_HEADER_SIZE)
-        return;
-    uint8_t *ix = b + ioff;
-    uint64_t eoff = wpk_ld64(ix + WPK_I_SECTIONS_OFF + 16 * WPK_SEC_ENTRIES);
-    uint64_t elen = wpk_ld64(ix + WPK_I_SECTIONS_OFF + 16 * WPK_SEC_ENTRIES + 8);
-    uint64_t aoff = wpk_ld64(ix + WPK_I_SECTIONS_OFF + 16 * WPK_SEC_AUX);
-    uint64_t alen = wpk_ld64(ix + WPK_I_SECTIONS_OFF + 16 * WPK_SEC_AUX + 8);
-    if (fits(eoff, elen, ilen)) {
-        uint64_t count = elen / WPK_ENTRY_SIZE;
-        for (int pass = 0; pass < 2; pass++) {
-            for (uint64_t i = 0; i < count; i++) {
-                uint8_t *r = ix + eoff + i * WPK_ENTRY_SIZE;
-                uint64_t off = wpk_ld64(r + WPK_E_DATA_OFFSET_OFF), n = wpk_ld64(r + WPK_E_STORED_LEN_OFF);
-                uint64_t xo = wpk_ld64(r + WPK_E_AUX_OFF), xn = wpk_ld64(r + WPK_E_AUX_LEN_OFF);
-                uint32_t target = wpk_ld32(r + WPK_E_TARGET_OFF);
-                int kind = r[WPK_E_KIND_OFF];
-                if (pass == 0 && kind == WPACK_KIND_DATA && fits(off, n, len))
-                    wpk_st64(r + WPK_E_CHECKSUM_OFF, XXH3_64bits(b + off, (size_t)n));
-                else if (pass == 0 && kind == WPACK_KIND_SPLAT && fits(aoff, alen, ilen) &&
-                         fits(xo, xn, alen))
-                    wpk_st64(r + WPK_E_CHECKSUM_OFF, XXH3_64bits(ix + aoff + xo, (size_t)xn));
-                else if (pass == 1 && kind == WPACK_KIND_ALIAS && target < count)
-                    memmove(r + WPK_E_CHECKSUM_OFF,
-                            ix + eoff + target * WPK_ENTRY_SIZE + WPK_E_CHECKSUM_OFF, 8);
-            }
-        }
-    }
-    wpk_st64(h + WPK_H_INDEX_CHECKSUM_OFF, XXH3_64bits(ix, (size_t)ilen));
-}
-
-static void fix_checksums(uint8_t *b, size_t len, int copy_superblock_to_trailer)
-{
-    uint8_t *t = b + len - WPK_HEADER_SIZE;
-    if (copy_superblock_to_trailer) {
-        memcpy(t, b, WPK_HEADER_SIZE);
-        memcpy(t, WPK_TRAILER_MAGIC, 8);
-    }
-    int has_trailer = memcmp(t, WPK_TRAILER_MAGIC, 8) == 0;
-    fix_index(b, len, b);
-    if (has_trailer)
-        fix_index(b, len, t);
-    wpk_st64(b + WPK_H_CHECKSUM_OFF, XXH3_64bits(b, WPK_H_CHECKSUM_OFF));
-    if (has_trailer)
-        wpk_st64(t + WPK_H_CHECKSUM_OFF, XXH3_64bits(t, WPK_H_CHECKSUM_OFF));
+    (void)argc;
+    (void)argv;
+    fuzz_single_threaded();
+    return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

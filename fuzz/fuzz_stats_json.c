@@ -43,8 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 "rc %d with a small message buffer, %d with a large one", rc2, rc);
 
     if (rc == WPACK_OK) {
-        const char *dir = getenv("TMPDIR");
-        snprintf(path, sizeof path, "%s/wpack-fuzz-stats-XXXXXX", dir && *dir ? dir : "/tmp");
+        snprintf(path, sizeof path, "%s/wpack-fuzz-stats-XXXXXX", fuzz_tmpdir());
         int fd = mkstemp(path);
         FUZZ_ASSERT(fd >= 0, "mkstemp in %s failed", path);
         close(fd);

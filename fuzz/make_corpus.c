@@ -4,6 +4,8 @@
  *                                  (alignment 64 unless the name says 4096)
  *   DIR/fuzz_npy/seed-fmt-*.npy    headers from npy_format_header, all dtypes
  *   DIR/fuzz_roundtrip/seed-*      writer programs (see fuzz_roundtrip.c)
+ *   DIR/fuzz_shards/seed-*         sharded sets: the manifest, then each shard
+ *                                  after FUZZ_SHARD_SEP (see fuzz_shards.c)
  * fuzz/make_corpus.py adds numpy-made .npy files and copies of test files.
  *
  *   make_corpus DIR
@@ -14,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "fuzz.h"
 #include "npy.h"
 #include "wpack.h"
 
@@ -316,6 +321,221 @@ static void write_archive(const archive_seed *a)
     wpack_close(ar);
 }
 
+/* -------------------------------------------------------- sharded sets */
+
+/* The whole file at path in a malloc'd block. */
+static uint8_t *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f || fseek(f, 0, SEEK_END) != 0)
+        die(path, strerror(errno));
+    long len = ftell(f);
+    uint8_t *p = malloc(len > 0 ? (size_t)len : 1);
+    rewind(f);
+    if (len < 0 || !p || fread(p, 1, (size_t)len, f) != (size_t)len)
+        die(path, "cannot read");
+    fclose(f);
+    *n = (size_t)len;
+    return p;
+}
+
+typedef struct {
+    const char *name;
+    void (*fill)(wpack_writer *);
+    uint64_t shard_size;
+    int keep_shards;    /* how many shards go into the seed (-1: all) */
+} shard_seed;
+
+static void three_tensors(wpack_writer *w)
+{
+    one_tensor(w);
+    W(wpack_writer_add_tensor(w, "bias", WPACK_DTYPE_F32, 1, (uint64_t[]){6}, f32s, sizeof f32s));
+    W(wpack_writer_add_tensor(w, "embed", WPACK_DTYPE_U8, 2, (uint64_t[]){4, 8},
+                              "0123456789abcdefghijklmnopqrstuv", 32));
+    W(wpack_writer_set_string(w, "model", "three"));
+}
+
+static const shard_seed shard_seeds[] = {
+    {"seed-one-shard.set", three_tensors, 1u << 20, -1},
+    {"seed-three-shards.set", three_tensors, 16, -1},
+    {"seed-every-dtype.set", every_dtype, 64, -1},
+    {"seed-metadata-aliases.set", aliases, 16, -1},
+    {"seed-shard-missing.set", three_tensors, 16, 2},
+};
+
+/* A sharded set written with opt.shard_size into a temp directory, as
+ * one fuzz_shards input. */
+static void write_shard_seed(const shard_seed *s)
+{
+    char tmp[] = "/tmp/wpack-make-corpus-XXXXXX", path[1200];
+    if (!mkdtemp(tmp))
+        die("mkdtemp", strerror(errno));
+    snprintf(path, sizeof path, "%s/m.wpack", tmp);
+    wpack_writer_options opt;
+    wpack_writer_options_init(&opt);
+    opt.alignment = 64;
+    opt.shard_size = s->shard_size;
+    wpack_writer *w;
+    if (wpack_writer_open(&w, path, &opt) != WPACK_OK)
+        die(path, wpack_writer_errmsg(w));
+    s->fill(w);
+    char err[600];
+    if (wpack_writer_finish(w, err, sizeof err) != WPACK_OK)
+        die(path, err);
+    wpack_archive *ar;
+    if (wpack_open_file(&ar, path, WPACK_OPEN_VERIFY) != WPACK_OK)
+        die(path, wpack_errmsg(ar));
+    size_t n, total, seplen = strlen(FUZZ_SHARD_SEP);
+    uint8_t *out = slurp(path, &total);
+    uint32_t ns = wpack_shard_count(ar);
+    for (uint32_t k = 0; k < ns && (s->keep_shards < 0 || k < (uint32_t)s->keep_shards); k++) {
+        const char *sp;
+        const wpack_archive *sh;
+        wpack_shard_at(ar, k, &sp, &sh);
+        uint8_t *part = slurp(sp, &n);
+        out = realloc(out, total + seplen + n);
+        if (!out)
+            die(sp, "out of memory");
+        memcpy(out + total, FUZZ_SHARD_SEP, seplen);
+        memcpy(out + total + seplen, part, n);
+        total += seplen + n;
+        free(part);
+    }
+    for (uint32_t k = 0; k < ns; k++) {
+        const char *sp;
+        const wpack_archive *sh;
+        wpack_shard_at(ar, k, &sp, &sh);
+        unlink(sp);
+    }
+    wpack_close(ar);
+    unlink(path);
+    rmdir(tmp);
+    write_file("fuzz_shards", s->name, out, total);
+    free(out);
+}
+
+/* Hand-made sets, each broken in one way the reader must refuse (the
+ * harness forges lengths, index checksums and entry checksums, so those
+ * are right): a manifest from wpack_writer_add_external and set_shards (or
+ * set_array) over shard s.wpack (three_tensors, plus a splat). */
+enum {
+    H_ITSELF,        /* the shard is named like the manifest: a set as its own shard */
+    H_SLASH,         /* a shard name with a '/' */
+    H_TARGET,        /* an external entry's shard number past the list */
+    H_NOT_IN_SHARD,  /* an external entry named like no data entry of the shard */
+    H_SPLAT,         /* an external entry for the shard's splat */
+    H_DIMS,          /* an external entry with other dims than the shard's */
+    H_CHANGED,       /* two names for one file, written from two different parts */
+    H_NO_LENGTHS,    /* "wpack.shard_lengths" missing */
+    H_COUNTS,        /* "wpack.shard_lengths" one element short */
+};
+static const char *const hostile_names[] = {
+    "hostile-itself.set", "hostile-slash.set", "hostile-target.set", "hostile-not-in-shard.set",
+    "hostile-splat.set", "hostile-dims.set", "hostile-changed.set", "hostile-no-lengths.set",
+    "hostile-counts.set",
+};
+
+static void write_hostile_set(int how)
+{
+    char tmp[] = "/tmp/wpack-make-corpus-XXXXXX", spath[1200], mpath[1200];
+    if (!mkdtemp(tmp))
+        die("mkdtemp", strerror(errno));
+    snprintf(spath, sizeof spath, "%s/s.wpack", tmp);
+    snprintf(mpath, sizeof mpath, "%s/set.wpack", tmp);
+    wpack_writer_options opt;
+    wpack_writer_options_init(&opt);
+    opt.alignment = 64;
+    wpack_writer *w;
+    if (wpack_writer_open(&w, spath, &opt) != WPACK_OK)
+        die(spath, wpack_writer_errmsg(w));
+    three_tensors(w);
+    W(wpack_writer_add_splat(w, "ones", WPACK_DTYPE_F32, 1, (uint64_t[]){4}, f32s, 4));
+    char err[600];
+    if (wpack_writer_finish(w, err, sizeof err) != WPACK_OK)
+        die(spath, err);
+    wpack_archive *sh;
+    if (wpack_open_file(&sh, spath, 0) != WPACK_OK)
+        die(spath, wpack_errmsg(sh));
+    wpack_info info;
+    wpack_get_info(sh, &info);
+
+    opt.weight_stats = 0;
+    if (wpack_writer_open(&w, mpath, &opt) != WPACK_OK)
+        die(mpath, wpack_writer_errmsg(w));
+    wpack_tensor t;
+    const char *const names[] = {"weight", "bias", "embed"};
+    for (int k = 0; k < 3; k++) {
+        if (wpack_find(sh, names[k], &t) != WPACK_OK)
+            die(spath, names[k]);
+        if (how == H_DIMS && k == 0)
+            t.dims[0] = 3, t.dims[1] = 2;
+        const char *as = how == H_NOT_IN_SHARD && k == 2 ? "embedding" : names[k];
+        W(wpack_writer_add_external(w, as, how == H_TARGET && k == 1 ? 1 : 0, &t));
+    }
+    if (how == H_SPLAT) {
+        wpack_tensor ones;
+        wpack_find(sh, "ones", &ones);
+        t.dims[0] = 4; /* t is embed: place it like data, shape it like ones */
+        t.rank = 1;
+        t.dtype = WPACK_DTYPE_F32;
+        t.nelems = 4;
+        t.nbytes = t.stored_length = 16;
+        W(wpack_writer_add_external(w, "ones", 0, &t));
+    }
+    const char *shard_names[2] = {how == H_ITSELF ? "set.wpack" : how == H_SLASH ? "x/s.wpack" : "s.wpack",
+                                  "s.wpack"};
+    uint64_t lengths[2] = {info.file_length, info.file_length};
+    uint64_t sums[2] = {info.index_checksum, info.index_checksum};
+    uint32_t n = how == H_CHANGED ? 2 : 1;
+    if (how == H_NO_LENGTHS || how == H_COUNTS) {
+        int64_t l[2] = {(int64_t)info.file_length, (int64_t)info.file_length};
+        int64_t x[1] = {(int64_t)info.index_checksum};
+        W(wpack_writer_set_array(w, "wpack.shards", WPACK_META_STRING, 1, shard_names));
+        W(wpack_writer_set_array(w, "wpack.shard_index_xxh3", WPACK_META_I64, 1, x));
+        if (how == H_COUNTS)
+            W(wpack_writer_set_array(w, "wpack.shard_lengths", WPACK_META_I64, 2, l));
+    } else {
+        W(wpack_writer_set_shards(w, n, shard_names, lengths, sums));
+    }
+    if (wpack_writer_finish(w, err, sizeof err) != WPACK_OK)
+        die(mpath, err);
+    wpack_close(sh);
+
+    size_t mn, sn, seplen = strlen(FUZZ_SHARD_SEP);
+    uint8_t *m = slurp(mpath, &mn), *s = slurp(spath, &sn);
+    size_t total = mn + seplen + sn;
+    uint8_t *out = malloc(total);
+    if (!out)
+        die(mpath, "out of memory");
+    memcpy(out, m, mn);
+    memcpy(out + mn, FUZZ_SHARD_SEP, seplen);
+    memcpy(out + mn + seplen, s, sn);
+    free(s);
+    if (how == H_CHANGED) {
+        /* the second part: another archive, written over the first */
+        if (wpack_writer_open(&w, spath, &opt) != WPACK_OK)
+            die(spath, wpack_writer_errmsg(w));
+        three_tensors(w);
+        W(wpack_writer_set_string(w, "changed", "yes"));
+        if (wpack_writer_finish(w, err, sizeof err) != WPACK_OK)
+            die(spath, err);
+        s = slurp(spath, &sn);
+        out = realloc(out, total + seplen + sn);
+        if (!out)
+            die(spath, "out of memory");
+        memcpy(out + total, FUZZ_SHARD_SEP, seplen);
+        memcpy(out + total + seplen, s, sn);
+        total += seplen + sn;
+        free(s);
+    }
+    write_file("fuzz_shards", hostile_names[how], out, total);
+    free(out);
+    free(m);
+    unlink(spath);
+    unlink(mpath);
+    rmdir(tmp);
+}
+
 /* ----------------------------------------------------------------- npy */
 
 static void npy_seeds(void)
@@ -387,6 +607,10 @@ int main(int argc, char **argv)
     out_dir = argv[1];
     for (size_t k = 0; k < sizeof archives / sizeof archives[0]; k++)
         write_archive(&archives[k]);
+    for (size_t k = 0; k < sizeof shard_seeds / sizeof shard_seeds[0]; k++)
+        write_shard_seed(&shard_seeds[k]);
+    for (int how = H_ITSELF; how <= H_COUNTS; how++)
+        write_hostile_set(how);
     npy_seeds();
     roundtrip_seeds();
     return 0;

@@ -12,6 +12,10 @@
   DIR/fuzz_torch/seed-pickle-*.pkl          their data.pkl as bare pickles
   DIR/fuzz_torch/hostile-*                  copies of tests/hostile/importers/*.pt
   DIR/fuzz_stats_json/seed-*.json           stats files (packer/IMPORT.md schema)
+  DIR/fuzz_manifest/seed-*.json             raw-binary manifests (packer/IMPORT.md
+                                            schema): valid ones, each rule broken
+                                            once, broken JSON
+  DIR/fuzz_manifest/hostile-*               copies of tests/hostile/importers/manifest*
   DIR/fuzz_mlir/seed-*.mlir                 tests/mlir/*.mlir, inline cases of
                                             tests/cli/test_resolve.sh and each
                                             case of tests/mlir/malformed.txt
@@ -32,7 +36,7 @@ import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_LEN = {"fuzz_safetensors": 65536, "fuzz_torch": 65536, "fuzz_stats_json": 16384,
-           "fuzz_mlir": 65536}
+           "fuzz_mlir": 65536, "fuzz_manifest": 16384}
 
 
 def write(corpus, target, name, data):
@@ -225,6 +229,75 @@ def stats_seeds(corpus):
     return n + sum(write(corpus, t, "seed-%s.json" % k, v) for k, v in raw.items())
 
 
+# --------------------------------------------------------------- manifest
+
+def mf_tensor(**kw):
+    t = {"name": "enc.w", "dtype": "f32", "shape": [2, 3], "file": "w.bin"}
+    t.update(kw)
+    return {k: v for k, v in t.items() if v is not None}
+
+
+MANIFESTS = {
+    # the example of packer/IMPORT.md and the manifest of tests/cli/test_import.sh
+    "import-md": {"tensors": [mf_tensor(offset=0, endian="little")],
+                  "metadata": {"source": "exporter-x", "version": 2, "scale": 0.5, "ok": True}},
+    "test-import": {"tensors": [mf_tensor(name="raw.a", dtype="f32", shape=[2, 3], file="a.bin"),
+                                mf_tensor(name="raw.b", dtype="i16", shape=[4], file="b.bin",
+                                          endian="big"),
+                                mf_tensor(name="raw.c", dtype="u8", shape=[3], file="c.bin",
+                                          offset=5)],
+                    "metadata": {"source": "manifest", "version": 2, "scale": 0.5, "ok": True}},
+    "every-dtype": {"tensors": [mf_tensor(name="t.%s" % d, dtype=d, shape=[2], file="d/%s.bin" % d)
+                                for d in ["f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8",
+                                          "u64", "u32", "u16", "u8", "bool", "f8e4m3fn", "f8e5m2",
+                                          "F32", "BF16", "F8_E4M3", "I64", "U8", "BOOL"]]},
+    "empty": {"tensors": []},
+    "scalar-and-empty": {"tensors": [mf_tensor(name="s", shape=[]), mf_tensor(name="z", shape=[0, 5])]},
+    "rank8": {"tensors": [mf_tensor(shape=[1, 2, 1, 2, 1, 2, 1, 2])]},
+    "subdir": {"tensors": [mf_tensor(file="sub/dir/w.bin"), mf_tensor(name="b", file="./w.bin"),
+                           mf_tensor(name="c", file="a..b/..c")]},
+    "bad-rank9": {"tensors": [mf_tensor(shape=[1] * 9)]},
+    "bad-dtype": {"tensors": [mf_tensor(dtype="f128")]},
+    "bad-dtype-type": {"tensors": [mf_tensor(dtype=4)]},
+    "bad-dim-negative": {"tensors": [mf_tensor(shape=[2, -1])]},
+    "bad-dim-real": {"tensors": [mf_tensor(shape=[2.5])]},
+    "bad-count-overflow": {"tensors": [mf_tensor(shape=[4294967296, 4294967296])]},
+    "bad-bytes-overflow": {"tensors": [mf_tensor(dtype="f64", shape=[2305843009213693952, 2])]},
+    "bad-absolute": {"tensors": [mf_tensor(file="/etc/passwd")]},
+    "bad-dotdot": {"tensors": [mf_tensor(file="a/../../w.bin")]},
+    "bad-dotdot-end": {"tensors": [mf_tensor(file="a/..")]},
+    "bad-backslash": {"tensors": [mf_tensor(file="a\\..\\w.bin")]},
+    "bad-empty-file": {"tensors": [mf_tensor(file="")]},
+    "bad-offset-negative": {"tensors": [mf_tensor(offset=-1)]},
+    "bad-offset-string": {"tensors": [mf_tensor(offset="0")]},
+    "bad-endian": {"tensors": [mf_tensor(endian="middle")]},
+    "bad-endian-type": {"tensors": [mf_tensor(endian=1)]},
+    "bad-no-name": {"tensors": [mf_tensor(name=None)]},
+    "bad-no-shape": {"tensors": [mf_tensor(shape=None)]},
+    "bad-entry-not-object": {"tensors": [1]},
+    "bad-tensors-object": {"tensors": {}},
+    "bad-metadata-array": {"tensors": [], "metadata": []},
+    "bad-metadata-value": {"tensors": [], "metadata": {"a": [1, 2]}},
+    "bad-metadata-null": {"tensors": [], "metadata": {"a": None}},
+}
+
+
+def manifest_seeds(corpus):
+    t = "fuzz_manifest"
+    n = sum(write(corpus, t, "seed-%s.json" % k, json.dumps(v, indent=1).encode())
+            for k, v in MANIFESTS.items())
+    raw = {"bad-syntax": b'{"tensors": [', "bad-dup-key": b'{"tensors": [], "tensors": []}',
+           "bad-top-array": b"[]", "bad-empty": b"", "bad-nul": b'{"tensors": []}\x00',
+           "bad-escape-nul": b'{"tensors": [{"name": "a\\u0000b", "dtype": "f32", "shape": [], "file": "w"}]}',
+           "big-ints": b'{"tensors": [], "metadata": {"a": 9223372036854775807, "b": -9223372036854775808, "c": 1e308}}'}
+    n += sum(write(corpus, t, "seed-%s.json" % k, v) for k, v in raw.items())
+    n += copy_hostile(corpus, t, lambda fn: fn.startswith("manifest") and fn.endswith(".json"))
+    with open(os.path.join(ROOT, "tests", "hostile", "importers", "manifest_traversal",
+                           "manifest.json"), "rb") as f:
+        n += write(corpus, t, "hostile-manifest_traversal.json", f.read())
+    return n
+
+
 # ------------------------------------------------------------------- mlir
 
 MLIR_INLINE = {
@@ -262,7 +335,8 @@ def main():
     for t in MAX_LEN:
         os.makedirs(os.path.join(corpus, t), exist_ok=True)
     counts = {"fuzz_safetensors": st_seeds(corpus), "fuzz_torch": torch_seeds(corpus),
-              "fuzz_stats_json": stats_seeds(corpus), "fuzz_mlir": mlir_seeds(corpus)}
+              "fuzz_stats_json": stats_seeds(corpus), "fuzz_mlir": mlir_seeds(corpus),
+              "fuzz_manifest": manifest_seeds(corpus)}
     print("make_corpus_importers.py: " + ", ".join("%s %d" % kv for kv in counts.items()))
 
 

@@ -2,11 +2,13 @@
  * manifest.c - raw binary files described by a JSON manifest (schema in
  * packer/IMPORT.md), parsed with jansson. Every entry is checked (dtype,
  * shape, a relative path with no '..', offset + size inside the file)
- * before the first tensor is written.
+ * before the first tensor is written. The parse (manifest_parse_buffer,
+ * manifest.h) opens no file; manifest_pack_file does.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,17 +17,22 @@
 #include "bytes.h"
 #include "import.h"
 #include "internal.h"
+#include "manifest.h"
 #include "safetensors.h"
 
 #define MF_PIECE (4u << 20)
 
-typedef struct {
-    const char *name, *file;
-    int dtype, big;
-    unsigned rank;
-    uint64_t dims[WPACK_MAX_RANK];
-    uint64_t offset, nbytes;
-} mf_tensor;
+static int mf_fail(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int mf_fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errlen)
+        wpk_vfmt(err, errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
 
 static int dtype_named(const char *s)
 {
@@ -48,45 +55,45 @@ static int safe_rel_path(const char *p)
     return 1;
 }
 
-static int check_entry(wpk_sink *s, size_t i, json_t *e, mf_tensor *t)
+static int check_entry(size_t i, json_t *e, mf_tensor *t, char *err, size_t errlen)
 {
     json_t *name = json_object_get(e, "name"), *dt = json_object_get(e, "dtype"),
            *shape = json_object_get(e, "shape"), *file = json_object_get(e, "file"),
            *off = json_object_get(e, "offset"), *end = json_object_get(e, "endian");
     if (!json_is_object(e) || !json_is_string(name) || !json_is_string(dt) ||
         !json_is_array(shape) || !json_is_string(file))
-        return wpk_sink_fail(s, WPACK_E_INPUT,
+        return mf_fail(err, errlen, WPACK_E_INPUT,
                              "tensors[%zu]: needs string name, dtype, file and a shape array", i);
     t->name = json_string_value(name);
     t->file = json_string_value(file);
     if (!(t->dtype = dtype_named(json_string_value(dt))))
-        return wpk_sink_fail(s, WPACK_E_UNSUPPORTED, "tensor '%s': unknown dtype '%.40s'", t->name,
+        return mf_fail(err, errlen, WPACK_E_UNSUPPORTED, "tensor '%s': unknown dtype '%.40s'", t->name,
                              json_string_value(dt));
     if (!safe_rel_path(t->file))
-        return wpk_sink_fail(s, WPACK_E_INPUT,
+        return mf_fail(err, errlen, WPACK_E_INPUT,
                              "tensor '%s': file '%.200s' must be a relative path without '..'",
                              t->name, t->file);
     if (json_array_size(shape) > WPACK_MAX_RANK)
-        return wpk_sink_fail(s, WPACK_E_RANK, "tensor '%s': rank above %d", t->name,
+        return mf_fail(err, errlen, WPACK_E_RANK, "tensor '%s': rank above %d", t->name,
                              WPACK_MAX_RANK);
     t->rank = (unsigned)json_array_size(shape);
     uint64_t n = 1;
     for (unsigned k = 0; k < t->rank; k++) {
         json_t *d = json_array_get(shape, k);
         if (!json_is_integer(d) || json_integer_value(d) < 0)
-            return wpk_sink_fail(s, WPACK_E_INPUT, "tensor '%s': shape[%u] is not an int >= 0",
+            return mf_fail(err, errlen, WPACK_E_INPUT, "tensor '%s': shape[%u] is not an int >= 0",
                                  t->name, k);
         t->dims[k] = (uint64_t)json_integer_value(d);
         if (!wpk_mul(n, t->dims[k], &n))
-            return wpk_sink_fail(s, WPACK_E_OVERFLOW, "tensor '%s': element count overflows",
+            return mf_fail(err, errlen, WPACK_E_OVERFLOW, "tensor '%s': element count overflows",
                                  t->name);
     }
     if (!wpk_mul(n, wpack_dtype_size(t->dtype), &t->nbytes))
-        return wpk_sink_fail(s, WPACK_E_OVERFLOW, "tensor '%s': byte size overflows", t->name);
+        return mf_fail(err, errlen, WPACK_E_OVERFLOW, "tensor '%s': byte size overflows", t->name);
     t->offset = 0;
     if (off) {
         if (!json_is_integer(off) || json_integer_value(off) < 0)
-            return wpk_sink_fail(s, WPACK_E_INPUT, "tensor '%s': offset is not an int >= 0",
+            return mf_fail(err, errlen, WPACK_E_INPUT, "tensor '%s': offset is not an int >= 0",
                                  t->name);
         t->offset = (uint64_t)json_integer_value(off);
     }
@@ -96,7 +103,7 @@ static int check_entry(wpk_sink *s, size_t i, json_t *e, mf_tensor *t)
         if (strcmp(v, "big") == 0)
             t->big = 1;
         else if (strcmp(v, "little") != 0)
-            return wpk_sink_fail(s, WPACK_E_INPUT, "tensor '%s': endian must be little or big",
+            return mf_fail(err, errlen, WPACK_E_INPUT, "tensor '%s': endian must be little or big",
                                  t->name);
     }
     return WPACK_OK;
@@ -167,31 +174,118 @@ out:
     return rc;
 }
 
-static int put_meta(wpk_sink *s, const char *key, json_t *v)
+/* Metadata value v of key as an mf_meta: strings, numbers and booleans. */
+static int check_meta(const char *key, json_t *v, mf_meta *m, char *err, size_t errlen)
 {
-    if (json_is_string(v))
-        return wpk_sink_meta_string(s, key, json_string_value(v));
-    if (json_is_integer(v))
-        return wpk_sink_meta_i64(s, key, json_integer_value(v));
-    if (json_is_real(v))
-        return wpk_sink_meta_f64(s, key, json_real_value(v));
-    if (json_is_boolean(v))
-        return wpk_sink_meta_bool(s, key, json_is_true(v));
-    return wpk_sink_fail(s, WPACK_E_INPUT,
-                         "metadata '%s': only strings, numbers and booleans are taken", key);
+    memset(m, 0, sizeof *m);
+    m->key = key;
+    if (json_is_string(v)) {
+        m->type = WPACK_META_STRING;
+        m->str = json_string_value(v);
+    } else if (json_is_integer(v)) {
+        m->type = WPACK_META_I64;
+        m->i64 = json_integer_value(v);
+    } else if (json_is_real(v)) {
+        m->type = WPACK_META_F64;
+        m->f64 = json_real_value(v);
+    } else if (json_is_boolean(v)) {
+        m->type = WPACK_META_BOOL;
+        m->boolean = json_is_true(v);
+    } else {
+        return mf_fail(err, errlen, WPACK_E_INPUT,
+                       "metadata '%s': only strings, numbers and booleans are taken", key);
+    }
+    return WPACK_OK;
+}
+
+static int put_meta(wpk_sink *s, const mf_meta *m)
+{
+    switch (m->type) {
+    case WPACK_META_STRING:
+        return wpk_sink_meta_string(s, m->key, m->str);
+    case WPACK_META_I64:
+        return wpk_sink_meta_i64(s, m->key, m->i64);
+    case WPACK_META_F64:
+        return wpk_sink_meta_f64(s, m->key, m->f64);
+    default:
+        return wpk_sink_meta_bool(s, m->key, m->boolean);
+    }
+}
+
+void manifest_free(mf_manifest *m)
+{
+    free(m->tensors);
+    free(m->meta);
+    json_decref(m->json_);
+    memset(m, 0, sizeof *m);
+}
+
+/* The checks of both parse entries, on the loaded document (taken over). */
+static int parse_root(json_t *root, mf_manifest *m, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    m->json_ = root;
+    json_t *tensors = json_object_get(root, "tensors"), *meta = json_object_get(root, "metadata");
+    int rc = WPACK_OK;
+    if (!json_is_object(root) || !json_is_array(tensors) || (meta && !json_is_object(meta))) {
+        rc = mf_fail(err, errlen, WPACK_E_INPUT,
+                     "manifest: want {\"tensors\": [...], \"metadata\": {...}}");
+        goto out;
+    }
+    size_t n = json_array_size(tensors), nm = meta ? json_object_size(meta) : 0;
+    m->tensors = calloc(n ? n : 1, sizeof *m->tensors);
+    m->meta = calloc(nm ? nm : 1, sizeof *m->meta);
+    if (!m->tensors || !m->meta) {
+        rc = mf_fail(err, errlen, WPACK_E_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++, m->ntensors++)
+        if ((rc = check_entry(i, json_array_get(tensors, i), &m->tensors[i], err, errlen)))
+            goto out;
+    if (meta) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(meta, k, v) {
+            if ((rc = check_meta(k, v, &m->meta[m->nmeta], err, errlen)))
+                goto out;
+            m->nmeta++;
+        }
+    }
+out:
+    if (rc)
+        manifest_free(m);
+    return rc;
+}
+
+int manifest_parse_buffer(const char *buf, size_t len, mf_manifest *m, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    memset(m, 0, sizeof *m);
+    if (!root)
+        return mf_fail(err, errlen, WPACK_E_INPUT, "manifest JSON: %s (line %d)", je.text, je.line);
+    return parse_root(root, m, err, errlen);
+}
+
+int manifest_parse_file(const char *path, mf_manifest *m, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    memset(m, 0, sizeof *m);
+    if (!root)
+        return mf_fail(err, errlen, WPACK_E_INPUT, "manifest JSON: %s (line %d)", je.text, je.line);
+    return parse_root(root, m, err, errlen);
 }
 
 int manifest_pack_file(wpk_sink *s, const char *path)
 {
-    json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return wpk_sink_fail(s, WPACK_E_INPUT, "manifest JSON: %s (line %d)", je.text, je.line);
-    int rc = WPACK_OK;
-    mf_tensor *ts = NULL;
+    char err[900];
+    mf_manifest m;
+    int rc = manifest_parse_file(path, &m, err, sizeof err);
+    if (rc)
+        return wpk_sink_fail(s, rc, "%s", err);
     uint8_t *buf = NULL;
     char *dir = strdup(path);
-    json_t *tensors = json_object_get(root, "tensors"), *meta = json_object_get(root, "metadata");
     if (!dir) {
         rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
         goto out;
@@ -201,38 +295,26 @@ int manifest_pack_file(wpk_sink *s, const char *path)
         *slash = 0;
     else
         strcpy(dir, ".");
-    if (!json_is_object(root) || !json_is_array(tensors) || (meta && !json_is_object(meta))) {
-        rc = wpk_sink_fail(s, WPACK_E_INPUT,
-                           "manifest: want {\"tensors\": [...], \"metadata\": {...}}");
-        goto out;
-    }
-    size_t n = json_array_size(tensors);
-    ts = calloc(n ? n : 1, sizeof *ts);
     buf = malloc(MF_PIECE);
-    if (!ts || !buf) {
+    if (!buf) {
         rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < n; i++) {
-        if ((rc = check_entry(s, i, json_array_get(tensors, i), &ts[i])))
-            goto out;
+    for (size_t i = 0; i < m.ntensors; i++) {
         int fd;
-        if ((rc = open_data(s, dir, &ts[i], &fd)))
+        if ((rc = open_data(s, dir, &m.tensors[i], &fd)))
             goto out;
         close(fd);
     }
-    if (meta) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(meta, k, v) if ((rc = put_meta(s, k, v))) goto out;
-    }
-    for (size_t i = 0; i < n; i++)
-        if ((rc = pack_one(s, dir, &ts[i], buf)))
+    for (size_t i = 0; i < m.nmeta; i++)
+        if ((rc = put_meta(s, &m.meta[i])))
+            goto out;
+    for (size_t i = 0; i < m.ntensors; i++)
+        if ((rc = pack_one(s, dir, &m.tensors[i], buf)))
             goto out;
 out:
     free(buf);
-    free(ts);
     free(dir);
-    json_decref(root);
+    manifest_free(&m);
     return rc;
 }

@@ -142,8 +142,9 @@ int wpk_check_header(wpack_archive *ar)
     const uint8_t *sb = ar->base;
     uint64_t len = ar->len;
     if (len < 2 * WPK_HEADER_SIZE) {
-        /* The start of the magic: a cut archive; anything else: not one. */
-        if (memcmp(sb, WPK_SUPERBLOCK_MAGIC, len < 8 ? (size_t)len : 8) == 0)
+        /* The start of the magic: a cut archive; anything else: not one. An
+         * empty file has no mapping (sb NULL), which memcmp must not get. */
+        if (len == 0 || memcmp(sb, WPK_SUPERBLOCK_MAGIC, len < 8 ? (size_t)len : 8) == 0)
             return wpk_fail(ar, WPACK_E_TRUNCATED,
                             "file is %llu bytes, too short for a superblock and trailer",
                             (unsigned long long)len);

@@ -65,8 +65,12 @@ void wpk_fill_tensor(const wpack_archive *ar, uint64_t i, wpack_tensor *t)
     } else if (src[WPK_E_KIND_OFF] == WPACK_KIND_EXTERNAL) {
         /* a shard's bytes: validated against the shard at open */
         uint32_t s = wpk_ld32(src + WPK_E_TARGET_OFF);
-        /* NULL only while open is still validating the manifest */
-        t->data = s < ar->nshards && ar->shards[s] ? ar->shards[s]->base + t->offset : NULL;
+        /* NULL only while open is still validating the manifest (and, then,
+         * for a place outside the shard: base + offset must not even be
+         * computed, it may overflow) */
+        const wpack_archive *sh = s < ar->nshards ? ar->shards[s] : NULL;
+        t->data = sh && wpk_in_bounds(t->offset, t->stored_length, sh->len) ? sh->base + t->offset
+                                                                            : NULL;
         if (t->kind == WPACK_KIND_EXTERNAL)
             t->alias_target = wpk_ld32(src + WPK_E_TARGET_OFF);
     } else {

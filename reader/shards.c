@@ -72,10 +72,17 @@ static int check_external(wpack_archive *ar, uint64_t i)
     return WPACK_OK;
 }
 
+/* Set while a shard is being opened: a shard that is itself a manifest is
+ * refused before it opens shards of its own, or a manifest naming itself
+ * (or two naming each other) would recurse until the stack overflows. */
+static _Thread_local int opening_shard;
+
 int wpk_check_shards(wpack_archive *ar)
 {
     if (!(ar->info.required_features & WPK_FEATURE_SHARDS))
         return WPACK_OK;
+    if (opening_shard)
+        return wpk_fail(ar, WPACK_E_SHARD, "shard %s is itself a sharded set", ar->path);
     if (!ar->path)
         return wpk_fail(ar, WPACK_E_SHARD,
                         "a sharded set's manifest must be opened with wpack_open_file (its shards "
@@ -104,13 +111,13 @@ int wpk_check_shards(wpack_archive *ar)
         ar->shard_paths[s] = path;
         ar->nshards = (uint32_t)s + 1;
         wpack_archive *sh;
+        opening_shard = 1;
         int src = wpack_open_file(&sh, path, 0);
+        opening_shard = 0;
         ar->shards[s] = sh;
         if (src != WPACK_OK)
             return wpk_fail(ar, WPACK_E_SHARD, "shard %llu: %s", (unsigned long long)s,
                             sh ? wpack_errmsg(sh) : "out of memory");
-        if (sh->info.required_features & WPK_FEATURE_SHARDS)
-            return wpk_fail(ar, WPACK_E_SHARD, "shard %s is itself a sharded set", path);
         if (sh->info.file_length != (uint64_t)len.i64 || sh->info.index_checksum != (uint64_t)sum.i64)
             return wpk_fail(ar, WPACK_E_SHARD,
                             "shard %s changed: %llu bytes, index xxh3 %016llx; the manifest says "

@@ -9,9 +9,11 @@
 # fuzz/oss-fuzz/local-check.sh sets them by hand to try this outside Docker.
 #
 # The third-party libraries are linked statically (OSS-Fuzz's runner image
-# does not have them). They are not instrumented, so MemorySanitizer may
-# report their writes as uninitialized; building them from source under
-# MSan would remove that (see fuzz/README.md).
+# does not have them). For SANITIZER=memory every library must be
+# instrumented, or MSan reports their output as uninitialized: xxhash is
+# then compiled in header-only (-DXXH_INLINE_ALL), and zstd and jansson are
+# built from the sources the Dockerfile checks out ($SRC/zstd, $SRC/jansson)
+# with $CC $CFLAGS. fuzz/msan.sh does the same locally.
 
 cd "$SRC/wpack"
 WORK=${WORK:-$(mktemp -d)}
@@ -20,6 +22,24 @@ mkdir -p "$OBJ"
 
 eval "$(make -s --no-print-directory fuzz-oss-vars)"
 FLAGS="-std=c11 -D_GNU_SOURCE $INCLUDES -Ifuzz $LIMITS"
+
+# MemorySanitizer: instrumented zstd and jansson, xxhash inline (see above).
+if [ "${SANITIZER:-}" = memory ]; then
+    DEPS="$WORK/deps"
+    mkdir -p "$DEPS/lib" "$DEPS/include"
+    make -C "$SRC/zstd/lib" clean >/dev/null
+    make -C "$SRC/zstd/lib" -j"$(nproc)" CC="$CC" CFLAGS="$CFLAGS -DZSTD_DISABLE_ASM" \
+        ZSTD_LEGACY_SUPPORT=0 libzstd.a
+    cp "$SRC/zstd/lib/libzstd.a" "$DEPS/lib/"
+    cp "$SRC/zstd/lib/zstd.h" "$SRC/zstd/lib/zstd_errors.h" "$DEPS/include/"
+    cmake -S "$SRC/jansson" -B "$WORK/jansson-build" -DCMAKE_C_COMPILER="$CC" \
+        -DCMAKE_C_FLAGS="$CFLAGS" -DJANSSON_BUILD_DOCS=OFF -DJANSSON_EXAMPLES=OFF \
+        -DJANSSON_WITHOUT_TESTS=ON -DJANSSON_BUILD_SHARED_LIBS=OFF
+    cmake --build "$WORK/jansson-build" -j"$(nproc)"
+    cp "$WORK/jansson-build/lib/libjansson.a" "$DEPS/lib/"
+    cp "$WORK/jansson-build/include/"*.h "$DEPS/include/"
+    FLAGS="$FLAGS -DXXH_INLINE_ALL -I$DEPS/include"
+fi
 
 # compile SRC.c once into $OBJ; prints the object's path
 compile() {
@@ -40,6 +60,9 @@ ar rcs "$WORK/libwpack-fuzz.a" "${lib_objs[@]}"
 
 # Static third-party libraries where the image has them (shared otherwise).
 LIBS="-Wl,-Bstatic -lxxhash -lzstd -ljansson -Wl,-Bdynamic -lpthread -lm"
+if [ "${SANITIZER:-}" = memory ]; then
+    LIBS="$DEPS/lib/libjansson.a $DEPS/lib/libzstd.a -lpthread -lm"
+fi
 
 for t in $FUZZ_TARGETS; do
     extra_var="EXTRA_$t"
