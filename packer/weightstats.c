@@ -1,4 +1,5 @@
 /* weightstats.c - min/max/mean/variance and histograms of float tensors. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -300,8 +301,12 @@ void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
 void wpk_hist_edges(double min, double max, uint32_t bins, double *edges)
 {
     if (!(max > min)) {
-        min -= 0.5;
-        max += 0.5;
+        /* One value: a range around it, at least 0.5 each side, wider for
+         * large magnitudes (where +-0.5 is no change); clamped to the
+         * finite doubles, so a value at DBL_MAX gets a range below it. */
+        double d = fabs(min) / 1024 > 0.5 ? fabs(min) / 1024 : 0.5;
+        min = min - d < -DBL_MAX ? -DBL_MAX : min - d;
+        max = max + d > DBL_MAX ? DBL_MAX : max + d;
     }
     /* Halves first: max - min overflows for f64 values near the top of the range. */
     double w = (max / 2 - min / 2) / bins * 2;
@@ -311,10 +316,17 @@ void wpk_hist_edges(double min, double max, uint32_t bins, double *edges)
         for (uint32_t b = 0; b <= bins; b++)
             edges[b] = b < bins ? min : max;
     edges[bins] = max;
-    /* Tiny ranges can round adjacent edges together: nudge them apart. */
+    /* Tiny ranges can round adjacent edges together: nudge them apart,
+     * upwards; where that would pass DBL_MAX, downwards from the top. */
     for (uint32_t b = 1; b <= bins; b++)
         if (!(edges[b] > edges[b - 1]))
             edges[b] = nextafter(edges[b - 1], INFINITY);
+    if (!isfinite(edges[bins])) {
+        edges[bins] = DBL_MAX;
+        for (uint32_t b = bins; b-- > 0;)
+            if (!(edges[b] < edges[b + 1]))
+                edges[b] = nextafter(edges[b + 1], -INFINITY);
+    }
 }
 
 void wpk_hist_feed(uint64_t *counts, uint32_t bins, double lo, double hi, int dtype,

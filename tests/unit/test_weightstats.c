@@ -1,7 +1,9 @@
 /* test_weightstats.c - the writer's weight statistics: the f32 fast path
  * (AVX2 where the CPU has it) must give the very bits of the general path,
  * and both must agree with a plain two-pass computation. */
+#include <float.h>
 #include <math.h>
+#include <unistd.h>
 #include <stdint.h>
 
 #include "testlib.h"
@@ -147,6 +149,62 @@ static void test_matches_two_pass(void)
     CHECK(fabs(var - want) <= 1e-9 * want, "variance %.17g want %.17g", var, want);
 }
 
+
+/* Edges must be finite and strictly increasing for any finite range,
+ * degenerate ones at the ends of f64 included (fuzz_roundtrip found a
+ * constant DBL_MAX tensor whose edges stepped past it to inf). */
+static void test_hist_edges_extremes(void)
+{
+    static const double ends[][2] = {
+        {DBL_MAX, DBL_MAX}, {-DBL_MAX, -DBL_MAX}, {-DBL_MAX, DBL_MAX}, {0, 0}, {5, 5},
+        {1e300, 1e300}, {-1e-310, -1e-310}, {4.9e-324, 4.9e-324}, {1, 1.0000000000000002},
+    };
+    static const uint32_t bin_counts[] = {1, 2, 7, 255, 4096};
+    static double edges[4097];
+    double below_max = nextafter(DBL_MAX, 0);
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0] + 1; i++) {
+        double lo = i < sizeof ends / sizeof ends[0] ? ends[i][0] : below_max;
+        double hi = i < sizeof ends / sizeof ends[0] ? ends[i][1] : DBL_MAX;
+        for (size_t k = 0; k < sizeof bin_counts / sizeof bin_counts[0]; k++) {
+            uint32_t bins = bin_counts[k];
+            wpk_hist_edges(lo, hi, bins, edges);
+            int ok = isfinite(edges[0]) && edges[0] <= lo;
+            for (uint32_t b = 1; b <= bins; b++)
+                ok = ok && isfinite(edges[b]) && edges[b] > edges[b - 1];
+            CHECK(ok && edges[bins] >= hi, "range [%g, %g], %u bins: edges not finite, increasing "
+                  "and covering it", lo, hi, bins);
+        }
+    }
+}
+
+/* The writer's own histogram of a constant DBL_MAX tensor: finish must
+ * accept it and the reader must open it. */
+static void test_writer_histogram_of_dbl_max(void)
+{
+    char path[] = "/tmp/wpack-test-ws-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    close(fd);
+    wpack_writer_options opt;
+    wpack_writer_options_init(&opt);
+    opt.histogram_bins = 255;
+    wpack_writer *w;
+    CHECK_EQ(wpack_writer_open(&w, path, &opt), WPACK_OK);
+    double v[3] = {DBL_MAX, DBL_MAX, DBL_MAX};
+    uint64_t dims[1] = {3};
+    CHECK_EQ(wpack_writer_add_tensor(w, "top", WPACK_DTYPE_F64, 0, dims, v, 8), WPACK_OK);
+    CHECK_EQ(wpack_writer_add_tensor(w, "top3", WPACK_DTYPE_F64, 1, dims, v, sizeof v), WPACK_OK);
+    char err[256] = "";
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "finish: %s", err);
+    wpack_archive *ar;
+    CHECK(wpack_open_file(&ar, path, WPACK_OPEN_VERIFY) == WPACK_OK, "open: %s", wpack_errmsg(ar));
+    wpack_stats st;
+    CHECK_EQ(wpack_stats_find(ar, "top3", WPACK_STATS_WEIGHT, &st), WPACK_OK);
+    CHECK_EQ(st.hist_bins, 255u);
+    wpack_close(ar);
+    unlink(path);
+}
+
 static const char *self;
 
 /* The same tests in a child forced onto the portable path (the choice is
@@ -165,6 +223,8 @@ int main(int argc, char **argv)
     RUN(test_f32_path_matches_general_path);
     RUN(test_half_paths_match_general_path);
     RUN(test_matches_two_pass);
+    RUN(test_hist_edges_extremes);
+    RUN(test_writer_histogram_of_dbl_max);
     if (!getenv("WPACK_ISA"))
         RUN(test_portable_path_too);
     return tl_finish();
