@@ -66,7 +66,8 @@ FUZZ_FLAGS ?=
 # rather than memory exhaustion.
 FUZZ_LIMITS := -DWPK_LIMIT_ENTRIES=4096ull -DWPK_LIMIT_META=1024ull -DWPK_LIMIT_STATS=1024ull \
     -DWPK_LIMIT_ARRAY=65536ull -DWPK_LIMIT_HIST_BINS=1024u -DWPK_LIMIT_CHANNELS=4096u \
-    -DWPK_LIMIT_PERCENTILES=256u -DWPK_CHUNK_LOG2_MAX=20
+    -DWPK_LIMIT_PERCENTILES=256u -DWPK_CHUNK_LOG2_MAX=20 \
+    -DWPK_WRITER_OBUF_SIZE=65536u -DWPK_WRITER_HIST_CHUNK=65536
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # The library is compiled without -Werror here: a clang-only warning in it
 # should not stop the fuzzers (the targets themselves keep -Werror).

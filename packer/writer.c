@@ -14,7 +14,13 @@
 #include "writer.h"
 #include "writer_shards.h"
 
-#define OBUF_SIZE (1u << 20)
+/* The output buffer; fuzz builds lower it (fuzz/fuzz.mk FUZZ_LIMITS): under
+ * ASan each 1 MiB allocation is a fresh mmap whose page faults dominated a
+ * round-trip fuzz run, and a small buffer exercises the flush paths more. */
+#ifndef WPK_WRITER_OBUF_SIZE
+#define WPK_WRITER_OBUF_SIZE (1u << 20)
+#endif
+#define OBUF_SIZE WPK_WRITER_OBUF_SIZE
 
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
 {

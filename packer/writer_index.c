@@ -83,11 +83,17 @@ static int resolve_aliases(wpack_writer *w)
     return WPACK_OK;
 }
 
+/* Bytes read back at a time for a histogram (lowered in fuzz builds, like
+ * the output buffer in writer.c). */
+#ifndef WPK_WRITER_HIST_CHUNK
+#define WPK_WRITER_HIST_CHUNK (1 << 22)
+#endif
+
 /* Read back one tensor from the temp file to build its histogram. */
 static int histogram(wpack_writer *w, const wpk_pending_entry *e, uint32_t bins, double *edges,
                      uint64_t *counts)
 {
-    enum { CHUNK = 1 << 22 };
+    enum { CHUNK = WPK_WRITER_HIST_CHUNK };
     size_t size = wpack_dtype_size(e->dtype);
     size_t chunk = CHUNK / size * size;
     uint8_t *chunk_buf = malloc(CHUNK);
