@@ -30,6 +30,19 @@ static void die(const char *what, const char *msg)
     exit(1);
 }
 
+/* Finish w into path, then open it with verification: a seed the reader
+ * rejects would be useless. The open archive is returned. */
+static wpack_archive *finish_and_open(wpack_writer *w, const char *path)
+{
+    char err[600];
+    if (wpack_writer_finish(w, err, sizeof err) != WPACK_OK)
+        die(path, err);
+    wpack_archive *ar;
+    if (wpack_open_file(&ar, path, WPACK_OPEN_VERIFY) != WPACK_OK)
+        die(path, wpack_errmsg(ar));
+    return ar;
+}
+
 /* Every writer call must succeed here. */
 #define W(call)                                                                 \
     do {                                                                        \
@@ -311,14 +324,7 @@ static void write_archive(const archive_seed *a)
     if (wpack_writer_open(&w, path, &opt) != WPACK_OK)
         die(path, wpack_writer_errmsg(w));
     a->fill(w);
-    char err[600];
-    if (wpack_writer_finish(w, err, sizeof err) != WPACK_OK)
-        die(path, err);
-    /* A seed the reader rejects would be useless. */
-    wpack_archive *ar;
-    if (wpack_open_file(&ar, path, WPACK_OPEN_VERIFY) != WPACK_OK)
-        die(path, wpack_errmsg(ar));
-    wpack_close(ar);
+    wpack_close(finish_and_open(w, path));
 }
 
 /* -------------------------------------------------------- sharded sets */
@@ -379,12 +385,7 @@ static void write_shard_seed(const shard_seed *s)
     if (wpack_writer_open(&w, path, &opt) != WPACK_OK)
         die(path, wpack_writer_errmsg(w));
     s->fill(w);
-    char err[600];
-    if (wpack_writer_finish(w, err, sizeof err) != WPACK_OK)
-        die(path, err);
-    wpack_archive *ar;
-    if (wpack_open_file(&ar, path, WPACK_OPEN_VERIFY) != WPACK_OK)
-        die(path, wpack_errmsg(ar));
+    wpack_archive *ar = finish_and_open(w, path);
     size_t n, total, seplen = strlen(FUZZ_SHARD_SEP);
     uint8_t *out = slurp(path, &total);
     uint32_t ns = wpack_shard_count(ar);
