@@ -32,6 +32,9 @@ wpack_archive *cli_open(const char *path);
 /* "wpack: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The resolver's diagnostics callback: errors and warnings as above, notes
+ * ("wpack: note: ...") unless *(int *)quiet is set. */
+void cli_on_diag(void *quiet, int severity, const char *message);
 
 /* Option matching: if argv[*i] is `name` (then the value is the next
  * argument) or `name=value`, set *value, advance *i past what it used and

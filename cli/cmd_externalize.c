@@ -28,21 +28,6 @@ static const char help[] =
     "  --no-stats          no automatic weight stats in the archive\n"
     "  -q, --quiet         no notes or summary\n";
 
-typedef struct {
-    int quiet;
-} diag_ctx;
-
-static void on_diag(void *user, int severity, const char *message)
-{
-    diag_ctx *c = user;
-    if (severity == WPACK_DIAG_ERROR)
-        cli_error("%s", message);
-    else if (severity == WPACK_DIAG_WARNING)
-        cli_warn("%s", message);
-    else if (!c->quiet)
-        fprintf(stderr, "wpack: note: %s\n", message);
-}
-
 int cmd_externalize(int argc, char **argv)
 {
     const char *out = NULL, *archive = NULL, *emit = "uri", *scope = NULL, *min = NULL, *in = NULL;
@@ -103,9 +88,8 @@ int cmd_externalize(int argc, char **argv)
     wpack_writer_options_init(&wo);
     wo.weight_stats = !no_stats;
     opt.writer = &wo;
-    diag_ctx dc = {quiet};
-    opt.diag = on_diag;
-    opt.diag_user = &dc;
+    opt.diag = cli_on_diag;
+    opt.diag_user = &quiet;
     wpack_externalize_result res;
     if (wpack_externalize_file(in, out, archive, &opt, &res))
         return CLI_FAIL;

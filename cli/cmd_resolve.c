@@ -32,10 +32,6 @@ static const char help[] =
     "  --attr-prefix P     prefix of those attributes (default wpack)\n"
     "  -q, --quiet         no notes (unused entries, summary)\n";
 
-typedef struct {
-    int quiet;
-} diag_ctx;
-
 /* Attribute names are bare identifiers: [A-Za-z_][A-Za-z0-9_$.]* */
 static int cli_attr_prefix_ok(const char *p)
 {
@@ -46,17 +42,6 @@ static int cli_attr_prefix_ok(const char *p)
               *p == '_' || *p == '$' || *p == '.'))
             return 0;
     return 1;
-}
-
-static void on_diag(void *user, int severity, const char *message)
-{
-    diag_ctx *c = user;
-    if (severity == WPACK_DIAG_ERROR)
-        cli_error("%s", message);
-    else if (severity == WPACK_DIAG_WARNING)
-        cli_warn("%s", message);
-    else if (!c->quiet)
-        fprintf(stderr, "wpack: note: %s\n", message);
 }
 
 int cmd_resolve(int argc, char **argv)
@@ -124,9 +109,8 @@ int cmd_resolve(int argc, char **argv)
     }
     opt.annotate = annotate;
     opt.attr_prefix = prefix;
-    diag_ctx dc = {quiet};
-    opt.diag = on_diag;
-    opt.diag_user = &dc;
+    opt.diag = cli_on_diag;
+    opt.diag_user = &quiet;
     wpk_name_map map = {0};
     if (map_path) {
         char err[600];

@@ -28,6 +28,16 @@ void cli_warn(const char *fmt, ...)
     va_end(ap);
 }
 
+void cli_on_diag(void *quiet, int severity, const char *message)
+{
+    if (severity == WPACK_DIAG_ERROR)
+        cli_error("%s", message);
+    else if (severity == WPACK_DIAG_WARNING)
+        cli_warn("%s", message);
+    else if (!*(const int *)quiet)
+        fprintf(stderr, "wpack: note: %s\n", message);
+}
+
 wpack_archive *cli_open(const char *path)
 {
     wpack_archive *ar;
