@@ -20,6 +20,8 @@
 #define VLOAD_I8(p) \
     _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p))))
 #define TILE_RN 3
+/* never prefetch: slower on Zen 3 in cache and from DRAM (dense_tile.h) */
+#define GEMV_PF_MIN_BYTES UINT64_MAX
 
 /* Sum of the 8 lanes, in a fixed order. */
 static inline __attribute__((always_inline)) WPK_T float wpk_hsum256(__m256 v)

@@ -2,10 +2,14 @@
  * dense_pool.c - a small persistent thread pool for the dense kernel.
  *
  * A job is n items cut into chunks; the chunks are claimed one at a time
- * from one atomic word `state` = generation (high 32 bits) : chunks still
- * unclaimed (low 32 bits). The caller publishes a job by storing a new
- * generation, then claims chunks itself like any worker; a worker that
- * wakes late finds no chunk left (or a newer generation) and claims
+ * from one atomic word `state` = generation (high 32 bits) : lo : hi (16
+ * bits each; chunks [lo, hi) are unclaimed). The caller claims from the
+ * front (lo), workers from the back (hi): with two threads each gets about
+ * the same rows on every call, so a layer that fits in the L2 caches stays
+ * in the right one (claimed in one order by whoever came first, rows moved
+ * between cores from call to call). The caller publishes a job by storing
+ * a new generation, then claims chunks itself like any worker; a worker
+ * that wakes late finds no chunk left (or a newer generation) and claims
  * nothing. The caller then waits only for chunks that were claimed and not
  * yet finished - never for a worker that has not started - so a worker
  * descheduled by another process costs nothing: the caller does its share.
@@ -77,25 +81,32 @@ static inline uint32_t gen_of(unsigned long long s)
     return (uint32_t)(s >> 32);
 }
 
-/* Claim one chunk of generation gen; its index, or -1 when none is left. */
-static long claim(uint32_t gen)
+#define WPK_POOL_MAX_CHUNKS 0xffffu
+#define LO_OF(s) ((uint32_t)((s) >> 16) & 0xffffu)
+#define HI_OF(s) ((uint32_t)(s) & 0xffffu)
+
+/* Claim one chunk of generation gen, the first unclaimed one (front) or the
+ * last; its index, or -1 when none is left. */
+static long claim(uint32_t gen, int front)
 {
     unsigned long long s = atomic_load_explicit(&pool.state, memory_order_acquire);
     for (;;) {
-        if (gen_of(s) != gen || (uint32_t)s == 0)
+        uint32_t lo = LO_OF(s), hi = HI_OF(s);
+        if (gen_of(s) != gen || lo >= hi)
             return -1;
-        if (atomic_compare_exchange_weak_explicit(&pool.state, &s, s - 1, memory_order_acq_rel,
+        unsigned long long t = front ? s + (1ull << 16) : s - 1;
+        if (atomic_compare_exchange_weak_explicit(&pool.state, &s, t, memory_order_acq_rel,
                                                   memory_order_acquire))
-            return (long)(pool.nchunks - (uint32_t)s);
+            return (long)(front ? lo : hi - 1);
     }
 }
 
 /* Claim and run chunks of generation gen until none is left; how many ran. */
-static unsigned run_chunks(uint32_t gen)
+static unsigned run_chunks(uint32_t gen, int front)
 {
     unsigned ran = 0;
     long c;
-    while ((c = claim(gen)) >= 0) {
+    while ((c = claim(gen, front)) >= 0) {
         size_t o0 = (size_t)c * pool.chunk;
         size_t o1 = pool.n - o0 < pool.chunk ? pool.n : o0 + pool.chunk;
         pool.fn(pool.job, o0, o1);
@@ -129,7 +140,7 @@ static void *worker(void *arg)
     uint32_t seen = 0;
     for (;;) {
         seen = gen_of(wait_job(seen));
-        unsigned ran = run_chunks(seen);
+        unsigned ran = run_chunks(seen, 0);
         if (ran == 0)
             continue;
         /* Chunks of this generation cannot be reused before they all
@@ -191,7 +202,11 @@ void wpk_pool_run(const wpk_dense_job *j, wpk_dense_rows_fn fn, size_t n, size_t
     if (chunk == 0)
         chunk = 1;
     size_t nchunks = n / chunk + (n % chunk != 0);
-    if (threads <= 1 || pool.started == 0 || nchunks <= 1 || nchunks > UINT32_MAX) {
+    if (nchunks > WPK_POOL_MAX_CHUNKS) { /* fewer chunks, still multiples of chunk */
+        chunk *= nchunks / WPK_POOL_MAX_CHUNKS + 1;
+        nchunks = n / chunk + (n % chunk != 0);
+    }
+    if (threads <= 1 || pool.started == 0 || nchunks <= 1) {
         fn(j, 0, n);
         return;
     }
@@ -207,13 +222,13 @@ void wpk_pool_run(const wpk_dense_job *j, wpk_dense_rows_fn fn, size_t n, size_t
     uint32_t gen = gen_of(atomic_load_explicit(&pool.state, memory_order_relaxed)) + 1;
     /* seq_cst store then load of sleepers: a worker going to sleep either
      * sees this generation or is counted and gets the broadcast. */
-    atomic_store(&pool.state, (unsigned long long)gen << 32 | (uint32_t)nchunks);
+    atomic_store(&pool.state, (unsigned long long)gen << 32 | (uint32_t)nchunks); /* lo 0, hi nchunks */
     if (atomic_load(&pool.sleepers)) {
         pthread_mutex_lock(&pool.lock);
         pthread_cond_broadcast(&pool.wake);
         pthread_mutex_unlock(&pool.lock);
     }
-    unsigned ran = run_chunks(gen);
+    unsigned ran = run_chunks(gen, 1);
     if (atomic_fetch_add_explicit(&pool.finished, ran, memory_order_acq_rel) + ran != nchunks) {
         /* Only chunks a running thread claimed are left: wait for them. */
         unsigned long long count = 0, t0 = spin_clock(&count);

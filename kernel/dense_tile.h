@@ -7,6 +7,7 @@
  *   VZERO() VFMA(a, b, c) VLOADX(p) VREDUCE(v)
  *   VLOAD_F32(p) VLOAD_F16(p) VLOAD_BF16(p) VLOAD_I8(p)  VL weights at p, as f32
  *   TILE_RN         batch rows per register tile (acc = 4 x TILE_RN vectors)
+ *   GEMV_PF_MIN_BYTES  weight bytes from which batch 1 prefetches the next tile
  *
  * A register tile is RM (4, or 1 for the last rows) weight rows x RN batch
  * rows: every weight vector is loaded (and widened) once and used RN times,
@@ -110,11 +111,14 @@ WPK_INLINE void wpk_tile(const wpk_dense_job *j, const uint8_t *wbase, size_t o,
  * hardware prefetchers follow the 8 streams but stop at 4 KiB pages (an i8
  * row of 4096 is one page), so each step also asks for the same line of the
  * next tile's rows into L2 (_MM_HINT_T1) - only inside this chunk, so two
- * threads do not fetch each other's rows. Measured on the EPYC of
+ * threads do not fetch each other's rows. Measured on the AVX-512 EPYC of
  * bench/dense/README.md: 8 rows beat 4 (and 12-16, which spill); prefetching
- * the same row ahead into L1 was slower than none. Each row's sum is the
- * same single chain in k order as wpk_tile's, so the results do not depend
- * on RM (or on how rows are split between threads). */
+ * the same row ahead into L1 was slower than none. The prefetch can only pay
+ * for weights streamed from DRAM, so a path does it (PF) only for layers of
+ * at least GEMV_PF_MIN_BYTES; on the AVX2 EPYC (Zen 3) it was slower in
+ * every case, in cache and from DRAM, so that path never does it. Each
+ * row's sum is the same single chain in k order as wpk_tile's, so the
+ * results do not depend on RM (or on how rows are split between threads). */
 #define WPK_G_ACC(r) V g##r = VZERO()
 #define WPK_G_FMA(r, off)                                                      \
     if (RM > r)                                                                \
@@ -122,7 +126,7 @@ WPK_INLINE void wpk_tile(const wpk_dense_job *j, const uint8_t *wbase, size_t o,
 #define WPK_G_FMA_ALL(off) WPK_G_FMA(0, off) WPK_G_FMA(1, off) WPK_G_FMA(2, off) \
     WPK_G_FMA(3, off) WPK_G_FMA(4, off) WPK_G_FMA(5, off) WPK_G_FMA(6, off) WPK_G_FMA(7, off)
 #define WPK_G_PF(r)                                                            \
-    if (RM > r)                                                                \
+    if (PF && RM > r)                                                          \
         _mm_prefetch((const char *)(w##r + k * es) + next, _MM_HINT_T1);
 #define WPK_G_STORE(r)                                                         \
     if (RM > r) {                                                              \
@@ -131,7 +135,7 @@ WPK_INLINE void wpk_tile(const wpk_dense_job *j, const uint8_t *wbase, size_t o,
     }
 
 WPK_INLINE void wpk_gemv_tile(const wpk_dense_job *j, const uint8_t *wbase, size_t o,
-                              size_t o1, const int RM, const int dt)
+                              size_t o1, const int RM, const int PF, const int dt)
 {
     const size_t in = j->in, es = wpk_dtype_bytes(dt), row = in * es;
     const float *x = j->x;
@@ -210,12 +214,17 @@ WPK_INLINE void wpk_rows_dtype(const wpk_dense_job *j, size_t o0, size_t o1, con
     const uint8_t *w = j->l->weight;
     size_t o = o0;
     if (j->batch == 1) {
-        for (; o + 8 <= o1; o += 8)
-            wpk_gemv_tile(j, w, o, o1, 8, dt);
+        if ((uint64_t)j->out * j->in * wpk_dtype_bytes(dt) >= (uint64_t)GEMV_PF_MIN_BYTES) {
+            for (; o + 8 <= o1; o += 8)
+                wpk_gemv_tile(j, w, o, o1, 8, 1, dt);
+        } else {
+            for (; o + 8 <= o1; o += 8)
+                wpk_gemv_tile(j, w, o, o1, 8, 0, dt);
+        }
         for (; o + 4 <= o1; o += 4)
-            wpk_gemv_tile(j, w, o, o1, 4, dt);
+            wpk_gemv_tile(j, w, o, o1, 4, 0, dt);
         for (; o < o1; o++)
-            wpk_gemv_tile(j, w, o, o1, 1, dt);
+            wpk_gemv_tile(j, w, o, o1, 1, 0, dt);
         return;
     }
     for (; o + 4 <= o1; o += 4)

@@ -2,7 +2,8 @@
  * bench_dense.c - GB/s of weights streamed and GFLOP/s of the dense kernel,
  * as ratios against OpenBLAS (cblas_sgemv / cblas_sgemm on the same f32
  * weights, same thread count) and against the read bandwidth measured in
- * the same run. Times are medians of repeated calls.
+ * the same run. Times are medians of repeated calls, the implementations
+ * measured in interleaved rounds (see time_block).
  * Usage: bench_dense [--quick] [--shape OUTxIN]   (WPACK_THREADS sets the thread count)
  */
 #include <math.h>
@@ -38,23 +39,35 @@ static int cmpd(const void *a, const void *b)
 
 typedef void (*run_fn)(void *ctx);
 
-/* Median seconds per call over at least `min_s` seconds and 5 calls. */
-static double time_it(run_fn fn, void *ctx, double min_s)
+/* Timing: the implementations of one shape and batch are measured in
+ * interleaved rounds (OpenBLAS, then each wpack variant, again and
+ * again), each block a warm-up call then up to BLOCK_CALLS calls, and each
+ * gets the median of all its calls. On a shared machine whose load changes
+ * from second to second, every implementation thus sees the same mix of
+ * quiet and busy moments, so the ratios of one run are comparable. */
+#define ROUNDS_MAX 8
+#define BLOCK_CALLS 200
+
+typedef struct {
+    double t[ROUNDS_MAX * BLOCK_CALLS];
+    int n;
+} samples;
+
+static void time_block(run_fn fn, void *ctx, double block_s, samples *s)
 {
-    double t[400];
-    int n = 0;
-    /* Let the other library's spinning threads go to sleep first: on a
-     * machine with few cores they would steal this one's. */
-    usleep(300000);
     fn(ctx); /* warm up: page in, wake threads */
     double start = now();
-    while (n < 400 && (n < 5 || now() - start < min_s)) {
+    for (int i = 0; i < BLOCK_CALLS && (i < 3 || now() - start < block_s); i++) {
         double t0 = now();
         fn(ctx);
-        t[n++] = now() - t0;
+        s->t[s->n++] = now() - t0;
     }
-    qsort(t, (size_t)n, sizeof *t, cmpd);
-    return t[n / 2];
+}
+
+static double median(samples *s)
+{
+    qsort(s->t, (size_t)s->n, sizeof *s->t, cmpd);
+    return s->t[s->n / 2];
 }
 
 typedef struct {
@@ -119,7 +132,9 @@ int main(int argc, char **argv)
         else if (strcmp(argv[a], "--shape") == 0 && a + 1 < argc)
             only = argv[++a];
     }
-    double min_s = quick ? 0.1 : 0.4;
+    /* seconds of calls per block; rounds of blocks (see time_block) */
+    double block_s = quick ? 0.02 : 0.06;
+    int rounds = quick ? 3 : 6;
     unsigned threads = wpack_dense_threads();
     openblas_set_num_threads((int)threads);
     double bw = read_bandwidth_gbs((size_t)512 << 20, threads, quick ? 3 : 6);
@@ -168,18 +183,34 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < batch * in; i++)
                 x[i] = (float)(i % 13) * 0.1f - 0.6f;
             bench_ctx c = {out, in, batch, wf, x, NULL, y, {0}};
-            double tb = time_it(run_blas, &c, min_s);
             double flops = 2.0 * (double)n * (double)batch;
-            printf("| %zux%zu | %zu | OpenBLAS f32 | %.1f | %.1f | 1.00 | %.0f%% |\n", out, in,
-                   batch, n * 4 / tb / 1e9, flops / tb / 1e9, 100 * n * 4 / tb / 1e9 / bw);
             struct { const char *name; int dt; const void *w; size_t es; } v[] = {
                 {"wpack f32", WPACK_DTYPE_F32, wf, 4}, {"wpack bf16", WPACK_DTYPE_BF16, wb, 2},
                 {"wpack f16", WPACK_DTYPE_F16, wh, 2}, {"wpack int8", WPACK_DTYPE_I8, wq, 1}};
+            static samples sb, sw[4];
+            sb.n = 0;
+            for (int k = 0; k < 4; k++)
+                sw[k].n = 0;
+            for (int r = 0; r < rounds; r++) {
+                /* Idle threads spin for a while after a call (OpenBLAS's
+                 * much longer than wpack's ~60 us): let them go to sleep
+                 * before the other library runs, so neither steals the
+                 * other's cores. */
+                usleep(2000);
+                time_block(run_blas, &c, block_s, &sb);
+                for (int k = 0; k < 4; k++) {
+                    wpack_linear l = {in, out, v[k].dt, v[k].w,
+                                      v[k].dt == WPACK_DTYPE_I8 ? scale : NULL, 0, NULL};
+                    c.l = l;
+                    usleep(k == 0 ? 300000 : 2000);
+                    time_block(run_wpack, &c, block_s, &sw[k]);
+                }
+            }
+            double tb = median(&sb);
+            printf("| %zux%zu | %zu | OpenBLAS f32 | %.1f | %.1f | 1.00 | %.0f%% |\n", out, in,
+                   batch, n * 4 / tb / 1e9, flops / tb / 1e9, 100 * n * 4 / tb / 1e9 / bw);
             for (int k = 0; k < 4; k++) {
-                wpack_linear l = {in, out, v[k].dt, v[k].w,
-                                  v[k].dt == WPACK_DTYPE_I8 ? scale : NULL, 0, NULL};
-                c.l = l;
-                double t = time_it(run_wpack, &c, min_s);
+                double t = median(&sw[k]);
                 double gbs = n * v[k].es / t / 1e9;
                 printf("| %zux%zu | %zu | %s | %.1f | %.1f | %.2f | %.0f%% |\n", out, in, batch,
                        v[k].name, gbs, flops / t / 1e9, tb / t, 100 * gbs / bw);

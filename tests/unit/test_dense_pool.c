@@ -60,6 +60,36 @@ static void test_items_once(void)
     }
 }
 
+/* More chunks than the 16-bit claim counters hold: the pool merges them
+ * into larger chunks (multiples of the asked size), still every item once. */
+#define MANY_ITEMS 200003
+static atomic_uchar many_hits[MANY_ITEMS];
+static atomic_int many_bad_start;
+
+static void count_many(const wpk_dense_job *j, size_t i0, size_t i1)
+{
+    (void)j;
+    if (i0 % 3 != 0)
+        atomic_fetch_add(&many_bad_start, 1);
+    for (size_t i = i0; i < i1; i++)
+        atomic_fetch_add(&many_hits[i], 1);
+}
+
+static void test_many_chunks(void)
+{
+    wpk_dense_job j = {0};
+    for (int rep = 0; rep < 3; rep++) {
+        for (size_t i = 0; i < MANY_ITEMS; i++)
+            atomic_store(&many_hits[i], 0);
+        wpk_pool_run(&j, count_many, MANY_ITEMS, 3, 2);
+        size_t bad = 0;
+        for (size_t i = 0; i < MANY_ITEMS; i++)
+            bad += atomic_load(&many_hits[i]) != 1;
+        CHECK(bad == 0, "%zu of %d items not run exactly once", bad, MANY_ITEMS);
+    }
+    CHECK(atomic_load(&many_bad_start) == 0, "a chunk did not start at a multiple of 3");
+}
+
 /* --- a layer for the forward tests --------------------------------------- */
 
 enum { OUT = 512, IN = 784 };
@@ -176,6 +206,7 @@ int main(void)
     setenv("WPACK_THREADS", "2", 1);
     setenv("WPACK_DENSE_MIN_PARALLEL", "0", 1);
     RUN(test_items_once);
+    RUN(test_many_chunks);
     make_layer();
     RUN(test_two_callers);
     RUN(test_busy_cores);
