@@ -11,10 +11,16 @@ static const char *const section_names[WPK_SECTION_COUNT] = {
 
 int wpk_all_zero(const uint8_t *p, uint64_t n)
 {
-    for (uint64_t i = 0; i < n; i++)
-        if (p[i])
-            return 0;
-    return 1;
+    /* 8 bytes a step: this runs on every entry's reserved field */
+    uint64_t i = 0, acc = 0;
+    for (; n - i >= 8; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        acc |= w;
+    }
+    for (; i < n; i++)
+        acc |= p[i];
+    return acc == 0;
 }
 
 int wpk_name_cmp(const uint8_t *a, uint64_t alen, const uint8_t *b, uint64_t blen)
@@ -210,8 +216,14 @@ static void decode_entry(const wpack_archive *ar, uint64_t i, entry_fields *e)
     e->target = wpk_ld32(r + WPK_E_TARGET_OFF);
 }
 
+/* The unit of the last dtype looked up (entries mostly share a few). */
+typedef struct {
+    int dtype;                  /* -1: none yet */
+    uint64_t unit, block;
+} dtype_memo;
+
 /* nelems and logical bytes of a validated-shape entry. */
-static int entry_size(wpack_archive *ar, const entry_fields *e, uint64_t *nbytes)
+static int entry_size(wpack_archive *ar, const entry_fields *e, uint64_t *nbytes, dtype_memo *m)
 {
 #define Q (wpk_quote(q, sizeof q, (const char *)e->name, (size_t)e->name_len), q)
     char q[256];
@@ -220,8 +232,14 @@ static int entry_size(wpack_archive *ar, const entry_fields *e, uint64_t *nbytes
     for (unsigned d = 0; d < e->rank; d++)
         if (!wpk_mul(n, wpk_ld64(dims + 8 * d), &n))
             return wpk_fail(ar, WPACK_E_OVERFLOW, "tensor '%s': element count overflows", Q);
-    if (!wpk_dtype_unit(ar, e->dtype, &unit, &block))
+    if (e->dtype == m->dtype) {
+        unit = m->unit;
+        block = m->block;
+    } else if (wpk_dtype_unit(ar, e->dtype, &unit, &block)) {
+        *m = (dtype_memo){e->dtype, unit, block};
+    } else {
         return wpk_fail(ar, WPACK_E_DTYPE, "tensor '%s': unknown dtype %d", Q, e->dtype);
+    }
     if (block > 1) {
         if (e->rank == 0 || wpk_ld64(dims + 8 * (e->rank - 1)) % block)
             return wpk_fail(ar, WPACK_E_SHAPE,
@@ -235,7 +253,8 @@ static int entry_size(wpack_archive *ar, const entry_fields *e, uint64_t *nbytes
 #undef Q
 }
 
-static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uint64_t *data_seen)
+static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uint64_t *data_seen,
+                       dtype_memo *memo)
 {
     const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
     char q[256];
@@ -253,13 +272,13 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
         return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': only data entries can be compressed", Q);
     if (ar->info.format_minor <= WPACK_FORMAT_MINOR &&
         ((e->codec == WPACK_CODEC_NONE && wpk_ld32(r + WPK_E_CODEC_PARAM_OFF)) ||
-         !wpk_all_zero(r + WPK_E_RESERVED_OFF, 8)))
+         wpk_ld64(r + WPK_E_RESERVED_OFF) != 0))
         return wpk_fail(ar, WPACK_E_RESERVED, "tensor '%s': reserved fields not zero", Q);
     if (e->dims_index > ar->dims_count || e->rank > ar->dims_count - e->dims_index)
         return wpk_fail(ar, WPACK_E_BOUNDS, "tensor '%s': dims at %llu past the dims section", Q,
                         (unsigned long long)e->dims_index);
     uint64_t nbytes = 0;
-    int rc = entry_size(ar, e, &nbytes);
+    int rc = entry_size(ar, e, &nbytes, memo);
     if (rc)
         return rc;
     uint64_t data_start = ar->info.data_offset;
@@ -276,7 +295,7 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
             return wpk_fail(ar, WPACK_E_SIZE,
                             "tensor '%s': stored length %llu, shape and dtype need %llu", Q,
                             (unsigned long long)e->stored, (unsigned long long)nbytes);
-        if (e->offset % ar->info.alignment)
+        if (e->offset & (ar->info.alignment - 1)) /* a power of two (header check) */
             return wpk_fail(ar, WPACK_E_MISALIGNED,
                             "tensor '%s': offset %llu not a multiple of the alignment %u", Q,
                             (unsigned long long)e->offset, ar->info.alignment);
@@ -359,10 +378,16 @@ static int check_extents(wpack_archive *ar, uint64_t count, uint64_t data_count)
                           (unsigned long long)k, i, (unsigned long long)count);
             break;
         }
-        entry_fields e;
-        decode_entry(ar, i, &e);
+        /* the three fields this needs; Q decodes the whole record (into
+         * its own copy) only for a message */
+        const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
+        entry_fields e, full;
+        e.kind = r[WPK_E_KIND_OFF];
+        e.offset = wpk_ld64(r + WPK_E_DATA_OFFSET_OFF);
+        e.stored = wpk_ld64(r + WPK_E_STORED_LEN_OFF);
         char q[256];
-#define Q (wpk_quote(q, sizeof q, (const char *)e.name, (size_t)e.name_len), q)
+#define Q (decode_entry(ar, i, &full), \
+           wpk_quote(q, sizeof q, (const char *)full.name, (size_t)full.name_len), q)
         if (e.kind != WPACK_KIND_DATA || (seen[i / 8] >> (i % 8)) & 1) {
             rc = wpk_fail(ar, WPACK_E_LAYOUT, "extent %llu: tensor '%s' is not a data entry or "
                                               "is listed twice", (unsigned long long)k, Q);
@@ -427,7 +452,8 @@ int wpk_check_index(wpack_archive *ar)
     if (rc)
         return rc;
 
-    uint64_t data_seen = 0;
+    uint64_t data_seen = 0, aliases = 0;
+    dtype_memo memo = {-1, 0, 0};
     const uint8_t *prev = NULL;
     uint64_t prev_len = 0;
     for (uint64_t i = 0; i < count; i++) {
@@ -437,16 +463,20 @@ int wpk_check_index(wpack_archive *ar)
         rc = wpk_name_ref(ar, wpk_ld64(r + WPK_E_NAME_OFF), name_len, "tensor name", &name);
         if (rc)
             return rc;
-        if (prev && (rc = wpk_order_check(ar, prev, prev_len, name, name_len, "tensor")))
+        /* in order: the comparison inline, wpk_order_check for the message */
+        if (prev && wpk_name_cmp(prev, prev_len, name, name_len) >= 0 &&
+            (rc = wpk_order_check(ar, prev, prev_len, name, name_len, "tensor")))
             return rc;
         prev = name;
         prev_len = name_len;
         entry_fields e;
         decode_entry(ar, i, &e);
-        if ((rc = check_entry(ar, i, &e, &data_seen)))
+        if ((rc = check_entry(ar, i, &e, &data_seen, &memo)))
             return rc;
+        aliases += e.kind == WPACK_KIND_ALIAS;
     }
-    for (uint64_t i = 0; i < count; i++) {
+    /* aliases once every entry is known valid (their targets may come later) */
+    for (uint64_t i = 0; aliases && i < count; i++) {
         entry_fields e;
         decode_entry(ar, i, &e);
         if (e.kind == WPACK_KIND_ALIAS && (rc = check_alias(ar, i, &e, count)))

@@ -32,14 +32,64 @@ static void puts_(arena *a, const char *s)
     wpk_sb_put(a, s, strlen(s));
 }
 
+/* Output goes through a staging buffer of up to this size: one write call
+ * per 256 KiB instead of two a global (the buffer stays in L2 cache); a
+ * small document gets a small one. */
+#define STAGE_BYTES ((size_t)256 << 10)
+#define STAGE_MIN ((size_t)16 << 10)
+
 typedef struct {
     wpk_emitter *e;
     int rc;
     char *err;
     size_t errlen;
+    char *buf;                  /* staging buffer */
+    size_t used, cap;
 } out_ctx;
 
-static int out(out_ctx *o, const void *p, size_t n);
+static int write_failed(out_ctx *o)
+{
+    wpk_fmt(o->err, o->errlen, "writing the output failed");
+    return o->rc = WPACK_E_IO;
+}
+
+static int flush(out_ctx *o)
+{
+    if (!o->rc && o->used && o->e->write(o->e->user, o->buf, o->used))
+        write_failed(o);
+    o->used = 0;
+    return o->rc;
+}
+
+static int out(out_ctx *o, const void *p, size_t n)
+{
+    if (o->rc || !n)
+        return o->rc;
+    if (n <= o->cap - o->used) {
+        memcpy(o->buf + o->used, p, n);
+        o->used += n;
+        return 0;
+    }
+    if (flush(o))
+        return o->rc;
+    if (n < o->cap) {
+        memcpy(o->buf, p, n);
+        o->used = n;
+        return 0;
+    }
+    if (o->e->write(o->e->user, p, n))
+        write_failed(o);
+    return o->rc;
+}
+
+/* Room for n bytes at o->buf + o->used (the caller adds what it wrote to
+ * o->used), or NULL: failed already, or n larger than the buffer. */
+static char *room(out_ctx *o, size_t n)
+{
+    if (o->rc || n > o->cap || (n > o->cap - o->used && flush(o)))
+        return NULL;
+    return o->buf + o->used;
+}
 
 /* Copy input bytes through: large runs by copy_file_range when the sink
  * can, else by write. */
@@ -48,6 +98,8 @@ static int out_input(out_ctx *o, size_t off, size_t n)
     if (o->rc || !n)
         return o->rc;
     if (n >= (1u << 20) && o->e->copy_input) {
+        if (flush(o))
+            return o->rc;
         int r = o->e->copy_input(o->e->user, off, n);
         if (r == 0)
             return 0;
@@ -57,17 +109,6 @@ static int out_input(out_ctx *o, size_t off, size_t n)
         }
     }
     return out(o, o->e->doc->buf + off, n);
-}
-
-static int out(out_ctx *o, const void *p, size_t n)
-{
-    if (o->rc || !n)
-        return o->rc;
-    if (o->e->write(o->e->user, p, n)) {
-        wpk_fmt(o->err, o->errlen, "writing the output failed");
-        o->rc = WPACK_E_IO;
-    }
-    return o->rc;
 }
 
 /* ------------------------------------------------------------ keys */
@@ -484,13 +525,104 @@ static void write_patches_before(out_ctx *o, size_t *pos, const wpk_patch **pp, 
     }
 }
 
+/* The text every plain edit starts with: " {wpack.uri = \"wpack:<id>/"
+ * (uri) or "#flow.parameter.named<\"<scope>\"::\"" (iree), copied as one
+ * fixed-size block; len 0: no plain edits (inline, or a long scope). */
+typedef struct {
+    char text[96];
+    size_t len;
+} edit_head;
+
+static void make_edit_head(const wpk_emitter *e, edit_head *h)
+{
+    memset(h, 0, sizeof *h);
+    size_t n = strlen(e->uri_head), sl = e->scope ? strlen(e->scope) : sizeof h->text;
+    if (e->emit == WPACK_EMIT_URI && 14 + n <= sizeof h->text) {
+        memcpy(h->text, " {wpack.uri = ", 14);
+        memcpy(h->text + 14, e->uri_head, n);
+        h->len = 14 + n;
+    } else if (e->emit == WPACK_EMIT_IREE && 27 + sl <= sizeof h->text) {
+        memcpy(h->text, "#flow.parameter.named<\"", 23);
+        memcpy(h->text + 23, e->scope, sl);
+        memcpy(h->text + 23 + sl, "\"::\"", 4);
+        h->len = 27 + sl;
+    }
+}
+
+/*
+ * The usual edit of a global, written straight into the output buffer
+ * with the input before it (a short run: a line) in one reserve, without
+ * edits_for's text: uri, a global with no attribute dictionary gets
+ * " {wpack.uri = "..."}" after its type; iree, the value becomes the
+ * parameter (and its type, but for util.global's pretty form). The same
+ * bytes as edits_for. Only without patches, extern replacement or
+ * attribute text (the caller checks the document's part). 1 written, 0
+ * not this case (nothing written; edits_for then).
+ */
+static int plain_edit(out_ctx *o, size_t *pos, const wpk_plan_item *it, const edit_head *h)
+{
+    const wpk_mlir_doc *doc = o->e->doc;
+    const wpk_global *g = &doc->globals[it->global];
+    int uri = o->e->emit == WPACK_EMIT_URI;
+    size_t off, len = 0, tail = 0;
+    if (it->attr_text)
+        return 0;
+    if (uri && !g->uri_value.len && !g->attrs.len) {
+        off = g->attrs_insert;
+    } else if (!uri && g->value.len) {
+        off = g->value.off;
+        len = g->value.len;
+        if (g->form != WPK_FORM_UTIL_PRETTY) /* typed: " : T" after the value */
+            tail = 3 + g->type.len;
+    } else {
+        return 0;
+    }
+    if (off < *pos || off - *pos > (64u << 10)) /* a long run: out_input may copy it */
+        return 0;
+    size_t gap = off - *pos, n = strlen(it->entry_name);
+    if (n > (16u << 10) || tail > (16u << 10))
+        return 0;
+    char *d0 = room(o, gap + sizeof h->text + 3 * n + 2 + tail);
+    if (!d0)
+        return 0; /* failed already: the general path stops too */
+    char *d = d0;
+    memcpy(d, doc->buf + *pos, gap);
+    d += gap;
+    memcpy(d, h->text, sizeof h->text); /* fixed size: a few vector moves */
+    d += h->len;
+    if (uri) {
+        d = wpk_uri_put(d, it->entry_name, n);
+        d[0] = '"';
+        d[1] = '}';
+        d += 2;
+    } else {
+        memcpy(d, it->entry_name, n);
+        d[n] = '"';
+        d[n + 1] = '>';
+        d += n + 2;
+        if (tail) {
+            memcpy(d, " : ", 3);
+            memcpy(d + 3, doc->buf + g->type.off, g->type.len);
+            d += tail;
+        }
+    }
+    o->used += (size_t)(d - d0);
+    *pos = off + len;
+    return 1;
+}
+
 int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
 {
     const wpk_mlir_doc *doc = e->doc;
     key_set keys = {0};
     wpk_plan_item **order = NULL;
     const wpk_patch **pp = NULL;
-    out_ctx o = {e, 0, err, errlen};
+    size_t cap = doc->len < STAGE_MIN ? STAGE_MIN : doc->len < STAGE_BYTES ? doc->len : STAGE_BYTES;
+    out_ctx o = {e, 0, err, errlen, wpk_big_calloc(cap), 0, cap};
+    if (!o.buf) {
+        wpk_fmt(err, errlen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
     /* the edits are written in one pass in file order: the items in the
      * order of their globals (disjoint ops), the patches sorted */
     for (size_t i = 1; i < e->nitems; i++) {
@@ -503,6 +635,7 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
         int rc = assign_keys(e, &keys, &order);
         if (rc) {
             set_free(&keys);
+            wpk_big_free(o.buf, o.cap);
             wpk_fmt(err, errlen, "out of memory");
             return rc;
         }
@@ -511,6 +644,7 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
         pp = malloc(e->npatches * sizeof *pp);
         if (!pp) {
             free(order);
+            wpk_big_free(o.buf, o.cap);
             set_free(&keys);
             wpk_fmt(err, errlen, "out of memory");
             return WPACK_E_NOMEM;
@@ -523,7 +657,12 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
     /* one item's edit text at a time: the arena stays small and warm */
     arena a = {0};
     size_t pos = 0, next_patch = 0;
+    edit_head eh;
+    make_edit_head(e, &eh);
+    int plain = eh.len && !e->npatches && !e->replace_with_extern;
     for (size_t i = 0; i < e->nitems && !o.rc; i++) {
+        if (plain && plain_edit(&o, &pos, &e->items[i], &eh))
+            continue;
         edit ed[2];
         a.n = 0;
         size_t n = edits_for(&a, e, &e->items[i], ed);
@@ -563,6 +702,8 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
         }
         out(&o, tail, sizeof tail - 1);
     }
+    flush(&o);
+    wpk_big_free(o.buf, o.cap);
     free(pp);
     free(a.p);
     free(order);

@@ -113,7 +113,9 @@ int wpk_fd_sink_write(void *user, const void *data, size_t n)
     wpk_fd_sink *s = user;
     if (s->failed)
         return 1;
-    if (n >= sizeof s->buf) {
+    /* large pieces (the emitter's 256 KiB stages) go straight to the file:
+     * copying them into the buffer first would only add a pass */
+    if (n >= sizeof s->buf || (s->used == 0 && n >= (64u << 10))) {
         if (wpk_fd_sink_flush(s))
             return 1;
         if (write_all(s->fd, data, n))

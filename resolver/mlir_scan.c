@@ -32,6 +32,12 @@ typedef struct {
     size_t sp, cap;
     size_t top_stmt;     /* statement start at the top level */
     size_t prev_end;     /* end of the previous token */
+    /* line numbers, counted as globals are found (they come in file
+     * order): the last global's start, its line and line start, and the
+     * end of its op if that is one line (nothing to count up to there) */
+    size_t lc_pos, lc_line_start, lc_skip;
+    unsigned lc_line;
+    size_t nfast;        /* globals the fast path classified */
     char *err;
     size_t errlen;
     int failed;          /* WPACK_E_INPUT or WPACK_E_NOMEM once failed */
@@ -79,6 +85,18 @@ static int grow(void **v, size_t *cap, size_t n, size_t sz)
     *v = p;
     *cap = c;
     return 1;
+}
+
+/* memchr for '\n', inline for the few bytes between one-line globals
+ * (a libc call costs more than looking at 3 bytes) */
+static const char *find_nl(const char *p, size_t n)
+{
+    if (n > 16)
+        return memchr(p, '\n', n);
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == '\n')
+            return p + i;
+    return NULL;
 }
 
 void wpk_mlir_line_col(const char *buf, size_t len, size_t off, unsigned *line, unsigned *col)
@@ -173,13 +191,18 @@ char *wpk_mlir_decode_string(const char *s, size_t len, size_t *n)
     return out;
 }
 
-/* The globals' names: carved out of 64 KiB blocks, one allocation for
- * thousands of names instead of one each. */
+/* The globals' names: carved out of blocks, one allocation for thousands
+ * of names instead of one each: a 64 KiB block, then 2 MiB blocks of
+ * huge pages from wpk_big_calloc. */
 struct wpk_name_block {
     struct wpk_name_block *next;
     size_t used, cap;
+    size_t bytes;               /* of the allocation, for wpk_big_free */
     char data[];
 };
+
+#define NAME_BLOCK ((size_t)64 << 10)
+#define NAME_BIG_BLOCK ((size_t)2 << 20)
 
 /* Room for a name of up to len bytes and its NUL in the doc's blocks;
  * *blk gets the block (add what was used to its `used`). */
@@ -187,15 +210,23 @@ static char *name_room(wpk_mlir_doc *doc, size_t len, struct wpk_name_block **bl
 {
     struct wpk_name_block *b = doc->names;
     if (!b || b->cap - b->used < len + 1) {
-        size_t cap = len + 1 > 65536 - sizeof *b ? len + 1 : 65536 - sizeof *b;
-        b = malloc(sizeof *b + cap);
+        size_t std = doc->name_blocks >= 1 ? NAME_BIG_BLOCK : NAME_BLOCK;
+        size_t bytes = std;
+        if (len + 1 > std - sizeof *b) {
+            if (len + 1 > ((size_t)-1) - sizeof *b)
+                return NULL;
+            bytes = sizeof *b + len + 1;
+        }
+        b = bytes >= NAME_BIG_BLOCK ? wpk_big_calloc(bytes) : malloc(bytes);
         if (!b)
             return NULL;
         b->used = 0;
-        b->cap = cap;
+        b->cap = bytes - sizeof *b;
+        b->bytes = bytes;
+        doc->name_blocks++;
         /* a block for one long name goes behind the current one, so the
          * current block keeps being filled */
-        if (doc->names && cap > 65536 - sizeof *b) {
+        if (doc->names && bytes > std) {
             b->next = doc->names->next;
             doc->names->next = b;
         } else {
@@ -205,6 +236,14 @@ static char *name_room(wpk_mlir_doc *doc, size_t len, struct wpk_name_block **bl
     }
     *blk = b;
     return b->data + b->used;
+}
+
+static void free_name(struct wpk_name_block *b)
+{
+    if (b->bytes >= NAME_BIG_BLOCK)
+        wpk_big_free(b, b->bytes);
+    else
+        free(b);
 }
 
 static char *doc_decode_name(wpk_mlir_doc *doc, const char *s, size_t len, size_t *n)
@@ -222,9 +261,11 @@ static char *doc_decode_name(wpk_mlir_doc *doc, const char *s, size_t len, size_
 /* A name with nothing to decode (a bare @symbol). */
 static char *doc_copy_name(wpk_mlir_doc *doc, const char *s, size_t len)
 {
-    struct wpk_name_block *b;
-    char *out = name_room(doc, len, &b);
-    if (!out)
+    struct wpk_name_block *b = doc->names;
+    char *out;
+    if (b && b->cap - b->used > len) /* room in the current block */
+        out = b->data + b->used;
+    else if (!(out = name_room(doc, len, &b)))
         return NULL;
     memcpy(out, s, len);
     out[len] = 0;
@@ -468,7 +509,7 @@ int wpk_mlir_parse_dict(const char *buf, size_t len, size_t open, wpk_dict_entry
 /* ---------------------------------------------------------- globals */
 
 /*
- * The globals array (216 bytes a global: 21 MB for 100,000). Past 4 MB it
+ * The globals array (200 bytes a global: 20 MB for 100,000). Past 64 KB it
  * moves from the heap to an anonymous mapping advised to use transparent
  * huge pages (grown by mremap): one page fault per 2 MB instead of 512,
  * which was 15-20% of the run time on bench/resolver's 100,000-globals
@@ -478,8 +519,41 @@ int wpk_mlir_parse_dict(const char *buf, size_t len, size_t open, wpk_dict_entry
 #if defined(__linux__) && defined(MREMAP_MAYMOVE) && defined(MADV_HUGEPAGE)
 #define WPK_MAP_GLOBALS 1
 #endif
-#define MAP_FROM_BYTES ((size_t)4 << 20)
+#define MAP_FROM_BYTES ((size_t)64 << 10)
 #define HUGE_BYTES ((size_t)2 << 20)
+/* wpk_big_calloc maps from this size on: a 4 KiB page fault costs ~3 us on
+ * the benchmark's VM, zeroing a 2 MiB huge page ~0.1 ms */
+#define BIG_FROM_BYTES ((size_t)256 << 10)
+
+void *wpk_big_calloc(size_t bytes)
+{
+#ifdef WPK_MAP_GLOBALS
+    if (bytes >= BIG_FROM_BYTES) {
+        if (bytes > ((size_t)-1) - HUGE_BYTES)
+            return NULL;
+        size_t len = (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        madvise(p, len, MADV_HUGEPAGE); /* advice: failure changes nothing */
+        return p;
+    }
+#endif
+    return calloc(1, bytes ? bytes : 1);
+}
+
+void wpk_big_free(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+#ifdef WPK_MAP_GLOBALS
+    if (bytes >= BIG_FROM_BYTES) {
+        munmap(p, (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1));
+        return;
+    }
+#endif
+    free(p);
+}
 
 static int grow_globals(wpk_mlir_doc *d)
 {
@@ -502,6 +576,7 @@ static int grow_globals(wpk_mlir_doc *d)
             madvise(p, bytes, MADV_HUGEPAGE); /* advice: failure changes nothing */
             memcpy(p, d->globals, d->nglobals * sz);
             free(d->globals);
+            d->globals_fresh = d->nglobals; /* the rest is zero (mremap adds zeros too) */
         }
         d->globals = p;
         d->globals_map_bytes = bytes;
@@ -531,9 +606,29 @@ static wpk_global *new_global(scanner *sc, int form, size_t start)
         return NULL;
     }
     wpk_global *g = &d->globals[d->nglobals];
-    memset(g, 0, sizeof *g);
+    if (d->globals_map_bytes && d->nglobals >= d->globals_fresh)
+        d->globals_fresh = d->nglobals + 1; /* still the kernel's zeros */
+    else
+        memset(g, 0, sizeof *g);
     g->form = form;
     g->op.off = start;
+    /* its line and column: from the last global's start, skipping a
+     * one-line op (the fast path's), the newlines up to start */
+    if (sc->lc_skip > sc->lc_pos && sc->lc_skip <= start)
+        sc->lc_pos = sc->lc_skip;
+    sc->lc_skip = 0;
+    while (sc->lc_pos < start) {
+        const char *nl = find_nl(d->buf + sc->lc_pos, start - sc->lc_pos);
+        if (!nl) {
+            sc->lc_pos = start;
+            break;
+        }
+        sc->lc_line++;
+        sc->lc_pos = (size_t)(nl - d->buf) + 1;
+        sc->lc_line_start = sc->lc_pos;
+    }
+    g->line = sc->lc_line;
+    g->col = (unsigned)(start - sc->lc_line_start + 1);
     return g;
 }
 
@@ -725,10 +820,36 @@ static int cls(const char *b, size_t p, unsigned c)
     return wpk_char_class[(unsigned char)b[p]] & c;
 }
 
-/* Does the word w followed by one space start at b[p]? */
+/* a[0..n) == b[0..n) for the short runs of this path, 8 bytes a step
+ * (a libc memcmp call costs more than the compare itself here) */
+static int same_bytes(const char *a, const char *b, size_t n)
+{
+    uint64_t x, y;
+    if (n < 8)
+        return memcmp(a, b, n) == 0;
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return 0;
+    }
+    memcpy(&x, a + n - 8, 8); /* the last 8 (overlapping the previous step) */
+    memcpy(&y, b + n - 8, 8);
+    return x == y;
+}
+
+/* Does w (a word and its one space, wl bytes) start at b[p]? */
 static int word_sp(const char *b, size_t n, size_t p, const char *w, size_t wl)
 {
-    return n - p > wl && memcmp(b + p, w, wl) == 0 && b[p + wl] == ' ';
+    return n - p >= wl && same_bytes(b + p, w, wl);
+}
+
+/* The first byte at or after p not of class c (or n). */
+static size_t skip_cls(const char *b, size_t n, size_t p, unsigned c)
+{
+    while (p < n && cls(b, p, c))
+        p++;
+    return p;
 }
 
 /* End of a simple type at b[p] (bare-id, optionally <id chars>), or 0. */
@@ -736,13 +857,10 @@ static size_t simple_type_end(const char *b, size_t n, size_t p)
 {
     if (p >= n || !cls(b, p, WPK_C_ID_START))
         return 0;
-    p++;
-    while (p < n && cls(b, p, WPK_C_ID))
-        p++;
+    p = skip_cls(b, n, p + 1, WPK_C_ID);
     if (p < n && b[p] == '<') {
         size_t q = ++p;
-        while (p < n && cls(b, p, WPK_C_ID))
-            p++;
+        p = skip_cls(b, n, p, WPK_C_ID);
         if (p == q || p >= n || b[p] != '>')
             return 0;
         p++;
@@ -761,20 +879,19 @@ static int fast_one(scanner *sc, size_t at, size_t name_len, int is_util, size_t
     if (p >= n || b[p] != ' ')
         return 0;
     p++;
-    if (word_sp(b, n, p, "private", 7))
+    if (word_sp(b, n, p, "private ", 8))
         p += 8;
-    else if (word_sp(b, n, p, "public", 6) || word_sp(b, n, p, "nested", 6))
+    else if (word_sp(b, n, p, "public ", 7) || word_sp(b, n, p, "nested ", 7))
         p += 7;
     int is_mutable = 0;
-    if (word_sp(b, n, p, "mutable", 7)) {
+    if (word_sp(b, n, p, "mutable ", 8)) {
         p += 8;
         is_mutable = 1;
     }
     if (p >= n || b[p] != '@')
         return 0;
-    size_t sym = p++;
-    while (p < n && cls(b, p, WPK_C_SUFFIX))
-        p++;
+    size_t sym = p;
+    p = skip_cls(b, n, p + 1, WPK_C_SUFFIX);
     size_t sym_end = p;
     if (sym_end == sym + 1)
         return 0;
@@ -788,7 +905,7 @@ static int fast_one(scanner *sc, size_t at, size_t name_len, int is_util, size_t
     } else {
         static const char head[] = "(#ml_program.extern : ";
         size_t hl = sizeof head - 1;
-        if (n - p < hl || memcmp(b + p, head, hl) != 0)
+        if (n - p < hl || !same_bytes(b + p, head, hl))
             return 0;
         size_t et_end = simple_type_end(b, n, p + hl);
         if (!et_end || n - et_end < 4 || memcmp(b + et_end, ") : ", 4) != 0)
@@ -797,7 +914,7 @@ static int fast_one(scanner *sc, size_t at, size_t name_len, int is_util, size_t
         value = (wpk_span){p + 1, et_end - (p + 1)};
         p = et_end + 4;
         /* mostly the same type again: compare instead of scanning */
-        if (n - p >= ext.len && memcmp(b + p, b + ext.off, ext.len) == 0 &&
+        if (n - p >= ext.len && same_bytes(b + p, b + ext.off, ext.len) &&
             (n - p == ext.len || !(cls(b, p + ext.len, WPK_C_ID) || b[p + ext.len] == '<')))
             ty_end = p + ext.len;
         else
@@ -838,6 +955,8 @@ static int fast_one(scanner *sc, size_t at, size_t name_len, int is_util, size_t
         g->attrs_insert = ty_end;
     }
     finish_global(sc, g, ty_end);
+    sc->lc_skip = ty_end; /* one line: no newline to count in it */
+    sc->nfast++;
     sc->lx.pos = ty_end;
     sc->lx.has_peek = 0;
     *next = q;
@@ -847,7 +966,7 @@ static int fast_one(scanner *sc, size_t at, size_t name_len, int is_util, size_t
 /* Does b[q..] start with the op name w followed by a space? */
 static int op_name_at(const char *b, size_t n, size_t q, const char *w, size_t wl)
 {
-    return n - q > wl && memcmp(b + q, w, wl) == 0 && b[q + wl] == ' ';
+    return n - q > wl && b[q + wl] == ' ' && same_bytes(b + q, w, wl);
 }
 
 /* 1: the op whose name token is `name` was taken by the fast path, and
@@ -863,7 +982,7 @@ static int fast_global(scanner *sc, wpk_tok name, int is_util)
     while (!sc->failed && next < n) {
         /* a new line (so the main loop would start a statement there) */
         size_t end = sc->lx.pos;
-        if (!memchr(b + end, '\n', next - end))
+        if (!find_nl(b + end, next - end))
             break;
         int util = op_name_at(b, n, next, "util.global", 11);
         if (!util && !op_name_at(b, n, next, "ml_program.global", 17))
@@ -1414,32 +1533,16 @@ int wpk_mlir_scan_buffer(const char *buf, size_t len, unsigned flags, wpk_mlir_d
     doc->buf = buf ? buf : "";
     doc->len = buf ? len : 0;
     scanner sc = {.doc = doc, .flags = flags, .err = errbuf, .errlen = errlen,
-                  .top_stmt = (size_t)-1};
+                  .top_stmt = (size_t)-1, .lc_line = 1};
     wpk_lex_init(&sc.lx, doc->buf, doc->len, 0);
     int rc = scan_all(&sc);
     if (!rc && doc->naliases) {
         qsort_r(doc->aliases, doc->naliases, sizeof *doc->aliases, alias_qcmp, (void *)doc->buf);
     }
-    /* line numbers incrementally: globals come in file order */
-    unsigned line = 1;
-    size_t pos = 0, line_start = 0;
-    for (size_t i = 0; !rc && i < doc->nglobals; i++) {
-        wpk_global *g = &doc->globals[i];
-        while (pos < g->op.off) {
-            const char *nl = memchr(doc->buf + pos, '\n', g->op.off - pos);
-            if (!nl) {
-                pos = g->op.off;
-                break;
-            }
-            line++;
-            pos = (size_t)(nl - doc->buf) + 1;
-            line_start = pos;
-        }
-        g->line = line;
-        g->col = (unsigned)(g->op.off - line_start + 1);
-        if (!g->classified)
-            rc = classify(&sc, g);
-    }
+    /* what the fast path did not classify (aliases are all known now) */
+    for (size_t i = 0; !rc && sc.nfast < doc->nglobals && i < doc->nglobals; i++)
+        if (!doc->globals[i].classified)
+            rc = classify(&sc, &doc->globals[i]);
     free(sc.stack);
     if (rc) {
         wpk_mlir_doc_free(doc);
@@ -1455,7 +1558,7 @@ void wpk_mlir_doc_free(wpk_mlir_doc *doc)
         return;
     while (doc->names) {
         struct wpk_name_block *next = doc->names->next;
-        free(doc->names);
+        free_name(doc->names);
         doc->names = next;
     }
     free_globals(doc);

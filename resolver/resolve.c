@@ -10,6 +10,7 @@
 #include "bytes.h"
 #include "internal.h"
 #include "mlir_lex.h"
+#include "reader.h"
 #include "resolve_int.h"
 
 void wpack_resolve_options_init(wpack_resolve_options *opt)
@@ -177,46 +178,72 @@ static uint64_t name_hash(const char *s, size_t n)
     return h ^ (h >> 33);
 }
 
-/* Does any symbol name occur twice? One pass with a hash set, so that the
- * sort below (which orders the messages) runs only when there is one.
- * -1 (out of memory, or 2^32 globals): the sort then decides. */
-static int any_duplicate(const wpk_mlir_doc *doc)
+/* Slots of a hash table for n names: load <= 1/2 (short probes); for
+ * 100,000 names 2 MiB, one huge page from wpk_big_calloc. 0: too many. */
+static size_t table_cap(size_t n)
 {
-    if (doc->nglobals >= UINT32_MAX)
-        return -1;
     size_t cap = 16;
-    while (cap < doc->nglobals + doc->nglobals / 4) /* load <= 4/5: 1 MB for 100,000 */
+    while (cap < 2 * n) {
+        if (cap > ((size_t)-1) / 16)
+            return 0;
         cap *= 2;
-    /* a slot: the global's index + 1 (0: empty) in the low 32 bits, the
-     * high 32 bits of its name's hash above, compared before the names */
-    uint64_t *slot = calloc(cap, sizeof *slot);
-    if (!slot)
-        return -1;
-    int dup = 0;
-    for (size_t i = 0; i < doc->nglobals && !dup; i++) {
-        const wpk_global *g = &doc->globals[i];
-        uint64_t h = name_hash(g->name, g->name_len), tag = h & 0xFFFFFFFF00000000ull;
-        for (size_t j = h & (cap - 1);; j = (j + 1) & (cap - 1)) {
-            if (!slot[j]) {
-                slot[j] = tag | (i + 1);
-                break;
-            }
-            if ((slot[j] & 0xFFFFFFFF00000000ull) != tag)
-                continue;
-            const wpk_global *o = &doc->globals[(slot[j] & 0xFFFFFFFFu) - 1];
-            if (o->name_len == g->name_len && memcmp(o->name, g->name, g->name_len) == 0) {
-                dup = 1;
-                break;
-            }
-        }
     }
-    free(slot);
-    return dup;
+    return cap;
 }
 
-static void report_duplicates(wpk_diag *d, const wpk_mlir_doc *doc)
+/* Globals' names in a growing hash set, for the duplicate check: a slot
+ * is the global's index + 1 (0: empty) in the low 32 bits, the high 32
+ * bits of its name's hash above (compared before the names). */
+typedef struct {
+    uint64_t *slot;
+    size_t cap, n;
+} name_set;
+
+static void name_set_put(uint64_t *slot, size_t cap, uint64_t h, size_t i)
 {
-    if (doc->nglobals < 2 || any_duplicate(doc) == 0)
+    size_t j = h & (cap - 1);
+    while (slot[j])
+        j = (j + 1) & (cap - 1);
+    slot[j] = (h & 0xFFFFFFFF00000000ull) | (i + 1);
+}
+
+/* Add global i (i < 2^32 - 1): 1 its name was there already, 0 added,
+ * -1 out of memory. */
+static int name_set_add(name_set *s, const wpk_mlir_doc *doc, size_t i)
+{
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t c = s->cap ? s->cap * 2 : 64;
+        uint64_t *ns = c <= ((size_t)-1) / 16 ? wpk_big_calloc(c * sizeof *ns) : NULL;
+        if (!ns)
+            return -1;
+        for (size_t j = 0; j < s->cap; j++) {
+            if (!s->slot[j])
+                continue;
+            const wpk_global *o = &doc->globals[(s->slot[j] & 0xFFFFFFFFu) - 1];
+            name_set_put(ns, c, name_hash(o->name, o->name_len), (s->slot[j] & 0xFFFFFFFFu) - 1);
+        }
+        wpk_big_free(s->slot, s->cap * sizeof *s->slot);
+        s->slot = ns;
+        s->cap = c;
+    }
+    const wpk_global *g = &doc->globals[i];
+    uint64_t h = name_hash(g->name, g->name_len), tag = h & 0xFFFFFFFF00000000ull;
+    for (size_t j = h & (s->cap - 1); s->slot[j]; j = (j + 1) & (s->cap - 1)) {
+        if ((s->slot[j] & 0xFFFFFFFF00000000ull) != tag)
+            continue;
+        const wpk_global *o = &doc->globals[(s->slot[j] & 0xFFFFFFFFu) - 1];
+        if (o->name_len == g->name_len && memcmp(o->name, g->name, g->name_len) == 0)
+            return 1;
+    }
+    name_set_put(s->slot, s->cap, h, i);
+    s->n++;
+    return 0;
+}
+
+/* The duplicate symbols in name order; dup from find_duplicates (0: none). */
+static void report_duplicates(wpk_diag *d, const wpk_mlir_doc *doc, int dup)
+{
+    if (doc->nglobals < 2 || dup == 0)
         return;
     size_t *idx = malloc(doc->nglobals * sizeof *idx);
     if (!idx) {
@@ -272,66 +299,167 @@ static void report_unresolved(wpk_diag *d, const wpack_archive *ar, lazy_where *
 }
 
 /*
- * The archive's entry names in a hash table, for documents that look up
- * many of them: one pass over the entries and one probe a global instead
- * of a binary search of ~log2(count) name comparisons a global. A slot is
- * the entry index + 1 (0: empty) in the low 32 bits and the high 32 bits of
- * its name's hash above. Lookups agree with wpack_find's first step (the
- * entry names, by the name up to its first NUL); whatever the table does
- * not have goes to wpack_find (the name map).
+ * Exact entry-name lookups, for documents that look up many entries: first
+ * the entry after the last one found or the one after that (documents list
+ * their weights largely in the archive's name order, or in runs of it: 90%
+ * of bench/resolver's globals, from cache), then a hash table of all entry
+ * names (one pass over the entries, then one probe a lookup instead of a
+ * binary search of ~log2(count) name comparisons; built at the 32nd miss,
+ * binary searches until then). A slot is the entry index + 1 (0: empty) in the low 32 bits
+ * and the high 32 bits of its name's hash above. Names are compared whole
+ * (n bytes); wpack_find (the name map, names up to a NUL) is the caller's
+ * next step for a name not found.
  */
 typedef struct {
-    uint64_t *slot;
-    size_t mask;
+    const wpack_archive *ar;
+    uint64_t count;             /* < 2^31 (WPK_LIMIT_ENTRIES) */
+    uint64_t next;              /* the entry after the last one found */
+    uint64_t *slot;             /* the table once built (wpk_big_calloc) */
+    size_t cap, misses;
+    int no_table;               /* building it failed: binary searches */
 } entry_index;
 
-static int entry_index_build(entry_index *x, const wpack_archive *ar, uint64_t count)
+/* Name of entry i of an open (validated) archive: the index's own bytes,
+ * read directly (reader.h): wpack_tensor_at would fill a whole
+ * wpack_tensor for a name. */
+static const char *entry_name_at(const wpack_archive *ar, uint64_t i, size_t *n)
 {
-    x->slot = NULL;
-    if (count >= UINT32_MAX)
-        return 0;
-    size_t cap = 16;
-    while (cap < count + count / 4) /* load <= 4/5: small and cache-friendly */
-        cap *= 2;
-    x->slot = calloc(cap, sizeof *x->slot);
-    if (!x->slot)
-        return 0;
-    x->mask = cap - 1;
-    for (uint64_t i = 0; i < count; i++) {
-        wpack_tensor t;
-        if (wpack_tensor_at(ar, i, &t) != WPACK_OK)
-            continue;
-        uint64_t h = name_hash(t.name, t.name_len);
-        size_t j = h & x->mask;
-        while (x->slot[j])
-            j = (j + 1) & x->mask;
-        x->slot[j] = (h & 0xFFFFFFFF00000000ull) | (i + 1);
-    }
-    return 1;
+    const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
+    *n = wpk_ld32(r + WPK_E_NAME_LEN_OFF);
+    return wpk_str(ar, wpk_ld64(r + WPK_E_NAME_OFF));
 }
 
-/* wpack_find through the index: WPACK_OK and *t, or what wpack_find says. */
-static int entry_index_find(const entry_index *x, const wpack_archive *ar, const char *name,
-                            wpack_tensor *t)
+static void entry_index_build(entry_index *x)
 {
-    if (!x->slot)
-        return wpack_find(ar, name, t);
-    size_t n = strlen(name);
-    uint64_t h = name_hash(name, n), tag = h & 0xFFFFFFFF00000000ull;
-    for (size_t j = h & x->mask; x->slot[j]; j = (j + 1) & x->mask) {
-        if ((x->slot[j] & 0xFFFFFFFF00000000ull) != tag)
-            continue;
-        if (wpack_tensor_at(ar, (x->slot[j] & 0xFFFFFFFFu) - 1, t) == WPACK_OK &&
-            t->name_len == n && memcmp(t->name, name, n) == 0)
-            return WPACK_OK;
+    size_t cap = table_cap((size_t)x->count);
+    x->slot = cap ? wpk_big_calloc(cap * sizeof *x->slot) : NULL;
+    if (!x->slot) {
+        x->no_table = 1;
+        return;
     }
-    return wpack_find(ar, name, t); /* the name map, or not there */
+    x->cap = cap;
+    /* 16 entries a step: their slots are fetched while the next are hashed
+     * (the table is larger than L2: each insert would wait on memory) */
+    enum { STEP = 16 };
+    uint64_t h[STEP];
+    for (uint64_t i = 0; i < x->count; i += STEP) {
+        size_t m = x->count - i < STEP ? (size_t)(x->count - i) : STEP;
+        for (size_t k = 0; k < m; k++) {
+            size_t n;
+            const char *name = entry_name_at(x->ar, i + k, &n);
+            h[k] = name_hash(name, n);
+            __builtin_prefetch(&x->slot[h[k] & (cap - 1)], 1);
+        }
+        for (size_t k = 0; k < m; k++)
+            name_set_put(x->slot, cap, h[k], (size_t)(i + k));
+    }
 }
 
-/* Find g's entry; 1 found, 0 not. */
-static int find_entry(const wpack_archive *ar, const entry_index *ix, const wpk_mlir_doc *doc,
-                      const wpk_global *g, const map_pair *map, size_t nmap, wpack_tensor *t,
-                      char **lookup_name, wpk_diag *d, lazy_where *where)
+/* a[0..n) == b[0..n), 8 bytes a step (names are short: a libc memcmp call
+ * costs more than the compare) */
+static int same_bytes(const char *a, const char *b, size_t n)
+{
+    uint64_t x, y;
+    if (n < 8)
+        return memcmp(a, b, n) == 0;
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return 0;
+    }
+    memcpy(&x, a + n - 8, 8); /* the last 8 (overlapping the previous step) */
+    memcpy(&y, b + n - 8, 8);
+    return x == y;
+}
+
+static int entry_is(const entry_index *x, uint64_t i, const char *name, size_t n)
+{
+    size_t en;
+    const char *e = entry_name_at(x->ar, i, &en);
+    return en == n && same_bytes(e, name, n);
+}
+
+/* The entry named name (n bytes), or UINT64_MAX. */
+static uint64_t entry_index_find(entry_index *x, const char *name, size_t n)
+{
+    /* the entry after the last one found, or the one after that (one
+     * name in between, as p10009 p1001 p10010 sort) */
+    for (uint64_t i = x->next; i < x->count && i < x->next + 2; i++) {
+        if (entry_is(x, i, name, n)) {
+            x->next = i + 1;
+            return i;
+        }
+    }
+    if (!x->slot && !x->no_table && ++x->misses >= 32)
+        entry_index_build(x);
+    uint64_t i = UINT64_MAX;
+    if (x->slot) {
+        uint64_t h = name_hash(name, n), tag = h & 0xFFFFFFFF00000000ull;
+        size_t mask = x->cap - 1;
+        for (size_t j = h & mask; x->slot[j]; j = (j + 1) & mask) {
+            uint64_t k = (x->slot[j] & 0xFFFFFFFFu) - 1;
+            if ((x->slot[j] & 0xFFFFFFFF00000000ull) == tag && entry_is(x, k, name, n)) {
+                i = k;
+                break;
+            }
+        }
+    } else {
+        uint64_t pos;
+        if (wpk_search(x->ar, WPK_SEC_ENTRIES, WPK_ENTRY_SIZE, x->count, (const uint8_t *)name, n,
+                       &pos))
+            i = pos;
+    }
+    if (i != UINT64_MAX)
+        x->next = i + 1;
+    return i;
+}
+
+/*
+ * Is any symbol defined twice? With ix, every global's symbol is looked up
+ * as an entry name first (match[i] = entry + 1, 0 none, for the plan): two
+ * globals on one entry's name are a duplicate, and only the names that are
+ * no entry's go into the hash set. 1 yes, 0 no, -1 out of memory (the sort
+ * in report_duplicates then decides).
+ */
+static int find_duplicates(const wpk_mlir_doc *doc, entry_index *ix, uint32_t *match)
+{
+    if (doc->nglobals >= UINT32_MAX - 1)
+        return -1;
+    unsigned char *seen = NULL;
+    if (ix && !(seen = calloc((size_t)(ix->count / 8 + 1), 1)))
+        ix = NULL; /* the hash set alone, and no match[] */
+    name_set set = {NULL, 0, 0};
+    int dup = 0, nomem = 0;
+    for (size_t i = 0; i < doc->nglobals && (ix || !(dup || nomem)); i++) {
+        const wpk_global *g = &doc->globals[i];
+        if (ix) {
+            uint64_t e = entry_index_find(ix, g->name, g->name_len);
+            if (e != UINT64_MAX) {
+                match[i] = (uint32_t)(e + 1);
+                dup |= (seen[e / 8] >> (e % 8)) & 1;
+                seen[e / 8] |= (unsigned char)(1u << (e % 8));
+                continue;
+            }
+        }
+        if (dup || nomem)
+            continue;
+        int r = name_set_add(&set, doc, i);
+        if (r < 0)
+            nomem = 1;
+        dup |= r > 0;
+    }
+    free(seen);
+    wpk_big_free(set.slot, set.cap * sizeof *set.slot);
+    return dup ? 1 : nomem ? -1 : 0;
+}
+
+/* Find g's entry (global gi; match from find_duplicates, or NULL); 1
+ * found, 0 not. */
+static int find_entry(const wpack_archive *ar, entry_index *ix, const uint32_t *match, size_t gi,
+                      const wpk_mlir_doc *doc, const wpk_global *g, const map_pair *map,
+                      size_t nmap, wpack_tensor *t, char **lookup_name, wpk_diag *d,
+                      lazy_where *where)
 {
     *lookup_name = NULL;
     if (g->value_kind == WPK_VAL_PARAM) {
@@ -342,9 +470,14 @@ static int find_entry(const wpack_archive *ar, const entry_index *ix, const wpk_
             return -1;
         }
         *lookup_name = key;
-        return entry_index_find(ix, ar, key, t) == WPACK_OK;
+        uint64_t e = ix ? entry_index_find(ix, key, strlen(key)) : UINT64_MAX;
+        if (e != UINT64_MAX)
+            return wpack_tensor_at(ar, e, t) == WPACK_OK;
+        return wpack_find(ar, key, t) == WPACK_OK;
     }
-    if (entry_index_find(ix, ar, g->name, t) == WPACK_OK)
+    if (match && match[gi])
+        return wpack_tensor_at(ar, match[gi] - 1, t) == WPACK_OK;
+    if (wpack_find(ar, g->name, t) == WPACK_OK) /* the name map (or a name with a NUL) */
         return 1;
     const char *m = nmap ? map_lookup(map, nmap, g->name) : NULL;
     if (!m)
@@ -376,7 +509,7 @@ static void check_types(wpk_diag *d, const wpk_mlir_doc *doc, const wpk_global *
     int rc = 0;
     wpk_mlir_tensor type_s, *type = &type_s;
     if (tc->text && tc->len == g->type_body.len &&
-        memcmp(tc->text, buf + g->type_body.off, tc->len) == 0) {
+        same_bytes(tc->text, buf + g->type_body.off, tc->len)) {
         type = &tc->type;
     } else {
         rc = wpk_mlir_parse_tensor(buf + g->type_body.off, g->type_body.len, type, why,
@@ -397,7 +530,7 @@ static void check_types(wpk_diag *d, const wpk_mlir_doc *doc, const wpk_global *
     }
     /* the usual `#ml_program.extern : T) : T` spells T twice the same way */
     int same_text = g->extern_type.len == g->type_body.len &&
-                    memcmp(buf + g->extern_type.off, buf + g->type_body.off, g->type_body.len) == 0;
+                    same_bytes(buf + g->extern_type.off, buf + g->type_body.off, g->type_body.len);
     if (g->value_kind == WPK_VAL_EXTERN && g->extern_type.len && !same_text) {
         wpk_mlir_tensor et;
         if (wpk_mlir_parse_tensor(buf + g->extern_type.off, g->extern_type.len, &et, why, sizeof why) ||
@@ -487,6 +620,17 @@ static void report_unused(wpk_diag *d, const wpack_archive *ar, const unsigned c
                       (unsigned long long)n, n == 1 ? "y" : "ies", list, n > 20 ? ", ..." : "");
 }
 
+/* The plan has room for every global (2 MiB steps of huge pages past 2 MiB). */
+static size_t plan_bytes(const wpk_mlir_doc *doc)
+{
+    return (doc->nglobals ? doc->nglobals : 1) * sizeof(wpk_plan_item);
+}
+
+void wpk_plan_free(wpk_plan_item *items, const wpk_mlir_doc *doc)
+{
+    wpk_big_free(items, plan_bytes(doc));
+}
+
 int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
                      const wpack_resolve_options *opt, wpk_diag *d, wpk_plan_item **items_out,
                      size_t *nitems, wpack_resolve_result *res)
@@ -497,13 +641,24 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     if (opt->emit == WPACK_EMIT_IREE && bad_iree_name(scope))
         wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
                       "scope '%s' has a '\"' or '\\', which IREE prints unescaped", scope);
-    report_duplicates(d, doc);
+    uint64_t count = wpack_count(ar);
+    /* many globals: every symbol is looked up as an entry name (for the
+     * duplicate check and the plan), through the entry index (~170
+     * instructions an entry to build, ~1000 a binary search saved) */
+    entry_index index = {ar, count, 0, NULL, 0, 0, 0}, *ix = NULL;
+    uint32_t *match = NULL;
+    if (doc->nglobals >= 64 && doc->nglobals >= count / 4 && count < UINT32_MAX &&
+        (match = wpk_big_calloc(doc->nglobals * sizeof *match)))
+        ix = &index;
+    report_duplicates(d, doc, doc->nglobals < 2 ? 0 : find_duplicates(doc, ix, match));
 
     map_pair *map = NULL;
     size_t nmap = opt->map_count;
     if (nmap) {
         map = malloc(nmap * sizeof *map);
         if (!map) {
+            wpk_big_free(match, doc->nglobals * sizeof *match);
+            wpk_big_free(index.slot, index.cap * sizeof *index.slot);
             wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_NOMEM, "out of memory");
             return d->first_error;
         }
@@ -511,26 +666,20 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
             map[i] = (map_pair){opt->map_globals[i], opt->map_entries[i]};
         qsort(map, nmap, sizeof *map, map_cmp);
     }
-    uint64_t count = wpack_count(ar);
     unsigned char *used = calloc(count ? count : 1, 1);
-    wpk_plan_item *items = malloc((doc->nglobals ? doc->nglobals : 1) * sizeof *items);
+    wpk_plan_item *items = wpk_big_calloc(plan_bytes(doc));
     if (!used || !items) {
         free(map);
         free(used);
-        free(items);
+        wpk_big_free(items, plan_bytes(doc));
+        wpk_big_free(match, doc->nglobals * sizeof *match);
+        wpk_big_free(index.slot, index.cap * sizeof *index.slot);
         wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_NOMEM, "out of memory");
         return d->first_error;
     }
     size_t n = 0, suggested = 0;
     int shared = 0; /* some entry serves more than one global */
     type_cache tc = {NULL, 0, {{0}, 0, {0}}, -1, 0};
-    entry_index ix = {NULL, 0};
-    size_t nweights = 0;
-    for (size_t i = 0; i < doc->nglobals; i++)
-        nweights += is_weight_global(&doc->globals[i]);
-    /* ~170 instructions an entry to build, ~1000 a binary search saved */
-    if (nweights >= 64 && nweights >= count / 4)
-        entry_index_build(&ix, ar, count); /* on failure: wpack_find */
     unsigned k = opt->max_suggestions ? opt->max_suggestions : 3;
     for (size_t i = 0; i < doc->nglobals; i++) {
         const wpk_global *g = &doc->globals[i];
@@ -544,7 +693,7 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         lazy_where *where = &lw;
         wpack_tensor t;
         char *lookup = NULL;
-        int found = find_entry(ar, &ix, doc, g, map, nmap, &t, &lookup, d, where);
+        int found = find_entry(ar, ix, match, i, doc, g, map, nmap, &t, &lookup, d, where);
         if (found == 0) {
             res->missing++;
             int sev = opt->allow_missing ? WPACK_DIAG_WARNING : WPACK_DIAG_ERROR;
@@ -609,11 +758,12 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     }
     report_unused(d, ar, used, count, &res->unused_entries);
     res->resolved = n;
-    free(ix.slot);
+    wpk_big_free(match, doc->nglobals * sizeof *match);
+    wpk_big_free(index.slot, index.cap * sizeof *index.slot);
     free(map);
     free(used);
     if (d->first_error) {
-        free(items);
+        wpk_big_free(items, plan_bytes(doc));
         return d->first_error;
     }
     *items_out = items;
@@ -669,7 +819,7 @@ int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
     }
     free(patches);
     free(text.p);
-    free(items);
+    wpk_plan_free(items, doc);
     wpk_mlir_doc_free(doc);
     res.warnings = d.warnings;
     if (res_out)

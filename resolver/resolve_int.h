@@ -87,6 +87,9 @@ void wpk_global_where(char *buf, size_t len, const wpk_diag *d, const wpk_global
  * every other byte becomes %XX (upper case). Returns the length written
  * (always < len) or 0 if it does not fit. */
 size_t wpk_uri_encode(const char *name, size_t n, char *buf, size_t len);
+/* The same encoding of name[0..n) at d, which has room for 3 * n bytes
+ * (no NUL written); returns the end. */
+char *wpk_uri_put(char *d, const char *name, size_t n);
 
 /* Up to k entry names closest to name by edit distance (ties by name
  * order) into out[] (indexes); returns how many. */
@@ -118,10 +121,11 @@ typedef struct wpk_emitter {
 } wpk_emitter;
 
 /* Map each weight global of doc to an entry and check it (resolve.c). On
- * success *items is the plan in file order (free()). */
+ * success *items is the plan in file order (wpk_plan_free with the same doc). */
 int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
                      const wpack_resolve_options *opt, wpk_diag *d, wpk_plan_item **items,
                      size_t *nitems, wpack_resolve_result *res);
+void wpk_plan_free(wpk_plan_item *items, const wpk_mlir_doc *doc);
 
 /* wpack_resolve_buffer() with an optional input-copy shortcut. */
 int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,

@@ -45,6 +45,28 @@ size_t wpk_uri_encode(const char *name, size_t n, char *buf, size_t len)
     return o;
 }
 
+char *wpk_uri_put(char *d, const char *name, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)name;
+    size_t i = 0;
+    while (i < n && unreserved[s[i]]) /* mostly the whole name: one copy */
+        i++;
+    memcpy(d, s, i);
+    d += i;
+    for (; i < n; i++) {
+        unsigned char c = s[i];
+        if (unreserved[c]) {
+            *d++ = (char)c;
+        } else {
+            d[0] = '%';
+            d[1] = "0123456789ABCDEF"[c >> 4];
+            d[2] = "0123456789ABCDEF"[c & 15];
+            d += 3;
+        }
+    }
+    return d;
+}
+
 int wpack_entry_uri(const wpack_archive *ar, const char *name, char *buf, size_t len)
 {
     if (!ar || !name || !buf || len < 24)

@@ -2,7 +2,7 @@
  * aliases, resources, strings, and errors with line:column; the one-line
  * fast path against the general parser (same records, same errors); plus
  * the tensor-type matching rules, wpack: URI encoding and duplicate
- * symbols. */
+ * symbols (few globals, and many: through the entry index). */
 #include <unistd.h>
 
 #include "mlir_scan.h"
@@ -200,6 +200,12 @@ static size_t fast_vs_general(const char *src)
         CHECK(a->nglobals == b->nglobals, "%zu vs %zu globals for:\n%s", a->nglobals, b->nglobals, src);
         for (size_t i = 0; i < a->nglobals && i < b->nglobals; i++) {
             CHECK(same_global(a, b, i), "global %zu differs for:\n%s", i, src);
+            /* the line numbers counted during the scan, against a count from the start */
+            unsigned l, c;
+            wpk_mlir_line_col(src, n, a->globals[i].op.off, &l, &c);
+            CHECK(a->globals[i].line == l && a->globals[i].col == c,
+                  "global %zu at %u:%u, not %u:%u, for:\n%s", i, a->globals[i].line,
+                  a->globals[i].col, l, c, src);
             fast += a->globals[i].classified;
             CHECK(!b->globals[i].classified, "WPK_SCAN_NO_FAST took the fast path");
         }
@@ -354,6 +360,104 @@ static void test_duplicate_symbols(void)
     unlink(path);
 }
 
+typedef struct {
+    char *p;
+    size_t n;
+} out_buf;
+
+static int keep_output(void *user, const void *data, size_t n)
+{
+    out_buf *o = user;
+    char *q = realloc(o->p, o->n + n + 1);
+    if (!q)
+        return 1;
+    memcpy(q + o->n, data, n);
+    o->n += n;
+    q[o->n] = 0;
+    o->p = q;
+    return 0;
+}
+
+/* Many globals (the entry index, the next-entry guess, the duplicate check
+ * through entry names): 100 entries w.0 .. w.99 (bytewise order w.0 w.1
+ * w.10 ...), globals in numeric order. */
+static void test_many_globals(void)
+{
+    char path[] = "/tmp/wpk-many-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    close(fd);
+    wpack_writer *w;
+    CHECK_EQ(wpack_writer_open(&w, path, NULL), WPACK_OK);
+    float v[4] = {0};
+    uint64_t dims[1] = {4};
+    char name[32];
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof name, "w.%d", i);
+        CHECK_EQ(wpack_writer_add_tensor(w, name, WPACK_DTYPE_F32, 1, dims, v, sizeof v), WPACK_OK);
+    }
+    char err[256];
+    CHECK_EQ(wpack_writer_finish(w, err, sizeof err), WPACK_OK);
+    wpack_archive *ar;
+    CHECK_EQ(wpack_open_file(&ar, path, 0), WPACK_OK);
+    static char src[64 << 10];
+    size_t o = (size_t)snprintf(src, sizeof src, "module {\n");
+    for (int i = 0; i < 100; i++)
+        o += (size_t)snprintf(src + o, sizeof src - o,
+                              "  ml_program.global private @w.%d(#ml_program.extern : tensor<4xf32>) : "
+                              "tensor<4xf32>\n", i);
+    size_t body = o;
+    o += (size_t)snprintf(src + o, sizeof src - o, "}\n");
+    wpack_resolve_options opt;
+    wpack_resolve_options_init(&opt);
+    char all[2048] = "";
+    opt.diag = on_diag;
+    opt.diag_user = all;
+    opt.source_name = "in.mlir";
+    out_buf out = {NULL, 0};
+    wpack_info info;
+    wpack_get_info(ar, &info);
+    CHECK_EQ(wpack_resolve_buffer(ar, src, o, &opt, keep_output, &out, NULL), WPACK_OK);
+    for (int i = 0; i < 100 && out.p; i++) {
+        char want[200];
+        snprintf(want, sizeof want, "@w.%d(#ml_program.extern : tensor<4xf32>) : tensor<4xf32> "
+                 "{wpack.uri = \"wpack:%016llx/w.%d\"}\n", i, (unsigned long long)info.index_checksum, i);
+        CHECK(strstr(out.p, want) != NULL, "no %s", want);
+    }
+    free(out.p);
+    /* duplicates: of an entry's name (found through the entry), and of a
+     * name no entry has (the hash set); non-weight and missing globals */
+    o = body;
+    o += (size_t)snprintf(src + o, sizeof src - o,
+                          "  ml_program.global private @w.57(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>\n"
+                          "  ml_program.global private @c(dense<1.0> : tensor<4xf32>) : tensor<4xf32>\n"
+                          "  ml_program.global private @gone(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>\n"
+                          "  ml_program.global private @c(dense<2.0> : tensor<4xf32>) : tensor<4xf32>\n"
+                          "}\n");
+    opt.allow_missing = 1;
+    CHECK_EQ(wpack_resolve_buffer(ar, src, o, &opt, drop_output, NULL, NULL), WPACK_E_DUPLICATE);
+    CHECK(strstr(all, "in.mlir:102:3: global @w.57: symbol defined twice (first at 59:3)") != NULL, "%s", all);
+    CHECK(strstr(all, "in.mlir:105:3: global @c: symbol defined twice (first at 103:3)") != NULL, "%s", all);
+    CHECK(strstr(all, "@gone") == NULL && strstr(all, "@w.56") == NULL, "%s", all);
+    /* in reverse order every next-entry guess misses: the hash table */
+    size_t r = (size_t)snprintf(src, sizeof src, "module {\n");
+    for (int i = 99; i >= 0; i--)
+        r += (size_t)snprintf(src + r, sizeof src - r,
+                              "  util.global private @w.%d : tensor<4xf32>\n", i);
+    r += (size_t)snprintf(src + r, sizeof src - r, "}\n");
+    out = (out_buf){NULL, 0};
+    CHECK_EQ(wpack_resolve_buffer(ar, src, r, &opt, keep_output, &out, NULL), WPACK_OK);
+    for (int i = 0; i < 100 && out.p; i++) {
+        char want[200];
+        snprintf(want, sizeof want, "@w.%d {wpack.uri = \"wpack:%016llx/w.%d\"} : tensor<4xf32>\n", i,
+                 (unsigned long long)info.index_checksum, i);
+        CHECK(strstr(out.p, want) != NULL, "no %s", want);
+    }
+    free(out.p);
+    wpack_close(ar);
+    unlink(path);
+}
+
 static void test_types(void)
 {
     wpk_mlir_tensor t;
@@ -390,6 +494,14 @@ static void test_uri_encode(void)
     wpk_uri_encode("x y/%\"\xc3\xa9", 8, buf, sizeof buf);
     CHECK(strcmp(buf, "x%20y%2F%25%22%C3%A9") == 0, "%s", buf);
     CHECK_EQ(wpk_uri_encode("abc", 3, buf, 3), 0);
+    /* the emitter's unchecked form gives the same bytes */
+    static const char *const names[] = {"a.b_c-d~e", "x y/%\"\xc3\xa9", "layers.0.w", "%", "~z\x7f"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char want[64], got[64];
+        size_t n = strlen(names[i]), k = wpk_uri_encode(names[i], n, want, sizeof want);
+        char *end = wpk_uri_put(got, names[i], n);
+        CHECK((size_t)(end - got) == k && memcmp(got, want, k) == 0, "%s", names[i]);
+    }
 }
 
 int main(void)
@@ -401,6 +513,7 @@ int main(void)
     RUN(test_blob_errors);
     RUN(test_fast_path);
     RUN(test_duplicate_symbols);
+    RUN(test_many_globals);
     RUN(test_types);
     RUN(test_uri_encode);
     return tl_finish();
