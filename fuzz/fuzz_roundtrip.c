@@ -264,6 +264,15 @@ static void splat_dims(input *in, unsigned rank, uint64_t *dims)
 
 /* ------------------------------------------------------------ tensors */
 
+/* The spec's bool rule, checked independently of the writer. */
+static int bools_ok(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] > 1)
+            return 0;
+    return 1;
+}
+
 static void op_tensor(model *md, input *in, int streamed)
 {
     ent *e = &md->e[md->ne];
@@ -278,6 +287,12 @@ static void op_tensor(model *md, input *in, int streamed)
     if (!valid)
         nbytes = 0;
     take(in, e->bytes, (size_t)nbytes);
+    /* bools must be 0 or 1: refused whole (add_tensor checks before it
+     * begins; a refused streamed write would leave the tensor open, so
+     * such data goes through add_tensor) */
+    int bad_bool = valid && e->dtype == WPACK_DTYPE_BOOL && !bools_ok(e->bytes, (size_t)nbytes);
+    if (bad_bool)
+        streamed = 0;
     int rc;
     if (!streamed) {
         rc = wpack_writer_add_tensor(md->w, e->name, e->dtype, rank, dims, e->bytes, nbytes);
@@ -302,13 +317,15 @@ static void op_tensor(model *md, input *in, int streamed)
         }
     }
     if (rc != WPACK_OK) {
-        rejected(md, rc, valid ? BIT(WPACK_E_NAME) | BIT(WPACK_E_EXISTS)
+        rejected(md, rc, valid ? BIT(WPACK_E_NAME) | BIT(WPACK_E_EXISTS) |
+                                     (bad_bool ? BIT(WPACK_E_INVALID_ARGUMENT) : 0)
                                : BIT(WPACK_E_DTYPE) | BIT(WPACK_E_SHAPE) | BIT(WPACK_E_RANK) |
                                      BIT(WPACK_E_OVERFLOW) | BIT(WPACK_E_SIZE),
                  "tensor");
         return;
     }
     FUZZ_ASSERT(valid, "tensor '%s': shape accepted that the model calls invalid", e->name);
+    FUZZ_ASSERT(!bad_bool, "tensor '%s': bool bytes other than 0 and 1 accepted", e->name);
     trace("tensor '%s' dtype %d rank %u, %llu bytes%s", e->name, e->dtype, rank,
           (unsigned long long)nbytes, streamed ? ", streamed" : "");
     e->rank = rank;
@@ -331,15 +348,18 @@ static void op_splat(model *md, input *in)
     size_t fill_size = (size_t)unit + (u8(in) == 0xff); /* sometimes one byte too many */
     take(in, e->bytes, fill_size);
     int valid = shape_bytes(md, e->dtype, rank, dims, &nbytes) && fill_size == unit;
+    int bad_bool = valid && e->dtype == WPACK_DTYPE_BOOL && e->bytes[0] > 1;
     int rc = wpack_writer_add_splat(md->w, e->name, e->dtype, rank, dims, e->bytes, fill_size);
     if (rc != WPACK_OK) {
-        rejected(md, rc, valid ? BIT(WPACK_E_NAME) | BIT(WPACK_E_EXISTS)
+        rejected(md, rc, valid ? BIT(WPACK_E_NAME) | BIT(WPACK_E_EXISTS) |
+                                     (bad_bool ? BIT(WPACK_E_INVALID_ARGUMENT) : 0)
                                : BIT(WPACK_E_DTYPE) | BIT(WPACK_E_SHAPE) | BIT(WPACK_E_RANK) |
                                      BIT(WPACK_E_OVERFLOW) | BIT(WPACK_E_SIZE),
                  "splat");
         return;
     }
     FUZZ_ASSERT(valid, "splat '%s': accepted though the model calls it invalid", e->name);
+    FUZZ_ASSERT(!bad_bool, "splat '%s': bool fill other than 0 or 1 accepted", e->name);
     trace("splat '%s' dtype %d rank %u, %llu bytes", e->name, e->dtype, rank,
           (unsigned long long)nbytes);
     e->rank = rank;

@@ -392,7 +392,10 @@ int wpack_writer_open(wpack_writer **out, const char *path, const wpack_writer_o
 int wpack_writer_errcode(const wpack_writer *w);
 const char *wpack_writer_errmsg(const wpack_writer *w);
 
-/* Add a whole tensor from memory. nbytes must be product(dims) x size. */
+/* Add a whole tensor from memory. nbytes must be product(dims) x size.
+ * A bool tensor's bytes (and a bool splat's fill) must each be 0 or 1:
+ * anything else is WPACK_E_INVALID_ARGUMENT, and a refused call (whole,
+ * streamed write or splat) changes nothing. */
 int wpack_writer_add_tensor(wpack_writer *w, const char *name, int dtype, unsigned rank,
                             const uint64_t *dims, const void *data, uint64_t nbytes);
 /* Stream a tensor: begin, any number of writes totalling its size, end.

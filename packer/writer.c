@@ -378,6 +378,34 @@ static void feed_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, 
     memcpy(w->carry, p + whole * size, w->carry_len);
 }
 
+/* The spec's rule for bool tensors: every byte 0 or 1 (readers hand the
+ * bytes on as they are, so a writer must not store anything else). The
+ * offset of the first other byte in p[0..n), or n when all are fine. */
+static size_t first_bad_bool(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    for (; n - i >= 8; i += 8) { /* 8 bytes a step: any bit above bit 0 */
+        uint64_t v;
+        memcpy(&v, p + i, 8);
+        if (v & 0xFEFEFEFEFEFEFEFEull)
+            break;
+    }
+    for (; i < n; i++)
+        if (p[i] > 1)
+            return i;
+    return n;
+}
+
+static int check_bools(wpack_writer *w, const char *name, const void *data, size_t n)
+{
+    size_t bad = first_bad_bool(data, n);
+    if (bad == n)
+        return WPACK_OK;
+    return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT,
+                     "tensor '%s': bool byte %zu of the data given is %u; bools are 0 or 1", name,
+                     bad, ((const uint8_t *)data)[bad]);
+}
+
 int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes)
 {
     if (w->failed)
@@ -388,9 +416,14 @@ int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "write of %zu bytes from NULL", nbytes);
     if (!w->in_tensor)
         return wpk_wfail(w, WPACK_E_STATE, "write outside a tensor");
+    /* the tensor being written is the last entry, in a sharded set too;
+     * a refused write changes nothing */
+    wpk_pending_entry *e = &wpk_entries(w)[wpk_entry_count(w) - 1];
+    int rc;
+    if (e->dtype == WPACK_DTYPE_BOOL && (rc = check_bools(w, wpk_pool_str(w, e->name), data, nbytes)))
+        return rc;
     if (w->shards)
         return wpk_shards_write(w, data, nbytes);
-    wpk_pending_entry *e = &wpk_entries(w)[wpk_entry_count(w) - 1];
     if (nbytes > w->cur_expected - w->cur_written)
         return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape holds %llu",
                          wpk_pool_str(w, e->name),
@@ -489,6 +522,11 @@ int wpack_writer_add_tensor(wpack_writer *w, const char *name, int dtype, unsign
                          name, (unsigned long long)nbytes, (unsigned long long)want);
     if (nbytes > SIZE_MAX)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "tensor '%s': too large", name);
+    if (nbytes && !data)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "tensor '%s': NULL data", name);
+    /* before begin: a refused tensor leaves no half-made entry */
+    if (dtype == WPACK_DTYPE_BOOL && (rc = check_bools(w, name, data, (size_t)nbytes)))
+        return rc;
     if ((rc = wpack_writer_begin_tensor(w, name, dtype, rank, dims)))
         return rc;
     if ((rc = wpack_writer_write(w, data, (size_t)nbytes)))
@@ -513,6 +551,9 @@ int wpack_writer_add_splat(wpack_writer *w, const char *name, int dtype, unsigne
     if (fill_size != unit)
         return wpk_wfail(w, WPACK_E_SIZE, "splat '%s': fill is %zu bytes, dtype needs %llu", name,
                          fill_size, (unsigned long long)unit);
+    if (dtype == WPACK_DTYPE_BOOL && *(const uint8_t *)fill > 1)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "splat '%s': bool fill is %u; bools are 0 or 1",
+                         name, *(const uint8_t *)fill);
     uint64_t aux_off = w->aux.len;
     if (!wpk_buf_append(&w->aux, fill, fill_size))
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");

@@ -136,6 +136,22 @@ expect extract_by_map_name "$WPACK" extract -q "$T/o.wpack" -o "$T/x/map" p_head
 expect_fail bad_name_map "no tensor 'nothing'" "$WPACK" create -q -o "$T/nm.wpack" --name a=nothing "$T/m"
 expect_fail bad_meta "KEY=VALUE" "$WPACK" create -q -o "$T/nm.wpack" --meta novalue "$T/m"
 
+# --- bools other than 0/1 (a .npy written by hand: numpy itself only makes
+# 0 and 1): create refuses them and leaves an existing OUT as it was
+"$PY" - "$T/bools" <<'PYEOF'
+import numpy as np, os, sys
+d = sys.argv[1]; os.makedirs(d, exist_ok=True)
+np.save(f"{d}/mask.npy", np.array([True, False, True, True]))
+raw = bytearray(open(f"{d}/mask.npy", "rb").read())
+raw[-2] = 7
+open(f"{d}/bad.npy", "wb").write(bytes(raw))
+PYEOF
+expect bool_npy_packs "$WPACK" create -q -o "$T/bools.wpack" "$T/bools/mask.npy"
+cp "$T/bools.wpack" "$T/bools.before"
+expect_fail bool_npy_byte_7 "tensor 'bad': bool byte 2 .* is 7; bools are 0 or 1" \
+    "$WPACK" create -q -o "$T/bools.wpack" "$T/bools/bad.npy"
+cmp -s "$T/bools.wpack" "$T/bools.before" && pass bool_refusal_keeps_out || fail bool_refusal_keeps_out
+
 # --- progress: shown on a terminal, not in a pipe
 if command -v script >/dev/null; then
     script -qec "$WPACK create -o $T/tty.wpack $T/m" /dev/null >"$T/tty.out" 2>&1

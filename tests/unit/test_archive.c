@@ -347,6 +347,44 @@ static void test_writer_rejects(void)
     wpack_writer_abort(w);
 }
 
+/* Bools are 0 or 1 (spec, dtypes): the writer refuses other bytes in a
+ * whole tensor (no entry is left behind), in a streamed write (the write
+ * changes nothing and the tensor can go on), and as a splat fill; 0/1 data
+ * round-trips. */
+static void test_writer_bool_values(void)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "bools.wpack");
+    wpack_writer *w;
+    CHECK(wpack_writer_open(&w, path, NULL) == WPACK_OK, "open");
+    uint8_t good[19], bad[19];
+    for (int i = 0; i < 19; i++)
+        good[i] = bad[i] = (uint8_t)(i % 2);
+    bad[17] = 2;
+    uint64_t d[1] = {19};
+    CHECK_EQ(wpack_writer_add_tensor(w, "b", WPACK_DTYPE_BOOL, 1, d, bad, 19), WPACK_E_INVALID_ARGUMENT);
+    CHECK(strstr(wpack_writer_errmsg(w), "'b'") && strstr(wpack_writer_errmsg(w), "byte 17"),
+          "message names the tensor and the byte: %s", wpack_writer_errmsg(w));
+    CHECK_EQ(wpack_writer_add_tensor(w, "b", WPACK_DTYPE_BOOL, 1, d, good, 19), WPACK_OK);
+    CHECK_EQ(wpack_writer_begin_tensor(w, "s", WPACK_DTYPE_BOOL, 1, d), WPACK_OK);
+    CHECK_EQ(wpack_writer_write(w, good, 10), WPACK_OK);
+    CHECK_EQ(wpack_writer_write(w, bad + 10, 9), WPACK_E_INVALID_ARGUMENT);
+    CHECK_EQ(wpack_writer_write(w, good + 10, 9), WPACK_OK);
+    CHECK_EQ(wpack_writer_end_tensor(w), WPACK_OK);
+    uint8_t two = 2, one = 1;
+    CHECK_EQ(wpack_writer_add_splat(w, "f", WPACK_DTYPE_BOOL, 1, d, &two, 1), WPACK_E_INVALID_ARGUMENT);
+    CHECK_EQ(wpack_writer_add_splat(w, "f", WPACK_DTYPE_BOOL, 1, d, &one, 1), WPACK_OK);
+    char err[512];
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "finish: %s", err);
+    wpack_archive *ar;
+    CHECK(wpack_open_file(&ar, path, WPACK_OPEN_VERIFY) == WPACK_OK, "open: %s", wpack_errmsg(ar));
+    CHECK_EQ(wpack_count(ar), 3u);
+    wpack_tensor t;
+    CHECK_EQ(wpack_find(ar, "s", &t), WPACK_OK);
+    CHECK(t.data && memcmp(t.data, good, 19) == 0, "streamed bools read back");
+    wpack_close(ar);
+}
+
 static void test_atomic_replace(void)
 {
     char path[512];
@@ -497,6 +535,7 @@ int main(void)
     RUN(test_roundtrip_file_and_memory);
     RUN(test_auto_stats_and_histogram);
     RUN(test_writer_rejects);
+    RUN(test_writer_bool_values);
     RUN(test_atomic_replace);
     RUN(test_open_errors_name_the_file);
     RUN(test_concurrent_readers);
