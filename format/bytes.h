@@ -11,6 +11,26 @@
 #include <stdint.h>
 #include <string.h>
 
+/* a[0..n) == b[0..n), 8 bytes a step: for the short names and words of
+ * hot loops (the resolver's), where a libc memcmp call costs more than
+ * the compare itself. */
+static inline int wpk_same_bytes(const void *a, const void *b, size_t n)
+{
+    const char *pa = a, *pb = b;
+    uint64_t x, y;
+    if (n < 8)
+        return memcmp(pa, pb, n) == 0;
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&x, pa + i, 8);
+        memcpy(&y, pb + i, 8);
+        if (x != y)
+            return 0;
+    }
+    memcpy(&x, pa + n - 8, 8); /* the last 8 (overlapping the previous step) */
+    memcpy(&y, pb + n - 8, 8);
+    return x == y;
+}
+
 static inline uint16_t wpk_ld16(const void *p)
 {
     const uint8_t *b = p;

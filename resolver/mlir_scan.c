@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "bytes.h"
 #include "internal.h"
 #include "mlir_lex.h"
 #include "mlir_scan.h"
@@ -820,28 +821,10 @@ static int cls(const char *b, size_t p, unsigned c)
     return wpk_char_class[(unsigned char)b[p]] & c;
 }
 
-/* a[0..n) == b[0..n) for the short runs of this path, 8 bytes a step
- * (a libc memcmp call costs more than the compare itself here) */
-static int same_bytes(const char *a, const char *b, size_t n)
-{
-    uint64_t x, y;
-    if (n < 8)
-        return memcmp(a, b, n) == 0;
-    for (size_t i = 0; i + 8 < n; i += 8) {
-        memcpy(&x, a + i, 8);
-        memcpy(&y, b + i, 8);
-        if (x != y)
-            return 0;
-    }
-    memcpy(&x, a + n - 8, 8); /* the last 8 (overlapping the previous step) */
-    memcpy(&y, b + n - 8, 8);
-    return x == y;
-}
-
 /* Does w (a word and its one space, wl bytes) start at b[p]? */
 static int word_sp(const char *b, size_t n, size_t p, const char *w, size_t wl)
 {
-    return n - p >= wl && same_bytes(b + p, w, wl);
+    return n - p >= wl && wpk_same_bytes(b + p, w, wl);
 }
 
 /* The first byte at or after p not of class c (or n). */
@@ -905,7 +888,7 @@ static int fast_one(scanner *sc, size_t at, size_t name_len, int is_util, size_t
     } else {
         static const char head[] = "(#ml_program.extern : ";
         size_t hl = sizeof head - 1;
-        if (n - p < hl || !same_bytes(b + p, head, hl))
+        if (n - p < hl || !wpk_same_bytes(b + p, head, hl))
             return 0;
         size_t et_end = simple_type_end(b, n, p + hl);
         if (!et_end || n - et_end < 4 || memcmp(b + et_end, ") : ", 4) != 0)
@@ -914,7 +897,7 @@ static int fast_one(scanner *sc, size_t at, size_t name_len, int is_util, size_t
         value = (wpk_span){p + 1, et_end - (p + 1)};
         p = et_end + 4;
         /* mostly the same type again: compare instead of scanning */
-        if (n - p >= ext.len && same_bytes(b + p, b + ext.off, ext.len) &&
+        if (n - p >= ext.len && wpk_same_bytes(b + p, b + ext.off, ext.len) &&
             (n - p == ext.len || !(cls(b, p + ext.len, WPK_C_ID) || b[p + ext.len] == '<')))
             ty_end = p + ext.len;
         else
@@ -966,7 +949,7 @@ static int fast_one(scanner *sc, size_t at, size_t name_len, int is_util, size_t
 /* Does b[q..] start with the op name w followed by a space? */
 static int op_name_at(const char *b, size_t n, size_t q, const char *w, size_t wl)
 {
-    return n - q > wl && b[q + wl] == ' ' && same_bytes(b + q, w, wl);
+    return n - q > wl && b[q + wl] == ' ' && wpk_same_bytes(b + q, w, wl);
 }
 
 /* 1: the op whose name token is `name` was taken by the fast path, and

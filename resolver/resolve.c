@@ -355,29 +355,11 @@ static void entry_index_build(entry_index *x)
     }
 }
 
-/* a[0..n) == b[0..n), 8 bytes a step (names are short: a libc memcmp call
- * costs more than the compare) */
-static int same_bytes(const char *a, const char *b, size_t n)
-{
-    uint64_t x, y;
-    if (n < 8)
-        return memcmp(a, b, n) == 0;
-    for (size_t i = 0; i + 8 < n; i += 8) {
-        memcpy(&x, a + i, 8);
-        memcpy(&y, b + i, 8);
-        if (x != y)
-            return 0;
-    }
-    memcpy(&x, a + n - 8, 8); /* the last 8 (overlapping the previous step) */
-    memcpy(&y, b + n - 8, 8);
-    return x == y;
-}
-
 static int entry_is(const entry_index *x, uint64_t i, const char *name, size_t n)
 {
     size_t en;
     const char *e = entry_name_at(x->ar, i, &en);
-    return en == n && same_bytes(e, name, n);
+    return en == n && wpk_same_bytes(e, name, n);
 }
 
 /* The entry named name (n bytes), or UINT64_MAX. */
@@ -509,7 +491,7 @@ static void check_types(wpk_diag *d, const wpk_mlir_doc *doc, const wpk_global *
     int rc = 0;
     wpk_mlir_tensor type_s, *type = &type_s;
     if (tc->text && tc->len == g->type_body.len &&
-        same_bytes(tc->text, buf + g->type_body.off, tc->len)) {
+        wpk_same_bytes(tc->text, buf + g->type_body.off, tc->len)) {
         type = &tc->type;
     } else {
         rc = wpk_mlir_parse_tensor(buf + g->type_body.off, g->type_body.len, type, why,
@@ -530,7 +512,7 @@ static void check_types(wpk_diag *d, const wpk_mlir_doc *doc, const wpk_global *
     }
     /* the usual `#ml_program.extern : T) : T` spells T twice the same way */
     int same_text = g->extern_type.len == g->type_body.len &&
-                    same_bytes(buf + g->extern_type.off, buf + g->type_body.off, g->type_body.len);
+                    wpk_same_bytes(buf + g->extern_type.off, buf + g->type_body.off, g->type_body.len);
     if (g->value_kind == WPK_VAL_EXTERN && g->extern_type.len && !same_text) {
         wpk_mlir_tensor et;
         if (wpk_mlir_parse_tensor(buf + g->extern_type.off, g->extern_type.len, &et, why, sizeof why) ||
