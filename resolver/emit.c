@@ -222,7 +222,7 @@ static void put_uri_then(arena *a, const wpk_emitter *e, const char *entry, cons
     if (!d)
         return;
     memcpy(d, e->uri_head, head);
-    size_t k = head + wpk_uri_encode(entry, n, d + head, 3 * n + 1);
+    size_t k = (size_t)(wpk_uri_put(d + head, entry, n) - d);
     d[k++] = '"';
     memcpy(d + k, tail, tail_n);
     a->n += k + tail_n;

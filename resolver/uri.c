@@ -19,32 +19,6 @@ static const unsigned char unreserved[256] = {
     ['y'] = 1, ['z'] = 1,
 };
 
-size_t wpk_uri_encode(const char *name, size_t n, char *buf, size_t len)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t o = 0;
-    const unsigned char *s = (const unsigned char *)name;
-    /* the common case, a name that fits even if every byte were %XX:
-     * no room checks per byte */
-    int roomy = len > 0 && n <= (len - 1) / 3;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        if (unreserved[c]) {
-            if (!roomy && o + 1 >= len)
-                return 0;
-            buf[o++] = (char)c;
-        } else {
-            if (!roomy && o + 3 >= len)
-                return 0;
-            buf[o++] = '%';
-            buf[o++] = hex[c >> 4];
-            buf[o++] = hex[c & 15];
-        }
-    }
-    buf[o] = 0;
-    return o;
-}
-
 char *wpk_uri_put(char *d, const char *name, size_t n)
 {
     const unsigned char *s = (const unsigned char *)name;
@@ -65,6 +39,19 @@ char *wpk_uri_put(char *d, const char *name, size_t n)
         }
     }
     return d;
+}
+
+size_t wpk_uri_encode(const char *name, size_t n, char *buf, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)name;
+    size_t need = 0;
+    for (size_t i = 0; i < n; i++)
+        need += unreserved[s[i]] ? 1 : 3;
+    if (need >= len) /* and the NUL */
+        return 0;
+    char *end = wpk_uri_put(buf, name, n);
+    *end = 0;
+    return (size_t)(end - buf);
 }
 
 int wpack_entry_uri(const wpack_archive *ar, const char *name, char *buf, size_t len)
