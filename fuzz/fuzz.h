@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "wpack.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* fuzz_shards: the input is a manifest, then each shard after this line
@@ -74,5 +76,32 @@ static void (*fuzz_cleanup)(void) __attribute__((unused));
             abort();                                                            \
         }                                                                       \
     } while (0)
+
+/* wpack_verify_all on an open archive: every report must name an entry of
+ * it (or none, UINT64_MAX) with an error code and a message, and the
+ * result must agree with whether anything was reported. Returns its rc
+ * (fuzz_archive and fuzz_shards then check that an open with
+ * WPACK_OPEN_VERIFY agrees). */
+typedef struct {
+    uint64_t entries, reports;
+} fuzz_verify_ctx;
+
+static inline void fuzz_on_bad(void *user, uint64_t entry, int code, const char *message)
+{
+    fuzz_verify_ctx *v = user;
+    v->reports++;
+    FUZZ_ASSERT((entry < v->entries || entry == UINT64_MAX) && code != WPACK_OK && message &&
+                    strlen(message) > 0,
+                "verify reported entry %llu code %d", (unsigned long long)entry, code);
+}
+
+static inline int fuzz_verify_all(wpack_archive *ar)
+{
+    fuzz_verify_ctx v = {wpack_count(ar), 0};
+    int vrc = wpack_verify_all(ar, fuzz_on_bad, &v);
+    FUZZ_ASSERT((vrc == WPACK_OK) == (v.reports == 0), "verify rc %d after %llu reports", vrc,
+                (unsigned long long)v.reports);
+    return vrc;
+}
 
 #endif

@@ -345,6 +345,22 @@ static uint8_t *slurp(const char *path, size_t *n)
     return p;
 }
 
+/* Append the separator and the file at path to out[0..*total) (a seed of
+ * fuzz_shards: the manifest, then each shard after FUZZ_SHARD_SEP). */
+static uint8_t *append_part(uint8_t *out, size_t *total, const char *path)
+{
+    size_t n, seplen = strlen(FUZZ_SHARD_SEP);
+    uint8_t *part = slurp(path, &n);
+    out = realloc(out, *total + seplen + n);
+    if (!out)
+        die(path, "out of memory");
+    memcpy(out + *total, FUZZ_SHARD_SEP, seplen);
+    memcpy(out + *total + seplen, part, n);
+    *total += seplen + n;
+    free(part);
+    return out;
+}
+
 typedef struct {
     const char *name;
     void (*fill)(wpack_writer *);
@@ -386,21 +402,14 @@ static void write_shard_seed(const shard_seed *s)
         die(path, wpack_writer_errmsg(w));
     s->fill(w);
     wpack_archive *ar = finish_and_open(w, path);
-    size_t n, total, seplen = strlen(FUZZ_SHARD_SEP);
+    size_t total;
     uint8_t *out = slurp(path, &total);
     uint32_t ns = wpack_shard_count(ar);
     for (uint32_t k = 0; k < ns && (s->keep_shards < 0 || k < (uint32_t)s->keep_shards); k++) {
         const char *sp;
         const wpack_archive *sh;
         wpack_shard_at(ar, k, &sp, &sh);
-        uint8_t *part = slurp(sp, &n);
-        out = realloc(out, total + seplen + n);
-        if (!out)
-            die(sp, "out of memory");
-        memcpy(out + total, FUZZ_SHARD_SEP, seplen);
-        memcpy(out + total + seplen, part, n);
-        total += seplen + n;
-        free(part);
+        out = append_part(out, &total, sp);
     }
     for (uint32_t k = 0; k < ns; k++) {
         const char *sp;
@@ -502,16 +511,9 @@ static void write_hostile_set(int how)
         die(mpath, err);
     wpack_close(sh);
 
-    size_t mn, sn, seplen = strlen(FUZZ_SHARD_SEP);
-    uint8_t *m = slurp(mpath, &mn), *s = slurp(spath, &sn);
-    size_t total = mn + seplen + sn;
-    uint8_t *out = malloc(total);
-    if (!out)
-        die(mpath, "out of memory");
-    memcpy(out, m, mn);
-    memcpy(out + mn, FUZZ_SHARD_SEP, seplen);
-    memcpy(out + mn + seplen, s, sn);
-    free(s);
+    size_t total;
+    uint8_t *out = slurp(mpath, &total);
+    out = append_part(out, &total, spath);
     if (how == H_CHANGED) {
         /* the second part: another archive, written over the first */
         if (wpack_writer_open(&w, spath, &opt) != WPACK_OK)
@@ -520,18 +522,10 @@ static void write_hostile_set(int how)
         W(wpack_writer_set_string(w, "changed", "yes"));
         if (wpack_writer_finish(w, err, sizeof err) != WPACK_OK)
             die(spath, err);
-        s = slurp(spath, &sn);
-        out = realloc(out, total + seplen + sn);
-        if (!out)
-            die(spath, "out of memory");
-        memcpy(out + total, FUZZ_SHARD_SEP, seplen);
-        memcpy(out + total + seplen, s, sn);
-        total += seplen + sn;
-        free(s);
+        out = append_part(out, &total, spath);
     }
     write_file("fuzz_shards", hostile_names[how], out, total);
     free(out);
-    free(m);
     unlink(spath);
     unlink(mpath);
     rmdir(tmp);

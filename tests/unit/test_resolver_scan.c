@@ -5,6 +5,7 @@
  * symbols (few globals, and many: through the entry index). */
 #include <unistd.h>
 
+#include "bytes.h"
 #include "mlir_scan.h"
 #include "mlir_type.h"
 #include "resolve_int.h"
@@ -322,10 +323,10 @@ static int drop_output(void *user, const void *data, size_t n)
     return 0;
 }
 
-/* A symbol defined 3 times: two errors, both naming it and its first place. */
-static void test_duplicate_symbols(void)
+/* An archive at path (a mkstemp template) of f32 [4] zero tensors with
+ * these names, opened. */
+static wpack_archive *f32x4_archive(char *path, const char *const *names, size_t n)
 {
-    char path[] = "/tmp/wpk-dup-XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0, "mkstemp");
     close(fd);
@@ -333,11 +334,40 @@ static void test_duplicate_symbols(void)
     CHECK_EQ(wpack_writer_open(&w, path, NULL), WPACK_OK);
     float v[4] = {0};
     uint64_t dims[1] = {4};
-    CHECK_EQ(wpack_writer_add_tensor(w, "x", WPACK_DTYPE_F32, 1, dims, v, sizeof v), WPACK_OK);
+    for (size_t i = 0; i < n; i++)
+        CHECK_EQ(wpack_writer_add_tensor(w, names[i], WPACK_DTYPE_F32, 1, dims, v, sizeof v), WPACK_OK);
     char err[256];
     CHECK_EQ(wpack_writer_finish(w, err, sizeof err), WPACK_OK);
     wpack_archive *ar;
     CHECK_EQ(wpack_open_file(&ar, path, 0), WPACK_OK);
+    return ar;
+}
+
+/* wpk_same_bytes (format/bytes.h), the short compare of the scanner's
+ * fast path and the entry lookups: every length up to 40, equal, and
+ * differing at each position (the 8-byte steps and the overlapping last
+ * step must each see it). */
+static void test_same_bytes(void)
+{
+    char a[41], b[41];
+    for (size_t n = 0; n <= 40; n++) {
+        for (size_t i = 0; i < n; i++)
+            a[i] = b[i] = (char)('a' + i % 26);
+        CHECK(wpk_same_bytes(a, b, n), "equal, length %zu", n);
+        for (size_t k = 0; k < n; k++) {
+            b[k] ^= 0x40;
+            CHECK(!wpk_same_bytes(a, b, n), "length %zu, byte %zu differs", n, k);
+            b[k] ^= 0x40;
+        }
+    }
+}
+
+/* A symbol defined 3 times: two errors, both naming it and its first place. */
+static void test_duplicate_symbols(void)
+{
+    char path[] = "/tmp/wpk-dup-XXXXXX";
+    static const char *const x[1] = {"x"};
+    wpack_archive *ar = f32x4_archive(path, x, 1);
     const char *src = "module {\n"
                       "  ml_program.global private @x(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>\n"
                       "  ml_program.global private @y(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>\n"
@@ -384,22 +414,13 @@ static int keep_output(void *user, const void *data, size_t n)
 static void test_many_globals(void)
 {
     char path[] = "/tmp/wpk-many-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0, "mkstemp");
-    close(fd);
-    wpack_writer *w;
-    CHECK_EQ(wpack_writer_open(&w, path, NULL), WPACK_OK);
-    float v[4] = {0};
-    uint64_t dims[1] = {4};
-    char name[32];
+    static char names[100][8];
+    const char *np[100];
     for (int i = 0; i < 100; i++) {
-        snprintf(name, sizeof name, "w.%d", i);
-        CHECK_EQ(wpack_writer_add_tensor(w, name, WPACK_DTYPE_F32, 1, dims, v, sizeof v), WPACK_OK);
+        snprintf(names[i], sizeof names[i], "w.%d", i);
+        np[i] = names[i];
     }
-    char err[256];
-    CHECK_EQ(wpack_writer_finish(w, err, sizeof err), WPACK_OK);
-    wpack_archive *ar;
-    CHECK_EQ(wpack_open_file(&ar, path, 0), WPACK_OK);
+    wpack_archive *ar = f32x4_archive(path, np, 100);
     static char src[64 << 10];
     size_t o = (size_t)snprintf(src, sizeof src, "module {\n");
     for (int i = 0; i < 100; i++)
@@ -514,6 +535,7 @@ int main(void)
     RUN(test_fast_path);
     RUN(test_duplicate_symbols);
     RUN(test_many_globals);
+    RUN(test_same_bytes);
     RUN(test_types);
     RUN(test_uri_encode);
     return tl_finish();
