@@ -414,7 +414,7 @@ static int keep_output(void *user, const void *data, size_t n)
 static void test_many_globals(void)
 {
     char path[] = "/tmp/wpk-many-XXXXXX";
-    static char names[100][8];
+    static char names[100][16];
     const char *np[100];
     for (int i = 0; i < 100; i++) {
         snprintf(names[i], sizeof names[i], "w.%d", i);
