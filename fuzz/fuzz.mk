@@ -103,36 +103,10 @@ fuzz: $(FUZZ_BINS)
 # Keep the targets' objects (make would delete them as intermediates).
 .SECONDARY: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/obj/fuzz/%.o)
 
-# Each target for FUZZ_SECONDS on build-fuzz/corpus-<target> (a copy of the
-# checked-in corpus that keeps what the fuzzer finds; known crash-* files are
-# left out, fuzz-replay covers them). Crash files go to
-# build-fuzz/crashes-<target>/; any new one fails the run.
+# Each target for FUZZ_SECONDS (fuzz/fuzz-run.sh: corpus copy, options, how a
+# crash or a slow unit is judged).
 fuzz-run: fuzz
-	@st=0; for t in $(FUZZ_TARGETS); do \
-	    corpus=$(FUZZ_BUILD)/corpus-$$t; crashes=$(FUZZ_BUILD)/crashes-$$t; log=$(FUZZ_BUILD)/$$t.log; \
-	    mkdir -p $$corpus $$crashes; \
-	    for f in fuzz/corpus/$$t/*; do \
-	        case $${f##*/} in crash-*|leak-*|timeout-*|oom-*) ;; *) [ -f "$$f" ] && cp "$$f" $$corpus/ ;; esac; \
-	    done; \
-	    touch $(FUZZ_BUILD)/.start-$$t; \
-	    opts=$$(sed -n '/^\[libfuzzer\]/,/^\[/s/^ *\([a-z_]*\) *= *\([^ ]*\).*$$/-\1=\2/p' fuzz/$$t.options | grep -v '^-dict='); \
-	    echo "fuzzing $$t for $(FUZZ_SECONDS) s (log $$log)"; \
-	    UBSAN_OPTIONS=print_stacktrace=1 $(FUZZ_BUILD)/$$t $$opts -dict=fuzz/$$t.dict \
-	        -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$$crashes/ \
-	        $(FUZZ_FLAGS) $$corpus > $$log 2>&1; rc=$$?; \
-	    new=$$(find $$crashes -type f -newer $(FUZZ_BUILD)/.start-$$t); \
-	    runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$log | tail -1); \
-	    rate=$$(sed -n 's/^stat::average_exec_per_sec: *//p' $$log | tail -1); \
-	    if [ $$rc -ne 0 ] || [ -n "$$new" ]; then \
-	        st=1; echo "FAIL $$t: exit $$rc after $${runs:-?} runs"; \
-	        grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|.*invariant failed|    #[0-9]+ )' $$log | \
-	            grep -v -E 'fuzzer::|__sanitizer|libc\.so|libc_start|/nptl/|/stdlib/|signal/|in _start|in main \(/' | \
-	            head -12 | sed 's/^/  /'; \
-	        for f in $$new; do echo "  crash file: $$f  (reproduce: $(FUZZ_BUILD)/$$t $$f)"; done; \
-	    else \
-	        echo "ok $$t: $$runs runs, $$rate exec/s, corpus $$(ls $$corpus | wc -l) files"; \
-	    fi; \
-	done; exit $$st
+	@sh fuzz/fuzz-run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) "$(FUZZ_FLAGS)" $(FUZZ_TARGETS)
 
 # ---------------------------------------------------------------- seed corpora
 
