@@ -22,6 +22,8 @@
 #define TILE_RN 3
 /* never prefetch: slower on Zen 3 in cache and from DRAM (dense_tile.h) */
 #define GEMV_PF_MIN_BYTES UINT64_MAX
+/* but start the next tile's rows early: 1 KiB of each (dense_tile.h) */
+#define GEMV_KICK_BYTES 1024u
 
 /* Sum of the 8 lanes, in a fixed order. */
 static inline __attribute__((always_inline)) WPK_T float wpk_hsum256(__m256 v)

@@ -22,6 +22,7 @@
     _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))))
 #define TILE_RN 6
 #define GEMV_PF_MIN_BYTES ((uint64_t)8 << 20) /* 8 MiB: streamed from DRAM, not cache-resident */
+#define GEMV_KICK_BYTES 0u /* not measured on an AVX-512 host */
 #include "dense_tile.h"
 #else
 void wpk_dense_rows_avx512(const wpk_dense_job *j, size_t o0, size_t o1)
