@@ -45,10 +45,16 @@
 
 #define WPK_POOL_MAX 256
 /* How long a thread spins before it sleeps, in TSC ticks (about 2-3 GHz):
- * a worker waits ~60 us for the next job (back-to-back layers then start
- * without a futex wake-up), the caller ~20 us for claimed chunks. */
-#define WPK_POOL_WORKER_SPIN 150000ull
-#define WPK_POOL_CALLER_SPIN 50000ull
+ * a worker ~5 ms for the next job, the caller ~1 ms for claimed chunks.
+ * Waking a sleeping thread costs ~50 us on bare metal but took 1-5 ms on
+ * the VM of bench/dense/README.md (its idle vCPU must be woken by the
+ * host), so a worker that slept between layers separated by a little host
+ * work joined late or not at all. Rounds of 100 batch-1 512x784 int8 calls
+ * 3 ms apart: 19-24 us a call with 60 us / 20 us spins (no better than one
+ * thread, ~21), 11-13 us with these; never slower on the large shapes.
+ * OpenBLAS spins ~0.1 s, LLVM's OpenMP 0.2 s. */
+#define WPK_POOL_WORKER_SPIN 12000000ull
+#define WPK_POOL_CALLER_SPIN 2500000ull
 
 static struct {
     pthread_mutex_t run_lock;    /* one job at a time */
