@@ -41,7 +41,7 @@ typedef void (*run_fn)(void *ctx);
 
 /* Timing: the implementations of one shape and batch are measured in
  * interleaved rounds (OpenBLAS, then each wpack variant, again and
- * again), each block a warm-up call then up to BLOCK_CALLS calls, and each
+ * again), each block 10 ms of warm-up calls then up to BLOCK_CALLS calls, and each
  * gets the median of all its calls. On a shared machine whose load changes
  * from second to second, every implementation thus sees the same mix of
  * quiet and busy moments, so the ratios of one run are comparable. */
@@ -53,9 +53,17 @@ typedef struct {
     int n;
 } samples;
 
+/* Untimed calls before a block: on this VM a thread woken from sleep takes
+ * 1-5 ms to run, so one warm-up call left the first milliseconds of a
+ * block to whichever library's threads happened to be awake. */
+#define WARMUP_S 0.01
+
 static void time_block(run_fn fn, void *ctx, double block_s, samples *s)
 {
-    fn(ctx); /* warm up: page in, wake threads */
+    double warm = now();
+    do /* page in, wake the threads */
+        fn(ctx);
+    while (now() - warm < WARMUP_S);
     double start = now();
     for (int i = 0; i < BLOCK_CALLS && (i < 3 || now() - start < block_s); i++) {
         double t0 = now();
