@@ -329,6 +329,7 @@ int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsi
         if ((rc = wpk_shards_begin(w, name, dtype, rank, dims, nbytes)))
             return rc;
         w->in_tensor = 1;
+        w->cur_written = 0;
         return WPACK_OK;
     }
     /* Align first so that a failure below leaves no half-made entry. */
@@ -396,14 +397,15 @@ static size_t first_bad_bool(const uint8_t *p, size_t n)
     return n;
 }
 
-static int check_bools(wpack_writer *w, const char *name, const void *data, size_t n)
+/* data is the tensor's bytes from byte `at` on (for the message). */
+static int check_bools(wpack_writer *w, const char *name, const void *data, size_t n, uint64_t at)
 {
     size_t bad = first_bad_bool(data, n);
     if (bad == n)
         return WPACK_OK;
     return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT,
-                     "tensor '%s': bool byte %zu of the data given is %u; bools are 0 or 1", name,
-                     bad, ((const uint8_t *)data)[bad]);
+                     "tensor '%s': bool byte %llu of the tensor is %u; bools are 0 or 1", name,
+                     (unsigned long long)(at + bad), ((const uint8_t *)data)[bad]);
 }
 
 int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes)
@@ -420,10 +422,14 @@ int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes)
      * a refused write changes nothing */
     wpk_pending_entry *e = &wpk_entries(w)[wpk_entry_count(w) - 1];
     int rc;
-    if (e->dtype == WPACK_DTYPE_BOOL && (rc = check_bools(w, wpk_pool_str(w, e->name), data, nbytes)))
+    if (e->dtype == WPACK_DTYPE_BOOL &&
+        (rc = check_bools(w, wpk_pool_str(w, e->name), data, nbytes, w->cur_written)))
         return rc;
-    if (w->shards)
-        return wpk_shards_write(w, data, nbytes);
+    if (w->shards) { /* the shard's writer checks the size; count for the message above */
+        if ((rc = wpk_shards_write(w, data, nbytes)) == WPACK_OK)
+            w->cur_written += nbytes;
+        return rc;
+    }
     if (nbytes > w->cur_expected - w->cur_written)
         return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape holds %llu",
                          wpk_pool_str(w, e->name),
@@ -445,8 +451,12 @@ int wpack_writer_write_zeros(wpack_writer *w, uint64_t nbytes)
         return w->errcode;
     if (!w->in_tensor)
         return wpk_wfail(w, WPACK_E_STATE, "write outside a tensor");
-    if (w->shards)
-        return wpk_shards_write_zeros(w, nbytes);
+    if (w->shards) {
+        int rc = wpk_shards_write_zeros(w, nbytes);
+        if (rc == WPACK_OK)
+            w->cur_written += nbytes;
+        return rc;
+    }
     wpk_pending_entry *e = &wpk_entries(w)[wpk_entry_count(w) - 1];
     if (nbytes > w->cur_expected - w->cur_written)
         return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape holds %llu",
@@ -525,7 +535,7 @@ int wpack_writer_add_tensor(wpack_writer *w, const char *name, int dtype, unsign
     if (nbytes && !data)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "tensor '%s': NULL data", name);
     /* before begin: a refused tensor leaves no half-made entry */
-    if (dtype == WPACK_DTYPE_BOOL && (rc = check_bools(w, name, data, (size_t)nbytes)))
+    if (dtype == WPACK_DTYPE_BOOL && (rc = check_bools(w, name, data, (size_t)nbytes, 0)))
         return rc;
     if ((rc = wpack_writer_begin_tensor(w, name, dtype, rank, dims)))
         return rc;

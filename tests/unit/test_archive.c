@@ -369,6 +369,8 @@ static void test_writer_bool_values(void)
     CHECK_EQ(wpack_writer_begin_tensor(w, "s", WPACK_DTYPE_BOOL, 1, d), WPACK_OK);
     CHECK_EQ(wpack_writer_write(w, good, 10), WPACK_OK);
     CHECK_EQ(wpack_writer_write(w, bad + 10, 9), WPACK_E_INVALID_ARGUMENT);
+    CHECK(strstr(wpack_writer_errmsg(w), "byte 17 of the tensor"),
+          "a streamed write names the byte's offset in the tensor: %s", wpack_writer_errmsg(w));
     CHECK_EQ(wpack_writer_write(w, good + 10, 9), WPACK_OK);
     CHECK_EQ(wpack_writer_end_tensor(w), WPACK_OK);
     uint8_t two = 2, one = 1;
