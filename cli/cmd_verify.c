@@ -8,7 +8,8 @@ static const char help[] =
     "usage: wpack verify ARCHIVE\n"
     "\n"
     "Validates the archive's structure, then checks the XXH3-64 checksum of\n"
-    "every tensor and that all padding is zero. Exit status 0 only when all\n"
+    "every tensor, that compressed tensors decode, that bool tensors hold\n"
+    "only 0 and 1, and that all padding is zero. Exit status 0 only when all\n"
     "match; otherwise every bad entry is named on stderr.\n";
 
 static void on_bad(void *user, uint64_t entry, int code, const char *message)

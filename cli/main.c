@@ -13,7 +13,7 @@ static const char usage[] =
     "commands:\n"
     "  create   -o OUT.wpack [options] INPUT...   pack .npy, torch.save, safetensors, npz/tar, raw\n"
     "  inspect  [--json] ARCHIVE [PREFIX]          list tensors, metadata and stats\n"
-    "  verify   ARCHIVE                            check every checksum\n"
+    "  verify   ARCHIVE                            check checksums, bool values, padding\n"
     "  extract  ARCHIVE [-o DIR] [NAME_OR_PREFIX...]  write tensors as .npy files\n"
     "  convert  ARCHIVE --compress zstd[:L]|--decompress -o OUT  rewrite compressed or plain\n"
     "  export   ARCHIVE --to safetensors|npz|tar -o FILE  write the archive in another format\n"

@@ -31,6 +31,23 @@ static inline int wpk_same_bytes(const void *a, const void *b, size_t n)
     return x == y;
 }
 
+/* A bool tensor's bytes must be 0 or 1 (spec 21.17): the offset of the
+ * first other byte in p[0..n), or n when all are fine. 8 bytes a step. */
+static inline size_t wpk_first_bad_bool(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    for (; n - i >= 8; i += 8) {
+        uint64_t v;
+        memcpy(&v, p + i, 8);
+        if (v & 0xFEFEFEFEFEFEFEFEull) /* any bit above bit 0 */
+            break;
+    }
+    for (; i < n; i++)
+        if (p[i] > 1)
+            return i;
+    return n;
+}
+
 static inline uint16_t wpk_ld16(const void *p)
 {
     const uint8_t *b = p;

@@ -49,6 +49,7 @@ static const error_row rows[] = {
     {WPACK_E_PADDING, "WPACK_E_PADDING", "padding is not zero"},
     {WPACK_E_DECODE, "WPACK_E_DECODE", "compressed bytes do not decode"},
     {WPACK_E_SHARD, "WPACK_E_SHARD", "shard missing or inconsistent"},
+    {WPACK_E_VALUE, "WPACK_E_VALUE", "value not allowed for its dtype"},
     {WPACK_E_INPUT, "WPACK_E_INPUT", "malformed input file"},
     {WPACK_E_UNSUPPORTED, "WPACK_E_UNSUPPORTED", "unsupported input"},
 };

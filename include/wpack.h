@@ -108,6 +108,7 @@ typedef enum wpack_error {
     WPACK_E_PADDING = 50,          /* padding between extents is not zero */
     WPACK_E_DECODE = 51,           /* compressed bytes do not decode to their declared size */
     WPACK_E_SHARD = 52,            /* a sharded set's shard is missing, changed or inconsistent */
+    WPACK_E_VALUE = 53,            /* a stored value its dtype does not allow (bool not 0/1) */
     /* inputs of the packer */
     WPACK_E_INPUT = 60,            /* malformed input file (.npy, ...) */
     WPACK_E_UNSUPPORTED = 61       /* valid input wpack does not take (object arrays) */
@@ -155,7 +156,7 @@ int wpack_dtype_is_float(int dtype);
 typedef struct wpack_archive wpack_archive;
 
 /* Flags for wpack_open_file() and wpack_open_memory(). */
-#define WPACK_OPEN_VERIFY 1u  /* also verify every tensor checksum at open */
+#define WPACK_OPEN_VERIFY 1u  /* also verify every entry at open (wpack_verify_all) */
 
 /*
  * Open an archive file read-only with mmap, or a caller's buffer (which must
@@ -262,7 +263,9 @@ int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, 
 /* Check entry i's stored bytes against its checksum, and for a compressed
  * tensor also decode it and check the decoded bytes: WPACK_OK,
  * WPACK_E_CHECKSUM or WPACK_E_DECODE (message names the entry, expected
- * and actual). */
+ * and actual). A bool tensor's bytes (or splat fill) must also all be 0 or
+ * 1: WPACK_E_VALUE names the first other byte (a plain open does not
+ * look at tensor values). */
 int wpack_verify_entry(wpack_archive *ar, uint64_t i);
 /* Verify every entry and that the padding between extents is zero. Calls
  * on_bad (if not NULL) for each failure and goes on; returns WPACK_OK or the

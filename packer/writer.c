@@ -379,28 +379,10 @@ static void feed_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, 
     memcpy(w->carry, p + whole * size, w->carry_len);
 }
 
-/* The spec's rule for bool tensors: every byte 0 or 1 (readers hand the
- * bytes on as they are, so a writer must not store anything else). The
- * offset of the first other byte in p[0..n), or n when all are fine. */
-static size_t first_bad_bool(const uint8_t *p, size_t n)
-{
-    size_t i = 0;
-    for (; n - i >= 8; i += 8) { /* 8 bytes a step: any bit above bit 0 */
-        uint64_t v;
-        memcpy(&v, p + i, 8);
-        if (v & 0xFEFEFEFEFEFEFEFEull)
-            break;
-    }
-    for (; i < n; i++)
-        if (p[i] > 1)
-            return i;
-    return n;
-}
-
 /* data is the tensor's bytes from byte `at` on (for the message). */
 static int check_bools(wpack_writer *w, const char *name, const void *data, size_t n, uint64_t at)
 {
-    size_t bad = first_bad_bool(data, n);
+    size_t bad = wpk_first_bad_bool(data, n);
     if (bad == n)
         return WPACK_OK;
     return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT,

@@ -8,6 +8,7 @@
 
 #include "testlib.h"
 #include "wpack.h"
+#include "../../fuzz/fix_checksums.h"
 
 static char dir[256];
 
@@ -387,6 +388,48 @@ static void test_writer_bool_values(void)
     wpack_close(ar);
 }
 
+/* Another writer's archive may hold bool bytes other than 0/1 (checksums
+ * right): a plain open takes it, verification names the byte (VALUE). */
+static void test_verify_bool_values(void)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "badbools.wpack");
+    wpack_writer *w;
+    CHECK(wpack_writer_open(&w, path, NULL) == WPACK_OK, "open");
+    uint8_t v[300] = {0};
+    for (int i = 0; i < 300; i++)
+        v[i] = (uint8_t)(i % 3 == 0);
+    uint64_t d[1] = {300};
+    CHECK_EQ(wpack_writer_add_tensor(w, "a.mask", WPACK_DTYPE_BOOL, 1, d, v, 300), WPACK_OK);
+    CHECK_EQ(wpack_writer_add_tensor(w, "b.mask", WPACK_DTYPE_BOOL, 1, d, v, 300), WPACK_OK);
+    char err[512];
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "finish: %s", err);
+    wpack_archive *ar;
+    CHECK(wpack_open_file(&ar, path, WPACK_OPEN_VERIFY) == WPACK_OK, "good bools verify");
+    wpack_tensor t;
+    CHECK_EQ(wpack_find(ar, "b.mask", &t), WPACK_OK);
+    uint64_t at = t.offset + 257;
+    wpack_close(ar);
+    size_t len;
+    unsigned char *buf = slurp(path, &len);
+    CHECK(buf && at < len, "read back");
+    buf[at] = 0x80;
+    fix_checksums(buf, len, 1);
+    CHECK_EQ(wpack_open_memory(&ar, buf, len, 0), WPACK_OK);
+    CHECK_EQ(wpack_verify_all(ar, NULL, NULL), WPACK_E_VALUE);
+    CHECK(strstr(wpack_errmsg(ar), "'b.mask'") && strstr(wpack_errmsg(ar), "bool byte 257 is 128"),
+          "message names the tensor, the byte and its value: %s", wpack_errmsg(ar));
+    CHECK_EQ(wpack_find(ar, "a.mask", &t), WPACK_OK);
+    CHECK_EQ(wpack_verify_entry(ar, t.index), WPACK_OK);
+    CHECK_EQ(wpack_find(ar, "b.mask", &t), WPACK_OK);
+    CHECK_EQ(wpack_verify_entry(ar, t.index), WPACK_E_VALUE);
+    wpack_close(ar);
+    wpack_archive *ar2;
+    CHECK_EQ(wpack_open_memory(&ar2, buf, len, WPACK_OPEN_VERIFY), WPACK_E_VALUE);
+    wpack_close(ar2);
+    free(buf);
+}
+
 static void test_atomic_replace(void)
 {
     char path[512];
@@ -538,6 +581,7 @@ int main(void)
     RUN(test_auto_stats_and_histogram);
     RUN(test_writer_rejects);
     RUN(test_writer_bool_values);
+    RUN(test_verify_bool_values);
     RUN(test_atomic_replace);
     RUN(test_open_errors_name_the_file);
     RUN(test_concurrent_readers);
