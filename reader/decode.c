@@ -160,11 +160,21 @@ int wpk_verify_decoded(wpack_archive *ar, uint64_t i)
     uint8_t *buf = malloc(t.nbytes < STEP ? (size_t)t.nbytes + 1 : STEP);
     wpk_hasher *h = wpk_hasher_new();
     int rc = buf && h ? WPACK_OK : WPACK_E_NOMEM;
+    /* a bool tensor's first byte other than 0/1 (spec 21.17), found in the
+     * same pass; reported only once the bytes are the ones checksummed */
+    uint64_t bad_at = UINT64_MAX;
+    unsigned bad_value = 0;
     for (uint64_t done = 0; rc == WPACK_OK && done < t.nbytes; done += STEP) {
         size_t n = t.nbytes - done < STEP ? (size_t)(t.nbytes - done) : STEP;
         rc = wpack_read(ar, i, done, buf, n);
         if (rc == WPACK_OK)
             wpk_hasher_update(h, buf, n);
+        size_t b;
+        if (rc == WPACK_OK && t.dtype == WPACK_DTYPE_BOOL && bad_at == UINT64_MAX &&
+            (b = wpk_first_bad_bool(buf, n)) < n) {
+            bad_at = done + b;
+            bad_value = buf[b];
+        }
     }
     uint64_t got = rc == WPACK_OK ? wpk_hasher_digest(h) : 0;
     free(buf);
@@ -179,5 +189,8 @@ int wpk_verify_decoded(wpack_archive *ar, uint64_t i)
         return wpk_fail(ar, WPACK_E_CHECKSUM,
                         "tensor '%s': decoded bytes hash to %016llx, expected %016llx", q,
                         (unsigned long long)got, (unsigned long long)t.decoded_checksum);
+    if (bad_at != UINT64_MAX)
+        return wpk_fail(ar, WPACK_E_VALUE, "tensor '%s': bool byte %llu is %u; bools are 0 or 1", q,
+                        (unsigned long long)bad_at, bad_value);
     return WPACK_OK;
 }

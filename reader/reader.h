@@ -83,7 +83,8 @@ void wpk_close_shards(wpack_archive *ar);
  * stored length agree with its logical size (decode.c). */
 int wpk_check_seek_table(wpack_archive *ar, const char *q, uint32_t chunk_log2, uint64_t nbytes,
                          uint64_t stored, uint64_t aux_off, uint64_t aux_len);
-/* Decode the whole of compressed entry i, checking the decoded checksum. */
+/* Decode the whole of compressed entry i, checking the decoded checksum
+ * and, for a bool tensor, that every byte is 0 or 1 (WPACK_E_VALUE). */
 int wpk_verify_decoded(wpack_archive *ar, uint64_t i);
 int wpk_check_namemap(wpack_archive *ar);
 int wpk_check_stats(wpack_archive *ar);

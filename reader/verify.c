@@ -2,41 +2,22 @@
 #include "bytes.h"
 #include "reader.h"
 
-/* A bool tensor's bytes are 0 or 1 (spec 21.17). The view is scanned in
- * place; a splat's fill is one byte; a compressed tensor is read back in
- * pieces (decoding was checked just before). */
-static int check_bool_values(wpack_archive *ar, uint64_t i, const wpack_tensor *t)
+/* A bool tensor's bytes (or a bool splat's fill) are 0 or 1 (spec 21.17).
+ * A compressed tensor has no view: wpk_verify_decoded checks its bytes in
+ * its one decoding pass. */
+static int check_bool_values(wpack_archive *ar, const wpack_tensor *t)
 {
-    enum { PIECE = 1 << 16 };
-    uint8_t piece[PIECE];
-    uint64_t at = 0;
-    size_t bad = 0, n = 0;
-    const uint8_t *p = NULL;
+    const uint8_t *p = t->fill ? t->fill : t->data;
+    size_t n = t->fill ? 1 : (size_t)t->nbytes;
+    size_t bad = p ? wpk_first_bad_bool(p, n) : n;
+    if (bad == n)
+        return WPACK_OK;
     char q[256];
     wpk_quote(q, sizeof q, t->name, t->name_len);
-    if (t->fill) {
-        p = t->fill, n = 1;
-        bad = wpk_first_bad_bool(p, n);
-    } else if (t->data) {
-        p = t->data, n = (size_t)t->nbytes;
-        bad = wpk_first_bad_bool(p, n);
-    } else {
-        for (; at < t->nbytes; at += n) {
-            n = t->nbytes - at < PIECE ? (size_t)(t->nbytes - at) : PIECE;
-            int rc = wpack_read(ar, i, at, piece, n);
-            if (rc)
-                return wpk_fail(ar, rc, "tensor '%s': cannot read it back to check its bools", q);
-            p = piece;
-            if ((bad = wpk_first_bad_bool(p, n)) < n)
-                break;
-        }
-    }
-    if (bad >= n)
-        return WPACK_OK;
     if (t->fill)
         return wpk_fail(ar, WPACK_E_VALUE, "splat '%s': bool fill is %u; bools are 0 or 1", q, p[0]);
-    return wpk_fail(ar, WPACK_E_VALUE, "tensor '%s': bool byte %llu is %u; bools are 0 or 1", q,
-                    (unsigned long long)(at + bad), p[bad]);
+    return wpk_fail(ar, WPACK_E_VALUE, "tensor '%s': bool byte %zu is %u; bools are 0 or 1", q,
+                    bad, p[bad]);
 }
 
 int wpack_verify_entry(wpack_archive *ar, uint64_t i)
@@ -46,7 +27,7 @@ int wpack_verify_entry(wpack_archive *ar, uint64_t i)
     wpack_tensor t;
     wpk_fill_tensor(ar, i, &t);
     if (t.fill) /* a splat: its fill checksum is verified at open */
-        return t.dtype == WPACK_DTYPE_BOOL ? check_bool_values(ar, i, &t) : WPACK_OK;
+        return t.dtype == WPACK_DTYPE_BOOL ? check_bool_values(ar, &t) : WPACK_OK;
     /* The stored bytes: the view, or the compressed stream of a zstd tensor. */
     uint64_t got = wpk_xxh3(t.data ? t.data : ar->base + t.offset, (size_t)t.stored_length);
     if (got != t.checksum) {
@@ -56,12 +37,9 @@ int wpack_verify_entry(wpack_archive *ar, uint64_t i)
                         "tensor '%s': checksum mismatch (stored %016llx, bytes hash to %016llx)", q,
                         (unsigned long long)t.checksum, (unsigned long long)got);
     }
-    if (t.codec == WPACK_CODEC_ZSTD) {
-        int rc = wpk_verify_decoded(ar, t.kind == WPACK_KIND_ALIAS ? t.alias_target : i);
-        if (rc)
-            return rc;
-    }
-    return t.dtype == WPACK_DTYPE_BOOL ? check_bool_values(ar, i, &t) : WPACK_OK;
+    if (t.codec == WPACK_CODEC_ZSTD) /* decoded checksum and bool values */
+        return wpk_verify_decoded(ar, t.kind == WPACK_KIND_ALIAS ? t.alias_target : i);
+    return t.dtype == WPACK_DTYPE_BOOL ? check_bool_values(ar, &t) : WPACK_OK;
 }
 
 int wpack_verify_all(wpack_archive *ar, wpack_verify_cb on_bad, void *user)

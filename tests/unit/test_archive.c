@@ -430,6 +430,65 @@ static void test_verify_bool_values(void)
     free(buf);
 }
 
+/* Set entry `name`'s dtype code in the raw archive buf, checksums refreshed. */
+static void retype_entry(unsigned char *buf, size_t len, const char *name, int dtype)
+{
+    wpack_archive *ar;
+    wpack_tensor t;
+    CHECK(wpack_open_memory(&ar, buf, len, 0) == WPACK_OK && wpack_find(ar, name, &t) == WPACK_OK,
+          "find %s", name);
+    wpack_close(ar);
+    const unsigned char *ix = buf + wpk_ld64(buf + WPK_H_INDEX_OFFSET_OFF);
+    uint64_t entries = wpk_ld64(ix + WPK_I_SECTIONS_OFF + 16 * WPK_SEC_ENTRIES);
+    unsigned char *rec = buf + (ix - buf) + entries + t.index * WPK_ENTRY_SIZE;
+    rec[WPK_E_DTYPE_OFF] = (unsigned char)dtype;
+    fix_checksums(buf, len, 1);
+}
+
+/* A compressed bool tensor is checked in the decoding pass, a bool splat by
+ * its fill: u8 entries written with other values, then retyped to bool
+ * (the data and its decoded checksum stay as they were). */
+static void test_verify_bool_compressed_and_splat(void)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "badbools_z.wpack");
+    wpack_writer_options opt;
+    wpack_writer_options_init(&opt);
+    opt.compress_level = 3;
+    opt.compress_min = 0;
+    opt.compress_chunk = 4096;
+    wpack_writer *w;
+    CHECK(wpack_writer_open(&w, path, &opt) == WPACK_OK, "open");
+    static uint8_t v[20000];
+    v[12345] = 9;
+    uint64_t d[1] = {20000};
+    CHECK_EQ(wpack_writer_add_tensor(w, "z.mask", WPACK_DTYPE_U8, 1, d, v, sizeof v), WPACK_OK);
+    uint8_t three = 3;
+    CHECK_EQ(wpack_writer_add_splat(w, "s.mask", WPACK_DTYPE_U8, 1, d, &three, 1), WPACK_OK);
+    char err[512];
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "finish: %s", err);
+    size_t len;
+    unsigned char *buf = slurp(path, &len);
+    CHECK(buf != NULL, "read back");
+    retype_entry(buf, len, "z.mask", WPACK_DTYPE_BOOL);
+    retype_entry(buf, len, "s.mask", WPACK_DTYPE_BOOL);
+    wpack_archive *ar;
+    wpack_tensor t;
+    CHECK_EQ(wpack_open_memory(&ar, buf, len, 0), WPACK_OK);
+    CHECK_EQ(wpack_find(ar, "z.mask", &t), WPACK_OK);
+    CHECK(t.dtype == WPACK_DTYPE_BOOL && t.codec == WPACK_CODEC_ZSTD, "a compressed bool tensor");
+    CHECK_EQ(wpack_verify_entry(ar, t.index), WPACK_E_VALUE);
+    CHECK(strstr(wpack_errmsg(ar), "'z.mask'") && strstr(wpack_errmsg(ar), "bool byte 12345 is 9"),
+          "message: %s", wpack_errmsg(ar));
+    CHECK_EQ(wpack_find(ar, "s.mask", &t), WPACK_OK);
+    CHECK(t.dtype == WPACK_DTYPE_BOOL && t.fill, "a bool splat");
+    CHECK_EQ(wpack_verify_entry(ar, t.index), WPACK_E_VALUE);
+    CHECK(strstr(wpack_errmsg(ar), "'s.mask'") && strstr(wpack_errmsg(ar), "bool fill is 3"),
+          "message: %s", wpack_errmsg(ar));
+    wpack_close(ar);
+    free(buf);
+}
+
 static void test_atomic_replace(void)
 {
     char path[512];
@@ -582,6 +641,7 @@ int main(void)
     RUN(test_writer_rejects);
     RUN(test_writer_bool_values);
     RUN(test_verify_bool_values);
+    RUN(test_verify_bool_compressed_and_splat);
     RUN(test_atomic_replace);
     RUN(test_open_errors_name_the_file);
     RUN(test_concurrent_readers);
