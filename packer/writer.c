@@ -390,6 +390,29 @@ static int check_bools(wpack_writer *w, const char *name, const void *data, size
                      (unsigned long long)(at + bad), ((const uint8_t *)data)[bad]);
 }
 
+/* nbytes (> 0) of tensor e, whose arguments and bool values are checked. */
+static int put_bytes(wpack_writer *w, wpk_pending_entry *e, const void *data, size_t nbytes)
+{
+    if (w->shards) { /* the shard's writer checks the size; count for check_bools */
+        int rc = wpk_shards_write(w, data, nbytes);
+        if (rc == WPACK_OK)
+            w->cur_written += nbytes;
+        return rc;
+    }
+    if (nbytes > w->cur_expected - w->cur_written)
+        return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape holds %llu",
+                         wpk_pool_str(w, e->name),
+                         (unsigned long long)(w->cur_written + nbytes),
+                         (unsigned long long)w->cur_expected);
+    wpk_hasher_update(w->hasher, data, nbytes);
+    if (e->has_acc)
+        feed_stats(w, e, data, nbytes);
+    w->cur_written += nbytes;
+    if (wpk_compress_active(w))
+        return wpk_compress_write(w, data, nbytes);
+    return wpk_out(w, data, nbytes);
+}
+
 int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes)
 {
     if (w->failed)
@@ -407,23 +430,7 @@ int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes)
     if (e->dtype == WPACK_DTYPE_BOOL &&
         (rc = check_bools(w, wpk_pool_str(w, e->name), data, nbytes, w->cur_written)))
         return rc;
-    if (w->shards) { /* the shard's writer checks the size; count for the message above */
-        if ((rc = wpk_shards_write(w, data, nbytes)) == WPACK_OK)
-            w->cur_written += nbytes;
-        return rc;
-    }
-    if (nbytes > w->cur_expected - w->cur_written)
-        return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape holds %llu",
-                         wpk_pool_str(w, e->name),
-                         (unsigned long long)(w->cur_written + nbytes),
-                         (unsigned long long)w->cur_expected);
-    wpk_hasher_update(w->hasher, data, nbytes);
-    if (e->has_acc)
-        feed_stats(w, e, data, nbytes);
-    w->cur_written += nbytes;
-    if (wpk_compress_active(w))
-        return wpk_compress_write(w, data, nbytes);
-    return wpk_out(w, data, nbytes);
+    return put_bytes(w, e, data, nbytes);
 }
 
 int wpack_writer_write_zeros(wpack_writer *w, uint64_t nbytes)
@@ -449,7 +456,7 @@ int wpack_writer_write_zeros(wpack_writer *w, uint64_t nbytes)
         /* stats and the compressor must see every byte */
         for (uint64_t left = nbytes; left;) {
             size_t k = left < sizeof zeros ? (size_t)left : sizeof zeros;
-            int rc = wpack_writer_write(w, zeros, k);
+            int rc = put_bytes(w, e, zeros, k); /* zeros: nothing to check */
             if (rc)
                 return rc;
             left -= k;
@@ -521,7 +528,8 @@ int wpack_writer_add_tensor(wpack_writer *w, const char *name, int dtype, unsign
         return rc;
     if ((rc = wpack_writer_begin_tensor(w, name, dtype, rank, dims)))
         return rc;
-    if ((rc = wpack_writer_write(w, data, (size_t)nbytes)))
+    /* bools were checked above: the bytes go in without a second scan */
+    if (nbytes && (rc = put_bytes(w, &wpk_entries(w)[wpk_entry_count(w) - 1], data, (size_t)nbytes)))
         return rc;
     return wpack_writer_end_tensor(w);
 }
