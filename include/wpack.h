@@ -561,7 +561,8 @@ int wpack_linear_from_tensors(const wpack_tensor *weight, const wpack_tensor *sc
  * Errors: WPACK_E_INVALID_ARGUMENT (NULL pointers, unknown act, sizes whose
  * product overflows), WPACK_E_DTYPE (a layer not filled by the bind calls),
  * WPACK_E_UNSUPPORTED (WPACK_ISA names a path this machine lacks, or junk).
- * The same inputs give the same bits whatever the thread count.
+ * The same inputs give the same bits whatever the thread count, and a row
+ * of x gives the same bits alone (batch 1) as inside any batch.
  */
 int wpack_linear_forward(const wpack_linear *l, const float *x, float *y, size_t batch, int act);
 
