@@ -23,6 +23,7 @@
 #define TILE_RN 6
 #define GEMV_PF_MIN_BYTES ((uint64_t)8 << 20) /* 8 MiB: streamed from DRAM, not cache-resident */
 #define GEMV_KICK_BYTES 0u /* not measured on an AVX-512 host */
+#define GEMV_KICK_MIN_BYTES UINT64_MAX
 #include "dense_tile.h"
 #else
 void wpk_dense_rows_avx512(const wpk_dense_job *j, size_t o0, size_t o1)

@@ -6,9 +6,11 @@
  *   VL, V           lanes and vector type (f32)
  *   VZERO() VFMA(a, b, c) VLOADX(p) VREDUCE(v)
  *   VLOAD_F32(p) VLOAD_F16(p) VLOAD_BF16(p) VLOAD_I8(p)  VL weights at p, as f32
+ *   VLOAD_BF16_GEMV(p)  optional: bf16 for batch 1 (exactly the same values)
  *   TILE_RN         batch rows per register tile (acc = 4 x TILE_RN vectors)
  *   GEMV_PF_MIN_BYTES  weight bytes from which batch 1 prefetches the next tile
  *   GEMV_KICK_BYTES    bytes of each next-tile row batch 1 starts early (0: never)
+ *   GEMV_KICK_MIN_BYTES  weight bytes from which it does
  *
  * A register tile is RM (4, or 1 for the last rows) weight rows x RN batch
  * rows: every weight vector is loaded (and widened) once and used RN times,
@@ -27,6 +29,14 @@ WPK_INLINE V wpk_load_w(const uint8_t *p, int dt)
     case WPACK_DTYPE_BF16: return VLOAD_BF16(p);
     default: return VLOAD_I8(p);
     }
+}
+
+#ifndef VLOAD_BF16_GEMV
+#define VLOAD_BF16_GEMV VLOAD_BF16
+#endif
+WPK_INLINE V wpk_load_w_gemv(const uint8_t *p, int dt)
+{
+    return dt == WPACK_DTYPE_BF16 ? VLOAD_BF16_GEMV(p) : wpk_load_w(p, dt);
 }
 
 /* The accumulators are named variables, not an array, so that they stay in
@@ -123,14 +133,16 @@ WPK_INLINE void wpk_tile(const wpk_dense_job *j, const uint8_t *wbase, size_t o,
  * the first GEMV_KICK_BYTES of the next tile's rows into L1, so those
  * streams have started when the tile begins and the hardware prefetcher
  * picks them up from there (per call A/B on Zen 3, two threads, lines of
- * 1 KiB vs none: int8 +8-12%, bf16 +4%, f32 +1-2% from DRAM, the same in
- * cache; a prefetch on every step was slower). Each row's sum is the same
+ * 1 KiB vs none: int8 +8-12%, bf16 +4%, f32 +1-2% from DRAM; a prefetch
+ * on every step was slower). In layers that stay in L2/L3 the kick only
+ * costs (session 5, interleaved in one process: 3-10% a call), so it runs
+ * from GEMV_KICK_MIN_BYTES of weights on. Each row's sum is the same
  * single chain in k order as wpk_tile's, so the results do not depend on
  * RM (or on how rows are split between threads). */
 #define WPK_G_ACC(r) V g##r = VZERO()
 #define WPK_G_FMA(r, off)                                                      \
     if (RM > r)                                                                \
-        g##r = VFMA(wpk_load_w(w##r + (off) * es, dt), xv, g##r);
+        g##r = VFMA(wpk_load_w_gemv(w##r + (off) * es, dt), xv, g##r);
 #define WPK_G_FMA_ALL(off) WPK_G_FMA(0, off) WPK_G_FMA(1, off) WPK_G_FMA(2, off) \
     WPK_G_FMA(3, off) WPK_G_FMA(4, off) WPK_G_FMA(5, off) WPK_G_FMA(6, off) WPK_G_FMA(7, off)
 #define WPK_G_PF(r)                                                            \
@@ -158,7 +170,8 @@ WPK_INLINE void wpk_gemv_tile(const wpk_dense_job *j, const uint8_t *wbase, size
     /* the kick (see above): from byte kick_from of a row on, the line at
      * next + (byte + kick - row) of the same row in the next tile */
 #if GEMV_KICK_BYTES
-    const size_t kick = !PF && next ? (row < GEMV_KICK_BYTES ? row : GEMV_KICK_BYTES) : 0;
+    const int kick_on = !PF && next && (uint64_t)j->out * row >= (uint64_t)GEMV_KICK_MIN_BYTES;
+    const size_t kick = kick_on ? (row < GEMV_KICK_BYTES ? row : GEMV_KICK_BYTES) : 0;
 #else
     const size_t kick = 0;
 #endif
@@ -199,7 +212,7 @@ WPK_INLINE void wpk_gemv_tile(const wpk_dense_job *j, const uint8_t *wbase, size
         V xv = VLOADX(xt);
         const uint8_t *t0 = wt[0], *t1 = wt[1], *t2 = wt[2], *t3 = wt[3];
         const uint8_t *t4 = wt[4], *t5 = wt[5], *t6 = wt[6], *t7 = wt[7];
-#define WPK_G_FMA_T(r) if (RM > r) g##r = VFMA(wpk_load_w(t##r, dt), xv, g##r);
+#define WPK_G_FMA_T(r) if (RM > r) g##r = VFMA(wpk_load_w_gemv(t##r, dt), xv, g##r);
         WPK_G_FMA_T(0) WPK_G_FMA_T(1) WPK_G_FMA_T(2) WPK_G_FMA_T(3)
         WPK_G_FMA_T(4) WPK_G_FMA_T(5) WPK_G_FMA_T(6) WPK_G_FMA_T(7)
 #undef WPK_G_FMA_T

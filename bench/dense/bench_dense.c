@@ -16,7 +16,7 @@
 
 #include <cblas.h>
 
-#include "wpack.h"
+#include "ceiling.h"
 #include "readbw.h"
 #include "wpack.h"
 
@@ -233,5 +233,7 @@ int main(int argc, char **argv)
         free(wh);
         free(wq);
     }
+    if (!only || strcmp(only, "512x784") == 0)
+        print_ceiling(threads);
     return 0;
 }

@@ -1,0 +1,8 @@
+/* ceiling.h - the batch-1 loop's best case against OpenBLAS (ceiling.c). */
+#ifndef WPACK_BENCH_CEILING_H
+#define WPACK_BENCH_CEILING_H
+
+/* Print the table; threads: the run's thread count (OpenBLAS uses it). */
+void print_ceiling(unsigned threads);
+
+#endif
