@@ -18,7 +18,8 @@ static const char help[] =
     "X.npy: f32 or f64, [batch, in] or [in]. Weights f32, f16, bf16, int8.\n"
     "\n"
     "environment: WPACK_ISA=scalar|avx2|avx512 forces a SIMD path,\n"
-    "WPACK_THREADS=N the thread count.\n"
+    "WPACK_THREADS=N the thread count, WPACK_SPIN_US=N how long idle pool\n"
+    "threads spin before they sleep (default 5000; 0 never spin).\n"
     "  --isa    print the SIMD path and thread count in use, then exit\n";
 
 int cmd_run(int argc, char **argv)

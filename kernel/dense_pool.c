@@ -14,7 +14,8 @@
  * yet finished - never for a worker that has not started - so a worker
  * descheduled by another process costs nothing: the caller does its share.
  * Waiting is a short spin, then a sleep on a condition variable (the
- * sleeping caller frees its core for the worker it waits on).
+ * sleeping caller frees its core for the worker it waits on);
+ * WPACK_SPIN_US sets how long (below).
  *
  * A worker that finds itself on the caller's CPU moves off it (Linux): the
  * scheduler often wakes a worker on the CPU of the thread that woke it, and
@@ -36,25 +37,26 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
 
 #include "dense.h"
 
 #define WPK_POOL_MAX 256
-/* How long a thread spins before it sleeps, in TSC ticks (about 2-3 GHz):
- * a worker ~5 ms for the next job, the caller ~1 ms for claimed chunks.
- * Waking a sleeping thread costs ~50 us on bare metal but took 1-5 ms on
- * the VM of bench/dense/README.md (its idle vCPU must be woken by the
- * host), so a worker that slept between layers separated by a little host
- * work joined late or not at all. Rounds of 100 batch-1 512x784 int8 calls
- * 3 ms apart: 19-24 us a call with 60 us / 20 us spins (no better than one
- * thread, ~21), 11-13 us with these; never slower on the large shapes.
- * OpenBLAS spins ~0.1 s, LLVM's OpenMP 0.2 s. */
-#define WPK_POOL_WORKER_SPIN 12000000ull
-#define WPK_POOL_CALLER_SPIN 2500000ull
+/* How long a thread spins before it sleeps: a worker ~5 ms for the next
+ * job, the caller ~1 ms for claimed chunks. Waking a sleeping thread costs
+ * ~50 us on bare metal but took 1-5 ms on the VM of bench/dense/README.md
+ * (its idle vCPU must be woken by the host), so a worker that slept
+ * between layers separated by a little host work joined late or not at
+ * all. Rounds of 100 batch-1 512x784 int8 calls 3 ms apart: 19-24 us a
+ * call with 60 us / 20 us spins (no better than one thread, ~21), 11-13 us
+ * with these; never slower on the large shapes. OpenBLAS spins ~0.1 s,
+ * LLVM's OpenMP 0.2 s. A spinning worker keeps a core busy, so
+ * WPACK_SPIN_US=N sets the worker's spin to N microseconds (0: sleep at
+ * once) and the caller's to N or 1 ms, whichever is less. */
+#define WPK_POOL_WORKER_SPIN_NS 5000000ull
+#define WPK_POOL_CALLER_SPIN_NS 1000000ull
+#define WPK_POOL_SPIN_US_MAX 1000000l /* 1 s */
 
 static struct {
     pthread_mutex_t run_lock;    /* one job at a time */
@@ -72,8 +74,10 @@ static struct {
     atomic_uint sleepers;        /* workers asleep on wake */
     atomic_uint caller_asleep;   /* the caller sleeps on done */
     atomic_int caller_cpu;       /* where the last job was published; -1 unknown */
+    unsigned long long worker_spin_ns, caller_spin_ns; /* set once by start() */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          PTHREAD_COND_INITIALIZER, 1, 0, NULL, NULL, 0, 0, 0, 0, 0, 0, 0, -1};
+          PTHREAD_COND_INITIALIZER, 1, 0, NULL, NULL, 0, 0, 0, 0, 0, 0, 0, -1,
+          WPK_POOL_WORKER_SPIN_NS, WPK_POOL_CALLER_SPIN_NS};
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
 static inline void cpu_relax(void)
@@ -83,15 +87,12 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* A clock for spin limits: the TSC where there is one, else a count. */
-static inline unsigned long long spin_clock(unsigned long long *count)
+/* Nanoseconds on the monotonic clock, for spin limits (vDSO: ~20 ns). */
+static unsigned long long spin_clock(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    (void)count;
-    return __rdtsc();
-#else
-    return (*count += 64);
-#endif
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
 static inline uint32_t gen_of(unsigned long long s)
@@ -166,10 +167,10 @@ static void leave_caller_cpu(void)
 /* A worker: wait until the generation moves past seen (spin, then sleep). */
 static unsigned long long wait_job(uint32_t seen)
 {
-    unsigned long long s, count = 0, t0 = spin_clock(&count);
+    unsigned long long s, t0 = spin_clock();
     unsigned spins = 0;
     while (gen_of(s = atomic_load_explicit(&pool.state, memory_order_acquire)) == seen) {
-        if (spin_clock(&count) - t0 > WPK_POOL_WORKER_SPIN) {
+        if (spin_clock() - t0 >= pool.worker_spin_ns) {
             atomic_fetch_add(&pool.sleepers, 1); /* seq_cst: see wpk_pool_run */
             pthread_mutex_lock(&pool.lock);
             while (gen_of(s = atomic_load(&pool.state)) == seen)
@@ -224,6 +225,16 @@ static void start(void)
     if (n > WPK_POOL_MAX)
         n = WPK_POOL_MAX;
     pool.nthreads = n;
+    env = getenv("WPACK_SPIN_US");
+    if (env && *env) {
+        char *end;
+        long us = strtol(env, &end, 10);
+        if (*end == 0 && us >= 0 && us <= WPK_POOL_SPIN_US_MAX) {
+            pool.worker_spin_ns = (unsigned long long)us * 1000ull;
+            if (pool.caller_spin_ns > pool.worker_spin_ns)
+                pool.caller_spin_ns = pool.worker_spin_ns;
+        }
+    }
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -284,9 +295,9 @@ void wpk_pool_run(const wpk_dense_job *j, wpk_dense_rows_fn fn, size_t n, size_t
     unsigned ran = run_chunks(gen, 1);
     if (atomic_fetch_add_explicit(&pool.finished, ran, memory_order_acq_rel) + ran != nchunks) {
         /* Only chunks a running thread claimed are left: wait for them. */
-        unsigned long long count = 0, t0 = spin_clock(&count);
+        unsigned long long t0 = spin_clock();
         while (atomic_load_explicit(&pool.finished, memory_order_acquire) != nchunks &&
-               spin_clock(&count) - t0 < WPK_POOL_CALLER_SPIN)
+               spin_clock() - t0 < pool.caller_spin_ns)
             cpu_relax();
         if (atomic_load_explicit(&pool.finished, memory_order_acquire) != nchunks) {
             pthread_mutex_lock(&pool.lock);

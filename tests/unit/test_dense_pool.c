@@ -3,12 +3,16 @@
  * and the case that used to stall: WPACK_THREADS=2 while other threads keep
  * every core busy, where a pooled call must not wait for a descheduled
  * worker (it must cost about what the caller alone costs, and give the same
- * bits). */
+ * bits). Idle spinning is bounded (~5 ms a call), and WPACK_SPIN_US=0 turns
+ * it off: a child run of this program checks that, with every wait then a
+ * sleep. */
 #include <math.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dense.h"
@@ -201,14 +205,97 @@ static void test_busy_cores(void)
           sum_alone / CALLS * 1e6);
 }
 
-int main(void)
+/* --- idle spinning --------------------------------------------------------- */
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU time the whole process uses while the caller sleeps 100 ms after a
+ * pooled call: the worker's spin for a next job that does not come. */
+static double idle_cpu_after_call(void)
+{
+    float y[OUT];
+    wpk_linear_forward_isa(&L, X, y, 1, WPACK_ACT_RELU, wpk_isa_selected(), 2);
+    double c0 = cpu_seconds();
+    usleep(100000);
+    return cpu_seconds() - c0;
+}
+
+/* The default spin (~5 ms) ends: a worker does not spin through 100 ms. */
+static void test_spin_bounded(void)
+{
+    double most = 0;
+    for (int i = 0; i < 3; i++) {
+        double c = idle_cpu_after_call();
+        most = c > most ? c : most;
+    }
+    printf("  idle CPU after a call, default spin: up to %.1f ms in 100 ms\n", most * 1e3);
+    CHECK(most < 0.03, "%.1f ms of CPU in 100 ms idle after a call: the worker kept spinning",
+          most * 1e3);
+}
+
+/* In the child (WPACK_SPIN_US=0): every wait is a sleep, the results are
+ * the same, and an idle process uses no CPU. */
+static void test_no_spin(void)
+{
+    float y[OUT];
+    int bad = 0;
+    for (int i = 0; i < 300; i++) {
+        memset(y, 0, sizeof y);
+        bad += wpack_linear_forward(&L, X, y, 1, WPACK_ACT_RELU) != WPACK_OK ||
+               memcmp(y, YREF, sizeof y) != 0;
+        if (i % 50 == 0)
+            usleep(2000); /* let the worker fall asleep between some calls */
+    }
+    CHECK(bad == 0, "%d calls without spinning failed or differed", bad);
+    double most = 0;
+    for (int i = 0; i < 3; i++) {
+        double c = idle_cpu_after_call();
+        most = c > most ? c : most;
+    }
+    printf("  idle CPU after a call, WPACK_SPIN_US=0: up to %.2f ms in 100 ms\n", most * 1e3);
+    CHECK(most < 0.003, "%.2f ms of CPU in 100 ms idle with WPACK_SPIN_US=0", most * 1e3);
+}
+
+extern char **environ;
+
+/* Run this program again as the WPACK_SPIN_US=0 child; it must pass. */
+static void test_no_spin_child(void)
+{
+    char *argv[] = {(char *)"/proc/self/exe", (char *)"--no-spin", NULL};
+    setenv("WPACK_SPIN_US", "0", 1); /* read by the child's pool; ours has started */
+    fflush(stdout);
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ);
+    unsetenv("WPACK_SPIN_US");
+    CHECK_EQ(rc, 0);
+    if (rc != 0)
+        return;
+    int status = 0;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the WPACK_SPIN_US=0 run failed (status %d)",
+          status);
+}
+
+int main(int argc, char **argv)
 {
     setenv("WPACK_THREADS", "2", 1);
     setenv("WPACK_DENSE_MIN_PARALLEL", "0", 1);
+    if (argc > 1 && strcmp(argv[1], "--no-spin") == 0) {
+        make_layer();
+        RUN(test_no_spin);
+        return tl_finish();
+    }
     RUN(test_items_once);
     RUN(test_many_chunks);
     make_layer();
     RUN(test_two_callers);
     RUN(test_busy_cores);
+    RUN(test_spin_bounded);
+    RUN(test_no_spin_child);
     return tl_finish();
 }
