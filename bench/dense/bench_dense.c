@@ -18,24 +18,12 @@
 
 #include "ceiling.h"
 #include "readbw.h"
+#include "timing.h"
 #include "wpack.h"
 
 void openblas_set_num_threads(int);
 char *openblas_get_corename(void);
 char *openblas_get_config(void);
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 typedef void (*run_fn)(void *ctx);
 
@@ -60,21 +48,21 @@ typedef struct {
 
 static void time_block(run_fn fn, void *ctx, double block_s, samples *s)
 {
-    double warm = now();
+    double warm = bench_now();
     do /* page in, wake the threads */
         fn(ctx);
-    while (now() - warm < WARMUP_S);
-    double start = now();
-    for (int i = 0; i < BLOCK_CALLS && (i < 3 || now() - start < block_s); i++) {
-        double t0 = now();
+    while (bench_now() - warm < WARMUP_S);
+    double start = bench_now();
+    for (int i = 0; i < BLOCK_CALLS && (i < 3 || bench_now() - start < block_s); i++) {
+        double t0 = bench_now();
         fn(ctx);
-        s->t[s->n++] = now() - t0;
+        s->t[s->n++] = bench_now() - t0;
     }
 }
 
 static double median(samples *s)
 {
-    qsort(s->t, (size_t)s->n, sizeof *s->t, cmpd);
+    qsort(s->t, (size_t)s->n, sizeof *s->t, bench_cmp_double);
     return s->t[s->n / 2];
 }
 

@@ -22,26 +22,14 @@
 
 #include "ceiling.h"
 #include "dense.h"
+#include "timing.h"
 
 #define LAYER_OUT 512
 #define LAYER_IN 784
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(double *t, int n)
 {
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    qsort(t, (size_t)n, sizeof *t, bench_cmp_double);
     return t[n / 2];
 }
 
@@ -58,27 +46,27 @@ typedef struct {
 
 static void block_wpack(const wpack_linear *l, const float *x, float *y, int isa, samples *s)
 {
-    double warm = now_s();
-    while (now_s() - warm < 0.01)
+    double warm = bench_now();
+    while (bench_now() - warm < 0.01)
         wpk_linear_forward_isa(l, x, y, 1, WPACK_ACT_NONE, isa, 1);
     for (int i = 0; i < BLOCK; i++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         wpk_linear_forward_isa(l, x, y, 1, WPACK_ACT_NONE, isa, 1);
-        s->t[s->n++] = now_s() - t0;
+        s->t[s->n++] = bench_now() - t0;
     }
 }
 
 static void block_blas(const float *w, const float *x, float *y, samples *s)
 {
-    double warm = now_s();
-    while (now_s() - warm < 0.01)
+    double warm = bench_now();
+    while (bench_now() - warm < 0.01)
         cblas_sgemv(CblasRowMajor, CblasNoTrans, LAYER_OUT, LAYER_IN, 1.0f, w, LAYER_IN, x, 1,
                     0.0f, y, 1);
     for (int i = 0; i < BLOCK; i++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         cblas_sgemv(CblasRowMajor, CblasNoTrans, LAYER_OUT, LAYER_IN, 1.0f, w, LAYER_IN, x, 1,
                     0.0f, y, 1);
-        s->t[s->n++] = now_s() - t0;
+        s->t[s->n++] = bench_now() - t0;
     }
     usleep(300000); /* OpenBLAS's idle threads spin ~0.1 s: let them sleep */
 }

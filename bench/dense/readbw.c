@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "readbw.h"
+#include "timing.h"
 
 typedef struct {
     const float *p;
@@ -32,13 +33,6 @@ __attribute__((target("avx2"))) static void *sum_slice(void *arg)
     return NULL;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 double read_bandwidth_gbs(size_t bytes, unsigned threads, int passes)
 {
     float *buf = aligned_alloc(64, bytes);
@@ -50,7 +44,7 @@ double read_bandwidth_gbs(size_t bytes, unsigned threads, int passes)
     for (int p = 0; p < passes; p++) {
         pthread_t t[64];
         slice s[64];
-        double t0 = now();
+        double t0 = bench_now();
         for (unsigned i = 0; i < threads; i++) {
             s[i].p = buf + i * per;
             s[i].n = per;
@@ -60,7 +54,7 @@ double read_bandwidth_gbs(size_t bytes, unsigned threads, int passes)
         sum_slice(&s[0]);
         for (unsigned i = 1; i < threads; i++)
             pthread_join(t[i], NULL);
-        double gbs = (double)per * threads * 4 / (now() - t0) / 1e9;
+        double gbs = (double)per * threads * 4 / (bench_now() - t0) / 1e9;
         if (gbs > best)
             best = gbs;
     }
