@@ -514,8 +514,8 @@ void wpack_writer_abort(wpack_writer *w);
  * persistent thread pool of WPACK_THREADS threads (default: online CPUs);
  * small layers run on the calling thread. An idle pool thread spins about
  * 5 ms for the next call before it sleeps (a core stays busy meanwhile);
- * WPACK_SPIN_US=N sets that to N microseconds, 0 to sleep at once. Calls may be made from any number
- * of threads at once; they share the pool.
+ * WPACK_SPIN_US=N sets that to N microseconds, 0 to sleep at once. Calls
+ * may be made from any number of threads at once; they share the pool.
  *
  * Host byte order must be little-endian (the format's): on a big-endian host
  * wpack_linear_bind() returns WPACK_E_UNSUPPORTED.

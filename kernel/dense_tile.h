@@ -158,7 +158,7 @@ WPK_INLINE void wpk_tile(const wpk_dense_job *j, const uint8_t *wbase, size_t o,
     }
 
 WPK_INLINE void wpk_gemv_tile(const wpk_dense_job *j, const uint8_t *wbase, size_t o,
-                              size_t o1, const int RM, const int PF, const int dt)
+                              size_t o1, const int RM, const int PF, int kick_on, const int dt)
 {
     const size_t in = j->in, es = wpk_dtype_bytes(dt), row = in * es;
     const float *x = j->x;
@@ -170,9 +170,9 @@ WPK_INLINE void wpk_gemv_tile(const wpk_dense_job *j, const uint8_t *wbase, size
     /* the kick (see above): from byte kick_from of a row on, the line at
      * next + (byte + kick - row) of the same row in the next tile */
 #if GEMV_KICK_BYTES
-    const int kick_on = !PF && next && (uint64_t)j->out * row >= (uint64_t)GEMV_KICK_MIN_BYTES;
-    const size_t kick = kick_on ? (row < GEMV_KICK_BYTES ? row : GEMV_KICK_BYTES) : 0;
+    const size_t kick = kick_on && !PF && next ? (row < GEMV_KICK_BYTES ? row : GEMV_KICK_BYTES) : 0;
 #else
+    (void)kick_on;
     const size_t kick = 0;
 #endif
     const size_t kick_from = kick ? row - kick : SIZE_MAX;
@@ -251,17 +251,21 @@ WPK_INLINE void wpk_rows_dtype(const wpk_dense_job *j, size_t o0, size_t o1, con
     const uint8_t *w = j->l->weight;
     size_t o = o0;
     if (j->batch == 1) {
-        if ((uint64_t)j->out * j->in * wpk_dtype_bytes(dt) >= (uint64_t)GEMV_PF_MIN_BYTES) {
+        /* how far ahead batch 1 fetches depends on the layer's size (see
+         * wpk_gemv_tile): decided here, once per call */
+        const uint64_t bytes = (uint64_t)j->out * j->in * wpk_dtype_bytes(dt);
+        const int kick = bytes >= (uint64_t)GEMV_KICK_MIN_BYTES;
+        if (bytes >= (uint64_t)GEMV_PF_MIN_BYTES) {
             for (; o + 8 <= o1; o += 8)
-                wpk_gemv_tile(j, w, o, o1, 8, 1, dt);
+                wpk_gemv_tile(j, w, o, o1, 8, 1, kick, dt);
         } else {
             for (; o + 8 <= o1; o += 8)
-                wpk_gemv_tile(j, w, o, o1, 8, 0, dt);
+                wpk_gemv_tile(j, w, o, o1, 8, 0, kick, dt);
         }
         for (; o + 4 <= o1; o += 4)
-            wpk_gemv_tile(j, w, o, o1, 4, 0, dt);
+            wpk_gemv_tile(j, w, o, o1, 4, 0, kick, dt);
         for (; o < o1; o++)
-            wpk_gemv_tile(j, w, o, o1, 1, 0, dt);
+            wpk_gemv_tile(j, w, o, o1, 1, 0, kick, dt);
         return;
     }
     for (; o + 4 <= o1; o += 4)
