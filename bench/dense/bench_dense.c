@@ -3,7 +3,7 @@
  * as ratios against OpenBLAS (cblas_sgemv / cblas_sgemm on the same f32
  * weights, same thread count) and against the read bandwidth measured in
  * the same run. Times are medians of repeated calls, the implementations
- * measured in interleaved rounds (see time_block).
+ * measured in interleaved rounds (see bench_block in timing.h).
  * Usage: bench_dense [--quick] [--shape OUTxIN]   (WPACK_THREADS sets the thread count)
  */
 #include <math.h>
@@ -24,47 +24,6 @@
 void openblas_set_num_threads(int);
 char *openblas_get_corename(void);
 char *openblas_get_config(void);
-
-typedef void (*run_fn)(void *ctx);
-
-/* Timing: the implementations of one shape and batch are measured in
- * interleaved rounds (OpenBLAS, then each wpack variant, again and
- * again), each block 10 ms of warm-up calls then up to BLOCK_CALLS calls, and each
- * gets the median of all its calls. On a shared machine whose load changes
- * from second to second, every implementation thus sees the same mix of
- * quiet and busy moments, so the ratios of one run are comparable. */
-#define ROUNDS_MAX 8
-#define BLOCK_CALLS 200
-
-typedef struct {
-    double t[ROUNDS_MAX * BLOCK_CALLS];
-    int n;
-} samples;
-
-/* Untimed calls before a block: on this VM a thread woken from sleep takes
- * 1-5 ms to run, so one warm-up call left the first milliseconds of a
- * block to whichever library's threads happened to be awake. */
-#define WARMUP_S 0.01
-
-static void time_block(run_fn fn, void *ctx, double block_s, samples *s)
-{
-    double warm = bench_now();
-    do /* page in, wake the threads */
-        fn(ctx);
-    while (bench_now() - warm < WARMUP_S);
-    double start = bench_now();
-    for (int i = 0; i < BLOCK_CALLS && (i < 3 || bench_now() - start < block_s); i++) {
-        double t0 = bench_now();
-        fn(ctx);
-        s->t[s->n++] = bench_now() - t0;
-    }
-}
-
-static double median(samples *s)
-{
-    qsort(s->t, (size_t)s->n, sizeof *s->t, bench_cmp_double);
-    return s->t[s->n / 2];
-}
 
 typedef struct {
     size_t out, in, batch;
@@ -128,7 +87,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[a], "--shape") == 0 && a + 1 < argc)
             only = argv[++a];
     }
-    /* seconds of calls per block; rounds of blocks (see time_block) */
+    /* seconds of calls per block; rounds of blocks (see bench_block) */
     double block_s = quick ? 0.02 : 0.06;
     int rounds = quick ? 3 : 6;
     unsigned threads = wpack_dense_threads();
@@ -183,7 +142,7 @@ int main(int argc, char **argv)
             struct { const char *name; int dt; const void *w; size_t es; } v[] = {
                 {"wpack f32", WPACK_DTYPE_F32, wf, 4}, {"wpack bf16", WPACK_DTYPE_BF16, wb, 2},
                 {"wpack f16", WPACK_DTYPE_F16, wh, 2}, {"wpack int8", WPACK_DTYPE_I8, wq, 1}};
-            static samples sb, sw[4];
+            static bench_samples sb, sw[4];
             sb.n = 0;
             for (int k = 0; k < 4; k++)
                 sw[k].n = 0;
@@ -193,20 +152,20 @@ int main(int argc, char **argv)
                  * before the other library runs, so neither steals the
                  * other's cores. */
                 usleep(2000);
-                time_block(run_blas, &c, block_s, &sb);
+                bench_block(run_blas, &c, block_s, &sb);
                 for (int k = 0; k < 4; k++) {
                     wpack_linear l = {in, out, v[k].dt, v[k].w,
                                       v[k].dt == WPACK_DTYPE_I8 ? scale : NULL, 0, NULL};
                     c.l = l;
                     usleep(k == 0 ? 300000 : 2000);
-                    time_block(run_wpack, &c, block_s, &sw[k]);
+                    bench_block(run_wpack, &c, block_s, &sw[k]);
                 }
             }
-            double tb = median(&sb);
+            double tb = bench_median(&sb);
             printf("| %zux%zu | %zu | OpenBLAS f32 | %.1f | %.1f | 1.00 | %.0f%% |\n", out, in,
                    batch, n * 4 / tb / 1e9, flops / tb / 1e9, 100 * n * 4 / tb / 1e9 / bw);
             for (int k = 0; k < 4; k++) {
-                double t = median(&sw[k]);
+                double t = bench_median(&sw[k]);
                 double gbs = n * v[k].es / t / 1e9;
                 printf("| %zux%zu | %zu | %s | %.1f | %.1f | %.2f | %.0f%% |\n", out, in, batch,
                        v[k].name, gbs, flops / t / 1e9, tb / t, 100 * gbs / bw);
@@ -222,6 +181,6 @@ int main(int argc, char **argv)
         free(wq);
     }
     if (!only || strcmp(only, "512x784") == 0)
-        print_ceiling(threads);
+        print_ceiling(threads, block_s, rounds);
     return 0;
 }

@@ -10,7 +10,8 @@
  * an upper bound for the ratio in the main table. A goal above its
  * ceiling cannot be met on this CPU by scheduling, prefetching or the
  * pool; only fewer instructions per weight would do (see README.md).
- * Both sides are medians of their calls, like the main table.
+ * Both sides are medians of their calls, timed like the main table
+ * (bench_block, timing.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,48 +28,30 @@
 #define LAYER_OUT 512
 #define LAYER_IN 784
 
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, bench_cmp_double);
-    return t[n / 2];
-}
+/* One timed call each: OpenBLAS on the whole layer, wpack on one share. */
+typedef struct {
+    const float *w, *x;
+    float *y;
+} blas_call;
 
-/* Calls per block, blocks per implementation: OpenBLAS and the four
- * shares are measured in interleaved rounds, as in the main table, so all
- * see the same mix of quiet and busy moments of a shared machine. */
-#define ROUNDS 5
-#define BLOCK 400
+static void run_blas(void *p)
+{
+    blas_call *c = p;
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, LAYER_OUT, LAYER_IN, 1.0f, c->w, LAYER_IN, c->x, 1,
+                0.0f, c->y, 1);
+}
 
 typedef struct {
-    double t[ROUNDS * BLOCK];
-    int n;
-} samples;
+    wpack_linear l;
+    const float *x;
+    float *y;
+    int isa;
+} share_call;
 
-static void block_wpack(const wpack_linear *l, const float *x, float *y, int isa, samples *s)
+static void run_share(void *p)
 {
-    double warm = bench_now();
-    while (bench_now() - warm < 0.01)
-        wpk_linear_forward_isa(l, x, y, 1, WPACK_ACT_NONE, isa, 1);
-    for (int i = 0; i < BLOCK; i++) {
-        double t0 = bench_now();
-        wpk_linear_forward_isa(l, x, y, 1, WPACK_ACT_NONE, isa, 1);
-        s->t[s->n++] = bench_now() - t0;
-    }
-}
-
-static void block_blas(const float *w, const float *x, float *y, samples *s)
-{
-    double warm = bench_now();
-    while (bench_now() - warm < 0.01)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, LAYER_OUT, LAYER_IN, 1.0f, w, LAYER_IN, x, 1,
-                    0.0f, y, 1);
-    for (int i = 0; i < BLOCK; i++) {
-        double t0 = bench_now();
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, LAYER_OUT, LAYER_IN, 1.0f, w, LAYER_IN, x, 1,
-                    0.0f, y, 1);
-        s->t[s->n++] = bench_now() - t0;
-    }
-    usleep(300000); /* OpenBLAS's idle threads spin ~0.1 s: let them sleep */
+    share_call *c = p;
+    wpk_linear_forward_isa(&c->l, c->x, c->y, 1, WPACK_ACT_NONE, c->isa, 1);
 }
 
 /* n weights in dtype dt: normal numbers in [-0.5, 0.5) (no subnormals,
@@ -96,7 +79,7 @@ static void fill_weights(uint8_t *w, int dt, const float *src, size_t n)
     }
 }
 
-void print_ceiling(unsigned threads)
+void print_ceiling(unsigned threads, double block_s, int rounds)
 {
     int isa = wpk_isa_selected();
     if (isa < 0)
@@ -106,7 +89,7 @@ void print_ceiling(unsigned threads)
     size_t share = (LAYER_OUT + threads - 1) / threads; /* rows one core computes */
     float *scale = malloc(LAYER_OUT * 4);
     uint8_t *wq[4];
-    static samples sb, sw[4];
+    static bench_samples sb, sw[4];
     for (int k = 0; k < 4; k++)
         wq[k] = malloc(n * 4);
     if (!wf || !x || !y || !scale || !wq[0] || !wq[1] || !wq[2] || !wq[3]) {
@@ -125,22 +108,24 @@ void print_ceiling(unsigned threads)
     static const struct { const char *name; int dt; const char *goal; } v[] = {
         {"f32", WPACK_DTYPE_F32, "1.0"}, {"bf16", WPACK_DTYPE_BF16, "1.8"},
         {"f16", WPACK_DTYPE_F16, "1.8"}, {"int8", WPACK_DTYPE_I8, "3.0"}};
-    wpack_linear l[4];
+    blas_call bc = {wf, x, y};
+    share_call sc[4];
     for (int k = 0; k < 4; k++) {
         fill_weights(wq[k], v[k].dt, wf, share * LAYER_IN);
-        wpack_linear one = {LAYER_IN, share, v[k].dt, wq[k],
-                            v[k].dt == WPACK_DTYPE_I8 ? scale : NULL, 0, NULL};
-        l[k] = one;
+        share_call one = {{LAYER_IN, share, v[k].dt, wq[k],
+                           v[k].dt == WPACK_DTYPE_I8 ? scale : NULL, 0, NULL}, x, y, isa};
+        sc[k] = one;
     }
     sb.n = 0;
     for (int k = 0; k < 4; k++)
         sw[k].n = 0;
-    for (int round = 0; round < ROUNDS; round++) {
-        block_blas(wf, x, y, &sb);
+    for (int round = 0; round < rounds; round++) {
+        bench_block(run_blas, &bc, block_s, &sb);
+        usleep(300000); /* OpenBLAS's idle threads spin ~0.1 s: let them sleep */
         for (int k = 0; k < 4; k++)
-            block_wpack(&l[k], x, y, isa, &sw[k]);
+            bench_block(run_share, &sc[k], block_s, &sw[k]);
     }
-    double blas = median(sb.t, sb.n);
+    double blas = bench_median(&sb);
     printf("\n# ceiling at batch 1 (%s): one thread computes one core's share of %dx%d "
            "(%zux%d) alone; see ceiling.c\n",
            wpk_isa_name(isa), LAYER_OUT, LAYER_IN, share, LAYER_IN);
@@ -148,7 +133,7 @@ void print_ceiling(unsigned threads)
            " | goal |\n", LAYER_OUT, LAYER_IN, threads);
     printf("|---|---|---|---|---|\n");
     for (int k = 0; k < 4; k++) {
-        double alone = median(sw[k].t, sw[k].n);
+        double alone = bench_median(&sw[k]);
         printf("| %s | %.2f | %.2f | %.2f | %s |\n", v[k].name, alone * 1e6, blas * 1e6,
                blas / alone, v[k].goal);
     }
