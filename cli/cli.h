@@ -51,6 +51,14 @@ int cli_parse_size(const char *s, uint64_t *out);
  * writer options; prints the error and returns 0 on a bad value. */
 int cli_compress_option(const char *opt, const char *value, wpack_writer_options *o);
 
+/* The output cap of a command (issue 14: tiny input, huge output): what
+ * --max-output SIZE gave (user_cap != 0), else the default of
+ * max(CLI_OUTPUT_FLOOR, CLI_OUTPUT_RATIO x input_bytes), saturating. Every
+ * command that writes bytes derived from an input uses this one rule. */
+#define CLI_OUTPUT_FLOOR (1ull << 30)
+#define CLI_OUTPUT_RATIO 1000ull
+uint64_t cli_output_cap(uint64_t input_bytes, uint64_t user_cap);
+
 /* "1.5 GiB", "512 B" */
 void cli_human_size(char *buf, size_t len, uint64_t bytes);
 /* "[4096, 4096]" */

@@ -76,6 +76,14 @@ int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **
     return 1;
 }
 
+uint64_t cli_output_cap(uint64_t input_bytes, uint64_t user_cap)
+{
+    if (user_cap)
+        return user_cap;
+    uint64_t scaled = input_bytes > UINT64_MAX / CLI_OUTPUT_RATIO ? UINT64_MAX : input_bytes * CLI_OUTPUT_RATIO;
+    return scaled > CLI_OUTPUT_FLOOR ? scaled : CLI_OUTPUT_FLOOR;
+}
+
 int cli_parse_size(const char *s, uint64_t *out)
 {
     if (!*s)

@@ -74,6 +74,10 @@ typedef enum wpack_error {
     WPACK_E_STATE = 5,             /* call out of order (e.g. write outside a tensor) */
     WPACK_E_EXISTS = 6,            /* a name is added twice to a writer */
     WPACK_E_NO_VIEW = 7,           /* entry has no bytes in the file (splat) */
+    WPACK_E_SAME_FILE = 8,         /* an output is the same file as an input or another output */
+    WPACK_E_TOO_LARGE = 9,         /* output would exceed its cap (size limit or free space) */
+    WPACK_E_FILE_TYPE = 10,        /* not a regular file, or a link leading out of its directory */
+    WPACK_E_EMPTY = 11,            /* nothing to do: no input, nothing matched or changed */
     /* archive structure: each names the rule broken (spec: Mandatory rejections) */
     WPACK_E_BAD_MAGIC = 20,        /* not a wpack file, or mangled in text mode */
     WPACK_E_VERSION = 21,          /* unsupported format major version */
