@@ -20,7 +20,7 @@ STATIC := $(BUILD)/libwpack.a
 SHARED := $(BUILD)/libwpack.so.$(VERSION)
 WPACK := $(BUILD)/wpack
 
-.PHONY: all lib tests check check-one asan-check demo deps install clean help
+.PHONY: all lib tests check check-one asan-check demo deps install clean help golden
 all: $(STATIC) $(SHARED) $(WPACK)
 lib: $(STATIC) $(SHARED)
 
@@ -76,11 +76,19 @@ install: all
 clean:
 	rm -rf build build-asan build.check.log build-asan.check.log
 
+# Regenerate the committed golden files on purpose (tests/tools/make_golden*.c
+# say when); test_golden checks that today's writer still makes the same bytes.
+golden: lib
+	$(CC) $(CFLAGS_ALL) -Itests -o $(BUILD)/make_golden tests/tools/make_golden.c $(STATIC) $(WPACK_LIBS)
+	$(CC) $(CFLAGS_ALL) -Itests -o $(BUILD)/make_golden11 tests/tools/make_golden11.c $(STATIC) $(WPACK_LIBS)
+	$(BUILD)/make_golden tests && $(BUILD)/make_golden11 tests
+
 help:
 	@echo "make            libwpack.a, libwpack.so, wpack (in $(BUILD)/)"
 	@echo "make demo       pack, inspect and verify the bundled example"
 	@echo "make check      every test, normal and under ASan+UBSan; ends 'N passed, N failed'"
 	@echo "make install PREFIX=/usr/local"
+	@echo "make golden     regenerate tests/golden and tests/hostile (on purpose only)"
 
 -include fuzz/fuzz.mk
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

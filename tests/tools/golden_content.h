@@ -366,8 +366,11 @@ static inline void gstr_quoted(gstr *s, const char *v, size_t n)
 
 static inline const char *golden_kind_name(int kind)
 {
-    return kind == WPACK_KIND_DATA ? "data" : kind == WPACK_KIND_SPLAT ? "splat"
-                                            : kind == WPACK_KIND_ALIAS ? "alias" : "?";
+    return kind == WPACK_KIND_DATA       ? "data"
+           : kind == WPACK_KIND_SPLAT    ? "splat"
+           : kind == WPACK_KIND_ALIAS    ? "alias"
+           : kind == WPACK_KIND_EXTERNAL ? "external"
+                                         : "?";
 }
 
 static inline void golden_dtype_name(char *buf, size_t n, int dtype)
@@ -455,6 +458,14 @@ static inline char *golden_describe(wpack_archive *ar)
         gstr_add(&s, "] nbytes=%llu xxh3=%016llx", (unsigned long long)t.nbytes,
                  (unsigned long long)XXH3_64bits(bytes, (size_t)t.nbytes));
         free(bytes);
+        /* 1.1 fields, printed only where they apply (v1_basic has none) */
+        if (t.codec != WPACK_CODEC_NONE)
+            gstr_add(&s, " codec=%d chunk=%u stored=%llu offset=%llu stored_xxh3=%016llx", t.codec,
+                     t.chunk_size, (unsigned long long)t.stored_length,
+                     (unsigned long long)t.offset, (unsigned long long)t.checksum);
+        if (t.kind == WPACK_KIND_EXTERNAL)
+            gstr_add(&s, " shard=%llu offset=%llu", (unsigned long long)t.alias_target,
+                     (unsigned long long)t.offset);
         if (t.kind == WPACK_KIND_ALIAS) {
             wpack_tensor tt;
             if (wpack_tensor_at(ar, t.alias_target, &tt)) {

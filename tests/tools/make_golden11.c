@@ -1,0 +1,323 @@
+/*
+ * make_golden11.c - writes the format-1.1 golden files (golden11_content.h):
+ *
+ *   tests/golden/v11/compressed.wpack + .expect
+ *   tests/golden/v11/sharded.wpack, sharded-0000k-of-00003.wpack + .expect
+ *   tests/golden/v11/errors/NAME.wpack   one 1.1 rule broken each, and EXPECT
+ *                                        ("file code [verify]"); the shards are
+ *                                        copied there so manifest faults meet
+ *                                        the shard checks, and listed as OK
+ *
+ * Built and run by `make golden11` (writes into tests/); re-run it only on
+ * purpose, as for make_golden.c: test_golden regenerates these files and
+ * compares them byte for byte. Every file written is opened again, and the
+ * program fails if one does not give its expected code.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zstd.h>
+
+#include "tools/golden11_content.h"
+
+static const char *tests_dir = "tests";
+static int failures;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "make_golden11: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || (n && fwrite(p, 1, n, f) != n) || fclose(f) != 0)
+        die(path);
+}
+
+static void check_file(const char *path, int want, unsigned flags)
+{
+    wpack_archive *ar;
+    int rc = wpack_open_file(&ar, path, flags);
+    if (rc != want) {
+        fprintf(stderr, "make_golden11: %s: %s (%s), want %s\n", path, wpack_error_name(rc),
+                wpack_errmsg(ar), wpack_error_name(want));
+        failures++;
+    }
+    wpack_close(ar);
+}
+
+/* Write path with writer fn, then its .expect beside it. */
+static void make_one(const char *dir, const char *base,
+                     int (*fn)(const char *path, char *err, size_t errlen))
+{
+    char path[700], err[700];
+    snprintf(path, sizeof path, "%s/%s.wpack", dir, base);
+    int rc = fn(path, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "make_golden11: %s: %s: %s\n", path, wpack_error_name(rc), err);
+        exit(1);
+    }
+    wpack_archive *ar;
+    rc = wpack_open_file(&ar, path, WPACK_OPEN_VERIFY);
+    if (rc) {
+        fprintf(stderr, "make_golden11: %s does not open: %s\n", path, wpack_errmsg(ar));
+        exit(1);
+    }
+    char *text = golden_describe(ar);
+    wpack_close(ar);
+    if (!text) {
+        fprintf(stderr, "make_golden11: describing %s failed\n", path);
+        exit(1);
+    }
+    snprintf(path, sizeof path, "%s/%s.expect", dir, base);
+    write_file(path, text, strlen(text));
+    free(text);
+}
+
+/* ------------------------------------------------------------ surgery */
+
+static uint8_t *entry(gimg *m, const char *name)
+{
+    uint8_t *e = gimg_entry(m, name);
+    if (!e) {
+        fprintf(stderr, "make_golden11: no entry %s\n", name);
+        exit(1);
+    }
+    return e;
+}
+
+static uint8_t *meta_array(gimg *m, const char *key)
+{
+    uint8_t *r = gimg_meta(m, key);
+    if (!r) {
+        fprintf(stderr, "make_golden11: no metadata %s\n", key);
+        exit(1);
+    }
+    return r;
+}
+
+/* The seek table of a codec-1 entry: aux u64s (decoded xxh3, then ends). */
+static uint8_t *seek(gimg *m, const char *name)
+{
+    return gimg_aux(m, wpk_ld64(entry(m, name) + WPK_E_AUX_OFF));
+}
+
+static void c_no_feature(gimg *m)
+{
+    wpk_st64(m->p + WPK_H_REQUIRED_OFF, 0);
+    gimg_mirror(m);
+}
+static void c_param_11(gimg *m)
+{
+    wpk_st32(entry(m, G11_RAMP) + WPK_E_CODEC_PARAM_OFF, 11);
+    gimg_seal_index(m);
+}
+static void c_aux_len(gimg *m)
+{
+    uint8_t *e = entry(m, G11_RAMP);
+    wpk_st64(e + WPK_E_AUX_LEN_OFF, wpk_ld64(e + WPK_E_AUX_LEN_OFF) - 8);
+    gimg_seal_index(m);
+}
+static void c_chunk_empty(gimg *m)
+{
+    wpk_st64(seek(m, G11_RAMP) + 8, 0);
+    gimg_seal_index(m);
+}
+static void c_last_end(gimg *m)
+{
+    uint8_t *last = seek(m, G11_RAMP) + 8 * 3;
+    wpk_st64(last, wpk_ld64(last) - 1);
+    gimg_seal_index(m);
+}
+static void c_raw_bit(gimg *m)
+{
+    uint8_t *end0 = seek(m, G11_RAMP) + 8;
+    wpk_st64(end0, wpk_ld64(end0) | WPK_CHUNK_RAW);
+    gimg_seal_index(m);
+}
+static void c_decoded_sum(gimg *m)
+{
+    uint8_t *sum = seek(m, G11_RAMP);
+    wpk_st64(sum, wpk_ld64(sum) ^ 1);
+    /* the alias repeats nothing of the seek table; only the index changes */
+    gimg_seal_index(m);
+}
+/* Chunk 0's frame declares one byte less than the chunk; the stored
+ * checksum is re-sealed (entry and its alias) so the decode check is what
+ * fails. */
+static void c_frame_size(gimg *m)
+{
+    uint8_t *e = entry(m, G11_RAMP);
+    uint8_t *f = m->p + wpk_ld64(e + WPK_E_DATA_OFFSET_OFF);
+    if (wpk_ld32(f) != 0xFD2FB528u) {
+        fprintf(stderr, "make_golden11: chunk 0 is not a zstd frame\n");
+        exit(1);
+    }
+    uint8_t fhd = f[4];
+    unsigned fcs_flag = fhd >> 6, single = (fhd >> 5) & 1, did = fhd & 3;
+    static const unsigned did_size[4] = {0, 1, 2, 4};
+    uint8_t *fcs = f + 5 + (single ? 0 : 1) + did_size[did];
+    if (fcs_flag == 1) {
+        wpk_st16(fcs, (uint16_t)(wpk_ld16(fcs) - 1)); /* value + 256 */
+    } else if (fcs_flag == 2) {
+        wpk_st32(fcs, wpk_ld32(fcs) - 1);
+    } else {
+        fprintf(stderr, "make_golden11: unexpected frame content size field (flag %u)\n", fcs_flag);
+        exit(1);
+    }
+    uint64_t stored = wpk_ld64(e + WPK_E_STORED_LEN_OFF);
+    uint64_t sum = XXH3_64bits(m->p + wpk_ld64(e + WPK_E_DATA_OFFSET_OFF), (size_t)stored);
+    wpk_st64(e + WPK_E_CHECKSUM_OFF, sum);
+    wpk_st64(entry(m, "alias.ramp") + WPK_E_CHECKSUM_OFF, sum);
+    gimg_seal_index(m);
+}
+static void c_kind4(gimg *m)
+{
+    entry(m, G11_SMALL)[WPK_E_KIND_OFF] = WPACK_KIND_EXTERNAL;
+    gimg_seal_index(m);
+}
+
+static void s_length(gimg *m)
+{
+    uint8_t *v = gimg_aux(m, wpk_ld64(meta_array(m, "wpack.shard_lengths") + WPK_M_VALUE_OFF));
+    wpk_st64(v + 8, wpk_ld64(v + 8) + 64);
+    gimg_seal_index(m);
+}
+static void s_xxh3(gimg *m)
+{
+    uint8_t *v = gimg_aux(m, wpk_ld64(meta_array(m, "wpack.shard_index_xxh3") + WPK_M_VALUE_OFF));
+    wpk_st64(v, wpk_ld64(v) ^ 1);
+    gimg_seal_index(m);
+}
+static void s_unequal(gimg *m)
+{
+    uint8_t *r = meta_array(m, "wpack.shard_lengths");
+    wpk_st64(r + WPK_M_COUNT_OFF, 2);
+    gimg_seal_index(m);
+}
+static void s_external_offset(gimg *m)
+{
+    uint8_t *e = entry(m, "layers.10.weight");
+    wpk_st64(e + WPK_E_DATA_OFFSET_OFF, wpk_ld64(e + WPK_E_DATA_OFFSET_OFF) + GOLDEN_ALIGNMENT);
+    gimg_seal_index(m);
+}
+/* First shard name "sharded-00001-..." becomes "/harded-00001-...". */
+static void s_name_slash(gimg *m)
+{
+    uint8_t *refs = gimg_aux(m, wpk_ld64(meta_array(m, "wpack.shards") + WPK_M_VALUE_OFF));
+    gimg_str(m, wpk_ld64(refs))[0] = '/';
+    gimg_seal_index(m);
+}
+static void s_shard_missing(gimg *m)
+{
+    uint8_t *refs = gimg_aux(m, wpk_ld64(meta_array(m, "wpack.shards") + WPK_M_VALUE_OFF));
+    memcpy(gimg_str(m, wpk_ld64(refs + 16)), "missing", 7); /* "missing-00002-of-00003.wpack" */
+    gimg_seal_index(m);
+}
+
+typedef struct {
+    const char *file;
+    int code;
+    int verify;
+    int sharded; /* 0: a fault in compressed.wpack, 1: in the sharded manifest */
+    void (*fault)(gimg *m);
+    const char *rule;
+} fault11;
+
+static const fault11 faults[] = {
+    {"codec1_without_feature.wpack", WPACK_E_CODEC, 0, 0, c_no_feature, "19 rule 1"},
+    {"codec_param_11.wpack", WPACK_E_CODEC, 0, 0, c_param_11, "19 rule 2"},
+    {"seek_aux_len.wpack", WPACK_E_CODEC, 0, 0, c_aux_len, "19 rule 3"},
+    {"seek_chunk_empty.wpack", WPACK_E_CODEC, 0, 0, c_chunk_empty, "19 rule 4"},
+    {"seek_raw_size.wpack", WPACK_E_CODEC, 0, 0, c_raw_bit, "19 rule 4 (raw bit)"},
+    {"seek_last_end.wpack", WPACK_E_SIZE, 0, 0, c_last_end, "19 rule 5"},
+    {"decoded_checksum.wpack", WPACK_E_CHECKSUM, 1, 0, c_decoded_sum, "19 verification"},
+    {"frame_size_lie.wpack", WPACK_E_DECODE, 1, 0, c_frame_size, "19 decoding"},
+    {"kind4_without_shards.wpack", WPACK_E_KIND, 0, 0, c_kind4, "13.2 rule 29"},
+    {"manifest_shard_length.wpack", WPACK_E_SHARD, 0, 1, s_length, "19a step 3"},
+    {"manifest_shard_xxh3.wpack", WPACK_E_SHARD, 0, 1, s_xxh3, "19a step 3"},
+    {"manifest_arrays_unequal.wpack", WPACK_E_SHARD, 0, 1, s_unequal, "19a step 1"},
+    {"manifest_external_offset.wpack", WPACK_E_SHARD, 0, 1, s_external_offset, "19a step 4"},
+    {"manifest_shard_name_slash.wpack", WPACK_E_SHARD, 0, 1, s_name_slash, "19a shard names"},
+    {"manifest_shard_missing.wpack", WPACK_E_SHARD, 0, 1, s_shard_missing, "19a step 2"},
+};
+
+static void make_errors(const char *v11)
+{
+    char dir[700], path[900];
+    snprintf(dir, sizeof dir, "%s/errors", v11);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        die(dir);
+    size_t len[2];
+    uint8_t *base[2];
+    snprintf(path, sizeof path, "%s/compressed.wpack", v11);
+    base[0] = golden_slurp(path, &len[0]);
+    snprintf(path, sizeof path, "%s/sharded.wpack", v11);
+    base[1] = golden_slurp(path, &len[1]);
+    if (!base[0] || !base[1])
+        die(path);
+    gstr expect = {0};
+    gstr_add(&expect, "# file code [verify] - format-1.1 faults (rule of spec section); written by "
+                      "tests/tools/make_golden11.c\n");
+    for (int k = 1; k <= 3; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "sharded-%05d-of-00003.wpack", k);
+        snprintf(path, sizeof path, "%s/%s", v11, name);
+        size_t n;
+        uint8_t *p = golden_slurp(path, &n);
+        if (!p)
+            die(path);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        write_file(path, p, n);
+        free(p);
+        gstr_add(&expect, "%s WPACK_OK\n", name);
+    }
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
+        const fault11 *f = &faults[i];
+        gimg m = {malloc(len[f->sharded]), len[f->sharded]};
+        if (!m.p)
+            die("malloc");
+        memcpy(m.p, base[f->sharded], m.len);
+        f->fault(&m);
+        snprintf(path, sizeof path, "%s/%s", dir, f->file);
+        write_file(path, m.p, m.len);
+        free(m.p);
+        check_file(path, f->code, f->verify ? WPACK_OPEN_VERIFY : 0);
+        gstr_add(&expect, "%s %s%s # %s\n", f->file, wpack_error_name(f->code),
+                 f->verify ? " verify" : "", f->rule);
+    }
+    snprintf(path, sizeof path, "%s/EXPECT", dir);
+    write_file(path, expect.p, expect.len);
+    free(expect.p);
+    free(base[0]);
+    free(base[1]);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        tests_dir = argv[1];
+    if (ZSTD_versionNumber() != GOLDEN11_ZSTD_VERSION)
+        fprintf(stderr, "make_golden11: note: libzstd %u, the committed files say %u: update "
+                        "GOLDEN11_ZSTD_VERSION in golden11_content.h if you commit these\n",
+                ZSTD_versionNumber(), GOLDEN11_ZSTD_VERSION);
+    char v11[512];
+    snprintf(v11, sizeof v11, "%s/golden/v11", tests_dir);
+    if (mkdir(v11, 0777) != 0 && errno != EEXIST)
+        die(v11);
+    make_one(v11, "compressed", golden11_compressed_write);
+    make_one(v11, "sharded", golden11_sharded_write);
+    make_errors(v11);
+    if (failures) {
+        fprintf(stderr, "make_golden11: %d files do not give their expected code; all were written\n",
+                failures);
+        return 1;
+    }
+    printf("make_golden11: wrote %s\n", v11);
+    return 0;
+}
