@@ -26,6 +26,13 @@ void wpk_diag_emit(wpk_diag *d, int severity, int code, const char *fmt, ...)
     va_start(ap, fmt);
     wpk_vfmt(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* an error says which code it is, as every failure message does */
+    if (severity == WPACK_DIAG_ERROR && code) {
+        size_t n = strlen(msg), k = strlen(wpack_error_name(code)) + 3;
+        if (n + k >= sizeof msg)
+            n = sizeof msg - k - 1;
+        wpk_fmt(msg + n, sizeof msg - n, " [%s]", wpack_error_name(code));
+    }
     if (severity == WPACK_DIAG_ERROR) {
         d->errors++;
         if (!d->first_error)
@@ -757,12 +764,13 @@ int wpack_resolve_buffer(const wpack_archive *ar, const char *mlir, size_t len,
                          const wpack_resolve_options *opt, wpack_write_fn write, void *user,
                          wpack_resolve_result *res)
 {
-    return wpk_resolve_run(ar, mlir, len, opt, write, NULL, user, res);
+    return wpk_resolve_run(ar, mlir, len, opt, write, NULL, NULL, user, res);
 }
 
 int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
                     const wpack_resolve_options *opt_in, wpack_write_fn write,
-                    int (*copy_input)(void *, size_t, size_t), void *user,
+                    int (*copy_input)(void *, size_t, size_t),
+                    void (*write_error)(void *, char *, size_t), void *user,
                     wpack_resolve_result *res_out)
 {
     wpack_resolve_options defaults;
@@ -789,12 +797,13 @@ int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
     wpk_patch *patches = NULL;
     size_t npatches = 0;
     if (!rc && opt->annotate)
-        rc = wpk_annotate_plan(ar, doc, prefix, &d, items, n, &text, &patches, &npatches, &res);
+        rc = wpk_annotate_plan(ar, doc, opt, prefix, &d, items, n, &text, &patches, &npatches, &res);
     if (!rc) {
         wpk_emitter e = {.doc = doc, .ar = ar, .emit = opt->emit,
                          .scope = opt->scope ? opt->scope : "model", .items = items, .nitems = n,
                          .write = write, .user = user, .patches = patches, .npatches = npatches,
-                         .attr_prefix = opt->annotate ? prefix : NULL, .copy_input = copy_input};
+                         .attr_prefix = opt->annotate ? prefix : NULL, .copy_input = copy_input,
+                         .write_error = write_error};
         rc = wpk_emit_document(&e, err, sizeof err);
         if (rc)
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
