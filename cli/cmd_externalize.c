@@ -53,7 +53,8 @@ int cmd_externalize(int argc, char **argv)
         } else if (strcmp(argv[i], "--no-stats") == 0) {
             no_stats = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            cli_error("externalize: unknown option '%s' (see wpack externalize --help) [WPACK_E_INVALID_ARGUMENT]", argv[i]);
+            cli_error("externalize: unknown option '%s' (see wpack externalize --help) "
+                      "[WPACK_E_INVALID_ARGUMENT]", argv[i]);
             return CLI_USAGE;
         } else if (!in) {
             in = argv[i];
@@ -64,7 +65,8 @@ int cmd_externalize(int argc, char **argv)
         i++;
     }
     if (!in || !out || !archive) {
-        cli_error("externalize: needs IN.mlir -o OUT.mlir --archive NEW.wpack (see wpack externalize --help) [WPACK_E_INVALID_ARGUMENT]");
+        cli_error("externalize: needs IN.mlir -o OUT.mlir --archive NEW.wpack (see wpack externalize "
+                  "--help) [WPACK_E_INVALID_ARGUMENT]");
         return CLI_USAGE;
     }
     wpack_externalize_options opt;

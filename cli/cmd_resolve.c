@@ -39,7 +39,7 @@ static const char help[] =
     "                        the archive's own, from `wpack create --name IR=KEY`)\n"
     "  --strict            fail if an activation stats record is named by no op or an\n"
     "                        op names only paths without stats (say which), or if a\n"
-    "                        wpack.uri names another archive (else a note)\n"
+    "                        wpack.uri names another archive (else warnings, notes)\n"
     "  --allow-none        annotate: succeed even when no op got activation stats\n"
     "                        (by default that is an error, WPACK_E_EMPTY)\n"
     "  -q, --quiet         no notes (unused entries, summary)\n"

@@ -689,15 +689,18 @@ typedef struct wpack_resolve_result {
 /*
  * Resolve the MLIR text mlir[0..len) against archive ar and stream the
  * result to write(). Nothing is written unless the whole module checks out:
- * every weight global maps to an entry (symbol name, then the archive's name
- * map, then opt->map_*), its tensor type matches the entry's dtype and every
+ * every weight global maps to an entry (the entry its existing wpack.uri
+ * names unless opt->map_* names one; else symbol name, then the archive's
+ * name map, then opt->map_*), its tensor type matches the entry's dtype and every
  * dim, no symbol is defined twice, globals sharing an entry have one type.
  * Every problem is reported through opt->diag (all of them, not only the
  * first); the return is WPACK_OK or the first problem's code:
  * WPACK_E_INPUT (malformed MLIR, with line and column), WPACK_E_NOT_FOUND
  * (unresolved global), WPACK_E_DTYPE / WPACK_E_SHAPE (type mismatch),
  * WPACK_E_UNSUPPORTED (dynamic dims, non-tensor types, a name IREE cannot
- * print), WPACK_E_DUPLICATE (a symbol twice), WPACK_E_IO (write failed).
+ * print), WPACK_E_DUPLICATE (a symbol twice), WPACK_E_IO (write failed),
+ * WPACK_E_EMPTY (annotate: no op annotated, unless opt->allow_none).
+ * Error diagnostics end with their code's name ("... [WPACK_E_NOT_FOUND]").
  * Resolving the output again with the same archive and options reproduces
  * it byte for byte. res may be NULL.
  */
