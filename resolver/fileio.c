@@ -18,16 +18,23 @@ int wpk_rsv_map_file(const char *path, const char **buf, size_t *len, int *keep_
     *len = 0;
     if (keep_fd)
         *keep_fd = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO given as input is refused below instead of
+     * blocking the open (no effect on a regular file) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         wpk_fmt(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return WPACK_E_IO;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        wpk_fmt(err, errlen, "%s: not a regular file", path);
+    if (fstat(fd, &st) != 0) {
+        wpk_fmt(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
         close(fd);
         return WPACK_E_IO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        wpk_fmt(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        return WPACK_E_FILE_TYPE;
     }
     if (st.st_size == 0) {
         close(fd);

@@ -271,6 +271,11 @@ for args in "--emit bogus $A $T/wrap.mlir -o $T/x.mlir" "$A $T/nope.mlir -o $T/x
     bad=$(grep -v '^wpack: \(warning\|note\):' "$T/err" | grep -v '\[WPACK_E_[A-Z_]*\]$' | grep -v '^usage' | head -1)
     [ -z "$bad" ] && grep -q '\[WPACK_E_' "$T/err" && pass "codes: $args" || fail "codes: $args" "${bad:-no code}"
 done
+# an input that is a directory or a FIFO is refused (the FIFO without blocking)
+expect_fail input_directory "$T: not a regular file \[WPACK_E_FILE_TYPE\]$" "$WPACK" resolve "$A" "$T" -o "$T/x.mlir"
+mkfifo "$T/fifo"
+expect_fail input_fifo "fifo: not a regular file \[WPACK_E_FILE_TYPE\]$" timeout 10 "$WPACK" resolve "$A" "$T/fifo" -o "$T/x.mlir"
+expect_fail externalize_fifo "fifo: not a regular file \[WPACK_E_FILE_TYPE\]$" timeout 10 "$WPACK" externalize "$T/fifo" -o "$T/x.mlir" --archive "$T/x.wpack"
 grep -rh 'kind [0-9]' "$T"/err* 2>/dev/null | grep -q . && fail no_kind_numbers || pass no_kind_numbers
 
 finish
