@@ -311,7 +311,8 @@ static void report_unmatched(wpk_diag *d, const wpack_resolve_options *opt, cons
         wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_NOT_FOUND,
                       "--strict: %zu of %zu activation stats records are named by no op's "
                       "location%s: %s", unnamed, t->n, how, recs_list);
-    if (res->unmatched_ops)
+    int empty = !res->annotated_ops && !opt->allow_none; /* the error below lists the ops */
+    if (res->unmatched_ops && (opt->strict || !empty))
         wpk_diag_emit(d, opt->strict ? WPACK_DIAG_ERROR : WPACK_DIAG_NOTE,
                       opt->strict ? WPACK_E_NOT_FOUND : 0,
                       "%s%llu ops in function bodies have locations naming only module paths "
@@ -422,6 +423,12 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     size_t np = 0, unnamed = 0, recs_o = 0;
     char recs_list[900];
     recs_list[0] = 0;
+    /* when no record is named at all, the error of report_unmatched says it
+     * once: no warning per record (nor the note on the ops) */
+    int none_named = 1;
+    for (size_t i = 0; i < t.n && none_named; i++)
+        none_named = t.recs[i].op == (size_t)-1;
+    int one_message = opt->strict || (none_named && !opt->allow_none);
     for (size_t i = 0; i < t.n; i++) {
         act_rec *r = &t.recs[i];
         char q[300];
@@ -429,7 +436,7 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         if (r->op == (size_t)-1) {
             res->unplaced_stats++;
             add_to_list(recs_list, sizeof recs_list, &recs_o, unnamed++, r->key, r->key_len);
-            if (!opt->strict)
+            if (!one_message)
                 wpk_diag_emit(d, WPACK_DIAG_WARNING, 0,
                               "activation stats '%s': no op in a function body has a location "
                               "naming it or a path under it; not annotated", q);

@@ -73,6 +73,7 @@ echo '{"ops": {}, "globals": {"w0": {"min": -1.25, "max": 2.5, "absmax": 2.5}}}'
 # 1. nothing annotated is an error that says why, and writes nothing
 expect_fail wrapper_none_is_error "no op annotated.*'0', '1', '2'.*'model\.0'.*--strip-prefix.*\[WPACK_E_EMPTY\]$" \
     "$WPACK" resolve --annotate "$A" "$T/wrap.mlir" -o "$T/none.mlir"
+[ "$(wc -l <"$T/err")" -eq 1 ] && pass wrapper_none_one_message || fail wrapper_none_one_message "$(cat "$T/err")"
 no_file wrapper_none_writes_nothing "$T/none.mlir"
 expect allow_none "$WPACK" resolve --annotate --allow-none "$A" "$T/wrap.mlir" -o "$T/none.mlir"
 err_has allow_none_counts "annotated 0 ops with activation stats"
