@@ -140,7 +140,7 @@ static void on_name(void *user, const char *s, size_t n)
     match_mapped(t, s, n);
     for (size_t k = 0; k < t->nstrips; k++) {
         const char *p = t->strips[k];
-        size_t pn = strlen(p);
+        size_t pn = p ? strlen(p) : 0;
         if (!pn || n <= pn || memcmp(s, p, pn) != 0)
             continue;
         if (p[pn - 1] != '.') {
@@ -168,7 +168,8 @@ static int load_mods(act_table *t, const wpack_archive *ar, const wpack_resolve_
     }
     if (have)
         npairs = m.count / 2;
-    t->mods = malloc((size_t)(npairs + opt->module_map_count + 1) * sizeof *t->mods);
+    size_t nmap = opt->module_map_ir && opt->module_map_keys ? opt->module_map_count : 0;
+    t->mods = malloc((size_t)(npairs + nmap + 1) * sizeof *t->mods);
     if (!t->mods)
         return WPACK_E_NOMEM;
     for (uint64_t j = 0; j < npairs; j++) {
@@ -179,7 +180,7 @@ static int load_mods(act_table *t, const wpack_archive *ar, const wpack_resolve_
         t->mods[t->nmods] = (mod_pair){a.str, b.str, a.count, b.count, t->nmods};
         t->nmods++;
     }
-    for (size_t j = 0; j < opt->module_map_count; j++) {
+    for (size_t j = 0; j < nmap; j++) {
         const char *a = opt->module_map_ir[j], *b = opt->module_map_keys[j];
         if (!a || !b || !*a || !*b)
             continue;
