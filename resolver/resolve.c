@@ -523,7 +523,8 @@ static int find_entry(const wpack_archive *ar, entry_index *ix, const uint32_t *
         }
         *uri_id = id;
         *lookup_name = name;
-        if (wpack_find(ar, name, t) == WPACK_OK)
+        uint64_t e = ix ? entry_index_find(ix, name, strlen(name)) : UINT64_MAX;
+        if (e != UINT64_MAX ? wpack_tensor_at(ar, e, t) == WPACK_OK : wpack_find(ar, name, t) == WPACK_OK)
             return 2;
         char q[300];
         wpk_quote(q, sizeof q, name, strlen(name));
