@@ -53,18 +53,20 @@ int cmd_externalize(int argc, char **argv)
         } else if (strcmp(argv[i], "--no-stats") == 0) {
             no_stats = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            cli_error("externalize: unknown option '%s' (see wpack externalize --help)", argv[i]);
+            cli_error("externalize: unknown option '%s' (see wpack externalize --help) "
+                      "[WPACK_E_INVALID_ARGUMENT]", argv[i]);
             return CLI_USAGE;
         } else if (!in) {
             in = argv[i];
         } else {
-            cli_error("externalize: too many arguments (see wpack externalize --help)");
+            cli_error("externalize: too many arguments (see wpack externalize --help) [WPACK_E_INVALID_ARGUMENT]");
             return CLI_USAGE;
         }
         i++;
     }
     if (!in || !out || !archive) {
-        cli_error("externalize: needs IN.mlir -o OUT.mlir --archive NEW.wpack (see wpack externalize --help)");
+        cli_error("externalize: needs IN.mlir -o OUT.mlir --archive NEW.wpack (see wpack externalize "
+                  "--help) [WPACK_E_INVALID_ARGUMENT]");
         return CLI_USAGE;
     }
     wpack_externalize_options opt;
@@ -74,11 +76,11 @@ int cmd_externalize(int argc, char **argv)
     } else if (strcmp(emit, "iree") == 0) {
         opt.emit = WPACK_EMIT_IREE;
     } else {
-        cli_error("externalize: --emit must be uri or iree, not '%s'", emit);
+        cli_error("externalize: --emit must be uri or iree, not '%s' [WPACK_E_INVALID_ARGUMENT]", emit);
         return CLI_USAGE;
     }
     if (min && !cli_parse_size(min, &opt.min_bytes)) {
-        cli_error("externalize: --min-bytes '%s' is not a size", min);
+        cli_error("externalize: --min-bytes '%s' is not a size [WPACK_E_INVALID_ARGUMENT]", min);
         return CLI_USAGE;
     }
     if (scope && opt.emit != WPACK_EMIT_IREE)

@@ -1,5 +1,6 @@
 /* cmd_resolve.c - `wpack resolve`: point an MLIR module's weight globals
  * at archive entries (resolver/README.md). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -30,7 +31,23 @@ static const char help[] =
     "                        produces each module's output gets P.min, P.max, P.absmax\n"
     "                        (activation stats), resolved globals their weight stats\n"
     "  --attr-prefix P     prefix of those attributes (default wpack)\n"
-    "  -q, --quiet         no notes (unused entries, summary)\n";
+    "  --strip-prefix P    annotate: also try each location's module path without\n"
+    "                        the leading P (P or P. : 'model' takes model.0 to 0,\n"
+    "                        \"L['self']\" takes L['self'].0 to 0); repeatable\n"
+    "  --module-map FILE.json  annotate: {\"IR module path\": \"archive key\", ...};\n"
+    "                        a path and the paths under it become the key's (after\n"
+    "                        the archive's own, from `wpack create --name IR=KEY`)\n"
+    "  --strict            fail if an activation stats record is named by no op or an\n"
+    "                        op names only paths without stats (say which), or if a\n"
+    "                        wpack.uri names another archive (else warnings, notes)\n"
+    "  --allow-none        annotate: succeed even when no op got activation stats\n"
+    "                        (by default that is an error, WPACK_E_EMPTY)\n"
+    "  -q, --quiet         no notes (unused entries, summary)\n"
+    "\n"
+    "A global that has a wpack.uri attribute (an earlier --emit uri output) keeps\n"
+    "the entry its URI names, unless --map names one; a URI of another archive\n"
+    "(its id changes with every calibrate) is a note, an error with --strict.\n"
+    "Errors end with their code, e.g. [WPACK_E_NOT_FOUND]; exit status 1.\n";
 
 /* Attribute names are bare identifiers: [A-Za-z_][A-Za-z0-9_$.]* */
 static int cli_attr_prefix_ok(const char *p)
@@ -44,11 +61,38 @@ static int cli_attr_prefix_ok(const char *p)
     return 1;
 }
 
-int cmd_resolve(int argc, char **argv)
+/* usage errors end with their code like every other failure */
+#define USAGE_CODE " [WPACK_E_INVALID_ARGUMENT]"
+
+/* --module-map FILE.json into opt; 0 or a CLI exit code (message printed). */
+static int load_module_map(const char *path, wpk_name_map *mm, wpack_resolve_options *opt)
+{
+    char err[600];
+    if (wpk_name_map_load(path, mm, err, sizeof err)) {
+        cli_error("--module-map %s [WPACK_E_INPUT]", err);
+        return CLI_FAIL;
+    }
+    for (size_t i = 0; i < mm->n; i++) {
+        if (!mm->globals[i][0] || !mm->entries[i][0]) {
+            cli_error("--module-map %s: an empty module path (\"%s\": \"%s\"); use --strip-prefix "
+                      "to drop a leading path [WPACK_E_INPUT]", path, mm->globals[i], mm->entries[i]);
+            return CLI_FAIL;
+        }
+    }
+    opt->module_map_ir = (const char *const *)mm->globals;
+    opt->module_map_keys = (const char *const *)mm->entries;
+    opt->module_map_count = mm->n;
+    return CLI_OK;
+}
+
+/* Parse, open, resolve; strips has room for argc prefixes. */
+static int run(int argc, char **argv, const char **strips)
 {
     const char *out = NULL, *emit = "uri", *scope = NULL, *map_path = NULL, *prefix = NULL;
+    const char *module_map = NULL, *strip;
     const char *pos[2];
-    int npos = 0, allow_missing = 0, quiet = 0, annotate = 0;
+    int npos = 0, allow_missing = 0, quiet = 0, annotate = 0, strict = 0, allow_none = 0;
+    size_t nstrips = 0;
     for (int i = 1; i < argc;) {
         int r;
         if (cli_is_help(argv[i])) {
@@ -59,30 +103,45 @@ int cmd_resolve(int argc, char **argv)
             (r = cli_opt_value(argc, argv, &i, "--emit", &emit)) ||
             (r = cli_opt_value(argc, argv, &i, "--scope", &scope)) ||
             (r = cli_opt_value(argc, argv, &i, "--map", &map_path)) ||
+            (r = cli_opt_value(argc, argv, &i, "--module-map", &module_map)) ||
             (r = cli_opt_value(argc, argv, &i, "--attr-prefix", &prefix))) {
             if (r < 0)
                 return CLI_USAGE;
+            continue;
+        }
+        if ((r = cli_opt_value(argc, argv, &i, "--strip-prefix", &strip))) {
+            if (r < 0)
+                return CLI_USAGE;
+            if (!*strip) {
+                cli_error("resolve: --strip-prefix needs a non-empty path" USAGE_CODE);
+                return CLI_USAGE;
+            }
+            strips[nstrips++] = strip;
             continue;
         }
         if (strcmp(argv[i], "--allow-missing") == 0) {
             allow_missing = 1;
         } else if (strcmp(argv[i], "--annotate") == 0) {
             annotate = 1;
+        } else if (strcmp(argv[i], "--strict") == 0) {
+            strict = 1;
+        } else if (strcmp(argv[i], "--allow-none") == 0) {
+            allow_none = 1;
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             quiet = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            cli_error("resolve: unknown option '%s' (see wpack resolve --help)", argv[i]);
+            cli_error("resolve: unknown option '%s' (see wpack resolve --help)" USAGE_CODE, argv[i]);
             return CLI_USAGE;
         } else if (npos < 2) {
             pos[npos++] = argv[i];
         } else {
-            cli_error("resolve: too many arguments (see wpack resolve --help)");
+            cli_error("resolve: too many arguments (see wpack resolve --help)" USAGE_CODE);
             return CLI_USAGE;
         }
         i++;
     }
     if (npos != 2 || !out) {
-        cli_error("resolve: needs ARCHIVE IN.mlir -o OUT.mlir (see wpack resolve --help)");
+        cli_error("resolve: needs ARCHIVE IN.mlir -o OUT.mlir (see wpack resolve --help)" USAGE_CODE);
         return CLI_USAGE;
     }
     wpack_resolve_options opt;
@@ -94,54 +153,74 @@ int cmd_resolve(int argc, char **argv)
     else if (strcmp(emit, "inline") == 0)
         opt.emit = WPACK_EMIT_INLINE;
     else {
-        cli_error("resolve: --emit must be uri, iree or inline, not '%s'", emit);
+        cli_error("resolve: --emit must be uri, iree or inline, not '%s'" USAGE_CODE, emit);
         return CLI_USAGE;
     }
     if (scope && opt.emit != WPACK_EMIT_IREE)
         cli_warn("--scope only matters with --emit iree");
     opt.scope = scope;
     opt.allow_missing = allow_missing;
-    if (prefix && !annotate)
-        cli_warn("--attr-prefix only matters with --annotate");
+    if (!annotate && (prefix || nstrips || module_map || allow_none))
+        cli_warn("%s only matters with --annotate",
+                 prefix ? "--attr-prefix" : nstrips ? "--strip-prefix" : module_map ? "--module-map"
+                                                                                : "--allow-none");
     if (prefix && !cli_attr_prefix_ok(prefix)) {
-        cli_error("resolve: --attr-prefix '%s' is not a bare MLIR identifier ([A-Za-z_][A-Za-z0-9_$.]*)", prefix);
+        cli_error("resolve: --attr-prefix '%s' is not a bare MLIR identifier ([A-Za-z_][A-Za-z0-9_$.]*)" USAGE_CODE,
+                  prefix);
         return CLI_USAGE;
     }
     opt.annotate = annotate;
     opt.attr_prefix = prefix;
+    opt.strict = strict;
+    opt.allow_none = allow_none;
+    opt.strip_prefixes = strips;
+    opt.strip_count = nstrips;
     opt.diag = cli_on_diag;
     opt.diag_user = &quiet;
-    wpk_name_map map = {0};
+    wpk_name_map map = {0}, mmap_ = {0};
+    int rc = CLI_OK;
     if (map_path) {
         char err[600];
         if (wpk_name_map_load(map_path, &map, err, sizeof err)) {
-            cli_error("%s", err);
+            cli_error("--map %s [WPACK_E_INPUT]", err);
             return CLI_FAIL;
         }
         opt.map_globals = (const char *const *)map.globals;
         opt.map_entries = (const char *const *)map.entries;
         opt.map_count = map.n;
     }
-    wpack_archive *ar;
-    int rc = wpack_open_file(&ar, pos[0], 0);
-    if (rc) {
-        cli_error("%s", ar ? wpack_errmsg(ar) : "out of memory");
-        wpack_close(ar);
+    if (module_map && (rc = load_module_map(module_map, &mmap_, &opt)) != CLI_OK) {
         wpk_name_map_free(&map);
-        return CLI_FAIL;
+        wpk_name_map_free(&mmap_);
+        return rc;
     }
+    wpack_archive *ar = cli_open(pos[0]);
     wpack_resolve_result res;
-    rc = wpack_resolve_file(ar, pos[1], out, &opt, &res);
+    if (!ar || wpack_resolve_file(ar, pos[1], out, &opt, &res))
+        rc = CLI_FAIL;
     wpack_close(ar);
     wpk_name_map_free(&map);
+    wpk_name_map_free(&mmap_);
     if (rc)
-        return CLI_FAIL;
+        return rc;
     if (!quiet)
-        fprintf(stderr, "wpack: resolved %llu of %llu weight globals%s%llu left unresolved\n",
+        fprintf(stderr, "wpack: resolved %llu of %llu weight globals, %llu left unresolved\n",
                 (unsigned long long)res.resolved, (unsigned long long)res.globals,
-                res.missing ? ", " : ", ", (unsigned long long)res.missing);
+                (unsigned long long)res.missing);
     if (!quiet && annotate)
         fprintf(stderr, "wpack: annotated %llu ops with activation stats and %llu globals with weight stats\n",
                 (unsigned long long)res.annotated_ops, (unsigned long long)res.annotated_globals);
     return CLI_OK;
+}
+
+int cmd_resolve(int argc, char **argv)
+{
+    const char **strips = calloc((size_t)argc + 1, sizeof *strips);
+    if (!strips) {
+        cli_error("resolve: out of memory [WPACK_E_NOMEM]");
+        return CLI_FAIL;
+    }
+    int rc = run(argc, argv, strips);
+    free(strips);
+    return rc;
 }

@@ -458,7 +458,10 @@ typedef struct wpack_bytes {
 int wpack_writer_set_array(wpack_writer *w, const char *key, int elem_type, uint64_t count,
                            const void *values);
 
-/* Record that a consumer calls entry `entry` by other_name. */
+/* Record that a consumer calls entry `entry` by other_name. When `entry`
+ * is no tensor but the key of activation stats (a module path), the pair
+ * goes into the metadata array wpack.module_names instead (at finish; spec
+ * section 9), which wpack_resolve's --annotate reads. */
 int wpack_writer_add_name(wpack_writer *w, const char *other_name, const char *entry);
 
 /* A calibration statistics record. Arrays have channels elements;
@@ -643,9 +646,30 @@ typedef struct wpack_resolve_options {
      * each resolved global gets its entry's weight stats the same way. */
     int annotate;
     const char *attr_prefix;       /* NULL is "wpack" */
+    /* annotate: module paths of the IR's locations that differ from the
+     * archive's activation keys (a wrapper's "model.0", dynamo's
+     * "L['self'].0" for the archive's "0"). Each location name is tried as
+     * written, with each matching strip prefix removed ("model" or "model."
+     * takes "model.0" to "0"), and rewritten by the module map: the longest
+     * dotted prefix of the name found in the archive's wpack.module_names
+     * (spec section 9), then in module_map_ir, is replaced by its key. */
+    const char *const *strip_prefixes;
+    size_t strip_count;
+    const char *const *module_map_ir;   /* IR module path -> */
+    const char *const *module_map_keys; /* archive activation key */
+    size_t module_map_count;
+    /* annotate: an activation record that no op's location names, or an op
+     * whose location names only module paths without activation stats, is
+     * an error (WPACK_E_NOT_FOUND; the message gives a count and the first
+     * few); so is a wpack.uri naming another archive (WPACK_E_NOT_FOUND).
+     * Without it they are warnings / notes. */
+    int strict;
+    /* annotate: no op annotated with activation stats is not an error
+     * (it is WPACK_E_EMPTY otherwise). */
+    int allow_none;
 } wpack_resolve_options;
 
-/* Defaults: URI, scope "model", no map, strict, 3 suggestions. */
+/* Defaults: URI, scope "model", no map, unresolved globals are errors, 3 suggestions. */
 void wpack_resolve_options_init(wpack_resolve_options *opt);
 
 typedef struct wpack_resolve_result {
@@ -657,20 +681,26 @@ typedef struct wpack_resolve_result {
     uint64_t annotated_ops;        /* annotate: ops that got activation stats */
     uint64_t annotated_globals;    /* annotate: globals that got weight stats */
     uint64_t unplaced_stats;       /* annotate: activation records no op was found for */
+    uint64_t unmatched_ops;        /* annotate: ops naming module paths without stats */
+    uint64_t uri_reread;           /* globals whose entry came from an existing wpack.uri */
+    uint64_t uri_other_archive;    /* of those, URIs naming another archive id */
 } wpack_resolve_result;
 
 /*
  * Resolve the MLIR text mlir[0..len) against archive ar and stream the
  * result to write(). Nothing is written unless the whole module checks out:
- * every weight global maps to an entry (symbol name, then the archive's name
- * map, then opt->map_*), its tensor type matches the entry's dtype and every
+ * every weight global maps to an entry (the entry its existing wpack.uri
+ * names unless opt->map_* names one; else symbol name, then the archive's
+ * name map, then opt->map_*), its tensor type matches the entry's dtype and every
  * dim, no symbol is defined twice, globals sharing an entry have one type.
  * Every problem is reported through opt->diag (all of them, not only the
  * first); the return is WPACK_OK or the first problem's code:
  * WPACK_E_INPUT (malformed MLIR, with line and column), WPACK_E_NOT_FOUND
  * (unresolved global), WPACK_E_DTYPE / WPACK_E_SHAPE (type mismatch),
  * WPACK_E_UNSUPPORTED (dynamic dims, non-tensor types, a name IREE cannot
- * print), WPACK_E_DUPLICATE (a symbol twice), WPACK_E_IO (write failed).
+ * print), WPACK_E_DUPLICATE (a symbol twice), WPACK_E_IO (write failed),
+ * WPACK_E_EMPTY (annotate: no op annotated, unless opt->allow_none).
+ * Error diagnostics end with their code's name ("... [WPACK_E_NOT_FOUND]").
  * Resolving the output again with the same archive and options reproduces
  * it byte for byte. res may be NULL.
  */

@@ -842,6 +842,75 @@ int wpack_writer_add_name(wpack_writer *w, const char *other_name, const char *e
     return WPACK_OK;
 }
 
+/*
+ * Name-map names whose target is no entry but a module path with
+ * activation stats (`wpack create --name model.0=0`, "0" an nn.Sequential
+ * layer) cannot be name-map records, whose target is an entry number: they
+ * go into the metadata key wpack.module_names (spec section 9), an array of
+ * strings [other, key, other, key, ...] sorted by other name, which the
+ * resolver's --annotate reads. Called at finish, when all stats are known.
+ */
+static int pair_cmp(const void *a, const void *b)
+{
+    return strcmp(((char *const *)a)[0], ((char *const *)b)[0]);
+}
+
+static int module_names_finish(wpack_writer *w)
+{
+    wpk_pending_name *ns = (wpk_pending_name *)(void *)w->names.p;
+    size_t n = w->names.len / sizeof *ns, keep = 0, np = 0;
+    const wpk_pending_stats *ss = (const wpk_pending_stats *)(void *)w->stats.p;
+    size_t nstats = w->stats.len / sizeof *ss;
+    char **pairs = NULL;
+    int rc = WPACK_OK;
+    for (size_t i = 0; i < n; i++) {
+        const char *target = wpk_pool_str(w, ns[i].entry);
+        uint64_t item;
+        int module = 0;
+        if (!wpk_nameset_find(&w->entry_set, entry_name_of, w, (const uint8_t *)target,
+                              ns[i].entry.len, &item))
+            for (size_t k = 0; k < nstats && !module; k++)
+                module = ss[k].kind == WPACK_STATS_ACTIVATION &&
+                         strcmp(wpk_pool_str(w, ss[k].key), target) == 0;
+        if (!module) {
+            ns[keep++] = ns[i];
+            continue;
+        }
+        char **grown = realloc(pairs, (np + 1) * 2 * sizeof *pairs);
+        if (!grown) {
+            rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+            break;
+        }
+        pairs = grown;
+        /* copies: the pool moves while the array's strings are added to it */
+        pairs[2 * np] = strdup(wpk_pool_str(w, ns[i].name));
+        pairs[2 * np + 1] = strdup(target);
+        np++;
+        if (!pairs[2 * np - 2] || !pairs[2 * np - 1]) {
+            rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+            break;
+        }
+    }
+    if (rc == WPACK_OK && np) {
+        w->names.len = keep * sizeof *ns; /* the name set is not consulted after this */
+        qsort(pairs, np, 2 * sizeof *pairs, pair_cmp);
+        uint64_t item;
+        if (wpk_nameset_find(&w->meta_set, meta_key_of, w, (const uint8_t *)"wpack.module_names", 18,
+                             &item))
+            rc = wpk_wfail(w, WPACK_E_EXISTS,
+                           "name map '%s': '%s' is a module path (activation stats only), which goes "
+                           "into metadata 'wpack.module_names', but that key is set already",
+                           pairs[0], pairs[1]);
+        else
+            rc = wpack_writer_set_array(w, "wpack.module_names", WPACK_META_STRING, 2 * np,
+                                        (const char *const *)pairs);
+    }
+    for (size_t i = 0; i < 2 * np; i++)
+        free(pairs[i]);
+    free(pairs);
+    return rc;
+}
+
 static int finite_all(const double *v, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++)
@@ -1010,6 +1079,8 @@ int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen)
         !wpk_nameset_find(&w->meta_set, meta_key_of, w, (const uint8_t *)"wpack.producer", 14,
                           &(uint64_t){0}))
         rc = wpack_writer_set_string(w, "wpack.producer", "wpack " WPACK_VERSION_STRING);
+    if (rc == WPACK_OK && !w->failed)
+        rc = module_names_finish(w);
     if (rc == WPACK_OK && w->shards)
         rc = wpk_shards_finish(w);
     if (rc == WPACK_OK)

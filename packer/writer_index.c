@@ -408,7 +408,7 @@ static int check_references(wpack_writer *w)
     for (size_t i = 0; i < w->names.len / sizeof *ns; i++) {
         uint64_t t;
         if (!lookup_entry(w, ns[i].entry, &t))
-            return wpk_wfail(w, WPACK_E_NAMEMAP, "name map '%s': no tensor '%s'",
+            return wpk_wfail(w, WPACK_E_NAMEMAP, "name map '%s': no tensor '%s' (nor activation stats of that module path)",
                              wpk_pool_str(w, ns[i].name), wpk_pool_str(w, ns[i].entry));
     }
     const wpk_pending_stats *ss = (const wpk_pending_stats *)(void *)w->stats.p;

@@ -27,12 +27,29 @@ typedef struct {
     size_t op;                  /* chosen op (index in doc->ops), or SIZE_MAX */
 } act_rec;
 
+/* One module-path rewrite: IR path `from` (and the paths under it) is the
+ * archive's `to` (and the paths under that). */
+typedef struct {
+    const char *from, *to;
+    size_t from_len, to_len, order; /* order: the archive's pairs first */
+} mod_pair;
+
 typedef struct {
     act_rec *recs;
     size_t n;
     size_t *slots;              /* open addressing over recs, SIZE_MAX empty */
     size_t cap;
     size_t cur_op;
+    /* the remapping (opt->strip_prefixes, wpack.module_names, opt->module_map_*) */
+    const char *const *strips;
+    size_t nstrips;
+    mod_pair *mods;             /* sorted by from */
+    size_t nmods;
+    wpk_strbuf scratch;         /* a rewritten name */
+    /* the current op: did a name match, did it have any, its longest name */
+    int matched, named;
+    char sample[160];
+    size_t sample_len;
 } act_table;
 
 static size_t slot_of(const act_table *t, const char *s, size_t n)
@@ -47,17 +64,149 @@ static size_t slot_of(const act_table *t, const char *s, size_t n)
     return i;
 }
 
-/* Every name of the op's location and each of its "."-prefixes. */
-static void on_name(void *user, const char *s, size_t n)
+static int span_cmp(const char *a, size_t an, const char *b, size_t bn)
 {
-    act_table *t = user;
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? c : an < bn ? -1 : an > bn;
+}
+
+static int mod_cmp(const void *a, const void *b)
+{
+    const mod_pair *x = a, *y = b;
+    int c = span_cmp(x->from, x->from_len, y->from, y->from_len);
+    return c ? c : x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The first pair (archive's before --module-map's) for IR path s[0..n). */
+static const mod_pair *mod_find(const act_table *t, const char *s, size_t n)
+{
+    size_t lo = 0, hi = t->nmods;
+    while (lo < hi) { /* the first pair not below s */
+        size_t mid = lo + (hi - lo) / 2;
+        if (span_cmp(t->mods[mid].from, t->mods[mid].from_len, s, n) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < t->nmods && span_cmp(t->mods[lo].from, t->mods[lo].from_len, s, n) == 0
+               ? &t->mods[lo] : NULL;
+}
+
+/* Each "."-prefix of s[0..n) (and s itself) that is a key gets the op. */
+static void match_path(act_table *t, const char *s, size_t n)
+{
     for (size_t len = n; len > 0; len--) {
         if (len != n && s[len] != '.')
             continue;
         size_t i = slot_of(t, s, len);
-        if (t->slots[i] != (size_t)-1)
+        if (t->slots[i] != (size_t)-1) {
             t->recs[t->slots[i]].op = t->cur_op;
+            t->matched = 1;
+        }
     }
+}
+
+/* s as written, then rewritten by the longest mapped "."-prefix. */
+static void match_mapped(act_table *t, const char *s, size_t n)
+{
+    match_path(t, s, n);
+    for (size_t len = n; t->nmods && len > 0; len--) {
+        if (len != n && s[len] != '.')
+            continue;
+        const mod_pair *m = mod_find(t, s, len);
+        if (!m)
+            continue;
+        t->scratch.n = 0;
+        wpk_sb_put(&t->scratch, m->to, m->to_len);
+        wpk_sb_put(&t->scratch, s + len, n - len);
+        if (!t->scratch.failed)
+            match_path(t, t->scratch.p, t->scratch.n);
+        return;
+    }
+}
+
+/* Every name of the op's location: as written, and with each --strip-prefix
+ * P that it starts with removed ("P." or P ending in '.'; the name P alone
+ * is the wrapper itself and names no key). */
+static void on_name(void *user, const char *s, size_t n)
+{
+    act_table *t = user;
+    t->named = 1;
+    if (n > t->sample_len || !t->sample_len) {
+        t->sample_len = n < sizeof t->sample - 1 ? n : sizeof t->sample - 1;
+        memcpy(t->sample, s, t->sample_len);
+        t->sample[t->sample_len] = 0;
+    }
+    match_mapped(t, s, n);
+    for (size_t k = 0; k < t->nstrips; k++) {
+        const char *p = t->strips[k];
+        size_t pn = p ? strlen(p) : 0;
+        if (!pn || n <= pn || memcmp(s, p, pn) != 0)
+            continue;
+        if (p[pn - 1] != '.') {
+            if (s[pn] != '.')
+                continue;
+            pn++;
+        }
+        if (n > pn)
+            match_mapped(t, s + pn, n - pn);
+    }
+}
+
+/* The archive's wpack.module_names pairs and opt's module map into t->mods. */
+static int load_mods(act_table *t, const wpack_archive *ar, const wpack_resolve_options *opt,
+                     wpk_diag *d)
+{
+    wpack_meta m;
+    uint64_t npairs = 0;
+    int have = wpack_meta_find(ar, "wpack.module_names", &m) == WPACK_OK;
+    if (have && (m.type != WPACK_META_ARRAY || m.elem_type != WPACK_META_STRING || m.count % 2)) {
+        wpk_diag_emit(d, WPACK_DIAG_WARNING, 0,
+                      "the archive's metadata 'wpack.module_names' is not an array of string "
+                      "pairs; ignored");
+        have = 0;
+    }
+    if (have)
+        npairs = m.count / 2;
+    size_t nmap = opt->module_map_ir && opt->module_map_keys ? opt->module_map_count : 0;
+    t->mods = malloc((size_t)(npairs + nmap + 1) * sizeof *t->mods);
+    if (!t->mods)
+        return WPACK_E_NOMEM;
+    for (uint64_t j = 0; j < npairs; j++) {
+        wpack_meta a, b;
+        if (wpack_meta_elem(ar, &m, 2 * j, &a) || wpack_meta_elem(ar, &m, 2 * j + 1, &b) ||
+            !a.count || !b.count)
+            continue;
+        t->mods[t->nmods] = (mod_pair){a.str, b.str, a.count, b.count, t->nmods};
+        t->nmods++;
+    }
+    for (size_t j = 0; j < nmap; j++) {
+        const char *a = opt->module_map_ir[j], *b = opt->module_map_keys[j];
+        if (!a || !b || !*a || !*b)
+            continue;
+        t->mods[t->nmods] = (mod_pair){a, b, strlen(a), strlen(b), t->nmods};
+        t->nmods++;
+    }
+    qsort(t->mods, t->nmods, sizeof *t->mods, mod_cmp);
+    t->strips = opt->strip_prefixes;
+    t->nstrips = opt->strip_prefixes ? opt->strip_count : 0;
+    return 0;
+}
+
+/* "'a', 'b', 'c'" (up to 5, then ", ...") into list. */
+static void add_to_list(char *list, size_t len, size_t *o, size_t i, const char *s, size_t n)
+{
+    if (i >= 5 || *o + 100 >= len) {
+        if (i == 5 && *o + 6 < len) {
+            memcpy(list + *o, ", ...", 6);
+            *o += 5;
+        }
+        return;
+    }
+    char q[80];
+    wpk_quote(q, sizeof q, s, n > 60 ? 60 : n);
+    wpk_fmt(list + *o, len - *o, "%s'%s%s'", i ? ", " : "", q, n > 60 ? "..." : "");
+    *o += strlen(list + *o);
 }
 
 static int tok_word(const wpk_lexer *lx, wpk_tok t, const char *w)
@@ -150,8 +299,50 @@ static int rec_by_op(const void *a, const void *b)
     return x->key_len > y->key_len ? -1 : x->key_len < y->key_len; /* longest first */
 }
 
-int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc, const char *prefix,
-                      wpk_diag *d, wpk_plan_item *items, size_t nitems, wpk_strbuf *text,
+/* After the op choice: records no op names and ops naming no key (errors
+ * with opt->strict, else a note for the ops: the records were warned about
+ * one by one), and no op annotated at all (an error unless opt->allow_none). */
+static void report_unmatched(wpk_diag *d, const wpack_resolve_options *opt, const act_table *t,
+                             const wpack_resolve_result *res, size_t unnamed,
+                             const char *recs_list, const char *ops_list)
+{
+    const char *how = opt->strip_count || opt->module_map_count || t->nmods
+                          ? " (after --strip-prefix / --module-map / wpack.module_names)" : "";
+    if (opt->strict && unnamed)
+        wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_NOT_FOUND,
+                      "--strict: %zu of %zu activation stats records are named by no op's "
+                      "location%s: %s", unnamed, t->n, how, recs_list);
+    int empty = !res->annotated_ops && !opt->allow_none; /* the error below lists the ops */
+    if (res->unmatched_ops && (opt->strict || !empty))
+        wpk_diag_emit(d, opt->strict ? WPACK_DIAG_ERROR : WPACK_DIAG_NOTE,
+                      opt->strict ? WPACK_E_NOT_FOUND : 0,
+                      "%s%llu ops in function bodies have locations naming only module paths "
+                      "without activation stats%s: %s:%s%s", opt->strict ? "--strict: " : "",
+                      (unsigned long long)res->unmatched_ops, how, d->source, ops_list,
+                      opt->strict ? "" : " (--strict makes this an error)");
+    if (res->annotated_ops || opt->allow_none)
+        return;
+    if (!t->n) {
+        wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EMPTY,
+                      "--annotate: the archive has no activation stats, so no op was annotated "
+                      "(--allow-none accepts this)");
+        return;
+    }
+    char keys[600];
+    size_t o = 0;
+    keys[0] = 0;
+    for (size_t i = 0; i < t->n; i++)
+        add_to_list(keys, sizeof keys, &o, i, t->recs[i].key, t->recs[i].key_len);
+    wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EMPTY,
+                  "--annotate: no op annotated: the archive's %zu activation keys (%s) match no "
+                  "op's location%s%s%s; map the IR's paths with --strip-prefix P or --module-map "
+                  "FILE.json, or accept this with --allow-none", t->n, keys, how,
+                  res->unmatched_ops ? ", which name " : "", res->unmatched_ops ? ops_list : "");
+}
+
+int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
+                      const wpack_resolve_options *opt, const char *prefix, wpk_diag *d,
+                      wpk_plan_item *items, size_t nitems, wpk_strbuf *text,
                       wpk_patch **patches_out, size_t *npatches, wpack_resolve_result *res)
 {
     *patches_out = NULL;
@@ -187,14 +378,41 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc, const ch
     memset(t.slots, 0xff, t.cap * sizeof *t.slots);
     for (size_t i = 0; i < t.n; i++)
         t.slots[slot_of(&t, t.recs[i].key, t.recs[i].key_len)] = i;
+    if (load_mods(&t, ar, opt, d))
+        goto nomem;
+    /* ops whose location names module paths but no key: a count and the first few */
+    char ops_list[900];
+    size_t ops_o = 0;
+    ops_list[0] = 0;
     unsigned fdepth = doc->has_module ? 2 : 1;
-    for (size_t i = 0; t.n && i < doc->nops; i++) {
+    for (size_t i = 0; i < doc->nops; i++) {
         const wpk_located_op *op = &doc->ops[i];
         if (op->depth != fdepth || doc->buf[op->op_start] != '%')
             continue;
         t.cur_op = i;
+        t.matched = t.named = 0;
+        t.sample_len = 0;
         wpk_loc_names(doc, op->loc, on_name, &t);
+        if (!t.named || t.matched)
+            continue;
+        if (res->unmatched_ops < 5 && ops_o + 300 < sizeof ops_list) {
+            unsigned line, col;
+            char q[200];
+            wpk_mlir_line_col(doc->buf, doc->len, op->op_start, &line, &col);
+            wpk_quote(q, sizeof q, t.sample, t.sample_len);
+            wpk_fmt(ops_list + ops_o, sizeof ops_list - ops_o, "%s%u:%u '%s'",
+                    res->unmatched_ops ? ", " : "", line, col, q);
+            ops_o += strlen(ops_list + ops_o);
+        } else if (res->unmatched_ops == 5) {
+            wpk_fmt(ops_list + ops_o, sizeof ops_list - ops_o, ", ...");
+            ops_o += strlen(ops_list + ops_o);
+        }
+        res->unmatched_ops++;
     }
+    free(t.scratch.p);
+    t.scratch.p = NULL;
+    if (t.scratch.failed)
+        goto nomem;
     qsort(t.recs, t.n, sizeof *t.recs, rec_by_op);
     wpk_patch *patches = malloc((t.n + 1) * sizeof *patches);
     size_t *patch_text = malloc((t.n + 1) * sizeof *patch_text);
@@ -203,16 +421,26 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc, const ch
         free(patch_text);
         goto nomem;
     }
-    size_t np = 0;
+    size_t np = 0, unnamed = 0, recs_o = 0;
+    char recs_list[900];
+    recs_list[0] = 0;
+    /* when no record is named at all, the error of report_unmatched says it
+     * once: no warning per record (nor the note on the ops) */
+    int none_named = 1;
+    for (size_t i = 0; i < t.n && none_named; i++)
+        none_named = t.recs[i].op == (size_t)-1;
+    int one_message = opt->strict || (none_named && !opt->allow_none);
     for (size_t i = 0; i < t.n; i++) {
         act_rec *r = &t.recs[i];
         char q[300];
         wpk_quote(q, sizeof q, r->key, r->key_len);
         if (r->op == (size_t)-1) {
             res->unplaced_stats++;
-            wpk_diag_emit(d, WPACK_DIAG_WARNING, 0,
-                          "activation stats '%s': no op in a function body has a location naming "
-                          "it or a path under it; not annotated", q);
+            add_to_list(recs_list, sizeof recs_list, &recs_o, unnamed++, r->key, r->key_len);
+            if (!one_message)
+                wpk_diag_emit(d, WPACK_DIAG_WARNING, 0,
+                              "activation stats '%s': no op in a function body has a location "
+                              "naming it or a path under it; not annotated", q);
             continue;
         }
         const wpk_located_op *op = &doc->ops[r->op];
@@ -265,6 +493,7 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc, const ch
         free(patch_text);
         goto nomem;
     }
+    report_unmatched(d, opt, &t, res, unnamed, recs_list, ops_list);
     for (size_t i = 0; i < np; i++)
         patches[i].text = text->p + patch_text[i];
     for (size_t i = 0; i < nitems; i++)
@@ -273,6 +502,11 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc, const ch
     free(item_off);
     free(t.recs);
     free(t.slots);
+    free(t.mods);
+    if (d->first_error) {
+        free(patches);
+        return d->first_error;
+    }
     *patches_out = patches;
     *npatches = np;
     return 0;
@@ -280,6 +514,8 @@ nomem:
     free(item_off);
     free(t.recs);
     free(t.slots);
+    free(t.mods);
+    free(t.scratch.p);
     wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_NOMEM, "out of memory while annotating");
     return WPACK_E_NOMEM;
 }

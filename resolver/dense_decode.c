@@ -74,7 +74,7 @@ static uint64_t nelems_of(const wpk_mlir_tensor *t)
     return n;
 }
 
-static int hexv(unsigned char c)
+int wpk_hex_digit(unsigned char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -238,7 +238,7 @@ static int hex_stream(outbuf *o, const unsigned char *h, size_t n)
     for (size_t i = 0; i + 1 < n && !o->failed; i += 2) {
         if (o->used == OUT_CAP && out_flush(o))
             break;
-        o->buf[o->used++] = (unsigned char)(hexv(h[i]) << 4 | hexv(h[i + 1]));
+        o->buf[o->used++] = (unsigned char)(wpk_hex_digit(h[i]) << 4 | wpk_hex_digit(h[i + 1]));
     }
     return o->failed;
 }
@@ -249,7 +249,7 @@ static int bool_hex(outbuf *o, const unsigned char *h, size_t ndig, uint64_t nel
 {
     size_t nb = ndig / 2;
     if (nb == 1 && nel > 8) {
-        int b = hexv(h[0]) << 4 | hexv(h[1]);
+        int b = wpk_hex_digit(h[0]) << 4 | wpk_hex_digit(h[1]);
         if (b == 0 || b == 0xFF) {
             unsigned char v = b ? 1 : 0;
             return out_repeat(o, &v, 1, nel);
@@ -261,7 +261,7 @@ static int bool_hex(outbuf *o, const unsigned char *h, size_t ndig, uint64_t nel
         return WPACK_E_INPUT;
     }
     for (uint64_t i = 0; i < nel && !o->failed; i++) {
-        int b = hexv(h[2 * (i / 8)]) << 4 | hexv(h[2 * (i / 8) + 1]);
+        int b = wpk_hex_digit(h[2 * (i / 8)]) << 4 | wpk_hex_digit(h[2 * (i / 8) + 1]);
         unsigned char v = (unsigned char)((b >> (i % 8)) & 1);
         out_put(o, &v, 1);
     }
@@ -271,7 +271,7 @@ static int bool_hex(outbuf *o, const unsigned char *h, size_t ndig, uint64_t nel
 static int check_hex(const unsigned char *h, size_t n, char *why, size_t whylen)
 {
     for (size_t i = 0; i < n; i++)
-        if (hexv(h[i]) < 0) {
+        if (wpk_hex_digit(h[i]) < 0) {
             wpk_fmt(why, whylen, "'%c' is not a hex digit", h[i]);
             return WPACK_E_INPUT;
         }
@@ -339,7 +339,7 @@ int wpk_dense_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t, 
         } else if (ndig / 2 == k.esz) {
             unsigned char e[8];
             for (size_t j = 0; j < k.esz; j++)
-                e[j] = (unsigned char)(hexv(h[2 * j]) << 4 | hexv(h[2 * j + 1]));
+                e[j] = (unsigned char)(wpk_hex_digit(h[2 * j]) << 4 | wpk_hex_digit(h[2 * j + 1]));
             out_repeat(o, e, k.esz, nel);
         } else {
             wpk_fmt(why, whylen, "hex data has %zu bytes; %s needs %llu (or %zu for a splat)",

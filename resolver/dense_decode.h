@@ -43,4 +43,7 @@ int wpk_blob_decode(const char *buf, const wpk_resource *r, const wpk_mlir_tenso
  * overflow or an element type the decoder does not take. */
 uint64_t wpk_dense_nbytes(const wpk_mlir_tensor *t, int *ok);
 
+/* The value of a hex digit (either case), or -1. */
+int wpk_hex_digit(unsigned char c);
+
 #endif

@@ -49,7 +49,10 @@ typedef struct {
 
 static int write_failed(out_ctx *o)
 {
-    wpk_fmt(o->err, o->errlen, "writing the output failed");
+    if (o->e->write_error)
+        o->e->write_error(o->e->user, o->err, o->errlen);
+    else
+        wpk_fmt(o->err, o->errlen, "writing the output failed");
     return o->rc = WPACK_E_IO;
 }
 
@@ -104,6 +107,8 @@ static int out_input(out_ctx *o, size_t off, size_t n)
         if (r == 0)
             return 0;
         if (r < 0) {
+            if (o->e->write_error)
+                return write_failed(o);
             wpk_fmt(o->err, o->errlen, "copying the input to the output failed");
             return o->rc = WPACK_E_IO;
         }

@@ -9,6 +9,7 @@
  * checksum goes into the wpack: URIs), both outputs go to temporary files
  * and are renamed into place only when everything succeeded.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,18 +408,15 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     sink = malloc(sizeof *sink);
     if (!sink)
         goto nomem;
-    sink->fd = out_tmp.fd;
-    sink->in_fd = in_fd;
-    sink->failed = 0;
-    sink->used = 0;
+    wpk_fd_sink_init(sink, out_tmp.fd, in_fd, out_path);
     wpk_emitter e = {.doc = doc, .ar = ar, .emit = opt.emit, .scope = scope, .items = items,
                      .nitems = ncand, .write = wpk_fd_sink_write, .user = sink,
                      .patches = patches, .npatches = npatches, .replace_with_extern = 1,
-                     .copy_input = wpk_fd_sink_copy};
+                     .copy_input = wpk_fd_sink_copy, .write_error = wpk_fd_sink_describe};
     rc = wpk_emit_document(&e, err, sizeof err);
     if (!rc && wpk_fd_sink_flush(sink)) {
         rc = WPACK_E_IO;
-        wpk_fmt(err, sizeof err, "%s: writing failed", out_path);
+        wpk_fd_sink_describe(sink, err, sizeof err);
     }
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
@@ -427,7 +425,8 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     /* 4. both into place: the archive, then the IR that names it */
     if (rename(ar_tmp, archive_path) != 0) {
         rc = WPACK_E_IO;
-        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: cannot rename into place", archive_path);
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: cannot rename into place: %s", archive_path,
+                      strerror(errno));
         goto done;
     }
     ar_tmp_exists = 0;

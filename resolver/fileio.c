@@ -18,16 +18,23 @@ int wpk_rsv_map_file(const char *path, const char **buf, size_t *len, int *keep_
     *len = 0;
     if (keep_fd)
         *keep_fd = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO given as input is refused below instead of
+     * blocking the open (no effect on a regular file) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         wpk_fmt(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return WPACK_E_IO;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        wpk_fmt(err, errlen, "%s: not a regular file", path);
+    if (fstat(fd, &st) != 0) {
+        wpk_fmt(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
         close(fd);
         return WPACK_E_IO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        wpk_fmt(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        return WPACK_E_FILE_TYPE;
     }
     if (st.st_size == 0) {
         close(fd);
@@ -61,25 +68,38 @@ void wpk_rsv_unmap_file(const char *buf, size_t len)
         munmap((void *)buf, len);
 }
 
-static int write_all(int fd, const char *p, size_t n)
+void wpk_fd_sink_init(wpk_fd_sink *s, int fd, int in_fd, const char *path)
 {
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    s->fd = fd;
+    s->in_fd = in_fd;
+    s->failed = 0;
+    s->err = 0;
+    s->path = path;
+    s->used = 0;
+}
+
+/* The sink failed with error e (kept for the message). */
+static int sink_failed(wpk_fd_sink *s, int e)
+{
+    s->err = e;
+    s->failed = 1;
+    return 1;
+}
+
+void wpk_fd_sink_describe(void *user, char *err, size_t errlen)
+{
+    const wpk_fd_sink *s = user;
+    if (s->err)
+        wpk_fmt(err, errlen, "%s: writing failed: %s", s->path ? s->path : "output", strerror(s->err));
+    else
+        wpk_fmt(err, errlen, "%s: writing failed", s->path ? s->path : "output");
 }
 
 int wpk_fd_sink_flush(wpk_fd_sink *s)
 {
-    if (!s->failed && s->used && write_all(s->fd, s->buf, s->used))
-        s->failed = 1;
+    int e;
+    if (!s->failed && s->used && (e = wpk_write_all(s->fd, s->buf, s->used)))
+        sink_failed(s, e);
     s->used = 0;
     return s->failed;
 }
@@ -100,7 +120,7 @@ int wpk_fd_sink_copy(void *user, size_t off, size_t n)
                 return 1; /* not supported here: the caller writes instead */
             /* part copied: write the rest from the mapping is the caller's job,
              * so report it through the sink as a failure */
-            s->failed = 1;
+            sink_failed(s, c < 0 ? errno : EIO); /* no errno for a short copy */
             return -1;
         }
         done += (size_t)c;
@@ -118,8 +138,9 @@ int wpk_fd_sink_write(void *user, const void *data, size_t n)
     if (n >= sizeof s->buf || (s->used == 0 && n >= (64u << 10))) {
         if (wpk_fd_sink_flush(s))
             return 1;
-        if (write_all(s->fd, data, n))
-            s->failed = 1;
+        int e = wpk_write_all(s->fd, data, n);
+        if (e)
+            sink_failed(s, e);
         return s->failed;
     }
     if (s->used + n > sizeof s->buf && wpk_fd_sink_flush(s))

@@ -16,7 +16,7 @@ int wpk_name_map_load(const char *path, wpk_name_map *m, char *err, size_t errle
         return 1;
     }
     if (!json_is_object(root)) {
-        wpk_fmt(err, errlen, "%s: expected a JSON object {\"global\": \"entry\", ...}", path);
+        wpk_fmt(err, errlen, "%s: expected a JSON object of names {\"from\": \"to\", ...}", path);
         json_decref(root);
         return 1;
     }

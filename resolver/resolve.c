@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "dense_decode.h"
 #include "internal.h"
 #include "mlir_lex.h"
 #include "reader.h"
@@ -26,6 +27,13 @@ void wpk_diag_emit(wpk_diag *d, int severity, int code, const char *fmt, ...)
     va_start(ap, fmt);
     wpk_vfmt(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* an error says which code it is, as every failure message does */
+    if (severity == WPACK_DIAG_ERROR && code) {
+        size_t n = strlen(msg), k = strlen(wpack_error_name(code)) + 3;
+        if (n + k >= sizeof msg)
+            n = sizeof msg - k - 1;
+        wpk_fmt(msg + n, sizeof msg - n, " [%s]", wpack_error_name(code));
+    }
     if (severity == WPACK_DIAG_ERROR) {
         d->errors++;
         if (!d->first_error)
@@ -436,12 +444,55 @@ static int find_duplicates(const wpk_mlir_doc *doc, entry_index *ix, uint32_t *m
     return dup ? 1 : nomem ? -1 : 0;
 }
 
-/* Find g's entry (global gi; match from find_duplicates, or NULL); 1
- * found, 0 not. */
+/* The entry name of a wpack: URI string value (with its quotes, as
+ * written) into a heap string, and its archive id; NULL when the value is
+ * no wpack: URI (or out of memory: *nomem). */
+static char *uri_entry(const char *text, size_t len, uint64_t *id, int *nomem)
+{
+    *nomem = 0;
+    if (len < 2 || text[0] != '"')
+        return NULL;
+    size_t n;
+    char *u = wpk_mlir_decode_string(text, len, &n);
+    if (!u) {
+        *nomem = 1;
+        return NULL;
+    }
+    uint64_t v = 0;
+    int ok = n > 23 && memcmp(u, "wpack:", 6) == 0 && u[22] == '/';
+    for (size_t i = 6; ok && i < 22; i++) {
+        int h = wpk_hex_digit((unsigned char)u[i]);
+        ok = h >= 0;
+        v = v << 4 | (uint64_t)(h < 0 ? 0 : h);
+    }
+    size_t o = 0; /* percent-decoded in place */
+    for (size_t i = 23; ok && i < n; i++) {
+        if (u[i] != '%') {
+            u[o++] = u[i];
+            continue;
+        }
+        int hi = i + 2 < n ? wpk_hex_digit((unsigned char)u[i + 1]) : -1;
+        int lo = hi >= 0 ? wpk_hex_digit((unsigned char)u[i + 2]) : -1;
+        ok = lo >= 0 && (hi << 4 | lo) != 0;
+        u[o++] = (char)(hi << 4 | (lo < 0 ? 0 : lo));
+        i += 2;
+    }
+    if (!ok) {
+        free(u);
+        return NULL;
+    }
+    u[o] = 0;
+    *id = v;
+    return u;
+}
+
+/* Find g's entry (global gi; match from find_duplicates, or NULL): 1
+ * found, 2 found through its wpack.uri (archive id in *uri_id), 0 not,
+ * -1 an error reported. */
 static int find_entry(const wpack_archive *ar, entry_index *ix, const uint32_t *match, size_t gi,
                       const wpk_mlir_doc *doc, const wpk_global *g, const map_pair *map,
-                      size_t nmap, wpack_tensor *t, char **lookup_name, wpk_diag *d,
-                      lazy_where *where)
+                      size_t nmap, wpack_tensor *t, char **lookup_name, uint64_t *uri_id,
+                      wpk_diag *d, lazy_where *where)
 {
     *lookup_name = NULL;
     if (g->value_kind == WPK_VAL_PARAM) {
@@ -457,11 +508,35 @@ static int find_entry(const wpack_archive *ar, entry_index *ix, const uint32_t *
             return wpack_tensor_at(ar, e, t) == WPACK_OK;
         return wpack_find(ar, key, t) == WPACK_OK;
     }
+    const char *m = nmap ? map_lookup(map, nmap, g->name) : NULL;
+    /* an earlier --emit uri output: its URI names the entry (--map overrides) */
+    if (g->uri_value.len && !m) {
+        uint64_t id;
+        int nomem;
+        char *name = uri_entry(doc->buf + g->uri_value.off, g->uri_value.len, &id, &nomem);
+        if (!name) {
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, nomem ? WPACK_E_NOMEM : WPACK_E_INPUT,
+                          "%s: %s", W(where), nomem ? "out of memory" :
+                          "its wpack.uri is not a wpack: URI (\"wpack:<16 hex>/<entry>\"); "
+                          "remove it or name the entry with --map");
+            return -1;
+        }
+        *uri_id = id;
+        *lookup_name = name;
+        uint64_t e = ix ? entry_index_find(ix, name, strlen(name)) : UINT64_MAX;
+        if (e != UINT64_MAX ? wpack_tensor_at(ar, e, t) == WPACK_OK : wpack_find(ar, name, t) == WPACK_OK)
+            return 2;
+        char q[300];
+        wpk_quote(q, sizeof q, name, strlen(name));
+        wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_NOT_FOUND,
+                      "%s: its wpack.uri names entry '%s', which is not in the archive "
+                      "(--map can name another)", W(where), q);
+        return -1;
+    }
     if (match && match[gi])
         return wpack_tensor_at(ar, match[gi] - 1, t) == WPACK_OK;
     if (wpack_find(ar, g->name, t) == WPACK_OK) /* the name map (or a name with a NUL) */
         return 1;
-    const char *m = nmap ? map_lookup(map, nmap, g->name) : NULL;
     if (!m)
         return 0;
     if (wpack_find(ar, m, t) == WPACK_OK)
@@ -661,6 +736,10 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     }
     size_t n = 0, suggested = 0;
     int shared = 0; /* some entry serves more than one global */
+    wpack_info info; /* its index checksum: the id in wpack: URIs */
+    wpack_get_info(ar, &info);
+    uint64_t other_id = 0;
+    char other_where[400] = "";
     type_cache tc = {NULL, 0, {{0}, 0, {0}}, -1, 0};
     unsigned k = opt->max_suggestions ? opt->max_suggestions : 3;
     for (size_t i = 0; i < doc->nglobals; i++) {
@@ -675,7 +754,16 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         lazy_where *where = &lw;
         wpack_tensor t;
         char *lookup = NULL;
-        int found = find_entry(ar, ix, match, i, doc, g, map, nmap, &t, &lookup, d, where);
+        uint64_t uri_id = 0;
+        int found = find_entry(ar, ix, match, i, doc, g, map, nmap, &t, &lookup, &uri_id, d, where);
+        if (found == 2) {
+            res->uri_reread++;
+            if (uri_id != info.index_checksum && res->uri_other_archive++ == 0) {
+                other_id = uri_id;
+                wpk_fmt(other_where, sizeof other_where, "%s", W(where));
+            }
+            found = 1;
+        }
         if (found == 0) {
             res->missing++;
             int sev = opt->allow_missing ? WPACK_DIAG_WARNING : WPACK_DIAG_ERROR;
@@ -738,6 +826,15 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         }
         qsort(items, n, sizeof *items, global_cmp_item);
     }
+    if (res->uri_other_archive)
+        wpk_diag_emit(d, opt->strict ? WPACK_DIAG_ERROR : WPACK_DIAG_NOTE,
+                      opt->strict ? WPACK_E_NOT_FOUND : 0,
+                      "%s%llu globals' wpack.uri name archive %016llx (first: %s), not this one "
+                      "(%016llx); %s", opt->strict ? "--strict: " : "",
+                      (unsigned long long)res->uri_other_archive, (unsigned long long)other_id,
+                      other_where, (unsigned long long)info.index_checksum,
+                      opt->strict ? "without --strict they are re-pointed at it by entry name"
+                                  : "re-pointed at it by the entry names their URIs hold");
     report_unused(d, ar, used, count, &res->unused_entries);
     res->resolved = n;
     wpk_big_free(match, doc->nglobals * sizeof *match);
@@ -757,12 +854,13 @@ int wpack_resolve_buffer(const wpack_archive *ar, const char *mlir, size_t len,
                          const wpack_resolve_options *opt, wpack_write_fn write, void *user,
                          wpack_resolve_result *res)
 {
-    return wpk_resolve_run(ar, mlir, len, opt, write, NULL, user, res);
+    return wpk_resolve_run(ar, mlir, len, opt, write, NULL, NULL, user, res);
 }
 
 int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
                     const wpack_resolve_options *opt_in, wpack_write_fn write,
-                    int (*copy_input)(void *, size_t, size_t), void *user,
+                    int (*copy_input)(void *, size_t, size_t),
+                    void (*write_error)(void *, char *, size_t), void *user,
                     wpack_resolve_result *res_out)
 {
     wpack_resolve_options defaults;
@@ -789,12 +887,13 @@ int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
     wpk_patch *patches = NULL;
     size_t npatches = 0;
     if (!rc && opt->annotate)
-        rc = wpk_annotate_plan(ar, doc, prefix, &d, items, n, &text, &patches, &npatches, &res);
+        rc = wpk_annotate_plan(ar, doc, opt, prefix, &d, items, n, &text, &patches, &npatches, &res);
     if (!rc) {
         wpk_emitter e = {.doc = doc, .ar = ar, .emit = opt->emit,
                          .scope = opt->scope ? opt->scope : "model", .items = items, .nitems = n,
                          .write = write, .user = user, .patches = patches, .npatches = npatches,
-                         .attr_prefix = opt->annotate ? prefix : NULL, .copy_input = copy_input};
+                         .attr_prefix = opt->annotate ? prefix : NULL, .copy_input = copy_input,
+                         .write_error = write_error};
         rc = wpk_emit_document(&e, err, sizeof err);
         if (rc)
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);

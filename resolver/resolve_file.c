@@ -16,10 +16,11 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
         wpack_resolve_options_init(&o);
     if (!o.source_name)
         o.source_name = in_path;
+    /* this function's own messages, with their code like the resolver's */
+    wpk_diag d = {o.diag, o.diag_user, o.source_name ? o.source_name : "<input>", 0, 0, 0};
     char err[600];
     if (!ar || !in_path || !out_path) {
-        if (o.diag)
-            o.diag(o.diag_user, WPACK_DIAG_ERROR, "wpack_resolve_file: bad arguments");
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INVALID_ARGUMENT, "wpack_resolve_file: bad arguments");
         return WPACK_E_INVALID_ARGUMENT;
     }
     const char *buf;
@@ -27,8 +28,7 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
     int in_fd;
     int rc = wpk_rsv_map_file(in_path, &buf, &len, &in_fd, err, sizeof err);
     if (rc) {
-        if (o.diag)
-            o.diag(o.diag_user, WPACK_DIAG_ERROR, err);
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
         return rc;
     }
     wpk_tmp_out t;
@@ -37,8 +37,7 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
         wpk_rsv_unmap_file(buf, len);
         if (in_fd >= 0)
             close(in_fd);
-        if (o.diag)
-            o.diag(o.diag_user, WPACK_DIAG_ERROR, err);
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
         return rc;
     }
     wpk_fd_sink *sink = malloc(sizeof *sink);
@@ -47,24 +46,22 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
         wpk_rsv_unmap_file(buf, len);
         if (in_fd >= 0)
             close(in_fd);
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_NOMEM, "out of memory");
         return WPACK_E_NOMEM;
     }
-    sink->fd = t.fd;
-    sink->in_fd = in_fd;
-    sink->failed = 0;
-    sink->used = 0;
-    rc = wpk_resolve_run(ar, buf, len, &o, wpk_fd_sink_write, wpk_fd_sink_copy, sink, res);
+    wpk_fd_sink_init(sink, t.fd, in_fd, out_path);
+    rc = wpk_resolve_run(ar, buf, len, &o, wpk_fd_sink_write, wpk_fd_sink_copy,
+                         wpk_fd_sink_describe, sink, res);
     if (!rc && wpk_fd_sink_flush(sink)) {
         rc = WPACK_E_IO;
-        wpk_fmt(err, sizeof err, "%s: writing failed", out_path);
-        if (o.diag)
-            o.diag(o.diag_user, WPACK_DIAG_ERROR, err);
+        wpk_fd_sink_describe(sink, err, sizeof err);
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
     }
     free(sink);
     if (!rc) {
         rc = wpk_tmp_commit(&t, err, sizeof err);
-        if (rc && o.diag)
-            o.diag(o.diag_user, WPACK_DIAG_ERROR, err);
+        if (rc)
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
     } else {
         wpk_tmp_discard(&t);
     }

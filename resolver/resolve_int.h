@@ -76,8 +76,9 @@ void wpk_diag_emit(wpk_diag *d, int severity, int code, const char *fmt, ...)
 /* --annotate: find the ops that produce each module's output (annotate.c)
  * and make their attribute patches (text kept in *text). Weight stats of the
  * plan's entries go to items[i].attr_text. Counts into res. */
-int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc, const char *prefix,
-                      wpk_diag *d, wpk_plan_item *items, size_t nitems, wpk_strbuf *text,
+int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
+                      const wpack_resolve_options *opt, const char *prefix, wpk_diag *d,
+                      wpk_plan_item *items, size_t nitems, wpk_strbuf *text,
                       wpk_patch **patches, size_t *npatches, wpack_resolve_result *res);
 
 /* "src:L:C: global @name" for messages. */
@@ -116,6 +117,8 @@ typedef struct wpk_emitter {
     /* optional: copy input bytes [off, off+n) to the output without going
      * through user space (copy_file_range); 0 ok, non-zero: use write */
     int (*copy_input)(void *user, size_t off, size_t n);
+    /* optional: describe a failed write or copy (path, errno) into err */
+    void (*write_error)(void *user, char *err, size_t errlen);
     /* set by wpk_emit_document: "\"wpack:<index checksum>/" */
     char uri_head[32];
 } wpk_emitter;
@@ -127,10 +130,12 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
                      size_t *nitems, wpack_resolve_result *res);
 void wpk_plan_free(wpk_plan_item *items, const wpk_mlir_doc *doc);
 
-/* wpack_resolve_buffer() with an optional input-copy shortcut. */
+/* wpack_resolve_buffer() with an optional input-copy shortcut and an
+ * optional describer of write failures (see wpk_emitter). */
 int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
                     const wpack_resolve_options *opt, wpack_write_fn write,
-                    int (*copy_input)(void *, size_t, size_t), void *user,
+                    int (*copy_input)(void *, size_t, size_t),
+                    void (*write_error)(void *, char *, size_t), void *user,
                     wpack_resolve_result *res);
 
 /* Write the document with the plan applied. 0 or a wpack_error; message in err. */
@@ -141,10 +146,16 @@ typedef struct wpk_fd_sink {
     int fd;
     int in_fd;                  /* the input, for wpk_fd_sink_copy (-1: none) */
     int failed;
+    int err;                    /* errno of the failed write (0: none known) */
+    const char *path;           /* the output's name, for messages */
     size_t used;
     char buf[1 << 20];
 } wpk_fd_sink;
+/* A sink on fd for the output path (in_fd: the input, or -1). */
+void wpk_fd_sink_init(wpk_fd_sink *s, int fd, int in_fd, const char *path);
 int wpk_fd_sink_write(void *user, const void *data, size_t n);
+/* "PATH: writing failed: <strerror>" (a wpk_emitter write_error). */
+void wpk_fd_sink_describe(void *user, char *err, size_t errlen);
 int wpk_fd_sink_flush(wpk_fd_sink *s);
 /* Copy input bytes with copy_file_range (after flushing); non-zero when
  * the kernel cannot, so the caller writes them instead. */
