@@ -368,16 +368,19 @@ static int call(pk_state *st, pk_value *fn, pk_value *args)
         pk_value *t = new_value(st, PK_TENSOR);
         if (!t)
             return st->code;
-        t->storage = a[0];
+        if (!(t->view = calloc(1, sizeof *t->view)))
+            return perr(st, WPACK_E_NOMEM, "out of memory");
+        pk_view *vw = t->view;
+        vw->storage = a[0];
         t->dtype = a[0]->dtype;
         t->why = a[0]->why;
-        t->offset = (uint64_t)a[1]->i;
-        if (int_tuple(st, a[2], t->dims, "size") || int_tuple(st, a[3], t->strides, "stride"))
+        vw->offset = (uint64_t)a[1]->i;
+        if (int_tuple(st, a[2], vw->dims, "size") || int_tuple(st, a[3], vw->strides, "stride"))
             return st->code;
         if (a[2]->n != a[3]->n)
             return perr(st, WPACK_E_INPUT, "_rebuild_tensor_v2: %zu sizes but %zu strides",
                         a[2]->n, a[3]->n);
-        t->rank = (unsigned)a[2]->n;
+        vw->rank = (unsigned)a[2]->n;
         return push(st, t);
     }
     case PKG_REBUILD_QTENSOR: {
@@ -727,8 +730,10 @@ void pk_free(pk_state *st)
         return;
     for (chunk *c = st->chunks, *next; c; c = next) {
         next = c->next;
-        for (size_t i = 0; i < c->used; i++)
+        for (size_t i = 0; i < c->used; i++) {
             free(c->v[i].items);
+            free(c->v[i].view);
+        }
         free(c);
     }
     free(st->stack);

@@ -70,6 +70,17 @@ typedef enum {
 } pk_global;
 
 typedef struct pk_value pk_value;
+
+/* A tensor's view of its storage (only tensors carry one: kept out of
+ * pk_value so that the many other values stay small). */
+typedef struct {
+    pk_value *storage;
+    uint64_t offset;            /* elements */
+    unsigned rank;
+    uint64_t dims[WPACK_MAX_RANK];
+    uint64_t strides[WPACK_MAX_RANK];
+} pk_view;
+
 struct pk_value {
     pk_kind kind;
     int64_t i;                  /* int, bool */
@@ -80,12 +91,8 @@ struct pk_value {
     size_t n, cap;
     pk_global g;
     int dtype;                  /* storage type, storage, tensor: WPACK_DTYPE_* */
-    /* storage: key (s, slen), numel in i. tensor: */
-    pk_value *storage;
-    uint64_t offset;            /* elements */
-    unsigned rank;
-    uint64_t dims[WPACK_MAX_RANK];
-    uint64_t strides[WPACK_MAX_RANK];
+    /* storage: key (s, slen), numel in i. tensor: its view (NULL when why is set) */
+    pk_view *view;
     size_t pos;                 /* byte offset of the opcode that made it */
     /* storage type, storage, tensor: "complex" or "quantized" when the
      * checkpoint holds one (recognised to be refused by name: dtype is 0);

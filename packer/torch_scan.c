@@ -194,7 +194,7 @@ static int view_seen(scan *sc, const view_rec *v, const view_rec **rec)
 }
 
 /* A view that repeats one element: every dim above 1 has stride 0. */
-static int is_splat(const pk_value *t, uint64_t nelems)
+static int is_splat(const pk_view *t, uint64_t nelems)
 {
     if (nelems < 2)
         return 0;
@@ -204,22 +204,23 @@ static int is_splat(const pk_value *t, uint64_t nelems)
     return 1;
 }
 
-static int tensor_item(scan *sc, const pk_value *t, size_t plen)
+static int tensor_item(scan *sc, const pk_value *tv, size_t plen)
 {
-    if (t->why && strcmp(t->why, "complex") == 0)
+    if (tv->why && strcmp(tv->why, "complex") == 0)
         return sfail(sc, WPACK_E_UNSUPPORTED,
                      "tensor '%s': complex tensors are not supported (save "
                      "torch.view_as_real(t), a real tensor with a last dim of 2)",
                      sc->path);
-    if (t->why)
+    if (tv->why)
         return sfail(sc, WPACK_E_UNSUPPORTED,
                      "tensor '%s': quantized tensors are not supported: dequantize first "
                      "(tensor.dequantize())",
                      sc->path);
+    const pk_view *t = tv->view;
     const pk_value *s = t->storage;
-    torch_item it = {.kind = TORCH_TENSOR, .dtype = t->dtype, .rank = t->rank,
+    torch_item it = {.kind = TORCH_TENSOR, .dtype = tv->dtype, .rank = t->rank,
                      .offset = t->offset, .byteswap = sc->byteswap};
-    it.elem_size = wpack_dtype_size(t->dtype);
+    it.elem_size = wpack_dtype_size(tv->dtype);
     memcpy(it.dims, t->dims, sizeof it.dims);
     memcpy(it.strides, t->strides, sizeof it.strides);
     char qk[80];

@@ -199,9 +199,10 @@ static void test_ordered_dict_and_tensor(void)
         pk_value *t = root->items[1];
         CHECK_EQ(t->kind, PK_TENSOR);
         CHECK_EQ(t->dtype, WPACK_DTYPE_F16);
-        CHECK_EQ(t->offset, 1);
-        CHECK(t->rank == 2 && t->dims[0] == 2 && t->strides[0] == 1 && t->strides[1] == 2, "view");
-        CHECK_EQ(t->storage->i, 6);
+        const pk_view *vw = t->view;
+        CHECK_EQ(vw->offset, 1);
+        CHECK(vw->rank == 2 && vw->dims[0] == 2 && vw->strides[0] == 1 && vw->strides[1] == 2, "view");
+        CHECK_EQ(vw->storage->i, 6);
     }
     pk_free(st);
 }
