@@ -367,6 +367,17 @@ int wpk_sink_end(wpk_sink *s)
     return WPACK_OK;
 }
 
+/* After the writer took (rc 0) or refused entry `name` made in one call. */
+static int added(wpk_sink *s, int rc, const char *name)
+{
+    if (rc)
+        return writer_failed(s, rc, name);
+    if (!owner_add(s, name))
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    s->tensors++;
+    return WPACK_OK;
+}
+
 int wpk_sink_splat(wpk_sink *s, const char *name, int dtype, unsigned rank, const uint64_t *dims,
                    const void *fill)
 {
@@ -376,23 +387,16 @@ int wpk_sink_splat(wpk_sink *s, const char *name, int dtype, unsigned rank, cons
     if (!n)
         return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
     int dst = wants_cast(s, n, dtype) ? s->o->cast : dtype;
-    uint16_t cast;
+    uint8_t le[2];
     if (dst != dtype) {
-        wpk_cast_block(dtype, fill, dst, &cast, 1);
-        uint8_t le[2];
-        wpk_st16(le, cast);
-        memcpy(&cast, le, 2);
-        fill = &cast;
+        uint16_t h;
+        wpk_cast_block(dtype, fill, dst, &h, 1);
+        wpk_st16(le, h);
+        fill = le;
     }
     uint64_t one = 1;
-    int rc = wpack_writer_add_splat(s->w, n, dst, rank, rank ? dims : &one, fill,
-                                    wpack_dtype_size(dst));
-    if (rc)
-        rc = writer_failed(s, rc, n);
-    else if (!owner_add(s, n))
-        rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
-    else
-        s->tensors++;
+    int rc = added(s, wpack_writer_add_splat(s->w, n, dst, rank, rank ? dims : &one, fill,
+                                             wpack_dtype_size(dst)), n);
     free(n);
     return rc;
 }
@@ -411,12 +415,8 @@ int wpk_sink_alias(wpk_sink *s, const char *name, const char *target)
     int rc = WPACK_OK;
     if (!n || !t)
         rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
-    else if ((rc = wpack_writer_add_alias(s->w, n, t)))
-        rc = writer_failed(s, rc, n);
-    else if (!owner_add(s, n))
-        rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
     else
-        s->tensors++;
+        rc = added(s, wpack_writer_add_alias(s->w, n, t), n);
     free(n);
     free(t);
     return rc;
