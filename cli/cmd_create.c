@@ -57,7 +57,11 @@ static const char help[] =
     "                        weight statistics are of the values before the cast)\n"
     "  --only GLOB           with --cast: only names matching GLOB (repeatable)\n"
     "  --stats FILE          calibration statistics from a JSON file\n"
-    "  --max-ratio N         bundles: refuse members expanding more than N:1 (200)\n";
+    "  --max-ratio N         bundles: refuse members expanding more than N:1 (200)\n"
+    "  --max-output SIZE     the most tensor bytes the archive may hold (default: 1000 x\n"
+    "                        the inputs' size, at least 1G); a tensor past it is refused\n"
+    "                        before it is written (TOO_LARGE). A torch view whose strides\n"
+    "                        are all 0 (t.expand(...)) is stored as one repeated element.\n";
 
 typedef struct {
     char *path;  /* file on disk */
@@ -231,6 +235,12 @@ static int collect(input_list *l, const char *input)
     return ok;
 }
 
+static void on_warn(void *user, const char *message)
+{
+    (void)user;
+    cli_warn("%s", message);
+}
+
 static void on_progress(void *user, uint64_t done)
 {
     cli_progress *p = user;
@@ -278,7 +288,7 @@ int cmd_create(int argc, char **argv)
     const char **only = calloc((size_t)argc, sizeof *only), *stats_file = NULL;
     size_t nopt = 1, nonly = 0;
     int cast = 0;
-    uint64_t max_ratio = 0;
+    uint64_t max_ratio = 0, max_output = 0;
     int rc = CLI_USAGE;
     input_list l = {0};
     wpack_writer *w = NULL;
@@ -372,6 +382,11 @@ int cmd_create(int argc, char **argv)
                 cli_error("--max-ratio %s: want a positive integer", v);
                 goto done;
             }
+        } else if ((r = cli_opt_value(argc, argv, &i, "--max-output", &v))) {
+            if (r < 0 || !cli_parse_size(v, &max_output) || !max_output) {
+                cli_error("--max-output %s: want a byte count (K/M/G suffixes)", r < 0 ? "" : v);
+                goto done;
+            }
         } else if (strcmp(a, "--no-stats") == 0) {
             opt.weight_stats = 0;
             i++;
@@ -427,6 +442,7 @@ int cmd_create(int argc, char **argv)
         goto done;
     }
     opt.shard_size = shard_size; /* the writer streams the shards itself */
+    opt.max_data_bytes = cli_output_cap(l.bytes, max_output);
     if (wpack_writer_open(&w, out, &opt) != WPACK_OK) {
         cli_error("%s", wpack_writer_errmsg(w));
         goto done;
@@ -451,6 +467,7 @@ int cmd_create(int argc, char **argv)
     cli_progress_init(&prog, l.bytes, l.n, quiet);
     sink.progress = on_progress;
     sink.user = &prog;
+    sink.warn = on_warn;
     for (size_t k = 0; k < l.n; k++) {
         prog.label = l.v[k].name;
         prog.base_bytes = prog.done_bytes;
@@ -477,7 +494,9 @@ int cmd_create(int argc, char **argv)
         }
         if (e && (l.v[k].kind != WPK_IN_NPY || (io && io->cast))) {
             cli_progress_done(&prog);
-            cli_error("%s", err);
+            cli_error("%s%s [%s]", err,
+                      e == WPACK_E_TOO_LARGE ? " (--max-output SIZE raises the cap)" : "",
+                      wpack_error_name(e));
             goto done;
         }
         if (e) {
@@ -488,7 +507,9 @@ int cmd_create(int argc, char **argv)
             if (prev)
                 cli_error("%s: tensor '%s' is already taken by %s", l.v[k].path, l.v[k].name, prev);
             else
-                cli_error("%s [%s]", err, wpack_error_name(e));
+                cli_error("%s%s [%s]", err,
+                          e == WPACK_E_TOO_LARGE ? " (--max-output SIZE raises the cap)" : "",
+                          wpack_error_name(e));
             goto done;
         }
         prog.done_items++;

@@ -11,7 +11,9 @@
  *   3. torch_scan_buffer with no key, and with the first dotted key of the
  *      first pass; every tensor's view must lie inside its storage and its
  *      storage inside the buffer; torch_stream_tensor must hand on exactly
- *      nbytes.
+ *      nbytes (a stride-0 splat hands on one element, views above 64 MiB
+ *      are not streamed: a 16-byte view can stand for terabytes);
+ *   4. the plan (TORCH_PLAN) comes once, first.
  */
 #include "fuzz.h"
 #include "pickle.h"
@@ -22,6 +24,7 @@ typedef struct {
     const uint8_t *buf;
     size_t len;
     size_t items;
+    int planned;
     char first_key[128];       /* the part before the first '.' of the first name */
 } visit_state;
 
@@ -66,6 +69,15 @@ static void check_tensor(visit_state *v, const torch_item *it)
                     "'%s': view reaches element %llu of a %llu-byte storage", it->name,
                     (unsigned long long)last, (unsigned long long)it->storage_bytes);
     }
+    if (it->splat) {
+        for (unsigned k = 0; k < it->rank; k++)
+            FUZZ_ASSERT(it->dims[k] <= 1 || it->strides[k] == 0, "'%s': splat with stride %llu",
+                        it->name, (unsigned long long)it->strides[k]);
+        FUZZ_ASSERT(ne > 1, "'%s': splat of %llu elements", it->name, (unsigned long long)ne);
+        return;
+    }
+    if (it->nbytes > (64u << 20))
+        return;
     uint8_t scratch[64];
     uint64_t total = 0;
     int rc = torch_stream_tensor(it, scratch, sizeof scratch, count_bytes, &total);
@@ -77,6 +89,15 @@ static int visit(void *user, const torch_item *it)
 {
     visit_state *v = user;
     FUZZ_ASSERT(it->name != NULL, "item without a name");
+    if (it->kind == TORCH_PLAN) {
+        FUZZ_ASSERT(!v->planned && v->items == 0, "a second plan, or a plan after %zu items",
+                    v->items);
+        FUZZ_ASSERT(it->total_bytes >= it->nbytes, "plan: total %llu below the largest %llu",
+                    (unsigned long long)it->total_bytes, (unsigned long long)it->nbytes);
+        v->planned = 1;
+        return WPACK_OK;
+    }
+    FUZZ_ASSERT(v->planned, "'%s' before the plan", it->name);
     size_t nl = strlen(it->name);
     if (v->items++ == 0) {
         const char *dot = memchr(it->name, '.', nl);
@@ -97,6 +118,9 @@ static int visit(void *user, const torch_item *it)
     case TORCH_STRING:
         FUZZ_ASSERT(it->slen == 0 || inside(it->s, it->slen, v->buf, v->len),
                     "string '%s' outside the buffer", it->name);
+        break;
+    case TORCH_SKIPPED:
+        FUZZ_ASSERT(it->s && strlen(it->s) == it->slen, "skipped '%s' without a reason", it->name);
         break;
     case TORCH_INT:
     case TORCH_FLOAT:
@@ -163,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     walk_zip(buf, size);
     load_pickle(buf, size);
 
-    visit_state v = {buf, size, 0, {0}};
+    visit_state v = {buf, size, 0, 0, {0}};
     char err[256];
     err[0] = 0;
     int rc = torch_scan_buffer(buf, size, NULL, visit, &v, err, sizeof err);
@@ -171,7 +195,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_ASSERT(rc == WPACK_OK || v.items == 0, "failed (rc %d: %s) after %zu items", rc, err,
                 v.items);
     if (rc == WPACK_OK && v.first_key[0]) {
-        visit_state v2 = {buf, size, 0, {0}};
+        visit_state v2 = {buf, size, 0, 0, {0}};
         rc = torch_scan_buffer(buf, size, v.first_key, visit, &v2, err, sizeof err);
         check_message(err, sizeof err, rc);
     }

@@ -381,6 +381,12 @@ typedef struct wpack_writer_options {
      * compression (external entries are stored raw). Weight stats are
      * computed in each shard and copied into the manifest. */
     uint64_t shard_size;
+    /* >0: the most tensor bytes (logical, before compression; splat entries
+     * and aliases count nothing) the archive may hold. A tensor that would
+     * pass it is refused before any of its bytes are written, with
+     * WPACK_E_TOO_LARGE naming the tensor, its size and the cap (the CLI's
+     * output cap against amplifying inputs, e.g. a stride-0 torch view). */
+    uint64_t max_data_bytes;
 } wpack_writer_options;
 /* The defaults: alignment 4096, weight stats on, no histograms, no
  * compression (but the compression defaults above filled in). */

@@ -60,6 +60,9 @@ typedef struct {
     const char *source;          /* the input being packed, for messages */
     wpk_progress_fn progress;
     void *user;
+    /* a value an importer skips (an unsupported checkpoint scalar); NULL: silent */
+    void (*warn)(void *warn_user, const char *message);
+    void *warn_user;
     uint64_t done;               /* input bytes handed over for this input */
     uint64_t tensors, metas;     /* added by this sink so far */
     char *err;
@@ -88,6 +91,17 @@ void wpk_sink_input(wpk_sink *s, const char *source, const wpk_import_opts *o);
 int wpk_sink_begin(wpk_sink *s, const char *name, int dtype, unsigned rank, const uint64_t *dims);
 int wpk_sink_write(wpk_sink *s, const void *data, size_t n);
 int wpk_sink_end(wpk_sink *s);
+/* A tensor whose every element is fill (one little-endian element of dtype):
+ * a splat entry, cast like a streamed tensor. */
+int wpk_sink_splat(wpk_sink *s, const char *name, int dtype, unsigned rank, const uint64_t *dims,
+                   const void *fill);
+/* Before writing anything: will nbytes of tensors (the importer's total, at
+ * their own dtypes) fit under the writer's max_data_bytes? WPACK_E_TOO_LARGE
+ * naming `what` if not. With --cast the total is only known per tensor:
+ * then the writer checks each tensor as it begins. */
+int wpk_sink_room(wpk_sink *s, const char *what, uint64_t nbytes);
+/* Say (through s->warn) that something of the input was left out. */
+void wpk_sink_warn(wpk_sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A second name for target (both before the prefix). */
 int wpk_sink_alias(wpk_sink *s, const char *name, const char *target);
 int wpk_sink_meta_string(wpk_sink *s, const char *key, const char *value);

@@ -11,6 +11,7 @@
 #include "bytes.h"
 #include "import.h"
 #include "internal.h"
+#include "writer.h"
 
 #define CAST_ELEMS (1u << 20) /* elements per cast block */
 
@@ -29,6 +30,19 @@ int wpk_sink_fail(wpk_sink *s, int code, const char *fmt, ...)
     va_end(ap);
     wpk_fmt(s->err, s->errlen, "%s: %s", s->source ? s->source : "input", m);
     return code;
+}
+
+void wpk_sink_warn(wpk_sink *s, const char *fmt, ...)
+{
+    char m[900], full[1000];
+    va_list ap;
+    if (!s->warn)
+        return;
+    va_start(ap, fmt);
+    wpk_vfmt(m, sizeof m, fmt, ap);
+    va_end(ap);
+    wpk_fmt(full, sizeof full, "%s: %s", s->source ? s->source : "input", m);
+    s->warn(s->warn_user, full);
 }
 
 void wpk_sink_init(wpk_sink *s, wpack_writer *w, char *err, size_t errlen)
@@ -353,18 +367,56 @@ int wpk_sink_end(wpk_sink *s)
     return WPACK_OK;
 }
 
+/* After the writer took (rc 0) or refused entry `name` made in one call. */
+static int added(wpk_sink *s, int rc, const char *name)
+{
+    if (rc)
+        return writer_failed(s, rc, name);
+    if (!owner_add(s, name))
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    s->tensors++;
+    return WPACK_OK;
+}
+
+int wpk_sink_splat(wpk_sink *s, const char *name, int dtype, unsigned rank, const uint64_t *dims,
+                   const void *fill)
+{
+    if (s->in_tensor)
+        return wpk_sink_fail(s, WPACK_E_STATE, "splat '%s' inside '%s'", name, s->name);
+    char *n = full_name(s, name);
+    if (!n)
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    int dst = wants_cast(s, n, dtype) ? s->o->cast : dtype;
+    uint8_t le[2];
+    if (dst != dtype) {
+        uint16_t h;
+        wpk_cast_block(dtype, fill, dst, &h, 1);
+        wpk_st16(le, h);
+        fill = le;
+    }
+    uint64_t one = 1;
+    int rc = added(s, wpack_writer_add_splat(s->w, n, dst, rank, rank ? dims : &one, fill,
+                                             wpack_dtype_size(dst)), n);
+    free(n);
+    return rc;
+}
+
+int wpk_sink_room(wpk_sink *s, const char *what, uint64_t nbytes)
+{
+    if (s->o && s->o->cast)
+        return WPACK_OK;
+    int rc = wpk_writer_room(s->w, what, nbytes);
+    return rc ? wpk_sink_fail(s, rc, "%s", wpack_writer_errmsg(s->w)) : WPACK_OK;
+}
+
 int wpk_sink_alias(wpk_sink *s, const char *name, const char *target)
 {
     char *n = full_name(s, name), *t = full_name(s, target);
     int rc = WPACK_OK;
     if (!n || !t)
         rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
-    else if ((rc = wpack_writer_add_alias(s->w, n, t)))
-        rc = writer_failed(s, rc, n);
-    else if (!owner_add(s, n))
-        rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
     else
-        s->tensors++;
+        rc = added(s, wpack_writer_add_alias(s->w, n, t), n);
     free(n);
     free(t);
     return rc;

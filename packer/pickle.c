@@ -30,6 +30,8 @@ struct pk_state {
     size_t nmarks, mcap;
     pk_value **memo;
     size_t memo_cap, memo_count; /* slots, filled slots (MEMOIZE's next index) */
+    size_t memo_limit;           /* highest memo index + 1 this pickle may use */
+    uint64_t refs, max_refs;     /* items held by all containers, and the budget */
     char *err;
     size_t errlen;
     int code;
@@ -116,6 +118,12 @@ static pk_value *top(pk_state *st)
 
 static int add_item(pk_state *st, pk_value *c, pk_value *item)
 {
+    if (++st->refs > st->max_refs)
+        return perr(st, WPACK_E_LIMIT,
+                    "containers would hold more than %llu items (%u per byte of this %zu-byte "
+                    "pickle, at least %u): one list copied into OrderedDict again and again?",
+                    (unsigned long long)st->max_refs, WPK_PICKLE_REFS_PER_BYTE, st->len,
+                    WPK_PICKLE_REFS_FLOOR);
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 4;
         pk_value **v = realloc(c->items, cap * sizeof *v);
@@ -165,9 +173,11 @@ static int memo_put(pk_state *st, uint64_t idx)
     pk_value *v = top(st);
     if (!v)
         return st->code;
-    if (idx >= WPK_PICKLE_MAX_MEMO)
-        return perr(st, WPACK_E_LIMIT, "memo index %llu above the %u limit",
-                    (unsigned long long)idx, WPK_PICKLE_MAX_MEMO);
+    if (idx >= st->memo_limit)
+        return perr(st, WPACK_E_LIMIT,
+                    "memo index %llu above the %zu limit (the pickle's size + %u, at most %u)",
+                    (unsigned long long)idx, st->memo_limit, WPK_PICKLE_MEMO_SLACK,
+                    WPK_PICKLE_MAX_MEMO);
     if (idx >= st->memo_cap) {
         size_t cap = st->memo_cap ? st->memo_cap : 64;
         while (cap <= idx)
@@ -220,6 +230,7 @@ typedef struct {
     const char *module, *name;
     pk_global g;
     int dtype;
+    const char *why; /* recognised only to be refused or skipped by the importer */
 } allowed_global;
 
 static const allowed_global allowed[] = {
@@ -236,6 +247,21 @@ static const allowed_global allowed[] = {
     {"torch", "CharStorage", PKG_STORAGE_TYPE, WPACK_DTYPE_I8},
     {"torch", "ByteStorage", PKG_STORAGE_TYPE, WPACK_DTYPE_U8},
     {"torch", "BoolStorage", PKG_STORAGE_TYPE, WPACK_DTYPE_BOOL},
+    {"torch", "ComplexFloatStorage", PKG_STORAGE_TYPE, 0, "complex"},
+    {"torch", "ComplexDoubleStorage", PKG_STORAGE_TYPE, 0, "complex"},
+    {"torch", "ComplexHalfStorage", PKG_STORAGE_TYPE, 0, "complex"},
+    {"torch", "QUInt8Storage", PKG_STORAGE_TYPE, 0, "quantized"},
+    {"torch", "QInt8Storage", PKG_STORAGE_TYPE, 0, "quantized"},
+    {"torch", "QInt32Storage", PKG_STORAGE_TYPE, 0, "quantized"},
+    {"torch", "QUInt4x2Storage", PKG_STORAGE_TYPE, 0, "quantized"},
+    {"torch", "QUInt2x4Storage", PKG_STORAGE_TYPE, 0, "quantized"},
+    {"torch._utils", "_rebuild_qtensor", PKG_REBUILD_QTENSOR, 0, "quantized"},
+    {"torch", "per_tensor_affine", PKG_QSCHEME, 0, "quantized"},
+    {"torch", "per_channel_affine", PKG_QSCHEME, 0, "quantized"},
+    {"torch", "per_tensor_symmetric", PKG_QSCHEME, 0, "quantized"},
+    {"torch", "per_channel_symmetric", PKG_QSCHEME, 0, "quantized"},
+    {"torch", "per_channel_affine_float_qparams", PKG_QSCHEME, 0, "quantized"},
+    {"_codecs", "encode", PKG_CODECS_ENCODE, 0, NULL},
 };
 
 static int push_global(pk_state *st, const char *mod, size_t mlen, const char *name, size_t nlen)
@@ -248,6 +274,7 @@ static int push_global(pk_state *st, const char *mod, size_t mlen, const char *n
                 return st->code;
             v->g = allowed[k].g;
             v->dtype = allowed[k].dtype;
+            v->why = allowed[k].why;
             v->s = name;
             v->slen = nlen;
             return push(st, v);
@@ -341,22 +368,46 @@ static int call(pk_state *st, pk_value *fn, pk_value *args)
         pk_value *t = new_value(st, PK_TENSOR);
         if (!t)
             return st->code;
-        t->storage = a[0];
+        if (!(t->view = calloc(1, sizeof *t->view)))
+            return perr(st, WPACK_E_NOMEM, "out of memory");
+        pk_view *vw = t->view;
+        vw->storage = a[0];
         t->dtype = a[0]->dtype;
-        t->offset = (uint64_t)a[1]->i;
-        if (int_tuple(st, a[2], t->dims, "size") || int_tuple(st, a[3], t->strides, "stride"))
+        t->why = a[0]->why;
+        vw->offset = (uint64_t)a[1]->i;
+        if (int_tuple(st, a[2], vw->dims, "size") || int_tuple(st, a[3], vw->strides, "stride"))
             return st->code;
         if (a[2]->n != a[3]->n)
             return perr(st, WPACK_E_INPUT, "_rebuild_tensor_v2: %zu sizes but %zu strides",
                         a[2]->n, a[3]->n);
-        t->rank = (unsigned)a[2]->n;
+        vw->rank = (unsigned)a[2]->n;
         return push(st, t);
+    }
+    case PKG_REBUILD_QTENSOR: {
+        /* (storage, offset, size, stride, qparams, ...): only its kind matters */
+        pk_value *t = new_value(st, PK_TENSOR);
+        if (!t)
+            return st->code;
+        t->why = "quantized";
+        return push(st, t);
+    }
+    case PKG_CODECS_ENCODE: {
+        /* bytes in protocol 2: _codecs.encode('<latin-1 text>', 'latin1') */
+        if (args->n != 2 || a[0]->kind != PK_STR || a[1]->kind != PK_STR)
+            return perr(st, WPACK_E_UNSUPPORTED, "_codecs.encode: want (str, encoding)");
+        pk_value *b = new_value(st, PK_BYTES);
+        if (!b)
+            return st->code;
+        b->s = a[0]->s; /* the text, not the bytes: a bytes value is only ever skipped */
+        b->slen = a[0]->slen;
+        return push(st, b);
     }
     case PKG_REBUILD_PARAMETER:
         if (args->n != 3 || a[0]->kind != PK_TENSOR)
             return perr(st, WPACK_E_INPUT, "_rebuild_parameter: want (tensor, requires_grad, hooks)");
         return push(st, a[0]);
     case PKG_STORAGE_TYPE:
+    case PKG_QSCHEME:
     default:
         return perr(st, WPACK_E_UNSUPPORTED, "calling torch.%.*s is not allowed", (int)fn->slen,
                     fn->s);
@@ -380,6 +431,7 @@ static int persistent_load(pk_state *st, pk_value *pid)
     if (!s)
         return st->code;
     s->dtype = a[1]->dtype;
+    s->why = a[1]->why;
     s->s = a[2]->s;
     s->slen = a[2]->slen;
     s->i = a[4]->i;
@@ -394,6 +446,28 @@ static int64_t le_signed(const uint8_t *p, size_t n)
     if (n && n < 8 && (p[n - 1] & 0x80))
         u |= ~(uint64_t)0 << (8 * n);
     return (int64_t)u;
+}
+
+/* An n-byte two's complement int (LONG1, LONG4): an int64 when it fits
+ * (the bytes past the eighth only extend its sign), else an opaque value. */
+static int push_long(pk_state *st, size_t n)
+{
+    if (need(st, n))
+        return st->code;
+    const uint8_t *p = st->buf + st->pos;
+    st->pos += n;
+    if (n <= 8)
+        return push_int(st, le_signed(p, n));
+    uint8_t ext = (p[7] & 0x80) ? 0xff : 0x00;
+    for (size_t k = 8; k < n; k++)
+        if (p[k] != ext) {
+            pk_value *v = new_value(st, PK_OPAQUE);
+            if (!v)
+                return st->code;
+            v->why = "an int outside 64 bits";
+            return push(st, v);
+        }
+    return push_int(st, le_signed(p, 8));
 }
 
 static int step(pk_state *st, int *done)
@@ -476,12 +550,14 @@ static int step(pk_state *st, int *done)
         if (need(st, 1))
             return st->code;
         n = st->buf[st->pos++];
-        if (need(st, n))
+        return push_long(st, n);
+    case 0x8b: /* LONG4 */
+        if (need(st, 4))
             return st->code;
-        if (n > 8)
-            return perr(st, WPACK_E_UNSUPPORTED, "a %zu-byte integer (above 64 bits)", n);
-        st->pos += n;
-        return push_int(st, le_signed(st->buf + st->pos - n, n));
+        st->pos += 4;
+        if ((int32_t)wpk_ld32(st->buf + st->pos - 4) < 0)
+            return perr(st, WPACK_E_INPUT, "LONG4 with a negative length");
+        return push_long(st, wpk_ld32(st->buf + st->pos - 4));
     case 'G': { /* BINFLOAT: big-endian double */
         if (need(st, 8))
             return st->code;
@@ -627,6 +703,9 @@ int pk_load(const uint8_t *buf, size_t len, pk_state **out, pk_value **root, cha
     st->len = len;
     st->err = err;
     st->errlen = errlen;
+    st->memo_limit = len < WPK_PICKLE_MAX_MEMO - WPK_PICKLE_MEMO_SLACK
+                         ? len + WPK_PICKLE_MEMO_SLACK : WPK_PICKLE_MAX_MEMO;
+    st->max_refs = (uint64_t)len * WPK_PICKLE_REFS_PER_BYTE + WPK_PICKLE_REFS_FLOOR;
     int done = 0;
     while (!done) {
         if (st->pos >= st->len) {
@@ -651,8 +730,10 @@ void pk_free(pk_state *st)
         return;
     for (chunk *c = st->chunks, *next; c; c = next) {
         next = c->next;
-        for (size_t i = 0; i < c->used; i++)
+        for (size_t i = 0; i < c->used; i++) {
             free(c->v[i].items);
+            free(c->v[i].view);
+        }
         free(c);
     }
     free(st->stack);

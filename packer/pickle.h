@@ -10,6 +10,11 @@
  *   torch._utils._rebuild_parameter     -> the tensor it wraps
  *   torch.{Float,Half,BFloat16,Double,Long,Int,Short,Char,Byte,Bool}Storage
  *                                       -> a storage dtype (in persistent ids)
+ * and, recognised only so that the importer can refuse or skip them by name:
+ *   torch.Complex{Float,Double,Half}Storage, torch.Q{UInt8,Int8,Int32,UInt4x2,
+ *   UInt2x4}Storage, torch._utils._rebuild_qtensor, torch.per_*_affine/symmetric
+ *   (complex and quantized tensors), _codecs.encode (protocol 2's bytes).
+ * Ints above 64 bits become PK_OPAQUE values.
  * Any other global (os.system, builtins.eval, torch.storage._load_from_bytes,
  * ...) or opcode is an error that names it and its byte offset.
  *
@@ -28,6 +33,14 @@
 #define WPK_PICKLE_MAX_MEMO (1u << 22)     /* highest memo index + 1 */
 #define WPK_PICKLE_MAX_STACK (1u << 20)    /* stack entries (all marks together) */
 #define WPK_PICKLE_MAX_STRING (64u << 20)  /* bytes in one string */
+/* Work and memory grow with the pickle, never faster: each value needs an
+ * opcode, memo indices stay below len + WPK_PICKLE_MEMO_SLACK, and the items
+ * all containers hold together (a shared list copied into OrderedDict
+ * again and again) stay within WPK_PICKLE_REFS_PER_BYTE per pickle byte
+ * plus WPK_PICKLE_REFS_FLOOR. */
+#define WPK_PICKLE_MEMO_SLACK 256u
+#define WPK_PICKLE_REFS_PER_BYTE 2u
+#define WPK_PICKLE_REFS_FLOOR 4096u
 
 typedef enum {
     PK_NONE = 1,
@@ -42,17 +55,32 @@ typedef enum {
     PK_GLOBAL,     /* a whitelisted callable (g) */
     PK_STORAGE,    /* persistent id ('storage', type, key, location, numel) */
     PK_TENSOR,
-    PK_MARK        /* only on the stack */
+    PK_MARK,       /* only on the stack */
+    PK_OPAQUE      /* a value kept only to be skipped (why): an int above 64 bits */
 } pk_kind;
 
 typedef enum {
     PKG_ORDERED_DICT = 1,
     PKG_REBUILD_TENSOR_V2,
     PKG_REBUILD_PARAMETER,
-    PKG_STORAGE_TYPE   /* dtype in pk_value.dtype */
+    PKG_STORAGE_TYPE,  /* dtype in pk_value.dtype (0 and why: complex, quantized) */
+    PKG_REBUILD_QTENSOR, /* a quantized tensor: a PK_TENSOR with why set */
+    PKG_QSCHEME,       /* torch.per_tensor_affine, ...: only an argument */
+    PKG_CODECS_ENCODE  /* _codecs.encode(str, 'latin1'): protocol 2's bytes */
 } pk_global;
 
 typedef struct pk_value pk_value;
+
+/* A tensor's view of its storage (only tensors carry one: kept out of
+ * pk_value so that the many other values stay small). */
+typedef struct {
+    pk_value *storage;
+    uint64_t offset;            /* elements */
+    unsigned rank;
+    uint64_t dims[WPACK_MAX_RANK];
+    uint64_t strides[WPACK_MAX_RANK];
+} pk_view;
+
 struct pk_value {
     pk_kind kind;
     int64_t i;                  /* int, bool */
@@ -63,13 +91,13 @@ struct pk_value {
     size_t n, cap;
     pk_global g;
     int dtype;                  /* storage type, storage, tensor: WPACK_DTYPE_* */
-    /* storage: key (s, slen), numel in i. tensor: */
-    pk_value *storage;
-    uint64_t offset;            /* elements */
-    unsigned rank;
-    uint64_t dims[WPACK_MAX_RANK];
-    uint64_t strides[WPACK_MAX_RANK];
+    /* storage: key (s, slen), numel in i. tensor: its view (NULL when why is set) */
+    pk_view *view;
     size_t pos;                 /* byte offset of the opcode that made it */
+    /* storage type, storage, tensor: "complex" or "quantized" when the
+     * checkpoint holds one (recognised to be refused by name: dtype is 0);
+     * opaque: what the value is */
+    const char *why;
 };
 
 typedef struct pk_state pk_state;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "import.h"
+#include "internal.h"
 #include "torch_scan.h"
 #include "zipread.h"
 
@@ -58,6 +59,37 @@ static int stream_checked(torch_packer *tp, const torch_item *it)
     return rc;
 }
 
+/* A stride-0 view: one element, stored once as a splat entry (a
+ * [2^20, 2^20] expand of one float is 4 TiB materialised). Its storage is
+ * CRC-checked first, once, like any other view's. */
+static int splat(torch_packer *tp, const torch_item *it)
+{
+    if (!*it->storage_checked &&
+        wpk_crc32(0, it->storage, (size_t)it->storage_bytes) != it->storage_crc32)
+        return wpk_sink_fail(tp->s, WPACK_E_CHECKSUM,
+                             "tensor '%s': its storage does not match the zip's CRC-32 "
+                             "(damaged checkpoint)", it->name);
+    *it->storage_checked = 1;
+    uint8_t fill[8];
+    const uint8_t *src = it->storage + it->offset * it->elem_size;
+    for (size_t b = 0; b < it->elem_size; b++)
+        fill[b] = it->byteswap ? src[it->elem_size - 1 - b] : src[b];
+    return wpk_sink_splat(tp->s, it->name, it->dtype, it->rank, it->dims, fill);
+}
+
+/* Before anything is written: the tensors must fit under the output cap. */
+static int plan(torch_packer *tp, const torch_item *it)
+{
+    char what[600];
+    wpk_fmt(what, sizeof what, "tensor '%.400s'", it->name);
+    int rc = wpk_sink_room(tp->s, what, it->nbytes);
+    if (rc || it->total_tensors < 2)
+        return rc;
+    wpk_fmt(what, sizeof what, "its %llu tensors together (the largest '%.400s')",
+            (unsigned long long)it->total_tensors, it->name);
+    return wpk_sink_room(tp->s, what, it->total_bytes);
+}
+
 static int visit(void *user, const torch_item *it)
 {
     torch_packer *tp = user;
@@ -65,7 +97,15 @@ static int visit(void *user, const torch_item *it)
     char *str;
     int rc;
     switch (it->kind) {
+    case TORCH_PLAN:
+        return plan(tp, it);
+    case TORCH_SKIPPED:
+        wpk_sink_warn(s, "skipping '%s': %.*s cannot be metadata (the tensors are kept)",
+                      it->name, (int)it->slen, it->s);
+        return WPACK_OK;
     case TORCH_TENSOR:
+        if (it->splat)
+            return splat(tp, it);
         if ((rc = wpk_sink_begin(s, it->name, it->dtype, it->rank, it->dims)))
             return rc;
         if ((rc = stream_checked(tp, it)))

@@ -20,6 +20,7 @@ typedef struct {
     unsigned rank;
     uint64_t dims[WPACK_MAX_RANK], strides[WPACK_MAX_RANK];
     char *name;                /* first name given to this view */
+    uint64_t first_visit;      /* the walk's visit count there (the same in both passes) */
 } view_rec;
 
 typedef struct {
@@ -31,14 +32,17 @@ typedef struct {
     int byteswap;
     char *err;
     size_t errlen;
-    /* the flattened items, checked before any visit */
-    torch_item *items;
-    size_t nitems, icap;
-    char **names;              /* owned by items[i].name */
+    /* the walk: pass 1 checks everything, pass 2 calls fn */
+    int pass;
+    torch_visit_fn fn;
+    void *user;
+    size_t pkl_len;
+    uint64_t visits, max_visits, name_bytes, max_name_bytes;
+    torch_item plan;           /* TORCH_PLAN, filled by pass 1 */
+    char *plan_name;
     view_rec *views;           /* hash table of views, for aliases */
     uint8_t *crc_checked;      /* per zip entry: see torch_item.storage_checked */
     size_t vcap, vcount;
-    uint64_t visits;
     char path[WPACK_MAX_NAME + 64];
 } scan;
 
@@ -112,23 +116,23 @@ static int find_layout(scan *sc)
 
 /* ------------------------------------------------------------ flattening */
 
-static int add_item(scan *sc, const torch_item *it, const char *name)
+/* A leaf item at sc->path: pass 1 counts its name against the budget, pass
+ * 2 hands it to fn. */
+static int leaf(scan *sc, torch_item *it, size_t plen)
 {
-    if (sc->nitems == sc->icap) {
-        size_t cap = sc->icap ? sc->icap * 2 : 64;
-        torch_item *v = realloc(sc->items, cap * sizeof *v);
-        if (!v)
-            return sfail(sc, WPACK_E_NOMEM, "out of memory");
-        sc->items = v;
-        sc->icap = cap;
+    if (sc->pass == 1) {
+        sc->name_bytes += plen + 1;
+        if (sc->name_bytes > sc->max_name_bytes)
+            return sfail(sc, WPACK_E_LIMIT,
+                         "the names of this checkpoint's values would take more than %llu bytes "
+                         "(%u per byte of the %zu-byte data.pkl, at least %u): one value reached "
+                         "through very many paths (shared subtrees)?",
+                         (unsigned long long)sc->max_name_bytes, TORCH_NAME_BYTES_PER_BYTE,
+                         sc->pkl_len, TORCH_NAME_BYTES_FLOOR);
+        return WPACK_OK;
     }
-    torch_item *d = &sc->items[sc->nitems];
-    *d = *it;
-    d->name = strdup(name);
-    if (!d->name)
-        return sfail(sc, WPACK_E_NOMEM, "out of memory");
-    sc->nitems++;
-    return WPACK_OK;
+    it->name = sc->path;
+    return sc->fn(sc->user, it);
 }
 
 static uint64_t view_hash(const view_rec *v)
@@ -150,10 +154,11 @@ static int same_view(const view_rec *a, const view_rec *b)
     return 1;
 }
 
-/* The first name of an equal view, or NULL after recording this one. */
-static int view_seen(scan *sc, const view_rec *v, const char **first)
+/* The record of an equal view seen before (pass 1 records v if there is
+ * none: *rec is then NULL). */
+static int view_seen(scan *sc, const view_rec *v, const view_rec **rec)
 {
-    *first = NULL;
+    *rec = NULL;
     if (sc->vcount * 2 >= sc->vcap) {
         size_t cap = sc->vcap ? sc->vcap * 2 : 64;
         view_rec *t = calloc(cap, sizeof *t);
@@ -173,10 +178,14 @@ static int view_seen(scan *sc, const view_rec *v, const char **first)
     size_t j = view_hash(v) & (sc->vcap - 1);
     for (; sc->views[j].name; j = (j + 1) & (sc->vcap - 1))
         if (same_view(&sc->views[j], v)) {
-            *first = sc->views[j].name;
+            *rec = &sc->views[j];
             return WPACK_OK;
         }
+    if (sc->pass != 1)
+        return sfail(sc, WPACK_E_STATE, "tensor '%.60s': view not seen in the first pass",
+                     sc->path);
     sc->views[j] = *v;
+    sc->views[j].first_visit = sc->visits;
     sc->views[j].name = strdup(sc->path);
     if (!sc->views[j].name)
         return sfail(sc, WPACK_E_NOMEM, "out of memory");
@@ -184,12 +193,34 @@ static int view_seen(scan *sc, const view_rec *v, const char **first)
     return WPACK_OK;
 }
 
-static int tensor_item(scan *sc, const pk_value *t)
+/* A view that repeats one element: every dim above 1 has stride 0. */
+static int is_splat(const pk_view *t, uint64_t nelems)
 {
+    if (nelems < 2)
+        return 0;
+    for (unsigned k = 0; k < t->rank; k++)
+        if (t->dims[k] > 1 && t->strides[k] != 0)
+            return 0;
+    return 1;
+}
+
+static int tensor_item(scan *sc, const pk_value *tv, size_t plen)
+{
+    if (tv->why && strcmp(tv->why, "complex") == 0)
+        return sfail(sc, WPACK_E_UNSUPPORTED,
+                     "tensor '%s': complex tensors are not supported (save "
+                     "torch.view_as_real(t), a real tensor with a last dim of 2)",
+                     sc->path);
+    if (tv->why)
+        return sfail(sc, WPACK_E_UNSUPPORTED,
+                     "tensor '%s': quantized tensors are not supported: dequantize first "
+                     "(tensor.dequantize())",
+                     sc->path);
+    const pk_view *t = tv->view;
     const pk_value *s = t->storage;
-    torch_item it = {.kind = TORCH_TENSOR, .dtype = t->dtype, .rank = t->rank,
+    torch_item it = {.kind = TORCH_TENSOR, .dtype = tv->dtype, .rank = t->rank,
                      .offset = t->offset, .byteswap = sc->byteswap};
-    it.elem_size = wpack_dtype_size(t->dtype);
+    it.elem_size = wpack_dtype_size(tv->dtype);
     memcpy(it.dims, t->dims, sizeof it.dims);
     memcpy(it.strides, t->strides, sizeof it.strides);
     char qk[80];
@@ -250,6 +281,7 @@ static int tensor_item(scan *sc, const pk_value *t)
     it.nelems = ne;
     it.nbytes = nbytes;
     it.contiguous = is_contig;
+    it.splat = is_splat(t, ne);
     it.storage = sc->buf + e->data_offset;
     it.storage_bytes = e->size;
     it.storage_file_offset = e->data_offset;
@@ -259,15 +291,27 @@ static int tensor_item(scan *sc, const pk_value *t)
     view_rec v = {.key = s->s, .klen = s->slen, .offset = t->offset, .rank = t->rank};
     memcpy(v.dims, t->dims, sizeof v.dims);
     memcpy(v.strides, t->strides, sizeof v.strides);
-    const char *first;
-    int rc = view_seen(sc, &v, &first);
+    const view_rec *rec;
+    int rc = view_seen(sc, &v, &rec);
     if (rc)
         return rc;
-    if (first) {
-        torch_item a = {.kind = TORCH_ALIAS, .target = first};
-        return add_item(sc, &a, sc->path);
+    if (sc->pass == 1 && !rec && !it.splat) {
+        /* what the tensors will take: the plan */
+        sc->plan.total_tensors++;
+        if (!wpk_add(sc->plan.total_bytes, nbytes, &sc->plan.total_bytes))
+            sc->plan.total_bytes = UINT64_MAX;
+        if (nbytes > sc->plan.nbytes || !sc->plan_name) {
+            free(sc->plan_name);
+            if (!(sc->plan_name = strdup(sc->path)))
+                return sfail(sc, WPACK_E_NOMEM, "out of memory");
+            sc->plan.nbytes = nbytes;
+        }
     }
-    return add_item(sc, &it, sc->path);
+    if (rec && rec->first_visit != sc->visits) {
+        torch_item a = {.kind = TORCH_ALIAS, .target = rec->name};
+        return leaf(sc, &a, plen);
+    }
+    return leaf(sc, &it, plen);
 }
 
 static int flatten(scan *sc, const pk_value *v, size_t plen, int depth);
@@ -291,9 +335,13 @@ static int child(scan *sc, const char *c, size_t clen, const pk_value *v, size_t
 
 static int flatten(scan *sc, const pk_value *v, size_t plen, int depth)
 {
-    if (++sc->visits > TORCH_MAX_VISITS)
-        return sfail(sc, WPACK_E_LIMIT, "more than %u values to visit (shared subtrees?)",
-                     TORCH_MAX_VISITS);
+    if (++sc->visits > sc->max_visits)
+        return sfail(sc, WPACK_E_LIMIT,
+                     "more than %llu values to name (%u per byte of the %zu-byte data.pkl, at "
+                     "least %u, at most %u): one value reached through very many paths "
+                     "(shared subtrees)?",
+                     (unsigned long long)sc->max_visits, TORCH_VISITS_PER_BYTE, sc->pkl_len,
+                     TORCH_VISITS_FLOOR, TORCH_MAX_VISITS);
     if (depth > TORCH_MAX_DEPTH)
         return sfail(sc, WPACK_E_LIMIT, "nesting deeper than %d at '%.60s' (a cycle?)",
                      TORCH_MAX_DEPTH, sc->path);
@@ -311,7 +359,8 @@ static int flatten(scan *sc, const pk_value *v, size_t plen, int depth)
                 rc = child(sc, num, strlen(num), v->items[k + 1], plen, depth);
             } else
                 rc = sfail(sc, WPACK_E_UNSUPPORTED,
-                           "a dict key under '%.60s' is neither a string nor an int", sc->path);
+                           "a dict key under '%.60s' is neither a string nor a 64-bit int",
+                           sc->path);
             if (rc)
                 return rc;
         }
@@ -328,7 +377,7 @@ static int flatten(scan *sc, const pk_value *v, size_t plen, int depth)
     case PK_TENSOR:
         if (!plen)
             return child(sc, "tensor", 6, v, plen, depth);
-        return tensor_item(sc, v);
+        return tensor_item(sc, v, plen);
     case PK_INT:
         it.kind = TORCH_INT;
         it.i = v->i;
@@ -346,14 +395,25 @@ static int flatten(scan *sc, const pk_value *v, size_t plen, int depth)
         it.s = v->s;
         it.slen = v->slen;
         break;
+    case PK_BYTES:
+    case PK_OPAQUE:
+        it.kind = TORCH_SKIPPED;
+        it.s = v->kind == PK_BYTES ? "a bytes value" : v->why;
+        it.slen = strlen(it.s);
+        break;
     case PK_STORAGE:
+        if (v->why)
+            return sfail(sc, WPACK_E_UNSUPPORTED,
+                         "'%.60s' is a bare %s storage, not a tensor (%s tensors are not "
+                         "supported)",
+                         sc->path, v->why, v->why);
         return sfail(sc, WPACK_E_UNSUPPORTED, "'%.60s' is a bare storage, not a tensor", sc->path);
     default:
-        return WPACK_OK; /* None, bytes, globals: nothing to keep */
+        return WPACK_OK; /* None, globals: nothing to keep */
     }
     if (!plen)
         return WPACK_OK; /* a bare scalar as the whole checkpoint */
-    return add_item(sc, &it, sc->path);
+    return leaf(sc, &it, plen);
 }
 
 /* Follow a dotted key through dicts. */
@@ -392,9 +452,7 @@ static int select_key(scan *sc, const pk_value *root, const char *key, const pk_
 
 static void free_scan(scan *sc)
 {
-    for (size_t i = 0; i < sc->nitems; i++)
-        free((char *)sc->items[i].name);
-    free(sc->items);
+    free(sc->plan_name);
     for (size_t i = 0; i < sc->vcap; i++)
         free(sc->views[i].name);
     free(sc->views);
@@ -405,7 +463,7 @@ static void free_scan(scan *sc)
 int torch_scan_buffer(const uint8_t *buf, size_t len, const char *key, torch_visit_fn fn,
                       void *user, char *err, size_t errlen)
 {
-    scan sc = {.buf = buf, .len = len, .err = err, .errlen = errlen};
+    scan sc = {.buf = buf, .len = len, .err = err, .errlen = errlen, .fn = fn, .user = user};
     if (errlen)
         err[0] = 0;
     if (torch_is_legacy(buf, len)) {
@@ -445,11 +503,23 @@ int torch_scan_buffer(const uint8_t *buf, size_t len, const char *key, torch_vis
     const pk_value *top = root;
     if (key && *key && (rc = select_key(&sc, root, key, &top)))
         goto out;
+    /* Budgets by data.pkl's size (see torch_scan.h). */
+    sc.pkl_len = (size_t)pkl->size;
+    sc.max_visits = (uint64_t)sc.pkl_len * TORCH_VISITS_PER_BYTE + TORCH_VISITS_FLOOR;
+    if (sc.max_visits > TORCH_MAX_VISITS)
+        sc.max_visits = TORCH_MAX_VISITS;
+    sc.max_name_bytes = (uint64_t)sc.pkl_len * TORCH_NAME_BYTES_PER_BYTE + TORCH_NAME_BYTES_FLOOR;
     sc.path[0] = 0;
+    sc.pass = 1;
     if ((rc = flatten(&sc, top, 0, 0)))
         goto out;
-    for (size_t i = 0; i < sc.nitems && !rc; i++)
-        rc = fn(user, &sc.items[i]);
+    sc.plan.kind = TORCH_PLAN;
+    sc.plan.name = sc.plan_name ? sc.plan_name : "";
+    if ((rc = fn(user, &sc.plan)))
+        goto out;
+    sc.pass = 2;
+    sc.visits = 0;
+    rc = flatten(&sc, top, 0, 0);
 out:
     pk_free(ps);
     free_scan(&sc);

@@ -10,12 +10,21 @@
  * torch_scan_buffer checks the zip, interprets data.pkl with the restricted
  * unpickler (pickle.h), flattens the object to dotted names and checks every
  * tensor against its storage (dtype size x numel = entry size, the view
- * inside the storage, rank, overflow); only then does it call fn, once per
- * item, in the pickle's order:
- *   - a tensor (the first time a view is seen),
+ * inside the storage, rank, overflow); only then does it call fn: once with
+ * a plan (TORCH_PLAN: what the tensors will take), then once per item, in
+ * the pickle's order:
+ *   - a tensor (the first time a view is seen; `splat` when every stride of
+ *     a dim above 1 is 0, so one element stands for all of them),
  *   - an alias (the same storage, offset, sizes and strides again: tied weights),
- *   - a scalar (int, float, bool, str) that becomes metadata.
+ *   - a scalar (int, float, bool, str) that becomes metadata,
+ *   - a skipped value (bytes, an int outside 64 bits) that cannot.
  * So a bad file makes fn never run. Everything points into buf.
+ *
+ * Memory and work are bounded by data.pkl's size: the object is walked
+ * twice (check, then visit) and nothing per visited value is kept but the
+ * distinct views; the visits and the bytes of all names are budgeted per
+ * byte of data.pkl (a value reached through very many shared paths is
+ * refused with WPACK_E_LIMIT before anything is visited).
  */
 #ifndef WPACK_PACKER_TORCH_SCAN_H
 #define WPACK_PACKER_TORCH_SCAN_H
@@ -27,6 +36,10 @@
 
 #define TORCH_MAX_DEPTH 64            /* nesting of dicts and lists */
 #define TORCH_MAX_VISITS (1u << 24)   /* values visited while flattening (shared subtrees) */
+#define TORCH_VISITS_PER_BYTE 2u      /* ... and at most this many per byte of data.pkl */
+#define TORCH_VISITS_FLOOR (1u << 16) /*     plus this many */
+#define TORCH_NAME_BYTES_PER_BYTE 32u /* bytes of all names per byte of data.pkl */
+#define TORCH_NAME_BYTES_FLOOR (16u << 20) /* plus this many */
 
 typedef enum {
     TORCH_TENSOR = 1,
@@ -34,7 +47,10 @@ typedef enum {
     TORCH_INT,
     TORCH_FLOAT,
     TORCH_BOOL,
-    TORCH_STRING
+    TORCH_STRING,
+    TORCH_SKIPPED,             /* a value metadata cannot hold: s says what */
+    TORCH_PLAN                 /* first, once: name/nbytes the largest tensor,
+                                  total_* all tensors to write (not splats or aliases) */
 } torch_item_kind;
 
 typedef struct {
@@ -53,6 +69,7 @@ typedef struct {
     uint64_t storage_file_offset; /* where storage starts in buf */
     int byteswap;              /* storage is big-endian */
     int contiguous;            /* the view is storage[offset .. offset+nelems) */
+    int splat;                 /* every element is storage[offset] (stride-0 view, nelems > 1) */
     uint32_t storage_crc32;    /* the storage's zip CRC-32, as the directory says */
     uint8_t *storage_checked;  /* one flag per storage, shared by its views: a
                                   packer sets it once the CRC has matched */
@@ -61,8 +78,10 @@ typedef struct {
     /* scalars */
     int64_t i;
     double f;
-    const char *s;             /* string: not NUL-terminated */
+    const char *s;             /* string: not NUL-terminated; skipped: what it is */
     size_t slen;
+    /* plan */
+    uint64_t total_bytes, total_tensors;
 } torch_item;
 
 /* Return WPACK_OK to go on; any other value stops the scan and is returned. */

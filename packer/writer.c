@@ -244,6 +244,18 @@ static int usable(wpack_writer *w)
 
 /* ---- tensors ---- */
 
+int wpk_writer_room(wpack_writer *w, const char *what, uint64_t nbytes)
+{
+    uint64_t cap = w->opt.max_data_bytes;
+    if (!cap || (w->data_bytes <= cap && nbytes <= cap - w->data_bytes))
+        return WPACK_OK;
+    return wpk_wfail(w, WPACK_E_TOO_LARGE,
+                     "%s: %llu bytes would bring the tensor data past the output cap of %llu "
+                     "bytes (%llu already written)",
+                     what, (unsigned long long)nbytes, (unsigned long long)cap,
+                     (unsigned long long)w->data_bytes);
+}
+
 static int tensor_size(wpack_writer *w, const char *name, int dtype, unsigned rank,
                        const uint64_t *dims, uint64_t *nbytes)
 {
@@ -322,6 +334,10 @@ int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsi
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "tensor: NULL name");
     if ((rc = tensor_size(w, name, dtype, rank, dims, &nbytes)))
         return rc;
+    char what[520]; /* the message holds 600 bytes: a long name is cut */
+    wpk_fmt(what, sizeof what, "tensor '%.500s'", name);
+    if ((rc = wpk_writer_room(w, what, nbytes)))
+        return rc;
     if (w->shards) {
         wpk_pending_entry *x;
         if ((rc = new_entry(w, name, WPACK_KIND_EXTERNAL, dtype, rank, dims, &x)))
@@ -330,6 +346,7 @@ int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsi
             return rc;
         w->in_tensor = 1;
         w->cur_written = 0;
+        w->data_bytes += nbytes;
         return WPACK_OK;
     }
     /* Align first so that a failure below leaves no half-made entry. */
@@ -346,6 +363,7 @@ int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsi
     e->nbytes = nbytes;
     e->has_acc = w->opt.weight_stats && wpack_dtype_is_float(dtype);
     wpk_acc_init(&e->acc);
+    w->data_bytes += nbytes;
     w->in_tensor = 1;
     w->cur_expected = nbytes;
     w->cur_written = 0;

@@ -67,6 +67,7 @@ struct wpack_writer {
     wpack_writer_options opt;
 
     uint64_t pos;                  /* bytes written to the temp file */
+    uint64_t data_bytes;           /* tensor bytes begun so far (opt.max_data_bytes) */
     uint64_t kicked;               /* writeback started up to here (sync_file_range) */
     uint8_t *obuf;                 /* output buffer */
     size_t olen;
@@ -103,6 +104,12 @@ static inline const char *wpk_pool_str(const wpack_writer *w, wpk_str_ref r)
 {
     return (const char *)w->strings.p + r.off;
 }
+
+/* opt.max_data_bytes: may `what` add nbytes more tensor bytes? WPACK_OK,
+ * or WPACK_E_TOO_LARGE with a message naming what, the size and the cap.
+ * begin_tensor asks it for each tensor; an importer that knows its total
+ * in advance asks it once before writing anything. */
+int wpk_writer_room(wpack_writer *w, const char *what, uint64_t nbytes);
 
 /* Write bytes / zeros to the temp file through the output buffer. */
 int wpk_out(wpack_writer *w, const void *p, size_t n);

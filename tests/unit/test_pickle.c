@@ -99,8 +99,63 @@ static void test_opcodes_outside_the_subset(void)
     CHECK_EQ(load(P("h\x05."), &root, err, sizeof err), WPACK_E_INPUT);         /* empty memo */
     CHECK_EQ(load(P("Nr\xff\xff\xff\x7f."), &root, err, sizeof err), WPACK_E_LIMIT);
     CHECK_EQ(load(P("X\xff\xff\xff\xff."), &root, err, sizeof err), WPACK_E_LIMIT);
-    CHECK_EQ(load(P("\x8a\x09\x01\x02\x03\x04\x05\x06\x07\x08\x09."), &root, err, sizeof err),
-             WPACK_E_UNSUPPORTED);
+}
+
+/* Ints outside 64 bits (LONG1 9 bytes, LONG4) load as opaque values that the
+ * importer skips; a 9-byte int whose last byte only extends the sign is an
+ * ordinary int64. */
+static void test_big_ints(void)
+{
+    char err[256];
+    pk_state *st;
+    pk_value *root;
+    CHECK_EQ(pk_load(P("\x8a\x09\x01\x02\x03\x04\x05\x06\x07\x08\x09."), &st, &root, err,
+                     sizeof err), WPACK_OK);
+    CHECK(root && root->kind == PK_OPAQUE && strstr(root->why, "64 bits"), "%s", err);
+    pk_free(st);
+    CHECK_EQ(pk_load(P("\x8b\x09\x00\x00\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09."), &st, &root,
+                     err, sizeof err), WPACK_OK);
+    CHECK(root && root->kind == PK_OPAQUE, "%s", err);
+    pk_free(st);
+    CHECK_EQ(pk_load(P("\x8a\x09\xfe\xff\xff\xff\xff\xff\xff\xff\xff."), &st, &root, err,
+                     sizeof err), WPACK_OK);
+    CHECK(root && root->kind == PK_INT && root->i == -2, "%s", err);
+    pk_free(st);
+    CHECK_EQ(load(P("\x8b\xff\xff\xff\xff."), &root, err, sizeof err), WPACK_E_INPUT);
+}
+
+/* Work and memory follow the pickle's size: memo indices and container items. */
+static void test_budgets(void)
+{
+    char err[256];
+    pk_value *root;
+    /* LONG_BINPUT 4,000,000 in a tiny pickle: no 32 MB memo table */
+    CHECK_EQ(load(P("Nr\x00\x09\x3d\x00."), &root, err, sizeof err), WPACK_E_LIMIT);
+    CHECK(strstr(err, "memo index 4000000 above") != NULL, "%s", err);
+    CHECK_EQ(load(P("Nr\x00\x01\x00\x00."), &root, err, sizeof err), WPACK_OK); /* 256 */
+    /* OrderedDict(list) on one memoised list, again and again */
+    static uint8_t big[200000];
+    size_t n = 0;
+    const char head[] = "\x80\x02" "ccollections\nOrderedDict\nq\x00" "](";
+    memcpy(big, head, sizeof head - 1);
+    n += sizeof head - 1;
+    for (int i = 0; i < 100; i++) {
+        memcpy(big + n, "K\x01K\x02\x86", 5); /* (1, 2) */
+        n += 5;
+    }
+    memcpy(big + n, "eq\x01", 3);
+    n += 3;
+    size_t list_end = n;
+    while (n + 20 < sizeof big) {
+        memcpy(big + n, "h\x00h\x01\x85R0", 7);
+        n += 7;
+    }
+    memcpy(big + n, "00N.", 4);
+    n += 4;
+    CHECK_EQ(load(big, n, &root, err, sizeof err), WPACK_E_LIMIT);
+    CHECK(strstr(err, "containers would hold more than") != NULL, "%s", err);
+    CHECK_EQ(load(big, list_end + 7 * 10, &root, err, sizeof err), WPACK_E_INPUT); /* a few copies: fine, then truncated */
+    CHECK(strstr(err, "truncated") != NULL, "%s", err);
 }
 
 static void test_protocol4_memoize_frame(void)
@@ -144,9 +199,10 @@ static void test_ordered_dict_and_tensor(void)
         pk_value *t = root->items[1];
         CHECK_EQ(t->kind, PK_TENSOR);
         CHECK_EQ(t->dtype, WPACK_DTYPE_F16);
-        CHECK_EQ(t->offset, 1);
-        CHECK(t->rank == 2 && t->dims[0] == 2 && t->strides[0] == 1 && t->strides[1] == 2, "view");
-        CHECK_EQ(t->storage->i, 6);
+        const pk_view *vw = t->view;
+        CHECK_EQ(vw->offset, 1);
+        CHECK(vw->rank == 2 && vw->dims[0] == 2 && vw->strides[0] == 1 && vw->strides[1] == 2, "view");
+        CHECK_EQ(vw->storage->i, 6);
     }
     pk_free(st);
 }
@@ -158,6 +214,8 @@ int main(void)
     RUN(test_forbidden_globals);
     RUN(test_calling_a_storage_type_refused);
     RUN(test_opcodes_outside_the_subset);
+    RUN(test_big_ints);
+    RUN(test_budgets);
     RUN(test_protocol4_memoize_frame);
     RUN(test_ordered_dict_and_tensor);
     return tl_finish();
