@@ -161,6 +161,11 @@ typedef struct wpack_archive wpack_archive;
 
 /* Flags for wpack_open_file() and wpack_open_memory(). */
 #define WPACK_OPEN_VERIFY 1u  /* also verify every entry at open (wpack_verify_all) */
+/* Sharded sets: follow symbolic links among the shard names (refused by
+ * default with WPACK_E_FILE_TYPE: a link may lead out of the manifest's
+ * directory). A shard that is not a regular file (a FIFO, a device) is
+ * always refused. */
+#define WPACK_OPEN_FOLLOW_LINKS 2u
 
 /*
  * Open an archive file read-only with mmap, or a caller's buffer (which must
