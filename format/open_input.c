@@ -68,6 +68,14 @@ static int open_nofollow(int dirfd, const char *name, int *code, char *err, size
     if (!*name || name[0] == '/')
         return refuse(code, WPACK_E_FILE_TYPE, err, errlen,
                       "'%s': want a relative path inside the directory", name);
+    for (const char *c = name; *c;) {
+        size_t k = strcspn(c, "/");
+        if (k == 0 || (k == 1 && c[0] == '.') || (k == 2 && c[0] == '.' && c[1] == '.') ||
+            (c[k] == '/' && !c[k + 1]))
+            return refuse(code, WPACK_E_FILE_TYPE, err, errlen,
+                          "'%s': an empty, '.' or '..' path component is refused", name);
+        c += k + (c[k] == '/');
+    }
     char *copy = strdup(name);
     if (!copy) {
         *code = WPACK_E_NOMEM;
@@ -80,11 +88,6 @@ static int open_nofollow(int dirfd, const char *name, int *code, char *err, size
         char *slash = strchr(comp, '/');
         if (slash)
             *slash = 0;
-        if (!*comp || strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) {
-            refuse(code, WPACK_E_FILE_TYPE, err, errlen,
-                   "'%s': an empty, '.' or '..' path component is refused", name);
-            break;
-        }
         int flags = slash ? O_PATH | O_DIRECTORY : O_RDONLY | O_NONBLOCK;
         int next = openat(dfd, comp, flags | O_NOFOLLOW | O_CLOEXEC);
         if (next < 0) {
