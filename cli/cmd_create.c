@@ -527,8 +527,9 @@ int cmd_create(int argc, char **argv)
         prog.done_bytes = prog.base_bytes + l.v[k].size;
     }
     cli_progress_done(&prog);
-    if (stats_file && stats_load_file(w, stats_file, err, sizeof err) != WPACK_OK) {
-        cli_error("%s", err);
+    int se = stats_file ? stats_load_file(w, stats_file, err, sizeof err) : WPACK_OK;
+    if (se != WPACK_OK) {
+        cli_error("%s [%s]", err, wpack_error_name(se));
         goto done;
     }
     for (size_t k = 0; k < nmap; k++) {
