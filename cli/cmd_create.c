@@ -45,7 +45,8 @@ static const char help[] =
     "\n"
     "Other inputs, recognised by their content (packer/IMPORT.md):\n"
     "  torch.save checkpoints (.pt/.pth/.bin, zip format), read without running any\n"
-    "  pickle code; safetensors; .npz and zip/tar/tar.gz/tar.zst bundles of .npy;\n"
+    "  pickle code; safetensors, and Hugging Face sharded safetensors given by their\n"
+    "  model.safetensors.index.json; .npz and zip/tar/tar.gz/tar.zst bundles of .npy;\n"
     "  a JSON manifest of raw binary files. Nested dicts become dotted names,\n"
     "  scalars become metadata, a tensor saved twice (tied weights) an alias.\n"
     "  --prefix P            put the inputs that follow under module path P\n"
@@ -58,8 +59,8 @@ static const char help[] =
     "  --max-ratio N         bundles: refuse members expanding more than N:1 (200)\n"
     "  --follow-links        follow symbolic links among the files an input names\n"
     "                        (directory entries, a manifest's data files, safetensors\n"
-    "                        shards); refused by default, as they may lead out of\n"
-    "                        the input's directory. FIFOs and devices are always refused\n"
+    "                        shards); refused by default, as they may lead out of the\n"
+    "                        input's directory. FIFOs and devices are always refused\n"
     "  --allow-empty         write an archive even when the inputs hold no tensor\n"
     "                        (refused by default: WPACK_E_EMPTY)\n";
 
