@@ -230,7 +230,9 @@ static int collect(input_list *l, const char *input)
         return 0;
     }
     if (kind != WPK_IN_NPY) {
-        if (!push(l, input, input, (uint64_t)st.st_size))
+        /* a manifest or HF index counts the files it names too */
+        uint64_t bytes = wpk_import_bytes(input, kind, l->cur && l->cur->follow_links);
+        if (!push(l, input, input, bytes))
             return 0;
         l->v[l->n - 1].kind = kind;
         return 1;

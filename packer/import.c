@@ -332,6 +332,14 @@ int npy_sink_pack_file(wpk_sink *s, const char *name, const char *path)
 
 /* ------------------------------------------------------------ dispatch */
 
+uint64_t wpk_import_bytes(const char *path, int kind, int follow)
+{
+    if (kind == WPK_IN_MANIFEST)
+        return manifest_input_bytes(path, follow);
+    struct stat st;
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
 int wpk_import_file(wpk_sink *s, const char *path, int kind)
 {
     switch (kind) {

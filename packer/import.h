@@ -166,6 +166,13 @@ int safetensors_pack_mapped(wpk_sink *s, const wpk_mapped *m, int with_meta);
  * central directory). WPK_IN_UNKNOWN with a message when nothing fits. */
 int wpk_import_detect(const char *path, char *err, size_t errlen);
 
+/* The bytes an input brings, for progress and output caps: its size, and
+ * for a JSON manifest or safetensors index also the size of each distinct
+ * file it names (files that cannot be stat'ed count 0; the import says
+ * why). follow: --follow-links. */
+uint64_t wpk_import_bytes(const char *path, int kind, int follow);
+uint64_t manifest_input_bytes(const char *path, int follow);
+
 /* Pack the file at path (of a kind from wpk_import_detect) through s. */
 int wpk_import_file(wpk_sink *s, const char *path, int kind);
 

@@ -291,6 +291,59 @@ static char *dir_of(const char *path)
     return dir;
 }
 
+static int by_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+uint64_t manifest_input_bytes(const char *path, int follow)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    uint64_t total = (uint64_t)st.st_size;
+    char err[300];
+    int code;
+    json_t *root = wpk_json_load_input(path, &code, err, sizeof err);
+    char *dir = root ? dir_of(path) : NULL;
+    int dirfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    const char **files = NULL;
+    size_t n = 0;
+    mf_manifest m = {0};
+    if (dirfd < 0) {
+        /* no directory: the JSON's own size */
+    } else if (json_is_object(root) && json_object_get(root, "weight_map") &&
+               !json_object_get(root, "tensors")) {
+        if (st_index_check(root, &files, &n, err, sizeof err) != WPACK_OK)
+            n = 0;
+    } else {
+        int ok = parse_root(root, &m, err, sizeof err) == WPACK_OK;
+        root = NULL; /* parse_root took it over (and freed it on failure) */
+        files = ok ? malloc((m.ntensors ? m.ntensors : 1) * sizeof *files) : NULL;
+        for (size_t i = 0; files && i < m.ntensors; i++)
+            files[n++] = m.tensors[i].file;
+        if (files) { /* each data file once */
+            qsort(files, n, sizeof *files, by_cstr);
+            size_t u = 0;
+            for (size_t i = 0; i < n; i++)
+                if (!u || strcmp(files[u - 1], files[i]) != 0)
+                    files[u++] = files[i];
+            n = u;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (fstatat(dirfd, files[i], &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode))
+            total += (uint64_t)st.st_size;
+    free(files);
+    manifest_free(&m);
+    json_decref(root);
+    if (dirfd >= 0)
+        close(dirfd);
+    free(dir);
+    return total;
+}
+
 int manifest_pack_file(wpk_sink *s, const char *path)
 {
     char err[900];
