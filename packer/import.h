@@ -148,8 +148,10 @@ int manifest_pack_file(wpk_sink *s, const char *path);
 int npy_sink_pack_file(wpk_sink *s, const char *name, const char *path);
 
 /* The JSON document (a json_t *, to json_decref) of the input file at path,
- * opened with wpk_open_input; NULL with *code and a message. */
-void *wpk_json_load_input(const char *path, int *code, char *err, size_t errlen);
+ * opened with wpk_open_input; NULL with *code and a message ("PATH: WHAT
+ * JSON: ..." for a syntax error). */
+void *wpk_json_load_input(const char *path, const char *what, int *code, char *err,
+                          size_t errlen);
 /* A Hugging Face model.safetensors.index.json (root: its json_t *), its
  * shard files in dirfd (dir: that directory, for messages); see
  * packer/safetensors_index.c. */

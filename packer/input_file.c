@@ -80,7 +80,8 @@ void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len)
 
 /* The JSON document of an input file (opened with the input rules), or NULL
  * with a message. */
-void *wpk_json_load_input(const char *path, int *code, char *err, size_t errlen)
+void *wpk_json_load_input(const char *path, const char *what, int *code, char *err,
+                          size_t errlen)
 {
     struct stat st;
     char msg[400];
@@ -94,7 +95,7 @@ void *wpk_json_load_input(const char *path, int *code, char *err, size_t errlen)
     close(fd);
     if (!root) {
         *code = WPACK_E_INPUT;
-        wpk_fmt(err, errlen, "%s: JSON: %s (line %d)", path, je.text, je.line);
+        wpk_fmt(err, errlen, "%s: %s JSON: %s (line %d)", path, what, je.text, je.line);
     }
     return root;
 }

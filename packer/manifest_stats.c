@@ -1,11 +1,9 @@
 /* manifest_stats.c - calibration statistics JSON -> wpack_writer_add_stats. */
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "import.h"
 #include "internal.h"
 #include "manifest_stats.h"
 
@@ -237,20 +235,10 @@ int stats_load_buffer(wpack_writer *w, const char *buf, size_t len, char *err, s
 
 int stats_load_file(wpack_writer *w, const char *path, char *err, size_t errlen)
 {
-    struct stat st;
-    char msg[400];
-    int code, fd = wpk_open_input(AT_FDCWD, path, 0, &st, &code, msg, sizeof msg);
-    if (fd < 0) { /* a FIFO or a device is refused, without blocking */
-        wpk_fmt(err, errlen, "%s: %s", path, msg);
-        return code;
-    }
-    json_error_t je;
-    json_t *root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
-    close(fd);
-    if (!root) {
-        wpk_fmt(err, errlen, "%s: stats JSON: %s (line %d)", path, je.text, je.line);
-        return WPACK_E_STATS;
-    }
+    int code; /* wpk_json_load_input: a FIFO or a device is refused, without blocking */
+    json_t *root = wpk_json_load_input(path, "stats", &code, err, errlen);
+    if (!root)
+        return code == WPACK_E_INPUT ? WPACK_E_STATS : code;
     int rc = load(w, root, err, errlen);
     json_decref(root);
     return rc;
