@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "import.h"
+#include "internal.h"
 #include "manifest_stats.h"
 #include "copy.h"
 #include "npy.h"
@@ -47,7 +48,8 @@ static const char help[] =
     "\n"
     "Other inputs, recognised by their content (packer/IMPORT.md):\n"
     "  torch.save checkpoints (.pt/.pth/.bin, zip format), read without running any\n"
-    "  pickle code; safetensors; .npz and zip/tar/tar.gz/tar.zst bundles of .npy;\n"
+    "  pickle code; safetensors, and Hugging Face sharded safetensors given by their\n"
+    "  model.safetensors.index.json; .npz and zip/tar/tar.gz/tar.zst bundles of .npy;\n"
     "  a JSON manifest of raw binary files. Nested dicts become dotted names,\n"
     "  scalars become metadata, a tensor saved twice (tied weights) an alias.\n"
     "  --prefix P            put the inputs that follow under module path P\n"
@@ -61,7 +63,13 @@ static const char help[] =
     "  --max-output SIZE     the most tensor bytes the archive may hold (default: 1000 x\n"
     "                        the inputs' size, at least 1G); a tensor past it is refused\n"
     "                        before it is written (TOO_LARGE). A torch view whose strides\n"
-    "                        are all 0 (t.expand(...)) is stored as one repeated element.\n";
+    "                        are all 0 (t.expand(...)) is stored as one repeated element.\n"
+    "  --follow-links        follow symbolic links among the files an input names\n"
+    "                        (directory entries, a manifest's data files, safetensors\n"
+    "                        shards); refused by default, as they may lead out of the\n"
+    "                        input's directory. FIFOs and devices are always refused\n"
+    "  --allow-empty         write an archive even when the inputs hold no tensor\n"
+    "                        (refused by default: WPACK_E_EMPTY)\n";
 
 typedef struct {
     char *path;  /* file on disk */
@@ -111,8 +119,10 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Walk dir in sorted order; rel is the name prefix so far ("" at the top). */
-static int walk(input_list *l, const char *dir, const char *rel, int depth)
+/* Walk dir in sorted order; rel is the name prefix so far ("" at the top).
+ * A symlink is refused unless follow (--follow-links): it may lead out of the
+ * directory; a FIFO or device is skipped with a warning, never opened. */
+static int walk(input_list *l, const char *dir, const char *rel, int depth, int follow)
 {
     if (depth > 64) {
         cli_error("%s: directories nested deeper than 64 levels", dir);
@@ -167,13 +177,19 @@ static int walk(input_list *l, const char *dir, const char *rel, int depth)
             cli_error("%s: %s", path, strerror(errno));
             ok = 0;
         } else if (S_ISDIR(st.st_mode)) {
-            ok = walk(l, path, name, depth + 1);
+            ok = walk(l, path, name, depth + 1, follow);
         } else if (ends_with_npy(names[i])) {
-            if (S_ISLNK(st.st_mode) && stat(path, &st) != 0) {
+            if (S_ISLNK(st.st_mode) && !follow) {
+                cli_error("%s: a symbolic link: refused, as it may lead out of the directory "
+                          "(--follow-links allows it) [%s]",
+                          path, wpack_error_name(WPACK_E_FILE_TYPE));
+                ok = 0;
+            } else if (S_ISLNK(st.st_mode) && stat(path, &st) != 0) {
                 cli_error("%s: broken symlink", path);
                 ok = 0;
             } else if (!S_ISREG(st.st_mode)) {
-                cli_warn("skipping %s: not a regular file", path);
+                cli_warn("skipping %s: %s, not a regular file", path,
+                         wpk_file_type_name(st.st_mode));
             } else {
                 name[strlen(name) - 4] = 0;
                 ok = push(l, path, name, (uint64_t)st.st_size);
@@ -197,6 +213,12 @@ static int collect(input_list *l, const char *input)
         cli_error("%s: %s", input, strerror(errno));
         return 0;
     }
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+        /* A FIFO would block the first read forever. */
+        cli_error("%s: %s, not a regular file or a directory (refused) [%s]", input,
+                  wpk_file_type_name(st.st_mode), wpack_error_name(WPACK_E_FILE_TYPE));
+        return 0;
+    }
     if (S_ISDIR(st.st_mode)) {
         size_t n = strlen(input);
         char *dir = strdup(input);
@@ -204,7 +226,7 @@ static int collect(input_list *l, const char *input)
             return 0;
         while (n > 1 && dir[n - 1] == '/')
             dir[--n] = 0;
-        int ok = walk(l, dir, "", 0);
+        int ok = walk(l, dir, "", 0, l->cur && l->cur->follow_links);
         free(dir);
         return ok;
     }
@@ -215,7 +237,9 @@ static int collect(input_list *l, const char *input)
         return 0;
     }
     if (kind != WPK_IN_NPY) {
-        if (!push(l, input, input, (uint64_t)st.st_size))
+        /* a manifest or HF index counts the files it names too */
+        uint64_t bytes = wpk_import_bytes(input, kind, l->cur && l->cur->follow_links);
+        if (!push(l, input, input, bytes))
             return 0;
         l->v[l->n - 1].kind = kind;
         return 1;
@@ -277,6 +301,7 @@ int cmd_create(int argc, char **argv)
     wpack_writer_options opt;
     wpack_writer_options_init(&opt);
     int quiet = 0, r;
+    int follow_links = 0, allow_empty = 0; /* --follow-links, --allow-empty */
     const char **metas = NULL, **maps = NULL, **inputs = NULL;
     size_t nmeta = 0, nmap = 0, ninputs = 0;
     metas = calloc((size_t)argc, sizeof *metas);
@@ -387,6 +412,12 @@ int cmd_create(int argc, char **argv)
                 cli_error("--max-output %s: want a byte count (K/M/G suffixes)", r < 0 ? "" : v);
                 goto done;
             }
+        } else if (strcmp(a, "--follow-links") == 0) {
+            follow_links = 1;
+            i++;
+        } else if (strcmp(a, "--allow-empty") == 0) {
+            allow_empty = 1;
+            i++;
         } else if (strcmp(a, "--no-stats") == 0) {
             opt.weight_stats = 0;
             i++;
@@ -417,6 +448,7 @@ int cmd_create(int argc, char **argv)
         optv[k].nonly = nonly;
         optv[k].weight_stats = opt.weight_stats;
         optv[k].max_ratio = (uint32_t)max_ratio;
+        optv[k].follow_links = follow_links;
     }
     if (opt.histogram_bins && !opt.weight_stats) {
         cli_error("create: --histogram needs weight statistics (drop --no-stats)");
@@ -431,6 +463,12 @@ int cmd_create(int argc, char **argv)
         l.cur = inopts[k];
         if (!collect(&l, inputs[k]))
             goto done;
+    }
+    if (!l.n && !allow_empty) {
+        cli_error("create: no input files found (no .npy in the directories given): nothing "
+                  "written; --allow-empty writes an empty archive [%s]",
+                  wpack_error_name(WPACK_E_EMPTY));
+        goto done;
     }
     if (!l.n)
         cli_warn("no inputs found: writing an empty archive");
@@ -516,8 +554,9 @@ int cmd_create(int argc, char **argv)
         prog.done_bytes = prog.base_bytes + l.v[k].size;
     }
     cli_progress_done(&prog);
-    if (stats_file && stats_load_file(w, stats_file, err, sizeof err) != WPACK_OK) {
-        cli_error("%s", err);
+    int se = stats_file ? stats_load_file(w, stats_file, err, sizeof err) : WPACK_OK;
+    if (se != WPACK_OK) {
+        cli_error("%s [%s]", err, wpack_error_name(se));
         goto done;
     }
     for (size_t k = 0; k < nmap; k++) {
@@ -532,6 +571,11 @@ int cmd_create(int argc, char **argv)
         }
     }
     uint64_t count = wpack_writer_count(w);
+    if (!count && !allow_empty) {
+        cli_error("create: the inputs hold no tensor: nothing written; --allow-empty writes an "
+                  "empty archive [%s]", wpack_error_name(WPACK_E_EMPTY));
+        goto done;
+    }
     int e = wpack_writer_finish(w, err, sizeof err);
     w = NULL;
     if (e) {

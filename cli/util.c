@@ -41,7 +41,10 @@ void cli_on_diag(void *quiet, int severity, const char *message)
 wpack_archive *cli_open(const char *path)
 {
     wpack_archive *ar;
-    if (wpack_open_file(&ar, path, 0) == WPACK_OK)
+    /* WPACK_FOLLOW_LINKS=1: a sharded set's shards may be symlinks. */
+    const char *fl = getenv("WPACK_FOLLOW_LINKS");
+    unsigned flags = fl && *fl && strcmp(fl, "0") != 0 ? WPACK_OPEN_FOLLOW_LINKS : 0;
+    if (wpack_open_file(&ar, path, flags) == WPACK_OK)
         return ar;
     /* errmsg/errcode of NULL (out of memory) say so */
     cli_error("%s [%s]", wpack_errmsg(ar), wpack_error_name(wpack_errcode(ar)));

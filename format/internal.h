@@ -45,4 +45,18 @@ float wpk_f8e5m2_to_f32(uint8_t v);
  * the errno of the failure (ENOSPC when write makes no progress). */
 int wpk_write_all(int fd, const void *p, size_t n);
 
+/* Open a file whose name came from input (format/open_input.c): name
+ * relative to dirfd (AT_FDCWD: the working directory), O_RDONLY|O_NONBLOCK|
+ * O_CLOEXEC so that a FIFO cannot block, and only a regular file is taken.
+ * With WPK_INPUT_NOFOLLOW no symlink is followed in any component and empty,
+ * "." and ".." components are refused. Returns the fd and fills *st, or -1
+ * with *code WPACK_E_FILE_TYPE (not a regular file, a link), WPACK_E_IO or
+ * WPACK_E_NOMEM and a message without the name's directory in err. */
+#define WPK_INPUT_NOFOLLOW 1u
+struct stat;
+int wpk_open_input(int dirfd, const char *name, unsigned flags, struct stat *st, int *code,
+                   char *err, size_t errlen);
+/* "a FIFO", "a directory", ... for a st_mode. */
+const char *wpk_file_type_name(unsigned mode);
+
 #endif

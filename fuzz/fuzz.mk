@@ -26,8 +26,9 @@ FUZZ_NPY_OBJS := $(FUZZ_NPY_SRCS:%.c=$(BUILD)/obj/%.o)
 FUZZ_SRCS_fuzz_npy := $(FUZZ_NPY_SRCS)
 FUZZ_SRCS_fuzz_safetensors := packer/safetensors.c
 FUZZ_SRCS_fuzz_torch := packer/zipread.c packer/pickle.c packer/torch_scan.c
-FUZZ_SRCS_fuzz_stats_json := packer/manifest_stats.c
-FUZZ_SRCS_fuzz_manifest := packer/manifest.c packer/import_sink.c packer/safetensors.c
+FUZZ_SRCS_fuzz_stats_json := packer/manifest_stats.c packer/input_file.c packer/import_sink.c
+FUZZ_SRCS_fuzz_manifest := packer/manifest.c packer/import_sink.c packer/safetensors.c \
+	packer/input_file.c packer/safetensors_index.c packer/safetensors_pack.c
 FUZZ_DEPS := $(wildcard fuzz/*.h include/*.h format/*.h reader/*.h packer/*.h) fuzz/fuzz.mk
 FUZZ_REPLAY_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 FUZZ_REPLAY_TIMEOUT ?= 60

@@ -7,10 +7,45 @@
  * file path without a ".." component or a backslash, and every metadata
  * value of one of the four scalar types. When it refuses, the message says
  * why and the manifest holds nothing. A 4-byte message buffer must give the
- * same answer.
+ * same answer. The input is also tried as a Hugging Face
+ * model.safetensors.index.json (st_index_check).
  */
+#include <jansson.h>
+
 #include "fuzz.h"
+#include "import.h"
 #include "manifest.h"
+
+/* The same JSON as a Hugging Face safetensors index (st_index_check): when
+ * accepted, the shard names are distinct, sorted plain file names, and
+ * every weight_map value is one of them. */
+static void check_index(const char *buf, size_t size)
+{
+    json_t *root = json_loadb(buf, size, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_object(root) || !json_object_get(root, "weight_map")) {
+        json_decref(root);
+        return;
+    }
+    const char **files;
+    size_t n;
+    char err[300];
+    if (st_index_check(root, &files, &n, err, sizeof err) == WPACK_OK) {
+        for (size_t i = 0; i < n; i++)
+            FUZZ_ASSERT(*files[i] && !strchr(files[i], '/') && strcmp(files[i], ".") != 0 &&
+                            strcmp(files[i], "..") != 0 && (i == 0 || strcmp(files[i - 1], files[i]) < 0),
+                        "shard name %zu '%.60s'", i, files[i]);
+        const char *key;
+        json_t *v;
+        json_object_foreach(json_object_get(root, "weight_map"), key, v) {
+            size_t k = 0;
+            while (k < n && strcmp(files[k], json_string_value(v)) != 0)
+                k++;
+            FUZZ_ASSERT(k < n, "weight_map['%.40s'] names no listed shard", key);
+        }
+        free(files);
+    }
+    json_decref(root);
+}
 
 /* What manifest.c's safe_rel_path promises, checked independently. */
 static int path_ok(const char *p)
@@ -82,6 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         manifest_free(&m);
         manifest_free(&m2);
     }
+    check_index(buf, size);
     free(buf);
     return 0;
 }

@@ -161,12 +161,19 @@ typedef struct wpack_archive wpack_archive;
 
 /* Flags for wpack_open_file() and wpack_open_memory(). */
 #define WPACK_OPEN_VERIFY 1u  /* also verify every entry at open (wpack_verify_all) */
+/* Sharded sets: follow symbolic links among the shard names (refused by
+ * default with WPACK_E_FILE_TYPE: a link may lead out of the manifest's
+ * directory). A shard that is not a regular file (a FIFO, a device) is
+ * always refused. */
+#define WPACK_OPEN_FOLLOW_LINKS 2u
 
 /*
  * Open an archive file read-only with mmap, or a caller's buffer (which must
  * stay valid and unchanged until wpack_close()). The superblock, trailer and
  * the whole index are validated here (spec: Reader rules); after a
- * successful open no reader call can touch a byte outside the file.
+ * successful open no reader call can touch a byte outside the file. A path
+ * that is not a regular file (a FIFO, a directory) is WPACK_E_FILE_TYPE,
+ * found without blocking.
  *
  * *out always receives a handle, except when memory runs out (then NULL and
  * WPACK_E_NOMEM). When the call fails, the handle is in a failed state: only
@@ -244,7 +251,10 @@ int wpack_prefix_range(const wpack_archive *ar, const char *prefix, uint64_t *fi
  * archive also opens and validates every shard it lists (paths relative to
  * the manifest), checks each shard's length and index XXH3 against the
  * manifest, and then serves every entry through this one handle: lookups,
- * prefix ranges, views, reads and verification work as for one file. */
+ * prefix ranges, views, reads and verification work as for one file. A
+ * shard that is a FIFO or any other non-regular file is WPACK_E_FILE_TYPE
+ * (never blocking), so is a shard that is a symlink unless
+ * WPACK_OPEN_FOLLOW_LINKS; a set naming one file twice is WPACK_E_SHARD. */
 uint32_t wpack_shard_count(const wpack_archive *ar);
 /* Shard s: its path as opened and its own handle (owned by ar). */
 int wpack_shard_at(const wpack_archive *ar, uint32_t s, const char **path,

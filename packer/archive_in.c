@@ -7,11 +7,17 @@
  */
 #include <archive.h>
 #include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "import.h"
 #include "internal.h"
+#include "zipread.h"
 
 typedef struct {
     wpk_sink *s;
@@ -48,7 +54,9 @@ static long read_member(void *ctx, void *buf, size_t n)
     return (long)k;
 }
 
-/* "dir/sub/w.npy" -> "dir.sub.w"; NULL when the member is not a .npy. */
+/* "dir/sub/w.npy" -> "dir.sub.w"; NULL when the member is not a .npy. A
+ * leading "./" (tar writes it) is dropped; any other empty, "." or ".."
+ * component is refused: "a//b.npy" would become the name "a..b". */
 static char *member_name(wpk_sink *s, const char *path, int *bad)
 {
     *bad = 0;
@@ -57,9 +65,17 @@ static char *member_name(wpk_sink *s, const char *path, int *bad)
     size_t n = strlen(path);
     if (n <= 4 || strcmp(path + n - 4, ".npy") != 0)
         return NULL;
-    if (path[0] == '/' || strstr(path, "..") || strchr(path, '\\')) {
-        *bad = wpk_sink_fail(s, WPACK_E_INPUT,
-                             "member '%.200s': absolute or '..' path refused", path);
+    const char *why = path[0] == '/' ? "an absolute path" : strchr(path, '\\') ? "a backslash" : NULL;
+    for (const char *c = path; !why && *c;) {
+        size_t k = strcspn(c, "/");
+        if (k == 0 || (k == 1 && c[0] == '.') || (k == 2 && c[0] == '.' && c[1] == '.'))
+            why = k == 2 ? "a '..' path" : "an empty or '.' path component";
+        c += k;
+        if (*c == '/')
+            c++;
+    }
+    if (why) {
+        *bad = wpk_sink_fail(s, WPACK_E_INPUT, "member '%.200s': %s refused", path, why);
         return NULL;
     }
     char *name = strndup(path, n - 4);
@@ -73,6 +89,46 @@ static char *member_name(wpk_sink *s, const char *path, int *bad)
     return name;
 }
 
+/* What a member that is not a regular file is, for the message. */
+static const char *member_type(struct archive_entry *e)
+{
+    if (archive_entry_hardlink(e))
+        return "a hard link";
+    switch (archive_entry_filetype(e)) {
+    case AE_IFLNK: return "a symbolic link";
+    case AE_IFIFO: return "a FIFO";
+    case AE_IFCHR: return "a character device";
+    case AE_IFBLK: return "a block device";
+    case AE_IFSOCK: return "a socket";
+    default: return "not a regular file";
+    }
+}
+
+/* A zip is checked by the strict central-directory reader first: libarchive
+ * reads members through the directory, and members that share bytes (nested
+ * local headers) would be read once per member. */
+static int zip_precheck(wpk_sink *s, int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < 4 || (uint64_t)st.st_size > SIZE_MAX)
+        return WPACK_OK;
+    uint8_t magic[4];
+    if (pread(fd, magic, 4, 0) != 4 || !wpk_zip_sniff(magic, 4))
+        return WPACK_OK;
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED)
+        return wpk_sink_fail(s, WPACK_E_IO, "cannot map: %s", strerror(errno));
+    wpk_zip z;
+    char err[700];
+    int rc = wpk_zip_open(&z, p, (size_t)st.st_size, err, sizeof err);
+    if (rc == WPACK_OK)
+        wpk_zip_close(&z);
+    else
+        wpk_sink_fail(s, rc, "%s", err);
+    munmap(p, (size_t)st.st_size);
+    return rc;
+}
+
 int archive_pack_file(wpk_sink *s, const char *path)
 {
     struct archive *a = archive_read_new();
@@ -82,7 +138,15 @@ int archive_pack_file(wpk_sink *s, const char *path)
     archive_read_support_format_tar(a);
     archive_read_support_format_zip(a);
     int rc = WPACK_OK;
-    if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
+    struct stat st;
+    int fd = wpk_open_in(s, AT_FDCWD, path, 0, NULL, &st); /* no FIFO: libarchive would block */
+    if (fd < 0) {
+        archive_read_free(a);
+        return -fd;
+    }
+    if ((rc = zip_precheck(s, fd)))
+        goto out;
+    if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
         rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s", archive_error_string(a));
         goto out;
     }
@@ -114,9 +178,10 @@ int archive_pack_file(wpk_sink *s, const char *path)
         if (!name)
             continue; /* not a .npy: ignored, like numpy ignores it in an .npz */
         if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e)) {
+            const char *what = member_type(e);
             free(name);
-            rc = wpk_sink_fail(s, WPACK_E_INPUT, "member '%.200s' is a link, not a file (refused)",
-                               mp);
+            rc = wpk_sink_fail(s, WPACK_E_FILE_TYPE, "member '%.200s' is %s, not a file (refused)",
+                               mp, what);
             goto out;
         }
         r.member = mp;
@@ -130,5 +195,6 @@ int archive_pack_file(wpk_sink *s, const char *path)
         rc = wpk_sink_fail(s, WPACK_E_INPUT, "no .npy members in the bundle");
 out:
     archive_read_free(a);
+    close(fd);
     return rc;
 }

@@ -32,57 +32,6 @@ const char *wpk_input_kind_name(int kind)
     }
 }
 
-/* ------------------------------------------------------------ mapping */
-
-int wpk_map_file(wpk_sink *s, const char *path, wpk_mapped *m)
-{
-    m->p = NULL;
-    m->len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return wpk_sink_fail(s, WPACK_E_IO, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return wpk_sink_fail(s, WPACK_E_INPUT, "not a regular file");
-    }
-    if ((uint64_t)st.st_size > SIZE_MAX) {
-        close(fd);
-        return wpk_sink_fail(s, WPACK_E_LIMIT, "file too large to map");
-    }
-    if (st.st_size > 0) {
-        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            return wpk_sink_fail(s, WPACK_E_IO, "cannot map: %s", strerror(e));
-        }
-        m->p = p;
-        m->len = (size_t)st.st_size;
-    }
-    close(fd);
-    return WPACK_OK;
-}
-
-void wpk_unmap_file(wpk_mapped *m)
-{
-    if (m->p && m->len)
-        munmap((void *)m->p, m->len);
-    m->p = NULL;
-    m->len = 0;
-}
-
-void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len)
-{
-    long pg = sysconf(_SC_PAGESIZE);
-    if (pg <= 0 || !m->p || !wpk_in_bounds(off, len, m->len))
-        return;
-    uint64_t a = (off + (uint64_t)pg - 1) / (uint64_t)pg * (uint64_t)pg;
-    uint64_t b = (off + len) / (uint64_t)pg * (uint64_t)pg;
-    if (b > a)
-        madvise((void *)(m->p + a), (size_t)(b - a), MADV_DONTNEED);
-}
-
 /* ------------------------------------------------------------ detection */
 
 static int looks_like_tar(const uint8_t *b, size_t n)
@@ -92,14 +41,15 @@ static int looks_like_tar(const uint8_t *b, size_t n)
 
 int wpk_import_detect(const char *path, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    char msg[400];
+    int code, fd = wpk_open_input(AT_FDCWD, path, 0, &st, &code, msg, sizeof msg);
     if (fd < 0) {
-        wpk_fmt(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        wpk_fmt(err, errlen, "%s: %s", path, msg);
         return WPK_IN_UNKNOWN;
     }
-    struct stat st;
     uint8_t b[4096];
-    ssize_t n = fstat(fd, &st) == 0 ? pread(fd, b, sizeof b, 0) : -1;
+    ssize_t n = pread(fd, b, sizeof b, 0);
     close(fd);
     if (n < 0) {
         wpk_fmt(err, errlen, "%s: cannot read: %s", path, strerror(errno));
@@ -371,15 +321,24 @@ static long read_fd(void *ctx, void *buf, size_t n)
 
 int npy_sink_pack_file(wpk_sink *s, const char *name, const char *path)
 {
-    fd_reader r = {.s = s, .fd = open(path, O_RDONLY | O_CLOEXEC)};
+    struct stat st;
+    fd_reader r = {.s = s, .fd = wpk_open_in(s, AT_FDCWD, path, 0, NULL, &st)};
     if (r.fd < 0)
-        return wpk_sink_fail(s, WPACK_E_IO, "cannot open: %s", strerror(errno));
+        return -r.fd;
     int rc = wpk_npy_stream(s, name, read_fd, &r);
     close(r.fd);
     return rc;
 }
 
 /* ------------------------------------------------------------ dispatch */
+
+uint64_t wpk_import_bytes(const char *path, int kind, int follow)
+{
+    if (kind == WPK_IN_MANIFEST)
+        return manifest_input_bytes(path, follow);
+    struct stat st;
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
 
 int wpk_import_file(wpk_sink *s, const char *path, int kind)
 {

@@ -48,6 +48,9 @@ typedef struct {
     int weight_stats;            /* as in the writer options (stats of cast tensors are ours) */
     uint64_t max_total;          /* 0: WPK_DEFAULT_MAX_TOTAL */
     uint32_t max_ratio;          /* 0: WPK_DEFAULT_MAX_RATIO */
+    int follow_links;            /* 1: follow symlinks among the files an input names (a
+                                  * manifest's data files, safetensors shards); 0: refuse
+                                  * them (WPACK_E_FILE_TYPE) */
 } wpk_import_opts;
 
 typedef void (*wpk_progress_fn)(void *user, uint64_t bytes_done);
@@ -123,12 +126,23 @@ uint16_t wpk_to_f16(double x);
 /* count elements of a float dtype to bf16 or f16 (dst_dtype). */
 void wpk_cast_block(int src_dtype, const void *src, int dst_dtype, uint16_t *dst, size_t count);
 
+/* Open an input file with wpk_open_input (format/internal.h: never blocks
+ * on a FIFO, regular files only, WPK_INPUT_NOFOLLOW: no links): the fd, or
+ * minus the error code with the message (after label, when not NULL) in the
+ * sink. */
+struct stat;
+int wpk_open_in(wpk_sink *s, int dirfd, const char *name, unsigned flags, const char *label,
+                struct stat *st);
+
 /* A whole input file mapped read-only (an empty file maps to len 0). */
 typedef struct {
     const uint8_t *p;
     size_t len;
 } wpk_mapped;
 int wpk_map_file(wpk_sink *s, const char *path, wpk_mapped *m);
+/* The same for name relative to dirfd, opened by wpk_open_in. */
+int wpk_map_at(wpk_sink *s, int dirfd, const char *name, unsigned flags, const char *label,
+               wpk_mapped *m);
 void wpk_unmap_file(wpk_mapped *m);
 /* Done with [off, off+len) for now: drop its pages from this process (they
  * stay in the page cache), so mapped inputs do not grow the resident set. */
@@ -147,9 +161,33 @@ int archive_pack_file(wpk_sink *s, const char *path);
 int manifest_pack_file(wpk_sink *s, const char *path);
 int npy_sink_pack_file(wpk_sink *s, const char *name, const char *path);
 
+/* The JSON document (a json_t *, to json_decref) of the input file at path,
+ * opened with wpk_open_input; NULL with *code and a message ("PATH: WHAT
+ * JSON: ..." for a syntax error). */
+void *wpk_json_load_input(const char *path, const char *what, int *code, char *err,
+                          size_t errlen);
+/* A Hugging Face model.safetensors.index.json (root: its json_t *), its
+ * shard files in dirfd (dir: that directory, for messages); see
+ * packer/safetensors_index.c. */
+int st_index_pack(wpk_sink *s, void *root, int dirfd, const char *dir);
+/* The checks of the index alone (for fuzzing too): weight_map an object of
+ * at least one tensor, each naming a plain file name. *files: the distinct
+ * shard names in bytewise order (pointing into root; free the array). */
+int st_index_check(void *root, const char ***files, size_t *nfiles, char *err, size_t errlen);
+/* A mapped safetensors file through the sink (with its __metadata__ when
+ * with_meta). */
+int safetensors_pack_mapped(wpk_sink *s, const wpk_mapped *m, int with_meta);
+
 /* What the file at path is, by its first bytes (and, for a zip, by its
  * central directory). WPK_IN_UNKNOWN with a message when nothing fits. */
 int wpk_import_detect(const char *path, char *err, size_t errlen);
+
+/* The bytes an input brings, for progress and output caps: its size, and
+ * for a JSON manifest or safetensors index also the size of each distinct
+ * file it names (files that cannot be stat'ed count 0; the import says
+ * why). follow: --follow-links. */
+uint64_t wpk_import_bytes(const char *path, int kind, int follow);
+uint64_t manifest_input_bytes(const char *path, int follow);
 
 /* Pack the file at path (of a kind from wpk_import_detect) through s. */
 int wpk_import_file(wpk_sink *s, const char *path, int kind);

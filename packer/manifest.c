@@ -109,20 +109,18 @@ static int check_entry(size_t i, json_t *e, mf_tensor *t, char *err, size_t errl
     return WPACK_OK;
 }
 
-static int open_data(wpk_sink *s, const char *dir, const mf_tensor *t, int *fd)
+/* The data file of t, opened in the manifest's directory (dirfd) with the
+ * input rules: no FIFO or device, and no symlink unless the options allow. */
+static int open_data(wpk_sink *s, int dirfd, const char *dir, const mf_tensor *t, int *fd)
 {
-    char path[8192];
+    char path[8192], label[8400];
     wpk_fmt(path, sizeof path, "%s/%s", dir, t->file);
-    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    wpk_fmt(label, sizeof label, "tensor '%s': %s", t->name, path);
+    unsigned flags = s->o && s->o->follow_links ? 0 : WPK_INPUT_NOFOLLOW;
     struct stat st;
+    *fd = wpk_open_in(s, dirfd, t->file, flags, label, &st);
     if (*fd < 0)
-        return wpk_sink_fail(s, WPACK_E_IO, "tensor '%s': cannot open %s: %s", t->name, path,
-                             strerror(errno));
-    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(*fd);
-        return wpk_sink_fail(s, WPACK_E_INPUT, "tensor '%s': %s is not a regular file", t->name,
-                             path);
-    }
+        return -*fd;
     if (!wpk_in_bounds(t->offset, t->nbytes, (uint64_t)st.st_size)) {
         close(*fd);
         return wpk_sink_fail(s, WPACK_E_BOUNDS,
@@ -134,9 +132,9 @@ static int open_data(wpk_sink *s, const char *dir, const mf_tensor *t, int *fd)
     return WPACK_OK;
 }
 
-static int pack_one(wpk_sink *s, const char *dir, const mf_tensor *t, uint8_t *buf)
+static int pack_one(wpk_sink *s, int dirfd, const char *dir, const mf_tensor *t, uint8_t *buf)
 {
-    int fd, rc = open_data(s, dir, t, &fd);
+    int fd, rc = open_data(s, dirfd, dir, t, &fd);
     if (rc)
         return rc;
     size_t es = wpack_dtype_size(t->dtype);
@@ -269,40 +267,121 @@ int manifest_parse_buffer(const char *buf, size_t len, mf_manifest *m, char *err
 
 int manifest_parse_file(const char *path, mf_manifest *m, char *err, size_t errlen)
 {
-    json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    int code;
+    json_t *root = wpk_json_load_input(path, "manifest", &code, err, errlen);
     memset(m, 0, sizeof *m);
     if (!root)
-        return mf_fail(err, errlen, WPACK_E_INPUT, "manifest JSON: %s (line %d)", je.text, je.line);
+        return code;
     return parse_root(root, m, err, errlen);
+}
+
+/* The directory part of path ("." when none), malloc'ed. */
+static char *dir_of(const char *path)
+{
+    char *dir = strdup(path);
+    if (!dir)
+        return NULL;
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = 0;
+    else if (slash)
+        *slash = 0;
+    else
+        strcpy(dir, ".");
+    return dir;
+}
+
+static int by_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+uint64_t manifest_input_bytes(const char *path, int follow)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    uint64_t total = (uint64_t)st.st_size;
+    char err[300];
+    int code;
+    json_t *root = wpk_json_load_input(path, "manifest", &code, err, sizeof err);
+    char *dir = root ? dir_of(path) : NULL;
+    int dirfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    const char **files = NULL;
+    size_t n = 0;
+    mf_manifest m = {0};
+    if (dirfd < 0) {
+        /* no directory: the JSON's own size */
+    } else if (json_is_object(root) && json_object_get(root, "weight_map") &&
+               !json_object_get(root, "tensors")) {
+        if (st_index_check(root, &files, &n, err, sizeof err) != WPACK_OK)
+            n = 0;
+    } else {
+        int ok = parse_root(root, &m, err, sizeof err) == WPACK_OK;
+        root = NULL; /* parse_root took it over (and freed it on failure) */
+        files = ok ? malloc((m.ntensors ? m.ntensors : 1) * sizeof *files) : NULL;
+        for (size_t i = 0; files && i < m.ntensors; i++)
+            files[n++] = m.tensors[i].file;
+        if (files) { /* each data file once */
+            qsort(files, n, sizeof *files, by_cstr);
+            size_t u = 0;
+            for (size_t i = 0; i < n; i++)
+                if (!u || strcmp(files[u - 1], files[i]) != 0)
+                    files[u++] = files[i];
+            n = u;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (fstatat(dirfd, files[i], &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode))
+            total += (uint64_t)st.st_size;
+    free(files);
+    manifest_free(&m);
+    json_decref(root);
+    if (dirfd >= 0)
+        close(dirfd);
+    free(dir);
+    return total;
 }
 
 int manifest_pack_file(wpk_sink *s, const char *path)
 {
     char err[900];
-    mf_manifest m;
-    int rc = manifest_parse_file(path, &m, err, sizeof err);
-    if (rc)
-        return wpk_sink_fail(s, rc, "%s", err);
-    uint8_t *buf = NULL;
-    char *dir = strdup(path);
-    if (!dir) {
-        rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
-        goto out;
+    int code;
+    json_t *root = wpk_json_load_input(path, "manifest", &code, err, sizeof err);
+    if (!root)
+        return wpk_sink_fail(s, code, "%s", err);
+    char *dir = dir_of(path);
+    int dirfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (dirfd < 0) {
+        int rc = dir ? wpk_sink_fail(s, WPACK_E_IO, "cannot open the directory %s: %s", dir,
+                                     strerror(errno))
+                     : wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+        free(dir);
+        json_decref(root);
+        return rc;
     }
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    else
-        strcpy(dir, ".");
-    buf = malloc(MF_PIECE);
+    int rc;
+    /* A Hugging Face model.safetensors.index.json is JSON too: its shards. */
+    if (json_is_object(root) && json_object_get(root, "weight_map") &&
+        !json_object_get(root, "tensors")) {
+        rc = st_index_pack(s, root, dirfd, dir);
+        json_decref(root);
+        goto out_dir;
+    }
+    mf_manifest m;
+    if ((rc = parse_root(root, &m, err, sizeof err))) {
+        rc = wpk_sink_fail(s, rc, "%s", err);
+        goto out_dir;
+    }
+    uint8_t *buf = malloc(MF_PIECE);
     if (!buf) {
         rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < m.ntensors; i++) {
         int fd;
-        if ((rc = open_data(s, dir, &m.tensors[i], &fd)))
+        if ((rc = open_data(s, dirfd, dir, &m.tensors[i], &fd)))
             goto out;
         close(fd);
     }
@@ -310,11 +389,13 @@ int manifest_pack_file(wpk_sink *s, const char *path)
         if ((rc = put_meta(s, &m.meta[i])))
             goto out;
     for (size_t i = 0; i < m.ntensors; i++)
-        if ((rc = pack_one(s, dir, &m.tensors[i], buf)))
+        if ((rc = pack_one(s, dirfd, dir, &m.tensors[i], buf)))
             goto out;
 out:
     free(buf);
-    free(dir);
     manifest_free(&m);
+out_dir:
+    close(dirfd);
+    free(dir);
     return rc;
 }

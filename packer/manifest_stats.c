@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "import.h"
 #include "internal.h"
 #include "manifest_stats.h"
 
@@ -234,12 +235,10 @@ int stats_load_buffer(wpack_writer *w, const char *buf, size_t len, char *err, s
 
 int stats_load_file(wpack_writer *w, const char *path, char *err, size_t errlen)
 {
-    json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        wpk_fmt(err, errlen, "%s: stats JSON: %s (line %d)", path, je.text, je.line);
-        return WPACK_E_STATS;
-    }
+    int code; /* wpk_json_load_input: a FIFO or a device is refused, without blocking */
+    json_t *root = wpk_json_load_input(path, "stats", &code, err, errlen);
+    if (!root)
+        return code == WPACK_E_INPUT ? WPACK_E_STATS : code;
     int rc = load(w, root, err, errlen);
     json_decref(root);
     return rc;

@@ -270,26 +270,17 @@ int npy_pack_file_buffered(wpack_writer *w, const char *name, const char *path,
     if (errlen)
         err[0] = 0;
 
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Non-blocking, regular files only: a FIFO named NAME.npy must not hang. */
+    struct stat st;
+    int code, fd = wpk_open_input(AT_FDCWD, path, 0, &st, &code, msg, sizeof msg);
     if (fd < 0) {
-        wpk_fmt(err, errlen, "%s: cannot open: %s", qpath, strerror(errno));
-        return WPACK_E_IO;
+        wpk_fmt(err, errlen, "%s: %s", qpath, msg);
+        return code;
     }
     int rc = WPACK_OK;
     uint8_t *hbuf = NULL;
     void *map = MAP_FAILED;
     size_t map_len = 0;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        wpk_fmt(err, errlen, "%s: cannot stat: %s", qpath, strerror(errno));
-        rc = WPACK_E_IO;
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        wpk_fmt(err, errlen, "%s: not a regular file", qpath);
-        rc = WPACK_E_INPUT;
-        goto out;
-    }
     uint64_t size = (uint64_t)st.st_size;
 
     /* The preamble says how long the header is; then read and parse it. */

@@ -110,6 +110,124 @@ static int parse_tensor(const char *name, json_t *v, st_tensor *t, char *err, si
     return WPACK_OK;
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* One member of the header's top-level object: the key's and the value's
+ * byte ranges (the key with its quotes). */
+typedef struct {
+    size_t kbeg, kend, vbeg, vend;
+} hdr_member;
+
+static int is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* End of the string starting at the quote at p (one past its closing quote),
+ * or 0 when it does not close. Escapes are checked by jansson later. */
+static size_t string_end(const char *h, size_t n, size_t p)
+{
+    for (size_t i = p + 1; i < n; i++) {
+        if (h[i] == '\\')
+            i++;
+        else if (h[i] == '"')
+            return i + 1;
+    }
+    return 0;
+}
+
+/* End of the value starting at p: a string, an object or array (brackets
+ * counted outside strings), or a scalar up to the next delimiter. */
+static size_t value_end(const char *h, size_t n, size_t p)
+{
+    if (p >= n)
+        return 0;
+    if (h[p] == '"')
+        return string_end(h, n, p);
+    if (h[p] != '{' && h[p] != '[') {
+        size_t i = p;
+        while (i < n && !is_ws(h[i]) && h[i] != ',' && h[i] != '}' && h[i] != ']')
+            i++;
+        return i > p ? i : 0;
+    }
+    size_t depth = 0;
+    for (size_t i = p; i < n; i++) {
+        if (h[i] == '"') {
+            size_t e = string_end(h, n, i);
+            if (!e)
+                return 0;
+            i = e - 1;
+        } else if (h[i] == '{' || h[i] == '[') {
+            depth++;
+        } else if (h[i] == '}' || h[i] == ']') {
+            if (--depth == 0)
+                return i + 1;
+        }
+    }
+    return 0;
+}
+
+/* The next member of the top-level object from *pos (just after '{' or the
+ * previous value): 1 and its ranges, 0 at the closing '}' (only whitespace
+ * may follow), or minus an error code with the message. */
+static int hdr_next(const char *h, size_t n, size_t *pos, int first, hdr_member *m, char *err,
+                    size_t errlen)
+{
+    size_t p = *pos;
+    while (p < n && is_ws(h[p]))
+        p++;
+    if (p < n && h[p] == '}') {
+        for (p++; p < n && is_ws(h[p]); p++)
+            ;
+        if (p != n)
+            return -st_fail(err, errlen, WPACK_E_INPUT,
+                            "header JSON: end of file expected (at byte %zu of the header)", p);
+        return 0;
+    }
+    if (!first) {
+        if (p >= n || h[p] != ',')
+            return -st_fail(err, errlen, WPACK_E_INPUT,
+                            "header JSON: ',' or '}' expected (at byte %zu of the header)", p);
+        for (p++; p < n && is_ws(h[p]); p++)
+            ;
+    }
+    if (p >= n || h[p] != '"' || !(m->kend = string_end(h, n, p)))
+        return -st_fail(err, errlen, WPACK_E_INPUT,
+                        "header JSON: string or '}' expected (at byte %zu of the header)", p);
+    m->kbeg = p;
+    for (p = m->kend; p < n && is_ws(h[p]); p++)
+        ;
+    if (p >= n || h[p] != ':')
+        return -st_fail(err, errlen, WPACK_E_INPUT,
+                        "header JSON: ':' expected (at byte %zu of the header)", p);
+    for (p++; p < n && is_ws(h[p]); p++)
+        ;
+    m->vbeg = p;
+    if (!(m->vend = value_end(h, n, p)))
+        return -st_fail(err, errlen, WPACK_E_INPUT,
+                        "header JSON: unterminated value (at byte %zu of the header)", p);
+    *pos = m->vend;
+    return 1;
+}
+
+/* jansson on the bytes [b, e) of the header (a key or a value). */
+static json_t *hdr_json(const char *h, size_t b, size_t e, size_t flags, char *err, size_t errlen,
+                        int *rc)
+{
+    json_error_t je;
+    json_t *j = json_loadb(h + b, e - b, flags | JSON_DECODE_ANY, &je);
+    if (!j) {
+        int dup = strstr(je.text, "duplicate") != NULL;
+        *rc = st_fail(err, errlen, dup ? WPACK_E_DUPLICATE : WPACK_E_INPUT,
+                      "header JSON: %s (at byte %zu of the header)", je.text,
+                      b + (size_t)(je.position > 0 ? je.position : 0));
+    }
+    return j;
+}
+
 int st_scan_buffer(const uint8_t *buf, size_t len, st_visit_fn fn, void *user, char *err,
                    size_t errlen)
 {
@@ -127,38 +245,89 @@ int st_scan_buffer(const uint8_t *buf, size_t len, st_visit_fn fn, void *user, c
                        (unsigned long long)n, len);
     if (n < 2 || buf[8] != '{')
         return st_fail(err, errlen, WPACK_E_INPUT, "header does not start with '{'");
-    json_error_t je;
-    json_t *root = json_loadb((const char *)buf + 8, (size_t)n,
-                              JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        int dup = strstr(je.text, "duplicate") != NULL;
-        return st_fail(err, errlen, dup ? WPACK_E_DUPLICATE : WPACK_E_INPUT,
-                       "header JSON: %s (at byte %d of the header)", je.text, je.position);
-    }
+    /* The header is walked member by member (hdr_next): only one tensor's
+     * JSON tree exists at a time, so memory is the tensor table and the
+     * names, not a tree of the whole header (300,000 tensors took 427 MB). */
+    const char *h = (const char *)buf + 8;
+    size_t pos = 1, nt = 0, cap = 0, used = 0;
     int rc = WPACK_OK;
     st_tensor *ts = NULL;
-    if (!json_is_object(root)) {
-        rc = st_fail(err, errlen, WPACK_E_INPUT, "header is not a JSON object");
-        goto out;
-    }
-    size_t count = json_object_size(root), nt = 0;
-    ts = calloc(count ? count : 1, sizeof *ts);
-    if (!ts) {
+    json_t *meta = NULL;
+    char *names = malloc((size_t)n); /* decoded keys are shorter than the header */
+    if (!names) {
         rc = st_fail(err, errlen, WPACK_E_NOMEM, "out of memory");
         goto out;
     }
-    json_t *meta = NULL;
-    const char *key;
-    json_t *v;
-    json_object_foreach(root, key, v) {
+    for (int first = 1;; first = 0) {
+        hdr_member mb = {0, 0, 0, 0};
+        int more = hdr_next(h, (size_t)n, &pos, first, &mb, err, errlen);
+        if (more < 0) {
+            rc = -more;
+            goto out;
+        }
+        if (!more)
+            break;
+        json_t *v = hdr_json(h, mb.vbeg, mb.vend, JSON_REJECT_DUPLICATES, err, errlen, &rc);
+        json_t *k = v ? hdr_json(h, mb.kbeg, mb.kend, 0, err, errlen, &rc) : NULL;
+        if (!k) {
+            json_decref(v);
+            goto out;
+        }
+        const char *key = json_string_value(k);
+        size_t klen = json_string_length(k);
         if (strcmp(key, "__metadata__") == 0) {
+            if (meta) {
+                rc = st_fail(err, errlen, WPACK_E_DUPLICATE,
+                             "header JSON: duplicate object key '__metadata__'");
+                json_decref(k);
+                json_decref(v);
+                goto out;
+            }
             meta = v;
+            json_decref(k);
             continue;
         }
-        if ((rc = parse_tensor(key, v, &ts[nt], err, errlen)))
+        if (nt == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            st_tensor *t2 = realloc(ts, nc * sizeof *ts);
+            if (!t2) {
+                rc = st_fail(err, errlen, WPACK_E_NOMEM, "out of memory");
+                json_decref(k);
+                json_decref(v);
+                goto out;
+            }
+            ts = t2;
+            cap = nc;
+        }
+        memcpy(names + used, key, klen + 1);
+        rc = parse_tensor(names + used, v, &ts[nt], err, errlen);
+        used += klen + 1;
+        json_decref(k);
+        json_decref(v);
+        if (rc)
             goto out;
         nt++;
     }
+    /* Duplicate names (the whole-header parse found them before). */
+    if (nt > 1) {
+        const char **byname = malloc(nt * sizeof *byname);
+        if (!byname) {
+            rc = st_fail(err, errlen, WPACK_E_NOMEM, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < nt; i++)
+            byname[i] = ts[i].name;
+        qsort(byname, nt, sizeof *byname, cmp_name);
+        for (size_t i = 1; i < nt && !rc; i++)
+            if (strcmp(byname[i - 1], byname[i]) == 0)
+                rc = st_fail(err, errlen, WPACK_E_DUPLICATE,
+                             "header JSON: duplicate object key '%.100s'", byname[i]);
+        free(byname);
+        if (rc)
+            goto out;
+    }
+    const char *key;
+    json_t *v;
     if (meta) {
         if (!json_is_object(meta)) {
             rc = st_fail(err, errlen, WPACK_E_INPUT, "__metadata__ is not an object");
@@ -206,6 +375,7 @@ int st_scan_buffer(const uint8_t *buf, size_t len, st_visit_fn fn, void *user, c
     }
 out:
     free(ts);
-    json_decref(root);
+    free(names);
+    json_decref(meta);
     return rc;
 }

@@ -9,6 +9,7 @@
 typedef struct {
     wpk_sink *s;
     const wpk_mapped *m;
+    int with_meta;
 } st_packer;
 
 static int visit(void *user, const st_item *it)
@@ -16,7 +17,7 @@ static int visit(void *user, const st_item *it)
     st_packer *sp = user;
     wpk_sink *s = sp->s;
     if (it->is_meta)
-        return wpk_sink_meta_string(s, it->name, it->value);
+        return sp->with_meta ? wpk_sink_meta_string(s, it->name, it->value) : WPACK_OK;
     int rc = wpk_sink_begin(s, it->name, it->dtype, it->rank, it->dims);
     for (uint64_t done = 0; !rc && done < it->nbytes;) {
         size_t k = it->nbytes - done < ST_PIECE ? (size_t)(it->nbytes - done) : ST_PIECE;
@@ -28,18 +29,24 @@ static int visit(void *user, const st_item *it)
     return rc ? rc : wpk_sink_end(s);
 }
 
+int safetensors_pack_mapped(wpk_sink *s, const wpk_mapped *m, int with_meta)
+{
+    st_packer sp = {.s = s, .m = m, .with_meta = with_meta};
+    char err[1024];
+    s->err[0] = 0;
+    int rc = st_scan_buffer(m->p, m->len, visit, &sp, err, sizeof err);
+    if (rc && !s->err[0])
+        wpk_sink_fail(s, rc, "%s", err);
+    return rc;
+}
+
 int safetensors_pack_file(wpk_sink *s, const char *path)
 {
     wpk_mapped m;
     int rc = wpk_map_file(s, path, &m);
     if (rc)
         return rc;
-    st_packer sp = {.s = s, .m = &m};
-    char err[1024];
-    s->err[0] = 0;
-    rc = st_scan_buffer(m.p, m.len, visit, &sp, err, sizeof err);
-    if (rc && !s->err[0])
-        wpk_sink_fail(s, rc, "%s", err);
+    rc = safetensors_pack_mapped(s, &m, 1);
     wpk_unmap_file(&m);
     return rc;
 }

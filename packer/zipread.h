@@ -9,7 +9,8 @@
  * Checked: end-of-central-directory record and its zip64 twin, every
  * central and local header inside the buffer, sizes (zip64 extra fields
  * included) inside the buffer, no encrypted entries, no names that are empty,
- * absolute, hold "..", "\\" or NUL, no symlinks, no duplicate names, an
+ * absolute, hold "..", "\\" or NUL, no symlinks, no duplicate names, no
+ * two entries sharing bytes (overlapping local header + data ranges), an
  * entry count and a name length bound.
  */
 #ifndef WPACK_PACKER_ZIPREAD_H

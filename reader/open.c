@@ -62,6 +62,12 @@ int wpack_open_memory(wpack_archive **out, const void *buf, size_t len, unsigned
 
 int wpack_open_file(wpack_archive **out, const char *path, unsigned flags)
 {
+    return wpk_open_at(out, AT_FDCWD, path, path, flags, 0);
+}
+
+int wpk_open_at(wpack_archive **out, int dirfd, const char *name, const char *path,
+                unsigned flags, unsigned input_flags)
+{
     wpack_archive *ar = new_handle();
     *out = ar;
     if (!ar)
@@ -69,19 +75,13 @@ int wpack_open_file(wpack_archive **out, const char *path, unsigned flags)
     ar->path = strdup(path);
     if (!ar->path)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return wpk_fail(ar, WPACK_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    ar->open_flags = flags;
+    /* Non-blocking and regular files only: a FIFO must not hang the open. */
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return wpk_fail(ar, WPACK_E_IO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return wpk_fail(ar, WPACK_E_IO, "%s: not a regular file", path);
-    }
+    char msg[400];
+    int code, fd = wpk_open_input(dirfd, name, input_flags, &st, &code, msg, sizeof msg);
+    if (fd < 0)
+        return wpk_fail(ar, code, "%s: %s", path, msg);
     if ((uint64_t)st.st_size > SIZE_MAX) {
         close(fd);
         return wpk_fail(ar, WPACK_E_IO, "%s: too large to map", path);

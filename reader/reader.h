@@ -19,6 +19,7 @@ struct wpack_archive {
     pthread_mutex_t err_lock;   /* verify may report from several threads */
 
     char *path;                 /* wpack_open_file's path (shards are relative to it) */
+    unsigned open_flags;        /* WPACK_OPEN_* given at open */
     struct wpack_archive **shards;
     uint32_t nshards;
     char **shard_paths;
@@ -78,6 +79,10 @@ int wpk_order_check(wpack_archive *ar, const uint8_t *prev, uint64_t prev_len,
 int wpk_check_meta(wpack_archive *ar);
 /* A sharded set's manifest: open and cross-check every shard (shards.c). */
 int wpk_check_shards(wpack_archive *ar);
+/* wpack_open_file of name relative to dirfd (path: its name for messages
+ * and ar->path), opened with wpk_open_input(input_flags). */
+int wpk_open_at(wpack_archive **out, int dirfd, const char *name, const char *path,
+                unsigned flags, unsigned input_flags);
 void wpk_close_shards(wpack_archive *ar);
 /* A zstd entry's codec_param, aux (decoded checksum + seek table) and
  * stored length agree with its logical size (decode.c). */

@@ -1,8 +1,12 @@
 /* shards.c - sharded sets: a manifest archive whose external entries point
  * into shard archives (spec: Sharded sets). The shards are opened and
  * validated with the manifest, so after open every view is safe. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bytes.h"
 #include "reader.h"
@@ -34,19 +38,94 @@ static int shard_array(wpack_archive *ar, const char *key, int elem, uint64_t *n
     return WPACK_OK;
 }
 
-/* Shard paths are file names next to the manifest: no directories, no "..". */
-static int shard_path(wpack_archive *ar, const char *name, char **out)
+/* Shard names are file names next to the manifest: no directories, no "..". */
+static int shard_name_ok(wpack_archive *ar, const char *name)
 {
     if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return wpk_fail(ar, WPACK_E_SHARD, "sharded set: shard name '%s' is not a plain file name", name);
-    const char *slash = strrchr(ar->path, '/');
-    size_t dir = slash ? (size_t)(slash - ar->path) + 1 : 0;
+    return WPACK_OK;
+}
+
+/* The manifest's directory as a prefix of shard paths ("" or "dir/"). */
+static size_t dir_len(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? (size_t)(slash - path) + 1 : 0;
+}
+
+static int shard_path(wpack_archive *ar, const char *name, char **out)
+{
+    size_t dir = dir_len(ar->path);
     *out = malloc(dir + strlen(name) + 1);
     if (!*out)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
     memcpy(*out, ar->path, dir);
     strcpy(*out + dir, name);
     return WPACK_OK;
+}
+
+typedef struct {
+    const char *name;
+    uint64_t dev, ino;
+    uint32_t slot;
+} shard_key;
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const shard_key *)a)->name, ((const shard_key *)b)->name);
+}
+
+static int by_file(const void *a, const void *b)
+{
+    const shard_key *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* Each shard is a distinct file (spec: Sharded sets): a set naming one file
+ * in many slots would map it once per slot (65,536 maps of one small file
+ * exhaust vm.max_map_count and memory), so it is refused before anything is
+ * opened, by name and then by device and inode (hard links, and symlinks
+ * when they are followed). */
+static int distinct_shards(wpack_archive *ar, int dirfd, const wpack_meta *names, uint64_t n)
+{
+    shard_key *k = calloc((size_t)n, sizeof *k);
+    if (!k)
+        return wpk_fail(ar, WPACK_E_NOMEM, "out of memory for %llu shards", (unsigned long long)n);
+    int rc = WPACK_OK;
+    int nofollow = !(ar->open_flags & WPACK_OPEN_FOLLOW_LINKS);
+    for (uint64_t s = 0; s < n && rc == WPACK_OK; s++) {
+        wpack_meta e;
+        wpack_meta_elem(ar, names, s, &e);
+        k[s].name = e.str;
+        k[s].slot = (uint32_t)s;
+        struct stat st;
+        /* A name that cannot be stat'ed fails at its open, with the reason. */
+        if ((rc = shard_name_ok(ar, e.str)) == WPACK_OK &&
+            fstatat(dirfd, e.str, &st, nofollow ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
+            S_ISREG(st.st_mode)) {
+            k[s].dev = (uint64_t)st.st_dev;
+            k[s].ino = (uint64_t)st.st_ino;
+        }
+    }
+    if (rc == WPACK_OK) {
+        qsort(k, (size_t)n, sizeof *k, by_name);
+        for (uint64_t s = 1; s < n && rc == WPACK_OK; s++)
+            if (strcmp(k[s - 1].name, k[s].name) == 0)
+                rc = wpk_fail(ar, WPACK_E_SHARD, "sharded set: shard '%s' is listed twice (slots %u and %u)",
+                              k[s].name, k[s - 1].slot, k[s].slot);
+    }
+    if (rc == WPACK_OK) {
+        qsort(k, (size_t)n, sizeof *k, by_file);
+        for (uint64_t s = 1; s < n && rc == WPACK_OK; s++)
+            if (k[s].ino && k[s - 1].dev == k[s].dev && k[s - 1].ino == k[s].ino)
+                rc = wpk_fail(ar, WPACK_E_SHARD,
+                              "sharded set: shards '%s' and '%s' are the same file (links to one file)",
+                              k[s - 1].name, k[s].name);
+    }
+    free(k);
+    return rc;
 }
 
 /* External entry i must name a like data entry of its shard. */
@@ -96,35 +175,58 @@ int wpk_check_shards(wpack_archive *ar)
         rc = shard_array(ar, "wpack.shard_index_xxh3", WPACK_META_I64, &n, &sums);
     if (rc)
         return rc;
-    ar->shards = calloc((size_t)n, sizeof *ar->shards);
-    ar->shard_paths = calloc((size_t)n, sizeof *ar->shard_paths);
-    if (!ar->shards || !ar->shard_paths)
-        return wpk_fail(ar, WPACK_E_NOMEM, "out of memory for %llu shards", (unsigned long long)n);
-    for (uint64_t s = 0; s < n; s++) {
+    /* Shard names are resolved in the manifest's directory, without
+     * following links unless the caller asked (WPACK_OPEN_FOLLOW_LINKS). */
+    char *dir = strndup(ar->path, dir_len(ar->path));
+    if (!dir)
+        return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
+    int dirfd = open(*dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        rc = wpk_fail(ar, WPACK_E_SHARD, "sharded set: cannot open the directory '%s': %s",
+                      *dir ? dir : ".", strerror(errno));
+        free(dir);
+        return rc;
+    }
+    free(dir);
+    rc = distinct_shards(ar, dirfd, &names, n);
+    if (rc == WPACK_OK) {
+        ar->shards = calloc((size_t)n, sizeof *ar->shards);
+        ar->shard_paths = calloc((size_t)n, sizeof *ar->shard_paths);
+        if (!ar->shards || !ar->shard_paths)
+            rc = wpk_fail(ar, WPACK_E_NOMEM, "out of memory for %llu shards", (unsigned long long)n);
+    }
+    unsigned input_flags = ar->open_flags & WPACK_OPEN_FOLLOW_LINKS ? 0 : WPK_INPUT_NOFOLLOW;
+    for (uint64_t s = 0; s < n && rc == WPACK_OK; s++) {
         wpack_meta e, len, sum;
         wpack_meta_elem(ar, &names, s, &e);
         wpack_meta_elem(ar, &lengths, s, &len);
         wpack_meta_elem(ar, &sums, s, &sum);
         char *path;
         if ((rc = shard_path(ar, e.str, &path)))
-            return rc;
+            break;
         ar->shard_paths[s] = path;
         ar->nshards = (uint32_t)s + 1;
         wpack_archive *sh;
         opening_shard = 1;
-        int src = wpack_open_file(&sh, path, 0);
+        int src = wpk_open_at(&sh, dirfd, e.str, path, 0, input_flags);
         opening_shard = 0;
         ar->shards[s] = sh;
-        if (src != WPACK_OK)
-            return wpk_fail(ar, WPACK_E_SHARD, "shard %llu: %s", (unsigned long long)s,
-                            sh ? wpack_errmsg(sh) : "out of memory");
-        if (sh->info.file_length != (uint64_t)len.i64 || sh->info.index_checksum != (uint64_t)sum.i64)
-            return wpk_fail(ar, WPACK_E_SHARD,
-                            "shard %s changed: %llu bytes, index xxh3 %016llx; the manifest says "
-                            "%llu bytes, %016llx", path, (unsigned long long)sh->info.file_length,
-                            (unsigned long long)sh->info.index_checksum,
-                            (unsigned long long)len.i64, (unsigned long long)sum.i64);
+        if (src != WPACK_OK) {
+            /* A FIFO or a link keeps its own code: what to change is the file. */
+            int code = src == WPACK_E_FILE_TYPE ? src : WPACK_E_SHARD;
+            rc = wpk_fail(ar, code, "shard %llu: %s", (unsigned long long)s,
+                          sh ? wpack_errmsg(sh) : "out of memory");
+        } else if (sh->info.file_length != (uint64_t)len.i64 ||
+                   sh->info.index_checksum != (uint64_t)sum.i64)
+            rc = wpk_fail(ar, WPACK_E_SHARD,
+                          "shard %s changed: %llu bytes, index xxh3 %016llx; the manifest says "
+                          "%llu bytes, %016llx", path, (unsigned long long)sh->info.file_length,
+                          (unsigned long long)sh->info.index_checksum,
+                          (unsigned long long)len.i64, (unsigned long long)sum.i64);
     }
+    close(dirfd);
+    if (rc)
+        return rc;
     for (uint64_t i = 0; i < ar->info.entry_count; i++) {
         const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
         if (r[WPK_E_KIND_OFF] == WPACK_KIND_EXTERNAL && (rc = check_external(ar, i)))

@@ -538,7 +538,7 @@ static void test_open_errors_name_the_file(void)
     wpack_close(ar);
     CHECK(wpack_open_memory(&ar, "hello", 5, 0) == WPACK_E_BAD_MAGIC, "short garbage");
     wpack_close(ar);
-    CHECK(wpack_open_file(&ar, dir, 0) == WPACK_E_IO, "a directory");
+    CHECK(wpack_open_file(&ar, dir, 0) == WPACK_E_FILE_TYPE, "a directory: not a regular file");
     wpack_close(ar);
     CHECK(strcmp(wpack_error_name(WPACK_E_TRUNCATED), "WPACK_E_TRUNCATED") == 0, "names");
     CHECK(strcmp(wpack_error_name(12345), "WPACK_E_UNKNOWN") == 0, "unknown");

@@ -1219,7 +1219,7 @@ static void test_pack_bad_files(void)
           p.err);
     packed_free(&p);
     pack_one(tmpdir, 0, 0, &p);
-    CHECK(p.rc == WPACK_E_INPUT && strstr(p.err, "not a regular file"), "rc %d %s", p.rc,
+    CHECK(p.rc == WPACK_E_FILE_TYPE && strstr(p.err, "not a regular file"), "rc %d %s", p.rc,
           p.err);
     packed_free(&p);
 }

@@ -1,0 +1,101 @@
+/*
+ * input_file.c - opening, mapping and loading the files an importer reads,
+ * always through wpk_open_input (format/open_input.c): a FIFO or a device
+ * is refused without blocking, and links are refused where the caller says.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bytes.h"
+#include "import.h"
+#include "internal.h"
+
+int wpk_open_in(wpk_sink *s, int dirfd, const char *name, unsigned flags, const char *label,
+                struct stat *st)
+{
+    char msg[600];
+    int code, fd = wpk_open_input(dirfd, name, flags, st, &code, msg, sizeof msg);
+    if (fd < 0)
+        return -(label ? wpk_sink_fail(s, code, "%s: %s", label, msg)
+                       : wpk_sink_fail(s, code, "%s", msg));
+    return fd;
+}
+
+int wpk_map_at(wpk_sink *s, int dirfd, const char *name, unsigned flags, const char *label,
+               wpk_mapped *m)
+{
+    m->p = NULL;
+    m->len = 0;
+    struct stat st;
+    int fd = wpk_open_in(s, dirfd, name, flags, label, &st);
+    if (fd < 0)
+        return -fd;
+    const char *pre = label ? label : "", *sep = label ? ": " : "";
+    if ((uint64_t)st.st_size > SIZE_MAX) {
+        close(fd);
+        return wpk_sink_fail(s, WPACK_E_LIMIT, "%s%sfile too large to map", pre, sep);
+    }
+    if (st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return wpk_sink_fail(s, WPACK_E_IO, "%s%scannot map: %s", pre, sep, strerror(e));
+        }
+        m->p = p;
+        m->len = (size_t)st.st_size;
+    }
+    close(fd);
+    return WPACK_OK;
+}
+
+int wpk_map_file(wpk_sink *s, const char *path, wpk_mapped *m)
+{
+    return wpk_map_at(s, AT_FDCWD, path, 0, NULL, m);
+}
+
+void wpk_unmap_file(wpk_mapped *m)
+{
+    if (m->p && m->len)
+        munmap((void *)m->p, m->len);
+    m->p = NULL;
+    m->len = 0;
+}
+
+void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0 || !m->p || !wpk_in_bounds(off, len, m->len))
+        return;
+    uint64_t a = (off + (uint64_t)pg - 1) / (uint64_t)pg * (uint64_t)pg;
+    uint64_t b = (off + len) / (uint64_t)pg * (uint64_t)pg;
+    if (b > a)
+        madvise((void *)(m->p + a), (size_t)(b - a), MADV_DONTNEED);
+}
+
+/* The JSON document of an input file (opened with the input rules), or NULL
+ * with a message. */
+void *wpk_json_load_input(const char *path, const char *what, int *code, char *err,
+                          size_t errlen)
+{
+    struct stat st;
+    char msg[400];
+    int fd = wpk_open_input(AT_FDCWD, path, 0, &st, code, msg, sizeof msg);
+    if (fd < 0) {
+        wpk_fmt(err, errlen, "%s: %s", path, msg);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+    close(fd);
+    if (!root) {
+        *code = WPACK_E_INPUT;
+        wpk_fmt(err, errlen, "%s: %s JSON: %s (line %d)", path, what, je.text, je.line);
+    }
+    return root;
+}
