@@ -29,9 +29,12 @@ int cmd_cast(int argc, char **argv);
  * where> [WPACK_E_CODE]", free the handle and return NULL. */
 wpack_archive *cli_open(const char *path);
 
-/* "wpack: <message>" on stderr. */
+/* "wpack: <message>" on stderr, the message escaped (cli_text_escape). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* One line of text output holding untrusted text (names, paths, values):
+ * the formatted text escaped as a whole (cli_text_escape), then "\n". */
+void cli_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The resolver's diagnostics callback: errors and warnings as above, notes
  * ("wpack: note: ...") unless *(int *)quiet is set. */
 void cli_on_diag(void *quiet, int severity, const char *message);

@@ -9,10 +9,10 @@
 #include "cli.h"
 #include "internal.h"
 
-/* "wpack: <tag><message>\n" on stderr, the formatted message escaped as a
+/* prefix + the formatted message + "\n" on f, the message escaped as a
  * whole (cli_text_escape): names and values that messages echo, ours or the
  * library's, reach the terminal as text, never as control sequences. */
-static void vmessage(const char *tag, const char *fmt, va_list ap)
+static void vline(FILE *f, const char *prefix, const char *fmt, va_list ap)
 {
     char small[1024], *msg = small;
     va_list again;
@@ -23,9 +23,9 @@ static void vmessage(const char *tag, const char *fmt, va_list ap)
     else if (n >= (int)sizeof small)
         msg = small, n = (int)sizeof small - 1; /* out of memory: the message cut */
     va_end(again);
-    fprintf(stderr, "wpack: %s", tag);
-    cli_text_escape(stderr, msg, n > 0 ? (size_t)n : 0);
-    fputc('\n', stderr);
+    fputs(prefix, f);
+    cli_text_escape(f, msg, n > 0 ? (size_t)n : 0);
+    fputc('\n', f);
     if (msg != small)
         free(msg);
 }
@@ -34,7 +34,7 @@ void cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vmessage("", fmt, ap);
+    vline(stderr, "wpack: ", fmt, ap);
     va_end(ap);
 }
 
@@ -42,7 +42,15 @@ void cli_warn(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vmessage("warning: ", fmt, ap);
+    vline(stderr, "wpack: warning: ", fmt, ap);
+    va_end(ap);
+}
+
+void cli_line(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vline(f, "", fmt, ap);
     va_end(ap);
 }
 
@@ -52,11 +60,8 @@ void cli_on_diag(void *quiet, int severity, const char *message)
         cli_error("%s", message);
     else if (severity == WPACK_DIAG_WARNING)
         cli_warn("%s", message);
-    else if (!*(const int *)quiet) {
-        fputs("wpack: note: ", stderr);
-        cli_text_escape(stderr, message, strlen(message));
-        fputc('\n', stderr);
-    }
+    else if (!*(const int *)quiet)
+        cli_line(stderr, "wpack: note: %s", message);
 }
 
 wpack_archive *cli_open(const char *path)
@@ -230,8 +235,14 @@ void cli_progress_update(cli_progress *p, int force)
     cli_human_size(done, sizeof done, p->done_bytes);
     cli_human_size(total, sizeof total, p->total_bytes);
     int pct = p->total_bytes ? (int)(100.0 * (double)p->done_bytes / (double)p->total_bytes) : 100;
-    fprintf(stderr, "\r\033[K%3d%%  %s / %s  %llu/%llu tensors  %.60s", pct, done, total,
-            (unsigned long long)p->done_items, (unsigned long long)p->total_items, p->label);
+    fprintf(stderr, "\r\033[K%3d%%  %s / %s  %llu/%llu tensors  ", pct, done, total,
+            (unsigned long long)p->done_items, (unsigned long long)p->total_items);
+    /* the label is a tensor name: escaped, cut to about 60 bytes on a code point */
+    size_t n = strlen(p->label);
+    if (n > 60)
+        for (n = 60; n > 0 && ((unsigned char)p->label[n] & 0xc0) == 0x80;)
+            n--;
+    cli_text_escape(stderr, p->label, n);
     fflush(stderr);
 }
 
