@@ -29,9 +29,12 @@ int cmd_cast(int argc, char **argv);
  * where> [WPACK_E_CODE]", free the handle and return NULL. */
 wpack_archive *cli_open(const char *path);
 
-/* "wpack: <message>" on stderr. */
+/* "wpack: <message>" on stderr, the message escaped (cli_text_escape). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* One line of text output holding untrusted text (names, paths, values):
+ * the formatted text escaped as a whole (cli_text_escape), then "\n". */
+void cli_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The resolver's diagnostics callback: errors and warnings as above, notes
  * ("wpack: note: ...") unless *(int *)quiet is set. */
 void cli_on_diag(void *quiet, int severity, const char *message);
@@ -64,7 +67,17 @@ void cli_human_size(char *buf, size_t len, uint64_t bytes);
 /* "[4096, 4096]" */
 void cli_shape(char *buf, size_t len, unsigned rank, const uint64_t *dims);
 
-/* JSON string with escapes, quotes included. */
+/* Untrusted text for a terminal (text_escape.c): writes s[0..n) to f with
+ * every control character escaped (C0 and DEL as \x1b, C1 U+0080..U+009F
+ * as \u009b, bytes that are not valid UTF-8 as \xff), so a name or value
+ * cannot move the cursor, retitle the window or clear the screen. f == NULL
+ * only measures. Returns the columns written (one per code point or escape
+ * character). Used for every name, key, value and message in text output;
+ * --json output uses cli_json_string instead. */
+size_t cli_text_escape(FILE *f, const char *s, size_t n);
+
+/* JSON string with escapes, quotes included: '"', '\\', C0, DEL and C1
+ * as JSON escapes; a byte that is not valid UTF-8 becomes U+FFFD. */
 void cli_json_string(FILE *f, const char *s, size_t n);
 /* A double as JSON (non-finite becomes null). */
 void cli_json_number(FILE *f, double v);
@@ -80,6 +93,16 @@ typedef struct {
 void cli_progress_init(cli_progress *p, uint64_t total_bytes, uint64_t total_items, int quiet);
 void cli_progress_update(cli_progress *p, int force);
 void cli_progress_done(cli_progress *p);
+
+/* cli_select's rule (below) as a test on one name (entry, stats key, metadata key,
+ * name-map name): pattern "" or equal to name, or name under the module
+ * path pattern. */
+int cli_under(const char *pattern, const char *name);
+
+/* Natural display order (natural_order.c): digit runs compare as numbers,
+ * "layers.2" before "layers.10"; the rest bytewise. For showing lists to
+ * people only: the index order and every lookup stay bytewise. */
+int cli_natural_cmp(const char *a, const char *b);
 
 /* Entries that a user-given NAME_OR_PREFIX selects: an exact name (or a
  * name-map name), else every entry under the module prefix ("enc" selects

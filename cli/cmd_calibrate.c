@@ -203,9 +203,9 @@ int cmd_calibrate(int argc, char **argv)
         cli_error("%s", err);
     else
         for (size_t s = 0; s < ch.n; s++)
-            printf("%s: min %.9g max %.9g mean %.9g variance %.9g count %llu\n", ch.steps[s].path,
-                   recs[s].min[0], recs[s].max[0], recs[s].mean[0], recs[s].variance[0],
-                   (unsigned long long)recs[s].count);
+            cli_line(stdout, "%s: min %.9g max %.9g mean %.9g variance %.9g count %llu",
+                     ch.steps[s].path, recs[s].min[0], recs[s].max[0], recs[s].mean[0],
+                     recs[s].variance[0], (unsigned long long)recs[s].count);
     if (c.a)
         for (size_t s = 0; s < ch.n; s++) {
             free(c.a[s].edges);

@@ -585,8 +585,8 @@ int cmd_create(int argc, char **argv)
     if (!quiet) {
         char size[32];
         cli_human_size(size, sizeof size, l.bytes);
-        fprintf(stderr, "wrote %s: %llu tensors from %s of input\n", out,
-                (unsigned long long)count, size);
+        cli_line(stderr, "wrote %s: %llu tensors from %s of input", out,
+                 (unsigned long long)count, size);
     }
     rc = CLI_OK;
 done:

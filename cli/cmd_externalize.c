@@ -98,11 +98,11 @@ int cmd_externalize(int argc, char **argv)
     if (!quiet) {
         char size[64];
         cli_human_size(size, sizeof size, res.bytes_moved);
-        fprintf(stderr,
-                "wpack: moved %llu of %llu inline globals (%s) into %s; %llu kept inline, "
-                "%llu resource blobs dropped\n",
-                (unsigned long long)res.moved, (unsigned long long)res.globals, size, archive,
-                (unsigned long long)res.kept, (unsigned long long)res.resources_dropped);
+        cli_line(stderr,
+                 "wpack: moved %llu of %llu inline globals (%s) into %s; %llu kept inline, "
+                 "%llu resource blobs dropped",
+                 (unsigned long long)res.moved, (unsigned long long)res.globals, size, archive,
+                 (unsigned long long)res.kept, (unsigned long long)res.resources_dropped);
     }
     return CLI_OK;
 }

@@ -204,8 +204,8 @@ int cmd_extract(int argc, char **argv)
     if (!st.failed && !quiet) {
         char size[32];
         cli_human_size(size, sizeof size, st.bytes);
-        fprintf(stderr, "extracted %llu tensors (%s) to %s\n", (unsigned long long)st.files, size,
-                st.dir);
+        cli_line(stderr, "extracted %llu tensors (%s) to %s", (unsigned long long)st.files, size,
+                 st.dir);
     }
     return st.failed ? CLI_FAIL : CLI_OK;
 }

@@ -72,8 +72,8 @@ int cmd_verify(int argc, char **argv)
         char shards[48] = "";
         if (ns)
             snprintf(shards, sizeof shards, " in %u shard%s", ns, ns == 1 ? "" : "s");
-        printf("%s: OK: %" PRIu64 " tensors, %s of data%s, index xxh3 %016" PRIx64 "\n", path,
-               in.entry_count, size, shards, in.index_checksum);
+        cli_line(stdout, "%s: OK: %" PRIu64 " tensors, %s of data%s, index xxh3 %016" PRIx64, path,
+                 in.entry_count, size, shards, in.index_checksum);
     }
     wpack_close(ar);
     return bad ? CLI_FAIL : CLI_OK;

@@ -7,14 +7,34 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "internal.h"
+
+/* prefix + the formatted message + "\n" on f, the message escaped as a
+ * whole (cli_text_escape): names and values that messages echo, ours or the
+ * library's, reach the terminal as text, never as control sequences. */
+static void vline(FILE *f, const char *prefix, const char *fmt, va_list ap)
+{
+    char small[1024], *msg = small;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)))
+        vsnprintf(msg, (size_t)n + 1, fmt, again);
+    else if (n >= (int)sizeof small)
+        msg = small, n = (int)sizeof small - 1; /* out of memory: the message cut */
+    va_end(again);
+    fputs(prefix, f);
+    cli_text_escape(f, msg, n > 0 ? (size_t)n : 0);
+    fputc('\n', f);
+    if (msg != small)
+        free(msg);
+}
 
 void cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("wpack: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vline(stderr, "wpack: ", fmt, ap);
     va_end(ap);
 }
 
@@ -22,9 +42,15 @@ void cli_warn(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("wpack: warning: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vline(stderr, "wpack: warning: ", fmt, ap);
+    va_end(ap);
+}
+
+void cli_line(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vline(f, "", fmt, ap);
     va_end(ap);
 }
 
@@ -35,7 +61,7 @@ void cli_on_diag(void *quiet, int severity, const char *message)
     else if (severity == WPACK_DIAG_WARNING)
         cli_warn("%s", message);
     else if (!*(const int *)quiet)
-        fprintf(stderr, "wpack: note: %s\n", message);
+        cli_line(stderr, "wpack: note: %s", message);
 }
 
 wpack_archive *cli_open(const char *path)
@@ -142,9 +168,10 @@ void cli_shape(char *buf, size_t len, unsigned rank, const uint64_t *dims)
 
 void cli_json_string(FILE *f, const char *s, size_t n)
 {
+    const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
+        unsigned char c = p[i];
         if (c == '"' || c == '\\')
             fprintf(f, "\\%c", c);
         else if (c == '\n')
@@ -153,8 +180,24 @@ void cli_json_string(FILE *f, const char *s, size_t n)
             fputs("\\t", f);
         else if (c < 0x20 || c == 0x7f)
             fprintf(f, "\\u%04x", c);
-        else
+        else if (c < 0x80)
             fputc(c, f);
+        else {
+            /* Valid UTF-8 is copied, except C1 (U+0080..U+009F), escaped as
+             * JSON allows, so a terminal showing the JSON is safe too.
+             * Archive text is valid UTF-8; other bytes (a path given on the
+             * command line) cannot be JSON text and become U+FFFD. */
+            size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            if (k > n - i || wpk_name_problem(p + i, k)) {
+                fputs("\\ufffd", f);
+                continue;
+            }
+            if (c == 0xc2 && p[i + 1] < 0xa0)
+                fprintf(f, "\\u%04x", p[i + 1]);
+            else
+                fwrite(p + i, 1, k, f);
+            i += k - 1;
+        }
     }
     fputc('"', f);
 }
@@ -195,8 +238,14 @@ void cli_progress_update(cli_progress *p, int force)
     cli_human_size(done, sizeof done, p->done_bytes);
     cli_human_size(total, sizeof total, p->total_bytes);
     int pct = p->total_bytes ? (int)(100.0 * (double)p->done_bytes / (double)p->total_bytes) : 100;
-    fprintf(stderr, "\r\033[K%3d%%  %s / %s  %llu/%llu tensors  %.60s", pct, done, total,
-            (unsigned long long)p->done_items, (unsigned long long)p->total_items, p->label);
+    fprintf(stderr, "\r\033[K%3d%%  %s / %s  %llu/%llu tensors  ", pct, done, total,
+            (unsigned long long)p->done_items, (unsigned long long)p->total_items);
+    /* the label is a tensor name: escaped, cut to about 60 bytes on a code point */
+    size_t n = strlen(p->label);
+    if (n > 60)
+        for (n = 60; n > 0 && ((unsigned char)p->label[n] & 0xc0) == 0x80;)
+            n--;
+    cli_text_escape(stderr, p->label, n);
     fflush(stderr);
 }
 
@@ -231,4 +280,12 @@ int64_t cli_select(const wpack_archive *ar, const char *pattern, cli_entry_fn fn
             return -1;
     }
     return (int64_t)count;
+}
+
+int cli_under(const char *pattern, const char *name)
+{
+    size_t n = strlen(pattern);
+    if (!n || strcmp(pattern, name) == 0)
+        return 1;
+    return strncmp(name, pattern, n) == 0 && (pattern[n - 1] == '.' || name[n] == '.');
 }

@@ -356,6 +356,12 @@ typedef struct wpack_stats {
     uint32_t hist_bins;         /* 0: no histogram */
     uint32_t percentile_count;
     const void *priv_[3];       /* private: values, histogram, percentiles */
+    /* Over all channels (per-tensor: the same as min..variance above):
+     * the least min, the greatest max and their absmax, exact; mean and
+     * variance pool the channels with equal weight (the record keeps one
+     * count for all channels), exact when every channel saw as many finite
+     * values, as when a weight record's count is the element count. */
+    double overall_min, overall_max, overall_absmax, overall_mean, overall_variance;
 } wpack_stats;
 
 uint64_t wpack_stats_count(const wpack_archive *ar);

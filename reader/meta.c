@@ -1,4 +1,5 @@
 /* meta.c - metadata and name-map records: validation at open and access. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "bytes.h"
@@ -25,7 +26,34 @@ static int utf8_ok(const uint8_t *s, uint64_t len)
     return 1;
 }
 
-static int string_value(wpack_archive *ar, uint64_t off, uint64_t len, const char *key)
+/*
+ * String values are checked in two steps. At each reference: in bounds and
+ * followed by NUL (wpk_string_ref), O(1). Then, once all are known, their
+ * bytes: valid UTF-8 without NUL, each distinct string scanned once. A
+ * metadata array may point all of its 2^32 elements at one long string
+ * (65,536 x 2 MiB made every open scan 128 GiB); scanned per reference the
+ * work would grow with count x length, not with the file.
+ *
+ * Why once is enough: a valid value has no NUL inside and a NUL right after
+ * it, so it runs to the first NUL after its offset. References that end at
+ * the same NUL are suffixes of the one that starts first; if that one is
+ * valid, a suffix is valid exactly when it starts on a code point (not on a
+ * continuation byte). References ending at different NULs cannot both be
+ * valid and overlap, so the scans of valid strings cover each byte at most
+ * once, and the first invalid string ends the open.
+ */
+typedef struct {
+    uint64_t off, end; /* end = off + length: where the NUL is */
+    uint64_t rec;      /* metadata record, for the message */
+} str_span;
+
+typedef struct {
+    str_span *v;
+    uint64_t n, cap;
+} str_spans;
+
+static int string_value(wpack_archive *ar, uint64_t off, uint64_t len, const char *key,
+                        uint64_t rec, str_spans *sp)
 {
     const uint8_t *s;
     char what[300];
@@ -33,12 +61,56 @@ static int string_value(wpack_archive *ar, uint64_t off, uint64_t len, const cha
     int rc = wpk_string_ref(ar, off, len, what, &s);
     if (rc)
         return rc;
-    if (!utf8_ok(s, len))
-        return wpk_fail(ar, WPACK_E_METADATA, "metadata '%s': string is not valid UTF-8", key);
+    if (sp->n == sp->cap) {
+        /* at most one span per record or per 16 bytes of aux: bounded by the file */
+        uint64_t cap = sp->cap ? 2 * sp->cap : 64;
+        str_span *v = cap <= SIZE_MAX / sizeof *v ? realloc(sp->v, (size_t)cap * sizeof *v) : NULL;
+        if (!v)
+            return wpk_fail(ar, WPACK_E_NOMEM, "metadata '%s': out of memory checking strings", key);
+        sp->v = v;
+        sp->cap = cap;
+    }
+    sp->v[sp->n++] = (str_span){off, off + len, rec};
     return WPACK_OK;
 }
 
-static int check_array(wpack_archive *ar, const char *key, int elem, uint64_t off, uint64_t count)
+static int span_cmp(const void *a, const void *b)
+{
+    const str_span *x = a, *y = b;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    if (x->off != y->off)
+        return x->off < y->off ? -1 : 1;
+    return (x->rec > y->rec) - (x->rec < y->rec);
+}
+
+/* The UTF-8 step over all references (see above), in (end, offset, record)
+ * order; the first failure ends it, so an invalid string is scanned once. */
+static int check_string_spans(wpack_archive *ar, str_spans *sp)
+{
+    const uint8_t *strings = ar->sec[WPK_SEC_STRINGS];
+    uint64_t bad = UINT64_MAX;
+    qsort(sp->v, (size_t)sp->n, sizeof *sp->v, span_cmp);
+    for (uint64_t k = 0; k < sp->n && bad == UINT64_MAX;) {
+        const str_span *lead = &sp->v[k];
+        if (!utf8_ok(strings + lead->off, lead->end - lead->off))
+            bad = lead->rec;
+        for (k++; k < sp->n && sp->v[k].end == lead->end && bad == UINT64_MAX; k++) {
+            const str_span *x = &sp->v[k];
+            if (x->off < x->end && (strings[x->off] & 0xc0) == 0x80)
+                bad = x->rec;
+        }
+    }
+    if (bad == UINT64_MAX)
+        return WPACK_OK;
+    const uint8_t *r = wpk_rec(ar, WPK_SEC_METADATA, bad, WPK_META_REC_SIZE);
+    char q[256];
+    wpk_quote(q, sizeof q, wpk_str(ar, wpk_ld64(r + WPK_M_KEY_OFF)), wpk_ld32(r + WPK_M_KEY_LEN_OFF));
+    return wpk_fail(ar, WPACK_E_METADATA, "metadata '%s': string is not valid UTF-8", q);
+}
+
+static int check_array(wpack_archive *ar, const char *key, int elem, uint64_t off, uint64_t count,
+                       uint64_t rec, str_spans *sp)
 {
     if (count > WPK_LIMIT_ARRAY)
         return wpk_fail(ar, WPACK_E_LIMIT, "metadata '%s': %llu array elements, limit %llu", key,
@@ -58,7 +130,7 @@ static int check_array(wpack_archive *ar, const char *key, int elem, uint64_t of
             return wpk_fail(ar, WPACK_E_METADATA, "metadata '%s': bool element %llu is %u", key,
                             (unsigned long long)j, p[j]);
         if (elem == WPACK_META_STRING &&
-            (rc = string_value(ar, wpk_ld64(p + 16 * j), wpk_ld64(p + 16 * j + 8), key)))
+            (rc = string_value(ar, wpk_ld64(p + 16 * j), wpk_ld64(p + 16 * j + 8), key, rec, sp)))
             return rc;
         if (elem == WPACK_META_BYTES &&
             (rc = wpk_aux_ref(ar, wpk_ld64(p + 16 * j), wpk_ld64(p + 16 * j + 8), what)))
@@ -67,7 +139,8 @@ static int check_array(wpack_archive *ar, const char *key, int elem, uint64_t of
     return WPACK_OK;
 }
 
-int wpk_check_meta(wpack_archive *ar)
+/* Every metadata record; string values are only referenced here (sp). */
+static int check_records(wpack_archive *ar, str_spans *sp)
 {
     const uint8_t *prev = NULL;
     uint64_t prev_len = 0;
@@ -96,7 +169,7 @@ int wpk_check_meta(wpack_archive *ar)
                             q, elem, type);
         switch (type) {
         case WPACK_META_STRING:
-            rc = string_value(ar, value, count, q);
+            rc = string_value(ar, value, count, q, i, sp);
             break;
         case WPACK_META_I64:
         case WPACK_META_F64:
@@ -109,13 +182,23 @@ int wpk_check_meta(wpack_archive *ar)
             rc = wpk_aux_ref(ar, value, count, "metadata bytes");
             break;
         case WPACK_META_ARRAY:
-            rc = check_array(ar, q, elem, value, count);
+            rc = check_array(ar, q, elem, value, count, i, sp);
             break;
         }
         if (rc)
             return rc;
     }
     return WPACK_OK;
+}
+
+int wpk_check_meta(wpack_archive *ar)
+{
+    str_spans sp = {NULL, 0, 0};
+    int rc = check_records(ar, &sp);
+    if (!rc)
+        rc = check_string_spans(ar, &sp);
+    free(sp.v);
+    return rc;
 }
 
 int wpk_check_namemap(wpack_archive *ar)

@@ -207,6 +207,27 @@ static void fill_stats(const wpack_archive *ar, uint64_t i, wpack_stats *s)
     s->absmax = wpack_stats_value(s, WPACK_STAT_ABSMAX, 0);
     s->mean = wpack_stats_value(s, WPACK_STAT_MEAN, 0);
     s->variance = wpack_stats_value(s, WPACK_STAT_VARIANCE, 0);
+    /* Over all channels: pooled variance = mean of (variance + mean^2)
+     * minus the square of the pooled mean (equal weights). */
+    double mn = s->min, mx = s->max, msum = 0, sqsum = 0;
+    for (uint32_t c = 0; c < s->channels; c++) {
+        double cmean = wpack_stats_value(s, WPACK_STAT_MEAN, c);
+        mn = fmin(mn, wpack_stats_value(s, WPACK_STAT_MIN, c));
+        mx = fmax(mx, wpack_stats_value(s, WPACK_STAT_MAX, c));
+        msum += cmean;
+        sqsum += wpack_stats_value(s, WPACK_STAT_VARIANCE, c) + cmean * cmean;
+    }
+    s->overall_min = mn;
+    s->overall_max = mx;
+    s->overall_absmax = fmax(fabs(mn), fabs(mx));
+    if (s->channels == 1) {
+        s->overall_mean = s->mean;
+        s->overall_variance = s->variance;
+    } else {
+        double mean = msum / s->channels, var = sqsum / s->channels - mean * mean;
+        s->overall_mean = fmin(fmax(mean, mn), mx);
+        s->overall_variance = var > 0 && isfinite(var) ? var : 0;
+    }
 }
 
 uint64_t wpack_stats_count(const wpack_archive *ar)
