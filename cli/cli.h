@@ -62,6 +62,9 @@ uint64_t cli_output_cap(uint64_t input_bytes, uint64_t user_cap);
 /* cli/out_cap.c. The bytes of an opened archive on disk (its shards too):
  * the input_bytes of cli_output_cap(). */
 uint64_t cli_input_bytes(const wpack_archive *ar);
+/* The logical bytes of the entries with bytes of their own (data, external;
+ * not splats or aliases), saturating: what a full read decodes. */
+uint64_t cli_data_bytes(const wpack_archive *ar);
 /* "--max-output SIZE" at argv[*i]: as cli_opt_value(), the size into *cap
  * (a bad or zero size prints the error and gives -1). */
 int cli_max_output_opt(int argc, char **argv, int *i, uint64_t *cap);
@@ -94,8 +97,9 @@ typedef struct {
 void cli_progress_init(cli_progress *p, uint64_t total_bytes, uint64_t total_items, int quiet);
 void cli_progress_update(cli_progress *p, int force);
 void cli_progress_done(cli_progress *p);
-/* One more tensor done (user: a cli_progress): its bytes, its name as the
- * label. For the per-tensor callbacks of export, convert and verify. */
+/* One more tensor done (user: a cli_progress): its name as the label, its
+ * bytes if it has its own (see cli_data_bytes). For the per-tensor
+ * callbacks of export, convert and verify. */
 void cli_progress_tensor(void *user, const wpack_tensor *t);
 
 /* Entries that a user-given NAME_OR_PREFIX selects: an exact name (or a

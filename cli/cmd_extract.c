@@ -217,7 +217,7 @@ static int by_index(const void *a, const void *b)
  * pattern selects something, no two tensors share a file name, the total
  * fits the cap and the disk. Returns 1 to go on. */
 static int plan(const wpack_archive *ar, const char *path, const char *dir, const char **pats,
-                size_t npats, uint64_t max_output, pick_list *l, uint64_t *total)
+                size_t npats, uint64_t max_output, pick_list *l, uint64_t *data)
 {
     if (!(l->seen = calloc(wpack_count(ar) + 1, 1))) {
         cli_error("extract: out of memory [%s]", wpack_error_name(WPACK_E_NOMEM));
@@ -254,7 +254,8 @@ static int plan(const wpack_archive *ar, const char *path, const char *dir, cons
         }
     }
     qsort(l->v, l->n, sizeof *l->v, by_index);
-    *total = 0;
+    uint64_t total = 0;
+    *data = 0;
     for (size_t i = 0; i < l->n; i++) {
         wpack_tensor t;
         char header[1024];
@@ -266,9 +267,10 @@ static int plan(const wpack_archive *ar, const char *path, const char *dir, cons
             return 0;
         }
         uint64_t add = t.nbytes + hlen; /* nbytes < 2^63: checked at open */
-        *total = *total > UINT64_MAX - add ? UINT64_MAX : *total + add;
+        total = total > UINT64_MAX - add ? UINT64_MAX : total + add;
+        *data += t.nbytes; /* <= total */
     }
-    return cli_check_output("extract", dir, *total, cli_input_bytes(ar), max_output, 1);
+    return cli_check_output("extract", dir, total, cli_input_bytes(ar), max_output, 1);
 }
 
 int cmd_extract(int argc, char **argv)
@@ -326,10 +328,10 @@ int cmd_extract(int argc, char **argv)
     if (!npats)
         pats[npats++] = "";
     pick_list l = {0};
-    uint64_t total = 0;
+    uint64_t data = 0;
     struct stat sb;
     int dir_existed = stat(st.dir, &sb) == 0;
-    if (!plan(ar, path, st.dir, pats, npats, max_output, &l, &total)) {
+    if (!plan(ar, path, st.dir, pats, npats, max_output, &l, &data)) {
         st.failed = 1;
     } else if (!make_dirs(st.dir)) {
         cli_error("%s: cannot create directory: %s [%s]", st.dir, strerror(errno),
@@ -337,7 +339,7 @@ int cmd_extract(int argc, char **argv)
         st.failed = 1;
     }
     cli_progress prog;
-    cli_progress_init(&prog, total, l.n, quiet);
+    cli_progress_init(&prog, data, l.n, quiet);
     for (size_t k = 0; k < l.n && !st.failed; k++) {
         wpack_tensor t;
         wpack_tensor_at(ar, l.v[k].index, &t);

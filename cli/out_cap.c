@@ -23,6 +23,18 @@ uint64_t cli_input_bytes(const wpack_archive *ar)
     return total;
 }
 
+uint64_t cli_data_bytes(const wpack_archive *ar)
+{
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < wpack_count(ar); i++) {
+        wpack_tensor t;
+        wpack_tensor_at(ar, i, &t);
+        if (t.kind == WPACK_KIND_DATA || t.kind == WPACK_KIND_EXTERNAL)
+            total = total > UINT64_MAX - t.nbytes ? UINT64_MAX : total + t.nbytes;
+    }
+    return total;
+}
+
 int cli_max_output_opt(int argc, char **argv, int *i, uint64_t *cap)
 {
     const char *v;

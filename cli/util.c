@@ -209,7 +209,8 @@ void cli_progress_tensor(void *user, const wpack_tensor *t)
 {
     cli_progress *p = user;
     p->done_items++;
-    p->done_bytes += t->nbytes;
+    if (t->kind == WPACK_KIND_DATA || t->kind == WPACK_KIND_EXTERNAL)
+        p->done_bytes += t->nbytes;
     p->label = t->name;
     cli_progress_update(p, 0);
 }

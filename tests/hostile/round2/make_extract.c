@@ -4,13 +4,14 @@
  * the library's own writer, so each is a valid archive whose only fault is
  * what it asks a command to do:
  *
- *   splat_huge.wpack    one f32 splat [2^31, 2^29]: 2^62 bytes from ~2 KB.
+ *   splat_huge.wpack    one f32 splat [2^31, 2^29]: 2^62 bytes from 680 bytes.
  *                       extract/export: WPACK_E_TOO_LARGE (output cap)
  *   splat_8m.wpack      an 8 MiB f32 splat + a 4-element tensor: small enough
  *                       to really write; refused under --max-output 1M
- *   zstd_huge.wpack     zstd zeros, f32 [393216, 1024] = 1.5 GiB from ~100 KB,
- *                       and a plain 4-element tensor 'small'.
- *                       convert --decompress / cast / extract: WPACK_E_TOO_LARGE
+ *   zstd_huge.wpack     zstd zeros, f32 [786432, 1024] = 3 GiB (1.5 GiB as
+ *                       bf16) from ~170 KB, and a plain 4-element 'small'.
+ *                       extract, export, convert, cast --to bf16:
+ *                       WPACK_E_TOO_LARGE
  *   names_collide.wpack 'L.xxx...' (210 bytes) and the 197-byte name that
  *                       extract's long-name rule maps to the same file:
  *                       extract: WPACK_E_SAME_FILE naming both
@@ -93,7 +94,7 @@ int main(int argc, char **argv)
     finish(w, "splat_8m.wpack");
 
     w = start("zstd_huge.wpack", 19);
-    uint64_t zd[2] = {393216, 1024};
+    uint64_t zd[2] = {786432, 1024};
     enum { STEP = 4 << 20 };
     void *zeros = calloc(1, STEP);
     if (!zeros || wpack_writer_begin_tensor(w, "huge", WPACK_DTYPE_F32, 2, zd))
