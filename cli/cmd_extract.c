@@ -31,7 +31,7 @@ static const char help[] =
     "Before anything is written: every NAME_OR_PREFIX must select a tensor, no\n"
     "two selected tensors may map to one file name (both are named), and the\n"
     "total must fit the output cap and the free space (WPACK_E_TOO_LARGE).\n"
-    "A failure creates nothing (not even DIR).\n"
+    "A refusal creates nothing, not even DIR.\n"
     "\n"
     "  -o, --output DIR     where to write (created if missing)\n"
     "  --max-output SIZE    cap on the bytes written (default: the larger of\n"

@@ -10,7 +10,8 @@ static const char help[] =
     "Validates the archive's structure, then checks the XXH3-64 checksum of\n"
     "every tensor, that compressed tensors decode, that bool tensors hold\n"
     "only 0 and 1, and that all padding is zero. Exit status 0 only when all\n"
-    "match; otherwise every bad entry is named on stderr.\n";
+    "match; otherwise every bad entry is named on stderr. On a terminal, a\n"
+    "progress line (stderr) shows the bytes and tensors checked.\n";
 
 typedef struct {
     uint64_t bad;
