@@ -61,7 +61,7 @@ typedef struct {
 } extract_state;
 
 /* What one run will write, decided before anything is: each selected entry
- * once, its file name and its .npy header. */
+ * once, with its file name (without DIR and ".npy"). */
 typedef struct {
     uint64_t index;
     char *file;
@@ -71,7 +71,6 @@ typedef struct {
     pick *v;
     size_t n, cap;
     unsigned char *seen; /* by entry index: selected twice is written once */
-    int failed;
 } pick_list;
 
 /* 1 when all n bytes were written. */
