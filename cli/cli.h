@@ -62,6 +62,23 @@ int cli_compress_option(const char *opt, const char *value, wpack_writer_options
 #define CLI_OUTPUT_RATIO 1000ull
 uint64_t cli_output_cap(uint64_t input_bytes, uint64_t user_cap);
 
+/* cli/out_cap.c. The bytes of an opened archive on disk (its shards too):
+ * the input_bytes of cli_output_cap(). */
+uint64_t cli_input_bytes(const wpack_archive *ar);
+/* The logical bytes of the entries with bytes of their own (data, external;
+ * not splats or aliases), saturating: what a full read decodes. */
+uint64_t cli_data_bytes(const wpack_archive *ar);
+/* "--max-output SIZE" at argv[*i]: as cli_opt_value(), the size into *cap
+ * (a bad or zero size prints the error and gives -1). */
+int cli_max_output_opt(int argc, char **argv, int *i, uint64_t *cap);
+/* Before writing: 1 when `need` bytes for `out` (a file or a directory,
+ * existing or not) are within cli_output_cap(input_bytes, user_cap) and,
+ * with check_space, within the free space of out's file system; else print
+ * "CMD: OUT would get N bytes ... [WPACK_E_TOO_LARGE]", saying the cap and
+ * how to raise it, and return 0. */
+int cli_check_output(const char *cmd, const char *out, uint64_t need, uint64_t input_bytes,
+                     uint64_t user_cap, int check_space);
+
 /* "1.5 GiB", "512 B" */
 void cli_human_size(char *buf, size_t len, uint64_t bytes);
 /* "[4096, 4096]" */
@@ -93,6 +110,10 @@ typedef struct {
 void cli_progress_init(cli_progress *p, uint64_t total_bytes, uint64_t total_items, int quiet);
 void cli_progress_update(cli_progress *p, int force);
 void cli_progress_done(cli_progress *p);
+/* One more tensor done (user: a cli_progress): its name as the label, its
+ * bytes if it has its own (see cli_data_bytes). For the per-tensor
+ * callbacks of export, convert and verify. */
+void cli_progress_tensor(void *user, const wpack_tensor *t);
 
 /* cli_select's rule (below) as a test on one name (entry, stats key, metadata key,
  * name-map name): pattern "" or equal to name, or name under the module

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "copy.h"
@@ -21,7 +22,13 @@ static const char help[] =
     "weights). Default selection: every float tensor of rank 2 (Linear\n"
     "weights); --only GLOB (fnmatch, repeatable) selects by name instead (int8:\n"
     "rank >= 2 only). Metadata, name map, aliases and stats are copied; weight\n"
-    "stats of a cast tensor are recomputed from the stored values.\n";
+    "stats of a cast tensor are recomputed from the stored values.\n"
+    "\n"
+    "  -o, --output FILE   the archive to write (required)\n"
+    "  --max-output SIZE   cap on the tensor bytes written (default: the larger\n"
+    "                      of 1 GiB and 1000 x ARCHIVE's size); the free space\n"
+    "                      is checked too (WPACK_E_TOO_LARGE, nothing written)\n"
+    "  -q, --quiet         no progress or summary line\n";
 
 static uint16_t to_bf16(float f)
 {
@@ -86,6 +93,24 @@ static int selected(const cast_opts *o, const wpack_tensor *t)
     return 0;
 }
 
+/* The tensor bytes the copy will hold: cast tensors at their new size (and
+ * int8 scales), other data entries as they are; splats and aliases none. */
+static uint64_t cast_size(const wpack_archive *ar, const cast_opts *o)
+{
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < wpack_count(ar); i++) {
+        wpack_tensor t;
+        wpack_tensor_at(ar, i, &t);
+        uint64_t add = 0;
+        if (selected(o, &t)) /* nelems < 2^62 and dims[0] <= nelems: no overflow */
+            add = o->to == WPACK_DTYPE_I8 ? t.nelems + 4 * t.dims[0] : 2 * t.nelems;
+        else if (t.kind == WPACK_KIND_DATA)
+            add = t.nbytes;
+        total = total > UINT64_MAX - add ? UINT64_MAX : total + add;
+    }
+    return total;
+}
+
 /* Cast one tensor into the writer (and its scale entry for int8). */
 static int cast_one(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *t, int to,
                     char *err, size_t errlen)
@@ -148,7 +173,8 @@ int cmd_cast(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *v;
     cast_opts o = {0, calloc((size_t)argc + 1, sizeof(char *)), 0};
-    int r, rc = CLI_USAGE;
+    int r, rc = CLI_USAGE, quiet = 0;
+    uint64_t max_output = 0;
     wpack_archive *ar = NULL;
     wpack_writer *w = NULL;
     char err[1200] = "";
@@ -174,6 +200,12 @@ int cmd_cast(int argc, char **argv)
             if (r < 0)
                 goto done;
             out = v;
+        } else if ((r = cli_max_output_opt(argc, argv, &i, &max_output))) {
+            if (r < 0)
+                goto done;
+        } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
+            quiet = 1;
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("cast: unknown option %s", argv[i]);
             goto done;
@@ -192,6 +224,11 @@ int cmd_cast(int argc, char **argv)
     if (!(ar = cli_open(in))) {
         goto done;
     }
+    uint64_t need = cast_size(ar, &o);
+    if (!cli_check_output("cast", out, need, cli_input_bytes(ar), max_output, 1))
+        goto done;
+    cli_progress prog;
+    cli_progress_init(&prog, need, wpack_count(ar), quiet);
     wpack_info info;
     wpack_get_info(ar, &info);
     wpack_writer_options opt;
@@ -206,11 +243,16 @@ int cmd_cast(int argc, char **argv)
     for (uint64_t i = 0; e == WPACK_OK && i < wpack_count(ar); i++) {
         wpack_tensor t;
         wpack_tensor_at(ar, i, &t);
+        prog.label = t.name;
+        cli_progress_update(&prog, 0);
+        prog.done_items++;
         if (selected(&o, &t)) {
             e = cast_one(ar, w, &t, o.to, err, sizeof err);
             cast++;
+            prog.done_bytes += o.to == WPACK_DTYPE_I8 ? t.nelems + 4 * t.dims[0] : 2 * t.nelems;
         } else if (t.kind == WPACK_KIND_DATA) {
             e = wpk_copy_data(ar, w, &t, err, sizeof err);
+            prog.done_bytes += t.nbytes;
         } else if (t.kind == WPACK_KIND_SPLAT) {
             if ((e = wpack_writer_add_splat(w, t.name, t.dtype, t.rank, t.dims, t.fill, t.fill_size)))
                 wpk_fmt(err, sizeof err, "%s: %s", t.name, wpack_writer_errmsg(w));
@@ -252,19 +294,29 @@ int cmd_cast(int argc, char **argv)
         if ((e = wpk_copy_stats(w, &s)))
             wpk_fmt(err, sizeof err, "stats '%s': %s", s.key, wpack_writer_errmsg(w));
     }
+    cli_progress_done(&prog);
     if (e) {
-        cli_error("%s", err);
+        cli_error("%s [%s]", err, wpack_error_name(e));
         wpack_writer_abort(w);
         w = NULL;
         goto done;
     }
     if (!cast)
         cli_warn("no tensor selected: the copy has no cast tensors");
+    uint64_t count = wpack_writer_count(w);
     e = wpack_writer_finish(w, err, sizeof err);
     w = NULL;
     if (e) {
-        cli_error("%s", err);
+        cli_error("%s [%s]", err, wpack_error_name(e));
         goto done;
+    }
+    struct stat sb;
+    if (!quiet) {
+        char size[32];
+        cli_human_size(size, sizeof size, stat(out, &sb) == 0 ? (uint64_t)sb.st_size : 0);
+        fprintf(stderr, "wrote %s: %llu tensors, %llu cast to %s, %s\n", out,
+                (unsigned long long)count, (unsigned long long)cast,
+                o.to == WPACK_DTYPE_I8 ? "int8" : wpack_dtype_name(o.to), size);
     }
     rc = CLI_OK;
 done:

@@ -1,5 +1,6 @@
 /* cmd_convert.c - `wpack convert`: rewrite an archive compressed or not. */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "copy.h"
@@ -18,7 +19,11 @@ static const char help[] =
     "  --chunk-size BYTES    uncompressed bytes per chunk, power of two (1M)\n"
     "  --compress-min BYTES  leave tensors smaller than this uncompressed (64K)\n"
     "  --compress-saving P   minimum saving in percent (5)\n"
-    "  --align N             data alignment (default: the input's)\n";
+    "  --align N             data alignment (default: the input's)\n"
+    "  --max-output SIZE     cap on the tensor bytes decoded and written (default:\n"
+    "                        the larger of 1 GiB and 1000 x ARCHIVE's size); with\n"
+    "                        --decompress the free space is checked too\n"
+    "  -q, --quiet           no progress or summary line\n";
 
 int cmd_convert(int argc, char **argv)
 {
@@ -26,8 +31,8 @@ int cmd_convert(int argc, char **argv)
     wpack_writer_options opt;
     wpack_writer_options_init(&opt);
     opt.weight_stats = 0; /* stats records are copied as they are */
-    int decompress = 0, compress = 0, r;
-    uint64_t align = 0;
+    int decompress = 0, compress = 0, quiet = 0, r;
+    uint64_t align = 0, max_output = 0;
     for (int i = 1; i < argc;) {
         const char *a = argv[i];
         if (cli_is_help(a)) {
@@ -51,6 +56,12 @@ int cmd_convert(int argc, char **argv)
                 cli_error("--align %s: want a power of two from 64 to 2M", r < 0 ? "" : v);
                 return CLI_USAGE;
             }
+        } else if ((r = cli_max_output_opt(argc, argv, &i, &max_output))) {
+            if (r < 0)
+                return CLI_USAGE;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+            i++;
         } else if (strcmp(a, "--decompress") == 0) {
             decompress = 1;
             i++;
@@ -79,11 +90,20 @@ int cmd_convert(int argc, char **argv)
     wpack_info info;
     wpack_get_info(ar, &info);
     opt.alignment = align ? (uint32_t)align : info.alignment;
+    /* what it decodes, and writes at most (a tensor that does not shrink is
+     * stored plain); splats and aliases stay what they are */
+    uint64_t data = cli_data_bytes(ar), count = wpack_count(ar);
+    if (!cli_check_output("convert", out, data, cli_input_bytes(ar), max_output, decompress)) {
+        wpack_close(ar);
+        return CLI_FAIL;
+    }
     wpack_writer *w;
     char err[1024];
+    cli_progress prog;
+    cli_progress_init(&prog, data, count, quiet);
     int rc = wpack_writer_open(&w, out, &opt);
     if (rc == WPACK_OK)
-        rc = wpk_copy_archive(ar, w, err, sizeof err);
+        rc = wpk_copy_archive_cb(ar, w, cli_progress_tensor, &prog, err, sizeof err);
     else
         snprintf(err, sizeof err, "%s", wpack_writer_errmsg(w));
     if (rc == WPACK_OK) {
@@ -91,10 +111,20 @@ int cmd_convert(int argc, char **argv)
         w = NULL;
     }
     wpack_writer_abort(w);
+    if (prog.done_items)
+        cli_progress_done(&prog); /* before close: the label is a name in ar */
     wpack_close(ar);
     if (rc) {
         cli_error("%s [%s]", err, wpack_error_name(rc));
         return CLI_FAIL;
+    }
+    struct stat sb;
+    if (!quiet) {
+        char logical[32], size[32];
+        cli_human_size(logical, sizeof logical, data);
+        cli_human_size(size, sizeof size, stat(out, &sb) == 0 ? (uint64_t)sb.st_size : 0);
+        fprintf(stderr, "wrote %s: %llu tensors, %s of tensor data in a %s file (%s)\n", out,
+                (unsigned long long)count, logical, size, decompress ? "uncompressed" : "zstd");
     }
     return CLI_OK;
 }

@@ -1,5 +1,6 @@
 /* cmd_export.c - `wpack export`: an archive as safetensors, npz or tar. */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "export.h"
@@ -16,13 +17,34 @@ static const char help[] =
     "bf16/f8 tensors in npz/tar are raw bits with a '# wpack dtype' comment, as\n"
     "`wpack extract` writes them. FILE appears only when complete.\n"
     "\n"
-    "  --to FORMAT        safetensors, npz or tar (required)\n"
-    "  -o, --output FILE  where to write (required)\n";
+    "Splats and compressed tensors are written in full: when the total is above\n"
+    "the output cap or the free space, nothing is written (WPACK_E_TOO_LARGE).\n"
+    "\n"
+    "  --to FORMAT         safetensors, npz or tar (required)\n"
+    "  -o, --output FILE   where to write (required)\n"
+    "  --max-output SIZE   cap on the bytes written (default: the larger of\n"
+    "                      1 GiB and 1000 x the archive's size)\n"
+    "  -q, --quiet         no progress or summary line\n";
+
+/* An upper bound on what wpk_export writes: every tensor's bytes plus room
+ * for its header record (JSON entry, .npy header, tar/zip headers). */
+static uint64_t export_size(const wpack_archive *ar)
+{
+    uint64_t total = 8192;
+    for (uint64_t i = 0; i < wpack_count(ar); i++) {
+        wpack_tensor t;
+        wpack_tensor_at(ar, i, &t);
+        uint64_t add = t.nbytes + 2048 + 2 * (uint64_t)t.name_len;
+        total = total > UINT64_MAX - add ? UINT64_MAX : total + add;
+    }
+    return total;
+}
 
 int cmd_export(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *to = NULL, *v;
-    int r;
+    int r, quiet = 0;
+    uint64_t max_output = 0;
     for (int i = 1; i < argc;) {
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);
@@ -36,6 +58,12 @@ int cmd_export(int argc, char **argv)
             if (r < 0)
                 return CLI_USAGE;
             to = v;
+        } else if ((r = cli_max_output_opt(argc, argv, &i, &max_output))) {
+            if (r < 0)
+                return CLI_USAGE;
+        } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
+            quiet = 1;
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("export: unknown option '%s' (see wpack export --help)", argv[i]);
             return CLI_USAGE;
@@ -61,12 +89,28 @@ int cmd_export(int argc, char **argv)
     if (!(ar = cli_open(in))) {
         return CLI_FAIL;
     }
+    uint64_t need = export_size(ar), count = wpack_count(ar);
+    if (!cli_check_output("export", out, need, cli_input_bytes(ar), max_output, 1)) {
+        wpack_close(ar);
+        return CLI_FAIL;
+    }
     char err[1024];
-    int rc = wpk_export(ar, format, out, err, sizeof err);
+    cli_progress prog;
+    cli_progress_init(&prog, cli_data_bytes(ar), count, quiet);
+    int rc = wpk_export(ar, format, out, cli_progress_tensor, &prog, err, sizeof err);
+    if (prog.done_items)
+        cli_progress_done(&prog);
     wpack_close(ar);
     if (rc) {
-        cli_error("%s: %s", out, err);
+        cli_error("%s: %s [%s]", out, err, wpack_error_name(rc));
         return CLI_FAIL;
+    }
+    struct stat sb;
+    if (!quiet) {
+        char size[32];
+        cli_human_size(size, sizeof size, stat(out, &sb) == 0 ? (uint64_t)sb.st_size : 0);
+        fprintf(stderr, "exported %llu tensors (%s) to %s as %s\n", (unsigned long long)count,
+                size, out, to);
     }
     return CLI_OK;
 }

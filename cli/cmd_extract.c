@@ -28,8 +28,15 @@ static const char help[] =
     "%2F, %25 and %2E, so no name can leave DIR; names longer than 200 bytes\n"
     "are cut and end in '~' and 16 hex digits of their XXH3.\n"
     "\n"
-    "  -o, --output DIR   where to write (created if missing)\n"
-    "  -q, --quiet        no summary line\n";
+    "Before anything is written: every NAME_OR_PREFIX must select a tensor, no\n"
+    "two selected tensors may map to one file name (both are named), and the\n"
+    "total must fit the output cap and the free space (WPACK_E_TOO_LARGE).\n"
+    "A refusal creates nothing, not even DIR.\n"
+    "\n"
+    "  -o, --output DIR     where to write (created if missing)\n"
+    "  --max-output SIZE    cap on the bytes written (default: the larger of\n"
+    "                       1 GiB and 1000 x the archive's size)\n"
+    "  -q, --quiet          no progress or summary line\n";
 
 /* The file name for a tensor name (see help). */
 static void file_name(const char *name, size_t n, char *out, size_t len)
@@ -53,44 +60,64 @@ typedef struct {
     int failed;
 } extract_state;
 
+/* What one run will write, decided before anything is: each selected entry
+ * once, with its file name (without DIR and ".npy"). */
+typedef struct {
+    uint64_t index;
+    char *file;
+} pick;
+
+typedef struct {
+    pick *v;
+    size_t n, cap;
+    unsigned char *seen; /* by entry index: selected twice is written once */
+} pick_list;
+
 /* 1 when all n bytes were written. */
 static int write_all(int fd, const void *p, size_t n)
 {
     return wpk_write_all(fd, p, n) == 0;
 }
 
+/* WPACK_OK, WPACK_E_IO (errno says why) or what reading the tensor gave
+ * (a decode failure has no errno: issue 14 saw a stale "File exists"). */
 static int write_tensor_bytes(int fd, const wpack_archive *ar, const wpack_tensor *t)
 {
     if (t->data) /* zero-copy: straight from the mapping */
-        return write_all(fd, t->data, (size_t)t->nbytes);
+        return write_all(fd, t->data, (size_t)t->nbytes) ? WPACK_OK : WPACK_E_IO;
     enum { CHUNK = 1 << 20 };
     char *buf = malloc(CHUNK);
     if (!buf)
-        return 0;
-    int ok = 1;
-    for (uint64_t done = 0; done < t->nbytes && ok; done += CHUNK) {
+        return WPACK_E_NOMEM;
+    int rc = WPACK_OK;
+    for (uint64_t done = 0; done < t->nbytes && !rc; done += CHUNK) {
         size_t n = t->nbytes - done < CHUNK ? (size_t)(t->nbytes - done) : CHUNK;
-        ok = wpack_read(ar, t->index, done, buf, n) == WPACK_OK && write_all(fd, buf, n);
+        rc = wpack_read(ar, t->index, done, buf, n);
+        if (!rc && !write_all(fd, buf, n))
+            rc = WPACK_E_IO;
     }
     free(buf);
-    return ok;
+    return rc;
 }
 
-static int extract_one(void *user, const wpack_archive *ar, const wpack_tensor *t)
+/* The .npy header for t into header; its length, 0 when none can be made. */
+static size_t npy_header_of(const wpack_tensor *t, char *header, size_t len)
 {
-    extract_state *st = user;
-    char fname[512], path[4096], tmp[4200], header[1024];
-    file_name(t->name, t->name_len, fname, sizeof fname);
+    if (wpack_dtype_size(t->dtype))
+        return npy_format_header(header, len, t->dtype, t->rank, t->dims);
+    uint64_t dims[1] = {t->nbytes};
+    return npy_format_header(header, len, WPACK_DTYPE_U8, 1, dims);
+}
+
+static int extract_one(extract_state *st, const wpack_archive *ar, const wpack_tensor *t,
+                       const char *fname)
+{
+    char path[4096], tmp[4200], header[1024];
     snprintf(path, sizeof path, "%s/%s.npy", st->dir, fname);
-    size_t hlen;
-    if (wpack_dtype_size(t->dtype)) {
-        hlen = npy_format_header(header, sizeof header, t->dtype, t->rank, t->dims);
-    } else {
-        uint64_t dims[1] = {t->nbytes};
-        hlen = npy_format_header(header, sizeof header, WPACK_DTYPE_U8, 1, dims);
-    }
+    size_t hlen = npy_header_of(t, header, sizeof header);
     if (!hlen) {
-        cli_error("tensor '%s': cannot make a .npy header", t->name);
+        cli_error("tensor '%s': cannot make a .npy header [%s]", t->name,
+                  wpack_error_name(WPACK_E_UNSUPPORTED));
         st->failed = 1;
         return 1;
     }
@@ -98,23 +125,33 @@ static int extract_one(void *user, const wpack_archive *ar, const wpack_tensor *
     snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        cli_error("%s: cannot create: %s", path, strerror(errno));
+        cli_error("%s: cannot create: %s [%s]", path, strerror(errno),
+                  wpack_error_name(WPACK_E_IO));
         st->failed = 1;
         return 1;
     }
     mode_t mask = umask(0);
     umask(mask);
-    int ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, header, hlen) &&
-             write_tensor_bytes(fd, ar, t);
+    int ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, header, hlen);
+    int code = ok ? write_tensor_bytes(fd, ar, t) : WPACK_E_IO;
+    ok = code == WPACK_OK;
     int e = errno;
-    ok = close(fd) == 0 && ok;
+    if (close(fd) != 0 && ok) {
+        e = errno;
+        ok = 0;
+    }
     if (ok && rename(tmp, path) != 0) {
         e = errno;
         ok = 0;
     }
     if (!ok) {
         unlink(tmp);
-        cli_error("%s: writing tensor '%s' failed: %s", path, t->name, strerror(e));
+        if (code != WPACK_OK && code != WPACK_E_IO)
+            cli_error("%s: reading tensor '%s' failed: %s [%s]", path, t->name,
+                      wpack_error_describe(code), wpack_error_name(code));
+        else
+            cli_error("%s: writing tensor '%s' failed: %s [%s]", path, t->name, strerror(e),
+                      wpack_error_name(WPACK_E_IO));
         st->failed = 1;
         return 1;
     }
@@ -138,11 +175,109 @@ static int make_dirs(const char *dir)
     return mkdir(buf, 0777) == 0 || errno == EEXIST;
 }
 
+/* cli_select callback: note each selected entry once. */
+static int add_pick(void *user, const wpack_archive *ar, const wpack_tensor *t)
+{
+    (void)ar;
+    pick_list *l = user;
+    if (l->seen[t->index])
+        return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        pick *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return 1;
+        l->v = v;
+        l->cap = cap;
+    }
+    char fname[512];
+    file_name(t->name, t->name_len, fname, sizeof fname);
+    if (!(l->v[l->n].file = strdup(fname)))
+        return 1;
+    l->v[l->n++].index = t->index;
+    l->seen[t->index] = 1;
+    return 0;
+}
+
+static int by_file(const void *a, const void *b)
+{
+    const pick *x = a, *y = b;
+    int c = strcmp(x->file, y->file);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+static int by_index(const void *a, const void *b)
+{
+    const pick *x = a, *y = b;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Everything that can refuse the run, before anything is created: each
+ * pattern selects something, no two tensors share a file name, the total
+ * fits the cap and the disk. Returns 1 to go on. */
+static int plan(const wpack_archive *ar, const char *path, const char *dir, const char **pats,
+                size_t npats, uint64_t max_output, pick_list *l, uint64_t *data)
+{
+    if (!(l->seen = calloc(wpack_count(ar) + 1, 1))) {
+        cli_error("extract: out of memory [%s]", wpack_error_name(WPACK_E_NOMEM));
+        return 0;
+    }
+    for (size_t k = 0; k < npats; k++) {
+        int64_t n = cli_select(ar, pats[k], add_pick, l);
+        if (n < 0) {
+            cli_error("extract: out of memory [%s]", wpack_error_name(WPACK_E_NOMEM));
+            return 0;
+        }
+        if (n == 0 && !*pats[k]) {
+            cli_error("%s has no tensors: nothing extracted [%s]", path,
+                      wpack_error_name(WPACK_E_EMPTY));
+            return 0;
+        }
+        if (n == 0) {
+            cli_error("%s: no tensor named or under '%s': nothing extracted [%s]", path, pats[k],
+                      wpack_error_name(WPACK_E_NOT_FOUND));
+            return 0;
+        }
+    }
+    qsort(l->v, l->n, sizeof *l->v, by_file);
+    for (size_t i = 1; i < l->n; i++) {
+        if (strcmp(l->v[i - 1].file, l->v[i].file) == 0) {
+            wpack_tensor a, b;
+            wpack_tensor_at(ar, l->v[i - 1].index, &a);
+            wpack_tensor_at(ar, l->v[i].index, &b);
+            cli_error("%s: tensors '%s' and '%s' would both be written to %s/%s.npy: nothing "
+                      "extracted (extract them one at a time into different directories) [%s]",
+                      path, a.name, b.name, dir, l->v[i].file,
+                      wpack_error_name(WPACK_E_SAME_FILE));
+            return 0;
+        }
+    }
+    qsort(l->v, l->n, sizeof *l->v, by_index);
+    uint64_t total = 0;
+    *data = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        wpack_tensor t;
+        char header[1024];
+        wpack_tensor_at(ar, l->v[i].index, &t);
+        size_t hlen = npy_header_of(&t, header, sizeof header);
+        if (!hlen) {
+            cli_error("tensor '%s': cannot make a .npy header: nothing extracted [%s]", t.name,
+                      wpack_error_name(WPACK_E_UNSUPPORTED));
+            return 0;
+        }
+        uint64_t add = t.nbytes + hlen; /* nbytes < 2^63: checked at open */
+        total = total > UINT64_MAX - add ? UINT64_MAX : total + add;
+        *data += t.nbytes; /* <= total */
+    }
+    return cli_check_output("extract", dir, total, cli_input_bytes(ar), max_output, 1);
+}
+
 int cmd_extract(int argc, char **argv)
 {
     const char *path = NULL, *v;
     extract_state st = {".", 0, 0, 0};
     int quiet = 0, r;
+    uint64_t max_output = 0;
     const char **pats = calloc((size_t)argc + 1, sizeof *pats);
     size_t npats = 0;
     if (!pats)
@@ -159,6 +294,11 @@ int cmd_extract(int argc, char **argv)
                 return CLI_USAGE;
             }
             st.dir = v;
+        } else if ((r = cli_max_output_opt(argc, argv, &i, &max_output))) {
+            if (r < 0) {
+                free(pats);
+                return CLI_USAGE;
+            }
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             quiet = 1;
             i++;
@@ -184,21 +324,39 @@ int cmd_extract(int argc, char **argv)
         free(pats);
         return CLI_FAIL;
     }
-    if (!make_dirs(st.dir)) {
-        cli_error("%s: cannot create directory: %s", st.dir, strerror(errno));
-        wpack_close(ar);
-        free(pats);
-        return CLI_FAIL;
-    }
     if (!npats)
         pats[npats++] = "";
-    for (size_t k = 0; k < npats && !st.failed; k++) {
-        int64_t n = cli_select(ar, pats[k], extract_one, &st);
-        if (n == 0) {
-            cli_error("%s: no tensor named or under '%s'", path, pats[k]);
-            st.failed = 1;
-        }
+    pick_list l = {0};
+    uint64_t data = 0;
+    struct stat sb;
+    int dir_existed = stat(st.dir, &sb) == 0;
+    if (!plan(ar, path, st.dir, pats, npats, max_output, &l, &data)) {
+        st.failed = 1;
+    } else if (!make_dirs(st.dir)) {
+        cli_error("%s: cannot create directory: %s [%s]", st.dir, strerror(errno),
+                  wpack_error_name(WPACK_E_IO));
+        st.failed = 1;
     }
+    cli_progress prog;
+    cli_progress_init(&prog, data, l.n, quiet);
+    for (size_t k = 0; k < l.n && !st.failed; k++) {
+        wpack_tensor t;
+        wpack_tensor_at(ar, l.v[k].index, &t);
+        prog.label = t.name;
+        cli_progress_update(&prog, 0);
+        if (extract_one(&st, ar, &t, l.v[k].file))
+            break;
+        prog.done_items++;
+        prog.done_bytes = st.bytes;
+    }
+    if (l.n && prog.done_items)
+        cli_progress_done(&prog);
+    if (st.failed && !st.files && !dir_existed)
+        rmdir(st.dir); /* a failed run leaves no empty directory behind */
+    for (size_t k = 0; k < l.n; k++)
+        free(l.v[k].file);
+    free(l.v);
+    free(l.seen);
     wpack_close(ar);
     free(pats);
     if (!st.failed && !quiet) {

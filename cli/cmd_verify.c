@@ -10,14 +10,31 @@ static const char help[] =
     "Validates the archive's structure, then checks the XXH3-64 checksum of\n"
     "every tensor, that compressed tensors decode, that bool tensors hold\n"
     "only 0 and 1, and that all padding is zero. Exit status 0 only when all\n"
-    "match; otherwise every bad entry is named on stderr.\n";
+    "match; otherwise every bad entry is named on stderr. On a terminal, a\n"
+    "progress line (stderr) shows the bytes and tensors checked.\n";
+
+typedef struct {
+    uint64_t bad;
+    const wpack_archive *ar;
+    cli_progress prog; /* a progress line on a terminal */
+} verify_state;
 
 static void on_bad(void *user, uint64_t entry, int code, const char *message)
 {
     (void)entry;
-    uint64_t *bad = user;
-    (*bad)++;
+    verify_state *st = user;
+    st->bad++;
+    if (st->prog.enabled) /* the error on a line of its own */
+        fputs("\r\033[K", stderr);
     cli_error("%s [%s]", message, wpack_error_name(code));
+}
+
+static void on_entry(void *user, uint64_t entry)
+{
+    verify_state *st = user;
+    wpack_tensor t;
+    if (wpack_tensor_at(st->ar, entry, &t) == WPACK_OK)
+        cli_progress_tensor(&st->prog, &t);
 }
 
 int cmd_verify(int argc, char **argv)
@@ -49,8 +66,18 @@ int cmd_verify(int argc, char **argv)
     wpack_get_info(ar, &in);
     if (in.recovered)
         cli_warn("%s: bytes after the archive's end (an interrupted update) were ignored", path);
-    uint64_t bad = 0;
-    wpack_verify_all(ar, on_bad, &bad);
+    verify_state st = {0, ar, {0}};
+    uint64_t items = 0;
+    for (uint64_t i = 0; i < in.entry_count; i++) {
+        wpack_tensor t;
+        wpack_tensor_at(ar, i, &t);
+        items += t.kind == WPACK_KIND_DATA || t.kind == WPACK_KIND_EXTERNAL;
+    }
+    cli_progress_init(&st.prog, cli_data_bytes(ar), items, 0);
+    wpack_verify_all_progress(ar, on_bad, on_entry, &st);
+    if (items)
+        cli_progress_done(&st.prog);
+    uint64_t bad = st.bad;
     /* A sharded set's manifest holds no data itself: count its shards'. */
     uint64_t data = in.data_length;
     for (uint32_t s = 0; s < wpack_shard_count(ar); s++) {

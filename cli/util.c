@@ -143,10 +143,10 @@ int cli_parse_size(const char *s, uint64_t *out)
 
 void cli_human_size(char *buf, size_t len, uint64_t bytes)
 {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     double v = (double)bytes;
     int u = 0;
-    while (v >= 1024 && u < 5) {
+    while (v >= 1024 && u < 6) {
         v /= 1024;
         u++;
     }
@@ -255,6 +255,16 @@ void cli_progress_done(cli_progress *p)
         return;
     cli_progress_update(p, 1);
     fputc('\n', stderr);
+}
+
+void cli_progress_tensor(void *user, const wpack_tensor *t)
+{
+    cli_progress *p = user;
+    p->done_items++;
+    if (t->kind == WPACK_KIND_DATA || t->kind == WPACK_KIND_EXTERNAL)
+        p->done_bytes += t->nbytes;
+    p->label = t->name;
+    cli_progress_update(p, 0);
 }
 
 int64_t cli_select(const wpack_archive *ar, const char *pattern, cli_entry_fn fn, void *user)

@@ -286,6 +286,11 @@ int wpack_verify_entry(wpack_archive *ar, uint64_t i);
  * first failure's code. */
 typedef void (*wpack_verify_cb)(void *user, uint64_t entry, int code, const char *message);
 int wpack_verify_all(wpack_archive *ar, wpack_verify_cb on_bad, void *user);
+/* The same, also calling on_entry(user, i) (if not NULL) after each entry
+ * i with bytes of its own has been checked: a progress display. */
+typedef void (*wpack_verify_progress_cb)(void *user, uint64_t entry);
+int wpack_verify_all_progress(wpack_archive *ar, wpack_verify_cb on_bad,
+                              wpack_verify_progress_cb on_entry, void *user);
 
 /* Block dtype k < wpack_info.block_dtype_count (code WPACK_DTYPE_BLOCK_BASE + k):
  * its name, block geometry and the parameter bytes stored with it. */

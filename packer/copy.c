@@ -109,6 +109,12 @@ out:
 
 int wpk_copy_archive(const wpack_archive *ar, wpack_writer *w, char *err, size_t errlen)
 {
+    return wpk_copy_archive_cb(ar, w, NULL, NULL, err, errlen);
+}
+
+int wpk_copy_archive_cb(const wpack_archive *ar, wpack_writer *w, wpk_copy_done_fn done,
+                        void *user, char *err, size_t errlen)
+{
     wpack_info in;
     wpack_get_info(ar, &in);
     int rc;
@@ -137,6 +143,8 @@ int wpk_copy_archive(const wpack_archive *ar, wpack_writer *w, char *err, size_t
             if ((rc = wpack_writer_add_alias(w, t.name, target.name)))
                 return fail(w, err, errlen, rc, t.name);
         }
+        if (done)
+            done(user, &t);
     }
     for (uint64_t i = 0; i < wpack_meta_count(ar); i++) {
         wpack_meta m;

@@ -10,6 +10,11 @@
  * The writer should have weight_stats off: the records are copied as they
  * are. err gets "what and where" on failure. */
 int wpk_copy_archive(const wpack_archive *ar, wpack_writer *w, char *err, size_t errlen);
+/* The same, calling done(user, entry) after each entry is copied (a
+ * progress display; done may be NULL). */
+typedef void (*wpk_copy_done_fn)(void *user, const wpack_tensor *t);
+int wpk_copy_archive_cb(const wpack_archive *ar, wpack_writer *w, wpk_copy_done_fn done,
+                        void *user, char *err, size_t errlen);
 
 /* The pieces: one data entry (streamed), one metadata record, one stats record. */
 int wpk_copy_data(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *t, char *err,

@@ -93,8 +93,9 @@ static int copy_tensor(const wpack_archive *ar, const wpack_tensor *t, uint8_t *
     for (uint64_t done = 0; done < t->nbytes;) {
         size_t k = t->nbytes - done < PIECE ? (size_t)(t->nbytes - done) : PIECE;
         int rc = wpack_read(ar, t->index, done, buf, k);
-        if (rc) {
-            wpk_fmt(err, errlen, "tensor '%s': %s", t->name, wpack_errmsg(ar));
+        if (rc) { /* wpack_read sets no message: the code says what failed */
+            wpk_fmt(err, errlen, "tensor '%s': reading it failed: %s", t->name,
+                    wpack_error_describe(rc));
             return rc;
         }
         if (!put(ctx, buf, k)) {
@@ -111,8 +112,20 @@ static int put_fd(void *ctx, const void *p, size_t n)
     return write_all(*(int *)ctx, p, n);
 }
 
-static int export_safetensors(const wpack_archive *ar, int fd, uint8_t *buf, char *err,
-                              size_t errlen)
+/* The progress callback of one wpk_export() call. */
+typedef struct {
+    wpk_export_done_fn fn;
+    void *user;
+} done_cb;
+
+static void tensor_done(const done_cb *cb, const wpack_tensor *t)
+{
+    if (cb->fn)
+        cb->fn(cb->user, t);
+}
+
+static int export_safetensors(const wpack_archive *ar, int fd, uint8_t *buf, const done_cb *cb,
+                              char *err, size_t errlen)
 {
     json_t *root = json_object(), *meta = json_object();
     int rc = WPACK_OK;
@@ -177,6 +190,8 @@ static int export_safetensors(const wpack_archive *ar, int fd, uint8_t *buf, cha
         wpack_tensor t;
         if (!(rc = wpack_tensor_at(ar, i, &t)))
             rc = copy_tensor(ar, &t, buf, put_fd, &fd, err, errlen);
+        if (!rc)
+            tensor_done(cb, &t);
     }
 out:
     if (rc && !err[0])
@@ -204,8 +219,8 @@ static int put_archive(void *ctx, const void *p, size_t n)
     return archive_write_data((struct archive *)ctx, p, n) == (la_ssize_t)n;
 }
 
-static int export_bundle(const wpack_archive *ar, int format, int fd, uint8_t *buf, char *err,
-                         size_t errlen)
+static int export_bundle(const wpack_archive *ar, int format, int fd, uint8_t *buf,
+                         const done_cb *cb, char *err, size_t errlen)
 {
     struct archive *a = archive_write_new();
     struct archive_entry *e = archive_entry_new();
@@ -250,6 +265,8 @@ static int export_bundle(const wpack_archive *ar, int format, int fd, uint8_t *b
             break;
         }
         rc = copy_tensor(ar, &t, buf, put_archive, a, err, errlen);
+        if (!rc)
+            tensor_done(cb, &t);
     }
     if (archive_write_close(a) != ARCHIVE_OK && !rc) {
         wpk_fmt(err, errlen, "%s", archive_error_string(a));
@@ -263,8 +280,10 @@ out:
     return rc;
 }
 
-int wpk_export(const wpack_archive *ar, int format, const char *out, char *err, size_t errlen)
+int wpk_export(const wpack_archive *ar, int format, const char *out, wpk_export_done_fn done,
+               void *user, char *err, size_t errlen)
 {
+    done_cb cb = {done, user};
     err[0] = 0;
     size_t pl = strlen(out);
     char *tmp = malloc(pl + 16);
@@ -287,8 +306,8 @@ int wpk_export(const wpack_archive *ar, int format, const char *out, char *err, 
     umask(mask);
     int rc = fchmod(fd, 0666 & ~mask) == 0 ? WPACK_OK : WPACK_E_IO;
     if (!rc)
-        rc = format == WPK_EXPORT_SAFETENSORS ? export_safetensors(ar, fd, buf, err, errlen)
-                                              : export_bundle(ar, format, fd, buf, err, errlen);
+        rc = format == WPK_EXPORT_SAFETENSORS ? export_safetensors(ar, fd, buf, &cb, err, errlen)
+                                              : export_bundle(ar, format, fd, buf, &cb, err, errlen);
     if (!rc && fsync(fd) != 0) {
         wpk_fmt(err, errlen, "%s: fsync failed: %s", out, strerror(errno));
         rc = WPACK_E_IO;

@@ -22,6 +22,10 @@
 
 typedef enum { WPK_EXPORT_SAFETENSORS = 1, WPK_EXPORT_NPZ, WPK_EXPORT_TAR } wpk_export_format;
 
-int wpk_export(const wpack_archive *ar, int format, const char *out, char *err, size_t errlen);
+/* done (may be NULL) is called with user after each tensor is written: a
+ * progress display. */
+typedef void (*wpk_export_done_fn)(void *user, const wpack_tensor *t);
+int wpk_export(const wpack_archive *ar, int format, const char *out, wpk_export_done_fn done,
+               void *user, char *err, size_t errlen);
 
 #endif

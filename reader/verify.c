@@ -44,6 +44,12 @@ int wpack_verify_entry(wpack_archive *ar, uint64_t i)
 
 int wpack_verify_all(wpack_archive *ar, wpack_verify_cb on_bad, void *user)
 {
+    return wpack_verify_all_progress(ar, on_bad, NULL, user);
+}
+
+int wpack_verify_all_progress(wpack_archive *ar, wpack_verify_cb on_bad,
+                              wpack_verify_progress_cb on_entry, void *user)
+{
     int first = WPACK_OK;
     uint64_t n = ar->info.entry_count;
     for (uint64_t i = 0; i < n; i++) {
@@ -57,6 +63,8 @@ int wpack_verify_all(wpack_archive *ar, wpack_verify_cb on_bad, void *user)
             if (on_bad)
                 on_bad(user, i, rc, ar->errmsg);
         }
+        if (on_entry)
+            on_entry(user, i);
     }
     /* Padding between extents, in offset order: from the end of one extent
      * to the start of the next (open checked that the gaps are only padding). */

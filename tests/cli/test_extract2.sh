@@ -1,0 +1,173 @@
+#!/bin/bash
+# test_extract2.sh - issue 14 points 2, 9, 11 and issue 13 point 7 for
+# extract, export, convert, cast and verify, on the archives written by
+# tests/hostile/round2/make_extract.c:
+#   - tiny input, huge output: a 680-byte archive holding a 2^62-byte splat
+#     and a 170 KB one holding 3 GiB of zstd zeros are refused before
+#     anything is written (WPACK_E_TOO_LARGE), --max-output moves the cap
+#     both ways, the free space is checked;
+#   - two names that extract maps to one file name are refused, naming both;
+#   - a decode failure is reported as one, not with a stale errno;
+#   - a pattern that matches nothing creates nothing;
+#   - export, convert and cast say what they wrote (-q: nothing), and long
+#     runs show a progress line on a terminal only.
+. "$(dirname "$0")/lib.sh"
+
+R="$TESTS_DIR/hostile/round2"
+# A regression must fail here, not fill the disk: no file above 64 MiB.
+ulimit -f 65536
+
+for f in splat_huge splat_8m zstd_huge names_collide decode_bad; do
+    [ -f "$R/$f.wpack" ] || fail "have_$f" "$R/$f.wpack missing"
+done
+
+# nothing_at NAME PATH...: none of the paths (nor a temp file beside them) exists.
+nothing_at() {
+    local name=$1 p left=""; shift
+    for p in "$@"; do
+        left="$left$(ls -d "$p" "$p".tmp-* 2>/dev/null)"
+    done
+    if [ -z "$left" ]; then pass "$name"; else fail "$name" "left: $left"; fi
+}
+
+# --- 1. tiny input, huge output -------------------------------------------
+cd "$T" || exit 1
+expect_fail extract_splat_huge 'sh would get 4\.0 EiB \(4611686018427388[0-9]+ bytes\) from 680 B of input, above the default cap of 1\.0 GiB.*--max-output SIZE.*\[WPACK_E_TOO_LARGE\]' \
+    "$WPACK" extract "$R/splat_huge.wpack" -o sh
+nothing_at extract_splat_huge_created_nothing sh
+for fmt in safetensors npz tar; do
+    expect_fail "export_${fmt}_splat_huge" 'would get 4\.0 EiB.*default cap.*--max-output.*\[WPACK_E_TOO_LARGE\]' \
+        "$WPACK" export "$R/splat_huge.wpack" --to $fmt -o "sh.$fmt"
+    expect_fail "export_${fmt}_zstd_huge" 'would get 3\.0 GiB.*from 171\.[0-9] KiB of input.*\[WPACK_E_TOO_LARGE\]' \
+        "$WPACK" export "$R/zstd_huge.wpack" --to $fmt -o "zh.$fmt"
+    nothing_at "export_${fmt}_huge_wrote_nothing" "sh.$fmt" "zh.$fmt"
+done
+expect_fail extract_zstd_huge 'zh would get 3\.0 GiB.*\[WPACK_E_TOO_LARGE\]' "$WPACK" extract "$R/zstd_huge.wpack" -o zh
+expect_fail convert_decompress_zstd_huge 'zd\.wpack would get 3\.0 GiB.*default cap.*\[WPACK_E_TOO_LARGE\]' \
+    "$WPACK" convert "$R/zstd_huge.wpack" --decompress -o zd.wpack
+expect_fail convert_compress_zstd_huge 'would get 3\.0 GiB.*\[WPACK_E_TOO_LARGE\]' \
+    "$WPACK" convert "$R/zstd_huge.wpack" --compress zstd -o zc.wpack
+expect_fail cast_bf16_zstd_huge 'zb\.wpack would get 1\.5 GiB.*default cap.*\[WPACK_E_TOO_LARGE\]' \
+    "$WPACK" cast "$R/zstd_huge.wpack" --to bf16 -o zb.wpack
+nothing_at huge_commands_wrote_nothing zh zd.wpack zc.wpack zb.wpack
+# The cap counts what is selected: the small tensor of the same archive is fine.
+expect extract_zstd_huge_small_only "$WPACK" extract -q "$R/zstd_huge.wpack" -o zs small
+if [ "$(ls zs 2>/dev/null)" = "small.npy" ]; then pass extract_small_only_file; else fail extract_small_only_file "$(ls zs 2>&1)"; fi
+
+# --max-output lowers and raises the cap; an 8 MiB splat is really written.
+expect_fail extract_max_output_1m 's8 would get 8\.0 MiB \([0-9]+ bytes\), above --max-output 1\.0 MiB \(1048576 bytes\).*\[WPACK_E_TOO_LARGE\]' \
+    "$WPACK" extract "$R/splat_8m.wpack" -o s8 --max-output 1M
+nothing_at extract_max_output_1m_created_nothing s8
+expect extract_max_output_9m "$WPACK" extract -q "$R/splat_8m.wpack" -o s8 --max-output 9M
+expect_fail export_max_output_1m 'above --max-output 1\.0 MiB.*\[WPACK_E_TOO_LARGE\]' \
+    "$WPACK" export "$R/splat_8m.wpack" --to npz -o s8.npz --max-output 1M
+nothing_at export_max_output_1m_wrote_nothing s8.npz
+expect export_max_output_9m "$WPACK" export -q "$R/splat_8m.wpack" --to npz -o s8.npz --max-output=9M
+$PY - "$T" <<'PYEOF' && pass splat_8m_written_in_full || fail splat_8m_written_in_full
+import sys, numpy as np
+t = sys.argv[1]
+for big in (np.load(f"{t}/s8/big.npy"), np.load(f"{t}/s8.npz")["big"]):
+    assert big.shape == (2048, 1024) and big.dtype == np.float32 and (big == 1.5).all()
+assert np.load(f"{t}/s8/small.npy").tolist() == [1, 2, 3, 4]
+PYEOF
+expect_fail max_output_junk 'max-output 12Q: want a size' "$WPACK" extract "$R/splat_8m.wpack" -o j --max-output 12Q
+expect_fail max_output_zero 'max-output 0: want a size above 0' "$WPACK" export "$R/splat_8m.wpack" --to tar -o j.tar --max-output 0
+"$WPACK" extract "$R/splat_8m.wpack" -o j --max-output 12Q 2>/dev/null
+[ $? -eq 2 ] && pass max_output_junk_is_usage || fail max_output_junk_is_usage "exit not 2"
+
+# convert --decompress and cast on ordinary archives: refused under a low
+# --max-output, written under a high one.
+$PY - "$T" <<'PYEOF' || fail made_inputs
+import sys, numpy as np
+t = sys.argv[1]
+np.save(f"{t}/z.npy", np.zeros((1024, 1024), dtype=np.float32))  # 4 MiB, compresses to nothing
+np.save(f"{t}/w.npy", np.random.default_rng(3).standard_normal((512, 512)).astype(np.float32))
+PYEOF
+expect make_zstd "$WPACK" create -q -o z.wpack --compress zstd z.npy w.npy
+expect_fail convert_max_output_1m 'zd1\.wpack would get 5\.0 MiB.*above --max-output 1\.0 MiB.*\[WPACK_E_TOO_LARGE\]' \
+    "$WPACK" convert z.wpack --decompress -o zd1.wpack --max-output 1M
+nothing_at convert_max_output_1m_wrote_nothing zd1.wpack
+expect convert_max_output_8m "$WPACK" convert z.wpack --decompress -o zd8.wpack --max-output 8M
+expect convert_output_verifies "$WPACK" verify zd8.wpack
+expect_fail cast_max_output_100k 'wb\.wpack would get 2\.5 MiB.*above --max-output 100\.0 KiB.*\[WPACK_E_TOO_LARGE\]' \
+    "$WPACK" cast z.wpack --to bf16 -o wb.wpack --max-output 100K
+nothing_at cast_max_output_100k_wrote_nothing wb.wpack
+expect cast_max_output_3m "$WPACK" cast z.wpack --to bf16 -o wb.wpack --max-output 3M
+$PY - "$T" <<'PYEOF' && pass cast_is_bf16 || fail cast_is_bf16
+import subprocess, sys, os
+out = subprocess.run([os.environ["WPACK"], "inspect", f"{sys.argv[1]}/wb.wpack"], capture_output=True, text=True).stdout
+rows = [l.split() for l in out.splitlines() if l.split()[:1] in (["w"], ["z"])]
+assert [r[1] for r in rows] == ["bf16", "bf16"], out
+PYEOF
+
+# Free space: a cap raised past the splat leaves the disk to refuse it.
+expect_fail extract_free_space 'sp/a/b would get 4\.0 EiB.*but its file system has only .* free: nothing written \[WPACK_E_TOO_LARGE\]' \
+    "$WPACK" extract "$R/splat_huge.wpack" -o sp/a/b --max-output 4294967297G
+nothing_at extract_free_space_created_nothing sp
+expect_fail export_free_space 'sp\.tar would get 4\.0 EiB.*file system has only .* free.*\[WPACK_E_TOO_LARGE\]' \
+    "$WPACK" export "$R/splat_huge.wpack" --to tar -o sp.tar --max-output 4294967297G
+nothing_at export_free_space_wrote_nothing sp.tar
+
+# --- 2. two names, one file ------------------------------------------------
+long=L.$(printf 'x%.0s' $(seq 208))
+expect_fail extract_collision "tensors '$long' and 'L\.x+~[0-9a-f]{16}' would both be written to nc/L\.x+~[0-9a-f]{16}\.npy: nothing extracted.*\[WPACK_E_SAME_FILE\]" \
+    "$WPACK" extract "$R/names_collide.wpack" -o nc
+nothing_at extract_collision_created_nothing nc
+expect extract_collision_one_side "$WPACK" extract -q "$R/names_collide.wpack" -o nc "$long" c
+if [ "$(ls nc | wc -l)" = 2 ]; then pass extract_collision_one_side_files; else fail extract_collision_one_side_files "$(ls nc)"; fi
+# The same tensor selected twice is written and counted once.
+expect extract_twice_once "$WPACK" extract "$R/splat_8m.wpack" -o tw small small
+grep -q '^extracted 1 tensors (16 B) to tw$' "$T/err" && pass extract_twice_counted_once || fail extract_twice_counted_once "$(cat "$T/err")"
+
+# --- 3. the real cause of a read failure -----------------------------------
+# (DECODE today; CHECKSUM is as true if the stored bytes get checked first)
+mkdir -p db  # mkdir's EEXIST was the stale errno the issue saw
+expect_fail extract_decode_error "tensor 'w'.*(do not decode|checksum).*\[WPACK_E_(DECODE|CHECKSUM)\]" \
+    "$WPACK" extract "$R/decode_bad.wpack" -o db
+if grep -Eq 'File exists|Success' "$T/err"; then fail extract_decode_no_errno "$(cat "$T/err")"; else pass extract_decode_no_errno; fi
+nothing_at extract_decode_wrote_nothing db/w.npy
+expect_fail extract_decode_new_dir 'WPACK_E_(DECODE|CHECKSUM)' "$WPACK" extract "$R/decode_bad.wpack" -o db2
+nothing_at extract_decode_leaves_no_dir db2
+expect_fail export_decode_error "tensor 'w'.*(do not decode|checksum).*\[WPACK_E_(DECODE|CHECKSUM)\]" \
+    "$WPACK" export "$R/decode_bad.wpack" --to npz -o db.npz
+expect_fail convert_decode_error "tensor 'w'.*(do not decode|checksum).*\[WPACK_E_(DECODE|CHECKSUM)\]" \
+    "$WPACK" convert "$R/decode_bad.wpack" --decompress -o db.wpack
+nothing_at read_failures_wrote_nothing db.npz db.wpack
+
+# --- 4. no match creates nothing; summaries; progress ----------------------
+expect_fail extract_no_match "no tensor named or under 'zzz': nothing extracted \[WPACK_E_NOT_FOUND\]" \
+    "$WPACK" extract "$R/splat_8m.wpack" -o nm small zzz
+nothing_at extract_no_match_created_nothing nm
+expect_fail extract_no_match_existing_dir "'zzz'.*WPACK_E_NOT_FOUND" "$WPACK" extract "$R/splat_8m.wpack" -o s8 zzz
+
+expect export_summary "$WPACK" export "$R/splat_8m.wpack" --to tar -o sum.tar
+grep -Eq '^exported 2 tensors \(8\.0 MiB\) to sum\.tar as tar$' "$T/err" && pass export_summary_line || fail export_summary_line "$(cat "$T/err")"
+expect convert_summary "$WPACK" convert z.wpack --decompress -o sum.wpack
+grep -Eq '^wrote sum\.wpack: 2 tensors, 5\.0 MiB of tensor data in a 5\.0 MiB file \(uncompressed\)$' "$T/err" && pass convert_summary_line || fail convert_summary_line "$(cat "$T/err")"
+expect cast_summary "$WPACK" cast z.wpack --to f16 --only w -o sumc.wpack
+grep -Eq '^wrote sumc\.wpack: 2 tensors, 1 cast to f16, [0-9.]+ [KM]iB$' "$T/err" && pass cast_summary_line || fail cast_summary_line "$(cat "$T/err")"
+expect export_quiet "$WPACK" export -q "$R/splat_8m.wpack" --to tar -o q.tar
+[ ! -s "$T/err" ] && pass export_quiet_silent || fail export_quiet_silent "$(cat "$T/err")"
+expect convert_quiet "$WPACK" convert -q z.wpack --compress zstd -o q.wpack
+[ ! -s "$T/err" ] && pass convert_quiet_silent || fail convert_quiet_silent "$(cat "$T/err")"
+expect cast_quiet "$WPACK" cast -q z.wpack --to bf16 -o qc.wpack
+[ ! -s "$T/err" ] && pass cast_quiet_silent || fail cast_quiet_silent "$(cat "$T/err")"
+
+# Progress: never when stderr is not a terminal (the runs above) ...
+"$WPACK" extract "$R/splat_8m.wpack" -o np 2>"$T/np.err" && "$WPACK" verify z.wpack 2>>"$T/np.err" >/dev/null
+if grep -q $'\r' "$T/np.err" || grep -q '%' "$T/np.err"; then fail progress_absent_off_terminal "$(cat -v "$T/np.err")"; else pass progress_absent_off_terminal; fi
+# ... and the create-style line on one (util-linux script gives a pty).
+if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>&1; then
+    for c in "extract $R/splat_8m.wpack -o pt" "export $R/splat_8m.wpack --to npz -o pt.npz" \
+             "convert z.wpack --decompress -o pt.wpack" "verify z.wpack" "cast z.wpack --to bf16 -o ptc.wpack"; do
+        name=progress_on_terminal_${c%% *}
+        script -qec "$WPACK $c" /dev/null >"$T/pty" 2>&1
+        if tr '\r' '\n' <"$T/pty" | grep -Eq '^.\[K100%  .* / .*  2/2 tensors'; then pass "$name"; else fail "$name" "$(cat -v "$T/pty" | head -c 400)"; fi
+    done
+    script -qec "$WPACK extract -q $R/splat_8m.wpack -o ptq" /dev/null >"$T/pty" 2>&1
+    if grep -q '%' "$T/pty"; then fail progress_quiet_on_terminal "$(cat -v "$T/pty")"; else pass progress_quiet_on_terminal; fi
+else
+    fail progress_on_terminal "no working 'script' (util-linux) to give a pty: cannot check"
+fi
+
+finish
