@@ -80,8 +80,20 @@ void cli_files_out_manifest(cli_files *f, const char *path);
 /* The shard files of an opened sharded archive, as inputs (none if not sharded). */
 void cli_files_archive_shards(cli_files *f, const wpack_archive *ar);
 /* 1 when fine; else the error is printed and the result is 0. */
-int cli_files_check(const char *cmd, const cli_files *f);
+int cli_files_check(const char *cmd, cli_files *f);
 void cli_files_free(cli_files *f);
+
+/* Add the archive at path to g's inputs, check, open it (cli_open), add
+ * its shard files and check again. NULL on failure (printed). g is the
+ * caller's to free. */
+wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g);
+/* For a command that rewrites ARCHIVE in into out (convert, cast): the
+ * guard (in and its shards vs out), then cli_open. With in_place, out is
+ * not used and *target (free it) is the file to replace: in with symlinks
+ * resolved, so a link keeps pointing at the new archive; a sharded set is
+ * refused. NULL on failure, with the error printed. */
+wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out, int in_place,
+                                char **target);
 
 /* "1.5 GiB", "512 B" */
 void cli_human_size(char *buf, size_t len, uint64_t bytes);

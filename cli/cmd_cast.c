@@ -11,7 +11,7 @@
 #include "internal.h"
 
 static const char help[] =
-    "usage: wpack cast ARCHIVE --to bf16|f16|int8 [--only GLOB]... -o OUT\n"
+    "usage: wpack cast ARCHIVE --to bf16|f16|int8 [--only GLOB]... (-o OUT | --in-place)\n"
     "\n"
     "Writes a copy of ARCHIVE whose selected float tensors are stored as bf16\n"
     "or f16 (round to nearest even; overflow to infinity for f16), or int8:\n"
@@ -21,7 +21,13 @@ static const char help[] =
     "weights). Default selection: every float tensor of rank 2 (Linear\n"
     "weights); --only GLOB (fnmatch, repeatable) selects by name instead (int8:\n"
     "rank >= 2 only). Metadata, name map, aliases and stats are copied; weight\n"
-    "stats of a cast tensor are recomputed from the stored values.\n";
+    "stats of a cast tensor are recomputed from the stored values.\n"
+    "\n"
+    "OUT appears only when complete (a temporary file OUT.tmp-PID-RANDOM beside\n"
+    "it, renamed over it; a killed run's temporary is removed by the next run to\n"
+    "OUT). OUT may not be ARCHIVE (or a link to it):\n"
+    "  --in-place   replace ARCHIVE (through a symlink: its target) with the cast\n"
+    "               copy, crash-safely; not for a sharded set\n";
 
 static uint16_t to_bf16(float f)
 {
@@ -147,8 +153,9 @@ static int cast_one(const wpack_archive *ar, wpack_writer *w, const wpack_tensor
 int cmd_cast(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *v;
+    char *in_place_path = NULL; /* --in-place: the file to replace */
     cast_opts o = {0, calloc((size_t)argc + 1, sizeof(char *)), 0};
-    int r, rc = CLI_USAGE;
+    int r, rc = CLI_USAGE, in_place = 0;
     wpack_archive *ar = NULL;
     wpack_writer *w = NULL;
     char err[1200] = "";
@@ -174,6 +181,9 @@ int cmd_cast(int argc, char **argv)
             if (r < 0)
                 goto done;
             out = v;
+        } else if (strcmp(argv[i], "--in-place") == 0) {
+            in_place = 1;
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("cast: unknown option %s", argv[i]);
             goto done;
@@ -184,14 +194,19 @@ int cmd_cast(int argc, char **argv)
             goto done;
         }
     }
-    if (!in || !out || !o.to) {
+    if (in_place && out) {
+        cli_error("cast: -o and --in-place together: choose one (see wpack cast --help)");
+        goto done;
+    }
+    if (!in || (!out && !in_place) || !o.to) {
         fputs(help, stderr);
         goto done;
     }
     rc = CLI_FAIL;
-    if (!(ar = cli_open(in))) {
+    if (!(ar = cli_open_rewrite("cast", in, out, in_place, &in_place_path)))
         goto done;
-    }
+    if (in_place)
+        out = in_place_path;
     wpack_info info;
     wpack_get_info(ar, &info);
     wpack_writer_options opt;
@@ -272,5 +287,6 @@ done:
         wpack_writer_abort(w);
     wpack_close(ar);
     free(o.only);
+    free(in_place_path);
     return rc;
 }

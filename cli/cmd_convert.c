@@ -1,18 +1,25 @@
 /* cmd_convert.c - `wpack convert`: rewrite an archive compressed or not. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "copy.h"
 
 static const char help[] =
-    "usage: wpack convert ARCHIVE (--compress zstd[:L] | --decompress) -o OUT [options]\n"
+    "usage: wpack convert ARCHIVE (--compress zstd[:L] | --decompress) (-o OUT | --in-place)\n"
+    "                     [options]\n"
     "\n"
     "Writes a new archive with the same tensors, metadata, name map and stats,\n"
     "each tensor stored zstd-compressed (in independent chunks with a seek table,\n"
     "only when it shrinks by --compress-saving percent) or plain. The input may\n"
-    "be compressed or not. OUT appears only when complete.\n"
+    "be compressed or not. OUT appears only when complete (a temporary file\n"
+    "OUT.tmp-PID-RANDOM beside it, renamed over it; a killed run's temporary is\n"
+    "removed by the next run to OUT). OUT may not be ARCHIVE (or a link to it):\n"
+    "rewriting ARCHIVE itself is --in-place.\n"
     "\n"
-    "  -o, --output FILE     the archive to write (required; not ARCHIVE itself)\n"
+    "  -o, --output FILE     the archive to write (not ARCHIVE itself)\n"
+    "  --in-place            replace ARCHIVE (through a symlink: its target) with the\n"
+    "                        converted archive, crash-safely; not for a sharded set\n"
     "  --compress zstd[:L]   zstd level L (default 3; 1..22, -7..-1 fast)\n"
     "  --decompress          store every tensor uncompressed (zero-copy views again)\n"
     "  --chunk-size BYTES    uncompressed bytes per chunk, power of two (1M)\n"
@@ -26,7 +33,7 @@ int cmd_convert(int argc, char **argv)
     wpack_writer_options opt;
     wpack_writer_options_init(&opt);
     opt.weight_stats = 0; /* stats records are copied as they are */
-    int decompress = 0, compress = 0, r;
+    int decompress = 0, compress = 0, in_place = 0, r;
     uint64_t align = 0;
     for (int i = 1; i < argc;) {
         const char *a = argv[i];
@@ -54,6 +61,9 @@ int cmd_convert(int argc, char **argv)
         } else if (strcmp(a, "--decompress") == 0) {
             decompress = 1;
             i++;
+        } else if (strcmp(a, "--in-place") == 0) {
+            in_place = 1;
+            i++;
         } else if (a[0] == '-' && a[1]) {
             cli_error("convert: unknown option '%s'", a);
             return CLI_USAGE;
@@ -65,17 +75,23 @@ int cmd_convert(int argc, char **argv)
             return CLI_USAGE;
         }
     }
-    if (!in || !out || compress == decompress) {
-        cli_error("convert: want ARCHIVE, -o OUT and one of --compress / --decompress "
-                  "(see wpack convert --help)");
+    if (in_place && out) {
+        cli_error("convert: -o and --in-place together: choose one (see wpack convert --help)");
+        return CLI_USAGE;
+    }
+    if (!in || (!out && !in_place) || compress == decompress) {
+        cli_error("convert: want ARCHIVE, -o OUT (or --in-place) and one of --compress / "
+                  "--decompress (see wpack convert --help)");
         return CLI_USAGE;
     }
     if (decompress)
         opt.compress_level = 0;
-    wpack_archive *ar;
-    if (!(ar = cli_open(in))) {
+    char *target = NULL;
+    wpack_archive *ar = cli_open_rewrite("convert", in, out, in_place, &target);
+    if (!ar)
         return CLI_FAIL;
-    }
+    if (in_place)
+        out = target;
     wpack_info info;
     wpack_get_info(ar, &info);
     opt.alignment = align ? (uint32_t)align : info.alignment;
@@ -92,6 +108,7 @@ int cmd_convert(int argc, char **argv)
     }
     wpack_writer_abort(w);
     wpack_close(ar);
+    free(target);
     if (rc) {
         cli_error("%s [%s]", err, wpack_error_name(rc));
         return CLI_FAIL;

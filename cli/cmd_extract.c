@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "cli.h"
 #include "internal.h"
 #include "npy.h"
@@ -51,6 +52,7 @@ typedef struct {
     const char *dir;
     uint64_t files, bytes;
     int failed;
+    cli_files *guard; /* set: only list the output paths for the same-file check */
 } extract_state;
 
 /* 1 when all n bytes were written. */
@@ -79,9 +81,13 @@ static int write_tensor_bytes(int fd, const wpack_archive *ar, const wpack_tenso
 static int extract_one(void *user, const wpack_archive *ar, const wpack_tensor *t)
 {
     extract_state *st = user;
-    char fname[512], path[4096], tmp[4200], header[1024];
+    char fname[512], path[4096], header[1024];
     file_name(t->name, t->name_len, fname, sizeof fname);
     snprintf(path, sizeof path, "%s/%s.npy", st->dir, fname);
+    if (st->guard) {
+        cli_files_out(st->guard, path);
+        return 0;
+    }
     size_t hlen;
     if (wpack_dtype_size(t->dtype)) {
         hlen = npy_format_header(header, sizeof header, t->dtype, t->rank, t->dims);
@@ -94,27 +100,20 @@ static int extract_one(void *user, const wpack_archive *ar, const wpack_tensor *
         st->failed = 1;
         return 1;
     }
-    /* Temp file + rename: an interrupted extract never leaves a short .npy. */
-    snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        cli_error("%s: cannot create: %s", path, strerror(errno));
-        st->failed = 1;
-        return 1;
+    /* Temp file + rename: an interrupted extract never leaves a short .npy.
+     * (DIR's dead temporaries were swept once, in cmd_extract.) */
+    wpk_atomic a;
+    char err[600];
+    int rc = wpk_atomic_open(&a, path, WPK_ATOMIC_NO_SWEEP, err, sizeof err);
+    if (rc == WPACK_OK && !(write_all(a.fd, header, hlen) && write_tensor_bytes(a.fd, ar, t))) {
+        rc = WPACK_E_IO;
+        wpk_fmt(err, sizeof err, "%s: writing tensor '%s' failed: %s", path, t->name, strerror(errno));
     }
-    mode_t mask = umask(0);
-    umask(mask);
-    int ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, header, hlen) &&
-             write_tensor_bytes(fd, ar, t);
-    int e = errno;
-    ok = close(fd) == 0 && ok;
-    if (ok && rename(tmp, path) != 0) {
-        e = errno;
-        ok = 0;
-    }
-    if (!ok) {
-        unlink(tmp);
-        cli_error("%s: writing tensor '%s' failed: %s", path, t->name, strerror(e));
+    if (rc == WPACK_OK)
+        rc = wpk_atomic_commit(&a, err, sizeof err);
+    wpk_atomic_abort(&a);
+    if (rc) {
+        cli_error("%s [%s]", err, wpack_error_name(rc));
         st->failed = 1;
         return 1;
     }
@@ -141,7 +140,7 @@ static int make_dirs(const char *dir)
 int cmd_extract(int argc, char **argv)
 {
     const char *path = NULL, *v;
-    extract_state st = {".", 0, 0, 0};
+    extract_state st = {".", 0, 0, 0, NULL};
     int quiet = 0, r;
     const char **pats = calloc((size_t)argc + 1, sizeof *pats);
     size_t npats = 0;
@@ -184,14 +183,30 @@ int cmd_extract(int argc, char **argv)
         free(pats);
         return CLI_FAIL;
     }
+    if (!npats)
+        pats[npats++] = "";
+    /* Every DIR/NAME.npy against the archive and its shards, before any is written. */
+    cli_files guard = {.outputs_distinct = 1}; /* tensor names differ, so do their files */
+    cli_files_in(&guard, path);
+    cli_files_archive_shards(&guard, ar); /* opened above: the names come from its index */
+    st.guard = &guard;
+    for (size_t k = 0; k < npats; k++)
+        cli_select(ar, pats[k], extract_one, &st);
+    st.guard = NULL;
+    int same = !cli_files_check("extract", &guard);
+    cli_files_free(&guard);
+    if (same) {
+        wpack_close(ar);
+        free(pats);
+        return CLI_FAIL;
+    }
     if (!make_dirs(st.dir)) {
         cli_error("%s: cannot create directory: %s", st.dir, strerror(errno));
         wpack_close(ar);
         free(pats);
         return CLI_FAIL;
     }
-    if (!npats)
-        pats[npats++] = "";
+    wpk_atomic_sweep_dir(st.dir, ".npy"); /* temporaries of killed extracts */
     for (size_t k = 0; k < npats && !st.failed; k++) {
         int64_t n = cli_select(ar, pats[k], extract_one, &st);
         if (n == 0) {

@@ -15,10 +15,14 @@ static const char help[] =
     "and points it at an archive entry: by its symbol name, then the\n"
     "archive's name map, then --map. The global's tensor type must match the\n"
     "entry's dtype and every dim. Everything else is copied byte for byte;\n"
-    "resolving the output again changes nothing. Nothing is written on error.\n"
+    "resolving the output again changes nothing. Nothing is written on error;\n"
+    "OUT.mlir appears only when complete (a temporary file OUT.mlir.tmp-PID-RANDOM\n"
+    "beside it, renamed over it; a killed run's temporary is removed by the next\n"
+    "run to OUT.mlir). OUT.mlir may not be ARCHIVE, one of its shards, IN.mlir,\n"
+    "the --map file or a link to them.\n"
     "\n"
     "options:\n"
-    "  -o, --output FILE   where the resolved MLIR goes (may be IN.mlir)\n"
+    "  -o, --output FILE   where the resolved MLIR goes\n"
     "  --emit MODE         uri (default): keep #ml_program.extern, add\n"
     "                        {wpack.uri = \"wpack:<index-xxh3>/<entry>\"}\n"
     "                      iree: value #flow.parameter.named<\"SCOPE\"::\"ENTRY\">\n"
@@ -111,11 +115,21 @@ int cmd_resolve(int argc, char **argv)
     opt.attr_prefix = prefix;
     opt.diag = cli_on_diag;
     opt.diag_user = &quiet;
+    cli_files guard = {0}; /* before anything is read; the shards once ARCHIVE is open */
+    cli_files_in(&guard, pos[0]);
+    cli_files_in(&guard, pos[1]);
+    cli_files_in(&guard, map_path);
+    cli_files_out(&guard, out);
+    if (!cli_files_check("resolve", &guard)) {
+        cli_files_free(&guard);
+        return CLI_FAIL;
+    }
     wpk_name_map map = {0};
     if (map_path) {
         char err[600];
         if (wpk_name_map_load(map_path, &map, err, sizeof err)) {
             cli_error("%s", err);
+            cli_files_free(&guard);
             return CLI_FAIL;
         }
         opt.map_globals = (const char *const *)map.globals;
@@ -126,6 +140,15 @@ int cmd_resolve(int argc, char **argv)
     int rc = wpack_open_file(&ar, pos[0], 0);
     if (rc) {
         cli_error("%s", ar ? wpack_errmsg(ar) : "out of memory");
+        wpack_close(ar);
+        wpk_name_map_free(&map);
+        cli_files_free(&guard);
+        return CLI_FAIL;
+    }
+    cli_files_archive_shards(&guard, ar);
+    rc = !cli_files_check("resolve", &guard);
+    cli_files_free(&guard);
+    if (rc) {
         wpack_close(ar);
         wpk_name_map_free(&map);
         return CLI_FAIL;

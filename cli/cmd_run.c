@@ -65,10 +65,13 @@ int cmd_run(int argc, char **argv)
         fputs(help, stderr);
         return CLI_USAGE;
     }
-    wpack_archive *ar;
-    if (!(ar = cli_open(archive))) {
+    cli_files guard = {0};
+    cli_files_in(&guard, input);
+    cli_files_out(&guard, output);
+    wpack_archive *ar = cli_open_checked("run", archive, &guard);
+    cli_files_free(&guard);
+    if (!ar)
         return CLI_FAIL;
-    }
     char err[1024];
     chain c;
     float *x = NULL, *y = NULL;

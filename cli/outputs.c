@@ -18,6 +18,8 @@ struct cli_file {
     char *path;
     int output;
     int shard_names; /* an output manifest: its shards' names NAME-0000k-of-0000n.wpack too */
+    int exists;      /* st is valid (set by cli_files_check) */
+    struct stat st;
 };
 
 static void add(cli_files *f, const char *path, int output, int shard_names)
@@ -34,7 +36,7 @@ static void add(cli_files *f, const char *path, int output, int shard_names)
         f->v = v;
         f->cap = cap;
     }
-    f->v[f->n] = (struct cli_file){strdup(path), output, shard_names};
+    f->v[f->n] = (struct cli_file){strdup(path), output, shard_names, 0, {0}};
     if (!f->v[f->n].path)
         f->nomem = 1;
     else
@@ -100,11 +102,8 @@ static char *where(const char *path)
     return s;
 }
 
-static int same_file(const char *a, const char *b)
+static int same_place(const char *a, const char *b)
 {
-    struct stat sa, sb;
-    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
-        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
     char *wa = where(a), *wb = where(b);
     int same = wa && wb && strcmp(wa, wb) == 0;
     free(wa);
@@ -134,35 +133,36 @@ static int is_shard_of(const char *out, const char *in)
     return match;
 }
 
-int cli_files_check(const char *cmd, const cli_files *f)
+int cli_files_check(const char *cmd, cli_files *f)
 {
     if (f->nomem) {
         cli_error("%s: out of memory [%s]", cmd, wpack_error_name(WPACK_E_NOMEM));
         return 0;
     }
+    for (size_t i = 0; i < f->n; i++) /* each file looked at once (symlinks followed) */
+        f->v[i].exists = stat(f->v[i].path, &f->v[i].st) == 0;
     for (size_t i = 0; i < f->n; i++) {
         const struct cli_file *o = &f->v[i];
         if (!o->output)
             continue;
-        struct stat so;
-        int exists = stat(o->path, &so) == 0;
         for (size_t j = 0; j < f->n; j++) {
             const struct cli_file *x = &f->v[j];
             if (j == i || (x->output && (j < i || f->outputs_distinct)))
                 continue;
             int same;
             if (!x->output) { /* an input exists: only an existing output can be it */
-                struct stat sx;
-                same = exists && stat(x->path, &sx) == 0 && sx.st_dev == so.st_dev &&
-                       sx.st_ino == so.st_ino;
+                same = o->exists && x->exists && x->st.st_dev == o->st.st_dev &&
+                       x->st.st_ino == o->st.st_ino;
                 if (!same && o->shard_names && is_shard_of(o->path, x->path)) {
                     cli_error("%s: input '%s' would be replaced by a shard of output '%s': "
                               "nothing was written [%s]",
                               cmd, x->path, o->path, wpack_error_name(WPACK_E_SAME_FILE));
                     return 0;
                 }
+            } else if (o->exists && x->exists) {
+                same = o->st.st_dev == x->st.st_dev && o->st.st_ino == x->st.st_ino;
             } else {
-                same = same_file(o->path, x->path);
+                same = same_place(o->path, x->path);
             }
             if (same) {
                 if (x->output)
@@ -178,4 +178,43 @@ int cli_files_check(const char *cmd, const cli_files *f)
         }
     }
     return 1;
+}
+
+wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g)
+{
+    cli_files_in(g, path);
+    wpack_archive *ar;
+    if (!cli_files_check(cmd, g) || !(ar = cli_open(path)))
+        return NULL;
+    if (!wpack_shard_count(ar))
+        return ar;
+    cli_files_archive_shards(g, ar);
+    if (cli_files_check(cmd, g))
+        return ar;
+    wpack_close(ar);
+    return NULL;
+}
+
+wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out, int in_place,
+                                char **target)
+{
+    cli_files g = {.hint = "to rewrite ARCHIVE itself use --in-place"};
+    *target = NULL;
+    if (!in_place)
+        cli_files_out(&g, out);
+    wpack_archive *ar = cli_open_checked(cmd, in, &g);
+    cli_files_free(&g);
+    if (!ar)
+        return NULL;
+    if (in_place && wpack_shard_count(ar))
+        cli_error("%s: %s is a sharded set: --in-place rewrites single-file archives only "
+                  "(use -o) [%s]",
+                  cmd, in, wpack_error_name(WPACK_E_UNSUPPORTED));
+    else if (in_place && !(*target = realpath(in, NULL)))
+        cli_error("%s: %s: cannot resolve its path: %s [%s]", cmd, in, strerror(errno),
+                  wpack_error_name(WPACK_E_IO));
+    else
+        return ar;
+    wpack_close(ar);
+    return NULL;
 }
