@@ -29,6 +29,11 @@ static const char help[] =
     "%2F, %25 and %2E, so no name can leave DIR; names longer than 200 bytes\n"
     "are cut and end in '~' and 16 hex digits of their XXH3.\n"
     "\n"
+    "Each file appears whole or not at all (a temporary NAME.npy.tmp-PID-RANDOM\n"
+    "beside it, renamed over it; a killed run's temporaries in DIR are removed\n"
+    "by the next extract to DIR). A DIR/NAME.npy that is the archive itself, one\n"
+    "of its shards or a link to them is refused before anything is written.\n"
+    "\n"
     "  -o, --output DIR   where to write (created if missing)\n"
     "  -q, --quiet        no summary line\n";
 

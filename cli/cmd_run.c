@@ -16,6 +16,7 @@ static const char help[] =
     "ReLU, Linear) is --layers 0,1=relu,2. Without --layers, the archive's\n"
     "'wpack.layers' metadata is used (wpack create --layers SPEC).\n"
     "X.npy: f32 or f64, [batch, in] or [in]. Weights f32, f16, bf16, int8.\n"
+    "Y.npy appears whole or not at all and may not be ARCHIVE or X.npy.\n"
     "\n"
     "environment: WPACK_ISA=scalar|avx2|avx512 forces a SIMD path,\n"
     "WPACK_THREADS=N the thread count, WPACK_SPIN_US=N how long idle pool\n"
