@@ -1,7 +1,7 @@
 # sources.mk - the library's sources, for this Makefile and any that embed libwpack.
 WPACK_LIB_SRCS = \
 	format/checksum.c format/dtype.c format/errors.c format/floats.c format/fmt.c format/names.c \
-	format/write_all.c format/open_input.c \
+	format/write_all.c format/open_input.c format/atomic_file.c \
 	reader/header.c reader/index.c reader/lookup.c reader/meta.c reader/open.c reader/stats.c \
 	reader/verify.c \
 	reader/decode.c reader/shards.c \

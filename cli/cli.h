@@ -78,6 +78,41 @@ int cli_max_output_opt(int argc, char **argv, int *i, uint64_t *cap);
  * how to raise it, and return 0. */
 int cli_check_output(const char *cmd, const char *out, uint64_t need, uint64_t input_bytes,
                      uint64_t user_cap, int check_space);
+/* The same-file guard (outputs.c): list what a command reads and writes,
+ * then cli_files_check() before anything is read or written. It refuses,
+ * with "[WPACK_E_SAME_FILE]" naming both paths, an output that is the same
+ * file as an input (device + inode: symlinks, hard links, "./x" vs "x") or
+ * as another output (also when neither exists yet: resolved directory +
+ * file name). An output added with cli_files_out_manifest() is a sharded
+ * set's manifest: an input named like one of its shards
+ * (NAME-0000k-of-0000n.wpack beside it) is refused too. */
+typedef struct {
+    struct cli_file *v;
+    size_t n, cap;
+    int nomem;
+    int outputs_distinct; /* the caller knows its outputs differ: skip that check */
+    const char *hint;     /* added to the message of an output-is-input refusal */
+} cli_files;
+void cli_files_in(cli_files *f, const char *path);
+void cli_files_out(cli_files *f, const char *path);
+void cli_files_out_manifest(cli_files *f, const char *path);
+/* The shard files of an opened sharded archive, as inputs (none if not sharded). */
+void cli_files_archive_shards(cli_files *f, const wpack_archive *ar);
+/* 1 when fine; else the error is printed and the result is 0. */
+int cli_files_check(const char *cmd, cli_files *f);
+void cli_files_free(cli_files *f);
+
+/* Add the archive at path to g's inputs, check, open it (cli_open), add
+ * its shard files and check again. NULL on failure (printed). g is the
+ * caller's to free. */
+wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g);
+/* For a command that rewrites ARCHIVE in into out (convert, cast): the
+ * guard (in and its shards vs out), then cli_open. With in_place, out is
+ * not used and *target (free it) is the file to replace: in with symlinks
+ * resolved, so a link keeps pointing at the new archive; a sharded set is
+ * refused. NULL on failure, with the error printed. */
+wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out, int in_place,
+                                char **target);
 
 /* "1.5 GiB", "512 B" */
 void cli_human_size(char *buf, size_t len, uint64_t bytes);

@@ -12,7 +12,7 @@
 #include "internal.h"
 
 static const char help[] =
-    "usage: wpack cast ARCHIVE --to bf16|f16|int8 [--only GLOB]... -o OUT\n"
+    "usage: wpack cast ARCHIVE --to bf16|f16|int8 [--only GLOB]... (-o OUT | --in-place)\n"
     "\n"
     "Writes a copy of ARCHIVE whose selected float tensors are stored as bf16\n"
     "or f16 (round to nearest even; overflow to infinity for f16), or int8:\n"
@@ -25,10 +25,16 @@ static const char help[] =
     "stats of a cast tensor are recomputed from the stored values.\n"
     "\n"
     "  -o, --output FILE   the archive to write (required)\n"
+    "  --in-place          replace ARCHIVE (through a symlink: its target) with the\n"
+    "                      cast copy, crash-safely; not for a sharded set\n"
     "  --max-output SIZE   cap on the tensor bytes written (default: the larger\n"
     "                      of 1 GiB and 1000 x ARCHIVE's size); the free space\n"
     "                      is checked too (WPACK_E_TOO_LARGE, nothing written)\n"
-    "  -q, --quiet         no progress or summary line\n";
+    "  -q, --quiet         no progress or summary line\n"
+    "\n"
+    "OUT appears only when complete (a temporary file OUT.tmp-PID-RANDOM beside\n"
+    "it, renamed over it; a killed run's temporary is removed by the next run to\n"
+    "OUT). OUT may not be ARCHIVE (or a link to it): use --in-place.\n";
 
 static uint16_t to_bf16(float f)
 {
@@ -172,8 +178,9 @@ static int cast_one(const wpack_archive *ar, wpack_writer *w, const wpack_tensor
 int cmd_cast(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *v;
+    char *in_place_path = NULL; /* --in-place: the file to replace */
     cast_opts o = {0, calloc((size_t)argc + 1, sizeof(char *)), 0};
-    int r, rc = CLI_USAGE, quiet = 0;
+    int r, rc = CLI_USAGE, quiet = 0, in_place = 0;
     uint64_t max_output = 0;
     wpack_archive *ar = NULL;
     wpack_writer *w = NULL;
@@ -206,6 +213,9 @@ int cmd_cast(int argc, char **argv)
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             quiet = 1;
             i++;
+        } else if (strcmp(argv[i], "--in-place") == 0) {
+            in_place = 1;
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("cast: unknown option %s", argv[i]);
             goto done;
@@ -216,14 +226,19 @@ int cmd_cast(int argc, char **argv)
             goto done;
         }
     }
-    if (!in || !out || !o.to) {
+    if (in_place && out) {
+        cli_error("cast: -o and --in-place together: choose one (see wpack cast --help)");
+        goto done;
+    }
+    if (!in || (!out && !in_place) || !o.to) {
         fputs(help, stderr);
         goto done;
     }
     rc = CLI_FAIL;
-    if (!(ar = cli_open(in))) {
+    if (!(ar = cli_open_rewrite("cast", in, out, in_place, &in_place_path)))
         goto done;
-    }
+    if (in_place)
+        out = in_place_path;
     uint64_t need = cast_size(ar, &o);
     if (!cli_check_output("cast", out, need, cli_input_bytes(ar), max_output, 1))
         goto done;
@@ -324,5 +339,6 @@ done:
         wpack_writer_abort(w);
     wpack_close(ar);
     free(o.only);
+    free(in_place_path);
     return rc;
 }

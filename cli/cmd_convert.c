@@ -1,4 +1,5 @@
 /* cmd_convert.c - `wpack convert`: rewrite an archive compressed or not. */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -6,14 +7,20 @@
 #include "copy.h"
 
 static const char help[] =
-    "usage: wpack convert ARCHIVE (--compress zstd[:L] | --decompress) -o OUT [options]\n"
+    "usage: wpack convert ARCHIVE (--compress zstd[:L] | --decompress) (-o OUT | --in-place)\n"
+    "                     [options]\n"
     "\n"
     "Writes a new archive with the same tensors, metadata, name map and stats,\n"
     "each tensor stored zstd-compressed (in independent chunks with a seek table,\n"
     "only when it shrinks by --compress-saving percent) or plain. The input may\n"
-    "be compressed or not. OUT appears only when complete.\n"
+    "be compressed or not. OUT appears only when complete (a temporary file\n"
+    "OUT.tmp-PID-RANDOM beside it, renamed over it; a killed run's temporary is\n"
+    "removed by the next run to OUT). OUT may not be ARCHIVE (or a link to it):\n"
+    "rewriting ARCHIVE itself is --in-place.\n"
     "\n"
-    "  -o, --output FILE     the archive to write (required; not ARCHIVE itself)\n"
+    "  -o, --output FILE     the archive to write (not ARCHIVE itself)\n"
+    "  --in-place            replace ARCHIVE (through a symlink: its target) with the\n"
+    "                        converted archive, crash-safely; not for a sharded set\n"
     "  --compress zstd[:L]   zstd level L (default 3; 1..22, -7..-1 fast)\n"
     "  --decompress          store every tensor uncompressed (zero-copy views again)\n"
     "  --chunk-size BYTES    uncompressed bytes per chunk, power of two (1M)\n"
@@ -31,7 +38,7 @@ int cmd_convert(int argc, char **argv)
     wpack_writer_options opt;
     wpack_writer_options_init(&opt);
     opt.weight_stats = 0; /* stats records are copied as they are */
-    int decompress = 0, compress = 0, quiet = 0, r;
+    int decompress = 0, compress = 0, quiet = 0, in_place = 0, r;
     uint64_t align = 0, max_output = 0;
     for (int i = 1; i < argc;) {
         const char *a = argv[i];
@@ -65,6 +72,9 @@ int cmd_convert(int argc, char **argv)
         } else if (strcmp(a, "--decompress") == 0) {
             decompress = 1;
             i++;
+        } else if (strcmp(a, "--in-place") == 0) {
+            in_place = 1;
+            i++;
         } else if (a[0] == '-' && a[1]) {
             cli_error("convert: unknown option '%s'", a);
             return CLI_USAGE;
@@ -76,17 +86,23 @@ int cmd_convert(int argc, char **argv)
             return CLI_USAGE;
         }
     }
-    if (!in || !out || compress == decompress) {
-        cli_error("convert: want ARCHIVE, -o OUT and one of --compress / --decompress "
-                  "(see wpack convert --help)");
+    if (in_place && out) {
+        cli_error("convert: -o and --in-place together: choose one (see wpack convert --help)");
+        return CLI_USAGE;
+    }
+    if (!in || (!out && !in_place) || compress == decompress) {
+        cli_error("convert: want ARCHIVE, -o OUT (or --in-place) and one of --compress / "
+                  "--decompress (see wpack convert --help)");
         return CLI_USAGE;
     }
     if (decompress)
         opt.compress_level = 0;
-    wpack_archive *ar;
-    if (!(ar = cli_open(in))) {
+    char *target = NULL;
+    wpack_archive *ar = cli_open_rewrite("convert", in, out, in_place, &target);
+    if (!ar)
         return CLI_FAIL;
-    }
+    if (in_place)
+        out = target;
     wpack_info info;
     wpack_get_info(ar, &info);
     opt.alignment = align ? (uint32_t)align : info.alignment;
@@ -95,6 +111,7 @@ int cmd_convert(int argc, char **argv)
     uint64_t data = cli_data_bytes(ar), count = wpack_count(ar);
     if (!cli_check_output("convert", out, data, cli_input_bytes(ar), max_output, decompress)) {
         wpack_close(ar);
+        free(target);
         return CLI_FAIL;
     }
     wpack_writer *w;
@@ -116,6 +133,7 @@ int cmd_convert(int argc, char **argv)
     wpack_close(ar);
     if (rc) {
         cli_error("%s [%s]", err, wpack_error_name(rc));
+        free(target);
         return CLI_FAIL;
     }
     struct stat sb;
@@ -126,5 +144,6 @@ int cmd_convert(int argc, char **argv)
         fprintf(stderr, "wrote %s: %llu tensors, %s of tensor data in a %s file (%s)\n", out,
                 (unsigned long long)count, logical, size, decompress ? "uncompressed" : "zstd");
     }
+    free(target); /* out may point at it (--in-place) */
     return CLI_OK;
 }

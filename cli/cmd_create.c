@@ -21,8 +21,10 @@ static const char help[] =
     "enc/layers/0/w.npy -> enc.layers.0.w). .npy 1.0/2.0/3.0, little- or\n"
     "big-endian, C or Fortran order (stored C order), every numeric dtype.\n"
     "Float tensors get weight statistics (min, max, absmax, mean, variance).\n"
-    "The archive appears at OUT only when complete (temp file, fsync, rename);\n"
-    "on any error an existing OUT is left untouched.\n"
+    "The archive appears at OUT only when complete (temp file OUT.tmp-PID-RANDOM,\n"
+    "fsync, rename); on any error an existing OUT is left untouched, and a killed\n"
+    "run's temp file is removed by the next run to OUT. OUT may not be one of\n"
+    "the inputs (or a link to one): that is refused before anything is read.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE     the archive to write (required)\n"
@@ -316,6 +318,7 @@ int cmd_create(int argc, char **argv)
     uint64_t max_ratio = 0, max_output = 0;
     int rc = CLI_USAGE;
     input_list l = {0};
+    cli_files guard = {0};
     wpack_writer *w = NULL;
     wpk_sink sink;
     wpk_sink_init(&sink, NULL, NULL, 0);
@@ -459,6 +462,17 @@ int cmd_create(int argc, char **argv)
         goto done;
     }
     rc = CLI_FAIL;
+    /* The same-file guard: the inputs as given before anything is read,
+     * then every file found under input directories. */
+    if (shard_size)
+        cli_files_out_manifest(&guard, out);
+    else
+        cli_files_out(&guard, out);
+    cli_files_in(&guard, stats_file);
+    for (size_t k = 0; k < ninputs; k++)
+        cli_files_in(&guard, inputs[k]);
+    if (!cli_files_check("create", &guard))
+        goto done;
     for (size_t k = 0; k < ninputs; k++) {
         l.cur = inopts[k];
         if (!collect(&l, inputs[k]))
@@ -470,6 +484,10 @@ int cmd_create(int argc, char **argv)
                   wpack_error_name(WPACK_E_EMPTY));
         goto done;
     }
+    for (size_t k = 0; k < l.n; k++)
+        cli_files_in(&guard, l.v[k].path);
+    if (!cli_files_check("create", &guard))
+        goto done;
     if (!l.n)
         cli_warn("no inputs found: writing an empty archive");
 
@@ -591,6 +609,7 @@ int cmd_create(int argc, char **argv)
     rc = CLI_OK;
 done:
     wpack_writer_abort(w);
+    cli_files_free(&guard);
     wpk_sink_free(&sink);
     free(optv);
     free(inopts);

@@ -15,7 +15,10 @@ static const char help[] =
     "  npz          a zip of NAME.npy files (stored), for numpy.load\n"
     "  tar          a tar of NAME.npy files\n"
     "bf16/f8 tensors in npz/tar are raw bits with a '# wpack dtype' comment, as\n"
-    "`wpack extract` writes them. FILE appears only when complete.\n"
+    "`wpack extract` writes them. FILE appears only when complete (a temporary\n"
+    "file FILE.tmp-PID-RANDOM beside it, renamed over it; a killed run's\n"
+    "temporary is removed by the next run to FILE). FILE may not be ARCHIVE, one\n"
+    "of its shards, or a link to them.\n"
     "\n"
     "Splats and compressed tensors are written in full: when the total is above\n"
     "the output cap or the free space, nothing is written (WPACK_E_TOO_LARGE).\n"
@@ -85,10 +88,12 @@ int cmd_export(int argc, char **argv)
                   : !to ? "--to FORMAT is required" : "--to wants safetensors, npz or tar");
         return CLI_USAGE;
     }
-    wpack_archive *ar;
-    if (!(ar = cli_open(in))) {
+    cli_files guard = {0};
+    cli_files_out(&guard, out);
+    wpack_archive *ar = cli_open_checked("export", in, &guard);
+    cli_files_free(&guard);
+    if (!ar)
         return CLI_FAIL;
-    }
     uint64_t need = export_size(ar), count = wpack_count(ar);
     if (!cli_check_output("export", out, need, cli_input_bytes(ar), max_output, 1)) {
         wpack_close(ar);

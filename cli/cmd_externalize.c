@@ -14,10 +14,14 @@ static const char help[] =
     "entry per global named by its symbol, and writes OUT.mlir with a\n"
     "reference in their place. Moved blobs leave the resources section when\n"
     "nothing else uses them. The bytes stream from the mapped input: memory\n"
-    "does not grow with the weights. Nothing is written on error.\n"
+    "does not grow with the weights. Nothing is written on error: both files\n"
+    "appear only when complete (temporary files FILE.tmp-PID-RANDOM beside\n"
+    "them, renamed over them; a killed run's temporaries are removed by the next\n"
+    "run to the same files). OUT.mlir, NEW.wpack and IN.mlir must be three\n"
+    "different files.\n"
     "\n"
     "options:\n"
-    "  -o, --output FILE   the rewritten MLIR (may be IN.mlir)\n"
+    "  -o, --output FILE   the rewritten MLIR\n"
     "  --archive FILE      the new archive (replaced if it exists)\n"
     "  --min-bytes N       tensors smaller than N bytes stay inline (default 256;\n"
     "                        K/M/G suffixes)\n"
@@ -92,6 +96,14 @@ int cmd_externalize(int argc, char **argv)
     opt.writer = &wo;
     opt.diag = cli_on_diag;
     opt.diag_user = &quiet;
+    cli_files guard = {0};
+    cli_files_in(&guard, in);
+    cli_files_out(&guard, out);
+    cli_files_out(&guard, archive);
+    int same = !cli_files_check("externalize", &guard);
+    cli_files_free(&guard);
+    if (same)
+        return CLI_FAIL;
     wpack_externalize_result res;
     if (wpack_externalize_file(in, out, archive, &opt, &res))
         return CLI_FAIL;

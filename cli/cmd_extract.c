@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "cli.h"
 #include "internal.h"
 #include "npy.h"
@@ -32,6 +33,11 @@ static const char help[] =
     "two selected tensors may map to one file name (both are named), and the\n"
     "total must fit the output cap and the free space (WPACK_E_TOO_LARGE).\n"
     "A refusal creates nothing, not even DIR.\n"
+    "\n"
+    "Each file appears whole or not at all (a temporary NAME.npy.tmp-PID-RANDOM\n"
+    "beside it, renamed over it; a killed run's temporaries in DIR are removed\n"
+    "by the next extract to DIR). A DIR/NAME.npy that is the archive itself, one\n"
+    "of its shards or a link to them is refused before anything is written.\n"
     "\n"
     "  -o, --output DIR     where to write (created if missing)\n"
     "  --max-output SIZE    cap on the bytes written (default: the larger of\n"
@@ -112,7 +118,7 @@ static size_t npy_header_of(const wpack_tensor *t, char *header, size_t len)
 static int extract_one(extract_state *st, const wpack_archive *ar, const wpack_tensor *t,
                        const char *fname)
 {
-    char path[4096], tmp[4200], header[1024];
+    char path[4096], header[1024];
     snprintf(path, sizeof path, "%s/%s.npy", st->dir, fname);
     size_t hlen = npy_header_of(t, header, sizeof header);
     if (!hlen) {
@@ -121,37 +127,26 @@ static int extract_one(extract_state *st, const wpack_archive *ar, const wpack_t
         st->failed = 1;
         return 1;
     }
-    /* Temp file + rename: an interrupted extract never leaves a short .npy. */
-    snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        cli_error("%s: cannot create: %s [%s]", path, strerror(errno),
-                  wpack_error_name(WPACK_E_IO));
-        st->failed = 1;
-        return 1;
+    /* Temp file + rename: an interrupted extract never leaves a short .npy.
+     * (DIR's dead temporaries were swept once, in cmd_extract.) */
+    wpk_atomic a;
+    char err[600];
+    int rc = wpk_atomic_open(&a, path, WPK_ATOMIC_NO_SWEEP, err, sizeof err);
+    if (rc == WPACK_OK) {
+        int code = write_all(a.fd, header, hlen) ? write_tensor_bytes(a.fd, ar, t) : WPACK_E_IO;
+        if (code == WPACK_E_IO)
+            wpk_fmt(err, sizeof err, "%s: writing tensor '%s' failed: %s", path, t->name,
+                    strerror(errno));
+        else if (code)
+            wpk_fmt(err, sizeof err, "%s: reading tensor '%s' failed: %s", path, t->name,
+                    wpack_error_describe(code));
+        rc = code;
     }
-    mode_t mask = umask(0);
-    umask(mask);
-    int ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, header, hlen);
-    int code = ok ? write_tensor_bytes(fd, ar, t) : WPACK_E_IO;
-    ok = code == WPACK_OK;
-    int e = errno;
-    if (close(fd) != 0 && ok) {
-        e = errno;
-        ok = 0;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        e = errno;
-        ok = 0;
-    }
-    if (!ok) {
-        unlink(tmp);
-        if (code != WPACK_OK && code != WPACK_E_IO)
-            cli_error("%s: reading tensor '%s' failed: %s [%s]", path, t->name,
-                      wpack_error_describe(code), wpack_error_name(code));
-        else
-            cli_error("%s: writing tensor '%s' failed: %s [%s]", path, t->name, strerror(e),
-                      wpack_error_name(WPACK_E_IO));
+    if (rc == WPACK_OK)
+        rc = wpk_atomic_commit(&a, err, sizeof err);
+    wpk_atomic_abort(&a);
+    if (rc) {
+        cli_error("%s [%s]", err, wpack_error_name(rc));
         st->failed = 1;
         return 1;
     }
@@ -272,6 +267,24 @@ static int plan(const wpack_archive *ar, const char *path, const char *dir, cons
     return cli_check_output("extract", dir, total, cli_input_bytes(ar), max_output, 1);
 }
 
+/* Every DIR/NAME.npy against the archive and its shards (the same-file
+ * guard), before any is written. */
+static int guard_outputs(const wpack_archive *ar, const char *path, const char *dir,
+                         const pick_list *l)
+{
+    cli_files guard = {.outputs_distinct = 1}; /* plan() refused colliding file names */
+    cli_files_in(&guard, path);
+    cli_files_archive_shards(&guard, ar);
+    char out[4200];
+    for (size_t k = 0; k < l->n; k++) {
+        snprintf(out, sizeof out, "%s/%s.npy", dir, l->v[k].file);
+        cli_files_out(&guard, out);
+    }
+    int ok = cli_files_check("extract", &guard);
+    cli_files_free(&guard);
+    return ok;
+}
+
 int cmd_extract(int argc, char **argv)
 {
     const char *path = NULL, *v;
@@ -330,12 +343,15 @@ int cmd_extract(int argc, char **argv)
     uint64_t data = 0;
     struct stat sb;
     int dir_existed = stat(st.dir, &sb) == 0;
-    if (!plan(ar, path, st.dir, pats, npats, max_output, &l, &data)) {
+    if (!plan(ar, path, st.dir, pats, npats, max_output, &l, &data) ||
+        !guard_outputs(ar, path, st.dir, &l)) {
         st.failed = 1;
     } else if (!make_dirs(st.dir)) {
         cli_error("%s: cannot create directory: %s [%s]", st.dir, strerror(errno),
                   wpack_error_name(WPACK_E_IO));
         st.failed = 1;
+    } else {
+        wpk_atomic_sweep_dir(st.dir, ".npy"); /* temporaries of killed extracts */
     }
     cli_progress prog;
     cli_progress_init(&prog, data, l.n, quiet);

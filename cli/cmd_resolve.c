@@ -16,10 +16,14 @@ static const char help[] =
     "and points it at an archive entry: by its symbol name, then the\n"
     "archive's name map, then --map. The global's tensor type must match the\n"
     "entry's dtype and every dim. Everything else is copied byte for byte;\n"
-    "resolving the output again changes nothing. Nothing is written on error.\n"
+    "resolving the output again changes nothing. Nothing is written on error;\n"
+    "OUT.mlir appears only when complete (a temporary file OUT.mlir.tmp-PID-RANDOM\n"
+    "beside it, renamed over it; a killed run's temporary is removed by the next\n"
+    "run to OUT.mlir). OUT.mlir may not be ARCHIVE, one of its shards, IN.mlir,\n"
+    "the --map file or a link to them.\n"
     "\n"
     "options:\n"
-    "  -o, --output FILE   where the resolved MLIR goes (may be IN.mlir)\n"
+    "  -o, --output FILE   where the resolved MLIR goes\n"
     "  --emit MODE         uri (default): keep #ml_program.extern, add\n"
     "                        {wpack.uri = \"wpack:<index-xxh3>/<entry>\"}\n"
     "                      iree: value #flow.parameter.named<\"SCOPE\"::\"ENTRY\">\n"
@@ -177,12 +181,23 @@ static int run(int argc, char **argv, const char **strips)
     opt.strip_count = nstrips;
     opt.diag = cli_on_diag;
     opt.diag_user = &quiet;
+    cli_files guard = {0}; /* before anything is read; the shards once ARCHIVE is open */
+    cli_files_in(&guard, pos[0]);
+    cli_files_in(&guard, pos[1]);
+    cli_files_in(&guard, map_path);
+    cli_files_in(&guard, module_map);
+    cli_files_out(&guard, out);
+    if (!cli_files_check("resolve", &guard)) {
+        cli_files_free(&guard);
+        return CLI_FAIL;
+    }
     wpk_name_map map = {0}, mmap_ = {0};
     int rc = CLI_OK;
     if (map_path) {
         char err[600];
         if (wpk_name_map_load(map_path, &map, err, sizeof err)) {
             cli_error("--map %s [WPACK_E_INPUT]", err);
+            cli_files_free(&guard);
             return CLI_FAIL;
         }
         opt.map_globals = (const char *const *)map.globals;
@@ -192,9 +207,18 @@ static int run(int argc, char **argv, const char **strips)
     if (module_map && (rc = load_module_map(module_map, &mmap_, &opt)) != CLI_OK) {
         wpk_name_map_free(&map);
         wpk_name_map_free(&mmap_);
+        cli_files_free(&guard);
         return rc;
     }
     wpack_archive *ar = cli_open(pos[0]);
+    if (ar) {
+        cli_files_archive_shards(&guard, ar);
+        if (!cli_files_check("resolve", &guard)) {
+            wpack_close(ar);
+            ar = NULL;
+        }
+    }
+    cli_files_free(&guard);
     wpack_resolve_result res;
     if (!ar || wpack_resolve_file(ar, pos[1], out, &opt, &res))
         rc = CLI_FAIL;

@@ -16,6 +16,7 @@ static const char help[] =
     "ReLU, Linear) is --layers 0,1=relu,2. Without --layers, the archive's\n"
     "'wpack.layers' metadata is used (wpack create --layers SPEC).\n"
     "X.npy: f32 or f64, [batch, in] or [in]. Weights f32, f16, bf16, int8.\n"
+    "Y.npy appears whole or not at all and may not be ARCHIVE or X.npy.\n"
     "\n"
     "environment: WPACK_ISA=scalar|avx2|avx512 forces a SIMD path,\n"
     "WPACK_THREADS=N the thread count, WPACK_SPIN_US=N how long idle pool\n"
@@ -65,10 +66,13 @@ int cmd_run(int argc, char **argv)
         fputs(help, stderr);
         return CLI_USAGE;
     }
-    wpack_archive *ar;
-    if (!(ar = cli_open(archive))) {
+    cli_files guard = {0};
+    cli_files_in(&guard, input);
+    cli_files_out(&guard, output);
+    wpack_archive *ar = cli_open_checked("run", archive, &guard);
+    cli_files_free(&guard);
+    if (!ar)
         return CLI_FAIL;
-    }
     char err[1024];
     chain c;
     float *x = NULL, *y = NULL;

@@ -15,18 +15,20 @@ static const char usage[] =
     "  inspect  [--json] ARCHIVE [PREFIX]          list tensors, metadata and stats\n"
     "  verify   ARCHIVE                            check checksums, bool values, padding\n"
     "  extract  ARCHIVE [-o DIR] [NAME_OR_PREFIX...]  write tensors as .npy files\n"
-    "  convert  ARCHIVE --compress zstd[:L]|--decompress -o OUT  rewrite compressed or plain\n"
+    "  convert  ARCHIVE --compress zstd[:L]|--decompress -o OUT|--in-place  rewrite compressed or plain\n"
     "  export   ARCHIVE --to safetensors|npz|tar -o FILE  write the archive in another format\n"
     "  resolve  ARCHIVE IN.mlir -o OUT.mlir [--emit uri|iree|inline]  point MLIR globals at entries\n"
     "  externalize IN.mlir -o OUT.mlir --archive NEW.wpack  move inline MLIR weights into an archive\n"
     "  run      ARCHIVE [--layers SPEC] --input X.npy [-o Y.npy]  run Linear/ReLU layers\n"
     "  calibrate ARCHIVE [--layers SPEC] --input S.npy [--histogram N]  store activation stats\n"
-    "  cast     ARCHIVE --to bf16|f16|int8 [--only GLOB] -o OUT  weights for the fast paths\n"
+    "  cast     ARCHIVE --to bf16|f16|int8 [--only GLOB] -o OUT|--in-place  weights for the fast paths\n"
     "\n"
     "  wpack COMMAND --help   options of one command\n"
     "  wpack --version        library and format versions\n"
     "\n"
-    "Exit status: 0 success, 1 failure (the message says what and where), 2 usage.\n";
+    "Exit status: 0 success, 1 failure (the message says what and where), 2 usage.\n"
+    "An output that is the same file as an input is refused before anything is\n"
+    "read; outputs appear whole or not at all (README: Outputs never destroy inputs).\n";
 
 typedef struct {
     const char *name;

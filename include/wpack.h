@@ -397,8 +397,10 @@ typedef struct wpack_writer_options {
      * "NAME-0000k-of-0000N.wpack" (NAME: path's file name without
      * ".wpack"), each holding about shard_size data bytes (a tensor is never
      * split; a bigger one gets a shard to itself). Shards are finished under
-     * temporary names ("path.shard-0000k.part") and renamed when the
-     * manifest is written; an aborted writer removes them all. Not with
+     * temporary names ("path.tmp-PID-RANDOM.shard-0000k", beside the
+     * manifest's own temporary) and renamed when the manifest is written;
+     * an aborted writer removes them all, a killed one's are removed by
+     * the next writer of path. Not with
      * compression (external entries are stored raw). Weight stats are
      * computed in each shard and copied into the manifest. */
     uint64_t shard_size;
@@ -415,9 +417,12 @@ void wpack_writer_options_init(wpack_writer_options *opt);
 
 /*
  * Start a new archive that will appear at path when wpack_writer_finish()
- * succeeds. Bytes go to a temporary file beside it ("path.tmp-XXXXXX"); an
+ * succeeds. Bytes go to a temporary file beside it ("path.tmp-PID-RANDOM",
+ * mode 0666 less the umask, locked with flock while the writer lives); an
  * existing file at path is untouched until the final rename, and stays as
- * it was if the writer is aborted or the process dies. opt may be NULL.
+ * it was if the writer is aborted or the process dies. Temporaries of path
+ * left by dead writers (killed processes) are removed here; a live
+ * writer's are not. opt may be NULL.
  *
  * Like the reader, *out receives a handle even on failure (for its message)
  * unless memory runs out; free a failed one with wpack_writer_abort().

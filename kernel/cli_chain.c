@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "bytes.h"
 #include "cli_chain.h"
 #include "internal.h"
@@ -198,10 +199,15 @@ int chain_write_npy(const char *path, const float *y, size_t batch, size_t width
     char hdr[256];
     uint64_t dims[2] = {batch, width};
     size_t hl = npy_format_header(hdr, sizeof hdr, WPACK_DTYPE_F32, 2, dims);
-    FILE *f = fopen(path, "wb");
-    if (!f || !hl)
-        return cfail(err, errlen, WPACK_E_IO, "%s: %s", path, f ? "header" : strerror(errno));
-    int ok = fwrite(hdr, 1, hl, f) == hl && fwrite(y, 4, batch * width, f) == batch * width;
-    ok = (fclose(f) == 0) && ok;
-    return ok ? WPACK_OK : cfail(err, errlen, WPACK_E_IO, "%s: write failed", path);
+    if (!hl)
+        return cfail(err, errlen, WPACK_E_IO, "%s: cannot make a .npy header", path);
+    wpk_atomic a; /* the .npy appears whole or not at all */
+    int rc = wpk_atomic_open(&a, path, 0, err, errlen), e = 0;
+    if (rc == WPACK_OK && ((e = wpk_write_all(a.fd, hdr, hl)) ||
+                           (e = wpk_write_all(a.fd, y, batch * width * sizeof *y))))
+        rc = cfail(err, errlen, WPACK_E_IO, "%s: write failed: %s", path, strerror(e));
+    if (rc == WPACK_OK)
+        rc = wpk_atomic_commit(&a, err, errlen);
+    wpk_atomic_abort(&a);
+    return rc;
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "bytes.h"
 #include "export.h"
 #include "internal.h"
@@ -285,44 +286,19 @@ int wpk_export(const wpack_archive *ar, int format, const char *out, wpk_export_
 {
     done_cb cb = {done, user};
     err[0] = 0;
-    size_t pl = strlen(out);
-    char *tmp = malloc(pl + 16);
     uint8_t *buf = malloc(PIECE);
-    if (!tmp || !buf) {
-        free(tmp);
-        free(buf);
+    if (!buf) {
         wpk_fmt(err, errlen, "out of memory");
         return WPACK_E_NOMEM;
     }
-    snprintf(tmp, pl + 16, "%s.tmp-XXXXXX", out);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        wpk_fmt(err, errlen, "%s: cannot create: %s", out, strerror(errno));
-        free(tmp);
-        free(buf);
-        return WPACK_E_IO;
-    }
-    mode_t mask = umask(0);
-    umask(mask);
-    int rc = fchmod(fd, 0666 & ~mask) == 0 ? WPACK_OK : WPACK_E_IO;
+    wpk_atomic t;
+    int rc = wpk_atomic_open(&t, out, 0, err, errlen);
     if (!rc)
-        rc = format == WPK_EXPORT_SAFETENSORS ? export_safetensors(ar, fd, buf, &cb, err, errlen)
-                                              : export_bundle(ar, format, fd, buf, &cb, err, errlen);
-    if (!rc && fsync(fd) != 0) {
-        wpk_fmt(err, errlen, "%s: fsync failed: %s", out, strerror(errno));
-        rc = WPACK_E_IO;
-    }
-    if (close(fd) != 0 && !rc) {
-        wpk_fmt(err, errlen, "%s: close failed: %s", out, strerror(errno));
-        rc = WPACK_E_IO;
-    }
-    if (!rc && rename(tmp, out) != 0) {
-        wpk_fmt(err, errlen, "%s: rename failed: %s", out, strerror(errno));
-        rc = WPACK_E_IO;
-    }
-    if (rc)
-        unlink(tmp);
-    free(tmp);
+        rc = format == WPK_EXPORT_SAFETENSORS ? export_safetensors(ar, t.fd, buf, &cb, err, errlen)
+                                              : export_bundle(ar, format, t.fd, buf, &cb, err, errlen);
+    if (!rc)
+        rc = wpk_atomic_commit(&t, err, errlen);
+    wpk_atomic_abort(&t);
     free(buf);
     return rc;
 }

@@ -131,11 +131,18 @@ int wpk_out_zeros(wpack_writer *w, uint64_t n)
 
 int wpack_writer_open(wpack_writer **out, const char *path, const wpack_writer_options *opt)
 {
+    return wpk_writer_open_flags(out, path, opt, 0);
+}
+
+int wpk_writer_open_flags(wpack_writer **out, const char *path, const wpack_writer_options *opt,
+                          unsigned atomic_flags)
+{
     wpack_writer *w = calloc(1, sizeof *w);
     *out = w;
     if (!w)
         return WPACK_E_NOMEM;
     w->fd = -1;
+    w->out.fd = -1;
     if (opt)
         w->opt = *opt;
     else
@@ -166,22 +173,19 @@ int wpack_writer_open(wpack_writer **out, const char *path, const wpack_writer_o
                          WPK_LIMIT_HIST_BINS);
     size_t plen = strlen(path);
     w->path = malloc(plen + 1);
-    w->tmp_path = malloc(plen + 16);
     w->obuf = malloc(OBUF_SIZE);
     w->hasher = wpk_hasher_new();
-    if (!w->path || !w->tmp_path || !w->obuf || !w->hasher)
+    if (!w->path || !w->obuf || !w->hasher)
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     memcpy(w->path, path, plen + 1);
     int rc;
     if (w->opt.shard_size && (rc = wpk_shards_init(w)))
         return rc;
-    wpk_fmt(w->tmp_path, plen + 16, "%s.tmp-XXXXXX", path);
-    w->fd = mkstemp(w->tmp_path);
-    if (w->fd < 0) {
-        w->tmp_path[0] = 0;
-        return wpk_wfail(w, WPACK_E_IO, "%s: cannot create a temporary file beside it: %s", path,
-                         strerror(errno));
-    }
+    char err[sizeof w->errmsg];
+    if ((rc = wpk_atomic_open(&w->out, path, atomic_flags, err, sizeof err)))
+        return wpk_wfail(w, rc, "%s", err);
+    w->fd = w->out.fd;
+    w->tmp_path = w->out.tmp;
     /* The superblock is written last (finish); reserve its place and padding. */
     uint64_t data_offset;
     wpk_align_up(WPK_HEADER_SIZE, w->opt.alignment, &data_offset);
@@ -1040,8 +1044,7 @@ int wpack_writer_add_stats(wpack_writer *w, const wpack_stats_in *s)
 static void free_writer(wpack_writer *w, int remove_shards)
 {
     wpk_shards_free(w, remove_shards);
-    if (w->fd >= 0)
-        close(w->fd);
+    wpk_atomic_abort(&w->out); /* a committed or handed-over file has nothing left here */
     wpk_buf_free(&w->strings);
     wpk_buf_free(&w->aux);
     wpk_buf_free(&w->entries);
@@ -1056,7 +1059,6 @@ static void free_writer(wpack_writer *w, int remove_shards)
     wpk_compress_free(w->zc);
     free(w->obuf);
     free(w->path);
-    free(w->tmp_path);
     free(w);
 }
 
@@ -1064,34 +1066,12 @@ void wpack_writer_abort(wpack_writer *w)
 {
     if (!w)
         return;
-    if (w->tmp_path && w->tmp_path[0] && w->fd >= 0)
-        unlink(w->tmp_path);
     free_writer(w, 1);
 }
 
-/* fsync the directory holding path so the rename itself is durable. */
-static int sync_dir(const char *path)
+/* Everything up to a durable, complete temporary file. */
+static int finish_file(wpack_writer *w)
 {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        wpk_fmt(dir, sizeof dir, ".");
-    else if (slash == path)
-        wpk_fmt(dir, sizeof dir, "/");
-    else
-        wpk_fmt(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen)
-{
-    if (!w)
-        return WPACK_E_INVALID_ARGUMENT;
     int rc = w->fd < 0 ? (w->errcode ? w->errcode : WPACK_E_STATE) : usable(w);
     if (rc == WPACK_OK && !w->failed &&
         !wpk_nameset_find(&w->meta_set, meta_key_of, w, (const uint8_t *)"wpack.producer", 14,
@@ -1103,22 +1083,41 @@ int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen)
         rc = wpk_shards_finish(w);
     if (rc == WPACK_OK)
         rc = wpk_write_index(w);
-    if (rc == WPACK_OK && fsync(w->fd) != 0)
-        rc = wpk_wfail(w, WPACK_E_IO, "%s: fsync failed: %s", w->tmp_path, strerror(errno));
-    if (rc == WPACK_OK) {
-        mode_t mask = umask(0);
-        umask(mask);
-        if (fchmod(w->fd, 0666 & ~mask) != 0)
-            rc = wpk_wfail(w, WPACK_E_IO, "%s: chmod failed: %s", w->tmp_path, strerror(errno));
+    char err[sizeof w->errmsg];
+    if (rc == WPACK_OK && (rc = wpk_atomic_sync(&w->out, err, sizeof err)))
+        wpk_wfail(w, rc, "%s", err);
+    return rc;
+}
+
+int wpk_writer_finish_keep(wpack_writer *w, wpk_atomic *keep, char *errbuf, size_t errlen)
+{
+    keep->path = keep->tmp = NULL;
+    keep->fd = -1;
+    if (!w)
+        return WPACK_E_INVALID_ARGUMENT;
+    int rc = finish_file(w);
+    if (errbuf && errlen)
+        wpk_fmt(errbuf, errlen, "%s", rc ? w->errmsg : "");
+    if (rc) {
+        wpack_writer_abort(w);
+        return rc;
     }
-    if (rc == WPACK_OK && rename(w->tmp_path, w->path) != 0)
-        rc = wpk_wfail(w, WPACK_E_IO, "%s: cannot rename into place: %s", w->path, strerror(errno));
-    if (rc == WPACK_OK) {
-        w->tmp_path[0] = 0; /* nothing left to remove */
-        if (sync_dir(w->path) != 0)
-            rc = wpk_wfail(w, WPACK_E_IO, "%s: fsync of its directory failed: %s", w->path,
-                           strerror(errno));
-    }
+    *keep = w->out; /* the caller's now: still locked, still a temporary */
+    w->out = (wpk_atomic){NULL, NULL, -1};
+    w->fd = -1;
+    free_writer(w, 0);
+    return WPACK_OK;
+}
+
+int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen)
+{
+    if (!w)
+        return WPACK_E_INVALID_ARGUMENT;
+    int rc = finish_file(w);
+    char err[sizeof w->errmsg];
+    if (rc == WPACK_OK && (rc = wpk_atomic_commit(&w->out, err, sizeof err)))
+        wpk_wfail(w, rc, "%s", err);
+    w->fd = -1;
     if (errbuf && errlen)
         wpk_fmt(errbuf, errlen, "%s", rc ? w->errmsg : "");
     if (rc)

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "atomic_file.h"
 #include "buf.h"
 #include "internal.h"
 #include "layout.h"
@@ -59,8 +60,10 @@ typedef struct {
 } wpk_pending_dtype;
 
 struct wpack_writer {
-    char *path, *tmp_path;
-    int fd;
+    char *path;
+    wpk_atomic out;                /* the temporary file beside path (atomic_file.h) */
+    char *tmp_path;                /* out.tmp, for messages (not owned) */
+    int fd;                        /* out.fd */
     int failed;                    /* a write failed: only abort/finish-with-error remain */
     int errcode;
     char errmsg[600];
@@ -89,6 +92,17 @@ struct wpack_writer {
 
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* wpack_writer_open with wpk_atomic_open flags (WPK_ATOMIC_NO_SWEEP: a
+ * shard of a set, whose name is already its manifest writer's own). */
+int wpk_writer_open_flags(wpack_writer **out, const char *path, const wpack_writer_options *opt,
+                          unsigned atomic_flags);
+
+/* wpack_writer_finish up to the fsync, without the rename: the complete
+ * file stays a locked temporary in *keep (commit or abort it with
+ * atomic_file.h), for a caller that must put several files in place
+ * together. The writer is freed either way. */
+int wpk_writer_finish_keep(wpack_writer *w, wpk_atomic *keep, char *errbuf, size_t errlen);
 
 static inline wpk_pending_entry *wpk_entries(wpack_writer *w)
 {

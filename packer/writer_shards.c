@@ -7,7 +7,8 @@
  * writer of its own) and recorded in the manifest as an external entry. A
  * shard is closed when the next tensor would take it past shard_size (a
  * tensor is never split; a bigger one gets a shard to itself). Shards are
- * finished under temporary names, because their final names
+ * finished under temporary names ("<manifest temporary>.shard-0000k",
+ * atomic_file.h), because their final names
  * ("NAME-0000k-of-0000N.wpack") hold the count, known only at the end;
  * wpack_writer_finish renames them, then writes the manifest. Nothing is
  * written twice, and an aborted writer removes every shard it made.
@@ -139,13 +140,15 @@ static int open_shard(wpack_writer *w)
             return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
         s->cap = cap;
     }
-    size_t len = strlen(w->path) + 32;
+    /* Under the manifest's own temporary name: the manifest writer's lock
+     * covers the part, and a later run sweeps it if this one dies. */
+    size_t len = strlen(w->tmp_path) + 32;
     char *part = malloc(len);
     if (!part)
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-    snprintf(part, len, "%s.shard-%05u.part", w->path, s->n + 1);
+    snprintf(part, len, "%s.shard-%05u", w->tmp_path, s->n + 1);
     s->parts[s->n++] = part;
-    int rc = wpack_writer_open(&s->cur, part, &s->opt);
+    int rc = wpk_writer_open_flags(&s->cur, part, &s->opt, WPK_ATOMIC_NO_SWEEP);
     if (rc == WPACK_OK)
         rc = wpack_writer_set_string(s->cur, "wpack.manifest", base_name(w->path));
     /* Block dtypes keep their codes: every shard gets the manifest's, in order. */

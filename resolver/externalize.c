@@ -15,10 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "dense_decode.h"
 #include "internal.h"
 #include "mlir_lex.h"
 #include "resolve_int.h"
+#include "writer.h"
 
 void wpack_externalize_options_init(wpack_externalize_options *opt)
 {
@@ -236,9 +238,8 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     wpack_writer *w = NULL;
     wpack_archive *ar = NULL;
     wpk_fd_sink *sink = NULL;
-    wpk_tmp_out out_tmp = {NULL, NULL, -1};
-    char *ar_tmp = NULL;
-    int ar_tmp_exists = 0;
+    wpk_atomic out_tmp = {NULL, NULL, -1};
+    wpk_atomic ar_tmp = {NULL, NULL, -1}; /* the finished archive, not yet in place */
     size_t ncand = 0;
 
     rc = wpk_mlir_scan_buffer(buf, len, 0, &doc, err, sizeof err);
@@ -312,12 +313,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     }
 
     /* 1. the archive, under a temporary name beside NEW */
-    size_t an = strlen(archive_path);
-    ar_tmp = malloc(an + 40);
-    if (!ar_tmp)
-        goto nomem;
-    snprintf(ar_tmp, an + 40, "%s.tmp-ext-%ld", archive_path, (long)getpid());
-    rc = wpack_writer_open(&w, ar_tmp, opt.writer);
+    rc = wpack_writer_open(&w, archive_path, opt.writer);
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", archive_path,
                       w ? wpack_writer_errmsg(w) : "out of memory");
@@ -358,14 +354,13 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         res.moved++;
         res.bytes_moved += c->nbytes;
     }
-    rc = wpack_writer_finish(w, err, sizeof err);
+    rc = wpk_writer_finish_keep(w, &ar_tmp, err, sizeof err);
     w = NULL;
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", archive_path, err);
         goto done;
     }
-    ar_tmp_exists = 1;
-    rc = wpack_open_file(&ar, ar_tmp, 0);
+    rc = wpack_open_file(&ar, ar_tmp.tmp, 0);
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: reopening the new archive: %s", archive_path,
                       ar ? wpack_errmsg(ar) : "out of memory");
@@ -400,7 +395,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     size_t npatches = drop_patches(doc, drop, patches);
 
     /* 3. the IR */
-    rc = wpk_tmp_open(&out_tmp, out_path, err, sizeof err);
+    rc = wpk_atomic_open(&out_tmp, out_path, 0, err, sizeof err);
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
         goto done;
@@ -423,14 +418,12 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         goto done;
     }
     /* 4. both into place: the archive, then the IR that names it */
-    if (rename(ar_tmp, archive_path) != 0) {
-        rc = WPACK_E_IO;
-        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: cannot rename into place: %s", archive_path,
-                      strerror(errno));
+    rc = wpk_atomic_commit(&ar_tmp, err, sizeof err);
+    if (rc) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
         goto done;
     }
-    ar_tmp_exists = 0;
-    rc = wpk_tmp_commit(&out_tmp, err, sizeof err);
+    rc = wpk_atomic_commit(&out_tmp, err, sizeof err);
     if (rc) {
         unlink(archive_path);
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
@@ -443,11 +436,8 @@ done:
     if (w)
         wpack_writer_abort(w);
     wpack_close(ar);
-    if (ar_tmp_exists)
-        unlink(ar_tmp);
-    if (out_tmp.tmp)
-        wpk_tmp_discard(&out_tmp);
-    free(ar_tmp);
+    wpk_atomic_abort(&ar_tmp);
+    wpk_atomic_abort(&out_tmp);
     free(sink);
     free(patches);
     free(drop);

@@ -1,5 +1,5 @@
-/* fileio.c - mapped input, buffered fd output and temp-file-then-rename
- * output for the resolver's *_file calls. */
+/* fileio.c - mapped input and buffered fd output for the resolver's *_file
+ * calls (their output files go through format/atomic_file.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -148,67 +148,4 @@ int wpk_fd_sink_write(void *user, const void *data, size_t n)
     memcpy(s->buf + s->used, data, n);
     s->used += n;
     return 0;
-}
-
-int wpk_tmp_open(wpk_tmp_out *t, const char *path, char *err, size_t errlen)
-{
-    memset(t, 0, sizeof *t);
-    t->fd = -1;
-    size_t n = strlen(path);
-    t->path = strdup(path);
-    t->tmp = malloc(n + 16);
-    if (!t->path || !t->tmp) {
-        wpk_tmp_discard(t);
-        wpk_fmt(err, errlen, "out of memory");
-        return WPACK_E_NOMEM;
-    }
-    memcpy(t->tmp, path, n);
-    memcpy(t->tmp + n, ".tmp-XXXXXX", 12);
-    t->fd = mkstemp(t->tmp);
-    if (t->fd < 0) {
-        wpk_fmt(err, errlen, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
-        free(t->tmp);
-        t->tmp = NULL;
-        wpk_tmp_discard(t);
-        return WPACK_E_IO;
-    }
-    fchmod(t->fd, 0644);
-    return 0;
-}
-
-int wpk_tmp_commit(wpk_tmp_out *t, char *err, size_t errlen)
-{
-    int rc = 0;
-    /* No fsync: an MLIR output can be made again from its inputs, and the
-     * fsync measured +50-100% on bench/resolver's 100,000-globals file
-     * (14 MB written back before the rename; seconds for the 1 GiB case).
-     * The rename still makes the output appear whole or not at all to
-     * other processes. */
-    if (close(t->fd) != 0) {
-        wpk_fmt(err, errlen, "%s: writing failed: %s", t->path, strerror(errno));
-        rc = WPACK_E_IO;
-    }
-    t->fd = -1;
-    if (!rc && rename(t->tmp, t->path) != 0) {
-        wpk_fmt(err, errlen, "%s: cannot rename into place: %s", t->path, strerror(errno));
-        rc = WPACK_E_IO;
-    }
-    if (rc)
-        unlink(t->tmp);
-    free(t->tmp);
-    free(t->path);
-    t->tmp = t->path = NULL;
-    return rc;
-}
-
-void wpk_tmp_discard(wpk_tmp_out *t)
-{
-    if (t->fd >= 0)
-        close(t->fd);
-    if (t->tmp)
-        unlink(t->tmp);
-    free(t->tmp);
-    free(t->path);
-    t->tmp = t->path = NULL;
-    t->fd = -1;
 }

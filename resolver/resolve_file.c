@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "internal.h"
 #include "resolve_int.h"
 
@@ -31,8 +32,8 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
         return rc;
     }
-    wpk_tmp_out t;
-    rc = wpk_tmp_open(&t, out_path, err, sizeof err);
+    wpk_atomic t;
+    rc = wpk_atomic_open(&t, out_path, 0, err, sizeof err);
     if (rc) {
         wpk_rsv_unmap_file(buf, len);
         if (in_fd >= 0)
@@ -42,7 +43,7 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
     }
     wpk_fd_sink *sink = malloc(sizeof *sink);
     if (!sink) {
-        wpk_tmp_discard(&t);
+        wpk_atomic_abort(&t);
         wpk_rsv_unmap_file(buf, len);
         if (in_fd >= 0)
             close(in_fd);
@@ -59,11 +60,11 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
     }
     free(sink);
     if (!rc) {
-        rc = wpk_tmp_commit(&t, err, sizeof err);
+        rc = wpk_atomic_commit(&t, err, sizeof err);
         if (rc)
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
     } else {
-        wpk_tmp_discard(&t);
+        wpk_atomic_abort(&t);
     }
     wpk_rsv_unmap_file(buf, len);
     if (in_fd >= 0)

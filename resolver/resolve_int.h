@@ -167,13 +167,4 @@ int wpk_rsv_map_file(const char *path, const char **buf, size_t *len, int *fd, c
                      size_t errlen);
 void wpk_rsv_unmap_file(const char *buf, size_t len);
 
-/* Temporary output beside path, renamed into place by wpk_tmp_commit. */
-typedef struct wpk_tmp_out {
-    char *path, *tmp;
-    int fd;
-} wpk_tmp_out;
-int wpk_tmp_open(wpk_tmp_out *t, const char *path, char *err, size_t errlen);
-int wpk_tmp_commit(wpk_tmp_out *t, char *err, size_t errlen);
-void wpk_tmp_discard(wpk_tmp_out *t);
-
 #endif

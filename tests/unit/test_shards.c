@@ -294,7 +294,8 @@ static void test_aborted_set_leaves_nothing(void)
         snprintf(n, sizeof n, "t%d", i);
         rc = wpack_writer_add_tensor(w, n, WPACK_DTYPE_F32, 1, (uint64_t[]){16}, v, 64);
     }
-    CHECK(rc == 0 && count_files("gone.wpack.shard-0000[12].part") == 2, "two shards finished");
+    CHECK(rc == 0 && count_files("^gone.wpack.tmp-[0-9]*-[0-9a-f]*.shard-0000[12]$") == 2,
+          "two shards finished, under the manifest's temporary name");
     CHECK(wpack_writer_begin_tensor(w, "t3", WPACK_DTYPE_F32, 1, (uint64_t[]){16}) == 0 &&
               wpack_writer_write(w, v, 8) == 0 &&
               wpack_writer_end_tensor(w) == WPACK_E_SIZE, "short tensor fails");

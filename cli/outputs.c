@@ -1,0 +1,220 @@
+/*
+ * outputs.c - the same-file guard: before a command reads anything, refuse
+ * an output that is the same file as one of its inputs, or two outputs
+ * that are the same file (issue 13). Files are compared as the file system
+ * sees them (device and inode: symlinks, hard links, "./x" and "x" are all
+ * caught); outputs that do not exist yet by their resolved directory and
+ * file name.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+struct cli_file {
+    char *path;
+    int output;
+    int shard_names; /* an output manifest: its shards' names NAME-0000k-of-0000n.wpack too */
+    int exists;      /* st is valid (set by cli_files_check) */
+    struct stat st;
+};
+
+static void add(cli_files *f, const char *path, int output, int shard_names)
+{
+    if (!path || f->nomem)
+        return;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 16;
+        struct cli_file *v = realloc(f->v, cap * sizeof *v);
+        if (!v) {
+            f->nomem = 1;
+            return;
+        }
+        f->v = v;
+        f->cap = cap;
+    }
+    f->v[f->n] = (struct cli_file){strdup(path), output, shard_names, 0, {0}};
+    if (!f->v[f->n].path)
+        f->nomem = 1;
+    else
+        f->n++;
+}
+
+void cli_files_in(cli_files *f, const char *path)
+{
+    add(f, path, 0, 0);
+}
+
+void cli_files_out(cli_files *f, const char *path)
+{
+    add(f, path, 1, 0);
+}
+
+void cli_files_out_manifest(cli_files *f, const char *path)
+{
+    add(f, path, 1, 1);
+}
+
+void cli_files_archive_shards(cli_files *f, const wpack_archive *ar)
+{
+    for (uint32_t s = 0; ar && s < wpack_shard_count(ar); s++) {
+        const char *path;
+        const wpack_archive *shard;
+        if (wpack_shard_at(ar, s, &path, &shard) == WPACK_OK)
+            cli_files_in(f, path);
+    }
+}
+
+void cli_files_free(cli_files *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        free(f->v[i].path);
+    free(f->v);
+    memset(f, 0, sizeof *f);
+}
+
+/* The directory of path resolved (symlinks, "." and "..") plus its last
+ * component: one spelling for one place, whether the file exists or not. */
+static char *where(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char dir[PATH_MAX];
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == path)
+        strcpy(dir, "/");
+    else if ((size_t)(slash - path) < sizeof dir)
+        memcpy(dir, path, (size_t)(slash - path)), dir[slash - path] = 0;
+    else
+        return NULL;
+    char *real = realpath(dir, NULL);
+    if (!real)
+        return NULL;
+    size_t n = strlen(real) + strlen(base) + 2;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s/%s", real, base);
+    free(real);
+    return s;
+}
+
+static int same_place(const char *a, const char *b)
+{
+    char *wa = where(a), *wb = where(b);
+    int same = wa && wb && strcmp(wa, wb) == 0;
+    free(wa);
+    free(wb);
+    return same;
+}
+
+/* in is one of the shard files a manifest written at out would get. */
+static int is_shard_of(const char *out, const char *in)
+{
+    char *wo = where(out), *wi = where(in);
+    int match = 0;
+    if (wo && wi) {
+        const char *bo = strrchr(wo, '/') + 1, *bi = strrchr(wi, '/') + 1;
+        size_t dl = (size_t)(bo - wo), stem = strlen(bo);
+        if (stem > 6 && strcmp(bo + stem - 6, ".wpack") == 0)
+            stem -= 6;
+        unsigned k, n;
+        int used = 0;
+        match = dl == (size_t)(bi - wi) && strncmp(wo, wi, dl) == 0 &&
+                strncmp(bi, bo, stem) == 0 &&
+                sscanf(bi + stem, "-%5u-of-%5u.wpack%n", &k, &n, &used) == 2 &&
+                used > 0 && bi[stem + (size_t)used] == 0;
+    }
+    free(wo);
+    free(wi);
+    return match;
+}
+
+int cli_files_check(const char *cmd, cli_files *f)
+{
+    if (f->nomem) {
+        cli_error("%s: out of memory [%s]", cmd, wpack_error_name(WPACK_E_NOMEM));
+        return 0;
+    }
+    for (size_t i = 0; i < f->n; i++) /* each file looked at once (symlinks followed) */
+        f->v[i].exists = stat(f->v[i].path, &f->v[i].st) == 0;
+    for (size_t i = 0; i < f->n; i++) {
+        const struct cli_file *o = &f->v[i];
+        if (!o->output)
+            continue;
+        for (size_t j = 0; j < f->n; j++) {
+            const struct cli_file *x = &f->v[j];
+            if (j == i || (x->output && (j < i || f->outputs_distinct)))
+                continue;
+            int same;
+            if (!x->output) { /* an input exists: only an existing output can be it */
+                same = o->exists && x->exists && x->st.st_dev == o->st.st_dev &&
+                       x->st.st_ino == o->st.st_ino;
+                if (!same && o->shard_names && is_shard_of(o->path, x->path)) {
+                    cli_error("%s: input '%s' would be replaced by a shard of output '%s': "
+                              "nothing was written [%s]",
+                              cmd, x->path, o->path, wpack_error_name(WPACK_E_SAME_FILE));
+                    return 0;
+                }
+            } else if (o->exists && x->exists) {
+                same = o->st.st_dev == x->st.st_dev && o->st.st_ino == x->st.st_ino;
+            } else {
+                same = same_place(o->path, x->path);
+            }
+            if (same) {
+                if (x->output)
+                    cli_error("%s: outputs '%s' and '%s' are the same file: nothing was written [%s]",
+                              cmd, x->path, o->path, wpack_error_name(WPACK_E_SAME_FILE));
+                else
+                    cli_error("%s: output '%s' is the same file as input '%s'%s%s: nothing was "
+                              "written [%s]",
+                              cmd, o->path, x->path, f->hint ? "; " : "", f->hint ? f->hint : "",
+                              wpack_error_name(WPACK_E_SAME_FILE));
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g)
+{
+    cli_files_in(g, path);
+    wpack_archive *ar;
+    if (!cli_files_check(cmd, g) || !(ar = cli_open(path)))
+        return NULL;
+    if (!wpack_shard_count(ar))
+        return ar;
+    cli_files_archive_shards(g, ar);
+    if (cli_files_check(cmd, g))
+        return ar;
+    wpack_close(ar);
+    return NULL;
+}
+
+wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out, int in_place,
+                                char **target)
+{
+    cli_files g = {.hint = "to rewrite ARCHIVE itself use --in-place"};
+    *target = NULL;
+    if (!in_place)
+        cli_files_out(&g, out);
+    wpack_archive *ar = cli_open_checked(cmd, in, &g);
+    cli_files_free(&g);
+    if (!ar)
+        return NULL;
+    if (in_place && wpack_shard_count(ar))
+        cli_error("%s: %s is a sharded set: --in-place rewrites single-file archives only "
+                  "(use -o) [%s]",
+                  cmd, in, wpack_error_name(WPACK_E_UNSUPPORTED));
+    else if (in_place && !(*target = realpath(in, NULL)))
+        cli_error("%s: %s: cannot resolve its path: %s [%s]", cmd, in, strerror(errno),
+                  wpack_error_name(WPACK_E_IO));
+    else
+        return ar;
+    wpack_close(ar);
+    return NULL;
+}

@@ -1,0 +1,251 @@
+/*
+ * atomic_file.c - temporary file beside the target, fsync, rename, fsync of
+ * the directory; and the sweep that removes dead writers' temporaries
+ * (atomic_file.h says the naming and the rules).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "internal.h"
+
+#define TMP_TAG ".tmp-"
+#define TMP_HEX 16
+
+static uint64_t random64(void)
+{
+    uint64_t v;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) == (ssize_t)sizeof v)
+        return v;
+    /* no entropy yet: the time and an address still differ between tries,
+     * and O_EXCL catches a collision anyway */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)(uintptr_t)&v;
+    return v * 0x9E3779B97F4A7C15ull;
+}
+
+/* The directory part of path ("." when none), into buf. */
+static void dir_of(const char *path, char *buf, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        wpk_fmt(buf, len, ".");
+    else if (slash == path)
+        wpk_fmt(buf, len, "/");
+    else
+        wpk_fmt(buf, len, "%.*s", (int)(slash - path), path);
+}
+
+/* fsync the directory holding path so a rename in it is durable. */
+static int sync_dir(const char *path)
+{
+    char dir[4096];
+    dir_of(path, dir, sizeof dir);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, size_t errlen)
+{
+    a->path = a->tmp = NULL;
+    a->fd = -1;
+    if (!(flags & WPK_ATOMIC_NO_SWEEP))
+        wpk_atomic_sweep(path);
+    size_t n = strlen(path), tn = n + sizeof TMP_TAG + 24 + TMP_HEX;
+    a->path = strdup(path);
+    a->tmp = malloc(tn);
+    if (!a->path || !a->tmp) {
+        wpk_atomic_abort(a);
+        wpk_fmt(err, errlen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    for (int attempt = 0; attempt < 64; attempt++) {
+        snprintf(a->tmp, tn, "%s" TMP_TAG "%ld-%016llx", path, (long)getpid(),
+                 (unsigned long long)random64());
+        int fd = open(a->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0 && errno == EEXIST)
+            continue;
+        if (fd < 0)
+            break;
+        /* Lock, then check that no sweeper removed the name between the
+         * create and the lock (it needs the lock to remove it). A file
+         * system without flock leaves the file unlocked: sweepers cannot
+         * lock it either, so they leave it alone. */
+        struct stat st;
+        int locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
+        if ((locked || errno != EWOULDBLOCK) && fstat(fd, &st) == 0 && st.st_nlink > 0) {
+            a->fd = fd;
+            return WPACK_OK;
+        }
+        close(fd); /* a sweeper has it and removes it: take another name */
+    }
+    wpk_fmt(err, errlen, "%s: cannot create a temporary file beside it: %s", path,
+            strerror(errno ? errno : EEXIST));
+    free(a->tmp);
+    a->tmp = NULL;
+    wpk_atomic_abort(a);
+    return WPACK_E_IO;
+}
+
+int wpk_atomic_sync(wpk_atomic *a, char *err, size_t errlen)
+{
+    if (a->fd < 0 || !a->tmp) {
+        wpk_fmt(err, errlen, "%s: no temporary file to finish", a->path ? a->path : "?");
+        return WPACK_E_STATE;
+    }
+    if (fsync(a->fd) != 0) {
+        wpk_fmt(err, errlen, "%s: fsync failed: %s", a->path, strerror(errno));
+        return WPACK_E_IO;
+    }
+    return WPACK_OK;
+}
+
+int wpk_atomic_commit(wpk_atomic *a, char *err, size_t errlen)
+{
+    int rc = wpk_atomic_sync(a, err, errlen);
+    if (rc == WPACK_OK && rename(a->tmp, a->path) != 0) {
+        wpk_fmt(err, errlen, "%s: cannot rename into place: %s", a->path, strerror(errno));
+        rc = WPACK_E_IO;
+    }
+    if (rc == WPACK_OK) {
+        free(a->tmp);
+        a->tmp = NULL; /* in place: nothing to remove */
+        if (sync_dir(a->path) != 0) {
+            wpk_fmt(err, errlen, "%s: fsync of its directory failed: %s", a->path, strerror(errno));
+            rc = WPACK_E_IO;
+        }
+    }
+    wpk_atomic_abort(a); /* the lock is released only now, after the rename */
+    return rc;
+}
+
+void wpk_atomic_abort(wpk_atomic *a)
+{
+    if (a->tmp)
+        unlink(a->tmp); /* while still locked: no sweeper sees it half-gone */
+    if (a->fd >= 0)
+        close(a->fd);
+    free(a->tmp);
+    free(a->path);
+    a->tmp = a->path = NULL;
+    a->fd = -1;
+}
+
+/* ---- sweeping dead temporaries ---- */
+
+/* s follows ".tmp-": the length of "<pid>-<16 hex>" when s starts with it
+ * and it ends there or at a '.', else 0. */
+static size_t owner_tail(const char *s)
+{
+    size_t i = 0;
+    while (s[i] >= '0' && s[i] <= '9' && i < 10)
+        i++;
+    if (i == 0 || s[i] != '-')
+        return 0;
+    i++;
+    for (int k = 0; k < TMP_HEX; k++, i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return s[i] == 0 || s[i] == '.' ? i : 0;
+}
+
+/* The length of the owning temporary's name at the start of name, or 0
+ * when name is not a temporary of a target this sweep covers: base exactly
+ * (base != NULL), else any target name ending with suffix. */
+static size_t owner_len(const char *name, const char *base, const char *suffix)
+{
+    size_t tag = strlen(TMP_TAG);
+    if (base) {
+        size_t b = strlen(base);
+        if (strncmp(name, base, b) != 0 || strncmp(name + b, TMP_TAG, tag) != 0)
+            return 0;
+        size_t t = owner_tail(name + b + tag);
+        return t ? b + tag + t : 0;
+    }
+    size_t sl = strlen(suffix);
+    for (const char *q = strstr(name, TMP_TAG); q; q = strstr(q + 1, TMP_TAG)) {
+        size_t at = (size_t)(q - name);
+        if (at <= sl || strncmp(q - sl, suffix, sl) != 0)
+            continue;
+        size_t t = owner_tail(q + tag);
+        if (t)
+            return at + tag + t;
+    }
+    return 0;
+}
+
+/* Remove name when it is a regular file of ours whose owner is gone or
+ * unlocked (the writer that held the lock has exited). */
+static void remove_if_dead(int dfd, const char *name, const char *owner)
+{
+    struct stat st, ost;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != geteuid())
+        return;
+    int ofd = openat(dfd, owner, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (ofd < 0) {
+        /* A live writer's files under its name exist only while its own
+         * temporary does: without it they are orphans. */
+        if (errno == ENOENT)
+            unlinkat(dfd, name, 0);
+        return;
+    }
+    if (fstat(ofd, &ost) == 0 && S_ISREG(ost.st_mode) && ost.st_uid == geteuid() &&
+        flock(ofd, LOCK_EX | LOCK_NB) == 0) {
+        /* still the file we looked at (names are never reused, but check) */
+        struct stat again;
+        if (fstatat(dfd, name, &again, AT_SYMLINK_NOFOLLOW) == 0 && again.st_dev == st.st_dev &&
+            again.st_ino == st.st_ino)
+            unlinkat(dfd, name, 0);
+    }
+    close(ofd); /* releases the lock */
+}
+
+static void sweep(const char *dir, const char *base, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    int dfd = dirfd(d);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t n = owner_len(de->d_name, base, suffix);
+        if (!n)
+            continue;
+        char owner[sizeof de->d_name];
+        memcpy(owner, de->d_name, n);
+        owner[n] = 0;
+        remove_if_dead(dfd, de->d_name, owner);
+    }
+    closedir(d);
+}
+
+void wpk_atomic_sweep(const char *path)
+{
+    char dir[4096];
+    dir_of(path, dir, sizeof dir);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (*base)
+        sweep(dir, base, NULL);
+}
+
+void wpk_atomic_sweep_dir(const char *dir, const char *suffix)
+{
+    sweep(dir, NULL, suffix ? suffix : "");
+}

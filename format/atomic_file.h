@@ -1,0 +1,53 @@
+/*
+ * atomic_file.h - the one way the project replaces a user-visible file:
+ * write a temporary file beside the target, fsync it, rename it over the
+ * target, fsync the directory. Readers see the old file or the whole new
+ * one, never a part; a failure or a kill leaves the target as it was.
+ *
+ * The temporary is "TARGET.tmp-<pid>-<16 hex>", created with
+ * O_CREAT|O_EXCL|O_CLOEXEC and mode 0666 (the process umask applies), and
+ * its writer holds flock(LOCK_EX) on it for its whole life. A file whose
+ * name continues "TARGET.tmp-<pid>-<hex>.<more>" belongs to the same writer
+ * (a sharded set's finished shards wait under such names). A later open of
+ * the same target removes the dead ones: regular files of this user whose
+ * owning temporary is gone or can be locked (its writer has exited, even by
+ * kill -9). Live writers' files are never touched.
+ */
+#ifndef WPACK_FORMAT_ATOMIC_FILE_H
+#define WPACK_FORMAT_ATOMIC_FILE_H
+
+#include <stddef.h>
+
+typedef struct wpk_atomic {
+    char *path; /* the target */
+    char *tmp;  /* the temporary beside it; NULL once committed or aborted */
+    int fd;     /* open for writing (and reading back); -1 when none */
+} wpk_atomic;
+
+/* Do not sweep the target's dead temporaries first (the caller swept the
+ * whole directory once, or the target is itself a writer's own file). */
+#define WPK_ATOMIC_NO_SWEEP 1u
+
+/* Create the temporary for path. On failure *a holds nothing to release,
+ * err says what and where, and the result is WPACK_E_IO or WPACK_E_NOMEM. */
+int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, size_t errlen);
+
+/* fsync the temporary (its data is durable; still not at the target). */
+int wpk_atomic_sync(wpk_atomic *a, char *err, size_t errlen);
+
+/* fsync, rename over the target, fsync the directory, close. On failure the
+ * temporary is removed. *a is released either way. */
+int wpk_atomic_commit(wpk_atomic *a, char *err, size_t errlen);
+
+/* Close and remove the temporary; nothing happens at the target. Safe on a
+ * zeroed, committed or already aborted handle. */
+void wpk_atomic_abort(wpk_atomic *a);
+
+/* Remove the dead temporaries of path (see above). */
+void wpk_atomic_sweep(const char *path);
+
+/* The same for every target in dir whose name ends with suffix (one
+ * directory pass for a command that writes many files there). */
+void wpk_atomic_sweep_dir(const char *dir, const char *suffix);
+
+#endif

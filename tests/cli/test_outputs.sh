@@ -1,0 +1,192 @@
+#!/bin/bash
+# test_outputs.sh - outputs never destroy inputs (issue 13, point 1, and its
+# stray temp files): every command refuses an output that is the same file
+# as an input - spelled the same, as ./x, through a symlink or a hard link -
+# or two outputs that are the same file, and leaves the input byte for byte
+# as it was; convert/cast --in-place rewrite an archive crash-safely; created
+# files follow the umask; a killed run's temp file is removed by the next run
+# to the same output, a live run's is not.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
+
+$PY - <<'PYEOF' || fail fixtures "python failed"
+import numpy as np, torch
+rng = np.random.default_rng(7)
+np.save("l0.weight.npy", rng.standard_normal((4, 8)).astype(np.float32))
+np.save("l0.bias.npy", rng.standard_normal(4).astype(np.float32))
+np.save("t0.npy", rng.standard_normal((16, 16)).astype(np.float32))
+np.save("x.npy", rng.standard_normal((2, 8)).astype(np.float32))
+np.save("z.npy", np.zeros((64, 64), np.float32))  # compresses
+# a training checkpoint: losing it loses the optimizer state and the epoch
+torch.save({"model": {"w": torch.ones(4, 4)}, "optim": {"lr": 0.1}, "epoch": 3}, "c.pt")
+w = rng.standard_normal(64).astype(np.float32)
+open("i.mlir", "w").write(
+    'module {\n  ml_program.global private @w(dense<"0x%s"> : tensor<64xf32>) : tensor<64xf32>\n}\n'
+    % w.tobytes().hex().upper())
+PYEOF
+expect make_archive "$WPACK" create -q -o A.wpack l0.weight.npy l0.bias.npy t0.npy z.npy
+expect make_mlir "$WPACK" externalize -q i.mlir -o r.mlir --archive E.wpack
+echo '{"w": "w"}' >map.json
+
+# same_file NAME INPUT CMD... : CMD (with @OUT@ replaced by each spelling of
+# INPUT) exits 1 with WPACK_E_SAME_FILE and INPUT is unchanged.
+same_file() {
+    local name=$1 in=$2 sum v tag out rc dir base
+    shift 2
+    dir=$(dirname "$in") base=$(basename "$in")
+    sum=$(sha256sum <"$in")
+    rm -f "$dir/lnk-$base" "$dir/hrd-$base"
+    ln -s "$base" "$dir/lnk-$base" && ln "$in" "$dir/hrd-$base" || { fail "${name}_links" "cannot make links"; return; }
+    for v in "plain:$in" "dot:./$in" "symlink:$dir/lnk-$base" "hardlink:$dir/hrd-$base"; do
+        tag=${v%%:*} out=${v#*:}
+        local args=()
+        for a in "$@"; do args+=("${a//@OUT@/$out}"); done
+        "${args[@]}" >"$T/out" 2>"$T/err"
+        rc=$?
+        if [ $rc -ne 1 ]; then
+            fail "${name}_$tag" "exit $rc: $(head -c 300 "$T/err")"
+        elif ! grep -q "same file.*\[WPACK_E_SAME_FILE\]" "$T/err"; then
+            fail "${name}_$tag" "message: $(head -c 300 "$T/err")"
+        elif [ "$(sha256sum <"$in")" != "$sum" ]; then
+            fail "${name}_$tag" "$in changed"
+        else
+            pass "${name}_$tag"
+        fi
+    done
+    ls "$dir" | grep -q '\.tmp-' && fail "${name}_no_temp" "$(ls "$dir" | grep '\.tmp-')" || pass "${name}_no_temp"
+    rm -f "$dir/lnk-$base" "$dir/hrd-$base"
+}
+
+# --- the cases of issue 13, point 1
+same_file create_onto_checkpoint c.pt "$WPACK" create -q -o @OUT@ --key model c.pt
+grep -q "output '.*' is the same file as input 'c.pt'" "$T/err" && pass message_names_both ||
+    fail message_names_both "$(cat "$T/err")"
+same_file create_onto_stats map.json "$WPACK" create -q -o @OUT@ --stats map.json t0.npy
+same_file externalize_out_is_archive E.wpack "$WPACK" externalize -q i.mlir -o @OUT@ --archive E.wpack
+same_file externalize_onto_input i.mlir "$WPACK" externalize -q i.mlir -o @OUT@ --archive E2.wpack
+same_file externalize_archive_onto_input i.mlir "$WPACK" externalize -q i.mlir -o o.mlir --archive @OUT@
+same_file resolve_onto_archive E.wpack "$WPACK" resolve -q E.wpack r.mlir -o @OUT@
+same_file resolve_onto_input r.mlir "$WPACK" resolve -q E.wpack r.mlir -o @OUT@
+same_file resolve_onto_map map.json "$WPACK" resolve -q --map map.json E.wpack r.mlir -o @OUT@
+same_file export_onto_archive A.wpack "$WPACK" export A.wpack --to npz -o @OUT@
+same_file convert_onto_archive A.wpack "$WPACK" convert A.wpack --compress zstd -o @OUT@
+grep -q "use --in-place" "$T/err" && pass convert_hints_in_place || fail convert_hints_in_place "$(cat "$T/err")"
+same_file cast_onto_archive A.wpack "$WPACK" cast A.wpack --to bf16 -o @OUT@
+same_file run_onto_archive A.wpack "$WPACK" run A.wpack --layers l0 --input x.npy -o @OUT@
+same_file run_onto_input x.npy "$WPACK" run A.wpack --layers l0 --input x.npy -o @OUT@
+# extract: DIR/NAME.npy is the archive itself
+mkdir -p ex && cp A.wpack ex/t0.npy
+sum=$(sha256sum <ex/t0.npy)
+expect_fail extract_onto_archive "same file.*\[WPACK_E_SAME_FILE\]" "$WPACK" extract ex/t0.npy -o ex
+[ "$(sha256sum <ex/t0.npy)" = "$sum" ] && [ "$(ls ex)" = t0.npy ] && pass extract_wrote_nothing ||
+    fail extract_wrote_nothing "$(ls ex)"
+
+# --- sharded archives: their shard files are inputs too
+expect make_set "$WPACK" create -q --shard-size 1K -o set.wpack l0.weight.npy t0.npy
+shard=$(ls set-00001-of-*.wpack 2>/dev/null | head -1)
+if [ -n "$shard" ]; then
+    same_file export_onto_shard "$shard" "$WPACK" export set.wpack --to tar -o @OUT@
+    same_file resolve_onto_shard "$shard" "$WPACK" resolve -q set.wpack r.mlir -o @OUT@ --allow-missing
+    # create: a sharded output would replace an input named like one of its shards
+    cp t0.npy n-00001-of-00002.wpack
+    expect_fail create_shard_onto_input "shard of output.*\[WPACK_E_SAME_FILE\]" \
+        "$WPACK" create -q --shard-size 1K -o n.wpack n-00001-of-00002.wpack
+    cmp -s t0.npy n-00001-of-00002.wpack && pass create_shard_input_unchanged || fail create_shard_input_unchanged
+else
+    fail sharded_set_made "$(ls)"
+fi
+# a file under an input directory
+mkdir -p d && cp t0.npy d/
+same_file create_onto_file_in_dir d/t0.npy "$WPACK" create -q -o @OUT@ d
+
+# --- two outputs that are the same file, also when neither exists yet
+for v in "plain:new.x" "dot:./new.x" "dir:../$(basename "$T")/new.x"; do
+    expect_fail "two_outputs_${v%%:*}" "outputs .* are the same file.*\[WPACK_E_SAME_FILE\]" \
+        "$WPACK" externalize -q i.mlir -o new.x --archive "${v#*:}"
+    [ ! -e new.x ] && pass "two_outputs_${v%%:*}_nothing_written" || fail "two_outputs_${v%%:*}_nothing_written"
+done
+ln -s E.wpack lnk-E
+expect_fail two_outputs_symlink "outputs .* are the same file" "$WPACK" externalize -q i.mlir -o lnk-E --archive E.wpack
+rm -f lnk-E
+
+# --- --in-place
+mkdir -p before after
+"$WPACK" extract -q A.wpack -o before
+expect convert_in_place "$WPACK" convert A.wpack --compress zstd:1 --compress-min 64 --in-place
+expect convert_in_place_verifies "$WPACK" verify A.wpack
+"$WPACK" inspect A.wpack | grep -q zstd && pass convert_in_place_compressed || fail convert_in_place_compressed
+"$WPACK" extract -q A.wpack -o after
+diff -r before after >/dev/null && pass convert_in_place_same_data || fail convert_in_place_same_data
+ln -s A.wpack lnk-A
+expect convert_in_place_through_link "$WPACK" convert lnk-A --decompress --in-place
+[ -L lnk-A ] && ! "$WPACK" inspect A.wpack | grep -q zstd && pass in_place_replaces_link_target ||
+    fail in_place_replaces_link_target "$(ls -l lnk-A)"
+rm -f lnk-A
+expect cast_in_place "$WPACK" cast A.wpack --to bf16 --in-place
+expect cast_in_place_verifies "$WPACK" verify A.wpack
+"$WPACK" inspect A.wpack | grep -Eq '^l0.weight +bf16' && pass cast_in_place_cast || fail cast_in_place_cast "$("$WPACK" inspect A.wpack)"
+ls | grep -q '\.tmp-' && fail in_place_no_temp || pass in_place_no_temp
+"$WPACK" convert A.wpack --decompress --in-place -o B.wpack >/dev/null 2>"$T/err"
+[ $? -eq 2 ] && grep -q "choose one" "$T/err" && pass in_place_and_o_usage || fail in_place_and_o_usage "$(cat "$T/err")"
+"$WPACK" cast A.wpack --to f16 --in-place -o B.wpack >/dev/null 2>&1
+[ $? -eq 2 ] && [ ! -e B.wpack ] && pass cast_in_place_and_o_usage || fail cast_in_place_and_o_usage
+expect_fail in_place_sharded "sharded set.*\[WPACK_E_UNSUPPORTED\]" "$WPACK" convert set.wpack --compress zstd --in-place
+
+# --- created files follow the umask (no fixed mode, no umask() in the library)
+mkdir -p um
+(
+    umask 027
+    "$WPACK" create -q -o um/m.wpack t0.npy l0.weight.npy l0.bias.npy &&
+        "$WPACK" convert um/m.wpack --compress zstd -o um/c.wpack &&
+        "$WPACK" cast um/m.wpack --to f16 -o um/h.wpack &&
+        "$WPACK" export um/m.wpack --to safetensors -o um/m.safetensors &&
+        "$WPACK" extract -q um/m.wpack -o um/x t0 &&
+        "$WPACK" externalize -q i.mlir -o um/e.mlir --archive um/e.wpack &&
+        "$WPACK" resolve -q um/e.wpack um/e.mlir -o um/r.mlir &&
+        "$WPACK" run um/m.wpack --layers l0 --input x.npy -o um/y.npy
+) 2>"$T/err" || fail umask_runs "$(head -c 300 "$T/err")"
+for f in m.wpack c.wpack h.wpack m.safetensors x/t0.npy e.mlir e.wpack r.mlir y.npy; do
+    m=$(stat -c %a "um/$f" 2>/dev/null)
+    [ "$m" = 640 ] && pass "umask_027_$f" || fail "umask_027_$f" "mode $m"
+done
+if nm -D --undefined-only "$(dirname "$WPACK")/libwpack.so" 2>/dev/null | grep -qw umask; then
+    fail library_calls_no_umask
+else
+    nm -D "$(dirname "$WPACK")/libwpack.so" >/dev/null 2>&1 && pass library_calls_no_umask ||
+        fail library_calls_no_umask "no libwpack.so beside $WPACK"
+fi
+
+# --- dead temp files are swept by the next run to the same output; live ones stay
+dead=out.wpack.tmp-99999-0123456789abcdef
+live=out.wpack.tmp-99998-fedcba9876543210
+echo junk >$dead
+echo junk >$dead.shard-00001          # a dead writer's finished shard
+echo junk >out.wpack.tmp-1-aaaaaaaaaaaaaaaa.shard-00002   # a shard whose writer's temp is gone
+echo junk >out.wpack.tmp-XXXXXX       # not our naming: never touched
+ln -s t0.npy out.wpack.tmp-2-bbbbbbbbbbbbbbbb  # not a regular file: never touched
+echo junk >other.wpack.tmp-3-cccccccccccccccc  # another target's
+echo junk >$live
+( exec 9>>$live; flock -x 9; exec sleep 60 ) &  # the sleep alone holds the lock
+holder=$!
+for i in $(seq 50); do                # until the holder has its lock
+    flock -xn $live true 2>/dev/null || break
+    sleep 0.1
+done
+expect sweep_run "$WPACK" create -q -o out.wpack t0.npy
+[ ! -e $dead ] && pass sweep_dead_removed || fail sweep_dead_removed
+[ ! -e $dead.shard-00001 ] && pass sweep_dead_shard_removed || fail sweep_dead_shard_removed
+[ ! -e out.wpack.tmp-1-aaaaaaaaaaaaaaaa.shard-00002 ] && pass sweep_orphan_removed || fail sweep_orphan_removed
+[ -e $live ] && pass sweep_live_kept || fail sweep_live_kept
+[ -e out.wpack.tmp-XXXXXX ] && [ -L out.wpack.tmp-2-bbbbbbbbbbbbbbbb ] && [ -e other.wpack.tmp-3-cccccccccccccccc ] &&
+    pass sweep_leaves_others || fail sweep_leaves_others "$(ls)"
+kill $holder 2>/dev/null
+wait $holder 2>/dev/null
+expect sweep_run_again "$WPACK" convert out.wpack --compress zstd -o out.wpack.z
+expect sweep_after_holder_exit "$WPACK" create -q -o out.wpack t0.npy
+[ ! -e $live ] && pass sweep_live_removed_once_dead || fail sweep_live_removed_once_dead
+# extract sweeps DIR once for every NAME.npy
+echo junk >ex2.tmp && mkdir -p ex2 && mv ex2.tmp ex2/t0.npy.tmp-5-0123456789abcdef
+expect extract_sweeps "$WPACK" extract -q out.wpack -o ex2
+[ "$(ls ex2)" = t0.npy ] && pass extract_dead_temp_removed || fail extract_dead_temp_removed "$(ls ex2)"
+
+finish

@@ -1,0 +1,182 @@
+/* test_atomic_file.c - format/atomic_file.c: the temporary's name and mode,
+ * commit and abort, and the sweep that removes dead writers' temporaries
+ * (a killed process's) but never a live writer's. */
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "testlib.h"
+#include "wpack.h"
+
+static char dir[256];
+
+static void path_of(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", dir, name);
+}
+
+static int exists(const char *p)
+{
+    struct stat st;
+    return lstat(p, &st) == 0;
+}
+
+static void touch(const char *p, const char *text)
+{
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* Files in dir whose name starts with prefix. */
+static int count(const char *prefix)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void test_commit_name_and_mode(void)
+{
+    char p[512], err[300];
+    path_of(p, sizeof p, "out.bin");
+    touch(p, "old");
+    mode_t old = umask(027); /* the test sets it; the library never does */
+    wpk_atomic a;
+    CHECK(wpk_atomic_open(&a, p, 0, err, sizeof err) == WPACK_OK, "open: %s", err);
+    umask(old);
+    unsigned long pid = 0;
+    char hex[17] = "";
+    int used = 0;
+    const char *tail = a.tmp ? a.tmp + strlen(p) : "";
+    CHECK(sscanf(tail, ".tmp-%lu-%16[0-9a-f]%n", &pid, hex, &used) == 2 && tail[used] == 0 &&
+              pid == (unsigned long)getpid() && strlen(hex) == 16,
+          "temporary named %s", a.tmp ? a.tmp : "(none)");
+    struct stat st;
+    CHECK(fstat(a.fd, &st) == 0 && (st.st_mode & 0777) == 0640, "mode %o", st.st_mode & 0777);
+    CHECK(write(a.fd, "new", 3) == 3, "write");
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s", a.tmp);
+    CHECK(wpk_atomic_commit(&a, err, sizeof err) == WPACK_OK, "commit: %s", err);
+    CHECK(!exists(tmp) && a.tmp == NULL && a.fd == -1, "temporary gone, handle released");
+    FILE *f = fopen(p, "r");
+    char buf[8] = "";
+    CHECK(f && fgets(buf, sizeof buf, f) && strcmp(buf, "new") == 0, "target replaced: %s", buf);
+    if (f)
+        fclose(f);
+    wpk_atomic_abort(&a); /* a released handle: nothing happens */
+}
+
+static void test_abort_keeps_target(void)
+{
+    char p[512], err[300];
+    path_of(p, sizeof p, "kept.bin");
+    touch(p, "old");
+    wpk_atomic a;
+    CHECK(wpk_atomic_open(&a, p, 0, err, sizeof err) == WPACK_OK, "open: %s", err);
+    CHECK(write(a.fd, "partial", 7) == 7, "write");
+    wpk_atomic_abort(&a);
+    CHECK_EQ(count("kept.bin.tmp-"), 0);
+    struct stat st;
+    CHECK(stat(p, &st) == 0 && st.st_size == 3, "target untouched");
+    snprintf(p, sizeof p, "%s/no-such-dir/x", dir);
+    CHECK(wpk_atomic_open(&a, p, 0, err, sizeof err) == WPACK_E_IO && strstr(err, "no-such-dir/x"),
+          "error names the target: %s", err);
+    wpk_atomic_abort(&a);
+}
+
+/* A child that opens a temporary for p, reports it ready, then dies (kill
+ * -9 later) or exits at once without cleaning up. */
+static pid_t writer_child(const char *p, int linger)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        wpk_atomic a;
+        char err[300];
+        int ok = wpk_atomic_open(&a, p, WPK_ATOMIC_NO_SWEEP, err, sizeof err) == WPACK_OK;
+        if (write(fds[1], ok ? "y" : "n", 1) != 1 || !linger)
+            _exit(0); /* the temporary stays, its lock goes with the process */
+        for (;;)
+            pause();
+    }
+    char c = 0;
+    close(fds[1]);
+    if (read(fds[0], &c, 1) != 1 || c != 'y')
+        pid = -1;
+    close(fds[0]);
+    return pid;
+}
+
+static void test_sweep_dead_not_live(void)
+{
+    char p[512], err[300];
+    path_of(p, sizeof p, "swept.bin");
+    pid_t dead = writer_child(p, 0), live = writer_child(p, 1);
+    CHECK(dead > 0 && live > 0, "children started");
+    waitpid(dead, NULL, 0);
+    CHECK_EQ(count("swept.bin.tmp-"), 2);
+    char orphan[600], foreign[600];
+    snprintf(orphan, sizeof orphan, "%s.tmp-1-0123456789abcdef.shard-00001", p); /* owner gone */
+    snprintf(foreign, sizeof foreign, "%s.tmp-old", p);                       /* not our naming */
+    touch(orphan, "x");
+    touch(foreign, "x");
+    wpk_atomic a;
+    CHECK(wpk_atomic_open(&a, p, 0, err, sizeof err) == WPACK_OK, "open: %s", err);
+    /* ours (live, this process), the live child's, the foreign one */
+    CHECK_EQ(count("swept.bin.tmp-"), 3);
+    CHECK(!exists(orphan) && exists(foreign), "orphan removed, foreign name kept");
+    kill(live, SIGKILL);
+    waitpid(live, NULL, 0);
+    wpk_atomic_sweep(p); /* our own temporary is locked by us: kept */
+    CHECK_EQ(count("swept.bin.tmp-"), 2);
+    CHECK(exists(a.tmp), "a live writer in this process keeps its temporary");
+    wpk_atomic_abort(&a);
+    unlink(foreign);
+    CHECK_EQ(count("swept.bin"), 0);
+}
+
+static void test_sweep_dir_suffix(void)
+{
+    char a[512], b[512], c[512];
+    path_of(a, sizeof a, "t.npy.tmp-7-0123456789abcdef");
+    path_of(b, sizeof b, "t.txt.tmp-7-0123456789abcdef");
+    path_of(c, sizeof c, "u.npy.tmp-7-0123456789abcdeg"); /* not hex: not ours */
+    touch(a, "x");
+    touch(b, "x");
+    touch(c, "x");
+    wpk_atomic_sweep_dir(dir, ".npy");
+    CHECK(!exists(a) && exists(b) && exists(c), "only the .npy targets' dead temporaries go");
+    unlink(b);
+    unlink(c);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "%s/wpack-atomic-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir)) {
+        printf("FAIL mkdtemp\n# passed 0 failed 1\n");
+        return 1;
+    }
+    RUN(test_commit_name_and_mode);
+    RUN(test_abort_keeps_target);
+    RUN(test_sweep_dead_not_live);
+    RUN(test_sweep_dir_suffix);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", dir);
+    return tl_finish();
+}
