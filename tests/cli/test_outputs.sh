@@ -97,7 +97,8 @@ else
 fi
 # a file under an input directory
 mkdir -p d && cp t0.npy d/
-same_file create_onto_file_in_dir d/t0.npy "$WPACK" create -q -o @OUT@ d
+# --follow-links: same_file puts a symlink to the input beside it, inside d
+same_file create_onto_file_in_dir d/t0.npy "$WPACK" create -q --follow-links -o @OUT@ d
 
 # --- two outputs that are the same file, also when neither exists yet
 for v in "plain:new.x" "dot:./new.x" "dir:../$(basename "$T")/new.x"; do
