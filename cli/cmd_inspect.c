@@ -647,7 +647,8 @@ int cmd_inspect(int argc, char **argv)
             if (r < 0)
                 return CLI_USAGE;
             if (!cli_parse_size(v, &max_output) || !max_output) {
-                cli_error("inspect: --max-output '%s' is not a size (e.g. 4G)", v);
+                cli_error("inspect: --max-output '%s' is not a size (e.g. 4G) [%s]", v,
+                          wpack_error_name(WPACK_E_INVALID_ARGUMENT));
                 return CLI_USAGE;
             }
             continue;
