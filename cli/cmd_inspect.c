@@ -111,6 +111,13 @@ static int row_natural(const void *a, const void *b)
     return cli_natural_cmp(((const row *)a)->name, ((const row *)b)->name);
 }
 
+/* Rows in natural order, for display. */
+static void sort_natural(rows *r)
+{
+    if (r->n > 1)
+        qsort(r->v, r->n, sizeof *r->v, row_natural);
+}
+
 static int collect_tensor(void *user, const wpack_archive *ar, const wpack_tensor *t)
 {
     (void)ar;
@@ -472,6 +479,16 @@ static int select_all(const wpack_archive *ar, const char *prefix, selection *se
                                                                                  : WPACK_OK;
 }
 
+/* Name-map record i: its other name, and the entry it names in *t. */
+static const char *namemap_row(const wpack_archive *ar, uint64_t i, wpack_tensor *t)
+{
+    const char *other;
+    uint64_t e;
+    wpack_namemap_at(ar, i, &other, &e);
+    wpack_tensor_at(ar, e, t);
+    return other;
+}
+
 static void print_json(const wpack_archive *ar, const char *path, const wpack_info *in,
                        const selection *sel)
 {
@@ -500,11 +517,8 @@ static void print_json(const wpack_archive *ar, const char *path, const wpack_in
     }
     printf("},\n  \"name_map\": {");
     for (size_t k = 0; k < sel->names.n; k++) {
-        const char *other;
-        uint64_t e;
         wpack_tensor t;
-        wpack_namemap_at(ar, sel->names.v[k].i, &other, &e);
-        wpack_tensor_at(ar, e, &t);
+        const char *other = namemap_row(ar, sel->names.v[k].i, &t);
         printf(k ? ", " : "");
         cli_json_string(stdout, other, strlen(other));
         printf(": ");
@@ -547,7 +561,7 @@ static void print_text(const wpack_archive *ar, const char *path, const wpack_in
         if (strlen(shape) > tb.shape_w)
             tb.shape_w = strlen(shape) > SHAPE_COL_MAX ? SHAPE_COL_MAX : strlen(shape);
     }
-    qsort(r->v, r->n, sizeof *r->v, row_natural);
+    sort_natural(r);
     printf("\n");
     put_padded("NAME", 4, tb.name_w);
     printf(" %-8s %-*s %10s %12s %-16s  %s\n", "DTYPE", (int)tb.shape_w, "SHAPE", "SIZE",
@@ -569,7 +583,7 @@ static void print_text(const wpack_archive *ar, const char *path, const wpack_in
         printf("\n%" PRIu64 " zstd tensors: %s stored for %s logical, ratio %.2f\n", tb.compressed,
                a, b, tb.stored ? (double)tb.logical / (double)tb.stored : 0.0);
     }
-    qsort(sel->meta.v, sel->meta.n, sizeof(row), row_natural);
+    sort_natural(&sel->meta);
     for (size_t k = 0; k < sel->meta.n; k++) {
         wpack_meta m;
         wpack_meta_at(ar, sel->meta.v[k].i, &m);
@@ -579,13 +593,10 @@ static void print_text(const wpack_archive *ar, const char *path, const wpack_in
         print_meta_value(ar, &m, 0);
         printf("\n");
     }
-    qsort(sel->names.v, sel->names.n, sizeof(row), row_natural);
+    sort_natural(&sel->names);
     for (size_t k = 0; k < sel->names.n; k++) {
-        const char *other;
-        uint64_t e;
         wpack_tensor t;
-        wpack_namemap_at(ar, sel->names.v[k].i, &other, &e);
-        wpack_tensor_at(ar, e, &t);
+        const char *other = namemap_row(ar, sel->names.v[k].i, &t);
         printf(k ? "  " : "\nname map:\n  ");
         cli_text_escape(stdout, other, strlen(other));
         printf(" -> ");
@@ -600,7 +611,7 @@ static void print_text(const wpack_archive *ar, const char *path, const wpack_in
         if (s.kind == WPACK_STATS_ACTIVATION)
             rows_push(&act, s.key, sel->stats.v[k].i);
     }
-    qsort(act.v, act.n, sizeof(row), row_natural);
+    sort_natural(&act);
     size_t kw = column_width(&act, 1, NAME_COL_MAX);
     for (size_t k = 0; k < act.n; k++) {
         wpack_stats s;
@@ -636,7 +647,8 @@ int cmd_inspect(int argc, char **argv)
             if (r < 0)
                 return CLI_USAGE;
             if (!cli_parse_size(v, &max_output) || !max_output) {
-                cli_error("inspect: --max-output '%s' is not a size (e.g. 4G)", v);
+                cli_error("inspect: --max-output '%s' is not a size (e.g. 4G) [%s]", v,
+                          wpack_error_name(WPACK_E_INVALID_ARGUMENT));
                 return CLI_USAGE;
             }
             continue;

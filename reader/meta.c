@@ -90,7 +90,8 @@ static int check_string_spans(wpack_archive *ar, str_spans *sp)
 {
     const uint8_t *strings = ar->sec[WPK_SEC_STRINGS];
     uint64_t bad = UINT64_MAX;
-    qsort(sp->v, (size_t)sp->n, sizeof *sp->v, span_cmp);
+    if (sp->n > 1)
+        qsort(sp->v, (size_t)sp->n, sizeof *sp->v, span_cmp);
     for (uint64_t k = 0; k < sp->n && bad == UINT64_MAX;) {
         const str_span *lead = &sp->v[k];
         if (!utf8_ok(strings + lead->off, lead->end - lead->off))

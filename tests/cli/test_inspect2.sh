@@ -193,6 +193,10 @@ cp "$T/a.wpack" "$T/v${ESC}[2J.wpack"
 expect verify_ok "$WPACK" verify "$T/v${ESC}[2J.wpack"
 grep -q 'v\\x1b\[2J\.wpack: OK' "$T/out" && ! raw_controls "$T/out" && pass verify_line_escaped ||
     fail verify_line_escaped "$(od -c "$T/out" | head -5)"
+printf 'module {\n  ml_program.global private @"e\\1B[2J\\C2\\9B"(#ml_program.extern : tensor<2xf32>) : tensor<2xf32>\n}\n' >"$T/d.mlir"
+expect_fail resolve_diag_escaped 'global @e\\x1b\[2J\\u009b: no archive entry' "$WPACK" resolve "$T/a.wpack" "$T/d.mlir" -o "$T/d.out"
+grep -qF "'x\\u009b2J'" "$T/err" && ! raw_controls "$T/err" && pass resolve_diag_no_controls ||
+    fail resolve_diag_no_controls "$(od -c "$T/err" | head -5)"
 
 # --- tests/hostile/round2/inspect_escape.wpack: names and values holding
 # ESC/C1 sequences (title change, screen clear); opens, prints none raw
