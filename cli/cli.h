@@ -28,6 +28,11 @@ int cmd_cast(int argc, char **argv);
 /* Open an archive for a command: on failure print "wpack: <what and
  * where> [WPACK_E_CODE]", free the handle and return NULL. */
 wpack_archive *cli_open(const char *path);
+/* The same for a command that hands tensor bytes out: with verify (unless
+ * the user gave --no-verify) every entry's bytes are checked against their
+ * XXH3 as they are read (WPACK_OPEN_VERIFY_READS): a bad tensor fails the
+ * command with [WPACK_E_CHECKSUM] naming it. */
+wpack_archive *cli_open_reads(const char *path, int verify);
 
 /* "wpack: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -21,7 +21,11 @@ static const char help[] =
     "weights). Default selection: every float tensor of rank 2 (Linear\n"
     "weights); --only GLOB (fnmatch, repeatable) selects by name instead (int8:\n"
     "rank >= 2 only). Metadata, name map, aliases and stats are copied; weight\n"
-    "stats of a cast tensor are recomputed from the stored values.\n";
+    "stats of a cast tensor are recomputed from the stored values.\n"
+    "\n"
+    "  --no-verify  do not check each tensor's bytes against its XXH3 as it is\n"
+    "               read (checked by default: a mismatch fails naming the tensor,\n"
+    "               and OUT does not appear)\n";
 
 static uint16_t to_bf16(float f)
 {
@@ -137,7 +141,10 @@ static int cast_one(const wpack_archive *ar, wpack_writer *w, const wpack_tensor
         if (rc)
             wpk_fmt(err, errlen, "%s: %s", t->name, wpack_writer_errmsg(w));
     } else {
-        wpk_fmt(err, errlen, "%s: reading: %s", t->name, wpack_error_describe(rc));
+        if (rc == WPACK_E_CHECKSUM || rc == WPACK_E_DECODE) /* names the tensor, says what */
+            wpk_fmt(err, errlen, "%s", wpack_errmsg(ar));
+        else
+            wpk_fmt(err, errlen, "%s: reading: %s", t->name, wpack_error_describe(rc));
     }
     free(src);
     free(dst);
@@ -148,7 +155,7 @@ int cmd_cast(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *v;
     cast_opts o = {0, calloc((size_t)argc + 1, sizeof(char *)), 0};
-    int r, rc = CLI_USAGE;
+    int r, rc = CLI_USAGE, verify = 1;
     wpack_archive *ar = NULL;
     wpack_writer *w = NULL;
     char err[1200] = "";
@@ -174,6 +181,9 @@ int cmd_cast(int argc, char **argv)
             if (r < 0)
                 goto done;
             out = v;
+        } else if (strcmp(argv[i], "--no-verify") == 0) {
+            verify = 0;
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("cast: unknown option %s", argv[i]);
             goto done;
@@ -189,7 +199,7 @@ int cmd_cast(int argc, char **argv)
         goto done;
     }
     rc = CLI_FAIL;
-    if (!(ar = cli_open(in))) {
+    if (!(ar = cli_open_reads(in, verify))) {
         goto done;
     }
     wpack_info info;
@@ -253,7 +263,7 @@ int cmd_cast(int argc, char **argv)
             wpk_fmt(err, sizeof err, "stats '%s': %s", s.key, wpack_writer_errmsg(w));
     }
     if (e) {
-        cli_error("%s", err);
+        cli_error("%s [%s]", err, wpack_error_name(e));
         wpack_writer_abort(w);
         w = NULL;
         goto done;

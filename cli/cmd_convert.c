@@ -15,10 +15,13 @@ static const char help[] =
     "  -o, --output FILE     the archive to write (required; not ARCHIVE itself)\n"
     "  --compress zstd[:L]   zstd level L (default 3; 1..22, -7..-1 fast)\n"
     "  --decompress          store every tensor uncompressed (zero-copy views again)\n"
-    "  --chunk-size BYTES    uncompressed bytes per chunk, power of two (1M)\n"
+    "  --chunk-size BYTES    uncompressed bytes per chunk, power of two to 64M (1M)\n"
     "  --compress-min BYTES  leave tensors smaller than this uncompressed (64K)\n"
     "  --compress-saving P   minimum saving in percent (5)\n"
-    "  --align N             data alignment (default: the input's)\n";
+    "  --align N             data alignment (default: the input's)\n"
+    "  --no-verify           do not check each tensor's bytes against its XXH3 as\n"
+    "                        it is copied (checked by default: a mismatch fails\n"
+    "                        naming the tensor, and OUT does not appear)\n";
 
 int cmd_convert(int argc, char **argv)
 {
@@ -26,7 +29,7 @@ int cmd_convert(int argc, char **argv)
     wpack_writer_options opt;
     wpack_writer_options_init(&opt);
     opt.weight_stats = 0; /* stats records are copied as they are */
-    int decompress = 0, compress = 0, r;
+    int decompress = 0, compress = 0, verify = 1, r;
     uint64_t align = 0;
     for (int i = 1; i < argc;) {
         const char *a = argv[i];
@@ -54,6 +57,9 @@ int cmd_convert(int argc, char **argv)
         } else if (strcmp(a, "--decompress") == 0) {
             decompress = 1;
             i++;
+        } else if (strcmp(a, "--no-verify") == 0) {
+            verify = 0;
+            i++;
         } else if (a[0] == '-' && a[1]) {
             cli_error("convert: unknown option '%s'", a);
             return CLI_USAGE;
@@ -73,7 +79,7 @@ int cmd_convert(int argc, char **argv)
     if (decompress)
         opt.compress_level = 0;
     wpack_archive *ar;
-    if (!(ar = cli_open(in))) {
+    if (!(ar = cli_open_reads(in, verify))) {
         return CLI_FAIL;
     }
     wpack_info info;

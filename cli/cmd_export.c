@@ -17,12 +17,15 @@ static const char help[] =
     "`wpack extract` writes them. FILE appears only when complete.\n"
     "\n"
     "  --to FORMAT        safetensors, npz or tar (required)\n"
-    "  -o, --output FILE  where to write (required)\n";
+    "  -o, --output FILE  where to write (required)\n"
+    "  --no-verify        do not check each tensor's bytes against its XXH3 as it\n"
+    "                     is written (checked by default: a mismatch fails naming\n"
+    "                     the tensor, and FILE does not appear)\n";
 
 int cmd_export(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *to = NULL, *v;
-    int r;
+    int r, verify = 1;
     for (int i = 1; i < argc;) {
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);
@@ -36,6 +39,9 @@ int cmd_export(int argc, char **argv)
             if (r < 0)
                 return CLI_USAGE;
             to = v;
+        } else if (strcmp(argv[i], "--no-verify") == 0) {
+            verify = 0;
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("export: unknown option '%s' (see wpack export --help)", argv[i]);
             return CLI_USAGE;
@@ -58,14 +64,14 @@ int cmd_export(int argc, char **argv)
         return CLI_USAGE;
     }
     wpack_archive *ar;
-    if (!(ar = cli_open(in))) {
+    if (!(ar = cli_open_reads(in, verify))) {
         return CLI_FAIL;
     }
     char err[1024];
     int rc = wpk_export(ar, format, out, err, sizeof err);
     wpack_close(ar);
     if (rc) {
-        cli_error("%s: %s", out, err);
+        cli_error("%s: %s [%s]", out, err, wpack_error_name(rc));
         return CLI_FAIL;
     }
     return CLI_OK;

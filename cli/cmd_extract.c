@@ -29,7 +29,10 @@ static const char help[] =
     "are cut and end in '~' and 16 hex digits of their XXH3.\n"
     "\n"
     "  -o, --output DIR   where to write (created if missing)\n"
-    "  -q, --quiet        no summary line\n";
+    "  -q, --quiet        no summary line\n"
+    "  --no-verify        do not check each tensor's bytes against its XXH3 as it\n"
+    "                     is written (checked by default: a mismatch fails naming\n"
+    "                     the tensor and leaves no file for it)\n";
 
 /* The file name for a tensor name (see help). */
 static void file_name(const char *name, size_t n, char *out, size_t len)
@@ -59,21 +62,17 @@ static int write_all(int fd, const void *p, size_t n)
     return wpk_write_all(fd, p, n) == 0;
 }
 
+static int put_fd(void *fd, const void *p, size_t n)
+{
+    return write_all(*(int *)fd, p, n) ? 0 : WPACK_E_IO;
+}
+
+/* Streamed (views straight from the mapping, each zstd chunk decoded
+ * once), checked as it goes unless --no-verify: 0, WPACK_E_IO (errno set)
+ * or the read's error (the archive's message says which tensor). */
 static int write_tensor_bytes(int fd, const wpack_archive *ar, const wpack_tensor *t)
 {
-    if (t->data) /* zero-copy: straight from the mapping */
-        return write_all(fd, t->data, (size_t)t->nbytes);
-    enum { CHUNK = 1 << 20 };
-    char *buf = malloc(CHUNK);
-    if (!buf)
-        return 0;
-    int ok = 1;
-    for (uint64_t done = 0; done < t->nbytes && ok; done += CHUNK) {
-        size_t n = t->nbytes - done < CHUNK ? (size_t)(t->nbytes - done) : CHUNK;
-        ok = wpack_read(ar, t->index, done, buf, n) == WPACK_OK && write_all(fd, buf, n);
-    }
-    free(buf);
-    return ok;
+    return wpack_read_stream(ar, t->index, put_fd, &fd, 0);
 }
 
 static int extract_one(void *user, const wpack_archive *ar, const wpack_tensor *t)
@@ -104,8 +103,9 @@ static int extract_one(void *user, const wpack_archive *ar, const wpack_tensor *
     }
     mode_t mask = umask(0);
     umask(mask);
-    int ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, header, hlen) &&
-             write_tensor_bytes(fd, ar, t);
+    int ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, header, hlen);
+    int read_rc = ok ? write_tensor_bytes(fd, ar, t) : WPACK_OK;
+    ok = ok && read_rc == WPACK_OK;
     int e = errno;
     ok = close(fd) == 0 && ok;
     if (ok && rename(tmp, path) != 0) {
@@ -114,7 +114,10 @@ static int extract_one(void *user, const wpack_archive *ar, const wpack_tensor *
     }
     if (!ok) {
         unlink(tmp);
-        cli_error("%s: writing tensor '%s' failed: %s", path, t->name, strerror(e));
+        if (read_rc && read_rc != WPACK_E_IO)
+            cli_error("%s: %s [%s]", path, wpack_errmsg(ar), wpack_error_name(read_rc));
+        else
+            cli_error("%s: writing tensor '%s' failed: %s", path, t->name, strerror(e));
         st->failed = 1;
         return 1;
     }
@@ -142,7 +145,7 @@ int cmd_extract(int argc, char **argv)
 {
     const char *path = NULL, *v;
     extract_state st = {".", 0, 0, 0};
-    int quiet = 0, r;
+    int quiet = 0, verify = 1, r;
     const char **pats = calloc((size_t)argc + 1, sizeof *pats);
     size_t npats = 0;
     if (!pats)
@@ -162,6 +165,9 @@ int cmd_extract(int argc, char **argv)
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             quiet = 1;
             i++;
+        } else if (strcmp(argv[i], "--no-verify") == 0) {
+            verify = 0;
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("extract: unknown option '%s'", argv[i]);
             free(pats);
@@ -180,7 +186,7 @@ int cmd_extract(int argc, char **argv)
         return CLI_USAGE;
     }
     wpack_archive *ar;
-    if (!(ar = cli_open(path))) {
+    if (!(ar = cli_open_reads(path, verify))) {
         free(pats);
         return CLI_FAIL;
     }

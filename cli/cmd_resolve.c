@@ -30,7 +30,10 @@ static const char help[] =
     "                        produces each module's output gets P.min, P.max, P.absmax\n"
     "                        (activation stats), resolved globals their weight stats\n"
     "  --attr-prefix P     prefix of those attributes (default wpack)\n"
-    "  -q, --quiet         no notes (unused entries, summary)\n";
+    "  -q, --quiet         no notes (unused entries, summary)\n"
+    "  --no-verify         --emit inline: do not check each entry's bytes against\n"
+    "                        its XXH3 as they are copied in (checked by default: a\n"
+    "                        mismatch fails naming the entry, nothing is written)\n";
 
 /* Attribute names are bare identifiers: [A-Za-z_][A-Za-z0-9_$.]* */
 static int cli_attr_prefix_ok(const char *p)
@@ -48,7 +51,7 @@ int cmd_resolve(int argc, char **argv)
 {
     const char *out = NULL, *emit = "uri", *scope = NULL, *map_path = NULL, *prefix = NULL;
     const char *pos[2];
-    int npos = 0, allow_missing = 0, quiet = 0, annotate = 0;
+    int npos = 0, allow_missing = 0, quiet = 0, annotate = 0, verify = 1;
     for (int i = 1; i < argc;) {
         int r;
         if (cli_is_help(argv[i])) {
@@ -68,6 +71,8 @@ int cmd_resolve(int argc, char **argv)
             allow_missing = 1;
         } else if (strcmp(argv[i], "--annotate") == 0) {
             annotate = 1;
+        } else if (strcmp(argv[i], "--no-verify") == 0) {
+            verify = 0;
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             quiet = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -123,7 +128,9 @@ int cmd_resolve(int argc, char **argv)
         opt.map_count = map.n;
     }
     wpack_archive *ar;
-    int rc = wpack_open_file(&ar, pos[0], 0);
+    /* only --emit inline hands the archive's bytes out */
+    int rc = wpack_open_file(&ar, pos[0],
+                             verify && opt.emit == WPACK_EMIT_INLINE ? WPACK_OPEN_VERIFY_READS : 0);
     if (rc) {
         cli_error("%s", ar ? wpack_errmsg(ar) : "out of memory");
         wpack_close(ar);

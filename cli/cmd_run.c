@@ -20,12 +20,15 @@ static const char help[] =
     "environment: WPACK_ISA=scalar|avx2|avx512 forces a SIMD path,\n"
     "WPACK_THREADS=N the thread count, WPACK_SPIN_US=N how long idle pool\n"
     "threads spin before they sleep (default 5000; 0 never spin).\n"
-    "  --isa    print the SIMD path and thread count in use, then exit\n";
+    "  --isa    print the SIMD path and thread count in use, then exit\n"
+    "  --no-verify  do not check the weights' bytes against their XXH3 before\n"
+    "           use (checked by default, once each: a mismatch fails naming\n"
+    "           the tensor, and Y.npy is not written)\n";
 
 int cmd_run(int argc, char **argv)
 {
     const char *archive = NULL, *spec = NULL, *input = NULL, *output = NULL, *v;
-    int r;
+    int r, verify = 1;
     for (int i = 1; i < argc;) {
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);
@@ -51,6 +54,9 @@ int cmd_run(int argc, char **argv)
             if (r < 0)
                 return CLI_USAGE;
             output = v;
+        } else if (strcmp(argv[i], "--no-verify") == 0) {
+            verify = 0;
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("run: unknown option %s", argv[i]);
             return CLI_USAGE;
@@ -66,7 +72,7 @@ int cmd_run(int argc, char **argv)
         return CLI_USAGE;
     }
     wpack_archive *ar;
-    if (!(ar = cli_open(archive))) {
+    if (!(ar = cli_open_reads(archive, verify))) {
         return CLI_FAIL;
     }
     char err[1024];
@@ -85,7 +91,7 @@ int cmd_run(int argc, char **argv)
             for (size_t o = 0; o < ow; o++)
                 printf("%.9g%c", y[b * ow + o], o + 1 == ow ? '\n' : ' ');
     if (rc)
-        cli_error("%s", err);
+        cli_error("%s [%s]", err, wpack_error_name(rc));
     chain_free(&c);
     free(x);
     free(y);

@@ -40,8 +40,13 @@ void cli_on_diag(void *quiet, int severity, const char *message)
 
 wpack_archive *cli_open(const char *path)
 {
+    return cli_open_reads(path, 0);
+}
+
+wpack_archive *cli_open_reads(const char *path, int verify)
+{
     wpack_archive *ar;
-    if (wpack_open_file(&ar, path, 0) == WPACK_OK)
+    if (wpack_open_file(&ar, path, verify ? WPACK_OPEN_VERIFY_READS : 0) == WPACK_OK)
         return ar;
     /* errmsg/errcode of NULL (out of memory) say so */
     cli_error("%s [%s]", wpack_errmsg(ar), wpack_error_name(wpack_errcode(ar)));

@@ -16,8 +16,6 @@
 #include "npy.h"
 #include "safetensors.h"
 
-#define PIECE (1u << 20)
-
 /* 1 when all n bytes were written. */
 static int write_all(int fd, const void *p, size_t n)
 {
@@ -86,24 +84,30 @@ static int check_exportable(const wpack_archive *ar, const wpack_tensor *t, char
     return WPACK_OK;
 }
 
-static int copy_tensor(const wpack_archive *ar, const wpack_tensor *t, uint8_t *buf,
+typedef struct {
+    int (*put)(void *, const void *, size_t);
+    void *ctx;
+} put_job;
+
+static int put_piece(void *user, const void *p, size_t n)
+{
+    put_job *j = user;
+    return j->put(j->ctx, p, n) ? WPACK_OK : WPACK_E_IO;
+}
+
+/* Streamed: each zstd chunk decoded once, and checked against the tensor's
+ * XXH3 when the archive was opened with WPACK_OPEN_VERIFY_READS. */
+static int copy_tensor(const wpack_archive *ar, const wpack_tensor *t,
                        int (*put)(void *, const void *, size_t), void *ctx, char *err,
                        size_t errlen)
 {
-    for (uint64_t done = 0; done < t->nbytes;) {
-        size_t k = t->nbytes - done < PIECE ? (size_t)(t->nbytes - done) : PIECE;
-        int rc = wpack_read(ar, t->index, done, buf, k);
-        if (rc) {
-            wpk_fmt(err, errlen, "tensor '%s': %s", t->name, wpack_errmsg(ar));
-            return rc;
-        }
-        if (!put(ctx, buf, k)) {
-            wpk_fmt(err, errlen, "tensor '%s': write failed: %s", t->name, strerror(errno));
-            return WPACK_E_IO;
-        }
-        done += k;
-    }
-    return WPACK_OK;
+    put_job j = {put, ctx};
+    int rc = wpack_read_stream(ar, t->index, put_piece, &j, 0);
+    if (rc == WPACK_E_IO)
+        wpk_fmt(err, errlen, "tensor '%s': write failed: %s", t->name, strerror(errno));
+    else if (rc)
+        wpk_fmt(err, errlen, "%s", wpack_errmsg(ar));
+    return rc;
 }
 
 static int put_fd(void *ctx, const void *p, size_t n)
@@ -111,7 +115,7 @@ static int put_fd(void *ctx, const void *p, size_t n)
     return write_all(*(int *)ctx, p, n);
 }
 
-static int export_safetensors(const wpack_archive *ar, int fd, uint8_t *buf, char *err,
+static int export_safetensors(const wpack_archive *ar, int fd, char *err,
                               size_t errlen)
 {
     json_t *root = json_object(), *meta = json_object();
@@ -176,7 +180,7 @@ static int export_safetensors(const wpack_archive *ar, int fd, uint8_t *buf, cha
     for (uint64_t i = 0; i < n && !rc; i++) {
         wpack_tensor t;
         if (!(rc = wpack_tensor_at(ar, i, &t)))
-            rc = copy_tensor(ar, &t, buf, put_fd, &fd, err, errlen);
+            rc = copy_tensor(ar, &t, put_fd, &fd, err, errlen);
     }
 out:
     if (rc && !err[0])
@@ -204,7 +208,7 @@ static int put_archive(void *ctx, const void *p, size_t n)
     return archive_write_data((struct archive *)ctx, p, n) == (la_ssize_t)n;
 }
 
-static int export_bundle(const wpack_archive *ar, int format, int fd, uint8_t *buf, char *err,
+static int export_bundle(const wpack_archive *ar, int format, int fd, char *err,
                          size_t errlen)
 {
     struct archive *a = archive_write_new();
@@ -249,7 +253,7 @@ static int export_bundle(const wpack_archive *ar, int format, int fd, uint8_t *b
             rc = WPACK_E_IO;
             break;
         }
-        rc = copy_tensor(ar, &t, buf, put_archive, a, err, errlen);
+        rc = copy_tensor(ar, &t, put_archive, a, err, errlen);
     }
     if (archive_write_close(a) != ARCHIVE_OK && !rc) {
         wpk_fmt(err, errlen, "%s", archive_error_string(a));
@@ -268,10 +272,7 @@ int wpk_export(const wpack_archive *ar, int format, const char *out, char *err, 
     err[0] = 0;
     size_t pl = strlen(out);
     char *tmp = malloc(pl + 16);
-    uint8_t *buf = malloc(PIECE);
-    if (!tmp || !buf) {
-        free(tmp);
-        free(buf);
+    if (!tmp) {
         wpk_fmt(err, errlen, "out of memory");
         return WPACK_E_NOMEM;
     }
@@ -280,15 +281,14 @@ int wpk_export(const wpack_archive *ar, int format, const char *out, char *err, 
     if (fd < 0) {
         wpk_fmt(err, errlen, "%s: cannot create: %s", out, strerror(errno));
         free(tmp);
-        free(buf);
         return WPACK_E_IO;
     }
     mode_t mask = umask(0);
     umask(mask);
     int rc = fchmod(fd, 0666 & ~mask) == 0 ? WPACK_OK : WPACK_E_IO;
     if (!rc)
-        rc = format == WPK_EXPORT_SAFETENSORS ? export_safetensors(ar, fd, buf, err, errlen)
-                                              : export_bundle(ar, format, fd, buf, err, errlen);
+        rc = format == WPK_EXPORT_SAFETENSORS ? export_safetensors(ar, fd, err, errlen)
+                                              : export_bundle(ar, format, fd, err, errlen);
     if (!rc && fsync(fd) != 0) {
         wpk_fmt(err, errlen, "%s: fsync failed: %s", out, strerror(errno));
         rc = WPACK_E_IO;
@@ -304,6 +304,5 @@ int wpk_export(const wpack_archive *ar, int format, const char *out, char *err, 
     if (rc)
         unlink(tmp);
     free(tmp);
-    free(buf);
     return rc;
 }

@@ -37,6 +37,9 @@ static int validate(wpack_archive *ar, unsigned flags)
         rc = wpk_check_index(ar);
     if (rc == WPACK_OK)
         rc = wpk_check_shards(ar);
+    ar->flags = flags;
+    if (rc == WPACK_OK)
+        rc = wpk_reads_init(ar);
     if (rc == WPACK_OK && (flags & WPACK_OPEN_VERIFY))
         rc = wpack_verify_all(ar, NULL, NULL);
     if (rc == WPACK_OK) {
@@ -115,6 +118,7 @@ void wpack_close(wpack_archive *ar)
     if (!ar)
         return;
     wpk_close_shards(ar);
+    wpk_reads_free(ar);
     free(ar->path);
     if (ar->map)
         munmap(ar->map, ar->map_len);
