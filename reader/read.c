@@ -74,7 +74,8 @@ static int read_failed(const wpack_archive *ar, const wpack_tensor *t, int rc)
     wpk_checked_set(ar, owner_of(t), rc);
     if (rc == WPACK_E_DECODE)
         return wpk_fail((wpack_archive *)ar, rc,
-                        "tensor '%s': compressed bytes do not decode to their declared size", q);
+                        "tensor '%s': a compressed chunk does not decode to its declared size, "
+                        "or has bytes after its frame", q);
     return wpk_fail((wpack_archive *)ar, rc, "tensor '%s': cannot decode: %s", q,
                     wpack_error_describe(rc));
 }

@@ -111,4 +111,26 @@ cmp -s "$A" "$T/cal_bad.wpack" && fail calibrate_no_verify_updates || pass calib
 cp "$T/plain.wpack" "$T/cal_good.wpack"
 expect calibrate_good "$WPACK" calibrate "$T/cal_good.wpack" --layers fc --input "$T/x.npy"
 expect_fail run_zstd_still_refused "fc\.weight.*\[WPACK_E_(NO_VIEW|CODEC)\]" "$WPACK" run "$T/zstd.wpack" --layers fc --input "$T/x.npy"
+
+# Issue 14 points 5 and 10 through the CLI (tests/hostile/round2, made by
+# tests/tools/make_zstd_hostile.c; the API side is in test_verify_reads.c).
+H="$TESTS_DIR/hostile/round2"
+for f in zstd_trailing_skippable zstd_trailing_frame; do
+    expect_fail "${f}_verify" "tensor 't'.*bytes after its frame.*\[WPACK_E_DECODE\]" "$WPACK" verify "$H/$f.wpack"
+    expect_fail "${f}_extract" "tensor 't'.*\[WPACK_E_DECODE\]" "$WPACK" extract -q -o "$T/h_$f" "$H/$f.wpack"
+    no_output "${f}_extract_no_file" "$T/h_$f/t.npy"
+    expect_fail "${f}_extract_no_verify" "tensor 't'.*\[WPACK_E_DECODE\]" "$WPACK" extract -q --no-verify -o "$T/h_$f" "$H/$f.wpack"
+done
+expect_fail chunk_1g_refused "2\^30 above the limit.*\[WPACK_E_LIMIT\]" "$WPACK" extract -q -o "$T/h1" "$H/zstd_chunk_1g.wpack"
+expect_fail chunk_over_limit_refused "\[WPACK_E_LIMIT\]" "$WPACK" verify "$H/zstd_chunk_over_limit.wpack"
+expect_fail splat_codec_is_kind "splat entry.*\[WPACK_E_KIND\]" "$WPACK" verify "$H/zstd_splat_codec.wpack"
+# 256 MiB in four 64 MiB chunks, 9 KiB on disk: decoded once per chunk
+# (before, extract's 1 MiB reads decoded a whole chunk each: 16 GiB, minutes).
+expect limit_chunks_extract timeout 120 "$WPACK" extract -q -o "$T/hl" "$H/zstd_limit_chunks.wpack"
+[ "$(stat -c %s "$T/hl/z.npy" 2>/dev/null)" = 268435584 ] && pass limit_chunks_extract_size ||
+    fail limit_chunks_extract_size "$(ls -l "$T/hl" 2>&1)"
+rm -rf "$T/hl"
+expect limit_chunks_verify timeout 120 "$WPACK" verify "$H/zstd_limit_chunks.wpack"
+expect_fail chunk_size_above_limit "64M.*\[WPACK_E_LIMIT\]" "$WPACK" create -q -o "$T/big.wpack" --compress zstd --chunk-size 128M "$T/in"
+expect chunk_size_at_limit "$WPACK" create -q -o "$T/lim.wpack" --compress zstd --chunk-size 64M "$T/in"
 finish
