@@ -162,8 +162,34 @@ typedef struct {
     _Atomic int rc;
 } range_job;
 
-/* One zstd context per thread, kept: the pool's threads live on. */
-static _Thread_local ZSTD_DCtx *thread_dctx;
+/* One zstd context per thread, kept (the pool's threads live on) and freed
+ * when a caller's own thread ends. */
+static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
+static pthread_key_t dctx_key;
+static int dctx_key_ok;
+
+static void free_dctx(void *d)
+{
+    ZSTD_freeDCtx(d);
+}
+
+static void make_dctx_key(void)
+{
+    dctx_key_ok = pthread_key_create(&dctx_key, free_dctx) == 0;
+}
+
+static ZSTD_DCtx *thread_dctx(void)
+{
+    pthread_once(&dctx_once, make_dctx_key);
+    if (!dctx_key_ok)
+        return NULL;
+    ZSTD_DCtx *d = pthread_getspecific(dctx_key);
+    if (!d && (d = ZSTD_createDCtx()) && pthread_setspecific(dctx_key, d) != 0) {
+        ZSTD_freeDCtx(d);
+        d = NULL;
+    }
+    return d;
+}
 
 /* Decode chunks first+[k0, k1) of the job into dst; partial chunks at the
  * ends go through the chunk cache or a bounce buffer so dst is never
@@ -173,7 +199,8 @@ static void decode_chunks(const wpk_dense_job *pj, size_t k0, size_t k1)
 {
     range_job *job = pj->ctx;
     const zstd_tensor *z = job->z;
-    if (!thread_dctx && !(thread_dctx = ZSTD_createDCtx())) {
+    ZSTD_DCtx *dctx = thread_dctx();
+    if (!dctx) {
         job->rc = WPACK_E_NOMEM;
         return;
     }
@@ -188,14 +215,14 @@ static void decode_chunks(const wpk_dense_job *pj, size_t k0, size_t k1)
         uint8_t *out = job->dst + (lo - job->offset);
         int rc;
         if (lo == cstart && hi == cstart + raw_len) {
-            rc = decode_chunk(thread_dctx, z, k, out);
-        } else if (!read_cached(thread_dctx, z, k, (size_t)(lo - cstart), (size_t)(hi - lo), out,
+            rc = decode_chunk(dctx, z, k, out);
+        } else if (!read_cached(dctx, z, k, (size_t)(lo - cstart), (size_t)(hi - lo), out,
                                 &rc)) {
             if (!bounce && !(bounce = malloc((size_t)z->chunk))) {
                 job->rc = WPACK_E_NOMEM;
                 break;
             }
-            rc = decode_chunk(thread_dctx, z, k, bounce);
+            rc = decode_chunk(dctx, z, k, bounce);
             if (rc == WPACK_OK)
                 memcpy(out, bounce + (lo - cstart), (size_t)(hi - lo));
         }

@@ -92,7 +92,8 @@ static int failed_before(const wpack_archive *ar, const wpack_tensor *t, int rc)
 /* ---------------------------------------------------------- reading bytes */
 
 /* wpack_read without verification. */
-static int read_raw(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes)
+static int read_raw(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst,
+                    size_t nbytes)
 {
     wpack_tensor t;
     wpk_fill_tensor(ar, i, &t);
