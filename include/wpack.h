@@ -175,7 +175,7 @@ typedef struct wpack_archive wpack_archive;
  * remembered per entry, thread-safely); a splat's fill is checked at every
  * open anyway. Not covered: wpack_tensor.data as filled by
  * wpack_tensor_at() / wpack_find(): call wpack_verify_once() before using
- * that pointer. Cost: one XXH3 pass (tens of GB/s) per entry read. */
+ * that pointer. Cost: one XXH3 pass (several GB/s) per entry read. */
 #define WPACK_OPEN_VERIFY_READS 2u
 
 /*
@@ -428,7 +428,7 @@ typedef struct wpack_writer_options {
     uint32_t histogram_bins;    /* >0: weight stats also get a histogram (a second read of each tensor at finish) */
     /* zstd compression (format 1.1), off when compress_level is 0 */
     int compress_level;         /* zstd level: 1..22, or negative for the fast levels */
-    uint32_t compress_chunk;    /* uncompressed bytes per chunk: a power of two, 4 KiB..64 MiB (default 1 MiB) */
+    uint32_t compress_chunk;    /* uncompressed bytes per chunk: a power of two, 4 KiB..64 MiB (default 1 MiB; above: WPACK_E_LIMIT) */
     uint64_t compress_min;      /* tensors smaller than this are stored as they are (default 64 KiB) */
     uint32_t compress_min_saving; /* percent: a tensor is stored compressed only if it shrinks by at least this much (default 5) */
     /* >0: write a sharded set (format 1.1) in one pass: path becomes the
