@@ -4,7 +4,7 @@ WPACK_LIB_SRCS = \
 	format/write_all.c format/open_input.c format/atomic_file.c \
 	reader/header.c reader/index.c reader/lookup.c reader/meta.c reader/open.c reader/stats.c \
 	reader/verify.c \
-	reader/decode.c reader/shards.c \
+	reader/decode.c reader/read.c reader/shards.c \
 	packer/compress.c packer/nameset.c packer/weightstats.c packer/writer.c packer/writer_index.c \
 	packer/writer_shards.c packer/copy.c
 # Packer inputs used by the CLI (not exported from the shared library).

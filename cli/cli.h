@@ -28,6 +28,11 @@ int cmd_cast(int argc, char **argv);
 /* Open an archive for a command: on failure print "wpack: <what and
  * where> [WPACK_E_CODE]", free the handle and return NULL. */
 wpack_archive *cli_open(const char *path);
+/* The same for a command that hands tensor bytes out: with verify (unless
+ * the user gave --no-verify) every entry's bytes are checked against their
+ * XXH3 as they are read (WPACK_OPEN_VERIFY_READS): a bad tensor fails the
+ * command with [WPACK_E_CHECKSUM] naming it. */
+wpack_archive *cli_open_reads(const char *path, int verify);
 
 /* "wpack: <message>" on stderr, the message escaped (cli_text_escape). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -102,17 +107,17 @@ void cli_files_archive_shards(cli_files *f, const wpack_archive *ar);
 int cli_files_check(const char *cmd, cli_files *f);
 void cli_files_free(cli_files *f);
 
-/* Add the archive at path to g's inputs, check, open it (cli_open), add
- * its shard files and check again. NULL on failure (printed). g is the
- * caller's to free. */
-wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g);
+/* Add the archive at path to g's inputs, check, open it (cli_open_reads:
+ * verify on read when verify is set), add its shard files and check again.
+ * NULL on failure (printed). g is the caller's to free. */
+wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g, int verify);
 /* For a command that rewrites ARCHIVE in into out (convert, cast): the
  * guard (in and its shards vs out), then cli_open. With in_place, out is
  * not used and *target (free it) is the file to replace: in with symlinks
  * resolved, so a link keeps pointing at the new archive; a sharded set is
  * refused. NULL on failure, with the error printed. */
 wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out, int in_place,
-                                char **target);
+                                int verify, char **target);
 
 /* "1.5 GiB", "512 B" */
 void cli_human_size(char *buf, size_t len, uint64_t bytes);

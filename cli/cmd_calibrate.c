@@ -19,7 +19,10 @@ static const char help[] =
     "replaced. The archive is updated in place: a new index generation is\n"
     "appended and the superblock rewritten; tensor data is never rewritten and\n"
     "an interrupted update leaves the old archive.\n"
-    "  --batch N   samples per forward call (default 256)\n";
+    "  --batch N   samples per forward call (default 256)\n"
+    "  --no-verify do not check the weights' bytes against their XXH3 before use\n"
+    "              (checked by default, once each: a mismatch fails naming the\n"
+    "              tensor and the archive is left as it was)\n";
 
 typedef struct {
     uint64_t count;
@@ -87,7 +90,7 @@ int cmd_calibrate(int argc, char **argv)
 {
     const char *archive = NULL, *spec = NULL, *input = NULL, *v;
     uint64_t bins = 0, bs = 256;
-    int r;
+    int r, verify = 1;
     for (int i = 1; i < argc;) {
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);
@@ -114,6 +117,9 @@ int cmd_calibrate(int argc, char **argv)
                 cli_error("--batch %s: want 1 to 1048576", v);
                 return CLI_USAGE;
             }
+        } else if (strcmp(argv[i], "--no-verify") == 0) {
+            verify = 0;
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("calibrate: unknown option %s", argv[i]);
             return CLI_USAGE;
@@ -129,7 +135,7 @@ int cmd_calibrate(int argc, char **argv)
         return CLI_USAGE;
     }
     wpack_archive *ar;
-    if (!(ar = cli_open(archive))) {
+    if (!(ar = cli_open_reads(archive, verify))) {
         return CLI_FAIL;
     }
     char err[1024];
@@ -200,7 +206,7 @@ int cmd_calibrate(int argc, char **argv)
     if (rc == WPACK_E_NOMEM)
         snprintf(err, sizeof err, "out of memory");
     if (rc)
-        cli_error("%s", err);
+        cli_error("%s [%s]", err, wpack_error_name(rc));
     else
         for (size_t s = 0; s < ch.n; s++)
             cli_line(stdout, "%s: min %.9g max %.9g mean %.9g variance %.9g count %llu",

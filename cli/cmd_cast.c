@@ -30,6 +30,9 @@ static const char help[] =
     "  --max-output SIZE   cap on the tensor bytes written (default: the larger\n"
     "                      of 1 GiB and 1000 x ARCHIVE's size); the free space\n"
     "                      is checked too (WPACK_E_TOO_LARGE, nothing written)\n"
+    "  --no-verify         do not check each tensor's bytes against its XXH3 as it\n"
+    "                      is read (checked by default: a mismatch fails naming the\n"
+    "                      tensor, and OUT does not appear)\n"
     "  -q, --quiet         no progress or summary line\n"
     "\n"
     "OUT appears only when complete (a temporary file OUT.tmp-PID-RANDOM beside\n"
@@ -168,7 +171,10 @@ static int cast_one(const wpack_archive *ar, wpack_writer *w, const wpack_tensor
         if (rc)
             wpk_fmt(err, errlen, "%s: %s", t->name, wpack_writer_errmsg(w));
     } else {
-        wpk_fmt(err, errlen, "%s: reading: %s", t->name, wpack_error_describe(rc));
+        if (rc == WPACK_E_CHECKSUM || rc == WPACK_E_DECODE) /* names the tensor, says what */
+            wpk_fmt(err, errlen, "%s", wpack_errmsg(ar));
+        else
+            wpk_fmt(err, errlen, "%s: reading: %s", t->name, wpack_error_describe(rc));
     }
     free(src);
     free(dst);
@@ -180,7 +186,7 @@ int cmd_cast(int argc, char **argv)
     const char *in = NULL, *out = NULL, *v;
     char *in_place_path = NULL; /* --in-place: the file to replace */
     cast_opts o = {0, calloc((size_t)argc + 1, sizeof(char *)), 0};
-    int r, rc = CLI_USAGE, quiet = 0, in_place = 0;
+    int r, rc = CLI_USAGE, quiet = 0, in_place = 0, verify = 1;
     uint64_t max_output = 0;
     wpack_archive *ar = NULL;
     wpack_writer *w = NULL;
@@ -216,6 +222,9 @@ int cmd_cast(int argc, char **argv)
         } else if (strcmp(argv[i], "--in-place") == 0) {
             in_place = 1;
             i++;
+        } else if (strcmp(argv[i], "--no-verify") == 0) {
+            verify = 0;
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("cast: unknown option %s", argv[i]);
             goto done;
@@ -235,7 +244,7 @@ int cmd_cast(int argc, char **argv)
         goto done;
     }
     rc = CLI_FAIL;
-    if (!(ar = cli_open_rewrite("cast", in, out, in_place, &in_place_path)))
+    if (!(ar = cli_open_rewrite("cast", in, out, in_place, verify, &in_place_path)))
         goto done;
     if (in_place)
         out = in_place_path;

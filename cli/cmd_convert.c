@@ -23,13 +23,16 @@ static const char help[] =
     "                        converted archive, crash-safely; not for a sharded set\n"
     "  --compress zstd[:L]   zstd level L (default 3; 1..22, -7..-1 fast)\n"
     "  --decompress          store every tensor uncompressed (zero-copy views again)\n"
-    "  --chunk-size BYTES    uncompressed bytes per chunk, power of two (1M)\n"
+    "  --chunk-size BYTES    uncompressed bytes per chunk, power of two to 64M (1M)\n"
     "  --compress-min BYTES  leave tensors smaller than this uncompressed (64K)\n"
     "  --compress-saving P   minimum saving in percent (5)\n"
     "  --align N             data alignment (default: the input's)\n"
     "  --max-output SIZE     cap on the tensor bytes decoded and written (default:\n"
     "                        the larger of 1 GiB and 1000 x ARCHIVE's size); with\n"
     "                        --decompress the free space is checked too\n"
+    "  --no-verify           do not check each tensor's bytes against its XXH3 as\n"
+    "                        it is copied (checked by default: a mismatch fails\n"
+    "                        naming the tensor, and OUT does not appear)\n"
     "  -q, --quiet           no progress or summary line\n";
 
 int cmd_convert(int argc, char **argv)
@@ -38,7 +41,7 @@ int cmd_convert(int argc, char **argv)
     wpack_writer_options opt;
     wpack_writer_options_init(&opt);
     opt.weight_stats = 0; /* stats records are copied as they are */
-    int decompress = 0, compress = 0, quiet = 0, in_place = 0, r;
+    int decompress = 0, compress = 0, quiet = 0, in_place = 0, verify = 1, r;
     uint64_t align = 0, max_output = 0;
     for (int i = 1; i < argc;) {
         const char *a = argv[i];
@@ -75,6 +78,9 @@ int cmd_convert(int argc, char **argv)
         } else if (strcmp(a, "--in-place") == 0) {
             in_place = 1;
             i++;
+        } else if (strcmp(a, "--no-verify") == 0) {
+            verify = 0;
+            i++;
         } else if (a[0] == '-' && a[1]) {
             cli_error("convert: unknown option '%s'", a);
             return CLI_USAGE;
@@ -98,7 +104,7 @@ int cmd_convert(int argc, char **argv)
     if (decompress)
         opt.compress_level = 0;
     char *target = NULL;
-    wpack_archive *ar = cli_open_rewrite("convert", in, out, in_place, &target);
+    wpack_archive *ar = cli_open_rewrite("convert", in, out, in_place, verify, &target);
     if (!ar)
         return CLI_FAIL;
     if (in_place)

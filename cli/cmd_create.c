@@ -38,7 +38,7 @@ static const char help[] =
     "  --compress zstd[:L]   store tensors as zstd chunks (level L, default 3), each\n"
     "                        only if it shrinks by --compress-saving percent (5)\n"
     "  --compress-min BYTES  leave tensors smaller than this uncompressed (64K)\n"
-    "  --chunk-size BYTES    uncompressed bytes per chunk, power of two (1M)\n"
+    "  --chunk-size BYTES    uncompressed bytes per chunk, power of two to 64M (1M)\n"
     "  --compress-saving P   minimum saving in percent for a tensor to stay compressed\n"
     "  --meta KEY=VALUE      a string metadata entry (repeatable), e.g. model.name=mlp\n"
     "  --layers SPEC         the default module chain of wpack run / calibrate\n"

@@ -27,6 +27,9 @@ static const char help[] =
     "  -o, --output FILE   where to write (required)\n"
     "  --max-output SIZE   cap on the bytes written (default: the larger of\n"
     "                      1 GiB and 1000 x the archive's size)\n"
+    "  --no-verify         do not check each tensor's bytes against its XXH3 as it\n"
+    "                      is written (checked by default: a mismatch fails naming\n"
+    "                      the tensor, and FILE does not appear)\n"
     "  -q, --quiet         no progress or summary line\n";
 
 /* An upper bound on what wpk_export writes: every tensor's bytes plus room
@@ -46,7 +49,7 @@ static uint64_t export_size(const wpack_archive *ar)
 int cmd_export(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *to = NULL, *v;
-    int r, quiet = 0;
+    int r, quiet = 0, verify = 1;
     uint64_t max_output = 0;
     for (int i = 1; i < argc;) {
         if (cli_is_help(argv[i])) {
@@ -66,6 +69,9 @@ int cmd_export(int argc, char **argv)
                 return CLI_USAGE;
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             quiet = 1;
+            i++;
+        } else if (strcmp(argv[i], "--no-verify") == 0) {
+            verify = 0;
             i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("export: unknown option '%s' (see wpack export --help)", argv[i]);
@@ -90,7 +96,7 @@ int cmd_export(int argc, char **argv)
     }
     cli_files guard = {0};
     cli_files_out(&guard, out);
-    wpack_archive *ar = cli_open_checked("export", in, &guard);
+    wpack_archive *ar = cli_open_checked("export", in, &guard, verify);
     cli_files_free(&guard);
     if (!ar)
         return CLI_FAIL;

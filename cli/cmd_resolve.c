@@ -47,6 +47,9 @@ static const char help[] =
     "  --allow-none        annotate: succeed even when no op got activation stats\n"
     "                        (by default that is an error, WPACK_E_EMPTY)\n"
     "  -q, --quiet         no notes (unused entries, summary)\n"
+    "  --no-verify         --emit inline: do not check each entry's bytes against\n"
+    "                        its XXH3 as they are copied in (checked by default: a\n"
+    "                        mismatch fails naming the entry, nothing is written)\n"
     "\n"
     "A global that has a wpack.uri attribute (an earlier --emit uri output) keeps\n"
     "the entry its URI names, unless --map names one; a URI of another archive\n"
@@ -96,6 +99,7 @@ static int run(int argc, char **argv, const char **strips)
     const char *module_map = NULL, *strip;
     const char *pos[2];
     int npos = 0, allow_missing = 0, quiet = 0, annotate = 0, strict = 0, allow_none = 0;
+    int verify = 1;
     size_t nstrips = 0;
     for (int i = 1; i < argc;) {
         int r;
@@ -131,6 +135,8 @@ static int run(int argc, char **argv, const char **strips)
             strict = 1;
         } else if (strcmp(argv[i], "--allow-none") == 0) {
             allow_none = 1;
+        } else if (strcmp(argv[i], "--no-verify") == 0) {
+            verify = 0;
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             quiet = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -210,7 +216,8 @@ static int run(int argc, char **argv, const char **strips)
         cli_files_free(&guard);
         return rc;
     }
-    wpack_archive *ar = cli_open(pos[0]);
+    /* only --emit inline hands the archive's bytes out */
+    wpack_archive *ar = cli_open_reads(pos[0], verify && opt.emit == WPACK_EMIT_INLINE);
     if (ar) {
         cli_files_archive_shards(&guard, ar);
         if (!cli_files_check("resolve", &guard)) {

@@ -21,12 +21,15 @@ static const char help[] =
     "environment: WPACK_ISA=scalar|avx2|avx512 forces a SIMD path,\n"
     "WPACK_THREADS=N the thread count, WPACK_SPIN_US=N how long idle pool\n"
     "threads spin before they sleep (default 5000; 0 never spin).\n"
-    "  --isa    print the SIMD path and thread count in use, then exit\n";
+    "  --isa    print the SIMD path and thread count in use, then exit\n"
+    "  --no-verify  do not check the weights' bytes against their XXH3 before\n"
+    "           use (checked by default, once each: a mismatch fails naming\n"
+    "           the tensor, and Y.npy is not written)\n";
 
 int cmd_run(int argc, char **argv)
 {
     const char *archive = NULL, *spec = NULL, *input = NULL, *output = NULL, *v;
-    int r;
+    int r, verify = 1;
     for (int i = 1; i < argc;) {
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);
@@ -52,6 +55,9 @@ int cmd_run(int argc, char **argv)
             if (r < 0)
                 return CLI_USAGE;
             output = v;
+        } else if (strcmp(argv[i], "--no-verify") == 0) {
+            verify = 0;
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("run: unknown option %s", argv[i]);
             return CLI_USAGE;
@@ -69,7 +75,7 @@ int cmd_run(int argc, char **argv)
     cli_files guard = {0};
     cli_files_in(&guard, input);
     cli_files_out(&guard, output);
-    wpack_archive *ar = cli_open_checked("run", archive, &guard);
+    wpack_archive *ar = cli_open_checked("run", archive, &guard, verify);
     cli_files_free(&guard);
     if (!ar)
         return CLI_FAIL;
@@ -89,7 +95,7 @@ int cmd_run(int argc, char **argv)
             for (size_t o = 0; o < ow; o++)
                 printf("%.9g%c", y[b * ow + o], o + 1 == ow ? '\n' : ' ');
     if (rc)
-        cli_error("%s", err);
+        cli_error("%s [%s]", err, wpack_error_name(rc));
     chain_free(&c);
     free(x);
     free(y);

@@ -14,8 +14,11 @@ int cli_compress_option(const char *opt, const char *value, wpack_writer_options
         }
         o->compress_min = n;
     } else if (strncmp(opt, "--chunk-size", 12) == 0) {
-        if (!cli_parse_size(value, &n) || n < 4096 || n > (1u << 30) || (n & (n - 1))) {
-            cli_error("--chunk-size %s: want a power of two from 4K to 1G", value);
+        if (!cli_parse_size(value, &n) || n < WPACK_MIN_CHUNK || n > WPACK_MAX_CHUNK ||
+            (n & (n - 1))) {
+            cli_error("--chunk-size %s: want a power of two from 4K to 64M (readers refuse bigger "
+                      "chunks) [%s]", value, wpack_error_name(n > WPACK_MAX_CHUNK ? WPACK_E_LIMIT
+                                                                      : WPACK_E_INVALID_ARGUMENT));
             return 0;
         }
         o->compress_chunk = (uint32_t)n;

@@ -180,11 +180,11 @@ int cli_files_check(const char *cmd, cli_files *f)
     return 1;
 }
 
-wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g)
+wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g, int verify)
 {
     cli_files_in(g, path);
     wpack_archive *ar;
-    if (!cli_files_check(cmd, g) || !(ar = cli_open(path)))
+    if (!cli_files_check(cmd, g) || !(ar = cli_open_reads(path, verify)))
         return NULL;
     if (!wpack_shard_count(ar))
         return ar;
@@ -196,13 +196,13 @@ wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g)
 }
 
 wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out, int in_place,
-                                char **target)
+                                int verify, char **target)
 {
     cli_files g = {.hint = "to rewrite ARCHIVE itself use --in-place"};
     *target = NULL;
     if (!in_place)
         cli_files_out(&g, out);
-    wpack_archive *ar = cli_open_checked(cmd, in, &g);
+    wpack_archive *ar = cli_open_checked(cmd, in, &g, verify);
     cli_files_free(&g);
     if (!ar)
         return NULL;

@@ -66,10 +66,17 @@ void cli_on_diag(void *quiet, int severity, const char *message)
 
 wpack_archive *cli_open(const char *path)
 {
+    return cli_open_reads(path, 0);
+}
+
+wpack_archive *cli_open_reads(const char *path, int verify)
+{
     wpack_archive *ar;
     /* WPACK_FOLLOW_LINKS=1: a sharded set's shards may be symlinks. */
     const char *fl = getenv("WPACK_FOLLOW_LINKS");
     unsigned flags = fl && *fl && strcmp(fl, "0") != 0 ? WPACK_OPEN_FOLLOW_LINKS : 0;
+    if (verify)
+        flags |= WPACK_OPEN_VERIFY_READS;
     if (wpack_open_file(&ar, path, flags) == WPACK_OK)
         return ar;
     /* errmsg/errcode of NULL (out of memory) say so */

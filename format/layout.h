@@ -50,14 +50,15 @@
 #define WPK_OPTIONAL_KNOWN 0ull
 
 /* ---- zstd-compressed entries (codec 1, format 1.1) ----
- * codec_param = log2(chunk size), 12..30. The stored bytes are the chunks in
+ * codec_param = log2(chunk size), 12..26 (4 KiB..64 MiB: WPACK_MIN_CHUNK,
+ * WPACK_MAX_CHUNK; above it a limit, WPACK_E_LIMIT). The stored bytes are the chunks in
  * order, each one zstd frame (or the raw chunk when it would not shrink).
  * aux holds: u64 XXH3-64 of the decoded bytes, then one u64 per chunk: the
  * end offset of the chunk's stored bytes relative to data_offset, with bit
  * 63 set when the chunk is stored raw. */
 #define WPK_CHUNK_LOG2_MIN 12
 #ifndef WPK_CHUNK_LOG2_MAX
-#define WPK_CHUNK_LOG2_MAX 30   /* a fuzz build lowers it */
+#define WPK_CHUNK_LOG2_MAX 26   /* = WPACK_MAX_CHUNK; a fuzz build lowers it */
 #endif
 #define WPK_CHUNK_RAW (1ull << 63)
 

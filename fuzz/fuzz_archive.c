@@ -113,6 +113,44 @@ static void check_read(const wpack_archive *ar, const wpack_tensor *t)
                 "entry %llu: read at an overflowing offset accepted", (unsigned long long)t->index);
 }
 
+/* Verify on read agrees with verify: an archive that verifies streams
+ * every entry checked, the same bytes wpack_read gives. */
+typedef struct {
+    const wpack_archive *ar;
+    uint64_t i, done;
+    int same;
+} stream_cmp;
+
+static int compare_piece(void *user, const void *p, size_t n)
+{
+    stream_cmp *c = user;
+    uint8_t *b = malloc(n ? n : 1);
+    c->same = c->same && b && wpack_read(c->ar, c->i, c->done, b, n) == WPACK_OK &&
+              memcmp(b, p, n) == 0;
+    free(b);
+    c->done += n;
+    return 0;
+}
+
+static void check_verified_reads(const uint8_t *buf, size_t len, int vrc)
+{
+    wpack_archive *ar;
+    if (wpack_open_memory(&ar, buf, len, WPACK_OPEN_VERIFY_READS) != WPACK_OK) {
+        wpack_close(ar);
+        return;
+    }
+    for (uint64_t i = 0; i < wpack_count(ar); i++) {
+        stream_cmp c = {ar, i, 0, 1};
+        int rc = wpack_read_stream(ar, i, compare_piece, &c, 0);
+        FUZZ_ASSERT(vrc != WPACK_OK || (rc == WPACK_OK && c.same),
+                    "entry %llu: verified archive, checked stream rc %d (same %d)",
+                    (unsigned long long)i, rc, c.same);
+        FUZZ_ASSERT(rc != WPACK_OK || wpack_verify_once(ar, i) == WPACK_OK,
+                    "entry %llu: streamed OK, then its check fails", (unsigned long long)i);
+    }
+    wpack_close(ar);
+}
+
 static void walk_entries(const wpack_archive *ar, const uint8_t *buf, size_t len)
 {
     uint64_t n = wpack_count(ar), first = 0, count = 0;
@@ -411,6 +449,7 @@ static void open_and_walk(const uint8_t *buf, size_t len)
 
     int vrc = fuzz_verify_all(ar);
     wpack_close(ar);
+    check_verified_reads(buf, len, vrc);
 
     /* Opening with WPACK_OPEN_VERIFY must agree with open + verify. */
     rc = wpack_open_memory(&ar, buf, len, WPACK_OPEN_VERIFY);

@@ -18,8 +18,9 @@
  *  - Tensor bytes are stored little-endian, row-major (C order). A view
  *    (wpack_tensor.data) points straight into the mapped file: no copy.
  *  - Thread safety: after a successful open, any number of threads may call
- *    the reader functions on one wpack_archive at once (they never modify the
- *    handle), except wpack_close(). A writer handle belongs to one thread.
+ *    the reader functions on one wpack_archive at once (what they change -
+ *    error message, per-entry check marks, the kept zstd chunk - is locked
+ *    or atomic), except wpack_close(). A writer handle belongs to one thread.
  */
 #ifndef WPACK_H
 #define WPACK_H
@@ -59,6 +60,10 @@ const char *wpack_version_string(void);
 #define WPACK_DEFAULT_ALIGNMENT 4096u
 #define WPACK_MIN_ALIGNMENT 64u
 #define WPACK_MAX_ALIGNMENT (2u * 1024u * 1024u)
+/* Bytes per zstd chunk (spec: Compressed tensors): a power of two in
+ * 4 KiB .. 64 MiB. Readers reject bigger chunks at open (WPACK_E_LIMIT). */
+#define WPACK_MIN_CHUNK (4u * 1024u)
+#define WPACK_MAX_CHUNK (64u * 1024u * 1024u)
 
 /* ------------------------------------------------------------------ errors */
 
@@ -166,6 +171,17 @@ typedef struct wpack_archive wpack_archive;
  * directory). A shard that is not a regular file (a FIFO, a device) is
  * always refused. */
 #define WPACK_OPEN_FOLLOW_LINKS 2u
+/* Verify on read: every call that hands out an entry's bytes first checks
+ * them against the entry's XXH3 (the decoded checksum for a compressed
+ * tensor) and fails with WPACK_E_CHECKSUM (or WPACK_E_DECODE) instead of
+ * handing out corrupt bytes: wpack_read(), wpack_read_ex(),
+ * wpack_read_stream(), wpack_tensor_view() and wpack_linear_bind(). Each
+ * entry is hashed at most once per open (the result, pass or fail, is
+ * remembered per entry, thread-safely); a splat's fill is checked at every
+ * open anyway. Not covered: wpack_tensor.data as filled by
+ * wpack_tensor_at() / wpack_find(): call wpack_verify_once() before using
+ * that pointer. Cost: one XXH3 pass (several GB/s) per entry read. */
+#define WPACK_OPEN_VERIFY_READS 4u
 
 /*
  * Open an archive file read-only with mmap, or a caller's buffer (which must
@@ -262,7 +278,9 @@ int wpack_shard_at(const wpack_archive *ar, uint32_t s, const char **path,
 
 /* The zero-copy view of entry i's bytes: *data and *nbytes. A splat or a
  * compressed tensor has no bytes to point at: WPACK_E_NO_VIEW (use
- * wpack_read()). wpack_tensor.data is the same pointer, or NULL. */
+ * wpack_read()). wpack_tensor.data is the same pointer, or NULL. With
+ * WPACK_OPEN_VERIFY_READS the entry is checked once first (see
+ * wpack_verify_once(); *data and *nbytes are set either way). */
 int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, uint64_t *nbytes);
 
 /* Copy nbytes of entry i's logical bytes, starting at byte offset, into dst,
@@ -270,9 +288,51 @@ int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, ui
  * only the chunks that hold the range (in parallel on WPACK_THREADS threads
  * when there are several). Each chunk's declared size is checked before it
  * is decoded and output never exceeds it: WPACK_E_DECODE for corrupt
- * compressed bytes, WPACK_E_NOMEM. This call sets no message (the archive
- * is shared between threads). */
+ * compressed bytes, WPACK_E_NOMEM. A chunk read only in part is kept
+ * decoded (one per archive), so small reads walking through a big chunk
+ * decode it once. This call sets no message (the archive is shared between
+ * threads), except for a failed check under WPACK_OPEN_VERIFY_READS. */
 int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes);
+
+/* Flags for wpack_read_ex() and wpack_read_stream(). */
+#define WPACK_READ_VERIFY 1u  /* check the entry's bytes, as WPACK_OPEN_VERIFY_READS does */
+
+/*
+ * wpack_read() that can check what it hands out: with WPACK_READ_VERIFY in
+ * flags (or an archive opened with WPACK_OPEN_VERIFY_READS) the entry's
+ * bytes are checked against its checksum before dst is trusted:
+ * WPACK_E_CHECKSUM or WPACK_E_DECODE, with a message naming the entry
+ * (wpack_errmsg(); several threads failing at once leave one of their
+ * messages). A read of the whole tensor hashes what it copied, in one pass;
+ * a partial read checks the whole tensor once (wpack_verify_once()), so a
+ * tensor read in many pieces is hashed only at its first read. On an error
+ * dst holds nothing usable.
+ */
+int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes,
+                  unsigned flags);
+
+/*
+ * Stream all of entry i's logical bytes, in order, to fn in pieces of at most
+ * 1 MiB: views straight from the mapping (no copy), each zstd chunk decoded
+ * once (several at a time on the thread pool; at most 16 MiB or one chunk
+ * held), splats expanded. A non-zero return from fn stops the stream and is
+ * returned as is. With WPACK_READ_VERIFY (or WPACK_OPEN_VERIFY_READS) each
+ * piece is hashed just before fn gets it and the call returns
+ * WPACK_E_CHECKSUM at the end when the bytes do not match (message naming
+ * the entry): fn has then seen bad bytes, and the caller must discard what
+ * it made of them (the CLI writes to a temporary file and removes it).
+ * An entry already checked in this open is not hashed again.
+ */
+typedef int (*wpack_read_fn)(void *user, const void *data, size_t n);
+int wpack_read_stream(const wpack_archive *ar, uint64_t i, wpack_read_fn fn, void *user,
+                      unsigned flags);
+
+/* Check entry i's bytes against its checksum once per open: the first call
+ * hashes them (decodes a compressed tensor), later calls (from any thread)
+ * return the remembered result: WPACK_OK, WPACK_E_CHECKSUM or
+ * WPACK_E_DECODE (message naming the entry). An alias is its target's
+ * check. Use it before trusting a zero-copy wpack_tensor.data pointer. */
+int wpack_verify_once(const wpack_archive *ar, uint64_t i);
 
 /* Check entry i's stored bytes against its checksum, and for a compressed
  * tensor also decode it and check the decoded bytes: WPACK_OK,
@@ -389,7 +449,7 @@ typedef struct wpack_writer_options {
     uint32_t histogram_bins;    /* >0: weight stats also get a histogram (a second read of each tensor at finish) */
     /* zstd compression (format 1.1), off when compress_level is 0 */
     int compress_level;         /* zstd level: 1..22, or negative for the fast levels */
-    uint32_t compress_chunk;    /* uncompressed bytes per chunk: a power of two, 4 KiB..1 GiB (default 1 MiB) */
+    uint32_t compress_chunk;    /* uncompressed bytes per chunk: a power of two, 4 KiB..64 MiB (default 1 MiB; above: WPACK_E_LIMIT) */
     uint64_t compress_min;      /* tensors smaller than this are stored as they are (default 64 KiB) */
     uint32_t compress_min_saving; /* percent: a tensor is stored compressed only if it shrinks by at least this much (default 5) */
     /* >0: write a sharded set (format 1.1) in one pass: path becomes the

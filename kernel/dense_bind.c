@@ -134,6 +134,16 @@ int wpack_linear_bind(const wpack_archive *ar, const char *prefix, wpack_linear 
         return bind_fail(err, errlen, WPACK_E_NOT_FOUND, "linear '%s': no entry '%s'", prefix, name);
     int rs = find_part(ar, prefix, ".weight_scale", &s, name, sizeof name);
     int rb = find_part(ar, prefix, ".bias", &b, name, sizeof name);
-    return wpack_linear_from_tensors(&w, rs == WPACK_OK ? &s : NULL, rb == WPACK_OK ? &b : NULL,
-                                     out, err, errlen);
+    rc = wpack_linear_from_tensors(&w, rs == WPACK_OK ? &s : NULL, rb == WPACK_OK ? &b : NULL, out,
+                                   err, errlen);
+    /* The views the kernel will read: under WPACK_OPEN_VERIFY_READS,
+     * wpack_tensor_view checks each entry's bytes once. */
+    const wpack_tensor *used[3] = {&w, rs == WPACK_OK ? &s : NULL, rb == WPACK_OK ? &b : NULL};
+    for (int k = 0; k < 3 && rc == WPACK_OK; k++) {
+        const void *p;
+        uint64_t n;
+        if (used[k] && (rc = wpack_tensor_view(ar, used[k]->index, &p, &n)))
+            bind_fail(err, errlen, rc, "%s", wpack_errmsg(ar));
+    }
+    return rc;
 }

@@ -4,7 +4,7 @@
 
 #include "wpack.h"
 
-/* Copies block dtypes, every entry (data streamed through wpack_read, so
+/* Copies block dtypes, every entry (data streamed through wpack_read_stream, so
  * compressed input is decoded and the writer's options decide how it is
  * stored), splats, aliases, metadata, the name map and every stats record.
  * The writer should have weight_stats off: the records are copied as they

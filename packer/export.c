@@ -17,8 +17,6 @@
 #include "npy.h"
 #include "safetensors.h"
 
-#define PIECE (1u << 20)
-
 /* 1 when all n bytes were written. */
 static int write_all(int fd, const void *p, size_t n)
 {
@@ -87,25 +85,30 @@ static int check_exportable(const wpack_archive *ar, const wpack_tensor *t, char
     return WPACK_OK;
 }
 
-static int copy_tensor(const wpack_archive *ar, const wpack_tensor *t, uint8_t *buf,
+typedef struct {
+    int (*put)(void *, const void *, size_t);
+    void *ctx;
+} put_job;
+
+static int put_piece(void *user, const void *p, size_t n)
+{
+    put_job *j = user;
+    return j->put(j->ctx, p, n) ? WPACK_OK : WPACK_E_IO;
+}
+
+/* Streamed: each zstd chunk decoded once, and checked against the tensor's
+ * XXH3 when the archive was opened with WPACK_OPEN_VERIFY_READS. */
+static int copy_tensor(const wpack_archive *ar, const wpack_tensor *t,
                        int (*put)(void *, const void *, size_t), void *ctx, char *err,
                        size_t errlen)
 {
-    for (uint64_t done = 0; done < t->nbytes;) {
-        size_t k = t->nbytes - done < PIECE ? (size_t)(t->nbytes - done) : PIECE;
-        int rc = wpack_read(ar, t->index, done, buf, k);
-        if (rc) { /* wpack_read sets no message: the code says what failed */
-            wpk_fmt(err, errlen, "tensor '%s': reading it failed: %s", t->name,
-                    wpack_error_describe(rc));
-            return rc;
-        }
-        if (!put(ctx, buf, k)) {
-            wpk_fmt(err, errlen, "tensor '%s': write failed: %s", t->name, strerror(errno));
-            return WPACK_E_IO;
-        }
-        done += k;
-    }
-    return WPACK_OK;
+    put_job j = {put, ctx};
+    int rc = wpack_read_stream(ar, t->index, put_piece, &j, 0);
+    if (rc == WPACK_E_IO)
+        wpk_fmt(err, errlen, "tensor '%s': write failed: %s", t->name, strerror(errno));
+    else if (rc)
+        wpk_fmt(err, errlen, "%s", wpack_errmsg(ar));
+    return rc;
 }
 
 static int put_fd(void *ctx, const void *p, size_t n)
@@ -125,8 +128,8 @@ static void tensor_done(const done_cb *cb, const wpack_tensor *t)
         cb->fn(cb->user, t);
 }
 
-static int export_safetensors(const wpack_archive *ar, int fd, uint8_t *buf, const done_cb *cb,
-                              char *err, size_t errlen)
+static int export_safetensors(const wpack_archive *ar, int fd, const done_cb *cb, char *err,
+                              size_t errlen)
 {
     json_t *root = json_object(), *meta = json_object();
     int rc = WPACK_OK;
@@ -190,7 +193,7 @@ static int export_safetensors(const wpack_archive *ar, int fd, uint8_t *buf, con
     for (uint64_t i = 0; i < n && !rc; i++) {
         wpack_tensor t;
         if (!(rc = wpack_tensor_at(ar, i, &t)))
-            rc = copy_tensor(ar, &t, buf, put_fd, &fd, err, errlen);
+            rc = copy_tensor(ar, &t, put_fd, &fd, err, errlen);
         if (!rc)
             tensor_done(cb, &t);
     }
@@ -220,8 +223,8 @@ static int put_archive(void *ctx, const void *p, size_t n)
     return archive_write_data((struct archive *)ctx, p, n) == (la_ssize_t)n;
 }
 
-static int export_bundle(const wpack_archive *ar, int format, int fd, uint8_t *buf,
-                         const done_cb *cb, char *err, size_t errlen)
+static int export_bundle(const wpack_archive *ar, int format, int fd, const done_cb *cb,
+                         char *err, size_t errlen)
 {
     struct archive *a = archive_write_new();
     struct archive_entry *e = archive_entry_new();
@@ -265,7 +268,7 @@ static int export_bundle(const wpack_archive *ar, int format, int fd, uint8_t *b
             rc = WPACK_E_IO;
             break;
         }
-        rc = copy_tensor(ar, &t, buf, put_archive, a, err, errlen);
+        rc = copy_tensor(ar, &t, put_archive, a, err, errlen);
         if (!rc)
             tensor_done(cb, &t);
     }
@@ -286,19 +289,13 @@ int wpk_export(const wpack_archive *ar, int format, const char *out, wpk_export_
 {
     done_cb cb = {done, user};
     err[0] = 0;
-    uint8_t *buf = malloc(PIECE);
-    if (!buf) {
-        wpk_fmt(err, errlen, "out of memory");
-        return WPACK_E_NOMEM;
-    }
     wpk_atomic t;
     int rc = wpk_atomic_open(&t, out, 0, err, errlen);
     if (!rc)
-        rc = format == WPK_EXPORT_SAFETENSORS ? export_safetensors(ar, t.fd, buf, &cb, err, errlen)
-                                              : export_bundle(ar, format, t.fd, buf, &cb, err, errlen);
+        rc = format == WPK_EXPORT_SAFETENSORS ? export_safetensors(ar, t.fd, &cb, err, errlen)
+                                              : export_bundle(ar, format, t.fd, &cb, err, errlen);
     if (!rc)
         rc = wpk_atomic_commit(&t, err, errlen);
     wpk_atomic_abort(&t);
-    free(buf);
     return rc;
 }

@@ -156,11 +156,14 @@ int wpk_writer_open_flags(wpack_writer **out, const char *path, const wpack_writ
     if (!w->opt.compress_chunk)
         w->opt.compress_chunk = 1u << 20;
     if (w->opt.compress_level && (!wpk_is_pow2(w->opt.compress_chunk) ||
-                                  w->opt.compress_chunk < (1u << WPK_CHUNK_LOG2_MIN) ||
-                                  w->opt.compress_chunk > (1u << WPK_CHUNK_LOG2_MAX)))
+                                  w->opt.compress_chunk < (1u << WPK_CHUNK_LOG2_MIN)))
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT,
-                         "compression chunk %u is not a power of two from 4 KiB to 1 GiB",
+                         "compression chunk %u is not a power of two from 4 KiB to 64 MiB",
                          w->opt.compress_chunk);
+    /* readers refuse bigger chunks (spec: Limits): never write one */
+    if (w->opt.compress_level && w->opt.compress_chunk > (1u << WPK_CHUNK_LOG2_MAX))
+        return wpk_wfail(w, WPACK_E_LIMIT, "compression chunk %u above the limit of %u bytes",
+                         w->opt.compress_chunk, 1u << WPK_CHUNK_LOG2_MAX);
     if (w->opt.compress_level && (w->opt.compress_level < ZSTD_minCLevel() ||
                                   w->opt.compress_level > ZSTD_maxCLevel()))
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "zstd level %d outside %d..%d",

@@ -1,5 +1,7 @@
 /* decode.c - zstd-compressed tensors: seek-table validation at open, range
- * decoding (parallel across chunks), and checking the decoded bytes. */
+ * decoding (parallel across chunks, the last partly read chunk kept), and
+ * streaming (each chunk decoded once). */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +15,14 @@
 int wpk_check_seek_table(wpack_archive *ar, const char *q, uint32_t chunk_log2, uint64_t nbytes,
                          uint64_t stored, uint64_t aux_off, uint64_t aux_len)
 {
-    if (chunk_log2 < WPK_CHUNK_LOG2_MIN || chunk_log2 > WPK_CHUNK_LOG2_MAX)
-        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': chunk size 2^%u outside 2^12..2^30", q,
-                        chunk_log2);
+    if (chunk_log2 < WPK_CHUNK_LOG2_MIN)
+        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': chunk size 2^%u below 2^%u", q, chunk_log2,
+                        WPK_CHUNK_LOG2_MIN);
+    /* A reader decodes a whole chunk to hand out any byte of it: the limit
+     * bounds that work and the buffer (spec: Limits). */
+    if (chunk_log2 > WPK_CHUNK_LOG2_MAX)
+        return wpk_fail(ar, WPACK_E_LIMIT, "tensor '%s': chunk size 2^%u above the limit of 2^%u", q,
+                        chunk_log2, WPK_CHUNK_LOG2_MAX);
     uint64_t chunk = 1ull << chunk_log2;
     uint64_t nchunks = nbytes ? (nbytes - 1) / chunk + 1 : 0;
     if (aux_len != 8 + 8 * nchunks) /* nchunks <= 2^52: no overflow */
@@ -43,11 +50,46 @@ int wpk_check_seek_table(wpack_archive *ar, const char *q, uint32_t chunk_log2, 
     return WPACK_OK;
 }
 
+/* The last chunk decoded for a read that wanted only part of it: a reader
+ * going through a big chunk in small reads decodes it once, not once per
+ * read. One slot per archive; a thread that finds it busy decodes into a
+ * buffer of its own instead of waiting. */
+struct wpk_chunk_cache {
+    pthread_mutex_t lock;
+    const uint8_t *rec;             /* entry record of the chunk held; NULL: none */
+    uint64_t k;
+    uint8_t *buf;
+    size_t cap;
+};
+
+int wpk_chunk_cache_new(wpack_archive *ar)
+{
+    struct wpk_chunk_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return WPACK_E_NOMEM;
+    pthread_mutex_init(&c->lock, NULL);
+    ar->cache = c;
+    return WPACK_OK;
+}
+
+void wpk_chunk_cache_free(wpack_archive *ar)
+{
+    struct wpk_chunk_cache *c = ar->cache;
+    if (!c)
+        return;
+    pthread_mutex_destroy(&c->lock);
+    free(c->buf);
+    free(c);
+    ar->cache = NULL;
+}
+
 /* Where chunk k of a validated zstd tensor is stored. */
 typedef struct {
+    const uint8_t *rec;             /* its entry record (the cache key) */
     const uint8_t *base;            /* stored bytes of the tensor */
     const uint8_t *seek;            /* u64 chunk ends */
     uint64_t chunk, nbytes, nchunks;
+    struct wpk_chunk_cache *cache;  /* may be NULL */
 } zstd_tensor;
 
 static void chunk_at(const zstd_tensor *z, uint64_t k, const uint8_t **src, size_t *len, int *raw,
@@ -61,7 +103,10 @@ static void chunk_at(const zstd_tensor *z, uint64_t k, const uint8_t **src, size
     *raw_len = (size_t)(k + 1 < z->nchunks ? z->chunk : z->nbytes - k * z->chunk);
 }
 
-/* Decode chunk k into out (raw_len bytes), checking the frame's declared size first. */
+/* Decode chunk k into out (raw_len bytes), checking the frame's declared
+ * size first, and that the frame fills the chunk's stored bytes: a second
+ * frame after it (skippable or not) would be bytes no checksum of the
+ * decoded data covers (spec section 19). */
 static int decode_chunk(ZSTD_DCtx *dctx, const zstd_tensor *z, uint64_t k, uint8_t *out)
 {
     const uint8_t *src;
@@ -73,10 +118,40 @@ static int decode_chunk(ZSTD_DCtx *dctx, const zstd_tensor *z, uint64_t k, uint8
         return WPACK_OK;
     }
     unsigned long long declared = ZSTD_getFrameContentSize(src, len);
-    if (declared != raw_len)
+    if (declared != raw_len || ZSTD_findFrameCompressedSize(src, len) != len)
         return WPACK_E_DECODE;
     size_t d = ZSTD_decompressDCtx(dctx, out, raw_len, src, len);
     return ZSTD_isError(d) || d != raw_len ? WPACK_E_DECODE : WPACK_OK;
+}
+
+/* Bytes [lo, lo + n) of chunk k through the archive's chunk cache: 1 when
+ * done (*rc set), 0 when the cache is busy. */
+static int read_cached(ZSTD_DCtx *dctx, const zstd_tensor *z, uint64_t k, size_t lo, size_t n,
+                       uint8_t *out, int *rc)
+{
+    struct wpk_chunk_cache *c = z->cache;
+    if (!c || pthread_mutex_trylock(&c->lock) != 0)
+        return 0;
+    *rc = WPACK_OK;
+    if (c->rec != z->rec || c->k != k) {
+        c->rec = NULL;
+        if (c->cap < z->chunk) {
+            free(c->buf);
+            c->cap = 0;
+            if (!(c->buf = malloc((size_t)z->chunk)))
+                *rc = WPACK_E_NOMEM;
+            else
+                c->cap = (size_t)z->chunk;
+        }
+        if (*rc == WPACK_OK && (*rc = decode_chunk(dctx, z, k, c->buf)) == WPACK_OK) {
+            c->rec = z->rec;
+            c->k = k;
+        }
+    }
+    if (*rc == WPACK_OK)
+        memcpy(out, c->buf + lo, n);
+    pthread_mutex_unlock(&c->lock);
+    return 1;
 }
 
 typedef struct {
@@ -87,17 +162,45 @@ typedef struct {
     _Atomic int rc;
 } range_job;
 
-/* One zstd context per thread, kept: the pool's threads live on. */
-static _Thread_local ZSTD_DCtx *thread_dctx;
+/* One zstd context per thread, kept (the pool's threads live on) and freed
+ * when a caller's own thread ends. */
+static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
+static pthread_key_t dctx_key;
+static int dctx_key_ok;
+
+static void free_dctx(void *d)
+{
+    ZSTD_freeDCtx(d);
+}
+
+static void make_dctx_key(void)
+{
+    dctx_key_ok = pthread_key_create(&dctx_key, free_dctx) == 0;
+}
+
+static ZSTD_DCtx *thread_dctx(void)
+{
+    pthread_once(&dctx_once, make_dctx_key);
+    if (!dctx_key_ok)
+        return NULL;
+    ZSTD_DCtx *d = pthread_getspecific(dctx_key);
+    if (!d && (d = ZSTD_createDCtx()) && pthread_setspecific(dctx_key, d) != 0) {
+        ZSTD_freeDCtx(d);
+        d = NULL;
+    }
+    return d;
+}
 
 /* Decode chunks first+[k0, k1) of the job into dst; partial chunks at the
- * ends go through a bounce buffer so dst is never overrun. Runs on the
- * kernel's thread pool (several chunks at once) or the caller's thread. */
+ * ends go through the chunk cache or a bounce buffer so dst is never
+ * overrun. Runs on the kernel's thread pool (several chunks at once) or the
+ * caller's thread. */
 static void decode_chunks(const wpk_dense_job *pj, size_t k0, size_t k1)
 {
     range_job *job = pj->ctx;
     const zstd_tensor *z = job->z;
-    if (!thread_dctx && !(thread_dctx = ZSTD_createDCtx())) {
+    ZSTD_DCtx *dctx = thread_dctx();
+    if (!dctx) {
         job->rc = WPACK_E_NOMEM;
         return;
     }
@@ -112,13 +215,14 @@ static void decode_chunks(const wpk_dense_job *pj, size_t k0, size_t k1)
         uint8_t *out = job->dst + (lo - job->offset);
         int rc;
         if (lo == cstart && hi == cstart + raw_len) {
-            rc = decode_chunk(thread_dctx, z, k, out);
-        } else {
+            rc = decode_chunk(dctx, z, k, out);
+        } else if (!read_cached(dctx, z, k, (size_t)(lo - cstart), (size_t)(hi - lo), out,
+                                &rc)) {
             if (!bounce && !(bounce = malloc((size_t)z->chunk))) {
                 job->rc = WPACK_E_NOMEM;
                 break;
             }
-            rc = decode_chunk(thread_dctx, z, k, bounce);
+            rc = decode_chunk(dctx, z, k, bounce);
             if (rc == WPACK_OK)
                 memcpy(out, bounce + (lo - cstart), (size_t)(hi - lo));
         }
@@ -130,8 +234,16 @@ static void decode_chunks(const wpk_dense_job *pj, size_t k0, size_t k1)
     free(bounce);
 }
 
-int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, uint64_t offset,
-                  void *dst, size_t n);
+static void zstd_at(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, zstd_tensor *z)
+{
+    z->rec = rec;
+    z->base = ar->base + wpk_ld64(rec + WPK_E_DATA_OFFSET_OFF);
+    z->seek = ar->sec[WPK_SEC_AUX] + wpk_ld64(rec + WPK_E_AUX_OFF) + 8;
+    z->chunk = 1ull << wpk_ld32(rec + WPK_E_CODEC_PARAM_OFF);
+    z->nbytes = nbytes;
+    z->nchunks = nbytes ? (nbytes - 1) / z->chunk + 1 : 0;
+    z->cache = ar->cache;
+}
 
 int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, uint64_t offset,
                   void *dst, size_t n)
@@ -139,11 +251,7 @@ int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, 
     if (!n)
         return WPACK_OK;
     zstd_tensor z;
-    z.base = ar->base + wpk_ld64(rec + WPK_E_DATA_OFFSET_OFF);
-    z.seek = ar->sec[WPK_SEC_AUX] + wpk_ld64(rec + WPK_E_AUX_OFF) + 8;
-    z.chunk = 1ull << wpk_ld32(rec + WPK_E_CODEC_PARAM_OFF);
-    z.nbytes = nbytes;
-    z.nchunks = (nbytes - 1) / z.chunk + 1;
+    zstd_at(ar, rec, nbytes, &z);
     range_job job = {&z, offset, offset / z.chunk, dst, n, WPACK_OK};
     uint64_t chunks = (offset + n - 1) / z.chunk - job.first + 1;
     wpk_dense_job pj = {.ctx = &job};
@@ -152,45 +260,33 @@ int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, 
     return job.rc;
 }
 
-int wpk_verify_decoded(wpack_archive *ar, uint64_t i)
+/* Bytes decoded per batch when streaming: whole chunks, enough of them for
+ * every pool thread to take one, at least one chunk (<= 2^26 bytes). */
+enum { STREAM_BATCH = 1 << 24 };
+
+int wpk_stream_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, wpk_piece_fn fn,
+                    void *user)
 {
-    wpack_tensor t;
-    wpk_fill_tensor(ar, i, &t);
-    enum { STEP = 1 << 24 };
-    uint8_t *buf = malloc(t.nbytes < STEP ? (size_t)t.nbytes + 1 : STEP);
-    wpk_hasher *h = wpk_hasher_new();
-    int rc = buf && h ? WPACK_OK : WPACK_E_NOMEM;
-    /* a bool tensor's first byte other than 0/1 (spec 21.17), found in the
-     * same pass; reported only once the bytes are the ones checksummed */
-    uint64_t bad_at = UINT64_MAX;
-    unsigned bad_value = 0;
-    for (uint64_t done = 0; rc == WPACK_OK && done < t.nbytes; done += STEP) {
-        size_t n = t.nbytes - done < STEP ? (size_t)(t.nbytes - done) : STEP;
-        rc = wpack_read(ar, i, done, buf, n);
-        if (rc == WPACK_OK)
-            wpk_hasher_update(h, buf, n);
-        size_t b;
-        if (rc == WPACK_OK && t.dtype == WPACK_DTYPE_BOOL && bad_at == UINT64_MAX &&
-            (b = wpk_first_bad_bool(buf, n)) < n) {
-            bad_at = done + b;
-            bad_value = buf[b];
-        }
+    if (!nbytes)
+        return WPACK_OK;
+    zstd_tensor z;
+    zstd_at(ar, rec, nbytes, &z);
+    uint64_t per = STREAM_BATCH / z.chunk;
+    if (per > wpk_pool_threads())
+        per = wpk_pool_threads();
+    if (per < 1)
+        per = 1;
+    uint64_t batch = per * z.chunk < nbytes ? per * z.chunk : nbytes;
+    uint8_t *buf = malloc((size_t)batch);
+    if (!buf)
+        return WPACK_E_NOMEM;
+    int rc = WPACK_OK;
+    for (uint64_t off = 0; rc == WPACK_OK && off < nbytes; off += batch) {
+        size_t len = (size_t)(nbytes - off < batch ? nbytes - off : batch);
+        rc = wpk_read_zstd(ar, rec, nbytes, off, buf, len); /* whole chunks: each decoded once */
+        for (size_t p = 0; rc == WPACK_OK && p < len; p += WPK_PIECE)
+            rc = fn(user, buf + p, len - p < WPK_PIECE ? len - p : WPK_PIECE);
     }
-    uint64_t got = rc == WPACK_OK ? wpk_hasher_digest(h) : 0;
     free(buf);
-    wpk_hasher_free(h);
-    char q[256];
-    wpk_quote(q, sizeof q, t.name, t.name_len);
-    if (rc == WPACK_E_DECODE)
-        return wpk_fail(ar, rc, "tensor '%s': compressed bytes do not decode to their declared size", q);
-    if (rc)
-        return wpk_fail(ar, rc, "tensor '%s': cannot decode: %s", q, wpack_error_describe(rc));
-    if (got != t.decoded_checksum)
-        return wpk_fail(ar, WPACK_E_CHECKSUM,
-                        "tensor '%s': decoded bytes hash to %016llx, expected %016llx", q,
-                        (unsigned long long)got, (unsigned long long)t.decoded_checksum);
-    if (bad_at != UINT64_MAX)
-        return wpk_fail(ar, WPACK_E_VALUE, "tensor '%s': bool byte %llu is %u; bools are 0 or 1", q,
-                        (unsigned long long)bad_at, bad_value);
-    return WPACK_OK;
+    return rc;
 }

@@ -268,8 +268,8 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
         return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': unknown codec %d", Q, e->codec);
     if (e->codec == WPACK_CODEC_ZSTD && !(ar->info.required_features & WPK_FEATURE_ZSTD))
         return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': zstd codec without the zstd feature bit", Q);
-    if (e->codec == WPACK_CODEC_ZSTD && e->kind != WPACK_KIND_DATA && e->kind != WPACK_KIND_ALIAS)
-        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': only data entries can be compressed", Q);
+    /* codec 1 on a splat or an external entry is a field its kind does not
+     * allow: KIND, in the kind's own check below (spec 19 rule 1, M37). */
     if (ar->info.format_minor <= WPACK_FORMAT_MINOR &&
         ((e->codec == WPACK_CODEC_NONE && wpk_ld32(r + WPK_E_CODEC_PARAM_OFF)) ||
          wpk_ld64(r + WPK_E_RESERVED_OFF) != 0))

@@ -138,9 +138,6 @@ int wpack_prefix_range(const wpack_archive *ar, const char *prefix, uint64_t *fi
     return *count ? WPACK_OK : WPACK_E_NOT_FOUND;
 }
 
-int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, uint64_t offset,
-                  void *dst, size_t n);
-
 int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, uint64_t *nbytes)
 {
     if (i >= ar->info.entry_count)
@@ -149,29 +146,7 @@ int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, ui
     wpk_fill_tensor(ar, i, &t);
     *data = t.data;
     *nbytes = t.data ? t.nbytes : 0;
-    return t.data ? WPACK_OK : WPACK_E_NO_VIEW;
-}
-
-int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes)
-{
-    if (i >= ar->info.entry_count)
-        return WPACK_E_NOT_FOUND;
-    wpack_tensor t;
-    wpk_fill_tensor(ar, i, &t);
-    if (!wpk_in_bounds(offset, nbytes, t.nbytes))
-        return WPACK_E_INVALID_ARGUMENT;
-    if (t.codec == WPACK_CODEC_ZSTD) {
-        uint64_t src = t.kind == WPACK_KIND_ALIAS ? t.alias_target : i;
-        return wpk_read_zstd(ar, wpk_rec(ar, WPK_SEC_ENTRIES, src, WPK_ENTRY_SIZE), t.nbytes, offset,
-                             dst, nbytes);
-    }
-    if (t.data) {
-        memcpy(dst, (const uint8_t *)t.data + offset, nbytes);
-        return WPACK_OK;
-    }
-    uint8_t *out = dst;
-    size_t unit = t.fill_size;
-    for (size_t k = 0; k < nbytes; k++)
-        out[k] = ((const uint8_t *)t.fill)[(offset + k) % unit];
-    return WPACK_OK;
+    if (!t.data)
+        return WPACK_E_NO_VIEW;
+    return ar->flags & WPACK_OPEN_VERIFY_READS ? wpack_verify_once(ar, i) : WPACK_OK;
 }

@@ -32,11 +32,14 @@ static wpack_archive *new_handle(void)
 
 static int validate(wpack_archive *ar, unsigned flags)
 {
+    ar->flags = flags;
     int rc = wpk_check_header(ar);
     if (rc == WPACK_OK)
         rc = wpk_check_index(ar);
     if (rc == WPACK_OK)
         rc = wpk_check_shards(ar);
+    if (rc == WPACK_OK)
+        rc = wpk_reads_init(ar);
     if (rc == WPACK_OK && (flags & WPACK_OPEN_VERIFY))
         rc = wpack_verify_all(ar, NULL, NULL);
     if (rc == WPACK_OK) {
@@ -75,7 +78,7 @@ int wpk_open_at(wpack_archive **out, int dirfd, const char *name, const char *pa
     ar->path = strdup(path);
     if (!ar->path)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
-    ar->open_flags = flags;
+    ar->flags = flags; /* before validate: the shard check reads it */
     /* Non-blocking and regular files only: a FIFO must not hang the open. */
     struct stat st;
     char msg[400];
@@ -115,6 +118,7 @@ void wpack_close(wpack_archive *ar)
     if (!ar)
         return;
     wpk_close_shards(ar);
+    wpk_reads_free(ar);
     free(ar->path);
     if (ar->map)
         munmap(ar->map, ar->map_len);

@@ -19,7 +19,6 @@ struct wpack_archive {
     pthread_mutex_t err_lock;   /* verify may report from several threads */
 
     char *path;                 /* wpack_open_file's path (shards are relative to it) */
-    unsigned open_flags;        /* WPACK_OPEN_* given at open */
     struct wpack_archive **shards;
     uint32_t nshards;
     char **shard_paths;
@@ -29,6 +28,13 @@ struct wpack_archive {
     const uint8_t *sec[WPK_SECTION_COUNT];
     uint64_t sec_len[WPK_SECTION_COUNT];
     uint64_t dims_count;
+
+    /* The WPACK_OPEN_* flags given at open (shards.c: FOLLOW_LINKS; read.c:
+     * VERIFY_READS), and for verify on read per entry 0 (not checked yet), 1
+     * (its bytes matched their checksum) or the error code found. */
+    unsigned flags;
+    _Atomic unsigned char *checked;
+    struct wpk_chunk_cache *cache;  /* the last zstd chunk decoded in part (decode.c) */
 };
 
 /* Set the handle's error and return code. */
@@ -88,9 +94,35 @@ void wpk_close_shards(wpack_archive *ar);
  * stored length agree with its logical size (decode.c). */
 int wpk_check_seek_table(wpack_archive *ar, const char *q, uint32_t chunk_log2, uint64_t nbytes,
                          uint64_t stored, uint64_t aux_off, uint64_t aux_len);
-/* Decode the whole of compressed entry i, checking the decoded checksum
- * and, for a bool tensor, that every byte is 0 or 1 (WPACK_E_VALUE). */
-int wpk_verify_decoded(wpack_archive *ar, uint64_t i);
+/* A piece of an entry's logical bytes handed out in order; non-zero stops. */
+typedef int (*wpk_piece_fn)(void *user, const void *p, size_t n);
+/* Logical bytes are handed out in pieces of at most WPK_PIECE bytes. */
+#define WPK_PIECE (1u << 20)
+/* A zstd entry's logical bytes to fn, each chunk decoded once, a batch of
+ * chunks at a time in parallel (decode.c). */
+int wpk_stream_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, wpk_piece_fn fn,
+                    void *user);
+/* Bytes [offset, +n) of a zstd entry record: only the chunks holding them. */
+int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, uint64_t offset,
+                  void *dst, size_t n);
+/* Stream entry i's logical bytes to fn (may be NULL). With WPK_CHECK_HASH
+ * hash them and check the hash against the entry's (decoded) checksum,
+ * remembering the result; with WPK_CHECK_BOOL a bool tensor's bytes must
+ * also be 0 or 1 (WPACK_E_VALUE). A failure to read or a mismatch sets a
+ * message naming the entry (WPACK_E_CHECKSUM, WPACK_E_DECODE, ...); what fn
+ * returns to stop is returned as is. */
+#define WPK_CHECK_HASH 1
+#define WPK_CHECK_BOOL 2
+int wpk_check_stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void *user, int mode);
+/* The chunk cache of partial zstd reads (decode.c). */
+int wpk_chunk_cache_new(wpack_archive *ar);
+void wpk_chunk_cache_free(wpack_archive *ar);
+/* The verify-on-read state and the chunk cache: made at open, freed at close. */
+int wpk_reads_init(wpack_archive *ar);
+void wpk_reads_free(wpack_archive *ar);
+/* Remember the check result of entry i, or look it up (-1: not checked yet). */
+void wpk_checked_set(const wpack_archive *ar, uint64_t i, int rc);
+int wpk_checked_get(const wpack_archive *ar, uint64_t i);
 int wpk_check_namemap(wpack_archive *ar);
 int wpk_check_stats(wpack_archive *ar);
 

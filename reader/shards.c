@@ -94,7 +94,7 @@ static int distinct_shards(wpack_archive *ar, int dirfd, const wpack_meta *names
     if (!k)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory for %llu shards", (unsigned long long)n);
     int rc = WPACK_OK;
-    int nofollow = !(ar->open_flags & WPACK_OPEN_FOLLOW_LINKS);
+    int nofollow = !(ar->flags & WPACK_OPEN_FOLLOW_LINKS);
     for (uint64_t s = 0; s < n && rc == WPACK_OK; s++) {
         wpack_meta e;
         wpack_meta_elem(ar, names, s, &e);
@@ -195,7 +195,7 @@ int wpk_check_shards(wpack_archive *ar)
         if (!ar->shards || !ar->shard_paths)
             rc = wpk_fail(ar, WPACK_E_NOMEM, "out of memory for %llu shards", (unsigned long long)n);
     }
-    unsigned input_flags = ar->open_flags & WPACK_OPEN_FOLLOW_LINKS ? 0 : WPK_INPUT_NOFOLLOW;
+    unsigned input_flags = ar->flags & WPACK_OPEN_FOLLOW_LINKS ? 0 : WPK_INPUT_NOFOLLOW;
     for (uint64_t s = 0; s < n && rc == WPACK_OK; s++) {
         wpack_meta e, len, sum;
         wpack_meta_elem(ar, &names, s, &e);

@@ -2,22 +2,16 @@
 #include "bytes.h"
 #include "reader.h"
 
-/* A bool tensor's bytes (or a bool splat's fill) are 0 or 1 (spec 21.17).
- * A compressed tensor has no view: wpk_verify_decoded checks its bytes in
- * its one decoding pass. */
-static int check_bool_values(wpack_archive *ar, const wpack_tensor *t)
+/* A bool splat's fill is 0 or 1 (spec 21.17); a bool tensor's bytes are
+ * checked in the pass that hashes them (wpk_check_stream). */
+static int check_bool_fill(wpack_archive *ar, const wpack_tensor *t)
 {
-    const uint8_t *p = t->fill ? t->fill : t->data;
-    size_t n = t->fill ? 1 : (size_t)t->nbytes;
-    size_t bad = p ? wpk_first_bad_bool(p, n) : n;
-    if (bad == n)
+    const uint8_t *p = t->fill;
+    if (wpk_first_bad_bool(p, 1) == 1)
         return WPACK_OK;
     char q[256];
     wpk_quote(q, sizeof q, t->name, t->name_len);
-    if (t->fill)
-        return wpk_fail(ar, WPACK_E_VALUE, "splat '%s': bool fill is %u; bools are 0 or 1", q, p[0]);
-    return wpk_fail(ar, WPACK_E_VALUE, "tensor '%s': bool byte %zu is %u; bools are 0 or 1", q,
-                    bad, p[bad]);
+    return wpk_fail(ar, WPACK_E_VALUE, "splat '%s': bool fill is %u; bools are 0 or 1", q, p[0]);
 }
 
 int wpack_verify_entry(wpack_archive *ar, uint64_t i)
@@ -27,19 +21,22 @@ int wpack_verify_entry(wpack_archive *ar, uint64_t i)
     wpack_tensor t;
     wpk_fill_tensor(ar, i, &t);
     if (t.fill) /* a splat: its fill checksum is verified at open */
-        return t.dtype == WPACK_DTYPE_BOOL ? check_bool_values(ar, &t) : WPACK_OK;
-    /* The stored bytes: the view, or the compressed stream of a zstd tensor. */
-    uint64_t got = wpk_xxh3(t.data ? t.data : ar->base + t.offset, (size_t)t.stored_length);
-    if (got != t.checksum) {
-        char q[256];
-        wpk_quote(q, sizeof q, t.name, t.name_len);
-        return wpk_fail(ar, WPACK_E_CHECKSUM,
-                        "tensor '%s': checksum mismatch (stored %016llx, bytes hash to %016llx)", q,
-                        (unsigned long long)t.checksum, (unsigned long long)got);
+        return t.dtype == WPACK_DTYPE_BOOL ? check_bool_fill(ar, &t) : WPACK_OK;
+    if (t.codec == WPACK_CODEC_ZSTD) {
+        /* the stored (compressed) bytes first; the decoded ones below */
+        uint64_t got = wpk_xxh3(ar->base + t.offset, (size_t)t.stored_length);
+        if (got != t.checksum) {
+            char q[256];
+            wpk_quote(q, sizeof q, t.name, t.name_len);
+            return wpk_fail(ar, WPACK_E_CHECKSUM,
+                            "tensor '%s': checksum mismatch (stored %016llx, bytes hash to %016llx)",
+                            q, (unsigned long long)t.checksum, (unsigned long long)got);
+        }
     }
-    if (t.codec == WPACK_CODEC_ZSTD) /* decoded checksum and bool values */
-        return wpk_verify_decoded(ar, t.kind == WPACK_KIND_ALIAS ? t.alias_target : i);
-    return t.dtype == WPACK_DTYPE_BOOL ? check_bool_values(ar, &t) : WPACK_OK;
+    /* The logical bytes: the view itself (= the stored bytes), or every
+     * chunk decoded once; bool values in the same pass. */
+    return wpk_check_stream(ar, i, NULL, NULL,
+                            WPK_CHECK_HASH | (t.dtype == WPACK_DTYPE_BOOL ? WPK_CHECK_BOOL : 0));
 }
 
 int wpack_verify_all(wpack_archive *ar, wpack_verify_cb on_bad, void *user)

@@ -1,0 +1,264 @@
+/* read.c - tensor bytes out: wpack_read(_ex), wpack_read_stream, and
+ * verify on read (each entry's bytes checked against its XXH3 once per
+ * open, the result remembered per entry). */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "reader.h"
+
+/* ---------------------------------------------- the per-entry check marks */
+
+enum { MARK_UNKNOWN = 0, MARK_PASSED = 255 }; /* else the error code found */
+
+int wpk_reads_init(wpack_archive *ar)
+{
+    /* one byte per entry: bounded by the index's 80 bytes per entry */
+    uint64_t n = ar->info.entry_count ? ar->info.entry_count : 1;
+    ar->checked = calloc((size_t)n, 1);
+    if (!ar->checked || wpk_chunk_cache_new(ar) != WPACK_OK)
+        return wpk_fail(ar, WPACK_E_NOMEM, "out of memory for the read state of %llu entries",
+                        (unsigned long long)n);
+    return WPACK_OK;
+}
+
+void wpk_reads_free(wpack_archive *ar)
+{
+    free((void *)ar->checked);
+    ar->checked = NULL;
+    wpk_chunk_cache_free(ar);
+}
+
+void wpk_checked_set(const wpack_archive *ar, uint64_t i, int rc)
+{
+    /* only what the bytes themselves say; out of memory may pass next time */
+    if (ar->checked && (rc == WPACK_OK || rc == WPACK_E_CHECKSUM || rc == WPACK_E_DECODE))
+        atomic_store_explicit(&ar->checked[i], rc == WPACK_OK ? MARK_PASSED : (unsigned char)rc,
+                              memory_order_relaxed);
+}
+
+int wpk_checked_get(const wpack_archive *ar, uint64_t i)
+{
+    unsigned m = ar->checked ? atomic_load_explicit(&ar->checked[i], memory_order_relaxed)
+                             : MARK_UNKNOWN;
+    return m == MARK_UNKNOWN ? -1 : m == MARK_PASSED ? WPACK_OK : (int)m;
+}
+
+/* The entry whose bytes entry i shows (an alias shows its target's). */
+static uint64_t owner_of(const wpack_tensor *t)
+{
+    return t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index;
+}
+
+/* Messages are set under the handle's lock, so a shared handle may take
+ * them; a failed check is the one thing a reader call reports this way. */
+static int bad_hash(const wpack_archive *ar, const wpack_tensor *t, uint64_t got)
+{
+    char q[256];
+    wpk_quote(q, sizeof q, t->name, t->name_len);
+    wpk_checked_set(ar, owner_of(t), WPACK_E_CHECKSUM);
+    if (t->codec == WPACK_CODEC_ZSTD)
+        return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
+                        "tensor '%s': decoded bytes hash to %016llx, expected %016llx", q,
+                        (unsigned long long)got, (unsigned long long)t->decoded_checksum);
+    return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
+                    "tensor '%s': checksum mismatch (stored %016llx, bytes hash to %016llx)", q,
+                    (unsigned long long)t->checksum, (unsigned long long)got);
+}
+
+static int read_failed(const wpack_archive *ar, const wpack_tensor *t, int rc)
+{
+    char q[256];
+    wpk_quote(q, sizeof q, t->name, t->name_len);
+    wpk_checked_set(ar, owner_of(t), rc);
+    if (rc == WPACK_E_DECODE)
+        return wpk_fail((wpack_archive *)ar, rc,
+                        "tensor '%s': a compressed chunk does not decode to its declared size, "
+                        "or has bytes after its frame", q);
+    return wpk_fail((wpack_archive *)ar, rc, "tensor '%s': cannot decode: %s", q,
+                    wpack_error_describe(rc));
+}
+
+/* A check that failed before, reported again. */
+static int failed_before(const wpack_archive *ar, const wpack_tensor *t, int rc)
+{
+    char q[256];
+    wpk_quote(q, sizeof q, t->name, t->name_len);
+    return wpk_fail((wpack_archive *)ar, rc, "tensor '%s': %s (found by an earlier check)", q,
+                    wpack_error_describe(rc));
+}
+
+/* ---------------------------------------------------------- reading bytes */
+
+/* wpack_read without verification. */
+static int read_raw(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst,
+                    size_t nbytes)
+{
+    wpack_tensor t;
+    wpk_fill_tensor(ar, i, &t);
+    if (!wpk_in_bounds(offset, nbytes, t.nbytes))
+        return WPACK_E_INVALID_ARGUMENT;
+    if (t.codec == WPACK_CODEC_ZSTD)
+        return wpk_read_zstd(ar, wpk_rec(ar, WPK_SEC_ENTRIES, owner_of(&t), WPK_ENTRY_SIZE), t.nbytes,
+                             offset, dst, nbytes);
+    if (t.data) {
+        memcpy(dst, (const uint8_t *)t.data + offset, nbytes);
+        return WPACK_OK;
+    }
+    uint8_t *out = dst;
+    size_t unit = t.fill_size;
+    for (size_t k = 0; k < nbytes; k++)
+        out[k] = ((const uint8_t *)t.fill)[(offset + k) % unit];
+    return WPACK_OK;
+}
+
+/* Entry i's logical bytes (any kind and codec) to fn, unchecked: views
+ * straight from the mapping, zstd chunks decoded once, splats expanded. */
+static int stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void *user)
+{
+    wpack_tensor t;
+    wpk_fill_tensor(ar, i, &t);
+    if (t.codec == WPACK_CODEC_ZSTD)
+        return wpk_stream_zstd(ar, wpk_rec(ar, WPK_SEC_ENTRIES, owner_of(&t), WPK_ENTRY_SIZE),
+                               t.nbytes, fn, user);
+    uint8_t *buf = NULL;
+    if (!t.data && !(buf = malloc(t.nbytes < WPK_PIECE ? (size_t)t.nbytes + 1 : WPK_PIECE)))
+        return WPACK_E_NOMEM;
+    int rc = WPACK_OK;
+    for (uint64_t done = 0; rc == WPACK_OK && done < t.nbytes; done += WPK_PIECE) {
+        size_t n = t.nbytes - done < WPK_PIECE ? (size_t)(t.nbytes - done) : WPK_PIECE;
+        if (t.data) { /* straight from the mapping */
+            rc = fn(user, (const uint8_t *)t.data + done, n);
+        } else { /* a splat, expanded */
+            read_raw(ar, i, done, buf, n);
+            rc = fn(user, buf, n);
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+typedef struct {
+    wpk_hasher *h;                  /* NULL: not hashing */
+    wpk_piece_fn fn;
+    void *user;
+    int fn_rc;                      /* what the caller's fn returned, if it stopped */
+    int check_bool;
+    uint64_t done, bad_at;
+    unsigned bad_value;
+} check_ctx;
+
+/* Hash each piece just before the caller gets it (it is in cache then). */
+static int check_piece(void *u, const void *p, size_t n)
+{
+    check_ctx *c = u;
+    if (c->h)
+        wpk_hasher_update(c->h, p, n);
+    size_t b;
+    if (c->check_bool && c->bad_at == UINT64_MAX && (b = wpk_first_bad_bool(p, n)) < n) {
+        c->bad_at = c->done + b;
+        c->bad_value = ((const uint8_t *)p)[b];
+    }
+    c->done += n;
+    return c->fn ? (c->fn_rc = c->fn(c->user, p, n)) : 0;
+}
+
+int wpk_check_stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void *user, int mode)
+{
+    wpack_tensor t;
+    wpk_fill_tensor(ar, i, &t);
+    if (t.fill) /* a splat: its fill checksum is checked at open */
+        mode = 0;
+    check_ctx c = {NULL, fn, user, WPACK_OK, (mode & WPK_CHECK_BOOL) != 0, 0, UINT64_MAX, 0};
+    if ((mode & WPK_CHECK_HASH) && !(c.h = wpk_hasher_new()))
+        return WPACK_E_NOMEM;
+    int rc = stream(ar, i, check_piece, &c);
+    uint64_t got = c.h ? wpk_hasher_digest(c.h) : 0;
+    wpk_hasher_free(c.h);
+    if (rc && rc == c.fn_rc)
+        return rc; /* the caller stopped: its own error */
+    if (rc)
+        return read_failed(ar, &t, rc);
+    if (!c.h)
+        return WPACK_OK;
+    if (got != t.decoded_checksum)
+        return bad_hash(ar, &t, got);
+    wpk_checked_set(ar, owner_of(&t), WPACK_OK);
+    if (c.bad_at != UINT64_MAX) {
+        char q[256];
+        wpk_quote(q, sizeof q, t.name, t.name_len);
+        return wpk_fail((wpack_archive *)ar, WPACK_E_VALUE,
+                        "tensor '%s': bool byte %llu is %u; bools are 0 or 1", q,
+                        (unsigned long long)c.bad_at, c.bad_value);
+    }
+    return WPACK_OK;
+}
+
+static int verifying(const wpack_archive *ar, unsigned flags)
+{
+    return (flags & WPACK_READ_VERIFY) || (ar->flags & WPACK_OPEN_VERIFY_READS);
+}
+
+int wpack_verify_once(const wpack_archive *ar, uint64_t i)
+{
+    if (i >= ar->info.entry_count)
+        return WPACK_E_NOT_FOUND;
+    wpack_tensor t;
+    wpk_fill_tensor(ar, i, &t);
+    if (t.fill)
+        return WPACK_OK;
+    int known = wpk_checked_get(ar, owner_of(&t));
+    if (known >= 0)
+        return known ? failed_before(ar, &t, known) : WPACK_OK;
+    return wpk_check_stream(ar, i, NULL, NULL, WPK_CHECK_HASH);
+}
+
+int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes,
+                  unsigned flags)
+{
+    if (i >= ar->info.entry_count)
+        return WPACK_E_NOT_FOUND;
+    if (!verifying(ar, flags))
+        return read_raw(ar, i, offset, dst, nbytes);
+    wpack_tensor t;
+    wpk_fill_tensor(ar, i, &t);
+    if (!wpk_in_bounds(offset, nbytes, t.nbytes))
+        return WPACK_E_INVALID_ARGUMENT;
+    int known = t.fill ? WPACK_OK : wpk_checked_get(ar, owner_of(&t));
+    if (known > 0)
+        return failed_before(ar, &t, known);
+    if (known < 0 && offset == 0 && nbytes == t.nbytes) {
+        /* the whole tensor: hash what was read, in one pass */
+        int rc = read_raw(ar, i, 0, dst, nbytes);
+        if (rc)
+            return read_failed(ar, &t, rc);
+        uint64_t got = wpk_xxh3(dst, nbytes);
+        if (got != t.decoded_checksum)
+            return bad_hash(ar, &t, got);
+        wpk_checked_set(ar, owner_of(&t), WPACK_OK);
+        return WPACK_OK;
+    }
+    int rc = known < 0 ? wpk_check_stream(ar, i, NULL, NULL, WPK_CHECK_HASH) : WPACK_OK;
+    return rc ? rc : read_raw(ar, i, offset, dst, nbytes);
+}
+
+int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes)
+{
+    return wpack_read_ex(ar, i, offset, dst, nbytes, 0);
+}
+
+int wpack_read_stream(const wpack_archive *ar, uint64_t i, wpack_read_fn fn, void *user,
+                      unsigned flags)
+{
+    if (i >= ar->info.entry_count)
+        return WPACK_E_NOT_FOUND;
+    if (!fn)
+        return WPACK_E_INVALID_ARGUMENT;
+    wpack_tensor t;
+    wpk_fill_tensor(ar, i, &t);
+    int known = !verifying(ar, flags) || t.fill ? WPACK_OK : wpk_checked_get(ar, owner_of(&t));
+    if (known > 0)
+        return failed_before(ar, &t, known);
+    return wpk_check_stream(ar, i, fn, user, known == WPACK_OK ? 0 : WPK_CHECK_HASH);
+}
