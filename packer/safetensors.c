@@ -345,7 +345,8 @@ int st_scan_buffer(const uint8_t *buf, size_t len, st_visit_fn fn, void *user, c
             goto out;
         }
     }
-    qsort(ts, nt, sizeof *ts, by_begin);
+    if (nt) /* no tensors: no table */
+        qsort(ts, nt, sizeof *ts, by_begin);
     uint64_t at = 0, data_len = len - 8 - n;
     for (size_t i = 0; i < nt; i++) {
         if (ts[i].begin != at) {
