@@ -160,7 +160,8 @@ static int walk(input_list *l, const char *dir, const char *rel, int depth, int 
     closedir(d);
     if (!ok)
         cli_error("out of memory listing %s", dir);
-    qsort(names, n, sizeof *names, cmp_str);
+    if (n) /* an empty directory has no array at all */
+        qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n && ok; i++) {
         size_t plen = strlen(dir) + strlen(names[i]) + 2;
         size_t rlen = strlen(rel) + strlen(names[i]) + 2;

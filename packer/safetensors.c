@@ -269,7 +269,10 @@ int st_scan_buffer(const uint8_t *buf, size_t len, st_visit_fn fn, void *user, c
             break;
         json_t *v = hdr_json(h, mb.vbeg, mb.vend, JSON_REJECT_DUPLICATES, err, errlen, &rc);
         json_t *k = v ? hdr_json(h, mb.kbeg, mb.kend, 0, err, errlen, &rc) : NULL;
-        if (!k) {
+        if (!k || !json_is_string(k)) {
+            if (k && !rc)
+                rc = st_fail(err, errlen, WPACK_E_INPUT, "header JSON: a key is not a string");
+            json_decref(k);
             json_decref(v);
             goto out;
         }
@@ -319,9 +322,12 @@ int st_scan_buffer(const uint8_t *buf, size_t len, st_visit_fn fn, void *user, c
             byname[i] = ts[i].name;
         qsort(byname, nt, sizeof *byname, cmp_name);
         for (size_t i = 1; i < nt && !rc; i++)
-            if (strcmp(byname[i - 1], byname[i]) == 0)
+            if (strcmp(byname[i - 1], byname[i]) == 0) {
+                char q[200];
+                wpk_quote(q, sizeof q, byname[i], strlen(byname[i]));
                 rc = st_fail(err, errlen, WPACK_E_DUPLICATE,
-                             "header JSON: duplicate object key '%.100s'", byname[i]);
+                             "header JSON: duplicate object key '%s'", q);
+            }
         free(byname);
         if (rc)
             goto out;
@@ -339,7 +345,8 @@ int st_scan_buffer(const uint8_t *buf, size_t len, st_visit_fn fn, void *user, c
             goto out;
         }
     }
-    qsort(ts, nt, sizeof *ts, by_begin);
+    if (nt) /* no tensors: no table */
+        qsort(ts, nt, sizeof *ts, by_begin);
     uint64_t at = 0, data_len = len - 8 - n;
     for (size_t i = 0; i < nt; i++) {
         if (ts[i].begin != at) {

@@ -28,6 +28,7 @@ typedef struct {
     json_t *map;          /* weight_map */
     json_t *meta;         /* merged __metadata__ */
     const char *file;     /* the shard being checked */
+    const char *qfile;    /* its name quoted for messages */
     size_t found;         /* its tensors */
 } ix_check;
 
@@ -42,7 +43,7 @@ static int check_item(void *user, const st_item *it)
         if (had && strcmp(json_string_value(had), it->value) != 0)
             return wpk_sink_fail(c->s, WPACK_E_INPUT,
                                  "shard %s: __metadata__ '%s' differs from an earlier shard's",
-                                 c->file, q);
+                                 c->qfile, q);
         if (!had && json_object_set_new(c->meta, it->name, json_string(it->value)) != 0)
             return wpk_sink_fail(c->s, WPACK_E_NOMEM, "out of memory");
         return WPACK_OK;
@@ -50,12 +51,15 @@ static int check_item(void *user, const st_item *it)
     json_t *f = json_object_get(c->map, it->name);
     if (!f)
         return wpk_sink_fail(c->s, WPACK_E_INPUT,
-                             "shard %s holds tensor '%s', which weight_map does not list", c->file,
+                             "shard %s holds tensor '%s', which weight_map does not list", c->qfile,
                              q);
-    if (strcmp(json_string_value(f), c->file) != 0)
+    if (strcmp(json_string_value(f), c->file) != 0) {
+        char qf[200];
+        wpk_quote(qf, sizeof qf, json_string_value(f), strlen(json_string_value(f)));
         return wpk_sink_fail(c->s, WPACK_E_INPUT,
-                             "shard %s holds tensor '%s', which weight_map puts in %.200s", c->file,
-                             q, json_string_value(f));
+                             "shard %s holds tensor '%s', which weight_map puts in %s", c->qfile,
+                             q, qf);
+    }
     c->found++;
     return WPACK_OK;
 }
@@ -167,15 +171,17 @@ int st_index_pack(wpk_sink *s, void *root_, int dirfd, const char *dir)
         free(files);
         return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
     }
-    char label[4400];
+    char label[4400], qfile[300];
     /* Pass 1: every shard valid, and the map true both ways. */
     size_t want = json_object_size(c.map);
     for (size_t i = 0; i < nfiles && rc == WPACK_OK; i++) {
         wpk_mapped m;
-        wpk_fmt(label, sizeof label, "%s/%s", dir, files[i]);
+        wpk_quote(qfile, sizeof qfile, files[i], strlen(files[i]));
+        wpk_fmt(label, sizeof label, "%s/%s", dir, qfile);
         if ((rc = wpk_map_at(s, dirfd, files[i], flags, label, &m)))
             break;
         c.file = files[i];
+        c.qfile = qfile;
         size_t before = c.found;
         s->err[0] = 0;
         rc = st_scan_buffer(m.p, m.len, check_item, &c, err, sizeof err);
@@ -204,7 +210,8 @@ int st_index_pack(wpk_sink *s, void *root_, int dirfd, const char *dir)
             break;
     for (size_t i = 0; i < nfiles && rc == WPACK_OK; i++) {
         wpk_mapped m;
-        wpk_fmt(label, sizeof label, "%s/%s", dir, files[i]);
+        wpk_quote(qfile, sizeof qfile, files[i], strlen(files[i]));
+        wpk_fmt(label, sizeof label, "%s/%s", dir, qfile);
         if ((rc = wpk_map_at(s, dirfd, files[i], flags, label, &m)))
             break;
         rc = safetensors_pack_mapped(s, &m, 0);
