@@ -122,15 +122,15 @@ grep -q '^extracted 1 tensors (16 B) to tw$' "$T/err" && pass extract_twice_coun
 # --- 3. the real cause of a read failure -----------------------------------
 # (DECODE today; CHECKSUM is as true if the stored bytes get checked first)
 mkdir -p db  # mkdir's EEXIST was the stale errno the issue saw
-expect_fail extract_decode_error "tensor 'w'.*(do not decode|checksum).*\[WPACK_E_(DECODE|CHECKSUM)\]" \
+expect_fail extract_decode_error "tensor 'w'.*(does? not decode|checksum).*\[WPACK_E_(DECODE|CHECKSUM)\]" \
     "$WPACK" extract "$R/decode_bad.wpack" -o db
 if grep -Eq 'File exists|Success' "$T/err"; then fail extract_decode_no_errno "$(cat "$T/err")"; else pass extract_decode_no_errno; fi
 nothing_at extract_decode_wrote_nothing db/w.npy
 expect_fail extract_decode_new_dir 'WPACK_E_(DECODE|CHECKSUM)' "$WPACK" extract "$R/decode_bad.wpack" -o db2
 nothing_at extract_decode_leaves_no_dir db2
-expect_fail export_decode_error "tensor 'w'.*(do not decode|checksum).*\[WPACK_E_(DECODE|CHECKSUM)\]" \
+expect_fail export_decode_error "tensor 'w'.*(does? not decode|checksum).*\[WPACK_E_(DECODE|CHECKSUM)\]" \
     "$WPACK" export "$R/decode_bad.wpack" --to npz -o db.npz
-expect_fail convert_decode_error "tensor 'w'.*(do not decode|checksum).*\[WPACK_E_(DECODE|CHECKSUM)\]" \
+expect_fail convert_decode_error "tensor 'w'.*(does? not decode|checksum).*\[WPACK_E_(DECODE|CHECKSUM)\]" \
     "$WPACK" convert "$R/decode_bad.wpack" --decompress -o db.wpack
 nothing_at read_failures_wrote_nothing db.npz db.wpack
 
