@@ -26,6 +26,10 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_cast(int argc, char **argv);
 int cmd_update(int argc, char **argv);
 
+/* "KEY=VALUE" of option opt: *key (allocated) and *value (inside arg); a
+ * missing '=' or key prints the error and returns 0. */
+int cli_split_pair(const char *arg, const char *opt, char **key, const char **value);
+
 /* In-place updates (cmd_update.c): wpack_update_begin with the kill tests'
  * hook WPACK_UPDATE_STOP_AFTER=append from the environment; and the
  * one-call form calibrate uses (records added or replaced). */

@@ -43,19 +43,6 @@ static int to_update(void *ctx, const wpack_stats_in *s, const char **why)
     return rc;
 }
 
-/* "KEY=VALUE" -> key (allocated) and value. */
-static int split_kv(const char *opt, const char *arg, char **key, const char **value)
-{
-    const char *eq = strchr(arg, '=');
-    if (!eq || eq == arg) {
-        cli_error("%s wants KEY=VALUE, got '%s'", opt, arg);
-        return 0;
-    }
-    *key = strndup(arg, (size_t)(eq - arg));
-    *value = eq + 1;
-    return *key != NULL;
-}
-
 /* "KEY", "KEY:weight" or "KEY:activation" -> key (allocated) and kind (0: both). */
 static char *split_kind(const char *arg, int *kind)
 {
@@ -95,12 +82,12 @@ static int apply(wpack_update *u, const change *c)
             cli_error("--stats %s: %s [%s]", c->value, err, wpack_error_name(rc));
         return rc;
     case OPT_META:
-        if (!split_kv("--meta", c->value, &key, &v))
+        if (!cli_split_pair(c->value, "--meta", &key, &v))
             return WPACK_E_INVALID_ARGUMENT;
         rc = wpack_update_set_string(u, key, v);
         break;
     case OPT_NAME:
-        if (!split_kv("--name", c->value, &key, &v))
+        if (!cli_split_pair(c->value, "--name", &key, &v))
             return WPACK_E_INVALID_ARGUMENT;
         rc = wpack_update_add_name(u, key, v);
         break;

@@ -229,3 +229,15 @@ int64_t cli_select(const wpack_archive *ar, const char *pattern, cli_entry_fn fn
     }
     return (int64_t)count;
 }
+
+int cli_split_pair(const char *arg, const char *opt, char **key, const char **value)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg) {
+        cli_error("%s wants KEY=VALUE, got '%s'", opt, arg);
+        return 0;
+    }
+    *key = strndup(arg, (size_t)(eq - arg));
+    *value = eq + 1;
+    return *key != NULL;
+}

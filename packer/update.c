@@ -682,6 +682,24 @@ static int encode_all(pool *p, const item *items, size_t n, uint32_t size, encod
     return 1;
 }
 
+/* Every record of section sec, its string at name_off and its aux range at
+ * (aux_off, aux_len_off) re-homed. */
+static int copy_records(pool *p, int sec, uint32_t size, size_t name_off, size_t aux_off,
+                        size_t aux_len_off, wpk_buf *out)
+{
+    uint64_t n = p->ar->sec_len[sec] / size;
+    for (uint64_t i = 0; i < n; i++) {
+        size_t at = wpk_buf_zeros(out, size);
+        if (at == SIZE_MAX)
+            return 0;
+        uint8_t *r = out->p + at;
+        memcpy(r, wpk_rec(p->ar, sec, i, size), size);
+        if (!move_str(p, r, name_off) || !move_aux(p, r, aux_off, wpk_ld64(r + aux_len_off)))
+            return 0;
+    }
+    return 1;
+}
+
 static item *kv_items(const kv *v, size_t n)
 {
     item *it = malloc((n + 1) * sizeof *it);
@@ -710,35 +728,17 @@ static int build_index(wpack_update *u, wpk_buf *out)
     ok = ok && (ms = merge(ar, WPK_SEC_METADATA, WPK_META_REC_SIZE, 0, fm, u->nmeta, NULL, 0, &nms));
     ok = ok && (ns = merge(ar, WPK_SEC_NAMEMAP, WPK_NAMEMAP_REC_SIZE, 0, fn, u->nnames, NULL, 0,
                            &nns));
-    /* entries: names and aux (splat fills, zstd seek tables) re-homed */
-    uint64_t ne = ar->info.entry_count;
-    for (uint64_t i = 0; ok && i < ne; i++) {
-        size_t at = wpk_buf_zeros(&sec[WPK_SEC_ENTRIES], WPK_ENTRY_SIZE);
-        if (at == SIZE_MAX) {
-            ok = 0;
-            break;
-        }
-        uint8_t *r = sec[WPK_SEC_ENTRIES].p + at;
-        memcpy(r, wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE), WPK_ENTRY_SIZE);
-        ok = move_str(&p, r, WPK_E_NAME_OFF) &&
-             move_aux(&p, r, WPK_E_AUX_OFF, wpk_ld64(r + WPK_E_AUX_LEN_OFF));
-    }
-    /* extents and dims: unchanged */
-    ok = ok && wpk_buf_append(&sec[WPK_SEC_EXTENTS], ar->sec[WPK_SEC_EXTENTS],
-                              (size_t)ar->sec_len[WPK_SEC_EXTENTS]) &&
+    /* entries (aux: splat fills, zstd seek tables) and block dtypes (aux:
+     * params): copied with their strings and aux re-homed; extents and dims
+     * unchanged */
+    ok = ok &&
+         copy_records(&p, WPK_SEC_ENTRIES, WPK_ENTRY_SIZE, WPK_E_NAME_OFF, WPK_E_AUX_OFF,
+                      WPK_E_AUX_LEN_OFF, &sec[WPK_SEC_ENTRIES]) &&
+         copy_records(&p, WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, WPK_D_NAME_OFF, WPK_D_PARAMS_OFF,
+                      WPK_D_PARAMS_LEN_OFF, &sec[WPK_SEC_DTYPES]) &&
+         wpk_buf_append(&sec[WPK_SEC_EXTENTS], ar->sec[WPK_SEC_EXTENTS],
+                        (size_t)ar->sec_len[WPK_SEC_EXTENTS]) &&
          wpk_buf_append(&sec[WPK_SEC_DIMS], ar->sec[WPK_SEC_DIMS], (size_t)ar->sec_len[WPK_SEC_DIMS]);
-    uint64_t nd = ar->sec_len[WPK_SEC_DTYPES] / WPK_DTYPE_REC_SIZE;
-    for (uint64_t i = 0; ok && i < nd; i++) {
-        size_t at = wpk_buf_zeros(&sec[WPK_SEC_DTYPES], WPK_DTYPE_REC_SIZE);
-        if (at == SIZE_MAX) {
-            ok = 0;
-            break;
-        }
-        uint8_t *r = sec[WPK_SEC_DTYPES].p + at;
-        memcpy(r, wpk_rec(ar, WPK_SEC_DTYPES, i, WPK_DTYPE_REC_SIZE), WPK_DTYPE_REC_SIZE);
-        ok = move_str(&p, r, WPK_D_NAME_OFF) &&
-             move_aux(&p, r, WPK_D_PARAMS_OFF, wpk_ld64(r + WPK_D_PARAMS_LEN_OFF));
-    }
     ok = ok && encode_all(&p, ms, nms, WPK_META_REC_SIZE, meta_record, &sec[WPK_SEC_METADATA]) &&
          encode_all(&p, ns, nns, WPK_NAMEMAP_REC_SIZE, name_record, &sec[WPK_SEC_NAMEMAP]) &&
          encode_all(&p, ss, nss, WPK_STATS_REC_SIZE, stats_record, &sec[WPK_SEC_STATS]);
