@@ -201,7 +201,9 @@ typedef struct wpack_info {
     uint64_t index_offset, index_length;
     uint64_t index_checksum;    /* XXH3-64 of the index: the archive's identity */
     uint64_t entry_count, metadata_count, namemap_count, stats_count, block_dtype_count;
-    int recovered;              /* 1 when an interrupted update was skipped at open */
+    int recovered;              /* 1 when bytes past file_length look like an interrupted
+                                 * update (ignored); the superseded generations that
+                                 * in-place updates leave and reuse do not count */
 } wpack_info;
 void wpack_get_info(const wpack_archive *ar, wpack_info *info);
 

@@ -3,8 +3,9 @@
  * each also keeps one handle open for the whole run, while this process
  * updates it as fast as it can (index sizes that grow and shrink, so that
  * every placement of spec 14 is used; stops between the two steps; junk
- * appended to the tail, as an interrupted update leaves it). No reader may
- * die (SIGBUS) or see an invalid archive, and the file never shrinks.
+ * appended to the tail, as an interrupted update leaves it; and the tail
+ * past the archive cut off, as the old updater did). No reader may die
+ * (SIGBUS) or see an invalid archive, and no update shrinks the file.
  * WPACK_READERS_SECONDS sets the duration (default 20). */
 #include <fcntl.h>
 #include <signal.h>
@@ -136,7 +137,7 @@ static void test_readers_during_updates(void)
     static uint64_t counts[4096];
     for (int b = 0; b < 4096; b++)
         counts[b] = 1;
-    long updates = 0, stops = 0, junk = 0;
+    long updates = 0, stops = 0, junk = 0, cuts = 0;
     off_t size = file_size(), shrank = 0;
     while (now() < until) {
         int round = (int)(updates % 7);
@@ -184,6 +185,19 @@ static void test_readers_during_updates(void)
         off_t now_size = file_size();
         if (now_size < size)
             shrank++;
+        if (updates % 13 == 0) {
+            /* what an old updater did (issue 14 point 1): cut the tail
+             * past the archive's end while readers have the file open */
+            wpack_archive *ar;
+            if (wpack_open_file(&ar, path, 0) == WPACK_OK) {
+                wpack_info in;
+                wpack_get_info(ar, &in);
+                CHECK(truncate(path, (off_t)in.file_length) == 0, "truncate");
+                cuts++;
+            }
+            wpack_close(ar);
+            now_size = file_size();
+        }
         size = now_size;
         usleep(500);
     }
@@ -202,8 +216,8 @@ static void test_readers_during_updates(void)
     }
     CHECK(dead == 0, "%d of %d readers failed", dead, READERS);
     CHECK(updates > 10, "only %ld updates", updates);
-    fprintf(stderr, "# %ld updates (%ld stopped between the steps, %ld junk tails), file %lld B\n",
-            updates, stops, junk, (long long)size);
+    fprintf(stderr, "# %ld updates (%ld stopped between the steps, %ld junk tails, %ld tails cut), "
+            "file %lld B\n", updates, stops, junk, cuts, (long long)size);
     wpack_archive *ar;
     CHECK(wpack_open_file(&ar, path, WPACK_OPEN_VERIFY) == WPACK_OK, "final: %s", wpack_errmsg(ar));
     wpack_close(ar);
