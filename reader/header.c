@@ -175,13 +175,13 @@ static const uint8_t *index_bytes(wpack_archive *ar, uint64_t off, uint64_t n, u
         *rc = WPACK_E_TRUNCATED;
         return NULL;
     }
-    uint8_t *p = n <= SIZE_MAX ? malloc(n ? (size_t)n : 1) : NULL;
+    uint8_t *p = wpk_index_alloc(n);
     if (!p) {
         *rc = WPACK_E_NOMEM;
         return NULL;
     }
     if (!wpk_read_at(ar, off, n, p)) {
-        free(p);
+        wpk_index_free(p, n);
         *rc = WPACK_E_TRUNCATED;
         return NULL;
     }
@@ -264,9 +264,11 @@ int wpk_check_header(wpack_archive *ar)
             use = &tf;
             memcpy(ar->head, t, WPK_HEADER_SIZE);
             ar->index_buf = owned;
+            ar->index_buf_len = tf.index_length;
             ar->index = owned; /* NULL for a buffer: index.c points into it */
         } else {
-            free(owned);
+            if (owned)
+                wpk_index_free(owned, tf.index_length);
             uint8_t old[WPK_HEADER_SIZE];
             if (!wpk_read_at(ar, sf.file_length - WPK_HEADER_SIZE, WPK_HEADER_SIZE, old))
                 return shrank(ar);
@@ -306,6 +308,7 @@ int wpk_check_header(wpack_archive *ar)
             return why == WPACK_E_NOMEM ? wpk_fail(ar, why, "out of memory reading the index")
                                         : shrank(ar);
         ar->index_buf = owned;
+        ar->index_buf_len = use->index_length;
         ar->index = owned;
     }
     return WPACK_OK;

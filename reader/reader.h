@@ -19,7 +19,8 @@ struct wpack_archive {
     size_t map_len;
     int fd;                     /* the file, while wpack_open_file runs; else -1 */
     uint64_t file_size;         /* L: the file's (or buffer's) size at open */
-    uint8_t *index_buf;         /* a file's index, read at open (owned) */
+    uint8_t *index_buf;         /* a file's index, read at open (owned: wpk_index_free) */
+    uint64_t index_buf_len;
     uint8_t super[128];         /* the superblock as read */
     uint8_t head[128];          /* the header in force: the superblock, or the trailer of rule 4.1 */
 
@@ -47,6 +48,10 @@ int wpk_fail(wpack_archive *ar, int code, const char *fmt, ...)
  * with pread from the file being opened. 0 when the bytes are not there (a
  * file that shrank since its fstat: never a fault). */
 int wpk_read_at(wpack_archive *ar, uint64_t off, uint64_t n, void *dst);
+
+/* Memory for n bytes of a file's index, and its release. */
+uint8_t *wpk_index_alloc(uint64_t n);
+void wpk_index_free(uint8_t *p, uint64_t n);
 
 /* Step 1: superblock, trailer, regions (fills ar->info, super, head; for a
  * file also reads the index into index_buf). */
