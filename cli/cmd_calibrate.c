@@ -16,9 +16,11 @@ static const char help[] =
     "of finite values, and with --histogram an N-bin histogram over [min, max]\n"
     "(a second pass). A Linear's output is before a following ReLU; the ReLU's\n"
     "path gets its own record. Existing activation stats of the same path are\n"
-    "replaced. The archive is updated in place: a new index generation is\n"
-    "appended and the superblock rewritten; tensor data is never rewritten and\n"
-    "an interrupted update leaves the old archive.\n"
+    "replaced. The archive is updated in place (as by wpack update): a new index\n"
+    "generation holding only the live records is written where it overlaps\n"
+    "nothing in use (the space of superseded generations is reused; the file\n"
+    "never shrinks) and the superblock rewritten; tensor data is never\n"
+    "rewritten and an interrupted update leaves the old or the new archive.\n"
     "  --batch N   samples per forward call (default 256)\n"
     "  --no-verify do not check the weights' bytes against their XXH3 before use\n"
     "              (checked by default, once each: a mismatch fails naming the\n"
@@ -202,7 +204,7 @@ int cmd_calibrate(int argc, char **argv)
     wpack_close(ar); /* the update reopens the file itself */
     ar = NULL;
     if (rc == WPACK_OK)
-        rc = wpack_update_add_stats(archive, recs, ch.n, err, sizeof err);
+        rc = cli_update_stats(archive, recs, ch.n, err, sizeof err);
     if (rc == WPACK_E_NOMEM)
         snprintf(err, sizeof err, "out of memory");
     if (rc)

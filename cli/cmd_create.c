@@ -284,18 +284,6 @@ static const char *first_path_of(const input_list *l, size_t upto, const char *n
     return NULL;
 }
 
-static int split_pair(const char *arg, const char *opt, char **key, const char **value)
-{
-    const char *eq = strchr(arg, '=');
-    if (!eq || eq == arg) {
-        cli_error("%s wants KEY=VALUE, got '%s'", opt, arg);
-        return 0;
-    }
-    *key = strndup(arg, (size_t)(eq - arg));
-    *value = eq + 1;
-    return *key != NULL;
-}
-
 int cmd_create(int argc, char **argv)
 {
     uint64_t shard_size = 0;
@@ -506,7 +494,7 @@ int cmd_create(int argc, char **argv)
     }
     for (size_t k = 0; k < nmeta; k++) {
         char *key;
-        if (!split_pair(metas[k], "--meta", &key, &v))
+        if (!cli_split_pair(metas[k], "--meta", &key, &v))
             goto done;
         int e = wpack_writer_set_string(w, key, v);
         free(key);
@@ -580,7 +568,7 @@ int cmd_create(int argc, char **argv)
     }
     for (size_t k = 0; k < nmap; k++) {
         char *other;
-        if (!split_pair(maps[k], "--name", &other, &v))
+        if (!cli_split_pair(maps[k], "--name", &other, &v))
             goto done;
         int e = wpack_writer_add_name(w, other, v);
         free(other);

@@ -22,6 +22,7 @@ static const char usage[] =
     "  run      ARCHIVE [--layers SPEC] --input X.npy [-o Y.npy]  run Linear/ReLU layers\n"
     "  calibrate ARCHIVE [--layers SPEC] --input S.npy [--histogram N]  store activation stats\n"
     "  cast     ARCHIVE --to bf16|f16|int8 [--only GLOB] -o OUT|--in-place  weights for the fast paths\n"
+    "  update   ARCHIVE [--stats F.json] [--meta K=V] [--name O=E] [--drop-stats K[:KIND]]  in place\n"
     "\n"
     "  wpack COMMAND --help   options of one command\n"
     "  wpack --version        library and format versions\n"
@@ -47,6 +48,7 @@ static const command commands[] = {
     {"run", cmd_run},
     {"calibrate", cmd_calibrate},
     {"cast", cmd_cast},
+    {"update", cmd_update},
 };
 
 static const command *find_command(const char *name)

@@ -306,3 +306,15 @@ int cli_under(const char *pattern, const char *name)
         return 1;
     return strncmp(name, pattern, n) == 0 && (pattern[n - 1] == '.' || name[n] == '.');
 }
+
+int cli_split_pair(const char *arg, const char *opt, char **key, const char **value)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg) {
+        cli_error("%s wants KEY=VALUE, got '%s'", opt, arg);
+        return 0;
+    }
+    *key = strndup(arg, (size_t)(eq - arg));
+    *value = eq + 1;
+    return *key != NULL;
+}

@@ -184,12 +184,23 @@ typedef struct wpack_archive wpack_archive;
 #define WPACK_OPEN_VERIFY_READS 4u
 
 /*
- * Open an archive file read-only with mmap, or a caller's buffer (which must
- * stay valid and unchanged until wpack_close()). The superblock, trailer and
- * the whole index are validated here (spec: Reader rules); after a
- * successful open no reader call can touch a byte outside the file. A path
- * that is not a regular file (a FIFO, a directory) is WPACK_E_FILE_TYPE,
- * found without blocking.
+ * Open an archive file read-only, or a caller's buffer (which must stay
+ * valid and unchanged until wpack_close()). The superblock, trailer and the
+ * whole index are validated here (spec: Reader rules); after a successful
+ * open no reader call can touch a byte outside the file. A path that is not
+ * a regular file (a FIFO, a directory) is WPACK_E_FILE_TYPE, found without
+ * blocking.
+ *
+ * A file's superblock, trailer and index are read with pread (the index
+ * into memory the handle owns) and only its data region is mapped (mmap,
+ * MAP_SHARED). An in-place update (wpack_update_*) never shrinks the file or
+ * touches the data, so open handles keep working across it, and an open
+ * that races with one retries. mmap hazard: if the file is truncated or
+ * overwritten in place by other means while a handle is open (`cp` over it,
+ * a program rewriting it), the next access to tensor data may kill the
+ * process with SIGBUS or show the new bytes. Replace an archive by writing a
+ * new file and rename()-ing it over the old path (what wpack_writer_finish()
+ * and every wpack command do): open handles keep the old file.
  *
  * *out always receives a handle, except when memory runs out (then NULL and
  * WPACK_E_NOMEM). When the call fails, the handle is in a failed state: only
@@ -213,7 +224,9 @@ typedef struct wpack_info {
     uint64_t index_offset, index_length;
     uint64_t index_checksum;    /* XXH3-64 of the index: the archive's identity */
     uint64_t entry_count, metadata_count, namemap_count, stats_count, block_dtype_count;
-    int recovered;              /* 1 when an interrupted update was skipped at open */
+    int recovered;              /* 1 when bytes past file_length look like an interrupted
+                                 * update (ignored); the superseded generations that
+                                 * in-place updates leave and reuse do not count */
 } wpack_info;
 void wpack_get_info(const wpack_archive *ar, wpack_info *info);
 
@@ -674,21 +687,69 @@ const char *wpack_dense_isa(void);
 /* Threads the forward calls may use (WPACK_THREADS, default online CPUs). */
 unsigned wpack_dense_threads(void);
 
-/* -------------------------------------------------- in-place stats update */
+/* -------------------------------------------------- in-place index update */
 
 /*
- * Add (or replace: same key and kind) calibration statistics records in an
- * existing archive file, without rewriting its data (spec: In-place update
- * protocol): the new index of generation g+1 and its trailer are appended
- * at align_up(old file length, 8) and fsynced, then the superblock is
- * rewritten and fsynced. Killed at any moment, the file opens as the old
- * archive or the new one. The records are validated like
- * wpack_writer_add_stats(). errbuf (may be NULL) receives the message.
+ * Change the index of an existing archive file in place, without rewriting
+ * its data (spec 14, In-place update protocol): calibration statistics,
+ * metadata strings and name-map names. A session holds an exclusive lock
+ * (flock) on the file from begin to commit; only one updater runs at a time.
+ * Commit writes a new index generation holding only the live records, where
+ * it overlaps nothing the current generation uses, fsyncs, then rewrites the
+ * 128-byte superblock and fsyncs. Killed at any moment, the file opens as
+ * the old archive or the new one. The file never shrinks, and the space of
+ * superseded generations is reused: the part after the data region stays
+ * below three times the largest index generation.
  *
- * Test hook: with the environment variable WPACK_UPDATE_STOP_AFTER=append
- * the call returns WPACK_E_IO right after the appended part is synced, as
- * if killed before the superblock rewrite.
+ * Readers need no lock: an open handle keeps working across updates (it
+ * maps only the data region, which updates never touch, and holds its own
+ * copy of the index). Replacing an archive by any other means while it is
+ * open (truncating it, `cp` over it, rewriting its data) makes a process
+ * that mapped it fault (SIGBUS) on its next access to the data: write a new
+ * file and rename() it over the old one, as wpack_writer_finish() does.
+ *
+ * Every edit is checked at commit by the reader's own validation of the new
+ * index (a weight stats key must name a tensor, values must be consistent,
+ * strings valid UTF-8, ...); nothing is written when a check fails. Calls
+ * return WPACK_OK or a code with a message in wpack_update_errmsg(); a
+ * failed edit call leaves the session as it was.
  */
+typedef struct wpack_update wpack_update;
+
+/* Test hook (flags of wpack_update_begin): commit returns WPACK_E_IO right
+ * after the new generation is written and synced, before the superblock
+ * names it, as if killed there. */
+#define WPACK_UPDATE_STOP_AFTER_APPEND 1u
+
+/* Lock and open the archive at path. *out always receives a session (NULL
+ * only when memory runs out); on failure only wpack_update_errmsg() and
+ * wpack_update_abort()/commit() (which fails) may be used. errbuf (may be
+ * NULL) receives the message. A previous update that stopped between its
+ * two steps is committed first. */
+int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, char *errbuf,
+                       size_t errlen);
+/* Add a stats record, or replace the archive's record of the same key and
+ * kind. The arrays are copied. Given again in one session, the later wins. */
+int wpack_update_set_stats(wpack_update *u, const wpack_stats_in *s);
+/* Drop the archive's stats record of key and kind (WPACK_STATS_*; 0: both
+ * kinds). WPACK_E_NOT_FOUND when it has none. A record set in the same
+ * session is kept. */
+int wpack_update_drop_stats(wpack_update *u, const char *key, int kind);
+/* Set metadata key to a string value (added, or replacing any value). */
+int wpack_update_set_string(wpack_update *u, const char *key, const char *value);
+/* Record that consumers call entry `entry` other_name (added, or replacing
+ * the entry other_name named). WPACK_E_EXISTS if other_name is an entry
+ * name, WPACK_E_NOT_FOUND if entry is not one. */
+int wpack_update_add_name(wpack_update *u, const char *other_name, const char *entry);
+const char *wpack_update_errmsg(const wpack_update *u);
+/* Write the new generation (see above) and end the session, whatever the
+ * result; errbuf (may be NULL) receives the message. */
+int wpack_update_commit(wpack_update *u, char *errbuf, size_t errlen);
+/* End the session without writing anything. NULL is a no-op. */
+void wpack_update_abort(wpack_update *u);
+
+/* One-call form: begin, set each record (a key and kind given twice is
+ * WPACK_E_EXISTS), commit. */
 int wpack_update_add_stats(const char *path, const wpack_stats_in *records, size_t count,
                            char *errbuf, size_t errlen);
 

@@ -188,7 +188,15 @@ static int parse_rec(json_t *e, size_t i, stats_rec *r, char *err, size_t errlen
     return WPACK_OK;
 }
 
-static int load(wpack_writer *w, json_t *root, char *err, size_t errlen)
+/* The writer as a stats sink. */
+static int to_writer(void *ctx, const wpack_stats_in *s, const char **why)
+{
+    int rc = wpack_writer_add_stats(ctx, s);
+    *why = wpack_writer_errmsg(ctx);
+    return rc;
+}
+
+static int load(stats_sink_fn sink, void *ctx, json_t *root, char *err, size_t errlen)
 {
     json_t *list = json_is_object(root) ? json_object_get(root, "stats") : NULL;
     json_t *ver = json_is_object(root) ? json_object_get(root, "version") : NULL;
@@ -210,10 +218,11 @@ static int load(wpack_writer *w, json_t *root, char *err, size_t errlen)
     size_t parsed = 0;
     for (; parsed < n && !rc; parsed++)
         rc = parse_rec(json_array_get(list, parsed), parsed, &recs[parsed], err, errlen);
-    for (size_t i = 0; i < n && !rc && w; i++)
-        if ((rc = wpack_writer_add_stats(w, &recs[i].in)))
-            wpk_fmt(err, errlen, "stats[%zu] '%s': %s", i, recs[i].in.key,
-                    wpack_writer_errmsg(w));
+    for (size_t i = 0; i < n && !rc && sink; i++) {
+        const char *why = "";
+        if ((rc = sink(ctx, &recs[i].in, &why)))
+            wpk_fmt(err, errlen, "stats[%zu] '%s': %s", i, recs[i].in.key, why);
+    }
     for (size_t i = 0; i < parsed; i++)
         rec_free(&recs[i]);
     free(recs);
@@ -228,18 +237,23 @@ int stats_load_buffer(wpack_writer *w, const char *buf, size_t len, char *err, s
         wpk_fmt(err, errlen, "stats JSON: %s (line %d)", je.text, je.line);
         return WPACK_E_STATS;
     }
-    int rc = load(w, root, err, errlen);
+    int rc = load(w ? to_writer : NULL, w, root, err, errlen);
     json_decref(root);
     return rc;
 }
 
 int stats_load_file(wpack_writer *w, const char *path, char *err, size_t errlen)
 {
+    return stats_load_file_to(path, to_writer, w, err, errlen);
+}
+
+int stats_load_file_to(const char *path, stats_sink_fn sink, void *ctx, char *err, size_t errlen)
+{
     int code; /* wpk_json_load_input: a FIFO or a device is refused, without blocking */
     json_t *root = wpk_json_load_input(path, "stats", &code, err, errlen);
     if (!root)
         return code == WPACK_E_INPUT ? WPACK_E_STATS : code;
-    int rc = load(w, root, err, errlen);
+    int rc = load(sink, ctx, root, err, errlen);
     json_decref(root);
     return rc;
 }

@@ -11,6 +11,11 @@
  * or an error with a message naming the record ("stats[3] 'enc.0': max has
  * 3 values, channels is 4"). Nothing is added when the file is bad. */
 int stats_load_file(wpack_writer *w, const char *path, char *err, size_t errlen);
+/* The same into any sink: sink(ctx, record, &why) is called once per record
+ * (after the whole file parsed); a non-zero return stops the load, and the
+ * error names the record and says why. */
+typedef int (*stats_sink_fn)(void *ctx, const wpack_stats_in *s, const char **why);
+int stats_load_file_to(const char *path, stats_sink_fn sink, void *ctx, char *err, size_t errlen);
 /* The same from a buffer (for tests and fuzzing); w may be NULL to only check. */
 int stats_load_buffer(wpack_writer *w, const char *buf, size_t len, char *err, size_t errlen);
 

@@ -1,4 +1,5 @@
 /* header.c - open steps 1-4: superblock, trailer, regions (spec: Open procedure). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "bytes.h"
@@ -137,20 +138,78 @@ static void fill_info(wpack_archive *ar, const header_fields *f, int recovered)
     in->recovered = recovered;
 }
 
+static int shrank(wpack_archive *ar)
+{
+    return wpk_fail(ar, WPACK_E_TRUNCATED,
+                    "file shrank below %llu bytes while being opened (replaced in place?)",
+                    (unsigned long long)ar->file_size);
+}
+
+/* 1 when the n bytes at off are zero, 0 when not, -1 when not readable. Read
+ * in pieces: the padding before the data region can be 2 MiB. */
+static int zero_range(wpack_archive *ar, uint64_t off, uint64_t n)
+{
+    uint8_t buf[4096];
+    while (n) {
+        uint64_t k = n < sizeof buf ? n : sizeof buf;
+        if (!wpk_read_at(ar, off, k, buf))
+            return -1;
+        if (!wpk_all_zero(buf, k))
+            return 0;
+        off += k;
+        n -= k;
+    }
+    return 1;
+}
+
+/* The index bytes [off, off + n): in place in a buffer; for a file, read into
+ * a new heap block handed back in *owned. NULL with *rc set when they cannot
+ * be had. */
+static const uint8_t *index_bytes(wpack_archive *ar, uint64_t off, uint64_t n, uint8_t **owned,
+                                  int *rc)
+{
+    *owned = NULL;
+    if (ar->fd < 0) {
+        if (wpk_in_bounds(off, n, ar->len))
+            return ar->base + off;
+        *rc = WPACK_E_TRUNCATED;
+        return NULL;
+    }
+    uint8_t *p = wpk_index_alloc(n);
+    if (!p) {
+        *rc = WPACK_E_NOMEM;
+        return NULL;
+    }
+    if (!wpk_read_at(ar, off, n, p)) {
+        wpk_index_free(p, n);
+        *rc = WPACK_E_TRUNCATED;
+        return NULL;
+    }
+    *owned = p;
+    return p;
+}
+
 int wpk_check_header(wpack_archive *ar)
 {
-    const uint8_t *sb = ar->base;
-    uint64_t len = ar->len;
+    /* Every byte comes through wpk_read_at: a file that shrinks under us
+     * gives a short read and TRUNCATED, never SIGBUS (issue 14 point 1). */
+    uint8_t sb[WPK_HEADER_SIZE], t[WPK_HEADER_SIZE];
+    uint64_t len = ar->file_size;
     if (len < 2 * WPK_HEADER_SIZE) {
-        /* The start of the magic: a cut archive; anything else: not one. An
-         * empty file has no mapping (sb NULL), which memcmp must not get. */
-        if (len == 0 || memcmp(sb, WPK_SUPERBLOCK_MAGIC, len < 8 ? (size_t)len : 8) == 0)
+        /* The start of the magic: a cut archive; anything else: not one. */
+        size_t k = len < 8 ? (size_t)len : 8;
+        if (k && !wpk_read_at(ar, 0, k, sb))
+            return shrank(ar);
+        if (len == 0 || memcmp(sb, WPK_SUPERBLOCK_MAGIC, k) == 0)
             return wpk_fail(ar, WPACK_E_TRUNCATED,
                             "file is %llu bytes, too short for a superblock and trailer",
                             (unsigned long long)len);
         return wpk_fail(ar, WPACK_E_BAD_MAGIC, "not a wpack archive (%llu bytes, bad magic)",
                         (unsigned long long)len);
     }
+    if (!wpk_read_at(ar, 0, WPK_HEADER_SIZE, sb))
+        return shrank(ar);
+    memcpy(ar->super, sb, WPK_HEADER_SIZE);
     if (memcmp(sb, WPK_SUPERBLOCK_MAGIC, 8) != 0) {
         if (memcmp(sb + 1, "WPK", 3) == 0)
             return wpk_fail(ar, WPACK_E_BAD_MAGIC,
@@ -173,37 +232,56 @@ int wpk_check_header(wpack_archive *ar)
         return wpk_fail(ar, WPACK_E_TRUNCATED, "file is %llu bytes, superblock says %llu",
                         (unsigned long long)len, (unsigned long long)sf.file_length);
     /* data_offset < file_length <= len: the padding is inside the file. */
-    if (!wpk_all_zero(sb + WPK_HEADER_SIZE, sf.data_offset - WPK_HEADER_SIZE))
+    int z = zero_range(ar, WPK_HEADER_SIZE, sf.data_offset - WPK_HEADER_SIZE);
+    if (z < 0)
+        return shrank(ar);
+    if (!z)
         return wpk_fail(ar, WPACK_E_PADDING, "padding after the superblock is not zero");
     const header_fields *use = &sf;
     header_fields tf;
     int recovered = 0;
+    if (!wpk_read_at(ar, len - WPK_HEADER_SIZE, WPK_HEADER_SIZE, t))
+        return shrank(ar);
     if (len > sf.file_length) {
-        /* An in-place update: finished but superblock not rewritten (4a), or interrupted (4b). */
-        const uint8_t *t = sb + len - WPK_HEADER_SIZE;
-        int next = 0;
-        if (trailer_valid(t)) {
+        /* An update not yet committed by its superblock (4.1), or bytes past
+         * the archive: an interrupted update or superseded generations (4.2). */
+        int next = 0, valid = trailer_valid(t);
+        uint8_t *owned = NULL;
+        if (valid) {
             decode(t, &tf);
             /* Its index must be intact too: a crash can leave the trailer
              * on disk but not all of the index before it. */
-            next = is_next_generation(&sf, &tf, len) &&
-                   check_fields(ar, t, &tf, "trailer") == WPACK_OK &&
-                   wpk_xxh3(sb + tf.index_offset, (size_t)tf.index_length) == tf.index_checksum;
+            if (is_next_generation(&sf, &tf, len) &&
+                check_fields(ar, t, &tf, "trailer") == WPACK_OK) {
+                int why = WPACK_OK;
+                const uint8_t *ix = index_bytes(ar, tf.index_offset, tf.index_length, &owned, &why);
+                if (!ix && why == WPACK_E_NOMEM)
+                    return wpk_fail(ar, why, "out of memory reading the index");
+                next = ix && wpk_xxh3(ix, (size_t)tf.index_length) == tf.index_checksum;
+            }
         }
         if (next) {
             use = &tf;
+            memcpy(ar->head, t, WPK_HEADER_SIZE);
+            ar->index_buf = owned;
+            ar->index_buf_len = tf.index_length;
+            ar->index = owned; /* NULL for a buffer: index.c points into it */
         } else {
-            const uint8_t *old = sb + sf.file_length - WPK_HEADER_SIZE;
-            if (!trailer_valid(old) ||
-                memcmp(old + 8, sb + 8, WPK_H_CHECKSUM_OFF - 8) != 0)
+            if (owned)
+                wpk_index_free(owned, tf.index_length);
+            uint8_t old[WPK_HEADER_SIZE];
+            if (!wpk_read_at(ar, sf.file_length - WPK_HEADER_SIZE, WPK_HEADER_SIZE, old))
+                return shrank(ar);
+            if (!trailer_valid(old) || memcmp(old + 8, sb + 8, WPK_H_CHECKSUM_OFF - 8) != 0)
                 return wpk_fail(ar, WPACK_E_TRAILER,
                                 "file is %llu bytes, superblock says %llu, and no trailer "
                                 "matches either",
                                 (unsigned long long)len, (unsigned long long)sf.file_length);
-            recovered = 1;
+            /* A file that ends with an earlier generation's trailer holds
+             * space that updates reuse (spec 14), not an interrupted one. */
+            recovered = !(valid && tf.generation < sf.generation);
         }
     } else {
-        const uint8_t *t = sb + len - WPK_HEADER_SIZE;
         if (memcmp(t, WPK_TRAILER_MAGIC, 8) != 0)
             return wpk_fail(ar, WPACK_E_TRAILER, "no trailer at offset %llu (bad magic)",
                             (unsigned long long)(len - WPK_HEADER_SIZE));
@@ -212,10 +290,58 @@ int wpk_check_header(wpack_archive *ar)
         if (memcmp(t + 8, sb + 8, WPK_H_CHECKSUM_OFF - 8) != 0)
             return wpk_fail(ar, WPACK_E_TRAILER, "trailer disagrees with the superblock");
     }
+    if (use == &sf)
+        memcpy(ar->head, sb, WPK_HEADER_SIZE);
     fill_info(ar, use, recovered);
-    if (use->generation == 1 && use->index_offset > use->data_offset + use->data_length &&
-        !wpk_all_zero(sb + use->data_offset + use->data_length,
-                  use->index_offset - (use->data_offset + use->data_length)))
-        return wpk_fail(ar, WPACK_E_PADDING, "padding before the index is not zero");
+    uint64_t data_end = use->data_offset + use->data_length;
+    if (use->generation == 1 && use->index_offset > data_end) {
+        z = zero_range(ar, data_end, use->index_offset - data_end);
+        if (z < 0)
+            return shrank(ar);
+        if (!z)
+            return wpk_fail(ar, WPACK_E_PADDING, "padding before the index is not zero");
+    }
+    if (ar->fd >= 0 && !ar->index) {
+        int why = WPACK_OK;
+        uint8_t *owned;
+        if (!index_bytes(ar, use->index_offset, use->index_length, &owned, &why))
+            return why == WPACK_E_NOMEM ? wpk_fail(ar, why, "out of memory reading the index")
+                                        : shrank(ar);
+        ar->index_buf = owned;
+        ar->index_buf_len = use->index_length;
+        ar->index = owned;
+    }
     return WPACK_OK;
+}
+
+int wpk_check_candidate(const wpack_archive *old, const uint8_t *head, const uint8_t *index,
+                        char *msg, size_t msglen)
+{
+    wpack_archive *ar = calloc(1, sizeof *ar);
+    if (!ar)
+        return WPACK_E_NOMEM;
+    pthread_mutex_init(&ar->err_lock, NULL);
+    /* old's view of the (unchanged) data; the index is the caller's */
+    ar->fd = -1;
+    ar->base = old->base;
+    ar->len = old->len;
+    ar->file_size = old->file_size;
+    ar->path = old->path;
+    header_fields f;
+    decode(head, &f);
+    int rc = check_fields(ar, head, &f, "new superblock");
+    if (rc == WPACK_OK) {
+        fill_info(ar, &f, 0);
+        memcpy(ar->head, head, WPK_HEADER_SIZE);
+        ar->index = index;
+        rc = wpk_check_index(ar);
+    }
+    if (rc == WPACK_OK)
+        rc = wpk_check_shards(ar);
+    if (rc && msg && msglen)
+        wpk_fmt(msg, msglen, "%s", ar->errmsg);
+    wpk_close_shards(ar);
+    pthread_mutex_destroy(&ar->err_lock);
+    free(ar); /* path and index are borrowed */
+    return rc;
 }

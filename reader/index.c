@@ -418,10 +418,12 @@ static int check_extents(wpack_archive *ar, uint64_t count, uint64_t data_count)
 int wpk_check_index(wpack_archive *ar)
 {
     uint64_t ioff = ar->info.index_offset, ilen = ar->info.index_length;
-    if (!wpk_in_bounds(ioff, ilen, ar->len))
-        return wpk_fail(ar, WPACK_E_TRUNCATED, "index at %llu+%llu past the end of the file",
-                        (unsigned long long)ioff, (unsigned long long)ilen);
-    ar->index = ar->base + ioff;
+    if (!ar->index) { /* a file's index was read at step 1; a buffer's is in place */
+        if (!wpk_in_bounds(ioff, ilen, ar->len))
+            return wpk_fail(ar, WPACK_E_TRUNCATED, "index at %llu+%llu past the end of the file",
+                            (unsigned long long)ioff, (unsigned long long)ilen);
+        ar->index = ar->base + ioff;
+    }
     const uint8_t *ix = ar->index;
     if (wpk_xxh3(ix, (size_t)ilen) != ar->info.index_checksum)
         return wpk_fail(ar, WPACK_E_INDEX_CHECKSUM, "index checksum mismatch");

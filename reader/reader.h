@@ -9,10 +9,20 @@
 #include "layout.h"
 
 struct wpack_archive {
-    const uint8_t *base;        /* the whole file or caller buffer */
-    uint64_t len;               /* its length */
+    /* A caller's buffer: all of it. A file: a read-only map of [0, data
+     * region end) only; the index is read into index_buf with pread, so a
+     * file that an in-place update rewrites past the data (spec 14) never
+     * faults or changes under an open handle. */
+    const uint8_t *base;
+    uint64_t len;               /* bytes addressable at base */
     void *map;                  /* mmap to undo, or NULL */
     size_t map_len;
+    int fd;                     /* the file, while wpack_open_file runs; else -1 */
+    uint64_t file_size;         /* L: the file's (or buffer's) size at open */
+    uint8_t *index_buf;         /* a file's index, read at open (owned: wpk_index_free) */
+    uint64_t index_buf_len;
+    uint8_t super[128];         /* the superblock as read */
+    uint8_t head[128];          /* the header in force: the superblock, or the trailer of rule 4.1 */
 
     int errcode;
     char errmsg[600];
@@ -41,8 +51,23 @@ struct wpack_archive {
 int wpk_fail(wpack_archive *ar, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Step 1: superblock, trailer, regions (fills ar->info). */
+/* Read [off, off + n) of the archive into dst: from the caller's buffer, or
+ * with pread from the file being opened. 0 when the bytes are not there (a
+ * file that shrank since its fstat: never a fault). */
+int wpk_read_at(wpack_archive *ar, uint64_t off, uint64_t n, void *dst);
+
+/* Memory for n bytes of a file's index, and its release. */
+uint8_t *wpk_index_alloc(uint64_t n);
+void wpk_index_free(uint8_t *p, uint64_t n);
+
+/* Step 1: superblock, trailer, regions (fills ar->info, super, head; for a
+ * file also reads the index into index_buf). */
 int wpk_check_header(wpack_archive *ar);
+/* An updater's candidate: head (the next generation's superblock) and its
+ * index, validated as open would validate them, against the open archive
+ * old (same file, same data). WPACK_OK, or a code and msg. */
+int wpk_check_candidate(const wpack_archive *old, const uint8_t *head, const uint8_t *index,
+                        char *msg, size_t msglen);
 /* Step 2: the whole index. */
 int wpk_check_index(wpack_archive *ar);
 

@@ -148,9 +148,10 @@ static void test_crash_between_steps(void)
     uint64_t counts[2] = {5, 5};
     wpack_stats_in s = act_stats("0", v, edges, counts);
     char err[400];
-    setenv("WPACK_UPDATE_STOP_AFTER", "append", 1);
-    CHECK_EQ(wpack_update_add_stats(path, &s, 1, err, sizeof err), WPACK_E_IO);
-    unsetenv("WPACK_UPDATE_STOP_AFTER");
+    wpack_update *u;
+    CHECK_EQ(wpack_update_begin(&u, path, WPACK_UPDATE_STOP_AFTER_APPEND, err, sizeof err), WPACK_OK);
+    CHECK_EQ(wpack_update_set_stats(u, &s), WPACK_OK);
+    CHECK_EQ(wpack_update_commit(u, err, sizeof err), WPACK_E_IO);
     int rec;
     uint64_t ns;
     /* superblock still says generation 1; the appended trailer makes it 2 */

@@ -1,0 +1,158 @@
+#!/bin/bash
+# test_update.sh - in-place updates (issue 13 points 3 and 5, spec 14): a
+# recalibrated index keeps the size of a fresh archive's index, the dead
+# space stays bounded, and `wpack update` adds, replaces and drops stats,
+# metadata and name-map names, refusing bad input with nothing written.
+. "$(dirname "$0")/lib.sh"
+
+# field NAME ARCHIVE: a top-level field of inspect --json
+field() { "$WPACK" inspect --json "$2" | "$PY" -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+# pyq ARCHIVE EXPR: EXPR over d = inspect --json
+pyq() { "$WPACK" inspect --json "$1" | "$PY" -c "import json,sys; d=json.load(sys.stdin); print($2)"; }
+size_of() { stat -c %s "$1"; }
+
+# A 99-module chain: 50 Linear(16, 16) and 49 ReLU.
+"$PY" - "$T" <<'EOF' || fail make_chain
+import sys, numpy as np
+d = sys.argv[1]
+import os
+os.makedirs(d + "/m")
+rng = np.random.default_rng(7)
+spec = []
+for i in range(99):
+    if i % 2 == 0:
+        np.save("%s/m/%d.weight.npy" % (d, i), (rng.standard_normal((16, 16)) * 0.3).astype(np.float32))
+        np.save("%s/m/%d.bias.npy" % (d, i), (rng.standard_normal(16) * 0.1).astype(np.float32))
+        spec.append(str(i))
+    else:
+        spec.append("%d=relu" % i)
+open(d + "/spec", "w").write(",".join(spec))
+np.save(d + "/x.npy", rng.standard_normal((32, 16)).astype(np.float32))
+EOF
+A="$T/chain.wpack"
+expect create_chain "$WPACK" create -q -o "$A" --layers "$(cat "$T/spec")" "$T/m"
+
+# ---- issue 13 point 3: the index does not grow, the dead space is bounded
+ilen=() ; fsize=()
+for k in 1 2 3 4 5 6; do
+    if "$WPACK" calibrate "$A" --input "$T/x.npy" --histogram 1024 >"$T/out" 2>"$T/err"; then
+        ilen[$k]=$(field index_length "$A"); fsize[$k]=$(size_of "$A")
+        echo "# calibration $k: index ${ilen[$k]} B, file ${fsize[$k]} B, generation $(field generation "$A")"
+    else
+        fail "calibrate_$k" "$(head -c 300 "$T/err")"
+    fi
+done
+[ "$(pyq "$A" 'len(d["stats"])')" = 199 ] && pass calibrated_199_records || fail calibrated_199_records
+same=1
+for k in 2 3 4 5 6; do [ "${ilen[$k]:-x}" = "${ilen[1]:-y}" ] || same=0; done
+[ $same = 1 ] && pass index_same_size_every_generation \
+    || fail index_same_size_every_generation "${ilen[*]}"
+# a fresh archive of the same content (convert rewrites everything)
+expect convert_fresh "$WPACK" convert "$A" --decompress -o "$T/fresh.wpack"
+fresh=$(field index_length "$T/fresh.wpack")
+d=$(( ${ilen[4]:-0} - fresh )); d=${d#-}
+[ "$d" -le 4096 ] && pass index_within_padding_of_fresh \
+    || fail index_within_padding_of_fresh "updated ${ilen[4]:-?} fresh $fresh"
+# bounded: after the data, at most three generations (spec 14 Space), and no
+# growth once recalibration alternates
+data_end=$(( $(field data_offset "$A") + $(field data_length "$A") ))
+tail=$(( ${fsize[6]:-0} - data_end )); gen=$(( ${ilen[6]:-0} + 128 ))
+[ "$tail" -le $(( 3 * gen )) ] && pass dead_space_bounded \
+    || fail dead_space_bounded "tail $tail > 3 x $gen"
+[ "${fsize[4]:-a}" = "${fsize[6]:-b}" ] && [ "${fsize[3]:-a}" = "${fsize[6]:-b}" ] \
+    && pass file_stops_growing || fail file_stops_growing "${fsize[*]}"
+expect verify_after_recalibrations "$WPACK" verify "$A"
+[ "$(field recovered "$A")" = False ] && pass reused_space_is_not_recovered \
+    || fail reused_space_is_not_recovered
+# the old 4 generations cost 4 x the index: now the tail is below 3
+[ "$tail" -lt $(( 4 * ${ilen[1]:-0} )) ] && pass tail_below_old_growth || fail tail_below_old_growth
+
+# ---- issue 13 point 5: wpack update
+B="$T/b.wpack"
+expect create_small "$WPACK" create -q -o "$B" --layers "0,1=relu,2" --meta model.name=first \
+    --name p0=0.weight "$T/m/0.weight.npy" "$T/m/0.bias.npy" "$T/m/2.weight.npy" "$T/m/2.bias.npy"
+expect update_help "$WPACK" update --help
+grep -q -- '--drop-stats' "$T/out" && pass update_help_text || fail update_help_text
+"$WPACK" --help | grep -q '^  update ' && pass update_in_command_list || fail update_in_command_list
+
+expect update_meta_add "$WPACK" update "$B" --meta model.source=hub/x
+grep -q 'generation 2' "$T/out" && pass update_summary_line || fail update_summary_line "$(cat "$T/out")"
+[ "$(pyq "$B" 'd["metadata"]["model.source"]')" = hub/x ] && pass meta_added || fail meta_added
+expect update_meta_replace "$WPACK" update "$B" --meta model.name=second
+[ "$(pyq "$B" '(d["metadata"]["model.name"], len(d["metadata"]))')" = "('second', 4)" ] \
+    && pass meta_replaced || fail meta_replaced "$(pyq "$B" 'd["metadata"]')"
+
+expect update_name_add "$WPACK" update "$B" --name p2=2.weight
+[ "$(pyq "$B" 'sorted(d["name_map"].items())')" = "[('p0', '0.weight'), ('p2', '2.weight')]" ] \
+    && pass name_added || fail name_added "$(pyq "$B" 'd["name_map"]')"
+expect update_name_replace "$WPACK" update "$B" --name p0=2.bias
+[ "$(pyq "$B" '(d["name_map"]["p0"], len(d["name_map"]))')" = "('2.bias', 2)" ] \
+    && pass name_replaced || fail name_replaced
+expect extract_by_new_name "$WPACK" extract "$B" -o "$T/ex" p2
+
+cat >"$T/s1.json" <<'EOF'
+{"version": 1, "stats": [
+ {"key": "0", "kind": "activation", "count": 10, "min": -1, "max": 2, "mean": 0.5, "variance": 0.25,
+  "histogram": {"edges": [-1, 0.5, 2], "counts": [4, 6]}},
+ {"key": "0.weight", "kind": "weight", "count": 256, "min": -0.5, "max": 0.5, "mean": 0, "variance": 0.1}
+]}
+EOF
+cat >"$T/s2.json" <<'EOF'
+{"version": 1, "stats": [{"key": "0", "kind": "activation", "count": 3, "min": -3, "max": 3, "mean": 0}]}
+EOF
+n0=$(pyq "$B" 'len(d["stats"])')
+expect update_stats_add "$WPACK" update "$B" --stats "$T/s1.json"
+[ "$(pyq "$B" 'len(d["stats"])')" = $((n0 + 1)) ] && pass stats_added_one_replaced_one \
+    || fail stats_added_one_replaced_one
+[ "$(pyq "$B" '[s["max"] for s in d["stats"] if s["key"]=="0.weight"][0]')" = 0.5 ] \
+    && pass weight_stats_replaced || fail weight_stats_replaced
+# the same key and kind again: replaced, never "added twice"
+expect update_stats_again "$WPACK" update "$B" --stats "$T/s1.json"
+expect update_stats_later_wins "$WPACK" update "$B" --stats "$T/s1.json" --stats "$T/s2.json"
+[ "$(pyq "$B" '[(float(s["min"]), s["count"]) for s in d["stats"] if s["key"]=="0" and s["kind"]=="activation"]')" = "[(-3.0, 3)]" ] \
+    && pass activation_stats_replaced || fail activation_stats_replaced
+
+expect update_drop_activation "$WPACK" update "$B" --drop-stats 0:activation
+[ "$(pyq "$B" 'len([s for s in d["stats"] if s["key"]=="0"])')" = 0 ] && pass dropped_activation \
+    || fail dropped_activation
+expect update_drop_both "$WPACK" update "$B" --drop-stats 0.weight
+[ "$(pyq "$B" 'len([s for s in d["stats"] if s["key"]=="0.weight"])')" = 0 ] && pass dropped_weight \
+    || fail dropped_weight
+expect update_drop_and_set "$WPACK" update "$B" --drop-stats 2.bias:weight --meta a.b=c
+expect verify_after_updates "$WPACK" verify "$B"
+
+# errors: named kinds, [WPACK_E_*], and nothing written
+cp "$B" "$T/before.wpack"
+expect_fail drop_missing 'no activation stats .0. to drop.*\[WPACK_E_NOT_FOUND\]' \
+    "$WPACK" update "$B" --drop-stats 0:activation
+cat >"$T/bad.json" <<'EOF'
+{"version": 1, "stats": [{"key": "nope", "kind": "weight", "count": 1, "min": 0, "max": 1, "mean": 0.5}]}
+EOF
+expect_fail weight_stats_no_tensor "no tensor of that name.*\[WPACK_E_STATS\]" \
+    "$WPACK" update "$B" --stats "$T/bad.json"
+cat >"$T/bad2.json" <<'EOF'
+{"version": 1, "stats": [{"key": "0", "kind": "activation", "count": 1, "min": 2, "max": 1, "mean": 1.5}]}
+EOF
+expect_fail stats_inconsistent "\[WPACK_E_STATS\]" "$WPACK" update "$B" --stats "$T/bad2.json"
+expect_fail name_is_entry "is an entry name.*\[WPACK_E_EXISTS\]" "$WPACK" update "$B" --name 0.bias=2.bias
+expect_fail name_no_entry "no tensor of that name.*\[WPACK_E_NOT_FOUND\]" "$WPACK" update "$B" --name q=zz
+expect_fail meta_bad "wants KEY=VALUE" "$WPACK" update "$B" --meta novalue
+expect_fail meta_bad_utf8 "\[WPACK_E_METADATA\]" "$WPACK" update "$B" --meta "k=$(printf '\xff')"
+expect_fail nothing_to_do "nothing to change" "$WPACK" update "$B"
+expect_fail unknown_option "unknown option" "$WPACK" update "$B" --frob
+expect_fail no_such_archive "\[WPACK_E_IO\]" "$WPACK" update "$T/none.wpack" --meta a=b
+if grep -rq 'kind [0-9]' "$T/err"; then fail no_kind_numbers; else pass no_kind_numbers; fi
+cmp -s "$B" "$T/before.wpack" && pass failed_updates_write_nothing || fail failed_updates_write_nothing
+
+# the test hook stops between the two steps: the new generation is there,
+# the superblock does not name it yet; the next update commits it
+g=$(field generation "$B")
+expect_fail stop_after_append "stopped after the append" env WPACK_UPDATE_STOP_AFTER=append \
+    "$WPACK" update "$B" --meta stop=1
+expect verify_after_stop "$WPACK" verify "$B"
+g2=$(field generation "$B")
+{ [ "$g2" = "$g" ] || [ "$g2" = $((g + 1)) ]; } && pass stop_old_or_new || fail stop_old_or_new "$g -> $g2"
+expect update_after_stop "$WPACK" update "$B" --meta after=1
+[ "$(pyq "$B" 'd["metadata"].get("after")')" = 1 ] && pass update_after_stop_applied \
+    || fail update_after_stop_applied
+finish
