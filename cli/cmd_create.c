@@ -489,7 +489,7 @@ int cmd_create(int argc, char **argv)
     opt.shard_size = shard_size; /* the writer streams the shards itself */
     opt.max_data_bytes = cli_output_cap(l.bytes, max_output);
     if (wpack_writer_open(&w, out, &opt) != WPACK_OK) {
-        cli_error("%s", wpack_writer_errmsg(w));
+        cli_error("%s [%s]", wpack_writer_errmsg(w), wpack_error_name(wpack_writer_errcode(w)));
         goto done;
     }
     for (size_t k = 0; k < nmeta; k++) {
@@ -499,12 +499,13 @@ int cmd_create(int argc, char **argv)
         int e = wpack_writer_set_string(w, key, v);
         free(key);
         if (e) {
-            cli_error("--meta %s: %s", metas[k], wpack_writer_errmsg(w));
+            cli_error("--meta %s: %s [%s]", metas[k], wpack_writer_errmsg(w), wpack_error_name(e));
             goto done;
         }
     }
     if (layers && wpack_writer_set_string(w, "wpack.layers", layers) != WPACK_OK) {
-        cli_error("--layers %s: %s", layers, wpack_writer_errmsg(w));
+        cli_error("--layers %s: %s [%s]", layers, wpack_writer_errmsg(w),
+                  wpack_error_name(wpack_writer_errcode(w)));
         goto done;
     }
     wpk_sink_init(&sink, w, err, sizeof err);
@@ -573,7 +574,7 @@ int cmd_create(int argc, char **argv)
         int e = wpack_writer_add_name(w, other, v);
         free(other);
         if (e) {
-            cli_error("--name %s: %s", maps[k], wpack_writer_errmsg(w));
+            cli_error("--name %s: %s [%s]", maps[k], wpack_writer_errmsg(w), wpack_error_name(e));
             goto done;
         }
     }
@@ -586,7 +587,7 @@ int cmd_create(int argc, char **argv)
     int e = wpack_writer_finish(w, err, sizeof err);
     w = NULL;
     if (e) {
-        cli_error("%s", err);
+        cli_error("%s [%s]", err, wpack_error_name(e));
         goto done;
     }
     if (!quiet) {

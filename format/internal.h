@@ -15,6 +15,9 @@
  * UTF-8 (no overlongs, no surrogates, <= U+10FFFF), no bytes below 0x20 and
  * no 0x7f. Returns NULL when fine, else a short reason. */
 const char *wpk_name_problem(const uint8_t *s, uint64_t len);
+/* "weight", "activation" or "unknown-kind": how messages name a stats kind
+ * (never by its number). */
+const char *wpk_stats_kind_name(int kind);
 
 /* XXH3-64 (seed 0) of a buffer. */
 uint64_t wpk_xxh3(const void *p, size_t n);

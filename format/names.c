@@ -62,3 +62,10 @@ const char *wpk_name_problem(const uint8_t *s, uint64_t len)
     }
     return NULL;
 }
+
+const char *wpk_stats_kind_name(int kind)
+{
+    return kind == WPACK_STATS_WEIGHT       ? "weight"
+           : kind == WPACK_STATS_ACTIVATION ? "activation"
+                                            : "unknown-kind";
+}

@@ -64,12 +64,6 @@ static int ufail(wpack_update *u, int code, const char *fmt, ...)
     return code;
 }
 
-static const char *kind_name(int kind)
-{
-    return kind == WPACK_STATS_WEIGHT ? "weight" : kind == WPACK_STATS_ACTIVATION ? "activation"
-                                                                                  : "unknown-kind";
-}
-
 /* ------------------------------------------------------------ the session */
 
 static void free_kvs(kv *v, size_t n)
@@ -257,7 +251,7 @@ static int copy_stats(wpack_update *u, wpack_stats_in *d, const wpack_stats_in *
         (s->percentile_count && !s->percentiles))
         return ufail(u, WPACK_E_STATS,
                      "%s stats '%s': channels (1..%u), bins, percentiles or a values array invalid",
-                     kind_name(s->kind), s->key, (unsigned)WPK_LIMIT_CHANNELS);
+                     wpk_stats_kind_name(s->kind), s->key, (unsigned)WPK_LIMIT_CHANNELS);
     memset(d, 0, sizeof *d);
     *d = *s;
     double *v = malloc(5 * (size_t)c * sizeof *v);
@@ -375,7 +369,7 @@ int wpack_update_drop_stats(wpack_update *u, const char *key, int kind)
                      "drop stats '%s': kind must be weight, activation or 0 (both)", key);
     if (!has_stats(u->ar, key, kind))
         return ufail(u, WPACK_E_NOT_FOUND, "%s: no %s stats '%s' to drop", u->path,
-                     kind ? kind_name(kind) : "weight or activation", key);
+                     kind ? wpk_stats_kind_name(kind) : "weight or activation", key);
     char k[2] = {(char)('0' + kind), 0};
     /* key and kind together name a drop: encode the kind into the value */
     kv *g = realloc(u->drops, (u->ndrops + 1) * sizeof *g);
@@ -864,7 +858,7 @@ int wpack_update_add_stats(const char *path, const wpack_stats_in *records, size
         for (size_t j = 0; j < i && rc == WPACK_OK; j++)
             if (records[j].key && records[i].key && records[j].kind == records[i].kind &&
                 strcmp(records[j].key, records[i].key) == 0)
-                rc = ufail(u, WPACK_E_EXISTS, "%s stats '%s' given twice", kind_name(records[i].kind),
+                rc = ufail(u, WPACK_E_EXISTS, "%s stats '%s' given twice", wpk_stats_kind_name(records[i].kind),
                            records[i].key);
         if (rc == WPACK_OK)
             rc = wpack_update_set_stats(u, &records[i]);

@@ -415,8 +415,8 @@ static int check_references(wpack_writer *w)
     size_t ns_count = w->stats.len / sizeof *ss;
     for (size_t i = 0; i < ns_count; i++) {
         if (i && cmp_stats(&ss[i - 1], &ss[i], w) == 0)
-            return wpk_wfail(w, WPACK_E_EXISTS, "stats '%s' (kind %d) added twice",
-                             wpk_pool_str(w, ss[i].key), ss[i].kind);
+            return wpk_wfail(w, WPACK_E_EXISTS, "%s stats '%s' added twice",
+                             wpk_stats_kind_name(ss[i].kind), wpk_pool_str(w, ss[i].key));
         if (ss[i].kind != WPACK_STATS_WEIGHT)
             continue;
         uint64_t t;

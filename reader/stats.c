@@ -121,7 +121,7 @@ int wpk_check_stats(wpack_archive *ar)
         if (prev) {
             int c = key_kind_cmp(prev, prev_len, prev_kind, key, key_len, kind);
             if (c == 0)
-                return wpk_fail(ar, WPACK_E_DUPLICATE, "stats '%s' (kind %d) appear twice", Q, kind);
+                return wpk_fail(ar, WPACK_E_DUPLICATE, "%s stats '%s' appear twice", wpk_stats_kind_name(kind), Q);
             if (c > 0)
                 return wpk_fail(ar, WPACK_E_UNSORTED, "stats '%s' out of (key, kind) order", Q);
         }
