@@ -87,18 +87,26 @@ int wpk_read_at(wpack_archive *ar, uint64_t off, uint64_t n, void *dst)
     return 1;
 }
 
-static int validate(wpack_archive *ar, unsigned flags)
+/* After the header: the index, the shards, the verify-on-read state and
+ * the optional full verification (memory and file opens alike). */
+static int check_after_header(wpack_archive *ar, unsigned flags)
 {
-    ar->flags = flags;
-    int rc = wpk_check_header(ar);
-    if (rc == WPACK_OK)
-        rc = wpk_check_index(ar);
+    int rc = wpk_check_index(ar);
     if (rc == WPACK_OK)
         rc = wpk_check_shards(ar);
     if (rc == WPACK_OK)
         rc = wpk_reads_init(ar);
     if (rc == WPACK_OK && (flags & WPACK_OPEN_VERIFY))
         rc = wpack_verify_all(ar, NULL, NULL);
+    return rc;
+}
+
+static int validate(wpack_archive *ar, unsigned flags)
+{
+    ar->flags = flags;
+    int rc = wpk_check_header(ar);
+    if (rc == WPACK_OK)
+        rc = check_after_header(ar, flags);
     if (rc == WPACK_OK) {
         /* Rule 4a may have recorded a rejected candidate trailer; open succeeded. */
         ar->errcode = WPACK_OK;
@@ -165,14 +173,7 @@ static int open_once(wpack_archive *ar, unsigned flags)
     ar->map_len = (size_t)data_end;
     ar->base = m;
     ar->len = data_end;
-    rc = wpk_check_index(ar);
-    if (rc == WPACK_OK)
-        rc = wpk_check_shards(ar);
-    if (rc == WPACK_OK)
-        rc = wpk_reads_init(ar);
-    if (rc == WPACK_OK && (flags & WPACK_OPEN_VERIFY))
-        rc = wpack_verify_all(ar, NULL, NULL);
-    return rc;
+    return check_after_header(ar, flags);
 }
 
 /* Did the file change since the attempt read it (an update committed, a
