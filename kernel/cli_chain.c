@@ -1,9 +1,12 @@
 /* cli_chain.c - the --layers chain: parse, bind, run, and f32 .npy I/O. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "atomic_file.h"
 #include "bytes.h"
@@ -135,9 +138,17 @@ int chain_run(const chain *c, const float *x, size_t batch, size_t width, float 
 int chain_read_npy(const char *path, float **x, size_t *batch, size_t *width, char *err,
                    size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* never blocks on a FIFO; regular files only (format/open_input.c) */
+    struct stat st;
+    char msg[400];
+    int code, fd = wpk_open_input(AT_FDCWD, path, 0, &st, &code, msg, sizeof msg);
+    if (fd < 0)
+        return cfail(err, errlen, code, "%s: %s", path, msg);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
         return cfail(err, errlen, WPACK_E_IO, "%s: %s", path, strerror(errno));
+    }
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);

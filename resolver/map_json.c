@@ -1,5 +1,8 @@
 /* map_json.c - load the --map JSON object (see map_json.h). */
+#include <fcntl.h>
 #include <jansson.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,8 +12,17 @@
 int wpk_name_map_load(const char *path, wpk_name_map *m, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
+    /* never blocks on a FIFO; regular files only (format/open_input.c) */
+    struct stat st;
+    char msg[400];
+    int code, fd = wpk_open_input(AT_FDCWD, path, 0, &st, &code, msg, sizeof msg);
+    if (fd < 0) {
+        wpk_fmt(err, errlen, "%s: %s", path, msg);
+        return 1;
+    }
     json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+    close(fd);
     if (!root) {
         wpk_fmt(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
         return 1;

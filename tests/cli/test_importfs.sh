@@ -189,4 +189,14 @@ else
     fail st_300k_empty_packs "$(head -c 300 "$T/err")"
 fi
 
+
+# --- other commands' inputs: `run --input` and `resolve --map` FIFOs
+# (they used plain open/fopen, which blocks on a FIFO for ever)
+$PY -c "import numpy as np; np.save('$T/w.weight.npy', np.ones((2, 3), np.float32)); np.save('$T/x.npy', np.ones((1, 3), np.float32))"
+"$WPACK" create -q -o "$T/run.wpack" "$T/w.weight.npy" 2>"$T/err" || fail run_fixture "$(cat "$T/err")"
+rm -f "$T/in.fifo" && mkfifo "$T/in.fifo"
+expect_fail run_input_fifo_refused "a FIFO.*$FT" timeout 10 "$WPACK" run "$T/run.wpack" --layers w --input "$T/in.fifo"
+printf 'module {\n}\n' >"$T/empty.mlir"
+expect_fail resolve_map_fifo_refused "a FIFO.*(\[WPACK_E_INPUT\]|$FT)" timeout 10 "$WPACK" resolve "$T/run.wpack" "$T/empty.mlir" -o "$T/o.mlir" --map "$T/in.fifo"
+
 finish
