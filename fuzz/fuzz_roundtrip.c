@@ -591,6 +591,26 @@ static void op_stats(model *md, input *in)
 /* ------------------------------------------------------------- finish */
 
 /* What finish checks across records: 1 when it must fail. */
+/* Name-map record i names no entry but a module path with activation stats:
+ * the writer keeps it in metadata wpack.module_names, not in the name map. */
+static int module_name(const model *md, size_t i)
+{
+    if (find_ent(md, md->map[i].entry) >= 0)
+        return 0;
+    for (size_t k = 0; k < md->ns; k++)
+        if (md->s[k].kind == WPACK_STATS_ACTIVATION && strcmp(md->s[k].key, md->map[i].entry) == 0)
+            return 1;
+    return 0;
+}
+
+static size_t module_name_count(const model *md)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < md->nmap; i++)
+        n += (size_t)module_name(md, i);
+    return n;
+}
+
 static int finish_must_fail(const model *md)
 {
     for (size_t i = 0; i < md->ne; i++) {
@@ -599,8 +619,11 @@ static int finish_must_fail(const model *md)
             return 1;
     }
     for (size_t i = 0; i < md->nmap; i++)
-        if (find_ent(md, md->map[i].entry) < 0)
+        if (find_ent(md, md->map[i].entry) < 0 && !module_name(md, i))
             return 1;
+    for (size_t i = 0; i < md->nm && module_name_count(md); i++)
+        if (strcmp(md->m[i].key, "wpack.module_names") == 0)
+            return 1; /* the writer's own key is taken: EXISTS */
     for (size_t i = 0; i < md->ns; i++) {
         const stats *s = &md->s[i];
         for (size_t j = 0; j < i; j++)
@@ -744,8 +767,32 @@ static void check_entries(const model *md, const wpack_archive *ar, int *any_zst
 
 static void check_meta(const model *md, const wpack_archive *ar)
 {
-    FUZZ_ASSERT(wpack_meta_count(ar) == md->nm + !md->producer_set, "%llu metadata records, wrote %zu",
-                (unsigned long long)wpack_meta_count(ar), md->nm);
+    size_t modules = module_name_count(md);
+    FUZZ_ASSERT(wpack_meta_count(ar) == md->nm + !md->producer_set + (modules > 0),
+                "%llu metadata records, wrote %zu (+ %zu module names)",
+                (unsigned long long)wpack_meta_count(ar), md->nm, modules);
+    if (modules) {
+        /* [other, key, ...] pairs, one per module-path name */
+        wpack_meta g, el;
+        FUZZ_ASSERT(wpack_meta_find(ar, "wpack.module_names", &g) == WPACK_OK &&
+                        g.elem_type == WPACK_META_STRING && g.count == 2 * modules,
+                    "wpack.module_names: want %zu pairs", modules);
+        for (size_t i = 0; i < md->nmap; i++) {
+            if (!module_name(md, i))
+                continue;
+            int found = 0;
+            for (uint64_t j = 0; j + 1 < g.count && !found; j += 2) {
+                FUZZ_ASSERT(wpack_meta_elem(ar, &g, j, &el) == WPACK_OK, "wpack.module_names");
+                if (strcmp(el.str, md->map[i].other) != 0)
+                    continue;
+                FUZZ_ASSERT(wpack_meta_elem(ar, &g, j + 1, &el) == WPACK_OK &&
+                                strcmp(el.str, md->map[i].entry) == 0,
+                            "wpack.module_names: '%s' -> '%s'", md->map[i].other, md->map[i].entry);
+                found = 1;
+            }
+            FUZZ_ASSERT(found, "wpack.module_names lacks '%s'", md->map[i].other);
+        }
+    }
     for (size_t i = 0; i < md->nm; i++) {
         const meta *m = &md->m[i];
         wpack_meta g, el;
@@ -799,9 +846,13 @@ static void check_meta(const model *md, const wpack_archive *ar)
 
 static void check_map_and_stats(const model *md, const wpack_archive *ar)
 {
-    FUZZ_ASSERT(wpack_namemap_count(ar) == md->nmap, "%llu name-map records, wrote %zu",
-                (unsigned long long)wpack_namemap_count(ar), md->nmap);
+    size_t modules = module_name_count(md);
+    FUZZ_ASSERT(wpack_namemap_count(ar) == md->nmap - modules,
+                "%llu name-map records, wrote %zu (%zu of them module paths)",
+                (unsigned long long)wpack_namemap_count(ar), md->nmap, modules);
     for (size_t i = 0; i < md->nmap; i++) {
+        if (module_name(md, i))
+            continue; /* checked with the metadata */
         wpack_tensor a, b;
         FUZZ_ASSERT(wpack_find(ar, md->map[i].other, &a) == WPACK_OK &&
                         wpack_find(ar, md->map[i].entry, &b) == WPACK_OK && a.index == b.index,
