@@ -30,43 +30,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tools/golden_content.h"
+#include "tools/golden_tool.h"
 
 static const char *tests_dir = "tests";
-static int failures;
-
-static void die(const char *what)
-{
-    fprintf(stderr, "make_golden: %s: %s\n", what, strerror(errno));
-    exit(1);
-}
-
-static void mkdir_p(const char *path)
-{
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        die(path);
-}
-
-static void write_file(const char *path, const void *p, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f || (n && fwrite(p, 1, n, f) != n) || fclose(f) != 0)
-        die(path);
-}
-
-/* Open path and check its code; report a mismatch. */
-static void check_file(const char *path, int want, unsigned flags)
-{
-    wpack_archive *ar;
-    int rc = wpack_open_file(&ar, path, flags);
-    if (rc != want) {
-        fprintf(stderr, "make_golden: %s: %s (%s), want %s\n", path, wpack_error_name(rc),
-                wpack_errmsg(ar), wpack_error_name(want));
-        failures++;
-    }
-    wpack_close(ar);
-}
-
 /* ------------------------------------------------------- golden basic */
 
 static uint8_t *golden;
@@ -74,33 +40,14 @@ static size_t golden_len;
 
 static void make_basic(void)
 {
-    char dir[512], path[600], err[700];
+    char dir[512], path[600];
     snprintf(dir, sizeof dir, "%s/golden", tests_dir);
     mkdir_p(dir);
+    write_with_expect(dir, "v1_basic", golden_write);
     snprintf(path, sizeof path, "%s/v1_basic.wpack", dir);
-    int rc = golden_write(path, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "make_golden: %s: %s\n", wpack_error_name(rc), err);
-        exit(1);
-    }
     golden = golden_slurp(path, &golden_len);
     if (!golden)
         die(path);
-    wpack_archive *ar;
-    rc = wpack_open_file(&ar, path, WPACK_OPEN_VERIFY);
-    if (rc) {
-        fprintf(stderr, "make_golden: %s does not open: %s\n", path, wpack_errmsg(ar));
-        exit(1);
-    }
-    char *text = golden_describe(ar);
-    wpack_close(ar);
-    if (!text) {
-        fprintf(stderr, "make_golden: describing %s failed\n", path);
-        exit(1);
-    }
-    snprintf(path, sizeof path, "%s/v1_basic.expect", dir);
-    write_file(path, text, strlen(text));
-    free(text);
 }
 
 /* ------------------------------------------------------ fault helpers */
@@ -743,11 +690,11 @@ int main(int argc, char **argv)
     make_errors();
     make_hostile();
     free(golden);
-    if (failures) {
+    if (golden_tool_failures) {
         /* Everything is written anyway: an expectation follows the spec, and
          * test_golden keeps failing until the library meets it. */
         fprintf(stderr, "make_golden: %d files do not give their expected code "
-                        "(a library bug, or a wrong fault); all files were written\n", failures);
+                        "(a library bug, or a wrong fault); all files were written\n", golden_tool_failures);
         return 1;
     }
     printf("make_golden: wrote %s/golden and %s/hostile\n", tests_dir, tests_dir);

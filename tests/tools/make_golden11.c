@@ -22,63 +22,9 @@
 #include <zstd.h>
 
 #include "tools/golden11_content.h"
+#include "tools/golden_tool.h"
 
 static const char *tests_dir = "tests";
-static int failures;
-
-static void die(const char *what)
-{
-    fprintf(stderr, "make_golden11: %s: %s\n", what, strerror(errno));
-    exit(1);
-}
-
-static void write_file(const char *path, const void *p, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f || (n && fwrite(p, 1, n, f) != n) || fclose(f) != 0)
-        die(path);
-}
-
-static void check_file(const char *path, int want, unsigned flags)
-{
-    wpack_archive *ar;
-    int rc = wpack_open_file(&ar, path, flags);
-    if (rc != want) {
-        fprintf(stderr, "make_golden11: %s: %s (%s), want %s\n", path, wpack_error_name(rc),
-                wpack_errmsg(ar), wpack_error_name(want));
-        failures++;
-    }
-    wpack_close(ar);
-}
-
-/* Write path with writer fn, then its .expect beside it. */
-static void make_one(const char *dir, const char *base,
-                     int (*fn)(const char *path, char *err, size_t errlen))
-{
-    char path[700], err[700];
-    snprintf(path, sizeof path, "%s/%s.wpack", dir, base);
-    int rc = fn(path, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "make_golden11: %s: %s: %s\n", path, wpack_error_name(rc), err);
-        exit(1);
-    }
-    wpack_archive *ar;
-    rc = wpack_open_file(&ar, path, WPACK_OPEN_VERIFY);
-    if (rc) {
-        fprintf(stderr, "make_golden11: %s does not open: %s\n", path, wpack_errmsg(ar));
-        exit(1);
-    }
-    char *text = golden_describe(ar);
-    wpack_close(ar);
-    if (!text) {
-        fprintf(stderr, "make_golden11: describing %s failed\n", path);
-        exit(1);
-    }
-    snprintf(path, sizeof path, "%s/%s.expect", dir, base);
-    write_file(path, text, strlen(text));
-    free(text);
-}
-
 /* ------------------------------------------------------------ surgery */
 
 static uint8_t *entry(gimg *m, const char *name)
@@ -251,8 +197,7 @@ static void make_errors(const char *v11)
 {
     char dir[700], path[900];
     snprintf(dir, sizeof dir, "%s/errors", v11);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        die(dir);
+    mkdir_p(dir);
     size_t len[2];
     uint8_t *base[2];
     snprintf(path, sizeof path, "%s/compressed.wpack", v11);
@@ -300,6 +245,7 @@ static void make_errors(const char *v11)
 
 int main(int argc, char **argv)
 {
+    golden_tool_name = "make_golden11";
     if (argc > 1)
         tests_dir = argv[1];
     if (ZSTD_versionNumber() != GOLDEN11_ZSTD_VERSION)
@@ -308,14 +254,13 @@ int main(int argc, char **argv)
                 ZSTD_versionNumber(), GOLDEN11_ZSTD_VERSION);
     char v11[512];
     snprintf(v11, sizeof v11, "%s/golden/v11", tests_dir);
-    if (mkdir(v11, 0777) != 0 && errno != EEXIST)
-        die(v11);
-    make_one(v11, "compressed", golden11_compressed_write);
-    make_one(v11, "sharded", golden11_sharded_write);
+    mkdir_p(v11);
+    write_with_expect(v11, "compressed", golden11_compressed_write);
+    write_with_expect(v11, "sharded", golden11_sharded_write);
     make_errors(v11);
-    if (failures) {
+    if (golden_tool_failures) {
         fprintf(stderr, "make_golden11: %d files do not give their expected code; all were written\n",
-                failures);
+                golden_tool_failures);
         return 1;
     }
     printf("make_golden11: wrote %s\n", v11);
