@@ -88,6 +88,17 @@ uint64_t cli_data_bytes(const wpack_archive *ar);
 /* "--max-output SIZE" at argv[*i]: as cli_opt_value(), the size into *cap
  * (a bad or zero size prints the error and gives -1). */
 int cli_max_output_opt(int argc, char **argv, int *i, uint64_t *cap);
+/* The options every command that writes tensor bytes out takes (extract,
+ * export, convert, cast): --max-output SIZE, -q/--quiet, --no-verify. */
+typedef struct {
+    uint64_t max_output; /* 0: the default cap (cli_output_cap) */
+    int quiet;
+    int verify;          /* 1 unless --no-verify */
+} cli_write_opts;
+#define CLI_WRITE_OPTS_INIT {0, 0, 1}
+/* One of them at argv[*i]: as cli_opt_value() (1 used, 0 not one of them,
+ * -1 a bad --max-output, printed). */
+int cli_write_opt(int argc, char **argv, int *i, cli_write_opts *o);
 /* Before writing: 1 when `need` bytes for `out` (a file or a directory,
  * existing or not) are within cli_output_cap(input_bytes, user_cap) and,
  * with check_space, within the free space of out's file system; else print

@@ -186,8 +186,8 @@ int cmd_cast(int argc, char **argv)
     const char *in = NULL, *out = NULL, *v;
     char *in_place_path = NULL; /* --in-place: the file to replace */
     cast_opts o = {0, calloc((size_t)argc + 1, sizeof(char *)), 0};
-    int r, rc = CLI_USAGE, quiet = 0, in_place = 0, verify = 1;
-    uint64_t max_output = 0;
+    cli_write_opts wo = CLI_WRITE_OPTS_INIT;
+    int r, rc = CLI_USAGE, in_place = 0;
     wpack_archive *ar = NULL;
     wpack_writer *w = NULL;
     char err[1200] = "";
@@ -213,17 +213,11 @@ int cmd_cast(int argc, char **argv)
             if (r < 0)
                 goto done;
             out = v;
-        } else if ((r = cli_max_output_opt(argc, argv, &i, &max_output))) {
+        } else if ((r = cli_write_opt(argc, argv, &i, &wo))) {
             if (r < 0)
                 goto done;
-        } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
-            quiet = 1;
-            i++;
         } else if (strcmp(argv[i], "--in-place") == 0) {
             in_place = 1;
-            i++;
-        } else if (strcmp(argv[i], "--no-verify") == 0) {
-            verify = 0;
             i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("cast: unknown option %s", argv[i]);
@@ -244,15 +238,15 @@ int cmd_cast(int argc, char **argv)
         goto done;
     }
     rc = CLI_FAIL;
-    if (!(ar = cli_open_rewrite("cast", in, out, in_place, verify, &in_place_path)))
+    if (!(ar = cli_open_rewrite("cast", in, out, in_place, wo.verify, &in_place_path)))
         goto done;
     if (in_place)
         out = in_place_path;
     uint64_t need = cast_size(ar, &o);
-    if (!cli_check_output("cast", out, need, cli_input_bytes(ar), max_output, 1))
+    if (!cli_check_output("cast", out, need, cli_input_bytes(ar), wo.max_output, 1))
         goto done;
     cli_progress prog;
-    cli_progress_init(&prog, need, wpack_count(ar), quiet);
+    cli_progress_init(&prog, need, wpack_count(ar), wo.quiet);
     wpack_info info;
     wpack_get_info(ar, &info);
     wpack_writer_options opt;
@@ -335,7 +329,7 @@ int cmd_cast(int argc, char **argv)
         goto done;
     }
     struct stat sb;
-    if (!quiet) {
+    if (!wo.quiet) {
         char size[32];
         cli_human_size(size, sizeof size, stat(out, &sb) == 0 ? (uint64_t)sb.st_size : 0);
         fprintf(stderr, "wrote %s: %llu tensors, %llu cast to %s, %s\n", out,

@@ -41,8 +41,9 @@ int cmd_convert(int argc, char **argv)
     wpack_writer_options opt;
     wpack_writer_options_init(&opt);
     opt.weight_stats = 0; /* stats records are copied as they are */
-    int decompress = 0, compress = 0, quiet = 0, in_place = 0, verify = 1, r;
-    uint64_t align = 0, max_output = 0;
+    cli_write_opts wo = CLI_WRITE_OPTS_INIT;
+    int decompress = 0, compress = 0, in_place = 0, r;
+    uint64_t align = 0;
     for (int i = 1; i < argc;) {
         const char *a = argv[i];
         if (cli_is_help(a)) {
@@ -66,20 +67,14 @@ int cmd_convert(int argc, char **argv)
                 cli_error("--align %s: want a power of two from 64 to 2M", r < 0 ? "" : v);
                 return CLI_USAGE;
             }
-        } else if ((r = cli_max_output_opt(argc, argv, &i, &max_output))) {
+        } else if ((r = cli_write_opt(argc, argv, &i, &wo))) {
             if (r < 0)
                 return CLI_USAGE;
-        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            quiet = 1;
-            i++;
         } else if (strcmp(a, "--decompress") == 0) {
             decompress = 1;
             i++;
         } else if (strcmp(a, "--in-place") == 0) {
             in_place = 1;
-            i++;
-        } else if (strcmp(a, "--no-verify") == 0) {
-            verify = 0;
             i++;
         } else if (a[0] == '-' && a[1]) {
             cli_error("convert: unknown option '%s'", a);
@@ -104,7 +99,7 @@ int cmd_convert(int argc, char **argv)
     if (decompress)
         opt.compress_level = 0;
     char *target = NULL;
-    wpack_archive *ar = cli_open_rewrite("convert", in, out, in_place, verify, &target);
+    wpack_archive *ar = cli_open_rewrite("convert", in, out, in_place, wo.verify, &target);
     if (!ar)
         return CLI_FAIL;
     if (in_place)
@@ -115,7 +110,7 @@ int cmd_convert(int argc, char **argv)
     /* what it decodes, and writes at most (a tensor that does not shrink is
      * stored plain); splats and aliases stay what they are */
     uint64_t data = cli_data_bytes(ar), count = wpack_count(ar);
-    if (!cli_check_output("convert", out, data, cli_input_bytes(ar), max_output, decompress)) {
+    if (!cli_check_output("convert", out, data, cli_input_bytes(ar), wo.max_output, decompress)) {
         wpack_close(ar);
         free(target);
         return CLI_FAIL;
@@ -123,7 +118,7 @@ int cmd_convert(int argc, char **argv)
     wpack_writer *w;
     char err[1024];
     cli_progress prog;
-    cli_progress_init(&prog, data, count, quiet);
+    cli_progress_init(&prog, data, count, wo.quiet);
     int rc = wpack_writer_open(&w, out, &opt);
     if (rc == WPACK_OK)
         rc = wpk_copy_archive_cb(ar, w, cli_progress_tensor, &prog, err, sizeof err);
@@ -143,7 +138,7 @@ int cmd_convert(int argc, char **argv)
         return CLI_FAIL;
     }
     struct stat sb;
-    if (!quiet) {
+    if (!wo.quiet) {
         char logical[32], size[32];
         cli_human_size(logical, sizeof logical, data);
         cli_human_size(size, sizeof size, stat(out, &sb) == 0 ? (uint64_t)sb.st_size : 0);

@@ -49,8 +49,8 @@ static uint64_t export_size(const wpack_archive *ar)
 int cmd_export(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *to = NULL, *v;
-    int r, quiet = 0, verify = 1;
-    uint64_t max_output = 0;
+    cli_write_opts wo = CLI_WRITE_OPTS_INIT;
+    int r;
     for (int i = 1; i < argc;) {
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);
@@ -64,15 +64,9 @@ int cmd_export(int argc, char **argv)
             if (r < 0)
                 return CLI_USAGE;
             to = v;
-        } else if ((r = cli_max_output_opt(argc, argv, &i, &max_output))) {
+        } else if ((r = cli_write_opt(argc, argv, &i, &wo))) {
             if (r < 0)
                 return CLI_USAGE;
-        } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
-            quiet = 1;
-            i++;
-        } else if (strcmp(argv[i], "--no-verify") == 0) {
-            verify = 0;
-            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("export: unknown option '%s' (see wpack export --help)", argv[i]);
             return CLI_USAGE;
@@ -96,18 +90,18 @@ int cmd_export(int argc, char **argv)
     }
     cli_files guard = {0};
     cli_files_out(&guard, out);
-    wpack_archive *ar = cli_open_checked("export", in, &guard, verify);
+    wpack_archive *ar = cli_open_checked("export", in, &guard, wo.verify);
     cli_files_free(&guard);
     if (!ar)
         return CLI_FAIL;
     uint64_t need = export_size(ar), count = wpack_count(ar);
-    if (!cli_check_output("export", out, need, cli_input_bytes(ar), max_output, 1)) {
+    if (!cli_check_output("export", out, need, cli_input_bytes(ar), wo.max_output, 1)) {
         wpack_close(ar);
         return CLI_FAIL;
     }
     char err[1024];
     cli_progress prog;
-    cli_progress_init(&prog, cli_data_bytes(ar), count, quiet);
+    cli_progress_init(&prog, cli_data_bytes(ar), count, wo.quiet);
     int rc = wpk_export(ar, format, out, cli_progress_tensor, &prog, err, sizeof err);
     if (prog.done_items)
         cli_progress_done(&prog);
@@ -117,7 +111,7 @@ int cmd_export(int argc, char **argv)
         return CLI_FAIL;
     }
     struct stat sb;
-    if (!quiet) {
+    if (!wo.quiet) {
         char size[32];
         cli_human_size(size, sizeof size, stat(out, &sb) == 0 ? (uint64_t)sb.st_size : 0);
         fprintf(stderr, "exported %llu tensors (%s) to %s as %s\n", (unsigned long long)count,

@@ -283,8 +283,8 @@ int cmd_extract(int argc, char **argv)
 {
     const char *path = NULL, *v;
     extract_state st = {".", 0, 0, 0};
-    int quiet = 0, verify = 1, r;
-    uint64_t max_output = 0;
+    cli_write_opts wo = CLI_WRITE_OPTS_INIT;
+    int r;
     const char **pats = calloc((size_t)argc + 1, sizeof *pats);
     size_t npats = 0;
     if (!pats)
@@ -301,17 +301,11 @@ int cmd_extract(int argc, char **argv)
                 return CLI_USAGE;
             }
             st.dir = v;
-        } else if ((r = cli_max_output_opt(argc, argv, &i, &max_output))) {
+        } else if ((r = cli_write_opt(argc, argv, &i, &wo))) {
             if (r < 0) {
                 free(pats);
                 return CLI_USAGE;
             }
-        } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
-            quiet = 1;
-            i++;
-        } else if (strcmp(argv[i], "--no-verify") == 0) {
-            verify = 0;
-            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("extract: unknown option '%s'", argv[i]);
             free(pats);
@@ -330,7 +324,7 @@ int cmd_extract(int argc, char **argv)
         return CLI_USAGE;
     }
     wpack_archive *ar;
-    if (!(ar = cli_open_reads(path, verify))) {
+    if (!(ar = cli_open_reads(path, wo.verify))) {
         free(pats);
         return CLI_FAIL;
     }
@@ -340,7 +334,7 @@ int cmd_extract(int argc, char **argv)
     uint64_t data = 0;
     struct stat sb;
     int dir_existed = stat(st.dir, &sb) == 0;
-    if (!plan(ar, path, st.dir, pats, npats, max_output, &l, &data) ||
+    if (!plan(ar, path, st.dir, pats, npats, wo.max_output, &l, &data) ||
         !guard_outputs(ar, path, st.dir, &l)) {
         st.failed = 1;
     } else if (!make_dirs(st.dir)) {
@@ -351,7 +345,7 @@ int cmd_extract(int argc, char **argv)
         wpk_atomic_sweep_dir(st.dir, ".npy"); /* temporaries of killed extracts */
     }
     cli_progress prog;
-    cli_progress_init(&prog, data, l.n, quiet);
+    cli_progress_init(&prog, data, l.n, wo.quiet);
     for (size_t k = 0; k < l.n && !st.failed; k++) {
         wpack_tensor t;
         wpack_tensor_at(ar, l.v[k].index, &t);
@@ -372,7 +366,7 @@ int cmd_extract(int argc, char **argv)
     free(l.seen);
     wpack_close(ar);
     free(pats);
-    if (!st.failed && !quiet) {
+    if (!st.failed && !wo.quiet) {
         char size[32];
         cli_human_size(size, sizeof size, st.bytes);
         cli_line(stderr, "extracted %llu tensors (%s) to %s", (unsigned long long)st.files, size,

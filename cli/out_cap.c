@@ -48,6 +48,22 @@ int cli_max_output_opt(int argc, char **argv, int *i, uint64_t *cap)
     return 1;
 }
 
+int cli_write_opt(int argc, char **argv, int *i, cli_write_opts *o)
+{
+    const char *a = argv[*i];
+    if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+        o->quiet = 1;
+        *i += 1;
+        return 1;
+    }
+    if (strcmp(a, "--no-verify") == 0) {
+        o->verify = 0;
+        *i += 1;
+        return 1;
+    }
+    return cli_max_output_opt(argc, argv, i, &o->max_output);
+}
+
 /* Free bytes for an unprivileged writer on the file system that holds path,
  * or of its nearest existing parent (the output may not exist yet). 0 with
  * *known = 0 when it cannot be told. */
