@@ -12,41 +12,69 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-in
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=default $(WPACK_INCLUDES) $(CFLAGS)
 LDFLAGS_ALL = $(SAN) $(LDFLAGS)
 
-LIB_OBJS := $(WPACK_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-TOOL_OBJS := $(WPACK_TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
+# Four libraries, one per folder (sources.mk). Each is built static and
+# shared; a shared one exports only its own header's wpack_ calls
+# (tools/lib/NAME.map) and links the libraries below it plus a private,
+# hidden copy of the format/ internals it uses.
+CORE_OBJS := $(WPACK_CORE_SRCS:%.c=$(BUILD)/obj/%.o)
+IMPORT_OBJS := $(WPACK_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o)
+DENSE_OBJS := $(WPACK_DENSE_SRCS:%.c=$(BUILD)/obj/%.o)
+MLIR_OBJS := $(WPACK_MLIR_SRCS:%.c=$(BUILD)/obj/%.o)
+CLI_OBJS := $(WPACK_CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+LIBNAMES := wpack wpack-import wpack-dense wpack-mlir
 STATIC := $(BUILD)/libwpack.a
+# Static archives in link order (a library before the ones it uses).
+STATICS := $(BUILD)/libwpack-mlir.a $(BUILD)/libwpack-dense.a $(BUILD)/libwpack-import.a $(STATIC)
 SHARED := $(BUILD)/libwpack.so.$(VERSION)
+SHAREDS := $(LIBNAMES:%=$(BUILD)/lib%.so.$(VERSION))
+# The private copy: what the upper shared libraries may use of libwpack's
+# internals that it does not export.
+INTERNAL := $(BUILD)/libwpack-internal.a
 WPACK := $(BUILD)/wpack
 
 .PHONY: all lib tests check check-one asan-check demo deps install clean help golden
-all: $(STATIC) $(SHARED) $(WPACK)
-lib: $(STATIC) $(SHARED)
+all: $(STATICS) $(SHAREDS) $(WPACK)
+lib: $(STATICS) $(SHAREDS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
-$(STATIC): $(LIB_OBJS)
+$(BUILD)/libwpack.a: $(CORE_OBJS)
+$(BUILD)/libwpack-import.a: $(IMPORT_OBJS)
+$(BUILD)/libwpack-dense.a: $(DENSE_OBJS)
+$(BUILD)/libwpack-mlir.a: $(MLIR_OBJS)
+$(INTERNAL): $(CORE_OBJS)
+$(BUILD)/%.a:
 	@rm -f $@
 	ar rcs $@ $^
 
-$(SHARED): $(LIB_OBJS) wpack.map
-	$(CC) -shared $(LDFLAGS_ALL) -Wl,-soname,libwpack.so.$(SOMAJOR) -Wl,--version-script=wpack.map \
-	    -o $@ $(LIB_OBJS) $(WPACK_LIBS)
-	ln -sf libwpack.so.$(VERSION) $(BUILD)/libwpack.so.$(SOMAJOR)
-	ln -sf libwpack.so.$(VERSION) $(BUILD)/libwpack.so
+# lib_shared NAME, OBJS, LIBS: libNAME.so.VERSION with soname libNAME.so.SOMAJOR.
+# -z defs: a symbol the library needs and nothing provides fails the link.
+define lib_shared
+$(BUILD)/lib$(1).so.$(VERSION): $(2) tools/lib/$(1).map $(if $(filter wpack,$(1)),,$(SHARED) $(INTERNAL))
+	$$(CC) -shared $$(LDFLAGS_ALL) -Wl,-z,defs -Wl,-soname,lib$(1).so.$(SOMAJOR) \
+	    -Wl,--version-script=tools/lib/$(1).map -o $$@ $(2) \
+	    $(if $(filter wpack,$(1)),,-L$(BUILD) -lwpack $(INTERNAL)) $(3)
+	ln -sf lib$(1).so.$(VERSION) $(BUILD)/lib$(1).so.$(SOMAJOR)
+	ln -sf lib$(1).so.$(VERSION) $(BUILD)/lib$(1).so
+endef
+$(eval $(call lib_shared,wpack,$(CORE_OBJS),$(WPACK_CORE_LIBS)))
+$(eval $(call lib_shared,wpack-import,$(IMPORT_OBJS),$(WPACK_IMPORT_LIBS) $(WPACK_CORE_LIBS)))
+$(eval $(call lib_shared,wpack-dense,$(DENSE_OBJS),$(WPACK_DENSE_LIBS)))
+$(eval $(call lib_shared,wpack-mlir,$(MLIR_OBJS),$(WPACK_MLIR_LIBS) $(WPACK_CORE_LIBS)))
 
-$(WPACK): $(TOOL_OBJS) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJS) $(STATIC) $(WPACK_LIBS)
+$(WPACK): $(CLI_OBJS) $(STATICS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJS) $(STATICS) $(WPACK_LIBS)
 
-# Unit tests link the static library plus the packer inputs they exercise.
-$(BUILD)/tests/%: tests/unit/%.c $(STATIC) $(filter $(BUILD)/obj/packer/%,$(TOOL_OBJS))
+# Unit tests link the four static libraries (and may test their internals).
+$(BUILD)/tests/%: tests/unit/%.c $(STATICS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -DWPACK_HAVE_WRITER -Itests -o $@ $< $(filter $(BUILD)/obj/packer/%,$(TOOL_OBJS)) $(STATIC) $(WPACK_LIBS)
+	$(CC) $(CFLAGS_ALL) -DWPACK_HAVE_WRITER -Itests -o $@ $< $(STATICS) $(WPACK_LIBS)
 
-tests: $(UNIT_BINS) $(WPACK) $(SHARED)
+tests: $(UNIT_BINS) $(WPACK) $(SHAREDS)
 
 deps:
 	@sh tools/deps.sh
@@ -62,16 +90,38 @@ check: deps
 demo: deps all
 	@sh examples/demo.sh $(WPACK)
 
+# pkg-config: each library requires the ones below it.
+PC_DESC_wpack := Page-aligned archives of ML model weights with calibration statistics
+PC_DESC_wpack-import := wpack importers (torch, safetensors, npz, npy, tar, zip, manifest) and exporters
+PC_DESC_wpack-dense := Linear layers run straight from wpack archives
+PC_DESC_wpack-mlir := Resolve, externalize and annotate MLIR against wpack archives
+PC_PRIV_wpack := $(WPACK_CORE_LIBS)
+PC_PRIV_wpack-import := $(WPACK_IMPORT_LIBS)
+PC_PRIV_wpack-dense := $(WPACK_DENSE_LIBS)
+PC_PRIV_wpack-mlir := $(WPACK_MLIR_LIBS)
+HEADER_wpack := wpack.h
+HEADER_wpack-import := wpack_import.h
+HEADER_wpack-dense := wpack_dense.h
+HEADER_wpack-mlir := wpack_mlir.h
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 644 include/wpack.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libwpack.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libwpack.so.$(SOMAJOR)
-	ln -sf libwpack.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libwpack.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' wpack.pc.in \
-	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/wpack.pc
+	$(foreach n,$(LIBNAMES),$(call install_lib,$(n)))
 	install -m 755 $(WPACK) $(DESTDIR)$(PREFIX)/bin/
+
+# install_lib NAME: header, static and shared library, soname links, NAME.pc.
+define install_lib
+$(if $(wildcard include/$(HEADER_$(1))),install -m 644 include/$(HEADER_$(1)) $(DESTDIR)$(PREFIX)/include/,true)
+	install -m 644 $(BUILD)/lib$(1).a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/lib$(1).so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf lib$(1).so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/lib$(1).so.$(SOMAJOR)
+	ln -sf lib$(1).so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/lib$(1).so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@NAME@|$(1)|' \
+	    -e 's|@DESCRIPTION@|$(PC_DESC_$(1))|' -e 's|@PRIVATE@|$(PC_PRIV_$(1))|' \
+	    -e 's|@REQUIRES@|$(if $(filter wpack,$(1)),,Requires: wpack = $(VERSION))|' \
+	    tools/lib/wpack.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$(1).pc
+	
+endef
 
 clean:
 	rm -rf build build-asan build.check.log build-asan.check.log
@@ -79,12 +129,12 @@ clean:
 # Regenerate the committed golden files on purpose (tests/tools/make_golden*.c
 # say when); test_golden checks that today's writer still makes the same bytes.
 golden: lib
-	$(CC) $(CFLAGS_ALL) -Itests -o $(BUILD)/make_golden tests/tools/make_golden.c $(STATIC) $(WPACK_LIBS)
-	$(CC) $(CFLAGS_ALL) -Itests -o $(BUILD)/make_golden11 tests/tools/make_golden11.c $(STATIC) $(WPACK_LIBS)
+	$(CC) $(CFLAGS_ALL) -Itests -o $(BUILD)/make_golden tests/tools/make_golden.c $(STATICS) $(WPACK_LIBS)
+	$(CC) $(CFLAGS_ALL) -Itests -o $(BUILD)/make_golden11 tests/tools/make_golden11.c $(STATICS) $(WPACK_LIBS)
 	$(BUILD)/make_golden tests && $(BUILD)/make_golden11 tests
 
 help:
-	@echo "make            libwpack.a, libwpack.so, wpack (in $(BUILD)/)"
+	@echo "make            the four libraries (libwpack, -import, -dense, -mlir; .a and .so) and wpack, in $(BUILD)/"
 	@echo "make demo       pack, inspect and verify the bundled example"
 	@echo "make check      every test, normal and under ASan+UBSan; ends 'N passed, N failed'"
 	@echo "make install PREFIX=/usr/local"

@@ -1,17 +1,26 @@
-# sources.mk - the library's sources, for this Makefile and any that embed libwpack.
-WPACK_LIB_SRCS = \
-	format/checksum.c format/dtype.c format/errors.c format/floats.c format/fmt.c format/names.c \
-	format/write_all.c format/open_input.c format/atomic_file.c \
-	reader/header.c reader/index.c reader/lookup.c reader/meta.c reader/open.c reader/stats.c \
-	reader/verify.c \
-	reader/decode.c reader/read.c reader/shards.c \
-	packer/compress.c packer/nameset.c packer/weightstats.c packer/writer.c packer/writer_index.c \
-	packer/writer_shards.c packer/copy.c
-# Packer inputs used by the CLI (not exported from the shared library).
-WPACK_TOOL_SRCS = $(wildcard packer/npy*.c) $(wildcard cli/*.c)
-WPACK_INCLUDES = -Iinclude -Iformat -Ireader -Ipacker -Icli
-WPACK_LIBS = -lxxhash -lzstd -lpthread -lm
-# Parts beyond the core register themselves: each DIR/module.mk appends to
-# WPACK_LIB_SRCS (exported library code) or WPACK_TOOL_SRCS (CLI-only code)
-# and may add to WPACK_LIBS and WPACK_INCLUDES.
-include $(sort $(wildcard */module.mk))
+# sources.mk - which files make which library: one folder per library (plus
+# format/, the shared internals of them all). Used by the Makefile, fuzz/fuzz.mk,
+# fuzz/oss-fuzz/build.sh and any build that embeds wpack.
+#
+#   libwpack         format/ reader/ packer/   read, write, update, verify archives
+#   libwpack-import  import/                   torch, safetensors, npz/tar/zip, npy,
+#                                              manifest, stats JSON in; exporters out
+#   libwpack-dense   kernel/                   Linear layers from mapped weights
+#   libwpack-mlir    resolver/                 resolve, externalize, annotate MLIR
+#   wpack (the CLI)  cli/                      argument parsing over the four
+WPACK_CORE_SRCS = $(sort $(wildcard format/*.c reader/*.c packer/*.c))
+WPACK_IMPORT_SRCS = $(sort $(wildcard import/*.c))
+WPACK_DENSE_SRCS = $(sort $(wildcard kernel/*.c))
+WPACK_MLIR_SRCS = $(sort $(wildcard resolver/*.c))
+WPACK_CLI_SRCS = $(sort $(wildcard cli/*.c))
+
+# What each library links beyond the ones below it.
+WPACK_CORE_LIBS = -lxxhash -lzstd -lpthread -lm
+WPACK_IMPORT_LIBS = -larchive -ljansson -lm
+WPACK_DENSE_LIBS = -lpthread -lm
+WPACK_MLIR_LIBS = -lm
+
+# Every library's sources and every dependency (static links, fuzzing).
+WPACK_LIB_SRCS = $(WPACK_CORE_SRCS) $(WPACK_IMPORT_SRCS) $(WPACK_DENSE_SRCS) $(WPACK_MLIR_SRCS)
+WPACK_INCLUDES = -Iinclude -Iformat -Ireader -Ipacker -Iimport -Ikernel -Iresolver -Icli
+WPACK_LIBS = $(WPACK_CORE_LIBS) $(WPACK_IMPORT_LIBS) $(WPACK_DENSE_LIBS) $(WPACK_MLIR_LIBS)

@@ -7,6 +7,8 @@
 #include <stdio.h>
 
 #include "wpack.h"
+#include "wpack_dense.h"
+#include "wpack_mlir.h"
 
 /* Exit codes: 0 success, 1 failure (bad input, bad archive, I/O), 2 usage. */
 #define CLI_OK 0

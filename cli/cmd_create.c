@@ -48,7 +48,7 @@ static const char help[] =
     "                        to key 0; kept in metadata wpack.module_names)\n"
     "  -q, --quiet           no progress line\n"
     "\n"
-    "Other inputs, recognised by their content (packer/IMPORT.md):\n"
+    "Other inputs, recognised by their content (import/README.md):\n"
     "  torch.save checkpoints (.pt/.pth/.bin, zip format), read without running any\n"
     "  pickle code; safetensors, and Hugging Face sharded safetensors given by their\n"
     "  model.safetensors.index.json; .npz and zip/tar/tar.gz/tar.zst bundles of .npy;\n"

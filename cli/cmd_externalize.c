@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "wpack.h"
+#include "wpack_mlir.h"
 
 static const char help[] =
     "usage: wpack externalize IN.mlir -o OUT.mlir --archive NEW.wpack [options]\n"

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "map_json.h"
 #include "wpack.h"
+#include "wpack_mlir.h"
 
 static const char help[] =
     "usage: wpack resolve ARCHIVE IN.mlir -o OUT.mlir [options]\n"

@@ -18,18 +18,10 @@ fuzz_saved_goal := $(.DEFAULT_GOAL)
 BUILD ?= build
 FUZZ_TARGETS := fuzz_archive fuzz_npy fuzz_roundtrip fuzz_safetensors fuzz_torch \
     fuzz_stats_json fuzz_mlir fuzz_shards fuzz_manifest
-FUZZ_STATIC := $(if $(STATIC),$(STATIC),$(BUILD)/libwpack.a)
-# The importers are not in libwpack (CLI-only, WPACK_TOOL_SRCS): each target
-# that needs some links those objects. FUZZ_SRCS_<target> lists them.
-FUZZ_NPY_SRCS := $(wildcard packer/npy*.c)
-FUZZ_NPY_OBJS := $(FUZZ_NPY_SRCS:%.c=$(BUILD)/obj/%.o)
-FUZZ_SRCS_fuzz_npy := $(FUZZ_NPY_SRCS)
-FUZZ_SRCS_fuzz_safetensors := packer/safetensors.c
-FUZZ_SRCS_fuzz_torch := packer/zipread.c packer/pickle.c packer/torch_scan.c
-FUZZ_SRCS_fuzz_stats_json := packer/manifest_stats.c packer/input_file.c packer/import_sink.c
-FUZZ_SRCS_fuzz_manifest := packer/manifest.c packer/import_sink.c packer/safetensors.c \
-	packer/input_file.c packer/safetensors_index.c packer/safetensors_pack.c
-FUZZ_DEPS := $(wildcard fuzz/*.h include/*.h format/*.h reader/*.h packer/*.h) fuzz/fuzz.mk
+FUZZ_STATIC := $(if $(STATICS),$(STATICS),$(BUILD)/libwpack.a)
+# Every library (importers included, sources.mk) is in the archives the
+# targets link: no target needs objects of its own.
+FUZZ_DEPS := $(wildcard fuzz/*.h include/*.h format/*.h reader/*.h packer/*.h import/*.h) fuzz/fuzz.mk
 FUZZ_REPLAY_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 FUZZ_REPLAY_TIMEOUT ?= 60
 
@@ -38,14 +30,8 @@ FUZZ_REPLAY_TIMEOUT ?= 60
 $(BUILD)/fuzz/replay_%: fuzz/replay.c fuzz/%.c $(FUZZ_STATIC) $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Ifuzz $(LDFLAGS_ALL) -o $@ fuzz/replay.c fuzz/$*.c \
-	    $(FUZZ_LINK_EXTRA) $(FUZZ_STATIC) $(WPACK_LIBS)
+	    $(FUZZ_STATIC) $(WPACK_LIBS)
 
-# replay_<t> also links $(BUILD)/obj/ objects of FUZZ_SRCS_<t>.
-define fuzz_replay_extra
-$(BUILD)/fuzz/replay_$(1): $(FUZZ_SRCS_$(1):%.c=$(BUILD)/obj/%.o)
-$(BUILD)/fuzz/replay_$(1): FUZZ_LINK_EXTRA = $(FUZZ_SRCS_$(1):%.c=$(BUILD)/obj/%.o)
-endef
-$(foreach t,$(FUZZ_TARGETS),$(if $(FUZZ_SRCS_$(t)),$(eval $(call fuzz_replay_extra,$(t)))))
 
 .PHONY: fuzz-replay fuzz-replay-build fuzz fuzz-run fuzz-corpus fuzz-clean
 fuzz-replay-build: $(FUZZ_REPLAY_BINS)
@@ -91,14 +77,8 @@ $(FUZZ_LIB): $(FUZZ_LIB_OBJS)
 	ar rcs $@ $^
 
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/fuzz/fuzz_%.o $(FUZZ_LIB)
-	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LINK_EXTRA_F) $(FUZZ_LIB) $(WPACK_LIBS)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB) $(WPACK_LIBS)
 
-# ... and the clang build compiles FUZZ_SRCS_<t> into $(FUZZ_BUILD)/obj/.
-define fuzz_bin_extra
-$(FUZZ_BUILD)/$(1): $(FUZZ_SRCS_$(1):%.c=$(FUZZ_BUILD)/obj/%.o)
-$(FUZZ_BUILD)/$(1): FUZZ_LINK_EXTRA_F = $(FUZZ_SRCS_$(1):%.c=$(FUZZ_BUILD)/obj/%.o)
-endef
-$(foreach t,$(FUZZ_TARGETS),$(if $(FUZZ_SRCS_$(t)),$(eval $(call fuzz_bin_extra,$(t)))))
 
 fuzz: $(FUZZ_BINS)
 # Keep the targets' objects (make would delete them as intermediates).
@@ -111,9 +91,9 @@ fuzz-run: fuzz
 
 # ---------------------------------------------------------------- seed corpora
 
-$(BUILD)/fuzz/make_corpus: fuzz/make_corpus.c $(FUZZ_STATIC) $(FUZZ_NPY_OBJS) $(FUZZ_DEPS)
+$(BUILD)/fuzz/make_corpus: fuzz/make_corpus.c $(FUZZ_STATIC) $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ fuzz/make_corpus.c $(FUZZ_NPY_OBJS) $(FUZZ_STATIC) \
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ fuzz/make_corpus.c $(FUZZ_STATIC) \
 	    $(WPACK_LIBS)
 
 # Generated files are seed-* (and golden-*, hostile-*, cli-* copies of test
@@ -142,7 +122,6 @@ fuzz-oss-vars:
 	@echo "LIB_SRCS='$(strip $(WPACK_LIB_SRCS))'"
 	@echo "INCLUDES='$(strip $(WPACK_INCLUDES))'"
 	@echo "LIMITS='$(strip $(FUZZ_LIMITS))'"
-	@$(foreach t,$(FUZZ_TARGETS),echo "EXTRA_$(t)='$(strip $(FUZZ_SRCS_$(t)))'";)
 
 # build.sh with OSS-Fuzz's variables set by hand, then each binary for 5 s.
 oss-fuzz-check:

@@ -1,5 +1,5 @@
 /*
- * fuzz_manifest.c - the raw-binary JSON manifest (packer/manifest.c, `wpack
+ * fuzz_manifest.c - the raw-binary JSON manifest (import/manifest.c, `wpack
  * create manifest.json`): manifest_parse_buffer on the input, which checks
  * the JSON and every entry without opening a data file. When it accepts,
  * every entry must be what manifest_pack_file may act on: a name, a known

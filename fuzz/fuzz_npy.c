@@ -1,5 +1,5 @@
 /*
- * fuzz_npy.c - the .npy header parser (packer/npy.c): npy_header_extent and
+ * fuzz_npy.c - the .npy header parser (import/npy.c): npy_header_extent and
  * npy_parse_header on the input. A header that parses must describe a
  * consistent array, parse the same from exactly its own bytes, not parse
  * from fewer, and survive a trip through npy_format_header.

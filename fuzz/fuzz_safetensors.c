@@ -1,5 +1,5 @@
 /*
- * fuzz_safetensors.c - the safetensors reader (packer/safetensors.c):
+ * fuzz_safetensors.c - the safetensors reader (import/safetensors.c):
  * st_scan_buffer on the input. Every item it hands on must point inside the
  * buffer, carry a known dtype whose size x element count is its byte count,
  * follow the previous tensor without a hole, and the last must end at the

@@ -1,6 +1,6 @@
 /*
  * fuzz_stats_json.c - the calibration-stats JSON reader
- * (packer/manifest_stats.c, `wpack create --stats FILE`): stats_load_buffer
+ * (import/manifest_stats.c, `wpack create --stats FILE`): stats_load_buffer
  * on the input, first only checking (no writer), then, when that accepts
  * it, into a real writer (whose own checks may still refuse a record, but
  * must say why). The writer is aborted, so no file is left behind.

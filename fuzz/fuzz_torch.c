@@ -1,7 +1,7 @@
 /*
  * fuzz_torch.c - the PyTorch checkpoint reader: the zip directory reader
- * (packer/zipread.c), the restricted unpickler (packer/pickle.c) and
- * torch_scan_buffer (packer/torch_scan.c), which ties them together.
+ * (import/zipread.c), the restricted unpickler (import/pickle.c) and
+ * torch_scan_buffer (import/torch_scan.c), which ties them together.
  *
  * On each input:
  *   1. wpk_zip_open; on success every entry lies inside the buffer and

@@ -11,8 +11,8 @@
                                             and 4, legacy format, big-endian)
   DIR/fuzz_torch/seed-pickle-*.pkl          their data.pkl as bare pickles
   DIR/fuzz_torch/hostile-*                  copies of tests/hostile/importers/*.pt
-  DIR/fuzz_stats_json/seed-*.json           stats files (packer/IMPORT.md schema)
-  DIR/fuzz_manifest/seed-*.json             raw-binary manifests (packer/IMPORT.md
+  DIR/fuzz_stats_json/seed-*.json           stats files (import/README.md schema)
+  DIR/fuzz_manifest/seed-*.json             raw-binary manifests (import/README.md
                                             schema): valid ones, each rule broken
                                             once, broken JSON
   DIR/fuzz_manifest/hostile-*               copies of tests/hostile/importers/manifest*
@@ -238,7 +238,7 @@ def mf_tensor(**kw):
 
 
 MANIFESTS = {
-    # the example of packer/IMPORT.md and the manifest of tests/cli/test_import.sh
+    # the example of import/README.md and the manifest of tests/cli/test_import.sh
     "import-md": {"tensors": [mf_tensor(offset=0, endian="little")],
                   "metadata": {"source": "exporter-x", "version": 2, "scale": 0.5, "ok": True}},
     "test-import": {"tensors": [mf_tensor(name="raw.a", dtype="f32", shape=[2, 3], file="a.bin"),

@@ -10,7 +10,8 @@
 #   - zstd and jansson are built from Debian's source packages with
 #     clang-14 -fsanitize=memory (zstd without its assembly decoder, which
 #     MSan cannot see into), as static libraries;
-#   - libarchive is not needed: no target links packer/archive_in.c.
+#   - libarchive is not linked: no target reaches import/archive_in.c (its
+#     header, from libarchive-dev, is needed to compile it).
 # The sources come from `apt-get source` with a private deb-src list (the
 # machine's apt lists and sources are not touched), or from $MSAN_SRC if it
 # holds the .orig tarballs already.
@@ -96,11 +97,7 @@ replay_o=$(compile fuzz/replay.c) || exit 1
 
 st=0
 for t in $FUZZ_TARGETS; do
-    extra_var="EXTRA_$t"
     objs=("$(compile "fuzz/$t.c" -fsanitize=fuzzer-no-link)") || exit 1
-    for s in ${!extra_var}; do
-        objs+=("$(compile "$s" -fsanitize=fuzzer-no-link)") || exit 1
-    done
     $CC $MSAN "${objs[@]}" "$replay_o" "$B/libwpack-msan.a" $LIBS -o "$B/bin/replay_$t" || exit 1
     $CC $MSAN -fsanitize=fuzzer "${objs[@]}" "$B/libwpack-msan.a" $LIBS -o "$B/bin/$t" || exit 1
     out=$("$B/bin/replay_$t" -k -t 120 "fuzz/corpus/$t" 2>&1)

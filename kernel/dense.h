@@ -8,6 +8,7 @@
 
 #include "bytes.h"
 #include "wpack.h"
+#include "wpack_dense.h"
 #include "internal.h"
 
 /* SIMD paths, best last. */

@@ -6,7 +6,7 @@
 #include "bytes.h"
 #include "internal.h"
 #include "weightstats.h"
-#include "dense.h" /* wpk_isa_selected */
+#include "cpu_features.h"
 
 #define BLOCK 4096
 
@@ -261,11 +261,10 @@ SIMD_TARGET static int fast_block_avx2(wpk_acc *a, int dtype, const uint8_t *p, 
     return lanes_merge(a, &L, n);
 }
 
-/* The kernel's choice (CPUID, XGETBV, WPACK_ISA=scalar to force the
- * portable path): its AVX2 level includes F16C. */
+/* CPUID and XGETBV (format/cpu_features.c): the AVX2 level includes F16C. */
 static int have_avx2(void)
 {
-    return wpk_isa_selected() >= WPK_ISA_AVX2;
+    return wpk_cpu_supports(WPK_CPU_AVX2);
 }
 #define FAST_DIRECT(a, t, p, n) \
     (have_avx2() ? fast_block_avx2(a, t, p, n) : fast_block_direct(a, t, p, n))

@@ -9,7 +9,6 @@
 #include <zstd.h>
 
 #include "bytes.h"
-#include "dense.h"
 #include "reader.h"
 
 int wpk_check_seek_table(wpack_archive *ar, const char *q, uint32_t chunk_log2, uint64_t nbytes,
@@ -193,11 +192,9 @@ static ZSTD_DCtx *thread_dctx(void)
 
 /* Decode chunks first+[k0, k1) of the job into dst; partial chunks at the
  * ends go through the chunk cache or a bounce buffer so dst is never
- * overrun. Runs on the kernel's thread pool (several chunks at once) or the
- * caller's thread. */
-static void decode_chunks(const wpk_dense_job *pj, size_t k0, size_t k1)
+ * overrun. Runs on the caller's thread. */
+static void decode_chunks(range_job *job, size_t k0, size_t k1)
 {
-    range_job *job = pj->ctx;
     const zstd_tensor *z = job->z;
     ZSTD_DCtx *dctx = thread_dctx();
     if (!dctx) {
@@ -254,15 +251,10 @@ int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, 
     zstd_at(ar, rec, nbytes, &z);
     range_job job = {&z, offset, offset / z.chunk, dst, n, WPACK_OK};
     uint64_t chunks = (offset + n - 1) / z.chunk - job.first + 1;
-    wpk_dense_job pj = {.ctx = &job};
-    /* One chunk per claim: chunks are independent and about the same work. */
-    wpk_pool_run(&pj, decode_chunks, (size_t)chunks, 1, wpk_pool_threads());
+    decode_chunks(&job, 0, (size_t)chunks);
     return job.rc;
 }
 
-/* Bytes decoded per batch when streaming: whole chunks, enough of them for
- * every pool thread to take one, at least one chunk (<= 2^26 bytes). */
-enum { STREAM_BATCH = 1 << 24 };
 
 int wpk_stream_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, wpk_piece_fn fn,
                     void *user)
@@ -271,12 +263,8 @@ int wpk_stream_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes
         return WPACK_OK;
     zstd_tensor z;
     zstd_at(ar, rec, nbytes, &z);
-    uint64_t per = STREAM_BATCH / z.chunk;
-    if (per > wpk_pool_threads())
-        per = wpk_pool_threads();
-    if (per < 1)
-        per = 1;
-    uint64_t batch = per * z.chunk < nbytes ? per * z.chunk : nbytes;
+    /* One whole chunk (<= 2^26 bytes) per step, each decoded once. */
+    uint64_t batch = z.chunk < nbytes ? z.chunk : nbytes;
     uint8_t *buf = malloc((size_t)batch);
     if (!buf)
         return WPACK_E_NOMEM;

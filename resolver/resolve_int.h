@@ -10,6 +10,7 @@
 #include "mlir_scan.h"
 #include "mlir_type.h"
 #include "wpack.h"
+#include "wpack_mlir.h"
 
 typedef struct wpk_plan_item {
     size_t global;              /* index in doc->globals */

@@ -20,6 +20,7 @@
 #include "readbw.h"
 #include "timing.h"
 #include "wpack.h"
+#include "wpack_dense.h"
 
 void openblas_set_num_threads(int);
 char *openblas_get_corename(void);

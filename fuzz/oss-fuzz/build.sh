@@ -65,11 +65,7 @@ if [ "${SANITIZER:-}" = memory ]; then
 fi
 
 for t in $FUZZ_TARGETS; do
-    extra_var="EXTRA_$t"
     objs=("$(compile "fuzz/$t.c")")
-    for s in ${!extra_var}; do
-        objs+=("$(compile "$s")")
-    done
     $CXX $CXXFLAGS "${objs[@]}" "$WORK/libwpack-fuzz.a" $LIB_FUZZING_ENGINE $LIBS -o "$OUT/$t"
     cp "fuzz/$t.dict" "fuzz/$t.options" "$OUT/"
     # the seed corpus without the crash-* regression files (they would stop

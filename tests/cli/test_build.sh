@@ -6,11 +6,24 @@ ROOT=$(cd "$TESTS_DIR/.." && pwd)
 BUILD_DIR=$(dirname "$WPACK")
 SO=$(ls "$BUILD_DIR"/libwpack.so.*.*.* 2>/dev/null | head -1)
 
-[ -n "$SO" ] && pass shared_library_built || fail shared_library_built
-others=$(nm -D --defined-only "$SO" | awk '{print $3}' | grep -v '^wpack_' | grep -v '^_' )
-[ -n "$SO" ] && [ -z "$others" ] && pass only_wpack_symbols_exported || fail only_wpack_symbols_exported "${others:-no shared library}"
+# Four libraries (sources.mk): each exports only wpack_ calls, has a
+# versioned soname and links (-z defs) against the ones below it.
+for lib in wpack wpack-import wpack-dense wpack-mlir; do
+    so=$(ls "$BUILD_DIR"/lib$lib.so.*.*.* 2>/dev/null | head -1)
+    [ -n "$so" ] && pass "shared_library_built_$lib" || { fail "shared_library_built_$lib"; continue; }
+    others=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^wpack_' | grep -v '^_')
+    [ -z "$others" ] && pass "only_wpack_symbols_exported_$lib" || fail "only_wpack_symbols_exported_$lib" "$others"
+    objdump -p "$so" | grep -q "SONAME *lib$lib.so.0$" && pass "soname_$lib" || fail "soname_$lib" "$(objdump -p "$so" | grep SONAME)"
+done
 nm -D --defined-only "$SO" | grep -q ' wpack_open_file$' && pass api_exported || fail api_exported
-objdump -p "$SO" | grep -q 'SONAME *libwpack.so.0$' && pass soname || fail soname "$(objdump -p "$SO" | grep SONAME)"
+nm -D --defined-only "$BUILD_DIR/libwpack-dense.so" | grep -q ' wpack_linear_forward$' && pass dense_api_exported || fail dense_api_exported
+nm -D --defined-only "$BUILD_DIR/libwpack-mlir.so" | grep -q ' wpack_resolve_buffer$' && pass mlir_api_exported || fail mlir_api_exported
+# The core a runtime embeds starts no thread, reads no environment and
+# leaves the process umask alone (issue 15).
+bad=$(nm -D --undefined-only "$SO" | awk '{print $2}' | sed 's/@.*//' | grep -x -E 'getenv|secure_getenv|pthread_create|umask')
+[ -n "$SO" ] && [ -z "$bad" ] && pass core_no_getenv_thread_umask || fail core_no_getenv_thread_umask "${bad:-no shared library}"
+# The core is a leaf: it needs none of the other three.
+ldd "$SO" | grep -q 'libwpack-' && fail core_needs_no_other_wpack "$(ldd "$SO" | grep libwpack-)" || pass core_needs_no_other_wpack
 
 P="$T/prefix"
 if make -s -C "$ROOT" install BUILD="$(basename "$BUILD_DIR")" PREFIX="$P" OPT="${OPT:--O2 -g}" SAN="${SAN:-}" >"$T/inst.log" 2>&1; then
@@ -18,7 +31,11 @@ if make -s -C "$ROOT" install BUILD="$(basename "$BUILD_DIR")" PREFIX="$P" OPT="
 else
     fail make_install "$(tail -5 "$T/inst.log")"
 fi
-for f in include/wpack.h lib/libwpack.a lib/libwpack.so lib/libwpack.so.0 lib/pkgconfig/wpack.pc bin/wpack; do
+for f in include/wpack.h include/wpack_dense.h include/wpack_mlir.h \
+    lib/libwpack.a lib/libwpack.so lib/libwpack.so.0 lib/pkgconfig/wpack.pc \
+    lib/libwpack-import.a lib/libwpack-import.so.0 lib/pkgconfig/wpack-import.pc \
+    lib/libwpack-dense.a lib/libwpack-dense.so.0 lib/pkgconfig/wpack-dense.pc \
+    lib/libwpack-mlir.a lib/libwpack-mlir.so.0 lib/pkgconfig/wpack-mlir.pc bin/wpack; do
     [ -e "$P/$f" ] && pass "installed_$(basename "$f")" || fail "installed_$f"
 done
 cat >"$T/user.c" <<'CEOF'

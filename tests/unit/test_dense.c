@@ -9,6 +9,7 @@
 #include "dense.h"
 #include "testlib.h"
 #include "wpack.h"
+#include "wpack_dense.h"
 
 static uint32_t rng = 12345;
 static float frand(void)

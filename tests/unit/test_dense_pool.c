@@ -18,6 +18,7 @@
 #include "dense.h"
 #include "testlib.h"
 #include "wpack.h"
+#include "wpack_dense.h"
 
 static double now(void)
 {

@@ -1,5 +1,5 @@
-/* test_manifest.c - manifest_parse_buffer (packer/manifest.c): the example
- * of packer/IMPORT.md parsed field by field, each rule broken once with its
+/* test_manifest.c - manifest_parse_buffer (import/manifest.c): the example
+ * of import/README.md parsed field by field, each rule broken once with its
  * code and message, and no entries left behind by a refused manifest. */
 #include <stdint.h>
 

@@ -4,12 +4,12 @@
  * Builds:
  *   parse/format only:
  *     gcc -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Iformat -Ipacker \
- *         tests/unit/test_npy.c packer/npy.c format/fmt.c -o /tmp/test_npy
+ *         tests/unit/test_npy.c import/npy.c format/fmt.c -o /tmp/test_npy
  *   + npy_pack_file against a recording mock writer defined below:
- *     ... -DNPY_TEST_MOCK_WRITER tests/unit/test_npy.c packer/npy.c packer/npy_pack.c \
+ *     ... -DNPY_TEST_MOCK_WRITER tests/unit/test_npy.c import/npy.c import/npy_pack.c \
  *         format/fmt.c format/errors.c
  *   + npy_pack_file against the real writer and reader (link libwpack):
- *     ... -DWPACK_HAVE_WRITER tests/unit/test_npy.c packer/npy.c packer/npy_pack.c <libwpack>
+ *     ... -DWPACK_HAVE_WRITER tests/unit/test_npy.c import/npy.c import/npy_pack.c <libwpack>
  *
  * The numpy cross-checks run when /usr/bin/python3 can import numpy and
  * are skipped (reported as passing, with a note) otherwise.

@@ -10,6 +10,7 @@
 
 #include "testlib.h"
 #include "wpack.h"
+#include "wpack_mlir.h"
 
 typedef struct {
     char *p;

@@ -16,6 +16,7 @@
 #include "../../fuzz/fix_checksums.h"
 #include "testlib.h"
 #include "wpack.h"
+#include "wpack_dense.h"
 
 static char dir[256];
 

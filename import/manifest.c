@@ -1,6 +1,6 @@
 /*
  * manifest.c - raw binary files described by a JSON manifest (schema in
- * packer/IMPORT.md), parsed with jansson. Every entry is checked (dtype,
+ * import/README.md), parsed with jansson. Every entry is checked (dtype,
  * shape, a relative path with no '..', offset + size inside the file)
  * before the first tensor is written. The parse (manifest_parse_buffer,
  * manifest.h) opens no file; manifest_pack_file does.

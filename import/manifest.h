@@ -1,5 +1,5 @@
 /* manifest.h - raw binary files described by a JSON manifest (`wpack create
- * manifest.json`; schema in packer/IMPORT.md). Parsing is separate from the
+ * manifest.json`; schema in import/README.md). Parsing is separate from the
  * data files: manifest_parse_buffer / manifest_parse_file check the JSON and
  * every entry (dtype, shape, byte size, a relative path without "..", the
  * metadata values) without opening anything; manifest_pack_file (import.h)

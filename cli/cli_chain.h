@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "wpack.h"
+#include "wpack_dense.h"
 
 typedef struct {
     char *path;          /* module path: stats key */

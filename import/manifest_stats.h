@@ -1,5 +1,5 @@
 /* manifest_stats.h - calibration statistics from JSON (`wpack create --stats FILE`);
- * the schema is in packer/IMPORT.md. */
+ * the schema is in import/README.md. */
 #ifndef WPACK_PACKER_MANIFEST_STATS_H
 #define WPACK_PACKER_MANIFEST_STATS_H
 

@@ -168,7 +168,7 @@ void *wpk_json_load_input(const char *path, const char *what, int *code, char *e
                           size_t errlen);
 /* A Hugging Face model.safetensors.index.json (root: its json_t *), its
  * shard files in dirfd (dir: that directory, for messages); see
- * packer/safetensors_index.c. */
+ * import/safetensors_index.c. */
 int st_index_pack(wpk_sink *s, void *root, int dirfd, const char *dir);
 /* The checks of the index alone (for fuzzing too): weight_map an object of
  * at least one tensor, each naming a plain file name. *files: the distinct
