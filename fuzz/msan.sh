@@ -75,7 +75,8 @@ deps() {
 deps
 eval "$(make -s --no-print-directory fuzz-oss-vars)"
 FLAGS="$MSAN -std=c11 -D_GNU_SOURCE -DXXH_INLINE_ALL -I$B/deps/include $INCLUDES -Ifuzz $LIMITS"
-LIBS="$B/deps/lib/libjansson.a $B/deps/lib/libzstd.a -lpthread -lm"
+# libdeflate (CRC-32 of zip members) links uninstrumented: it only reads its input.
+LIBS="$B/deps/lib/libjansson.a $B/deps/lib/libzstd.a -ldeflate -lpthread -lm"
 
 compile() { # SRC.c [extra flags]: the object's path; rebuilt when the source is newer
     local o="$B/obj/${1%.c}.o"

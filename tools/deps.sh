@@ -2,7 +2,7 @@
 # deps.sh - install the Debian packages wpack builds and tests with, when missing.
 # Usage: tools/deps.sh [build|test|all]   (default all)
 set -e
-need="gcc make libc6-dev pkg-config binutils libxxhash-dev libzstd-dev libarchive-dev libjansson-dev"
+need="gcc make libc6-dev pkg-config binutils libxxhash-dev libzstd-dev libarchive-dev libjansson-dev libdeflate-dev"
 case "${1:-all}" in
 build) ;;
 test | all) need="$need python3 python3-numpy python3-torch mlir-19-tools clang libfuzzer-14-dev libopenblas-dev zstd time" ;;

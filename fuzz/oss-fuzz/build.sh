@@ -59,7 +59,7 @@ rm -f "$WORK/libwpack-fuzz.a"
 ar rcs "$WORK/libwpack-fuzz.a" "${lib_objs[@]}"
 
 # Static third-party libraries where the image has them (shared otherwise).
-LIBS="-Wl,-Bstatic -lxxhash -lzstd -ljansson -Wl,-Bdynamic -lpthread -lm"
+LIBS="-Wl,-Bstatic -lxxhash -lzstd -ljansson -ldeflate -Wl,-Bdynamic -lpthread -lm"
 if [ "${SANITIZER:-}" = memory ]; then
     LIBS="$DEPS/lib/libjansson.a $DEPS/lib/libzstd.a -lpthread -lm"
 fi
