@@ -39,45 +39,12 @@ static const char help[] =
     "it, renamed over it; a killed run's temporary is removed by the next run to\n"
     "OUT). OUT may not be ARCHIVE (or a link to it): use --in-place.\n";
 
-static uint16_t to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffff) > 0x7f800000)
-        return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-    u += 0x7fff + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
-static uint16_t to_f16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-    uint32_t a = u & 0x7fffffff;
-    if (a > 0x7f800000)
-        return sign | 0x7e00;
-    if (a >= 0x477ff000) /* rounds to >= 65536: infinity */
-        return sign | 0x7c00;
-    if (a < 0x38800000) { /* below the smallest normal f16: subnormal, exact RNE via float math */
-        float v = fabsf(f) * 16777216.0f; /* in units of 2^-24 */
-        return sign | (uint16_t)lrintf(v);
-    }
-    uint32_t e = (a >> 23) - 112, m = a & 0x7fffff;
-    uint32_t h = (e << 10) | (m >> 13), rest = m & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
-        h++;
-    return sign | (uint16_t)h;
-}
+/* Elements per read: memory stays a few MiB whatever the tensor's size. */
+enum { CAST_BLOCK = 1 << 20 };
 
 static float elem(const uint8_t *p, int dt, size_t i)
 {
-    switch (dt) {
-    case WPACK_DTYPE_F32: { float f; memcpy(&f, p + 4 * i, 4); return f; }
-    case WPACK_DTYPE_F64: { double d; memcpy(&d, p + 8 * i, 8); return (float)d; }
-    case WPACK_DTYPE_F16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return wpk_f16_to_f32(h); }
-    default: { uint16_t h; memcpy(&h, p + 2 * i, 2); return wpk_bf16_to_f32(h); }
-    }
+    return (float)wpk_load_float(dt, p + wpack_dtype_size(dt) * i);
 }
 
 typedef struct {
@@ -120,62 +87,119 @@ static uint64_t cast_size(const wpack_archive *ar, const cast_opts *o)
     return total;
 }
 
-/* Cast one tensor into the writer (and its scale entry for int8). */
-static int cast_one(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *t, int to,
-                    char *err, size_t errlen)
+/* What a failed read of t says: the reader's message names the entry for a
+ * checksum or decode failure. */
+static void read_error(const wpack_archive *ar, const wpack_tensor *t, int rc, char *err,
+                       size_t errlen)
 {
-    size_t n = (size_t)t->nelems, es = wpack_dtype_size(t->dtype);
-    uint8_t *src = malloc(n * es), *dst = malloc(n * 2);
-    int rc = src && dst ? wpack_read(ar, t->index, 0, src, n * es) : WPACK_E_NOMEM;
-    if (rc == WPACK_OK && to == WPACK_DTYPE_I8) {
-        size_t rows = (size_t)t->dims[0], cols = n / rows;
-        float *scale = malloc(rows * 4);
-        if (!scale)
-            rc = WPACK_E_NOMEM;
-        for (size_t r = 0; rc == WPACK_OK && r < rows; r++) {
-            float am = 0;
-            for (size_t k = 0; k < cols; k++) {
-                float v = elem(src, t->dtype, r * cols + k);
+    if (rc == WPACK_E_CHECKSUM || rc == WPACK_E_DECODE)
+        wpk_fmt(err, errlen, "%s", wpack_errmsg(ar));
+    else
+        wpk_fmt(err, errlen, "%s: reading: %s", t->name, wpack_error_describe(rc));
+}
+
+/* Elements [first, first + n) of t into buf (n <= CAST_BLOCK). */
+static int read_elems(const wpack_archive *ar, const wpack_tensor *t, uint64_t first, size_t n,
+                      uint8_t *buf, char *err, size_t errlen)
+{
+    size_t es = wpack_dtype_size(t->dtype);
+    int rc = wpack_read(ar, t->index, first * es, buf, n * es);
+    if (rc)
+        read_error(ar, t, rc, err, errlen);
+    return rc;
+}
+
+/* bf16 / f16: block by block through format/float_cast.c, streamed into the
+ * writer (one rounding from the exact value, also from f64). */
+static int cast_float(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *t, int to,
+                      uint8_t *src, uint8_t *dst, char *err, size_t errlen)
+{
+    int rc = wpack_writer_begin_tensor(w, t->name, to, t->rank, t->dims);
+    for (uint64_t i = 0; rc == WPACK_OK && i < t->nelems;) {
+        size_t k = t->nelems - i < CAST_BLOCK ? (size_t)(t->nelems - i) : CAST_BLOCK;
+        if ((rc = read_elems(ar, t, i, k, src, err, errlen)))
+            return rc;
+        wpk_cast_block(t->dtype, src, to, (uint16_t *)(void *)dst, k);
+        rc = wpack_writer_write(w, dst, k * 2);
+        i += k;
+    }
+    if (rc == WPACK_OK)
+        rc = wpack_writer_end_tensor(w);
+    if (rc)
+        wpk_fmt(err, errlen, "%s: %s", t->name, wpack_writer_errmsg(w));
+    return rc;
+}
+
+/* int8, symmetric per row (dim 0): each row is read twice, once for its
+ * absmax and once to quantize, so only the row scales (4 bytes a row) grow
+ * with the tensor. */
+static int cast_int8(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *t,
+                     uint8_t *src, uint8_t *dst, char *err, size_t errlen)
+{
+    uint64_t rows = t->dims[0], cols = t->nelems / rows;
+    float *scale = malloc((size_t)rows * 4);
+    if (!scale)
+        return WPACK_E_NOMEM;
+    int rc = wpack_writer_begin_tensor(w, t->name, WPACK_DTYPE_I8, t->rank, t->dims);
+    if (rc)
+        wpk_fmt(err, errlen, "%s: %s", t->name, wpack_writer_errmsg(w));
+    for (uint64_t r = 0; rc == WPACK_OK && r < rows; r++) {
+        float am = 0;
+        for (uint64_t k = 0; rc == WPACK_OK && k < cols;) {
+            size_t n = cols - k < CAST_BLOCK ? (size_t)(cols - k) : CAST_BLOCK;
+            if ((rc = read_elems(ar, t, r * cols + k, n, src, err, errlen)))
+                break;
+            for (size_t j = 0; j < n; j++) {
+                float v = elem(src, t->dtype, j);
                 if (!isfinite(v)) {
-                    wpk_fmt(err, errlen, "%s: element [%zu, %zu] is not finite: cannot quantize", t->name, r, k);
+                    wpk_fmt(err, errlen, "%s: element [%llu, %llu] is not finite: cannot quantize",
+                            t->name, (unsigned long long)r, (unsigned long long)(k + j));
                     rc = WPACK_E_INPUT;
                     break;
                 }
                 am = fmaxf(am, fabsf(v));
             }
-            scale[r] = am > 0 ? am / 127.0f : 1.0f;
-            for (size_t k = 0; rc == WPACK_OK && k < cols; k++) {
-                float q = nearbyintf(elem(src, t->dtype, r * cols + k) / scale[r]);
-                dst[r * cols + k] = (uint8_t)(int8_t)fmaxf(-127.0f, fminf(127.0f, q));
-            }
+            k += n;
         }
-        if (rc == WPACK_OK)
-            rc = wpack_writer_add_tensor(w, t->name, WPACK_DTYPE_I8, t->rank, t->dims, dst, n);
-        char sname[WPACK_MAX_NAME + 16];
-        snprintf(sname, sizeof sname, "%s_scale", t->name);
-        uint64_t d0 = rows;
-        if (rc == WPACK_OK)
-            rc = wpack_writer_add_tensor(w, sname, WPACK_DTYPE_F32, 1, &d0, scale, rows * 4);
+        scale[r] = am > 0 ? am / 127.0f : 1.0f;
+        for (uint64_t k = 0; rc == WPACK_OK && k < cols;) {
+            size_t n = cols - k < CAST_BLOCK ? (size_t)(cols - k) : CAST_BLOCK;
+            if ((rc = read_elems(ar, t, r * cols + k, n, src, err, errlen)))
+                break;
+            for (size_t j = 0; j < n; j++) {
+                float q = nearbyintf(elem(src, t->dtype, j) / scale[r]);
+                dst[j] = (uint8_t)(int8_t)fmaxf(-127.0f, fminf(127.0f, q));
+            }
+            if ((rc = wpack_writer_write(w, dst, n)))
+                wpk_fmt(err, errlen, "%s: %s", t->name, wpack_writer_errmsg(w));
+            k += n;
+        }
+    }
+    if (rc == WPACK_OK && (rc = wpack_writer_end_tensor(w)))
+        wpk_fmt(err, errlen, "%s: %s", t->name, wpack_writer_errmsg(w));
+    char sname[WPACK_MAX_NAME + 16];
+    snprintf(sname, sizeof sname, "%s_scale", t->name);
+    uint64_t d0 = rows;
+    if (rc == WPACK_OK) {
+        rc = wpack_writer_add_tensor(w, sname, WPACK_DTYPE_F32, 1, &d0, scale, (size_t)rows * 4);
         if (rc == WPACK_E_EXISTS)
             wpk_fmt(err, errlen, "%s: the archive already has '%s'", t->name, sname);
-        else if (rc && rc != WPACK_E_INPUT)
+        else if (rc)
             wpk_fmt(err, errlen, "%s: %s", t->name, wpack_writer_errmsg(w));
-        free(scale);
-    } else if (rc == WPACK_OK) {
-        for (size_t i = 0; i < n; i++) {
-            float v = elem(src, t->dtype, i);
-            uint16_t h = to == WPACK_DTYPE_BF16 ? to_bf16(v) : to_f16(v);
-            memcpy(dst + 2 * i, &h, 2);
-        }
-        rc = wpack_writer_add_tensor(w, t->name, to, t->rank, t->dims, dst, n * 2);
-        if (rc)
-            wpk_fmt(err, errlen, "%s: %s", t->name, wpack_writer_errmsg(w));
-    } else {
-        if (rc == WPACK_E_CHECKSUM || rc == WPACK_E_DECODE) /* names the tensor, says what */
-            wpk_fmt(err, errlen, "%s", wpack_errmsg(ar));
-        else
-            wpk_fmt(err, errlen, "%s: reading: %s", t->name, wpack_error_describe(rc));
     }
+    free(scale);
+    return rc;
+}
+
+/* Cast one tensor into the writer (and its scale entry for int8). */
+static int cast_one(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *t, int to,
+                    char *err, size_t errlen)
+{
+    uint8_t *src = malloc((size_t)CAST_BLOCK * 8), *dst = malloc((size_t)CAST_BLOCK * 2);
+    int rc = src && dst ? WPACK_OK : WPACK_E_NOMEM;
+    if (rc == WPACK_OK)
+        rc = to == WPACK_DTYPE_I8 ? cast_int8(ar, w, t, src, dst, err, errlen)
+                                  : cast_float(ar, w, t, to, src, dst, err, errlen);
     free(src);
     free(dst);
     return rc;

@@ -44,6 +44,15 @@ float wpk_bf16_to_f32(uint16_t h);
 float wpk_f8e4m3fn_to_f32(uint8_t v);
 float wpk_f8e5m2_to_f32(uint8_t v);
 
+/* Narrowing casts (format/float_cast.c): round to nearest even from the
+ * exact value, NaN stays NaN, overflow gives inf. */
+uint16_t wpk_to_bf16(double x);
+uint16_t wpk_to_f16(double x);
+/* One element of a float dtype (f64 f32 f16 bf16 f8*) at p, exactly. */
+double wpk_load_float(int dtype, const uint8_t *p);
+/* count elements of a float dtype to bf16 or f16 (dst_dtype). */
+void wpk_cast_block(int src_dtype, const void *src, int dst_dtype, uint16_t *dst, size_t count);
+
 /* Write all n bytes to fd, retrying short writes and EINTR. Returns 0, or
  * the errno of the failure (ENOSPC when write makes no progress). */
 int wpk_write_all(int fd, const void *p, size_t n);

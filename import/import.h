@@ -120,12 +120,6 @@ void wpk_sink_progress(wpk_sink *s, uint64_t input_bytes);
 /* A message for the sink's err buffer, prefixed with the input's path. */
 int wpk_sink_fail(wpk_sink *s, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Round-to-nearest-even conversions (NaN stays NaN, overflow gives inf). */
-uint16_t wpk_to_bf16(double x);
-uint16_t wpk_to_f16(double x);
-/* count elements of a float dtype to bf16 or f16 (dst_dtype). */
-void wpk_cast_block(int src_dtype, const void *src, int dst_dtype, uint16_t *dst, size_t count);
-
 /* Open an input file with wpk_open_input (format/internal.h: never blocks
  * on a FIFO, regular files only, WPK_INPUT_NOFOLLOW: no links): the fd, or
  * minus the error code with the message (after label, when not NULL) in the
