@@ -223,6 +223,19 @@ expect_fail fanout_json_capped 'would print over 128.0 GiB of JSON.*--max-output
     timeout 10 "$WPACK" inspect --json "$T/fan.wpack"
 expect_fail max_output_bad "--max-output 'lots' is not a size" "$WPACK" inspect --max-output lots "$T/a.wpack"
 
+# --- bidirectional controls reorder the rest of a terminal line (CVE-2021-42574):
+# shown escaped in names, name-map names and metadata, never raw
+"$PY" -c "import numpy as np, sys; np.save(sys.argv[1], np.zeros(2, np.float32))" "$T/bidi.npy"
+"$WPACK" create -q -o "$T/bidi.wpack" "$T/bidi.npy" --name $'evil\u202egnp.exe=bidi' \
+    --meta $'k=x\u2066y\u200fz\u061c'
+"$WPACK" inspect "$T/bidi.wpack" >"$T/out" 2>&1
+if grep -q 'evil\\u202egnp.exe -> bidi' "$T/out" && grep -q 'x\\u2066y\\u200fz\\u061c' "$T/out" &&
+    ! grep -q $'\u202e\|\u2066\|\u200f\|\u061c' "$T/out"; then
+    pass bidi_controls_escaped
+else
+    fail bidi_controls_escaped "$(cat -A "$T/out" | head -20)"
+fi
+
 # --- help says it
 expect help "$WPACK" inspect --help
 grep -q 'per-channel (N)' "$T/out" && grep -q 'finite' "$T/out" && grep -q 'natural order' "$T/out" &&
