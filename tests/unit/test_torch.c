@@ -7,6 +7,7 @@
 
 #include "bytes.h"
 #include "import.h"
+#include "internal.h"
 #include "testlib.h"
 #include "torch_scan.h"
 #include "zipread.h"
