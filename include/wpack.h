@@ -312,8 +312,9 @@ int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, 
  * decoded one after another on the thread that reads. A caller with threads
  * of its own attaches an executor, and reads of compressed tensors
  * (wpack_read, wpack_read_stream, verification) then decode several chunks
- * at once on it; streaming decodes a batch of about max(16 MiB, one chunk)
- * of whole chunks per step (memory stays bounded). The same bytes either way.
+ * at once on it; streaming decodes a batch of whole chunks per step, one
+ * per executor thread, at most 16 MiB (or one chunk): memory stays bounded.
+ * The same bytes either way.
  *
  * run(self, n, fn, ctx) must call fn(ctx, i) exactly once for every i in
  * [0, n), on any threads, possibly at the same time, and return only when
@@ -354,8 +355,8 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
 /*
  * Stream all of entry i's logical bytes, in order, to fn in pieces of at most
  * 1 MiB: views straight from the mapping (no copy), each zstd chunk decoded
- * once (several at a time on the thread pool; at most 16 MiB or one chunk
- * held), splats expanded. A non-zero return from fn stops the stream and is
+ * once (several at a time on the archive's executor, see
+ * wpack_set_executor(); at most 16 MiB or one chunk held), splats expanded. A non-zero return from fn stops the stream and is
  * returned as is. With WPACK_READ_VERIFY (or WPACK_OPEN_VERIFY_READS) each
  * piece is hashed just before fn gets it and the call returns
  * WPACK_E_CHECKSUM at the end when the bytes do not match (message naming
