@@ -118,8 +118,9 @@ wpack_pool *wpack_pool_create(unsigned threads, long spin_us);
 void wpack_pool_destroy(wpack_pool *pool);
 /* Threads of the pool, the caller included (1 for NULL). */
 unsigned wpack_pool_threads(const wpack_pool *pool);
-/* An executor (wpack.h) that runs the core's zstd decoding on pool: attach
- * it with wpack_set_executor(); the pool must outlive that use. */
+/* An executor (wpack.h) that runs the core's zstd decoding on pool (NULL:
+ * on the calling thread): attach it with wpack_set_executor(); the pool
+ * must outlive that use. A job on a pool must not start another on it. */
 void wpack_pool_executor(wpack_pool *pool, wpack_executor *ex);
 
 /* wpack_linear_forward() on pool (NULL: the calling thread alone). */

@@ -76,8 +76,7 @@ int wpack_linear_forward(const wpack_linear *l, const float *x, float *y, size_t
     /* the default pool only when the layer is worth it: small layers start no thread */
     wpack_pool *pool = NULL;
     uint64_t work;
-    if (wpack_dense_threads() > 1 &&
-        (!wpk_mul(batch, l ? l->out_features : 0, &work) ||
+    if ((!wpk_mul(batch, l ? l->out_features : 0, &work) ||
          !wpk_mul(work, l ? l->in_features : 0, &work) || work >= wpk_min_parallel()) &&
         !(pool = wpk_default_pool()))
         return WPACK_E_NOMEM;

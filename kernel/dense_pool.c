@@ -303,14 +303,14 @@ static void exec_run(void *self, size_t n, void (*fn)(void *ctx, size_t i), void
     wpack_pool *pool = self;
     exec_job e = {fn, ctx};
     wpk_dense_job j = {.ctx = &e};
-    wpk_pool_run(pool, &j, exec_items, n, 1, pool->nthreads);
+    wpk_pool_run(pool, &j, exec_items, n, 1, wpack_pool_threads(pool));
 }
 
 void wpack_pool_executor(wpack_pool *pool, wpack_executor *ex)
 {
     ex->run = exec_run;
     ex->self = pool;
-    ex->threads = pool->nthreads;
+    ex->threads = wpack_pool_threads(pool);
 }
 
 void wpk_pool_run(wpack_pool *pool, const wpk_dense_job *j, wpk_dense_rows_fn fn, size_t n,
