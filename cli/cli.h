@@ -39,6 +39,19 @@ int cli_update_begin(wpack_update **u, const char *archive, char *err, size_t er
 int cli_update_stats(const char *archive, const wpack_stats_in *recs, size_t n, char *err,
                      size_t errlen);
 
+/* The environment, passed to the libraries (cli_env.c): WPACK_ISA,
+ * WPACK_THREADS, WPACK_SPIN_US, WPACK_DENSE_MIN_PARALLEL into the dense
+ * kernel's settings (main, before any command). */
+void cli_env_apply(void);
+/* The CLI's thread pool (WPACK_THREADS, WPACK_SPIN_US), made on first use;
+ * NULL when out of memory (then everything runs on one thread). */
+wpack_pool *cli_pool(void);
+/* Decode ar's zstd chunks in parallel on cli_pool() (cli_open does it). */
+void cli_attach_pool(wpack_archive *ar);
+/* wpack_writer_options_init, and the portable weight-stats path under
+ * WPACK_ISA=scalar. */
+void cli_writer_options_init(wpack_writer_options *o);
+
 /* Open an archive for a command: on failure print "wpack: <what and
  * where> [WPACK_E_CODE]", free the handle and return NULL. */
 wpack_archive *cli_open(const char *path);

@@ -10,6 +10,7 @@
 
 #include "atomic_file.h"
 #include "bytes.h"
+#include "cli.h"
 #include "cli_chain.h"
 #include "internal.h"
 #include "npy.h"
@@ -112,8 +113,8 @@ int chain_run(const chain *c, const float *x, size_t batch, size_t width, float 
             }
             /* fuse a following ReLU unless someone watches each module */
             int fuse = !observe && i + 1 < c->n && c->steps[i + 1].relu;
-            int rc = wpack_linear_forward(&s->lin, cur, y, batch,
-                                          fuse ? WPACK_ACT_RELU : WPACK_ACT_NONE);
+            int rc = wpack_linear_forward_pool(cli_pool(), &s->lin, cur, y, batch,
+                                               fuse ? WPACK_ACT_RELU : WPACK_ACT_NONE);
             free(cur);
             cur = y;
             width = ow;

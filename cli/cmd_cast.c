@@ -274,7 +274,7 @@ int cmd_cast(int argc, char **argv)
     wpack_info info;
     wpack_get_info(ar, &info);
     wpack_writer_options opt;
-    wpack_writer_options_init(&opt);
+    cli_writer_options_init(&opt);
     opt.alignment = info.alignment;
     if (wpack_writer_open(&w, out, &opt) != WPACK_OK) {
         cli_error("%s", wpack_writer_errmsg(w));

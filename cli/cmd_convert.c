@@ -39,7 +39,7 @@ int cmd_convert(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *v;
     wpack_writer_options opt;
-    wpack_writer_options_init(&opt);
+    cli_writer_options_init(&opt);
     opt.weight_stats = 0; /* stats records are copied as they are */
     cli_write_opts wo = CLI_WRITE_OPTS_INIT;
     int decompress = 0, compress = 0, in_place = 0, r;

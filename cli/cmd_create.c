@@ -290,7 +290,7 @@ int cmd_create(int argc, char **argv)
     const char *out = NULL, *v;
     const char *layers = NULL; /* --layers: metadata wpack.layers */
     wpack_writer_options opt;
-    wpack_writer_options_init(&opt);
+    cli_writer_options_init(&opt);
     int quiet = 0, r;
     int follow_links = 0, allow_empty = 0; /* --follow-links, --allow-empty */
     const char **metas = NULL, **maps = NULL, **inputs = NULL;

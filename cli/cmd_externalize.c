@@ -92,7 +92,7 @@ int cmd_externalize(int argc, char **argv)
         cli_warn("--scope only matters with --emit iree");
     opt.scope = scope;
     wpack_writer_options wo;
-    wpack_writer_options_init(&wo);
+    cli_writer_options_init(&wo);
     wo.weight_stats = !no_stats;
     opt.writer = &wo;
     opt.diag = cli_on_diag;

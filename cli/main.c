@@ -66,6 +66,7 @@ int main(int argc, char **argv)
         fputs(usage, stderr);
         return CLI_USAGE;
     }
+    cli_env_apply(); /* the libraries read no environment: the CLI passes it in */
     const char *cmd = argv[1];
     if (strcmp(cmd, "help") == 0 && argc > 2) {
         /* `wpack help create` is `wpack create --help` */

@@ -77,8 +77,10 @@ wpack_archive *cli_open_reads(const char *path, int verify)
     unsigned flags = fl && *fl && strcmp(fl, "0") != 0 ? WPACK_OPEN_FOLLOW_LINKS : 0;
     if (verify)
         flags |= WPACK_OPEN_VERIFY_READS;
-    if (wpack_open_file(&ar, path, flags) == WPACK_OK)
+    if (wpack_open_file(&ar, path, flags) == WPACK_OK) {
+        cli_attach_pool(ar);
         return ar;
+    }
     /* errmsg/errcode of NULL (out of memory) say so */
     cli_error("%s [%s]", wpack_errmsg(ar), wpack_error_name(wpack_errcode(ar)));
     wpack_close(ar);

@@ -47,15 +47,13 @@ static inline const char *fuzz_tmpdir(void)
     return access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
 }
 
-/* The reader decodes zstd chunks on the kernel's thread pool, whose workers
- * spin between jobs (kernel/dense_pool.c): under a fuzzer, with thousands of
- * tiny reads a second, that spinning took half the CPU, and coverage from
- * other threads makes runs unrepeatable. Targets that read compressed
- * tensors call this from LLVMFuzzerInitialize: one thread, unless
- * WPACK_THREADS is set already. */
+/* Targets that read compressed tensors call this from LLVMFuzzerInitialize.
+ * The core decodes zstd chunks on the calling thread unless an executor is
+ * attached (wpack_set_executor), and no target attaches one: decoding is
+ * single-threaded already (a pool's spinning workers once took half the CPU
+ * and made coverage unrepeatable). Kept as the place that says so. */
 static inline void fuzz_single_threaded(void)
 {
-    setenv("WPACK_THREADS", "1", 0);
 }
 
 /* Called (when set) before FUZZ_ASSERT aborts: a target that makes files

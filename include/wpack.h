@@ -298,14 +298,42 @@ int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, ui
 
 /* Copy nbytes of entry i's logical bytes, starting at byte offset, into dst,
  * whatever its kind and codec: a splat is expanded, a zstd tensor decodes
- * only the chunks that hold the range (in parallel on WPACK_THREADS threads
- * when there are several). Each chunk's declared size is checked before it
+ * only the chunks that hold the range (in parallel when the archive has an
+ * executor, see wpack_set_executor(); else on the calling thread). Each chunk's declared size is checked before it
  * is decoded and output never exceeds it: WPACK_E_DECODE for corrupt
  * compressed bytes, WPACK_E_NOMEM. A chunk read only in part is kept
  * decoded (one per archive), so small reads walking through a big chunk
  * decode it once. This call sets no message (the archive is shared between
  * threads), except for a failed check under WPACK_OPEN_VERIFY_READS. */
 int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes);
+
+/*
+ * Parallel decoding. libwpack starts no thread: by default zstd chunks are
+ * decoded one after another on the thread that reads. A caller with threads
+ * of its own attaches an executor, and reads of compressed tensors
+ * (wpack_read, wpack_read_stream, verification) then decode several chunks
+ * at once on it; streaming decodes a batch of whole chunks per step, one
+ * per executor thread, at most 16 MiB (or one chunk): memory stays bounded.
+ * The same bytes either way.
+ *
+ * run(self, n, fn, ctx) must call fn(ctx, i) exactly once for every i in
+ * [0, n), on any threads, possibly at the same time, and return only when
+ * every call has returned; fn never calls run. Several threads reading one
+ * archive may call run at once. threads: how many calls may run at once
+ * (sizes the streaming batch; 0 counts as 1). libwpack-dense gives one over
+ * its thread pool (wpack_pool_executor() in wpack_dense.h).
+ *
+ * wpack_set_executor copies *ex into the archive (and its shards); NULL
+ * detaches (serial again). Call it before reading, not while other threads
+ * read ar; the executor must outlive its use by ar (wpack_close, or the next
+ * wpack_set_executor). WPACK_E_INVALID_ARGUMENT for a NULL ar or run.
+ */
+typedef struct wpack_executor {
+    void (*run)(void *self, size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
+    void *self;
+    unsigned threads;
+} wpack_executor;
+int wpack_set_executor(wpack_archive *ar, const wpack_executor *ex);
 
 /* Flags for wpack_read_ex() and wpack_read_stream(). */
 #define WPACK_READ_VERIFY 1u  /* check the entry's bytes, as WPACK_OPEN_VERIFY_READS does */
@@ -327,8 +355,8 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
 /*
  * Stream all of entry i's logical bytes, in order, to fn in pieces of at most
  * 1 MiB: views straight from the mapping (no copy), each zstd chunk decoded
- * once (several at a time on the thread pool; at most 16 MiB or one chunk
- * held), splats expanded. A non-zero return from fn stops the stream and is
+ * once (several at a time on the archive's executor, see
+ * wpack_set_executor(); at most 16 MiB or one chunk held), splats expanded. A non-zero return from fn stops the stream and is
  * returned as is. With WPACK_READ_VERIFY (or WPACK_OPEN_VERIFY_READS) each
  * piece is hashed just before fn gets it and the call returns
  * WPACK_E_CHECKSUM at the end when the bytes do not match (message naming
@@ -483,6 +511,9 @@ typedef struct wpack_writer_options {
      * WPACK_E_TOO_LARGE naming the tensor, its size and the cap (the CLI's
      * output cap against amplifying inputs, e.g. a stride-0 torch view). */
     uint64_t max_data_bytes;
+    /* 1: weight stats on the portable C path even where the CPU has AVX2
+     * (the same bits, slower; the CLI sets it under WPACK_ISA=scalar). */
+    int portable_stats;
 } wpack_writer_options;
 /* The defaults: alignment 4096, weight stats on, no histograms, no
  * compression (but the compression defaults above filled in). */

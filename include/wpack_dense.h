@@ -29,17 +29,25 @@ extern "C" {
  * `wpack cast --to int8` writes it. The bias (optional, shape [out]) may be
  * f32, f16 or bf16.
  *
- * The arithmetic runs on the best SIMD path of the CPU, chosen once per
- * process: "avx512" (AVX512F/BW/VL + FMA + F16C), "avx2" (AVX2 + FMA +
- * F16C) or the portable "scalar" reference; both CPUID and the OS's saved
- * register state (XGETBV) are checked. The environment variable
- * WPACK_ISA=scalar|avx2|avx512 forces a path (a path the machine lacks makes
- * every call fail with WPACK_E_UNSUPPORTED). Rows are split over a small
- * persistent thread pool of WPACK_THREADS threads (default: online CPUs);
- * small layers run on the calling thread. An idle pool thread spins about
- * 5 ms for the next call before it sleeps (a core stays busy meanwhile);
- * WPACK_SPIN_US=N sets that to N microseconds, 0 to sleep at once. Calls
- * may be made from any number of threads at once; they share the pool.
+ * The arithmetic runs on the best SIMD path of the CPU: "avx512"
+ * (AVX512F/BW/VL + FMA + F16C), "avx2" (AVX2 + FMA + F16C) or the portable
+ * "scalar" reference; both CPUID and the OS's saved register state (XGETBV)
+ * are checked. wpack_dense_configure() may force a path (one the machine
+ * lacks makes every call fail with WPACK_E_UNSUPPORTED).
+ *
+ * Threads: rows are split over a thread pool (wpack_pool below), and small
+ * layers run on the calling thread alone. wpack_linear_forward_pool() runs
+ * on a pool the caller made; wpack_linear_forward() on the default pool,
+ * which is created on its first call that is worth threads (online CPUs, or
+ * the count given to wpack_dense_configure()) and lives until
+ * wpack_dense_shutdown() joins it. An idle pool thread spins about 5 ms for
+ * the next call before it sleeps (a core stays busy meanwhile); a pool's
+ * spin_us changes that. Calls may be made from any number of threads at
+ * once; calls on one pool take turns.
+ *
+ * The library reads no environment variable. The wpack CLI reads
+ * WPACK_ISA=scalar|avx2|avx512, WPACK_THREADS=N, WPACK_SPIN_US=N and
+ * WPACK_DENSE_MIN_PARALLEL=MACS (cli/cli_env.c) and passes them in here.
  *
  * Host byte order must be little-endian (the format's): on a big-endian host
  * wpack_linear_bind() returns WPACK_E_UNSUPPORTED.
@@ -86,17 +94,68 @@ int wpack_linear_from_tensors(const wpack_tensor *weight, const wpack_tensor *sc
  * alignment, not overlapping. batch 0 does nothing. act is WPACK_ACT_*.
  * Errors: WPACK_E_INVALID_ARGUMENT (NULL pointers, unknown act, sizes whose
  * product overflows), WPACK_E_DTYPE (a layer not filled by the bind calls),
- * WPACK_E_UNSUPPORTED (WPACK_ISA names a path this machine lacks, or junk).
- * The same inputs give the same bits whatever the thread count, and a row
+ * WPACK_E_UNSUPPORTED (the configured isa is a path this machine lacks, or
+ * junk), WPACK_E_NOMEM (the default pool could not be made).
+ * The same inputs give the same bits whatever the pool or thread count, and a row
  * of x gives the same bits alone (batch 1) as inside any batch.
  */
 int wpack_linear_forward(const wpack_linear *l, const float *x, float *y, size_t batch, int act);
 
+/* ------------------------------------------------------------ thread pools */
+
+/*
+ * A pool of threads: `threads` in all, the calling thread included (a pool
+ * of n starts n - 1 workers at once; 0: online CPUs; at most 256; a worker
+ * that cannot be started leaves a smaller pool, still correct). spin_us: how
+ * long an idle worker spins for the next job before it sleeps, in
+ * microseconds (negative: the default, 5000; 0: sleep at once; at most 1 s).
+ * NULL when out of memory. The workers are joinable: wpack_pool_destroy()
+ * joins every one, so no thread of the pool outlives it (safe before
+ * dlclose). Destroy a pool only when no call runs on it.
+ */
+typedef struct wpack_pool wpack_pool;
+wpack_pool *wpack_pool_create(unsigned threads, long spin_us);
+void wpack_pool_destroy(wpack_pool *pool);
+/* Threads of the pool, the caller included (1 for NULL). */
+unsigned wpack_pool_threads(const wpack_pool *pool);
+/* An executor (wpack.h) that runs the core's zstd decoding on pool (NULL:
+ * on the calling thread): attach it with wpack_set_executor(); the pool
+ * must outlive that use. A job on a pool must not start another on it. */
+void wpack_pool_executor(wpack_pool *pool, wpack_executor *ex);
+
+/* wpack_linear_forward() on pool (NULL: the calling thread alone). */
+int wpack_linear_forward_pool(wpack_pool *pool, const wpack_linear *l, const float *x, float *y,
+                              size_t batch, int act);
+
+/* ------------------------------------------------------ process settings */
+
+/* Settings of the kernel for the whole process (what the CLI reads from its
+ * environment). Defaults from wpack_dense_settings_init(). */
+typedef struct wpack_dense_settings {
+    const char *isa;        /* NULL or "": the best path; "scalar", "avx2" or "avx512" forces one */
+    unsigned threads;       /* threads of the default pool; 0: online CPUs */
+    long spin_us;           /* idle spin of the default pool (as wpack_pool_create); <0: 5000 */
+    long long min_parallel; /* multiply-adds (batch x out x in) below which a call runs on
+                               the calling thread alone, any pool; <0: 131072 */
+} wpack_dense_settings;
+void wpack_dense_settings_init(wpack_dense_settings *s);
+/* Apply s (NULL: the defaults). Make it before forward calls, not while
+ * they run. threads and spin_us apply when the default pool is created
+ * (after wpack_dense_shutdown() if it runs). An isa that is unknown or that
+ * this machine lacks returns WPACK_E_UNSUPPORTED, and the forward calls
+ * then fail with it until another configure. */
+int wpack_dense_configure(const wpack_dense_settings *s);
+
+/* Join and free the default pool (if it was created); a later
+ * wpack_linear_forward() makes a new one. Call it when no forward call
+ * runs, e.g. before dlclose or exit. */
+void wpack_dense_shutdown(void);
+
 /* The SIMD path the forward calls use: "avx512", "avx2" or "scalar"; NULL
- * when WPACK_ISA asks for one the machine lacks (or names none). */
+ * when the configured isa is one the machine lacks (or names none). */
 const char *wpack_dense_isa(void);
 
-/* Threads the forward calls may use (WPACK_THREADS, default online CPUs). */
+/* Threads of the default pool (created or to be created; starts nothing). */
 unsigned wpack_dense_threads(void);
 
 #ifdef __cplusplus

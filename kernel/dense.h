@@ -33,20 +33,35 @@ void wpk_dense_rows_scalar(const wpk_dense_job *j, size_t o0, size_t o1);
 void wpk_dense_rows_avx2(const wpk_dense_job *j, size_t o0, size_t o1);
 void wpk_dense_rows_avx512(const wpk_dense_job *j, size_t o0, size_t o1);
 
-/* Which paths the CPU and OS support (CPUID + XGETBV), and the one chosen
- * once per process (WPACK_ISA or the best); -1 when WPACK_ISA is unusable. */
+/* Which paths the CPU and OS support (CPUID + XGETBV), and the one in use:
+ * the best, or the one wpack_dense_configure() forced; -1 when the forced
+ * one is unusable. wpk_isa_select: name NULL or "" for the best; an unknown
+ * or unsupported name selects -1 and returns WPACK_E_UNSUPPORTED. */
 int wpk_isa_supported(int isa);
 int wpk_isa_selected(void);
+int wpk_isa_select(const char *name);
 const char *wpk_isa_name(int isa);
-/* Run rows [0, out) with a given path, threads split rows; for tests. */
+/* Run rows [0, out) with a given path on pool (NULL: the caller alone),
+ * rows split for `threads` threads. */
+int wpk_linear_forward_on(wpack_pool *pool, const wpack_linear *l, const float *x, float *y,
+                          size_t batch, int act, int isa, unsigned threads);
+/* The same on the default pool; for tests. */
 int wpk_linear_forward_isa(const wpack_linear *l, const float *x, float *y, size_t batch,
                            int act, int isa, unsigned threads);
 
-/* The thread pool: run fn over [0, n) in chunks of `chunk` (a multiple of
- * WPK_DENSE_ROW_TILE) on up to `threads` threads including the caller. */
-unsigned wpk_pool_threads(void);
-void wpk_pool_run(const wpk_dense_job *j, wpk_dense_rows_fn fn, size_t n, size_t chunk,
-                  unsigned threads);
+/* The default pool (dense_default.c), created on first call; NULL when out
+ * of memory. And the multiply-adds below which a call runs on the caller. */
+wpack_pool *wpk_default_pool(void);
+uint64_t wpk_min_parallel(void);
+
+/* Threads of a pool asked for `threads` (0: online CPUs), capped. */
+#define WPK_POOL_MAX 256
+unsigned wpk_pool_size(unsigned threads);
+/* Run fn over [0, n) in chunks of `chunk` (a multiple of WPK_DENSE_ROW_TILE
+ * for rows) on pool (NULL: the caller alone), split for up to `threads`
+ * threads including the caller. */
+void wpk_pool_run(wpack_pool *pool, const wpk_dense_job *j, wpk_dense_rows_fn fn, size_t n,
+                  size_t chunk, unsigned threads);
 
 /* out = act(acc * scale[o] + bias[o]): the epilogue every path shares. */
 static inline float wpk_dense_finish(const wpack_linear *l, size_t o, float acc, int act)

@@ -1,47 +1,61 @@
 /* dense_dispatch.c - which SIMD path the kernel runs: the best the CPU has
- * (format/cpu_features.c), WPACK_ISA to force one. Chosen once. */
+ * (format/cpu_features.c), or one forced through wpack_dense_configure()
+ * (the CLI passes WPACK_ISA). The CPU is asked once. */
 #include <pthread.h>
-#include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu_features.h"
 #include "dense.h"
 
 static int supported[WPK_ISA_COUNT];
-static int selected = -1;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+/* The path in use: WPK_ISA_COUNT until chosen (then the best), -1 when a
+ * forced one is unusable. */
+static atomic_int selected = WPK_ISA_COUNT;
 
 static const char *const names[WPK_ISA_COUNT] = {"scalar", "avx2", "avx512"};
 
-static void choose(void)
+static void detect(void)
 {
     supported[WPK_ISA_SCALAR] = 1;
     supported[WPK_ISA_AVX2] = wpk_cpu_supports(WPK_CPU_AVX2);
     supported[WPK_ISA_AVX512] = wpk_cpu_supports(WPK_CPU_AVX512);
-    const char *env = getenv("WPACK_ISA");
-    if (env && *env) {
-        selected = -1;
-        for (int i = 0; i < WPK_ISA_COUNT; i++)
-            if (strcmp(env, names[i]) == 0 && supported[i])
-                selected = i;
-        return;
-    }
-    selected = WPK_ISA_SCALAR;
+}
+
+static int best(void)
+{
+    int b = WPK_ISA_SCALAR;
     for (int i = 0; i < WPK_ISA_COUNT; i++)
         if (supported[i])
-            selected = i;
+            b = i;
+    return b;
 }
 
 int wpk_isa_supported(int isa)
 {
-    pthread_once(&once, choose);
+    pthread_once(&once, detect);
     return isa >= 0 && isa < WPK_ISA_COUNT && supported[isa];
+}
+
+int wpk_isa_select(const char *name)
+{
+    pthread_once(&once, detect);
+    int s = -1;
+    if (!name || !*name)
+        s = best();
+    for (int i = 0; s < 0 && i < WPK_ISA_COUNT; i++)
+        if (strcmp(name, names[i]) == 0 && supported[i])
+            s = i;
+    atomic_store(&selected, s);
+    return s < 0 ? WPACK_E_UNSUPPORTED : WPACK_OK;
 }
 
 int wpk_isa_selected(void)
 {
-    pthread_once(&once, choose);
-    return selected;
+    pthread_once(&once, detect);
+    int s = atomic_load(&selected);
+    return s == WPK_ISA_COUNT ? best() : s;
 }
 
 const char *wpk_isa_name(int isa)

@@ -1,30 +1,8 @@
 /* dense_forward.c - wpack_linear_forward: check, pick the path, split rows. */
-#include <stdlib.h>
-
 #include "dense.h"
-
-/* Multiply-adds below which the calling thread does everything: waking the
- * pool costs about as much as this much work (measured with bench/dense,
- * see bench/dense/README.md). WPACK_DENSE_MIN_PARALLEL overrides it. */
-#define WPK_DENSE_MIN_PARALLEL_DEFAULT (1u << 17)
 
 static const wpk_dense_rows_fn paths[WPK_ISA_COUNT] = {
     wpk_dense_rows_scalar, wpk_dense_rows_avx2, wpk_dense_rows_avx512};
-
-static uint64_t min_parallel(void)
-{
-    static uint64_t v;
-    static int done;
-    if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
-        uint64_t m = WPK_DENSE_MIN_PARALLEL_DEFAULT;
-        const char *env = getenv("WPACK_DENSE_MIN_PARALLEL");
-        if (env && *env)
-            m = strtoull(env, NULL, 10);
-        __atomic_store_n(&v, m, __ATOMIC_RELAXED);
-        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
-    }
-    return __atomic_load_n(&v, __ATOMIC_RELAXED);
-}
 
 static int valid_layer(const wpack_linear *l)
 {
@@ -40,8 +18,8 @@ static int valid_layer(const wpack_linear *l)
     return 1;
 }
 
-int wpk_linear_forward_isa(const wpack_linear *l, const float *x, float *y, size_t batch,
-                           int act, int isa, unsigned threads)
+int wpk_linear_forward_on(wpack_pool *pool, const wpack_linear *l, const float *x, float *y,
+                          size_t batch, int act, int isa, unsigned threads)
 {
     if (!l || (act != WPACK_ACT_NONE && act != WPACK_ACT_RELU))
         return WPACK_E_INVALID_ARGUMENT;
@@ -62,7 +40,7 @@ int wpk_linear_forward_isa(const wpack_linear *l, const float *x, float *y, size
     uint64_t work;
     if (!wpk_mul(t, l->in_features, &work))
         work = UINT64_MAX;
-    if (threads <= 1 || work < min_parallel()) {
+    if (!pool || threads <= 1 || work < wpk_min_parallel()) {
         paths[isa](&j, 0, j.out);
         return WPACK_OK;
     }
@@ -70,8 +48,24 @@ int wpk_linear_forward_isa(const wpack_linear *l, const float *x, float *y, size
      * hold the others up and results do not depend on the split. */
     size_t chunk = (j.out + threads * 4 - 1) / (threads * 4);
     chunk = (chunk + WPK_DENSE_ROW_TILE - 1) / WPK_DENSE_ROW_TILE * WPK_DENSE_ROW_TILE;
-    wpk_pool_run(&j, paths[isa], j.out, chunk, threads);
+    wpk_pool_run(pool, &j, paths[isa], j.out, chunk, threads);
     return WPACK_OK;
+}
+
+int wpk_linear_forward_isa(const wpack_linear *l, const float *x, float *y, size_t batch,
+                           int act, int isa, unsigned threads)
+{
+    return wpk_linear_forward_on(threads > 1 ? wpk_default_pool() : NULL, l, x, y, batch, act,
+                                 isa, threads);
+}
+
+int wpack_linear_forward_pool(wpack_pool *pool, const wpack_linear *l, const float *x, float *y,
+                              size_t batch, int act)
+{
+    int isa = wpk_isa_selected();
+    if (isa < 0)
+        return WPACK_E_UNSUPPORTED;
+    return wpk_linear_forward_on(pool, l, x, y, batch, act, isa, wpack_pool_threads(pool));
 }
 
 int wpack_linear_forward(const wpack_linear *l, const float *x, float *y, size_t batch, int act)
@@ -79,5 +73,12 @@ int wpack_linear_forward(const wpack_linear *l, const float *x, float *y, size_t
     int isa = wpk_isa_selected();
     if (isa < 0)
         return WPACK_E_UNSUPPORTED;
-    return wpk_linear_forward_isa(l, x, y, batch, act, isa, wpk_pool_threads());
+    /* the default pool only when the layer is worth it: small layers start no thread */
+    wpack_pool *pool = NULL;
+    uint64_t work;
+    if ((!wpk_mul(batch, l ? l->out_features : 0, &work) ||
+         !wpk_mul(work, l ? l->in_features : 0, &work) || work >= wpk_min_parallel()) &&
+        !(pool = wpk_default_pool()))
+        return WPACK_E_NOMEM;
+    return wpk_linear_forward_on(pool, l, x, y, batch, act, isa, wpack_pool_threads(pool));
 }

@@ -266,21 +266,27 @@ static int have_avx2(void)
 {
     return wpk_cpu_supports(WPK_CPU_AVX2);
 }
-#define FAST_DIRECT(a, t, p, n) \
-    (have_avx2() ? fast_block_avx2(a, t, p, n) : fast_block_direct(a, t, p, n))
+#define FAST_DIRECT(a, t, p, n, portable) \
+    (!(portable) && have_avx2() ? fast_block_avx2(a, t, p, n) : fast_block_direct(a, t, p, n))
 #else
-#define FAST_DIRECT(a, t, p, n) fast_block_direct(a, t, p, n)
+#define FAST_DIRECT(a, t, p, n, portable) fast_block_direct(a, t, p, n)
 #endif
 
 void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
 {
+    wpk_acc_feed_path(a, dtype, data, count, 0);
+}
+
+void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, int portable)
+{
+    (void)portable; /* without x86 SIMD there is one path */
     double v[BLOCK];
     size_t size = wpack_dtype_size(dtype);
     const uint8_t *p = data;
     while (count) {
         size_t n = count < BLOCK ? count : BLOCK;
         int direct = dtype == WPACK_DTYPE_F32 || dtype == WPACK_DTYPE_F16 || dtype == WPACK_DTYPE_BF16;
-        if (!direct || !FAST_DIRECT(a, dtype, p, n)) {
+        if (!direct || !FAST_DIRECT(a, dtype, p, n, portable)) {
             widen(dtype, p, n, v);
             if (!fast_block(a, v, n))
                 feed_block(a, v, n); /* NaN or infinity in the block: filter them */

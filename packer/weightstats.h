@@ -14,8 +14,12 @@ typedef struct {
 } wpk_acc;
 
 void wpk_acc_init(wpk_acc *a);
-/* Feed count whole elements of a float dtype (WPACK_DTYPE_F64..F8E5M2). */
+/* Feed count whole elements of a float dtype (WPACK_DTYPE_F64..F8E5M2),
+ * on AVX2 where the CPU has it. */
 void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count);
+/* The same, with portable set: the plain C path whatever the CPU (the same
+ * bits; wpack_writer_options.portable_stats, tests). */
+void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, int portable);
 /* Population variance. */
 double wpk_acc_variance(const wpk_acc *a);
 

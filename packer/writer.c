@@ -395,11 +395,11 @@ static void feed_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, 
         n -= take;
         if (w->carry_len < size)
             return;
-        wpk_acc_feed(&e->acc, e->dtype, w->carry, 1);
+        wpk_acc_feed_path(&e->acc, e->dtype, w->carry, 1, w->opt.portable_stats);
         w->carry_len = 0;
     }
     size_t whole = n / size;
-    wpk_acc_feed(&e->acc, e->dtype, p, whole);
+    wpk_acc_feed_path(&e->acc, e->dtype, p, whole, w->opt.portable_stats);
     w->carry_len = n - whole * size;
     memcpy(w->carry, p + whole * size, w->carry_len);
 }

@@ -1,11 +1,12 @@
 /* decode.c - zstd-compressed tensors: seek-table validation at open, range
- * decoding (parallel across chunks, the last partly read chunk kept), and
- * streaming (each chunk decoded once). */
+ * decoding (across chunks in parallel on the caller's executor, serial
+ * without one; the last partly read chunk kept), and streaming (each chunk
+ * decoded once). The archive's decode state (chunk cache, zstd contexts,
+ * executor) lives here. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zstd.h>
 
 #include "bytes.h"
@@ -49,16 +50,23 @@ int wpk_check_seek_table(wpack_archive *ar, const char *q, uint32_t chunk_log2, 
     return WPACK_OK;
 }
 
-/* The last chunk decoded for a read that wanted only part of it: a reader
- * going through a big chunk in small reads decodes it once, not once per
- * read. One slot per archive; a thread that finds it busy decodes into a
- * buffer of its own instead of waiting. */
+/* The archive's decode state. The last chunk decoded for a read that
+ * wanted only part of it: a reader going through a big chunk in small reads
+ * decodes it once, not once per read. One slot per archive; a thread that
+ * finds it busy decodes into a buffer of its own instead of waiting. The
+ * zstd contexts not in use (one is made when none is free, so there are as
+ * many as reads ever ran at once; freed at wpack_close). The executor
+ * (wpack_set_executor). */
 struct wpk_chunk_cache {
     pthread_mutex_t lock;
     const uint8_t *rec;             /* entry record of the chunk held; NULL: none */
     uint64_t k;
     uint8_t *buf;
     size_t cap;
+    pthread_mutex_t dctx_lock;
+    ZSTD_DCtx **dctx_free;
+    size_t ndctx, dctx_cap;
+    wpack_executor ex;              /* ex.run NULL: serial */
 };
 
 int wpk_chunk_cache_new(wpack_archive *ar)
@@ -67,6 +75,7 @@ int wpk_chunk_cache_new(wpack_archive *ar)
     if (!c)
         return WPACK_E_NOMEM;
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->dctx_lock, NULL);
     ar->cache = c;
     return WPACK_OK;
 }
@@ -77,9 +86,58 @@ void wpk_chunk_cache_free(wpack_archive *ar)
     if (!c)
         return;
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->dctx_lock);
+    for (size_t i = 0; i < c->ndctx; i++)
+        ZSTD_freeDCtx(c->dctx_free[i]);
+    free(c->dctx_free);
     free(c->buf);
     free(c);
     ar->cache = NULL;
+}
+
+int wpack_set_executor(wpack_archive *ar, const wpack_executor *ex)
+{
+    if (!ar || !ar->cache || (ex && !ex->run))
+        return WPACK_E_INVALID_ARGUMENT;
+    if (ex)
+        ar->cache->ex = *ex;
+    else
+        memset(&ar->cache->ex, 0, sizeof ar->cache->ex);
+    for (uint32_t s = 0; s < ar->nshards; s++)
+        if (ar->shards[s])
+            wpack_set_executor(ar->shards[s], ex);
+    return WPACK_OK;
+}
+
+/* A zstd context for one decoding call: a free one of the archive, else a
+ * new one (NULL: out of memory). Give it back with put_dctx. */
+static ZSTD_DCtx *get_dctx(struct wpk_chunk_cache *c)
+{
+    ZSTD_DCtx *d = NULL;
+    pthread_mutex_lock(&c->dctx_lock);
+    if (c->ndctx)
+        d = c->dctx_free[--c->ndctx];
+    pthread_mutex_unlock(&c->dctx_lock);
+    return d ? d : ZSTD_createDCtx();
+}
+
+static void put_dctx(struct wpk_chunk_cache *c, ZSTD_DCtx *d)
+{
+    pthread_mutex_lock(&c->dctx_lock);
+    if (c->ndctx == c->dctx_cap) {
+        size_t cap = c->dctx_cap ? 2 * c->dctx_cap : 4;
+        ZSTD_DCtx **v = realloc(c->dctx_free, cap * sizeof *v);
+        if (v) {
+            c->dctx_free = v;
+            c->dctx_cap = cap;
+        }
+    }
+    if (c->ndctx < c->dctx_cap) {
+        c->dctx_free[c->ndctx++] = d;
+        d = NULL;
+    }
+    pthread_mutex_unlock(&c->dctx_lock);
+    ZSTD_freeDCtx(d); /* no room to keep it (NULL: kept) */
 }
 
 /* Where chunk k of a validated zstd tensor is stored. */
@@ -88,7 +146,7 @@ typedef struct {
     const uint8_t *base;            /* stored bytes of the tensor */
     const uint8_t *seek;            /* u64 chunk ends */
     uint64_t chunk, nbytes, nchunks;
-    struct wpk_chunk_cache *cache;  /* may be NULL */
+    struct wpk_chunk_cache *cache;  /* the archive's decode state */
 } zstd_tensor;
 
 static void chunk_at(const zstd_tensor *z, uint64_t k, const uint8_t **src, size_t *len, int *raw,
@@ -129,7 +187,7 @@ static int read_cached(ZSTD_DCtx *dctx, const zstd_tensor *z, uint64_t k, size_t
                        uint8_t *out, int *rc)
 {
     struct wpk_chunk_cache *c = z->cache;
-    if (!c || pthread_mutex_trylock(&c->lock) != 0)
+    if (pthread_mutex_trylock(&c->lock) != 0)
         return 0;
     *rc = WPACK_OK;
     if (c->rec != z->rec || c->k != k) {
@@ -161,46 +219,18 @@ typedef struct {
     _Atomic int rc;
 } range_job;
 
-/* One zstd context per thread, kept (the pool's threads live on) and freed
- * when a caller's own thread ends. */
-static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
-static pthread_key_t dctx_key;
-static int dctx_key_ok;
-
-static void free_dctx(void *d)
+static void set_rc(range_job *job, int rc)
 {
-    ZSTD_freeDCtx(d);
+    int ok = WPACK_OK;
+    atomic_compare_exchange_strong(&job->rc, &ok, rc);
 }
 
-static void make_dctx_key(void)
-{
-    dctx_key_ok = pthread_key_create(&dctx_key, free_dctx) == 0;
-}
-
-static ZSTD_DCtx *thread_dctx(void)
-{
-    pthread_once(&dctx_once, make_dctx_key);
-    if (!dctx_key_ok)
-        return NULL;
-    ZSTD_DCtx *d = pthread_getspecific(dctx_key);
-    if (!d && (d = ZSTD_createDCtx()) && pthread_setspecific(dctx_key, d) != 0) {
-        ZSTD_freeDCtx(d);
-        d = NULL;
-    }
-    return d;
-}
-
-/* Decode chunks first+[k0, k1) of the job into dst; partial chunks at the
- * ends go through the chunk cache or a bounce buffer so dst is never
- * overrun. Runs on the caller's thread. */
-static void decode_chunks(range_job *job, size_t k0, size_t k1)
+/* Decode chunks first+[k0, k1) of the job into dst with dctx; partial
+ * chunks at the ends go through the chunk cache or a bounce buffer so dst
+ * is never overrun. */
+static void decode_chunks(range_job *job, ZSTD_DCtx *dctx, size_t k0, size_t k1)
 {
     const zstd_tensor *z = job->z;
-    ZSTD_DCtx *dctx = thread_dctx();
-    if (!dctx) {
-        job->rc = WPACK_E_NOMEM;
-        return;
-    }
     uint8_t *bounce = NULL;
     for (size_t c = k0; c < k1 && job->rc == WPACK_OK; c++) {
         uint64_t k = job->first + c;
@@ -216,19 +246,32 @@ static void decode_chunks(range_job *job, size_t k0, size_t k1)
         } else if (!read_cached(dctx, z, k, (size_t)(lo - cstart), (size_t)(hi - lo), out,
                                 &rc)) {
             if (!bounce && !(bounce = malloc((size_t)z->chunk))) {
-                job->rc = WPACK_E_NOMEM;
+                set_rc(job, WPACK_E_NOMEM);
                 break;
             }
             rc = decode_chunk(dctx, z, k, bounce);
             if (rc == WPACK_OK)
                 memcpy(out, bounce + (lo - cstart), (size_t)(hi - lo));
         }
-        if (rc) {
-            int ok = WPACK_OK;
-            atomic_compare_exchange_strong(&job->rc, &ok, rc);
-        }
+        if (rc)
+            set_rc(job, rc);
     }
     free(bounce);
+}
+
+/* Chunk first+c of the job, run by the executor (any thread). */
+static void decode_one(void *ctx, size_t c)
+{
+    range_job *job = ctx;
+    if (atomic_load_explicit(&job->rc, memory_order_relaxed) != WPACK_OK)
+        return; /* another chunk failed: the read fails anyway */
+    ZSTD_DCtx *dctx = get_dctx(job->z->cache);
+    if (!dctx) {
+        set_rc(job, WPACK_E_NOMEM);
+        return;
+    }
+    decode_chunks(job, dctx, c, c + 1);
+    put_dctx(job->z->cache, dctx);
 }
 
 static void zstd_at(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, zstd_tensor *z)
@@ -250,11 +293,25 @@ int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, 
     zstd_tensor z;
     zstd_at(ar, rec, nbytes, &z);
     range_job job = {&z, offset, offset / z.chunk, dst, n, WPACK_OK};
-    uint64_t chunks = (offset + n - 1) / z.chunk - job.first + 1;
-    decode_chunks(&job, 0, (size_t)chunks);
+    size_t chunks = (size_t)((offset + n - 1) / z.chunk - job.first + 1);
+    const wpack_executor *ex = &z.cache->ex;
+    if (ex->run && chunks > 1) {
+        /* one chunk per item: chunks are independent and about the same work */
+        ex->run(ex->self, chunks, decode_one, &job);
+        return job.rc;
+    }
+    ZSTD_DCtx *dctx = get_dctx(z.cache);
+    if (!dctx)
+        return WPACK_E_NOMEM;
+    decode_chunks(&job, dctx, 0, chunks);
+    put_dctx(z.cache, dctx);
     return job.rc;
 }
 
+/* Bytes decoded per step when streaming with an executor: whole chunks,
+ * enough of them for each of its threads to take one, at most this much
+ * (and at least one chunk, <= 2^26 bytes). */
+enum { STREAM_BATCH = 1 << 24 };
 
 int wpk_stream_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, wpk_piece_fn fn,
                     void *user)
@@ -263,8 +320,16 @@ int wpk_stream_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes
         return WPACK_OK;
     zstd_tensor z;
     zstd_at(ar, rec, nbytes, &z);
-    /* One whole chunk (<= 2^26 bytes) per step, each decoded once. */
-    uint64_t batch = z.chunk < nbytes ? z.chunk : nbytes;
+    const wpack_executor *ex = &z.cache->ex;
+    uint64_t per = 1;
+    if (ex->run) {
+        per = STREAM_BATCH / z.chunk;
+        if (per > ex->threads)
+            per = ex->threads;
+        if (per < 1)
+            per = 1;
+    }
+    uint64_t batch = per * z.chunk < nbytes ? per * z.chunk : nbytes;
     uint8_t *buf = malloc((size_t)batch);
     if (!buf)
         return WPACK_E_NOMEM;

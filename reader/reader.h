@@ -44,7 +44,7 @@ struct wpack_archive {
      * (its bytes matched their checksum) or the error code found. */
     unsigned flags;
     _Atomic unsigned char *checked;
-    struct wpk_chunk_cache *cache;  /* the last zstd chunk decoded in part (decode.c) */
+    struct wpk_chunk_cache *cache;  /* zstd decoding: chunk cache, contexts, executor (decode.c) */
 };
 
 /* Set the handle's error and return code. */
@@ -124,7 +124,7 @@ typedef int (*wpk_piece_fn)(void *user, const void *p, size_t n);
 /* Logical bytes are handed out in pieces of at most WPK_PIECE bytes. */
 #define WPK_PIECE (1u << 20)
 /* A zstd entry's logical bytes to fn, each chunk decoded once, a batch of
- * chunks at a time in parallel (decode.c). */
+ * chunks at a time in parallel on the archive's executor (decode.c). */
 int wpk_stream_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, wpk_piece_fn fn,
                     void *user);
 /* Bytes [offset, +n) of a zstd entry record: only the chunks holding them. */
@@ -139,7 +139,7 @@ int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, 
 #define WPK_CHECK_HASH 1
 #define WPK_CHECK_BOOL 2
 int wpk_check_stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void *user, int mode);
-/* The chunk cache of partial zstd reads (decode.c). */
+/* The decode state of zstd reads (decode.c). */
 int wpk_chunk_cache_new(wpack_archive *ar);
 void wpk_chunk_cache_free(wpack_archive *ar);
 /* The verify-on-read state and the chunk cache: made at open, freed at close. */

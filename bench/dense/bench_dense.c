@@ -91,6 +91,12 @@ int main(int argc, char **argv)
     /* seconds of calls per block; rounds of blocks (see bench_block) */
     double block_s = quick ? 0.02 : 0.06;
     int rounds = quick ? 3 : 6;
+    /* the library reads no environment: the bench passes WPACK_THREADS in */
+    wpack_dense_settings set;
+    wpack_dense_settings_init(&set);
+    const char *env = getenv("WPACK_THREADS");
+    set.threads = env && atoi(env) > 0 ? (unsigned)atoi(env) : 0;
+    wpack_dense_configure(&set);
     unsigned threads = wpack_dense_threads();
     openblas_set_num_threads((int)threads);
     double bw = read_bandwidth_gbs((size_t)512 << 20, threads, quick ? 3 : 6);

@@ -9,6 +9,7 @@
 #include "layout.h"
 #include "testlib.h"
 #include "wpack.h"
+#include "wpack_dense.h"
 
 static char dir[256];
 
@@ -131,12 +132,16 @@ static void test_roundtrip(void)
     CHECK(wpack_stats_find(ar, "comp", WPACK_STATS_WEIGHT, &s) == WPACK_OK && s.hist_bins == 8 &&
               s.count == NCOMP, "histogram read back through the decoder");
     CHECK(wpack_verify_all(ar, NULL, NULL) == WPACK_OK, "verify");
-    /* parallel decode gives the same bytes */
-    setenv("WPACK_THREADS", "4", 1);
+    /* parallel decode gives the same bytes (serial above) */
+    wpack_pool *pool = wpack_pool_create(4, 0);
+    wpack_executor ex;
+    wpack_pool_executor(pool, &ex);
+    CHECK_EQ(wpack_set_executor(ar, &ex), WPACK_OK);
     CHECK(check_range(ar, "comp", comp, sizeof comp, 1, sizeof comp - 2), "4 threads");
-    setenv("WPACK_THREADS", "1", 1);
-    CHECK(check_range(ar, "comp", comp, sizeof comp, 1, sizeof comp - 2), "1 thread");
-    unsetenv("WPACK_THREADS");
+    CHECK(check_range(ar, "mix", mix, sizeof mix, 0, sizeof mix), "mix, 4 threads");
+    CHECK(wpack_verify_all(ar, NULL, NULL) == WPACK_OK, "verify, 4 threads");
+    CHECK_EQ(wpack_set_executor(ar, NULL), WPACK_OK);
+    wpack_pool_destroy(pool);
     wpack_close(ar);
 
     /* a saving threshold nothing meets: everything stays raw and the file is 1.0 */

@@ -337,7 +337,10 @@ static void test_bind_archive(void)
 
 int main(void)
 {
-    setenv("WPACK_DENSE_MIN_PARALLEL", "0", 1); /* exercise the pool on small layers */
+    wpack_dense_settings set;
+    wpack_dense_settings_init(&set);
+    set.min_parallel = 0; /* exercise the pool on small layers */
+    CHECK_EQ(wpack_dense_configure(&set), WPACK_OK);
     RUN(test_odd_sizes);
     RUN(test_big_batches);
     RUN(test_paths_present);

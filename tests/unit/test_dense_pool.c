@@ -1,18 +1,16 @@
 /* test_dense_pool.c - the dense kernel's thread pool: every item of every
  * job run exactly once over many back-to-back jobs, two callers at once,
- * and the case that used to stall: WPACK_THREADS=2 while other threads keep
+ * and the case that used to stall: a pool of 2 while other threads keep
  * every core busy, where a pooled call must not wait for a descheduled
  * worker (it must cost about what the caller alone costs, and give the same
- * bits). Idle spinning is bounded (~5 ms a call), and WPACK_SPIN_US=0 turns
- * it off: a child run of this program checks that, with every wait then a
- * sleep. */
+ * bits). Idle spinning is bounded (~5 ms a call), and a pool made with
+ * spin_us 0 (WPACK_SPIN_US=0 in the CLI) does not spin: every wait is then
+ * a sleep. */
 #include <math.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dense.h"
@@ -32,6 +30,8 @@ static int cmpd(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
+
+static wpack_pool *P2; /* 2 threads, the default spin */
 
 /* --- every item exactly once ------------------------------------------- */
 
@@ -54,7 +54,7 @@ static void test_items_once(void)
         size_t n = (r >> 8) % MAX_ITEMS, chunk = 1 + (r >> 20) % 64;
         for (size_t i = 0; i < n; i++)
             atomic_store(&hits[i], 0);
-        wpk_pool_run(&j, count_items, n, chunk, 2);
+        wpk_pool_run(P2, &j, count_items, n, chunk, 2);
         size_t bad = 0;
         for (size_t i = 0; i < n; i++)
             bad += atomic_load(&hits[i]) != 1;
@@ -86,7 +86,7 @@ static void test_many_chunks(void)
     for (int rep = 0; rep < 3; rep++) {
         for (size_t i = 0; i < MANY_ITEMS; i++)
             atomic_store(&many_hits[i], 0);
-        wpk_pool_run(&j, count_many, MANY_ITEMS, 3, 2);
+        wpk_pool_run(P2, &j, count_many, MANY_ITEMS, 3, 2);
         size_t bad = 0;
         for (size_t i = 0; i < MANY_ITEMS; i++)
             bad += atomic_load(&many_hits[i]) != 1;
@@ -217,10 +217,10 @@ static double cpu_seconds(void)
 
 /* CPU time the whole process uses while the caller sleeps 100 ms after a
  * pooled call: the worker's spin for a next job that does not come. */
-static double idle_cpu_after_call(void)
+static double idle_cpu_after_call(wpack_pool *pool)
 {
     float y[OUT];
-    wpk_linear_forward_isa(&L, X, y, 1, WPACK_ACT_RELU, wpk_isa_selected(), 2);
+    wpk_linear_forward_on(pool, &L, X, y, 1, WPACK_ACT_RELU, wpk_isa_selected(), 2);
     double c0 = cpu_seconds();
     usleep(100000);
     return cpu_seconds() - c0;
@@ -231,7 +231,7 @@ static void test_spin_bounded(void)
 {
     double most = 0;
     for (int i = 0; i < 3; i++) {
-        double c = idle_cpu_after_call();
+        double c = idle_cpu_after_call(P2);
         most = c > most ? c : most;
     }
     printf("  idle CPU after a call, default spin: up to %.1f ms in 100 ms\n", most * 1e3);
@@ -239,15 +239,22 @@ static void test_spin_bounded(void)
           most * 1e3);
 }
 
-/* In the child (WPACK_SPIN_US=0): every wait is a sleep, the results are
- * the same, and an idle process uses no CPU. */
+/* A pool with spin_us 0: every wait is a sleep, the results are the same,
+ * and an idle process uses no CPU (the other pools joined first). */
 static void test_no_spin(void)
 {
+    wpack_dense_shutdown();
+    wpack_pool_destroy(P2);
+    P2 = NULL;
+    wpack_pool *p = wpack_pool_create(2, 0);
+    CHECK(p != NULL, "pool");
+    if (!p)
+        return;
     float y[OUT];
     int bad = 0;
     for (int i = 0; i < 300; i++) {
         memset(y, 0, sizeof y);
-        bad += wpack_linear_forward(&L, X, y, 1, WPACK_ACT_RELU) != WPACK_OK ||
+        bad += wpack_linear_forward_pool(p, &L, X, y, 1, WPACK_ACT_RELU) != WPACK_OK ||
                memcmp(y, YREF, sizeof y) != 0;
         if (i % 50 == 0)
             usleep(2000); /* let the worker fall asleep between some calls */
@@ -255,48 +262,29 @@ static void test_no_spin(void)
     CHECK(bad == 0, "%d calls without spinning failed or differed", bad);
     double most = 0;
     for (int i = 0; i < 3; i++) {
-        double c = idle_cpu_after_call();
+        double c = idle_cpu_after_call(p);
         most = c > most ? c : most;
     }
-    printf("  idle CPU after a call, WPACK_SPIN_US=0: up to %.2f ms in 100 ms\n", most * 1e3);
-    CHECK(most < 0.003, "%.2f ms of CPU in 100 ms idle with WPACK_SPIN_US=0", most * 1e3);
+    printf("  idle CPU after a call, spin_us 0: up to %.2f ms in 100 ms\n", most * 1e3);
+    CHECK(most < 0.003, "%.2f ms of CPU in 100 ms idle with spin_us 0", most * 1e3);
+    wpack_pool_destroy(p);
 }
 
-extern char **environ;
-
-/* Run this program again as the WPACK_SPIN_US=0 child; it must pass. */
-static void test_no_spin_child(void)
+int main(void)
 {
-    char *argv[] = {(char *)"/proc/self/exe", (char *)"--no-spin", NULL};
-    setenv("WPACK_SPIN_US", "0", 1); /* read by the child's pool; ours has started */
-    fflush(stdout);
-    pid_t pid;
-    int rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ);
-    unsetenv("WPACK_SPIN_US");
-    CHECK_EQ(rc, 0);
-    if (rc != 0)
-        return;
-    int status = 0;
-    CHECK_EQ(waitpid(pid, &status, 0), pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the WPACK_SPIN_US=0 run failed (status %d)",
-          status);
-}
-
-int main(int argc, char **argv)
-{
-    setenv("WPACK_THREADS", "2", 1);
-    setenv("WPACK_DENSE_MIN_PARALLEL", "0", 1);
-    if (argc > 1 && strcmp(argv[1], "--no-spin") == 0) {
-        make_layer();
-        RUN(test_no_spin);
-        return tl_finish();
-    }
+    wpack_dense_settings set;
+    wpack_dense_settings_init(&set);
+    set.threads = 2;
+    set.min_parallel = 0; /* exercise the pool on small layers */
+    CHECK_EQ(wpack_dense_configure(&set), WPACK_OK);
+    P2 = wpack_pool_create(2, -1);
+    CHECK(P2 && wpack_pool_threads(P2) == 2, "pool of 2");
     RUN(test_items_once);
     RUN(test_many_chunks);
     make_layer();
     RUN(test_two_callers);
     RUN(test_busy_cores);
     RUN(test_spin_bounded);
-    RUN(test_no_spin_child);
+    RUN(test_no_spin);
     return tl_finish();
 }

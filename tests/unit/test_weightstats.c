@@ -1,6 +1,7 @@
-/* test_weightstats.c - the writer's weight statistics: the f32 fast path
- * (AVX2 where the CPU has it) must give the very bits of the general path,
- * and both must agree with a plain two-pass computation. */
+/* test_weightstats.c - the writer's weight statistics: the f32/f16/bf16
+ * fast paths (AVX2 where the CPU has it, and the portable C one) must give
+ * the very bits of the general path, and all must agree with a plain
+ * two-pass computation. */
 #include <float.h>
 #include <math.h>
 #include <unistd.h>
@@ -31,22 +32,26 @@ static float value(int mode)
     }
 }
 
-/* Feed n elements of dtype at src, and the same values as f64 at d, in the
- * same random pieces; 1 when the two accumulators are equal bit for bit. */
+/* Feed n elements of dtype at src on the SIMD path (a), on the portable
+ * path (p), and the same values as f64 at d (b), in the same random pieces;
+ * 1 when the three accumulators are equal bit for bit. */
 static int same_bits(int dtype, const void *src, const double *d, size_t n, wpk_acc *a, wpk_acc *b)
 {
     const size_t size = wpack_dtype_size(dtype);
+    wpk_acc p;
     wpk_acc_init(a);
     wpk_acc_init(b);
+    wpk_acc_init(&p);
     for (size_t done = 0; done < n;) {
         size_t k = 1 + (size_t)(next_unit() * (double)(n - done - 1));
         if (k > n - done)
             k = n - done;
-        wpk_acc_feed(a, dtype, (const uint8_t *)src + size * done, k);
+        wpk_acc_feed_path(a, dtype, (const uint8_t *)src + size * done, k, 0);
+        wpk_acc_feed_path(&p, dtype, (const uint8_t *)src + size * done, k, 1);
         wpk_acc_feed(b, WPACK_DTYPE_F64, d + done, k);
         done += k;
     }
-    return memcmp(a, b, sizeof *a) == 0;
+    return memcmp(a, b, sizeof *a) == 0 && memcmp(&p, b, sizeof p) == 0;
 }
 
 /* Feed the same values as f32 (the fast path) and widened to f64 (the
@@ -83,12 +88,16 @@ static void test_f32_path_matches_general_path(void)
         memcpy(raw + 3 + 4 * i, &v, 4);
         d[i] = v;
     }
-    wpk_acc a, b;
+    wpk_acc a, b, p;
     wpk_acc_init(&a);
     wpk_acc_init(&b);
+    wpk_acc_init(&p);
     wpk_acc_feed(&a, WPACK_DTYPE_F32, raw + 3, 1000);
     wpk_acc_feed(&b, WPACK_DTYPE_F64, d, 1000);
+    wpk_acc_feed_path(&p, WPACK_DTYPE_F32, raw + 3, 1000, 1);
     CHECK(memcmp(&a, &b, sizeof a) == 0, "misaligned input: mean %a vs %a", a.mean, b.mean);
+    CHECK(memcmp(&p, &b, sizeof p) == 0, "misaligned input, portable: mean %a vs %a", p.mean,
+          b.mean);
 }
 
 float wpk_f16_to_f32(uint16_t h);
@@ -205,27 +214,50 @@ static void test_writer_histogram_of_dbl_max(void)
     unlink(path);
 }
 
-static const char *self;
-
-/* The same tests in a child forced onto the portable path (the choice is
- * made once per process). */
-static void test_portable_path_too(void)
+/* The writer's portable_stats option: the same stats records, bit for
+ * bit, as the SIMD path (the CLI sets it under WPACK_ISA=scalar). */
+static void test_writer_portable_option(void)
 {
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "WPACK_ISA=scalar '%s' > /dev/null", self);
-    CHECK(system(cmd) == 0, "WPACK_ISA=scalar %s failed", self);
+    enum { N = 50000 };
+    static float f[N];
+    for (int i = 0; i < N; i++)
+        f[i] = value(i % 5);
+    wpack_stats st[2];
+    for (int portable = 0; portable < 2; portable++) {
+        char path[] = "/tmp/wpack-test-ws-XXXXXX";
+        int fd = mkstemp(path);
+        CHECK(fd >= 0, "mkstemp");
+        close(fd);
+        wpack_writer_options opt;
+        wpack_writer_options_init(&opt);
+        CHECK_EQ(opt.portable_stats, 0);
+        opt.portable_stats = portable;
+        opt.histogram_bins = 16;
+        wpack_writer *w;
+        uint64_t dims[1] = {N};
+        CHECK_EQ(wpack_writer_open(&w, path, &opt), WPACK_OK);
+        CHECK_EQ(wpack_writer_add_tensor(w, "w", WPACK_DTYPE_F32, 1, dims, f, sizeof f), WPACK_OK);
+        char err[256] = "";
+        CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "finish: %s", err);
+        wpack_archive *ar;
+        CHECK(wpack_open_file(&ar, path, 0) == WPACK_OK, "open: %s", wpack_errmsg(ar));
+        CHECK_EQ(wpack_stats_find(ar, "w", WPACK_STATS_WEIGHT, &st[portable]), WPACK_OK);
+        wpack_close(ar);
+        unlink(path);
+    }
+    CHECK(st[0].count == N && st[0].count == st[1].count && st[0].min == st[1].min &&
+              st[0].max == st[1].max && memcmp(&st[0].mean, &st[1].mean, sizeof st[0].mean) == 0 &&
+              memcmp(&st[0].variance, &st[1].variance, sizeof st[0].variance) == 0,
+          "portable stats differ: mean %a vs %a", st[0].mean, st[1].mean);
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-    (void)argc;
-    self = argv[0];
     RUN(test_f32_path_matches_general_path);
     RUN(test_half_paths_match_general_path);
     RUN(test_matches_two_pass);
     RUN(test_hist_edges_extremes);
     RUN(test_writer_histogram_of_dbl_max);
-    if (!getenv("WPACK_ISA"))
-        RUN(test_portable_path_too);
+    RUN(test_writer_portable_option);
     return tl_finish();
 }

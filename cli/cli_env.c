@@ -1,0 +1,100 @@
+/* cli_env.c - the environment the CLI passes to the libraries, which read
+ * none (issue 15): WPACK_ISA (SIMD path of the dense kernel; scalar also
+ * forces the writer's portable weight-stats path), WPACK_THREADS and
+ * WPACK_SPIN_US (the CLI's thread pool, for Linear layers and for decoding
+ * zstd chunks), WPACK_DENSE_MIN_PARALLEL (layers below this many
+ * multiply-adds run on one thread). */
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* WPACK_THREADS: a count >= 1, else 0 (online CPUs). */
+static unsigned env_threads(void)
+{
+    const char *v = env("WPACK_THREADS");
+    if (!v)
+        return 0;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return *end == 0 && n >= 1 ? (n > 256 ? 256u : (unsigned)n) : 0;
+}
+
+/* WPACK_SPIN_US: 0..1000000 microseconds, else -1 (the default). */
+static long env_spin_us(void)
+{
+    const char *v = env("WPACK_SPIN_US");
+    if (!v)
+        return -1;
+    char *end;
+    long us = strtol(v, &end, 10);
+    return *end == 0 && us >= 0 && us <= 1000000 ? us : -1;
+}
+
+void cli_env_apply(void)
+{
+    wpack_dense_settings s;
+    wpack_dense_settings_init(&s);
+    s.isa = env("WPACK_ISA");
+    s.threads = env_threads();
+    s.spin_us = env_spin_us();
+    const char *mp = env("WPACK_DENSE_MIN_PARALLEL");
+    if (mp) {
+        unsigned long long v = strtoull(mp, NULL, 10);
+        s.min_parallel = v > LLONG_MAX ? LLONG_MAX : (long long)v;
+    }
+    /* a bad WPACK_ISA fails the forward calls ("check WPACK_ISA"), as before */
+    wpack_dense_configure(&s);
+}
+
+static wpack_pool *pool;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+static void make_pool(void)
+{
+    pool = wpack_pool_create(env_threads(), env_spin_us());
+}
+
+wpack_pool *cli_pool(void)
+{
+    pthread_once(&pool_once, make_pool);
+    return pool;
+}
+
+/* The executor of the archives the CLI reads: the pool, started by the
+ * first read that decodes several chunks (or serial without memory). */
+static void run_on_pool(void *self, size_t n, void (*fn)(void *ctx, size_t i), void *ctx)
+{
+    (void)self;
+    wpack_pool *p = cli_pool();
+    if (!p) {
+        for (size_t i = 0; i < n; i++)
+            fn(ctx, i);
+        return;
+    }
+    wpack_executor ex;
+    wpack_pool_executor(p, &ex);
+    ex.run(ex.self, n, fn, ctx);
+}
+
+void cli_attach_pool(wpack_archive *ar)
+{
+    /* wpack_dense_threads(): the pool's size (cli_env_apply passed WPACK_THREADS) */
+    wpack_executor ex = {run_on_pool, NULL, wpack_dense_threads()};
+    wpack_set_executor(ar, &ex);
+}
+
+void cli_writer_options_init(wpack_writer_options *o)
+{
+    wpack_writer_options_init(o);
+    const char *isa = env("WPACK_ISA");
+    o->portable_stats = isa && strcmp(isa, "scalar") == 0;
+}
