@@ -246,7 +246,9 @@ class safe_open:
             first, count = ctypes.c_uint64(), ctypes.c_uint64()
             rc = lib.wpack_prefix_range(h.ptr, _b(p + "."), ctypes.byref(first),
                                         ctypes.byref(count))
-            if rc != 0:
+            if rc == E_NOT_FOUND:
+                count.value = 0
+            elif rc != 0:
                 h.fail(rc, "prefix %r" % p)
             names = [self._at(first.value + k).name.decode() for k in range(count.value)]
             t = _lib.Tensor()
