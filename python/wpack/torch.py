@@ -198,7 +198,10 @@ class _NoFastPath:
     activation_relu_or_gelu is false (torch 1.13; the attribute only gates
     the fast path: the layer still applies self.activation), and
     TransformerEncoder turns padded input into nested tensors when
-    enable_nested_tensor is set. Newer torch also has
+    enable_nested_tensor is set; MultiheadAttention runs a fused kernel in
+    eval mode when its dropout is 0 (slightly different rounding from the
+    plain path), so it is put in training mode with dropout 0 (the same
+    computation as eval: no dropout). Newer torch also has
     torch.backends.mha.set_fastpath_enabled(False)."""
 
     def __init__(self, model):
@@ -211,6 +214,10 @@ class _NoFastPath:
                     hasattr(mod, "activation_relu_or_gelu"):
                 self.saved.append((mod, "activation_relu_or_gelu", mod.activation_relu_or_gelu))
                 mod.activation_relu_or_gelu = False
+            if isinstance(mod, torch.nn.MultiheadAttention):
+                self.saved.append((mod, "training", mod.training))
+                self.saved.append((mod, "dropout", mod.dropout))
+                mod.training, mod.dropout = True, 0.0
             if isinstance(mod, torch.nn.TransformerEncoder) and \
                     hasattr(mod, "enable_nested_tensor"):
                 self.saved.append((mod, "enable_nested_tensor", mod.enable_nested_tensor))
@@ -222,7 +229,7 @@ class _NoFastPath:
         return self
 
     def __exit__(self, *exc):
-        for mod, attr, val in self.saved:
+        for mod, attr, val in reversed(self.saved):
             setattr(mod, attr, val)
         if hasattr(self, "mha_prev"):
             torch.backends.mha.set_fastpath_enabled(self.mha_prev)
