@@ -171,7 +171,13 @@ def _candidates(base):
     here = os.path.dirname(os.path.abspath(__file__))
     # In the source tree: python/wpack/ -> build/
     out.append(os.path.join(here, "..", "..", "build", "lib%s.so.0" % base))
-    # Installed by `make install PREFIX=P`: P/lib/python3/dist-packages/wpack -> P/lib
+    # Installed by `make install PREFIX=P`: _install.py names P/lib.
+    try:
+        from ._install import LIBDIR
+        out.append(os.path.join(LIBDIR, "lib%s.so.0" % base))
+    except ImportError:
+        pass
+    # Or P/lib/python3/dist-packages/wpack -> P/lib (pip install next to the libraries)
     out.append(os.path.join(here, "..", "..", "..", "lib%s.so.0" % base))
     found = ctypes.util.find_library(base)
     if found:
