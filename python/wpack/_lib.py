@@ -186,9 +186,9 @@ def _candidates(base):
     return out
 
 
-def _load(base, required_symbol):
+def _load(base, required_symbol, candidates=None):
     tried = []
-    for path in _candidates(base):
+    for path in candidates or _candidates(base):
         if os.sep in path and not os.path.exists(path):
             tried.append(path + " (missing)")
             continue
@@ -213,7 +213,11 @@ _import_state = {}
 def import_lib():
     """libwpack-import, loaded on first use (wpack.pack); raises OSError if missing."""
     if "dll" not in _import_state:
-        dll, path = _load("wpack-import", "wpack_import_file")
+        # From libwpack's own directory when it came from one: never pair a
+        # libwpack with another build's libwpack-import.
+        where = [os.path.join(os.path.dirname(lib_path), "libwpack-import.so.0")] \
+            if os.sep in lib_path else None
+        dll, path = _load("wpack-import", "wpack_import_file", where)
         fn = dll.wpack_import_file
         fn.restype = ctypes.c_int
         fn.argtypes = [VP, CP, VP]

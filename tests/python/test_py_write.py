@@ -47,7 +47,11 @@ def memory_does_not_grow_with_data(d):
     tracemalloc.stop()
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     check(peak < 40 << 20, "Python peak %d MiB for 128 MiB written" % (peak >> 20))
-    check((rss1 - rss0) * 1024 < 64 << 20, "RSS grew %d MiB" % ((rss1 - rss0) >> 10))
+    if "libasan" in os.environ.get("LD_PRELOAD", ""):
+        # ASan's quarantine keeps freed chunks resident: only the traced bound holds.
+        print("# note: memory_does_not_grow_with_data: RSS bound not checked under ASan")
+    else:
+        check((rss1 - rss0) * 1024 < 64 << 20, "RSS grew %d MiB" % ((rss1 - rss0) >> 10))
     check(os.path.getsize(p) > n, "size")
     with wpack.safe_open(p) as f:
         s = f.stats("big")
