@@ -172,5 +172,27 @@ def update_stats_in_place(d):
     check(os.path.getsize(p) >= before, "file shrank")
 
 
+@case
+def make_install_installs_the_package(d):
+    import subprocess
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    build = os.environ.get("WPACK_LIBRARY_PATH", os.path.join(root, "build"))
+    r = subprocess.run(["make", "-s", "-C", root, "install", "PREFIX=" + d,
+                        "BUILD=" + os.path.relpath(build, root)],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "make install: %s" % r.stderr[-400:])
+    site = os.path.join(d, "lib", "python3", "dist-packages")
+    check(os.path.isfile(os.path.join(site, "wpack", "torch.py")), "package not installed")
+    env = {k: v for k, v in os.environ.items() if k not in ("WPACK_LIBRARY_PATH", "PYTHONPATH")}
+    env["PYTHONPATH"] = site
+    r = subprocess.run(["/usr/bin/python3", "-c",
+                        "import wpack, numpy; wpack.save_file({'a': numpy.ones(2)}, 'x.wpack');"
+                        "print(wpack._lib.library_paths()['wpack'])"],
+                       capture_output=True, text=True, env=env, cwd=d)
+    check(r.returncode == 0, "import installed wpack: %s" % r.stderr[-400:])
+    check(r.stdout.strip() == os.path.join(d, "lib", "libwpack.so.0"),
+          "loaded %r, not the installed library" % r.stdout.strip())
+
+
 if __name__ == "__main__":
     main()
