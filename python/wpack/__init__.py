@@ -21,7 +21,7 @@ import numpy as np
 from . import _lib
 from ._lib import lib
 
-__all__ = ["Error", "safe_open", "load_file", "save_file", "pack", "version",
+__all__ = ["Error", "safe_open", "load_file", "save_file", "update_stats", "pack", "version",
            "DTYPES"]
 
 # Error codes used here (include/wpack.h).

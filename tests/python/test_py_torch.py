@@ -156,6 +156,32 @@ def calibrate_transformer_encoder_layer(d):
     check(torch.allclose(ref_out, layer.train()(batches[0]), atol=1e-5), "paths agree")
 
 
+@case
+def calibrate_transformer_encoder_with_padding(d):
+    layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0,
+                                       batch_first=True)
+    enc = nn.TransformerEncoder(layer, num_layers=2)
+    mask = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    batches = [{"src": torch.randn(2, 5, 8), "src_key_padding_mask": mask} for _ in range(2)]
+    p = os.path.join(d, "enc.wpack")
+    res = wt.calibrate(enc, batches, p, histogram=8)
+    check(res.no_output == [] and "layers.1.linear2" in res, "modules %s" % sorted(res))
+    check(enc.enable_nested_tensor, "enable_nested_tensor restored")
+    names = sorted(res)
+    outs = {n: [] for n in names}
+    mods = dict(enc.named_modules())
+    hs = [mods[n].register_forward_hook(
+        lambda m, i, o, n=n: outs[n].append((o[0] if isinstance(o, tuple) else o)
+                                            .detach().double().numpy().copy())) for n in names]
+    enc.train()
+    with torch.no_grad():
+        for b in batches:
+            enc(**b)
+    for h in hs:
+        h.remove()
+    compare(res, outs, 8, "encoder")
+
+
 class Block(nn.Module):
     def __init__(self):
         super().__init__()
