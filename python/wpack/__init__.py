@@ -99,7 +99,7 @@ class _Handle:
 
     def __del__(self):
         p, self.ptr = getattr(self, "ptr", None), None
-        if p:
+        if p and lib is not None:   # lib may be gone at interpreter exit
             lib.wpack_close(p)
 
 
