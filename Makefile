@@ -4,6 +4,10 @@ include sources.mk
 VERSION := 0.1.0
 SOMAJOR := 0
 PREFIX ?= /usr/local
+# Where `make install` puts the Python package wpack (Debian's python3 reads
+# /usr/lib/python3/dist-packages; for PREFIX=/usr/local it reads
+# /usr/local/lib/python3.11/dist-packages: pass PYTHON_SITE=... or PYTHONPATH).
+PYTHON_SITE ?= $(PREFIX)/lib/python3/dist-packages
 CC ?= cc
 BUILD ?= build
 OPT ?= -O2 -g
@@ -108,6 +112,9 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	$(foreach n,$(LIBNAMES),$(call install_lib,$(n)))
 	install -m 755 $(WPACK) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PYTHON_SITE)/wpack
+	install -m 644 $(filter-out %/_install.py,$(wildcard python/wpack/*.py)) $(DESTDIR)$(PYTHON_SITE)/wpack/
+	echo 'LIBDIR = "$(PREFIX)/lib"' > $(DESTDIR)$(PYTHON_SITE)/wpack/_install.py
 
 # install_lib NAME: header, static and shared library, soname links, NAME.pc.
 define install_lib

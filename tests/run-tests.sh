@@ -45,6 +45,22 @@ for t in tests/cli/test_*.sh; do
     add_up "$name" $?
 done
 
+# The Python package (python/wpack) over this build's shared libraries.
+# A sanitized build's libraries need the ASan runtime loaded first in the
+# interpreter; Python's own allocations are not leak-checked.
+py_preload=
+case "$SAN" in *address*)
+    py_preload=$(${CC:-cc} -print-file-name=libasan.so) ;;
+esac
+for t in tests/python/test_*.py; do
+    [ -f "$t" ] || continue
+    name=$(basename "$t" .py)
+    WPACK_LIBRARY_PATH="$ROOT/$BUILD" PYTHONPATH="$ROOT/python" \
+        LD_PRELOAD="$py_preload" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+        /usr/bin/python3 "$t" >"$log" 2>&1
+    add_up "$name" $?
+done
+
 if [ -f fuzz/fuzz.mk ]; then
     make --no-print-directory -s fuzz-replay BUILD="$BUILD" OPT="$OPT" SAN="$SAN" >"$log" 2>&1
     add_up fuzz-replay $?

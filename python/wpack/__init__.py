@@ -1,0 +1,871 @@
+"""wpack for Python: read and write wpack archives (page-aligned files of model
+weights with typed metadata, name maps and calibration statistics).
+
+Bindings over the C shared library libwpack (ctypes: nothing to compile).
+The API follows safetensors::
+
+    with wpack.safe_open("model.wpack", framework="np") as f:
+        w = f.get_tensor("encoder.0.weight")     # zero-copy, read-only numpy view
+        rows = f.get_slice("embed.weight")[0:128]  # reads only those rows
+    wpack.save_file({"w": w}, "copy.wpack", metadata={"epochs": 3})
+
+Every C failure is raised as wpack.Error (.code, .name, message).
+"""
+import ctypes
+import math
+import mmap
+import os
+
+import numpy as np
+
+from . import _lib
+from ._lib import lib
+
+__all__ = ["Error", "safe_open", "load_file", "save_file", "update_stats", "pack", "version",
+           "DTYPES"]
+
+# Error codes used here (include/wpack.h).
+E_IO, E_INVALID_ARGUMENT, E_NOT_FOUND, E_STATE, E_NO_VIEW = 1, 3, 4, 5, 7
+E_UNSUPPORTED = 61
+
+KIND_DATA, KIND_SPLAT, KIND_ALIAS, KIND_EXTERNAL = 1, 2, 3, 4
+CODEC_NONE = 0
+OPEN_VERIFY_READS = 4
+READ_VERIFY = 1
+STATS_WEIGHT, STATS_ACTIVATION = 1, 2
+META_STRING, META_I64, META_F64, META_BOOL, META_BYTES, META_ARRAY = 1, 2, 3, 4, 5, 6
+
+# wpack dtype code -> (name, numpy dtype for framework "np")
+DTYPES = {
+    1: ("f64", np.float64), 2: ("f32", np.float32), 3: ("f16", np.float16),
+    4: ("bf16", np.uint16), 5: ("f8e4m3fn", np.uint8), 6: ("f8e5m2", np.uint8),
+    7: ("i64", np.int64), 8: ("i32", np.int32), 9: ("i16", np.int16), 10: ("i8", np.int8),
+    11: ("u64", np.uint64), 12: ("u32", np.uint32), 13: ("u16", np.uint16), 14: ("u8", np.uint8),
+    15: ("bool", np.bool_),
+}
+_NP_TO_CODE = {np.dtype(np.float64): 1, np.dtype(np.float32): 2, np.dtype(np.float16): 3,
+               np.dtype(np.int64): 7, np.dtype(np.int32): 8, np.dtype(np.int16): 9,
+               np.dtype(np.int8): 10, np.dtype(np.uint64): 11, np.dtype(np.uint32): 12,
+               np.dtype(np.uint16): 13, np.dtype(np.uint8): 14, np.dtype(np.bool_): 15}
+
+
+class Error(Exception):
+    """A failure reported by the C library: .code (int, a wpack_error),
+    .name ("WPACK_E_CHECKSUM", ...) and the library's message as str(e)."""
+
+    def __init__(self, code, message):
+        self.code = int(code)
+        self.name = lib.wpack_error_name(self.code).decode()
+        super().__init__("%s [%s]" % (message, self.name))
+
+
+def _describe(code):
+    return lib.wpack_error_describe(code).decode()
+
+
+def _b(s):
+    if isinstance(s, bytes):
+        return s
+    return str(s).encode("utf-8")
+
+
+def version():
+    """The linked C library's version string ("0.1.0")."""
+    return lib.wpack_version_string().decode()
+
+
+# ------------------------------------------------------------------ reading
+
+class _Handle:
+    """Owns one wpack_archive*. Every zero-copy view holds a reference to it,
+    so wpack_close() runs only when the archive is closed AND the last view
+    is gone (from __del__)."""
+
+    def __init__(self, path, flags):
+        p = ctypes.c_void_p()
+        rc = lib.wpack_open_file(ctypes.byref(p), _b(path), flags)
+        if rc != 0:
+            msg = lib.wpack_errmsg(p).decode("utf-8", "replace") if p else _describe(rc)
+            lib.wpack_close(p)
+            raise Error(rc, msg or "%s: %s" % (path, _describe(rc)))
+        self.ptr = p
+        self.path = os.fspath(path)
+
+    def fail(self, rc, what):
+        msg = lib.wpack_errmsg(self.ptr).decode("utf-8", "replace")
+        if not msg or lib.wpack_errcode(self.ptr) != rc:
+            msg = "%s: %s: %s" % (self.path, what, _describe(rc))
+        raise Error(rc, msg)
+
+    def __del__(self):
+        p, self.ptr = getattr(self, "ptr", None), None
+        if p and lib is not None:   # lib may be gone at interpreter exit
+            lib.wpack_close(p)
+
+
+def _view_base(handle, addr, nbytes):
+    """A read-only buffer over nbytes at addr that keeps handle alive."""
+    buf = (ctypes.c_char * nbytes).from_address(addr)
+    buf._wpack_handle = handle   # ctypes instances take attributes: the lifetime link
+    return memoryview(buf).toreadonly()
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _to_framework(arr, code, framework):
+    """numpy array (np dtype from DTYPES) -> the framework's object."""
+    if framework == "np":
+        return arr
+    torch = _torch()
+    if code in (11, 12, 13):
+        raise Error(E_UNSUPPORTED, "dtype %s has no torch equivalent in this torch; use "
+                    "framework='np'" % DTYPES[code][0])
+    if not arr.flags.writeable or any(st < 0 for st in arr.strides):
+        arr = arr.copy()   # only "np" mappings are read-only; "pt" ones are private
+    if code == 4:
+        return torch.from_numpy(arr.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(arr)
+
+
+class safe_open:
+    """Open a wpack archive (or a sharded set's manifest) for reading.
+
+    safe_open(path, framework="np", verify=True, device="cpu")
+
+    framework: "np" gives numpy arrays, "pt" torch tensors.
+    verify: True (default) checks every entry's bytes against its XXH3 before
+    any of them is handed out (once per entry and open; WPACK_OPEN_VERIFY_READS);
+    a mismatch raises wpack.Error (WPACK_E_CHECKSUM). False skips the check.
+
+    Plain (uncompressed, stored) entries come back zero-copy:
+      - "np": a read-only numpy array over the library's mapping of the file.
+      - "pt": a torch tensor over a private copy-on-write mapping of the file
+        (torch has no read-only tensors; writing into it changes only this
+        process's copy, never the file). Entries of a sharded set's shards
+        are copied for "pt".
+    Splat, alias, zstd-compressed and sharded entries work through the same
+    calls (aliases resolve to their target; others are read into new arrays).
+    bf16 is torch.bfloat16 for "pt" and raw uint16 bit patterns for "np";
+    f8 dtypes are raw uint8 for both; block dtypes are their bytes as uint8.
+
+    Views stay valid after close() (or leaving the `with`): the archive is
+    really closed when the last view is garbage-collected.
+    Use as a context manager or call close().
+    """
+
+    def __init__(self, path, framework="np", verify=True, device="cpu"):
+        if framework in ("numpy",):
+            framework = "np"
+        if framework in ("torch", "pytorch"):
+            framework = "pt"
+        if framework not in ("np", "pt"):
+            raise ValueError("framework must be 'np' or 'pt', not %r" % (framework,))
+        if framework == "pt":
+            _torch()
+        self._framework = framework
+        self._device = device
+        self._verify = bool(verify)
+        self._mm = None
+        path = os.fspath(path)
+        flags = OPEN_VERIFY_READS if verify else 0
+        if framework == "pt":
+            self._h = self._open_pt(path, flags)
+        else:
+            self._h = _Handle(path, flags)
+        info = _lib.Info()
+        lib.wpack_get_info(self._h.ptr, ctypes.byref(info))
+        self._info = info
+        self._sharded = lib.wpack_shard_count(self._h.ptr) > 0
+
+    def _open_pt(self, path, flags):
+        # Map the same file the C library opened: open our descriptor first,
+        # then the library, then check the path still names our file (a
+        # rename over it in between would give two different files).
+        for _ in range(5):
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                h = _Handle(path, flags)
+                st, now = os.fstat(fd), os.stat(path)
+                if (st.st_dev, st.st_ino) != (now.st_dev, now.st_ino):
+                    continue
+                if st.st_size > 0:
+                    self._mm = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE,
+                                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                return h
+            finally:
+                os.close(fd)
+        raise Error(E_IO, "%s: replaced while being opened, five times" % path)
+
+    # -- lifetime
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Close the archive. Arrays and tensors already handed out stay valid
+        (the C handle is freed when the last of them is gone). Idempotent."""
+        self._h = None
+        self._mm = None
+
+    def _handle(self):
+        if self._h is None:
+            raise Error(E_STATE, "archive is closed")
+        return self._h
+
+    # -- lookups
+    def _find(self, name):
+        h = self._handle()
+        t = _lib.Tensor()
+        rc = lib.wpack_find(h.ptr, _b(name), ctypes.byref(t))
+        if rc != 0:
+            raise Error(rc, "%s: no entry or name-map name %r" % (h.path, name))
+        return t
+
+    def _at(self, i):
+        t = _lib.Tensor()
+        h = self._handle()
+        rc = lib.wpack_tensor_at(h.ptr, i, ctypes.byref(t))
+        if rc != 0:
+            h.fail(rc, "entry %d" % i)
+        return t
+
+    def keys(self, prefix=None):
+        """Entry names in name order. prefix: a module path ("encoder.0"):
+        the entries under it ("encoder.0.*", not "encoder.01.x"), or an exact
+        name; a name-map name of a module or entry is looked up too."""
+        h = self._handle()
+        if prefix is None:
+            return [self._at(i).name.decode() for i in range(lib.wpack_count(h.ptr))]
+        out = []
+        for p in self._prefix_candidates(prefix):
+            first, count = ctypes.c_uint64(), ctypes.c_uint64()
+            rc = lib.wpack_prefix_range(h.ptr, _b(p + "."), ctypes.byref(first),
+                                        ctypes.byref(count))
+            if rc == E_NOT_FOUND:
+                count.value = 0
+            elif rc != 0:
+                h.fail(rc, "prefix %r" % p)
+            names = [self._at(first.value + k).name.decode() for k in range(count.value)]
+            t = _lib.Tensor()
+            if lib.wpack_find(h.ptr, _b(p), ctypes.byref(t)) == 0 and t.name.decode() == p:
+                names.insert(0, p)
+            if names:
+                out = names
+                break
+        return out
+
+    def _prefix_candidates(self, prefix):
+        prefix = prefix.rstrip(".")
+        cands = [prefix]
+        # A name-map name for a module: other names of the module's entries or
+        # wpack.module_names pairs.
+        nm = self.name_map()
+        for other, entry in nm.items():
+            if other == prefix:
+                cands.append(entry)
+            elif other.startswith(prefix + ".") and "." in entry:
+                tail = other[len(prefix):]
+                if entry.endswith(tail):
+                    cands.append(entry[:-len(tail)])
+        mods = self.metadata().get("wpack.module_names")
+        if isinstance(mods, list):
+            for k in range(0, len(mods) - 1, 2):
+                if mods[k] == prefix:
+                    cands.append(mods[k + 1])
+        return cands
+
+    def __contains__(self, name):
+        t = _lib.Tensor()
+        return lib.wpack_find(self._handle().ptr, _b(name), ctypes.byref(t)) == 0
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return int(lib.wpack_count(self._handle().ptr))
+
+    def info(self):
+        """Archive facts as a dict (format version, alignment, generation,
+        file length, index checksum, counts, shard count)."""
+        i = self._info
+        d = {f: getattr(i, f) for f, _ in _lib.Info._fields_}
+        d["shards"] = int(lib.wpack_shard_count(self._handle().ptr))
+        return d
+
+    def describe(self, name):
+        """Entry facts without reading bytes: dict of name, dtype (wpack name),
+        shape, kind ("data"/"splat"/"alias"/"external"), codec, nbytes."""
+        t = self._find(name)
+        kinds = {1: "data", 2: "splat", 3: "alias", 4: "external"}
+        return {"name": t.name.decode(), "dtype": self._dtype_name(t.dtype),
+                "shape": tuple(t.dims[k] for k in range(t.rank)),
+                "kind": kinds.get(t.kind, str(t.kind)),
+                "codec": "zstd" if t.codec == 1 else "none", "nbytes": int(t.nbytes)}
+
+    def _dtype_name(self, code):
+        if code in DTYPES:
+            return DTYPES[code][0]
+        name = ctypes.c_char_p()
+        be, bb = ctypes.c_uint32(), ctypes.c_uint32()
+        pp, pl = ctypes.c_void_p(), ctypes.c_uint64()
+        if lib.wpack_block_dtype_at(self._handle().ptr, code - 128, ctypes.byref(name),
+                                    ctypes.byref(be), ctypes.byref(bb), ctypes.byref(pp),
+                                    ctypes.byref(pl)) == 0:
+            return name.value.decode()
+        return "dtype%d" % code
+
+    # -- tensor bytes
+    def _target(self, t):
+        """Follow an alias to the entry that has the bytes."""
+        if t.kind == KIND_ALIAS:
+            return self._at(t.alias_target)
+        return t
+
+    def _np_dtype_shape(self, t):
+        shape = tuple(int(t.dims[k]) for k in range(t.rank))
+        if t.dtype in DTYPES:
+            return np.dtype(DTYPES[t.dtype][1]), shape
+        return np.dtype(np.uint8), (int(t.nbytes),)
+
+    def _read_into(self, t, offset, arr):
+        h = self._handle()
+        n = arr.nbytes
+        if n == 0:
+            return arr
+        rc = lib.wpack_read_ex(h.ptr, t.index, offset, arr.ctypes.data, n,
+                               READ_VERIFY if self._verify else 0)
+        if rc != 0:
+            h.fail(rc, "reading %r" % t.name.decode())
+        return arr
+
+    def _zero_copy(self, t, dtype, shape):
+        """A zero-copy array of the whole entry, or None if it has no view."""
+        h = self._handle()
+        if t.codec != CODEC_NONE or t.kind not in (KIND_DATA, KIND_EXTERNAL):
+            return None
+        if self._framework == "pt":
+            if t.kind != KIND_DATA or self._sharded or self._mm is None:
+                return None
+            if self._verify:
+                rc = lib.wpack_verify_once(h.ptr, t.index)
+                if rc != 0:
+                    h.fail(rc, "checking %r" % t.name.decode())
+            count = int(t.nbytes) // dtype.itemsize
+            return np.frombuffer(self._mm, dtype=dtype, count=count,
+                                 offset=int(t.offset)).reshape(shape)
+        data, nbytes = ctypes.c_void_p(), ctypes.c_uint64()
+        rc = lib.wpack_tensor_view(h.ptr, t.index, ctypes.byref(data), ctypes.byref(nbytes))
+        if rc == E_NO_VIEW:
+            return None
+        if rc != 0:
+            h.fail(rc, "viewing %r" % t.name.decode())
+        if nbytes.value == 0 or not data.value:
+            return None
+        buf = _view_base(h, data.value, int(nbytes.value))
+        return np.frombuffer(buf, dtype=dtype).reshape(shape)
+
+    def _get_np(self, name):
+        t = self._target(self._find(name))
+        dtype, shape = self._np_dtype_shape(t)
+        arr = self._zero_copy(t, dtype, shape)
+        if arr is None:
+            arr = self._read_into(t, 0, np.empty(shape, dtype=dtype))
+        return arr, t.dtype
+
+    def get_tensor(self, name):
+        """The whole tensor `name` (an entry name or a name-map name) as a
+        numpy array ("np") or torch tensor ("pt"); zero-copy when the entry is
+        stored plain (see the class doc). Raises wpack.Error (WPACK_E_NOT_FOUND,
+        WPACK_E_CHECKSUM, ...)."""
+        arr, code = self._get_np(name)
+        out = _to_framework(arr, code, self._framework)
+        if self._framework == "pt" and self._device != "cpu":
+            out = out.to(self._device)
+        return out
+
+    def get_slice(self, name):
+        """A lazy slice object for `name`: index it (`[a:b]`, `[a:b, :, 3]`,
+        `[i]`) to read only the rows of the first dimension asked for
+        (for zstd entries only the chunks that hold those bytes are decoded;
+        with verify on, the entry is checked once as a whole first).
+        It also has get_shape() and get_dtype()."""
+        return _Slice(self, self._find(name))
+
+    def metadata(self):
+        """Metadata as {key: value} with typed values: str, int, float, bool,
+        bytes, or a list of those for arrays."""
+        h = self._handle()
+        out = {}
+        for i in range(lib.wpack_meta_count(h.ptr)):
+            m = _lib.Meta()
+            rc = lib.wpack_meta_at(h.ptr, i, ctypes.byref(m))
+            if rc != 0:
+                h.fail(rc, "metadata %d" % i)
+            out[m.key.decode()] = self._meta_value(h, m)
+        return out
+
+    def _meta_value(self, h, m):
+        if m.type == META_STRING:
+            return ctypes.string_at(m.str, m.count).decode("utf-8")
+        if m.type == META_I64:
+            return int(m.i64)
+        if m.type == META_F64:
+            return float(m.f64)
+        if m.type == META_BOOL:
+            return bool(m.boolean)
+        if m.type == META_BYTES:
+            return ctypes.string_at(m.bytes, m.count) if m.count else b""
+        if m.type == META_ARRAY:
+            vals = []
+            for j in range(m.count):
+                e = _lib.Meta()
+                rc = lib.wpack_meta_elem(h.ptr, ctypes.byref(m), j, ctypes.byref(e))
+                if rc != 0:
+                    h.fail(rc, "metadata %r element %d" % (m.key.decode(), j))
+                vals.append(self._meta_value(h, e))
+            return vals
+        raise Error(E_UNSUPPORTED, "metadata %r: unknown type %d" % (m.key.decode(), m.type))
+
+    def name_map(self):
+        """The name map: {other name: entry name} (names consumers such as
+        torch.export placeholders or MLIR globals use for entries)."""
+        h = self._handle()
+        out = {}
+        for i in range(lib.wpack_namemap_count(h.ptr)):
+            other, entry = ctypes.c_char_p(), ctypes.c_uint64()
+            rc = lib.wpack_namemap_at(h.ptr, i, ctypes.byref(other), ctypes.byref(entry))
+            if rc != 0:
+                h.fail(rc, "name map %d" % i)
+            out[other.value.decode()] = self._at(entry.value).name.decode()
+        return out
+
+    def stats(self, name_or_module=None, kind=None):
+        """Calibration statistics. With a name: the record of that tensor
+        (weight stats) or module path (activation stats: its output), also
+        found through the name map; kind "weight"/"activation" picks one
+        when both exist. Returns a dict: key, kind, granularity ("tensor" or
+        "channel"), axis, channels, count, min, max, absmax, mean, variance
+        (floats, or numpy arrays per channel), histogram ((edges, counts)
+        numpy arrays, or None), percentiles [(q, value)]. Without a name: a
+        list of every record. Missing: wpack.Error WPACK_E_NOT_FOUND."""
+        h = self._handle()
+        if name_or_module is None:
+            out = []
+            for i in range(lib.wpack_stats_count(h.ptr)):
+                s = _lib.Stats()
+                rc = lib.wpack_stats_at(h.ptr, i, ctypes.byref(s))
+                if rc != 0:
+                    h.fail(rc, "stats record %d" % i)
+                out.append(_stats_dict(s))
+            return out
+        kinds = {None: (STATS_WEIGHT, STATS_ACTIVATION), "weight": (STATS_WEIGHT,),
+                 "activation": (STATS_ACTIVATION,)}[kind]
+        keys = [name_or_module]
+        nm = self.name_map()
+        if name_or_module in nm:
+            keys.append(nm[name_or_module])
+        mods = self.metadata().get("wpack.module_names")
+        if isinstance(mods, list):
+            keys += [mods[k + 1] for k in range(0, len(mods) - 1, 2) if mods[k] == name_or_module]
+        for key in keys:
+            for k in kinds:
+                s = _lib.Stats()
+                if lib.wpack_stats_find(h.ptr, _b(key), k, ctypes.byref(s)) == 0:
+                    return _stats_dict(s)
+        raise Error(E_NOT_FOUND, "%s: no stats record for %r" % (h.path, name_or_module))
+
+
+def _stats_dict(s):
+    sp = ctypes.byref(s)
+    C = s.channels
+    d = {"key": s.key.decode(), "kind": "weight" if s.kind == STATS_WEIGHT else "activation",
+         "granularity": "channel" if s.granularity == 1 else "tensor",
+         "axis": int(s.axis), "channels": int(C), "count": int(s.count)}
+    for w, f in enumerate(("min", "max", "absmax", "mean", "variance")):
+        if s.granularity == 1:
+            d[f] = np.array([lib.wpack_stats_value(sp, w, c) for c in range(C)])
+        else:
+            d[f] = float(getattr(s, f))
+    if s.hist_bins:
+        edges = np.empty(s.hist_bins + 1)
+        counts = np.empty(s.hist_bins, dtype=np.uint64)
+        lo, hi, n = ctypes.c_double(), ctypes.c_double(), ctypes.c_uint64()
+        for b in range(s.hist_bins):
+            lib.wpack_stats_bin(sp, b, ctypes.byref(lo), ctypes.byref(hi), ctypes.byref(n))
+            edges[b], edges[b + 1], counts[b] = lo.value, hi.value, n.value
+        d["histogram"] = (edges, counts)
+    else:
+        d["histogram"] = None
+    pct = []
+    q, v = ctypes.c_double(), ctypes.c_double()
+    for j in range(s.percentile_count):
+        lib.wpack_stats_percentile(sp, j, ctypes.byref(q), ctypes.byref(v))
+        pct.append((q.value, v.value))
+    d["percentiles"] = pct
+    return d
+
+
+class _Slice:
+    """Returned by safe_open.get_slice(): index it to read part of a tensor."""
+
+    def __init__(self, f, t):
+        self._f = f
+        self._t = f._target(t)
+        self._dtype, self._shape = f._np_dtype_shape(self._t)
+
+    def get_shape(self):
+        """The tensor's shape as a list."""
+        return list(self._shape)
+
+    def get_dtype(self):
+        """The wpack dtype name ("f32", "bf16", ...)."""
+        return self._f._dtype_name(self._t.dtype)
+
+    def __getitem__(self, key):
+        f, t, shape = self._f, self._t, self._shape
+        if not isinstance(key, tuple):
+            key = (key,)
+        if not shape or not key or not isinstance(key[0], (int, np.integer, slice)):
+            arr, _ = f._get_np(t.name.decode())
+            return _to_framework(arr[key], t.dtype, f._framework)
+        first, rest = key[0], key[1:]
+        n0 = shape[0]
+        if isinstance(first, slice):
+            idx = range(*first.indices(n0))
+            if len(idx) == 0:
+                lo = hi = 0
+                local = slice(0, 0)
+            elif idx.step > 0:
+                lo, hi = idx[0], idx[-1] + 1
+                local = slice(0, hi - lo, idx.step)
+            else:
+                lo, hi = idx[-1], idx[0] + 1
+                local = slice(hi - 1 - lo, None, idx.step)
+        else:
+            i = int(first)
+            if i < 0:
+                i += n0
+            if not 0 <= i < n0:
+                raise IndexError("index %d is out of bounds for dimension 0 of size %d"
+                                 % (int(first), n0))
+            lo, hi, local = i, i + 1, 0
+        rowbytes = t.nbytes // n0 if n0 else 0
+        whole = f._zero_copy(t, self._dtype, shape)
+        if whole is not None:
+            part = whole[lo:hi]
+        else:
+            part = f._read_into(t, lo * rowbytes,
+                                np.empty((hi - lo,) + tuple(shape[1:]), dtype=self._dtype))
+        out = part[(local,) + rest]
+        return _to_framework(out, t.dtype, f._framework)
+
+
+def load_file(path, framework="np", verify=True):
+    """Every tensor of the archive at path as {name: array or tensor}
+    (framework "np" or "pt"; zero-copy where safe_open is)."""
+    with safe_open(path, framework=framework, verify=verify) as f:
+        return {k: f.get_tensor(k) for k in f.keys()}
+
+
+# ------------------------------------------------------------------ writing
+
+_CHUNK = 16 << 20
+
+
+class _Writer:
+    def __init__(self, path, alignment=None, weight_stats=True, histogram_bins=0,
+                 compress_level=0, compress_chunk=None, compress_min=None, shard_size=0,
+                 max_data_bytes=0):
+        opt = _lib.WriterOptions()
+        lib.wpack_writer_options_init(ctypes.byref(opt))
+        if alignment:
+            opt.alignment = alignment
+        opt.weight_stats = 1 if weight_stats else 0
+        opt.histogram_bins = histogram_bins or 0
+        opt.compress_level = compress_level or 0
+        if compress_chunk:
+            opt.compress_chunk = compress_chunk
+        if compress_min is not None:
+            opt.compress_min = compress_min
+        opt.shard_size = shard_size or 0
+        opt.max_data_bytes = max_data_bytes or 0
+        p = ctypes.c_void_p()
+        self.path = os.fspath(path)
+        rc = lib.wpack_writer_open(ctypes.byref(p), _b(self.path), ctypes.byref(opt))
+        self.w = p
+        if rc != 0:
+            self.fail(rc)
+
+    def fail(self, rc):
+        msg = lib.wpack_writer_errmsg(self.w).decode("utf-8", "replace") if self.w else ""
+        self.abort()
+        raise Error(rc, msg or "%s: %s" % (self.path, _describe(rc)))
+
+    def check(self, rc):
+        if rc != 0:
+            self.fail(rc)
+
+    def abort(self):
+        w, self.w = self.w, None
+        if w:
+            lib.wpack_writer_abort(w)
+
+    def finish(self):
+        w, self.w = self.w, None
+        buf = ctypes.create_string_buffer(1024)
+        rc = lib.wpack_writer_finish(w, buf, len(buf))
+        if rc != 0:
+            raise Error(rc, buf.value.decode("utf-8", "replace"))
+
+    def add_array(self, name, arr, code):
+        dims = (ctypes.c_uint64 * max(1, arr.ndim))(*arr.shape)
+        self.check(lib.wpack_writer_begin_tensor(self.w, _b(name), code, arr.ndim, dims))
+        if arr.size:
+            if arr.flags.c_contiguous:
+                base = arr.ctypes.data
+                for off in range(0, arr.nbytes, _CHUNK):
+                    self.check(lib.wpack_writer_write(self.w, base + off,
+                                                      min(_CHUNK, arr.nbytes - off)))
+            else:
+                # Copy at most ~_CHUNK bytes at a time: memory stays flat.
+                flat = arr.reshape(arr.shape[0], -1) if arr.ndim > 1 else arr.reshape(-1, 1)
+                rows = max(1, _CHUNK // max(1, flat.shape[1] * arr.itemsize))
+                for r in range(0, flat.shape[0], rows):
+                    piece = np.ascontiguousarray(flat[r:r + rows])
+                    self.check(lib.wpack_writer_write(self.w, piece.ctypes.data, piece.nbytes))
+        self.check(lib.wpack_writer_end_tensor(self.w))
+
+
+def _as_numpy(x):
+    """(numpy array, wpack dtype code, identity key for tie detection)."""
+    mod = type(x).__module__
+    if mod.startswith("torch"):
+        torch = _torch()
+        t = x.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        key = None
+        if t.numel():
+            key = ("pt", t.storage().data_ptr(), t.storage_offset(), tuple(t.shape),
+                   tuple(t.stride()), str(t.dtype))
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(np.uint16), 4, key
+        if t.dtype not in (torch.float64, torch.float32, torch.float16, torch.int64,
+                           torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool):
+            raise Error(E_UNSUPPORTED, "torch dtype %s is not a wpack dtype" % t.dtype)
+        return t.numpy(), _NP_TO_CODE[np.dtype(t.numpy().dtype)], key
+    arr = np.asarray(x)
+    if arr.dtype not in _NP_TO_CODE:
+        raise Error(E_UNSUPPORTED, "numpy dtype %s is not a wpack dtype" % arr.dtype)
+    key = None
+    if arr.size:
+        key = ("np", arr.__array_interface__["data"][0], tuple(arr.shape),
+               tuple(arr.strides), arr.dtype.str)
+    return arr, _NP_TO_CODE[arr.dtype], key
+
+
+def _set_metadata(wr, metadata):
+    for key, v in (metadata or {}).items():
+        k = _b(key)
+        if isinstance(v, (bool, np.bool_)):
+            rc = lib.wpack_writer_set_bool(wr.w, k, int(bool(v)))
+        elif isinstance(v, (int, np.integer)):
+            rc = lib.wpack_writer_set_i64(wr.w, k, int(v))
+        elif isinstance(v, (float, np.floating)):
+            rc = lib.wpack_writer_set_f64(wr.w, k, float(v))
+        elif isinstance(v, str):
+            rc = lib.wpack_writer_set_string(wr.w, k, _b(v))
+        elif isinstance(v, (bytes, bytearray)):
+            b = bytes(v)
+            rc = lib.wpack_writer_set_bytes(wr.w, k, b, len(b))
+        elif isinstance(v, (list, tuple)):
+            rc = _set_array(wr, k, list(v))
+        else:
+            wr.abort()
+            raise TypeError("metadata %r: %s is not str/int/float/bool/bytes/list"
+                            % (key, type(v).__name__))
+        wr.check(rc)
+
+
+def _set_array(wr, k, vals):
+    kinds = set()
+    for v in vals:
+        if isinstance(v, (bool, np.bool_)):
+            kinds.add(META_BOOL)
+        elif isinstance(v, (int, np.integer)):
+            kinds.add(META_I64)
+        elif isinstance(v, (float, np.floating)):
+            kinds.add(META_F64)
+        elif isinstance(v, str):
+            kinds.add(META_STRING)
+        elif isinstance(v, (bytes, bytearray)):
+            kinds.add(META_BYTES)
+        else:
+            kinds.add(None)
+    if kinds == {META_I64, META_F64}:
+        kinds = {META_F64}
+    if len(kinds) > 1 or None in kinds:
+        wr.abort()
+        raise TypeError("metadata %r: an array's elements must all be one of "
+                        "str/int/float/bool/bytes" % k.decode())
+    et = kinds.pop() if kinds else META_I64
+    n = len(vals)
+    if et == META_I64:
+        arr = (ctypes.c_int64 * max(1, n))(*[int(v) for v in vals])
+    elif et == META_F64:
+        arr = (ctypes.c_double * max(1, n))(*[float(v) for v in vals])
+    elif et == META_BOOL:
+        arr = (ctypes.c_int * max(1, n))(*[int(bool(v)) for v in vals])
+    elif et == META_STRING:
+        arr = (ctypes.c_char_p * max(1, n))(*[_b(v) for v in vals])
+    else:
+        keep = [bytes(v) for v in vals]
+        arr = (_lib.Bytes * max(1, n))(*[_lib.Bytes(ctypes.cast(ctypes.c_char_p(b),
+                                                                 ctypes.c_void_p), len(b))
+                                         for b in keep])
+    return lib.wpack_writer_set_array(wr.w, k, et, n, arr)
+
+
+def _stats_in(key, rec):
+    """(wpack_stats_in, keep-alive list) from a stats dict (see save_file)."""
+    kind = rec.get("kind", "weight")
+    s = _lib.StatsIn()
+    s.key = _b(key)
+    s.kind = STATS_ACTIVATION if kind == "activation" else STATS_WEIGHT
+    keep = []
+
+    def arr(v, dtype=np.float64):
+        a = np.ascontiguousarray(np.atleast_1d(np.asarray(v, dtype=dtype)))
+        keep.append(a)
+        return a
+
+    mn = arr(rec["min"])
+    C = mn.size
+    per_channel = rec.get("granularity", "channel" if np.ndim(rec["min"]) else "tensor")
+    s.granularity = 1 if per_channel == "channel" else 0
+    s.axis = int(rec.get("axis", 0))
+    s.channels = C
+    s.count = int(rec["count"])
+    mx = arr(rec["max"])
+    fields = {"min": mn, "max": mx,
+              "absmax": arr(rec["absmax"]) if rec.get("absmax") is not None
+              else np.maximum(np.abs(mn), np.abs(mx)),
+              "mean": arr(rec["mean"]),
+              "variance": arr(rec["variance"]) if rec.get("variance") is not None
+              else np.zeros(C)}
+    for f, a in fields.items():
+        keep.append(a)
+        setattr(s, f, a.ctypes.data_as(_lib.c_dblp))
+    hist = rec.get("histogram")
+    if hist is not None:
+        edges, counts = arr(hist[0]), arr(hist[1], np.uint64)
+        s.hist_bins = counts.size
+        s.hist_edges = edges.ctypes.data_as(_lib.c_dblp)
+        s.hist_counts = counts.ctypes.data_as(_lib.c_u64p)
+    pct = rec.get("percentiles")
+    if pct:
+        p = arr(np.asarray(pct, dtype=np.float64).reshape(-1))
+        s.percentile_count = p.size // 2
+        s.percentiles = p.ctypes.data_as(_lib.c_dblp)
+    return s, keep
+
+
+def save_file(tensors, path, metadata=None, name_map=None, stats=None, **options):
+    """Write {name: numpy array or torch tensor} to a new archive at path.
+
+    The bytes stream through the C writer straight from the arrays' memory
+    (a non-contiguous array is copied 16 MiB at a time): memory does not grow
+    with the data. The archive appears at path only when complete (temporary
+    file + rename); on any error nothing is left behind.
+
+    Tensors that are the same memory (same data pointer, shape, strides and
+    dtype: tied weights) are written once; the later names become alias
+    entries. bf16 torch tensors are stored as bf16; numpy uint16 as u16.
+
+    metadata: {key: str | int | float | bool | bytes | list of one of those}
+      stored typed. name_map: {other name: entry name (or a module path with
+      activation stats)}. stats: {key: {"kind": "weight"|"activation",
+      "count", "min", "max", "mean", optional "absmax", "variance",
+      "granularity", "axis", "histogram": (edges, counts), "percentiles":
+      [(q, v)]}} (spec appendix A; arrays for per-channel).
+    options: alignment, weight_stats (True), histogram_bins (0),
+      compress_level (0: off; zstd level), compress_chunk, compress_min,
+      shard_size (>0: a sharded set), max_data_bytes.
+    """
+    wr = _Writer(path, **options)
+    try:
+        seen = {}
+        for name, x in tensors.items():
+            arr, code, key = _as_numpy(x)
+            if key is not None and key in seen:
+                wr.check(lib.wpack_writer_add_alias(wr.w, _b(name), _b(seen[key])))
+                continue
+            wr.add_array(name, arr, code)
+            if key is not None:
+                seen[key] = name
+        _set_metadata(wr, metadata)
+        for other, entry in (name_map or {}).items():
+            wr.check(lib.wpack_writer_add_name(wr.w, _b(other), _b(entry)))
+        for key, rec in (stats or {}).items():
+            s, keep = _stats_in(key, rec)
+            wr.check(lib.wpack_writer_add_stats(wr.w, ctypes.byref(s)))
+            del keep
+        wr.finish()
+    except BaseException:
+        wr.abort()
+        raise
+
+
+def update_stats(path, stats):
+    """Add or replace calibration statistics records of the archive at path
+    in place (the crash-safe index update: no data is rewritten; open
+    readers keep working). stats: as in save_file."""
+    recs, keep = [], []
+    for key, rec in stats.items():
+        s, k = _stats_in(key, rec)
+        recs.append(s)
+        keep.append(k)
+    if not recs:
+        return
+    arr = (_lib.StatsIn * len(recs))(*recs)
+    buf = ctypes.create_string_buffer(1024)
+    rc = lib.wpack_update_add_stats(_b(os.fspath(path)), arr, len(recs), buf, len(buf))
+    if rc != 0:
+        raise Error(rc, buf.value.decode("utf-8", "replace"))
+
+
+_WRITER_OPTIONS = ("alignment", "weight_stats", "histogram_bins", "compress_level",
+                   "compress_chunk", "compress_min", "shard_size", "max_data_bytes")
+
+
+def pack(inputs, path, **options):
+    """Pack model files into one archive at path through libwpack-import's
+    wpack_import_file(): torch checkpoints (.pt/.pth/.bin, read without
+    running pickle code), safetensors (incl. sharded index JSON), .npz, .npy,
+    tar/zip of those. inputs: a path or a list of paths (their tensors are
+    merged; a name twice is an error). options: the writer options of
+    save_file (alignment, compress_level, shard_size, ...); importer
+    options are not mapped yet (the importer runs with its defaults).
+    Raises wpack.Error for a refused input, OSError if libwpack-import is
+    not found."""
+    bad = [k for k in options if k not in _WRITER_OPTIONS]
+    if bad:
+        raise TypeError("pack(): options %s are not supported yet (writer options: %s)"
+                        % (", ".join(sorted(bad)), ", ".join(_WRITER_OPTIONS)))
+    imp = _lib.import_lib()
+    if isinstance(inputs, (str, bytes, os.PathLike)):
+        inputs = [inputs]
+    wr = _Writer(path, **options)
+    try:
+        for p in inputs:
+            rc = imp.wpack_import_file(wr.w, _b(os.fspath(p)), None)
+            wr.check(rc)
+        wr.finish()
+    except BaseException:
+        wr.abort()
+        raise

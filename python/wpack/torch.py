@@ -1,0 +1,376 @@
+"""wpack for PyTorch models: save and load state_dicts, calibrate any
+nn.Module (activation statistics written into the archive in place), and
+name maps from traced graphs. Needs torch (import wpack alone does not).
+"""
+import functools
+import os
+import warnings
+
+import numpy as np
+import torch
+
+from . import Error, safe_open, save_file, update_stats
+
+__all__ = ["save_model", "load_model", "calibrate", "name_map", "CalibrationResult"]
+
+
+def save_model(model, path, name_map=None, metadata=None, stats=None, **options):
+    """Write model.state_dict() to a new archive at path (wpack.save_file:
+    streamed, tied parameters become alias entries). name_map: {graph
+    name -> state_dict key}, e.g. from wpack.torch.name_map(), recorded so
+    `wpack resolve` and safe_open find the weights under the graph's
+    names. Other arguments as for wpack.save_file."""
+    save_file(model.state_dict(), path, metadata=metadata, name_map=name_map, stats=stats,
+              **options)
+
+
+def _owner(model, key):
+    mod_path, _, attr = key.rpartition(".")
+    return (model.get_submodule(mod_path) if mod_path else model), attr
+
+
+def load_model(model, path, strict=True, assign=False, verify=True):
+    """Load the archive's tensors into model's parameters and buffers.
+
+    assign=False (default) copies each tensor into the existing parameter
+    (dtype and device of the model kept). assign=True replaces them with
+    zero-copy tensors over a private copy-on-write mapping of the file
+    (training may write to them; the file never changes), Parameters
+    keeping their requires_grad. strict=True raises RuntimeError naming
+    missing and unexpected keys, like nn.Module.load_state_dict. A shape
+    mismatch always raises RuntimeError. Returns (missing, unexpected)."""
+    sd = model.state_dict(keep_vars=True)
+    with safe_open(path, framework="pt", verify=verify) as f:
+        names = set(f.keys())
+        missing = [k for k in sd if k not in names]
+        unexpected = sorted(names - set(sd))
+        if strict and (missing or unexpected):
+            raise RuntimeError("load_model(%s): missing keys %s, unexpected keys %s"
+                               % (path, missing, unexpected))
+        for key, cur in sd.items():
+            if key not in names:
+                continue
+            t = f.get_tensor(key)
+            if tuple(t.shape) != tuple(cur.shape):
+                raise RuntimeError("load_model(%s): %s has shape %s in the archive, %s in "
+                                   "the model" % (path, key, tuple(t.shape), tuple(cur.shape)))
+            if assign:
+                mod, attr = _owner(model, key)
+                if isinstance(cur, torch.nn.Parameter):
+                    setattr(mod, attr, torch.nn.Parameter(t, requires_grad=cur.requires_grad))
+                else:
+                    setattr(mod, attr, t)
+            else:
+                with torch.no_grad():
+                    cur.copy_(t)
+    return missing, unexpected
+
+
+# ------------------------------------------------------------ calibration
+
+class _Acc:
+    """Streaming stats of one module's outputs (float64, Chan's merge)."""
+
+    def __init__(self, axis):
+        self.axis = axis
+        self.n = 0            # finite values, all channels
+        self.nc = None        # per channel finite counts (tensor)
+        self.min = self.max = self.mean = self.m2 = None
+        self.hist = None
+        self.calls = 0
+
+    def _as2d(self, y):
+        y = y.detach()
+        if self.axis is None:
+            return y.reshape(1, -1).double()
+        ax = self.axis if self.axis >= 0 else self.axis + y.dim()
+        return y.movedim(ax, 0).reshape(y.shape[ax], -1).double()
+
+    def add(self, y):
+        self.calls += 1
+        v = self._as2d(y)
+        fin = torch.isfinite(v)
+        nb = fin.sum(1).double()
+        tot = int(nb.sum().item())
+        if tot == 0:
+            return
+        z = torch.where(fin, v, torch.zeros((), dtype=v.dtype))
+        inf = torch.tensor(float("inf"), dtype=v.dtype)
+        bmin = torch.where(fin, v, inf).amin(1)
+        bmax = torch.where(fin, v, -inf).amax(1)
+        bmean = z.sum(1) / nb.clamp(min=1)
+        bm2 = torch.where(fin, (v - bmean[:, None]) ** 2, torch.zeros((), dtype=v.dtype)).sum(1)
+        if self.nc is None:
+            self.nc, self.min, self.max, self.mean, self.m2 = nb, bmin, bmax, bmean, bm2
+        else:
+            if self.nc.numel() != nb.numel():
+                raise ValueError("calibrate: the channel count along axis %d changed between "
+                                 "batches (%d, then %d)" % (self.axis, self.nc.numel(), nb.numel()))
+            n = self.nc + nb
+            d = bmean - self.mean
+            safe = n.clamp(min=1)
+            self.mean = self.mean + d * nb / safe
+            self.m2 = self.m2 + bm2 + d * d * self.nc * nb / safe
+            self.min = torch.minimum(self.min, bmin)
+            self.max = torch.maximum(self.max, bmax)
+            self.nc = n
+        self.n += tot
+
+    def edges(self, bins):
+        lo = float(self.min.min().item())
+        hi = float(self.max.max().item())
+        if not lo < hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        return np.linspace(lo, hi, bins + 1)
+
+    def add_hist(self, y, edges):
+        v = y.detach().reshape(-1).double().cpu().numpy()
+        v = v[np.isfinite(v)]
+        counts, _ = np.histogram(v, bins=edges)
+        self.hist = counts if self.hist is None else self.hist + counts
+
+    def record(self, edges):
+        per = self.axis is not None
+        var = (self.m2 / self.nc.clamp(min=1)).clamp(min=0)
+
+        def out(t):
+            a = t.cpu().numpy().astype(np.float64)
+            return a if per else float(a[0])
+
+        rec = {"kind": "activation", "granularity": "channel" if per else "tensor",
+               "axis": self.axis if per else 0, "count": self.n,
+               "min": out(self.min), "max": out(self.max), "mean": out(self.mean),
+               "variance": out(var)}
+        rec["absmax"] = np.maximum(np.abs(rec["min"]), np.abs(rec["max"])) if per else \
+            max(abs(rec["min"]), abs(rec["max"]))
+        if per and bool((self.nc == 0).any()):
+            # A channel with no finite value has no min/max to store.
+            raise ValueError("calibrate: a channel saw no finite value")
+        if edges is not None and self.hist is not None:
+            rec["histogram"] = (edges, self.hist.astype(np.uint64))
+        return rec
+
+
+class CalibrationResult(dict):
+    """{module path: stats dict (as safe_open.stats returns)} of what
+    calibrate() wrote; .no_output lists modules whose hook never fired or
+    saw no finite value (not written)."""
+    no_output = ()
+
+
+def _first_tensor(out):
+    if torch.is_tensor(out):
+        return out
+    if isinstance(out, (tuple, list)):
+        for o in out:
+            t = _first_tensor(o)
+            if t is not None:
+                return t
+    return None
+
+
+def _targets(model, modules):
+    """Modules to hook: the named ones, or every leaf. A MultiheadAttention
+    counts as a leaf: it calls its out_proj's weights directly, so hooks on
+    out_proj would never fire."""
+    named = dict(model.named_modules())
+    if modules is not None:
+        missing = [m for m in modules if m not in named]
+        if missing:
+            raise ValueError("calibrate: no such modules: %s" % ", ".join(missing))
+        return [(m, named[m]) for m in modules]
+    out, skip = [], []
+    for name, mod in model.named_modules():
+        if not name or any(name.startswith(s + ".") for s in skip):
+            continue
+        if isinstance(mod, torch.nn.MultiheadAttention):
+            out.append((name, mod))
+            skip.append(name)
+        elif not any(True for _ in mod.children()):
+            out.append((name, mod))
+    return out
+
+
+class _NoFastPath:
+    """Turn off torch's fused inference paths that skip the submodules'
+    forward (and so their hooks), restoring them afterwards:
+    TransformerEncoderLayer takes its fused kernel in eval mode unless
+    activation_relu_or_gelu is false (torch 1.13; the attribute only gates
+    the fast path: the layer still applies self.activation), and
+    TransformerEncoder turns padded input into nested tensors when
+    enable_nested_tensor is set; MultiheadAttention runs a fused kernel in
+    eval mode when its dropout is 0 (slightly different rounding from the
+    plain path), so it is put in training mode with dropout 0 (the same
+    computation as eval: no dropout). Newer torch also has
+    torch.backends.mha.set_fastpath_enabled(False)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.saved = []
+
+    def __enter__(self):
+        for mod in self.model.modules():
+            if isinstance(mod, torch.nn.TransformerEncoderLayer) and \
+                    hasattr(mod, "activation_relu_or_gelu"):
+                self.saved.append((mod, "activation_relu_or_gelu", mod.activation_relu_or_gelu))
+                mod.activation_relu_or_gelu = False
+            if isinstance(mod, torch.nn.MultiheadAttention):
+                self.saved.append((mod, "training", mod.training))
+                self.saved.append((mod, "dropout", mod.dropout))
+                mod.training, mod.dropout = True, 0.0
+            if isinstance(mod, torch.nn.TransformerEncoder) and \
+                    hasattr(mod, "enable_nested_tensor"):
+                self.saved.append((mod, "enable_nested_tensor", mod.enable_nested_tensor))
+                mod.enable_nested_tensor = False
+        mha = getattr(getattr(torch.backends, "mha", None), "set_fastpath_enabled", None)
+        if mha is not None:
+            self.mha_prev = torch.backends.mha.get_fastpath_enabled()
+            mha(False)
+        return self
+
+    def __exit__(self, *exc):
+        for mod, attr, val in reversed(self.saved):
+            setattr(mod, attr, val)
+        if hasattr(self, "mha_prev"):
+            torch.backends.mha.set_fastpath_enabled(self.mha_prev)
+
+
+def _run(model, batch):
+    if isinstance(batch, dict):
+        return model(**batch)
+    if isinstance(batch, (tuple, list)):
+        return model(*batch)
+    return model(batch)
+
+
+def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
+    """Measure every leaf module's output on batches and write the stats into
+    the archive at path in place (activation stats keyed by module path,
+    through the crash-safe index update; no data rewritten). If path does not
+    exist, model.state_dict() is saved there first (save_model).
+
+    model runs in eval mode under torch.no_grad() (its training flags are
+    restored afterwards); each batch is passed as model(batch), model(*batch)
+    for a tuple/list, model(**batch) for a dict. modules: module paths to
+    measure instead of every leaf (a MultiheadAttention counts as a leaf).
+    The output measured is the module's output tensor (the first tensor of a
+    tuple, e.g. MultiheadAttention's attention output). Fused fast paths
+    that skip hooks (TransformerEncoderLayer in eval mode) are turned off
+    while calibrating (see _NoFastPath).
+
+    Stats per module, over all batches: count of finite values (NaN and
+    +-inf are left out), min, max, absmax, mean and population variance
+    (float64, Chan's parallel merge), and a histogram of `histogram` equal
+    bins between the final min and max (histogram=0: none). A histogram
+    needs a second pass over batches, so batches must then be re-iterable
+    (a list, a DataLoader), not a one-shot iterator (ValueError).
+    axis: per-channel stats along that axis of each output (the histogram
+    still covers all channels).
+
+    Returns a CalibrationResult {module path: stats dict}; its .no_output
+    lists modules that produced no output (hook never fired, or no finite
+    value); a warning names them too."""
+    if histogram and iter(batches) is batches:
+        raise ValueError("calibrate: histogram=%d needs batches that can be iterated twice "
+                         "(a list or DataLoader), not an iterator; or pass histogram=0"
+                         % histogram)
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        save_model(model, path)
+    targets = _targets(model, modules)
+    accs = {name: _Acc(axis) for name, _ in targets}
+    training = {m: m.training for m in model.modules()}
+    phase = {"hist": None}
+
+    def hook_for(name):
+        def hook(mod, inp, out):
+            y = _first_tensor(out)
+            if y is None or not y.is_floating_point():
+                return
+            if phase["hist"] is None:
+                accs[name].add(y)
+            elif name in phase["hist"]:
+                accs[name].add_hist(y, phase["hist"][name])
+        return hook
+
+    handles = [mod.register_forward_hook(hook_for(name)) for name, mod in targets]
+    try:
+        model.eval()
+        with torch.no_grad(), _NoFastPath(model):
+            for b in batches:
+                _run(model, b)
+            edges = {}
+            if histogram:
+                edges = {n: a.edges(histogram) for n, a in accs.items() if a.n}
+                phase["hist"] = edges
+                for b in batches:
+                    _run(model, b)
+    finally:
+        for h in handles:
+            h.remove()
+        for m, t in training.items():
+            m.training = t
+    result = CalibrationResult()
+    result.no_output = [n for n, a in accs.items() if a.n == 0]
+    for n, a in accs.items():
+        if a.n:
+            rec = a.record(edges.get(n))
+            rec["key"] = n
+            result[n] = rec
+    if result.no_output:
+        warnings.warn("wpack.torch.calibrate: no output from %s" % ", ".join(result.no_output))
+    update_stats(path, {n: r for n, r in result.items()})
+    return result
+
+
+# -------------------------------------------------------------- name maps
+
+def _ident(t):
+    if not torch.is_tensor(t) or t.numel() == 0:
+        return None
+    return (t.storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()),
+            t.dtype)
+
+
+def name_map(graph, model=None):
+    """{graph name -> state_dict key} for weights referenced by a graph.
+
+    graph may be:
+    - a torch.fx GraphModule (symbolic_trace or make_fx, where weights are
+      get_attr nodes, named _param_constantN by make_fx): each get_attr
+      node's target and node name map to the state_dict key of the model
+      tensor with the same storage, offset, shape, strides and dtype
+      (identity, not name guessing; tied weights give the first key).
+      Names equal to their key are left out. model is required.
+    - a torch.export ExportedProgram or its graph_signature (newer torch):
+      inputs_to_parameters and inputs_to_buffers (placeholder -> key).
+    Pass the result to save_model(..., name_map=...)."""
+    sig = getattr(graph, "graph_signature", None)
+    if sig is None and hasattr(graph, "inputs_to_parameters"):
+        sig = graph
+    if sig is not None and hasattr(sig, "inputs_to_parameters"):
+        out = dict(sig.inputs_to_parameters)
+        out.update(getattr(sig, "inputs_to_buffers", {}) or {})
+        return {k: v for k, v in out.items() if k != v}
+    if model is None:
+        raise TypeError("name_map(graph_module, model): model is required for a GraphModule")
+    by_id = {}
+    for key, t in model.state_dict(keep_vars=True).items():
+        i = _ident(t)
+        if i is not None:
+            by_id.setdefault(i, key)
+    out = {}
+    for node in graph.graph.nodes:
+        if node.op != "get_attr":
+            continue
+        try:
+            obj = functools.reduce(getattr, node.target.split("."), graph)
+        except AttributeError:
+            continue
+        key = by_id.get(_ident(obj))
+        if key is None:
+            continue
+        for name in (node.target, node.name):
+            if name != key:
+                out[name] = key
+    return out

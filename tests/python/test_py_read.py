@@ -1,0 +1,328 @@
+"""wpack Python package, reading: round trips of every dtype checked against
+numpy and torch, zero-copy views and their lifetime, slices, compressed,
+splat, alias and sharded entries, verify-on-read, typed metadata, lookups."""
+import ctypes
+import gc
+import glob
+import os
+import weakref
+
+import numpy as np
+import torch
+
+from pycase import case, check, main, raises
+import wpack
+from wpack._lib import lib
+
+rng = np.random.default_rng(7)
+
+
+def all_dtypes():
+    return {
+        "f64": rng.standard_normal((3, 5)),
+        "f32": rng.standard_normal((4, 3, 2)).astype(np.float32),
+        "f16": rng.standard_normal(7).astype(np.float16),
+        "i64.scalar": np.array(-(2 ** 40), dtype=np.int64),
+        "i64": np.arange(-6, 6, dtype=np.int64).reshape(3, 4),
+        "i32": np.arange(10, dtype=np.int32),
+        "i16": np.array([-3, 7], dtype=np.int16),
+        "i8": np.array([[-128, 127]], dtype=np.int8),
+        "u64": np.array([2 ** 63 + 5], dtype=np.uint64),
+        "u32": np.array([2 ** 31 + 1, 3], dtype=np.uint32),
+        "u16": np.array([65535], dtype=np.uint16),
+        "u8": np.arange(256, dtype=np.uint8),
+        "bool": np.array([[True, False], [False, True]]),
+        "bool.scalar": np.array(True),
+        "empty": np.zeros((0, 4), dtype=np.float32),
+    }
+
+
+@case
+def round_trip_every_dtype_np(d):
+    src = all_dtypes()
+    p = os.path.join(d, "a.wpack")
+    wpack.save_file(src, p)
+    got = wpack.load_file(p)
+    check(sorted(got) == sorted(src), "names %s" % sorted(got))
+    for k, v in src.items():
+        g = got[k]
+        check(g.dtype == v.dtype and g.shape == v.shape, "%s: %s %s" % (k, g.dtype, g.shape))
+        check(g.tobytes() == v.tobytes(), "%s bytes differ" % k)
+
+
+@case
+def round_trip_torch_bf16_f16_bool_int64_scalar(d):
+    src = {"bf16": torch.randn(6, 5).to(torch.bfloat16), "f16": torch.randn(3).half(),
+           "bool": torch.tensor([True, False, True]), "i64.0d": torch.tensor(-12345678901),
+           "f32.0d": torch.tensor(2.5), "bf16.0d": torch.tensor(1.25, dtype=torch.bfloat16),
+           "i8": torch.tensor([-1, 2], dtype=torch.int8), "u8": torch.tensor([255], dtype=torch.uint8),
+           "f64": torch.randn(2, 2, dtype=torch.float64)}
+    p = os.path.join(d, "t.wpack")
+    wpack.save_file(src, p)
+    got = wpack.load_file(p, framework="pt")
+    for k, v in src.items():
+        g = got[k]
+        check(g.dtype == v.dtype and g.shape == v.shape, "%s: %s %s" % (k, g.dtype, g.shape))
+        check(torch.equal(g, v), "%s differs" % k)
+    # np gives bf16 as its raw uint16 bit patterns.
+    with wpack.safe_open(p, framework="np") as f:
+        raw = f.get_tensor("bf16")
+        check(raw.dtype == np.uint16, "bf16 as %s" % raw.dtype)
+        check((raw == src["bf16"].view(torch.int16).numpy().view(np.uint16)).all(), "bf16 bits")
+        check(f.get_slice("bf16").get_dtype() == "bf16", "get_dtype")
+
+
+@case
+def torch_load_equivalence(d):
+    sd = {"a.weight": torch.randn(8, 4), "a.bias": torch.randn(8),
+          "b.weight": torch.randn(3, 8).to(torch.bfloat16), "steps": torch.tensor(17)}
+    tp = os.path.join(d, "m.pt")
+    torch.save(sd, tp)
+    ref = torch.load(tp)
+    p = os.path.join(d, "m.wpack")
+    wpack.save_file(ref, p)
+    got = wpack.load_file(p, framework="pt")
+    check(list(sorted(got)) == list(sorted(ref)), "keys")
+    for k in ref:
+        check(got[k].dtype == ref[k].dtype and torch.equal(got[k], ref[k]), k)
+
+
+@case
+def zero_copy_np_view_sees_file_byte(d):
+    x = np.zeros(4096, dtype=np.uint8)
+    p = os.path.join(d, "z.wpack")
+    wpack.save_file({"x": x}, p)
+    with wpack.safe_open(p, verify=False) as f:
+        v = f.get_tensor("x")
+        check(not v.flags.writeable, "np view is writable")
+        raises(ValueError, v.setflags, write=True)
+        off = wpack.safe_open(p)._at(0).offset
+        fd = os.open(p, os.O_WRONLY)
+        os.pwrite(fd, b"\x7f", off + 10)
+        os.close(fd)
+        check(v[10] == 0x7F, "view did not see the byte written through another fd: zero-copy?")
+
+
+@case
+def zero_copy_pt_private_mapping(d):
+    x = np.zeros(8192, dtype=np.float32)
+    p = os.path.join(d, "z.wpack")
+    wpack.save_file({"x": x}, p)
+    f = wpack.safe_open(p, framework="pt", verify=False)
+    t = f.get_tensor("x")
+    off = f._at(0).offset
+    fd = os.open(p, os.O_WRONLY)
+    os.pwrite(fd, np.float32(3.5).tobytes(), off + 4)
+    os.close(fd)
+    check(float(t[1]) == 3.5, "pt tensor did not see the file byte: not zero-copy")
+    t[0] = 9.0   # copy-on-write: this process only
+    with open(p, "rb") as fh:
+        fh.seek(off)
+        check(fh.read(4) == b"\0\0\0\0", "writing into the tensor changed the file")
+    f.close()
+    check(float(t[0]) == 9.0, "tensor after close")
+
+
+@case
+def views_outlive_close_del_and_gc(d):
+    src = {"w": rng.standard_normal((64, 32)).astype(np.float32)}
+    p = os.path.join(d, "v.wpack")
+    wpack.save_file(src, p)
+    with wpack.safe_open(p) as f:
+        v = f.get_tensor("w")
+        h = weakref.ref(f._h)
+    raises(wpack.Error, f.get_tensor, "w", code="WPACK_E_STATE")
+    check(h() is not None, "handle freed while a view lives")
+    del f
+    gc.collect()
+    check(np.array_equal(v, src["w"]), "view after close + del + gc")
+    s = v[3:5].copy()
+    del v
+    gc.collect()
+    check(h() is None, "handle kept after the last view died")
+    check(np.array_equal(s, src["w"][3:5]), "copy")
+    # Slices of views (bases of bases) keep it alive too.
+    f = wpack.safe_open(p)
+    part = f.get_tensor("w")[10:12, ::2]
+    f.close()
+    del f
+    gc.collect()
+    check(np.array_equal(part, src["w"][10:12, ::2]), "slice of a view after close")
+
+
+@case
+def slices_read_rows(d):
+    a = rng.standard_normal((50, 6, 3)).astype(np.float32)
+    p = os.path.join(d, "s.wpack")
+    pz = os.path.join(d, "sz.wpack")
+    wpack.save_file({"a": a}, p)
+    wpack.save_file({"a": a}, pz, compress_level=3, compress_chunk=4096, compress_min=0)
+    keys = [np.s_[0:5], np.s_[10:40:3], np.s_[::-4], np.s_[-3:], np.s_[7], np.s_[-1, 2],
+            np.s_[5:9, 1:4, 0], np.s_[45:100], np.s_[30:10], np.s_[...],
+            np.s_[2:4, ..., 1], np.s_[[1, 3]], np.s_[49:0:-7, ::2]]
+    for path in (p, pz):
+        for fw in ("np", "pt"):
+            with wpack.safe_open(path, framework=fw) as f:
+                sl = f.get_slice("a")
+                check(sl.get_shape() == [50, 6, 3], "shape")
+                for k in keys:
+                    g = sl[k]
+                    g = g.numpy() if fw == "pt" else g
+                    check(np.array_equal(g, a[k]), "%s %s %s" % (os.path.basename(path), fw, k))
+            raises(IndexError, lambda: wpack.safe_open(path).get_slice("a")[50])
+
+
+@case
+def compressed_reads_only_range(d):
+    # A slice of a compressed entry reads a byte range (wpack_read_ex with an
+    # offset): here shown by a corrupt chunk outside the range being ignored
+    # when verify=False, and caught with verify on.
+    a = np.arange(4096 * 8, dtype=np.float32).reshape(32, 1024)  # 4 KiB rows
+    p = os.path.join(d, "c.wpack")
+    wpack.save_file({"a": a}, p, compress_level=1, compress_chunk=4096, compress_min=0,
+                    weight_stats=False)
+    with wpack.safe_open(p) as f:
+        check(f.describe("a")["codec"] == "zstd", "not compressed")
+        check(np.array_equal(f.get_tensor("a"), a), "compressed whole read")
+        check(np.array_equal(f.get_slice("a")[3:5], a[3:5]), "compressed slice")
+        t = f._at(0)
+        last = t.offset + t.stored_length
+    # Damage the last stored bytes (the last chunk's frame or the seek table end).
+    with open(p, "r+b") as fh:
+        fh.seek(last - 40)
+        b = bytearray(fh.read(8))
+        fh.seek(last - 40)
+        fh.write(bytes(x ^ 0xFF for x in b))
+    e = raises(wpack.Error, lambda: wpack.safe_open(p).get_slice("a")[0:1])
+    check(e.name in ("WPACK_E_CHECKSUM", "WPACK_E_DECODE"), e.name)
+    raw = wpack.safe_open(p, verify=False)
+    try:
+        whole = raw.get_tensor("a")
+        check(not np.array_equal(whole, a), "damage not seen in a whole unverified read")
+    except wpack.Error as e2:
+        check(e2.name == "WPACK_E_DECODE", e2.name)
+    check(np.array_equal(raw.get_slice("a")[0:2], a[0:2]), "the rows before the damage")
+
+
+@case
+def splat_alias_sharded(d):
+    p = os.path.join(d, "sp.wpack")
+    w = ctypes.c_void_p()
+    check(lib.wpack_writer_open(ctypes.byref(w), p.encode(), None) == 0, "writer")
+    dims = (ctypes.c_uint64 * 2)(3, 4)
+    fill = np.array([1.5], dtype=np.float32)
+    add = lib.wpack_writer_add_splat
+    add.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint,
+                    ctypes.POINTER(ctypes.c_uint64), ctypes.c_void_p, ctypes.c_size_t]
+    check(add(w, b"ones", 2, 2, dims, fill.ctypes.data, 4) == 0, "splat")
+    check(lib.wpack_writer_add_alias(w, b"ones2", b"ones") == 0, "alias")
+    check(lib.wpack_writer_finish(w, None, 0) == 0, "finish")
+    for fw in ("np", "pt"):
+        with wpack.safe_open(p, framework=fw) as f:
+            for n in ("ones", "ones2"):
+                g = f.get_tensor(n)
+                g = g.numpy() if fw == "pt" else g
+                check(g.shape == (3, 4) and (g == 1.5).all(), "%s %s" % (fw, n))
+            g = f.get_slice("ones")[1:2]
+            check(tuple(g.shape) == (1, 4), "splat slice")
+    # Sharded set written in one pass.
+    src = {"l%d.w" % i: rng.standard_normal((100, 30)).astype(np.float32) for i in range(5)}
+    src["tied"] = src["l0.w"]
+    m = os.path.join(d, "set.wpack")
+    wpack.save_file(src, m, shard_size=20000)
+    shards = glob.glob(os.path.join(d, "set-*-of-*.wpack"))
+    check(len(shards) >= 2, "shards %s" % shards)
+    for fw in ("np", "pt"):
+        with wpack.safe_open(m, framework=fw) as f:
+            check(f.info()["shards"] == len(shards), "shard count")
+            for k, v in src.items():
+                g = f.get_tensor(k)
+                g = g.numpy() if fw == "pt" else g
+                check(np.array_equal(g, v), "sharded %s %s" % (fw, k))
+            g = f.get_slice("l3.w")[10:20]
+            g = g.numpy() if fw == "pt" else g
+            check(np.array_equal(g, src["l3.w"][10:20]), "sharded slice")
+
+
+@case
+def verify_on_read(d):
+    a = np.arange(1024, dtype=np.float32)
+    p = os.path.join(d, "v.wpack")
+    wpack.save_file({"a": a, "b": a + 1}, p)
+    with wpack.safe_open(p) as f:
+        off = f.describe("a") and f._find("a").offset
+    with open(p, "r+b") as fh:
+        fh.seek(off + 8)
+        fh.write(b"\x01")
+    for fw in ("np", "pt"):
+        f = wpack.safe_open(p, framework=fw)
+        raises(wpack.Error, f.get_tensor, "a", code="WPACK_E_CHECKSUM")
+        raises(wpack.Error, lambda: f.get_slice("a")[0:2], code="WPACK_E_CHECKSUM")
+        b = f.get_tensor("b")
+        check(np.array_equal(np.asarray(b), a + 1), "an intact entry still reads")
+        g = wpack.safe_open(p, framework=fw, verify=False).get_tensor("a")
+        check(np.asarray(g)[2] != 2.0, "verify=False hands out the raw bytes")
+    raises(wpack.Error, wpack.load_file, p, code="WPACK_E_CHECKSUM")
+
+
+@case
+def metadata_typed_and_lookups(d):
+    meta = {"s": "héllo", "i": -5, "f": 0.25, "yes": True, "no": False, "raw": b"\x00\x01",
+            "ints": [1, 2, 3], "floats": [0.5, 2], "strs": ["a", "b"], "bools": [True, False],
+            "blobs": [b"x", b""], "empty": []}
+    src = {"encoder.0.w": np.ones(2, np.float32), "encoder.0.b": np.zeros(2, np.float32),
+           "encoder.01.w": np.ones(1, np.float32), "encoder.0": np.ones(1, np.float32),
+           "head.w": np.ones(3, np.float32)}
+    p = os.path.join(d, "m.wpack")
+    wpack.save_file(src, p, metadata=meta, name_map={"p_encoder_0_w": "encoder.0.w",
+                                                      "_param_constant0": "head.w"})
+    with wpack.safe_open(p) as f:
+        md = f.metadata()
+        for k, v in meta.items():
+            check(md.get(k) == v and type(md.get(k)) is type(v), "%s: %r" % (k, md.get(k)))
+        check(f.name_map() == {"p_encoder_0_w": "encoder.0.w", "_param_constant0": "head.w"},
+              "name map %s" % f.name_map())
+        check(np.array_equal(f.get_tensor("_param_constant0"), src["head.w"]), "by map name")
+        check("p_encoder_0_w" in f and "nope" not in f, "__contains__")
+        check(f.keys(prefix="encoder.0") == ["encoder.0", "encoder.0.b", "encoder.0.w"],
+              "prefix %s" % f.keys(prefix="encoder.0"))
+        check(f.keys(prefix="encoder.0.") == ["encoder.0", "encoder.0.b", "encoder.0.w"],
+              "prefix with dot")
+        check(f.keys(prefix="head") == ["head.w"], "head")
+        check(f.keys(prefix="zzz") == [], "no match")
+        check(len(f) == 5 and list(f) == sorted(src), "len/iter")
+        st = f.stats("head.w")
+        check(st["kind"] == "weight" and st["count"] == 3 and st["max"] == 1.0, "stats %s" % st)
+        check(f.stats("_param_constant0")["key"] == "head.w", "stats through the name map")
+        raises(wpack.Error, f.stats, "nothing", code="WPACK_E_NOT_FOUND")
+        check(len(f.stats()) == 5, "all stats")
+
+
+@case
+def stats_written_match_numpy(d):
+    x = rng.standard_normal((20, 4))
+    rec = {"kind": "weight", "count": x.size, "min": x.min(), "max": x.max(),
+           "mean": x.mean(), "variance": x.var(), "histogram": np.histogram(x, bins=5),
+           "percentiles": [(1.0, float(np.percentile(x, 1))), (99.0, float(np.percentile(x, 99)))]}
+    rec["histogram"] = (rec["histogram"][1], rec["histogram"][0])
+    chan = {"kind": "weight", "granularity": "channel", "axis": 1, "count": x.size,
+            "min": x.min(0), "max": x.max(0), "mean": x.mean(0), "variance": x.var(0)}
+    act = {"kind": "activation", "count": 10, "min": -1.0, "max": 2.0, "mean": 0.5}
+    p = os.path.join(d, "s.wpack")
+    wpack.save_file({"x": x, "y": x}, p, stats={"x": rec, "y": chan, "mod.a": act})
+    with wpack.safe_open(p) as f:
+        s = f.stats("x")
+        for k in ("min", "max", "mean", "variance"):
+            check(s[k] == rec[k], "%s %r %r" % (k, s[k], rec[k]))
+        check(np.array_equal(s["histogram"][0], rec["histogram"][0]), "edges")
+        check(np.array_equal(s["histogram"][1], rec["histogram"][1]), "counts")
+        check(s["percentiles"] == rec["percentiles"], "percentiles")
+        c = f.stats("y")
+        check(c["granularity"] == "channel" and c["axis"] == 1 and c["channels"] == 4, "chan")
+        check(np.array_equal(c["max"], x.max(0)) and np.allclose(c["variance"], x.var(0)), "vals")
+        a = f.stats("mod.a", kind="activation")
+        check(a["kind"] == "activation" and a["absmax"] == 2.0 and a["variance"] == 0.0, "act")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,235 @@
+"""wpack.torch: save/load of models, calibrate() against stats computed
+with numpy from independently hooked outputs (Conv2d+BatchNorm+ReLU+Linear,
+TransformerEncoderLayer whose eval fast path skips hooks), name maps from
+make_fx and symbolic_trace graphs matched by storage identity."""
+import os
+import types
+import warnings
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from pycase import case, check, main, raises
+import wpack
+import wpack.torch as wt
+
+torch.manual_seed(0)
+
+
+class ConvNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+        self.relu = nn.ReLU()
+        self.fc = nn.Linear(4 * 6 * 6, 5)
+        self.unused = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.fc(self.relu(self.bn(self.conv(x))).flatten(1))
+
+
+def reference(model, batches, names, train=False):
+    """{module: float64 numpy of every output value} with plain hooks."""
+    outs = {n: [] for n in names}
+    mods = dict(model.named_modules())
+    hs = [mods[n].register_forward_hook(
+        lambda m, i, o, n=n: outs[n].append((o[0] if isinstance(o, tuple) else o)
+                                            .detach().double().numpy().copy()))
+        for n in names]
+    model.train(train)
+    with torch.no_grad():
+        for b in batches:
+            model(b)
+    for h in hs:
+        h.remove()
+    return outs
+
+
+def compare(res, ref, bins, what):
+    for n, chunks in ref.items():
+        check(n in res, "%s: no stats for %s" % (what, n))
+        v = np.concatenate([c.reshape(-1) for c in chunks])
+        v = v[np.isfinite(v)]
+        r = res[n]
+        check(r["count"] == v.size, "%s %s count %d != %d" % (what, n, r["count"], v.size))
+        check(r["min"] == v.min() and r["max"] == v.max(), "%s %s min/max" % (what, n))
+        check(np.isclose(r["mean"], v.mean(), rtol=1e-9, atol=1e-12), "%s %s mean" % (what, n))
+        check(np.isclose(r["variance"], v.var(), rtol=1e-9, atol=1e-12), "%s %s var" % (what, n))
+        edges = np.linspace(v.min(), v.max(), bins + 1) if v.min() < v.max() else None
+        if edges is not None:
+            counts, _ = np.histogram(v, bins=edges)
+            check(np.array_equal(r["histogram"][1], counts), "%s %s histogram" % (what, n))
+
+
+@case
+def save_and_load_model(d):
+    m = ConvNet().eval()
+    m.fc.weight.data[0, 0] = float("nan")
+    p = os.path.join(d, "m.wpack")
+    wt.save_model(m, p, metadata={"arch": "convnet"})
+    m2 = ConvNet().eval()
+    missing, unexpected = wt.load_model(m2, p)
+    check(missing == [] and unexpected == [], "keys")
+    for k, v in m.state_dict().items():
+        check(torch.equal(v, m2.state_dict()[k]) or (torch.isnan(v).any() and
+              torch.equal(torch.nan_to_num(v), torch.nan_to_num(m2.state_dict()[k]))), k)
+    m3 = ConvNet().eval()
+    wt.load_model(m3, p, assign=True)
+    check(m3.conv.weight.requires_grad and isinstance(m3.conv.weight, nn.Parameter), "param")
+    x = torch.randn(2, 3, 8, 8)
+    m.fc.weight.data[0, 0] = 0.0
+    m3.fc.weight.data[0, 0] = 0.0   # writable: private mapping
+    with torch.no_grad():
+        check(torch.equal(m(x), m3(x)), "assigned model output")
+    with wpack.safe_open(p) as f:
+        check(f.get_tensor("fc.weight")[0, 0] != 0.0, "the file kept its bytes")
+    small = nn.Linear(2, 2)
+    raises(RuntimeError, wt.load_model, small, p)
+    missing, unexpected = wt.load_model(nn.Sequential(), p, strict=False)
+    check(len(unexpected) == len(m.state_dict()), "unexpected")
+    bad = ConvNet()
+    bad.fc = nn.Linear(3, 3)
+    raises(RuntimeError, wt.load_model, bad, p, strict=False)
+
+
+@case
+def calibrate_conv_bn_relu_linear(d):
+    m = ConvNet()
+    m.bn.running_mean.uniform_(-1, 1)
+    batches = [torch.randn(4, 3, 8, 8) for _ in range(3)]
+    batches[1][0, 0, 0, 0] = float("nan")
+    p = os.path.join(d, "c.wpack")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        res = wt.calibrate(m, batches, p, histogram=32)
+    check(m.training, "training flag restored")
+    check(res.no_output == ["unused"], "no_output %s" % res.no_output)
+    check(any("unused" in str(x.message) for x in w), "no warning names unused")
+    ref = reference(m, batches, ["conv", "bn", "relu", "fc"])
+    compare(res, ref, 32, "returned")
+    with wpack.safe_open(p) as f:
+        stored = {n: f.stats(n, kind="activation") for n in ref}
+        check(f.keys() == sorted(m.state_dict()), "model saved first")
+    compare(stored, ref, 32, "stored")
+    # Per-channel along the conv output's channel axis, one-shot iterator.
+    res = wt.calibrate(m, iter(batches), p, histogram=0, modules=["conv"], axis=1)
+    v = np.concatenate([c for c in ref["conv"]]).transpose(1, 0, 2, 3).reshape(4, -1)
+    fin = np.isfinite(v)
+    check(np.array_equal(res["conv"]["max"], np.where(fin, v, -np.inf).max(1)), "channel max")
+    check(np.array_equal(res["conv"]["min"], np.where(fin, v, np.inf).min(1)), "channel min")
+    check(res["conv"]["count"] == fin.sum(), "channel count")
+    var = np.array([v[c][fin[c]].var() for c in range(4)])
+    check(np.allclose(res["conv"]["variance"], var, rtol=1e-9), "per-channel variance")
+    with wpack.safe_open(p) as f:
+        s = f.stats("conv")
+        check(s["granularity"] == "channel" and s["axis"] == 1 and s["channels"] == 4, "stored")
+        check(f.stats("fc")["histogram"] is not None, "other records kept")
+    raises(ValueError, wt.calibrate, m, iter(batches), p, histogram=8)
+    raises(ValueError, wt.calibrate, m, batches, p, modules=["nope"])
+
+
+@case
+def calibrate_transformer_encoder_layer(d):
+    layer = nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32, dropout=0.0,
+                                       batch_first=True)
+    batches = [torch.randn(2, 5, 16) for _ in range(3)]
+    leaves = ["self_attn", "linear1", "dropout", "linear2", "norm1", "norm2", "dropout1",
+              "dropout2"]
+    # The fast path is real here: plain eval hooks miss the inner modules.
+    fired = reference(layer, batches[:1], ["linear1"], train=False)
+    check(fired["linear1"] == [], "torch's eval fast path ran the hooks: test is moot")
+    p = os.path.join(d, "tel.wpack")
+    res = wt.calibrate(layer, batches, p, histogram=16)
+    check(sorted(res) == sorted(leaves) and res.no_output == [], "modules %s / %s"
+          % (sorted(res), res.no_output))
+    check(layer.activation_relu_or_gelu, "fast path flag restored")
+    # dropout=0 in training mode: the slow path, same values, hooks fire.
+    ref = reference(layer, batches, leaves, train=True)
+    compare(res, ref, 16, "transformer")
+    with torch.no_grad():
+        layer.eval()
+        ref_out = layer(batches[0])
+    check(torch.allclose(ref_out, layer.train()(batches[0]), atol=1e-5), "paths agree")
+
+
+@case
+def calibrate_transformer_encoder_with_padding(d):
+    layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0,
+                                       batch_first=True)
+    enc = nn.TransformerEncoder(layer, num_layers=2)
+    mask = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    batches = [{"src": torch.randn(2, 5, 8), "src_key_padding_mask": mask} for _ in range(2)]
+    p = os.path.join(d, "enc.wpack")
+    res = wt.calibrate(enc, batches, p, histogram=8)
+    check(res.no_output == [] and "layers.1.linear2" in res, "modules %s" % sorted(res))
+    check(enc.enable_nested_tensor, "enable_nested_tensor restored")
+    names = sorted(res)
+    outs = {n: [] for n in names}
+    mods = dict(enc.named_modules())
+    hs = [mods[n].register_forward_hook(
+        lambda m, i, o, n=n: outs[n].append((o[0] if isinstance(o, tuple) else o)
+                                            .detach().double().numpy().copy())) for n in names]
+    enc.train()
+    with torch.no_grad():
+        for b in batches:
+            enc(**b)
+    for h in hs:
+        h.remove()
+    compare(res, outs, 8, "encoder")
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(3, 4))
+
+
+class Functional(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blk = Block()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.lin(F.linear(x, self.blk.w))
+
+
+@case
+def name_maps_from_graphs(d):
+    m = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4))
+    with torch.no_grad():
+        m[2].weight.copy_(m[0].weight)   # equal values: only identity tells them apart
+        m[2].bias.copy_(m[0].bias)
+    gm = make_fx(m)(torch.randn(2, 4))
+    nm = wt.name_map(gm, m)
+    consts = sorted(n.target for n in gm.graph.nodes if n.op == "get_attr")
+    check(sorted(nm) == consts and len(consts) == 4, "make_fx names %s" % nm)
+    sd = m.state_dict(keep_vars=True)
+    for g, k in nm.items():
+        check(getattr(gm, g).data_ptr() == sd[k].data_ptr(), "%s -> %s not the same storage"
+              % (g, k))
+    check(sorted(nm.values()) == sorted(sd), "every weight mapped: %s" % nm)
+    p = os.path.join(d, "fx.wpack")
+    wt.save_model(m, p, name_map=nm)
+    with wpack.safe_open(p, framework="pt") as f:
+        check(f.name_map() == nm, "stored map")
+        for g, k in nm.items():
+            check(torch.equal(f.get_tensor(g), sd[k].detach()), "lookup %s" % g)
+    fm = Functional()
+    sym = torch.fx.symbolic_trace(fm)
+    nm2 = wt.name_map(sym, fm)
+    check(nm2 == {"blk_w": "blk.w"}, "symbolic_trace map %s" % nm2)
+    sig = types.SimpleNamespace(inputs_to_parameters={"p_lin_weight": "lin.weight"},
+                                inputs_to_buffers={"b_bn_running_mean": "bn.running_mean"})
+    ep = types.SimpleNamespace(graph_signature=sig)
+    check(wt.name_map(ep) == {"p_lin_weight": "lin.weight",
+                              "b_bn_running_mean": "bn.running_mean"}, "export signature")
+    raises(TypeError, wt.name_map, gm)
+
+
+if __name__ == "__main__":
+    main()
