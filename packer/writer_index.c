@@ -84,7 +84,7 @@ static int resolve_aliases(wpack_writer *w)
 }
 
 /* Bytes read back at a time for a histogram (lowered in fuzz builds, like
- * the output buffer in writer.c). */
+ * the output buffer in writer.h). */
 #ifndef WPK_WRITER_HIST_CHUNK
 #define WPK_WRITER_HIST_CHUNK (1 << 22)
 #endif
