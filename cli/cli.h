@@ -32,8 +32,8 @@ int cmd_update(int argc, char **argv);
  * missing '=' or key prints the error and returns 0. */
 int cli_split_pair(const char *arg, const char *opt, char **key, const char **value);
 
-/* In-place updates (cmd_update.c): wpack_update_begin with the kill tests'
- * hook WPACK_UPDATE_STOP_AFTER=append from the environment; and the
+/* In-place updates (cmd_update.c): wpack_update_begin (in test builds with
+ * the kill tests' hook WPACK_UPDATE_STOP_AFTER=append); and the
  * one-call form calibrate uses (records added or replaced). */
 int cli_update_begin(wpack_update **u, const char *archive, char *err, size_t errlen);
 int cli_update_stats(const char *archive, const wpack_stats_in *recs, size_t n, char *err,

@@ -36,6 +36,14 @@
 #include "reader.h"
 #include "update.h"
 
+/* The flags wpack_update_begin takes: test hooks only, compiled into test
+ * builds (WPACK_TEST_HOOKS: the Makefile's obj-hooks), never released. */
+#ifdef WPACK_TEST_HOOKS
+#define UPDATE_FLAGS WPACK_UPDATE_STOP_AFTER_APPEND
+#else
+#define UPDATE_FLAGS 0u
+#endif
+
 int wpk_ufail(wpack_update *u, int code, const char *fmt, ...)
 {
     va_list ap;
@@ -142,6 +150,10 @@ int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, cha
     u->fd = -1;
     u->flags = flags;
     int rc = WPACK_OK;
+    if (flags & ~UPDATE_FLAGS) {
+        rc = wpk_ufail(u, WPACK_E_INVALID_ARGUMENT, "update: unknown flags 0x%x", flags);
+        goto out;
+    }
     if (!path) {
         rc = wpk_ufail(u, WPACK_E_INVALID_ARGUMENT, "update: NULL path");
         goto out;
@@ -449,10 +461,12 @@ static int commit(wpack_update *u)
         rc = wpk_ufail(u, WPACK_E_IO, "%s: writing the new index: %s", u->path, strerror(errno));
         goto done;
     }
+#ifdef WPACK_TEST_HOOKS
     if (u->flags & WPACK_UPDATE_STOP_AFTER_APPEND) {
         rc = wpk_ufail(u, WPACK_E_IO, "%s: stopped after the append (test hook)", u->path);
         goto done;
     }
+#endif
     /* Step 2: the superblock, one 128-byte write in the first sector. */
     if (!pwrite_all(u->fd, super, sizeof super, 0) || fsync(u->fd) != 0) {
         rc = wpk_ufail(u, WPACK_E_IO, "%s: rewriting the superblock: %s", u->path, strerror(errno));
