@@ -62,6 +62,8 @@ void cli_on_diag(void *quiet, int severity, const char *message);
  * argument) or `name=value`, set *value, advance *i past what it used and
  * return 1. A missing value is a usage error: returns -1. */
 int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
+/* "-o OUT" or "--output OUT" at argv[*i]: as cli_opt_value(), into *out. */
+int cli_opt_output(int argc, char **argv, int *i, const char **out);
 int cli_is_help(const char *arg);
 
 /* Parse a non-negative decimal integer, optionally with a K/M/G (1024-based)

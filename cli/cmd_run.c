@@ -43,8 +43,7 @@ int cmd_run(int argc, char **argv)
             }
             printf("%s %u\n", isa, wpack_dense_threads());
             return CLI_OK;
-        } else if ((r = cli_opt_value(argc, argv, &i, "-o", &output)) ||
-                   (r = cli_opt_value(argc, argv, &i, "--output", &output)) ||
+        } else if ((r = cli_opt_output(argc, argv, &i, &output)) ||
                    (r = chain_arg(argc, argv, &i, "run", &a))) {
             if (r < 0)
                 return CLI_USAGE;

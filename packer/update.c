@@ -111,20 +111,6 @@ static int pwrite_all(int fd, const void *p, size_t n, uint64_t off)
     return 1;
 }
 
-/* h = template with a new magic and fields, checksummed. */
-static void encode_header(uint8_t *h, const uint8_t *tmpl, const char *magic, uint64_t gen,
-                          uint64_t index_off, uint64_t index_len, uint64_t sum, uint64_t file_len)
-{
-    memcpy(h, tmpl, WPK_HEADER_SIZE);
-    memcpy(h + WPK_H_MAGIC_OFF, magic, 8);
-    wpk_st64(h + WPK_H_GENERATION_OFF, gen);
-    wpk_st64(h + WPK_H_INDEX_OFFSET_OFF, index_off);
-    wpk_st64(h + WPK_H_INDEX_LENGTH_OFF, index_len);
-    wpk_st64(h + WPK_H_INDEX_CHECKSUM_OFF, sum);
-    wpk_st64(h + WPK_H_FILE_LENGTH_OFF, file_len);
-    wpk_st64(h + WPK_H_CHECKSUM_OFF, wpk_xxh3(h, WPK_H_CHECKSUM_OFF));
-}
-
 static int reopen(wpack_update *u)
 {
     wpack_close(u->ar);
@@ -192,8 +178,7 @@ int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, cha
          * would be two generations ahead of the superblock. */
         uint8_t super[WPK_HEADER_SIZE];
         memcpy(super, u->ar->head, WPK_HEADER_SIZE);
-        memcpy(super + WPK_H_MAGIC_OFF, WPK_SUPERBLOCK_MAGIC, 8);
-        wpk_st64(super + WPK_H_CHECKSUM_OFF, wpk_xxh3(super, WPK_H_CHECKSUM_OFF));
+        wpk_header_seal(super, WPK_SUPERBLOCK_MAGIC);
         if (!pwrite_all(u->fd, super, sizeof super, 0) || fsync(u->fd) != 0) {
             rc = wpk_ufail(u, WPACK_E_IO, "%s: finishing the interrupted update: %s", path,
                        strerror(errno));
@@ -447,8 +432,11 @@ static int commit(wpack_update *u)
     file_len = at + n;
     uint64_t sum = wpk_xxh3(idx.p, idx.len);
     uint8_t super[WPK_HEADER_SIZE], trailer[WPK_HEADER_SIZE];
-    encode_header(trailer, u->ar->head, WPK_TRAILER_MAGIC, gen, at, idx.len, sum, file_len);
-    encode_header(super, u->ar->head, WPK_SUPERBLOCK_MAGIC, gen, at, idx.len, sum, file_len);
+    const wpk_generation g = {gen, at, idx.len, sum, file_len};
+    memcpy(trailer, u->ar->head, WPK_HEADER_SIZE);
+    memcpy(super, u->ar->head, WPK_HEADER_SIZE);
+    wpk_header_encode(trailer, WPK_TRAILER_MAGIC, &g);
+    wpk_header_encode(super, WPK_SUPERBLOCK_MAGIC, &g);
     /* The reader's own checks, before a byte is written. */
     char why[600];
     if ((rc = wpk_check_candidate(u->ar, super, idx.p, why, sizeof why))) {
