@@ -88,16 +88,25 @@ static int new_entry(wpack_writer *w, const char *name, int kind, int dtype, uns
     return WPACK_OK;
 }
 
-int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsigned rank,
-                              const uint64_t *dims)
+/* What a data tensor's calls check first: a usable writer, a name, a shape
+ * whose byte size (*nbytes) is known. */
+static int tensor_args(wpack_writer *w, const char *name, int dtype, unsigned rank,
+                       const uint64_t *dims, uint64_t *nbytes)
 {
-    uint64_t nbytes = 0;
     int rc = wpk_writer_usable(w);
     if (rc)
         return rc;
     if (!name)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "tensor: NULL name");
-    if ((rc = tensor_size(w, name, dtype, rank, dims, &nbytes)))
+    return tensor_size(w, name, dtype, rank, dims, nbytes);
+}
+
+int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsigned rank,
+                              const uint64_t *dims)
+{
+    uint64_t nbytes = 0;
+    int rc = tensor_args(w, name, dtype, rank, dims, &nbytes);
+    if (rc)
         return rc;
     char what[520]; /* the message holds 600 bytes: a long name is cut */
     wpk_fmt(what, sizeof what, "tensor '%.500s'", name);
@@ -292,12 +301,8 @@ int wpack_writer_add_tensor(wpack_writer *w, const char *name, int dtype, unsign
                             const uint64_t *dims, const void *data, uint64_t nbytes)
 {
     uint64_t want = 0;
-    int rc = wpk_writer_usable(w);
+    int rc = tensor_args(w, name, dtype, rank, dims, &want);
     if (rc)
-        return rc;
-    if (!name)
-        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "tensor: NULL name");
-    if ((rc = tensor_size(w, name, dtype, rank, dims, &want)))
         return rc;
     if (nbytes != want)
         return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes given, shape and dtype need %llu",
