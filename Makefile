@@ -73,12 +73,31 @@ $(eval $(call lib_shared,wpack-mlir,$(MLIR_OBJS),$(WPACK_MLIR_LIBS) $(WPACK_CORE
 $(WPACK): $(CLI_OBJS) $(STATICS)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJS) $(STATICS) $(WPACK_LIBS)
 
-# Unit tests link the four static libraries (and may test their internals).
-$(BUILD)/tests/%: tests/unit/%.c $(STATICS)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -DWPACK_HAVE_WRITER -Itests -o $@ $< $(STATICS) $(WPACK_LIBS)
+# Test hooks (#ifdef WPACK_TEST_HOOKS, e.g. WPACK_UPDATE_STOP_AFTER) exist
+# only in test builds: the files that have them are compiled a second time
+# with the macro, into obj-hooks/, and linked before the static libraries
+# into the unit tests and $(BUILD)/tests/wpack-hooks (the CLI for the tests
+# that need a hook). The released libraries and wpack hold none
+# (tests/cli/test_no_hooks.sh).
+HOOK_SRCS := $(shell grep -l WPACK_TEST_HOOKS $(WPACK_LIB_SRCS) $(WPACK_CLI_SRCS))
+HOOK_OBJS := $(HOOK_SRCS:%.c=$(BUILD)/obj-hooks/%.o)
+HOOK_LIB_OBJS := $(filter-out $(BUILD)/obj-hooks/cli/%,$(HOOK_OBJS))
+WPACK_HOOKS := $(BUILD)/tests/wpack-hooks
 
-tests: $(UNIT_BINS) $(WPACK) $(SHAREDS)
+$(BUILD)/obj-hooks/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DWPACK_TEST_HOOKS -MMD -MP -c $< -o $@
+
+$(WPACK_HOOKS): $(filter-out $(HOOK_SRCS:%.c=$(BUILD)/obj/%.o),$(CLI_OBJS)) $(HOOK_OBJS) $(STATICS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(STATICS) $(WPACK_LIBS)
+
+# Unit tests link the four static libraries (and may test their internals).
+$(BUILD)/tests/%: tests/unit/%.c $(HOOK_LIB_OBJS) $(STATICS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DWPACK_HAVE_WRITER -DWPACK_TEST_HOOKS -Itests -o $@ $< $(HOOK_LIB_OBJS) $(STATICS) $(WPACK_LIBS)
+
+tests: $(UNIT_BINS) $(WPACK) $(SHAREDS) $(WPACK_HOOKS)
 
 deps:
 	@sh tools/deps.sh
@@ -148,4 +167,4 @@ help:
 	@echo "make golden     regenerate tests/golden and tests/hostile (on purpose only)"
 
 -include fuzz/fuzz.mk
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/obj-hooks -name '*.d' 2>/dev/null)

@@ -32,8 +32,8 @@ int cmd_update(int argc, char **argv);
  * missing '=' or key prints the error and returns 0. */
 int cli_split_pair(const char *arg, const char *opt, char **key, const char **value);
 
-/* In-place updates (cmd_update.c): wpack_update_begin with the kill tests'
- * hook WPACK_UPDATE_STOP_AFTER=append from the environment; and the
+/* In-place updates (cmd_update.c): wpack_update_begin (in test builds with
+ * the kill tests' hook WPACK_UPDATE_STOP_AFTER=append); and the
  * one-call form calibrate uses (records added or replaced). */
 int cli_update_begin(wpack_update **u, const char *archive, char *err, size_t errlen);
 int cli_update_stats(const char *archive, const wpack_stats_in *recs, size_t n, char *err,
@@ -75,6 +75,8 @@ void cli_on_diag(void *quiet, int severity, const char *message);
  * argument) or `name=value`, set *value, advance *i past what it used and
  * return 1. A missing value is a usage error: returns -1. */
 int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
+/* "-o OUT" or "--output OUT" at argv[*i]: as cli_opt_value(), into *out. */
+int cli_opt_output(int argc, char **argv, int *i, const char **out);
 int cli_is_help(const char *arg);
 
 /* Parse a non-negative decimal integer, optionally with a K/M/G (1024-based)

@@ -223,3 +223,26 @@ int chain_write_npy(const char *path, const float *y, size_t batch, size_t width
     wpk_atomic_abort(&a);
     return rc;
 }
+
+int chain_arg(int argc, char **argv, int *i, const char *cmd, chain_args *a)
+{
+    int r;
+    if ((r = cli_opt_value(argc, argv, i, "--layers", &a->spec)) ||
+        (r = cli_opt_value(argc, argv, i, "--input", &a->input)))
+        return r;
+    if (strcmp(argv[*i], "--no-verify") == 0) {
+        a->verify = 0;
+        *i += 1;
+        return 1;
+    }
+    if (argv[*i][0] == '-' && argv[*i][1]) {
+        cli_error("%s: unknown option %s", cmd, argv[*i]);
+        return -1;
+    }
+    if (a->archive) {
+        cli_error("%s: one archive only ('%s')", cmd, argv[*i]);
+        return -1;
+    }
+    a->archive = argv[(*i)++];
+    return 1;
+}

@@ -33,6 +33,18 @@ typedef void (*chain_observe_fn)(void *user, size_t step, const float *y, size_t
 int chain_run(const chain *c, const float *x, size_t batch, size_t width, float **out,
               size_t *out_width, chain_observe_fn observe, void *user, char *err, size_t errlen);
 
+/* The arguments `run` and `calibrate` share: ARCHIVE, --layers SPEC,
+ * --input X.npy, --no-verify. */
+typedef struct {
+    const char *archive, *spec, *input;
+    int verify;
+} chain_args;
+#define CHAIN_ARGS_INIT {NULL, NULL, NULL, 1}
+/* One of them at argv[*i] for command cmd, after the command's own options:
+ * 1 used, -1 a usage error (printed: a missing value, an unknown option, a
+ * second archive). */
+int chain_arg(int argc, char **argv, int *i, const char *cmd, chain_args *a);
+
 /* Read a .npy of f32 or f64, rank 1 ([in]: one row) or 2 ([batch, in]). */
 int chain_read_npy(const char *path, float **x, size_t *batch, size_t *width, char *err,
                    size_t errlen);

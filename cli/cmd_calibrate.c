@@ -90,21 +90,14 @@ static int run_pass(const chain *ch, const float *x, size_t n, size_t width, siz
 
 int cmd_calibrate(int argc, char **argv)
 {
-    const char *archive = NULL, *spec = NULL, *input = NULL, *v;
+    const char *v;
+    chain_args args = CHAIN_ARGS_INIT;
     uint64_t bins = 0, bs = 256;
-    int r, verify = 1;
+    int r;
     for (int i = 1; i < argc;) {
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);
             return CLI_OK;
-        } else if ((r = cli_opt_value(argc, argv, &i, "--layers", &v))) {
-            if (r < 0)
-                return CLI_USAGE;
-            spec = v;
-        } else if ((r = cli_opt_value(argc, argv, &i, "--input", &v))) {
-            if (r < 0)
-                return CLI_USAGE;
-            input = v;
         } else if ((r = cli_opt_value(argc, argv, &i, "--histogram", &v))) {
             if (r < 0)
                 return CLI_USAGE;
@@ -119,25 +112,17 @@ int cmd_calibrate(int argc, char **argv)
                 cli_error("--batch %s: want 1 to 1048576", v);
                 return CLI_USAGE;
             }
-        } else if (strcmp(argv[i], "--no-verify") == 0) {
-            verify = 0;
-            i++;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            cli_error("calibrate: unknown option %s", argv[i]);
-            return CLI_USAGE;
-        } else if (!archive) {
-            archive = argv[i++];
-        } else {
-            cli_error("calibrate: one archive only ('%s')", argv[i]);
+        } else if ((r = chain_arg(argc, argv, &i, "calibrate", &args)) < 0) {
             return CLI_USAGE;
         }
     }
-    if (!archive || !input) {
+    if (!args.archive || !args.input) {
         fputs(help, stderr);
         return CLI_USAGE;
     }
+    const char *archive = args.archive;
     wpack_archive *ar;
-    if (!(ar = cli_open_reads(archive, verify))) {
+    if (!(ar = cli_open_reads(archive, args.verify))) {
         return CLI_FAIL;
     }
     char err[1024];
@@ -147,9 +132,9 @@ int cmd_calibrate(int argc, char **argv)
     calib c = {NULL, 1};
     wpack_stats_in *recs = NULL;
     double *vals = NULL;
-    int rc = chain_build(ar, spec, &ch, err, sizeof err);
+    int rc = chain_build(ar, args.spec, &ch, err, sizeof err);
     if (rc == WPACK_OK)
-        rc = chain_read_npy(input, &x, &n, &width, err, sizeof err);
+        rc = chain_read_npy(args.input, &x, &n, &width, err, sizeof err);
     if (rc == WPACK_OK && !(c.a = calloc(ch.n, sizeof *c.a)))
         rc = WPACK_E_NOMEM;
     if (rc == WPACK_OK)

@@ -232,11 +232,9 @@ int cmd_cast(int argc, char **argv)
             if (r < 0)
                 goto done;
             o.only[o.nonly++] = v;
-        } else if ((r = cli_opt_value(argc, argv, &i, "-o", &v)) ||
-                   (r = cli_opt_value(argc, argv, &i, "--output", &v))) {
+        } else if ((r = cli_opt_output(argc, argv, &i, &out))) {
             if (r < 0)
                 goto done;
-            out = v;
         } else if ((r = cli_write_opt(argc, argv, &i, &wo))) {
             if (r < 0)
                 goto done;
@@ -317,15 +315,8 @@ int cmd_cast(int argc, char **argv)
         if ((e = wpk_copy_meta(ar, w, &m)))
             wpk_fmt(err, sizeof err, "metadata '%s': %s", m.key, wpack_writer_errmsg(w));
     }
-    for (uint64_t i = 0; e == WPACK_OK && i < wpack_namemap_count(ar); i++) {
-        const char *other;
-        uint64_t idx;
-        wpack_tensor t;
-        wpack_namemap_at(ar, i, &other, &idx);
-        wpack_tensor_at(ar, idx, &t);
-        if ((e = wpack_writer_add_name(w, other, t.name)))
-            wpk_fmt(err, sizeof err, "name map '%s': %s", other, wpack_writer_errmsg(w));
-    }
+    if (e == WPACK_OK)
+        e = wpk_copy_names(ar, w, err, sizeof err);
     for (uint64_t i = 0; e == WPACK_OK && i < wpack_stats_count(ar); i++) {
         wpack_stats s;
         wpack_tensor t;

@@ -49,11 +49,9 @@ int cmd_convert(int argc, char **argv)
         if (cli_is_help(a)) {
             fputs(help, stdout);
             return CLI_OK;
-        } else if ((r = cli_opt_value(argc, argv, &i, "-o", &v)) ||
-                   (r = cli_opt_value(argc, argv, &i, "--output", &v))) {
+        } else if ((r = cli_opt_output(argc, argv, &i, &out))) {
             if (r < 0)
                 return CLI_USAGE;
-            out = v;
         } else if ((r = cli_opt_value(argc, argv, &i, "--compress", &v)) ||
                    (r = cli_opt_value(argc, argv, &i, "--compress-min", &v)) ||
                    (r = cli_opt_value(argc, argv, &i, "--chunk-size", &v)) ||

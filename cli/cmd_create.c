@@ -320,11 +320,9 @@ int cmd_create(int argc, char **argv)
             fputs(help, stdout);
             rc = CLI_OK;
             goto done;
-        } else if ((r = cli_opt_value(argc, argv, &i, "-o", &v)) ||
-                   (r = cli_opt_value(argc, argv, &i, "--output", &v))) {
+        } else if ((r = cli_opt_output(argc, argv, &i, &out))) {
             if (r < 0)
                 goto done;
-            out = v;
         } else if ((r = cli_opt_value(argc, argv, &i, "--align", &v))) {
             if (r < 0)
                 goto done;

@@ -55,11 +55,9 @@ int cmd_export(int argc, char **argv)
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);
             return CLI_OK;
-        } else if ((r = cli_opt_value(argc, argv, &i, "-o", &v)) ||
-                   (r = cli_opt_value(argc, argv, &i, "--output", &v))) {
+        } else if ((r = cli_opt_output(argc, argv, &i, &out))) {
             if (r < 0)
                 return CLI_USAGE;
-            out = v;
         } else if ((r = cli_opt_value(argc, argv, &i, "--to", &v))) {
             if (r < 0)
                 return CLI_USAGE;

@@ -43,8 +43,7 @@ int cmd_externalize(int argc, char **argv)
             fputs(help, stdout);
             return CLI_OK;
         }
-        if ((r = cli_opt_value(argc, argv, &i, "-o", &out)) ||
-            (r = cli_opt_value(argc, argv, &i, "--output", &out)) ||
+        if ((r = cli_opt_output(argc, argv, &i, &out)) ||
             (r = cli_opt_value(argc, argv, &i, "--archive", &archive)) ||
             (r = cli_opt_value(argc, argv, &i, "--emit", &emit)) ||
             (r = cli_opt_value(argc, argv, &i, "--scope", &scope)) ||

@@ -281,7 +281,7 @@ static int guard_outputs(const wpack_archive *ar, const char *path, const char *
 
 int cmd_extract(int argc, char **argv)
 {
-    const char *path = NULL, *v;
+    const char *path = NULL;
     extract_state st = {".", 0, 0, 0};
     cli_write_opts wo = CLI_WRITE_OPTS_INIT;
     int r;
@@ -294,13 +294,11 @@ int cmd_extract(int argc, char **argv)
             fputs(help, stdout);
             free(pats);
             return CLI_OK;
-        } else if ((r = cli_opt_value(argc, argv, &i, "-o", &v)) ||
-                   (r = cli_opt_value(argc, argv, &i, "--output", &v))) {
+        } else if ((r = cli_opt_output(argc, argv, &i, &st.dir))) {
             if (r < 0) {
                 free(pats);
                 return CLI_USAGE;
             }
-            st.dir = v;
         } else if ((r = cli_write_opt(argc, argv, &i, &wo))) {
             if (r < 0) {
                 free(pats);

@@ -108,7 +108,7 @@ static int run(int argc, char **argv, const char **strips)
             fputs(help, stdout);
             return CLI_OK;
         }
-        if ((r = cli_opt_value(argc, argv, &i, "-o", &out)) || (r = cli_opt_value(argc, argv, &i, "--output", &out)) ||
+        if ((r = cli_opt_output(argc, argv, &i, &out)) ||
             (r = cli_opt_value(argc, argv, &i, "--emit", &emit)) ||
             (r = cli_opt_value(argc, argv, &i, "--scope", &scope)) ||
             (r = cli_opt_value(argc, argv, &i, "--map", &map_path)) ||

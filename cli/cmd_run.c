@@ -28,8 +28,9 @@ static const char help[] =
 
 int cmd_run(int argc, char **argv)
 {
-    const char *archive = NULL, *spec = NULL, *input = NULL, *output = NULL, *v;
-    int r, verify = 1;
+    const char *output = NULL;
+    chain_args a = CHAIN_ARGS_INIT;
+    int r;
     for (int i = 1; i < argc;) {
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);
@@ -42,40 +43,20 @@ int cmd_run(int argc, char **argv)
             }
             printf("%s %u\n", isa, wpack_dense_threads());
             return CLI_OK;
-        } else if ((r = cli_opt_value(argc, argv, &i, "--layers", &v))) {
+        } else if ((r = cli_opt_output(argc, argv, &i, &output)) ||
+                   (r = chain_arg(argc, argv, &i, "run", &a))) {
             if (r < 0)
                 return CLI_USAGE;
-            spec = v;
-        } else if ((r = cli_opt_value(argc, argv, &i, "--input", &v))) {
-            if (r < 0)
-                return CLI_USAGE;
-            input = v;
-        } else if ((r = cli_opt_value(argc, argv, &i, "-o", &v)) ||
-                   (r = cli_opt_value(argc, argv, &i, "--output", &v))) {
-            if (r < 0)
-                return CLI_USAGE;
-            output = v;
-        } else if (strcmp(argv[i], "--no-verify") == 0) {
-            verify = 0;
-            i++;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            cli_error("run: unknown option %s", argv[i]);
-            return CLI_USAGE;
-        } else if (!archive) {
-            archive = argv[i++];
-        } else {
-            cli_error("run: one archive only ('%s')", argv[i]);
-            return CLI_USAGE;
         }
     }
-    if (!archive || !input) {
+    if (!a.archive || !a.input) {
         fputs(help, stderr);
         return CLI_USAGE;
     }
     cli_files guard = {0};
-    cli_files_in(&guard, input);
+    cli_files_in(&guard, a.input);
     cli_files_out(&guard, output);
-    wpack_archive *ar = cli_open_checked("run", archive, &guard, verify);
+    wpack_archive *ar = cli_open_checked("run", a.archive, &guard, a.verify);
     cli_files_free(&guard);
     if (!ar)
         return CLI_FAIL;
@@ -83,9 +64,9 @@ int cmd_run(int argc, char **argv)
     chain c;
     float *x = NULL, *y = NULL;
     size_t batch, width, ow;
-    int rc = chain_build(ar, spec, &c, err, sizeof err);
+    int rc = chain_build(ar, a.spec, &c, err, sizeof err);
     if (rc == WPACK_OK)
-        rc = chain_read_npy(input, &x, &batch, &width, err, sizeof err);
+        rc = chain_read_npy(a.input, &x, &batch, &width, err, sizeof err);
     if (rc == WPACK_OK)
         rc = chain_run(&c, x, batch, width, &y, &ow, NULL, NULL, err, sizeof err);
     if (rc == WPACK_OK && output)

@@ -27,12 +27,17 @@ static const char help[] =
     "at any moment, the archive opens as the old or the new one. Open readers keep\n"
     "working; one update runs at a time (others wait for its lock).\n";
 
-/* The test hook of the kill tests: WPACK_UPDATE_STOP_AFTER=append stops a
- * commit where a kill between its two steps would. */
 int cli_update_begin(wpack_update **u, const char *archive, char *err, size_t errlen)
 {
+    unsigned flags = 0;
+#ifdef WPACK_TEST_HOOKS
+    /* Test builds only (tests/wpack-hooks, never the released wpack):
+     * WPACK_UPDATE_STOP_AFTER=append stops a commit where a kill between its
+     * two steps would. */
     const char *stop = getenv("WPACK_UPDATE_STOP_AFTER");
-    unsigned flags = stop && strcmp(stop, "append") == 0 ? WPACK_UPDATE_STOP_AFTER_APPEND : 0;
+    if (stop && strcmp(stop, "append") == 0)
+        flags |= WPACK_UPDATE_STOP_AFTER_APPEND;
+#endif
     return wpack_update_begin(u, archive, flags, err, errlen);
 }
 

@@ -114,6 +114,12 @@ int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **
     return 1;
 }
 
+int cli_opt_output(int argc, char **argv, int *i, const char **out)
+{
+    int r = cli_opt_value(argc, argv, i, "-o", out);
+    return r ? r : cli_opt_value(argc, argv, i, "--output", out);
+}
+
 uint64_t cli_output_cap(uint64_t input_bytes, uint64_t user_cap)
 {
     if (user_cap)

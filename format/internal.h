@@ -22,6 +22,17 @@ const char *wpk_stats_kind_name(int kind);
 /* XXH3-64 (seed 0) of a buffer. */
 uint64_t wpk_xxh3(const void *p, size_t n);
 
+/* Superblocks and trailers (spec section 3; header_encode.c). The fields
+ * that change with each generation: */
+typedef struct {
+    uint64_t generation, index_offset, index_length, index_checksum, file_length;
+} wpk_generation;
+/* Set the 128-byte header h's magic and checksum (of bytes 0..119). */
+void wpk_header_seal(uint8_t *h, const char *magic);
+/* Set h's generation fields from g (the others are already in place), then
+ * seal it with magic. */
+void wpk_header_encode(uint8_t *h, const char *magic, const wpk_generation *g);
+
 /* Streaming XXH3-64 over pieces; the state is opaque and heap-allocated. */
 typedef struct wpk_hasher wpk_hasher;
 wpk_hasher *wpk_hasher_new(void);

@@ -659,16 +659,19 @@ void wpack_writer_abort(wpack_writer *w);
  */
 typedef struct wpack_update wpack_update;
 
-/* Test hook (flags of wpack_update_begin): commit returns WPACK_E_IO right
- * after the new generation is written and synced, before the superblock
- * names it, as if killed there. */
+#ifdef WPACK_TEST_HOOKS
+/* Test hook, in test builds only (compiled with WPACK_TEST_HOOKS; a released
+ * library refuses every flag with WPACK_E_INVALID_ARGUMENT): commit returns
+ * WPACK_E_IO right after the new generation is written and synced, before
+ * the superblock names it, as if killed there. */
 #define WPACK_UPDATE_STOP_AFTER_APPEND 1u
+#endif
 
 /* Lock and open the archive at path. *out always receives a session (NULL
  * only when memory runs out); on failure only wpack_update_errmsg() and
  * wpack_update_abort()/commit() (which fails) may be used. errbuf (may be
  * NULL) receives the message. A previous update that stopped between its
- * two steps is committed first. */
+ * two steps is committed first. flags: 0 (others are test hooks). */
 int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, char *errbuf,
                        size_t errlen);
 /* Add a stats record, or replace the archive's record of the same key and

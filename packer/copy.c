@@ -152,20 +152,30 @@ int wpk_copy_archive_cb(const wpack_archive *ar, wpack_writer *w, wpk_copy_done_
         if ((rc = wpk_copy_meta(ar, w, &m)))
             return fail(w, err, errlen, rc, m.key);
     }
+    if ((rc = wpk_copy_names(ar, w, err, errlen)))
+        return rc;
+    for (uint64_t i = 0; i < wpack_stats_count(ar); i++) {
+        wpack_stats s;
+        wpack_stats_at(ar, i, &s);
+        if ((rc = wpk_copy_stats(w, &s)))
+            return fail(w, err, errlen, rc, s.key);
+    }
+    return WPACK_OK;
+}
+
+int wpk_copy_names(const wpack_archive *ar, wpack_writer *w, char *err, size_t errlen)
+{
     for (uint64_t i = 0; i < wpack_namemap_count(ar); i++) {
         const char *other;
         uint64_t e;
         wpack_tensor t;
         wpack_namemap_at(ar, i, &other, &e);
         wpack_tensor_at(ar, e, &t);
-        if ((rc = wpack_writer_add_name(w, other, t.name)))
-            return fail(w, err, errlen, rc, other);
-    }
-    for (uint64_t i = 0; i < wpack_stats_count(ar); i++) {
-        wpack_stats s;
-        wpack_stats_at(ar, i, &s);
-        if ((rc = wpk_copy_stats(w, &s)))
-            return fail(w, err, errlen, rc, s.key);
+        int rc = wpack_writer_add_name(w, other, t.name);
+        if (rc) {
+            wpk_fmt(err, errlen, "name map '%s': %s", other, wpack_writer_errmsg(w));
+            return rc;
+        }
     }
     return WPACK_OK;
 }

@@ -21,5 +21,7 @@ int wpk_copy_data(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *
                   size_t errlen);
 int wpk_copy_meta(const wpack_archive *ar, wpack_writer *w, const wpack_meta *m);
 int wpk_copy_stats(wpack_writer *w, const wpack_stats *s);
+/* The whole name map (err: "name map 'NAME': why" on failure). */
+int wpk_copy_names(const wpack_archive *ar, wpack_writer *w, char *err, size_t errlen);
 
 #endif

@@ -1,5 +1,7 @@
-/* writer.h - the writer handle, shared by writer.c (streaming) and
- * writer_index.c (building the index at finish). */
+/* writer.h - the writer handle, shared by the writer's files: writer.c
+ * (life cycle), writer_buffer.c (output), writer_tensor.c (entries),
+ * writer_meta.c (metadata, name map, stats), writer_index.c (the index at
+ * finish), writer_shards.c (sharded sets) and compress.c. */
 #ifndef WPACK_PACKER_WRITER_H
 #define WPACK_PACKER_WRITER_H
 
@@ -92,6 +94,25 @@ struct wpack_writer {
 
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The output buffer; fuzz builds lower it (fuzz/fuzz.mk FUZZ_LIMITS): under
+ * ASan each 1 MiB allocation is a fresh mmap whose page faults dominated a
+ * round-trip fuzz run, and a small buffer exercises the flush paths more. */
+#ifndef WPK_WRITER_OBUF_SIZE
+#define WPK_WRITER_OBUF_SIZE (1u << 20)
+#endif
+
+/* WPACK_OK when the writer takes calls: not failed, no tensor open. */
+int wpk_writer_usable(wpack_writer *w);
+/* Intern a checked name or key (what: for the message) into the pool. */
+int wpk_pool_name(wpack_writer *w, const char *s, const char *what, wpk_str_ref *ref);
+/* Name-set callbacks (nameset.h): entry names, metadata keys, name-map names. */
+const uint8_t *wpk_entry_name_of(void *ctx, uint64_t i, uint64_t *len);
+const uint8_t *wpk_meta_key_of(void *ctx, uint64_t i, uint64_t *len);
+const uint8_t *wpk_map_name_of(void *ctx, uint64_t i, uint64_t *len);
+/* At finish: name-map names whose target is a module path go into the
+ * metadata array wpack.module_names (writer_meta.c). */
+int wpk_module_names_finish(wpack_writer *w);
 
 /* wpack_writer_open with wpk_atomic_open flags (WPK_ATOMIC_NO_SWEEP: a
  * shard of a set, whose name is already its manifest writer's own). */

@@ -84,7 +84,7 @@ static int resolve_aliases(wpack_writer *w)
 }
 
 /* Bytes read back at a time for a histogram (lowered in fuzz builds, like
- * the output buffer in writer.c). */
+ * the output buffer in writer.h). */
 #ifndef WPK_WRITER_HIST_CHUNK
 #define WPK_WRITER_HIST_CHUNK (1 << 22)
 #endif
@@ -440,7 +440,6 @@ static void encode_header(uint8_t *h, const char *magic, const wpack_writer *w, 
     uint64_t data_off;
     wpk_align_up(WPK_HEADER_SIZE, w->opt.alignment, &data_off);
     memset(h, 0, WPK_HEADER_SIZE);
-    memcpy(h + WPK_H_MAGIC_OFF, magic, 8);
     wpk_st16(h + WPK_H_MAJOR_OFF, WPACK_FORMAT_MAJOR);
     /* features: bit 0 zstd, bit 1 sharded; 1.1 only when a 1.1 feature is used */
     wpk_st16(h + WPK_H_MINOR_OFF, zstd ? 1 : 0);
@@ -449,15 +448,11 @@ static void encode_header(uint8_t *h, const char *magic, const wpack_writer *w, 
     wpk_st32(h + WPK_H_ALIGNMENT_OFF, w->opt.alignment);
     wpk_st64(h + WPK_H_REQUIRED_OFF, (zstd & 1 ? WPK_FEATURE_ZSTD : 0) |
                                          (zstd & 2 ? WPK_FEATURE_SHARDS : 0));
-    wpk_st64(h + WPK_H_GENERATION_OFF, 1);
     wpk_st64(h + WPK_H_DATA_OFFSET_OFF, data_off);
     wpk_st64(h + WPK_H_DATA_LENGTH_OFF, data_len);
-    wpk_st64(h + WPK_H_INDEX_OFFSET_OFF, index_off);
-    wpk_st64(h + WPK_H_INDEX_LENGTH_OFF, index_len);
-    wpk_st64(h + WPK_H_INDEX_CHECKSUM_OFF, index_sum);
-    wpk_st64(h + WPK_H_FILE_LENGTH_OFF, file_len);
     wpk_st64(h + WPK_H_ENTRY_COUNT_OFF, entries);
-    wpk_st64(h + WPK_H_CHECKSUM_OFF, wpk_xxh3(h, WPK_H_CHECKSUM_OFF));
+    const wpk_generation g = {1, index_off, index_len, index_sum, file_len};
+    wpk_header_encode(h, magic, &g);
 }
 
 /* qsort_r, which must not see a NULL array even for zero records. */

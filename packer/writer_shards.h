@@ -1,5 +1,6 @@
 /* writer_shards.h - the writer's sharded-set mode (writer_shards.c), called
- * from writer.c when opt.shard_size is set. Each call reports failures on w. */
+ * from the writer (writer.c, writer_tensor.c) when opt.shard_size is set.
+ * Each call reports failures on w. */
 #ifndef WPACK_PACKER_WRITER_SHARDS_H
 #define WPACK_PACKER_WRITER_SHARDS_H
 

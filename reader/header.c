@@ -37,9 +37,19 @@ static int checksum_ok(const uint8_t *h)
     return wpk_xxh3(h, WPK_H_CHECKSUM_OFF) == wpk_ld64(h + WPK_H_CHECKSUM_OFF);
 }
 
-/* The checks on one header's own fields (superblock or a candidate trailer). */
+/* Reserved bytes 104..119 under the minor rule (M9). */
+static int check_reserved(wpack_archive *ar, const uint8_t *h, const header_fields *f,
+                          const char *what)
+{
+    if (f->minor <= WPACK_FORMAT_MINOR && !wpk_all_zero(h + WPK_H_RESERVED_OFF, WPK_H_RESERVED_LEN))
+        return wpk_fail(ar, WPACK_E_RESERVED, "%s: reserved bytes 104..119 are not zero", what);
+    return WPACK_OK;
+}
+
+/* The checks on one header's own fields (superblock or a candidate trailer;
+ * reserved: with M9, which does not decide whether a trailer is taken). */
 static int check_fields(wpack_archive *ar, const uint8_t *h, const header_fields *f,
-                        const char *what)
+                        const char *what, int reserved)
 {
     if (f->endian != WPK_ENDIAN_MARKER) {
         if (f->endian == 0x04030201u)
@@ -64,8 +74,9 @@ static int check_fields(wpack_archive *ar, const uint8_t *h, const header_fields
         return wpk_fail(ar, WPACK_E_ALIGNMENT,
                         "%s: alignment %u is not a power of two from 64 to 2097152", what,
                         f->alignment);
-    if (f->minor <= WPACK_FORMAT_MINOR && !wpk_all_zero(h + WPK_H_RESERVED_OFF, WPK_H_RESERVED_LEN))
-        return wpk_fail(ar, WPACK_E_RESERVED, "%s: reserved bytes 104..119 are not zero", what);
+    int rc = reserved ? check_reserved(ar, h, f, what) : WPACK_OK;
+    if (rc)
+        return rc;
     if (f->generation == 0)
         return wpk_fail(ar, WPACK_E_LAYOUT, "%s: generation 0 (must be >= 1)", what);
     uint64_t want_data = 0;
@@ -225,7 +236,7 @@ int wpk_check_header(wpack_archive *ar)
         return wpk_fail(ar, WPACK_E_HEADER_CHECKSUM, "superblock checksum mismatch");
     header_fields sf;
     decode(sb, &sf);
-    int rc = check_fields(ar, sb, &sf, "superblock");
+    int rc = check_fields(ar, sb, &sf, "superblock", 1);
     if (rc)
         return rc;
     if (len < sf.file_length)
@@ -252,7 +263,7 @@ int wpk_check_header(wpack_archive *ar)
             /* Its index must be intact too: a crash can leave the trailer
              * on disk but not all of the index before it. */
             if (is_next_generation(&sf, &tf, len) &&
-                check_fields(ar, t, &tf, "trailer") == WPACK_OK) {
+                check_fields(ar, t, &tf, "trailer", 0) == WPACK_OK) {
                 int why = WPACK_OK;
                 const uint8_t *ix = index_bytes(ar, tf.index_offset, tf.index_length, &owned, &why);
                 if (!ix && why == WPACK_E_NOMEM)
@@ -261,6 +272,14 @@ int wpk_check_header(wpack_archive *ar)
             }
         }
         if (next) {
+            /* A whole new generation (its checksum and index hash hold):
+             * non-zero reserved bytes were written so, as in the superblock,
+             * and are RESERVED, not a reason to fall back (13.1 step 4.1). */
+            if ((rc = check_reserved(ar, t, &tf, "trailer"))) {
+                if (owned)
+                    wpk_index_free(owned, tf.index_length);
+                return rc;
+            }
             use = &tf;
             memcpy(ar->head, t, WPK_HEADER_SIZE);
             ar->index_buf = owned;
@@ -329,7 +348,7 @@ int wpk_check_candidate(const wpack_archive *old, const uint8_t *head, const uin
     ar->path = old->path;
     header_fields f;
     decode(head, &f);
-    int rc = check_fields(ar, head, &f, "new superblock");
+    int rc = check_fields(ar, head, &f, "new superblock", 1);
     if (rc == WPACK_OK) {
         fill_info(ar, &f, 0);
         memcpy(ar->head, head, WPK_HEADER_SIZE);

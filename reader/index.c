@@ -222,24 +222,29 @@ typedef struct {
     uint64_t unit, block;
 } dtype_memo;
 
-/* nelems and logical bytes of a validated-shape entry. */
-static int entry_size(wpack_archive *ar, const entry_fields *e, uint64_t *nbytes, dtype_memo *m)
+/* The unit and block of a known dtype (M30), or 0. */
+static int dtype_known(const wpack_archive *ar, int dtype, dtype_memo *m)
+{
+    uint64_t unit, block;
+    if (dtype == m->dtype)
+        return 1;
+    if (!wpk_dtype_unit(ar, dtype, &unit, &block))
+        return 0;
+    *m = (dtype_memo){dtype, unit, block};
+    return 1;
+}
+
+/* nelems and logical bytes of a validated-shape entry of a known dtype. */
+static int entry_size(wpack_archive *ar, const entry_fields *e, uint64_t *nbytes,
+                      const dtype_memo *m)
 {
 #define Q (wpk_quote(q, sizeof q, (const char *)e->name, (size_t)e->name_len), q)
     char q[256];
     const uint8_t *dims = ar->sec[WPK_SEC_DIMS] + e->dims_index * 8;
-    uint64_t n = 1, unit = 0, block = 1;
+    uint64_t n = 1, unit = m->unit, block = m->block;
     for (unsigned d = 0; d < e->rank; d++)
         if (!wpk_mul(n, wpk_ld64(dims + 8 * d), &n))
             return wpk_fail(ar, WPACK_E_OVERFLOW, "tensor '%s': element count overflows", Q);
-    if (e->dtype == m->dtype) {
-        unit = m->unit;
-        block = m->block;
-    } else if (wpk_dtype_unit(ar, e->dtype, &unit, &block)) {
-        *m = (dtype_memo){e->dtype, unit, block};
-    } else {
-        return wpk_fail(ar, WPACK_E_DTYPE, "tensor '%s': unknown dtype %d", Q, e->dtype);
-    }
     if (block > 1) {
         if (e->rank == 0 || wpk_ld64(dims + 8 * (e->rank - 1)) % block)
             return wpk_fail(ar, WPACK_E_SHAPE,
@@ -262,6 +267,10 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
     if (e->kind < WPACK_KIND_DATA || e->kind > WPACK_KIND_EXTERNAL ||
         (e->kind == WPACK_KIND_EXTERNAL && !(ar->info.required_features & WPK_FEATURE_SHARDS)))
         return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': unknown kind %d", Q, e->kind);
+    /* the field checks in the spec's order (13.1 step 5.6): kind, dtype,
+     * rank, codec, then reserved fields, then dims and sizes */
+    if (!dtype_known(ar, e->dtype, memo))
+        return wpk_fail(ar, WPACK_E_DTYPE, "tensor '%s': unknown dtype %d", Q, e->dtype);
     if (e->rank > WPACK_MAX_RANK)
         return wpk_fail(ar, WPACK_E_RANK, "tensor '%s': rank %u above the limit of 8", Q, e->rank);
     if (e->codec != WPACK_CODEC_NONE && e->codec != WPACK_CODEC_ZSTD)

@@ -2,8 +2,11 @@
 # pass/fail per case and `finish` at the end, printing the same lines as the
 # C harness so tests/run-tests.sh can add them up.
 #   WPACK   the binary under test     PY  /usr/bin/python3
+#   WPACK_HOOKS  the same CLI with the test hooks (make tests builds it
+#                beside the unit tests; the released wpack has none)
 set -u
 WPACK=${WPACK:?WPACK must point at the wpack binary}
+WPACK_HOOKS=${WPACK_HOOKS:-$(dirname "$WPACK")/tests/wpack-hooks}
 PY=${PY:-/usr/bin/python3}
 TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/wpack-cli.XXXXXX")

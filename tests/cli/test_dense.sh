@@ -118,7 +118,7 @@ done
 # stopped between the append and the superblock rewrite: opens as the new one
 cp "$T/seed_f32.wpack" "$T/crash.wpack"
 expect_fail calibrate_stop_after_append "stopped after the append" env WPACK_UPDATE_STOP_AFTER=append \
-    "$WPACK" calibrate "$T/crash.wpack" --input "$T/seed_x7.npy"
+    "$WPACK_HOOKS" calibrate "$T/crash.wpack" --input "$T/seed_x7.npy"
 expect crash_verify "$WPACK" verify "$T/crash.wpack"
 "$WPACK" inspect --json "$T/crash.wpack" | grep -q '"key": "2", "kind": "activation"' && pass crash_has_new_stats || fail crash_has_new_stats
 # data untouched: the tensors still extract to the same bytes

@@ -148,7 +148,7 @@ cmp -s "$B" "$T/before.wpack" && pass failed_updates_write_nothing || fail faile
 # the superblock does not name it yet; the next update commits it
 g=$(field generation "$B")
 expect_fail stop_after_append "stopped after the append" env WPACK_UPDATE_STOP_AFTER=append \
-    "$WPACK" update "$B" --meta stop=1
+    "$WPACK_HOOKS" update "$B" --meta stop=1
 expect verify_after_stop "$WPACK" verify "$B"
 g2=$(field generation "$B")
 { [ "$g2" = "$g" ] || [ "$g2" = $((g + 1)) ]; } && pass stop_old_or_new || fail stop_old_or_new "$g -> $g2"

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "tools/golden11_content.h"
@@ -128,6 +129,83 @@ static void c_kind4(gimg *m)
     gimg_seal_index(m);
 }
 
+/* Spec and code agree (issue 15 point 4): each of these three files
+ * holds what once made the text and the reader disagree, so that changing
+ * either (or the writer and the reader together) fails test_golden. */
+
+/* Two faults on purpose: an unknown dtype and rank 9. 13.1 step 5.6 checks
+ * the dtype (M30) before the rank (M31): DTYPE, not RANK. */
+static void c_dtype_rank(gimg *m)
+{
+    uint8_t *e = entry(m, G11_SMALL);
+    e[WPK_E_DTYPE_OFF] = 16;
+    e[WPK_E_RANK_OFF] = WPACK_MAX_RANK + 1;
+    gimg_seal_index(m);
+}
+/* A generation-2 trailer appended after the file (an update not yet named
+ * by the superblock, 13.1 step 4.1) that is whole - valid checksum, index
+ * hashing right - but has a reserved byte set: RESERVED, as in the
+ * superblock, not a silent fall-back to generation 1. */
+static void t_reserved(gimg *m)
+{
+    uint64_t old_len = m->len, ixlen = gimg_ixlen(m);
+    const uint8_t *ix = gimg_ix(m);
+    size_t len = (size_t)(old_len + ixlen + WPK_HEADER_SIZE);
+    uint8_t *p = malloc(len);
+    if (!p)
+        die("malloc");
+    memcpy(p, m->p, (size_t)old_len);
+    memcpy(p + old_len, ix, (size_t)ixlen);
+    uint8_t *t = p + old_len + ixlen;
+    memcpy(t, p, WPK_HEADER_SIZE);
+    memcpy(t, WPK_TRAILER_MAGIC, 8);
+    wpk_st64(t + WPK_H_GENERATION_OFF, wpk_ld64(p + WPK_H_GENERATION_OFF) + 1);
+    wpk_st64(t + WPK_H_INDEX_OFFSET_OFF, old_len);
+    wpk_st64(t + WPK_H_FILE_LENGTH_OFF, len);
+    t[WPK_H_RESERVED_OFF] = 1;
+    wpk_st64(t + WPK_H_CHECKSUM_OFF, XXH3_64bits(t, WPK_H_CHECKSUM_OFF));
+    free(m->p);
+    m->p = p;
+    m->len = len;
+}
+/* In generation 1 the bytes between the data region's end and the index
+ * (here 5: the last tensor is 3 bytes) are checked at a plain open
+ * (13.2 rule 12), not only by verification. The base is padding_base(). */
+static void p_before_index(gimg *m)
+{
+    m->p[wpk_ld64(m->p + WPK_H_DATA_OFFSET_OFF) + wpk_ld64(m->p + WPK_H_DATA_LENGTH_OFF)] = 0xa5;
+}
+
+/* The base of p_before_index: a 1.1 archive (one zstd tensor) whose data
+ * region does not end on a multiple of 8. */
+static int padding_base(const char *path, char *err, size_t errlen)
+{
+    wpack_writer_options opt;
+    wpack_writer_options_init(&opt);
+    opt.alignment = GOLDEN_ALIGNMENT;
+    opt.weight_stats = 0;
+    opt.compress_level = 3;
+    opt.compress_chunk = 4096;
+    opt.compress_min = 1024;
+    wpack_writer *w = NULL;
+    int rc = wpack_writer_open(&w, path, &opt);
+    if (rc) {
+        snprintf(err, errlen, "open: %s", wpack_writer_errmsg(w));
+        wpack_writer_abort(w);
+        return rc;
+    }
+    static const uint8_t zeros[4096], tail[3] = {1, 2, 3};
+    uint64_t d0[1] = {sizeof zeros}, d1[1] = {sizeof tail};
+    G_TRY(wpack_writer_add_tensor(w, "comp.zeros", WPACK_DTYPE_U8, 1, d0, zeros, sizeof zeros));
+    G_TRY(wpack_writer_add_tensor(w, "tail", WPACK_DTYPE_U8, 1, d1, tail, sizeof tail));
+    G_TRY(wpack_writer_set_string(w, "wpack.producer", GOLDEN_PRODUCER));
+    char buf[600];
+    rc = wpack_writer_finish(w, buf, sizeof buf);
+    if (rc)
+        snprintf(err, errlen, "finish: %s", buf);
+    return rc;
+}
+
 static void s_length(gimg *m)
 {
     uint8_t *v = gimg_aux(m, wpk_ld64(meta_array(m, "wpack.shard_lengths") + WPK_M_VALUE_OFF));
@@ -170,7 +248,8 @@ typedef struct {
     const char *file;
     int code;
     int verify;
-    int sharded; /* 0: a fault in compressed.wpack, 1: in the sharded manifest */
+    int sharded; /* 0: a fault in compressed.wpack, 1: in the sharded manifest,
+                  * 2: in padding_base() */
     void (*fault)(gimg *m);
     const char *rule;
 } fault11;
@@ -185,6 +264,9 @@ static const fault11 faults[] = {
     {"decoded_checksum.wpack", WPACK_E_CHECKSUM, 1, 0, c_decoded_sum, "19 verification"},
     {"frame_size_lie.wpack", WPACK_E_DECODE, 1, 0, c_frame_size, "19 decoding"},
     {"kind4_without_shards.wpack", WPACK_E_KIND, 0, 0, c_kind4, "13.2 rule 29"},
+    {"dtype_before_rank.wpack", WPACK_E_DTYPE, 0, 0, c_dtype_rank, "13.1 step 5.6: rule 30 before 31"},
+    {"trailer_reserved.wpack", WPACK_E_RESERVED, 0, 0, t_reserved, "13.1 step 4.1: rule 9 on the new trailer"},
+    {"padding_before_index.wpack", WPACK_E_PADDING, 0, 2, p_before_index, "13.2 rule 12, at open"},
     {"manifest_shard_length.wpack", WPACK_E_SHARD, 0, 1, s_length, "19a step 3"},
     {"manifest_shard_xxh3.wpack", WPACK_E_SHARD, 0, 1, s_xxh3, "19a step 3"},
     {"manifest_arrays_unequal.wpack", WPACK_E_SHARD, 0, 1, s_unequal, "19a step 1"},
@@ -198,13 +280,22 @@ static void make_errors(const char *v11)
     char dir[700], path[900];
     snprintf(dir, sizeof dir, "%s/errors", v11);
     mkdir_p(dir);
-    size_t len[2];
-    uint8_t *base[2];
+    size_t len[3];
+    uint8_t *base[3];
     snprintf(path, sizeof path, "%s/compressed.wpack", v11);
     base[0] = golden_slurp(path, &len[0]);
     snprintf(path, sizeof path, "%s/sharded.wpack", v11);
     base[1] = golden_slurp(path, &len[1]);
     if (!base[0] || !base[1])
+        die(path);
+    char err[700];
+    snprintf(path, sizeof path, "%s/padding_base.tmp", dir);
+    if (padding_base(path, err, sizeof err)) {
+        fprintf(stderr, "make_golden11: %s\n", err);
+        exit(1);
+    }
+    base[2] = golden_slurp(path, &len[2]);
+    if (!base[2] || unlink(path) != 0)
         die(path);
     gstr expect = {0};
     gstr_add(&expect, "# file code [verify] - format-1.1 faults (rule of spec section); written by "
@@ -239,8 +330,8 @@ static void make_errors(const char *v11)
     snprintf(path, sizeof path, "%s/EXPECT", dir);
     write_file(path, expect.p, expect.len);
     free(expect.p);
-    free(base[0]);
-    free(base[1]);
+    for (int k = 0; k < 3; k++)
+        free(base[k]);
 }
 
 int main(int argc, char **argv)
