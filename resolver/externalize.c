@@ -20,7 +20,6 @@
 #include "internal.h"
 #include "mlir_lex.h"
 #include "resolve_int.h"
-#include "writer.h"
 
 void wpack_externalize_options_init(wpack_externalize_options *opt)
 {
@@ -239,7 +238,6 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     wpack_archive *ar = NULL;
     wpk_fd_sink *sink = NULL;
     wpk_atomic out_tmp = {NULL, NULL, -1};
-    wpk_atomic ar_tmp = {NULL, NULL, -1}; /* the finished archive, not yet in place */
     size_t ncand = 0;
 
     rc = wpk_mlir_scan_buffer(buf, len, 0, &doc, err, sizeof err);
@@ -354,13 +352,12 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         res.moved++;
         res.bytes_moved += c->nbytes;
     }
-    rc = wpk_writer_finish_keep(w, &ar_tmp, err, sizeof err);
-    w = NULL;
+    rc = wpack_writer_prepare(w); /* complete and durable, not yet in place */
     if (rc) {
-        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", archive_path, err);
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", archive_path, wpack_writer_errmsg(w));
         goto done;
     }
-    rc = wpack_open_file(&ar, ar_tmp.tmp, 0);
+    rc = wpack_open_file(&ar, wpack_writer_prepared_path(w), 0);
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: reopening the new archive: %s", archive_path,
                       ar ? wpack_errmsg(ar) : "out of memory");
@@ -418,16 +415,10 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         goto done;
     }
     /* 4. both into place: the archive, then the IR that names it */
-    rc = wpk_atomic_commit(&ar_tmp, err, sizeof err);
-    if (rc) {
+    rc = wpk_commit_outputs(w, archive_path, &out_tmp, out_path, err, sizeof err);
+    w = NULL;
+    if (rc)
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
-        goto done;
-    }
-    rc = wpk_atomic_commit(&out_tmp, err, sizeof err);
-    if (rc) {
-        unlink(archive_path);
-        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
-    }
     goto done;
 nomem:
     rc = WPACK_E_NOMEM;
@@ -436,7 +427,6 @@ done:
     if (w)
         wpack_writer_abort(w);
     wpack_close(ar);
-    wpk_atomic_abort(&ar_tmp);
     wpk_atomic_abort(&out_tmp);
     free(sink);
     free(patches);

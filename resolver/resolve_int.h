@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "atomic_file.h"
 #include "mlir_scan.h"
 #include "mlir_type.h"
 #include "wpack.h"
@@ -161,6 +162,13 @@ int wpk_fd_sink_flush(wpk_fd_sink *s);
 /* Copy input bytes with copy_file_range (after flushing); non-zero when
  * the kernel cannot, so the caller writes them instead. */
 int wpk_fd_sink_copy(void *user, size_t off, size_t n);
+
+/* externalize: put the prepared archive w (wpack_writer_prepare) and the
+ * finished MLIR temporary out in place together (output_commit.c): on any
+ * failure both paths keep what they held before (message in err). w and out
+ * are released whatever the result. */
+int wpk_commit_outputs(wpack_writer *w, const char *archive_path, wpk_atomic *out,
+                       const char *out_path, char *err, size_t errlen);
 
 /* Map a file read-only (a 0-byte file maps to an empty buffer). With fd
  * not NULL the descriptor stays open in *fd (close it yourself). */
