@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dense_decode.h"
+#include "mlir_literal.h"
 #include "internal.h"
 #include "mlir_lex.h"
 #include "resolve_plan.h"

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
-#include "dense_decode.h"
+#include "mlir_literal.h"
 #include "internal.h"
 #include "mlir_lex.h"
 #include "resolve_int.h"
@@ -263,8 +263,8 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             continue;
         }
         int ok;
-        c.nbytes = wpk_dense_nbytes(&c.type, &ok);
-        c.dtype = wpk_dense_dtype(c.type.elem);
+        c.nbytes = wpk_literal_nbytes(&c.type, &ok);
+        c.dtype = wpk_literal_dtype(c.type.elem);
         if (!ok) {
             res.kept++;
             wpk_diag_emit(&d, WPACK_DIAG_NOTE, 0, "%s: kept inline (element type %s is not taken)",
@@ -329,9 +329,9 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         }
         size_t at = g->value_body.off;
         if (c->res)
-            rc = wpk_blob_decode(buf, c->res, &c->type, writer_sink, w, why, sizeof why);
+            rc = wpk_literal_blob_decode(buf, c->res, &c->type, writer_sink, w, why, sizeof why);
         else
-            rc = wpk_dense_decode(buf, g->value_body, &c->type, writer_sink, w, why, sizeof why, &at);
+            rc = wpk_literal_decode(buf, g->value_body, &c->type, writer_sink, w, why, sizeof why, &at);
         if (rc == WPACK_E_IO) {
             rc = wpack_writer_errcode(w) ? wpack_writer_errcode(w) : rc;
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
