@@ -26,6 +26,16 @@ extern "C" {
 #define WPACK_EMIT_IREE 1    /* value #flow.parameter.named<"scope"::"entry"> : T */
 #define WPACK_EMIT_INLINE 2  /* value dense_resource<key> : T plus a resources blob */
 
+/* An emit mode by its name ("uri", "iree", "inline", as --emit takes
+ * them): its WPACK_EMIT_* value, or -1 for no mode. */
+int wpack_emit_from_name(const char *name);
+/* What a mode does: WPACK_EMIT_* flags below (0 for no mode). */
+unsigned wpack_emit_flags(int emit);
+#define WPACK_EMIT_CAN_EXTERNALIZE 1u /* wpack_externalize_file can write it */
+#define WPACK_EMIT_HAS_SCOPE 2u       /* the options' scope is used */
+#define WPACK_EMIT_READS_BYTES 4u     /* the output carries the entries' bytes: open the
+                                         archive with WPACK_OPEN_VERIFY_READS to check them */
+
 /* Severity of a resolver diagnostic. */
 #define WPACK_DIAG_ERROR 0
 #define WPACK_DIAG_WARNING 1

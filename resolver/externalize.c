@@ -189,11 +189,6 @@ static size_t drop_patches(const wpk_mlir_doc *doc, const unsigned char *drop, w
 
 /* --------------------------------------------------------- the call */
 
-static int bad_iree_name(const char *s)
-{
-    return strchr(s, '"') || strchr(s, '\\');
-}
-
 int wpack_externalize_file(const char *in_path, const char *out_path, const char *archive_path,
                            const wpack_externalize_options *opt_in,
                            wpack_externalize_result *res_out)
@@ -205,8 +200,9 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         wpack_externalize_options_init(&opt);
     wpack_externalize_result res = {0};
     wpk_diag d = {opt.diag, opt.diag_user, opt.source_name ? opt.source_name : in_path, 0, 0, 0};
-    if (!in_path || !out_path || !archive_path ||
-        (opt.emit != WPACK_EMIT_URI && opt.emit != WPACK_EMIT_IREE)) {
+    const wpk_emit_mode *mode = wpk_emit_mode_of(opt.emit);
+    if (!in_path || !out_path || !archive_path || !mode ||
+        !(mode->flags & WPACK_EMIT_CAN_EXTERNALIZE)) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INVALID_ARGUMENT,
                       "wpack_externalize_file: bad arguments (emit must be uri or iree)");
         return WPACK_E_INVALID_ARGUMENT;
@@ -214,9 +210,10 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     if (!d.source)
         d.source = "<input>";
     const char *scope = opt.scope ? opt.scope : "model";
-    if (opt.emit == WPACK_EMIT_IREE && bad_iree_name(scope)) {
+    const char *unescaped = mode->unescaped_printer;
+    if (unescaped && (mode->flags & WPACK_EMIT_HAS_SCOPE) && wpk_name_needs_escape(scope)) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
-                      "scope '%s' has a '\"' or '\\', which IREE prints unescaped", scope);
+                      "scope '%s' has a '\"' or '\\', which %s prints unescaped", scope, unescaped);
         return WPACK_E_UNSUPPORTED;
     }
     char err[600];
@@ -275,17 +272,17 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             res.kept++;
             continue;
         }
-        if (g->form == WPK_FORM_UTIL_GENERIC && opt.emit == WPACK_EMIT_URI) {
+        if (g->form == WPK_FORM_UTIL_GENERIC && !mode->edits_value) {
             res.kept++;
             wpk_diag_emit(&d, WPACK_DIAG_WARNING, 0,
                           "%s: kept inline (a generic util.global becomes an extern only with --emit iree)",
                           where);
             continue;
         }
-        if (opt.emit == WPACK_EMIT_IREE && bad_iree_name(g->name)) {
+        if (unescaped && wpk_name_needs_escape(g->name)) {
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
-                          "%s: symbol has a '\"' or '\\', which IREE prints unescaped (use --emit uri)",
-                          where);
+                          "%s: symbol has a '\"' or '\\', which %s prints unescaped (use --emit uri)",
+                          where, unescaped);
             continue;
         }
         if (g->value_kind == WPK_VAL_RESOURCE) {

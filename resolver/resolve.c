@@ -40,11 +40,6 @@ static int global_cmp_item(const void *a, const void *b)
     return x->global < y->global ? -1 : x->global > y->global;
 }
 
-static int bad_iree_name(const char *s)
-{
-    return strchr(s, '"') || strchr(s, '\\');
-}
-
 /* Listing of entries no global used. */
 static void report_unused(wpk_diag *d, const wpack_archive *ar, const unsigned char *used,
                           uint64_t count, uint64_t *unused)
@@ -90,9 +85,11 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     *items_out = NULL;
     *nitems = 0;
     const char *scope = opt->scope ? opt->scope : "model";
-    if (opt->emit == WPACK_EMIT_IREE && bad_iree_name(scope))
+    const wpk_emit_mode *mode = wpk_emit_mode_of(opt->emit);
+    const char *unescaped = mode ? mode->unescaped_printer : NULL;
+    if (unescaped && (mode->flags & WPACK_EMIT_HAS_SCOPE) && wpk_name_needs_escape(scope))
         wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
-                      "scope '%s' has a '\"' or '\\', which IREE prints unescaped", scope);
+                      "scope '%s' has a '\"' or '\\', which %s prints unescaped", scope, unescaped);
     uint64_t count = wpack_count(ar);
     /* many globals: every symbol is looked up as an entry name (for the
      * duplicate check and the plan), through the entry index (~170
@@ -175,10 +172,10 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         it->entry = t.index;
         it->entry_name = t.name;
         wpk_check_types(d, doc, g, &t, where, &ok, &tc);
-        if (opt->emit == WPACK_EMIT_IREE && bad_iree_name(t.name)) {
+        if (unescaped && wpk_name_needs_escape(t.name)) {
             wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
-                          "%s: entry name has a '\"' or '\\', which IREE prints unescaped (use --emit uri)",
-                          wpk_where(where));
+                          "%s: entry name has a '\"' or '\\', which %s prints unescaped (use --emit uri)",
+                          wpk_where(where), unescaped);
             ok = 0;
         }
         if (g->is_mutable)
@@ -264,7 +261,7 @@ int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
     const wpack_resolve_options *opt = opt_in ? opt_in : &defaults;
     wpack_resolve_result res = {0};
     wpk_diag d = {opt->diag, opt->diag_user, opt->source_name ? opt->source_name : "<input>", 0, 0, 0};
-    if (!ar || !write || (!mlir && len) || opt->emit < WPACK_EMIT_URI || opt->emit > WPACK_EMIT_INLINE) {
+    if (!ar || !write || (!mlir && len) || !wpk_emit_mode_of(opt->emit)) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INVALID_ARGUMENT, "wpack_resolve: bad arguments");
         return WPACK_E_INVALID_ARGUMENT;
     }
