@@ -175,8 +175,11 @@ typedef struct wpack_externalize_result {
 /*
  * Externalize in_path into out_path (MLIR) and archive_path (a new
  * archive, written first: a wpack: URI names it by its index checksum).
- * Both go to temporary files renamed into place only when everything
- * succeeded: on failure nothing appears at either path. Returns WPACK_OK
+ * Both go to temporary files, complete and fsynced before either is
+ * renamed into place (the archive first, then the MLIR): on failure both
+ * paths keep what they held before (an old archive that the MLIR's failed
+ * rename would have orphaned is put back from a hard link taken first;
+ * where no hard link can be made, nothing is written). Returns WPACK_OK
  * or the first problem's code: WPACK_E_INPUT (malformed MLIR or literal,
  * a literal out of its type's range, a blob of the wrong size, a missing
  * resource; with line and column), WPACK_E_UNSUPPORTED (a symbol or scope

@@ -7,7 +7,8 @@
  * place and the moved blobs dropped from the resources section when
  * nothing else refers to them. The archive is written first (its index
  * checksum goes into the wpack: URIs), both outputs go to temporary files
- * and are renamed into place only when everything succeeded.
+ * and are put in place together only when everything succeeded
+ * (output_commit.c: on a failure both paths keep what they held).
  */
 #include <errno.h>
 #include <stdio.h>
