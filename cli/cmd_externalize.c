@@ -75,11 +75,8 @@ int cmd_externalize(int argc, char **argv)
     }
     wpack_externalize_options opt;
     wpack_externalize_options_init(&opt);
-    if (strcmp(emit, "uri") == 0) {
-        opt.emit = WPACK_EMIT_URI;
-    } else if (strcmp(emit, "iree") == 0) {
-        opt.emit = WPACK_EMIT_IREE;
-    } else {
+    opt.emit = wpack_emit_from_name(emit);
+    if (!(wpack_emit_flags(opt.emit) & WPACK_EMIT_CAN_EXTERNALIZE)) {
         cli_error("externalize: --emit must be uri or iree, not '%s' [WPACK_E_INVALID_ARGUMENT]", emit);
         return CLI_USAGE;
     }
@@ -87,7 +84,7 @@ int cmd_externalize(int argc, char **argv)
         cli_error("externalize: --min-bytes '%s' is not a size [WPACK_E_INVALID_ARGUMENT]", min);
         return CLI_USAGE;
     }
-    if (scope && opt.emit != WPACK_EMIT_IREE)
+    if (scope && !(wpack_emit_flags(opt.emit) & WPACK_EMIT_HAS_SCOPE))
         cli_warn("--scope only matters with --emit iree");
     opt.scope = scope;
     wpack_writer_options wo;

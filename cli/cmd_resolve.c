@@ -157,17 +157,12 @@ static int run(int argc, char **argv, const char **strips)
     }
     wpack_resolve_options opt;
     wpack_resolve_options_init(&opt);
-    if (strcmp(emit, "uri") == 0)
-        opt.emit = WPACK_EMIT_URI;
-    else if (strcmp(emit, "iree") == 0)
-        opt.emit = WPACK_EMIT_IREE;
-    else if (strcmp(emit, "inline") == 0)
-        opt.emit = WPACK_EMIT_INLINE;
-    else {
+    opt.emit = wpack_emit_from_name(emit);
+    if (opt.emit < 0) {
         cli_error("resolve: --emit must be uri, iree or inline, not '%s'" USAGE_CODE, emit);
         return CLI_USAGE;
     }
-    if (scope && opt.emit != WPACK_EMIT_IREE)
+    if (scope && !(wpack_emit_flags(opt.emit) & WPACK_EMIT_HAS_SCOPE))
         cli_warn("--scope only matters with --emit iree");
     opt.scope = scope;
     opt.allow_missing = allow_missing;
@@ -217,8 +212,9 @@ static int run(int argc, char **argv, const char **strips)
         cli_files_free(&guard);
         return rc;
     }
-    /* only --emit inline hands the archive's bytes out */
-    wpack_archive *ar = cli_open_reads(pos[0], verify && opt.emit == WPACK_EMIT_INLINE);
+    /* only a mode that hands the archive's bytes out (inline) verifies them */
+    wpack_archive *ar =
+        cli_open_reads(pos[0], verify && (wpack_emit_flags(opt.emit) & WPACK_EMIT_READS_BYTES));
     if (ar) {
         cli_files_archive_shards(&guard, ar);
         if (!cli_files_check("resolve", &guard)) {

@@ -1,5 +1,5 @@
 /*
- * fuzz_mlir.c - the MLIR scanner of the resolver (resolver/mlir_scan.c):
+ * fuzz_mlir.c - the MLIR scanner of the resolver (resolver/mlir_scan.c, mlir_*.c):
  * wpk_mlir_scan_buffer with WPK_SCAN_OPS on the input (a copy of the body
  * in resolver/fuzz_mlir.c). Invariants: every span of a scanned document
  * lies inside the input, and a failed scan gives an error with line:column.

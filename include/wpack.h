@@ -630,6 +630,27 @@ int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen);
 /* Discard everything: remove the temporary file, free the writer. */
 void wpack_writer_abort(wpack_writer *w);
 
+/*
+ * Two-phase finish, for a caller that puts the archive in place together
+ * with other files (wpack_externalize_file: the archive, then the MLIR that
+ * names it by its index checksum). wpack_writer_prepare() does everything
+ * wpack_writer_finish() does but the rename: the archive is complete and
+ * durable (fsynced) in its temporary file, still locked, which
+ * wpack_writer_prepared_path() names (open it to read the archive back).
+ * On failure the writer is in a failed state (its message in
+ * wpack_writer_errmsg()): abort it. After a successful prepare only
+ * wpack_writer_prepared_path(), wpack_writer_commit() and
+ * wpack_writer_abort() are valid (everything else is WPACK_E_STATE).
+ * wpack_writer_commit() renames the prepared file over path, fsyncs the
+ * directory and frees the writer whatever the result; when the rename fails
+ * nothing changed at path (the message is copied to errbuf if not NULL).
+ * wpack_writer_commit() on a writer that was not prepared is
+ * wpack_writer_finish().
+ */
+int wpack_writer_prepare(wpack_writer *w);
+const char *wpack_writer_prepared_path(const wpack_writer *w);
+int wpack_writer_commit(wpack_writer *w, char *errbuf, size_t errlen);
+
 /* -------------------------------------------------- in-place index update */
 
 /*

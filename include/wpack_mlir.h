@@ -26,6 +26,16 @@ extern "C" {
 #define WPACK_EMIT_IREE 1    /* value #flow.parameter.named<"scope"::"entry"> : T */
 #define WPACK_EMIT_INLINE 2  /* value dense_resource<key> : T plus a resources blob */
 
+/* An emit mode by its name ("uri", "iree", "inline", as --emit takes
+ * them): its WPACK_EMIT_* value, or -1 for no mode. */
+int wpack_emit_from_name(const char *name);
+/* What a mode does: WPACK_EMIT_* flags below (0 for no mode). */
+unsigned wpack_emit_flags(int emit);
+#define WPACK_EMIT_CAN_EXTERNALIZE 1u /* wpack_externalize_file can write it */
+#define WPACK_EMIT_HAS_SCOPE 2u       /* the options' scope is used */
+#define WPACK_EMIT_READS_BYTES 4u     /* the output carries the entries' bytes: open the
+                                         archive with WPACK_OPEN_VERIFY_READS to check them */
+
 /* Severity of a resolver diagnostic. */
 #define WPACK_DIAG_ERROR 0
 #define WPACK_DIAG_WARNING 1
@@ -165,8 +175,11 @@ typedef struct wpack_externalize_result {
 /*
  * Externalize in_path into out_path (MLIR) and archive_path (a new
  * archive, written first: a wpack: URI names it by its index checksum).
- * Both go to temporary files renamed into place only when everything
- * succeeded: on failure nothing appears at either path. Returns WPACK_OK
+ * Both go to temporary files, complete and fsynced before either is
+ * renamed into place (the archive first, then the MLIR): on failure both
+ * paths keep what they held before (an old archive that the MLIR's failed
+ * rename would have orphaned is put back from a hard link taken first;
+ * where no hard link can be made, nothing is written). Returns WPACK_OK
  * or the first problem's code: WPACK_E_INPUT (malformed MLIR or literal,
  * a literal out of its type's range, a blob of the wrong size, a missing
  * resource; with line and column), WPACK_E_UNSUPPORTED (a symbol or scope

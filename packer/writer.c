@@ -220,24 +220,15 @@ static int finish_file(wpack_writer *w)
     return rc;
 }
 
-int wpk_writer_finish_keep(wpack_writer *w, wpk_atomic *keep, char *errbuf, size_t errlen)
+/* For writer_commit.c (the two-phase finish, wpack_writer_prepare/commit). */
+int wpk_writer_finish_file(wpack_writer *w)
 {
-    keep->path = keep->tmp = NULL;
-    keep->fd = -1;
-    if (!w)
-        return WPACK_E_INVALID_ARGUMENT;
-    int rc = finish_file(w);
-    if (errbuf && errlen)
-        wpk_fmt(errbuf, errlen, "%s", rc ? w->errmsg : "");
-    if (rc) {
-        wpack_writer_abort(w);
-        return rc;
-    }
-    *keep = w->out; /* the caller's now: still locked, still a temporary */
-    w->out = (wpk_atomic){NULL, NULL, -1};
-    w->fd = -1;
-    free_writer(w, 0);
-    return WPACK_OK;
+    return finish_file(w);
+}
+
+void wpk_writer_free(wpack_writer *w, int remove_shards)
+{
+    free_writer(w, remove_shards);
 }
 
 int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen)

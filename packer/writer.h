@@ -90,6 +90,7 @@ struct wpack_writer {
     size_t carry_len;
     wpk_compressor *zc;            /* zstd state, NULL until the first compressed tensor */
     wpk_shard_set *shards;         /* opt.shard_size: this is a manifest (writer_shards.c) */
+    int prepared;                  /* wpack_writer_prepare done: commit or abort (writer_commit.c) */
 };
 
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
@@ -119,11 +120,11 @@ int wpk_module_names_finish(wpack_writer *w);
 int wpk_writer_open_flags(wpack_writer **out, const char *path, const wpack_writer_options *opt,
                           unsigned atomic_flags);
 
-/* wpack_writer_finish up to the fsync, without the rename: the complete
- * file stays a locked temporary in *keep (commit or abort it with
- * atomic_file.h), for a caller that must put several files in place
- * together. The writer is freed either way. */
-int wpk_writer_finish_keep(wpack_writer *w, wpk_atomic *keep, char *errbuf, size_t errlen);
+/* writer.c's finish steps, for writer_commit.c: everything up to a durable,
+ * complete temporary file (index, trailer, fsync; shards renamed); and
+ * freeing the handle (remove_shards: a set's shards too). */
+int wpk_writer_finish_file(wpack_writer *w);
+void wpk_writer_free(wpack_writer *w, int remove_shards);
 
 static inline wpk_pending_entry *wpk_entries(wpack_writer *w)
 {

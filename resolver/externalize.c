@@ -7,7 +7,8 @@
  * place and the moved blobs dropped from the resources section when
  * nothing else refers to them. The archive is written first (its index
  * checksum goes into the wpack: URIs), both outputs go to temporary files
- * and are renamed into place only when everything succeeded.
+ * and are put in place together only when everything succeeded
+ * (output_commit.c: on a failure both paths keep what they held).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,11 +17,10 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
-#include "dense_decode.h"
+#include "mlir_literal.h"
 #include "internal.h"
 #include "mlir_lex.h"
 #include "resolve_int.h"
-#include "writer.h"
 
 void wpack_externalize_options_init(wpack_externalize_options *opt)
 {
@@ -190,11 +190,6 @@ static size_t drop_patches(const wpk_mlir_doc *doc, const unsigned char *drop, w
 
 /* --------------------------------------------------------- the call */
 
-static int bad_iree_name(const char *s)
-{
-    return strchr(s, '"') || strchr(s, '\\');
-}
-
 int wpack_externalize_file(const char *in_path, const char *out_path, const char *archive_path,
                            const wpack_externalize_options *opt_in,
                            wpack_externalize_result *res_out)
@@ -206,8 +201,9 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         wpack_externalize_options_init(&opt);
     wpack_externalize_result res = {0};
     wpk_diag d = {opt.diag, opt.diag_user, opt.source_name ? opt.source_name : in_path, 0, 0, 0};
-    if (!in_path || !out_path || !archive_path ||
-        (opt.emit != WPACK_EMIT_URI && opt.emit != WPACK_EMIT_IREE)) {
+    const wpk_emit_mode *mode = wpk_emit_mode_of(opt.emit);
+    if (!in_path || !out_path || !archive_path || !mode ||
+        !(mode->flags & WPACK_EMIT_CAN_EXTERNALIZE)) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INVALID_ARGUMENT,
                       "wpack_externalize_file: bad arguments (emit must be uri or iree)");
         return WPACK_E_INVALID_ARGUMENT;
@@ -215,9 +211,10 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     if (!d.source)
         d.source = "<input>";
     const char *scope = opt.scope ? opt.scope : "model";
-    if (opt.emit == WPACK_EMIT_IREE && bad_iree_name(scope)) {
+    const char *unescaped = mode->unescaped_printer;
+    if (unescaped && (mode->flags & WPACK_EMIT_HAS_SCOPE) && wpk_name_needs_escape(scope)) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
-                      "scope '%s' has a '\"' or '\\', which IREE prints unescaped", scope);
+                      "scope '%s' has a '\"' or '\\', which %s prints unescaped", scope, unescaped);
         return WPACK_E_UNSUPPORTED;
     }
     char err[600];
@@ -239,7 +236,6 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     wpack_archive *ar = NULL;
     wpk_fd_sink *sink = NULL;
     wpk_atomic out_tmp = {NULL, NULL, -1};
-    wpk_atomic ar_tmp = {NULL, NULL, -1}; /* the finished archive, not yet in place */
     size_t ncand = 0;
 
     rc = wpk_mlir_scan_buffer(buf, len, 0, &doc, err, sizeof err);
@@ -265,8 +261,8 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             continue;
         }
         int ok;
-        c.nbytes = wpk_dense_nbytes(&c.type, &ok);
-        c.dtype = wpk_dense_dtype(c.type.elem);
+        c.nbytes = wpk_literal_nbytes(&c.type, &ok);
+        c.dtype = wpk_literal_dtype(c.type.elem);
         if (!ok) {
             res.kept++;
             wpk_diag_emit(&d, WPACK_DIAG_NOTE, 0, "%s: kept inline (element type %s is not taken)",
@@ -277,17 +273,17 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             res.kept++;
             continue;
         }
-        if (g->form == WPK_FORM_UTIL_GENERIC && opt.emit == WPACK_EMIT_URI) {
+        if (g->form == WPK_FORM_UTIL_GENERIC && !mode->edits_value) {
             res.kept++;
             wpk_diag_emit(&d, WPACK_DIAG_WARNING, 0,
                           "%s: kept inline (a generic util.global becomes an extern only with --emit iree)",
                           where);
             continue;
         }
-        if (opt.emit == WPACK_EMIT_IREE && bad_iree_name(g->name)) {
+        if (unescaped && wpk_name_needs_escape(g->name)) {
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
-                          "%s: symbol has a '\"' or '\\', which IREE prints unescaped (use --emit uri)",
-                          where);
+                          "%s: symbol has a '\"' or '\\', which %s prints unescaped (use --emit uri)",
+                          where, unescaped);
             continue;
         }
         if (g->value_kind == WPK_VAL_RESOURCE) {
@@ -331,9 +327,9 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         }
         size_t at = g->value_body.off;
         if (c->res)
-            rc = wpk_blob_decode(buf, c->res, &c->type, writer_sink, w, why, sizeof why);
+            rc = wpk_literal_blob_decode(buf, c->res, &c->type, writer_sink, w, why, sizeof why);
         else
-            rc = wpk_dense_decode(buf, g->value_body, &c->type, writer_sink, w, why, sizeof why, &at);
+            rc = wpk_literal_decode(buf, g->value_body, &c->type, writer_sink, w, why, sizeof why, &at);
         if (rc == WPACK_E_IO) {
             rc = wpack_writer_errcode(w) ? wpack_writer_errcode(w) : rc;
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
@@ -354,13 +350,12 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         res.moved++;
         res.bytes_moved += c->nbytes;
     }
-    rc = wpk_writer_finish_keep(w, &ar_tmp, err, sizeof err);
-    w = NULL;
+    rc = wpack_writer_prepare(w); /* complete and durable, not yet in place */
     if (rc) {
-        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", archive_path, err);
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", archive_path, wpack_writer_errmsg(w));
         goto done;
     }
-    rc = wpack_open_file(&ar, ar_tmp.tmp, 0);
+    rc = wpack_open_file(&ar, wpack_writer_prepared_path(w), 0);
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: reopening the new archive: %s", archive_path,
                       ar ? wpack_errmsg(ar) : "out of memory");
@@ -418,16 +413,10 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         goto done;
     }
     /* 4. both into place: the archive, then the IR that names it */
-    rc = wpk_atomic_commit(&ar_tmp, err, sizeof err);
-    if (rc) {
+    rc = wpk_commit_outputs(w, archive_path, &out_tmp, out_path, err, sizeof err);
+    w = NULL;
+    if (rc)
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
-        goto done;
-    }
-    rc = wpk_atomic_commit(&out_tmp, err, sizeof err);
-    if (rc) {
-        unlink(archive_path);
-        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
-    }
     goto done;
 nomem:
     rc = WPACK_E_NOMEM;
@@ -436,7 +425,6 @@ done:
     if (w)
         wpack_writer_abort(w);
     wpack_close(ar);
-    wpk_atomic_abort(&ar_tmp);
     wpk_atomic_abort(&out_tmp);
     free(sink);
     free(patches);

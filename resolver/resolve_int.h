@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "atomic_file.h"
 #include "mlir_scan.h"
 #include "mlir_type.h"
 #include "wpack.h"
@@ -120,9 +121,52 @@ typedef struct wpk_emitter {
     int (*copy_input)(void *user, size_t off, size_t n);
     /* optional: describe a failed write or copy (path, errno) into err */
     void (*write_error)(void *user, char *err, size_t errlen);
-    /* set by wpk_emit_document: "\"wpack:<index checksum>/" */
+    /* set by wpk_emit_document: "\"wpack:<index checksum>/" and the
+     * row of emit in the table of modes */
     char uri_head[32];
+    const struct wpk_emit_mode *mode;
 } wpk_emitter;
+
+/* ------------------------------------------------------------ emit modes */
+
+struct wpk_out;
+struct wpk_emitter;
+
+/* What each WPACK_EMIT_* mode does (emit_modes.c). resolve, externalize,
+ * the emitter and the CLI (through wpack_emit_from_name/_flags) consult
+ * this table, never the mode's number: a new mode is one row. */
+typedef struct wpk_emit_mode {
+    int emit;                   /* WPACK_EMIT_* */
+    const char *name;           /* --emit NAME */
+    unsigned flags;             /* WPACK_EMIT_CAN_EXTERNALIZE, _HAS_SCOPE, _READS_BYTES */
+    /* 1: the reference is the global's initial value (iree, inline);
+     * 0: it is the wpack.uri attribute, the value stays (or, for
+     * externalize, becomes) #ml_program.extern (uri) */
+    int edits_value;
+    /* entry names and the scope are printed unescaped by this printer
+     * ("IREE"), so a '"' or '\' in them is refused; NULL: escaped */
+    const char *unescaped_printer;
+    /* the initial value that refers to the item's entry, without its type */
+    void (*put_value)(wpk_strbuf *a, const struct wpk_emitter *e, const wpk_plan_item *it);
+    /* the emitter's fast path for the usual edit (emit.c, plain_edit):
+     * the text every edit starts with into text (cap bytes), returning its
+     * length (0: no fast path); then the rest from the entry name (n bytes)
+     * on, written at d (room for 3 n + 2 + 3 + the type), returning the end */
+    size_t (*plain_head)(const struct wpk_emitter *e, char *text, size_t cap);
+    char *(*plain_rest)(char *d, const struct wpk_emitter *e, const wpk_global *g, const char *name,
+                        size_t n);
+    /* before and after the document (NULL: nothing): prepare may set
+     * items' keys and a state that append (after the last input byte) and
+     * release get */
+    int (*prepare)(struct wpk_emitter *e, void **state);
+    void (*append)(struct wpk_out *o, void *state);
+    void (*release)(void *state);
+} wpk_emit_mode;
+
+/* The row of WPACK_EMIT_* emit, or NULL for no mode. */
+const wpk_emit_mode *wpk_emit_mode_of(int emit);
+/* Does s hold a '"' or '\' (which a printer of unescaped names cannot take)? */
+int wpk_name_needs_escape(const char *s);
 
 /* Map each weight global of doc to an entry and check it (resolve.c). On
  * success *items is the plan in file order (wpk_plan_free with the same doc). */
@@ -161,6 +205,13 @@ int wpk_fd_sink_flush(wpk_fd_sink *s);
 /* Copy input bytes with copy_file_range (after flushing); non-zero when
  * the kernel cannot, so the caller writes them instead. */
 int wpk_fd_sink_copy(void *user, size_t off, size_t n);
+
+/* externalize: put the prepared archive w (wpack_writer_prepare) and the
+ * finished MLIR temporary out in place together (output_commit.c): on any
+ * failure both paths keep what they held before (message in err). w and out
+ * are released whatever the result. */
+int wpk_commit_outputs(wpack_writer *w, const char *archive_path, wpk_atomic *out,
+                       const char *out_path, char *err, size_t errlen);
 
 /* Map a file read-only (a 0-byte file maps to an empty buffer). With fd
  * not NULL the descriptor stays open in *fd (close it yourself). */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "dense_decode.h"
+#include "mlir_literal.h"
 #include "mlir_scan.h"
 #include "resolve_int.h"
 #include "testlib.h"
@@ -157,7 +157,7 @@ static int decode(const char *value, const char *ty, membuf *out, char *why)
         return -1;
     size_t where;
     out->n = 0;
-    return wpk_dense_decode(value, (wpk_span){0, strlen(value)}, &t, collect_bytes, out, why, 200, &where);
+    return wpk_literal_decode(value, (wpk_span){0, strlen(value)}, &t, collect_bytes, out, why, 200, &where);
 }
 
 static void test_dense_decode(void)

@@ -1,11 +1,11 @@
 /*
- * dense_decode.h - turn an inline MLIR elements value (dense<...> literal,
+ * mlir_literal.h - turn an inline MLIR elements value (dense<...> literal,
  * hex dense<"0x...">, or a builtin resource blob) into the tensor's
  * little-endian bytes, streamed through a small buffer to a sink: memory
  * does not grow with the weight bytes.
  */
-#ifndef WPACK_RESOLVER_DENSE_DECODE_H
-#define WPACK_RESOLVER_DENSE_DECODE_H
+#ifndef WPACK_RESOLVER_MLIR_LITERAL_H
+#define WPACK_RESOLVER_MLIR_LITERAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,7 +18,7 @@ typedef int (*wpk_bytes_fn)(void *user, const void *data, size_t n);
 
 /* Element types the decoder takes: f16 bf16 f32 f64 i1 i8..i64 si* ui*.
  * Returns the dtype to store (signless ints as signed) or 0. */
-int wpk_dense_dtype(const char *elem);
+int wpk_literal_dtype(const char *elem);
 
 /*
  * Decode `value` (the initial value as written: `dense<...> : T`) for a
@@ -31,17 +31,17 @@ int wpk_dense_dtype(const char *elem);
  * literals; WPACK_E_UNSUPPORTED for forms it does not take (complex,
  * strings); WPACK_E_IO if fn stopped.
  */
-int wpk_dense_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t, wpk_bytes_fn fn,
+int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t, wpk_bytes_fn fn,
                      void *user, char *why, size_t whylen, size_t *where);
 
 /* A builtin resource blob (hex digits after "0x", alignment first): its
  * data must be exactly the tensor's bytes (i1: one byte per element). */
-int wpk_blob_decode(const char *buf, const wpk_resource *r, const wpk_mlir_tensor *t,
+int wpk_literal_blob_decode(const char *buf, const wpk_resource *r, const wpk_mlir_tensor *t,
                     wpk_bytes_fn fn, void *user, char *why, size_t whylen);
 
 /* The tensor's byte size (elements x size, i1 one byte), 0 with *ok = 0 on
  * overflow or an element type the decoder does not take. */
-uint64_t wpk_dense_nbytes(const wpk_mlir_tensor *t, int *ok);
+uint64_t wpk_literal_nbytes(const wpk_mlir_tensor *t, int *ok);
 
 /* The value of a hex digit (either case), or -1. */
 int wpk_hex_digit(unsigned char c);

@@ -1,11 +1,13 @@
-/* dense_decode.c - inline MLIR elements to tensor bytes (see dense_decode.h). */
+/* mlir_literal.c - inline MLIR elements values (dense<...> literals, hex
+ * dense<"0x...">, builtin resource blobs) to tensor bytes, for externalize
+ * (see mlir_literal.h; nothing to do with the dense kernel, kernel/). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bytes.h"
-#include "dense_decode.h"
+#include "mlir_literal.h"
 #include "internal.h"
 #include "wpack.h"
 
@@ -44,7 +46,7 @@ static int out_repeat(outbuf *o, const unsigned char *elem, size_t esz, uint64_t
     return o->failed;
 }
 
-int wpk_dense_dtype(const char *elem)
+int wpk_literal_dtype(const char *elem)
 {
     static const char *const ok[] = {"f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64",
                                      "si8", "si16", "si32", "si64", "ui8", "ui16", "ui32", "ui64"};
@@ -54,9 +56,9 @@ int wpk_dense_dtype(const char *elem)
     return 0;
 }
 
-uint64_t wpk_dense_nbytes(const wpk_mlir_tensor *t, int *ok)
+uint64_t wpk_literal_nbytes(const wpk_mlir_tensor *t, int *ok)
 {
-    int dt = wpk_dense_dtype(t->elem);
+    int dt = wpk_literal_dtype(t->elem);
     uint64_t n = 1;
     *ok = dt != 0;
     for (unsigned i = 0; *ok && i < t->rank; i++)
@@ -70,7 +72,7 @@ static uint64_t nelems_of(const wpk_mlir_tensor *t)
 {
     uint64_t n = 1;
     for (unsigned i = 0; i < t->rank; i++)
-        n *= t->dims[i]; /* checked by wpk_dense_nbytes first */
+        n *= t->dims[i]; /* checked by wpk_literal_nbytes first */
     return n;
 }
 
@@ -125,7 +127,7 @@ typedef struct {
 static void kind_of(const wpk_mlir_tensor *t, elem_kind *k)
 {
     memset(k, 0, sizeof *k);
-    k->dtype = wpk_dense_dtype(t->elem);
+    k->dtype = wpk_literal_dtype(t->elem);
     k->esz = wpack_dtype_size(k->dtype);
     k->is_float = wpack_dtype_is_float(k->dtype);
     k->is_bool = strcmp(t->elem, "i1") == 0;
@@ -282,11 +284,11 @@ static int check_hex(const unsigned char *h, size_t n, char *why, size_t whylen)
     return 0;
 }
 
-int wpk_dense_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t, wpk_bytes_fn fn,
+int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t, wpk_bytes_fn fn,
                      void *user, char *why, size_t whylen, size_t *where)
 {
     int ok;
-    uint64_t nbytes = wpk_dense_nbytes(t, &ok);
+    uint64_t nbytes = wpk_literal_nbytes(t, &ok);
     *where = value.off;
     if (!ok) {
         wpk_fmt(why, whylen, "element type %s is not one externalize takes", t->elem);
@@ -438,11 +440,11 @@ done:
     return rc;
 }
 
-int wpk_blob_decode(const char *buf, const wpk_resource *r, const wpk_mlir_tensor *t,
+int wpk_literal_blob_decode(const char *buf, const wpk_resource *r, const wpk_mlir_tensor *t,
                     wpk_bytes_fn fn, void *user, char *why, size_t whylen)
 {
     int ok;
-    uint64_t nbytes = wpk_dense_nbytes(t, &ok);
+    uint64_t nbytes = wpk_literal_nbytes(t, &ok);
     if (!ok) {
         wpk_fmt(why, whylen, "element type %s is not one externalize takes", t->elem);
         return WPACK_E_UNSUPPORTED;
