@@ -354,8 +354,10 @@ int cmd_create(int argc, char **argv)
                   wpack_error_name(wpack_writer_errcode(w)));
         goto done;
     }
-    if (wpack_import_open(&imp, w) != WPACK_OK)
+    if (wpack_import_open(&imp, w) != WPACK_OK) {
+        cli_error("create: out of memory [%s]", wpack_error_name(WPACK_E_NOMEM));
         goto done;
+    }
     cli_progress prog;
     cli_progress_init(&prog, l.bytes, l.n, quiet);
     for (size_t k = 0; k < l.n; k++) {
