@@ -1,17 +1,11 @@
-/* cmd_create.c - `wpack create`: pack .npy files and directories of them. */
-#include <dirent.h>
-#include <errno.h>
+/* cmd_create.c - `wpack create`: argument parsing over wpack_import.h
+ * (every input is listed first, for the output cap and the same-file
+ * guard, then imported item by item through one importer). */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/stat.h>
 
 #include "cli.h"
-#include "import.h"
-#include "internal.h"
-#include "manifest_stats.h"
-#include "copy.h"
-#include "npy.h"
+#include "wpack_import.h"
 
 static const char help[] =
     "usage: wpack create -o OUT.wpack [options] INPUT...\n"
@@ -73,193 +67,45 @@ static const char help[] =
     "  --allow-empty         write an archive even when the inputs hold no tensor\n"
     "                        (refused by default: WPACK_E_EMPTY)\n";
 
+/* One file to import: an input, or a .npy under an input directory. */
 typedef struct {
-    char *path;  /* file on disk */
-    char *name;  /* tensor name */
+    char *path;
+    char *name;  /* .npy: tensor name; else NULL */
     uint64_t size;
-    int kind;    /* wpk_input_kind */
-    const wpk_import_opts *opts;
+    const wpack_import_options *opts;
 } input_file;
 
 typedef struct {
     input_file *v;
     size_t n, cap;
     uint64_t bytes;
-    const wpk_import_opts *cur; /* options of the input being collected */
+    const wpack_import_options *cur; /* options of the input being listed */
 } input_list;
 
-static int push(input_list *l, const char *path, const char *name, uint64_t size)
+static int push(void *user, const wpack_import_item *it)
 {
+    input_list *l = user;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
         input_file *v = realloc(l->v, cap * sizeof *v);
         if (!v)
-            return 0;
+            return WPACK_E_NOMEM;
         l->v = v;
         l->cap = cap;
     }
-    l->v[l->n].path = strdup(path);
-    l->v[l->n].name = strdup(name);
-    l->v[l->n].size = size;
-    l->v[l->n].kind = WPK_IN_NPY;
-    l->v[l->n].opts = l->cur;
-    if (!l->v[l->n].path || !l->v[l->n].name)
-        return 0;
+    input_file *f = &l->v[l->n];
+    f->path = strdup(it->path);
+    f->name = it->name ? strdup(it->name) : NULL;
+    f->size = it->bytes;
+    f->opts = l->cur;
+    if (!f->path || (it->name && !f->name)) {
+        free(f->path);
+        free(f->name);
+        return WPACK_E_NOMEM;
+    }
     l->n++;
-    l->bytes += size;
-    return 1;
-}
-
-static int ends_with_npy(const char *s)
-{
-    size_t n = strlen(s);
-    return n > 4 && strcmp(s + n - 4, ".npy") == 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Walk dir in sorted order; rel is the name prefix so far ("" at the top).
- * A symlink is refused unless follow (--follow-links): it may lead out of the
- * directory; a FIFO or device is skipped with a warning, never opened. */
-static int walk(input_list *l, const char *dir, const char *rel, int depth, int follow)
-{
-    if (depth > 64) {
-        cli_error("%s: directories nested deeper than 64 levels", dir);
-        return 0;
-    }
-    DIR *d = opendir(dir);
-    if (!d) {
-        cli_error("%s: cannot open directory: %s", dir, strerror(errno));
-        return 0;
-    }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *de;
-    int ok = 1;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue; /* ".", "..", and hidden files */
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            char **v = realloc(names, cap * sizeof *v);
-            if (!v) {
-                ok = 0;
-                break;
-            }
-            names = v;
-        }
-        if (!(names[n] = strdup(de->d_name))) {
-            ok = 0;
-            break;
-        }
-        n++;
-    }
-    closedir(d);
-    if (!ok)
-        cli_error("out of memory listing %s", dir);
-    if (n) /* an empty directory has no array at all */
-        qsort(names, n, sizeof *names, cmp_str);
-    for (size_t i = 0; i < n && ok; i++) {
-        size_t plen = strlen(dir) + strlen(names[i]) + 2;
-        size_t rlen = strlen(rel) + strlen(names[i]) + 2;
-        char *path = malloc(plen), *name = malloc(rlen);
-        if (!path || !name) {
-            free(path);
-            free(name);
-            ok = 0;
-            break;
-        }
-        snprintf(path, plen, "%s/%s", dir, names[i]);
-        snprintf(name, rlen, "%s%s%s", rel, *rel ? "." : "", names[i]);
-        struct stat st;
-        /* lstat: a symlinked directory could loop; symlinked files are followed below. */
-        if (lstat(path, &st) != 0) {
-            cli_error("%s: %s", path, strerror(errno));
-            ok = 0;
-        } else if (S_ISDIR(st.st_mode)) {
-            ok = walk(l, path, name, depth + 1, follow);
-        } else if (ends_with_npy(names[i])) {
-            if (S_ISLNK(st.st_mode) && !follow) {
-                cli_error("%s: a symbolic link: refused, as it may lead out of the directory "
-                          "(--follow-links allows it) [%s]",
-                          path, wpack_error_name(WPACK_E_FILE_TYPE));
-                ok = 0;
-            } else if (S_ISLNK(st.st_mode) && stat(path, &st) != 0) {
-                cli_error("%s: broken symlink", path);
-                ok = 0;
-            } else if (!S_ISREG(st.st_mode)) {
-                cli_warn("skipping %s: %s, not a regular file", path,
-                         wpk_file_type_name(st.st_mode));
-            } else {
-                name[strlen(name) - 4] = 0;
-                ok = push(l, path, name, (uint64_t)st.st_size);
-            }
-        } else {
-            cli_warn("skipping %s: not a .npy file", path);
-        }
-        free(path);
-        free(name);
-    }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-    return ok;
-}
-
-static int collect(input_list *l, const char *input)
-{
-    struct stat st;
-    if (stat(input, &st) != 0) {
-        cli_error("%s: %s", input, strerror(errno));
-        return 0;
-    }
-    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-        /* A FIFO would block the first read forever. */
-        cli_error("%s: %s, not a regular file or a directory (refused) [%s]", input,
-                  wpk_file_type_name(st.st_mode), wpack_error_name(WPACK_E_FILE_TYPE));
-        return 0;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        size_t n = strlen(input);
-        char *dir = strdup(input);
-        if (!dir)
-            return 0;
-        while (n > 1 && dir[n - 1] == '/')
-            dir[--n] = 0;
-        int ok = walk(l, dir, "", 0, l->cur && l->cur->follow_links);
-        free(dir);
-        return ok;
-    }
-    char derr[600];
-    int kind = wpk_import_detect(input, derr, sizeof derr);
-    if (kind == WPK_IN_UNKNOWN) {
-        cli_error("%s", derr);
-        return 0;
-    }
-    if (kind != WPK_IN_NPY) {
-        /* a manifest or HF index counts the files it names too */
-        uint64_t bytes = wpk_import_bytes(input, kind, l->cur && l->cur->follow_links);
-        if (!push(l, input, input, bytes))
-            return 0;
-        l->v[l->n - 1].kind = kind;
-        return 1;
-    }
-    if (!ends_with_npy(input)) {
-        cli_error("%s: a .npy file must be named NAME.npy", input);
-        return 0;
-    }
-    const char *base = strrchr(input, '/');
-    base = base ? base + 1 : input;
-    char *name = strdup(base);
-    if (!name)
-        return 0;
-    name[strlen(name) - 4] = 0;
-    int ok = push(l, input, name, (uint64_t)st.st_size);
-    free(name);
-    return ok;
+    l->bytes += it->bytes;
+    return WPACK_OK;
 }
 
 static void on_warn(void *user, const char *message)
@@ -273,15 +119,6 @@ static void on_progress(void *user, uint64_t done)
     cli_progress *p = user;
     p->done_bytes = p->base_bytes + done;
     cli_progress_update(p, 0);
-}
-
-/* Find which input first produced a tensor name, for a duplicate message. */
-static const char *first_path_of(const input_list *l, size_t upto, const char *name)
-{
-    for (size_t i = 0; i < upto; i++)
-        if (strcmp(l->v[i].name, name) == 0)
-            return l->v[i].path;
-    return NULL;
 }
 
 int cmd_create(int argc, char **argv)
@@ -299,8 +136,8 @@ int cmd_create(int argc, char **argv)
     maps = calloc((size_t)argc, sizeof *maps);
     inputs = calloc((size_t)argc, sizeof *inputs);
     /* Importer options: --prefix/--key start a new set for the inputs after them. */
-    wpk_import_opts *optv = calloc((size_t)argc + 1, sizeof *optv);
-    const wpk_import_opts **inopts = calloc((size_t)argc, sizeof *inopts);
+    wpack_import_options *optv = calloc((size_t)argc + 1, sizeof *optv);
+    const wpack_import_options **inopts = calloc((size_t)argc, sizeof *inopts);
     const char **only = calloc((size_t)argc, sizeof *only), *stats_file = NULL;
     size_t nopt = 1, nonly = 0;
     int cast = 0;
@@ -309,10 +146,11 @@ int cmd_create(int argc, char **argv)
     input_list l = {0};
     cli_files guard = {0};
     wpack_writer *w = NULL;
-    wpk_sink sink;
-    wpk_sink_init(&sink, NULL, NULL, 0);
+    wpack_importer *imp = NULL;
+    char err[1024];
     if (!metas || !maps || !inputs || !optv || !inopts || !only)
         goto done;
+    wpack_import_options_init(&optv[0]);
     for (int i = 1; i < argc;) {
         const char *a = argv[i];
         uint64_t n;
@@ -432,13 +270,18 @@ int cmd_create(int argc, char **argv)
         cli_error("create: --only needs --cast");
         goto done;
     }
+    const char *tmpdir = getenv("TMPDIR"); /* the library reads no environment */
     for (size_t k = 0; k < nopt; k++) {
         optv[k].cast = cast;
         optv[k].only = nonly ? only : NULL;
-        optv[k].nonly = nonly;
+        optv[k].only_count = nonly;
         optv[k].weight_stats = opt.weight_stats;
         optv[k].max_ratio = (uint32_t)max_ratio;
         optv[k].follow_links = follow_links;
+        optv[k].temp_dir = tmpdir;
+        optv[k].warn = on_warn;
+        optv[k].err = err;
+        optv[k].err_size = sizeof err;
     }
     if (opt.histogram_bins && !opt.weight_stats) {
         cli_error("create: --histogram needs weight statistics (drop --no-stats)");
@@ -462,8 +305,12 @@ int cmd_create(int argc, char **argv)
         goto done;
     for (size_t k = 0; k < ninputs; k++) {
         l.cur = inopts[k];
-        if (!collect(&l, inputs[k]))
+        int e = wpack_import_list(inputs[k], inopts[k], push, &l);
+        if (e) {
+            cli_error("%s [%s]", e == WPACK_E_NOMEM && !*err ? "out of memory" : err,
+                      wpack_error_name(e));
             goto done;
+        }
     }
     if (!l.n && !allow_empty) {
         cli_error("create: no input files found (no .npy in the directories given): nothing "
@@ -478,7 +325,6 @@ int cmd_create(int argc, char **argv)
     if (!l.n)
         cli_warn("no inputs found: writing an empty archive");
 
-    char err[1024];
     if (shard_size && opt.compress_level) {
         cli_error("create: --shard-size stores shards uncompressed; drop --compress");
         rc = CLI_USAGE;
@@ -506,64 +352,42 @@ int cmd_create(int argc, char **argv)
                   wpack_error_name(wpack_writer_errcode(w)));
         goto done;
     }
-    wpk_sink_init(&sink, w, err, sizeof err);
+    if (wpack_import_open(&imp, w) != WPACK_OK) {
+        cli_error("create: out of memory [%s]", wpack_error_name(WPACK_E_NOMEM));
+        goto done;
+    }
     cli_progress prog;
     cli_progress_init(&prog, l.bytes, l.n, quiet);
-    sink.progress = on_progress;
-    sink.user = &prog;
-    sink.warn = on_warn;
     for (size_t k = 0; k < l.n; k++) {
-        prog.label = l.v[k].name;
+        prog.label = l.v[k].name ? l.v[k].name : l.v[k].path;
         prog.base_bytes = prog.done_bytes;
-        const wpk_import_opts *io = l.v[k].opts;
-        wpk_sink_input(&sink, l.v[k].path, io);
-        int e;
-        if (l.v[k].kind != WPK_IN_NPY)
-            e = wpk_import_file(&sink, l.v[k].path, l.v[k].kind);
-        else if (io && io->cast)
-            e = npy_sink_pack_file(&sink, l.v[k].name, l.v[k].path);
-        else if (io && io->prefix) {
-            char *full = malloc(strlen(io->prefix) + strlen(l.v[k].name) + 2);
-            if (!full)
-                goto done;
-            sprintf(full, "%s.%s", io->prefix, l.v[k].name);
-            e = npy_pack_file(w, full, l.v[k].path, on_progress, &prog, err, sizeof err);
-            if (!e)
-                wpk_sink_claim(&sink, full);
-            free(full);
-        } else {
-            e = npy_pack_file(w, l.v[k].name, l.v[k].path, on_progress, &prog, err, sizeof err);
-            if (!e)
-                wpk_sink_claim(&sink, l.v[k].name);
-        }
-        if (e && (l.v[k].kind != WPK_IN_NPY || (io && io->cast))) {
+        wpack_import_options io = *l.v[k].opts;
+        io.name = l.v[k].name;
+        io.progress = on_progress;
+        io.progress_user = &prog;
+        int e = wpack_import_add(imp, l.v[k].path, &io);
+        if (e) {
             cli_progress_done(&prog);
             cli_error("%s%s [%s]", err,
                       e == WPACK_E_TOO_LARGE ? " (--max-output SIZE raises the cap)" : "",
                       wpack_error_name(e));
             goto done;
         }
-        if (e) {
-            cli_progress_done(&prog);
-            const char *prev = e == WPACK_E_EXISTS ? first_path_of(&l, k, l.v[k].name) : NULL;
-            if (!prev && e == WPACK_E_EXISTS)
-                prev = wpk_sink_owner(&sink, l.v[k].name);
-            if (prev)
-                cli_error("%s: tensor '%s' is already taken by %s", l.v[k].path, l.v[k].name, prev);
-            else
-                cli_error("%s%s [%s]", err,
-                          e == WPACK_E_TOO_LARGE ? " (--max-output SIZE raises the cap)" : "",
-                          wpack_error_name(e));
-            goto done;
-        }
         prog.done_items++;
         prog.done_bytes = prog.base_bytes + l.v[k].size;
     }
     cli_progress_done(&prog);
-    int se = stats_file ? stats_load_file(w, stats_file, err, sizeof err) : WPACK_OK;
-    if (se != WPACK_OK) {
-        cli_error("%s [%s]", err, wpack_error_name(se));
-        goto done;
+    if (stats_file) {
+        wpack_import_options so;
+        wpack_import_options_init(&so);
+        so.stats_file = stats_file;
+        so.err = err;
+        so.err_size = sizeof err;
+        int se = wpack_import_add(imp, NULL, &so);
+        if (se != WPACK_OK) {
+            cli_error("%s [%s]", err, wpack_error_name(se));
+            goto done;
+        }
     }
     for (size_t k = 0; k < nmap; k++) {
         char *other;
@@ -596,9 +420,9 @@ int cmd_create(int argc, char **argv)
     }
     rc = CLI_OK;
 done:
+    wpack_import_close(imp);
     wpack_writer_abort(w);
     cli_files_free(&guard);
-    wpk_sink_free(&sink);
     free(optv);
     free(inopts);
     free(only);

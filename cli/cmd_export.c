@@ -3,7 +3,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "export.h"
+#include "wpack_import.h"
 
 static const char help[] =
     "usage: wpack export ARCHIVE --to safetensors|npz|tar -o FILE\n"
@@ -31,20 +31,6 @@ static const char help[] =
     "                      is written (checked by default: a mismatch fails naming\n"
     "                      the tensor, and FILE does not appear)\n"
     "  -q, --quiet         no progress or summary line\n";
-
-/* An upper bound on what wpk_export writes: every tensor's bytes plus room
- * for its header record (JSON entry, .npy header, tar/zip headers). */
-static uint64_t export_size(const wpack_archive *ar)
-{
-    uint64_t total = 8192;
-    for (uint64_t i = 0; i < wpack_count(ar); i++) {
-        wpack_tensor t;
-        wpack_tensor_at(ar, i, &t);
-        uint64_t add = t.nbytes + 2048 + 2 * (uint64_t)t.name_len;
-        total = total > UINT64_MAX - add ? UINT64_MAX : total + add;
-    }
-    return total;
-}
 
 int cmd_export(int argc, char **argv)
 {
@@ -75,12 +61,8 @@ int cmd_export(int argc, char **argv)
             return CLI_USAGE;
         }
     }
-    int format = !to ? 0
-                 : strcmp(to, "safetensors") == 0 ? WPK_EXPORT_SAFETENSORS
-                 : strcmp(to, "npz") == 0         ? WPK_EXPORT_NPZ
-                 : strcmp(to, "tar") == 0         ? WPK_EXPORT_TAR
-                                                  : -1;
-    if (!in || !out || format <= 0) {
+    int format = wpack_export_format_from_name(to);
+    if (!in || !out || !format) {
         cli_error("export: %s (see wpack export --help)",
                   !in ? "no archive" : !out ? "-o FILE is required"
                   : !to ? "--to FORMAT is required" : "--to wants safetensors, npz or tar");
@@ -92,7 +74,7 @@ int cmd_export(int argc, char **argv)
     cli_files_free(&guard);
     if (!ar)
         return CLI_FAIL;
-    uint64_t need = export_size(ar), count = wpack_count(ar);
+    uint64_t need = wpack_export_size_bound(ar), count = wpack_count(ar);
     if (!cli_check_output("export", out, need, cli_input_bytes(ar), wo.max_output, 1)) {
         wpack_close(ar);
         return CLI_FAIL;
@@ -100,12 +82,18 @@ int cmd_export(int argc, char **argv)
     char err[1024];
     cli_progress prog;
     cli_progress_init(&prog, cli_data_bytes(ar), count, wo.quiet);
-    int rc = wpk_export(ar, format, out, cli_progress_tensor, &prog, err, sizeof err);
+    wpack_export_options eo;
+    wpack_export_options_init(&eo);
+    eo.progress = cli_progress_tensor;
+    eo.progress_user = &prog;
+    eo.err = err;
+    eo.err_size = sizeof err;
+    int rc = wpack_export_file(ar, out, format, &eo);
     if (prog.done_items)
         cli_progress_done(&prog);
     wpack_close(ar);
     if (rc) {
-        cli_error("%s: %s [%s]", out, err, wpack_error_name(rc));
+        cli_error("%s [%s]", err, wpack_error_name(rc));
         return CLI_FAIL;
     }
     struct stat sb;

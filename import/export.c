@@ -1,4 +1,5 @@
-/* export.c - wpack archive -> safetensors / npz / tar (see export.h). */
+/* export.c - wpack archive -> safetensors / npz / tar (wpack_import.h,
+ * "exporting"). */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -12,10 +13,10 @@
 
 #include "atomic_file.h"
 #include "bytes.h"
-#include "export.h"
 #include "internal.h"
 #include "npy.h"
 #include "safetensors.h"
+#include "wpack_import.h"
 
 /* 1 when all n bytes were written. */
 static int write_all(int fd, const void *p, size_t n)
@@ -116,9 +117,9 @@ static int put_fd(void *ctx, const void *p, size_t n)
     return write_all(*(int *)ctx, p, n);
 }
 
-/* The progress callback of one wpk_export() call. */
+/* The progress callback of one wpack_export_file() call. */
 typedef struct {
-    wpk_export_done_fn fn;
+    wpack_export_progress_fn fn;
     void *user;
 } done_cb;
 
@@ -233,7 +234,7 @@ static int export_bundle(const wpack_archive *ar, int format, int fd, const done
         rc = WPACK_E_NOMEM;
         goto out;
     }
-    if (format == WPK_EXPORT_NPZ) {
+    if (format == WPACK_EXPORT_NPZ) {
         archive_write_set_format_zip(a);
         archive_write_set_options(a, "zip:compression=store");
     } else {
@@ -284,18 +285,74 @@ out:
     return rc;
 }
 
-int wpk_export(const wpack_archive *ar, int format, const char *out, wpk_export_done_fn done,
-               void *user, char *err, size_t errlen)
+int wpack_export_format_from_name(const char *name)
 {
-    done_cb cb = {done, user};
-    err[0] = 0;
-    wpk_atomic t;
-    int rc = wpk_atomic_open(&t, out, 0, err, errlen);
-    if (!rc)
-        rc = format == WPK_EXPORT_SAFETENSORS ? export_safetensors(ar, t.fd, &cb, err, errlen)
-                                              : export_bundle(ar, format, t.fd, &cb, err, errlen);
-    if (!rc)
-        rc = wpk_atomic_commit(&t, err, errlen);
-    wpk_atomic_abort(&t);
+    return !name                            ? 0
+           : strcmp(name, "safetensors") == 0 ? WPACK_EXPORT_SAFETENSORS
+           : strcmp(name, "npz") == 0         ? WPACK_EXPORT_NPZ
+           : strcmp(name, "tar") == 0         ? WPACK_EXPORT_TAR
+                                              : 0;
+}
+
+void wpack_export_options_init(wpack_export_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+}
+
+/* Every tensor's bytes plus room for its header record (JSON entry, .npy
+ * header, tar/zip headers), saturating. */
+uint64_t wpack_export_size_bound(const wpack_archive *ar)
+{
+    uint64_t total = 8192;
+    for (uint64_t i = 0; i < wpack_count(ar); i++) {
+        wpack_tensor t;
+        wpack_tensor_at(ar, i, &t);
+        uint64_t add = t.nbytes + 2048 + 2 * (uint64_t)t.name_len;
+        total = total > UINT64_MAX - add ? UINT64_MAX : total + add;
+    }
+    return total;
+}
+
+int wpack_export_file(const wpack_archive *ar, const char *path, int format,
+                      const wpack_export_options *opt)
+{
+    wpack_export_options o;
+    wpack_export_options_init(&o);
+    if (opt)
+        o = *opt;
+    char err[1024] = "";
+    int rc = WPACK_OK;
+    for (size_t k = 0; k < 4; k++) /* reserved and reserved_ptr: 4 each */
+        if (o.reserved[k] || o.reserved_ptr[k]) {
+            wpk_fmt(err, sizeof err, "wpack_export_options: reserved field %zu is not zero "
+                    "(built against a newer wpack_import.h?)", k);
+            rc = WPACK_E_INVALID_ARGUMENT;
+        }
+    if (!rc && (!ar || !path)) {
+        wpk_fmt(err, sizeof err, "wpack_export_file: %s is NULL", !ar ? "the archive" : "path");
+        rc = WPACK_E_INVALID_ARGUMENT;
+    }
+    if (!rc && format != WPACK_EXPORT_SAFETENSORS && format != WPACK_EXPORT_NPZ &&
+        format != WPACK_EXPORT_TAR) {
+        wpk_fmt(err, sizeof err, "%s: unknown export format %d", path, format);
+        rc = WPACK_E_INVALID_ARGUMENT;
+    }
+    if (!rc) {
+        char m[900] = "";
+        done_cb cb = {o.progress, o.progress_user};
+        wpk_atomic t;
+        rc = wpk_atomic_open(&t, path, 0, m, sizeof m);
+        if (!rc)
+            rc = format == WPACK_EXPORT_SAFETENSORS
+                     ? export_safetensors(ar, t.fd, &cb, m, sizeof m)
+                     : export_bundle(ar, format, t.fd, &cb, m, sizeof m);
+        if (!rc)
+            rc = wpk_atomic_commit(&t, m, sizeof m);
+        wpk_atomic_abort(&t);
+        if (rc)
+            wpk_fmt(err, sizeof err, "%s: %s", path, m);
+    }
+    if (o.err && o.err_size)
+        wpk_fmt(o.err, o.err_size, "%s", err);
     return rc;
 }

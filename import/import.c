@@ -39,11 +39,12 @@ static int looks_like_tar(const uint8_t *b, size_t n)
     return n >= 262 && memcmp(b + 257, "ustar", 5) == 0;
 }
 
-int wpk_import_detect(const char *path, char *err, size_t errlen)
+int wpk_import_detect(const char *path, int *code, char *err, size_t errlen)
 {
     struct stat st;
     char msg[400];
-    int code, fd = wpk_open_input(AT_FDCWD, path, 0, &st, &code, msg, sizeof msg);
+    *code = 0;
+    int fd = wpk_open_input(AT_FDCWD, path, 0, &st, code, msg, sizeof msg);
     if (fd < 0) {
         wpk_fmt(err, errlen, "%s: %s", path, msg);
         return WPK_IN_UNKNOWN;
@@ -52,6 +53,7 @@ int wpk_import_detect(const char *path, char *err, size_t errlen)
     ssize_t n = pread(fd, b, sizeof b, 0);
     close(fd);
     if (n < 0) {
+        *code = WPACK_E_IO;
         wpk_fmt(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return WPK_IN_UNKNOWN;
     }
@@ -142,7 +144,7 @@ static int fortran_stream(wpk_sink *s, const char *name, const npy_header *h, wp
                           void *ctx, uint8_t *buf)
 {
     char tmpl[4096];
-    const char *dir = getenv("TMPDIR");
+    const char *dir = s->o ? s->o->temp_dir : NULL; /* the caller's $TMPDIR */
     wpk_fmt(tmpl, sizeof tmpl, "%s/wpack-fortran-XXXXXX", dir && *dir ? dir : "/tmp");
     int fd = mkstemp(tmpl);
     if (fd < 0)

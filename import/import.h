@@ -20,6 +20,7 @@
 
 #include "weightstats.h"
 #include "wpack.h"
+#include "wpack_import.h"
 
 typedef enum {
     WPK_IN_UNKNOWN = 0,
@@ -51,6 +52,7 @@ typedef struct {
     int follow_links;            /* 1: follow symlinks among the files an input names (a
                                   * manifest's data files, safetensors shards); 0: refuse
                                   * them (WPACK_E_FILE_TYPE) */
+    const char *temp_dir;        /* Fortran-order bundle members spill here; NULL: /tmp */
 } wpk_import_opts;
 
 typedef void (*wpk_progress_fn)(void *user, uint64_t bytes_done);
@@ -173,8 +175,15 @@ int st_index_check(void *root, const char ***files, size_t *nfiles, char *err, s
 int safetensors_pack_mapped(wpk_sink *s, const wpk_mapped *m, int with_meta);
 
 /* What the file at path is, by its first bytes (and, for a zip, by its
- * central directory). WPK_IN_UNKNOWN with a message when nothing fits. */
-int wpk_import_detect(const char *path, char *err, size_t errlen);
+ * central directory). WPK_IN_UNKNOWN with a message when nothing fits
+ * (*code: why the file could not be opened, else 0). */
+int wpk_import_detect(const char *path, int *code, char *err, size_t errlen);
+/* The same for any path: WPACK_INPUT_DIRECTORY for a directory, and
+ * *code always set when the result is WPK_IN_UNKNOWN (import_walk.c). */
+int wpk_detect_input(const char *path, int *code, char *err, size_t errlen);
+/* wpack_import_list with the message in err (import_walk.c); o is whole. */
+int wpk_import_list(const char *path, const wpack_import_options *o, wpack_import_item_fn fn,
+                    void *user, char *err, size_t errlen);
 
 /* The bytes an input brings, for progress and output caps: its size, and
  * for a JSON manifest or safetensors index also the size of each distinct

@@ -11,7 +11,6 @@
 #include "bytes.h"
 #include "import.h"
 #include "internal.h"
-#include "writer.h"
 
 #define CAST_ELEMS (1u << 20) /* elements per cast block */
 
@@ -321,7 +320,7 @@ int wpk_sink_room(wpk_sink *s, const char *what, uint64_t nbytes)
 {
     if (s->o && s->o->cast)
         return WPACK_OK;
-    int rc = wpk_writer_room(s->w, what, nbytes);
+    int rc = wpack_writer_room(s->w, what, nbytes);
     return rc ? wpk_sink_fail(s, rc, "%s", wpack_writer_errmsg(s->w)) : WPACK_OK;
 }
 

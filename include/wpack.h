@@ -621,6 +621,12 @@ int wpack_writer_add_stats(wpack_writer *w, const wpack_stats_in *s);
 
 /* Number of tensors added so far (all kinds). */
 uint64_t wpack_writer_count(const wpack_writer *w);
+/* Would nbytes more tensor bytes fit under opt.max_data_bytes? WPACK_OK
+ * (always, without a cap), or WPACK_E_TOO_LARGE with a message (in
+ * wpack_writer_errmsg) naming what, the size and the cap; the writer then
+ * stays usable. begin_tensor asks this for each tensor; an importer that
+ * knows its total in advance asks once, before writing anything. */
+int wpack_writer_room(wpack_writer *w, const char *what, uint64_t nbytes);
 
 /* Write the index and trailer, fsync, rename into place, fsync the directory,
  * and free the writer (whatever the result). On failure nothing appears at

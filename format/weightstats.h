@@ -1,6 +1,9 @@
-/* weightstats.h - streaming per-tensor statistics of float tensors. */
-#ifndef WPACK_PACKER_WEIGHTSTATS_H
-#define WPACK_PACKER_WEIGHTSTATS_H
+/* weightstats.h - streaming per-tensor statistics of float tensors: a pure
+ * computation shared by the writer (automatic weight stats, histograms) and
+ * libwpack-import (the stats of a tensor's values before --cast), so it
+ * lives with the other shared internals in format/. */
+#ifndef WPACK_FORMAT_WEIGHTSTATS_H
+#define WPACK_FORMAT_WEIGHTSTATS_H
 
 #include <stddef.h>
 #include <stdint.h>
