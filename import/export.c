@@ -13,6 +13,8 @@
 #include "atomic_file.h"
 #include "bytes.h"
 #include "export.h"
+#include "gguf.h"
+#include "irpa.h"
 #include "internal.h"
 #include "npy.h"
 #include "safetensors.h"
@@ -98,9 +100,9 @@ static int put_piece(void *user, const void *p, size_t n)
 
 /* Streamed: each zstd chunk decoded once, and checked against the tensor's
  * XXH3 when the archive was opened with WPACK_OPEN_VERIFY_READS. */
-static int copy_tensor(const wpack_archive *ar, const wpack_tensor *t,
-                       int (*put)(void *, const void *, size_t), void *ctx, char *err,
-                       size_t errlen)
+int wpk_export_copy(const wpack_archive *ar, const wpack_tensor *t,
+                    int (*put)(void *, const void *, size_t), void *ctx, char *err,
+                    size_t errlen)
 {
     put_job j = {put, ctx};
     int rc = wpack_read_stream(ar, t->index, put_piece, &j, 0);
@@ -193,7 +195,7 @@ static int export_safetensors(const wpack_archive *ar, int fd, const done_cb *cb
     for (uint64_t i = 0; i < n && !rc; i++) {
         wpack_tensor t;
         if (!(rc = wpack_tensor_at(ar, i, &t)))
-            rc = copy_tensor(ar, &t, put_fd, &fd, err, errlen);
+            rc = wpk_export_copy(ar, &t, put_fd, &fd, err, errlen);
         if (!rc)
             tensor_done(cb, &t);
     }
@@ -268,7 +270,7 @@ static int export_bundle(const wpack_archive *ar, int format, int fd, const done
             rc = WPACK_E_IO;
             break;
         }
-        rc = copy_tensor(ar, &t, put_archive, a, err, errlen);
+        rc = wpk_export_copy(ar, &t, put_archive, a, err, errlen);
         if (!rc)
             tensor_done(cb, &t);
     }
@@ -291,7 +293,11 @@ int wpk_export(const wpack_archive *ar, int format, const char *out, wpk_export_
     err[0] = 0;
     wpk_atomic t;
     int rc = wpk_atomic_open(&t, out, 0, err, errlen);
-    if (!rc)
+    if (!rc && format == WPK_EXPORT_GGUF) /* issue 18 */
+        rc = gguf_export(ar, t.fd, done, user, err, errlen);
+    else if (!rc && format == WPK_EXPORT_IRPA) /* issue 18 */
+        rc = irpa_export(ar, t.fd, done, user, err, errlen);
+    else if (!rc)
         rc = format == WPK_EXPORT_SAFETENSORS ? export_safetensors(ar, t.fd, &cb, err, errlen)
                                               : export_bundle(ar, format, t.fd, &cb, err, errlen);
     if (!rc)
