@@ -112,14 +112,22 @@ static int64_t meta_index(const wpack_archive *ar, const char *key)
     return -1;
 }
 
-static int own_key(const char *k)
+/* k is key, or ends in "." + key (the bookkeeping of an input packed under --prefix). */
+static int is_key(const char *k, const char *key)
 {
-    return strncmp(k, "wpack.", 6) == 0 || strcmp(k, GGUF_META_KV_ORDER) == 0 ||
-           strcmp(k, GGUF_META_KV_TYPES) == 0 || strcmp(k, GGUF_META_TENSOR_ORDER) == 0;
+    size_t a = strlen(k), b = strlen(key);
+    return a == b ? strcmp(k, key) == 0 : a > b && k[a - b - 1] == '.' && strcmp(k + a - b, key) == 0;
 }
 
-/* The GGUF type a wpack value gets when no gguf.kv_types says otherwise;
- * -1 for an array of bytes elements. */
+static int own_key(const char *k)
+{
+    return strncmp(k, "wpack.", 6) == 0 || is_key(k, GGUF_META_KV_ORDER) ||
+           is_key(k, GGUF_META_KV_TYPES) || is_key(k, GGUF_META_TENSOR_ORDER);
+}
+
+/* The GGUF type a wpack value gets when no gguf.kv_types says otherwise
+ * (bytes: an array of u8; an array of bytes: an array of strings, which
+ * GGUF does not require to be UTF-8). */
 static int64_t default_type(const wpack_meta *m)
 {
     switch (m->type) {
@@ -133,7 +141,7 @@ static int64_t default_type(const wpack_meta *m)
                : m->elem_type == WPACK_META_I64  ? GGUF_KV_TYPE(GGUF_T_ARRAY, GGUF_T_I64)
                : m->elem_type == WPACK_META_F64  ? GGUF_KV_TYPE(GGUF_T_ARRAY, GGUF_T_F64)
                : m->elem_type == WPACK_META_BOOL ? GGUF_KV_TYPE(GGUF_T_ARRAY, GGUF_T_BOOL)
-                                                 : -1;
+                                                 : GGUF_KV_TYPE(GGUF_T_ARRAY, GGUF_T_STRING);
     }
 }
 

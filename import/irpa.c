@@ -64,9 +64,12 @@ static int parse_one(const uint8_t *p, uint64_t size, uint64_t base, irpa_file *
     uint16_t major = wpk_ld16(h + 4), minor = wpk_ld16(h + 6);
     if (major != 0 || minor != 0)
         return fail(err, errlen, WPACK_E_VERSION, "version %u.%u (wpack reads 0.0)", major, minor);
-    if (wpk_ld64(h + 8) != IRPA_HEADER_SIZE || !in_file(base, 0, IRPA_HEADER_SIZE, size))
-        return fail(err, errlen, WPACK_E_LAYOUT, "header size %llu, not %u (or cut short)",
+    if (wpk_ld64(h + 8) != IRPA_HEADER_SIZE)
+        return fail(err, errlen, WPACK_E_LAYOUT, "header size %llu, not %u",
                     (unsigned long long)wpk_ld64(h + 8), IRPA_HEADER_SIZE);
+    if (!in_file(base, 0, IRPA_HEADER_SIZE, size))
+        return fail(err, errlen, WPACK_E_TRUNCATED, "header at byte %llu is cut short",
+                    (unsigned long long)base);
     *next = wpk_ld64(h + 16);
     uint64_t count = wpk_ld64(h + 32);
     range es = ld_range(h + 40), ms = ld_range(h + 56), ss = ld_range(h + 72);
