@@ -108,6 +108,20 @@ def make(d):
     ]
     write(f"{d}/mixed.irpa", entries)
     write(f"{d}/empty.irpa", [])
+    # in wpack's own conventions (entries in name order, "wpack:DTYPE[DIMS]"
+    # metadata): wpack create + export --to irpa gives back these bytes
+    ref = [
+        {"name": "a.weight", "kind": "data", "meta": b"wpack:f32[2,3]",
+         "data": np.arange(6, dtype=np.float32).tobytes()},
+        {"name": "b.bias", "kind": "splat", "meta": b"wpack:f32[4]", "pattern": struct.pack("<f", -1),
+         "length": 16},
+        {"name": "c.ids", "kind": "data", "meta": b"wpack:i64[3]",
+         "data": np.array([1, -2, 3], dtype=np.int64).tobytes()},
+        {"name": "d.raw", "kind": "data", "meta": b"wpack:u8[5]", "data": b"12345"},
+        {"name": "e.half", "kind": "splat", "meta": b"wpack:f16[2,2]", "pattern": b"\x00\x3c", "length": 8},
+        {"name": "f.scalar", "kind": "data", "meta": b"wpack:f64[]", "data": struct.pack("<d", 2.5)},
+    ]
+    write(f"{d}/ref.irpa", ref)
 
 
 def hostile(d):
