@@ -45,7 +45,8 @@ static int put(void *ctx, const void *p, size_t n)
     }
     if (o->n + n > sizeof o->buf && !flush(o))
         return 0;
-    memcpy(o->buf + o->n, p, n);
+    if (n)
+        memcpy(o->buf + o->n, p, n);
     o->n += n;
     return 1;
 }

@@ -263,6 +263,8 @@ static int by_begin(const void *a, const void *b)
 /* The first name that appears twice in v (sorted in place), or NULL. */
 static const span *duplicate(span *v, uint64_t n)
 {
+    if (n < 2)
+        return NULL;
     qsort(v, (size_t)n, sizeof *v, by_bytes);
     for (uint64_t i = 1; i < n; i++)
         if (by_bytes(&v[i - 1], &v[i]) == 0)
@@ -326,7 +328,7 @@ static int check_data(cur *c, gguf_file *g)
     }
     /* No two tensors share bytes: aliasing one range many times would make a
      * small file expand into a huge archive. */
-    if (!rc) {
+    if (!rc && g->n_tensors > 1) {
         qsort(v, (size_t)g->n_tensors, sizeof *v, by_begin);
         const span *last = NULL; /* the non-empty tensor reaching furthest so far */
         for (uint64_t i = 0; i < g->n_tensors && !rc; i++) {
