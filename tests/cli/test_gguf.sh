@@ -120,15 +120,5 @@ expect_fail fake_gguf_named "no GGUF magic.*\[WPACK_E_BAD_MAGIC\]" "$WPACK" crea
 "$WPACK" create --help | grep -q "GGUF v2/v3" && pass create_help || fail create_help
 
 # --- hostile files: each its own code, never a signal, never an output file
-n=0
-while read -r file code; do
-    case $file in "#"*|"") continue ;; esac
-    n=$((n + 1))
-    expect_fail "hostile_${file%.gguf}" "\[$code\]" "$WPACK" create -q -o "$T/h.wpack" "$H/$file"
-    if ls "$T"/h.wpack* >/dev/null 2>&1; then fail "hostile_${file%.gguf}_no_output"; fi
-done <"$H/EXPECT"
-[ "$n" -ge 30 ] && pass hostile_all_listed || fail hostile_all_listed "only $n files in EXPECT"
-for f in "$H"/*.gguf; do
-    grep -q "^$(basename "$f") " "$H/EXPECT" || fail "hostile_unlisted_$(basename "$f")"
-done
+expect_hostile_dir "$H" gguf 30
 finish

@@ -122,15 +122,5 @@ fi
 "$WPACK" export --help | grep -q "irpa  *an IREE parameter archive" && pass export_help || fail export_help
 
 # --- hostile files: each its own code, never a signal, never an output file
-n=0
-while read -r file code; do
-    case $file in "#"*|"") continue ;; esac
-    n=$((n + 1))
-    expect_fail "hostile_${file%.irpa}" "\[$code\]" "$WPACK" create -q -o "$T/h.wpack" "$H/$file"
-    if ls "$T"/h.wpack* >/dev/null 2>&1; then fail "hostile_${file%.irpa}_no_output"; fi
-done <"$H/EXPECT"
-[ "$n" -ge 20 ] && pass hostile_all_listed || fail hostile_all_listed "only $n files in EXPECT"
-for f in "$H"/*.irpa; do
-    grep -q "^$(basename "$f") " "$H/EXPECT" || fail "hostile_unlisted_$(basename "$f")"
-done
+expect_hostile_dir "$H" irpa 20
 finish
