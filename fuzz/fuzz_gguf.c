@@ -90,11 +90,14 @@ static void check_irpa(const uint8_t *buf, size_t size)
             FUZZ_ASSERT(e->type == IRPA_SPLAT && e->pattern_len && e->pattern_len <= 16 &&
                             e->length % e->pattern_len == 0, "bad splat accepted");
         }
-        int dtype;
-        unsigned rank;
-        uint64_t dims[WPACK_MAX_RANK];
-        if (irpa_meta_parse(e->meta, e->meta_len, &dtype, &rank, dims))
-            FUZZ_ASSERT(rank <= WPACK_MAX_RANK && wpack_dtype_size(dtype), "metadata parse");
+        irpa_meta m;
+        if (irpa_meta_parse(e->meta, e->meta_len, &m)) {
+            FUZZ_ASSERT(m.rank <= WPACK_MAX_RANK, "metadata rank %u", m.rank);
+            FUZZ_ASSERT(m.dtype ? wpack_dtype_size(m.dtype) != 0
+                                : m.block[0] && m.block_elems && m.block_bytes &&
+                                      m.params_len <= sizeof m.params, "metadata dtype");
+            (void)irpa_meta_nbytes(&m);
+        }
     }
     irpa_free(&f);
 }

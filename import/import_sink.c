@@ -409,8 +409,11 @@ int wpk_sink_splat(wpk_sink *s, const char *name, int dtype, unsigned rank, cons
         fill = le;
     }
     uint64_t one = 1;
-    int rc = added(s, wpack_writer_add_splat(s->w, n, dst, rank, rank ? dims : &one, fill,
-                                             wpack_dtype_size(dst)), n);
+    size_t fs = wpack_dtype_size(dst);
+    for (struct wpk_sink_dtype *d = s->dtypes; d && !fs; d = d->next)
+        if (d->code == dst) /* a block dtype's element is one block */
+            fs = d->block_bytes;
+    int rc = added(s, wpack_writer_add_splat(s->w, n, dst, rank, rank ? dims : &one, fill, fs), n);
     free(n);
     return rc;
 }

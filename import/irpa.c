@@ -1,8 +1,9 @@
 /*
  * irpa.c - a strict reader of IREE parameter archives (irpa.h) and the
  * importer: data entries become tensors (u8 [length], or the dtype and dims
- * of wpack's own entry metadata), splat entries splats (u8/u16/u32/u64 by
- * pattern length; a 16-byte pattern is written out in full). External
+ * of wpack's own entry metadata, block dtypes included), splat entries
+ * splats (u8/u16/u32/u64 by pattern length, or wpack's dtype; a 16-byte
+ * pattern without a dtype that wide is written out in full). External
  * entries name files on disk and are refused.
  */
 #include <stdarg.h>
@@ -202,34 +203,82 @@ void irpa_free(irpa_file *f)
     f->n = 0;
 }
 
-int irpa_meta_parse(const uint8_t *meta, uint64_t len, int *dtype, unsigned *rank,
-                    uint64_t *dims)
+static int hexval(char c)
 {
-    char b[256];
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A decimal u64 at *s (advanced), or 0 with *ok cleared. */
+static uint64_t number(const char **s, int *ok)
+{
+    uint64_t v = 0;
+    if (**s < '0' || **s > '9')
+        *ok = 0;
+    for (; **s >= '0' && **s <= '9'; ++*s) {
+        if (v > (UINT64_MAX - 9) / 10)
+            *ok = 0;
+        v = v * 10 + (uint64_t)(**s - '0');
+    }
+    return v;
+}
+
+/* "NAME/ELEMS/BYTES/HEX" of a block dtype into m. */
+static int parse_block(char *d, irpa_meta *m)
+{
+    char *a = strchr(d, '/');
+    if (!a || (size_t)(a - d) >= sizeof m->block || a == d)
+        return 0;
+    memcpy(m->block, d, (size_t)(a - d));
+    m->block[a - d] = 0;
+    const char *s = a + 1;
+    int ok = 1;
+    uint64_t be = number(&s, &ok);
+    if (!ok || *s++ != '/')
+        return 0;
+    uint64_t bb = number(&s, &ok);
+    if (!ok || *s++ != '/' || !be || !bb || be > UINT32_MAX || bb > UINT32_MAX)
+        return 0;
+    m->block_elems = (uint32_t)be;
+    m->block_bytes = (uint32_t)bb;
+    size_t n = strlen(s);
+    if (n % 2 || n / 2 > sizeof m->params)
+        return 0;
+    for (size_t k = 0; k < n / 2; k++) {
+        int hi = hexval(s[2 * k]), lo = hexval(s[2 * k + 1]);
+        if (hi < 0 || lo < 0)
+            return 0;
+        m->params[k] = (uint8_t)(hi << 4 | lo);
+    }
+    m->params_len = n / 2;
+    return 1;
+}
+
+int irpa_meta_parse(const uint8_t *meta, uint64_t len, irpa_meta *m)
+{
+    char b[IRPA_META_MAX];
+    memset(m, 0, sizeof *m);
     if (len < 8 || len >= sizeof b || memcmp(meta, "wpack:", 6) != 0 || meta[len - 1] != ']')
         return 0;
     memcpy(b, meta + 6, (size_t)len - 6);
     b[len - 6] = 0;
+    if (memchr(b, 0, (size_t)len - 6))
+        return 0;
     char *br = strchr(b, '[');
     if (!br)
         return 0;
     *br = 0;
-    if (!(*dtype = wpack_dtype_from_name(b)))
+    if (strchr(b, '/') ? !parse_block(b, m) : !(m->dtype = wpack_dtype_from_name(b)))
         return 0;
-    *rank = 0;
     const char *s = br + 1;
     if (*s == ']')
         return s[1] == 0;
     for (;;) {
-        if (*rank >= WPACK_MAX_RANK || *s < '0' || *s > '9')
+        int ok = 1;
+        if (m->rank >= WPACK_MAX_RANK)
             return 0;
-        uint64_t v = 0;
-        for (; *s >= '0' && *s <= '9'; s++) {
-            if (v > (UINT64_MAX - 9) / 10)
-                return 0;
-            v = v * 10 + (uint64_t)(*s - '0');
-        }
-        dims[(*rank)++] = v;
+        m->dims[m->rank++] = number(&s, &ok);
+        if (!ok)
+            return 0;
         if (*s == ']')
             return s[1] == 0;
         if (*s++ != ',')
@@ -237,28 +286,50 @@ int irpa_meta_parse(const uint8_t *meta, uint64_t len, int *dtype, unsigned *ran
     }
 }
 
+uint64_t irpa_meta_nbytes(const irpa_meta *m)
+{
+    uint64_t n = 1;
+    for (unsigned k = 0; k < m->rank; k++) {
+        if (m->dims[k] && n > UINT64_MAX / m->dims[k])
+            return UINT64_MAX;
+        n *= m->dims[k];
+    }
+    if (m->dtype) {
+        size_t es = wpack_dtype_size(m->dtype);
+        return n > UINT64_MAX / es ? UINT64_MAX : n * es;
+    }
+    if (!m->rank || m->dims[m->rank - 1] % m->block_elems)
+        return UINT64_MAX;
+    n /= m->block_elems;
+    return n > UINT64_MAX / m->block_bytes ? UINT64_MAX : n * m->block_bytes;
+}
+
 /* ------------------------------------------------------------ import */
 
 /* The dtype and dims of entry x: wpack's own metadata when it fits the
  * length and the pattern, else bytes (splat: unsigned of the pattern's size). */
-static void entry_shape(const irpa_entry *x, int *dtype, unsigned *rank, uint64_t *dims)
+static int entry_shape(wpk_sink *s, const irpa_entry *x, int *dtype, unsigned *rank,
+                       uint64_t *dims)
 {
-    if (irpa_meta_parse(x->meta, x->meta_len, dtype, rank, dims)) {
-        uint64_t n = wpack_dtype_size(*dtype);
-        for (unsigned k = 0; k < *rank && n; k++)
-            n = dims[k] && n > UINT64_MAX / dims[k] ? 0 : n * dims[k];
-        int whole = 1;
-        for (unsigned k = 0; k < *rank; k++)
-            whole = whole && dims[k];
-        if ((n == x->length || (!whole && x->length == 0)) &&
-            (x->type == IRPA_DATA || wpack_dtype_size(*dtype) == x->pattern_len))
-            return;
+    irpa_meta m;
+    if (irpa_meta_parse(x->meta, x->meta_len, &m) && irpa_meta_nbytes(&m) == x->length) {
+        uint64_t elem = m.dtype ? wpack_dtype_size(m.dtype) : m.block_bytes;
+        if (x->type == IRPA_DATA || elem == x->pattern_len) {
+            *rank = m.rank;
+            memcpy(dims, m.dims, sizeof m.dims);
+            *dtype = m.dtype;
+            if (m.dtype)
+                return WPACK_OK;
+            return wpk_sink_block_dtype(s, m.block, m.block_elems, m.block_bytes, m.params,
+                                        m.params_len, dtype);
+        }
     }
     unsigned pl = x->type == IRPA_SPLAT ? x->pattern_len : 1;
     *dtype = pl == 1 ? WPACK_DTYPE_U8 : pl == 2 ? WPACK_DTYPE_U16 : pl == 4 ? WPACK_DTYPE_U32
              : pl == 8 ? WPACK_DTYPE_U64 : WPACK_DTYPE_U8;
     *rank = 1;
     dims[0] = pl == 16 ? x->length : x->length / pl;
+    return WPACK_OK;
 }
 
 enum { PIECE = 4 << 20 };
@@ -268,10 +339,12 @@ static int put_entry(wpk_sink *s, const wpk_mapped *m, const irpa_entry *x, cons
     int dtype;
     unsigned rank;
     uint64_t dims[WPACK_MAX_RANK];
-    entry_shape(x, &dtype, &rank, dims);
-    if (x->type == IRPA_SPLAT && x->pattern_len < 16)
+    int rc = entry_shape(s, x, &dtype, &rank, dims);
+    if (rc)
+        return rc;
+    if (x->type == IRPA_SPLAT && (x->pattern_len < 16 || dtype >= WPACK_DTYPE_BLOCK_BASE))
         return wpk_sink_splat(s, name, dtype, rank, dims, x->pattern);
-    int rc = wpk_sink_begin(s, name, dtype, rank, dims);
+    rc = wpk_sink_begin(s, name, dtype, rank, dims);
     if (rc)
         return rc;
     if (x->type == IRPA_SPLAT) { /* 16-byte pattern: no dtype that wide, write it out */

@@ -54,11 +54,24 @@ typedef struct {
 int irpa_parse(const uint8_t *p, size_t len, irpa_file *f, char *err, size_t errlen);
 void irpa_free(irpa_file *f);
 
-/* The dtype and dims wpack writes into an entry's metadata,
- * "wpack:DTYPE[D0,D1,...]" (built-in dtypes only): 1 when meta holds them
- * for nbytes bytes of elem-size elements. */
-int irpa_meta_parse(const uint8_t *meta, uint64_t len, int *dtype, unsigned *rank,
-                    uint64_t *dims);
+/* The dtype and dims wpack writes into an entry's metadata:
+ * "wpack:DTYPE[D0,D1,...]" for a built-in dtype, "wpack:NAME/ELEMS/BYTES/HEX[...]"
+ * for a block dtype (its name, block geometry and params in hex). */
+typedef struct {
+    int dtype;                 /* built-in dtype, or 0 for the block dtype below */
+    unsigned rank;
+    uint64_t dims[WPACK_MAX_RANK];
+    char block[64];            /* block dtype name */
+    uint32_t block_elems, block_bytes;
+    uint8_t params[32];
+    size_t params_len;
+} irpa_meta;
+#define IRPA_META_MAX 256      /* bytes of such metadata at most */
+/* 1 when meta is well-formed wpack metadata (not yet checked against a length). */
+int irpa_meta_parse(const uint8_t *meta, uint64_t len, irpa_meta *m);
+/* Its logical size in bytes, or UINT64_MAX when it has none (overflow, a
+ * block dtype whose last dim is not a multiple of its block). */
+uint64_t irpa_meta_nbytes(const irpa_meta *m);
 
 /* An archive written as an .irpa to fd (import/irpa_export.c). */
 typedef void (*irpa_done_fn)(void *user, const wpack_tensor *t);

@@ -4,8 +4,9 @@
  * (what `wpack resolve --emit iree` references), in name order. A splat whose
  * element is 1, 2, 4, 8 or 16 bytes stays a splat entry; an alias is a data
  * entry sharing its target's bytes; everything else is a data entry with its
- * bytes 64-aligned. Each entry's metadata is "wpack:DTYPE[D0,...]" for
- * built-in dtypes, so `wpack create` gets dtype and dims back (IREE ignores it).
+ * bytes 64-aligned. Each entry's metadata is "wpack:DTYPE[D0,...]" (a block
+ * dtype as NAME/ELEMS/BYTES/HEXPARAMS), so `wpack create` gets dtype and dims
+ * back (IREE ignores it).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -50,7 +51,7 @@ typedef struct {
     wpack_tensor t;
     int splat;            /* written as a splat entry */
     uint64_t store;       /* data: offset in the storage segment (of the target for an alias) */
-    char meta[200];
+    char meta[IRPA_META_MAX];
     size_t meta_len;
 } plan;
 
@@ -69,9 +70,24 @@ int irpa_export(const wpack_archive *ar, int fd, irpa_done_fn done, void *user, 
         plan *p = &v[i];
         if ((rc = wpack_tensor_at(ar, i, &p->t)))
             break;
-        const char *dn = wpack_dtype_name(p->t.dtype);
+        const char *dn = wpack_dtype_name(p->t.dtype), *bn = NULL;
+        uint32_t be = 0, bb = 0;
+        const void *params = NULL;
+        uint64_t plen = 0;
+        if (!dn && p->t.dtype >= WPACK_DTYPE_BLOCK_BASE &&
+            wpack_block_dtype_at(ar, (uint64_t)(p->t.dtype - WPACK_DTYPE_BLOCK_BASE), &bn, &be,
+                                 &bb, &params, &plen) == WPACK_OK &&
+            strlen(bn) < 64 && !strpbrk(bn, "/[") && plen <= 32)
+            dn = bn;
         if (dn) {
-            int o = snprintf(p->meta, sizeof p->meta, "wpack:%s[", dn);
+            int o = snprintf(p->meta, sizeof p->meta, "wpack:%s", dn);
+            if (dn == bn) { /* a block dtype: its geometry and params travel along */
+                o += snprintf(p->meta + o, sizeof p->meta - (size_t)o, "/%u/%u/", be, bb);
+                for (uint64_t k = 0; k < plen; k++)
+                    o += snprintf(p->meta + o, sizeof p->meta - (size_t)o, "%02x",
+                                  ((const uint8_t *)params)[k]);
+            }
+            o += snprintf(p->meta + o, sizeof p->meta - (size_t)o, "[");
             for (unsigned k = 0; k < p->t.rank; k++)
                 o += snprintf(p->meta + o, sizeof p->meta - (size_t)o, k ? ",%llu" : "%llu",
                               (unsigned long long)p->t.dims[k]);

@@ -63,6 +63,21 @@ expect create_empty "$WPACK" create -q --allow-empty -o "$T/e.wpack" "$T/empty.i
 expect export_empty "$WPACK" export -q "$T/e.wpack" --to irpa -o "$T/e.irpa"
 cmp -s "$T/empty.irpa" "$T/e.irpa" && pass empty_identical || fail empty_identical
 
+# --- block dtypes travel in the entry metadata: GGUF -> wpack -> irpa -> wpack -> GGUF
+"$PY" "$TESTS_DIR/cli/gguf_tool.py" make "$T" && pass gguf_files || fail gguf_files
+expect create_gguf "$WPACK" create -q -o "$T/g.wpack" "$T/base.gguf"
+expect export_gguf_irpa "$WPACK" export -q "$T/g.wpack" --to irpa -o "$T/g.irpa"
+expect create_gguf_irpa "$WPACK" create -q -o "$T/g2.wpack" "$T/g.irpa"
+expect export_back_gguf "$WPACK" export -q "$T/g2.wpack" --to gguf -o "$T/g2.gguf"
+"$PY" - "$T/base.gguf" "$T/g2.gguf" "$TESTS_DIR/cli/gguf_tool.py" <<'EOF' && pass block_dtypes_through_irpa || fail block_dtypes_through_irpa
+import sys, importlib.util
+spec = importlib.util.spec_from_file_location("g", sys.argv[3]); g = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(g)
+a = {n: (t, ne, d) for n, t, ne, d in g.read(sys.argv[1])[2]}
+b = {n: (t, ne, d) for n, t, ne, d in g.read(sys.argv[2])[2]}
+assert a.keys() == b.keys() and all(a[k] == b[k] for k in a), [k for k in a if a[k] != b.get(k)]
+EOF
+
 # --- aliases and splats from a torch checkpoint (tied weights, an expand view)
 "$PY" -c "
 import torch

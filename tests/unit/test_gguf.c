@@ -172,18 +172,28 @@ static void test_import_block_dtypes(void)
 
 static void test_irpa_meta(void)
 {
-    int dt;
-    unsigned rank;
-    uint64_t dims[WPACK_MAX_RANK];
+    irpa_meta m;
 #define M(s) (const uint8_t *)(s), sizeof(s) - 1
-    CHECK(irpa_meta_parse(M("wpack:f32[2,3]"), &dt, &rank, dims) && dt == WPACK_DTYPE_F32 &&
-              rank == 2 && dims[1] == 3, "f32[2,3]");
-    CHECK(irpa_meta_parse(M("wpack:i8[]"), &dt, &rank, dims) && rank == 0, "rank 0");
-    CHECK(!irpa_meta_parse(M("wpack:f32[2,]"), &dt, &rank, dims), "trailing comma");
-    CHECK(!irpa_meta_parse(M("wpack:q4[2]"), &dt, &rank, dims), "unknown dtype");
-    CHECK(!irpa_meta_parse(M("wpack:f32[1,1,1,1,1,1,1,1,1]"), &dt, &rank, dims), "rank 9");
-    CHECK(!irpa_meta_parse(M("wpack:f32[99999999999999999999]"), &dt, &rank, dims), "overflow");
-    CHECK(!irpa_meta_parse(M("wpack:f32[2]x"), &dt, &rank, dims), "trailing bytes");
+    CHECK(irpa_meta_parse(M("wpack:f32[2,3]"), &m) && m.dtype == WPACK_DTYPE_F32 &&
+              m.rank == 2 && m.dims[1] == 3 && irpa_meta_nbytes(&m) == 24, "f32[2,3]");
+    CHECK(irpa_meta_parse(M("wpack:i8[]"), &m) && m.rank == 0 && irpa_meta_nbytes(&m) == 1,
+          "rank 0");
+    CHECK(irpa_meta_parse(M("wpack:ggml.q4_0/32/18/6767686d02000000[3,64]"), &m) && !m.dtype &&
+              strcmp(m.block, "ggml.q4_0") == 0 && m.block_elems == 32 && m.block_bytes == 18 &&
+              m.params_len == 8 && m.params[4] == 2 && irpa_meta_nbytes(&m) == 3 * 2 * 18,
+          "block dtype");
+    CHECK(irpa_meta_parse(M("wpack:ggml.q4_0/32/18/[3,33]"), &m) &&
+              irpa_meta_nbytes(&m) == UINT64_MAX, "last dim not a multiple of the block");
+    CHECK(!irpa_meta_parse(M("wpack:q/0/18/[2]"), &m), "zero block");
+    CHECK(!irpa_meta_parse(M("wpack:q/1/1/abc[2]"), &m), "odd hex");
+    CHECK(!irpa_meta_parse(M("wpack:/1/1/[2]"), &m), "no name");
+    CHECK(!irpa_meta_parse(M("wpack:f32[2,]"), &m), "trailing comma");
+    CHECK(!irpa_meta_parse(M("wpack:q4[2]"), &m), "unknown dtype");
+    CHECK(!irpa_meta_parse(M("wpack:f32[1,1,1,1,1,1,1,1,1]"), &m), "rank 9");
+    CHECK(!irpa_meta_parse(M("wpack:f32[99999999999999999999]"), &m), "overflow");
+    CHECK(!irpa_meta_parse(M("wpack:f32[2]x"), &m), "trailing bytes");
+    CHECK(irpa_meta_parse(M("wpack:f64[4294967296,4294967296]"), &m) &&
+              irpa_meta_nbytes(&m) == UINT64_MAX, "size overflow");
 #undef M
 }
 
