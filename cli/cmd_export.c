@@ -1,4 +1,4 @@
-/* cmd_export.c - `wpack export`: an archive as safetensors, npz or tar. */
+/* cmd_export.c - `wpack export`: an archive as safetensors, npz, tar, GGUF or IREE .irpa. */
 #include <string.h>
 #include <sys/stat.h>
 
@@ -6,7 +6,7 @@
 #include "wpack_import.h"
 
 static const char help[] =
-    "usage: wpack export ARCHIVE --to safetensors|npz|tar -o FILE\n"
+    "usage: wpack export ARCHIVE --to safetensors|npz|tar|gguf|irpa -o FILE\n"
     "\n"
     "Writes every tensor of ARCHIVE to FILE:\n"
     "  safetensors  what strict safetensors readers (and IREE's\n"
@@ -14,6 +14,13 @@ static const char help[] =
     "               __metadata__ strings; aliases and splats are written in full\n"
     "  npz          a zip of NAME.npy files (stored), for numpy.load\n"
     "  tar          a tar of NAME.npy files\n"
+    "  gguf         GGUF v3 for llama.cpp/ggml: metadata as typed KVs (a GGUF file\n"
+    "               packed by wpack create comes back byte for byte), dims\n"
+    "               innermost first, ggml.* block dtypes as their GGML types;\n"
+    "               rank <= 4, names <= 63 bytes, no u8..u64/bool/f8 tensors\n"
+    "  irpa         an IREE parameter archive, keyed by entry name: load it with\n"
+    "               --parameters=model=FILE next to `wpack resolve --emit iree`;\n"
+    "               splats stay splats, aliases share bytes, no archive metadata\n"
     "bf16/f8 tensors in npz/tar are raw bits with a '# wpack dtype' comment, as\n"
     "`wpack extract` writes them. FILE appears only when complete (a temporary\n"
     "file FILE.tmp-PID-RANDOM beside it, renamed over it; a killed run's\n"
@@ -23,7 +30,7 @@ static const char help[] =
     "Splats and compressed tensors are written in full: when the total is above\n"
     "the output cap or the free space, nothing is written (WPACK_E_TOO_LARGE).\n"
     "\n"
-    "  --to FORMAT         safetensors, npz or tar (required)\n"
+    "  --to FORMAT         safetensors, npz, tar, gguf or irpa (required)\n"
     "  -o, --output FILE   where to write (required)\n"
     "  --max-output SIZE   cap on the bytes written (default: the larger of\n"
     "                      1 GiB and 1000 x the archive's size)\n"
@@ -65,7 +72,7 @@ int cmd_export(int argc, char **argv)
     if (!in || !out || !format) {
         cli_error("export: %s (see wpack export --help)",
                   !in ? "no archive" : !out ? "-o FILE is required"
-                  : !to ? "--to FORMAT is required" : "--to wants safetensors, npz or tar");
+                  : !to ? "--to FORMAT is required" : "--to wants safetensors, npz, tar, gguf or irpa");
         return CLI_USAGE;
     }
     cli_files guard = {0};

@@ -13,6 +13,9 @@
 
 #include "atomic_file.h"
 #include "bytes.h"
+#include "export.h"
+#include "gguf.h"
+#include "irpa.h"
 #include "internal.h"
 #include "npy.h"
 #include "safetensors.h"
@@ -99,9 +102,9 @@ static int put_piece(void *user, const void *p, size_t n)
 
 /* Streamed: each zstd chunk decoded once, and checked against the tensor's
  * XXH3 when the archive was opened with WPACK_OPEN_VERIFY_READS. */
-static int copy_tensor(const wpack_archive *ar, const wpack_tensor *t,
-                       int (*put)(void *, const void *, size_t), void *ctx, char *err,
-                       size_t errlen)
+int wpk_export_copy(const wpack_archive *ar, const wpack_tensor *t,
+                    int (*put)(void *, const void *, size_t), void *ctx, char *err,
+                    size_t errlen)
 {
     put_job j = {put, ctx};
     int rc = wpack_read_stream(ar, t->index, put_piece, &j, 0);
@@ -194,7 +197,7 @@ static int export_safetensors(const wpack_archive *ar, int fd, const done_cb *cb
     for (uint64_t i = 0; i < n && !rc; i++) {
         wpack_tensor t;
         if (!(rc = wpack_tensor_at(ar, i, &t)))
-            rc = copy_tensor(ar, &t, put_fd, &fd, err, errlen);
+            rc = wpk_export_copy(ar, &t, put_fd, &fd, err, errlen);
         if (!rc)
             tensor_done(cb, &t);
     }
@@ -269,7 +272,7 @@ static int export_bundle(const wpack_archive *ar, int format, int fd, const done
             rc = WPACK_E_IO;
             break;
         }
-        rc = copy_tensor(ar, &t, put_archive, a, err, errlen);
+        rc = wpk_export_copy(ar, &t, put_archive, a, err, errlen);
         if (!rc)
             tensor_done(cb, &t);
     }
@@ -291,6 +294,8 @@ int wpack_export_format_from_name(const char *name)
            : strcmp(name, "safetensors") == 0 ? WPACK_EXPORT_SAFETENSORS
            : strcmp(name, "npz") == 0         ? WPACK_EXPORT_NPZ
            : strcmp(name, "tar") == 0         ? WPACK_EXPORT_TAR
+           : strcmp(name, "gguf") == 0        ? WPACK_EXPORT_GGUF
+           : strcmp(name, "irpa") == 0        ? WPACK_EXPORT_IRPA
                                               : 0;
 }
 
@@ -308,6 +313,17 @@ uint64_t wpack_export_size_bound(const wpack_archive *ar)
         wpack_tensor t;
         wpack_tensor_at(ar, i, &t);
         uint64_t add = t.nbytes + 2048 + 2 * (uint64_t)t.name_len;
+        total = total > UINT64_MAX - add ? UINT64_MAX : total + add;
+    }
+    for (uint64_t i = 0; i < wpack_meta_count(ar); i++) { /* gguf: metadata as KVs */
+        wpack_meta m;
+        wpack_meta_at(ar, i, &m);
+        uint64_t add = 64 + strlen(m.key) + (m.type == WPACK_META_ARRAY ? 0 : m.count);
+        for (uint64_t j = 0; m.type == WPACK_META_ARRAY && j < m.count; j++) {
+            wpack_meta e;
+            if (wpack_meta_elem(ar, &m, j, &e) == WPACK_OK)
+                add += 16 + (e.type == WPACK_META_STRING || e.type == WPACK_META_BYTES ? e.count : 0);
+        }
         total = total > UINT64_MAX - add ? UINT64_MAX : total + add;
     }
     return total;
@@ -332,8 +348,7 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         wpk_fmt(err, sizeof err, "wpack_export_file: %s is NULL", !ar ? "the archive" : "path");
         rc = WPACK_E_INVALID_ARGUMENT;
     }
-    if (!rc && format != WPACK_EXPORT_SAFETENSORS && format != WPACK_EXPORT_NPZ &&
-        format != WPACK_EXPORT_TAR) {
+    if (!rc && (format < WPACK_EXPORT_SAFETENSORS || format > WPACK_EXPORT_IRPA)) {
         wpk_fmt(err, sizeof err, "%s: unknown export format %d", path, format);
         rc = WPACK_E_INVALID_ARGUMENT;
     }
@@ -342,7 +357,11 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         done_cb cb = {o.progress, o.progress_user};
         wpk_atomic t;
         rc = wpk_atomic_open(&t, path, 0, m, sizeof m);
-        if (!rc)
+        if (!rc && format == WPACK_EXPORT_GGUF)
+            rc = gguf_export(ar, t.fd, o.progress, o.progress_user, m, sizeof m);
+        else if (!rc && format == WPACK_EXPORT_IRPA)
+            rc = irpa_export(ar, t.fd, o.progress, o.progress_user, m, sizeof m);
+        else if (!rc)
             rc = format == WPACK_EXPORT_SAFETENSORS
                      ? export_safetensors(ar, t.fd, &cb, m, sizeof m)
                      : export_bundle(ar, format, t.fd, &cb, m, sizeof m);

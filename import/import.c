@@ -28,6 +28,8 @@ const char *wpk_input_kind_name(int kind)
     case WPK_IN_ZIP: return "zip";
     case WPK_IN_TAR: return "tar";
     case WPK_IN_MANIFEST: return "manifest";
+    case WPK_IN_GGUF: return "gguf";   /* issue 18 */
+    case WPK_IN_IRPA: return "irpa";   /* issue 18 */
     default: return "unknown";
     }
 }
@@ -66,6 +68,11 @@ int wpk_import_detect(const char *path, int *code, char *err, size_t errlen)
     size_t nl0 = strlen(path);
     if (nl0 > 4 && strcmp(path + nl0 - 4, ".npy") == 0)
         return WPK_IN_NPY;
+    /* issue 18: GGUF and IREE parameter archives, by their magic */
+    if (len >= 4 && memcmp(b, "GGUF", 4) == 0)
+        return WPK_IN_GGUF;
+    if (len >= 4 && memcmp(b, "IRPA", 4) == 0)
+        return WPK_IN_IRPA;
     if (torch_is_legacy(b, len))
         return WPK_IN_TORCH_LEGACY;
     if (wpk_zip_sniff(b, len)) {
@@ -111,12 +118,16 @@ int wpk_import_detect(const char *path, int *code, char *err, size_t errlen)
     size_t pl = strlen(path);
     if (pl > 12 && strcmp(path + pl - 12, ".safetensors") == 0)
         return WPK_IN_SAFETENSORS;
+    if (pl > 5 && strcmp(path + pl - 5, ".gguf") == 0) /* issue 18 */
+        return WPK_IN_GGUF;
+    if (pl > 5 && strcmp(path + pl - 5, ".irpa") == 0) /* issue 18 */
+        return WPK_IN_IRPA;
     if ((pl > 3 && strcmp(path + pl - 3, ".pt") == 0) ||
         (pl > 4 && strcmp(path + pl - 4, ".pth") == 0))
         return WPK_IN_TORCH;
     wpk_fmt(err, errlen,
-            "%s: not a recognised input (.npy, torch.save zip, safetensors, .npz/zip/tar of "
-            ".npy, or a JSON manifest)",
+            "%s: not a recognised input (.npy, torch.save zip, safetensors, GGUF, IREE .irpa, "
+            ".npz/zip/tar of .npy, or a JSON manifest)",
             path);
     return WPK_IN_UNKNOWN;
 }
@@ -356,6 +367,10 @@ int wpk_import_file(wpk_sink *s, const char *path, int kind)
         return archive_pack_file(s, path);
     case WPK_IN_MANIFEST:
         return manifest_pack_file(s, path);
+    case WPK_IN_GGUF: /* issue 18 */
+        return gguf_pack_file(s, path);
+    case WPK_IN_IRPA: /* issue 18 */
+        return irpa_pack_file(s, path);
     default:
         return wpk_sink_fail(s, WPACK_E_INPUT, "not a recognised input");
     }

@@ -30,7 +30,10 @@ typedef enum {
     WPK_IN_SAFETENSORS,
     WPK_IN_ZIP,          /* a zip that is not a torch checkpoint: .npz or a zip of .npy */
     WPK_IN_TAR,          /* tar, tar.gz, tar.zst, tar.xz, tar.bz2 (libarchive) */
-    WPK_IN_MANIFEST      /* JSON manifest of raw binaries */
+    WPK_IN_MANIFEST,     /* JSON manifest of raw binaries */
+    /* 8 is WPACK_INPUT_DIRECTORY (a directory is walked, not imported) */
+    WPK_IN_GGUF = 9,     /* GGUF v2/v3 (llama.cpp) */
+    WPK_IN_IRPA = 10     /* IREE parameter archive */
 } wpk_input_kind;
 
 const char *wpk_input_kind_name(int kind);
@@ -85,6 +88,7 @@ typedef struct {
     /* which input first produced each name */
     wpk_owner **owners;
     size_t owner_cap, owner_count;
+    struct wpk_sink_dtype *dtypes; /* block dtypes added through wpk_sink_block_dtype */
 } wpk_sink;
 
 void wpk_sink_init(wpk_sink *s, wpack_writer *w, char *err, size_t errlen);
@@ -113,6 +117,15 @@ int wpk_sink_meta_string(wpk_sink *s, const char *key, const char *value);
 int wpk_sink_meta_i64(wpk_sink *s, const char *key, int64_t v);
 int wpk_sink_meta_f64(wpk_sink *s, const char *key, double v);
 int wpk_sink_meta_bool(wpk_sink *s, const char *key, int v);
+int wpk_sink_meta_bytes(wpk_sink *s, const char *key, const void *v, size_t len);
+/* An array as in wpack_writer_set_array(). */
+int wpk_sink_meta_array(wpk_sink *s, const char *key, int elem_type, uint64_t count,
+                        const void *values);
+/* The code of block dtype name, added to the writer the first time (later
+ * inputs reuse it; the same name with another geometry or params is
+ * WPACK_E_DTYPE). */
+int wpk_sink_block_dtype(wpk_sink *s, const char *name, uint32_t block_elems,
+                         uint32_t block_bytes, const void *params, size_t params_len, int *code);
 /* For tensors written to the writer directly (plain .npy): remember that
  * the current input owns full_name; and who owns a name (NULL: nobody). */
 void wpk_sink_claim(wpk_sink *s, const char *full_name);
@@ -156,6 +169,8 @@ int safetensors_pack_file(wpk_sink *s, const char *path);
 int archive_pack_file(wpk_sink *s, const char *path);
 int manifest_pack_file(wpk_sink *s, const char *path);
 int npy_sink_pack_file(wpk_sink *s, const char *name, const char *path);
+int gguf_pack_file(wpk_sink *s, const char *path);  /* import/gguf_pack.c */
+int irpa_pack_file(wpk_sink *s, const char *path);  /* import/irpa.c */
 
 /* The JSON document (a json_t *, to json_decref) of the input file at path,
  * opened with wpk_open_input; NULL with *code and a message ("PATH: WHAT

@@ -14,6 +14,15 @@
 
 #define CAST_ELEMS (1u << 20) /* elements per cast block */
 
+struct wpk_sink_dtype {
+    struct wpk_sink_dtype *next;
+    uint32_t block_elems, block_bytes;
+    int code;
+    size_t params_len;
+    uint8_t *params;
+    char name[];
+};
+
 struct wpk_owner {
     wpk_owner *next;
     const char *source;
@@ -62,6 +71,11 @@ void wpk_sink_free(wpk_sink *s)
             free(o);
         }
     free(s->owners);
+    for (struct wpk_sink_dtype *d = s->dtypes, *n; d; d = n) {
+        n = d->next;
+        free(d->params);
+        free(d);
+    }
     free(s->name);
     free(s->cbuf);
     memset(s, 0, sizeof *s);
@@ -310,8 +324,11 @@ int wpk_sink_splat(wpk_sink *s, const char *name, int dtype, unsigned rank, cons
         fill = le;
     }
     uint64_t one = 1;
-    int rc = added(s, wpack_writer_add_splat(s->w, n, dst, rank, rank ? dims : &one, fill,
-                                             wpack_dtype_size(dst)), n);
+    size_t fs = wpack_dtype_size(dst);
+    for (struct wpk_sink_dtype *d = s->dtypes; d && !fs; d = d->next)
+        if (d->code == dst) /* a block dtype's element is one block */
+            fs = d->block_bytes;
+    int rc = added(s, wpack_writer_add_splat(s->w, n, dst, rank, rank ? dims : &one, fill, fs), n);
     free(n);
     return rc;
 }
@@ -364,3 +381,64 @@ META_SETTER(wpk_sink_meta_string, const char *, wpack_writer_set_string)
 META_SETTER(wpk_sink_meta_i64, int64_t, wpack_writer_set_i64)
 META_SETTER(wpk_sink_meta_f64, double, wpack_writer_set_f64)
 META_SETTER(wpk_sink_meta_bool, int, wpack_writer_set_bool)
+
+int wpk_sink_meta_bytes(wpk_sink *s, const char *key, const void *v, size_t len)
+{
+    char *k = full_name(s, key);
+    if (!k)
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    int rc = meta_done(s, wpack_writer_set_bytes(s->w, k, v, len), k);
+    free(k);
+    return rc;
+}
+
+int wpk_sink_meta_array(wpk_sink *s, const char *key, int elem_type, uint64_t count,
+                        const void *values)
+{
+    char *k = full_name(s, key);
+    if (!k)
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    int rc = meta_done(s, wpack_writer_set_array(s->w, k, elem_type, count, values), k);
+    free(k);
+    return rc;
+}
+
+/* ------------------------------------------------------------ block dtypes */
+
+int wpk_sink_block_dtype(wpk_sink *s, const char *name, uint32_t block_elems,
+                         uint32_t block_bytes, const void *params, size_t params_len, int *code)
+{
+    for (struct wpk_sink_dtype *d = s->dtypes; d; d = d->next) {
+        if (strcmp(d->name, name) != 0)
+            continue;
+        if (d->block_elems != block_elems || d->block_bytes != block_bytes ||
+            d->params_len != params_len || (params_len && memcmp(d->params, params, params_len)))
+            return wpk_sink_fail(s, WPACK_E_DTYPE, "block dtype '%s' defined twice, differently",
+                                 name);
+        *code = d->code;
+        return WPACK_OK;
+    }
+    size_t n = strlen(name);
+    struct wpk_sink_dtype *d = calloc(1, sizeof *d + n + 1);
+    if (!d || (params_len && !(d->params = malloc(params_len)))) {
+        free(d);
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    }
+    int rc = wpack_writer_add_block_dtype(s->w, name, block_elems, block_bytes, params,
+                                          params_len, &d->code);
+    if (rc) {
+        free(d->params);
+        free(d);
+        return writer_failed(s, rc, name);
+    }
+    memcpy(d->name, name, n + 1);
+    if (params_len)
+        memcpy(d->params, params, params_len);
+    d->params_len = params_len;
+    d->block_elems = block_elems;
+    d->block_bytes = block_bytes;
+    d->next = s->dtypes;
+    s->dtypes = d;
+    *code = d->code;
+    return WPACK_OK;
+}

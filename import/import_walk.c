@@ -20,7 +20,8 @@
 _Static_assert(WPACK_INPUT_NPY == WPK_IN_NPY && WPACK_INPUT_TORCH == WPK_IN_TORCH &&
                    WPACK_INPUT_TORCH_LEGACY == WPK_IN_TORCH_LEGACY &&
                    WPACK_INPUT_SAFETENSORS == WPK_IN_SAFETENSORS && WPACK_INPUT_ZIP == WPK_IN_ZIP &&
-                   WPACK_INPUT_TAR == WPK_IN_TAR && WPACK_INPUT_MANIFEST == WPK_IN_MANIFEST,
+                   WPACK_INPUT_TAR == WPK_IN_TAR && WPACK_INPUT_MANIFEST == WPK_IN_MANIFEST &&
+                   WPACK_INPUT_GGUF == WPK_IN_GGUF && WPACK_INPUT_IRPA == WPK_IN_IRPA,
                "wpack_import.h input kinds follow import.h");
 
 const char *wpack_import_kind_name(int kind)

@@ -74,6 +74,8 @@ extern "C" {
 #define WPACK_INPUT_TAR 6          /* tar, or gzip / zstd / xz / bzip2 of one */
 #define WPACK_INPUT_MANIFEST 7     /* JSON: a manifest of raw binaries, or a HF safetensors index */
 #define WPACK_INPUT_DIRECTORY 8    /* a directory: its .npy files, walked */
+#define WPACK_INPUT_GGUF 9         /* "GGUF" v2 / v3 (llama.cpp) */
+#define WPACK_INPUT_IRPA 10        /* an IREE parameter archive ("IRPA") */
 
 /* What the file (or directory) at path is: one of WPACK_INPUT_*. On
  * WPACK_INPUT_UNKNOWN, err (may be NULL) says why ("PATH: not a recognised
@@ -228,8 +230,14 @@ int wpack_import_list(const char *path, const wpack_import_options *opt, wpack_i
                                     * __metadata__ strings; aliases and splats in full */
 #define WPACK_EXPORT_NPZ 2         /* a stored zip of NAME.npy, as numpy.savez writes */
 #define WPACK_EXPORT_TAR 3         /* a tar of NAME.npy */
+#define WPACK_EXPORT_GGUF 4        /* GGUF v3: metadata as typed KVs, dims innermost
+                                    * first, ggml.* block dtypes as their GGML types;
+                                    * rank <= 4, names <= 63 bytes (import/README.md) */
+#define WPACK_EXPORT_IRPA 5        /* an IREE parameter archive keyed by entry name;
+                                    * splats stay splats, aliases share bytes */
 
-/* WPACK_EXPORT_* for "safetensors", "npz" or "tar"; 0 for anything else. */
+/* WPACK_EXPORT_* for "safetensors", "npz", "tar", "gguf" or "irpa"; 0 for
+ * anything else. */
 int wpack_export_format_from_name(const char *name);
 
 /* Called after each tensor is written: a progress display. */
@@ -247,7 +255,8 @@ typedef struct wpack_export_options {
 void wpack_export_options_init(wpack_export_options *opt);
 
 /* An upper bound on the bytes wpack_export_file writes for ar in any
- * format (every tensor's logical bytes plus its header records): check
+ * format (every tensor's logical bytes plus its header records, and the
+ * metadata GGUF writes as KVs): check
  * it against free space or a cap before exporting. */
 uint64_t wpack_export_size_bound(const wpack_archive *ar);
 
@@ -258,7 +267,7 @@ uint64_t wpack_export_size_bound(const wpack_archive *ar);
  * decoded chunk by chunk; when ar was opened with WPACK_OPEN_VERIFY_READS
  * each tensor's bytes are checked against its XXH3 as they are written
  * (WPACK_E_CHECKSUM naming the tensor). Block-quantized tensors have no
- * equivalent in these formats, nor has a tensor called "__metadata__" in
+ * equivalent in safetensors, npz and tar, nor has a tensor called "__metadata__" in
  * safetensors: WPACK_E_UNSUPPORTED naming the tensor. opt NULL: the
  * defaults. */
 int wpack_export_file(const wpack_archive *ar, const char *path, int format,

@@ -34,6 +34,23 @@ expect_fail() {
     if grep -Eq -- "$pat" "$T/err"; then pass "$name"; else fail "$name" "stderr lacks /$pat/: $(head -c 400 "$T/err")"; fi
 }
 
+# expect_hostile_dir DIR EXT MIN: every file DIR/*.EXT is listed in DIR/EXPECT
+# ("file code" lines), at least MIN of them, and `wpack create` of each fails
+# with [code], never by a signal, leaving no output.
+expect_hostile_dir() {
+    local dir=$1 ext=$2 min=$3 n=0 file code
+    while read -r file code; do
+        case $file in "#"*|"") continue ;; esac
+        n=$((n + 1))
+        expect_fail "hostile_${file%.$ext}" "\[$code\]" "$WPACK" create -q -o "$T/h.wpack" "$dir/$file"
+        if ls "$T"/h.wpack* >/dev/null 2>&1; then fail "hostile_${file%.$ext}_no_output"; fi
+    done <"$dir/EXPECT"
+    [ "$n" -ge "$min" ] && pass hostile_all_listed || fail hostile_all_listed "only $n files in EXPECT"
+    for file in "$dir"/*."$ext"; do
+        grep -q "^$(basename "$file") " "$dir/EXPECT" || fail "hostile_unlisted_$(basename "$file")"
+    done
+}
+
 finish() {
     echo "# passed $tl_passed failed $tl_failed"
     [ "$tl_failed" -eq 0 ]

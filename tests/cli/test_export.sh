@@ -71,7 +71,7 @@ done
 
 # usage and failures
 "$WPACK" export "$T/a.wpack" -o "$T/x.st" >/dev/null 2>&1; [ $? -eq 2 ] && pass export_needs_to || fail export_needs_to
-"$WPACK" export "$T/a.wpack" --to gguf -o "$T/x.st" >/dev/null 2>&1; [ $? -eq 2 ] && pass export_bad_format || fail export_bad_format
+"$WPACK" export "$T/a.wpack" --to onnx -o "$T/x.st" >/dev/null 2>&1; [ $? -eq 2 ] && pass export_bad_format || fail export_bad_format
 expect help_export "$WPACK" export --help
 expect_fail export_not_archive "" "$WPACK" export "$T/c.npy" --to npz -o "$T/bad.npz"
 [ ! -e "$T/bad.npz" ] && ! ls "$T"/bad.npz.tmp-* >/dev/null 2>&1 && pass export_failure_leaves_nothing || fail export_failure_leaves_nothing

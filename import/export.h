@@ -1,0 +1,17 @@
+/* export.h - what the exporters of import/ share (the public calls are in
+ * include/wpack_import.h: wpack_export_file). */
+#ifndef WPACK_IMPORT_EXPORT_H
+#define WPACK_IMPORT_EXPORT_H
+
+#include <stddef.h>
+
+#include "wpack.h"
+
+/* Entry t's logical bytes to put (which returns non-zero on success), each
+ * zstd chunk decoded once and checked when the archive verifies reads; a
+ * failure's message in err. */
+int wpk_export_copy(const wpack_archive *ar, const wpack_tensor *t,
+                    int (*put)(void *, const void *, size_t), void *ctx, char *err,
+                    size_t errlen);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * gguf.h - GGUF (llama.cpp / ggml model files, versions 2 and 3), in and out.
+ *
+ * Layout (ggml docs/gguf.md), all little-endian:
+ *   "GGUF" u32 version, u64 tensor_count, u64 kv_count,
+ *   kv_count x {string key, u32 value_type, value},
+ *   tensor_count x {string name, u32 n_dims, u64 ne[n_dims], u32 ggml_type, u64 offset},
+ *   zero padding to the alignment, then the data section; a tensor's offset is
+ *   relative to the data section and a multiple of the alignment
+ *   (general.alignment, a u32, default 32). A string is u64 length + bytes; an
+ *   array value is u32 element type, u64 count, the elements.
+ *   ne[] is innermost first: the wpack entry has the dims reversed (PyTorch order).
+ *
+ * gguf_parse() checks the whole header against the buffer before anything is
+ * used: every count, length and offset is bounded by the bytes that remain,
+ * with overflow-checked arithmetic (import/README.md lists each rejection).
+ */
+#ifndef WPACK_IMPORT_GGUF_H
+#define WPACK_IMPORT_GGUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wpack.h"
+
+/* GGUF metadata value types. */
+enum {
+    GGUF_T_U8 = 0, GGUF_T_I8, GGUF_T_U16, GGUF_T_I16, GGUF_T_U32, GGUF_T_I32, GGUF_T_F32,
+    GGUF_T_BOOL, GGUF_T_STRING, GGUF_T_ARRAY, GGUF_T_U64, GGUF_T_I64, GGUF_T_F64,
+    GGUF_T_COUNT
+};
+
+#define GGUF_DEFAULT_ALIGNMENT 32u
+#define GGUF_MAX_DIMS 4u   /* GGML_MAX_DIMS: what ggml readers take */
+#define GGUF_MAX_NAME 63u  /* GGML_MAX_NAME 64 with its NUL */
+
+/* Metadata keys wpack adds on import (and reads on export) to give back the
+ * GGUF file it came from: its KV keys in file order, each one's GGUF type
+ * (GGUF_KV_TYPE()), and its tensor names in file order. */
+#define GGUF_META_KV_ORDER "gguf.kv_order"
+#define GGUF_META_KV_TYPES "gguf.kv_types"
+#define GGUF_META_TENSOR_ORDER "gguf.tensor_order"
+/* The value of gguf.kv_types for a key: the type, or for an array 9 | element type << 8. */
+#define GGUF_KV_TYPE(type, elem) ((type) == GGUF_T_ARRAY ? (type) | ((elem) << 8) : (type))
+
+/* A GGML tensor type: its name, block geometry, and the built-in wpack
+ * dtype it is (0: a block dtype "ggml.NAME" with params "ggml" + u32 LE id). */
+typedef struct {
+    uint32_t id;
+    const char *name;
+    uint32_t block_elems, block_bytes;
+    int dtype;
+} ggml_type_info;
+
+/* NULL for an id that no current GGUF writer produces. */
+const ggml_type_info *ggml_type_get(uint32_t id);
+/* The GGML type of a built-in wpack dtype, or -1. */
+int ggml_type_of_dtype(int dtype);
+/* The params of the block dtype for a GGML type: "ggml" + u32 LE id (8 bytes). */
+#define GGML_PARAMS_LEN 8u
+void ggml_block_params(uint32_t id, uint8_t out[GGML_PARAMS_LEN]);
+
+typedef struct {
+    const uint8_t *key;
+    uint64_t key_len;
+    uint32_t type, elem_type;  /* elem_type: arrays only */
+    uint64_t count;            /* arrays: elements */
+    const uint8_t *val;        /* scalars: the value; strings: the length; arrays: element 0 */
+    uint64_t val_len;          /* encoded bytes from val */
+} gguf_kv;
+
+typedef struct {
+    const uint8_t *name;
+    uint64_t name_len;
+    uint32_t n_dims;
+    uint64_t ne[WPACK_MAX_RANK]; /* innermost first */
+    uint32_t type;
+    uint64_t offset;             /* relative to the data section */
+    uint64_t nbytes;
+} gguf_tensor;
+
+typedef struct {
+    uint32_t version;
+    uint64_t n_kv, n_tensors;
+    gguf_kv *kv;
+    gguf_tensor *t;
+    uint32_t alignment;
+    uint64_t data_start;         /* file offset of the data section */
+} gguf_file;
+
+/* Parse and check a whole GGUF buffer; on failure a code and "gguf: ..." in err. */
+int gguf_parse(const uint8_t *p, size_t len, gguf_file *g, char *err, size_t errlen);
+void gguf_free(gguf_file *g);
+
+/* Bytes of one scalar of a fixed-size GGUF type (0 for string, array, unknown). */
+size_t gguf_scalar_size(uint32_t type);
+
+/* An archive written as GGUF v3 to fd (import/gguf_export.c). */
+typedef void (*gguf_done_fn)(void *user, const wpack_tensor *t);
+int gguf_export(const wpack_archive *ar, int fd, gguf_done_fn done, void *user, char *err,
+                size_t errlen);
+
+#endif
