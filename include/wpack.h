@@ -223,8 +223,11 @@ int wpack_open_memory(wpack_archive **out, const void *buf, size_t len, unsigned
 typedef struct wpack_source {
     void *user;                 /* passed to the calls below */
     const char *name;           /* for messages (a URL); copied at open; may be NULL */
-    uint64_t size;              /* the archive's size in bytes */
+    uint64_t size;              /* the archive's size in bytes (or found by open) */
     const void *base;           /* optional: all size bytes mapped (zero-copy views) */
+    /* Optional, called first: set *size (a remote source learns it from
+     * its first request); an error code with a message fails the open. */
+    int (*open)(void *user, uint64_t *size, char *msg, size_t msglen);
     /* Read [off, off + n) (inside size) into dst: WPACK_OK, or an error code
      * with a message in msg. May be called from several threads at once. */
     int (*read)(void *user, uint64_t off, void *dst, size_t n, char *msg, size_t msglen);

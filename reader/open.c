@@ -155,10 +155,15 @@ int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned fla
     if (src->name && !(ar->path = strdup(src->name)))
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
     ar->src.name = ar->path;
+    char msg[400] = "";
+    int rc = src->open ? src->open(src->user, &ar->src.size, msg, sizeof msg) : WPACK_OK;
+    if (rc)
+        wpk_fail(ar, rc, "%s", *msg ? msg : wpack_error_describe(rc));
     ar->base = src->base;
-    ar->len = src->base ? src->size : 0;
-    ar->file_size = src->size;
-    int rc = validate(ar, flags);
+    ar->len = src->base ? ar->src.size : 0;
+    ar->file_size = ar->src.size;
+    if (rc == WPACK_OK)
+        rc = validate(ar, flags);
     if (rc && ar->path) { /* prefix the name so the message says where */
         char tmp[sizeof ar->errmsg];
         memcpy(tmp, ar->errmsg, sizeof tmp);
