@@ -270,14 +270,13 @@ static int retryable_curl(CURLcode c)
            c == CURLE_HTTP2 || c == CURLE_HTTP2_STREAM;
 }
 
-/* A finished transfer: 0 done, 1 to be retried, else an error code (msg). */
+/* A finished transfer: 0 done, -1 to be retried, else an error code (msg). */
 static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
 {
     wpk_remote *r = j->r;
     char why[600], body[SNIPPET + 1];
-    const char *where = r->shown;
     if (j->fatal[0]) {
-        wpk_fmt(msg, msglen, "%s: %s", where, j->fatal);
+        wpk_fmt(msg, msglen, "%s", j->fatal);
         return WPACK_E_IO;
     }
     if (c == CURLE_OK && j->status == 206 && j->checked && j->got == j->want)
@@ -313,9 +312,9 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     if (retry && j->attempts <= j->r->opt.retries) {
         uint64_t d = (uint64_t)r->opt.retry_delay_ms << (j->attempts - 1 < 6 ? j->attempts - 1 : 6);
         j->not_before = now_ms() + (int64_t)(d < 10000 ? d : 10000);
-        return 1;
+        return -1;
     }
-    wpk_fmt(msg, msglen, "%s: GET bytes %llu-%llu: %s%s", where, (unsigned long long)j->off,
+    wpk_fmt(msg, msglen, "GET bytes %llu-%llu: %s%s", (unsigned long long)j->off,
             (unsigned long long)(j->off + j->len - 1), why,
             j->attempts > 1 ? " (after retries)" : "");
     return WPACK_E_IO;
@@ -438,7 +437,7 @@ int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int 
                     memcpy(r->etag, j->etag, sizeof r->etag);
                     memcpy(r->lastmod, j->lastmod, sizeof r->lastmod);
                 }
-            } else if (f == 1) {
+            } else if (f == -1) {
                 j->state = 0;
                 if ((uint64_t)(j - jobs) < first_waiting)
                     first_waiting = (uint64_t)(j - jobs);

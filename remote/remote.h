@@ -59,7 +59,7 @@ typedef struct wpk_remote {
  * several connections, retried; checked against the pinned size, ETag and
  * Last-Modified. probe: the open's first request (bytes [0, n) or fewer,
  * learning size, ETag and Last-Modified). WPACK_OK or an error code with a
- * message naming the URL. */
+ * message saying what the server did (not naming the URL). */
 int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int probe,
                      uint64_t *got, char *msg, size_t msglen);
 int wpk_remote_init_handles(wpk_remote *r, char *msg, size_t msglen);

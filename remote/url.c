@@ -194,8 +194,11 @@ static int src_read(void *user, uint64_t off, void *dst, size_t n, char *msg, si
         return WPACK_OK;
     }
     pthread_mutex_lock(&r->lock);
-    int rc = wpk_remote_fetch(r, off, dst, n, 0, NULL, msg, msglen);
+    char why[500] = "";
+    int rc = wpk_remote_fetch(r, off, dst, n, 0, NULL, why, sizeof why);
     pthread_mutex_unlock(&r->lock);
+    if (rc)
+        wpk_fmt(msg, msglen, "%s: %s", r->shown, why);
     return rc;
 }
 
