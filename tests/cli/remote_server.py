@@ -23,6 +23,7 @@ picks the behaviour, the rest names a file under ROOT:
                  for a bad one. Credentials: AKIDTEST / secret/TEST+key and
                  AKIDTOKEN / tokensecret with session token "tok/en=".
 Every request is logged to ROOT/../requests.log as "MODE RANGE STATUS".
+remote_server.py --self-test checks the SigV4 code against AWS's example.
 """
 import datetime
 import hashlib
@@ -35,9 +36,7 @@ import sys
 import threading
 import time
 
-ROOT, PORTFILE = sys.argv[1], sys.argv[2]
-REDIRECT = sys.argv[3] if len(sys.argv) > 3 else ""
-LOG = os.path.join(os.path.dirname(os.path.abspath(ROOT)), "requests.log")
+ROOT = PORTFILE = REDIRECT = LOG = ""  # set by main()
 CREDS = {"AKIDTEST": ("secret/TEST+key", None), "AKIDTOKEN": ("tokensecret", "tok/en=")}
 counts = {}
 lock = threading.Lock()
@@ -223,8 +222,31 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
-srv = Server(("127.0.0.1", 0), Handler)
-with open(PORTFILE + ".tmp", "w") as f:
-    f.write(str(srv.server_address[1]))
-os.rename(PORTFILE + ".tmp", PORTFILE)
-srv.serve_forever()
+def aws_example_ok():
+    """This implementation against AWS's published GetObject example."""
+    creq = "\n".join(["GET", "/test.txt", "", "host:examplebucket.s3.amazonaws.com\nrange:bytes=0-9\n"
+                       "x-amz-content-sha256:" + hashlib.sha256(b"").hexdigest() + "\n"
+                       "x-amz-date:20130524T000000Z\n", "host;range;x-amz-content-sha256;x-amz-date",
+                       hashlib.sha256(b"").hexdigest()])
+    sts = "\n".join(["AWS4-HMAC-SHA256", "20130524T000000Z", "20130524/us-east-1/s3/aws4_request",
+                     hashlib.sha256(creq.encode()).hexdigest()])
+    sig = sigv4_signature("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20130524", "us-east-1", "s3", sts)
+    return sig == "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+
+
+def main():
+    global ROOT, PORTFILE, REDIRECT, LOG
+    if sys.argv[1] == "--self-test":
+        sys.exit(0 if aws_example_ok() else 1)
+    ROOT, PORTFILE = sys.argv[1], sys.argv[2]
+    REDIRECT = sys.argv[3] if len(sys.argv) > 3 else ""
+    LOG = os.path.join(os.path.dirname(os.path.abspath(ROOT)), "requests.log")
+    srv = Server(("127.0.0.1", 0), Handler)
+    with open(PORTFILE + ".tmp", "w") as f:
+        f.write(str(srv.server_address[1]))
+    os.rename(PORTFILE + ".tmp", PORTFILE)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
