@@ -45,7 +45,10 @@ static const char help[] =
     "  --no-verify          do not check each tensor's bytes against its XXH3 as it\n"
     "                       is written (checked by default: a mismatch fails naming\n"
     "                       the tensor and leaves no file for it)\n"
-    "  -q, --quiet          no progress or summary line\n";
+    "  -q, --quiet          no progress or summary line\n"
+    "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
+    "ranges needed are fetched and each tensor is checked against its XXH3\n"
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
 
 /* The file name for a tensor name (see help). */
 static void file_name(const char *name, size_t n, char *out, size_t len)
