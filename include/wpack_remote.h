@@ -24,7 +24,9 @@
  * endpoint come from the options (the wpack CLI reads AWS_ACCESS_KEY_ID,
  * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION
  * and AWS_ENDPOINT_URL and passes them). Handles may be used from several
- * threads; their network reads are serialized per handle.
+ * threads; their network reads are serialized per handle. The first open
+ * calls curl_global_init() once for the process; libcurl itself may run a
+ * short-lived thread to resolve a host name (its threaded resolver).
  */
 #ifndef WPACK_REMOTE_H
 #define WPACK_REMOTE_H
