@@ -133,6 +133,10 @@ echo "not an archive, just some text long enough for a superblock and a trailer,
 expect_fail text_file "not a wpack archive.*\[WPACK_E_BAD_MAGIC\]" "$WPACK" inspect "$U/text.wpack"
 expect_fail bad_scheme "ftp://x" "$WPACK" inspect "ftp://x"
 expect_fail bad_env_chunk "WPACK_REMOTE_CHUNK=abc" env WPACK_REMOTE_CHUNK=abc "$WPACK" inspect "$U/a.wpack"
+# Commands that rewrite their archive take local files only.
+expect_fail update_url_refused "a URL is read only.*\[WPACK_E_UNSUPPORTED\]" "$WPACK" update "$U/a.wpack" --meta k=v
+expect_fail convert_url_refused "a URL cannot be rewritten.*\[WPACK_E_UNSUPPORTED\]" \
+    "$WPACK" convert "$U/a.wpack" --compress zstd -o "$T/c.wpack"
 port=$(free_port)
 expect_fail refused "127.0.0.1:$port.*(Couldn.t connect|connect)" env WPACK_REMOTE_RETRIES=0 "$WPACK" inspect "http://127.0.0.1:$port/a.wpack"
 finish
