@@ -234,7 +234,7 @@ int wpk_check_header(wpack_archive *ar)
         return wpk_fail(ar, WPACK_E_TRUNCATED, "file is %llu bytes, superblock says %llu",
                         (unsigned long long)len, (unsigned long long)sf.file_length);
     /* data_offset < file_length <= len: the padding is inside the file. */
-    int z = wpk_zero_range(ar, WPK_HEADER_SIZE, sf.data_offset - WPK_HEADER_SIZE);
+    int z = wpk_padding_zero(ar, WPK_HEADER_SIZE, sf.data_offset - WPK_HEADER_SIZE);
     if (z < 0)
         return shrank(ar);
     if (!z)
@@ -297,7 +297,7 @@ int wpk_check_header(wpack_archive *ar)
     fill_info(ar, use, recovered);
     uint64_t data_end = use->data_offset + use->data_length;
     if (use->generation == 1 && use->index_offset > data_end) {
-        z = wpk_zero_range(ar, data_end, use->index_offset - data_end);
+        z = wpk_padding_zero(ar, data_end, use->index_offset - data_end);
         if (z < 0)
             return shrank(ar);
         if (!z)

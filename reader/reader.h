@@ -70,6 +70,9 @@ int wpk_read_at(wpack_archive *ar, uint64_t off, uint64_t n, void *dst);
 /* 1 when the n bytes at off are zero, 0 when not, -1 when not readable
  * (header.c). */
 int wpk_zero_range(wpack_archive *ar, uint64_t off, uint64_t n);
+/* The same for padding between extents: from an unmapped source in one
+ * request (source.c). */
+int wpk_padding_zero(wpack_archive *ar, uint64_t off, uint64_t n);
 
 /* Entry t's stored bytes (n = t->stored_length) from an unmapped archive
  * (or its shard) into dst, checked against t->checksum: a mismatch is

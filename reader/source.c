@@ -113,3 +113,18 @@ int wpk_source_stream(const wpack_archive *ar, const wpack_tensor *t, wpk_piece_
     free(buf);
     return rc;
 }
+
+int wpk_padding_zero(wpack_archive *ar, uint64_t off, uint64_t n)
+{
+    /* Mapped or a buffer: in place. A source: one request for the whole gap
+     * (padding is shorter than the alignment, at most 2 MiB), not one per
+     * 4 KiB piece. */
+    if (!wpk_unmapped(ar) || n > WPACK_MAX_ALIGNMENT)
+        return wpk_zero_range(ar, off, n);
+    uint8_t *b = malloc(n ? (size_t)n : 1);
+    if (!b)
+        return wpk_zero_range(ar, off, n);
+    int z = wpk_read_at(ar, off, n, b) ? wpk_all_zero(b, n) : -1;
+    free(b);
+    return z;
+}

@@ -72,7 +72,7 @@ int wpack_verify_all_progress(wpack_archive *ar, wpack_verify_cb on_bad,
         uint32_t i = wpk_ld32(ar->sec[WPK_SEC_EXTENTS] + 4 * k);
         const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
         uint64_t start = wpk_ld64(r + WPK_E_DATA_OFFSET_OFF);
-        int z = start > prev_end ? wpk_zero_range(ar, prev_end, start - prev_end) : 1;
+        int z = start > prev_end ? wpk_padding_zero(ar, prev_end, start - prev_end) : 1;
         if (z != 1) {
             int rc = z < 0 ? ar->errcode /* a source's read failed: its message */
                            : wpk_fail(ar, WPACK_E_PADDING,
