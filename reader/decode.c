@@ -284,7 +284,8 @@ int wpk_stream_zstd_in(const wpack_archive *ar, const uint8_t *rec, const uint8_
     int rc = WPACK_OK;
     for (uint64_t off = 0; rc == WPACK_OK && off < nbytes; off += batch) {
         size_t len = (size_t)(nbytes - off < batch ? nbytes - off : batch);
-        rc = wpk_read_zstd_in(ar, rec, stored, nbytes, off, buf, len); /* whole chunks: each decoded once */
+        /* whole chunks: each decoded once */
+        rc = wpk_read_zstd_in(ar, rec, stored, nbytes, off, buf, len);
         for (size_t p = 0; rc == WPACK_OK && p < len; p += WPK_PIECE)
             rc = fn(user, buf + p, len - p < WPK_PIECE ? len - p : WPK_PIECE);
     }
