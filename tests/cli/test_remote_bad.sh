@@ -22,7 +22,8 @@ expect create "$WPACK" create -q -o "$T/www/a.wpack" "$T"/t0.npy "$T"/t1.npy "$T
 if ! start_nginx "$T/www"; then
     fail nginx_started "nginx is not installed or did not start (tools/deps.sh installs it)"
 fi
-if ! start_bad_server "$T/www" "http://127.0.0.1:${NGINX_PORT:-1}"; then
+# redirects go to another host name (localhost) and port: nginx
+if ! start_bad_server "$T/www" "http://localhost:${NGINX_PORT:-1}"; then
     fail server_started "$(cat "$T/bad.err")"
     finish
     exit 1
@@ -76,7 +77,7 @@ WPACK_REMOTE_RETRIES=0 extract_fails retries_zero "HTTP 503" "$B/flaky/c.wpack"
 if [ -n "${NGINX_PORT:-}" ]; then
     extract_same redirect_followed "$B/redirect/a.wpack"
     rm -rf "$T/xo"
-    expect_fail redirect_refused "HTTP 302, redirect to http://127.0.0.1:$NGINX_PORT/a.wpack" \
+    expect_fail redirect_refused "HTTP 302, redirect to http://localhost:$NGINX_PORT/a.wpack" \
         env WPACK_REMOTE_REDIRECTS=0 "$WPACK" extract -q -o "$T/xo" "$B/redirect/a.wpack" t1
 fi
 
