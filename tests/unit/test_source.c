@@ -290,6 +290,43 @@ static void test_failing_source(void)
     wpack_close(ar);
 }
 
+/* An open() that learns the size, or fails: its code and message, the
+ * source's name in front, and close() called once. */
+static int size_open(void *user, uint64_t *size, char *msg, size_t msglen)
+{
+    mem_src *m = user;
+    if (m->fail) {
+        snprintf(msg, msglen, "HTTP 404 (test)");
+        return WPACK_E_IO;
+    }
+    *size = m->len;
+    return WPACK_OK;
+}
+
+static void test_source_open(void)
+{
+    for (int failing = 0; failing < 2; failing++) {
+        mem_src m = {good, good_len};
+        m.fail = failing;
+        wpack_source s = source_of(&m);
+        s.size = 0; /* open() says */
+        s.open = size_open;
+        wpack_archive *ar;
+        int rc = wpack_open_source(&ar, &s, 0);
+        if (failing)
+            CHECK(rc == WPACK_E_IO && strcmp(wpack_errmsg(ar), "mem://test: HTTP 404 (test)") == 0 &&
+                      m.reads == 0,
+                  "%s", wpack_errmsg(ar));
+        else
+            CHECK(rc == WPACK_OK && wpack_count(ar) == 6, "%s", wpack_errmsg(ar));
+        wpack_close(ar);
+        CHECK_EQ(m.closed, 1);
+    }
+    wpack_archive *ar;
+    CHECK(wpack_open_source(&ar, NULL, 0) == WPACK_E_INVALID_ARGUMENT, "no source");
+    wpack_close(ar);
+}
+
 /* Every validation rule applies: damaged or cut copies fail with the code
  * a memory open gives. */
 static void test_same_errors(void)
@@ -439,6 +476,7 @@ int main(void)
     RUN(test_stream);
     RUN(test_bad_fetch);
     RUN(test_failing_source);
+    RUN(test_source_open);
     RUN(test_same_errors);
     RUN(test_mapped_source);
     RUN(test_sharded);
