@@ -16,7 +16,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-in
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=default $(WPACK_INCLUDES) $(CFLAGS)
 LDFLAGS_ALL = $(SAN) $(LDFLAGS)
 
-# Four libraries, one per folder (sources.mk). Each is built static and
+# Five libraries, one per folder (sources.mk). Each is built static and
 # shared; a shared one exports only its own header's wpack_ calls
 # (tools/lib/NAME.map) and links the libraries below it plus a private,
 # hidden copy of the format/ internals it uses.
@@ -24,13 +24,15 @@ CORE_OBJS := $(WPACK_CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 IMPORT_OBJS := $(WPACK_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o)
 DENSE_OBJS := $(WPACK_DENSE_SRCS:%.c=$(BUILD)/obj/%.o)
 MLIR_OBJS := $(WPACK_MLIR_SRCS:%.c=$(BUILD)/obj/%.o)
+REMOTE_OBJS := $(WPACK_REMOTE_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI_OBJS := $(WPACK_CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-LIBNAMES := wpack wpack-import wpack-dense wpack-mlir
+LIBNAMES := wpack wpack-import wpack-dense wpack-mlir wpack-remote
 STATIC := $(BUILD)/libwpack.a
 # Static archives in link order (a library before the ones it uses).
-STATICS := $(BUILD)/libwpack-mlir.a $(BUILD)/libwpack-dense.a $(BUILD)/libwpack-import.a $(STATIC)
+STATICS := $(BUILD)/libwpack-remote.a $(BUILD)/libwpack-mlir.a $(BUILD)/libwpack-dense.a \
+    $(BUILD)/libwpack-import.a $(STATIC)
 SHARED := $(BUILD)/libwpack.so.$(VERSION)
 SHAREDS := $(LIBNAMES:%=$(BUILD)/lib%.so.$(VERSION))
 # The private copy: what the upper shared libraries may use of libwpack's
@@ -50,6 +52,7 @@ $(BUILD)/libwpack.a: $(CORE_OBJS)
 $(BUILD)/libwpack-import.a: $(IMPORT_OBJS)
 $(BUILD)/libwpack-dense.a: $(DENSE_OBJS)
 $(BUILD)/libwpack-mlir.a: $(MLIR_OBJS)
+$(BUILD)/libwpack-remote.a: $(REMOTE_OBJS)
 $(INTERNAL): $(CORE_OBJS)
 $(BUILD)/%.a:
 	@rm -f $@
@@ -69,6 +72,7 @@ $(eval $(call lib_shared,wpack,$(CORE_OBJS),$(WPACK_CORE_LIBS)))
 $(eval $(call lib_shared,wpack-import,$(IMPORT_OBJS),$(WPACK_IMPORT_LIBS) $(WPACK_CORE_LIBS)))
 $(eval $(call lib_shared,wpack-dense,$(DENSE_OBJS),$(WPACK_DENSE_LIBS)))
 $(eval $(call lib_shared,wpack-mlir,$(MLIR_OBJS),$(WPACK_MLIR_LIBS) $(WPACK_CORE_LIBS)))
+$(eval $(call lib_shared,wpack-remote,$(REMOTE_OBJS),$(WPACK_REMOTE_LIBS) $(WPACK_CORE_LIBS)))
 
 $(WPACK): $(CLI_OBJS) $(STATICS)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJS) $(STATICS) $(WPACK_LIBS)
@@ -92,7 +96,7 @@ $(WPACK_HOOKS): $(filter-out $(HOOK_SRCS:%.c=$(BUILD)/obj/%.o),$(CLI_OBJS)) $(HO
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(STATICS) $(WPACK_LIBS)
 
-# Unit tests link the four static libraries (and may test their internals).
+# Unit tests link the five static libraries (and may test their internals).
 $(BUILD)/tests/%: tests/unit/%.c $(HOOK_LIB_OBJS) $(STATICS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -DWPACK_HAVE_WRITER -DWPACK_TEST_HOOKS -Itests -o $@ $< $(HOOK_LIB_OBJS) $(STATICS) $(WPACK_LIBS)
@@ -118,14 +122,17 @@ PC_DESC_wpack := Page-aligned archives of ML model weights with calibration stat
 PC_DESC_wpack-import := wpack importers (torch, safetensors, npz, npy, tar, zip, manifest) and exporters
 PC_DESC_wpack-dense := Linear layers run straight from wpack archives
 PC_DESC_wpack-mlir := Resolve, externalize and annotate MLIR against wpack archives
+PC_DESC_wpack-remote := Open wpack archives on HTTP(S) servers and S3 object stores
 PC_PRIV_wpack := $(WPACK_CORE_LIBS)
 PC_PRIV_wpack-import := $(WPACK_IMPORT_LIBS)
 PC_PRIV_wpack-dense := $(WPACK_DENSE_LIBS)
 PC_PRIV_wpack-mlir := $(WPACK_MLIR_LIBS)
+PC_PRIV_wpack-remote := $(WPACK_REMOTE_LIBS)
 HEADER_wpack := wpack.h
 HEADER_wpack-import := wpack_import.h
 HEADER_wpack-dense := wpack_dense.h
 HEADER_wpack-mlir := wpack_mlir.h
+HEADER_wpack-remote := wpack_remote.h
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
@@ -160,7 +167,7 @@ golden: lib
 	$(BUILD)/make_golden tests && $(BUILD)/make_golden11 tests
 
 help:
-	@echo "make            the four libraries (libwpack, -import, -dense, -mlir; .a and .so) and wpack, in $(BUILD)/"
+	@echo "make            the five libraries (libwpack, -import, -dense, -mlir, -remote; .a and .so) and wpack, in $(BUILD)/"
 	@echo "make demo       pack, inspect and verify the bundled example"
 	@echo "make check      every test, normal and under ASan+UBSan; ends 'N passed, N failed'"
 	@echo "make install PREFIX=/usr/local"

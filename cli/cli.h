@@ -60,6 +60,10 @@ wpack_archive *cli_open(const char *path);
  * XXH3 as they are read (WPACK_OPEN_VERIFY_READS): a bad tensor fails the
  * command with [WPACK_E_CHECKSUM] naming it. */
 wpack_archive *cli_open_reads(const char *path, int verify);
+/* A URL (http://, https://, s3://) where an archive path goes, opened with
+ * libwpack-remote and options from the environment (open_url.c). */
+int cli_open_url(wpack_archive **ar, const char *url, unsigned flags);
+int cli_is_url(const char *path);
 
 /* "wpack: <message>" on stderr, the message escaped (cli_text_escape). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

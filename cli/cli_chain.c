@@ -28,8 +28,11 @@ static int cfail(char *err, size_t errlen, int code, const char *fmt, ...)
 
 void chain_free(chain *c)
 {
-    for (size_t i = 0; i < c->n; i++)
+    for (size_t i = 0; i < c->n; i++) {
         free(c->steps[i].path);
+        for (int k = 0; k < 3; k++)
+            free(c->steps[i].fetched[k]);
+    }
     free(c->steps);
     c->steps = NULL;
     c->n = 0;
@@ -71,7 +74,7 @@ int chain_build(const wpack_archive *ar, const char *spec, chain *c, char *err, 
             s->relu = 1;
         } else if (klen == 6 && strncmp(kind, "linear", 6) == 0) {
             char berr[600];
-            int rc = wpack_linear_bind(ar, s->path, &s->lin, berr, sizeof berr);
+            int rc = chain_bind(ar, s, berr, sizeof berr);
             if (rc)
                 return cfail(err, errlen, rc, "layers item '%s': %s", s->path, berr);
         } else {

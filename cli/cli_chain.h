@@ -12,6 +12,7 @@ typedef struct {
     char *path;          /* module path: stats key */
     int relu;            /* 1: an activation, else a Linear at this prefix */
     wpack_linear lin;
+    void *fetched[3];    /* weight, scale, bias fetched from an archive without views */
 } chain_step;
 
 typedef struct {
@@ -23,6 +24,9 @@ typedef struct {
  * Linear. Items: PREFIX (Linear), PATH=relu, PREFIX=linear. */
 int chain_build(const wpack_archive *ar, const char *spec, chain *c, char *err, size_t errlen);
 void chain_free(chain *c);
+/* Bind step s's Linear: views of a mapped archive, else (a URL) its entries
+ * fetched into s->fetched (chain_fetch.c). */
+int chain_bind(const wpack_archive *ar, chain_step *s, char *err, size_t errlen);
 
 /* Called with each step's output [batch, width]. */
 typedef void (*chain_observe_fn)(void *user, size_t step, const float *y, size_t batch,

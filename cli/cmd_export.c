@@ -37,7 +37,10 @@ static const char help[] =
     "  --no-verify         do not check each tensor's bytes against its XXH3 as it\n"
     "                      is written (checked by default: a mismatch fails naming\n"
     "                      the tensor, and FILE does not appear)\n"
-    "  -q, --quiet         no progress or summary line\n";
+    "  -q, --quiet         no progress or summary line\n"
+    "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
+    "ranges needed are fetched and each tensor is checked against its XXH3\n"
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
 
 int cmd_export(int argc, char **argv)
 {

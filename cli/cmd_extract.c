@@ -45,7 +45,10 @@ static const char help[] =
     "  --no-verify          do not check each tensor's bytes against its XXH3 as it\n"
     "                       is written (checked by default: a mismatch fails naming\n"
     "                       the tensor and leaves no file for it)\n"
-    "  -q, --quiet          no progress or summary line\n";
+    "  -q, --quiet          no progress or summary line\n"
+    "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
+    "ranges needed are fetched and each tensor is checked against its XXH3\n"
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
 
 /* The file name for a tensor name (see help). */
 static void file_name(const char *name, size_t n, char *out, size_t len)
@@ -88,17 +91,31 @@ static int write_all(int fd, const void *p, size_t n)
     return wpk_write_all(fd, p, n) == 0;
 }
 
-static int put_fd(void *fd, const void *p, size_t n)
+/* The output file, and whether writing it failed (a read from a URL can
+ * fail with WPACK_E_IO too: then the archive's message says why). */
+typedef struct {
+    int fd, write_failed;
+} put_ctx;
+
+static int put_fd(void *u, const void *p, size_t n)
 {
-    return write_all(*(int *)fd, p, n) ? 0 : WPACK_E_IO;
+    put_ctx *c = u;
+    if (write_all(c->fd, p, n))
+        return 0;
+    c->write_failed = 1;
+    return WPACK_E_IO;
 }
 
 /* Streamed (views straight from the mapping, each zstd chunk decoded
  * once), checked as it goes unless --no-verify: 0, WPACK_E_IO (errno set)
  * or the read's error (the archive's message says which tensor). */
-static int write_tensor_bytes(int fd, const wpack_archive *ar, const wpack_tensor *t)
+static int write_tensor_bytes(int fd, const wpack_archive *ar, const wpack_tensor *t,
+                              int *write_failed)
 {
-    return wpack_read_stream(ar, t->index, put_fd, &fd, 0);
+    put_ctx c = {fd, 0};
+    int rc = wpack_read_stream(ar, t->index, put_fd, &c, 0);
+    *write_failed = c.write_failed;
+    return rc;
 }
 
 /* The .npy header for t into header; its length, 0 when none can be made. */
@@ -128,8 +145,10 @@ static int extract_one(extract_state *st, const wpack_archive *ar, const wpack_t
     char err[600];
     int rc = wpk_atomic_open(&a, path, WPK_ATOMIC_NO_SWEEP, err, sizeof err);
     if (rc == WPACK_OK) {
-        int code = write_all(a.fd, header, hlen) ? write_tensor_bytes(a.fd, ar, t) : WPACK_E_IO;
-        if (code == WPACK_E_IO)
+        int write_failed = 1;
+        int code = write_all(a.fd, header, hlen) ? write_tensor_bytes(a.fd, ar, t, &write_failed)
+                                                 : WPACK_E_IO;
+        if (code == WPACK_E_IO && write_failed)
             wpk_fmt(err, sizeof err, "%s: writing tensor '%s' failed: %s", path, t->name,
                     strerror(errno));
         else if (code) /* the archive's message names the tensor and the fault */

@@ -30,7 +30,10 @@ static const char help[] =
     "                     weight stats, the element count); strings exact, as\n"
     "                     JSON escapes; lists in index (bytewise) order\n"
     "  --max-output SIZE  allow more --json output than the default cap of\n"
-    "                     max(1 GiB, 1000 x the archive size) (K/M/G)\n";
+    "                     max(1 GiB, 1000 x the archive size) (K/M/G)\n"
+    "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
+    "ranges needed are fetched and each tensor is checked against its XXH3\n"
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
 
 static const char *kind_name(int kind)
 {

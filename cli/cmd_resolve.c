@@ -55,7 +55,10 @@ static const char help[] =
     "A global that has a wpack.uri attribute (an earlier --emit uri output) keeps\n"
     "the entry its URI names, unless --map names one; a URI of another archive\n"
     "(its id changes with every calibrate) is a note, an error with --strict.\n"
-    "Errors end with their code, e.g. [WPACK_E_NOT_FOUND]; exit status 1.\n";
+    "Errors end with their code, e.g. [WPACK_E_NOT_FOUND]; exit status 1.\n"
+    "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
+    "ranges needed are fetched and each tensor is checked against its XXH3\n"
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
 
 /* Attribute names are bare identifiers: [A-Za-z_][A-Za-z0-9_$.]* */
 static int cli_attr_prefix_ok(const char *p)

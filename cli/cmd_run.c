@@ -24,7 +24,10 @@ static const char help[] =
     "  --isa    print the SIMD path and thread count in use, then exit\n"
     "  --no-verify  do not check the weights' bytes against their XXH3 before\n"
     "           use (checked by default, once each: a mismatch fails naming\n"
-    "           the tensor, and Y.npy is not written)\n";
+    "           the tensor, and Y.npy is not written)\n"
+    "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
+    "ranges needed are fetched and each tensor is checked against its XXH3\n"
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
 
 int cmd_run(int argc, char **argv)
 {

@@ -38,6 +38,11 @@ int cli_update_begin(wpack_update **u, const char *archive, char *err, size_t er
     if (stop && strcmp(stop, "append") == 0)
         flags |= WPACK_UPDATE_STOP_AFTER_APPEND;
 #endif
+    if (cli_is_url(archive)) { /* updates are in place: a local file only */
+        *u = NULL;
+        snprintf(err, errlen, "%s: a URL is read only; update a local copy", archive);
+        return WPACK_E_UNSUPPORTED;
+    }
     return wpack_update_begin(u, archive, flags, err, errlen);
 }
 

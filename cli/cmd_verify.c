@@ -11,7 +11,10 @@ static const char help[] =
     "every tensor, that compressed tensors decode, that bool tensors hold\n"
     "only 0 and 1, and that all padding is zero. Exit status 0 only when all\n"
     "match; otherwise every bad entry is named on stderr. On a terminal, a\n"
-    "progress line (stderr) shows the bytes and tensors checked.\n";
+    "progress line (stderr) shows the bytes and tensors checked.\n"
+    "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
+    "ranges needed are fetched and each tensor is checked against its XXH3\n"
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
 
 typedef struct {
     uint64_t bad;

@@ -200,6 +200,11 @@ wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out
 {
     cli_files g = {.hint = "to rewrite ARCHIVE itself use --in-place"};
     *target = NULL;
+    if (cli_is_url(in)) { /* rewriting reads the input as a local file */
+        cli_error("%s: %s: a URL cannot be rewritten; extract or export it, or download it first "
+                  "[%s]", cmd, in, wpack_error_name(WPACK_E_UNSUPPORTED));
+        return NULL;
+    }
     if (!in_place)
         cli_files_out(&g, out);
     wpack_archive *ar = cli_open_checked(cmd, in, &g, verify);

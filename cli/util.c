@@ -77,10 +77,13 @@ wpack_archive *cli_open_reads(const char *path, int verify)
     unsigned flags = fl && *fl && strcmp(fl, "0") != 0 ? WPACK_OPEN_FOLLOW_LINKS : 0;
     if (verify)
         flags |= WPACK_OPEN_VERIFY_READS;
-    if (wpack_open_file(&ar, path, flags) == WPACK_OK) {
+    int rc = cli_is_url(path) ? cli_open_url(&ar, path, flags) : wpack_open_file(&ar, path, flags);
+    if (rc == WPACK_OK) {
         cli_attach_pool(ar);
         return ar;
     }
+    if (rc == WPACK_E_INVALID_ARGUMENT && !ar)
+        return NULL; /* cli_open_url said why */
     /* errmsg/errcode of NULL (out of memory) say so */
     cli_error("%s [%s]", wpack_errmsg(ar), wpack_error_name(wpack_errcode(ar)));
     wpack_close(ar);

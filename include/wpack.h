@@ -208,6 +208,38 @@ typedef struct wpack_archive wpack_archive;
  */
 int wpack_open_file(wpack_archive **out, const char *path, unsigned flags);
 int wpack_open_memory(wpack_archive **out, const void *buf, size_t len, unsigned flags);
+
+/*
+ * An archive read through a caller's byte source (an object store, a
+ * socket, a custom cache): every rule of wpack_open_file() applies
+ * unchanged. Without a mapping (base NULL) nothing has a zero-copy view
+ * (wpack_tensor.data is NULL, wpack_tensor_view() is WPACK_E_NO_VIEW, as for
+ * compressed tensors) and wpack_read(), wpack_read_ex() and
+ * wpack_read_stream() fetch an entry's stored bytes whole and check them
+ * against its XXH3 before handing out any byte, whatever the flags (a
+ * mismatch is fetched once more, then WPACK_E_CHECKSUM naming the tensor).
+ * The open reads the superblock, the trailer and the index through read().
+ */
+typedef struct wpack_source {
+    void *user;                 /* passed to the calls below */
+    const char *name;           /* for messages (a URL); copied at open; may be NULL */
+    uint64_t size;              /* the archive's size in bytes (or found by open) */
+    const void *base;           /* optional: all size bytes mapped (zero-copy views) */
+    /* Optional, called first: set *size (a remote source learns it from
+     * its first request); an error code with a message fails the open. */
+    int (*open)(void *user, uint64_t *size, char *msg, size_t msglen);
+    /* Read [off, off + n) (inside size) into dst: WPACK_OK, or an error code
+     * with a message in msg. May be called from several threads at once. */
+    int (*read)(void *user, uint64_t off, void *dst, size_t n, char *msg, size_t msglen);
+    /* Optional, for a sharded set's manifest: open its shard called name
+     * (relative to this source) with flags; *out receives a handle as
+     * wpack_open_*() gives one. Without it a manifest is WPACK_E_SHARD. */
+    int (*open_shard)(void *user, const char *name, unsigned flags, wpack_archive **out);
+    /* Optional: called once by wpack_close() of the handle (after a failed
+     * open too), the source's last use. */
+    void (*close)(void *user);
+} wpack_source;
+int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned flags);
 void wpack_close(wpack_archive *ar);
 
 /* The last error on this handle: code and message ("" when none). */

@@ -274,10 +274,11 @@ static void decode_one(void *ctx, size_t c)
     put_dctx(job->z->cache, dctx);
 }
 
-static void zstd_at(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, zstd_tensor *z)
+static void zstd_at(const wpack_archive *ar, const uint8_t *rec, const uint8_t *stored,
+                    uint64_t nbytes, zstd_tensor *z)
 {
     z->rec = rec;
-    z->base = ar->base + wpk_ld64(rec + WPK_E_DATA_OFFSET_OFF);
+    z->base = stored ? stored : ar->base + wpk_ld64(rec + WPK_E_DATA_OFFSET_OFF);
     z->seek = ar->sec[WPK_SEC_AUX] + wpk_ld64(rec + WPK_E_AUX_OFF) + 8;
     z->chunk = 1ull << wpk_ld32(rec + WPK_E_CODEC_PARAM_OFF);
     z->nbytes = nbytes;
@@ -288,10 +289,16 @@ static void zstd_at(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes
 int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, uint64_t offset,
                   void *dst, size_t n)
 {
+    return wpk_read_zstd_in(ar, rec, NULL, nbytes, offset, dst, n);
+}
+
+int wpk_read_zstd_in(const wpack_archive *ar, const uint8_t *rec, const uint8_t *stored,
+                     uint64_t nbytes, uint64_t offset, void *dst, size_t n)
+{
     if (!n)
         return WPACK_OK;
     zstd_tensor z;
-    zstd_at(ar, rec, nbytes, &z);
+    zstd_at(ar, rec, stored, nbytes, &z);
     range_job job = {&z, offset, offset / z.chunk, dst, n, WPACK_OK};
     size_t chunks = (size_t)((offset + n - 1) / z.chunk - job.first + 1);
     const wpack_executor *ex = &z.cache->ex;
@@ -316,10 +323,16 @@ enum { STREAM_BATCH = 1 << 24 };
 int wpk_stream_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, wpk_piece_fn fn,
                     void *user)
 {
+    return wpk_stream_zstd_in(ar, rec, NULL, nbytes, fn, user);
+}
+
+int wpk_stream_zstd_in(const wpack_archive *ar, const uint8_t *rec, const uint8_t *stored,
+                       uint64_t nbytes, wpk_piece_fn fn, void *user)
+{
     if (!nbytes)
         return WPACK_OK;
     zstd_tensor z;
-    zstd_at(ar, rec, nbytes, &z);
+    zstd_at(ar, rec, stored, nbytes, &z);
     const wpack_executor *ex = &z.cache->ex;
     uint64_t per = 1;
     if (ex->run) {
@@ -336,7 +349,8 @@ int wpk_stream_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes
     int rc = WPACK_OK;
     for (uint64_t off = 0; rc == WPACK_OK && off < nbytes; off += batch) {
         size_t len = (size_t)(nbytes - off < batch ? nbytes - off : batch);
-        rc = wpk_read_zstd(ar, rec, nbytes, off, buf, len); /* whole chunks: each decoded once */
+        /* whole chunks: each decoded once */
+        rc = wpk_read_zstd_in(ar, rec, stored, nbytes, off, buf, len);
         for (size_t p = 0; rc == WPACK_OK && p < len; p += WPK_PIECE)
             rc = fn(user, buf + p, len - p < WPK_PIECE ? len - p : WPK_PIECE);
     }

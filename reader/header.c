@@ -151,6 +151,8 @@ static void fill_info(wpack_archive *ar, const header_fields *f, int recovered)
 
 static int shrank(wpack_archive *ar)
 {
+    if (ar->src_rc) /* a caller's source failed: its message stands */
+        return ar->src_rc;
     return wpk_fail(ar, WPACK_E_TRUNCATED,
                     "file shrank below %llu bytes while being opened (replaced in place?)",
                     (unsigned long long)ar->file_size);
@@ -158,7 +160,7 @@ static int shrank(wpack_archive *ar)
 
 /* 1 when the n bytes at off are zero, 0 when not, -1 when not readable. Read
  * in pieces: the padding before the data region can be 2 MiB. */
-static int zero_range(wpack_archive *ar, uint64_t off, uint64_t n)
+int wpk_zero_range(wpack_archive *ar, uint64_t off, uint64_t n)
 {
     uint8_t buf[4096];
     while (n) {
@@ -180,7 +182,7 @@ static const uint8_t *index_bytes(wpack_archive *ar, uint64_t off, uint64_t n, u
                                   int *rc)
 {
     *owned = NULL;
-    if (ar->fd < 0) {
+    if (ar->fd < 0 && !wpk_unmapped(ar)) {
         if (wpk_in_bounds(off, n, ar->len))
             return ar->base + off;
         *rc = WPACK_E_TRUNCATED;
@@ -243,7 +245,7 @@ int wpk_check_header(wpack_archive *ar)
         return wpk_fail(ar, WPACK_E_TRUNCATED, "file is %llu bytes, superblock says %llu",
                         (unsigned long long)len, (unsigned long long)sf.file_length);
     /* data_offset < file_length <= len: the padding is inside the file. */
-    int z = zero_range(ar, WPK_HEADER_SIZE, sf.data_offset - WPK_HEADER_SIZE);
+    int z = wpk_padding_zero(ar, WPK_HEADER_SIZE, sf.data_offset - WPK_HEADER_SIZE);
     if (z < 0)
         return shrank(ar);
     if (!z)
@@ -314,13 +316,13 @@ int wpk_check_header(wpack_archive *ar)
     fill_info(ar, use, recovered);
     uint64_t data_end = use->data_offset + use->data_length;
     if (use->generation == 1 && use->index_offset > data_end) {
-        z = zero_range(ar, data_end, use->index_offset - data_end);
+        z = wpk_padding_zero(ar, data_end, use->index_offset - data_end);
         if (z < 0)
             return shrank(ar);
         if (!z)
             return wpk_fail(ar, WPACK_E_PADDING, "padding before the index is not zero");
     }
-    if (ar->fd >= 0 && !ar->index) {
+    if ((ar->fd >= 0 || wpk_unmapped(ar)) && !ar->index) {
         int why = WPACK_OK;
         uint8_t *owned;
         if (!index_bytes(ar, use->index_offset, use->index_length, &owned, &why))

@@ -82,7 +82,7 @@ void wpk_fill_tensor(const wpack_archive *ar, uint64_t i, wpack_tensor *t)
         if (t->kind == WPACK_KIND_EXTERNAL)
             t->alias_target = wpk_ld32(src + WPK_E_TARGET_OFF);
     } else {
-        t->data = ar->base + t->offset;
+        t->data = ar->base ? ar->base + t->offset : NULL; /* NULL: an unmapped source */
     }
 }
 

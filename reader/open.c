@@ -65,6 +65,16 @@ void wpk_index_free(uint8_t *p, uint64_t n)
 
 int wpk_read_at(wpack_archive *ar, uint64_t off, uint64_t n, void *dst)
 {
+    if (wpk_unmapped(ar)) {
+        char msg[400] = "";
+        int rc = !wpk_in_bounds(off, n, ar->file_size) || n > SIZE_MAX ? WPACK_E_TRUNCATED
+                 : n ? ar->src.read(ar->src.user, off, dst, (size_t)n, msg, sizeof msg)
+                     : WPACK_OK;
+        if (rc)
+            ar->src_rc = wpk_fail(ar, rc, "reading %llu bytes at %llu: %s", (unsigned long long)n,
+                                  (unsigned long long)off, *msg ? msg : wpack_error_describe(rc));
+        return rc == WPACK_OK;
+    }
     if (ar->fd < 0) {
         if (!wpk_in_bounds(off, n, ar->len))
             return 0;
@@ -127,6 +137,39 @@ int wpack_open_memory(wpack_archive **out, const void *buf, size_t len, unsigned
     ar->len = len;
     ar->file_size = len;
     return validate(ar, flags);
+}
+
+int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned flags)
+{
+    wpack_archive *ar = new_handle();
+    *out = ar;
+    if (!ar) {
+        if (src && src->close)
+            src->close(src->user);
+        return WPACK_E_NOMEM;
+    }
+    if (!src || (!src->read && !src->base))
+        return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT, "a source needs read() or base");
+    ar->src = *src;
+    ar->src.name = NULL;
+    if (src->name && !(ar->path = strdup(src->name)))
+        return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
+    ar->src.name = ar->path;
+    char msg[400] = "";
+    int rc = src->open ? src->open(src->user, &ar->src.size, msg, sizeof msg) : WPACK_OK;
+    if (rc)
+        wpk_fail(ar, rc, "%s", *msg ? msg : wpack_error_describe(rc));
+    ar->base = src->base;
+    ar->len = src->base ? ar->src.size : 0;
+    ar->file_size = ar->src.size;
+    if (rc == WPACK_OK)
+        rc = validate(ar, flags);
+    if (rc && ar->path) { /* prefix the name so the message says where */
+        char tmp[sizeof ar->errmsg];
+        memcpy(tmp, ar->errmsg, sizeof tmp);
+        wpk_fmt(ar->errmsg, sizeof ar->errmsg, "%s: %s", ar->path, tmp);
+    }
+    return rc;
 }
 
 /* Undo a failed attempt so that the handle can open again. */
@@ -249,6 +292,8 @@ void wpack_close(wpack_archive *ar)
     wpk_index_free(ar->index_buf, ar->index_buf_len);
     if (ar->map)
         munmap(ar->map, ar->map_len);
+    if (ar->src.close)
+        ar->src.close(ar->src.user);
     pthread_mutex_destroy(&ar->err_lock);
     free(ar);
 }

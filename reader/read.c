@@ -72,6 +72,8 @@ static int read_failed(const wpack_archive *ar, const wpack_tensor *t, int rc)
     char q[256];
     wpk_quote(q, sizeof q, t->name, t->name_len);
     wpk_checked_set(ar, owner_of(t), rc);
+    if (rc != WPACK_E_DECODE && wpk_needs_fetch(ar, t))
+        return rc; /* the fetch (source.c) set a message naming the tensor */
     if (rc == WPACK_E_DECODE)
         return wpk_fail((wpack_archive *)ar, rc,
                         "tensor '%s': a compressed chunk does not decode to its declared size, "
@@ -99,6 +101,8 @@ static int read_raw(const wpack_archive *ar, uint64_t i, uint64_t offset, void *
     wpk_fill_tensor(ar, i, &t);
     if (!wpk_in_bounds(offset, nbytes, t.nbytes))
         return WPACK_E_INVALID_ARGUMENT;
+    if (wpk_needs_fetch(ar, &t))
+        return wpk_source_read(ar, &t, offset, dst, nbytes);
     if (t.codec == WPACK_CODEC_ZSTD)
         return wpk_read_zstd(ar, wpk_rec(ar, WPK_SEC_ENTRIES, owner_of(&t), WPK_ENTRY_SIZE), t.nbytes,
                              offset, dst, nbytes);
@@ -119,6 +123,8 @@ static int stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void *us
 {
     wpack_tensor t;
     wpk_fill_tensor(ar, i, &t);
+    if (wpk_needs_fetch(ar, &t))
+        return wpk_source_stream(ar, &t, fn, user);
     if (t.codec == WPACK_CODEC_ZSTD)
         return wpk_stream_zstd(ar, wpk_rec(ar, WPK_SEC_ENTRIES, owner_of(&t), WPK_ENTRY_SIZE),
                                t.nbytes, fn, user);

@@ -45,7 +45,18 @@ struct wpack_archive {
     unsigned flags;
     _Atomic unsigned char *checked;
     struct wpk_chunk_cache *cache;  /* zstd decoding: chunk cache, contexts, executor (decode.c) */
+    /* wpack_open_source's source (src.read NULL: none), and the code of its
+     * last failed read during open (its message is in errmsg). */
+    wpack_source src;
+    int src_rc;
 };
+
+/* Archive bytes come through a caller's source with no mapping: no views;
+ * entries are fetched whole and checked (source.c). */
+static inline int wpk_unmapped(const wpack_archive *ar)
+{
+    return !ar->base && ar->src.read;
+}
 
 /* Set the handle's error and return code. */
 int wpk_fail(wpack_archive *ar, int code, const char *fmt, ...)
@@ -55,6 +66,21 @@ int wpk_fail(wpack_archive *ar, int code, const char *fmt, ...)
  * with pread from the file being opened. 0 when the bytes are not there (a
  * file that shrank since its fstat: never a fault). */
 int wpk_read_at(wpack_archive *ar, uint64_t off, uint64_t n, void *dst);
+
+/* 1 when the n bytes at off are zero, 0 when not, -1 when not readable
+ * (header.c). */
+int wpk_zero_range(wpack_archive *ar, uint64_t off, uint64_t n);
+/* The same for padding between extents: from an unmapped source in one
+ * request (source.c). */
+int wpk_padding_zero(wpack_archive *ar, uint64_t off, uint64_t n);
+
+/* Entry t's stored bytes (n = t->stored_length) from an unmapped archive
+ * (or its shard) into dst, checked against t->checksum: a mismatch is
+ * fetched once more, then WPACK_E_CHECKSUM. Failures set a message naming
+ * the tensor (source.c). */
+int wpk_fetch_stored(const wpack_archive *ar, const wpack_tensor *t, uint8_t *dst);
+/* The same into a new malloc'd block (*out, freed by the caller). */
+int wpk_fetch_stored_new(const wpack_archive *ar, const wpack_tensor *t, uint8_t **out);
 
 /* Memory for n bytes of a file's index, and its release. */
 uint8_t *wpk_index_alloc(uint64_t n);
@@ -130,6 +156,18 @@ int wpk_stream_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes
 /* Bytes [offset, +n) of a zstd entry record: only the chunks holding them. */
 int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, uint64_t offset,
                   void *dst, size_t n);
+/* The same two with the entry's stored bytes at stored (fetched from an
+ * unmapped archive) instead of in the mapping. */
+int wpk_stream_zstd_in(const wpack_archive *ar, const uint8_t *rec, const uint8_t *stored,
+                       uint64_t nbytes, wpk_piece_fn fn, void *user);
+int wpk_read_zstd_in(const wpack_archive *ar, const uint8_t *rec, const uint8_t *stored,
+                     uint64_t nbytes, uint64_t offset, void *dst, size_t n);
+/* Entry t's bytes must be fetched (an unmapped archive or shard), and its
+ * bytes [offset, +n) or all of them in pieces, fetched, checked, decoded. */
+int wpk_needs_fetch(const wpack_archive *ar, const wpack_tensor *t);
+int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset, void *dst,
+                    size_t n);
+int wpk_source_stream(const wpack_archive *ar, const wpack_tensor *t, wpk_piece_fn fn, void *user);
 /* Stream entry i's logical bytes to fn (may be NULL). With WPK_CHECK_HASH
  * hash them and check the hash against the entry's (decoded) checksum,
  * remembering the result; with WPK_CHECK_BOOL a bool tensor's bytes must

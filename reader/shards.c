@@ -102,7 +102,7 @@ static int distinct_shards(wpack_archive *ar, int dirfd, const wpack_meta *names
         k[s].slot = (uint32_t)s;
         struct stat st;
         /* A name that cannot be stat'ed fails at its open, with the reason. */
-        if ((rc = shard_name_ok(ar, e.str)) == WPACK_OK &&
+        if ((rc = shard_name_ok(ar, e.str)) == WPACK_OK && dirfd >= 0 &&
             fstatat(dirfd, e.str, &st, nofollow ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
             S_ISREG(st.st_mode)) {
             k[s].dev = (uint64_t)st.st_dev;
@@ -162,6 +162,11 @@ int wpk_check_shards(wpack_archive *ar)
         return WPACK_OK;
     if (opening_shard)
         return wpk_fail(ar, WPACK_E_SHARD, "shard %s is itself a sharded set", ar->path);
+    /* A manifest read through a caller's source opens its shards through it. */
+    int from_source = ar->src.read || ar->src.base;
+    if (from_source && !ar->src.open_shard)
+        return wpk_fail(ar, WPACK_E_SHARD, "a sharded set's manifest read through a source needs "
+                                           "the source's open_shard call");
     if (!ar->path)
         return wpk_fail(ar, WPACK_E_SHARD,
                         "a sharded set's manifest must be opened with wpack_open_file (its shards "
@@ -177,11 +182,11 @@ int wpk_check_shards(wpack_archive *ar)
         return rc;
     /* Shard names are resolved in the manifest's directory, without
      * following links unless the caller asked (WPACK_OPEN_FOLLOW_LINKS). */
-    char *dir = strndup(ar->path, dir_len(ar->path));
-    if (!dir)
+    char *dir = from_source ? NULL : strndup(ar->path, dir_len(ar->path));
+    if (!dir && !from_source)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
-    int dirfd = open(*dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dirfd < 0) {
+    int dirfd = from_source ? -1 : open(*dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0 && !from_source) {
         rc = wpk_fail(ar, WPACK_E_SHARD, "sharded set: cannot open the directory '%s': %s",
                       *dir ? dir : ".", strerror(errno));
         free(dir);
@@ -208,7 +213,8 @@ int wpk_check_shards(wpack_archive *ar)
         ar->nshards = (uint32_t)s + 1;
         wpack_archive *sh;
         opening_shard = 1;
-        int src = wpk_open_at(&sh, dirfd, e.str, path, 0, input_flags);
+        int src = from_source ? ar->src.open_shard(ar->src.user, e.str, 0, &sh)
+                              : wpk_open_at(&sh, dirfd, e.str, path, 0, input_flags);
         opening_shard = 0;
         ar->shards[s] = sh;
         if (src != WPACK_OK) {
@@ -224,7 +230,8 @@ int wpk_check_shards(wpack_archive *ar)
                           (unsigned long long)sh->info.index_checksum,
                           (unsigned long long)len.i64, (unsigned long long)sum.i64);
     }
-    close(dirfd);
+    if (dirfd >= 0)
+        close(dirfd);
     if (rc)
         return rc;
     for (uint64_t i = 0; i < ar->info.entry_count; i++) {

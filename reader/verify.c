@@ -22,8 +22,9 @@ int wpack_verify_entry(wpack_archive *ar, uint64_t i)
     wpk_fill_tensor(ar, i, &t);
     if (t.fill) /* a splat: its fill checksum is verified at open */
         return t.dtype == WPACK_DTYPE_BOOL ? check_bool_fill(ar, &t) : WPACK_OK;
-    if (t.codec == WPACK_CODEC_ZSTD) {
-        /* the stored (compressed) bytes first; the decoded ones below */
+    if (t.codec == WPACK_CODEC_ZSTD && !wpk_needs_fetch(ar, &t)) {
+        /* the stored (compressed) bytes first; the decoded ones below (a
+         * fetch checks the stored bytes itself) */
         uint64_t got = wpk_xxh3(ar->base + t.offset, (size_t)t.stored_length);
         if (got != t.checksum) {
             char q[256];
@@ -71,10 +72,13 @@ int wpack_verify_all_progress(wpack_archive *ar, wpack_verify_cb on_bad,
         uint32_t i = wpk_ld32(ar->sec[WPK_SEC_EXTENTS] + 4 * k);
         const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
         uint64_t start = wpk_ld64(r + WPK_E_DATA_OFFSET_OFF);
-        if (start > prev_end && !wpk_all_zero(ar->base + prev_end, start - prev_end)) {
-            int rc = wpk_fail(ar, WPACK_E_PADDING, "padding at %llu..%llu (before tensor '%s') is not zero",
-                              (unsigned long long)prev_end, (unsigned long long)start,
-                              wpk_str(ar, wpk_ld64(r + WPK_E_NAME_OFF)));
+        int z = start > prev_end ? wpk_padding_zero(ar, prev_end, start - prev_end) : 1;
+        if (z != 1) {
+            int rc = z < 0 ? ar->errcode /* a source's read failed: its message */
+                           : wpk_fail(ar, WPACK_E_PADDING,
+                                      "padding at %llu..%llu (before tensor '%s') is not zero",
+                                      (unsigned long long)prev_end, (unsigned long long)start,
+                                      wpk_str(ar, wpk_ld64(r + WPK_E_NAME_OFF)));
             if (!first)
                 first = rc;
             if (on_bad)

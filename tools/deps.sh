@@ -2,10 +2,10 @@
 # deps.sh - install the Debian packages wpack builds and tests with, when missing.
 # Usage: tools/deps.sh [build|test|all]   (default all)
 set -e
-need="gcc make libc6-dev pkg-config binutils libxxhash-dev libzstd-dev libarchive-dev libjansson-dev libdeflate-dev"
+need="gcc make libc6-dev pkg-config binutils libxxhash-dev libzstd-dev libarchive-dev libjansson-dev libdeflate-dev libcurl4-openssl-dev"
 case "${1:-all}" in
 build) ;;
-test | all) need="$need python3 python3-numpy python3-torch mlir-19-tools clang libfuzzer-14-dev libopenblas-dev zstd time" ;;
+test | all) need="$need python3 python3-numpy python3-torch mlir-19-tools clang libfuzzer-14-dev libopenblas-dev zstd time nginx" ;;
 esac
 missing=""
 for p in $need; do

@@ -8,7 +8,7 @@ SO=$(ls "$BUILD_DIR"/libwpack.so.*.*.* 2>/dev/null | head -1)
 
 # Four libraries (sources.mk): each exports only wpack_ calls, has a
 # versioned soname and links (-z defs) against the ones below it.
-for lib in wpack wpack-import wpack-dense wpack-mlir; do
+for lib in wpack wpack-import wpack-dense wpack-mlir wpack-remote; do
     so=$(ls "$BUILD_DIR"/lib$lib.so.*.*.* 2>/dev/null | head -1)
     [ -n "$so" ] && pass "shared_library_built_$lib" || { fail "shared_library_built_$lib"; continue; }
     others=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^wpack_' | grep -v '^_')
@@ -24,6 +24,10 @@ bad=$(nm -D --undefined-only "$SO" | awk '{print $2}' | sed 's/@.*//' | grep -x 
 [ -n "$SO" ] && [ -z "$bad" ] && pass core_no_getenv_thread_umask || fail core_no_getenv_thread_umask "${bad:-no shared library}"
 # The core is a leaf: it needs none of the other three.
 ldd "$SO" | grep -q 'libwpack-' && fail core_needs_no_other_wpack "$(ldd "$SO" | grep libwpack-)" || pass core_needs_no_other_wpack
+# Only libwpack-remote links libcurl (issue 17): the core has no network code.
+ldd "$SO" | grep -q 'libcurl' && fail core_needs_no_libcurl || pass core_needs_no_libcurl
+ldd "$BUILD_DIR/libwpack-remote.so" 2>/dev/null | grep -q 'libcurl' && pass remote_links_libcurl || fail remote_links_libcurl
+nm -D --defined-only "$BUILD_DIR/libwpack-remote.so" | grep -q ' wpack_open_url$' && pass remote_api_exported || fail remote_api_exported
 
 P="$T/prefix"
 if make -s -C "$ROOT" install BUILD="$(basename "$BUILD_DIR")" PREFIX="$P" OPT="${OPT:--O2 -g}" SAN="${SAN:-}" >"$T/inst.log" 2>&1; then
@@ -35,7 +39,8 @@ for f in include/wpack.h include/wpack_dense.h include/wpack_mlir.h \
     lib/libwpack.a lib/libwpack.so lib/libwpack.so.0 lib/pkgconfig/wpack.pc \
     lib/libwpack-import.a lib/libwpack-import.so.0 lib/pkgconfig/wpack-import.pc \
     lib/libwpack-dense.a lib/libwpack-dense.so.0 lib/pkgconfig/wpack-dense.pc \
-    lib/libwpack-mlir.a lib/libwpack-mlir.so.0 lib/pkgconfig/wpack-mlir.pc bin/wpack; do
+    lib/libwpack-mlir.a lib/libwpack-mlir.so.0 lib/pkgconfig/wpack-mlir.pc \
+    include/wpack_remote.h lib/libwpack-remote.so.0 lib/pkgconfig/wpack-remote.pc bin/wpack; do
     [ -e "$P/$f" ] && pass "installed_$(basename "$f")" || fail "installed_$f"
 done
 cat >"$T/user.c" <<'CEOF'

@@ -1,0 +1,101 @@
+/* open_url.c - the CLI's remote archives: a URL where an archive path goes
+ * (inspect, verify, extract, export, run, resolve, ...) opens through
+ * libwpack-remote with options from the environment (the library reads
+ * none itself): AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
+ * AWS_REGION (or AWS_DEFAULT_REGION), AWS_ENDPOINT_URL_S3 (or
+ * AWS_ENDPOINT_URL) for s3://, and WPACK_REMOTE_CONNECTIONS,
+ * WPACK_REMOTE_CHUNK, WPACK_REMOTE_RETRIES, WPACK_REMOTE_TIMEOUT,
+ * WPACK_REMOTE_MAX_RATE, WPACK_REMOTE_REDIRECTS=0 for every URL. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "wpack_remote.h"
+
+static const char *env(const char *a, const char *b)
+{
+    const char *v = getenv(a);
+    if ((!v || !*v) && b)
+        v = getenv(b);
+    return v && *v ? v : NULL;
+}
+
+/* A size or count from the environment; 0 and a message when malformed. */
+static int env_size(const char *name, uint64_t *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return 1;
+    if (!cli_parse_size(v, out) || *out == 0) {
+        cli_error("%s=%s: want a number above 0 (K, M or G allowed) [%s]", name, v,
+                  wpack_error_name(WPACK_E_INVALID_ARGUMENT));
+        return 0;
+    }
+    return 1;
+}
+
+/* Progress on a terminal: bytes fetched and the rate. */
+typedef struct {
+    uint64_t bytes;
+    struct timespec t0;
+    int shown;
+} progress;
+
+static progress prog;
+
+static void on_bytes(void *user, uint64_t n)
+{
+    progress *p = user;
+    p->bytes += n;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    double s = (double)(t.tv_sec - p->t0.tv_sec) + (double)(t.tv_nsec - p->t0.tv_nsec) / 1e9;
+    fprintf(stderr, "\rwpack: fetched %.1f MiB (%.1f MiB/s)   ", (double)p->bytes / 1048576.0,
+            s > 0 ? (double)p->bytes / 1048576.0 / s : 0.0);
+    p->shown = 1;
+}
+
+int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
+{
+    wpack_remote_options o;
+    wpack_remote_options_init(&o);
+    o.flags = flags;
+    o.access_key = env("AWS_ACCESS_KEY_ID", NULL);
+    o.secret_key = env("AWS_SECRET_ACCESS_KEY", NULL);
+    o.session_token = env("AWS_SESSION_TOKEN", NULL);
+    o.s3_region = env("AWS_REGION", "AWS_DEFAULT_REGION");
+    o.s3_endpoint = env("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
+    uint64_t conns = o.connections, retries = o.retries, timeout = o.timeout_s;
+    if (!env_size("WPACK_REMOTE_CONNECTIONS", &conns) || !env_size("WPACK_REMOTE_CHUNK", &o.chunk_size) ||
+        !env_size("WPACK_REMOTE_TIMEOUT", &timeout) || !env_size("WPACK_REMOTE_MAX_RATE", &o.max_bytes_per_s)) {
+        *ar = NULL;
+        return WPACK_E_INVALID_ARGUMENT;
+    }
+    const char *rv = getenv("WPACK_REMOTE_RETRIES"); /* 0 is allowed here */
+    if (rv && *rv)
+        retries = strtoull(rv, NULL, 10);
+    const char *redir = getenv("WPACK_REMOTE_REDIRECTS");
+    o.follow_redirects = !(redir && strcmp(redir, "0") == 0);
+    o.connections = conns > 64 ? 64 : (unsigned)conns;
+    o.retries = retries > 20 ? 20 : (unsigned)retries;
+    o.timeout_s = timeout > 3600 ? 3600 : (unsigned)timeout;
+    if (isatty(2)) {
+        clock_gettime(CLOCK_MONOTONIC, &prog.t0);
+        o.on_bytes = on_bytes;
+        o.on_bytes_user = &prog;
+    }
+    int rc = wpack_open_url(ar, url, &o);
+    if (prog.shown) {
+        fprintf(stderr, "\n");
+        prog.shown = 0;
+    }
+    return rc;
+}
+
+int cli_is_url(const char *path)
+{
+    return wpack_remote_is_url(path);
+}

@@ -1,0 +1,86 @@
+/*
+ * wpack_remote.h - libwpack-remote: open archives on HTTP(S) servers and S3
+ * object stores, reading only the byte ranges a reader needs.
+ *
+ * A separate library over libcurl, so that libwpack itself keeps no network
+ * (and no TLS) dependency: it reads through wpack_open_source(), which this
+ * library feeds with range GETs. Everything wpack.h does on a handle works
+ * on a remote one, except zero-copy views (there is no mapping): every
+ * entry read is fetched whole and checked against its XXH3 before any byte
+ * of it is handed out.
+ *
+ * Opening reads the first 64 KiB (superblock; the response gives the size,
+ * ETag and Last-Modified, which are then pinned: an object replaced while
+ * the handle is open is an error, never a mix of two files) and the last
+ * 256 KiB (trailer and, for most archives, the whole index): two GETs, one
+ * more when the index is larger. Reads are split into chunks fetched over
+ * several connections at once (curl multi interface, no threads), each
+ * retried with exponential backoff on 5xx, 429, timeouts, resets and short
+ * bodies. A server that ignores Range (HTTP 200), answers with another
+ * range, another ETag, more or fewer bytes than asked, or an error page is
+ * an error naming the URL and what it did.
+ *
+ * The library reads no environment variable: credentials, region and
+ * endpoint come from the options (the wpack CLI reads AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION
+ * and AWS_ENDPOINT_URL and passes them). Handles may be used from several
+ * threads; their network reads are serialized per handle. The first open
+ * calls curl_global_init() once for the process; libcurl itself may run a
+ * short-lived thread to resolve a host name (its threaded resolver).
+ */
+#ifndef WPACK_REMOTE_H
+#define WPACK_REMOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wpack.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wpack_remote_options {
+    unsigned flags;             /* WPACK_OPEN_* for the archive */
+    unsigned connections;       /* transfers at once per read (default 8, 1..64) */
+    uint64_t chunk_size;        /* bytes per range request (default 8 MiB, >= 64 KiB) */
+    unsigned retries;           /* attempts after the first, per request (default 4) */
+    unsigned retry_delay_ms;    /* first backoff, doubled per attempt (default 250) */
+    unsigned timeout_s;         /* a request that moves no byte for this long fails (default 30) */
+    uint64_t max_bytes_per_s;   /* total receive rate cap (0: none) */
+    int follow_redirects;       /* follow 3xx (default 1; never https -> http; not for s3://) */
+    /* s3://bucket/key: signed with AWS Signature Version 4 when a key is given */
+    const char *s3_region;      /* default "us-east-1" */
+    const char *s3_endpoint;    /* "http://host:port": path-style bucket/key there; NULL:
+                                 * https://BUCKET.s3.REGION.amazonaws.com/KEY */
+    const char *access_key;     /* NULL: unsigned requests (a public bucket) */
+    const char *secret_key;
+    const char *session_token;  /* optional (x-amz-security-token) */
+    const char *ca_file;        /* optional CA bundle for https */
+    /* Optional: called after each completed request with the bytes it
+     * brought (progress displays). */
+    void (*on_bytes)(void *user, uint64_t bytes);
+    void *on_bytes_user;
+} wpack_remote_options;
+
+/* The defaults above. */
+void wpack_remote_options_init(wpack_remote_options *opt);
+
+/* 1 when s names a remote archive this library opens: http://, https://,
+ * s3:// (anything else is a local path). */
+int wpack_remote_is_url(const char *s);
+
+/*
+ * Open the archive at url (http://, https:// or s3://bucket/key); opt may
+ * be NULL (the defaults). Like wpack_open_file(): *out always receives a
+ * handle unless memory runs out; on failure wpack_errmsg() says what (the
+ * URL, the HTTP status or the curl error). A sharded set's manifest opens
+ * its shards at URLs relative to its own (same directory).
+ */
+int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_options *opt);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

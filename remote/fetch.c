@@ -1,0 +1,463 @@
+/* fetch.c - range GETs of one remote object: a read is split into chunks
+ * fetched over several connections at once (curl multi interface: no
+ * threads), each checked as it arrives (status 206, the Content-Range asked
+ * for, the size, ETag and Last-Modified pinned at open, never more bytes
+ * than the range) and retried with exponential backoff when the failure may
+ * pass (5xx, 429, 408, timeouts, resets, short bodies). Anything else is an
+ * error naming the URL and what the server did: nothing unchecked reaches
+ * the buffer's owner as good. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "remote.h"
+
+/* A body of an error response kept for the message (an HTML page, an S3
+ * XML error); longer ones are cut off (the transfer is stopped). */
+#define SNIPPET 160
+
+typedef struct {
+    wpk_remote *r;
+    uint64_t off, len;          /* the range asked for */
+    uint8_t *dst;
+    uint64_t want;              /* bytes expected (probe: as the server announced) */
+    uint64_t got;
+    unsigned attempts;
+    int64_t not_before;         /* ms (monotonic) before which it is not retried */
+    int state;                  /* 0 waiting, 1 running, 2 done */
+    int probe;
+    /* the response being received (reset at each status line: redirects) */
+    long status;
+    int have_range, checked;
+    uint64_t cr_first, cr_last, cr_total;
+    char etag[256], lastmod[128], ctype[64];
+    char snippet[SNIPPET + 1];
+    size_t snippet_len;
+    char fatal[400];            /* set by a callback: stop, no retry */
+    struct curl_slist *hdrs;
+    char errbuf[CURL_ERROR_SIZE];
+} job;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A header value: copied without surrounding blanks and the CRLF. */
+static void header_value(const char *v, size_t n, char *out, size_t outlen)
+{
+    while (n && (*v == ' ' || *v == '\t')) {
+        v++;
+        n--;
+    }
+    while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
+        n--;
+    if (n >= outlen)
+        n = outlen - 1;
+    memcpy(out, v, n);
+    out[n] = 0;
+}
+
+static int is_header(const char *line, size_t n, const char *name, const char **val, size_t *vlen)
+{
+    size_t k = strlen(name);
+    if (n <= k || strncasecmp(line, name, k) != 0 || line[k] != ':')
+        return 0;
+    *val = line + k + 1;
+    *vlen = n - k - 1;
+    return 1;
+}
+
+static size_t on_header(char *p, size_t sz, size_t nm, void *u)
+{
+    job *j = u;
+    size_t n = sz * nm;
+    const char *v;
+    size_t vn;
+    char tmp[300];
+    if (n > 5 && strncmp(p, "HTTP/", 5) == 0) { /* a new response (after a redirect, a 100) */
+        const char *sp = memchr(p, ' ', n);
+        j->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        j->have_range = 0;
+        j->etag[0] = j->lastmod[0] = j->ctype[0] = 0;
+        j->snippet_len = 0;
+    } else if (is_header(p, n, "content-range", &v, &vn)) {
+        header_value(v, vn, tmp, sizeof tmp);
+        unsigned long long a, b, t;
+        char end;
+        j->have_range = sscanf(tmp, "bytes %llu-%llu/%llu%c", &a, &b, &t, &end) == 3 && a <= b &&
+                        b < t;
+        j->cr_first = a;
+        j->cr_last = b;
+        j->cr_total = t;
+    } else if (is_header(p, n, "etag", &v, &vn)) {
+        header_value(v, vn, j->etag, sizeof j->etag);
+    } else if (is_header(p, n, "last-modified", &v, &vn)) {
+        header_value(v, vn, j->lastmod, sizeof j->lastmod);
+    } else if (is_header(p, n, "content-type", &v, &vn)) {
+        header_value(v, vn, j->ctype, sizeof j->ctype);
+    }
+    return n;
+}
+
+/* The 206 response's headers against what was asked and pinned. */
+static int check_response(job *j)
+{
+    wpk_remote *r = j->r;
+    if (!j->have_range) {
+        wpk_fmt(j->fatal, sizeof j->fatal, "HTTP 206 without a valid Content-Range for bytes %llu-%llu",
+                (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1));
+        return 0;
+    }
+    int ok = j->probe ? j->cr_first == 0 && j->cr_last == (j->cr_total < j->len ? j->cr_total : j->len) - 1
+                      : j->cr_first == j->off && j->cr_last == j->off + j->len - 1 &&
+                            j->cr_total == r->size;
+    if (!ok) {
+        wpk_fmt(j->fatal, sizeof j->fatal,
+                "asked for bytes %llu-%llu%s, the server sent bytes %llu-%llu of %llu",
+                (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1),
+                j->probe ? "" : " of the object", (unsigned long long)j->cr_first,
+                (unsigned long long)j->cr_last, (unsigned long long)j->cr_total);
+        if (!j->probe && j->cr_total != r->size)
+            wpk_fmt(j->fatal, sizeof j->fatal,
+                    "the object changed since it was opened: now %llu bytes, was %llu",
+                    (unsigned long long)j->cr_total, (unsigned long long)r->size);
+        return 0;
+    }
+    if (!j->probe && (strcmp(j->etag, r->etag) != 0 || strcmp(j->lastmod, r->lastmod) != 0)) {
+        wpk_fmt(j->fatal, sizeof j->fatal,
+                "the object changed since it was opened (ETag %s, Last-Modified %s; at open %s, %s)",
+                *j->etag ? j->etag : "none", *j->lastmod ? j->lastmod : "none",
+                *r->etag ? r->etag : "none", *r->lastmod ? r->lastmod : "none");
+        return 0;
+    }
+    j->want = j->cr_last - j->cr_first + 1;
+    return 1;
+}
+
+static size_t on_body(char *p, size_t sz, size_t nm, void *u)
+{
+    job *j = u;
+    size_t n = sz * nm;
+    if (j->status != 206) {
+        if (j->status == 200) { /* the whole object, or an error page: stop at once */
+            wpk_fmt(j->fatal, sizeof j->fatal,
+                    "the server ignored the Range request (HTTP 200%s%s for bytes %llu-%llu); "
+                    "wpack needs range requests (HTTP 206)",
+                    *j->ctype ? ", " : "", j->ctype, (unsigned long long)j->off,
+                    (unsigned long long)(j->off + j->len - 1));
+            return 0;
+        }
+        size_t k = SNIPPET - j->snippet_len < n ? SNIPPET - j->snippet_len : n;
+        memcpy(j->snippet + j->snippet_len, p, k);
+        j->snippet_len += k;
+        return j->snippet_len < SNIPPET ? n : 0; /* enough to say what it was */
+    }
+    if (!j->checked && !(j->checked = check_response(j)))
+        return 0;
+    if (n > j->want - j->got) {
+        wpk_fmt(j->fatal, sizeof j->fatal,
+                "the server sent more than the %llu bytes of range %llu-%llu",
+                (unsigned long long)j->want, (unsigned long long)j->cr_first,
+                (unsigned long long)j->cr_last);
+        return 0;
+    }
+    memcpy(j->dst + j->got, p, n);
+    j->got += n;
+    return n;
+}
+
+/* Printable start of an error body, for the message. */
+static void snippet_text(const job *j, char *out, size_t outlen)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < j->snippet_len && k + 1 < outlen; i++) {
+        char c = (char)j->snippet[i];
+        out[k++] = c >= 0x20 && c < 0x7f ? c : ' ';
+    }
+    out[k] = 0;
+}
+
+static int setup(job *j, void *easy, char *msg, size_t msglen)
+{
+    wpk_remote *r = j->r;
+    CURL *e = easy;
+    curl_easy_reset(e);
+    j->status = 0;
+    j->got = 0;
+    j->checked = 0;
+    j->have_range = 0;
+    j->fatal[0] = j->errbuf[0] = 0;
+    j->snippet_len = 0;
+    j->want = j->len;
+    char h[1200];
+    struct curl_slist *l = NULL, *t;
+#define ADD(...)                                                                              \
+    do {                                                                                      \
+        wpk_fmt(h, sizeof h, __VA_ARGS__);                                                    \
+        if (!(t = curl_slist_append(l, h)))                                                   \
+            goto nomem;                                                                       \
+        l = t;                                                                                \
+    } while (0)
+    char range[80];
+    wpk_fmt(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)j->off,
+            (unsigned long long)(j->off + j->len - 1));
+    ADD("Range: %s", range);
+    /* A strong ETag lets the server refuse a changed object (412) itself. */
+    if (!j->probe && r->etag[0] == '"')
+        ADD("If-Match: %s", r->etag);
+    if (r->s3 && r->opt.access_key) {
+        char date[20], auth[600];
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", &tm);
+        wpk_sigv4_req q = {r->host, r->uri, range, date, r->opt.s3_region, r->opt.access_key,
+                           r->opt.secret_key, r->opt.session_token};
+        if (wpk_sigv4_get(&q, auth, sizeof auth) != 0) {
+            curl_slist_free_all(l);
+            wpk_fmt(msg, msglen, "%s: credentials or URL too long to sign", r->shown);
+            return WPACK_E_INVALID_ARGUMENT;
+        }
+        ADD("Host: %s", r->host);
+        ADD("x-amz-date: %s", date);
+        ADD("x-amz-content-sha256: %s", wpk_sigv4_empty_hash());
+        if (r->opt.session_token)
+            ADD("x-amz-security-token: %s", r->opt.session_token);
+        ADD("Authorization: %s", auth);
+    }
+#undef ADD
+    j->hdrs = l;
+    curl_easy_setopt(e, CURLOPT_URL, r->url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, l);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* never from https down to http */
+    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, r->https ? "https" : "http,https");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, (long)(r->opt.follow_redirects && !r->s3));
+    curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)r->opt.timeout_s);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L); /* no byte for timeout_s: give up */
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)r->opt.timeout_s);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, j->errbuf);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "wpack-remote/0.1");
+    if (r->opt.ca_file)
+        curl_easy_setopt(e, CURLOPT_CAINFO, r->opt.ca_file);
+    if (r->opt.max_bytes_per_s)
+        curl_easy_setopt(e, CURLOPT_MAX_RECV_SPEED_LARGE,
+                         (curl_off_t)(r->opt.max_bytes_per_s / r->opt.connections + 1));
+    return WPACK_OK;
+nomem:
+    curl_slist_free_all(l);
+    wpk_fmt(msg, msglen, "out of memory");
+    return WPACK_E_NOMEM;
+}
+
+static int retryable_curl(CURLcode c)
+{
+    return c == CURLE_OPERATION_TIMEDOUT || c == CURLE_PARTIAL_FILE || c == CURLE_RECV_ERROR ||
+           c == CURLE_SEND_ERROR || c == CURLE_COULDNT_CONNECT || c == CURLE_GOT_NOTHING ||
+           c == CURLE_HTTP2 || c == CURLE_HTTP2_STREAM;
+}
+
+/* A finished transfer: 0 done, -1 to be retried, else an error code (msg). */
+static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
+{
+    wpk_remote *r = j->r;
+    char why[600], body[SNIPPET + 1];
+    if (j->fatal[0]) {
+        wpk_fmt(msg, msglen, "%s", j->fatal);
+        return WPACK_E_IO;
+    }
+    if (c == CURLE_OK && j->status == 206 && j->checked && j->got == j->want)
+        return 0;
+    if (c == CURLE_OK && j->probe && j->status == 416)
+        return 0; /* an empty object: nothing to range over (the reader says what it is) */
+    int retry;
+    if (c != CURLE_OK && !(c == CURLE_WRITE_ERROR && j->status != 206 && j->status)) {
+        retry = retryable_curl(c);
+        wpk_fmt(why, sizeof why, "%s%s%s", curl_easy_strerror(c), *j->errbuf ? ": " : "",
+                j->errbuf);
+    } else if (j->status == 206) {
+        retry = 1;
+        wpk_fmt(why, sizeof why, "short body: %llu of %llu bytes", (unsigned long long)j->got,
+                (unsigned long long)j->want);
+    } else {
+        long s = j->status;
+        retry = s >= 500 || s == 429 || s == 408;
+        snippet_text(j, body, sizeof body);
+        const char *hint = s == 404 ? " (not found)"
+                           : s == 403 || s == 401 ? " (access denied: check the credentials)"
+                           : s == 412 ? " (the object changed since it was opened: ETag differs)"
+                           : s == 416 ? " (range not satisfiable: the object is shorter than at open)"
+                           : "";
+        char *loc = NULL;
+        if (s >= 300 && s < 400)
+            curl_easy_getinfo((CURL *)easy, CURLINFO_REDIRECT_URL, &loc);
+        wpk_fmt(why, sizeof why, "HTTP %ld%s%s%s%s%s", s, hint, loc ? ", redirect to " : "",
+                loc ? loc : "", *body ? ": " : "", body);
+        if (s >= 300 && s < 400 && !loc)
+            wpk_fmt(why, sizeof why, "HTTP %ld (redirects are not followed)", s);
+    }
+    if (retry && j->attempts <= j->r->opt.retries) {
+        uint64_t d = (uint64_t)r->opt.retry_delay_ms << (j->attempts - 1 < 6 ? j->attempts - 1 : 6);
+        j->not_before = now_ms() + (int64_t)(d < 10000 ? d : 10000);
+        return -1;
+    }
+    wpk_fmt(msg, msglen, "GET bytes %llu-%llu: %s%s", (unsigned long long)j->off,
+            (unsigned long long)(j->off + j->len - 1), why,
+            j->attempts > 1 ? " (after retries)" : "");
+    return WPACK_E_IO;
+}
+
+int wpk_remote_init_handles(wpk_remote *r, char *msg, size_t msglen)
+{
+    r->multi = curl_multi_init();
+    r->easy = calloc(r->opt.connections, sizeof *r->easy);
+    if (!r->multi || !r->easy) {
+        wpk_fmt(msg, msglen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    for (unsigned s = 0; s < r->opt.connections; s++)
+        if (!(r->easy[s] = curl_easy_init())) {
+            wpk_fmt(msg, msglen, "cannot start libcurl");
+            return WPACK_E_NOMEM;
+        }
+    curl_multi_setopt(r->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)r->opt.connections);
+    return WPACK_OK;
+}
+
+void wpk_remote_free_handles(wpk_remote *r)
+{
+    if (r->easy)
+        for (unsigned s = 0; s < r->opt.connections; s++)
+            if (r->easy[s])
+                curl_easy_cleanup(r->easy[s]);
+    free(r->easy);
+    r->easy = NULL;
+    if (r->multi)
+        curl_multi_cleanup(r->multi);
+    r->multi = NULL;
+}
+
+int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int probe,
+                     uint64_t *got, char *msg, size_t msglen)
+{
+    if (!n)
+        return WPACK_OK;
+    uint64_t chunk = probe ? n : r->opt.chunk_size;
+    uint64_t njobs = (n - 1) / chunk + 1;
+    job *jobs = njobs <= SIZE_MAX / sizeof *jobs ? calloc((size_t)njobs, sizeof *jobs) : NULL;
+    unsigned nslots = r->opt.connections;
+    int64_t *slot = calloc(nslots, sizeof *slot);
+    if (!jobs || !slot) {
+        free(jobs);
+        free(slot);
+        wpk_fmt(msg, msglen, "out of memory for %llu requests", (unsigned long long)njobs);
+        return WPACK_E_NOMEM;
+    }
+    for (uint64_t k = 0; k < njobs; k++) {
+        jobs[k].r = r;
+        jobs[k].off = off + k * chunk;
+        jobs[k].len = n - k * chunk < chunk ? n - k * chunk : chunk;
+        jobs[k].dst = dst + k * chunk;
+        jobs[k].probe = probe;
+    }
+    for (unsigned s = 0; s < nslots; s++)
+        slot[s] = -1;
+    CURLM *m = r->multi;
+    uint64_t done = 0, first_waiting = 0;
+    int rc = WPACK_OK, running = 0;
+    while (done < njobs && rc == WPACK_OK) {
+        int64_t now = now_ms(), next_at = INT64_MAX;
+        /* Start waiting chunks (in order) on idle connections. */
+        uint64_t k = first_waiting;
+        for (unsigned s = 0; s < nslots && rc == WPACK_OK; s++) {
+            if (slot[s] >= 0)
+                continue;
+            while (k < njobs && (jobs[k].state != 0 || jobs[k].not_before > now)) {
+                if (jobs[k].state == 0 && jobs[k].not_before < next_at)
+                    next_at = jobs[k].not_before;
+                k++;
+            }
+            if (k == njobs)
+                break;
+            job *j = &jobs[k];
+            if ((rc = setup(j, r->easy[s], msg, msglen)))
+                break;
+            j->attempts++;
+            j->state = 1;
+            curl_multi_add_handle(m, r->easy[s]);
+            slot[s] = (int64_t)k;
+            running++;
+        }
+        while (first_waiting < njobs && jobs[first_waiting].state != 0)
+            first_waiting++;
+        if (rc)
+            break;
+        int still = 0;
+        curl_multi_perform(m, &still);
+        CURLMsg *cm;
+        int q;
+        while ((cm = curl_multi_info_read(m, &q))) {
+            if (cm->msg != CURLMSG_DONE)
+                continue;
+            unsigned s = 0;
+            while (s < nslots && r->easy[s] != cm->easy_handle)
+                s++;
+            if (s == nslots || slot[s] < 0)
+                continue;
+            job *j = &jobs[slot[s]];
+            CURLcode c = cm->data.result;
+            int f = finish(j, r->easy[s], c, msg, msglen);
+            curl_multi_remove_handle(m, r->easy[s]);
+            curl_slist_free_all(j->hdrs);
+            j->hdrs = NULL;
+            slot[s] = -1;
+            running--;
+            if (f == 0) {
+                j->state = 2;
+                done++;
+                if (r->opt.on_bytes)
+                    r->opt.on_bytes(r->opt.on_bytes_user, j->got);
+                if (probe && got)
+                    *got = j->got;
+                if (probe) {
+                    r->size = j->checked ? j->cr_total : 0;
+                    memcpy(r->etag, j->etag, sizeof r->etag);
+                    memcpy(r->lastmod, j->lastmod, sizeof r->lastmod);
+                }
+            } else if (f == -1) {
+                j->state = 0;
+                if ((uint64_t)(j - jobs) < first_waiting)
+                    first_waiting = (uint64_t)(j - jobs);
+            } else {
+                rc = f;
+                break;
+            }
+        }
+        if (rc || done == njobs)
+            break;
+        int64_t wait = running ? 1000 : next_at == INT64_MAX ? 10 : next_at - now_ms();
+        if (wait > 0)
+            curl_multi_poll(m, NULL, 0, (int)(wait < 1000 ? wait : 1000), NULL);
+    }
+    for (unsigned s = 0; s < nslots; s++)
+        if (slot[s] >= 0) {
+            curl_multi_remove_handle(m, r->easy[s]);
+            curl_slist_free_all(jobs[slot[s]].hdrs);
+        }
+    free(slot);
+    free(jobs);
+    return rc;
+}

@@ -1,0 +1,68 @@
+/* remote.h - libwpack-remote internals: one remote object (an archive or a
+ * shard) and the calls that fetch its byte ranges. */
+#ifndef WPACK_REMOTE_INTERNAL_H
+#define WPACK_REMOTE_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "wpack_remote.h"
+
+/* sha256.c */
+void wpk_sha256(const void *p, size_t n, uint8_t out[32]);
+void wpk_hmac_sha256(const void *key, size_t keylen, const void *msg, size_t n, uint8_t out[32]);
+void wpk_hex(const uint8_t *p, size_t n, char *out); /* out: 2n + 1 bytes */
+
+/* sigv4.c: the Authorization header of a signed S3 GET. */
+typedef struct {
+    const char *host;           /* as sent in Host: ("bucket.s3.amazonaws.com", "127.0.0.1:9000") */
+    const char *uri;            /* the encoded path, "/test.txt" */
+    const char *range;          /* "bytes=0-9", or NULL */
+    const char *amz_date;       /* "20130524T000000Z" */
+    const char *region, *access_key, *secret_key;
+    const char *token;          /* or NULL */
+} wpk_sigv4_req;
+int wpk_sigv4_get(const wpk_sigv4_req *r, char *auth, size_t authlen);
+const char *wpk_sigv4_empty_hash(void);
+
+/* Bytes kept from the two requests of an open. */
+#define WPK_REMOTE_HEAD (64u * 1024)
+#define WPK_REMOTE_TAIL (256u * 1024)
+
+/* One remote object. */
+typedef struct wpk_remote {
+    char *url;                  /* the http(s) URL requested */
+    char *shown;                /* the URL as the caller gave it (messages, shards) */
+    int https;
+    int s3;                     /* sign requests (SigV4) */
+    char *host;                 /* s3: the Host header value signed */
+    char *uri;                  /* s3: the encoded path signed */
+    wpack_remote_options opt;   /* its strings point into owned copies */
+    char *owned[6];
+    uint64_t size;
+    char etag[256];             /* pinned at open ("" when the server sent none) */
+    char lastmod[128];
+    pthread_mutex_t lock;       /* one read at a time per object */
+    void *multi;                /* CURLM */
+    void **easy;                /* opt.connections CURL handles, kept for their connections */
+    uint8_t *head;              /* bytes [0, head_len) */
+    uint64_t head_len;
+    uint8_t *tail;              /* bytes [tail_off, tail_off + tail_len) */
+    uint64_t tail_off, tail_len;
+    int setup_rc;               /* a bad URL or options, reported by the open */
+    char setup_msg[600];
+} wpk_remote;
+
+/* fetch.c: bytes [off, off + n) of the object into dst, in chunks over
+ * several connections, retried; checked against the pinned size, ETag and
+ * Last-Modified. probe: the open's first request (bytes [0, n) or fewer,
+ * learning size, ETag and Last-Modified). WPACK_OK or an error code with a
+ * message saying what the server did (not naming the URL). */
+int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int probe,
+                     uint64_t *got, char *msg, size_t msglen);
+int wpk_remote_init_handles(wpk_remote *r, char *msg, size_t msglen);
+void wpk_remote_free_handles(wpk_remote *r);
+
+#endif

@@ -1,0 +1,286 @@
+/* url.c - wpack_open_url: an http(s):// or s3:// object as a wpack_source
+ * (the reader validates it as any archive); the open's two requests (the
+ * first 64 KiB, the last 256 KiB) are kept so that the superblock, the
+ * trailer and usually the whole index cost no further request. */
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remote.h"
+
+void wpack_remote_options_init(wpack_remote_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->connections = 8;
+    opt->chunk_size = 8u << 20;
+    opt->retries = 4;
+    opt->retry_delay_ms = 250;
+    opt->timeout_s = 30;
+    opt->follow_redirects = 1;
+}
+
+int wpack_remote_is_url(const char *s)
+{
+    return s && (strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0 ||
+                 strncmp(s, "s3://", 5) == 0);
+}
+
+/* libcurl's global setup, once per process (not thread-safe in itself). */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static int curl_ok;
+
+static void curl_setup(void)
+{
+    curl_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+}
+
+static void remote_free(wpk_remote *r)
+{
+    if (!r)
+        return;
+    wpk_remote_free_handles(r);
+    pthread_mutex_destroy(&r->lock);
+    for (size_t k = 0; k < sizeof r->owned / sizeof r->owned[0]; k++)
+        free(r->owned[k]);
+    free(r->url);
+    free(r->shown);
+    free(r->host);
+    free(r->uri);
+    free(r->head);
+    free(r->tail);
+    free(r);
+}
+
+/* Percent-encode s (n bytes) into a new string: unreserved bytes and,
+ * with keep_slash, '/' stay (S3's URI encoding of an object key). */
+static char *encode(const char *s, size_t n, int keep_slash)
+{
+    char *out = malloc(3 * n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/')) {
+            *o++ = (char)c;
+        } else {
+            static const char d[] = "0123456789ABCDEF";
+            *o++ = '%';
+            *o++ = d[c >> 4];
+            *o++ = d[c & 15];
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+/* s3://bucket/key to the URL requested, the Host header and the path
+ * signed: path style at an endpoint, else virtual-hosted AWS. */
+static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
+{
+    const char *b = url + 5, *slash = strchr(b, '/');
+    if (!slash || slash == b || !slash[1]) {
+        wpk_fmt(msg, msglen, "%s: an S3 URL is s3://BUCKET/KEY", url);
+        return WPACK_E_INVALID_ARGUMENT;
+    }
+    size_t blen = (size_t)(slash - b);
+    char *key = encode(slash + 1, strlen(slash + 1), 1);
+    if (!key)
+        goto nomem;
+    const char *ep = r->opt.s3_endpoint;
+    if (ep) {
+        const char *hs = strstr(ep, "://");
+        if (!hs || (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0)) {
+            free(key);
+            wpk_fmt(msg, msglen, "S3 endpoint '%s' is not an http:// or https:// URL", ep);
+            return WPACK_E_INVALID_ARGUMENT;
+        }
+        hs += 3;
+        const char *pe = strchr(hs, '/');
+        size_t hlen = pe ? (size_t)(pe - hs) : strlen(hs);
+        size_t plen = pe ? strlen(pe) : 0;
+        while (plen && pe[plen - 1] == '/')
+            plen--;
+        r->host = strndup(hs, hlen);
+        r->uri = malloc(plen + blen + strlen(key) + 3);
+        if (r->uri)
+            sprintf(r->uri, "%.*s/%.*s/%s", (int)plen, pe ? pe : "", (int)blen, b, key);
+        r->url = r->uri ? malloc((size_t)(hs - ep) + hlen + strlen(r->uri) + 1) : NULL;
+        if (r->url)
+            sprintf(r->url, "%.*s%s", (int)((size_t)(hs - ep) + hlen), ep, r->uri);
+    } else {
+        const char *region = r->opt.s3_region;
+        r->host = malloc(blen + strlen(region) + 32);
+        if (r->host)
+            sprintf(r->host, "%.*s.s3.%s.amazonaws.com", (int)blen, b, region);
+        r->uri = malloc(strlen(key) + 2);
+        if (r->uri)
+            sprintf(r->uri, "/%s", key);
+        r->url = r->host && r->uri ? malloc(strlen(r->host) + strlen(r->uri) + 9) : NULL;
+        if (r->url)
+            sprintf(r->url, "https://%s%s", r->host, r->uri);
+    }
+    free(key);
+    if (!r->host || !r->uri || !r->url)
+        goto nomem;
+    r->s3 = 1;
+    r->https = strncmp(r->url, "https://", 8) == 0;
+    if (r->opt.access_key && !r->opt.secret_key) {
+        wpk_fmt(msg, msglen, "%s: an access key without a secret key", url);
+        return WPACK_E_INVALID_ARGUMENT;
+    }
+    return WPACK_OK;
+nomem:
+    wpk_fmt(msg, msglen, "out of memory");
+    return WPACK_E_NOMEM;
+}
+
+static int copy_str(wpk_remote *r, int k, const char **s)
+{
+    if (!*s)
+        return 1;
+    r->owned[k] = strdup(*s);
+    *s = r->owned[k];
+    return r->owned[k] != NULL;
+}
+
+/* ------------------------------------------------ the source's callbacks */
+
+static int src_open(void *user, uint64_t *size, char *msg, size_t msglen)
+{
+    wpk_remote *r = user;
+    if (r->setup_rc) {
+        wpk_fmt(msg, msglen, "%s", r->setup_msg);
+        return r->setup_rc;
+    }
+    pthread_once(&curl_once, curl_setup);
+    if (!curl_ok) {
+        wpk_fmt(msg, msglen, "libcurl failed to initialise");
+        return WPACK_E_IO;
+    }
+    int rc = wpk_remote_init_handles(r, msg, msglen);
+    /* Request 1: the start (superblock; size, ETag, Last-Modified pinned). */
+    if (rc == WPACK_OK && !(r->head = malloc(WPK_REMOTE_HEAD)))
+        rc = WPACK_E_NOMEM;
+    if (rc == WPACK_OK)
+        rc = wpk_remote_fetch(r, 0, r->head, WPK_REMOTE_HEAD, 1, &r->head_len, msg, msglen);
+    /* Request 2: the end (trailer, and the index when it fits). */
+    if (rc == WPACK_OK && r->size > r->head_len) {
+        uint64_t from = r->size > WPK_REMOTE_TAIL ? r->size - WPK_REMOTE_TAIL : 0;
+        if (from < r->head_len)
+            from = r->head_len;
+        r->tail_off = from;
+        r->tail_len = r->size - from;
+        if (!(r->tail = malloc((size_t)r->tail_len)))
+            rc = WPACK_E_NOMEM;
+        else
+            rc = wpk_remote_fetch(r, from, r->tail, r->tail_len, 0, NULL, msg, msglen);
+    }
+    if (rc == WPACK_E_NOMEM && !*msg)
+        wpk_fmt(msg, msglen, "out of memory");
+    *size = r->size;
+    return rc;
+}
+
+static int src_read(void *user, uint64_t off, void *dst, size_t n, char *msg, size_t msglen)
+{
+    wpk_remote *r = user;
+    if (off + n <= r->head_len) {
+        memcpy(dst, r->head + off, n);
+        return WPACK_OK;
+    }
+    if (off >= r->tail_off && off + n <= r->tail_off + r->tail_len && r->tail) {
+        memcpy(dst, r->tail + (off - r->tail_off), n);
+        return WPACK_OK;
+    }
+    pthread_mutex_lock(&r->lock);
+    char why[500] = "";
+    int rc = wpk_remote_fetch(r, off, dst, n, 0, NULL, why, sizeof why);
+    pthread_mutex_unlock(&r->lock);
+    if (rc)
+        wpk_fmt(msg, msglen, "%s: %s", r->shown, why);
+    return rc;
+}
+
+static void src_close(void *user)
+{
+    remote_free(user);
+}
+
+static int src_open_shard(void *user, const char *name, unsigned flags, wpack_archive **out)
+{
+    wpk_remote *r = user;
+    /* The shard's URL: the manifest's, with its last path segment replaced. */
+    const char *slash = strrchr(r->shown, '/');
+    size_t dir = (size_t)(slash - r->shown) + 1;
+    char *enc = encode(name, strlen(name), 0);
+    char *url = enc ? malloc(dir + strlen(enc) + 1) : NULL;
+    if (!url) {
+        free(enc);
+        *out = NULL;
+        return WPACK_E_NOMEM;
+    }
+    memcpy(url, r->shown, dir);
+    strcpy(url + dir, enc);
+    free(enc);
+    wpack_remote_options o = r->opt;
+    o.flags = flags;
+    int rc = wpack_open_url(out, url, &o);
+    free(url);
+    return rc;
+}
+
+int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_options *opt)
+{
+    wpack_remote_options defaults;
+    if (!opt) {
+        wpack_remote_options_init(&defaults);
+        opt = &defaults;
+    }
+    wpk_remote *r = calloc(1, sizeof *r);
+    if (!r) {
+        *out = NULL;
+        return WPACK_E_NOMEM;
+    }
+    pthread_mutex_init(&r->lock, NULL);
+    r->opt = *opt;
+    if (!r->opt.connections)
+        r->opt.connections = 1;
+    if (r->opt.connections > 64)
+        r->opt.connections = 64;
+    if (r->opt.chunk_size < WPK_REMOTE_HEAD)
+        r->opt.chunk_size = WPK_REMOTE_HEAD;
+    if (!r->opt.timeout_s)
+        r->opt.timeout_s = 30;
+    if (!r->opt.s3_region)
+        r->opt.s3_region = "us-east-1";
+    char msg[600] = "";
+    int rc = WPACK_OK;
+    if (!copy_str(r, 0, &r->opt.s3_region) || !copy_str(r, 1, &r->opt.s3_endpoint) ||
+        !copy_str(r, 2, &r->opt.access_key) || !copy_str(r, 3, &r->opt.secret_key) ||
+        !copy_str(r, 4, &r->opt.session_token) || !copy_str(r, 5, &r->opt.ca_file) ||
+        !(r->shown = strdup(url ? url : "")))
+        rc = WPACK_E_NOMEM;
+    else if (!wpack_remote_is_url(url))
+        rc = WPACK_E_INVALID_ARGUMENT, wpk_fmt(msg, sizeof msg, "'%s' is not an http://, https:// "
+                                                               "or s3:// URL", r->shown);
+    else if (strncmp(url, "s3://", 5) == 0)
+        rc = s3_target(r, url, msg, sizeof msg);
+    else if (!(r->url = strdup(url)))
+        rc = WPACK_E_NOMEM;
+    else
+        r->https = strncmp(url, "https://", 8) == 0;
+    if (rc && !*msg)
+        wpk_fmt(msg, sizeof msg, "out of memory");
+    r->setup_rc = rc; /* a bad URL or options: the open fails with this */
+    wpk_fmt(r->setup_msg, sizeof r->setup_msg, "%s", msg);
+    wpack_source s;
+    memset(&s, 0, sizeof s);
+    s.user = r;
+    s.name = r->shown;
+    s.open = src_open;
+    s.read = src_read;
+    s.open_shard = src_open_shard;
+    s.close = src_close;
+    return wpack_open_source(out, &s, opt->flags);
+}

@@ -1,0 +1,66 @@
+# remote_lib.sh - servers on loopback for tests/cli/test_remote*.sh (sourced
+# after lib.sh): a real nginx serving a directory, and remote_server.py (a
+# server that misbehaves on purpose, and a fake S3). Both run as the current
+# user with files under $T only, on ports the kernel picks, and are stopped
+# by the EXIT trap.
+SERVER_PIDS=""
+trap 'for p in $SERVER_PIDS; do kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+
+free_port() {
+    $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_nginx DIR: serve DIR at http://127.0.0.1:$NGINX_PORT; its access log
+# ($T/nginx/access.log) has one line per request: "METHOD URI RANGE STATUS BYTES".
+start_nginx() {
+    local root=$1 bin
+    bin=$(command -v nginx || echo /usr/sbin/nginx)
+    [ -x "$bin" ] || return 1
+    mkdir -p "$T/nginx"
+    NGINX_PORT=$(free_port)
+    local user=""
+    [ "$(id -u)" -eq 0 ] && user="user root root;"
+    cat >"$T/nginx/nginx.conf" <<NGX
+worker_processes 1;
+daemon off;
+pid $T/nginx/nginx.pid;
+error_log $T/nginx/error.log;
+$user
+events { worker_connections 64; }
+http {
+    log_format ranges '\$request_method \$uri "\$http_range" \$status \$body_bytes_sent';
+    access_log $T/nginx/access.log ranges;
+    client_body_temp_path $T/nginx/body;
+    proxy_temp_path $T/nginx/proxy;
+    fastcgi_temp_path $T/nginx/fastcgi;
+    uwsgi_temp_path $T/nginx/uwsgi;
+    scgi_temp_path $T/nginx/scgi;
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:$NGINX_PORT;
+        root $root;
+    }
+}
+NGX
+    "$bin" -e "$T/nginx/error.log" -p "$T/nginx" -c "$T/nginx/nginx.conf" >"$T/nginx/stdout" 2>&1 &
+    SERVER_PIDS="$SERVER_PIDS $!"
+    for _ in $(seq 50); do
+        $PY -c "import socket; socket.create_connection(('127.0.0.1', $NGINX_PORT), 1)" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    cat "$T/nginx/error.log" "$T/nginx/stdout" >&2
+    return 1
+}
+
+# start_bad_server ROOT [REDIRECT_BASE]: remote_server.py at $BAD_PORT.
+start_bad_server() {
+    rm -f "$T/bad.port"
+    $PY "$TESTS_DIR/cli/remote_server.py" "$1" "$T/bad.port" "${2:-}" 2>"$T/bad.err" &
+    SERVER_PIDS="$SERVER_PIDS $!"
+    for _ in $(seq 50); do
+        [ -s "$T/bad.port" ] && BAD_PORT=$(cat "$T/bad.port") && return 0
+        sleep 0.1
+    done
+    cat "$T/bad.err" >&2
+    return 1
+}

@@ -1,0 +1,252 @@
+#!/usr/bin/python3
+"""remote_server.py ROOT PORTFILE [REDIRECT_BASE] - a small HTTP server for
+tests/cli/test_remote*.sh that misbehaves on purpose. The first path segment
+picks the behaviour, the rest names a file under ROOT:
+
+  /ok/F          range requests done right (206, Content-Range, ETag)
+  /norange/F     ignores Range: 200 with the whole file
+  /html200/F     200 with an HTML error page
+  /lielong/F     Content-Length larger than the body, then closes
+  /lieshort/F    Content-Length (and body) shorter than the range
+  /truncate/F    right headers, half the body, then closes
+  /more/F        206 with more bytes than the Content-Range says
+  /wrongrange/F  206 with the Content-Range of another range
+  /flaky/F       503 for the first 2 requests of each range, then right
+  /flip/F        right headers, one byte of the body flipped (beyond 64 KiB)
+  /flipone/F     as flip, for the first such request only
+  /changed/F     ETag "v2" after the first 2 requests (same bytes)
+  /changed412/F  as changed, and If-Match honoured (412)
+  /stall/F       headers, then silence for 30 s
+  /redirect/F    302 to REDIRECT_BASE/F (another server)
+  /s3/BUCKET/F   S3 path style: AWS Signature Version 4 checked with its own
+                 implementation (hmac, hashlib); 403 SignatureDoesNotMatch
+                 for a bad one. Credentials: AKIDTEST / secret/TEST+key and
+                 AKIDTOKEN / tokensecret with session token "tok/en=".
+Every request is logged to ROOT/../requests.log as "MODE RANGE STATUS".
+remote_server.py --self-test checks the SigV4 code against AWS's example.
+"""
+import datetime
+import hashlib
+import hmac
+import http.server
+import os
+import re
+import socketserver
+import sys
+import threading
+import time
+
+ROOT = PORTFILE = REDIRECT = LOG = ""  # set by main()
+CREDS = {"AKIDTEST": ("secret/TEST+key", None), "AKIDTOKEN": ("tokensecret", "tok/en=")}
+counts = {}
+lock = threading.Lock()
+
+
+def count(key):
+    with lock:
+        counts[key] = counts.get(key, 0) + 1
+        return counts[key]
+
+
+def sign(key, msg):
+    return hmac.new(key, msg.encode(), hashlib.sha256).digest()
+
+
+def sigv4_signature(secret, date, region, service, string_to_sign):
+    k = sign(("AWS4" + secret).encode(), date)
+    k = sign(k, region)
+    k = sign(k, service)
+    k = sign(k, "aws4_request")
+    return hmac.new(k, string_to_sign.encode(), hashlib.sha256).hexdigest()
+
+
+def check_sigv4(method, path, headers):
+    """None when the request's SigV4 Authorization is right, else why not."""
+    auth = headers.get("Authorization", "")
+    m = re.fullmatch(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/s3/aws4_request,"
+                     r"\s*SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})", auth)
+    if not m:
+        return "no or malformed Authorization"
+    ak, date, region, signed, sig = m.groups()
+    if ak not in CREDS:
+        return "unknown access key"
+    secret, token = CREDS[ak]
+    names = signed.split(";")
+    if names != sorted(names):
+        return "signed headers not sorted"
+    need = {"host", "x-amz-date", "x-amz-content-sha256"}
+    if "Range" in headers:
+        need.add("range")
+    if token is not None:
+        need.add("x-amz-security-token")
+        if headers.get("x-amz-security-token") != token:
+            return "wrong session token"
+    if not need <= set(names):
+        return "headers not signed: %s" % sorted(need - set(names))
+    amz_date = headers.get("x-amz-date", "")
+    try:
+        t = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ")
+    except ValueError:
+        return "bad x-amz-date"
+    now = datetime.datetime.utcnow()
+    if abs((now - t).total_seconds()) > 900 or amz_date[:8] != date:
+        return "request time too skewed"
+    canon_headers = "".join("%s:%s\n" % (n, " ".join(headers.get(n, "").split())) for n in names)
+    creq = "\n".join([method, path, "", canon_headers, signed, headers.get("x-amz-content-sha256", "")])
+    sts = "\n".join(["AWS4-HMAC-SHA256", amz_date, "%s/%s/s3/aws4_request" % (date, region),
+                     hashlib.sha256(creq.encode()).hexdigest()])
+    want = sigv4_signature(secret, date, region, "s3", sts)
+    return None if hmac.compare_digest(want, sig) else "signature mismatch"
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def log(self, mode, status):
+        with lock, open(LOG, "a") as f:
+            f.write("%s %s %s\n" % (mode, self.headers.get("Range", "-"), status))
+
+    def send(self, status, body, headers=(), length=None):
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        parts = self.path.split("/", 2)
+        mode = parts[1] if len(parts) > 2 else ""
+        rest = parts[2] if len(parts) > 2 else ""
+        if mode == "s3":
+            why = check_sigv4("GET", self.path, self.headers)
+            if why:
+                self.log(mode, 403)
+                body = ("<?xml version=\"1.0\"?><Error><Code>SignatureDoesNotMatch</Code>"
+                        "<Message>%s</Message></Error>" % why).encode()
+                return self.send(403, body, [("Content-Type", "application/xml")])
+            rest = rest.split("/", 1)[1] if "/" in rest else ""
+        path = os.path.join(ROOT, rest)
+        if not rest or ".." in rest or not os.path.isfile(path):
+            self.log(mode, 404)
+            return self.send(404, b"<html><body>404 Not Found</body></html>",
+                             [("Content-Type", "text/html")])
+        data = open(path, "rb").read()
+        size = len(data)
+        rng = self.headers.get("Range", "")
+        key = (mode, rest, rng)
+        n = count(key)
+        etag = '"v1"'
+        if mode in ("changed", "changed412"):
+            etag = '"v1"' if count((mode, rest)) <= 2 else '"v2"'
+            if mode == "changed412" and self.headers.get("If-Match") not in (None, etag):
+                self.log(mode, 412)
+                return self.send(412, b"precondition failed")
+        hdr = [("ETag", etag), ("Last-Modified", "Thu, 01 Jan 2026 00:00:00 GMT"),
+               ("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream")]
+        if mode == "redirect":
+            self.log(mode, 302)
+            return self.send(302, b"", [("Location", REDIRECT + "/" + rest)])
+        if mode == "norange":
+            self.log(mode, 200)
+            return self.send(200, data, hdr)
+        if mode == "html200":
+            self.log(mode, 200)
+            return self.send(200, b"<html><body><h1>Service temporarily unavailable</h1></body></html>",
+                             [("Content-Type", "text/html")])
+        if mode == "flaky" and n <= 2:
+            self.log(mode, 503)
+            return self.send(503, b"<html>busy</html>", [("Content-Type", "text/html")])
+        m = re.fullmatch(r"bytes=(\d+)-(\d+)", rng)
+        if not m:
+            self.log(mode, 200)
+            return self.send(200, data, hdr)
+        a, b = int(m.group(1)), int(m.group(2))
+        if a >= size:
+            self.log(mode, 416)
+            return self.send(416, b"", [("Content-Range", "bytes */%d" % size)])
+        b = min(b, size - 1)
+        body = data[a:b + 1]
+        cr = ("Content-Range", "bytes %d-%d/%d" % (a, b, size))
+        if mode == "wrongrange" and a > 0:
+            cr = ("Content-Range", "bytes %d-%d/%d" % (a - 1, b - 1, size))
+            body = data[a - 1:b]
+        self.log(mode, 206)
+        if mode == "lielong" and a > 0:
+            self.send_response(206)
+            for k, v in hdr + [cr]:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body) + 1000))
+            self.end_headers()
+            self.wfile.write(body)
+            self.close_connection = True
+            return
+        if mode == "lieshort" and a > 0:
+            return self.send(206, body[:len(body) // 2], hdr + [cr])
+        if mode == "truncate" and a > 0:
+            self.send_response(206)
+            for k, v in hdr + [cr]:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body[:len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        if mode == "more" and a > 0:
+            return self.send(206, body + b"EXTRA" * 100, hdr + [cr])
+        if mode == "stall" and a > 0:
+            self.send_response(206)
+            for k, v in hdr + [cr]:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(30)
+            self.close_connection = True
+            return
+        # a tensor's range (not the open's first or last request)
+        if mode in ("flip", "flipone") and a >= 65536 and b < size - 1 and \
+                (mode == "flip" or count((mode, "flipped")) == 1):
+            body = bytearray(body)
+            body[len(body) // 2] ^= 0x40
+            body = bytes(body)
+        return self.send(206, body, hdr + [cr])
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def aws_example_ok():
+    """This implementation against AWS's published GetObject example."""
+    creq = "\n".join(["GET", "/test.txt", "", "host:examplebucket.s3.amazonaws.com\nrange:bytes=0-9\n"
+                       "x-amz-content-sha256:" + hashlib.sha256(b"").hexdigest() + "\n"
+                       "x-amz-date:20130524T000000Z\n", "host;range;x-amz-content-sha256;x-amz-date",
+                       hashlib.sha256(b"").hexdigest()])
+    sts = "\n".join(["AWS4-HMAC-SHA256", "20130524T000000Z", "20130524/us-east-1/s3/aws4_request",
+                     hashlib.sha256(creq.encode()).hexdigest()])
+    sig = sigv4_signature("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20130524", "us-east-1", "s3", sts)
+    return sig == "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+
+
+def main():
+    global ROOT, PORTFILE, REDIRECT, LOG
+    if sys.argv[1] == "--self-test":
+        sys.exit(0 if aws_example_ok() else 1)
+    ROOT, PORTFILE = sys.argv[1], sys.argv[2]
+    REDIRECT = sys.argv[3] if len(sys.argv) > 3 else ""
+    LOG = os.path.join(os.path.dirname(os.path.abspath(ROOT)), "requests.log")
+    srv = Server(("127.0.0.1", 0), Handler)
+    with open(PORTFILE + ".tmp", "w") as f:
+        f.write(str(srv.server_address[1]))
+    os.rename(PORTFILE + ".tmp", PORTFILE)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

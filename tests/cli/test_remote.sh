@@ -1,0 +1,151 @@
+#!/bin/bash
+# test_remote.sh - archives over HTTP from a real nginx on loopback (issue
+# 17): inspect, verify, extract, export, run and resolve of a URL equal byte
+# for byte to the local result, for a plain, a compressed and a sharded
+# archive; nginx's access log shows what was fetched: two range GETs for
+# the header and index, then only the byte range of the tensor asked for.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/remote_lib.sh"
+
+W="$T/www"
+mkdir -p "$W/set" "$T/in"
+"$PY" - "$T/in" <<'PYEOF'
+import numpy as np, sys
+d = sys.argv[1]
+r = np.random.default_rng(17)
+for i in range(4):                      # 256 KiB each: the middle ones lie
+    np.save(f"{d}/t{i}.npy", r.standard_normal((256, 256)).astype(np.float32))  # outside both open requests
+np.save(f"{d}/0.weight.npy", r.standard_normal((8, 4)).astype(np.float32))
+np.save(f"{d}/0.bias.npy", r.standard_normal(8).astype(np.float32))
+np.save(f"{d}/2.weight.npy", r.standard_normal((3, 8)).astype(np.float32))
+np.save(f"{d}/2.bias.npy", r.standard_normal(3).astype(np.float32))
+np.save(f"{d}/zeros.npy", np.zeros((512, 512), dtype=np.float32))      # compresses
+np.save(f"{d}/x.npy", r.standard_normal((2, 4)).astype(np.float32))
+PYEOF
+mv "$T/in/x.npy" "$T/x.npy"
+expect create_plain "$WPACK" create -q -o "$W/a.wpack" "$T/in" --layers 0,1=relu,2
+expect create_zstd "$WPACK" create -q --compress zstd:3 -o "$W/z.wpack" "$T/in"
+expect create_set "$WPACK" create -q --shard-size 300K -o "$W/set/m.wpack" "$T/in"
+
+if ! start_nginx "$W"; then
+    fail nginx_started "nginx is not installed or did not start (tools/deps.sh installs it)"
+    finish
+    exit 1
+fi
+pass nginx_started
+U="http://127.0.0.1:$NGINX_PORT"
+LOGF="$T/nginx/access.log"
+
+# same_output NAME CMD-WITH-@A@...: the command on the URL and on the local
+# path print the same (the archive's own name replaced).
+same_output() {
+    local name=$1 local_a=$2 url=$3; shift 3
+    local args_l=() args_u=() a
+    for a in "$@"; do args_l+=("${a//@A@/$local_a}"); args_u+=("${a//@A@/$url}"); done
+    if ! "$WPACK" "${args_u[@]}" >"$T/o.url" 2>"$T/e.url"; then
+        fail "$name" "url: $(head -c 400 "$T/e.url")"; return
+    fi
+    "$WPACK" "${args_l[@]}" >"$T/o.local" 2>&1
+    sed -i -e "s|$url|ARCHIVE|g" -e "s|${url%/*}/|DIR/|g" "$T/o.url"
+    sed -i -e "s|$local_a|ARCHIVE|g" -e "s|${local_a%/*}/|DIR/|g" "$T/o.local"
+    cmp -s "$T/o.url" "$T/o.local" && pass "$name" || fail "$name" "$(diff "$T/o.url" "$T/o.local" | head -5)"
+}
+
+for a in a.wpack z.wpack set/m.wpack; do
+    n=${a%%.wpack}; n=${n//\//_}
+    same_output "inspect_$n" "$W/$a" "$U/$a" inspect @A@
+    same_output "inspect_json_$n" "$W/$a" "$U/$a" inspect --json @A@
+    same_output "verify_$n" "$W/$a" "$U/$a" verify @A@
+    rm -rf "$T/xu" "$T/xl"
+    expect "extract_$n" "$WPACK" extract -q -o "$T/xu" "$U/$a"
+    "$WPACK" extract -q -o "$T/xl" "$W/$a"
+    diff -r "$T/xu" "$T/xl" >/dev/null && pass "extract_same_bytes_$n" || fail "extract_same_bytes_$n"
+    rm -f "$T/u.st" "$T/l.st"
+    expect "export_$n" "$WPACK" export "$U/$a" --to safetensors -o "$T/u.st"
+    "$WPACK" export "$W/$a" --to safetensors -o "$T/l.st" >/dev/null 2>&1
+    cmp -s "$T/u.st" "$T/l.st" && pass "export_same_bytes_$n" || fail "export_same_bytes_$n"
+done
+
+# run: a Linear/ReLU stack from the URL's weights, as from the file
+expect run_url "$WPACK" run "$U/a.wpack" --input "$T/x.npy" -o "$T/yu.npy"
+"$WPACK" run "$W/a.wpack" --input "$T/x.npy" -o "$T/yl.npy"
+cmp -s "$T/yu.npy" "$T/yl.npy" && pass run_same_bytes || fail run_same_bytes
+
+# resolve: inline blobs come from the fetched (checked) bytes
+cat >"$T/m.mlir" <<'MLIR'
+module {
+  ml_program.global private @"0.weight"(#ml_program.extern : tensor<8x4xf32>) : tensor<8x4xf32>
+  ml_program.global private @"2.bias"(#ml_program.extern : tensor<3xf32>) : tensor<3xf32>
+}
+MLIR
+for mode in inline iree; do
+    expect "resolve_$mode" "$WPACK" resolve -q "$U/a.wpack" "$T/m.mlir" -o "$T/u.mlir" --emit $mode
+    "$WPACK" resolve -q "$W/a.wpack" "$T/m.mlir" -o "$T/l.mlir" --emit $mode
+    cmp -s "$T/u.mlir" "$T/l.mlir" && pass "resolve_same_$mode" || fail "resolve_same_$mode"
+done
+
+# Only the bytes needed: inspect is two range GETs (the first 64 KiB, the
+# last 256 KiB); extracting one tensor adds exactly its own range.
+: >"$LOGF"
+"$WPACK" inspect "$U/a.wpack" >/dev/null 2>&1
+size=$(stat -c %s "$W/a.wpack")
+want1="GET /a.wpack \"bytes=0-65535\" 206 65536"
+want2="GET /a.wpack \"bytes=$((size - 262144))-$((size - 1))\" 206 262144"
+[ "$(wc -l <"$LOGF")" -eq 2 ] && [ "$(sed -n 1p "$LOGF")" = "$want1" ] && [ "$(sed -n 2p "$LOGF")" = "$want2" ] &&
+    pass inspect_two_gets || fail inspect_two_gets "$(cat "$LOGF")"
+off=$("$WPACK" inspect --json "$W/a.wpack" | "$PY" -c '
+import json, sys
+for t in json.load(sys.stdin)["tensors"]:
+    if t["name"] == "t1": print(t["offset"], t["stored_length"])')
+read -r toff tlen <<<"$off"
+: >"$LOGF"
+expect extract_one "$WPACK" extract -q -o "$T/one" "$U/a.wpack" t1
+[ "$(wc -l <"$LOGF")" -eq 3 ] &&
+    [ "$(sed -n 3p "$LOGF")" = "GET /a.wpack \"bytes=$toff-$((toff + tlen - 1))\" 206 $tlen" ] &&
+    pass extract_fetches_only_its_range || fail extract_fetches_only_its_range "t1 at $toff+$tlen: $(cat "$LOGF")"
+total=$(awk '{s += $NF} END {print s}' "$LOGF")
+[ "$total" -lt $((65536 + 262144 + tlen + 1)) ] && pass bytes_bounded || fail bytes_bounded "$total bytes"
+
+# Chunks over several connections: a 256 KiB tensor in 64 KiB requests.
+: >"$LOGF"
+rm -rf "$T/ch"
+expect extract_chunked env WPACK_REMOTE_CHUNK=64K WPACK_REMOTE_CONNECTIONS=3 \
+    "$WPACK" extract -q -o "$T/ch" "$U/a.wpack" t1 t2
+n64=$(grep -c '" 206 65536$' "$LOGF")
+[ "$n64" -ge 9 ] && pass chunked_requests || fail chunked_requests "$n64 chunks: $(cat "$LOGF")"
+rm -rf "$T/xl"
+"$WPACK" extract -q -o "$T/xl" "$W/a.wpack"
+cmp -s "$T/ch/t1.npy" "$T/xl/t1.npy" && cmp -s "$T/ch/t2.npy" "$T/xl/t2.npy" &&
+    pass chunked_same_bytes || fail chunked_same_bytes
+
+# The sharded set: a shard is fetched only for the tensors that live in it.
+: >"$LOGF"
+expect extract_from_set "$WPACK" extract -q -o "$T/s1" "$U/set/m.wpack" t2
+cmp -s "$T/s1/t2.npy" "$T/xl/t2.npy" && pass set_tensor_same_bytes || fail set_tensor_same_bytes
+# a shard's data is fetched only where the tensor lives: one shard has a
+# third request, exactly t2's range in it
+third=$(grep -- '-of-' "$LOGF" | grep -v '"bytes=0-65535"' | awk '{print $2}' | sort | uniq -c | awk '$1 == 2' | wc -l)
+[ "$third" -eq 1 ] && pass set_fetches_one_shard || fail set_fetches_one_shard "$(cat "$LOGF")"
+
+# verify checks the padding between extents with one request per gap
+# (1 MiB alignment: each gap is almost 1 MiB), not one per 4 KiB
+"$PY" -c 'import numpy as np, sys; [np.save(f"{sys.argv[1]}/p{i}.npy", np.full(300, i, np.float32)) for i in range(3)]' "$T"
+expect create_aligned "$WPACK" create -q --align 1M -o "$W/p.wpack" "$T/p0.npy" "$T/p1.npy" "$T/p2.npy"
+: >"$LOGF"
+same_output verify_aligned "$W/p.wpack" "$U/p.wpack" verify @A@
+[ "$(wc -l <"$LOGF")" -le 7 ] && pass verify_padding_few_requests ||
+    fail verify_padding_few_requests "$(wc -l <"$LOGF") requests"
+
+# Errors name the URL and what the server said.
+expect_fail missing_404 "http://127.0.0.1:$NGINX_PORT/nope.wpack.*HTTP 404.*\[WPACK_E_IO\]" "$WPACK" inspect "$U/nope.wpack"
+echo "not an archive, just some text long enough for a superblock and a trailer, $(seq 100)" >"$W/text.wpack"
+expect_fail text_file "not a wpack archive.*\[WPACK_E_BAD_MAGIC\]" "$WPACK" inspect "$U/text.wpack"
+expect_fail bad_scheme "ftp://x" "$WPACK" inspect "ftp://x"
+expect_fail bad_env_chunk "WPACK_REMOTE_CHUNK=abc" env WPACK_REMOTE_CHUNK=abc "$WPACK" inspect "$U/a.wpack"
+# Commands that rewrite their archive take local files only.
+expect_fail update_url_refused "a URL is read only.*\[WPACK_E_UNSUPPORTED\]" "$WPACK" update "$U/a.wpack" --meta k=v
+expect_fail convert_url_refused "a URL cannot be rewritten.*\[WPACK_E_UNSUPPORTED\]" \
+    "$WPACK" convert "$U/a.wpack" --compress zstd -o "$T/c.wpack"
+port=$(free_port)
+expect_fail refused "127.0.0.1:$port.*(Couldn.t connect|connect)" env WPACK_REMOTE_RETRIES=0 "$WPACK" inspect "http://127.0.0.1:$port/a.wpack"
+finish

@@ -1,0 +1,103 @@
+#!/bin/bash
+# test_remote_bad.sh - servers that misbehave (tests/cli/remote_server.py):
+# each is a clear error naming what the server did, or is recovered from
+# correctly; never a crash, never a wrong byte (no output file appears on
+# an error). Then S3: requests signed with SigV4 are checked by an
+# independent Python implementation (hmac, hashlib) that rejects bad ones;
+# that implementation itself is checked against AWS's published example.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/remote_lib.sh"
+
+mkdir -p "$T/www"
+"$PY" - "$T" <<'PYEOF'
+import numpy as np, sys
+d = sys.argv[1]
+r = np.random.default_rng(3)
+for i in range(4):
+    np.save(f"{d}/t{i}.npy", r.standard_normal((256, 256)).astype(np.float32))
+PYEOF
+expect create "$WPACK" create -q -o "$T/www/a.wpack" "$T"/t0.npy "$T"/t1.npy "$T"/t2.npy "$T"/t3.npy
+"$WPACK" extract -q -o "$T/local" "$T/www/a.wpack"
+
+if ! start_nginx "$T/www"; then
+    fail nginx_started "nginx is not installed or did not start (tools/deps.sh installs it)"
+fi
+# redirects go to another host name (localhost) and port: nginx
+if ! start_bad_server "$T/www" "http://localhost:${NGINX_PORT:-1}"; then
+    fail server_started "$(cat "$T/bad.err")"
+    finish
+    exit 1
+fi
+B="http://127.0.0.1:$BAD_PORT"
+export WPACK_REMOTE_RETRIES=2 WPACK_REMOTE_TIMEOUT=2
+
+# extract_fails NAME REGEX URL: extract fails with REGEX and writes nothing
+extract_fails() {
+    local name=$1 pat=$2 url=$3
+    rm -rf "$T/xo"
+    expect_fail "$name" "$pat" "$WPACK" extract -q -o "$T/xo" "$url" t1
+    [ ! -e "$T/xo/t1.npy" ] && pass "${name}_no_output" || fail "${name}_no_output"
+}
+# extract_same NAME URL [ENV...]: extract t1 works and equals the local bytes
+extract_same() {
+    local name=$1 url=$2; shift 2
+    rm -rf "$T/xo"
+    expect "$name" env "$@" "$WPACK" extract -q -o "$T/xo" "$url" t1
+    cmp -s "$T/xo/t1.npy" "$T/local/t1.npy" && pass "${name}_same_bytes" || fail "${name}_same_bytes"
+}
+
+extract_same ok "$B/ok/a.wpack"
+extract_fails ignores_range "ignored the Range request \(HTTP 200.*\[WPACK_E_IO\]" "$B/norange/a.wpack"
+extract_fails html_error_page "ignored the Range request \(HTTP 200, text/html" "$B/html200/a.wpack"
+extract_fails content_length_too_long "[Pp]artial|short body" "$B/lielong/a.wpack"
+extract_fails content_length_too_short "short body: [0-9]+ of [0-9]+ bytes \(after retries\)" "$B/lieshort/a.wpack"
+extract_fails truncated_body "[Pp]artial|short body" "$B/truncate/a.wpack"
+extract_fails more_bytes_than_range "sent more than the [0-9]+ bytes of range" "$B/more/a.wpack"
+extract_fails wrong_content_range "asked for bytes [0-9]+-[0-9]+ of the object, the server sent bytes" "$B/wrongrange/a.wpack"
+extract_fails not_found "a.wpack: GET bytes 0-65535: HTTP 404 \(not found\)" "$B/ok/missing/a.wpack"
+extract_fails flipped_byte "tensor 't1': fetched bytes hash to [0-9a-f]+ twice.*\[WPACK_E_CHECKSUM\]" "$B/flip/a.wpack"
+extract_fails changed_etag "changed since it was opened \(ETag \"v2\".*at open \"v1\"" "$B/changed/a.wpack"
+extract_fails changed_if_match "HTTP 412 \(the object changed since it was opened" "$B/changed412/a.wpack"
+extract_fails stalled "[Tt]imeout|timed out" "$B/stall/a.wpack"
+# verify finds the flipped bytes too, naming the tensor
+expect_fail verify_flipped "tensor 't[0-9]': fetched bytes hash" "$WPACK" verify "$B/flip/a.wpack"
+
+# recovered: 503 twice per range, then right; one flipped fetch, refetched
+: >"$T/requests.log"
+extract_same retry_after_503 "$B/flaky/a.wpack"
+[ "$(grep -c '^flaky .* 503$' "$T/requests.log")" -ge 2 ] && pass retry_503_seen || fail retry_503_seen "$(cat "$T/requests.log")"
+extract_same refetch_after_bad_bytes "$B/flipone/a.wpack"
+cp "$T/www/a.wpack" "$T/www/b.wpack"
+cp "$T/www/a.wpack" "$T/www/c.wpack"
+WPACK_REMOTE_RETRIES=1 extract_fails retries_run_out "GET bytes 0-65535: HTTP 503: <html>busy</html> \(after retries\)" \
+    "$B/flaky/b.wpack"
+WPACK_REMOTE_RETRIES=0 extract_fails retries_zero "HTTP 503" "$B/flaky/c.wpack"
+
+# a redirect to another server (nginx): followed, unless turned off
+if [ -n "${NGINX_PORT:-}" ]; then
+    extract_same redirect_followed "$B/redirect/a.wpack"
+    rm -rf "$T/xo"
+    expect_fail redirect_refused "HTTP 302, redirect to http://localhost:$NGINX_PORT/a.wpack" \
+        env WPACK_REMOTE_REDIRECTS=0 "$WPACK" extract -q -o "$T/xo" "$B/redirect/a.wpack" t1
+fi
+
+# ---------------------------------------------------------------- S3 SigV4
+"$PY" "$TESTS_DIR/cli/remote_server.py" --self-test && pass python_sigv4_matches_aws_example ||
+    fail python_sigv4_matches_aws_example
+s3() { env AWS_ENDPOINT_URL="$B/s3" AWS_REGION=eu-west-3 "$@"; }
+rm -rf "$T/xo"
+expect s3_signed s3 AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY='secret/TEST+key' \
+    "$WPACK" extract -q -o "$T/xo" s3://bucket/a.wpack t1
+cmp -s "$T/xo/t1.npy" "$T/local/t1.npy" && pass s3_same_bytes || fail s3_same_bytes
+expect s3_inspect s3 AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY='secret/TEST+key' \
+    "$WPACK" verify s3://bucket/a.wpack
+expect_fail s3_wrong_secret "HTTP 403 \(access denied.*SignatureDoesNotMatch.*signature mismatch" \
+    s3 AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY=wrong "$WPACK" inspect s3://bucket/a.wpack
+expect_fail s3_unsigned "HTTP 403.*no or malformed Authorization" \
+    s3 AWS_ACCESS_KEY_ID= "$WPACK" inspect s3://bucket/a.wpack
+expect s3_session_token s3 AWS_ACCESS_KEY_ID=AKIDTOKEN AWS_SECRET_ACCESS_KEY=tokensecret \
+    AWS_SESSION_TOKEN='tok/en=' "$WPACK" inspect s3://bucket/a.wpack
+expect_fail s3_token_missing "HTTP 403.*wrong session token" \
+    s3 AWS_ACCESS_KEY_ID=AKIDTOKEN AWS_SECRET_ACCESS_KEY=tokensecret "$WPACK" inspect s3://bucket/a.wpack
+expect_fail s3_bad_url "s3://BUCKET/KEY" "$WPACK" inspect s3://bucket-only
+finish
