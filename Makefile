@@ -35,8 +35,8 @@ STATICS := $(BUILD)/libwpack-remote.a $(BUILD)/libwpack-mlir.a $(BUILD)/libwpack
     $(BUILD)/libwpack-import.a $(STATIC)
 SHARED := $(BUILD)/libwpack.so.$(VERSION)
 SHAREDS := $(LIBNAMES:%=$(BUILD)/lib%.so.$(VERSION))
-# The private copy: what the upper shared libraries may use of libwpack's
-# internals that it does not export.
+# The private copy: the format/ internals (not exported by libwpack.so) that
+# the upper shared libraries link hidden; nothing of reader/ or packer/.
 INTERNAL := $(BUILD)/libwpack-internal.a
 WPACK := $(BUILD)/wpack
 
@@ -53,7 +53,7 @@ $(BUILD)/libwpack-import.a: $(IMPORT_OBJS)
 $(BUILD)/libwpack-dense.a: $(DENSE_OBJS)
 $(BUILD)/libwpack-mlir.a: $(MLIR_OBJS)
 $(BUILD)/libwpack-remote.a: $(REMOTE_OBJS)
-$(INTERNAL): $(CORE_OBJS)
+$(INTERNAL): $(filter $(BUILD)/obj/format/%,$(CORE_OBJS))
 $(BUILD)/%.a:
 	@rm -f $@
 	ar rcs $@ $^
