@@ -64,6 +64,22 @@ double wpk_load_float(int dtype, const uint8_t *p);
 /* count elements of a float dtype to bf16 or f16 (dst_dtype). */
 void wpk_cast_block(int src_dtype, const void *src, int dst_dtype, uint16_t *dst, size_t count);
 
+/* The rules of a stats record (format/stats_rules.c, spec section 10), for
+ * every writer and the reader: WPACK_OK, or the fault's code (WPACK_E_STATS;
+ * WPACK_E_LIMIT for too many bins or percentiles) with a message in why. */
+int wpk_stats_shape_rule(int kind, int gran, uint32_t axis, uint32_t channels, uint32_t bins,
+                         uint32_t pcts, char *why, size_t n);
+int wpk_stats_values_rule(uint32_t c, double mn, double mx, double am, double mean, double var,
+                          char *why, size_t n);
+/* Edge b of a histogram (prev: edge b - 1; ignored for b = 0). */
+int wpk_stats_edge_rule(uint32_t b, double e, double prev, char *why, size_t n);
+/* Add one bin's count to *sum; then the sum must equal the record's count. */
+int wpk_stats_bin_rule(uint64_t *sum, uint64_t bin_count, char *why, size_t n);
+int wpk_stats_sum_rule(uint64_t sum, uint64_t count, char *why, size_t n);
+/* Percentile j (q in [0, 100], value finite; both increasing from j - 1). */
+int wpk_stats_percentile_rule(uint32_t j, double q, double v, double prev_q, double prev_v,
+                              char *why, size_t n);
+
 /* Write all n bytes to fd, retrying short writes and EINTR. Returns 0, or
  * the errno of the failure (ENOSPC when write makes no progress). */
 int wpk_write_all(int fd, const void *p, size_t n);

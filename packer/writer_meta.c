@@ -277,14 +277,6 @@ int wpk_module_names_finish(wpack_writer *w)
     return rc;
 }
 
-static int finite_all(const double *v, uint64_t n)
-{
-    for (uint64_t i = 0; i < n; i++)
-        if (!(v[i] - v[i] == 0))
-            return 0;
-    return 1;
-}
-
 int wpack_writer_add_stats(wpack_writer *w, const wpack_stats_in *s)
 {
     int rc = wpk_writer_usable(w);
@@ -294,45 +286,37 @@ int wpack_writer_add_stats(wpack_writer *w, const wpack_stats_in *s)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "stats: NULL record or key");
     const char *k = s->key;
     uint32_t C = s->channels;
-    if ((s->kind != WPACK_STATS_WEIGHT && s->kind != WPACK_STATS_ACTIVATION) ||
-        (s->granularity != WPACK_GRAN_TENSOR && s->granularity != WPACK_GRAN_CHANNEL) || C < 1 ||
-        C > WPK_LIMIT_CHANNELS || (s->granularity == WPACK_GRAN_TENSOR && (C != 1 || s->axis)) ||
-        s->axis >= WPACK_MAX_RANK || !s->min || !s->max || !s->absmax || !s->mean || !s->variance ||
-        s->hist_bins > WPK_LIMIT_HIST_BINS || s->percentile_count > WPK_LIMIT_PERCENTILES ||
+    char why[200];
+    /* The reader's rules (format/stats_rules.c): a bad record fails here, not at open. */
+    if ((rc = wpk_stats_shape_rule(s->kind, s->granularity, s->axis, C, s->hist_bins,
+                                   s->percentile_count, why, sizeof why)))
+        return wpk_wfail(w, rc, "stats '%s': %s", k, why);
+    if (!s->min || !s->max || !s->absmax || !s->mean || !s->variance ||
         (s->hist_bins && (!s->hist_edges || !s->hist_counts)) ||
         (s->percentile_count && !s->percentiles))
-        return wpk_wfail(w, WPACK_E_STATS, "stats '%s': kind, granularity, channels or arrays invalid", k);
-    /* The same consistency the reader demands, so a bad record fails here, not at open. */
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "stats '%s': a NULL array", k);
     const double *arr[5] = {s->min, s->max, s->absmax, s->mean, s->variance};
-    for (int j = 0; j < 5; j++)
-        if (!finite_all(arr[j], C))
-            return wpk_wfail(w, WPACK_E_STATS, "stats '%s': non-finite value", k);
-    for (uint32_t c = 0; c < C; c++) {
-        double mn = s->min[c], mx = s->max[c];
-        double am = (mn < 0 ? -mn : mn) > (mx < 0 ? -mx : mx) ? (mn < 0 ? -mn : mn) : (mx < 0 ? -mx : mx);
-        if (!(mn <= mx) || s->absmax[c] != am || !(mn <= s->mean[c] && s->mean[c] <= mx) ||
-            s->variance[c] < 0)
-            return wpk_wfail(w, WPACK_E_STATS, "stats '%s' channel %u: inconsistent values", k, c);
-    }
+    for (uint32_t c = 0; c < C; c++)
+        if ((rc = wpk_stats_values_rule(c, s->min[c], s->max[c], s->absmax[c], s->mean[c],
+                                        s->variance[c], why, sizeof why)))
+            return wpk_wfail(w, rc, "stats '%s': %s", k, why);
     if (s->hist_bins) {
         uint64_t sum = 0;
-        if (!finite_all(s->hist_edges, (uint64_t)s->hist_bins + 1))
-            return wpk_wfail(w, WPACK_E_STATS, "stats '%s': non-finite histogram edge", k);
-        for (uint32_t b = 0; b < s->hist_bins; b++) {
-            if (!(s->hist_edges[b + 1] > s->hist_edges[b]))
-                return wpk_wfail(w, WPACK_E_STATS, "stats '%s': histogram edges not increasing", k);
-            if (!wpk_add(sum, s->hist_counts[b], &sum))
-                return wpk_wfail(w, WPACK_E_STATS, "stats '%s': histogram counts overflow", k);
-        }
-        if (sum != s->count)
-            return wpk_wfail(w, WPACK_E_STATS, "stats '%s': histogram counts sum to %llu, count is %llu",
-                             k, (unsigned long long)sum, (unsigned long long)s->count);
+        for (uint32_t b = 0; b <= s->hist_bins; b++)
+            if ((rc = wpk_stats_edge_rule(b, s->hist_edges[b], b ? s->hist_edges[b - 1] : 0, why,
+                                          sizeof why)))
+                return wpk_wfail(w, rc, "stats '%s': %s", k, why);
+        for (uint32_t b = 0; b < s->hist_bins; b++)
+            if ((rc = wpk_stats_bin_rule(&sum, s->hist_counts[b], why, sizeof why)))
+                return wpk_wfail(w, rc, "stats '%s': %s", k, why);
+        if ((rc = wpk_stats_sum_rule(sum, s->count, why, sizeof why)))
+            return wpk_wfail(w, rc, "stats '%s': %s", k, why);
     }
     for (uint32_t j = 0; j < s->percentile_count; j++) {
-        double q = s->percentiles[2 * j], v = s->percentiles[2 * j + 1];
-        if (!(q >= 0 && q <= 100) || !finite_all(&v, 1) ||
-            (j && (!(q > s->percentiles[2 * j - 2]) || v < s->percentiles[2 * j - 1])))
-            return wpk_wfail(w, WPACK_E_STATS, "stats '%s': percentile %u out of order or range", k, j);
+        double pq = j ? s->percentiles[2 * j - 2] : 0, pv = j ? s->percentiles[2 * j - 1] : 0;
+        if ((rc = wpk_stats_percentile_rule(j, s->percentiles[2 * j], s->percentiles[2 * j + 1], pq,
+                                            pv, why, sizeof why)))
+            return wpk_wfail(w, rc, "stats '%s': %s", k, why);
     }
     wpk_pending_stats p;
     memset(&p, 0, sizeof p);

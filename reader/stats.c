@@ -13,83 +13,70 @@ static int key_kind_cmp(const uint8_t *a, uint64_t alen, int akind, const uint8_
     return c ? c : (akind > bkind) - (akind < bkind);
 }
 
-static int check_values(wpack_archive *ar, const uint8_t *key_, uint64_t key_len_, const uint8_t *v, uint32_t channels)
+/* The record's arrays against format/stats_rules.c; a fault names the key. */
+static int rule_fail(wpack_archive *ar, int rc, const uint8_t *key, uint64_t key_len,
+                     const char *why)
 {
     char q[256];
-#define Q (wpk_quote(q, sizeof q, (const char *)key_, (size_t)key_len_), q)
-    for (uint32_t c = 0; c < channels; c++) {
-        double mn = wpk_ldf64(v + 8 * ((uint64_t)0 * channels + c));
-        double mx = wpk_ldf64(v + 8 * ((uint64_t)1 * channels + c));
-        double am = wpk_ldf64(v + 8 * ((uint64_t)2 * channels + c));
-        double mean = wpk_ldf64(v + 8 * ((uint64_t)3 * channels + c));
-        double var = wpk_ldf64(v + 8 * ((uint64_t)4 * channels + c));
-        if (!isfinite(mn) || !isfinite(mx) || !isfinite(am) || !isfinite(mean) || !isfinite(var))
-            return wpk_fail(ar, WPACK_E_STATS, "stats '%s' channel %u: value not finite", Q, c);
-        if (!(mn <= mx) || am != fmax(fabs(mn), fabs(mx)) || !(mn <= mean && mean <= mx) ||
-            var < 0)
-            return wpk_fail(ar, WPACK_E_STATS,
-                            "stats '%s' channel %u: inconsistent min %g max %g absmax %g mean %g "
-                            "variance %g", Q, c, mn, mx, am, mean, var);
-    }
-    return WPACK_OK;
-#undef Q
+    wpk_quote(q, sizeof q, (const char *)key, (size_t)key_len);
+    return wpk_fail(ar, rc, "stats '%s': %s", q, why);
 }
 
-static int check_histogram(wpack_archive *ar, const uint8_t *key_, uint64_t key_len_, uint64_t off, uint32_t bins,
-                           uint64_t count)
+static int check_values(wpack_archive *ar, const uint8_t *key, uint64_t key_len, const uint8_t *v,
+                        uint32_t channels)
 {
-    char q[256];
-#define Q (wpk_quote(q, sizeof q, (const char *)key_, (size_t)key_len_), q)
-    if (bins > WPK_LIMIT_HIST_BINS)
-        return wpk_fail(ar, WPACK_E_LIMIT, "stats '%s': %u histogram bins, limit %u", Q, bins,
-                        WPK_LIMIT_HIST_BINS);
+    char why[200];
+    for (uint32_t c = 0; c < channels; c++) {
+        int rc = wpk_stats_values_rule(c, wpk_ldf64(v + 8 * ((uint64_t)0 * channels + c)),
+                                       wpk_ldf64(v + 8 * ((uint64_t)1 * channels + c)),
+                                       wpk_ldf64(v + 8 * ((uint64_t)2 * channels + c)),
+                                       wpk_ldf64(v + 8 * ((uint64_t)3 * channels + c)),
+                                       wpk_ldf64(v + 8 * ((uint64_t)4 * channels + c)), why,
+                                       sizeof why);
+        if (rc)
+            return rule_fail(ar, rc, key, key_len, why);
+    }
+    return WPACK_OK;
+}
+
+static int check_histogram(wpack_archive *ar, const uint8_t *key, uint64_t key_len, uint64_t off,
+                           uint32_t bins, uint64_t count)
+{
+    char why[200];
     uint64_t bytes = (2 * (uint64_t)bins + 1) * 8;
     int rc = wpk_aux_ref(ar, off, bytes, "stats histogram");
     if (rc)
         return rc;
     const uint8_t *p = ar->sec[WPK_SEC_AUX] + off;
-    double prev = 0;
-    for (uint32_t b = 0; b <= bins; b++) {
-        double e = wpk_ldf64(p + 8 * b);
-        if (!isfinite(e) || (b > 0 && !(e > prev)))
-            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram edge %u (%g) not finite and "
-                                               "increasing", Q, b, e);
-        prev = e;
-    }
+    for (uint32_t b = 0; b <= bins; b++)
+        if ((rc = wpk_stats_edge_rule(b, wpk_ldf64(p + 8 * b), b ? wpk_ldf64(p + 8 * (b - 1)) : 0,
+                                      why, sizeof why)))
+            return rule_fail(ar, rc, key, key_len, why);
     uint64_t sum = 0;
     const uint8_t *counts = p + 8 * ((uint64_t)bins + 1);
     for (uint32_t b = 0; b < bins; b++)
-        if (!wpk_add(sum, wpk_ld64(counts + 8 * b), &sum))
-            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram counts overflow", Q);
-    if (sum != count)
-        return wpk_fail(ar, WPACK_E_STATS, "stats '%s': histogram counts sum to %llu, count is %llu",
-                        Q, (unsigned long long)sum, (unsigned long long)count);
+        if ((rc = wpk_stats_bin_rule(&sum, wpk_ld64(counts + 8 * b), why, sizeof why)))
+            return rule_fail(ar, rc, key, key_len, why);
+    if ((rc = wpk_stats_sum_rule(sum, count, why, sizeof why)))
+        return rule_fail(ar, rc, key, key_len, why);
     return WPACK_OK;
-#undef Q
 }
 
-static int check_percentiles(wpack_archive *ar, const uint8_t *key_, uint64_t key_len_, uint64_t off, uint32_t n)
+static int check_percentiles(wpack_archive *ar, const uint8_t *key, uint64_t key_len, uint64_t off,
+                             uint32_t n)
 {
-    char q[256];
-#define Q (wpk_quote(q, sizeof q, (const char *)key_, (size_t)key_len_), q)
-    if (n > WPK_LIMIT_PERCENTILES)
-        return wpk_fail(ar, WPACK_E_LIMIT, "stats '%s': %u percentiles, limit %u", Q, n,
-                        WPK_LIMIT_PERCENTILES);
+    char why[200];
     int rc = wpk_aux_ref(ar, off, 16 * (uint64_t)n, "stats percentiles");
     if (rc)
         return rc;
     const uint8_t *p = ar->sec[WPK_SEC_AUX] + off;
     for (uint32_t j = 0; j < n; j++) {
-        double pq = wpk_ldf64(p + 16 * j), v = wpk_ldf64(p + 16 * j + 8);
-        int ok = pq >= 0 && pq <= 100 && isfinite(v);
-        if (j > 0)
-            ok = ok && pq > wpk_ldf64(p + 16 * (j - 1)) && v >= wpk_ldf64(p + 16 * (j - 1) + 8);
-        if (!ok)
-            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': percentile %u (q %g, value %g) out of "
-                                               "order or range", Q, j, pq, v);
+        double pq = j ? wpk_ldf64(p + 16 * (j - 1)) : 0, pv = j ? wpk_ldf64(p + 16 * (j - 1) + 8) : 0;
+        if ((rc = wpk_stats_percentile_rule(j, wpk_ldf64(p + 16 * j), wpk_ldf64(p + 16 * j + 8), pq,
+                                            pv, why, sizeof why)))
+            return rule_fail(ar, rc, key, key_len, why);
     }
     return WPACK_OK;
-#undef Q
 }
 
 static const uint8_t *entry_name(const wpack_archive *ar, uint64_t i)
@@ -140,20 +127,11 @@ int wpk_check_stats(wpack_archive *ar)
             return rc;
         if (ar->info.format_minor <= WPACK_FORMAT_MINOR && wpk_ld16(r + WPK_S_RESERVED_OFF))
             return wpk_fail(ar, WPACK_E_RESERVED, "stats '%s': reserved field not zero", Q);
-        if (kind != WPACK_STATS_WEIGHT && kind != WPACK_STATS_ACTIVATION)
-            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': unknown kind %d", Q, kind);
         uint32_t axis = wpk_ld32(r + WPK_S_AXIS_OFF), channels = wpk_ld32(r + WPK_S_CHANNELS_OFF);
-        if (gran == WPACK_GRAN_TENSOR) {
-            if (axis != 0 || channels != 1)
-                return wpk_fail(ar, WPACK_E_STATS, "stats '%s': per-tensor with axis %u, %u channels",
-                                Q, axis, channels);
-        } else if (gran == WPACK_GRAN_CHANNEL) {
-            if (channels < 1 || channels > WPK_LIMIT_CHANNELS || axis >= WPACK_MAX_RANK)
-                return wpk_fail(ar, WPACK_E_STATS, "stats '%s': per-channel axis %u, %u channels "
-                                                   "out of range", Q, axis, channels);
-        } else {
-            return wpk_fail(ar, WPACK_E_STATS, "stats '%s': unknown granularity %d", Q, gran);
-        }
+        uint32_t bins = wpk_ld32(r + WPK_S_HIST_BINS_OFF), pcts = wpk_ld32(r + WPK_S_PCT_COUNT_OFF);
+        char why[200];
+        if ((rc = wpk_stats_shape_rule(kind, gran, axis, channels, bins, pcts, why, sizeof why)))
+            return rule_fail(ar, rc, key, key_len, why);
         if (kind == WPACK_STATS_WEIGHT) {
             if (!is_entry)
                 return wpk_fail(ar, WPACK_E_STATS, "weight stats '%s': no tensor of that name", Q);
@@ -170,7 +148,6 @@ int wpk_check_stats(wpack_archive *ar)
         if ((rc = wpk_aux_ref(ar, voff, 40 * (uint64_t)channels, "stats values")) ||
             (rc = check_values(ar, key, key_len, ar->sec[WPK_SEC_AUX] + voff, channels)))
             return rc;
-        uint32_t bins = wpk_ld32(r + WPK_S_HIST_BINS_OFF), pcts = wpk_ld32(r + WPK_S_PCT_COUNT_OFF);
         if (bins && (rc = check_histogram(ar, key, key_len, wpk_ld64(r + WPK_S_HIST_OFF), bins, count)))
             return rc;
         if (!bins && wpk_ld64(r + WPK_S_HIST_OFF))

@@ -132,7 +132,8 @@ static void test_import_block_dtypes(void)
     FILE *f = fopen(in, "wb");
     fwrite(o.b, 1, o.n, f);
     fclose(f);
-    CHECK_EQ(wpk_import_detect(in, err, sizeof err), WPK_IN_GGUF);
+    int dcode = 0;
+    CHECK_EQ(wpk_import_detect(in, &dcode, err, sizeof err), WPK_IN_GGUF);
     wpack_writer *w = NULL;
     CHECK_EQ(wpack_writer_open(&w, out, NULL), WPACK_OK);
     wpk_sink s;
