@@ -217,6 +217,8 @@ static int finish_file(wpack_writer *w)
     char err[sizeof w->errmsg];
     if (rc == WPACK_OK && (rc = wpk_atomic_sync(&w->out, err, sizeof err)))
         wpk_wfail(w, rc, "%s", err);
+    if (rc == WPACK_OK && w->shards) /* only now: a failure above leaves an old set whole */
+        rc = wpk_shards_place(w);
     return rc;
 }
 

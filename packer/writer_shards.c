@@ -9,9 +9,14 @@
  * tensor is never split; a bigger one gets a shard to itself). Shards are
  * finished under temporary names ("<manifest temporary>.shard-0000k",
  * atomic_file.h), because their final names
- * ("NAME-0000k-of-0000N.wpack") hold the count, known only at the end;
- * wpack_writer_finish renames them, then writes the manifest. Nothing is
- * written twice, and an aborted writer removes every shard it made.
+ * ("NAME-0000k-of-0000N.wpack") hold the count, known only at the end.
+ * wpack_writer_finish writes and fsyncs the whole manifest first (still a
+ * temporary), then renames the shards, then the manifest: a failure while
+ * writing (a full disk) leaves an existing set at those names untouched.
+ * Only a crash between the shard renames and the manifest's leaves new
+ * shards beside the old manifest (which then fails to open with
+ * WPACK_E_SHARD: their checksums differ). Nothing is written twice, and an
+ * aborted writer removes every shard it made.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -236,9 +241,25 @@ int wpk_shards_finish(wpack_writer *w)
     if (!names)
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     rc = WPACK_OK;
+    for (uint32_t k = 0; k < s->n && rc == WPACK_OK; k++)
+        if (!(names[k] = final_name(w->path, k, s->n)))
+            rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    if (rc == WPACK_OK)
+        rc = wpack_writer_set_shards(w, s->n, (const char *const *)names, s->lengths, s->sums);
+    for (uint32_t k = 0; k < s->n; k++)
+        free(names[k]);
+    free(names);
+    return rc;
+}
+
+int wpk_shards_place(wpack_writer *w)
+{
+    wpk_shard_set *s = w->shards;
+    int rc = WPACK_OK;
     for (uint32_t k = 0; k < s->n && rc == WPACK_OK; k++) {
-        names[k] = final_name(w->path, k, s->n);
-        char *path = names[k] ? beside(w->path, names[k]) : NULL;
+        char *name = final_name(w->path, k, s->n);
+        char *path = name ? beside(w->path, name) : NULL;
+        free(name);
         if (!path)
             rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
         else if (rename(s->parts[k], path) != 0)
@@ -246,16 +267,11 @@ int wpk_shards_finish(wpack_writer *w)
                            strerror(errno));
         else {
             free(s->parts[k]);
-            s->parts[k] = path; /* removed again if the manifest then fails */
+            s->parts[k] = path; /* removed again if the manifest's rename then fails */
             path = NULL;
         }
         free(path);
     }
-    if (rc == WPACK_OK)
-        rc = wpack_writer_set_shards(w, s->n, (const char *const *)names, s->lengths, s->sums);
-    for (uint32_t k = 0; k < s->n; k++)
-        free(names[k]);
-    free(names);
     return rc;
 }
 

@@ -18,9 +18,12 @@ int wpk_shards_end(wpack_writer *w, wpk_pending_entry *e);
 /* A block dtype added to the manifest goes to the open shard too. */
 int wpk_shards_add_block_dtype(wpack_writer *w, const char *name, uint32_t block_elems,
                                uint32_t block_bytes, const void *params, size_t params_len);
-/* Before the manifest's index: close the last shard, rename every shard to
- * its final name, record the shard list on w. */
+/* Before the manifest's index: close the last shard and record the shard
+ * list (final names, lengths, checksums) on w. */
 int wpk_shards_finish(wpack_writer *w);
+/* After the manifest is complete and synced, before its rename: the shards
+ * go from their temporary names to their final ones. */
+int wpk_shards_place(wpack_writer *w);
 /* Free the shard state; remove_files removes every shard file written. */
 void wpk_shards_free(wpack_writer *w, int remove_files);
 
