@@ -143,10 +143,13 @@ struct stat;
 int wpk_open_in(wpk_sink *s, int dirfd, const char *name, unsigned flags, const char *label,
                 struct stat *st);
 
-/* A whole input file mapped read-only (an empty file maps to len 0). */
+/* A whole input file mapped read-only (an empty file maps to len 0), and
+ * its descriptor kept open (fd; -1 when none) so that unchanged bytes can be
+ * moved to the archive with wpack_writer_write_from_fd. */
 typedef struct {
     const uint8_t *p;
     size_t len;
+    int fd;
 } wpk_mapped;
 int wpk_map_file(wpk_sink *s, const char *path, wpk_mapped *m);
 /* The same for name relative to dirfd, opened by wpk_open_in. */
@@ -156,6 +159,10 @@ void wpk_unmap_file(wpk_mapped *m);
 /* Done with [off, off+len) for now: drop its pages from this process (they
  * stay in the page cache), so mapped inputs do not grow the resident set. */
 void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len);
+
+/* wpk_sink_write of n bytes inside m's mapping (data points into m->p):
+ * bytes kept as they are move from m's file to the archive in the kernel. */
+int wpk_sink_write_mapped(wpk_sink *s, const wpk_mapped *m, const void *data, size_t n);
 
 /* A byte source: up to n bytes into buf; 0 at the end, < 0 on error (with
  * the message already in the sink). */

@@ -272,6 +272,16 @@ int wpk_sink_write(wpk_sink *s, const void *data, size_t n)
     return WPACK_OK;
 }
 
+int wpk_sink_write_mapped(wpk_sink *s, const wpk_mapped *m, const void *data, size_t n)
+{
+    const uint8_t *d = data;
+    if (!s->in_tensor || s->dst_dtype != s->src_dtype || m->fd < 0 || !m->p || d < m->p ||
+        !wpk_in_bounds((uint64_t)(d - m->p), n, m->len))
+        return wpk_sink_write(s, data, n);
+    int rc = wpack_writer_write_from_fd(s->w, data, m->fd, (uint64_t)(d - m->p), n);
+    return rc ? writer_failed(s, rc, s->name) : WPACK_OK;
+}
+
 int wpk_sink_end(wpk_sink *s)
 {
     if (!s->in_tensor)

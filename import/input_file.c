@@ -31,6 +31,7 @@ int wpk_map_at(wpk_sink *s, int dirfd, const char *name, unsigned flags, const c
 {
     m->p = NULL;
     m->len = 0;
+    m->fd = -1;
     struct stat st;
     int fd = wpk_open_in(s, dirfd, name, flags, label, &st);
     if (fd < 0)
@@ -50,7 +51,7 @@ int wpk_map_at(wpk_sink *s, int dirfd, const char *name, unsigned flags, const c
         m->p = p;
         m->len = (size_t)st.st_size;
     }
-    close(fd);
+    m->fd = fd;
     return WPACK_OK;
 }
 
@@ -63,8 +64,11 @@ void wpk_unmap_file(wpk_mapped *m)
 {
     if (m->p && m->len)
         munmap((void *)m->p, m->len);
+    if (m->fd >= 0)
+        close(m->fd);
     m->p = NULL;
     m->len = 0;
+    m->fd = -1;
 }
 
 void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len)

@@ -139,17 +139,18 @@ static int pack_c(packer *pk, int fd)
 }
 
 /* C order, native little-endian: hand the writer windows of the mapping
- * itself, so the bytes are copied once (into the archive's page cache) and
- * not also into a buffer; each finished window's pages leave this process
- * (they stay cached), so memory stays flat whatever the file size. */
-static int pack_c_mapped(packer *pk, const uint8_t *map, size_t map_len)
+ * itself (hashed there) and the file (fd) they are in, so the bytes move to
+ * the archive inside the kernel (copy_file_range) and not through a buffer;
+ * each finished window's pages leave this process (they stay cached), so
+ * memory stays flat whatever the file size. */
+static int pack_c_mapped(packer *pk, const uint8_t *map, size_t map_len, int fd)
 {
     long page = sysconf(_SC_PAGESIZE);
     uint64_t off = pk->h->data_offset, end = off + pk->h->nbytes, released = 0;
     madvise((void *)map, map_len, MADV_SEQUENTIAL);
     while (off < end) {
         size_t n = end - off < pk->buf_bytes ? (size_t)(end - off) : pk->buf_bytes;
-        int rc = wpack_writer_write(pk->w, map + off, n);
+        int rc = wpack_writer_write_from_fd(pk->w, map + off, fd, off, n);
         if (rc)
             return writer_failed(pk, rc);
         off += n;
@@ -376,7 +377,7 @@ int npy_pack_file_buffered(wpack_writer *w, const char *name, const char *path,
     if (transpose)
         rc = pack_fortran(&pk, (const uint8_t *)map + h.data_offset);
     else if (mapped_c)
-        rc = pack_c_mapped(&pk, map, map_len);
+        rc = pack_c_mapped(&pk, map, map_len, fd);
     else
         rc = pack_c(&pk, fd);
     if (rc)

@@ -21,7 +21,7 @@ static int visit(void *user, const st_item *it)
     int rc = wpk_sink_begin(s, it->name, it->dtype, it->rank, it->dims);
     for (uint64_t done = 0; !rc && done < it->nbytes;) {
         size_t k = it->nbytes - done < ST_PIECE ? (size_t)(it->nbytes - done) : ST_PIECE;
-        rc = wpk_sink_write(s, it->data + done, k);
+        rc = wpk_sink_write_mapped(s, sp->m, it->data + done, k);
         wpk_map_release(sp->m, it->file_offset + done, k);
         wpk_sink_progress(s, k);
         done += k;

@@ -22,13 +22,15 @@ static int emit(void *user, const void *data, size_t n)
     torch_packer *tp = user;
     if (tp->crc_on)
         tp->crc = wpk_crc32(tp->crc, data, n);
-    int rc = wpk_sink_write(tp->s, data, n);
+    /* Straight from the mapping (a contiguous view): the kernel moves the
+     * bytes, and those pages are dropped now, so a large tensor does not
+     * stay resident. */
+    const uint8_t *d = data;
+    int mapped = tp->m->p && d >= tp->m->p && d < tp->m->p + tp->m->len;
+    int rc = mapped ? wpk_sink_write_mapped(tp->s, tp->m, data, n) : wpk_sink_write(tp->s, data, n);
     if (!rc)
         wpk_sink_progress(tp->s, n);
-    /* Straight from the mapping (a contiguous view): drop those pages now,
-     * so a large tensor does not stay resident. */
-    const uint8_t *d = data;
-    if (tp->m->p && d >= tp->m->p && d < tp->m->p + tp->m->len)
+    if (mapped)
         wpk_map_release(tp->m, (uint64_t)(d - tp->m->p), n);
     return rc;
 }

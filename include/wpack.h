@@ -546,6 +546,10 @@ typedef struct wpack_writer_options {
     /* 1: weight stats on the portable C path even where the CPU has AVX2
      * (the same bits, slower; the CLI sets it under WPACK_ISA=scalar). */
     int portable_stats;
+    /* 1: wpack_writer_write_from_fd() reads and writes instead of using
+     * copy_file_range (the same bytes; the CLI sets it under
+     * WPACK_NO_COPY_RANGE=1). */
+    int no_copy_range;
 } wpack_writer_options;
 /* The defaults: alignment 4096, weight stats on, no histograms, no
  * compression (but the compression defaults above filled in). */
@@ -578,6 +582,15 @@ int wpack_writer_add_tensor(wpack_writer *w, const char *name, int dtype, unsign
 int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsigned rank,
                               const uint64_t *dims);
 int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes);
+/* wpack_writer_write() of the nbytes at offset off of file fd (a regular
+ * file, open for reading), with the same result byte for byte. data, when
+ * not NULL, is those same bytes (e.g. fd mapped): the checksum and weight
+ * stats read them there; NULL: they are read with pread. Where the bytes go
+ * to the archive as they are (not compressed, not sharded) they move with
+ * copy_file_range, inside the kernel; where the kernel or file system
+ * refuses it (another file system, an old kernel), with read and write. */
+int wpack_writer_write_from_fd(wpack_writer *w, const void *data, int fd, uint64_t off,
+                               size_t nbytes);
 int wpack_writer_end_tensor(wpack_writer *w);
 /* Inside a streamed tensor: nbytes zero bytes, as a hole in the file where
  * the file system allows (stripped benchmark archives, huge test tensors).

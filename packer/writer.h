@@ -91,6 +91,7 @@ struct wpack_writer {
     wpk_compressor *zc;            /* zstd state, NULL until the first compressed tensor */
     wpk_shard_set *shards;         /* opt.shard_size: this is a manifest (writer_shards.c) */
     int prepared;                  /* wpack_writer_prepare done: commit or abort (writer_commit.c) */
+    int copy_refused;              /* copy_file_range refused once: read/write from then on */
 };
 
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
@@ -146,6 +147,13 @@ static inline const char *wpk_pool_str(const wpack_writer *w, wpk_str_ref r)
  * begin_tensor asks it for each tensor; an importer that knows its total
  * in advance asks it once before writing anything. */
 int wpk_writer_room(wpack_writer *w, const char *what, uint64_t nbytes);
+
+/* Account nbytes of the streamed tensor e (not sharded): the size check,
+ * the checksum and the weight stats; the caller then stores the bytes. */
+int wpk_tensor_take(wpack_writer *w, wpk_pending_entry *e, const void *data, size_t nbytes);
+
+/* Start writeback of what is written up to written_to (every 32 MiB). */
+void wpk_out_kick(wpack_writer *w, uint64_t written_to);
 
 /* Write bytes / zeros to the temp file through the output buffer. */
 int wpk_out(wpack_writer *w, const void *p, size_t n);

@@ -18,7 +18,7 @@ static int write_all(wpack_writer *w, const void *p, size_t n)
 
 /* Start writeback of every 32 MiB written, so the final fsync has little
  * left to do and the disk works while we hash and compute stats. */
-static void kick_writeback(wpack_writer *w, uint64_t written_to)
+void wpk_out_kick(wpack_writer *w, uint64_t written_to)
 {
     if (written_to - w->kicked < (32u << 20))
         return;
@@ -31,7 +31,7 @@ int wpk_out_flush(wpack_writer *w)
     int rc = write_all(w, w->obuf, w->olen);
     w->olen = 0;
     if (rc == WPACK_OK)
-        kick_writeback(w, w->pos);
+        wpk_out_kick(w, w->pos);
     return rc;
 }
 
@@ -46,7 +46,7 @@ int wpk_out(wpack_writer *w, const void *p, size_t n)
             rc = write_all(w, p, n);
         if (rc == WPACK_OK) {
             w->pos += n;
-            kick_writeback(w, w->pos);
+            wpk_out_kick(w, w->pos);
         }
         return rc;
     }

@@ -182,15 +182,8 @@ static int check_bools(wpack_writer *w, const char *name, const void *data, size
                      (unsigned long long)(at + bad), ((const uint8_t *)data)[bad]);
 }
 
-/* nbytes (> 0) of tensor e, whose arguments and bool values are checked. */
-static int put_bytes(wpack_writer *w, wpk_pending_entry *e, const void *data, size_t nbytes)
+int wpk_tensor_take(wpack_writer *w, wpk_pending_entry *e, const void *data, size_t nbytes)
 {
-    if (w->shards) { /* the shard's writer checks the size; count for check_bools */
-        int rc = wpk_shards_write(w, data, nbytes);
-        if (rc == WPACK_OK)
-            w->cur_written += nbytes;
-        return rc;
-    }
     if (nbytes > w->cur_expected - w->cur_written)
         return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape holds %llu",
                          wpk_pool_str(w, e->name),
@@ -200,6 +193,21 @@ static int put_bytes(wpack_writer *w, wpk_pending_entry *e, const void *data, si
     if (e->has_acc)
         feed_stats(w, e, data, nbytes);
     w->cur_written += nbytes;
+    return WPACK_OK;
+}
+
+/* nbytes (> 0) of tensor e, whose arguments and bool values are checked. */
+static int put_bytes(wpack_writer *w, wpk_pending_entry *e, const void *data, size_t nbytes)
+{
+    if (w->shards) { /* the shard's writer checks the size; count for check_bools */
+        int rc = wpk_shards_write(w, data, nbytes);
+        if (rc == WPACK_OK)
+            w->cur_written += nbytes;
+        return rc;
+    }
+    int rc = wpk_tensor_take(w, e, data, nbytes);
+    if (rc)
+        return rc;
     if (wpk_compress_active(w))
         return wpk_compress_write(w, data, nbytes);
     return wpk_out(w, data, nbytes);

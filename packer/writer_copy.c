@@ -1,0 +1,134 @@
+/* writer_copy.c - tensor bytes that go to the archive unchanged, moved from
+ * an input file with copy_file_range: the kernel copies them from page
+ * cache to page cache (or shares the extents), instead of write() copying
+ * them from user buffers, which was most of `create`'s time. The checksum
+ * and weight stats still read every byte, from the caller's mapping or a
+ * pread, a chunk at a time just before that chunk is copied. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "writer.h"
+
+#define COPY_CHUNK (8u << 20) /* bytes hashed, then copied, per step */
+#define COPY_MIN (64u << 10)  /* below this the syscalls cost more than they save */
+
+/* n bytes at off of fd into buf; WPACK_OK or a failure on the writer. */
+static int read_at(wpack_writer *w, int fd, uint64_t off, uint8_t *buf, size_t n)
+{
+    while (n) {
+        ssize_t k = pread(fd, buf, n, (off_t)off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return wpk_wfail(w, k < 0 ? WPACK_E_IO : WPACK_E_SIZE,
+                             "input: read at offset %llu failed: %s", (unsigned long long)off,
+                             k < 0 ? strerror(errno) : "the file ended early");
+        buf += k;
+        off += (uint64_t)k;
+        n -= (size_t)k;
+    }
+    return WPACK_OK;
+}
+
+/* The ordinary path: wpack_writer_write of the bytes (read when data is NULL). */
+static int write_plain(wpack_writer *w, const uint8_t *data, int fd, uint64_t off, size_t n)
+{
+    if (data || !n)
+        return wpack_writer_write(w, data, n);
+    uint8_t *buf = malloc(n < COPY_CHUNK ? n : COPY_CHUNK);
+    if (!buf)
+        return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    int rc = WPACK_OK;
+    for (size_t done = 0; !rc && done < n;) {
+        size_t k = n - done < COPY_CHUNK ? n - done : COPY_CHUNK;
+        rc = read_at(w, fd, off + done, buf, k);
+        if (!rc)
+            rc = wpack_writer_write(w, buf, k);
+        done += k;
+    }
+    free(buf);
+    return rc;
+}
+
+/* Refusals that mean "not here" (another file system, an old kernel, a
+ * file system without it), not a failed disk: read and write instead. */
+static int refused(int e)
+{
+    return e == EXDEV || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP || e == EBADF ||
+           e == ETXTBSY;
+}
+
+/* Bytes [off, off+n) of fd to the temp file at w->pos (src: the same
+ * bytes, for the fallback). */
+static int copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size_t n)
+{
+    while (n && !w->copy_refused) {
+        loff_t in = (loff_t)off;
+        ssize_t k = copy_file_range(fd, &in, w->fd, NULL, n, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && !refused(errno)) {
+            w->failed = 1;
+            return wpk_wfail(w, WPACK_E_IO, "%s: copying tensor bytes in failed: %s", w->tmp_path,
+                             strerror(errno));
+        }
+        if (k <= 0) { /* refused, or the input shrank: the bytes we have are the truth */
+            w->copy_refused = 1;
+            break;
+        }
+        w->pos += (uint64_t)k;
+        off += (uint64_t)k;
+        src += k;
+        n -= (size_t)k;
+    }
+    if (n) {
+        int err = wpk_write_all(w->fd, src, n);
+        if (err) {
+            w->failed = 1;
+            return wpk_wfail(w, WPACK_E_IO, "%s: write failed: %s", w->tmp_path, strerror(err));
+        }
+        w->pos += n;
+    }
+    wpk_out_kick(w, w->pos);
+    return WPACK_OK;
+}
+
+int wpack_writer_write_from_fd(wpack_writer *w, const void *data, int fd, uint64_t off,
+                               size_t nbytes)
+{
+    if (w->failed)
+        return w->errcode;
+    if (off > (uint64_t)INT64_MAX - nbytes)
+        return wpk_wfail(w, WPACK_E_OVERFLOW, "input offset %llu + %zu bytes overflows",
+                         (unsigned long long)off, nbytes);
+    /* Cases the fast path does not cover go the ordinary way: a refused
+     * call (no tensor), bools (each byte is checked), compressed or
+     * sharded output, small pieces, or the caller's choice. */
+    wpk_pending_entry *e = w->in_tensor ? &wpk_entries(w)[wpk_entry_count(w) - 1] : NULL;
+    if (!e || fd < 0 || w->shards || w->opt.no_copy_range || w->copy_refused ||
+        nbytes < COPY_MIN || e->dtype == WPACK_DTYPE_BOOL || wpk_compress_active(w))
+        return write_plain(w, data, fd, off, nbytes);
+    if (nbytes > w->cur_expected - w->cur_written)
+        return wpk_tensor_take(w, e, data, nbytes); /* the size message, nothing taken */
+    int rc = wpk_out_flush(w); /* the buffered bytes go first */
+    if (rc)
+        return rc;
+    uint8_t *buf = NULL;
+    if (!data && !(buf = malloc(nbytes < COPY_CHUNK ? nbytes : COPY_CHUNK)))
+        return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    for (size_t done = 0; !rc && done < nbytes;) {
+        size_t k = nbytes - done < COPY_CHUNK ? nbytes - done : COPY_CHUNK;
+        const uint8_t *src = data ? (const uint8_t *)data + done : buf;
+        if (!data)
+            rc = read_at(w, fd, off + done, buf, k);
+        if (!rc)
+            rc = wpk_tensor_take(w, e, src, k);
+        if (!rc)
+            rc = copy_out(w, fd, off + done, src, k);
+        done += k;
+    }
+    free(buf);
+    return rc;
+}
