@@ -202,6 +202,7 @@ _PROTOS = {
     "wpack_writer_set_array": (I, [VP, CP, I, U64, VP]),
     "wpack_writer_add_name": (I, [VP, CP, CP]),
     "wpack_writer_add_stats": (I, [VP, ctypes.POINTER(StatsIn)]),
+    "wpack_writer_count": (U64, [VP]),
     "wpack_writer_finish": (I, [VP, CP, SZ]),
     "wpack_writer_abort": (None, [VP]),
     "wpack_update_add_stats": (I, [CP, ctypes.POINTER(StatsIn), SZ, CP, SZ]),
