@@ -21,7 +21,7 @@ import numpy as np
 from . import _lib
 from ._lib import lib
 
-__all__ = ["Error", "safe_open", "load_file", "save_file", "update_stats", "pack", "detect",
+__all__ = ["Error", "safe_open", "load_file", "save_file", "update_stats", "pack", "detect", "is_url",
            "version",
            "DTYPES"]
 
@@ -78,14 +78,65 @@ def version():
 
 # ------------------------------------------------------------------ reading
 
+_URL_SCHEMES = ("http://", "https://", "s3://")
+_REMOTE_OPTIONS = ("connections", "chunk_size", "retries", "retry_delay_ms", "timeout_s",
+                   "max_bytes_per_s", "follow_redirects", "s3_region", "s3_endpoint",
+                   "access_key", "secret_key", "session_token", "ca_file")
+# Filled from the environment when not given, as the wpack CLI does (the C
+# library reads no environment).
+_AWS_ENV = {"access_key": ("AWS_ACCESS_KEY_ID",), "secret_key": ("AWS_SECRET_ACCESS_KEY",),
+            "session_token": ("AWS_SESSION_TOKEN",),
+            "s3_region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+            "s3_endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")}
+
+
+def is_url(path):
+    """True when path names a remote archive safe_open fetches through
+    libwpack-remote: http://, https:// or s3://bucket/key."""
+    return isinstance(path, str) and path.lower().startswith(_URL_SCHEMES)
+
+
+def _remote_options(flags, given, use_env):
+    bad = [k for k in given if k not in _REMOTE_OPTIONS]
+    if bad:
+        raise TypeError("safe_open(): unknown option(s) %s" % ", ".join(sorted(bad)))
+    o = _lib.RemoteOptions()
+    _lib.remote_lib().wpack_remote_options_init(ctypes.byref(o))
+    o.flags = flags
+    vals = dict(given)
+    if use_env:
+        for k, names in _AWS_ENV.items():
+            if k not in vals:
+                v = next((os.environ[n] for n in names if os.environ.get(n)), None)
+                if v:
+                    vals[k] = v
+    o._keep = []
+    for k, v in vals.items():
+        if v is None:
+            continue
+        if k in ("s3_region", "s3_endpoint", "access_key", "secret_key", "session_token",
+                 "ca_file"):
+            b = _b(os.fspath(v) if k == "ca_file" else v)
+            o._keep.append(b)
+            setattr(o, k, b)
+        elif k == "follow_redirects":
+            o.follow_redirects = 1 if v else 0
+        else:
+            setattr(o, k, int(v))
+    return o
+
+
 class _Handle:
     """Owns one wpack_archive*. Every zero-copy view holds a reference to it,
     so wpack_close() runs only when the archive is closed AND the last view
     is gone (from __del__)."""
 
-    def __init__(self, path, flags):
+    def __init__(self, path, flags, remote=None):
         p = ctypes.c_void_p()
-        rc = lib.wpack_open_file(ctypes.byref(p), _b(path), flags)
+        if remote is not None:   # a URL: through libwpack-remote
+            rc = _lib.remote_lib().wpack_open_url(ctypes.byref(p), _b(path), ctypes.byref(remote))
+        else:
+            rc = lib.wpack_open_file(ctypes.byref(p), _b(path), flags)
         if rc != 0:
             msg = lib.wpack_errmsg(p).decode("utf-8", "replace") if p else _describe(rc)
             lib.wpack_close(p)
@@ -156,9 +207,26 @@ class safe_open:
     Views stay valid after close() (or leaving the `with`): the archive is
     really closed when the last view is garbage-collected.
     Use as a context manager or call close().
+
+    Remote archives: path may be an http://, https:// or s3://bucket/key URL
+    (wpack.is_url), opened through libwpack-remote (wpack_open_url), which
+    fetches only the byte ranges asked for (the header and index, then each
+    tensor read). There is no mapping, so nothing is zero-copy: get_tensor
+    and get_slice return new arrays (writable), and every entry fetched is
+    checked against its XXH3 before any byte is handed out, whatever verify
+    says. Keyword options (wpack_remote_options): connections (8),
+    chunk_size (8 MiB), retries (4), retry_delay_ms (250), timeout_s (30),
+    max_bytes_per_s (0: no cap), follow_redirects (True), and for s3://
+    s3_region, s3_endpoint ("http://host:port", path style), access_key,
+    secret_key, session_token, ca_file. With aws_env=True (default) the
+    S3 ones not given come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+    AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION and
+    AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, as the wpack CLI reads them;
+    without a key, requests are unsigned (a public bucket).
     """
 
-    def __init__(self, path, framework="np", verify=True, device="cpu"):
+    def __init__(self, path, framework="np", verify=True, device="cpu", aws_env=True,
+                 **remote_options):
         if framework in ("numpy",):
             framework = "np"
         if framework in ("torch", "pytorch"):
@@ -173,7 +241,13 @@ class safe_open:
         self._mm = None
         path = os.fspath(path)
         flags = OPEN_VERIFY_READS if verify else 0
-        if framework == "pt":
+        self._remote = is_url(path)
+        if self._remote:
+            self._h = _Handle(path, flags, _remote_options(flags, remote_options, aws_env))
+        elif remote_options:
+            raise TypeError("safe_open(): %s only for a URL (http://, https://, s3://)"
+                            % ", ".join(sorted(remote_options)))
+        elif framework == "pt":
             self._h = self._open_pt(path, flags)
         else:
             self._h = _Handle(path, flags)
