@@ -8,11 +8,13 @@ The API follows safetensors::
         w = f.get_tensor("encoder.0.weight")     # zero-copy, read-only numpy view
         rows = f.get_slice("embed.weight")[0:128]  # reads only those rows
     wpack.save_file({"w": w}, "copy.wpack", metadata={"epochs": 3})
+    wpack.pack(["model.pt", "extra.npz"], "packed.wpack", cast="bf16")  # wpack create
+    with wpack.safe_open("https://host/model.wpack") as f:  # or s3://bucket/key
+        w = f.get_tensor("encoder.0.weight")     # fetched, verified, copied
 
 Every C failure is raised as wpack.Error (.code, .name, message).
 """
 import ctypes
-import math
 import mmap
 import os
 

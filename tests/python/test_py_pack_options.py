@@ -232,5 +232,30 @@ def pack_error_paths(d):
     check(not [n for n in os.listdir(d) if ".tmp-" in n], os.listdir(d))
 
 
+@case
+def installed_package_packs(d):
+    # make install PREFIX=d: the installed package finds the installed
+    # libwpack-import and libwpack-remote beside the installed libwpack.
+    root = os.path.abspath(os.path.join(HERE, "..", ".."))
+    build = os.environ.get("WPACK_LIBRARY_PATH", os.path.join(root, "build"))
+    r = subprocess.run(["make", "-s", "-C", root, "install", "PREFIX=" + d,
+                        "BUILD=" + os.path.relpath(build, root)], capture_output=True, text=True)
+    check(r.returncode == 0, "make install: %s" % r.stderr[-400:])
+    npz = _npz(d)
+    env = {k: v for k, v in os.environ.items() if k not in ("WPACK_LIBRARY_PATH", "PYTHONPATH")}
+    env["PYTHONPATH"] = os.path.join(d, "lib", "python3", "dist-packages")
+    r = subprocess.run(["/usr/bin/python3", "-c",
+                        "import wpack, sys; wpack.pack(sys.argv[1], 'o.wpack', cast='f16');"
+                        "wpack._lib.remote_lib(); p = wpack._lib.library_paths();"
+                        "print(p['wpack-import']); print(p['wpack-remote'])", npz],
+                       capture_output=True, text=True, env=env, cwd=d)
+    check(r.returncode == 0, "installed wpack.pack: %s" % r.stderr[-600:])
+    lib = os.path.join(d, "lib")
+    check(r.stdout.split() == [os.path.join(lib, "libwpack-import.so.0"),
+                               os.path.join(lib, "libwpack-remote.so.0")], r.stdout)
+    with wpack.safe_open(os.path.join(d, "o.wpack")) as f:
+        check(f.describe("emb")["dtype"] == "f16", f.describe("emb"))
+
+
 if __name__ == "__main__":
     main()
