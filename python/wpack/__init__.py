@@ -8,11 +8,13 @@ The API follows safetensors::
         w = f.get_tensor("encoder.0.weight")     # zero-copy, read-only numpy view
         rows = f.get_slice("embed.weight")[0:128]  # reads only those rows
     wpack.save_file({"w": w}, "copy.wpack", metadata={"epochs": 3})
+    wpack.pack(["model.pt", "extra.npz"], "packed.wpack", cast="bf16")  # wpack create
+    with wpack.safe_open("https://host/model.wpack") as f:  # or s3://bucket/key
+        w = f.get_tensor("encoder.0.weight")     # fetched, verified, copied
 
 Every C failure is raised as wpack.Error (.code, .name, message).
 """
 import ctypes
-import math
 import mmap
 import os
 
@@ -21,12 +23,14 @@ import numpy as np
 from . import _lib
 from ._lib import lib
 
-__all__ = ["Error", "safe_open", "load_file", "save_file", "update_stats", "pack", "version",
+__all__ = ["Error", "safe_open", "load_file", "save_file", "update_stats", "pack", "detect", "is_url",
+           "version",
            "DTYPES"]
 
 # Error codes used here (include/wpack.h).
 E_IO, E_INVALID_ARGUMENT, E_NOT_FOUND, E_STATE, E_NO_VIEW = 1, 3, 4, 5, 7
-E_UNSUPPORTED = 61
+E_SAME_FILE, E_FILE_TYPE, E_EMPTY = 8, 10, 11
+E_INPUT, E_UNSUPPORTED = 60, 61
 
 KIND_DATA, KIND_SPLAT, KIND_ALIAS, KIND_EXTERNAL = 1, 2, 3, 4
 CODEC_NONE = 0
@@ -76,14 +80,65 @@ def version():
 
 # ------------------------------------------------------------------ reading
 
+_URL_SCHEMES = ("http://", "https://", "s3://")
+_REMOTE_OPTIONS = ("connections", "chunk_size", "retries", "retry_delay_ms", "timeout_s",
+                   "max_bytes_per_s", "follow_redirects", "s3_region", "s3_endpoint",
+                   "access_key", "secret_key", "session_token", "ca_file")
+# Filled from the environment when not given, as the wpack CLI does (the C
+# library reads no environment).
+_AWS_ENV = {"access_key": ("AWS_ACCESS_KEY_ID",), "secret_key": ("AWS_SECRET_ACCESS_KEY",),
+            "session_token": ("AWS_SESSION_TOKEN",),
+            "s3_region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+            "s3_endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")}
+
+
+def is_url(path):
+    """True when path names a remote archive safe_open fetches through
+    libwpack-remote: http://, https:// or s3://bucket/key."""
+    return isinstance(path, str) and path.lower().startswith(_URL_SCHEMES)
+
+
+def _remote_options(flags, given, use_env):
+    bad = [k for k in given if k not in _REMOTE_OPTIONS]
+    if bad:
+        raise TypeError("safe_open(): unknown option(s) %s" % ", ".join(sorted(bad)))
+    o = _lib.RemoteOptions()
+    _lib.remote_lib().wpack_remote_options_init(ctypes.byref(o))
+    o.flags = flags
+    vals = dict(given)
+    if use_env:
+        for k, names in _AWS_ENV.items():
+            if k not in vals:
+                v = next((os.environ[n] for n in names if os.environ.get(n)), None)
+                if v:
+                    vals[k] = v
+    o._keep = []
+    for k, v in vals.items():
+        if v is None:
+            continue
+        if k in ("s3_region", "s3_endpoint", "access_key", "secret_key", "session_token",
+                 "ca_file"):
+            b = _b(os.fspath(v) if k == "ca_file" else v)
+            o._keep.append(b)
+            setattr(o, k, b)
+        elif k == "follow_redirects":
+            o.follow_redirects = 1 if v else 0
+        else:
+            setattr(o, k, int(v))
+    return o
+
+
 class _Handle:
     """Owns one wpack_archive*. Every zero-copy view holds a reference to it,
     so wpack_close() runs only when the archive is closed AND the last view
     is gone (from __del__)."""
 
-    def __init__(self, path, flags):
+    def __init__(self, path, flags, remote=None):
         p = ctypes.c_void_p()
-        rc = lib.wpack_open_file(ctypes.byref(p), _b(path), flags)
+        if remote is not None:   # a URL: through libwpack-remote
+            rc = _lib.remote_lib().wpack_open_url(ctypes.byref(p), _b(path), ctypes.byref(remote))
+        else:
+            rc = lib.wpack_open_file(ctypes.byref(p), _b(path), flags)
         if rc != 0:
             msg = lib.wpack_errmsg(p).decode("utf-8", "replace") if p else _describe(rc)
             lib.wpack_close(p)
@@ -154,9 +209,26 @@ class safe_open:
     Views stay valid after close() (or leaving the `with`): the archive is
     really closed when the last view is garbage-collected.
     Use as a context manager or call close().
+
+    Remote archives: path may be an http://, https:// or s3://bucket/key URL
+    (wpack.is_url), opened through libwpack-remote (wpack_open_url), which
+    fetches only the byte ranges asked for (the header and index, then each
+    tensor read). There is no mapping, so nothing is zero-copy: get_tensor
+    and get_slice return new arrays (writable), and every entry fetched is
+    checked against its XXH3 before any byte is handed out, whatever verify
+    says. Keyword options (wpack_remote_options): connections (8),
+    chunk_size (8 MiB), retries (4), retry_delay_ms (250), timeout_s (30),
+    max_bytes_per_s (0: no cap), follow_redirects (True), and for s3://
+    s3_region, s3_endpoint ("http://host:port", path style), access_key,
+    secret_key, session_token, ca_file. With aws_env=True (default) the
+    S3 ones not given come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+    AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION and
+    AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, as the wpack CLI reads them;
+    without a key, requests are unsigned (a public bucket).
     """
 
-    def __init__(self, path, framework="np", verify=True, device="cpu"):
+    def __init__(self, path, framework="np", verify=True, device="cpu", aws_env=True,
+                 **remote_options):
         if framework in ("numpy",):
             framework = "np"
         if framework in ("torch", "pytorch"):
@@ -171,7 +243,13 @@ class safe_open:
         self._mm = None
         path = os.fspath(path)
         flags = OPEN_VERIFY_READS if verify else 0
-        if framework == "pt":
+        self._remote = is_url(path)
+        if self._remote:
+            self._h = _Handle(path, flags, _remote_options(flags, remote_options, aws_env))
+        elif remote_options:
+            raise TypeError("safe_open(): %s only for a URL (http://, https://, s3://)"
+                            % ", ".join(sorted(remote_options)))
+        elif framework == "pt":
             self._h = self._open_pt(path, flags)
         else:
             self._h = _Handle(path, flags)
@@ -580,7 +658,7 @@ _CHUNK = 16 << 20
 class _Writer:
     def __init__(self, path, alignment=None, weight_stats=True, histogram_bins=0,
                  compress_level=0, compress_chunk=None, compress_min=None, shard_size=0,
-                 max_data_bytes=0):
+                 max_data_bytes=0, compress_min_saving=None, portable_stats=False):
         opt = _lib.WriterOptions()
         lib.wpack_writer_options_init(ctypes.byref(opt))
         if alignment:
@@ -594,6 +672,9 @@ class _Writer:
             opt.compress_min = compress_min
         opt.shard_size = shard_size or 0
         opt.max_data_bytes = max_data_bytes or 0
+        if compress_min_saving is not None:
+            opt.compress_min_saving = compress_min_saving
+        opt.portable_stats = 1 if portable_stats else 0
         p = ctypes.c_void_p()
         self.path = os.fspath(path)
         rc = lib.wpack_writer_open(ctypes.byref(p), _b(self.path), ctypes.byref(opt))
@@ -795,7 +876,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, **options
       [(q, v)]}} (spec appendix A; arrays for per-channel).
     options: alignment, weight_stats (True), histogram_bins (0),
       compress_level (0: off; zstd level), compress_chunk, compress_min,
-      shard_size (>0: a sharded set), max_data_bytes.
+      compress_min_saving (percent, 5), shard_size (>0: a sharded set),
+      max_data_bytes, portable_stats (False; True: the portable C path for
+      weight stats, what the CLI does under WPACK_ISA=scalar).
     """
     wr = _Writer(path, **options)
     try:
@@ -840,32 +923,231 @@ def update_stats(path, stats):
 
 
 _WRITER_OPTIONS = ("alignment", "weight_stats", "histogram_bins", "compress_level",
-                   "compress_chunk", "compress_min", "shard_size", "max_data_bytes")
+                   "compress_chunk", "compress_min", "compress_min_saving", "shard_size",
+                   "max_data_bytes", "portable_stats")
+_CASTS = {None: 0, "": 0, "bf16": 4, "f16": 3}
+_OUTPUT_RATIO, _OUTPUT_FLOOR = 1000, 1 << 30   # the CLI's default output cap (cli/util.c)
 
 
-def pack(inputs, path, **options):
-    """Pack model files into one archive at path through libwpack-import's
-    wpack_import_file(): torch checkpoints (.pt/.pth/.bin, read without
-    running pickle code), safetensors (incl. sharded index JSON), .npz, .npy,
-    tar/zip of those. inputs: a path or a list of paths (their tensors are
-    merged; a name twice is an error). options: the writer options of
-    save_file (alignment, compress_level, shard_size, ...); importer
-    options are not mapped yet (the importer runs with its defaults).
-    Raises wpack.Error for a refused input, OSError if libwpack-import is
-    not found."""
-    bad = [k for k in options if k not in _WRITER_OPTIONS]
-    if bad:
-        raise TypeError("pack(): options %s are not supported yet (writer options: %s)"
-                        % (", ".join(sorted(bad)), ", ".join(_WRITER_OPTIONS)))
+def detect(path):
+    """What the input at path is, by content, as wpack_import_detect() says:
+    "npy", "torch", "torch-legacy", "safetensors", "zip", "tar", "manifest",
+    "directory", "gguf", "irpa". Anything else raises wpack.Error
+    (WPACK_E_INPUT, or WPACK_E_NOT_FOUND / WPACK_E_FILE_TYPE) with the
+    library's reason."""
     imp = _lib.import_lib()
+    err = ctypes.create_string_buffer(1024)
+    kind = imp.wpack_import_detect(_b(os.fspath(path)), err, len(err))
+    if kind == 0:
+        msg = err.value.decode("utf-8", "replace")
+        code = E_INPUT
+        if "No such file" in msg:
+            code = E_NOT_FOUND
+        elif "not a regular file" in msg:
+            code = E_FILE_TYPE
+        raise Error(code, msg or "%s: not a recognised input" % os.fspath(path))
+    return imp.wpack_import_kind_name(kind).decode()
+
+
+def _cstrs(items, keep):
+    items = [_b(x) for x in items]
+    keep.append(items)
+    arr = (ctypes.c_char_p * max(1, len(items)))(*items)
+    keep.append(arr)
+    return ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+
+
+def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_stats=True,
+         follow_links=False, max_ratio=0, max_total=0, max_output=0, stats_file=None,
+         name_map=None, metadata=None, layers=None, allow_empty=False, progress=None,
+         warn=None, temp_dir=None, **writer_options):
+    """Pack model files into one new archive at path, as `wpack create` does
+    (the same inputs and options give the same bytes), through
+    libwpack-import (wpack_import_open/add/close).
+
+    inputs: a path or a list of them, each a torch.save checkpoint
+      (.pt/.pth/.bin, read without running pickle code), safetensors (or a
+      Hugging Face model.safetensors.index.json), .npz / zip / tar bundle of
+      .npy, a .npy file, a directory of .npy files, a JSON manifest of raw
+      binaries, GGUF or IREE .irpa; recognised by content (wpack.detect).
+      An item may be a (path, {"prefix": P, "key": K}) pair: options for that
+      input alone (the CLI's --prefix/--key before it). A name two inputs
+      both produce is an error naming both.
+    Importer options (wpack_import_options; the CLI flag in brackets):
+      prefix   put every name under module path prefix [--prefix]
+      key      torch: keep only this sub-dict ("model") [--key]
+      cast     "bf16" or "f16": store float tensors in it [--cast]
+      only     list of fnmatch globs: with cast, only these names [--only]
+      weight_stats  False: no weight statistics [--no-stats]
+      follow_links  True: follow symlinks among the files an input names
+      max_ratio, max_total  bundle expansion limits (0: 200:1, 1 TiB)
+      max_output  the most tensor bytes the archive may hold (0: 1000 x the
+               inputs' size, at least 1 GiB, as the CLI) [--max-output]
+      stats_file  calibration statistics JSON (import/README.md) [--stats]
+      name_map {other name: entry or module path} [--name OTHER=ENTRY]
+      metadata {key: value}, typed as in save_file (str values are what
+               --meta KEY=VALUE stores); layers: wpack.layers [--layers]
+      allow_empty  write an archive even with no tensor [--allow-empty]
+      progress callable(done_bytes, total_bytes, path): about every 4 MiB
+      warn     callable(message) for what an input leaves out (default:
+               warnings.warn)
+      temp_dir where Fortran-order .npy members are spilled (default:
+               tempfile.gettempdir())
+    writer_options: those of save_file (alignment, histogram_bins,
+      compress_level, compress_chunk, compress_min, compress_min_saving,
+      shard_size, max_data_bytes, portable_stats).
+
+    The archive appears at path only when complete; on any error nothing is
+    left there (an existing file is untouched). Raises wpack.Error with the
+    library's message ("m.pt: ...") and code, TypeError for an unknown
+    option, OSError if libwpack-import cannot be loaded. An exception
+    raised by progress or warn is re-raised when the input being imported
+    is done (the import is then abandoned).
+    """
+    bad = [k for k in writer_options if k not in _WRITER_OPTIONS]
+    if bad:
+        raise TypeError("pack(): unknown option(s) %s" % ", ".join(sorted(bad)))
+    if cast not in _CASTS:
+        raise Error(E_INVALID_ARGUMENT, "pack(): cast=%r: want 'bf16' or 'f16'" % (cast,))
+    if only and not cast:
+        raise Error(E_INVALID_ARGUMENT, "pack(): only= needs cast=")
+    if writer_options.get("histogram_bins") and not weight_stats:
+        raise Error(E_INVALID_ARGUMENT, "pack(): histogram_bins needs weight_stats")
+    if writer_options.get("shard_size") and writer_options.get("compress_level"):
+        raise Error(E_INVALID_ARGUMENT, "pack(): shard_size stores shards uncompressed; "
+                    "drop compress_level")
+    imp = _lib.import_lib()
+    path = os.fspath(path)
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]
-    wr = _Writer(path, **options)
+    keep = []
+    pending = []   # exceptions raised in callbacks: re-raised after the C call
+    err = ctypes.create_string_buffer(1024)
+
+    def on_warn(_user, message):
+        try:
+            msg = message.decode("utf-8", "replace")
+            if warn is None:
+                import warnings
+                warnings.warn(msg, stacklevel=3)
+            else:
+                warn(msg)
+        except BaseException as e:  # noqa: B902 (ctypes would swallow it)
+            pending.append(e)
+
+    warn_cb = _lib.ImportWarn(on_warn)
+    if temp_dir is None:
+        import tempfile
+        temp_dir = tempfile.gettempdir()
+
+    def options(per):
+        o = _lib.ImportOptions()
+        imp.wpack_import_options_init(ctypes.byref(o))
+        p, k = per.get("prefix", prefix), per.get("key", key)
+        o.prefix = _b(p) if p else None
+        o.key = _b(k) if k else None
+        o.cast = _CASTS[cast]
+        if only:
+            globs = [only] if isinstance(only, str) else list(only)
+            o.only = _cstrs(globs, keep)
+            o.only_count = len(globs)
+        o.weight_stats = 1 if weight_stats else 0
+        o.follow_links = 1 if follow_links else 0
+        o.max_ratio = int(max_ratio or 0)
+        o.max_total = int(max_total or 0)
+        o.temp_dir = _b(os.fspath(temp_dir)) if temp_dir else None
+        o.warn = warn_cb
+        o.err = ctypes.cast(err, ctypes.c_void_p)
+        o.err_size = len(err)
+        return o
+
+    def check_pending():
+        if pending:
+            raise pending[0]
+
+    # List every input first (as the CLI): the files it consists of, their
+    # bytes for the output cap and progress, and the same-file guard.
+    items = []
+    for spec in inputs:
+        per = {}
+        if isinstance(spec, tuple):
+            spec, per = spec
+            extra = [k for k in per if k not in ("prefix", "key")]
+            if extra:
+                raise TypeError("pack(): per-input options are prefix and key, not %s"
+                                % ", ".join(sorted(extra)))
+        o = options(per)
+
+        def on_item(_user, item_p, o=o):
+            it = ctypes.cast(item_p, ctypes.POINTER(_lib.ImportItem)).contents
+            items.append((it.path.decode("utf-8", "surrogateescape"),
+                          it.name, int(it.bytes), o))
+            return 0
+
+        rc = imp.wpack_import_list(_b(os.fspath(spec)), ctypes.byref(o),
+                                   _lib.ImportItemFn(on_item), None)
+        check_pending()
+        if rc != 0:
+            raise Error(rc, err.value.decode("utf-8", "replace")
+                        or "%s: %s" % (os.fspath(spec), _describe(rc)))
+    for p, _, _, _ in items + [(stats_file, None, 0, None)]:
+        if p and os.path.exists(path) and os.path.samefile(p, path):
+            raise Error(E_SAME_FILE, "pack(): the output %s is the input %s" % (path, p))
+    if not items and not allow_empty:
+        raise Error(E_EMPTY, "pack(): no input files found: nothing written; "
+                    "allow_empty=True writes an empty archive")
+    total = sum(b for _, _, b, _ in items)
+    if not writer_options.get("max_data_bytes"):
+        writer_options["max_data_bytes"] = max_output or \
+            max(total * _OUTPUT_RATIO, _OUTPUT_FLOOR)
+    writer_options["weight_stats"] = weight_stats
+    wr = _Writer(path, **writer_options)
+    handle = ctypes.c_void_p()
     try:
-        for p in inputs:
-            rc = imp.wpack_import_file(wr.w, _b(os.fspath(p)), None)
-            wr.check(rc)
+        _set_metadata(wr, metadata)
+        if layers is not None:
+            wr.check(lib.wpack_writer_set_string(wr.w, b"wpack.layers", _b(layers)))
+        rc = imp.wpack_import_open(ctypes.byref(handle), wr.w)
+        if rc != 0:
+            raise Error(rc, "pack(): %s" % _describe(rc))
+        base = 0
+        for p, name, size, o in items:
+            o.name = name
+            if progress is not None:
+                def on_progress(_user, done, p=p, base=base):
+                    try:
+                        progress(base + int(done), total, p)
+                    except BaseException as e:  # noqa: B902
+                        pending.append(e)
+                o.progress = _lib.ImportProgress(on_progress)
+                keep.append(o.progress)
+            rc = imp.wpack_import_add(handle, _b(p), ctypes.byref(o))
+            o.progress = _lib.ImportProgress()
+            check_pending()
+            if rc != 0:
+                raise Error(rc, imp.wpack_import_errmsg(handle).decode("utf-8", "replace")
+                            or err.value.decode("utf-8", "replace"))
+            base += size
+        if stats_file or name_map:
+            o = options({})
+            if stats_file:
+                o.stats_file = _b(os.fspath(stats_file))
+            pairs = list((name_map or {}).items())
+            if pairs:
+                o.name_map_other = _cstrs([a for a, _ in pairs], keep)
+                o.name_map_entry = _cstrs([b for _, b in pairs], keep)
+                o.name_map_count = len(pairs)
+            rc = imp.wpack_import_add(handle, None, ctypes.byref(o))
+            if rc != 0:
+                raise Error(rc, imp.wpack_import_errmsg(handle).decode("utf-8", "replace"))
+        if not allow_empty and lib.wpack_writer_count(wr.w) == 0:
+            raise Error(E_EMPTY, "pack(): the inputs hold no tensor: nothing written; "
+                        "allow_empty=True writes an empty archive")
+        imp.wpack_import_close(handle)
+        handle = None
         wr.finish()
     except BaseException:
+        if handle:
+            imp.wpack_import_close(handle)
         wr.abort()
         raise

@@ -6,7 +6,7 @@ import ctypes
 import ctypes.util
 import os
 
-__all__ = ["lib", "import_lib", "library_paths"]
+__all__ = ["lib", "import_lib", "remote_lib", "library_paths", "STRUCTS"]
 
 c_u8p = ctypes.POINTER(ctypes.c_uint8)
 c_u64p = ctypes.POINTER(ctypes.c_uint64)
@@ -83,8 +83,63 @@ class WriterOptions(ctypes.Structure):
         ("histogram_bins", ctypes.c_uint32), ("compress_level", ctypes.c_int),
         ("compress_chunk", ctypes.c_uint32), ("compress_min", ctypes.c_uint64),
         ("compress_min_saving", ctypes.c_uint32), ("shard_size", ctypes.c_uint64),
-        ("max_data_bytes", ctypes.c_uint64),
+        ("max_data_bytes", ctypes.c_uint64), ("portable_stats", ctypes.c_int),
     ]
+
+
+# include/wpack_import.h. Every struct here mirrors its C twin field for
+# field, same names (tests/python/test_py_layout.py compares sizeof and each
+# offsetof with a C program compiled against the headers).
+ImportProgress = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64)
+ImportWarn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+ImportItemFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+class ImportOptions(ctypes.Structure):
+    _fields_ = [
+        ("prefix", ctypes.c_char_p), ("key", ctypes.c_char_p), ("name", ctypes.c_char_p),
+        ("cast", ctypes.c_int),
+        ("only", ctypes.POINTER(ctypes.c_char_p)), ("only_count", ctypes.c_size_t),
+        ("weight_stats", ctypes.c_int), ("follow_links", ctypes.c_int),
+        ("max_ratio", ctypes.c_uint32), ("max_total", ctypes.c_uint64),
+        ("stats_file", ctypes.c_char_p),
+        ("name_map_other", ctypes.POINTER(ctypes.c_char_p)),
+        ("name_map_entry", ctypes.POINTER(ctypes.c_char_p)),
+        ("name_map_count", ctypes.c_size_t),
+        ("progress", ImportProgress), ("progress_user", ctypes.c_void_p),
+        ("warn", ImportWarn), ("warn_user", ctypes.c_void_p),
+        ("err", ctypes.c_void_p), ("err_size", ctypes.c_size_t),
+        ("temp_dir", ctypes.c_char_p),
+        ("reserved_ptr", ctypes.c_void_p * 4), ("reserved", ctypes.c_uint64 * 4),
+    ]
+
+
+class ImportItem(ctypes.Structure):
+    _fields_ = [
+        ("path", ctypes.c_char_p), ("name", ctypes.c_char_p), ("kind", ctypes.c_int),
+        ("bytes", ctypes.c_uint64),
+    ]
+
+
+# include/wpack_remote.h
+RemoteOnBytes = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64)
+
+
+class RemoteOptions(ctypes.Structure):
+    _fields_ = [
+        ("flags", ctypes.c_uint), ("connections", ctypes.c_uint),
+        ("chunk_size", ctypes.c_uint64), ("retries", ctypes.c_uint),
+        ("retry_delay_ms", ctypes.c_uint), ("timeout_s", ctypes.c_uint),
+        ("max_bytes_per_s", ctypes.c_uint64), ("follow_redirects", ctypes.c_int),
+        ("s3_region", ctypes.c_char_p), ("s3_endpoint", ctypes.c_char_p),
+        ("access_key", ctypes.c_char_p), ("secret_key", ctypes.c_char_p),
+        ("session_token", ctypes.c_char_p), ("ca_file", ctypes.c_char_p),
+        ("on_bytes", RemoteOnBytes), ("on_bytes_user", ctypes.c_void_p),
+    ]
+
+
+# (C type name, ctypes mirror) for the layout test.
+STRUCTS = {}  # filled at the end of this module
 
 
 class Bytes(ctypes.Structure):
@@ -147,6 +202,7 @@ _PROTOS = {
     "wpack_writer_set_array": (I, [VP, CP, I, U64, VP]),
     "wpack_writer_add_name": (I, [VP, CP, CP]),
     "wpack_writer_add_stats": (I, [VP, ctypes.POINTER(StatsIn)]),
+    "wpack_writer_count": (U64, [VP]),
     "wpack_writer_finish": (I, [VP, CP, SZ]),
     "wpack_writer_abort": (None, [VP]),
     "wpack_update_add_stats": (I, [CP, ctypes.POINTER(StatsIn), SZ, CP, SZ]),
@@ -218,12 +274,44 @@ def import_lib():
         where = [os.path.join(os.path.dirname(lib_path), "libwpack-import.so.0")] \
             if os.sep in lib_path else None
         dll, path = _load("wpack-import", "wpack_import_file", where)
-        fn = dll.wpack_import_file
-        fn.restype = ctypes.c_int
-        fn.argtypes = [VP, CP, VP]
+        _declare(dll, _IMPORT_PROTOS)
         _import_state["dll"] = dll
         _import_state["path"] = path
     return _import_state["dll"]
+
+
+_IMPORT_PROTOS = {
+    "wpack_import_options_init": (None, [ctypes.POINTER(ImportOptions)]),
+    "wpack_import_file": (I, [VP, CP, ctypes.POINTER(ImportOptions)]),
+    "wpack_import_open": (I, [ctypes.POINTER(VP), VP]),
+    "wpack_import_add": (I, [VP, CP, ctypes.POINTER(ImportOptions)]),
+    "wpack_import_errmsg": (CP, [VP]),
+    "wpack_import_close": (None, [VP]),
+    "wpack_import_detect": (I, [CP, CP, SZ]),
+    "wpack_import_kind_name": (CP, [I]),
+    "wpack_import_list": (I, [CP, ctypes.POINTER(ImportOptions), ImportItemFn, VP]),
+}
+
+_REMOTE_PROTOS = {
+    "wpack_remote_options_init": (None, [ctypes.POINTER(RemoteOptions)]),
+    "wpack_remote_is_url": (I, [CP]),
+    "wpack_open_url": (I, [ctypes.POINTER(VP), CP, ctypes.POINTER(RemoteOptions)]),
+}
+
+_remote_state = {}
+
+
+def remote_lib():
+    """libwpack-remote, loaded on first use (safe_open of a URL); raises
+    OSError if missing. Taken from libwpack's directory, like import_lib."""
+    if "dll" not in _remote_state:
+        where = [os.path.join(os.path.dirname(lib_path), "libwpack-remote.so.0")] \
+            if os.sep in lib_path else None
+        dll, path = _load("wpack-remote", "wpack_open_url", where)
+        _declare(dll, _REMOTE_PROTOS)
+        _remote_state["dll"] = dll
+        _remote_state["path"] = path
+    return _remote_state["dll"]
 
 
 def library_paths():
@@ -231,4 +319,14 @@ def library_paths():
     out = {"wpack": lib_path}
     if "path" in _import_state:
         out["wpack-import"] = _import_state["path"]
+    if "path" in _remote_state:
+        out["wpack-remote"] = _remote_state["path"]
     return out
+
+
+STRUCTS.update({
+    "wpack_tensor": Tensor, "wpack_info": Info, "wpack_stats": Stats,
+    "wpack_stats_in": StatsIn, "wpack_meta": Meta, "wpack_writer_options": WriterOptions,
+    "wpack_import_options": ImportOptions, "wpack_import_item": ImportItem,
+    "wpack_remote_options": RemoteOptions, "wpack_bytes": Bytes,
+})
