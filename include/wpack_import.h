@@ -136,7 +136,9 @@ typedef struct wpack_import_options {
     uint64_t max_total;
     /* After the input (path may then be NULL: nothing else is imported):
      * calibration statistics from this JSON file (schema version 1,
-     * import/README.md); a record replaces the automatic weight statistics
+     * import/README.md) or, by content, a TensorRT calibration cache, an ONNX
+     * Runtime calibration table (JSON) or a llama.cpp imatrix (.dat or GGUF),
+     * as spec appendix A.1 says; a record replaces the automatic weight statistics
      * of its key, and a bad one fails naming "stats[i] 'key'". */
     const char *stats_file;
     /* After the input and stats_file: name_map_count pairs, other name ->
