@@ -28,6 +28,9 @@ int calib_imatrix_dat_parse(const uint8_t *p, size_t len, stats_sink_fn sink, vo
                             char *err, size_t errlen);
 int calib_imatrix_gguf_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
                              char *err, size_t errlen);
+/* torch.ao observer buffers of a torch.save checkpoint (calib_torch.c). */
+int calib_torch_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx, char *err,
+                      size_t errlen);
 /* Is this buffer a legacy imatrix .dat (its framing checks out to the end)? */
 int calib_imatrix_dat_sniff(const uint8_t *p, size_t len);
 

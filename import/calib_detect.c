@@ -60,6 +60,9 @@ int stats_load_file_to(const char *path, stats_sink_fn sink, void *ctx, char *er
     } else if (m.len >= 4 && memcmp(m.p, "GGUF", 4) == 0) {
         kind = "imatrix GGUF";
         rc = calib_imatrix_gguf_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
+    } else if (m.len >= 4 && memcmp(m.p, "PK\x03\x04", 4) == 0) {
+        kind = "torch checkpoint";
+        rc = calib_torch_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
     } else if (i < m.len && m.p[i] == '{' && !is_wpack_json(m.p, m.len)) {
         kind = "ONNX Runtime calibration table";
         rc = calib_ort_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
@@ -72,8 +75,8 @@ int stats_load_file_to(const char *path, stats_sink_fn sink, void *ctx, char *er
     } else {
         rc = WPACK_E_STATS;
         wpk_fmt(msg, sizeof msg, "not calibration data: want wpack stats JSON, a TensorRT "
-                "calibration cache, an ONNX Runtime calibration table (JSON) or a llama.cpp "
-                "imatrix (.dat or GGUF)");
+                "calibration cache, an ONNX Runtime calibration table (JSON), a llama.cpp "
+                "imatrix (.dat or GGUF) or a torch checkpoint with torch.ao observers");
     }
     wpk_unmap_file(&m);
     if (rc && kind)

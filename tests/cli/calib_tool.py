@@ -17,7 +17,13 @@ tests/cli/test_calib_in.sh, following the published formats:
     (general.type = "imatrix", <name>.in_sum2 f32 [n_cols, n_mat] and
     <name>.counts f32 [1, n_mat]).
 
+  torch.ao observers (torch 1.13): a state_dict with MinMaxObserver,
+    HistogramObserver, PerChannelMinMaxObserver and an observer that never
+    ran, each as `<module>.activation_post_process` (what prepare() adds);
+    obs.json holds the expected values as torch computed them.
+
   calib_tool.py make DIR       write the test files into DIR
+  calib_tool.py torch DIR      write obs.pt, obs.json, plain.pt into DIR
 """
 import json
 import os
@@ -121,8 +127,37 @@ def make(d):
         f.write(bytes(range(7, 200)))
 
 
+def torch_files(d):
+    import torch
+    from torch.ao.quantization import HistogramObserver, MinMaxObserver, PerChannelMinMaxObserver
+
+    m = torch.nn.Module()
+    m.fc = torch.nn.Linear(4, 3)
+    m.fc.activation_post_process = MinMaxObserver()
+    m.relu = torch.nn.ReLU()
+    m.relu.activation_post_process = HistogramObserver(bins=16)
+    m.conv = torch.nn.Conv1d(2, 2, 1)
+    m.conv.activation_post_process = PerChannelMinMaxObserver(ch_axis=1)
+    m.idle = torch.nn.Identity()
+    m.idle.activation_post_process = MinMaxObserver()  # never runs: +inf / -inf
+    torch.manual_seed(0)
+    x = torch.randn(8, 4)
+    with torch.no_grad():
+        m.fc.activation_post_process(m.fc(x))
+        m.relu.activation_post_process(torch.relu(m.fc(x)))
+        m.conv.activation_post_process(m.conv(torch.randn(3, 2, 5)))
+    sd = m.state_dict()
+    torch.save(sd, os.path.join(d, "obs.pt"))
+    torch.save({"w": torch.ones(2)}, os.path.join(d, "plain.pt"))
+    exp = {k: sd[k].tolist() for k in sd if "activation_post_process" in k and "eps" not in k}
+    with open(os.path.join(d, "obs.json"), "w") as f:
+        json.dump(exp, f)
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "make":
         make(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "torch":
+        torch_files(sys.argv[2])
     else:
         sys.exit(__doc__)

@@ -37,6 +37,11 @@ check() {
     fi
 }
 
+bad() {
+    expect_fail "bad_$1" "$2" "$WPACK" create -q -o "$T/b.wpack" "$T/w.npy" --stats-from "$T/$1"
+    [ -e "$T/b.wpack" ] && fail "bad_$1_no_output" || pass "bad_$1_no_output"
+}
+
 # --- TensorRT: [-scale*127, scale*127], a range-only record (count 0)
 expect trt_create "$WPACK" create -q -o "$T/trt.wpack" "$T/w.npy" --stats-from "$T/calib.cache"
 check trt_fc "$T/trt.wpack" fc.weight_in 'r["min"] == -190.5 and r["max"] == 190.5 and r["count"] == 0'
@@ -69,6 +74,24 @@ check imatrix_gguf_experts "$T/img.wpack" blk.0.ffn_up_exps.weight 'r["variance"
 "$WPACK" inspect "$T/img.wpack" | grep -q "blk.0.ffn_up_exps.weight .*per-channel (4)" \
     && pass imatrix_per_channel || fail imatrix_per_channel "$("$WPACK" inspect "$T/img.wpack" | tail -4)"
 
+# --- torch.ao observers in a torch 1.13 checkpoint: min_val/max_val exact
+# (f32), HistogramObserver's bins over [min_val, max_val], per-channel as
+# channels, an observer that never ran gives nothing, other tensors ignored
+if "$PY" "$TOOL" torch "$T" 2>"$T/torch_err"; then
+    pass torch_files
+    expect torch_create "$WPACK" create -q -o "$T/obs.wpack" "$T/w.npy" --stats-from "$T/obs.pt"
+    E="json.load(open('$T/obs.json'))"
+    check torch_minmax "$T/obs.wpack" fc "r['min'] == $E['fc.activation_post_process.min_val'] and r['max'] == $E['fc.activation_post_process.max_val'] and r['count'] == 0"
+    check torch_hist "$T/obs.wpack" relu "r['histogram']['counts'] == [int(c) for c in $E['relu.activation_post_process.histogram']] and len(r['histogram']['edges']) == 17 and r['count'] == sum(r['histogram']['counts']) and r['max'] == $E['relu.activation_post_process.max_val']"
+    check torch_per_channel "$T/obs.wpack" conv "r['channels'] == 2 and r['min'] == $E['conv.activation_post_process.min_val'] and r['max'] == $E['conv.activation_post_process.max_val']"
+    [ -z "$(rec "$T/obs.wpack" idle)" ] && pass torch_idle_skipped || fail torch_idle_skipped
+    "$WPACK" inspect "$T/obs.wpack" | grep -q "activation_post_process" \
+        && fail torch_no_observer_tensors || pass torch_no_observer_tensors
+    bad plain.pt "plain.pt: torch checkpoint: a torch checkpoint with no torch.ao observer.*\[WPACK_E_STATS\]"
+else
+    fail torch_files "$(tail -3 "$T/torch_err")"
+fi
+
 # --- update --stats-from: in place, next to what is there
 expect update_create "$WPACK" create -q -o "$T/u.wpack" "$T/w.npy" --stats-from "$T/calib.cache"
 expect update_from "$WPACK" update "$T/u.wpack" --stats-from "$T/imatrix.gguf" --stats-from "$T/calibration.json"
@@ -87,10 +110,6 @@ expect_fail export_no_activation "no activation stats to export \[WPACK_E_NOT_FO
 expect_fail export_bad_to "trt-calib or ort-calib-json" "$WPACK" export "$T/plain.wpack" --to trt -o "$T/x"
 
 # --- bad files: what, where, the code; no archive appears
-bad() {
-    expect_fail "bad_$1" "$2" "$WPACK" create -q -o "$T/b.wpack" "$T/w.npy" --stats-from "$T/$1"
-    [ -e "$T/b.wpack" ] && fail "bad_$1_no_output" || pass "bad_$1_no_output"
-}
 bad bad_hex.cache "bad_hex.cache: TensorRT calibration cache: line 2: '3c01zz04' is not 8 hex digits \[WPACK_E_STATS\]"
 bad bad_line.cache "TensorRT calibration cache: line 2: want '<tensor name>: <8 hex digits>' \[WPACK_E_STATS\]"
 bad neg.cache "line 2: scale is negative or not finite \[WPACK_E_STATS\]"
