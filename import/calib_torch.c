@@ -121,10 +121,12 @@ static int emit_obs(const observer *o, stats_sink_fn sink, void *ctx, char *err,
                 (unsigned long long)o->n[1]), WPACK_E_STATS);
     if (n == 1 && !(o->v[0][0] <= o->v[1][0]))
         return WPACK_OK; /* never ran */
-    if (n == 1 && !o->v[2])
+    if (n == 1 && !(o->v[2] && o->v[1][0] > o->v[0][0]))
         return calib_range(sink, ctx, o->key, o->v[0][0], o->v[1][0], err, errlen);
     double *a = malloc(n * 3 * sizeof *a);
-    uint32_t bins = n == 1 && o->v[2] ? (uint32_t)o->n[2] : 0;
+    /* a histogram over an empty range (a constant input) has no edges */
+    uint32_t bins = n == 1 && o->v[2] && o->v[1][0] > o->v[0][0]
+                        ? (uint32_t)(o->n[2] < UINT32_MAX ? o->n[2] : UINT32_MAX) : 0;
     double *edges = bins ? malloc((bins + 1) * sizeof *edges) : NULL;
     uint64_t *counts = bins ? malloc(bins * sizeof *counts) : NULL;
     int rc = !a || (bins && (!edges || !counts)) ? WPACK_E_NOMEM : WPACK_OK;
