@@ -245,7 +245,7 @@ static int defaults(void)
     CHECK(wpack_export_format_from_name("safetensors") == WPACK_EXPORT_SAFETENSORS &&
           wpack_export_format_from_name("npz") == WPACK_EXPORT_NPZ &&
           wpack_export_format_from_name("tar") == WPACK_EXPORT_TAR &&
-          wpack_export_format_from_name("gguf") == 0 && wpack_export_format_from_name(NULL) == 0);
+          wpack_export_format_from_name("pmml") == 0 && wpack_export_format_from_name(NULL) == 0);
     CHECK(!strcmp(wpack_import_kind_name(WPACK_INPUT_TORCH), "torch") &&
           !strcmp(wpack_import_kind_name(WPACK_INPUT_DIRECTORY), "directory") &&
           !strcmp(wpack_import_kind_name(99), "unknown"));

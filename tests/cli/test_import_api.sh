@@ -197,7 +197,7 @@ for fmt in safetensors npz tar; do
         fail "export_${fmt}_same_bytes" "$(head -c 300 "$T/err") $(cmp "$T/c.$fmt" "$T/u.$fmt" 2>&1)"
     fi
 done
-"$U" export "$T/c_several_inputs_prefixes.wpack" gguf "$T/u.gguf" 2>"$T/uerr"
+"$U" export "$T/c_several_inputs_prefixes.wpack" pmml "$T/u.gguf" 2>"$T/uerr"
 code=$?
 [ $code -eq 3 ] && [ ! -e "$T/u.gguf" ] && pass export_unknown_format || fail export_unknown_format "exit $code"
 finish
