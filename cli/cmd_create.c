@@ -57,7 +57,11 @@ static const char help[] =
     "  --cast bf16|f16       store float tensors as bf16/f16 (round to nearest even;\n"
     "                        weight statistics are of the values before the cast)\n"
     "  --only GLOB           with --cast: only names matching GLOB (repeatable)\n"
-    "  --stats FILE          calibration statistics from a JSON file\n"
+    "  --stats FILE          calibration statistics: wpack stats JSON, or (kind by\n"
+    "  --stats-from FILE     content) a TensorRT calibration cache, an ONNX Runtime\n"
+    "                        calibration table (JSON), a llama.cpp imatrix (.dat or\n"
+    "                        GGUF) or a torch checkpoint's torch.ao observers; what\n"
+    "                        each becomes: spec appendix A.1\n"
     "  --max-ratio N         bundles: refuse members expanding more than N:1 (200)\n"
     "  --max-output SIZE     the most tensor bytes the archive may hold (default: 1000 x\n"
     "                        the inputs' size, at least 1G); a tensor past it is refused\n"
@@ -227,7 +231,8 @@ int cmd_create(int argc, char **argv)
             if (r < 0)
                 goto done;
             only[nonly++] = v;
-        } else if ((r = cli_opt_value(argc, argv, &i, "--stats", &v))) {
+        } else if ((r = cli_opt_value(argc, argv, &i, "--stats", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--stats-from", &v))) {
             if (r < 0)
                 goto done;
             stats_file = v;

@@ -6,7 +6,8 @@
 #include "wpack_import.h"
 
 static const char help[] =
-    "usage: wpack export ARCHIVE --to safetensors|npz|tar|gguf|irpa -o FILE\n"
+    "usage: wpack export ARCHIVE --to safetensors|npz|tar|gguf|irpa|trt-calib|ort-calib-json\n"
+    "                    -o FILE\n"
     "\n"
     "Writes every tensor of ARCHIVE to FILE:\n"
     "  safetensors  what strict safetensors readers (and IREE's\n"
@@ -18,6 +19,9 @@ static const char help[] =
     "               packed by wpack create comes back byte for byte), dims\n"
     "               innermost first, ggml.* block dtypes as their GGML types;\n"
     "               rank <= 4, names <= 63 bytes, no u8..u64/bool/f8 tensors\n"
+    "  trt-calib    the activation stats' ranges as a TensorRT calibration cache\n"
+    "               (scale = absmax / 127); ort-calib-json: as an ONNX Runtime\n"
+    "               calibration table {name: [min, max]} (spec appendix A.1)\n"
     "  irpa         an IREE parameter archive, keyed by entry name: load it with\n"
     "               --parameters=model=FILE next to `wpack resolve --emit iree`;\n"
     "               splats stay splats, aliases share bytes, no archive metadata\n"
@@ -30,7 +34,8 @@ static const char help[] =
     "Splats and compressed tensors are written in full: when the total is above\n"
     "the output cap or the free space, nothing is written (WPACK_E_TOO_LARGE).\n"
     "\n"
-    "  --to FORMAT         safetensors, npz, tar, gguf or irpa (required)\n"
+    "  --to FORMAT         safetensors, npz, tar, gguf, irpa, trt-calib or\n"
+    "                      ort-calib-json (required)\n"
     "  -o, --output FILE   where to write (required)\n"
     "  --max-output SIZE   cap on the bytes written (default: the larger of\n"
     "                      1 GiB and 1000 x the archive's size)\n"
@@ -75,7 +80,8 @@ int cmd_export(int argc, char **argv)
     if (!in || !out || !format) {
         cli_error("export: %s (see wpack export --help)",
                   !in ? "no archive" : !out ? "-o FILE is required"
-                  : !to ? "--to FORMAT is required" : "--to wants safetensors, npz, tar, gguf or irpa");
+                  : !to ? "--to FORMAT is required" : "--to wants safetensors, npz, tar, gguf, irpa, "
+                                            "trt-calib or ort-calib-json");
         return CLI_USAGE;
     }
     cli_files guard = {0};
@@ -110,8 +116,11 @@ int cmd_export(int argc, char **argv)
     if (!wo.quiet) {
         char size[32];
         cli_human_size(size, sizeof size, stat(out, &sb) == 0 ? (uint64_t)sb.st_size : 0);
-        fprintf(stderr, "exported %llu tensors (%s) to %s as %s\n", (unsigned long long)count,
-                size, out, to);
+        if (format >= WPACK_EXPORT_TRT_CALIB)
+            fprintf(stderr, "exported the activation ranges (%s) to %s as %s\n", size, out, to);
+        else
+            fprintf(stderr, "exported %llu tensors (%s) to %s as %s\n",
+                    (unsigned long long)count, size, out, to);
     }
     return CLI_OK;
 }

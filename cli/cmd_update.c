@@ -11,7 +11,8 @@ static const char help[] =
     "                            [--name OTHER=ENTRY]... [--drop-stats KEY[:KIND]]...\n"
     "\n"
     "Changes the index of ARCHIVE in place; tensor data is never rewritten.\n"
-    "  --stats FILE.json      calibration statistics (the schema of create --stats);\n"
+    "  --stats FILE.json      calibration statistics (the schema of create --stats,\n"
+    "  --stats-from FILE      or any kind create --stats-from takes);\n"
     "                         a record replaces the archive's record of the same key\n"
     "                         and kind, given again the later one wins\n"
     "  --meta KEY=VALUE       set a string metadata value (added or replaced)\n"
@@ -129,8 +130,8 @@ int cmd_update(int argc, char **argv)
     static const struct {
         const char *name;
         opt_kind kind;
-    } opts[] = {{"--stats", OPT_STATS}, {"--meta", OPT_META}, {"--name", OPT_NAME},
-                {"--drop-stats", OPT_DROP}};
+    } opts[] = {{"--stats", OPT_STATS}, {"--stats-from", OPT_STATS}, {"--meta", OPT_META},
+                {"--name", OPT_NAME}, {"--drop-stats", OPT_DROP}};
     for (int i = 1; i < argc;) {
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);

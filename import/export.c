@@ -15,6 +15,7 @@
 #include "bytes.h"
 #include "export.h"
 #include "gguf.h"
+#include "calib.h"
 #include "irpa.h"
 #include "internal.h"
 #include "npy.h"
@@ -296,6 +297,8 @@ int wpack_export_format_from_name(const char *name)
            : strcmp(name, "tar") == 0         ? WPACK_EXPORT_TAR
            : strcmp(name, "gguf") == 0        ? WPACK_EXPORT_GGUF
            : strcmp(name, "irpa") == 0        ? WPACK_EXPORT_IRPA
+           : strcmp(name, "trt-calib") == 0   ? WPACK_EXPORT_TRT_CALIB
+           : strcmp(name, "ort-calib-json") == 0 ? WPACK_EXPORT_ORT_CALIB_JSON
                                               : 0;
 }
 
@@ -348,7 +351,7 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         wpk_fmt(err, sizeof err, "wpack_export_file: %s is NULL", !ar ? "the archive" : "path");
         rc = WPACK_E_INVALID_ARGUMENT;
     }
-    if (!rc && (format < WPACK_EXPORT_SAFETENSORS || format > WPACK_EXPORT_IRPA)) {
+    if (!rc && (format < WPACK_EXPORT_SAFETENSORS || format > WPACK_EXPORT_ORT_CALIB_JSON)) {
         wpk_fmt(err, sizeof err, "%s: unknown export format %d", path, format);
         rc = WPACK_E_INVALID_ARGUMENT;
     }
@@ -359,6 +362,8 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         rc = wpk_atomic_open(&t, path, 0, m, sizeof m);
         if (!rc && format == WPACK_EXPORT_GGUF)
             rc = gguf_export(ar, t.fd, o.progress, o.progress_user, m, sizeof m);
+        else if (!rc && format >= WPACK_EXPORT_TRT_CALIB)
+            rc = calib_export(ar, t.fd, format, m, sizeof m);
         else if (!rc && format == WPACK_EXPORT_IRPA)
             rc = irpa_export(ar, t.fd, o.progress, o.progress_user, m, sizeof m);
         else if (!rc)

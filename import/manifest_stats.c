@@ -247,12 +247,30 @@ int stats_load_file(wpack_writer *w, const char *path, char *err, size_t errlen)
     return stats_load_file_to(path, to_writer, w, err, errlen);
 }
 
-int stats_load_file_to(const char *path, stats_sink_fn sink, void *ctx, char *err, size_t errlen)
+/* The wpack schema from the file at path into any sink (errors as before
+ * calib_detect.c: "PATH: stats JSON: ..." or "stats[i] 'key': ..."). */
+int stats_load_json_file_to(const char *path, stats_sink_fn sink, void *ctx, char *err,
+                            size_t errlen)
 {
     int code; /* wpk_json_load_input: a FIFO or a device is refused, without blocking */
     json_t *root = wpk_json_load_input(path, "stats", &code, err, errlen);
     if (!root)
         return code == WPACK_E_INPUT ? WPACK_E_STATS : code;
+    int rc = load(sink, ctx, root, err, errlen);
+    json_decref(root);
+    return rc;
+}
+
+/* The wpack schema from a buffer into any sink (calib_detect.c calls it). */
+int stats_load_json_to(const char *buf, size_t len, stats_sink_fn sink, void *ctx, char *err,
+                       size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        wpk_fmt(err, errlen, "stats JSON: %s (line %d)", je.text, je.line);
+        return WPACK_E_STATS;
+    }
     int rc = load(sink, ctx, root, err, errlen);
     json_decref(root);
     return rc;

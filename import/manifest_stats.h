@@ -15,7 +15,15 @@ int stats_load_file(wpack_writer *w, const char *path, char *err, size_t errlen)
  * (after the whole file parsed); a non-zero return stops the load, and the
  * error names the record and says why. */
 typedef int (*stats_sink_fn)(void *ctx, const wpack_stats_in *s, const char **why);
+/* The kind of file is detected by content (import/calib_detect.c): the wpack
+ * JSON schema, or a TensorRT calibration cache, an ONNX Runtime calibration
+ * table (JSON), a llama.cpp imatrix (.dat or GGUF): spec appendix A.1. */
 int stats_load_file_to(const char *path, stats_sink_fn sink, void *ctx, char *err, size_t errlen);
+/* The wpack schema only, from a file or a buffer. */
+int stats_load_json_file_to(const char *path, stats_sink_fn sink, void *ctx, char *err,
+                            size_t errlen);
+int stats_load_json_to(const char *buf, size_t len, stats_sink_fn sink, void *ctx, char *err,
+                       size_t errlen);
 /* The same from a buffer (for tests and fuzzing); w may be NULL to only check. */
 int stats_load_buffer(wpack_writer *w, const char *buf, size_t len, char *err, size_t errlen);
 

@@ -136,7 +136,9 @@ typedef struct wpack_import_options {
     uint64_t max_total;
     /* After the input (path may then be NULL: nothing else is imported):
      * calibration statistics from this JSON file (schema version 1,
-     * import/README.md); a record replaces the automatic weight statistics
+     * import/README.md) or, by content, a TensorRT calibration cache, an ONNX
+     * Runtime calibration table (JSON) or a llama.cpp imatrix (.dat or GGUF),
+     * as spec appendix A.1 says; a record replaces the automatic weight statistics
      * of its key, and a bad one fails naming "stats[i] 'key'". */
     const char *stats_file;
     /* After the input and stats_file: name_map_count pairs, other name ->
@@ -235,8 +237,13 @@ int wpack_import_list(const char *path, const wpack_import_options *opt, wpack_i
                                     * rank <= 4, names <= 63 bytes (import/README.md) */
 #define WPACK_EXPORT_IRPA 5        /* an IREE parameter archive keyed by entry name;
                                     * splats stay splats, aliases share bytes */
+#define WPACK_EXPORT_TRT_CALIB 6   /* the activation stats' ranges as a TensorRT
+                                    * calibration cache: scale = absmax / 127 */
+#define WPACK_EXPORT_ORT_CALIB_JSON 7 /* the activation stats' ranges as an ONNX
+                                       * Runtime calibration table: name -> [min, max] */
 
-/* WPACK_EXPORT_* for "safetensors", "npz", "tar", "gguf" or "irpa"; 0 for
+/* WPACK_EXPORT_* for "safetensors", "npz", "tar", "gguf", "irpa", "trt-calib" or
+ * "ort-calib-json"; 0 for
  * anything else. */
 int wpack_export_format_from_name(const char *name);
 

@@ -247,6 +247,8 @@ static int defaults(void)
           wpack_export_format_from_name("tar") == WPACK_EXPORT_TAR &&
           wpack_export_format_from_name("gguf") == WPACK_EXPORT_GGUF &&
           wpack_export_format_from_name("irpa") == WPACK_EXPORT_IRPA &&
+          wpack_export_format_from_name("trt-calib") == WPACK_EXPORT_TRT_CALIB &&
+          wpack_export_format_from_name("ort-calib-json") == WPACK_EXPORT_ORT_CALIB_JSON &&
           wpack_export_format_from_name("onnx") == 0 && wpack_export_format_from_name(NULL) == 0);
     CHECK(!strcmp(wpack_import_kind_name(WPACK_INPUT_TORCH), "torch") &&
           !strcmp(wpack_import_kind_name(WPACK_INPUT_DIRECTORY), "directory") &&

@@ -1,0 +1,234 @@
+/* calib_text.c - TensorRT calibration caches and ONNX Runtime calibration
+ * tables (JSON), in and out (spec appendix A.1). Both carry one range per
+ * tensor: they become range-only activation records (calib_range). */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib.h"
+#include "import.h"
+#include "internal.h"
+
+/* The header TensorRT 8.6.1 writes; we keep no version, so it is what
+ * `export --to trt-calib` writes. */
+#define TRT_HEADER "TRT-8601-EntropyCalibration2"
+
+static int hexval(uint8_t c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int calib_trt_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx, char *err,
+                    size_t errlen)
+{
+    size_t at = 0, line = 0;
+    int rc = WPACK_OK;
+    while (at < len && !rc) {
+        const uint8_t *nl = memchr(p + at, '\n', len - at);
+        size_t end = nl ? (size_t)(nl - p) : len, n = end - at;
+        const uint8_t *l = p + at;
+        at = end + 1;
+        line++;
+        if (n && l[n - 1] == '\r')
+            n--;
+        if (line == 1) {
+            if (n < 5 || memcmp(l, "TRT-", 4) != 0 || !memchr(l, '-', n)) {
+                wpk_fmt(err, errlen, "line 1: want TRT-<version>-<calibrator>");
+                return WPACK_E_STATS;
+            }
+            continue;
+        }
+        if (n == 0)
+            continue;
+        /* "name: 3c010204": the name is everything before the last ": " */
+        if (n < 11 || l[n - 10] != ':' || l[n - 9] != ' ') {
+            wpk_fmt(err, errlen, "line %zu: want '<tensor name>: <8 hex digits>'", line);
+            return WPACK_E_STATS;
+        }
+        uint32_t bits = 0;
+        for (size_t k = n - 8; k < n; k++) {
+            int h = hexval(l[k]);
+            if (h < 0) {
+                wpk_fmt(err, errlen, "line %zu: '%.8s' is not 8 hex digits", line,
+                        (const char *)l + n - 8);
+                return WPACK_E_STATS;
+            }
+            bits = bits << 4 | (uint32_t)h;
+        }
+        float scale;
+        memcpy(&scale, &bits, 4);
+        char *key = strndup((const char *)l, n - 10);
+        if (!key) {
+            wpk_fmt(err, errlen, "out of memory");
+            return WPACK_E_NOMEM;
+        }
+        if (!isfinite(scale) || scale < 0 || strlen(key) != n - 10 || !*key) {
+            wpk_fmt(err, errlen, "line %zu: %s", line,
+                    !*key || strlen(key) != n - 10 ? "empty name or a NUL byte in it"
+                                                  : "scale is negative or not finite");
+            free(key);
+            return WPACK_E_STATS;
+        }
+        double r = (double)scale * 127.0;
+        char m[700];
+        if ((rc = calib_range(sink, ctx, key, -r, r, m, sizeof m)))
+            wpk_fmt(err, errlen, "line %zu %s", line, m);
+        free(key);
+    }
+    if (!rc && line == 0) {
+        wpk_fmt(err, errlen, "empty file");
+        rc = WPACK_E_STATS;
+    }
+    return rc;
+}
+
+/* A number, a numpy array as ORT encodes it ({"data": x or [x], ...}) or
+ * a one-element array. */
+static int ort_number(json_t *v, double *out)
+{
+    if (json_is_object(v))
+        v = json_object_get(v, "data");
+    if (json_is_array(v) && json_array_size(v) == 1)
+        v = json_array_get(v, 0);
+    if (!json_is_number(v))
+        return 0;
+    *out = json_number_value(v);
+    return 1;
+}
+
+int calib_ort_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx, char *err,
+                    size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_loadb((const char *)p, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        wpk_fmt(err, errlen, "JSON: %s (line %d)", je.text, je.line);
+        return WPACK_E_STATS;
+    }
+    /* TensorsData.to_dict(): {"CLS": "TensorsData", "data": {...}, ...} */
+    json_t *map = root;
+    if (json_is_object(root) && json_is_object(json_object_get(root, "data")) &&
+        json_object_get(root, "CLS"))
+        map = json_object_get(root, "data");
+    int rc = WPACK_OK;
+    const char *key;
+    json_t *v;
+    if (!json_is_object(map) || json_object_size(map) == 0) {
+        wpk_fmt(err, errlen, "want an object of tensor name -> [min, max] or "
+                "{\"lowest\": .., \"highest\": ..}");
+        rc = WPACK_E_STATS;
+    }
+    json_object_foreach (rc ? NULL : map, key, v) {
+        double mn, mx;
+        int ok = json_is_array(v) && json_array_size(v) == 2
+                     ? ort_number(json_array_get(v, 0), &mn) && ort_number(json_array_get(v, 1), &mx)
+                     : json_is_object(v) && ort_number(json_object_get(v, "lowest"), &mn) &&
+                           ort_number(json_object_get(v, "highest"), &mx);
+        if (!ok) {
+            wpk_fmt(err, errlen, "'%s': want [min, max] or {\"lowest\": .., \"highest\": ..}",
+                    key);
+            rc = WPACK_E_STATS;
+            break;
+        }
+        if ((rc = calib_range(sink, ctx, key, mn, mx, err, errlen)))
+            break;
+    }
+    json_decref(root);
+    return rc;
+}
+
+/* ------------------------------------------------------------------- out */
+
+/* The shortest %.*g that reads back as v, always with a '.' or an exponent
+ * (so it looks like Python's repr for ordinary values). */
+static void shortest(char *b, size_t n, double v)
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(b, n, "%.*g", prec, v);
+        if (strtod(b, NULL) == v)
+            break;
+    }
+    if (!strpbrk(b, ".eEn"))
+        strncat(b, ".0", n - strlen(b) - 1);
+}
+
+static int append(char **buf, size_t *len, size_t *cap, const char *s)
+{
+    size_t k = strlen(s);
+    if (*len + k + 1 > *cap) {
+        size_t nc = (*cap + k + 1) * 2;
+        char *nb = realloc(*buf, nc);
+        if (!nb)
+            return WPACK_E_NOMEM;
+        *buf = nb;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, s, k + 1);
+    *len += k;
+    return WPACK_OK;
+}
+
+int calib_export(const wpack_archive *ar, int fd, int format, char *err, size_t errlen)
+{
+    char *buf = NULL, line[1200];
+    size_t len = 0, cap = 0, nrec = 0;
+    int trt = format == WPACK_EXPORT_TRT_CALIB;
+    int rc = append(&buf, &len, &cap, trt ? TRT_HEADER "\n" : "{");
+    for (uint64_t i = 0; !rc && i < wpack_stats_count(ar); i++) {
+        wpack_stats s;
+        if ((rc = wpack_stats_at(ar, i, &s)))
+            break;
+        if (s.kind != WPACK_STATS_ACTIVATION)
+            continue;
+        if (trt) {
+            if (strchr(s.key, '\n') || strchr(s.key, '\r')) {
+                wpk_fmt(err, errlen, "stats '%s': a line break in the name has no form in a "
+                        "TensorRT calibration cache", s.key);
+                rc = WPACK_E_UNSUPPORTED;
+                break;
+            }
+            float scale = (float)(s.overall_absmax / 127.0);
+            uint32_t bits;
+            memcpy(&bits, &scale, 4);
+            rc = append(&buf, &len, &cap, s.key);
+            snprintf(line, sizeof line, ": %08x\n", bits);
+        } else {
+            json_t *js = json_string(s.key);
+            char *q = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+            json_decref(js);
+            if (!q) {
+                wpk_fmt(err, errlen, "stats '%s': the name is not UTF-8", s.key);
+                rc = WPACK_E_UNSUPPORTED;
+                break;
+            }
+            rc = append(&buf, &len, &cap, nrec ? ",\n  " : "\n  ");
+            if (!rc)
+                rc = append(&buf, &len, &cap, q);
+            free(q);
+            char a[40], b[40];
+            shortest(a, sizeof a, s.overall_min);
+            shortest(b, sizeof b, s.overall_max);
+            snprintf(line, sizeof line, ": [%s, %s]", a, b);
+        }
+        if (!rc)
+            rc = append(&buf, &len, &cap, line);
+        nrec++;
+    }
+    if (!rc && !trt)
+        rc = append(&buf, &len, &cap, nrec ? "\n}\n" : "}\n");
+    if (rc == WPACK_E_NOMEM)
+        wpk_fmt(err, errlen, "out of memory");
+    if (!rc && nrec == 0) {
+        wpk_fmt(err, errlen, "no activation stats to export");
+        rc = WPACK_E_NOT_FOUND;
+    }
+    if (!rc && wpk_write_all(fd, buf, len) != 0) {
+        wpk_fmt(err, errlen, "write failed");
+        rc = WPACK_E_IO;
+    }
+    free(buf);
+    return rc;
+}

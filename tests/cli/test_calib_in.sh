@@ -1,0 +1,125 @@
+#!/bin/bash
+# test_calib_in.sh - other tools' calibration data in and out (issue 18,
+# spec appendix A.1): files written by tests/cli/calib_tool.py after the
+# published formats (TensorRT cache, ONNX Runtime JSON in its two forms,
+# llama.cpp imatrix .dat and GGUF) go through `create --stats-from` and
+# `update --stats-from` into the records the spec says, with the values
+# checked through `inspect --json`; `export --to trt-calib|ort-calib-json`
+# gives back the same bytes for files in our export's form; every bad file
+# fails naming the file, the kind, the line or entry and [WPACK_E_STATS],
+# leaving no output.
+. "$(dirname "$0")/lib.sh"
+TOOL="$TESTS_DIR/cli/calib_tool.py"
+
+"$PY" "$TOOL" make "$T" && pass make_files || fail make_files
+"$PY" -c "import numpy as np; np.save('$T/w.npy', np.ones((2, 4), np.float32))" \
+    && pass make_npy || fail make_npy
+
+# rec ARCHIVE KEY: "min max absmax mean variance count channels" of the
+# activation record KEY (over all channels), from inspect --json
+rec() {
+    "$WPACK" inspect --json "$1" | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+for s in d["stats"]:
+    if s["key"] == sys.argv[1] and s["kind"] == "activation":
+        print(json.dumps(s, sort_keys=True))
+' "$2"
+}
+# check NAME ARCHIVE KEY PYEXPR: PYEXPR over the record r (a dict) is true
+check() {
+    local j
+    j=$(rec "$2" "$3")
+    if [ -n "$j" ] && "$PY" -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if ($4) else 1)" "$j"; then
+        pass "$1"
+    else
+        fail "$1" "record '$3': ${j:-none}"
+    fi
+}
+
+bad() {
+    expect_fail "bad_$1" "$2" "$WPACK" create -q -o "$T/b.wpack" "$T/w.npy" --stats-from "$T/$1"
+    [ -e "$T/b.wpack" ] && fail "bad_$1_no_output" || pass "bad_$1_no_output"
+}
+
+# --- TensorRT: [-scale*127, scale*127], a range-only record (count 0)
+expect trt_create "$WPACK" create -q -o "$T/trt.wpack" "$T/w.npy" --stats-from "$T/calib.cache"
+check trt_fc "$T/trt.wpack" fc.weight_in 'r["min"] == -190.5 and r["max"] == 190.5 and r["count"] == 0'
+check trt_input "$T/trt.wpack" input 'abs(r["absmax"] - 0.9921875) < 1e-12 and r["mean"] == 0 and r["variance"] == 0'
+check trt_colon_name "$T/trt.wpack" 'relu/Relu:0' 'abs(r["max"] - 127 * 2.0e-3) < 1e-6'
+expect trt_out "$WPACK" export -q "$T/trt.wpack" --to trt-calib -o "$T/out.cache"
+cmp -s "$T/out.cache" "$T/calib.cache" && pass trt_round_trip || fail trt_round_trip "$(diff "$T/out.cache" "$T/calib.cache" | head -5)"
+
+# --- ONNX Runtime: both JSON forms, min/max exact, mean the midpoint
+for f in calibration calibration_td; do
+    expect "ort_create_$f" "$WPACK" create -q -o "$T/$f.wpack" "$T/w.npy" --stats-from "$T/$f.json"
+    check "ort_x_$f" "$T/$f.wpack" X 'r["min"] == -1.25 and r["max"] == 3.75 and r["mean"] == 1.25 and r["count"] == 0'
+    check "ort_y_$f" "$T/$f.wpack" y 'r["min"] == 0.125 and r["max"] == 7.5'
+    expect "ort_out_$f" "$WPACK" export -q "$T/$f.wpack" --to ort-calib-json -o "$T/out_$f.json"
+    cmp -s "$T/out_$f.json" "$T/calibration.json" && pass "ort_round_trip_$f" \
+        || fail "ort_round_trip_$f" "$(diff "$T/out_$f.json" "$T/calibration.json" | head -5)"
+done
+"$PY" -c "import json; d = json.load(open('$T/out_calibration.json')); assert d['conv/output_0'] == [-0.5, 0.25]" \
+    && pass ort_out_is_json || fail ort_out_is_json
+
+# --- imatrix: variance = mean of squares per input column, range +-RMS
+expect imatrix_dat_create "$WPACK" create -q -o "$T/imd.wpack" "$T/w.npy" --stats-from "$T/imatrix.dat"
+# sum2 [8, 32, 2, 0.5] over 8 rows: mean of squares [1, 4, 0.25, 0.0625]; pooled 1.328125
+check imatrix_dat_q "$T/imd.wpack" blk.0.attn_q.weight 'r["variance"] == [1, 4, 0.25, 0.0625] and r["max"] == [1, 2, 0.5, 0.25] and r["min"] == [-1, -2, -0.5, -0.25] and r["mean"] == [0] * 4 and r["count"] == 2 and r["overall"]["variance"] == 1.328125'
+check imatrix_dat_out "$T/imd.wpack" output.weight 'r["variance"] == [1, 4] and r["absmax"] == [1, 2]'
+expect imatrix_gguf_create "$WPACK" create -q -o "$T/img.wpack" "$T/w.npy" --stats-from "$T/imatrix.gguf"
+check imatrix_gguf_q "$T/img.wpack" blk.0.attn_q.weight 'r["variance"] == [1, 4, 0.25, 0.0625] and r["count"] == 8 and r["axis"] == 0'
+# two experts: [4/4, 4/4] and [9/9, 36/9]: channels 4, pooled (1+1+1+4)/4, count 13
+check imatrix_gguf_experts "$T/img.wpack" blk.0.ffn_up_exps.weight 'r["variance"] == [1, 1, 1, 4] and r["max"] == [1, 1, 1, 2] and r["count"] == 13'
+"$WPACK" inspect "$T/img.wpack" | grep -q "blk.0.ffn_up_exps.weight .*per-channel (4)" \
+    && pass imatrix_per_channel || fail imatrix_per_channel "$("$WPACK" inspect "$T/img.wpack" | tail -4)"
+
+# --- torch.ao observers in a torch 1.13 checkpoint: min_val/max_val exact
+# (f32), HistogramObserver's bins over [min_val, max_val], per-channel as
+# channels, an observer that never ran gives nothing, other tensors ignored
+if "$PY" "$TOOL" torch "$T" 2>"$T/torch_err"; then
+    pass torch_files
+    expect torch_create "$WPACK" create -q -o "$T/obs.wpack" "$T/w.npy" --stats-from "$T/obs.pt"
+    E="json.load(open('$T/obs.json'))"
+    check torch_minmax "$T/obs.wpack" fc "r['min'] == $E['fc.activation_post_process.min_val'] and r['max'] == $E['fc.activation_post_process.max_val'] and r['count'] == 0"
+    check torch_hist "$T/obs.wpack" relu "r['histogram']['counts'] == [int(c) for c in $E['relu.activation_post_process.histogram']] and len(r['histogram']['edges']) == 17 and r['count'] == sum(r['histogram']['counts']) and r['max'] == $E['relu.activation_post_process.max_val']"
+    check torch_per_channel "$T/obs.wpack" conv "r['channels'] == 2 and r['min'] == $E['conv.activation_post_process.min_val'] and r['max'] == $E['conv.activation_post_process.max_val']"
+    [ -z "$(rec "$T/obs.wpack" idle)" ] && pass torch_idle_skipped || fail torch_idle_skipped
+    "$WPACK" inspect "$T/obs.wpack" | grep -q "activation_post_process" \
+        && fail torch_no_observer_tensors || pass torch_no_observer_tensors
+    bad plain.pt "plain.pt: torch checkpoint: a torch checkpoint with no torch.ao observer.*\[WPACK_E_STATS\]"
+else
+    fail torch_files "$(tail -3 "$T/torch_err")"
+fi
+
+# --- update --stats-from: in place, next to what is there
+expect update_create "$WPACK" create -q -o "$T/u.wpack" "$T/w.npy" --stats-from "$T/calib.cache"
+expect update_from "$WPACK" update "$T/u.wpack" --stats-from "$T/imatrix.gguf" --stats-from "$T/calibration.json"
+check update_kept "$T/u.wpack" fc.weight_in 'r["max"] == 190.5'
+check update_added "$T/u.wpack" X 'r["max"] == 3.75'
+check update_imatrix "$T/u.wpack" blk.0.attn_q.weight 'r["count"] == 8'
+# the wpack JSON schema still goes through --stats and --stats-from
+printf '{"version": 1, "stats": [{"key": "m", "kind": "activation", "count": 5, "min": -1, "max": 1, "mean": 0}]}' >"$T/s.json"
+expect wpack_json_stats_from "$WPACK" update "$T/u.wpack" --stats-from "$T/s.json"
+check wpack_json_record "$T/u.wpack" m 'r["max"] == 1'
+# a weight-only archive has no ranges to export
+"$WPACK" create -q -o "$T/plain.wpack" "$T/w.npy"
+expect_fail export_no_activation "no activation stats to export \[WPACK_E_NOT_FOUND\]" \
+    "$WPACK" export -q "$T/plain.wpack" --to trt-calib -o "$T/none.cache"
+[ -e "$T/none.cache" ] && fail export_no_output || pass export_no_output
+expect_fail export_bad_to "trt-calib or ort-calib-json" "$WPACK" export "$T/plain.wpack" --to trt -o "$T/x"
+
+# --- bad files: what, where, the code; no archive appears
+bad bad_hex.cache "bad_hex.cache: TensorRT calibration cache: line 2: '3c01zz04' is not 8 hex digits \[WPACK_E_STATS\]"
+bad bad_line.cache "TensorRT calibration cache: line 2: want '<tensor name>: <8 hex digits>' \[WPACK_E_STATS\]"
+bad neg.cache "line 2: scale is negative or not finite \[WPACK_E_STATS\]"
+bad bad_ort.json "ONNX Runtime calibration table: 'x': want \[min, max\].*\[WPACK_E_STATS\]"
+bad inverted_ort.json "'x': range \[2, 1\] is not finite and ordered \[WPACK_E_STATS\]"
+bad trunc.dat "imatrix .dat: entry 0: name length out of the file \[WPACK_E_STATS\]"
+bad random.bin "random.bin: not calibration data: want .*\[WPACK_E_STATS\]"
+bad model_not_imatrix.gguf "imatrix GGUF: a GGUF file without general.type = imatrix.*\[WPACK_E_STATS\]"
+expect_fail update_bad "--stats(-from)? .*bad_hex.cache.*\[WPACK_E_STATS\]" \
+    "$WPACK" update "$T/u.wpack" --stats-from "$T/bad_hex.cache"
+check update_bad_unchanged "$T/u.wpack" fc.weight_in 'r["max"] == 190.5'
+
+finish
