@@ -21,6 +21,17 @@ void wpk_fmt(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
+int wpk_fail_in(char *err, size_t errlen, int code, const char *what, const char *fmt, ...)
+{
+    char m[700];
+    va_list ap;
+    va_start(ap, fmt);
+    wpk_vfmt(m, sizeof m, fmt, ap);
+    va_end(ap);
+    wpk_fmt(err, errlen, "%s: %s", what, m);
+    return code;
+}
+
 void wpk_quote(char *buf, size_t len, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";

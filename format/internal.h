@@ -45,6 +45,10 @@ void wpk_hasher_free(wpk_hasher *h);
 void wpk_fmt(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void wpk_vfmt(char *buf, size_t len, const char *fmt, va_list ap);
+/* "WHAT: message" into err, returning code: how a parser of one format
+ * (safetensors, gguf, irpa) reports a fault. */
+int wpk_fail_in(char *err, size_t errlen, int code, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* Copy of a name fit for a message: control bytes escaped, long names cut. */
 void wpk_quote(char *buf, size_t len, const char *s, size_t n);

@@ -78,18 +78,8 @@ static void put_zeros(out_t *o, uint64_t n)
         put(o, z, n < sizeof z ? (size_t)n : sizeof z);
 }
 
-static int efail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int efail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    char m[700];
-    va_list ap;
-    va_start(ap, fmt);
-    wpk_vfmt(m, sizeof m, fmt, ap);
-    va_end(ap);
-    wpk_fmt(err, errlen, "gguf: %s", m);
-    return code;
-}
+/* A fault of this format's parser, "gguf: ..." in err (format/fmt.c). */
+#define efail(err, errlen, code, ...) wpk_fail_in(err, errlen, code, "gguf", __VA_ARGS__)
 
 /* ------------------------------------------------------------ metadata */
 

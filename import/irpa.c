@@ -15,18 +15,8 @@
 #include "internal.h"
 #include "irpa.h"
 
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    char m[600];
-    va_list ap;
-    va_start(ap, fmt);
-    wpk_vfmt(m, sizeof m, fmt, ap);
-    va_end(ap);
-    wpk_fmt(err, errlen, "irpa: %s", m);
-    return code;
-}
+/* A fault of this format's parser, "irpa: ..." in err (format/fmt.c). */
+#define fail(err, errlen, code, ...) wpk_fail_in(err, errlen, code, "irpa", __VA_ARGS__)
 
 /* [base + off, base + off + len) inside the file, overflow-checked. */
 static int in_file(uint64_t base, uint64_t off, uint64_t len, uint64_t size)

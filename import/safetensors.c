@@ -28,18 +28,8 @@ const char *st_dtype_name(int dtype)
     return NULL;
 }
 
-static int st_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int st_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    char m[700];
-    va_list ap;
-    va_start(ap, fmt);
-    wpk_vfmt(m, sizeof m, fmt, ap);
-    va_end(ap);
-    wpk_fmt(err, errlen, "safetensors: %s", m);
-    return code;
-}
+/* A fault of this format's parser, "safetensors: ..." in err (format/fmt.c). */
+#define st_fail(err, errlen, code, ...) wpk_fail_in(err, errlen, code, "safetensors", __VA_ARGS__)
 
 typedef struct {
     const char *name;
