@@ -10,7 +10,9 @@ static const char help[] =
     "usage: wpack inspect [--json] [--max-output SIZE] ARCHIVE [PREFIX]\n"
     "\n"
     "Lists the archive's tensors (name, dtype, shape, size, offset, checksum,\n"
-    "a stats summary), its metadata, name map and activation statistics.\n"
+    "a stats summary), its metadata, name map and activation statistics, and\n"
+    "its block dtypes (GGUF's quantized types: name, elements and bytes per\n"
+    "block, parameters in hex); a tensor of a block dtype shows its name.\n"
     "Stats show the range over all channels, marked 'per-channel (N)' for\n"
     "per-channel records, and 'K of N finite' when a tensor holds NaN or\n"
     "infinities (stats leave them out). Lists are in natural order\n"
@@ -27,8 +29,10 @@ static const char help[] =
     "  --json             one JSON object: format fields, tensors with data\n"
     "                     offsets and lengths, metadata, name map, every stats\n"
     "                     record in full (with the overall range and, for\n"
-    "                     weight stats, the element count); strings exact, as\n"
-    "                     JSON escapes; lists in index (bytewise) order\n"
+    "                     weight stats, the element count), block_dtypes\n"
+    "                     (code, name, block_elems, block_bytes, params hex);\n"
+    "                     strings exact, as JSON escapes; lists in index\n"
+    "                     (bytewise) order\n"
     "  --max-output SIZE  allow more --json output than the default cap of\n"
     "                     max(1 GiB, 1000 x the archive size) (K/M/G)\n"
     "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
@@ -43,14 +47,73 @@ static const char *kind_name(int kind)
                                       : "external";
 }
 
-static const char *dtype_label(const wpack_archive *ar, int dtype, char *buf, size_t len)
+/* A dtype's name: built in, or the block dtype record's (the name rule holds,
+ * but the bytes come from the file: callers escape them). */
+static const char *dtype_name_of(const wpack_archive *ar, int dtype)
 {
-    (void)ar;
     const char *n = wpack_dtype_name(dtype);
     if (n)
         return n;
-    snprintf(buf, len, "block%d", dtype - WPACK_DTYPE_BLOCK_BASE);
-    return buf;
+    if (dtype >= WPACK_DTYPE_BLOCK_BASE &&
+        wpack_block_dtype_at(ar, (uint64_t)(dtype - WPACK_DTYPE_BLOCK_BASE), &n, NULL, NULL,
+                             NULL, NULL) == WPACK_OK && n)
+        return n;
+    return "?";
+}
+
+/* The dtype column: escaped, padded to width columns. */
+static void put_dtype_text(const wpack_archive *ar, int dtype, size_t width)
+{
+    const char *n = dtype_name_of(ar, dtype);
+    size_t w = cli_text_escape(stdout, n, strlen(n));
+    printf("%*s", w < width ? (int)(width - w) : 0, "");
+}
+
+/* A parameter blob as hex, cut after 64 bytes in text (JSON gets it whole). */
+static void put_hex(const void *p, uint64_t n, uint64_t max)
+{
+    const unsigned char *b = p;
+    for (uint64_t i = 0; i < n && i < max; i++)
+        printf("%02x", b[i]);
+    if (n > max)
+        printf("...");
+}
+
+/* The archive's block dtype records (section 6.6), text or JSON. */
+static void print_block_dtypes(const wpack_archive *ar, const wpack_info *in, int json)
+{
+    if (json)
+        printf(",\n  \"block_dtypes\": [");
+    else if (in->block_dtype_count)
+        printf("block dtypes:\n");
+    for (uint64_t k = 0; k < in->block_dtype_count; k++) {
+        const char *name;
+        uint32_t elems, bytes;
+        const void *params;
+        uint64_t plen;
+        if (wpack_block_dtype_at(ar, k, &name, &elems, &bytes, &params, &plen) != WPACK_OK)
+            continue;
+        unsigned code = (unsigned)(WPACK_DTYPE_BLOCK_BASE + k);
+        if (json) {
+            printf("%s\n    {\"code\": %u, \"name\": ", k ? "," : "", code);
+            cli_json_string(stdout, name, strlen(name));
+            printf(", \"block_elems\": %" PRIu32 ", \"block_bytes\": %" PRIu32
+                   ", \"params\": \"", elems, bytes);
+            put_hex(params, plen, UINT64_MAX);
+            printf("\"}");
+        } else {
+            printf("  %u ", code);
+            cli_text_escape(stdout, name, strlen(name));
+            printf(": %" PRIu32 " elements in %" PRIu32 " bytes", elems, bytes);
+            if (plen) {
+                printf(", params ");
+                put_hex(params, plen, 64);
+            }
+            putchar('\n');
+        }
+    }
+    if (json)
+        printf("%s]", in->block_dtype_count ? "\n  " : "");
 }
 
 /* A splat's fill value as text. */
@@ -81,6 +144,7 @@ static void fill_text(const wpack_tensor *t, char *buf, size_t len)
 
 #define NAME_COL_MAX 80  /* a longer name gets a line of its own */
 #define SHAPE_COL_MAX 40
+#define DTYPE_COL_MAX 24 /* a longer block dtype name overflows its column */
 #define TEXT_VALUE_MAX 256 /* bytes of a string value shown in text */
 
 /* Something to list: its name (display order) and its index. */
@@ -262,12 +326,14 @@ static void stats_suffix(char *buf, size_t len, const wpack_stats *s, uint64_t e
 
 static void show_tensor_json(const wpack_archive *ar, const wpack_tensor *t, int first)
 {
-    char shape[256], dt[32];
+    char shape[256];
+    const char *dt = dtype_name_of(ar, t->dtype);
     cli_shape(shape, sizeof shape, t->rank, t->dims);
     printf("%s\n    {\"name\": ", first ? "" : ",");
     cli_json_string(stdout, t->name, t->name_len);
-    printf(", \"kind\": \"%s\", \"dtype\": \"%s\", \"shape\": %s, \"nbytes\": %" PRIu64,
-           kind_name(t->kind), dtype_label(ar, t->dtype, dt, sizeof dt), shape, t->nbytes);
+    printf(", \"kind\": \"%s\", \"dtype\": ", kind_name(t->kind));
+    cli_json_string(stdout, dt, strlen(dt));
+    printf(", \"shape\": %s, \"nbytes\": %" PRIu64, shape, t->nbytes);
     if (t->kind != WPACK_KIND_SPLAT)
         printf(", \"offset\": %" PRIu64 ", \"stored_length\": %" PRIu64, t->offset,
                t->stored_length);
@@ -300,13 +366,13 @@ static void show_tensor_json(const wpack_archive *ar, const wpack_tensor *t, int
 }
 
 typedef struct {
-    size_t name_w, shape_w;
+    size_t name_w, shape_w, dtype_w;
     uint64_t compressed, stored, logical; /* zstd tensors shown */
 } table;
 
 static void show_tensor_text(const wpack_archive *ar, const wpack_tensor *t, table *tb)
 {
-    char shape[256], dt[32], size[32], where[64], summary[200] = "";
+    char shape[256], size[32], where[64], summary[200] = "";
     cli_shape(shape, sizeof shape, t->rank, t->dims);
     cli_human_size(size, sizeof size, t->nbytes);
     if (t->kind == WPACK_KIND_DATA)
@@ -335,8 +401,10 @@ static void show_tensor_text(const wpack_archive *ar, const wpack_tensor *t, tab
         printf("\n%*s", (int)tb->name_w, "");
     else
         printf("%*s", (int)(tb->name_w - w), "");
-    printf(" %-8s %-*s %10s %12s %016" PRIx64 "  %s", dtype_label(ar, t->dtype, dt, sizeof dt),
-           (int)tb->shape_w, shape, size, where, t->checksum, summary);
+    putchar(' ');
+    put_dtype_text(ar, t->dtype, tb->dtype_w);
+    printf(" %-*s %10s %12s %016" PRIx64 "  %s", (int)tb->shape_w, shape, size, where,
+           t->checksum, summary);
     if (t->kind == WPACK_KIND_ALIAS) {
         wpack_tensor target;
         wpack_tensor_at(ar, t->alias_target, &target);
@@ -535,7 +603,9 @@ static void print_json(const wpack_archive *ar, const char *path, const wpack_in
         printf(k ? ",\n    " : "\n    ");
         print_stats_json(stdout, &s, weight_elements(ar, &s));
     }
-    printf("]\n}\n");
+    printf("]");
+    print_block_dtypes(ar, in, 1);
+    printf("\n}\n");
 }
 
 static void print_text(const wpack_archive *ar, const char *path, const wpack_info *in,
@@ -555,12 +625,17 @@ static void print_text(const wpack_archive *ar, const char *path, const wpack_in
         printf(", %" PRIu64 " tensors, %s, index xxh3 %016" PRIx64 "\n", si.entry_count, sz,
                si.index_checksum);
     }
+    print_block_dtypes(ar, in, 0);
     rows *r = &sel->tensors;
-    table tb = {column_width(r, 4, NAME_COL_MAX), 5, 0, 0, 0};
+    table tb = {column_width(r, 4, NAME_COL_MAX), 5, 8, 0, 0, 0};
     for (size_t k = 0; k < r->n; k++) {
         wpack_tensor t;
         char shape[256];
         wpack_tensor_at(ar, r->v[k].i, &t);
+        const char *dn = dtype_name_of(ar, t.dtype);
+        size_t dw = cli_text_escape(NULL, dn, strlen(dn));
+        if (dw > tb.dtype_w)
+            tb.dtype_w = dw > DTYPE_COL_MAX ? DTYPE_COL_MAX : dw;
         cli_shape(shape, sizeof shape, t.rank, t.dims);
         if (strlen(shape) > tb.shape_w)
             tb.shape_w = strlen(shape) > SHAPE_COL_MAX ? SHAPE_COL_MAX : strlen(shape);
@@ -568,7 +643,7 @@ static void print_text(const wpack_archive *ar, const char *path, const wpack_in
     sort_natural(r);
     printf("\n");
     put_padded("NAME", 4, tb.name_w);
-    printf(" %-8s %-*s %10s %12s %-16s  %s\n", "DTYPE", (int)tb.shape_w, "SHAPE", "SIZE",
+    printf(" %-*s %-*s %10s %12s %-16s  %s\n", (int)tb.dtype_w, "DTYPE", (int)tb.shape_w, "SHAPE", "SIZE",
            "OFFSET", "XXH3", "STATS");
     for (size_t k = 0; k < r->n; k++) {
         wpack_tensor t;

@@ -426,7 +426,8 @@ int wpack_verify_all_progress(wpack_archive *ar, wpack_verify_cb on_bad,
                               wpack_verify_progress_cb on_entry, void *user);
 
 /* Block dtype k < wpack_info.block_dtype_count (code WPACK_DTYPE_BLOCK_BASE + k):
- * its name, block geometry and the parameter bytes stored with it. */
+ * its name, block geometry and the parameter bytes stored with it. Any output
+ * pointer may be NULL (that field is not wanted). WPACK_E_NOT_FOUND past the end. */
 int wpack_block_dtype_at(const wpack_archive *ar, uint64_t k, const char **name,
                          uint32_t *block_elems, uint32_t *block_bytes, const void **params,
                          uint64_t *params_len);

@@ -29,9 +29,14 @@ static int host_is_little_endian(void)
 /* A view of a data entry, or an error naming it. */
 static int need_view(const wpack_tensor *t, const char *role, char *err, size_t errlen)
 {
-    if (t->kind == WPACK_KIND_SPLAT || !t->data)
+    if (t->kind == WPACK_KIND_SPLAT)
         return bind_fail(err, errlen, WPACK_E_NO_VIEW,
                          "%s '%s': a splat entry has no bytes to compute with (extract it first)",
+                         role, t->name);
+    if (!t->data) /* e.g. an archive read over HTTP: no mapping to compute from */
+        return bind_fail(err, errlen, WPACK_E_NO_VIEW,
+                         "%s '%s': the entry has no bytes in memory (a remote archive gives no "
+                         "view); wpack_read() it into a buffer and describe that instead",
                          role, t->name);
     if (t->codec != WPACK_CODEC_NONE)
         return bind_fail(err, errlen, WPACK_E_CODEC, "%s '%s': compressed entries are not supported",

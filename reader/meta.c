@@ -340,10 +340,15 @@ int wpack_block_dtype_at(const wpack_archive *ar, uint64_t k, const char **name,
     if (k >= ar->info.block_dtype_count)
         return WPACK_E_NOT_FOUND;
     const uint8_t *r = wpk_rec(ar, WPK_SEC_DTYPES, k, WPK_DTYPE_REC_SIZE);
-    *name = wpk_str(ar, wpk_ld64(r + WPK_D_NAME_OFF));
-    *block_elems = wpk_ld32(r + WPK_D_BLOCK_ELEMS_OFF);
-    *block_bytes = wpk_ld32(r + WPK_D_BLOCK_BYTES_OFF);
-    *params = ar->sec[WPK_SEC_AUX] + wpk_ld64(r + WPK_D_PARAMS_OFF);
-    *params_len = wpk_ld64(r + WPK_D_PARAMS_LEN_OFF);
+    if (name)
+        *name = wpk_str(ar, wpk_ld64(r + WPK_D_NAME_OFF));
+    if (block_elems)
+        *block_elems = wpk_ld32(r + WPK_D_BLOCK_ELEMS_OFF);
+    if (block_bytes)
+        *block_bytes = wpk_ld32(r + WPK_D_BLOCK_BYTES_OFF);
+    if (params)
+        *params = ar->sec[WPK_SEC_AUX] + wpk_ld64(r + WPK_D_PARAMS_OFF);
+    if (params_len)
+        *params_len = wpk_ld64(r + WPK_D_PARAMS_LEN_OFF);
     return WPACK_OK;
 }

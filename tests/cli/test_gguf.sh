@@ -18,7 +18,22 @@ expect create_v3 "$WPACK" create -q -o "$T/m.wpack" "$T/base.gguf"
 "$WPACK" inspect "$T/m.wpack" >"$T/ins" 2>&1
 row() { grep -Eq "^$1 +$2 +\\[$3\\]" "$T/ins" && pass "$4" || fail "$4" "$(grep "^$1 " "$T/ins")"; }
 row token_embd.weight f32 "4, 6" dims_reversed_f32
-row blk.0.attn_q.weight block[0-9]+ "3, 64" dims_reversed_q4_0
+row blk.0.attn_q.weight ggml.q4_0 "3, 64" dims_reversed_q4_0
+# inspect names block dtypes (text and JSON), with their geometry
+grep -Eq '^  128 ggml\.q4_0: 32 elements in 18 bytes, params 67676d6c02000000$' "$T/ins" \
+    && pass inspect_block_dtype_text || fail inspect_block_dtype_text "$(grep -A3 '^block dtypes' "$T/ins")"
+"$WPACK" inspect --json "$T/m.wpack" >"$T/ins.json" 2>&1
+"$PY" - "$T/ins.json" <<'PYEOF' && pass inspect_block_dtype_json || fail inspect_block_dtype_json
+import json, sys
+d = json.load(open(sys.argv[1]))
+bd = {b["name"]: b for b in d["block_dtypes"]}
+q = bd["ggml.q4_0"]
+assert (q["code"], q["block_elems"], q["block_bytes"], q["params"]) == (128, 32, 18, "67676d6c02000000"), q
+assert [b["code"] for b in d["block_dtypes"]] == list(range(128, 128 + len(bd)))
+t = {x["name"]: x for x in d["tensors"]}
+assert t["blk.0.attn_q.weight"]["dtype"] == "ggml.q4_0", t["blk.0.attn_q.weight"]
+assert all(x["dtype"] in bd or not x["dtype"].startswith("ggml.") for x in d["tensors"])
+PYEOF
 row blk.0.cube i32 "4, 3, 2" dims_reversed_rank3
 row blk.0.big f64 "3" f64_tensor
 row blk.0.bf bf16 "3, 2" bf16_tensor

@@ -329,6 +329,14 @@ static void test_bind_archive(void)
     CHECK_EQ(wpack_linear_bind(ar, "i32", &l, err, sizeof err), WPACK_E_DTYPE);
     CHECK(strstr(err, "i32") != NULL, "%s", err);
     CHECK_EQ(wpack_linear_bind(ar, "splat", &l, err, sizeof err), WPACK_E_NO_VIEW);
+    CHECK(strstr(err, "splat entry") != NULL, "%s", err);
+    /* A data entry without bytes in memory (what a remote archive gives):
+     * not mistaken for a splat. */
+    wpack_tensor tw;
+    CHECK_EQ(wpack_find(ar, "a.weight", &tw), WPACK_OK);
+    tw.data = NULL;
+    CHECK_EQ(wpack_linear_from_tensors(&tw, NULL, NULL, &l, err, sizeof err), WPACK_E_NO_VIEW);
+    CHECK(strstr(err, "no bytes in memory") != NULL && strstr(err, "a.weight") != NULL, "%s", err);
     CHECK_EQ(wpack_linear_bind(ar, "missing", &l, err, sizeof err), WPACK_E_NOT_FOUND);
     CHECK(strstr(err, "missing.weight") != NULL, "%s", err);
     wpack_close(ar);
