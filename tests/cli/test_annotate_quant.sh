@@ -13,21 +13,8 @@ MLIR_OPT=${MLIR_OPT:-$(command -v mlir-opt-19 || echo /usr/lib/llvm-19/bin/mlir-
 [ -x "$MLIR_OPT" ] || fail mlir_opt_present "no mlir-opt-19 ($MLIR_OPT)"
 
 "$PY" -c "import numpy as np, sys; np.save(sys.argv[1], (np.arange(16, dtype=np.float32).reshape(4, 4) - 5) / 4)" "$T/w0.npy"
-# the records of test_annotate.sh (golden made from them) ...
-cat >"$T/stats.json" <<'J'
-{"version": 1, "stats": [
- {"key": "0", "kind": "activation", "count": 16, "min": -23.5, "max": 18.9, "mean": 0.1},
- {"key": "1", "kind": "activation", "granularity": "channel", "axis": 1, "count": 16,
-  "min": [0.0, -0.5, 0.0, -1.25], "max": [1.5, 2.5, 3.5, 4.5], "mean": [0.1, 0.2, 0.3, 0.4]},
- {"key": "2", "kind": "activation", "count": 16, "min": 2.0, "max": 2.0, "mean": 2.0},
- {"key": "layers.0.mlp", "kind": "activation", "count": 16, "min": -1e-20, "max": 1e20, "mean": 0.0},
- {"key": "layers.0", "kind": "activation", "count": 16, "min": -7.25, "max": 7.0, "mean": 0.0},
- {"key": "enc", "kind": "activation", "count": 16, "min": -1.0, "max": 1.0, "mean": 0.0},
- {"key": "enc.fc", "kind": "activation", "count": 16, "min": -3.0, "max": 0.125, "mean": 0.0},
- {"key": "missing", "kind": "activation", "count": 16, "min": -3.0, "max": 3.0, "mean": 0.0}
-]}
-J
-# ... and values at the edges: -0.0, f64 values no f32 holds (0.1, 0.30000000000000004),
+# tests/mlir/annotate_stats.json (shared with test_annotate.sh; the golden comes from it),
+# and values at the edges: -0.0, f64 values no f32 holds (0.1, 0.30000000000000004),
 # the smallest subnormal, DBL_MAX, -FLT_MAX, -0.0:0.0 (an empty range)
 cat >"$T/edges.json" <<'J'
 {"version": 1, "stats": [
@@ -40,7 +27,7 @@ cat >"$T/edges.json" <<'J'
 ]}
 J
 A="$T/m.wpack" E="$T/e.wpack"
-expect create_with_stats "$WPACK" create -q -o "$A" "$T/w0.npy" --stats "$T/stats.json"
+expect create_with_stats "$WPACK" create -q -o "$A" "$T/w0.npy" --stats "$FIX/annotate_stats.json"
 expect create_with_edges "$WPACK" create -q -o "$E" "$T/w0.npy" --stats "$T/edges.json"
 
 # parse_check NAME OUT [FLAG]: mlir-opt-19 parses OUT, prints it, and parses
