@@ -35,6 +35,11 @@ static const char help[] =
     "  --annotate          put the archive's calibration stats on the IR: the op that\n"
     "                        produces each module's output gets P.min, P.max, P.absmax\n"
     "                        (activation stats), resolved globals their weight stats\n"
+    "  --form FORM         annotate: attrs (default): P.min, P.max, P.absmax = F : f32\n"
+    "                        (and P.axis per-channel); quant: one typed attribute\n"
+    "                        P.range = !quant.calibrated<f32<MIN:MAX>> (MLIR's quant\n"
+    "                        dialect; the archive's f64 values exact); per-channel and\n"
+    "                        min == max records keep the attrs form (a note says so)\n"
     "  --attr-prefix P     prefix of those attributes (default wpack)\n"
     "  --strip-prefix P    annotate: also try each location's module path without\n"
     "                        the leading P (P or P. : 'model' takes model.0 to 0,\n"
@@ -100,7 +105,7 @@ static int load_module_map(const char *path, wpk_name_map *mm, wpack_resolve_opt
 static int run(int argc, char **argv, const char **strips)
 {
     const char *out = NULL, *emit = "uri", *scope = NULL, *map_path = NULL, *prefix = NULL;
-    const char *module_map = NULL, *strip;
+    const char *module_map = NULL, *strip, *form = NULL;
     const char *pos[2];
     int npos = 0, allow_missing = 0, quiet = 0, annotate = 0, strict = 0, allow_none = 0;
     int verify = 1;
@@ -116,6 +121,7 @@ static int run(int argc, char **argv, const char **strips)
             (r = cli_opt_value(argc, argv, &i, "--scope", &scope)) ||
             (r = cli_opt_value(argc, argv, &i, "--map", &map_path)) ||
             (r = cli_opt_value(argc, argv, &i, "--module-map", &module_map)) ||
+            (r = cli_opt_value(argc, argv, &i, "--form", &form)) ||
             (r = cli_opt_value(argc, argv, &i, "--attr-prefix", &prefix))) {
             if (r < 0)
                 return CLI_USAGE;
@@ -169,10 +175,15 @@ static int run(int argc, char **argv, const char **strips)
         cli_warn("--scope only matters with --emit iree");
     opt.scope = scope;
     opt.allow_missing = allow_missing;
-    if (!annotate && (prefix || nstrips || module_map || allow_none))
+    if (!annotate && (prefix || nstrips || module_map || allow_none || form))
         cli_warn("%s only matters with --annotate",
                  prefix ? "--attr-prefix" : nstrips ? "--strip-prefix" : module_map ? "--module-map"
-                                                                                : "--allow-none");
+                 : form ? "--form" : "--allow-none");
+    opt.annotate_form = wpack_annotate_form_from_name(form ? form : "attrs");
+    if (opt.annotate_form < 0) {
+        cli_error("resolve: --form must be attrs or quant, not '%s'" USAGE_CODE, form);
+        return CLI_USAGE;
+    }
     if (prefix && !cli_attr_prefix_ok(prefix)) {
         cli_error("resolve: --attr-prefix '%s' is not a bare MLIR identifier ([A-Za-z_][A-Za-z0-9_$.]*)" USAGE_CODE,
                   prefix);

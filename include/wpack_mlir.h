@@ -89,7 +89,18 @@ typedef struct wpack_resolve_options {
     /* annotate: no op annotated with activation stats is not an error
      * (it is WPACK_E_EMPTY otherwise). */
     int allow_none;
+    /* annotate: how a record is written, WPACK_ANNOTATE_* (default ATTRS). */
+    int annotate_form;
 } wpack_resolve_options;
+
+/* Annotation forms (spec appendix B, "Annotations"). */
+#define WPACK_ANNOTATE_ATTRS 0  /* P.min/.max/.absmax = F : f32 (+ P.axis per-channel) */
+#define WPACK_ANNOTATE_QUANT 1  /* P.range = !quant.calibrated<f32<MIN:MAX>>, the f64 stats
+                                   exact; a record that type cannot hold (per-channel,
+                                   MIN == MAX) keeps the ATTRS form */
+/* A form by its name ("attrs", "quant", as --form takes them): its
+ * WPACK_ANNOTATE_* value, or -1 for no form. */
+int wpack_annotate_form_from_name(const char *name);
 
 /* Defaults: URI, scope "model", no map, unresolved globals are errors, 3 suggestions. */
 void wpack_resolve_options_init(wpack_resolve_options *opt);
@@ -106,6 +117,8 @@ typedef struct wpack_resolve_result {
     uint64_t unmatched_ops;        /* annotate: ops naming module paths without stats */
     uint64_t uri_reread;           /* globals whose entry came from an existing wpack.uri */
     uint64_t uri_other_archive;    /* of those, URIs naming another archive id */
+    uint64_t annotated_as_attrs;   /* annotate, form QUANT: ops and globals whose stats
+                                      kept the ATTRS form (per-channel, MIN == MAX) */
 } wpack_resolve_result;
 
 /*

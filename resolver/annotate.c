@@ -340,6 +340,48 @@ static void report_unmatched(wpk_diag *d, const wpack_resolve_options *opt, cons
                   res->unmatched_ops ? ", which name " : "", res->unmatched_ops ? ops_list : "");
 }
 
+/* --form quant: the records !quant.calibrated cannot hold, which keep the
+ * attrs form; one note for all of them (it is the documented rule, not a
+ * problem of this file). */
+typedef struct {
+    uint64_t n, channel, empty, other;
+    char first[120];
+} quant_fallbacks;
+
+static void quant_fallback(quant_fallbacks *qf, const wpack_resolve_options *opt,
+                           const wpack_stats *st)
+{
+    const char *why = opt->annotate_form == WPACK_ANNOTATE_QUANT ? wpk_stats_quant_unfit(st) : NULL;
+    if (!why)
+        return;
+    if (!qf->n++) {
+        char q[100];
+        size_t n = strlen(st->key);
+        wpk_quote(q, sizeof q, st->key, n > 60 ? 60 : n);
+        wpk_fmt(qf->first, sizeof qf->first, "'%s%s' (%s)", q, n > 60 ? "..." : "", why);
+    }
+    if (st->granularity != WPACK_GRAN_TENSOR)
+        qf->channel++;
+    else if (st->min == st->max)
+        qf->empty++;
+    else
+        qf->other++;
+}
+
+static void report_quant_fallback(wpk_diag *d, const quant_fallbacks *qf, const char *prefix,
+                                  wpack_resolve_result *res)
+{
+    res->annotated_as_attrs = qf->n;
+    if (qf->n)
+        wpk_diag_emit(d, WPACK_DIAG_NOTE, 0,
+                      "--form quant: %llu stats records kept the attrs form (%s.min, %s.max, "
+                      "%s.absmax): %llu per-channel, %llu with min == max, %llu not finite; "
+                      "!quant.calibrated holds one range with min < max; the first is %s",
+                      (unsigned long long)qf->n, prefix, prefix, prefix,
+                      (unsigned long long)qf->channel,
+                      (unsigned long long)qf->empty, (unsigned long long)qf->other, qf->first);
+}
+
 int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
                       const wpack_resolve_options *opt, const char *prefix, wpk_diag *d,
                       wpk_plan_item *items, size_t nitems, wpk_strbuf *text,
@@ -351,6 +393,7 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     size_t *item_off = malloc((nitems + 1) * sizeof *item_off);
     uint64_t nstats = wpack_stats_count(ar);
     act_table t = {0};
+    quant_fallbacks qf = {0};
     t.recs = malloc((nstats + 1) * sizeof *t.recs);
     if (!item_off || !t.recs)
         goto nomem;
@@ -360,7 +403,8 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         if (wpack_stats_find(ar, items[i].entry_name, WPACK_STATS_WEIGHT, &st) != WPACK_OK)
             continue;
         item_off[i] = text->n;
-        wpk_stats_attr_text(text, &st, prefix);
+        wpk_stats_attr_text(text, &st, prefix, opt->annotate_form);
+        quant_fallback(&qf, opt, &st);
         wpk_sb_put(text, "", 1); /* keep the NUL */
         res->annotated_globals++;
     }
@@ -467,7 +511,7 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         wpack_stats st;
         wpack_stats_at(ar, r->stats, &st);
         wpk_strbuf ours = {0};
-        wpk_stats_attr_text(&ours, &st, prefix);
+        wpk_stats_attr_text(&ours, &st, prefix, opt->annotate_form);
         size_t off = text->n, eo, el;
         int rc = ours.failed ? WPACK_E_NOMEM
                              : wpk_attr_merge(doc->buf, doc->len, dict, insert, lead, trail, ours.p,
@@ -487,6 +531,7 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         patches[np] = (wpk_patch){eo, el, NULL, text->n - off};
         patch_text[np++] = off;
         res->annotated_ops++;
+        quant_fallback(&qf, opt, &st);
     }
     if (text->failed) {
         free(patches);
@@ -494,6 +539,7 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         goto nomem;
     }
     report_unmatched(d, opt, &t, res, unnamed, recs_list, ops_list);
+    report_quant_fallback(d, &qf, prefix, res);
     for (size_t i = 0; i < np; i++)
         patches[i].text = text->p + patch_text[i];
     for (size_t i = 0; i < nitems; i++)

@@ -56,11 +56,12 @@ static int key_is_ours(const char *buf, wpk_span k, const char *prefix, int uri)
         return 1;
     if (!prefix)
         return 0;
-    static const char *const stats[] = {".min", ".max", ".absmax", ".axis"};
+    /* both forms' keys: annotating in one form replaces the other's */
+    static const char *const stats[] = {".min", ".max", ".absmax", ".axis", ".range"};
     size_t pl = strlen(prefix);
     if (k.len <= pl || memcmp(buf + k.off, prefix, pl) != 0)
         return 0;
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 5; i++)
         if (wpk_span_is(buf, (wpk_span){k.off + pl, k.len - pl}, stats[i]))
             return 1;
     return 0;
@@ -123,28 +124,32 @@ int wpk_attr_merge(const char *buf, size_t len, wpk_span dict, size_t insert_at,
     return out->failed ? WPACK_E_NOMEM : 0;
 }
 
-/* The shortest decimal that reads back as the same f32, in MLIR's float
- * literal grammar (a '.' always, "1.0e+20" rather than "1e+20"). */
-static void put_f32(wpk_strbuf *a, double v)
+/* The shortest decimal that reads back as the same value - the f32 it
+ * rounds to when f32, else the f64 itself - in MLIR's float literal grammar
+ * (a '.' always, "1.0e+20" rather than "1e+20"). */
+static void put_float(wpk_strbuf *a, double v, int f32)
 {
     float f = (float)v;
+    double x = f32 ? (double)f : v;
     char s[48];
-    if (isinf(f) || isnan(f)) { /* past f32's range: MLIR takes the bit pattern */
+    if (isinf(x) || isnan(x)) { /* past f32's range: MLIR takes the bit pattern */
         uint32_t u;
         memcpy(&u, &f, 4);
         snprintf(s, sizeof s, "0x%08X", (unsigned)u);
         wpk_sb_puts(a, s);
         return;
     }
-    for (int p = 1; p <= 9; p++) {
-        snprintf(s, sizeof s, "%.*g", p, (double)f);
-        if ((float)strtod(s, NULL) == f)
+    for (int p = 1; p <= (f32 ? 9 : 17); p++) {
+        snprintf(s, sizeof s, "%.*g", p, x);
+        double back = strtod(s, NULL);
+        if (f32 ? (float)back == f : back == x)
             break;
     }
-    if (strpbrk(s, "eE") && fabsf(f) >= 1.0f && fabsf(f) < 1e15f) {
+    if (strpbrk(s, "eE") && fabs(x) >= 1.0 && (f32 ? fabsf(f) < 1e15f : fabs(x) < 1e15)) {
         char w[48]; /* 10.0 reads better than 1.0e+01 */
-        snprintf(w, sizeof w, "%.1f", (double)f);
-        if ((float)strtod(w, NULL) == f)
+        snprintf(w, sizeof w, "%.1f", x);
+        double back = strtod(w, NULL);
+        if (f32 ? (float)back == f : back == x)
             memcpy(s, w, sizeof w);
     }
     char t[56];
@@ -167,7 +172,7 @@ static void put_stat(wpk_strbuf *a, const wpack_stats *st, int which, const char
     wpk_sb_puts(a, name);
     wpk_sb_puts(a, " = ");
     if (st->granularity == WPACK_GRAN_TENSOR) {
-        put_f32(a, wpack_stats_value(st, which, 0));
+        put_float(a, wpack_stats_value(st, which, 0), 1);
         wpk_sb_puts(a, " : f32");
         return;
     }
@@ -175,15 +180,44 @@ static void put_stat(wpk_strbuf *a, const wpack_stats *st, int which, const char
     for (uint32_t c = 0; c < st->channels; c++) {
         if (c)
             wpk_sb_puts(a, ", ");
-        put_f32(a, wpack_stats_value(st, which, c));
+        put_float(a, wpack_stats_value(st, which, c), 1);
     }
     char ty[48];
     wpk_fmt(ty, sizeof ty, "]> : tensor<%uxf32>", st->channels);
     wpk_sb_puts(a, ty);
 }
 
-void wpk_stats_attr_text(wpk_strbuf *a, const wpack_stats *st, const char *prefix)
+int wpack_annotate_form_from_name(const char *name)
 {
+    if (name && strcmp(name, "attrs") == 0)
+        return WPACK_ANNOTATE_ATTRS;
+    if (name && strcmp(name, "quant") == 0)
+        return WPACK_ANNOTATE_QUANT;
+    return -1;
+}
+
+const char *wpk_stats_quant_unfit(const wpack_stats *st)
+{
+    if (st->granularity != WPACK_GRAN_TENSOR)
+        return "per-channel";
+    if (!isfinite(st->min) || !isfinite(st->max)) /* a verified archive has none */
+        return "not finite";
+    if (!(st->min < st->max)) /* the type's verifier wants MIN < MAX */
+        return "min == max";
+    return NULL;
+}
+
+void wpk_stats_attr_text(wpk_strbuf *a, const wpack_stats *st, const char *prefix, int form)
+{
+    if (form == WPACK_ANNOTATE_QUANT && !wpk_stats_quant_unfit(st)) {
+        wpk_sb_puts(a, prefix);
+        wpk_sb_puts(a, ".range = !quant.calibrated<f32<");
+        put_float(a, st->min, 0);
+        wpk_sb_puts(a, ":");
+        put_float(a, st->max, 0);
+        wpk_sb_puts(a, ">>");
+        return;
+    }
     if (st->granularity != WPACK_GRAN_TENSOR) {
         char ax[64];
         wpk_fmt(ax, sizeof ax, ".axis = %u : i64, ", st->axis);

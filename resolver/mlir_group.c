@@ -182,20 +182,28 @@ int wpk_scan_value(wpk_scanner *sc, int stop_colon, wpk_span *out)
         }
         if (p.kind == WPK_TOK_META_BEGIN || p.kind == WPK_TOK_META_END)
             return wpk_scan_fail(sc, p.off, "'%.3s' inside an attribute value", sc->doc->buf + p.off);
-        wpk_tok t = wpk_lex_next(&sc->lx);
-        if (t.kind == WPK_TOK_ERROR)
-            return wpk_scan_fail(sc, sc->lx.err_off, "%s", sc->lx.err);
-        if (start == (size_t)-1)
-            start = t.off;
-        end = t.off + t.len;
-        if (wpk_scan_is_opener(&sc->lx, t)) {
-            size_t close;
-            if (wpk_scan_skip_group(sc, t, &close))
-                return sc->failed;
-            end = close + 1;
-        }
+        wpk_tok t;
+        if (wpk_scan_take(sc, &t, &start, &end))
+            return sc->failed;
     }
     *out = start == (size_t)-1 ? (wpk_span){sc->lx.pos, 0} : (wpk_span){start, end - start};
+    return 0;
+}
+
+int wpk_scan_take(wpk_scanner *sc, wpk_tok *t, size_t *start, size_t *end)
+{
+    *t = wpk_lex_next(&sc->lx);
+    if (t->kind == WPK_TOK_ERROR)
+        return wpk_scan_fail(sc, sc->lx.err_off, "%s", sc->lx.err);
+    if (*start == (size_t)-1)
+        *start = t->off;
+    *end = t->off + t->len;
+    if (wpk_scan_is_opener(&sc->lx, *t)) {
+        size_t close;
+        if (wpk_scan_skip_group(sc, *t, &close))
+            return sc->failed;
+        *end = close + 1;
+    }
     return 0;
 }
 

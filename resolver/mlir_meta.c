@@ -18,18 +18,11 @@ int wpk_scan_alias(wpk_scanner *sc, wpk_tok name)
             break;
         if (start != (size_t)-1 && memchr(sc->doc->buf + end, '\n', p.off - end))
             break;
-        wpk_tok t = wpk_lex_next(&sc->lx);
-        if (t.kind == WPK_TOK_ERROR)
-            return wpk_scan_fail(sc, sc->lx.err_off, "%s", sc->lx.err);
-        if (start == (size_t)-1)
-            start = t.off;
-        end = t.off + t.len;
-        if (wpk_scan_is_opener(&sc->lx, t)) {
-            size_t close;
-            if (wpk_scan_skip_group(sc, t, &close))
-                return sc->failed;
-            end = close + 1;
-        } else if (t.kind == WPK_TOK_PUNCT && strchr(")]}>", sc->doc->buf[t.off])) {
+        wpk_tok t;
+        if (wpk_scan_take(sc, &t, &start, &end))
+            return sc->failed;
+        /* a group was taken whole: a closer here has no opener */
+        if (t.kind == WPK_TOK_PUNCT && strchr(")]}>", sc->doc->buf[t.off])) {
             return wpk_scan_fail(sc, t.off, "unbalanced '%c' in the definition of '%.*s'",
                            sc->doc->buf[t.off], (int)(name.len > 60 ? 60 : name.len),
                            sc->doc->buf + name.off);

@@ -144,6 +144,11 @@ int wpk_scan_type(wpk_scanner *sc, wpk_span *out);
 /* Tokens of one value up to (not including) a ',' or a closer at depth 0,
  * or, with stop_colon, a ':' at depth 0. */
 int wpk_scan_value(wpk_scanner *sc, int stop_colon, wpk_span *out);
+/* The token loop of wpk_scan_value and wpk_scan_alias (each with its own
+ * stop rule): read the next token into *t, a whole bracketed group when it
+ * opens one, and grow the span [*start, *end) over it (*start is SIZE_MAX
+ * before the first token). Fails on a lexer error or an unclosed group. */
+int wpk_scan_take(wpk_scanner *sc, wpk_tok *t, size_t *start, size_t *end);
 
 /* ---------------------------------------- mlir_global.c, mlir_generic.c */
 

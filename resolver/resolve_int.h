@@ -54,8 +54,13 @@ int wpk_attr_merge(const char *buf, size_t len, wpk_span dict, size_t insert_at,
                    int uri, wpk_strbuf *out, size_t *edit_off, size_t *edit_len);
 
 /* "P.min = -1.5 : f32, P.max = ..., P.absmax = ..." for a stats record
- * (per-channel: "P.axis = A : i64, P.min = dense<[...]> : tensor<Cxf32>, ..."). */
-void wpk_stats_attr_text(wpk_strbuf *a, const wpack_stats *st, const char *prefix);
+ * (per-channel: "P.axis = A : i64, P.min = dense<[...]> : tensor<Cxf32>, ...");
+ * with form WPACK_ANNOTATE_QUANT "P.range = !quant.calibrated<f32<MIN:MAX>>"
+ * unless wpk_stats_quant_unfit says why that type cannot hold the record. */
+void wpk_stats_attr_text(wpk_strbuf *a, const wpack_stats *st, const char *prefix, int form);
+/* NULL when !quant.calibrated can hold st's range, else why not
+ * ("per-channel", "min == max", "not finite"). */
+const char *wpk_stats_quant_unfit(const wpack_stats *st);
 
 /* Names a location names (annotate_loc.c): every NameLoc string inside
  * loc(...) through #loc aliases, fused[...] and callsite(... at ...), and

@@ -8,19 +8,6 @@ FIX="$TESTS_DIR/mlir"
 MLIR_OPT=${MLIR_OPT:-$(command -v mlir-opt-19 || echo /usr/lib/llvm-19/bin/mlir-opt)}
 
 "$PY" -c "import numpy as np, sys; np.save(sys.argv[1], (np.arange(16, dtype=np.float32).reshape(4, 4) - 5) / 4)" "$T/w0.npy"
-cat >"$T/stats.json" <<'J'
-{"version": 1, "stats": [
- {"key": "0", "kind": "activation", "count": 16, "min": -23.5, "max": 18.9, "mean": 0.1},
- {"key": "1", "kind": "activation", "granularity": "channel", "axis": 1, "count": 16,
-  "min": [0.0, -0.5, 0.0, -1.25], "max": [1.5, 2.5, 3.5, 4.5], "mean": [0.1, 0.2, 0.3, 0.4]},
- {"key": "2", "kind": "activation", "count": 16, "min": 2.0, "max": 2.0, "mean": 2.0},
- {"key": "layers.0.mlp", "kind": "activation", "count": 16, "min": -1e-20, "max": 1e20, "mean": 0.0},
- {"key": "layers.0", "kind": "activation", "count": 16, "min": -7.25, "max": 7.0, "mean": 0.0},
- {"key": "enc", "kind": "activation", "count": 16, "min": -1.0, "max": 1.0, "mean": 0.0},
- {"key": "enc.fc", "kind": "activation", "count": 16, "min": -3.0, "max": 0.125, "mean": 0.0},
- {"key": "missing", "kind": "activation", "count": 16, "min": -3.0, "max": 3.0, "mean": 0.0}
-]}
-J
 # where each must land (the "t.py":N:1 location of the op), by the rule of
 # appendix B: the last result-defining op at function-body level naming the path
 cat >"$T/expect.json" <<'J'
@@ -34,7 +21,7 @@ cat >"$T/expect.json" <<'J'
  "globals": {"w0": {"min": -1.25, "max": 2.5, "absmax": 2.5}}}
 J
 A="$T/m.wpack"
-expect create_with_stats "$WPACK" create -q -o "$A" "$T/w0.npy" --stats "$T/stats.json"
+expect create_with_stats "$WPACK" create -q -o "$A" "$T/w0.npy" --stats "$FIX/annotate_stats.json"
 
 # annotate_check NAME OUT PREFIX
 annotate_check() {
