@@ -16,6 +16,9 @@
  * the midpoint, variance 0 (spec A.1: placeholders, not observations). */
 int calib_range(stats_sink_fn sink, void *ctx, const char *key, double mn, double mx,
                 char *err, size_t errlen);
+/* The same per channel (n > 1: along axis; n 1: per-tensor). */
+int calib_ranges(stats_sink_fn sink, void *ctx, const char *key, uint32_t n, uint32_t axis,
+                 const double *mn, const double *mx, char *err, size_t errlen);
 
 /* Each parser takes the whole file in memory (bounded by its size) and calls
  * sink once per record; on a fault: a code and a message naming the line or
