@@ -62,6 +62,9 @@ static const char help[] =
     "                        calibration table (JSON), a llama.cpp imatrix (.dat or\n"
     "                        GGUF) or a torch checkpoint's torch.ao observers; what\n"
     "                        each becomes: spec appendix A.1\n"
+    "  --keep-observers      torch: also store torch.ao observer / fake-quant buffers\n"
+    "                        as tensors (by default they become activation stats of\n"
+    "                        the observed module and are left out: spec appendix A.1)\n"
     "  --max-ratio N         bundles: refuse members expanding more than N:1 (200)\n"
     "  --max-output SIZE     the most tensor bytes the archive may hold (default: 1000 x\n"
     "                        the inputs' size, at least 1G); a tensor past it is refused\n"
@@ -137,6 +140,7 @@ int cmd_create(int argc, char **argv)
     cli_writer_options_init(&opt);
     int quiet = 0, r;
     int follow_links = 0, allow_empty = 0; /* --follow-links, --allow-empty */
+    int keep_observers = 0;                /* --keep-observers */
     const char **metas = NULL, **maps = NULL, **inputs = NULL;
     size_t nmeta = 0, nmap = 0, ninputs = 0;
     metas = calloc((size_t)argc, sizeof *metas);
@@ -251,6 +255,9 @@ int cmd_create(int argc, char **argv)
         } else if (strcmp(a, "--follow-links") == 0) {
             follow_links = 1;
             i++;
+        } else if (strcmp(a, "--keep-observers") == 0) {
+            keep_observers = 1;
+            i++;
         } else if (strcmp(a, "--allow-empty") == 0) {
             allow_empty = 1;
             i++;
@@ -286,6 +293,7 @@ int cmd_create(int argc, char **argv)
         optv[k].weight_stats = opt.weight_stats;
         optv[k].max_ratio = (uint32_t)max_ratio;
         optv[k].follow_links = follow_links;
+        optv[k].keep_observers = keep_observers;
         optv[k].temp_dir = tmpdir;
         optv[k].warn = on_warn;
         optv[k].err = err;

@@ -13,8 +13,11 @@
  *      storage inside the buffer; torch_stream_tensor must hand on exactly
  *      nbytes (a stride-0 splat hands on one element, views above 64 MiB
  *      are not streamed: a 16-byte view can stand for terabytes);
- *   4. the plan (TORCH_PLAN) comes once, first.
+ *   4. the plan (TORCH_PLAN) comes once, first;
+ *   5. the torch.ao observers (import/calib_torch.c) as `--stats-from` reads
+ *      them, and calib_obs_drops on a few names, as `create` asks.
  */
+#include "calib.h"
 #include "fuzz.h"
 #include "pickle.h"
 #include "torch_scan.h"
@@ -198,6 +201,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         visit_state v2 = {buf, size, 0, 0, {0}};
         rc = torch_scan_buffer(buf, size, v.first_key, visit, &v2, err, sizeof err);
         check_message(err, sizeof err, rc);
+    }
+    rc = calib_torch_parse(buf, size, NULL, NULL, err, sizeof err);
+    check_message(err, sizeof err, rc);
+    calib_obs *obs = NULL;
+    if (calib_obs_scan(buf, size, NULL, &obs, err, sizeof err) == WPACK_OK) {
+        static const char *const names[] = {"fc.activation_post_process.scale", "x.weight",
+                                            "activation_post_process_0.min_val", "a.b"};
+        for (size_t k = 0; k < 4; k++)
+            (void)calib_obs_drops(obs, names[k]);
+        calib_obs_free(obs);
     }
     (void)torch_is_legacy(buf, size);
     free(buf);

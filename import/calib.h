@@ -16,6 +16,9 @@
  * the midpoint, variance 0 (spec A.1: placeholders, not observations). */
 int calib_range(stats_sink_fn sink, void *ctx, const char *key, double mn, double mx,
                 char *err, size_t errlen);
+/* The same per channel (n > 1: along axis; n 1: per-tensor). */
+int calib_ranges(stats_sink_fn sink, void *ctx, const char *key, uint32_t n, uint32_t axis,
+                 const double *mn, const double *mx, char *err, size_t errlen);
 
 /* Each parser takes the whole file in memory (bounded by its size) and calls
  * sink once per record; on a fault: a code and a message naming the line or
@@ -31,6 +34,21 @@ int calib_imatrix_gguf_parse(const uint8_t *p, size_t len, stats_sink_fn sink, v
 /* torch.ao observer buffers of a torch.save checkpoint (calib_torch.c). */
 int calib_torch_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx, char *err,
                       size_t errlen);
+/* The same in parts, for a checkpoint packed as an input (torch_pack.c):
+ * scan the observers of buf (key: the sub-dict, as torch_scan_buffer), say
+ * whether a checkpoint name is observer state that stays out of the tensors
+ * (every observer and fake-quant buffer, except a learnable fake-quant's
+ * scale and zero_point), emit the records (keys under prefix; summary: one
+ * line naming them) and free. */
+typedef struct calib_obs calib_obs;
+int calib_obs_scan(const uint8_t *p, size_t len, const char *key, calib_obs **out, char *err,
+                   size_t errlen);
+int calib_obs_drops(const calib_obs *set, const char *name);
+uint64_t calib_obs_buffers(const calib_obs *set);          /* observer buffers seen */
+uint64_t calib_obs_weight_observers(const calib_obs *set); /* weight_fake_quant ones */
+int calib_obs_emit(const calib_obs *set, const char *prefix, stats_sink_fn sink, void *ctx,
+                   char *summary, size_t sumlen, char *err, size_t errlen);
+void calib_obs_free(calib_obs *set);
 /* Is this buffer a legacy imatrix .dat (its framing checks out to the end)? */
 int calib_imatrix_dat_sniff(const uint8_t *p, size_t len);
 

@@ -3,6 +3,7 @@
  * entry point that loads any of them into a stats sink. */
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "calib.h"
@@ -10,22 +11,45 @@
 #include "internal.h"
 #include "manifest_stats.h"
 
-int calib_range(stats_sink_fn sink, void *ctx, const char *key, double mn, double mx,
-                char *err, size_t errlen)
+int calib_ranges(stats_sink_fn sink, void *ctx, const char *key, uint32_t n, uint32_t axis,
+                 const double *mn, const double *mx, char *err, size_t errlen)
 {
-    double am = fmax(fabs(mn), fabs(mx)), mean = mn + (mx - mn) / 2, var = 0;
-    if (!(mn <= mx) || !isfinite(mn) || !isfinite(mx)) {
-        wpk_fmt(err, errlen, "'%s': range [%g, %g] is not finite and ordered", key, mn, mx);
-        return WPACK_E_STATS;
+    double *a = n ? malloc((size_t)n * 3 * sizeof *a) : NULL;
+    if (!a) {
+        wpk_fmt(err, errlen, "'%s': %s", key, n ? "out of memory" : "no values");
+        return n ? WPACK_E_NOMEM : WPACK_E_STATS;
+    }
+    for (uint32_t c = 0; c < n; c++) {
+        if (!(mn[c] <= mx[c]) || !isfinite(mn[c]) || !isfinite(mx[c])) {
+            if (n == 1)
+                wpk_fmt(err, errlen, "'%s': range [%g, %g] is not finite and ordered", key,
+                        mn[c], mx[c]);
+            else
+                wpk_fmt(err, errlen, "'%s': channel %u: range [%g, %g] is not finite and "
+                        "ordered", key, c, mn[c], mx[c]);
+            free(a);
+            return WPACK_E_STATS;
+        }
+        a[c] = fmax(fabs(mn[c]), fabs(mx[c]));
+        a[n + c] = mn[c] + (mx[c] - mn[c]) / 2;
+        a[2 * (size_t)n + c] = 0;
     }
     wpack_stats_in s = {.key = key, .kind = WPACK_STATS_ACTIVATION,
-                        .granularity = WPACK_GRAN_TENSOR, .channels = 1, .count = 0,
-                        .min = &mn, .max = &mx, .absmax = &am, .mean = &mean, .variance = &var};
+                        .granularity = n == 1 ? WPACK_GRAN_TENSOR : WPACK_GRAN_CHANNEL,
+                        .axis = n == 1 ? 0 : axis, .channels = n, .count = 0, .min = mn,
+                        .max = mx, .absmax = a, .mean = a + n, .variance = a + 2 * (size_t)n};
     const char *why = "";
     int rc = sink ? sink(ctx, &s, &why) : WPACK_OK;
     if (rc)
         wpk_fmt(err, errlen, "'%s': %s", key, why && *why ? why : wpack_error_name(rc));
+    free(a);
     return rc;
+}
+
+int calib_range(stats_sink_fn sink, void *ctx, const char *key, double mn, double mx,
+                char *err, size_t errlen)
+{
+    return calib_ranges(sink, ctx, key, 1, 0, &mn, &mx, err, errlen);
 }
 
 /* Is the JSON document the wpack schema ({"version", "stats": [...]})? */

@@ -4,7 +4,12 @@
  * that becomes a per-channel activation record keyed by the weight tensor's
  * name: variance = the mean of squares (the second moment about 0), mean 0,
  * and min/max/absmax = -/+ its square root (a derived range, not observed
- * extremes: imatrix keeps none). */
+ * extremes: imatrix keeps none). A GGUF imatrix that also has W.in_sum (the
+ * sum of the inputs, llama.cpp since 2025) gives the true mean and the
+ * variance about it instead.
+ *
+ * Checked against ggml-org/llama.cpp tools/imatrix/imatrix.cpp (006e7ef9:
+ * save_imatrix_legacy, load_imatrix_legacy, save_imatrix, load_imatrix). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +28,9 @@ static float ldf32(const uint8_t *p)
     return f;
 }
 
-/* One record from n mean-of-squares values. */
-static int emit(stats_sink_fn sink, void *ctx, const char *key, const double *ms, uint32_t n,
-                uint64_t count, char *err, size_t errlen)
+/* One record from n mean-of-squares values (and means, or NULL: 0). */
+static int emit(stats_sink_fn sink, void *ctx, const char *key, const double *ms,
+                const double *mu, uint32_t n, uint64_t count, char *err, size_t errlen)
 {
     double *a = malloc((size_t)n * 5 * sizeof *a);
     if (!a) {
@@ -41,8 +46,8 @@ static int emit(stats_sink_fn sink, void *ctx, const char *key, const double *ms
             free(a);
             return WPACK_E_STATS;
         }
-        double r = sqrt(ms[c]);
-        mn[c] = -r, mx[c] = r, am[c] = r, mean[c] = 0, var[c] = ms[c];
+        double r = sqrt(ms[c]), m = mu && isfinite(mu[c]) ? fmax(-r, fmin(r, mu[c])) : 0;
+        mn[c] = -r, mx[c] = r, am[c] = r, mean[c] = m, var[c] = fmax(0, ms[c] - m * m);
     }
     wpack_stats_in s = {.key = key, .kind = WPACK_STATS_ACTIVATION,
                         .granularity = n == 1 ? WPACK_GRAN_TENSOR : WPACK_GRAN_CHANNEL,
@@ -58,8 +63,12 @@ static int emit(stats_sink_fn sink, void *ctx, const char *key, const double *ms
 
 /* Legacy .dat (llama.cpp save_imatrix_legacy), little-endian:
  *   i32 n_entries; n_entries x {i32 len, name[len], i32 ncall, i32 nval,
- *   f32[nval]}; then optionally i32 last_call, i32 len, dataset[len].
- * A value is sum2/count * ncall, so value / ncall is the mean of squares. */
+ *   f32[nval]}; then i32 last_call (the chunk count), i32 len, dataset[len]
+ * (always written now; absent from the oldest files). A value is
+ * sum2/count * ncall, so value / ncall is the mean of squares. ncall was
+ * the number of matmul calls in the first versions; now it is
+ * ceil(max rows / chunk size), a chunk count. An expert that saw no rows
+ * is written as 1 * ncall (a mean of squares of 1, a placeholder). */
 typedef struct {
     const uint8_t *p;
     size_t len, at;
@@ -112,7 +121,7 @@ static int dat_walk(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
         for (int32_t c = 0; !rc && c < nval; c++)
             ms[c] = ncall ? (double)ldf32(vals + 4 * (size_t)c) / ncall : 0;
         if (!rc)
-            rc = emit(sink, ctx, key, ms, (uint32_t)nval, (uint64_t)ncall, err, errlen);
+            rc = emit(sink, ctx, key, ms, NULL, (uint32_t)nval, (uint64_t)ncall, err, errlen);
         free(key);
         free(ms);
         if (rc)
@@ -145,8 +154,11 @@ int calib_imatrix_dat_parse(const uint8_t *p, size_t len, stats_sink_fn sink, vo
 
 /* GGUF form (llama.cpp tools/imatrix, general.type = "imatrix"): per
  * weight tensor W, f32 tensors W.in_sum2 (ne [n_cols, n_mat]: the sum of
- * squared inputs of each column, per expert matrix) and W.counts (ne
- * [1, n_mat]: the rows each matrix saw). Mean of squares = in_sum2 / counts. */
+ * squared inputs of each column, per expert matrix), W.counts (ne
+ * [1, n_mat]: the rows each matrix saw, whole numbers as floats, read with
+ * lround as load_imatrix does) and, in newer files, W.in_sum (ne [n_cols,
+ * n_mat]: the sum of the inputs). Mean of squares = in_sum2 / counts; mean =
+ * in_sum / counts. Other tensors are ignored, as load_imatrix does. */
 static const gguf_tensor *find_t(const gguf_file *g, const uint8_t *name, size_t nl,
                                  const char *suffix)
 {
@@ -192,6 +204,7 @@ int calib_imatrix_gguf_parse(const uint8_t *p, size_t len, stats_sink_fn sink, v
             continue;
         size_t nl = (size_t)s2->name_len - 8;
         const gguf_tensor *ct = find_t(&g, s2->name, nl, ".counts");
+        const gguf_tensor *s1 = find_t(&g, s2->name, nl, ".in_sum");
         char *key = strndup((const char *)s2->name, nl);
         uint64_t ncols = s2->ne[0], nmat = s2->n_dims > 1 ? s2->ne[1] : 1;
         if (!key) {
@@ -201,14 +214,17 @@ int calib_imatrix_gguf_parse(const uint8_t *p, size_t len, stats_sink_fn sink, v
         }
         if (!ct || s2->type != 0 || ct->type != 0 || s2->n_dims > 2 || ct->n_dims > 2 ||
             ct->nbytes != nmat * 4 || s2->nbytes != ncols * nmat * 4 || ncols == 0 ||
-            ncols * nmat > (1u << 24)) {
-            wpk_fmt(err, errlen, "'%s': want f32 %s.in_sum2 [n_cols, n_mat] and %s.counts "
-                    "[1, n_mat] (n_cols x n_mat <= 2^24)", key, key, key);
+            ncols * nmat > (1u << 24) || (s1 && (s1->type != 0 || s1->nbytes != s2->nbytes))) {
+            wpk_fmt(err, errlen, "'%s': want f32 %s.in_sum2 [n_cols, n_mat], %s.counts "
+                    "[1, n_mat] (n_cols x n_mat <= 2^24) and no or an f32 %s.in_sum as "
+                    "large as in_sum2", key, key, key, key);
             rc = WPACK_E_STATS;
         }
         const uint8_t *sv = p + g.data_start + s2->offset;
         const uint8_t *cv = ct ? p + g.data_start + ct->offset : NULL;
-        double *ms = rc ? NULL : malloc((size_t)(ncols * nmat) * sizeof *ms);
+        const uint8_t *mv = s1 && !rc ? p + g.data_start + s1->offset : NULL;
+        double *ms = rc ? NULL : malloc((size_t)(ncols * nmat) * 2 * sizeof *ms);
+        double *mu = ms ? ms + ncols * nmat : NULL;
         if (!rc && !ms) {
             rc = WPACK_E_NOMEM;
             wpk_fmt(err, errlen, "out of memory");
@@ -222,12 +238,17 @@ int calib_imatrix_gguf_parse(const uint8_t *p, size_t len, stats_sink_fn sink, v
                 rc = WPACK_E_STATS;
                 break;
             }
-            total += (uint64_t)c;
-            for (uint64_t j = 0; j < ncols; j++)
-                ms[m * ncols + j] = c > 0 ? ldf32(sv + 4 * (m * ncols + j)) / (double)c : 0;
+            double rows = floor((double)c + 0.5);
+            total += (uint64_t)rows;
+            for (uint64_t j = 0; j < ncols; j++) {
+                uint64_t at = 4 * (m * ncols + j);
+                ms[m * ncols + j] = rows > 0 ? ldf32(sv + at) / rows : 0;
+                mu[m * ncols + j] = rows > 0 && mv ? ldf32(mv + at) / rows : 0;
+            }
         }
         if (!rc)
-            rc = emit(sink, ctx, key, ms, (uint32_t)(ncols * nmat), total, err, errlen);
+            rc = emit(sink, ctx, key, ms, mv ? mu : NULL, (uint32_t)(ncols * nmat), total, err,
+                      errlen);
         free(ms);
         free(key);
         found++;

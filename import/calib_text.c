@@ -1,6 +1,26 @@
 /* calib_text.c - TensorRT calibration caches and ONNX Runtime calibration
  * tables (JSON), in and out (spec appendix A.1). Both carry one range per
- * tensor: they become range-only activation records (calib_range). */
+ * tensor (ONNX Runtime: or per channel): they become range-only activation
+ * records (calib_ranges).
+ *
+ * Checked against (the search tool's copies):
+ *  - TensorRT: nvdla/sw umd/utils/calibdata/resnet50.txt, a cache TensorRT
+ *    5.1 wrote ("TRT-5101-EntropyCalibration2", then lines like
+ *    "(Unnamed Layer* 0) [Convolution]_output: 40d0f64f"), and NVIDIA's reader
+ *    next to it (calib_txt_to_json.py: the hex is unpacked as '>f', the
+ *    big-endian bits of the f32 scale). Every line there has 8 digits; fewer
+ *    are accepted too (a writer that drops leading zeros).
+ *  - ONNX Runtime: microsoft/onnxruntime
+ *    onnxruntime/python/tools/quantization/quant_utils.py
+ *    write_calibration_table, at 20e3ace0 (json.dumps of {name: (min, max)})
+ *    and a recent copy (json.dumps(TensorsData, cls=MyEncoder): TensorsData
+ *    .to_dict() = {"CLS", "data": {name: TensorData.to_dict()},
+ *    "calibration_method"}, TensorData.to_dict() = its attributes (lowest,
+ *    highest, and avg, std, hist, hist_edges, bins as the method has them) +
+ *    "CLS"; numpy arrays as {"data": a.tolist(), "dtype", "CLS":
+ *    "numpy.array"}), with calibrate.py's TensorData / TensorsData. With
+ *    per_channel (MinMaxCalibrater reduces over every axis but 1) lowest and
+ *    highest are arrays of one value per channel. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -43,31 +63,39 @@ int calib_trt_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
         }
         if (n == 0)
             continue;
-        /* "name: 3c010204": the name is everything before the last ": " */
-        if (n < 11 || l[n - 10] != ':' || l[n - 9] != ' ') {
+        /* "name: 3c010204": the name is everything before the last ": ", the
+         * scale's big-endian bits in hex after it (1 to 8 digits) */
+        size_t sep = n;
+        for (size_t k = n; k-- > 1;)
+            if (l[k - 1] == ':' && l[k] == ' ') {
+                sep = k - 1;
+                break;
+            }
+        size_t digits = sep < n ? n - sep - 2 : 0;
+        if (sep == n || sep == 0 || digits == 0 || digits > 8) {
             wpk_fmt(err, errlen, "line %zu: want '<tensor name>: <8 hex digits>'", line);
             return WPACK_E_STATS;
         }
         uint32_t bits = 0;
-        for (size_t k = n - 8; k < n; k++) {
+        for (size_t k = sep + 2; k < n; k++) {
             int h = hexval(l[k]);
             if (h < 0) {
-                wpk_fmt(err, errlen, "line %zu: '%.8s' is not 8 hex digits", line,
-                        (const char *)l + n - 8);
+                wpk_fmt(err, errlen, "line %zu: '%.*s' is not 8 hex digits", line,
+                        (int)digits, (const char *)l + sep + 2);
                 return WPACK_E_STATS;
             }
             bits = bits << 4 | (uint32_t)h;
         }
         float scale;
         memcpy(&scale, &bits, 4);
-        char *key = strndup((const char *)l, n - 10);
+        char *key = strndup((const char *)l, sep);
         if (!key) {
             wpk_fmt(err, errlen, "out of memory");
             return WPACK_E_NOMEM;
         }
-        if (!isfinite(scale) || scale < 0 || strlen(key) != n - 10 || !*key) {
+        if (!isfinite(scale) || scale < 0 || strlen(key) != sep) {
             wpk_fmt(err, errlen, "line %zu: %s", line,
-                    !*key || strlen(key) != n - 10 ? "empty name or a NUL byte in it"
+                    strlen(key) != sep ? "a NUL byte in the name"
                                                   : "scale is negative or not finite");
             free(key);
             return WPACK_E_STATS;
@@ -85,17 +113,26 @@ int calib_trt_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
     return rc;
 }
 
-/* A number, a numpy array as ORT encodes it ({"data": x or [x], ...}) or
- * a one-element array. */
-static int ort_number(json_t *v, double *out)
+/* A number, a numpy array as ORT's encoder writes it ({"data": x or
+ * [x, ...], "dtype", "CLS": "numpy.array"}) or a plain array: *n values
+ * (at most 2^24) into a new *out. 0: not that. */
+static int ort_values(json_t *v, double **out, size_t *n)
 {
     if (json_is_object(v))
         v = json_object_get(v, "data");
-    if (json_is_array(v) && json_array_size(v) == 1)
-        v = json_array_get(v, 0);
-    if (!json_is_number(v))
+    size_t k = json_is_array(v) ? json_array_size(v) : json_is_number(v) ? 1 : 0;
+    if (k == 0 || k > (1u << 24) || !(*out = malloc(k * sizeof **out)))
         return 0;
-    *out = json_number_value(v);
+    for (size_t i = 0; i < k; i++) {
+        json_t *x = json_is_array(v) ? json_array_get(v, i) : v;
+        if (!json_is_number(x)) {
+            free(*out);
+            *out = NULL;
+            return 0;
+        }
+        (*out)[i] = json_number_value(x);
+    }
+    *n = k;
     return 1;
 }
 
@@ -122,18 +159,24 @@ int calib_ort_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
         rc = WPACK_E_STATS;
     }
     json_object_foreach (rc ? NULL : map, key, v) {
-        double mn, mx;
-        int ok = json_is_array(v) && json_array_size(v) == 2
-                     ? ort_number(json_array_get(v, 0), &mn) && ort_number(json_array_get(v, 1), &mx)
-                     : json_is_object(v) && ort_number(json_object_get(v, "lowest"), &mn) &&
-                           ort_number(json_object_get(v, "highest"), &mx);
-        if (!ok) {
-            wpk_fmt(err, errlen, "'%s': want [min, max] or {\"lowest\": .., \"highest\": ..}",
-                    key);
-            rc = WPACK_E_STATS;
-            break;
-        }
-        if ((rc = calib_range(sink, ctx, key, mn, mx, err, errlen)))
+        double *mn = NULL, *mx = NULL;
+        size_t nmn = 0, nmx = 0;
+        json_t *lo = NULL, *hi = NULL;
+        if (json_is_array(v) && json_array_size(v) == 2)
+            lo = json_array_get(v, 0), hi = json_array_get(v, 1);
+        else if (json_is_object(v))
+            lo = json_object_get(v, "lowest"), hi = json_object_get(v, "highest");
+        int ok = lo && hi && ort_values(lo, &mn, &nmn) && ort_values(hi, &mx, &nmx) &&
+                 nmn == nmx;
+        if (!ok)
+            wpk_fmt(err, errlen, "'%s': want [min, max] or {\"lowest\": .., \"highest\": ..} "
+                    "(numbers, or arrays of one value per channel of equal length)", key);
+        /* per channel: axis 1, the one MinMaxCalibrater keeps */
+        rc = ok ? calib_ranges(sink, ctx, key, (uint32_t)nmn, 1, mn, mx, err, errlen)
+                : WPACK_E_STATS;
+        free(mn);
+        free(mx);
+        if (rc)
             break;
     }
     json_decref(root);

@@ -1,8 +1,19 @@
 /* calib_torch.c - torch.ao observers in a torch.save checkpoint as
- * activation stats (spec appendix A.1): `<module>.activation_post_process.
- * min_val / max_val` (MinMaxObserver, MovingAverage..., PerChannel...) and
- * HistogramObserver's `histogram` between them. Only observer buffers are
- * read; every other tensor of the checkpoint is left alone. */
+ * activation stats (spec appendix A.1), for `--stats-from CKPT` and for a
+ * checkpoint given to `create` as an input (torch_pack.c), where the
+ * observers' buffers then stay out of the tensors.
+ *
+ * What torch 1.13 writes (checked against real state_dicts of eager
+ * prepare() and prepare_qat(), tests/cli/test_observers_create.sh):
+ *   M.activation_post_process.{eps,min_val,max_val}           MinMax-style
+ *   M.activation_post_process.{eps,histogram,min_val,max_val} HistogramObserver
+ *   M.activation_post_process.{fake_quant_enabled,observer_enabled,scale,
+ *     zero_point} + M.activation_post_process.activation_post_process.
+ *     {eps,min_val,max_val}                                    QAT FakeQuantize
+ *   M.weight_fake_quant.{...same...}                           QAT weight
+ *   activation_post_process_N.{...}                            FX (top level)
+ * `ch_axis`, `quant_min/max`, dtype and qscheme are constructor arguments,
+ * not buffers: no checkpoint has them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +22,7 @@
 #include "import.h"
 #include "internal.h"
 #include "torch_scan.h"
+#include "zipread.h"
 
 #define OBS_MAX 65536u          /* observers in one checkpoint */
 #define OBS_MAX_VALUES (1u << 24)
@@ -21,93 +33,203 @@ typedef struct {
     uint64_t n[3];
 } observer;
 
-typedef struct {
+struct calib_obs {
     observer *o;
     size_t n;
+    char **learn;               /* fake-quants with learning_enabled: learned scale/zero_point */
+    size_t nlearn;
+    uint64_t buffers;           /* observer buffers (tensors and aliases) */
+    uint64_t weight_obs;        /* weight_fake_quant observers */
     char *err;
     size_t errlen;
-} obs_set;
+};
 
 static const char *const FIELDS[3] = {"min_val", "max_val", "histogram"};
+/* Every buffer torch.ao's observers and fake-quants register (torch 1.13:
+ * torch/ao/quantization/observer.py, fake_quantize.py). */
+static const char *const STATE[] = {"eps", "scale", "zero_point", "fake_quant_enabled",
+                                    "observer_enabled", "static_enabled", "learning_enabled"};
 
-/* "conv.activation_post_process.min_val" -> module "conv", field 0. */
-static int split(const char *name, char **key, int *field)
+enum { OBS_NONE = 0, OBS_STAT, OBS_STATE };
+
+/* "activation_post_process" or FX's "activation_post_process_<N>" */
+static int is_app(const char *c, size_t n)
 {
     static const char app[] = "activation_post_process";
-    const char *dot = strrchr(name, '.'), *a = strstr(name, app);
-    if (!dot || !a || (a != name && a[-1] != '.'))
+    const size_t al = sizeof app - 1;
+    if (n < al || memcmp(c, app, al) != 0)
         return 0;
-    *field = -1;
-    for (int f = 0; f < 3; f++)
-        if (strcmp(dot + 1, FIELDS[f]) == 0)
-            *field = f;
-    if (*field < 0)
+    if (n == al)
+        return 1;
+    if (c[al] != '_' || n == al + 1)
         return 0;
-    /* eager mode: the module that owns the observer; FX: the observer itself
-     * (`activation_post_process_0`) */
-    size_t kl = a == name ? (size_t)(dot - name) : (size_t)(a - 1 - name);
-    *key = strndup(name, kl);
+    for (size_t i = al + 1; i < n; i++)
+        if (c[i] < '0' || c[i] > '9')
+            return 0;
     return 1;
 }
 
-static int visit(void *user, const torch_item *it)
+/* What a checkpoint name is to torch.ao: OBS_STAT (min_val, max_val or
+ * histogram of an activation observer: *klen is the length of the observed
+ * module's path at the start of name, *field which one), OBS_STATE (any other
+ * observer or fake-quant buffer, and everything of a weight_fake_quant), or
+ * OBS_NONE. The owner is the module before the first observer component
+ * (`fc` for `fc.activation_post_process.activation_post_process.min_val`); an
+ * FX-style top-level `activation_post_process_0` is its own key. */
+static int classify(const char *name, size_t *klen, int *field)
 {
-    obs_set *set = user;
-    char *key = NULL;
-    int field;
-    if (it->kind != TORCH_TENSOR || !split(it->name, &key, &field))
-        return WPACK_OK;
-    if (!key) {
-        wpk_fmt(set->err, set->errlen, "out of memory");
-        return WPACK_E_NOMEM;
+    const char *last = strrchr(name, '.');
+    if (!last)
+        return OBS_NONE;
+    last++;
+    *field = -1;
+    for (int f = 0; f < 3; f++)
+        if (strcmp(last, FIELDS[f]) == 0)
+            *field = f;
+    int known = *field >= 0;
+    for (size_t k = 0; !known && k < sizeof STATE / sizeof *STATE; k++)
+        known = strcmp(last, STATE[k]) == 0;
+    if (!known)
+        return OBS_NONE;
+    for (const char *c = name; c < last;) {
+        const char *e = strchr(c, '.');
+        size_t n = (size_t)(e - c);
+        int wfq = n == 17 && memcmp(c, "weight_fake_quant", 17) == 0;
+        if (wfq || is_app(c, n)) {
+            *klen = c == name ? n : (size_t)(c - 1 - name);
+            return wfq || *field < 0 ? OBS_STATE : OBS_STAT;
+        }
+        c = e + 1;
     }
-    if (it->dtype != WPACK_DTYPE_F32 || (!it->contiguous && it->nelems > 1) ||
-        it->nelems > OBS_MAX_VALUES) {
-        wpk_fmt(set->err, set->errlen, "'%s': an observer buffer that is not a contiguous f32 "
+    return OBS_NONE;
+}
+
+static int is_weight_observer(const char *name)
+{
+    return strncmp(name, "weight_fake_quant.", 18) == 0 || strstr(name, ".weight_fake_quant.");
+}
+
+static int nomem(calib_obs *set)
+{
+    wpk_fmt(set->err, set->errlen, "out of memory");
+    return WPACK_E_NOMEM;
+}
+
+/* The observer keyed name[0..klen), added when new. */
+static int find(calib_obs *set, const char *name, size_t klen, observer **out)
+{
+    for (size_t i = 0; i < set->n; i++)
+        if (strlen(set->o[i].key) == klen && memcmp(set->o[i].key, name, klen) == 0) {
+            *out = &set->o[i];
+            return WPACK_OK;
+        }
+    if (set->n >= OBS_MAX) {
+        wpk_fmt(set->err, set->errlen, "more than 65536 observers");
+        return WPACK_E_LIMIT;
+    }
+    observer *no = realloc(set->o, (set->n + 1) * sizeof *no);
+    if (!no)
+        return nomem(set);
+    set->o = no;
+    memset(&no[set->n], 0, sizeof *no);
+    if (!(no[set->n].key = strndup(name, klen)))
+        return nomem(set);
+    *out = &no[set->n++];
+    return WPACK_OK;
+}
+
+/* A float tensor (f64, f32, f16, bf16; any byte order) as doubles. */
+static int take_values(calib_obs *set, observer *o, int field, const torch_item *it)
+{
+    int fl = it->dtype == WPACK_DTYPE_F32 || it->dtype == WPACK_DTYPE_F64 ||
+             it->dtype == WPACK_DTYPE_F16 || it->dtype == WPACK_DTYPE_BF16;
+    if (!fl || (!it->contiguous && it->nelems > 1) || it->nelems > OBS_MAX_VALUES) {
+        wpk_fmt(set->err, set->errlen, "'%s': an observer buffer that is not a contiguous float "
                 "tensor of at most 2^24 values", it->name);
-        free(key);
         return WPACK_E_STATS;
     }
-    size_t i = 0;
-    while (i < set->n && strcmp(set->o[i].key, key) != 0)
-        i++;
-    if (i == set->n) {
-        observer *no = set->n < OBS_MAX ? realloc(set->o, (set->n + 1) * sizeof *no) : NULL;
-        if (!no) {
-            wpk_fmt(set->err, set->errlen, set->n < OBS_MAX ? "out of memory"
-                                                            : "more than 65536 observers");
-            free(key);
-            return set->n < OBS_MAX ? WPACK_E_NOMEM : WPACK_E_LIMIT;
-        }
-        set->o = no;
-        memset(&no[set->n], 0, sizeof *no);
-        no[set->n++].key = key;
-    } else {
-        free(key);
+    /* the zip's CRC-32, as torch_pack.c checks every tensor it stores */
+    if (!*it->storage_checked &&
+        wpk_crc32(0, it->storage, (size_t)it->storage_bytes) != it->storage_crc32) {
+        wpk_fmt(set->err, set->errlen, "'%s': its storage does not match the zip's CRC-32 "
+                "(damaged checkpoint)", it->name);
+        return WPACK_E_CHECKSUM;
     }
-    observer *o = &set->o[i];
+    *it->storage_checked = 1;
     free(o->v[field]);
     o->n[field] = it->nelems;
-    o->v[field] = malloc((it->nelems ? it->nelems : 1) * sizeof(double));
-    if (!o->v[field]) {
-        wpk_fmt(set->err, set->errlen, "out of memory");
-        return WPACK_E_NOMEM;
-    }
-    const uint8_t *src = it->storage + it->offset * 4;
+    if (!(o->v[field] = malloc((it->nelems ? it->nelems : 1) * sizeof(double))))
+        return nomem(set);
+    const uint8_t *src = it->storage + it->offset * it->elem_size;
     for (uint64_t k = 0; k < it->nelems; k++) {
-        uint8_t b[4];
-        for (int j = 0; j < 4; j++)
-            b[j] = src[4 * k + (it->byteswap ? 3 - (unsigned)j : (unsigned)j)];
-        float f;
-        memcpy(&f, b, 4);
-        o->v[field][k] = f;
+        uint8_t b[8];
+        for (size_t j = 0; j < it->elem_size; j++)
+            b[j] = src[k * it->elem_size + (it->byteswap ? it->elem_size - 1 - j : j)];
+        o->v[field][k] = wpk_load_float(it->dtype, b);
     }
     return WPACK_OK;
 }
 
+/* A second name for an observer buffer (one observer shared by two
+ * modules): the target's values again. */
+static int take_alias(calib_obs *set, observer *o, int field, const torch_item *it)
+{
+    size_t tk;
+    int tf;
+    if (classify(it->target, &tk, &tf) != OBS_STAT)
+        return WPACK_OK;
+    observer *t;
+    int rc = find(set, it->target, tk, &t);
+    if (rc || !t->v[tf] || t == o)
+        return rc;
+    double *v = malloc((t->n[tf] ? t->n[tf] : 1) * sizeof *v);
+    if (!v)
+        return nomem(set);
+    memcpy(v, t->v[tf], t->n[tf] * sizeof *v);
+    free(o->v[field]);
+    o->v[field] = v;
+    o->n[field] = t->n[tf];
+    return WPACK_OK;
+}
+
+static int visit(void *user, const torch_item *it)
+{
+    calib_obs *set = user;
+    size_t klen;
+    int field;
+    if (it->kind != TORCH_TENSOR && it->kind != TORCH_ALIAS)
+        return WPACK_OK;
+    int role = classify(it->name, &klen, &field);
+    if (role == OBS_NONE)
+        return WPACK_OK;
+    set->buffers++;
+    const char *last = strrchr(it->name, '.') + 1;
+    if (role == OBS_STATE && strcmp(last, "learning_enabled") == 0) {
+        char **nl = set->nlearn < OBS_MAX ? realloc(set->learn, (set->nlearn + 1) * sizeof *nl)
+                                          : NULL;
+        if (!nl)
+            return set->nlearn < OBS_MAX ? nomem(set) : WPACK_E_LIMIT;
+        set->learn = nl;
+        if (!(nl[set->nlearn] = strndup(it->name, (size_t)(last - 1 - it->name))))
+            return nomem(set);
+        set->nlearn++;
+    }
+    if (role == OBS_STATE && field == 0 && is_weight_observer(it->name))
+        set->weight_obs++;
+    if (role != OBS_STAT)
+        return WPACK_OK;
+    observer *o;
+    int rc = find(set, it->name, klen, &o);
+    if (rc)
+        return rc;
+    return it->kind == TORCH_ALIAS ? take_alias(set, o, field, it)
+                                   : take_values(set, o, field, it);
+}
+
 /* One observer's record; an observer that never ran (min > max, as
  * MinMaxObserver starts at +inf / -inf, or no values) gives none. */
-static int emit_obs(const observer *o, stats_sink_fn sink, void *ctx, char *err, size_t errlen)
+static int emit_obs(const observer *o, const char *key, stats_sink_fn sink, void *ctx,
+                    size_t *records, char *err, size_t errlen)
 {
     if (!o->v[0] || !o->v[1]) {
         wpk_fmt(err, errlen, "'%s': an observer with %s but no %s", o->key,
@@ -121,8 +243,9 @@ static int emit_obs(const observer *o, stats_sink_fn sink, void *ctx, char *err,
                 (unsigned long long)o->n[1]), WPACK_E_STATS);
     if (n == 1 && !(o->v[0][0] <= o->v[1][0]))
         return WPACK_OK; /* never ran */
+    ++*records;
     if (n == 1 && !(o->v[2] && o->v[1][0] > o->v[0][0]))
-        return calib_range(sink, ctx, o->key, o->v[0][0], o->v[1][0], err, errlen);
+        return calib_range(sink, ctx, key, o->v[0][0], o->v[1][0], err, errlen);
     double *a = malloc(n * 3 * sizeof *a);
     /* a histogram over an empty range (a constant input) has no edges */
     uint32_t bins = n == 1 && o->v[2] && o->v[1][0] > o->v[0][0]
@@ -136,29 +259,34 @@ static int emit_obs(const observer *o, stats_sink_fn sink, void *ctx, char *err,
         a[n + c] = o->v[0][c] + (o->v[1][c] - o->v[0][c]) / 2;
         a[2 * n + c] = 0;
     }
-    /* HistogramObserver: bins equal parts of [min_val, max_val], counts as floats */
+    /* HistogramObserver: bins equal parts of [min_val, max_val], counts as
+     * floats. After the first batch they are fractional: each later batch is
+     * merged by upsampling and re-binning (torch 1.13 observer.py
+     * _combine_histograms divides counts by upsample_rate), so each bin is
+     * rounded to the nearest whole count, halves up. */
     for (uint32_t b = 0; !rc && b < bins; b++) {
         double h = o->v[2][b];
-        if (!(h >= 0 && h < 1e18) || h != floor(h)) {
+        if (!(h >= 0 && h < 1e18)) {
             wpk_fmt(err, errlen, "'%s': histogram bin %u (%g) is not a count", o->key, b, h);
             rc = WPACK_E_STATS;
             break;
         }
-        counts[b] = (uint64_t)h;
+        counts[b] = (uint64_t)floor(h + 0.5);
         total += counts[b];
         edges[b] = o->v[0][0] + (o->v[1][0] - o->v[0][0]) * b / bins;
     }
     if (bins)
         edges[bins] = o->v[1][0];
     if (!rc) {
-        wpack_stats_in s = {.key = o->key, .kind = WPACK_STATS_ACTIVATION,
+        /* per-channel: axis 0, as ch_axis is not in the checkpoint */
+        wpack_stats_in s = {.key = key, .kind = WPACK_STATS_ACTIVATION,
                             .granularity = n == 1 ? WPACK_GRAN_TENSOR : WPACK_GRAN_CHANNEL,
                             .channels = (uint32_t)n, .count = total, .min = o->v[0],
                             .max = o->v[1], .absmax = a, .mean = a + n, .variance = a + 2 * n,
                             .hist_bins = bins, .hist_edges = edges, .hist_counts = counts};
         const char *why = "";
         if ((rc = sink ? sink(ctx, &s, &why) : WPACK_OK))
-            wpk_fmt(err, errlen, "'%s': %s", o->key, why && *why ? why : wpack_error_name(rc));
+            wpk_fmt(err, errlen, "'%s': %s", key, why && *why ? why : wpack_error_name(rc));
     } else if (rc == WPACK_E_NOMEM) {
         wpk_fmt(err, errlen, "out of memory");
     }
@@ -168,26 +296,114 @@ static int emit_obs(const observer *o, stats_sink_fn sink, void *ctx, char *err,
     return rc;
 }
 
+void calib_obs_free(calib_obs *set)
+{
+    if (!set)
+        return;
+    for (size_t i = 0; i < set->n; i++) {
+        for (int f = 0; f < 3; f++)
+            free(set->o[i].v[f]);
+        free(set->o[i].key);
+    }
+    for (size_t i = 0; i < set->nlearn; i++)
+        free(set->learn[i]);
+    free(set->learn);
+    free(set->o);
+    free(set);
+}
+
+int calib_obs_scan(const uint8_t *p, size_t len, const char *key, calib_obs **out, char *err,
+                   size_t errlen)
+{
+    calib_obs *set = calloc(1, sizeof *set);
+    *out = NULL;
+    err[0] = 0;
+    if (!set) {
+        wpk_fmt(err, errlen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    set->err = err;
+    set->errlen = errlen;
+    int rc = torch_scan_buffer(p, len, key, visit, set, err, errlen);
+    if (rc) {
+        calib_obs_free(set);
+        return rc;
+    }
+    *out = set;
+    return WPACK_OK;
+}
+
+uint64_t calib_obs_buffers(const calib_obs *set)
+{
+    return set ? set->buffers : 0;
+}
+
+int calib_obs_drops(const calib_obs *set, const char *name)
+{
+    size_t klen;
+    int field;
+    if (!set || !set->buffers || classify(name, &klen, &field) == OBS_NONE)
+        return 0;
+    /* _LearnableFakeQuantize: scale and zero_point are learned parameters,
+     * nothing rebuilds them from the observer: they stay tensors. */
+    const char *last = strrchr(name, '.');
+    if (strcmp(last, ".scale") == 0 || strcmp(last, ".zero_point") == 0)
+        for (size_t i = 0; i < set->nlearn; i++)
+            if (strlen(set->learn[i]) == (size_t)(last - name) &&
+                memcmp(set->learn[i], name, (size_t)(last - name)) == 0)
+                return 0;
+    return 1;
+}
+
+int calib_obs_emit(const calib_obs *set, const char *prefix, stats_sink_fn sink, void *ctx,
+                   char *summary, size_t sumlen, char *err, size_t errlen)
+{
+    size_t records = 0, shown = 0, at = 0;
+    int rc = WPACK_OK;
+    char names[200] = "";
+    for (size_t i = 0; !rc && i < set->n; i++) {
+        size_t kl = (prefix ? strlen(prefix) + 1 : 0) + strlen(set->o[i].key) + 1;
+        char *key = malloc(kl);
+        if (!key) {
+            wpk_fmt(err, errlen, "out of memory");
+            return WPACK_E_NOMEM;
+        }
+        wpk_fmt(key, kl, "%s%s%s", prefix ? prefix : "", prefix ? "." : "", set->o[i].key);
+        size_t before = records;
+        rc = emit_obs(&set->o[i], key, sink, ctx, &records, err, errlen);
+        if (!rc && records > before && shown < 4 && at < sizeof names) {
+            wpk_fmt(names + at, sizeof names - at, "%s%s", shown ? ", " : "", key);
+            at = strlen(names);
+            shown++;
+        }
+        free(key);
+    }
+    if (summary && sumlen)
+        wpk_fmt(summary, sumlen, "%zu torch.ao observer%s became activation stats%s%s%s%s",
+                records, records == 1 ? "" : "s", records ? " (" : "", names,
+                records > shown ? ", ..." : "", records ? ")" : "");
+    return rc;
+}
+
+uint64_t calib_obs_weight_observers(const calib_obs *set)
+{
+    return set ? set->weight_obs : 0;
+}
+
 int calib_torch_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx, char *err,
                       size_t errlen)
 {
-    obs_set set = {NULL, 0, err, errlen};
-    err[0] = 0;
-    int rc = torch_scan_buffer(p, len, NULL, visit, &set, err, errlen);
+    calib_obs *set;
+    int rc = calib_obs_scan(p, len, NULL, &set, err, errlen);
     if (rc && rc != WPACK_E_NOMEM && rc != WPACK_E_STATS && rc != WPACK_E_LIMIT)
         rc = WPACK_E_STATS;
-    if (!rc && set.n == 0) {
+    if (!rc && set->n == 0) {
         wpk_fmt(err, errlen, "a torch checkpoint with no torch.ao observer "
                 "(*.activation_post_process.min_val/max_val)");
         rc = WPACK_E_STATS;
     }
-    for (size_t i = 0; !rc && i < set.n; i++)
-        rc = emit_obs(&set.o[i], sink, ctx, err, errlen);
-    for (size_t i = 0; i < set.n; i++) {
-        for (int f = 0; f < 3; f++)
-            free(set.o[i].v[f]);
-        free(set.o[i].key);
-    }
-    free(set.o);
+    if (!rc)
+        rc = calib_obs_emit(set, NULL, sink, ctx, NULL, 0, err, errlen);
+    calib_obs_free(set);
     return rc;
 }

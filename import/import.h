@@ -56,6 +56,7 @@ typedef struct {
                                   * manifest's data files, safetensors shards); 0: refuse
                                   * them (WPACK_E_FILE_TYPE) */
     const char *temp_dir;        /* Fortran-order bundle members spill here; NULL: /tmp */
+    int keep_observers;          /* torch: store torch.ao observer buffers as tensors too */
 } wpk_import_opts;
 
 typedef void (*wpk_progress_fn)(void *user, uint64_t bytes_done);

@@ -189,7 +189,7 @@ static int parse_rec(json_t *e, size_t i, stats_rec *r, char *err, size_t errlen
 }
 
 /* The writer as a stats sink. */
-static int to_writer(void *ctx, const wpack_stats_in *s, const char **why)
+int stats_to_writer(void *ctx, const wpack_stats_in *s, const char **why)
 {
     int rc = wpack_writer_add_stats(ctx, s);
     *why = wpack_writer_errmsg(ctx);
@@ -237,14 +237,14 @@ int stats_load_buffer(wpack_writer *w, const char *buf, size_t len, char *err, s
         wpk_fmt(err, errlen, "stats JSON: %s (line %d)", je.text, je.line);
         return WPACK_E_STATS;
     }
-    int rc = load(w ? to_writer : NULL, w, root, err, errlen);
+    int rc = load(w ? stats_to_writer : NULL, w, root, err, errlen);
     json_decref(root);
     return rc;
 }
 
 int stats_load_file(wpack_writer *w, const char *path, char *err, size_t errlen)
 {
-    return stats_load_file_to(path, to_writer, w, err, errlen);
+    return stats_load_file_to(path, stats_to_writer, w, err, errlen);
 }
 
 /* The wpack schema from the file at path into any sink (errors as before

@@ -15,6 +15,8 @@ int stats_load_file(wpack_writer *w, const char *path, char *err, size_t errlen)
  * (after the whole file parsed); a non-zero return stops the load, and the
  * error names the record and says why. */
 typedef int (*stats_sink_fn)(void *ctx, const wpack_stats_in *s, const char **why);
+/* The writer (ctx) as such a sink. */
+int stats_to_writer(void *ctx, const wpack_stats_in *s, const char **why);
 /* The kind of file is detected by content (import/calib_detect.c): the wpack
  * JSON schema, or a TensorRT calibration cache, an ONNX Runtime calibration
  * table (JSON), a llama.cpp imatrix (.dat or GGUF): spec appendix A.1. */

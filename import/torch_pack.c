@@ -1,7 +1,12 @@
-/* torch_pack.c - a torch.save checkpoint, mapped, scanned and streamed into a sink. */
+/* torch_pack.c - a torch.save checkpoint, mapped, scanned and streamed into
+ * a sink. torch.ao observer and fake-quant buffers (a state_dict after
+ * prepare() / prepare_qat()) become activation stats of the observed module
+ * (calib_torch.c, spec appendix A.1) and stay out of the tensors unless
+ * keep_observers. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib.h"
 #include "import.h"
 #include "internal.h"
 #include "torch_scan.h"
@@ -15,6 +20,7 @@ typedef struct {
     uint8_t *buf;
     int crc_on;          /* the bytes emitted are the whole storage, in order */
     uint32_t crc;
+    const calib_obs *obs; /* observer buffers to leave out (NULL: keep all) */
 } torch_packer;
 
 static int emit(void *user, const void *data, size_t n)
@@ -106,6 +112,8 @@ static int visit(void *user, const torch_item *it)
                       it->name, (int)it->slen, it->s);
         return WPACK_OK;
     case TORCH_TENSOR:
+        if (calib_obs_drops(tp->obs, it->name))
+            return WPACK_OK;
         if (it->splat)
             return splat(tp, it);
         if ((rc = wpk_sink_begin(s, it->name, it->dtype, it->rank, it->dims)))
@@ -117,6 +125,8 @@ static int visit(void *user, const torch_item *it)
         wpk_map_release(tp->m, it->storage_file_offset, it->storage_bytes);
         return WPACK_OK;
     case TORCH_ALIAS:
+        if (calib_obs_drops(tp->obs, it->name))
+            return WPACK_OK;
         return wpk_sink_alias(s, it->name, it->target);
     case TORCH_INT:
         return wpk_sink_meta_i64(s, it->name, it->i);
@@ -135,6 +145,28 @@ static int visit(void *user, const torch_item *it)
     }
 }
 
+/* The observers' records into the writer, and one line saying what became
+ * of them. */
+static int observers_out(wpk_sink *s, const calib_obs *obs, int keep)
+{
+    char sum[400], err[1024];
+    err[0] = 0;
+    int rc = calib_obs_emit(obs, s->o ? s->o->prefix : NULL, stats_to_writer, s->w, sum,
+                            sizeof sum, err, sizeof err);
+    if (rc)
+        return wpk_sink_fail(s, rc, "torch.ao observers: %s", err);
+    uint64_t nb = calib_obs_buffers(obs), nw = calib_obs_weight_observers(obs);
+    char wq[160] = "";
+    if (nw)
+        wpk_fmt(wq, sizeof wq, "; %llu weight_fake_quant observer%s left out (the weights' own "
+                "stats stand for them)", (unsigned long long)nw, nw == 1 ? "" : "s");
+    wpk_sink_warn(s, "%s; %llu observer buffer%s %s%s", sum, (unsigned long long)nb,
+                  nb == 1 ? "" : "s", keep ? "kept as tensors too (--keep-observers)"
+                                           : "not stored as tensors (--keep-observers keeps them)",
+                  keep ? "" : wq);
+    return WPACK_OK;
+}
+
 int torch_pack_file(wpk_sink *s, const char *path)
 {
     wpk_mapped m;
@@ -149,10 +181,23 @@ int torch_pack_file(wpk_sink *s, const char *path)
     }
     err[0] = 0;
     s->err[0] = 0;
-    rc = torch_scan_buffer(m.p, m.len, s->o ? s->o->key : NULL, visit, &tp, err, sizeof err);
+    const char *key = s->o ? s->o->key : NULL;
+    int keep = s->o && s->o->keep_observers;
+    /* First the observers alone (a few small buffers): a bad one fails
+     * before any tensor is written. */
+    calib_obs *obs = NULL;
+    rc = calib_obs_scan(m.p, m.len, key, &obs, err, sizeof err);
+    if (!rc) {
+        tp.obs = keep ? NULL : obs;
+        err[0] = 0;
+        rc = torch_scan_buffer(m.p, m.len, key, visit, &tp, err, sizeof err);
+    }
     /* A failure inside visit has its message in the sink already. */
     if (rc && !s->err[0])
         wpk_sink_fail(s, rc, "%s", err);
+    if (!rc && calib_obs_buffers(obs))
+        rc = observers_out(s, obs, keep);
+    calib_obs_free(obs);
     free(tp.buf);
     wpk_unmap_file(&m);
     return rc;

@@ -162,7 +162,14 @@ typedef struct wpack_import_options {
     const char *temp_dir;
     /* Zero (set by wpack_import_options_init); see "Options structs" above. */
     void *reserved_ptr[4];
-    uint64_t reserved[4];
+    uint64_t reserved[3];
+    /* 0 (default): the buffers of torch.ao observers and fake-quants in a
+     * torch checkpoint (`M.activation_post_process.min_val`, ...) become
+     * activation stats of module M (spec appendix A.1) and are not stored
+     * as tensors; 1: the stats, and the buffers as tensors too
+     * (`create --keep-observers`). */
+    int keep_observers;
+    int reserved_int;           /* zero */
 } wpack_import_options;
 
 /* The defaults: no prefix, key or name, no cast, weight_stats 1,

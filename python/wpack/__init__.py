@@ -960,7 +960,7 @@ def _cstrs(items, keep):
 def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_stats=True,
          follow_links=False, max_ratio=0, max_total=0, max_output=0, stats_file=None,
          name_map=None, metadata=None, layers=None, allow_empty=False, progress=None,
-         warn=None, temp_dir=None, **writer_options):
+         warn=None, temp_dir=None, keep_observers=False, **writer_options):
     """Pack model files into one new archive at path, as `wpack create` does
     (the same inputs and options give the same bytes), through
     libwpack-import (wpack_import_open/add/close).
@@ -988,6 +988,9 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
       metadata {key: value}, typed as in save_file (str values are what
                --meta KEY=VALUE stores); layers: wpack.layers [--layers]
       allow_empty  write an archive even with no tensor [--allow-empty]
+      keep_observers  True: a torch checkpoint's torch.ao observer buffers
+               are stored as tensors too, not only as the activation stats
+               they become (spec appendix A.1) [--keep-observers]
       progress callable(done_bytes, total_bytes, path): about every 4 MiB
       warn     callable(message) for what an input leaves out (default:
                warnings.warn)
@@ -1053,6 +1056,7 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
             o.only_count = len(globs)
         o.weight_stats = 1 if weight_stats else 0
         o.follow_links = 1 if follow_links else 0
+        o.keep_observers = 1 if keep_observers else 0
         o.max_ratio = int(max_ratio or 0)
         o.max_total = int(max_total or 0)
         o.temp_dir = _b(os.fspath(temp_dir)) if temp_dir else None

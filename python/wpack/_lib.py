@@ -111,7 +111,8 @@ class ImportOptions(ctypes.Structure):
         ("warn", ImportWarn), ("warn_user", ctypes.c_void_p),
         ("err", ctypes.c_void_p), ("err_size", ctypes.c_size_t),
         ("temp_dir", ctypes.c_char_p),
-        ("reserved_ptr", ctypes.c_void_p * 4), ("reserved", ctypes.c_uint64 * 4),
+        ("reserved_ptr", ctypes.c_void_p * 4), ("reserved", ctypes.c_uint64 * 3),
+        ("keep_observers", ctypes.c_int), ("reserved_int", ctypes.c_int),
     ]
 
 
