@@ -25,6 +25,8 @@ static const char help[] =
     "  --align N             data alignment, a power of two 64..2M (default 4096)\n"
     "  --histogram N         also store an N-bin histogram per float tensor\n"
     "  --no-stats            do not compute weight statistics\n"
+    "  -j, --jobs N          weight statistics and hashing of large tensors on N\n"
+    "                        threads (default 1, or WPACK_THREADS); the same bytes\n"
     "  --shard-size SIZE     write a sharded set: shards of about SIZE bytes of data\n"
     "                        (K/M/G) named OUT-0000k-of-0000n.wpack, and OUT as the\n"
     "                        manifest that opens them all as one archive; written\n"
@@ -166,6 +168,9 @@ int cmd_create(int argc, char **argv)
             rc = CLI_OK;
             goto done;
         } else if ((r = cli_opt_output(argc, argv, &i, &out))) {
+            if (r < 0)
+                goto done;
+        } else if ((r = cli_opt_jobs(argc, argv, &i, &opt))) {
             if (r < 0)
                 goto done;
         } else if ((r = cli_opt_value(argc, argv, &i, "--align", &v))) {

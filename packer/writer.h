@@ -104,6 +104,15 @@ int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
 #define WPK_WRITER_OBUF_SIZE (1u << 20)
 #endif
 
+/* On opt.executor (writer_par.c), 0 when there is none or n is small (the
+ * caller then does it alone): hash the n bytes at p, and feed the stats
+ * the `whole` elements that start `pre` bytes in, as one piece. */
+int wpk_par_hash_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, size_t n,
+                       size_t pre, size_t whole);
+/* wpk_hist_feed on opt.executor, adding into counts; 0 when not done. */
+int wpk_par_hist_feed(wpack_writer *w, uint64_t *counts, uint32_t bins, double lo, double hi,
+                      int dtype, const void *data, size_t count);
+
 /* WPACK_OK when the writer takes calls: not failed, no tensor open. */
 int wpk_writer_usable(wpack_writer *w);
 /* Intern a checked name or key (what: for the message) into the pool. */

@@ -84,7 +84,7 @@ class WriterOptions(ctypes.Structure):
         ("compress_chunk", ctypes.c_uint32), ("compress_min", ctypes.c_uint64),
         ("compress_min_saving", ctypes.c_uint32), ("shard_size", ctypes.c_uint64),
         ("max_data_bytes", ctypes.c_uint64), ("portable_stats", ctypes.c_int),
-        ("no_copy_range", ctypes.c_int),
+        ("no_copy_range", ctypes.c_int), ("executor", ctypes.c_void_p),
     ]
 
 

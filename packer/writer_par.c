@@ -1,0 +1,117 @@
+/* writer_par.c - a tensor's weight stats and XXH3 on the caller's executor
+ * (wpack_writer_options.executor), with the same bits as on one thread.
+ *
+ * The serial stats fold fixed blocks of WPK_STATS_BLOCK elements, counted
+ * from the start of each piece the writer is given, into the accumulator
+ * one after the other (weightstats.c). Here the block summaries are
+ * computed in parallel, a step of blocks at a time, and folded in block
+ * order on the calling thread: the blocks and the order of the merges are
+ * those of the serial path, whatever the thread count. XXH3 is sequential:
+ * one task hashes the step's bytes while the others summarize them, so each
+ * step's bytes are read while they are in cache. Histogram counts are
+ * integers: per-task counts summed in any order give the same totals. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "writer.h"
+
+#define PAR_MIN (1u << 20)  /* bytes: smaller pieces are not worth a job */
+#define STEP_BLOCKS 512     /* blocks per step (8 MiB of f32) */
+#define TASK_BLOCKS 32      /* blocks per task */
+
+/* The executor, when there is one worth using. */
+static const wpack_executor *executor(const wpack_writer *w)
+{
+    const wpack_executor *ex = w->opt.executor;
+    return ex && ex->run && ex->threads > 1 ? ex : NULL;
+}
+
+typedef struct {
+    wpk_hasher *hasher;
+    const uint8_t *hash_p; /* bytes to hash in task 0 */
+    size_t hash_n;
+    int dtype, portable;
+    const uint8_t *p;      /* the step's elements */
+    size_t count, nblocks;
+    wpk_bsum *sums;
+} step_job;
+
+static void step_task(void *ctx, size_t i)
+{
+    step_job *j = ctx;
+    if (i == 0) {
+        wpk_hasher_update(j->hasher, j->hash_p, j->hash_n);
+        return;
+    }
+    size_t first = (i - 1) * TASK_BLOCKS;
+    size_t nb = j->nblocks - first < TASK_BLOCKS ? j->nblocks - first : TASK_BLOCKS;
+    wpk_acc_blocks(j->dtype, j->p, j->count, first, nb, j->portable, j->sums + first);
+}
+
+int wpk_par_hash_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, size_t n,
+                       size_t pre, size_t whole)
+{
+    const wpack_executor *ex = executor(w);
+    if (!ex || n < PAR_MIN)
+        return 0;
+    wpk_bsum sums[STEP_BLOCKS];
+    size_t size = wpack_dtype_size(e->dtype);
+    wpk_hasher_update(w->hasher, p, pre); /* the bytes that completed a split element */
+    const uint8_t *q = p + pre;
+    for (size_t done = 0; done < whole;) {
+        size_t count = whole - done;
+        if (count > (size_t)STEP_BLOCKS * WPK_STATS_BLOCK)
+            count = (size_t)STEP_BLOCKS * WPK_STATS_BLOCK;
+        size_t nblocks = (count + WPK_STATS_BLOCK - 1) / WPK_STATS_BLOCK;
+        step_job j = {w->hasher, q, count * size, e->dtype, w->opt.portable_stats,
+                      q, count, nblocks, sums};
+        ex->run(ex->self, 1 + (nblocks + TASK_BLOCKS - 1) / TASK_BLOCKS, step_task, &j);
+        wpk_acc_fold(&e->acc, e->dtype, q, count, 0, nblocks, sums);
+        q += count * size;
+        done += count;
+    }
+    wpk_acc_clamp(&e->acc); /* once, as the serial call does at its end */
+    wpk_hasher_update(w->hasher, q, n - (size_t)(q - p)); /* a split element's first bytes */
+    return 1;
+}
+
+typedef struct {
+    int dtype;
+    uint32_t bins;
+    double lo, hi;
+    const uint8_t *p;
+    size_t count, per_task;
+    uint64_t *counts; /* bins per task */
+} hist_job;
+
+static void hist_task(void *ctx, size_t i)
+{
+    hist_job *j = ctx;
+    size_t first = i * j->per_task;
+    size_t n = j->count - first < j->per_task ? j->count - first : j->per_task;
+    uint64_t *c = j->counts + (size_t)j->bins * i;
+    memset(c, 0, (size_t)j->bins * sizeof *c);
+    wpk_hist_feed(c, j->bins, j->lo, j->hi, j->dtype, j->p + first * wpack_dtype_size(j->dtype), n);
+}
+
+int wpk_par_hist_feed(wpack_writer *w, uint64_t *counts, uint32_t bins, double lo, double hi,
+                      int dtype, const void *data, size_t count)
+{
+    const wpack_executor *ex = executor(w);
+    size_t tasks = ex ? ex->threads : 1;
+    if (tasks > 16)
+        tasks = 16;
+    if (!ex || count * wpack_dtype_size(dtype) < PAR_MIN || count < tasks)
+        return 0;
+    uint64_t *part = malloc(tasks * bins * sizeof *part);
+    if (!part)
+        return 0; /* the serial path needs no memory */
+    hist_job j = {dtype, bins, lo, hi, data, count, (count + tasks - 1) / tasks, part};
+    tasks = (count + j.per_task - 1) / j.per_task;
+    ex->run(ex->self, tasks, hist_task, &j);
+    for (size_t t = 0; t < tasks; t++)
+        for (uint32_t b = 0; b < bins; b++)
+            counts[b] += part[t * bins + b];
+    free(part);
+    return 1;
+}
