@@ -289,6 +289,7 @@ int cmd_create(int argc, char **argv)
         optv[k].only = nonly ? only : NULL;
         optv[k].only_count = nonly;
         optv[k].weight_stats = opt.weight_stats;
+        optv[k].executor = opt.executor; /* -j: the stats before a cast too */
         optv[k].max_ratio = (uint32_t)max_ratio;
         optv[k].follow_links = follow_links;
         optv[k].temp_dir = tmpdir;

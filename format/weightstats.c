@@ -373,6 +373,56 @@ void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, in
     wpk_acc_clamp(a);
 }
 
+#define STEP_BLOCKS 512 /* blocks per job (8 MiB of f32): summaries on the stack */
+#define TASK_BLOCKS 32  /* blocks per item */
+
+typedef struct {
+    wpk_side_fn side;
+    void *user;
+    int dtype, portable;
+    const uint8_t *p; /* the step's elements */
+    size_t count, nblocks;
+    wpk_bsum *sums;
+} step_job;
+
+static void step_item(void *ctx, size_t i)
+{
+    step_job *j = ctx;
+    if (j->side && i-- == 0) {
+        j->side(j->user, j->p, j->count * wpack_dtype_size(j->dtype));
+        return;
+    }
+    size_t first = i * TASK_BLOCKS;
+    size_t nb = j->nblocks - first < TASK_BLOCKS ? j->nblocks - first : TASK_BLOCKS;
+    wpk_acc_blocks(j->dtype, j->p, j->count, first, nb, j->portable, j->sums + first);
+}
+
+void wpk_acc_feed_on(wpk_acc *a, int dtype, const void *data, size_t count, int portable,
+                     const wpack_executor *ex, wpk_side_fn side, void *user)
+{
+    if (!ex || !ex->run || ex->threads < 2 || count * wpack_dtype_size(dtype) < (1u << 20)) {
+        if (side)
+            side(user, data, count * wpack_dtype_size(dtype));
+        wpk_acc_feed_path(a, dtype, data, count, portable);
+        return;
+    }
+    wpk_bsum sums[STEP_BLOCKS];
+    const uint8_t *q = data;
+    for (size_t done = 0; done < count;) {
+        size_t n = count - done;
+        if (n > (size_t)STEP_BLOCKS * WPK_STATS_BLOCK)
+            n = (size_t)STEP_BLOCKS * WPK_STATS_BLOCK;
+        size_t nblocks = (n + WPK_STATS_BLOCK - 1) / WPK_STATS_BLOCK;
+        step_job j = {side, user, dtype, portable, q, n, nblocks, sums};
+        ex->run(ex->self, !!side + (nblocks + TASK_BLOCKS - 1) / TASK_BLOCKS, step_item, &j);
+        /* steps hold whole blocks: their blocks are those of the serial call */
+        wpk_acc_fold(a, dtype, q, n, 0, nblocks, sums);
+        q += n * wpack_dtype_size(dtype);
+        done += n;
+    }
+    wpk_acc_clamp(a); /* once, as the serial call does at its end */
+}
+
 void wpk_hist_edges(double min, double max, uint32_t bins, double *edges)
 {
     if (!(max > min)) {

@@ -40,6 +40,15 @@ void wpk_acc_blocks(int dtype, const void *data, size_t count, size_t first, siz
 void wpk_acc_fold(wpk_acc *a, int dtype, const void *data, size_t count, size_t first,
                   size_t nblocks, const wpk_bsum *sums);
 void wpk_acc_clamp(wpk_acc *a);
+/* wpk_acc_feed_path with the blocks summarized on ex, the same bits (ex
+ * NULL or of one thread: on this thread). side, when not NULL, is given
+ * all count elements' bytes, in order, a step (<= 8 MiB) at a time on one
+ * of ex's threads while the others summarize that step (the writer hashes
+ * them: each step is read while in cache). */
+typedef void (*wpk_side_fn)(void *user, const void *p, size_t n);
+struct wpack_executor;
+void wpk_acc_feed_on(wpk_acc *a, int dtype, const void *data, size_t count, int portable,
+                     const struct wpack_executor *ex, wpk_side_fn side, void *user);
 /* Population variance. */
 double wpk_acc_variance(const wpk_acc *a);
 

@@ -56,6 +56,7 @@ typedef struct {
                                   * manifest's data files, safetensors shards); 0: refuse
                                   * them (WPACK_E_FILE_TYPE) */
     const char *temp_dir;        /* Fortran-order bundle members spill here; NULL: /tmp */
+    const wpack_executor *executor; /* stats before a cast on it; NULL: this thread */
 } wpk_import_opts;
 
 typedef void (*wpk_progress_fn)(void *user, uint64_t bytes_done);

@@ -38,8 +38,8 @@ static int options_take(const wpack_import_options *in, wpack_import_options *o,
     wpack_import_options_init(o);
     if (in)
         *o = *in;
-    for (size_t k = 0; k < 4; k++) /* reserved and reserved_ptr: 4 each */
-        if (o->reserved[k] || o->reserved_ptr[k]) {
+    for (size_t k = 0; k < 4; k++) /* reserved: 4, reserved_ptr: 3 */
+        if (o->reserved[k] || (k < 3 && o->reserved_ptr[k])) {
             wpk_fmt(err, errlen, "wpack_import_options: reserved field %zu is not zero (built "
                     "against a newer wpack_import.h?)", k);
             return WPACK_E_INVALID_ARGUMENT;
@@ -71,6 +71,7 @@ static wpk_import_opts sink_opts(const wpack_import_options *o)
         .max_ratio = o->max_ratio,
         .follow_links = o->follow_links,
         .temp_dir = o->temp_dir && *o->temp_dir ? o->temp_dir : NULL,
+        .executor = o->executor,
     };
     return io;
 }

@@ -3,21 +3,19 @@
  *
  * The serial stats fold fixed blocks of WPK_STATS_BLOCK elements, counted
  * from the start of each piece the writer is given, into the accumulator
- * one after the other (weightstats.c). Here the block summaries are
- * computed in parallel, a step of blocks at a time, and folded in block
- * order on the calling thread: the blocks and the order of the merges are
- * those of the serial path, whatever the thread count. XXH3 is sequential:
- * one task hashes the step's bytes while the others summarize them, so each
- * step's bytes are read while they are in cache. Histogram counts are
- * integers: per-task counts summed in any order give the same totals. */
+ * one after the other. wpk_acc_feed_on (weightstats.c) summarizes the
+ * blocks in parallel, a step at a time, and folds them in block order on
+ * the calling thread: the blocks and the order of the merges are those of
+ * the serial path, whatever the thread count. XXH3 is sequential: one item
+ * hashes the step's bytes while the others summarize them, so each step's
+ * bytes are read while they are in cache. Histogram counts are integers:
+ * per-task counts summed in any order give the same totals. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "writer.h"
 
-#define PAR_MIN (1u << 20)  /* bytes: smaller pieces are not worth a job */
-#define STEP_BLOCKS 512     /* blocks per step (8 MiB of f32) */
-#define TASK_BLOCKS 32      /* blocks per task */
+#define PAR_MIN (1u << 20) /* bytes: smaller pieces are not worth a job */
 
 /* The executor, when there is one worth using. */
 static const wpack_executor *executor(const wpack_writer *w)
@@ -26,26 +24,9 @@ static const wpack_executor *executor(const wpack_writer *w)
     return ex && ex->run && ex->threads > 1 ? ex : NULL;
 }
 
-typedef struct {
-    wpk_hasher *hasher;
-    const uint8_t *hash_p; /* bytes to hash in task 0 */
-    size_t hash_n;
-    int dtype, portable;
-    const uint8_t *p;      /* the step's elements */
-    size_t count, nblocks;
-    wpk_bsum *sums;
-} step_job;
-
-static void step_task(void *ctx, size_t i)
+static void hash_side(void *user, const void *p, size_t n)
 {
-    step_job *j = ctx;
-    if (i == 0) {
-        wpk_hasher_update(j->hasher, j->hash_p, j->hash_n);
-        return;
-    }
-    size_t first = (i - 1) * TASK_BLOCKS;
-    size_t nb = j->nblocks - first < TASK_BLOCKS ? j->nblocks - first : TASK_BLOCKS;
-    wpk_acc_blocks(j->dtype, j->p, j->count, first, nb, j->portable, j->sums + first);
+    wpk_hasher_update(user, p, n);
 }
 
 int wpk_par_hash_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, size_t n,
@@ -54,24 +35,11 @@ int wpk_par_hash_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, 
     const wpack_executor *ex = executor(w);
     if (!ex || n < PAR_MIN)
         return 0;
-    wpk_bsum sums[STEP_BLOCKS];
-    size_t size = wpack_dtype_size(e->dtype);
+    size_t mid = whole * wpack_dtype_size(e->dtype);
     wpk_hasher_update(w->hasher, p, pre); /* the bytes that completed a split element */
-    const uint8_t *q = p + pre;
-    for (size_t done = 0; done < whole;) {
-        size_t count = whole - done;
-        if (count > (size_t)STEP_BLOCKS * WPK_STATS_BLOCK)
-            count = (size_t)STEP_BLOCKS * WPK_STATS_BLOCK;
-        size_t nblocks = (count + WPK_STATS_BLOCK - 1) / WPK_STATS_BLOCK;
-        step_job j = {w->hasher, q, count * size, e->dtype, w->opt.portable_stats,
-                      q, count, nblocks, sums};
-        ex->run(ex->self, 1 + (nblocks + TASK_BLOCKS - 1) / TASK_BLOCKS, step_task, &j);
-        wpk_acc_fold(&e->acc, e->dtype, q, count, 0, nblocks, sums);
-        q += count * size;
-        done += count;
-    }
-    wpk_acc_clamp(&e->acc); /* once, as the serial call does at its end */
-    wpk_hasher_update(w->hasher, q, n - (size_t)(q - p)); /* a split element's first bytes */
+    wpk_acc_feed_on(&e->acc, e->dtype, p + pre, whole, w->opt.portable_stats, ex, hash_side,
+                    w->hasher);
+    wpk_hasher_update(w->hasher, p + pre + mid, n - pre - mid); /* a split element's first bytes */
     return 1;
 }
 

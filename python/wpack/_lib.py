@@ -110,8 +110,8 @@ class ImportOptions(ctypes.Structure):
         ("progress", ImportProgress), ("progress_user", ctypes.c_void_p),
         ("warn", ImportWarn), ("warn_user", ctypes.c_void_p),
         ("err", ctypes.c_void_p), ("err_size", ctypes.c_size_t),
-        ("temp_dir", ctypes.c_char_p),
-        ("reserved_ptr", ctypes.c_void_p * 4), ("reserved", ctypes.c_uint64 * 4),
+        ("temp_dir", ctypes.c_char_p), ("executor", ctypes.c_void_p),
+        ("reserved_ptr", ctypes.c_void_p * 3), ("reserved", ctypes.c_uint64 * 4),
     ]
 
 

@@ -51,6 +51,27 @@ static void fill(uint8_t *buf, int dtype, size_t n, int mode)
     }
 }
 
+/* An executor on this thread that runs items last to first, and counts. */
+static size_t backwards_calls;
+static void backwards(void *self, size_t n, void (*fn)(void *ctx, size_t i), void *ctx)
+{
+    (void)self;
+    backwards_calls++;
+    while (n--)
+        fn(ctx, n);
+}
+
+/* wpk_acc_feed_on's side item: the bytes in order, each once. */
+static size_t side_seen;
+static int side_ok;
+static const uint8_t *side_base;
+static void side(void *user, const void *p, size_t n)
+{
+    (void)user;
+    side_ok &= (const uint8_t *)p == side_base + side_seen;
+    side_seen += n;
+}
+
 /* Serial feed vs summaries computed in reverse in uneven groups and
  * folded in order: the same bits. */
 static void one_merge(int dtype, size_t n, int mode, int portable)
@@ -79,6 +100,17 @@ static void one_merge(int dtype, size_t n, int mode, int portable)
           "dtype %d n %zu mode %d portable %d: n %llu/%llu mean %.17g/%.17g m2 %.17g/%.17g", dtype,
           n, mode, portable, (unsigned long long)a.n, (unsigned long long)b.n, a.mean, b.mean, a.m2,
           b.m2);
+    /* on an executor that runs items backwards, with a side item that sees every byte in order */
+    wpack_executor ex = {backwards, NULL, 3};
+    side_seen = 0;
+    side_ok = 1;
+    side_base = buf;
+    wpk_acc c;
+    wpk_acc_init(&c);
+    wpk_acc_feed_on(&c, dtype, buf, n, portable, &ex, side, NULL);
+    CHECK(memcmp(&a, &c, sizeof a) == 0, "feed_on: dtype %d n %zu mode %d", dtype, n, mode);
+    CHECK(side_ok && side_seen == n * size, "side saw %zu of %zu bytes in order", side_seen,
+          n * size);
 out:
     free(buf);
     free(sums);
@@ -95,16 +127,7 @@ static void test_merge_matches_serial(void)
                 for (int portable = 0; portable < 2; portable++)
                     one_merge(dtypes[d], sizes[s], mode, portable);
     one_merge(WPACK_DTYPE_F64, 300007, 3, 0); /* sums overflow: the fold redoes blocks */
-}
-
-/* An executor on this thread that runs items last to first, and counts. */
-static size_t backwards_calls;
-static void backwards(void *self, size_t n, void (*fn)(void *ctx, size_t i), void *ctx)
-{
-    (void)self;
-    backwards_calls++;
-    while (n--)
-        fn(ctx, n);
+    one_merge(WPACK_DTYPE_F32, 5000011, 1, 0); /* several steps */
 }
 
 static char dir[] = "/tmp/wpack-statsmerge.XXXXXX";
