@@ -119,7 +119,7 @@ void cli_writer_jobs(wpack_writer_options *o, unsigned n)
     o->executor = &wex;
 }
 
-int cli_opt_jobs(int argc, char **argv, int *i, wpack_writer_options *o)
+int cli_opt_jobs(int argc, char **argv, int *i, unsigned *jobs)
 {
     const char *v, *name = "-j";
     int r = cli_opt_value(argc, argv, i, name, &v);
@@ -133,7 +133,7 @@ int cli_opt_jobs(int argc, char **argv, int *i, wpack_writer_options *o)
         cli_error("%s %s: want a thread count from 1 to 256", name, v);
         return -1;
     }
-    cli_writer_jobs(o, (unsigned)n);
+    *jobs = (unsigned)n;
     return 1;
 }
 

@@ -138,6 +138,7 @@ int cmd_create(int argc, char **argv)
     wpack_writer_options opt;
     cli_writer_options_init(&opt);
     int quiet = 0, r;
+    unsigned jobs = 0; /* -j: 0 keeps WPACK_THREADS or one thread */
     int follow_links = 0, allow_empty = 0; /* --follow-links, --allow-empty */
     const char **metas = NULL, **maps = NULL, **inputs = NULL;
     size_t nmeta = 0, nmap = 0, ninputs = 0;
@@ -170,7 +171,7 @@ int cmd_create(int argc, char **argv)
         } else if ((r = cli_opt_output(argc, argv, &i, &out))) {
             if (r < 0)
                 goto done;
-        } else if ((r = cli_opt_jobs(argc, argv, &i, &opt))) {
+        } else if ((r = cli_opt_jobs(argc, argv, &i, &jobs))) {
             if (r < 0)
                 goto done;
         } else if ((r = cli_opt_value(argc, argv, &i, "--align", &v))) {
@@ -283,6 +284,8 @@ int cmd_create(int argc, char **argv)
         cli_error("create: --only needs --cast");
         goto done;
     }
+    if (jobs)
+        cli_writer_jobs(&opt, jobs);
     const char *tmpdir = getenv("TMPDIR"); /* the library reads no environment */
     for (size_t k = 0; k < nopt; k++) {
         optv[k].cast = cast;

@@ -281,6 +281,30 @@ def import_lib():
     return _import_state["dll"]
 
 
+class Executor(ctypes.Structure):
+    """wpack_executor (wpack.h): filled by wpack_pool_executor."""
+    _fields_ = [("run", ctypes.c_void_p), ("self", ctypes.c_void_p),
+                ("threads", ctypes.c_uint)]
+
+
+_dense_state = {}
+
+
+def dense_lib():
+    """libwpack-dense (its thread pool), loaded on first use (threads=N)."""
+    if "dll" not in _dense_state:
+        where = [os.path.join(os.path.dirname(lib_path), "libwpack-dense.so.0")] \
+            if os.sep in lib_path else None
+        dll, _path = _load("wpack-dense", "wpack_pool_create", where)
+        _declare(dll, {
+            "wpack_pool_create": (VP, [ctypes.c_uint, ctypes.c_long]),
+            "wpack_pool_destroy": (None, [VP]),
+            "wpack_pool_executor": (None, [VP, ctypes.POINTER(Executor)]),
+        })
+        _dense_state["dll"] = dll
+    return _dense_state["dll"]
+
+
 _IMPORT_PROTOS = {
     "wpack_import_options_init": (None, [ctypes.POINTER(ImportOptions)]),
     "wpack_import_file": (I, [VP, CP, ctypes.POINTER(ImportOptions)]),

@@ -82,6 +82,16 @@ else
     fail odd_stats_listed "$(head -c 300 "$T/p.stats")"
 fi
 
+# wpack cast -j: the same archive as serial
+"$WPACK" create -q -o "$T/m.wpack" "$T/odd/odd.pt" 2>"$T/err"
+if "$WPACK" cast -q --to bf16 --only '*' -o "$T/c1.wpack" "$T/m.wpack" 2>>"$T/err" &&
+    "$WPACK" cast -q -j 3 --to bf16 --only '*' -o "$T/c3.wpack" "$T/m.wpack" 2>>"$T/err" &&
+    cmp -s "$T/c1.wpack" "$T/c3.wpack"; then
+    pass cast_j_same
+else
+    fail cast_j_same "$(head -c 300 "$T/err")"
+fi
+
 # A flipped byte inside a torch storage: refused with -j too, no output.
 "$PY" - "$T/in/model.pt" "$T/bad.pt" <<'PY'
 import shutil, sys, zipfile
