@@ -16,6 +16,7 @@
 #include "writer.h"
 
 #define PAR_MIN (1u << 20) /* bytes: smaller pieces are not worth a job */
+#define HIST_COUNTS (1u << 20) /* histogram counters of all tasks together */
 
 /* The executor, when there is one worth using. */
 static const wpack_executor *executor(const wpack_writer *w)
@@ -69,7 +70,9 @@ int wpk_par_hist_feed(wpack_writer *w, uint64_t *counts, uint32_t bins, double l
     size_t tasks = ex ? ex->threads : 1;
     if (tasks > 16)
         tasks = 16;
-    if (!ex || count * wpack_dtype_size(dtype) < PAR_MIN || count < tasks)
+    if (tasks > HIST_COUNTS / bins) /* per-task counts stay within 8 MiB */
+        tasks = HIST_COUNTS / bins;
+    if (!ex || tasks < 2 || count * wpack_dtype_size(dtype) < PAR_MIN || count < tasks)
         return 0;
     uint64_t *part = malloc(tasks * bins * sizeof *part);
     if (!part)
