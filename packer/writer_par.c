@@ -25,9 +25,21 @@ static const wpack_executor *executor(const wpack_writer *w)
     return ex && ex->run && ex->threads > 1 ? ex : NULL;
 }
 
+typedef struct {
+    wpack_writer *w;
+    const uint8_t *base; /* the piece: its byte 0 is at copy_in->off */
+} side_ctx;
+
+/* Hash a step's bytes and, for a piece from a file, copy them out (on one
+ * thread, in order, while the others summarize the step). */
 static void hash_side(void *user, const void *p, size_t n)
 {
-    wpk_hasher_update(user, p, n);
+    side_ctx *c = user;
+    wpk_hasher_update(c->w->hasher, p, n);
+    wpk_copy_in *ci = c->w->copy_in;
+    if (ci && !ci->rc && n)
+        ci->rc = wpk_copy_out(c->w, ci->fd, ci->off + (uint64_t)((const uint8_t *)p - c->base),
+                              p, n);
 }
 
 int wpk_par_hash_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, size_t n,
@@ -37,10 +49,12 @@ int wpk_par_hash_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, 
     if (!ex || n < PAR_MIN)
         return 0;
     size_t mid = whole * wpack_dtype_size(e->dtype);
-    wpk_hasher_update(w->hasher, p, pre); /* the bytes that completed a split element */
-    wpk_acc_feed_on(&e->acc, e->dtype, p + pre, whole, w->opt.portable_stats, ex, hash_side,
-                    w->hasher);
-    wpk_hasher_update(w->hasher, p + pre + mid, n - pre - mid); /* a split element's first bytes */
+    side_ctx c = {w, p};
+    hash_side(&c, p, pre); /* the bytes that completed a split element */
+    wpk_acc_feed_on(&e->acc, e->dtype, p + pre, whole, w->opt.portable_stats, ex, hash_side, &c);
+    hash_side(&c, p + pre + mid, n - pre - mid); /* a split element's first bytes */
+    if (w->copy_in)
+        w->copy_in->used = 1;
     return 1;
 }
 

@@ -4,7 +4,9 @@
 # the serial default byte for byte, from every input kind; awkward tensors
 # (prime element counts over several 8 MiB steps, NaN and infinities, all
 # equal values, bf16 and f16) keep their stats; a damaged torch checkpoint
-# is still caught; a bad -j is refused.
+# is still caught; unchanged bytes copied by copy_file_range on a pool
+# thread (falling back to write across file systems) land the same; a bad
+# -j is refused.
 . "$(dirname "$0")/lib.sh"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -80,6 +82,19 @@ if [ "$(grep -o '"absmax"' "$T/s.stats" | wc -l)" -ge 6 ] && cmp -s "$T/s.stats"
     pass odd_stats_listed
 else
     fail odd_stats_listed "$(head -c 300 "$T/p.stats")"
+fi
+
+# Across file systems (input on /dev/shm): copy_file_range refuses with
+# EXDEV on a pool thread, the copy falls back to write; the same bytes.
+if [ -d /dev/shm ] && [ "$(stat -c %d /dev/shm)" != "$(stat -c %d "$T")" ]; then
+    S=$(mktemp -d /dev/shm/wpack-par.XXXXXX)
+    cp "$T/odd/odd.pt" "$S/"
+    "$WPACK" create -q -o "$T/x.wpack" "$T/odd/odd.pt" 2>"$T/err" &&
+        "$WPACK" create -q -j 2 -o "$T/y.wpack" "$S/odd.pt" 2>>"$T/err" &&
+        cmp -s "$T/x.wpack" "$T/y.wpack" && pass cross_fs_j2 || fail cross_fs_j2 "$(head -c 300 "$T/err")"
+    rm -rf "$S"
+else
+    echo "skip cross_fs_j2: /dev/shm is missing or on the same file system as $T"
 fi
 
 # wpack cast -j: the same archive as serial
