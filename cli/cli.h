@@ -48,9 +48,15 @@ void cli_env_apply(void);
 wpack_pool *cli_pool(void);
 /* Decode ar's zstd chunks in parallel on cli_pool() (cli_open does it). */
 void cli_attach_pool(wpack_archive *ar);
-/* wpack_writer_options_init, and the portable weight-stats path under
- * WPACK_ISA=scalar. */
+/* wpack_writer_options_init, the portable weight-stats path under
+ * WPACK_ISA=scalar, and the writer's threads under WPACK_THREADS. */
 void cli_writer_options_init(wpack_writer_options *o);
+/* The writer's weight stats and hashing on n threads (n <= 1: the calling
+ * thread alone); cli_writer_options_init does it with WPACK_THREADS. */
+void cli_writer_jobs(wpack_writer_options *o, unsigned n);
+/* "-j N" or "--jobs N" at argv[*i]: as cli_opt_value(), N (1..256) into
+ * *jobs; -1 (message printed) for a bad count. */
+int cli_opt_jobs(int argc, char **argv, int *i, unsigned *jobs);
 
 /* Open an archive for a command: on failure print "wpack: <what and
  * where> [WPACK_E_CODE]", free the handle and return NULL. */

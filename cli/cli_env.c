@@ -4,7 +4,8 @@
  * WPACK_SPIN_US (the CLI's thread pool, for Linear layers and for decoding
  * zstd chunks), WPACK_DENSE_MIN_PARALLEL (layers below this many
  * multiply-adds run on one thread), WPACK_NO_COPY_RANGE=1 (the writer
- * copies unchanged tensor bytes with read/write, not copy_file_range). */
+ * copies unchanged tensor bytes with read/write, not copy_file_range).
+ * WPACK_THREADS also gives writers their thread count (cli_writer_jobs). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -93,9 +94,54 @@ void cli_attach_pool(wpack_archive *ar)
     wpack_set_executor(ar, &ex);
 }
 
+/* The writers' pool (weight stats and hashing, -j N / WPACK_THREADS):
+ * its own, of exactly the threads asked for, made when a writer asks for
+ * more than one; the executor stays valid until exit. */
+static wpack_pool *wpool;
+static unsigned wpool_asked;
+static wpack_executor wex;
+
+void cli_writer_jobs(wpack_writer_options *o, unsigned n)
+{
+    o->executor = NULL;
+    if (n <= 1)
+        return;
+    if (wpool && wpool_asked != n) {
+        wpack_pool_destroy(wpool); /* no writer runs on it between commands' options */
+        wpool = NULL;
+    }
+    if (!wpool) {
+        if (!(wpool = wpack_pool_create(n, env_spin_us())))
+            return; /* out of memory: one thread, the same bytes */
+        wpool_asked = n;
+        wpack_pool_executor(wpool, &wex);
+    }
+    o->executor = &wex;
+}
+
+int cli_opt_jobs(int argc, char **argv, int *i, unsigned *jobs)
+{
+    const char *v, *name = "-j";
+    int r = cli_opt_value(argc, argv, i, name, &v);
+    if (!r)
+        r = cli_opt_value(argc, argv, i, name = "--jobs", &v);
+    if (r <= 0)
+        return r;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || n < 1 || n > 256) {
+        cli_error("%s %s: want a thread count from 1 to 256", name, v);
+        return -1;
+    }
+    *jobs = (unsigned)n;
+    return 1;
+}
+
 void cli_writer_options_init(wpack_writer_options *o)
 {
     wpack_writer_options_init(o);
+    /* WPACK_THREADS=N: writers compute stats on N threads (unset: one) */
+    cli_writer_jobs(o, env("WPACK_THREADS") ? env_threads() : 1);
     const char *isa = env("WPACK_ISA");
     o->portable_stats = isa && strcmp(isa, "scalar") == 0;
     const char *ncr = env("WPACK_NO_COPY_RANGE"); /* read/write instead of copy_file_range */

@@ -34,6 +34,8 @@ static const char help[] =
     "                      is read (checked by default: a mismatch fails naming the\n"
     "                      tensor, and OUT does not appear)\n"
     "  -q, --quiet         no progress or summary line\n"
+    "  -j, --jobs N        weight statistics and hashing of large tensors on N\n"
+    "                      threads (default 1, or WPACK_THREADS); the same bytes\n"
     "\n"
     "OUT appears only when complete (a temporary file OUT.tmp-PID-RANDOM beside\n"
     "it, renamed over it; a killed run's temporary is removed by the next run to\n"
@@ -212,6 +214,7 @@ int cmd_cast(int argc, char **argv)
     cast_opts o = {0, calloc((size_t)argc + 1, sizeof(char *)), 0};
     cli_write_opts wo = CLI_WRITE_OPTS_INIT;
     int r, rc = CLI_USAGE, in_place = 0;
+    unsigned jobs = 0; /* -j: 0 keeps WPACK_THREADS or one thread */
     wpack_archive *ar = NULL;
     wpack_writer *w = NULL;
     char err[1200] = "";
@@ -232,6 +235,9 @@ int cmd_cast(int argc, char **argv)
             if (r < 0)
                 goto done;
             o.only[o.nonly++] = v;
+        } else if ((r = cli_opt_jobs(argc, argv, &i, &jobs))) {
+            if (r < 0)
+                goto done;
         } else if ((r = cli_opt_output(argc, argv, &i, &out))) {
             if (r < 0)
                 goto done;
@@ -273,6 +279,8 @@ int cmd_cast(int argc, char **argv)
     wpack_get_info(ar, &info);
     wpack_writer_options opt;
     cli_writer_options_init(&opt);
+    if (jobs)
+        cli_writer_jobs(&opt, jobs);
     opt.alignment = info.alignment;
     if (wpack_writer_open(&w, out, &opt) != WPACK_OK) {
         cli_error("%s", wpack_writer_errmsg(w));

@@ -25,6 +25,8 @@ static const char help[] =
     "  --align N             data alignment, a power of two 64..2M (default 4096)\n"
     "  --histogram N         also store an N-bin histogram per float tensor\n"
     "  --no-stats            do not compute weight statistics\n"
+    "  -j, --jobs N          weight statistics and hashing of large tensors on N\n"
+    "                        threads (default 1, or WPACK_THREADS); the same bytes\n"
     "  --shard-size SIZE     write a sharded set: shards of about SIZE bytes of data\n"
     "                        (K/M/G) named OUT-0000k-of-0000n.wpack, and OUT as the\n"
     "                        manifest that opens them all as one archive; written\n"
@@ -139,6 +141,7 @@ int cmd_create(int argc, char **argv)
     wpack_writer_options opt;
     cli_writer_options_init(&opt);
     int quiet = 0, r;
+    unsigned jobs = 0; /* -j: 0 keeps WPACK_THREADS or one thread */
     int follow_links = 0, allow_empty = 0; /* --follow-links, --allow-empty */
     int keep_observers = 0;                /* --keep-observers */
     const char **metas = NULL, **maps = NULL, **inputs = NULL;
@@ -170,6 +173,9 @@ int cmd_create(int argc, char **argv)
             rc = CLI_OK;
             goto done;
         } else if ((r = cli_opt_output(argc, argv, &i, &out))) {
+            if (r < 0)
+                goto done;
+        } else if ((r = cli_opt_jobs(argc, argv, &i, &jobs))) {
             if (r < 0)
                 goto done;
         } else if ((r = cli_opt_value(argc, argv, &i, "--align", &v))) {
@@ -285,12 +291,15 @@ int cmd_create(int argc, char **argv)
         cli_error("create: --only needs --cast");
         goto done;
     }
+    if (jobs)
+        cli_writer_jobs(&opt, jobs);
     const char *tmpdir = getenv("TMPDIR"); /* the library reads no environment */
     for (size_t k = 0; k < nopt; k++) {
         optv[k].cast = cast;
         optv[k].only = nonly ? only : NULL;
         optv[k].only_count = nonly;
         optv[k].weight_stats = opt.weight_stats;
+        optv[k].executor = opt.executor; /* -j: the stats before a cast too */
         optv[k].max_ratio = (uint32_t)max_ratio;
         optv[k].follow_links = follow_links;
         optv[k].keep_observers = keep_observers;

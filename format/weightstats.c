@@ -8,7 +8,7 @@
 #include "weightstats.h"
 #include "cpu_features.h"
 
-#define BLOCK 4096
+#define BLOCK WPK_STATS_BLOCK
 
 void wpk_acc_init(wpk_acc *a)
 {
@@ -79,8 +79,9 @@ static void merge(wpk_acc *a, uint64_t n, double mn, double mx, double bmean, do
     a->max = mx > a->max ? mx : a->max;
 }
 
-/* Merge a block's finite values into the accumulator. */
-static void feed_block(wpk_acc *a, double *v, size_t n)
+/* A block's finite values as a summary; 0 when their sum overflows (the
+ * caller then merges them one by one: the first s->n of v, moved there). */
+static int slow_summary(double *v, size_t n, wpk_bsum *s)
 {
     double sum = 0;
     for (size_t i = 0; i < n; i++)
@@ -95,14 +96,13 @@ static void feed_block(wpk_acc *a, double *v, size_t n)
         sum = 0;
         for (size_t i = 0; i < n; i++)
             sum += v[i];
-        if (!isfinite(sum)) { /* finite values whose sum overflows: merge one by one */
-            for (size_t i = 0; i < n; i++)
-                feed_block(a, &v[i], 1);
-            return;
-        }
+        s->n = n;
+        if (!isfinite(sum))
+            return 0;
     }
+    s->n = n;
     if (!n)
-        return;
+        return 1;
     double mn = v[0], mx = v[0];
     for (size_t i = 1; i < n; i++) {
         mn = v[i] < mn ? v[i] : mn;
@@ -113,9 +113,32 @@ static void feed_block(wpk_acc *a, double *v, size_t n)
         double d = v[i] - bmean;
         bm2 += d * d;
     }
-    merge(a, n, mn, mx, bmean, bm2);
+    s->min = mn;
+    s->max = mx;
+    s->mean = bmean;
+    s->m2 = bm2;
+    return 1;
 }
 
+static void merge_sum(wpk_acc *a, const wpk_bsum *s)
+{
+    if (s->n)
+        merge(a, s->n, s->min, s->max, s->mean, s->m2);
+}
+
+/* Merge a block's finite values into the accumulator. */
+static void feed_block(wpk_acc *a, double *v, size_t n)
+{
+    wpk_bsum s;
+    if (slow_summary(v, n, &s)) {
+        merge_sum(a, &s);
+        return;
+    }
+    /* finite values whose sum overflows: merge one by one (v now holds
+     * the finite ones first, and no single value overflows) */
+    for (size_t i = 0; i < s.n; i++)
+        merge(a, 1, v[i], v[i], v[i], 0);
+}
 
 /* One pass over a block in 8 independent lanes: sums of (x - K) and
  * (x - K)^2 with K the block's first value (shifted, so the variance does
@@ -147,9 +170,9 @@ static inline void lane_add(lanes *L, int l, double x)
     L->mx[l] = x > L->mx[l] ? x : L->mx[l];
 }
 
-/* Reduce the lanes and merge the block; 0 when a value was not finite (the
- * caller then takes the careful path). */
-static int lanes_merge(wpk_acc *a, const lanes *L, size_t n)
+/* Reduce the lanes into the block's summary; 0 when a value was not
+ * finite (the caller then takes the careful path). */
+static int lanes_merge(wpk_bsum *a, const lanes *L, size_t n)
 {
     double t1 = 0, t2 = 0, lo = L->mn[0], hi = L->mx[0];
     for (int l = 0; l < LANES; l++) {
@@ -161,11 +184,15 @@ static int lanes_merge(wpk_acc *a, const lanes *L, size_t n)
     if (!isfinite(t1) || !isfinite(t2) || !isfinite(lo) || !isfinite(hi))
         return 0;
     double m2 = t2 - t1 * t1 / (double)n;
-    merge(a, n, lo, hi, L->k + t1 / (double)n, m2 > 0 ? m2 : 0);
+    a->n = n;
+    a->min = lo;
+    a->max = hi;
+    a->mean = L->k + t1 / (double)n;
+    a->m2 = m2 > 0 ? m2 : 0;
     return 1;
 }
 
-static int fast_block(wpk_acc *a, const double *v, size_t n)
+static int fast_block(wpk_bsum *a, const double *v, size_t n)
 {
     lanes L;
     lanes_init(&L, v[0]);
@@ -193,7 +220,7 @@ static double ld_elem(int dtype, const uint8_t *p, size_t i)
 
 /* f32, f16 and bf16 (the dtypes of real weights) straight from the input,
  * with no widened copy. */
-static int fast_block_direct(wpk_acc *a, int dtype, const uint8_t *p, size_t n)
+static int fast_block_direct(wpk_bsum *a, int dtype, const uint8_t *p, size_t n)
 {
     lanes L;
     lanes_init(&L, ld_elem(dtype, p, 0));
@@ -225,7 +252,7 @@ SIMD_TARGET static inline __m256 load8(int dtype, const uint8_t *p)
 /* The same lanes with AVX2: lanes 0-3 and 4-7 in two vectors. min_pd(x, m)
  * is x < m ? x : m for the finite values this path keeps, signed zeros
  * included. */
-SIMD_TARGET static int fast_block_avx2(wpk_acc *a, int dtype, const uint8_t *p, size_t n)
+SIMD_TARGET static int fast_block_avx2(wpk_bsum *a, int dtype, const uint8_t *p, size_t n)
 {
     const size_t size = dtype == WPACK_DTYPE_F32 ? 4 : 2;
     lanes L;
@@ -277,23 +304,55 @@ void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
     wpk_acc_feed_path(a, dtype, data, count, 0);
 }
 
-void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, int portable)
+static int direct_dtype(int dtype)
+{
+    return dtype == WPACK_DTYPE_F32 || dtype == WPACK_DTYPE_F16 || dtype == WPACK_DTYPE_BF16;
+}
+
+/* One block's summary, or redo set when its values must be merged one by
+ * one (finite values whose sum overflows: wpk_acc_fold does it). */
+static void summarize(int dtype, const uint8_t *p, size_t n, int portable, double *v, wpk_bsum *s)
 {
     (void)portable; /* without x86 SIMD there is one path */
-    double v[BLOCK];
+    s->redo = 0;
+    if (direct_dtype(dtype) && FAST_DIRECT(s, dtype, p, n, portable))
+        return;
+    widen(dtype, p, n, v);
+    if (!fast_block(s, v, n) && !slow_summary(v, n, s)) /* NaN or infinity: filter them */
+        s->redo = 1;
+}
+
+void wpk_acc_blocks(int dtype, const void *data, size_t count, size_t first, size_t nblocks,
+                    int portable, wpk_bsum *out)
+{
+    double v[WPK_STATS_BLOCK];
     size_t size = wpack_dtype_size(dtype);
-    const uint8_t *p = data;
-    while (count) {
-        size_t n = count < BLOCK ? count : BLOCK;
-        int direct = dtype == WPACK_DTYPE_F32 || dtype == WPACK_DTYPE_F16 || dtype == WPACK_DTYPE_BF16;
-        if (!direct || !FAST_DIRECT(a, dtype, p, n, portable)) {
-            widen(dtype, p, n, v);
-            if (!fast_block(a, v, n))
-                feed_block(a, v, n); /* NaN or infinity in the block: filter them */
-        }
-        p += n * size;
-        count -= n;
+    for (size_t b = 0; b < nblocks; b++) {
+        size_t at = (first + b) * WPK_STATS_BLOCK;
+        size_t n = count - at < WPK_STATS_BLOCK ? count - at : WPK_STATS_BLOCK;
+        summarize(dtype, (const uint8_t *)data + at * size, n, portable, v, &out[b]);
     }
+}
+
+void wpk_acc_fold(wpk_acc *a, int dtype, const void *data, size_t count, size_t first,
+                  size_t nblocks, const wpk_bsum *sums)
+{
+    size_t size = wpack_dtype_size(dtype);
+    for (size_t b = 0; b < nblocks; b++) {
+        if (!sums[b].redo) {
+            merge_sum(a, &sums[b]);
+            continue;
+        }
+        double v[WPK_STATS_BLOCK];
+        size_t at = (first + b) * WPK_STATS_BLOCK;
+        size_t n = count - at < WPK_STATS_BLOCK ? count - at : WPK_STATS_BLOCK;
+        widen(dtype, (const uint8_t *)data + at * size, n, v);
+        feed_block(a, v, n);
+    }
+}
+
+void wpk_acc_clamp(wpk_acc *a)
+{
     /* Rounding in the merge can push the mean a hair outside [min, max]. */
     if (a->n) {
         if (a->mean < a->min)
@@ -301,6 +360,67 @@ void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, in
         if (a->mean > a->max)
             a->mean = a->max;
     }
+}
+
+/* The serial path: summarize and fold each block in turn. */
+void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, int portable)
+{
+    for (size_t b = 0; b * WPK_STATS_BLOCK < count; b++) {
+        wpk_bsum s;
+        wpk_acc_blocks(dtype, data, count, b, 1, portable, &s);
+        wpk_acc_fold(a, dtype, data, count, b, 1, &s);
+    }
+    wpk_acc_clamp(a);
+}
+
+#define STEP_BLOCKS 512 /* blocks per job (8 MiB of f32): summaries on the stack */
+#define TASK_BLOCKS 32  /* blocks per item */
+
+typedef struct {
+    wpk_side_fn side;
+    void *user;
+    int dtype, portable;
+    const uint8_t *p; /* the step's elements */
+    size_t count, nblocks;
+    wpk_bsum *sums;
+} step_job;
+
+static void step_item(void *ctx, size_t i)
+{
+    step_job *j = ctx;
+    if (j->side && i-- == 0) {
+        j->side(j->user, j->p, j->count * wpack_dtype_size(j->dtype));
+        return;
+    }
+    size_t first = i * TASK_BLOCKS;
+    size_t nb = j->nblocks - first < TASK_BLOCKS ? j->nblocks - first : TASK_BLOCKS;
+    wpk_acc_blocks(j->dtype, j->p, j->count, first, nb, j->portable, j->sums + first);
+}
+
+void wpk_acc_feed_on(wpk_acc *a, int dtype, const void *data, size_t count, int portable,
+                     const wpack_executor *ex, wpk_side_fn side, void *user)
+{
+    if (!ex || !ex->run || ex->threads < 2 || count * wpack_dtype_size(dtype) < (1u << 20)) {
+        if (side)
+            side(user, data, count * wpack_dtype_size(dtype));
+        wpk_acc_feed_path(a, dtype, data, count, portable);
+        return;
+    }
+    wpk_bsum sums[STEP_BLOCKS];
+    const uint8_t *q = data;
+    for (size_t done = 0; done < count;) {
+        size_t n = count - done;
+        if (n > (size_t)STEP_BLOCKS * WPK_STATS_BLOCK)
+            n = (size_t)STEP_BLOCKS * WPK_STATS_BLOCK;
+        size_t nblocks = (n + WPK_STATS_BLOCK - 1) / WPK_STATS_BLOCK;
+        step_job j = {side, user, dtype, portable, q, n, nblocks, sums};
+        ex->run(ex->self, !!side + (nblocks + TASK_BLOCKS - 1) / TASK_BLOCKS, step_item, &j);
+        /* steps hold whole blocks: their blocks are those of the serial call */
+        wpk_acc_fold(a, dtype, q, n, 0, nblocks, sums);
+        q += n * wpack_dtype_size(dtype);
+        done += n;
+    }
+    wpk_acc_clamp(a); /* once, as the serial call does at its end */
 }
 
 void wpk_hist_edges(double min, double max, uint32_t bins, double *edges)

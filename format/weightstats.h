@@ -23,6 +23,32 @@ void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count);
 /* The same, with portable set: the plain C path whatever the CPU (the same
  * bits; wpack_writer_options.portable_stats, tests). */
 void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, int portable);
+/* The same split in two for running on several threads with the same
+ * bits: elements are taken in blocks of WPK_STATS_BLOCK from data on (the
+ * last one shorter); wpk_acc_blocks summarizes blocks first..first+nblocks
+ * (any thread, any order), and wpk_acc_fold merges the summaries into a in
+ * block order, then wpk_acc_clamp once per call. wpk_acc_feed_path(a, ...)
+ * is exactly blocks + fold over all blocks, then clamp. */
+#define WPK_STATS_BLOCK 4096
+typedef struct {
+    uint64_t n;                 /* finite values in the block */
+    double min, max, mean, m2;
+    int redo;                   /* fold must re-read the block (rare: sum overflows) */
+} wpk_bsum;
+void wpk_acc_blocks(int dtype, const void *data, size_t count, size_t first, size_t nblocks,
+                    int portable, wpk_bsum *out);
+void wpk_acc_fold(wpk_acc *a, int dtype, const void *data, size_t count, size_t first,
+                  size_t nblocks, const wpk_bsum *sums);
+void wpk_acc_clamp(wpk_acc *a);
+/* wpk_acc_feed_path with the blocks summarized on ex, the same bits (ex
+ * NULL or of one thread: on this thread). side, when not NULL, is given
+ * all count elements' bytes, in order, a step (<= 8 MiB) at a time on one
+ * of ex's threads while the others summarize that step (the writer hashes
+ * them: each step is read while in cache). */
+typedef void (*wpk_side_fn)(void *user, const void *p, size_t n);
+struct wpack_executor;
+void wpk_acc_feed_on(wpk_acc *a, int dtype, const void *data, size_t count, int portable,
+                     const struct wpack_executor *ex, wpk_side_fn side, void *user);
 /* Population variance. */
 double wpk_acc_variance(const wpk_acc *a);
 

@@ -57,6 +57,7 @@ typedef struct {
                                   * them (WPACK_E_FILE_TYPE) */
     const char *temp_dir;        /* Fortran-order bundle members spill here; NULL: /tmp */
     int keep_observers;          /* torch: store torch.ao observer buffers as tensors too */
+    const wpack_executor *executor; /* stats before a cast on it; NULL: this thread */
 } wpk_import_opts;
 
 typedef void (*wpk_progress_fn)(void *user, uint64_t bytes_done);

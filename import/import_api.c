@@ -38,8 +38,8 @@ static int options_take(const wpack_import_options *in, wpack_import_options *o,
     wpack_import_options_init(o);
     if (in)
         *o = *in;
-    for (size_t k = 0; k < 4; k++) /* reserved_ptr: 4, reserved: 3 and reserved_int */
-        if ((k < 3 && o->reserved[k]) || (k == 3 && o->reserved_int) || o->reserved_ptr[k]) {
+    for (size_t k = 0; k < 4; k++) /* reserved_ptr: 3, reserved: 3 and reserved_int */
+        if (k < 3 ? o->reserved[k] || o->reserved_ptr[k] : o->reserved_int != 0) {
             wpk_fmt(err, errlen, "wpack_import_options: reserved field %zu is not zero (built "
                     "against a newer wpack_import.h?)", k);
             return WPACK_E_INVALID_ARGUMENT;
@@ -72,6 +72,7 @@ static wpk_import_opts sink_opts(const wpack_import_options *o)
         .follow_links = o->follow_links,
         .temp_dir = o->temp_dir && *o->temp_dir ? o->temp_dir : NULL,
         .keep_observers = o->keep_observers,
+        .executor = o->executor,
     };
     return io;
 }

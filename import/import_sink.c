@@ -223,8 +223,8 @@ int wpk_sink_begin(wpk_sink *s, const char *name, int dtype, unsigned rank, cons
 /* Whole source elements: stats, cast, write. */
 static int put_elems(wpk_sink *s, const uint8_t *p, size_t count)
 {
-    if (s->own_stats)
-        wpk_acc_feed(&s->acc, s->src_dtype, p, count);
+    if (s->own_stats) /* the same bits on the executor or not */
+        wpk_acc_feed_on(&s->acc, s->src_dtype, p, count, 0, s->o->executor, NULL, NULL);
     while (count) {
         size_t k = count < CAST_ELEMS ? count : CAST_ELEMS;
         uint16_t *dst = (uint16_t *)(void *)s->cbuf;

@@ -551,6 +551,13 @@ typedef struct wpack_writer_options {
      * copy_file_range (the same bytes; the CLI sets it under
      * WPACK_NO_COPY_RANGE=1). */
     int no_copy_range;
+    /* Non-NULL: the weight stats of large tensors (and their histograms at
+     * finish) are computed in parallel on this executor (see
+     * wpack_set_executor()), XXH3 hashing on one of its threads meanwhile;
+     * the archive's bytes are the same as without it. NULL (default): all
+     * on the calling thread, no thread started. *executor and the pool it
+     * runs on must stay valid until wpack_writer_finish() or _abort(). */
+    const wpack_executor *executor;
 } wpack_writer_options;
 /* The defaults: alignment 4096, weight stats on, no histograms, no
  * compression (but the compression defaults above filled in). */

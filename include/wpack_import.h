@@ -160,8 +160,13 @@ typedef struct wpack_import_options {
      * temporary file) to be transposed: NULL or "" is "/tmp". The CLI
      * passes $TMPDIR. */
     const char *temp_dir;
+    /* Non-NULL: with cast, the statistics of the values before the cast are
+     * computed on this executor (wpack.h), the same bits as without it; the
+     * writer's own work goes on its wpack_writer_options.executor (pass the
+     * same). It must stay valid for the call. NULL (default): one thread. */
+    const wpack_executor *executor;
     /* Zero (set by wpack_import_options_init); see "Options structs" above. */
-    void *reserved_ptr[4];
+    void *reserved_ptr[3];
     uint64_t reserved[3];
     /* 0 (default): the buffers of torch.ao observers and fake-quants in a
      * torch checkpoint (`M.activation_post_process.min_val`, ...) become

@@ -92,7 +92,20 @@ struct wpack_writer {
     wpk_shard_set *shards;         /* opt.shard_size: this is a manifest (writer_shards.c) */
     int prepared;                  /* wpack_writer_prepare done: commit or abort (writer_commit.c) */
     int copy_refused;              /* copy_file_range refused once: read/write from then on */
+    struct wpk_copy_in *copy_in;   /* set by writer_copy.c around wpk_tensor_take */
 };
+
+/* Bytes of the piece being taken that also go to the file with
+ * copy_file_range from fd at off: the parallel path (writer_par.c) copies
+ * each step while the other threads compute its stats, and sets used. */
+typedef struct wpk_copy_in {
+    int fd;
+    uint64_t off;
+    int rc, used;
+} wpk_copy_in;
+/* Bytes [off, off+n) of fd to the temp file at w->pos (src: the same
+ * bytes, for the read/write fallback) (writer_copy.c). */
+int wpk_copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size_t n);
 
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -103,6 +116,15 @@ int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
 #ifndef WPK_WRITER_OBUF_SIZE
 #define WPK_WRITER_OBUF_SIZE (1u << 20)
 #endif
+
+/* On opt.executor (writer_par.c), 0 when there is none or n is small (the
+ * caller then does it alone): hash the n bytes at p, and feed the stats
+ * the `whole` elements that start `pre` bytes in, as one piece. */
+int wpk_par_hash_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, size_t n,
+                       size_t pre, size_t whole);
+/* wpk_hist_feed on opt.executor, adding into counts; 0 when not done. */
+int wpk_par_hist_feed(wpack_writer *w, uint64_t *counts, uint32_t bins, double lo, double hi,
+                      int dtype, const void *data, size_t count);
 
 /* WPACK_OK when the writer takes calls: not failed, no tensor open. */
 int wpk_writer_usable(wpack_writer *w);

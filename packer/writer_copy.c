@@ -3,7 +3,8 @@
  * cache to page cache (or shares the extents), instead of write() copying
  * them from user buffers, which was most of `create`'s time. The checksum
  * and weight stats still read every byte, from the caller's mapping or a
- * pread, a chunk at a time just before that chunk is copied. */
+ * pread, a chunk at a time just before that chunk is copied (on an
+ * executor: while it is copied, writer_par.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,9 +61,7 @@ static int refused(int e)
            e == ETXTBSY;
 }
 
-/* Bytes [off, off+n) of fd to the temp file at w->pos (src: the same
- * bytes, for the fallback). */
-static int copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size_t n)
+int wpk_copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size_t n)
 {
     while (n && !w->copy_refused) {
         loff_t in = (loff_t)off;
@@ -123,10 +122,13 @@ int wpack_writer_write_from_fd(wpack_writer *w, const void *data, int fd, uint64
         const uint8_t *src = data ? (const uint8_t *)data + done : buf;
         if (!data)
             rc = read_at(w, fd, off + done, buf, k);
+        wpk_copy_in ci = {fd, off + done, WPACK_OK, 0};
+        w->copy_in = &ci; /* on an executor the copy overlaps the stats */
         if (!rc)
             rc = wpk_tensor_take(w, e, src, k);
+        w->copy_in = NULL;
         if (!rc)
-            rc = copy_out(w, fd, off + done, src, k);
+            rc = ci.used ? ci.rc : wpk_copy_out(w, fd, off + done, src, k);
         done += k;
     }
     free(buf);

@@ -115,7 +115,9 @@ static int histogram(wpack_writer *w, const wpk_pending_entry *e, uint32_t bins,
             free(chunk_buf);
             return w->errcode;
         }
-        wpk_hist_feed(counts, bins, edges[0], edges[bins], e->dtype, chunk_buf, n / size);
+        if (!wpk_par_hist_feed(w, counts, bins, edges[0], edges[bins], e->dtype, chunk_buf,
+                               n / size))
+            wpk_hist_feed(counts, bins, edges[0], edges[bins], e->dtype, chunk_buf, n / size);
         done += n;
     }
     free(chunk_buf);

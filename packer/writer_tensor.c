@@ -150,25 +150,30 @@ int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsi
     return WPACK_OK;
 }
 
-/* Feed whole elements to the stats, keeping a split element in carry. */
-static void feed_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, size_t n)
+/* Hash the bytes and feed their whole elements to the stats, keeping a
+ * split element in carry (on the executor when there is one). */
+static void hash_and_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, size_t n)
 {
     size_t size = wpack_dtype_size(e->dtype);
+    size_t pre = 0;
     if (w->carry_len) {
-        size_t take = size - w->carry_len < n ? size - w->carry_len : n;
-        memcpy(w->carry + w->carry_len, p, take);
-        w->carry_len += take;
-        p += take;
-        n -= take;
-        if (w->carry_len < size)
+        pre = size - w->carry_len < n ? size - w->carry_len : n;
+        memcpy(w->carry + w->carry_len, p, pre);
+        w->carry_len += pre;
+        if (w->carry_len < size) {
+            wpk_hasher_update(w->hasher, p, n);
             return;
+        }
         wpk_acc_feed_path(&e->acc, e->dtype, w->carry, 1, w->opt.portable_stats);
         w->carry_len = 0;
     }
-    size_t whole = n / size;
-    wpk_acc_feed_path(&e->acc, e->dtype, p, whole, w->opt.portable_stats);
-    w->carry_len = n - whole * size;
-    memcpy(w->carry, p + whole * size, w->carry_len);
+    size_t whole = (n - pre) / size;
+    if (!wpk_par_hash_stats(w, e, p, n, pre, whole)) {
+        wpk_hasher_update(w->hasher, p, n);
+        wpk_acc_feed_path(&e->acc, e->dtype, p + pre, whole, w->opt.portable_stats);
+    }
+    w->carry_len = n - pre - whole * size;
+    memcpy(w->carry, p + pre + whole * size, w->carry_len);
 }
 
 /* data is the tensor's bytes from byte `at` on (for the message). */
@@ -189,9 +194,10 @@ int wpk_tensor_take(wpack_writer *w, wpk_pending_entry *e, const void *data, siz
                          wpk_pool_str(w, e->name),
                          (unsigned long long)(w->cur_written + nbytes),
                          (unsigned long long)w->cur_expected);
-    wpk_hasher_update(w->hasher, data, nbytes);
     if (e->has_acc)
-        feed_stats(w, e, data, nbytes);
+        hash_and_stats(w, e, data, nbytes);
+    else
+        wpk_hasher_update(w->hasher, data, nbytes);
     w->cur_written += nbytes;
     return WPACK_OK;
 }

@@ -5,6 +5,7 @@
 #   cp -r IN COPY             the peer (page cache only)
 #   cp -r IN COPY && sync     the durable peer (wpack fsyncs its archive)
 #   wpack create -q           weight stats on (the default)
+#   wpack create -q -j 2      the same, stats and hashing on 2 threads
 #   wpack create -q --no-stats
 #   the same with WPACK_NO_COPY_RANGE=1 (read/write: what copy_file_range saves)
 # and once, from the archive packed from the checkpoint,
@@ -19,7 +20,7 @@
 # usage: bench/pack/run.sh [path/to/wpack]       (default build/wpack)
 # env:   BENCH_SIZE  bytes of tensor data (default 4 GiB); BENCH_REPS (5);
 #        BENCH_DIR   where the data goes (default /tmp; needs ~7x BENCH_SIZE);
-#        BENCH_TENSORS (400)
+#        BENCH_TENSORS (400); BENCH_KINDS (the inputs, default all four)
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 WPACK=$(realpath "${1:-build/wpack}")
@@ -57,13 +58,14 @@ secs() { awk '{print $1}' "$WORK/t.$1" | median; }
 rss() { awk '{print $2}' "$WORK/t.$1" | median; }
 ratio() { awk -v a="$(secs "$1")" -v b="$(secs "$2")" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
 
-KINDS="model.pt model.safetensors model.npz npy"
+KINDS=${BENCH_KINDS:-model.pt model.safetensors model.npz npy}
 for rep in $(seq "$REPS"); do
     echo "== repetition $rep of $REPS"
     for k in $KINDS; do
         timed "cp.$k" cp -r "$WORK/in/$k" "$WORK/out"
         timed "cpsync.$k" sh -c 'cp -r "$1" "$2" && sync "$2"' sh "$WORK/in/$k" "$WORK/out"
         timed "create.$k" "$WPACK" create -q -o "$WORK/out" "$WORK/in/$k"
+        timed "j2.$k" "$WPACK" create -q -j 2 -o "$WORK/out" "$WORK/in/$k"
         timed "nostats.$k" "$WPACK" create -q --no-stats -o "$WORK/out" "$WORK/in/$k"
         timed "plain.$k" env WPACK_NO_COPY_RANGE=1 "$WPACK" create -q --no-stats -o "$WORK/out" "$WORK/in/$k"
     done
@@ -79,11 +81,11 @@ echo "data:        $SIZE bytes, $TENSORS tensors (f32 and bf16); median of $REPS
 echo "ratios: cp time / wpack time (higher is faster; goal create >= 0.8, --no-stats >= 0.95, extract/export >= 0.9)"
 echo "'no copy_range, no stats': --no-stats under WPACK_NO_COPY_RANGE=1 against cp; RSS MiB: create's (median)"
 echo
-printf '| %-18s | %-11s | %-16s | %-15s | %-21s | %-23s | %-7s |\n' input "create / cp" "create / cp+sync" "--no-stats / cp" "--no-stats / cp+sync" "no copy_range, no stats" "RSS MiB"
-printf '|%s|%s|%s|%s|%s|%s|%s|\n' -------------------- ------------- ------------------ ----------------- ----------------------- ------------------------- ---------
+printf '| %-18s | %-11s | %-16s | %-16s | %-15s | %-21s | %-23s | %-7s |\n' input "create / cp" "create / cp+sync" "create -j 2 / cp" "--no-stats / cp" "--no-stats / cp+sync" "no copy_range, no stats" "RSS MiB"
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' -------------------- ------------- ------------------ ------------------ ----------------- ----------------------- ------------------------- ---------
 for k in $KINDS; do
-    printf '| %-18s | %-11s | %-16s | %-15s | %-21s | %-23s | %-7s |\n' "$k" "$(ratio "cp.$k" "create.$k")" \
-        "$(ratio "cpsync.$k" "create.$k")" "$(ratio "cp.$k" "nostats.$k")" \
+    printf '| %-18s | %-11s | %-16s | %-16s | %-15s | %-21s | %-23s | %-7s |\n' "$k" "$(ratio "cp.$k" "create.$k")" \
+        "$(ratio "cpsync.$k" "create.$k")" "$(ratio "cp.$k" "j2.$k")" "$(ratio "cp.$k" "nostats.$k")" \
         "$(ratio "cpsync.$k" "nostats.$k")" "$(ratio "cp.$k" "plain.$k")" "$(awk -v a="$(rss "create.$k")" 'BEGIN {printf "%.1f", a / 1024}')"
 done
 echo

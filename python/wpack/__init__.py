@@ -658,7 +658,9 @@ _CHUNK = 16 << 20
 class _Writer:
     def __init__(self, path, alignment=None, weight_stats=True, histogram_bins=0,
                  compress_level=0, compress_chunk=None, compress_min=None, shard_size=0,
-                 max_data_bytes=0, compress_min_saving=None, portable_stats=False):
+                 max_data_bytes=0, compress_min_saving=None, portable_stats=False,
+                 threads=1):
+        self.pool = self.executor = None
         opt = _lib.WriterOptions()
         lib.wpack_writer_options_init(ctypes.byref(opt))
         if alignment:
@@ -675,6 +677,15 @@ class _Writer:
         if compress_min_saving is not None:
             opt.compress_min_saving = compress_min_saving
         opt.portable_stats = 1 if portable_stats else 0
+        if threads and int(threads) > 1:
+            # stats and hashing on a pool of libwpack-dense: the same bytes
+            dense = _lib.dense_lib()
+            self.pool = dense.wpack_pool_create(min(int(threads), 256), -1)
+            if not self.pool:
+                raise MemoryError("wpack: no thread pool of %d threads" % threads)
+            self.executor = _lib.Executor()
+            dense.wpack_pool_executor(self.pool, ctypes.byref(self.executor))
+            opt.executor = ctypes.addressof(self.executor)
         p = ctypes.c_void_p()
         self.path = os.fspath(path)
         rc = lib.wpack_writer_open(ctypes.byref(p), _b(self.path), ctypes.byref(opt))
@@ -691,15 +702,22 @@ class _Writer:
         if rc != 0:
             self.fail(rc)
 
+    def drop_pool(self):
+        pool, self.pool = self.pool, None
+        if pool:
+            _lib.dense_lib().wpack_pool_destroy(pool)
+
     def abort(self):
         w, self.w = self.w, None
         if w:
             lib.wpack_writer_abort(w)
+        self.drop_pool()
 
     def finish(self):
         w, self.w = self.w, None
         buf = ctypes.create_string_buffer(1024)
         rc = lib.wpack_writer_finish(w, buf, len(buf))
+        self.drop_pool()
         if rc != 0:
             raise Error(rc, buf.value.decode("utf-8", "replace"))
 
@@ -878,7 +896,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, **options
       compress_level (0: off; zstd level), compress_chunk, compress_min,
       compress_min_saving (percent, 5), shard_size (>0: a sharded set),
       max_data_bytes, portable_stats (False; True: the portable C path for
-      weight stats, what the CLI does under WPACK_ISA=scalar).
+      weight stats, what the CLI does under WPACK_ISA=scalar), threads (1;
+      N: weight stats and hashing of large tensors on a pool of N threads,
+      the same bytes, as `wpack create -j N`).
     """
     wr = _Writer(path, **options)
     try:
@@ -924,7 +944,7 @@ def update_stats(path, stats):
 
 _WRITER_OPTIONS = ("alignment", "weight_stats", "histogram_bins", "compress_level",
                    "compress_chunk", "compress_min", "compress_min_saving", "shard_size",
-                   "max_data_bytes", "portable_stats")
+                   "max_data_bytes", "portable_stats", "threads")
 _CASTS = {None: 0, "": 0, "bf16": 4, "f16": 3}
 _OUTPUT_RATIO, _OUTPUT_FLOOR = 1000, 1 << 30   # the CLI's default output cap (cli/util.c)
 
@@ -998,7 +1018,8 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
                tempfile.gettempdir())
     writer_options: those of save_file (alignment, histogram_bins,
       compress_level, compress_chunk, compress_min, compress_min_saving,
-      shard_size, max_data_bytes, portable_stats).
+      shard_size, max_data_bytes, portable_stats, threads: weight statistics
+      and hashing of large tensors on that many threads, the same bytes).
 
     The archive appears at path only when complete; on any error nothing is
     left there (an existing file is untouched). Raises wpack.Error with the
@@ -1125,6 +1146,8 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
                         pending.append(e)
                 o.progress = _lib.ImportProgress(on_progress)
                 keep.append(o.progress)
+            if wr.executor is not None:   # threads=N: the stats before a cast too
+                o.executor = ctypes.addressof(wr.executor)
             rc = imp.wpack_import_add(handle, _b(p), ctypes.byref(o))
             o.progress = _lib.ImportProgress()
             check_pending()

@@ -84,7 +84,7 @@ class WriterOptions(ctypes.Structure):
         ("compress_chunk", ctypes.c_uint32), ("compress_min", ctypes.c_uint64),
         ("compress_min_saving", ctypes.c_uint32), ("shard_size", ctypes.c_uint64),
         ("max_data_bytes", ctypes.c_uint64), ("portable_stats", ctypes.c_int),
-        ("no_copy_range", ctypes.c_int),
+        ("no_copy_range", ctypes.c_int), ("executor", ctypes.c_void_p),
     ]
 
 
@@ -110,8 +110,8 @@ class ImportOptions(ctypes.Structure):
         ("progress", ImportProgress), ("progress_user", ctypes.c_void_p),
         ("warn", ImportWarn), ("warn_user", ctypes.c_void_p),
         ("err", ctypes.c_void_p), ("err_size", ctypes.c_size_t),
-        ("temp_dir", ctypes.c_char_p),
-        ("reserved_ptr", ctypes.c_void_p * 4), ("reserved", ctypes.c_uint64 * 3),
+        ("temp_dir", ctypes.c_char_p), ("executor", ctypes.c_void_p),
+        ("reserved_ptr", ctypes.c_void_p * 3), ("reserved", ctypes.c_uint64 * 3),
         ("keep_observers", ctypes.c_int), ("reserved_int", ctypes.c_int),
     ]
 
@@ -280,6 +280,30 @@ def import_lib():
         _import_state["dll"] = dll
         _import_state["path"] = path
     return _import_state["dll"]
+
+
+class Executor(ctypes.Structure):
+    """wpack_executor (wpack.h): filled by wpack_pool_executor."""
+    _fields_ = [("run", ctypes.c_void_p), ("self", ctypes.c_void_p),
+                ("threads", ctypes.c_uint)]
+
+
+_dense_state = {}
+
+
+def dense_lib():
+    """libwpack-dense (its thread pool), loaded on first use (threads=N)."""
+    if "dll" not in _dense_state:
+        where = [os.path.join(os.path.dirname(lib_path), "libwpack-dense.so.0")] \
+            if os.sep in lib_path else None
+        dll, _path = _load("wpack-dense", "wpack_pool_create", where)
+        _declare(dll, {
+            "wpack_pool_create": (VP, [ctypes.c_uint, ctypes.c_long]),
+            "wpack_pool_destroy": (None, [VP]),
+            "wpack_pool_executor": (None, [VP, ctypes.POINTER(Executor)]),
+        })
+        _dense_state["dll"] = dll
+    return _dense_state["dll"]
 
 
 _IMPORT_PROTOS = {
