@@ -238,6 +238,10 @@ typedef struct wpack_source {
     /* Optional: called once by wpack_close() of the handle (after a failed
      * open too), the source's last use. */
     void (*close)(void *user);
+    /* Optional: the bytes read at [off, off + n) did not match the index's
+     * checksum; drop any local copy of them (a cache) so that the read that
+     * follows fetches them again. */
+    void (*forget)(void *user, uint64_t off, uint64_t n);
 } wpack_source;
 int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned flags);
 void wpack_close(wpack_archive *ar);

@@ -61,6 +61,21 @@ typedef struct wpack_remote_options {
      * brought (progress displays). */
     void (*on_bytes)(void *user, uint64_t bytes);
     void *on_bytes_user;
+    /* Optional local chunk cache (NULL: none). Chunks fetched after the open
+     * (chunk_size-aligned ranges of the object) are kept in this directory
+     * (created 0700 if missing; refused when it is a symlink, another
+     * user's, or writable by group or others), one file per chunk named by
+     * the index's XXH3, the object size, the chunk's offset and length: a
+     * replaced object (another index) never meets old files. Each file
+     * carries the XXH3 of its bytes, checked on every reuse; a bad,
+     * truncated or foreign file is removed and the chunk fetched again.
+     * Files are written to a temporary and renamed (atomic for concurrent
+     * processes sharing the directory), opened with O_NOFOLLOW, regular
+     * files only. When the directory's chunk files pass cache_max_bytes,
+     * the least recently used (oldest mtime; a reuse refreshes it) are
+     * removed. Cache write failures (a full disk) only skip caching. */
+    const char *cache_dir;
+    uint64_t cache_max_bytes;   /* default 10 GiB */
 } wpack_remote_options;
 
 /* The defaults above. */

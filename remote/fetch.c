@@ -350,6 +350,23 @@ void wpk_remote_free_handles(wpk_remote *r)
     r->multi = NULL;
 }
 
+/* Jobs for bytes [off, off + n) into dst: chunk_size pieces (probe: one). */
+static uint64_t add_jobs(job *jobs, uint64_t k, wpk_remote *r, uint64_t off, uint8_t *dst,
+                         uint64_t n, uint64_t chunk, int probe)
+{
+    for (uint64_t done = 0; done < n; done += chunk, k++) {
+        jobs[k].r = r;
+        jobs[k].off = off + done;
+        jobs[k].len = n - done < chunk ? n - done : chunk;
+        jobs[k].dst = dst + done;
+        jobs[k].probe = probe;
+    }
+    return k;
+}
+
+static int run_jobs(wpk_remote *r, job *jobs, uint64_t njobs, int probe, uint64_t *got,
+                    char *msg, size_t msglen);
+
 int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int probe,
                      uint64_t *got, char *msg, size_t msglen)
 {
@@ -358,20 +375,46 @@ int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int 
     uint64_t chunk = probe ? n : r->opt.chunk_size;
     uint64_t njobs = (n - 1) / chunk + 1;
     job *jobs = njobs <= SIZE_MAX / sizeof *jobs ? calloc((size_t)njobs, sizeof *jobs) : NULL;
-    unsigned nslots = r->opt.connections;
-    int64_t *slot = calloc(nslots, sizeof *slot);
-    if (!jobs || !slot) {
-        free(jobs);
-        free(slot);
+    if (!jobs) {
         wpk_fmt(msg, msglen, "out of memory for %llu requests", (unsigned long long)njobs);
         return WPACK_E_NOMEM;
     }
-    for (uint64_t k = 0; k < njobs; k++) {
-        jobs[k].r = r;
-        jobs[k].off = off + k * chunk;
-        jobs[k].len = n - k * chunk < chunk ? n - k * chunk : chunk;
-        jobs[k].dst = dst + k * chunk;
-        jobs[k].probe = probe;
+    add_jobs(jobs, 0, r, off, dst, n, chunk, probe);
+    int rc = run_jobs(r, jobs, njobs, probe, got, msg, msglen);
+    free(jobs);
+    return rc;
+}
+
+int wpk_remote_fetch_ranges(wpk_remote *r, const wpk_range *v, size_t nv, char *msg,
+                            size_t msglen)
+{
+    uint64_t chunk = r->opt.chunk_size, njobs = 0;
+    for (size_t i = 0; i < nv; i++)
+        njobs += v[i].len ? (v[i].len - 1) / chunk + 1 : 0;
+    if (!njobs)
+        return WPACK_OK;
+    job *jobs = njobs <= SIZE_MAX / sizeof *jobs ? calloc((size_t)njobs, sizeof *jobs) : NULL;
+    if (!jobs) {
+        wpk_fmt(msg, msglen, "out of memory for %llu requests", (unsigned long long)njobs);
+        return WPACK_E_NOMEM;
+    }
+    uint64_t k = 0;
+    for (size_t i = 0; i < nv; i++)
+        k = add_jobs(jobs, k, r, v[i].off, v[i].dst, v[i].len, chunk, 0);
+    int rc = run_jobs(r, jobs, njobs, 0, NULL, msg, msglen);
+    free(jobs);
+    return rc;
+}
+
+/* Run the jobs over the connections: each retried as finish() says. */
+static int run_jobs(wpk_remote *r, job *jobs, uint64_t njobs, int probe, uint64_t *got,
+                    char *msg, size_t msglen)
+{
+    unsigned nslots = r->opt.connections;
+    int64_t *slot = calloc(nslots, sizeof *slot);
+    if (!slot) {
+        wpk_fmt(msg, msglen, "out of memory");
+        return WPACK_E_NOMEM;
     }
     for (unsigned s = 0; s < nslots; s++)
         slot[s] = -1;
@@ -458,6 +501,5 @@ int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int 
             curl_slist_free_all(jobs[slot[s]].hdrs);
         }
     free(slot);
-    free(jobs);
     return rc;
 }
