@@ -158,11 +158,11 @@ static int from_kept(const wpack_archive *ar, const wpack_tensor *t, uint64_t of
 int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset, void *dst,
                     size_t n)
 {
-    if (t->codec != WPACK_CODEC_ZSTD && offset == 0 && n == t->stored_length)
-        return wpk_fetch_stored(ar, t, dst); /* the whole tensor: straight into dst */
     int rc;
     if (from_kept(ar, t, offset, dst, n, &rc))
         return rc;
+    if (t->codec != WPACK_CODEC_ZSTD && offset == 0 && n == t->stored_length)
+        return wpk_fetch_stored(ar, t, dst); /* the whole tensor: straight into dst */
     const wpack_archive *h = holder(ar, t);
     if (t->codec != WPACK_CODEC_ZSTD && h && wpk_unmapped(h)) {
         /* only the bytes asked for (n <= stored_length - offset: checked by
