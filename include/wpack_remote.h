@@ -5,9 +5,14 @@
  * A separate library over libcurl, so that libwpack itself keeps no network
  * (and no TLS) dependency: it reads through wpack_open_source(), which this
  * library feeds with range GETs. Everything wpack.h does on a handle works
- * on a remote one, except zero-copy views (there is no mapping): every
- * entry read is fetched whole and checked against its XXH3 before any byte
- * of it is handed out.
+ * on a remote one, except zero-copy views (there is no mapping): an entry
+ * fetched whole is checked against its XXH3 before any byte of it is
+ * handed out. A partial wpack_read without verification fetches only the
+ * bytes asked for (unchecked); with verification (WPACK_OPEN_VERIFY_READS
+ * or WPACK_READ_VERIFY) the entry is fetched whole once and checked, and
+ * the handle keeps that fetch (one entry, up to 128 MiB) for the partial
+ * reads that follow; an entry checked before but no longer kept then
+ * fetches only the bytes asked for (or reads them from the cache).
  *
  * Opening reads the first 64 KiB (superblock; the response gives the size,
  * ETag and Last-Modified, which are then pinned: an object replaced while
