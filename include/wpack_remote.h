@@ -52,7 +52,8 @@ typedef struct wpack_remote_options {
     unsigned retries;           /* attempts after the first, per request (default 4) */
     unsigned retry_delay_ms;    /* first backoff, doubled per attempt (default 250) */
     unsigned timeout_s;         /* a request that moves no byte for this long fails (default 30) */
-    uint64_t max_bytes_per_s;   /* total receive rate cap (0: none) */
+    uint64_t max_bytes_per_s;   /* receive rate cap for all connections together (one
+                                 * token bucket per handle; 0: none) */
     int follow_redirects;       /* follow 3xx (default 1; never https -> http; not for s3://) */
     /* s3://bucket/key: signed with AWS Signature Version 4 when a key is given */
     const char *s3_region;      /* default "us-east-1" */

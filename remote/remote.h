@@ -56,6 +56,8 @@ typedef struct wpk_remote {
     int cache_fd;               /* the cache directory, or -1 */
     int cache_on;
     uint64_t cache_key;
+    double rate_tokens;         /* fetch.c: the max_bytes_per_s bucket, in bytes */
+    int64_t rate_at_us;         /* its last refill (monotonic; 0: never) */
     int setup_rc;               /* a bad URL or options, reported by the open */
     char setup_msg[600];
 } wpk_remote;
