@@ -92,20 +92,6 @@ static int pread_full(int fd, void *p, uint64_t n, uint64_t off)
     return 1;
 }
 
-static int write_full(int fd, const void *p, uint64_t n)
-{
-    for (uint64_t done = 0; done < n;) {
-        size_t ask = n - done > (1u << 30) ? (1u << 30) : (size_t)(n - done);
-        ssize_t k = write(fd, (const uint8_t *)p + done, ask);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return 0;
-        done += (uint64_t)k;
-    }
-    return 1;
-}
-
 /* Chunk [off, off + len) from its cache file into dst: 1 when the file is
  * there and whole and right (its mtime then refreshed), else 0 (a bad file
  * removed). A file that vanishes meanwhile is a miss. */
@@ -151,7 +137,7 @@ static void put(wpk_remote *r, uint64_t off, uint64_t len, const uint8_t *src)
     wpk_atomic a;
     if (wpk_atomic_open(&a, path, WPK_ATOMIC_NO_SWEEP, err, sizeof err) != WPACK_OK)
         return;
-    if (!write_full(a.fd, h, HDR) || !write_full(a.fd, src, len)) {
+    if (wpk_write_all(a.fd, h, HDR) || wpk_write_all(a.fd, src, (size_t)len)) {
         wpk_atomic_abort(&a);
         return;
     }

@@ -180,7 +180,7 @@ expect_fail cache_dir_world_writable "writable by group or others.*\[WPACK_E_FIL
 
 # 9. Python: safe_open(url, cache=DIR) reuses the same files.
 : >"$LOGF"
-if PYTHONPATH="$TESTS_DIR/../python" "$PY" - "$URL" "$C" "$T/a.wpack" <<'PYEOF' 2>"$T/pyerr"; then
+if py_wpack - "$URL" "$C" "$T/a.wpack" <<'PYEOF' 2>"$T/pyerr"; then
 import sys, numpy as np, wpack
 url, cache, local = sys.argv[1:4]
 with wpack.safe_open(url, cache=cache, chunk_size=65536) as f, wpack.safe_open(local) as g:

@@ -31,7 +31,7 @@ U="http://127.0.0.1:$NGINX_PORT"
 
 # The cases run in Python (safe_open.get_slice over wpack_read_ex); each
 # prints "NAME ok" or "NAME FAIL why".
-PYTHONPATH="$TESTS_DIR/../python" "$PY" - "$U" "$W" "$T/nginx/access.log" "$T/cache" \
+py_wpack - "$U" "$W" "$T/nginx/access.log" "$T/cache" \
     >"$T/py.out" 2>"$T/py.err" <<'PYEOF'
 import sys, numpy as np, wpack
 base, www, logf, cache = sys.argv[1:5]
