@@ -53,7 +53,8 @@ struct wpack_archive {
 };
 
 /* Archive bytes come through a caller's source with no mapping: no views;
- * entries are fetched whole and checked (source.c). */
+ * entries are fetched whole and checked, but for unverified partial reads
+ * (source.c). */
 static inline int wpk_unmapped(const wpack_archive *ar)
 {
     return !ar->base && ar->src.read;
