@@ -60,6 +60,8 @@ int wpk_fetch_stored(const wpack_archive *ar, const wpack_tensor *t, uint8_t *ds
         if (h->src.forget) /* a cached copy may be what is wrong: fetch afresh */
             h->src.forget(h->src.user, t->offset, t->stored_length);
     }
+    /* remembered: no part of it is handed out later either (source_read) */
+    wpk_checked_set(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index, WPACK_E_CHECKSUM);
     return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
                     "tensor '%s': fetched bytes hash to %016llx twice, the index says %016llx "
                     "(the source serves other bytes than the archive it opened)",
@@ -166,15 +168,18 @@ int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t off
     const wpack_archive *h = holder(ar, t);
     if (t->codec != WPACK_CODEC_ZSTD && h && wpk_unmapped(h)) {
         /* only the bytes asked for (n <= stored_length - offset: checked by
-         * the caller against nbytes, which a plain entry's stored_length is) */
-        char msg[400] = "";
+         * the caller against nbytes, which a plain entry's stored_length is),
+         * unless a whole fetch of the entry already failed its check */
+        char q[256], msg[400] = "";
+        wpk_quote(q, sizeof q, t->name, t->name_len);
+        int known = wpk_checked_get(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index);
+        if (known > 0)
+            return wpk_fail((wpack_archive *)ar, known, "tensor '%s': %s (found by an earlier check)",
+                            q, wpack_error_describe(known));
         rc = n ? h->src.read(h->src.user, t->offset + offset, dst, n, msg, sizeof msg) : WPACK_OK;
-        if (rc) {
-            char q[256];
-            wpk_quote(q, sizeof q, t->name, t->name_len);
+        if (rc)
             return wpk_fail((wpack_archive *)ar, rc, "tensor '%s': %s", q,
                             *msg ? msg : wpack_error_describe(rc));
-        }
         return WPACK_OK;
     }
     uint8_t *buf;
