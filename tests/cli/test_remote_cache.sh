@@ -35,15 +35,17 @@ LOGF="$T/nginx/access.log"
 export WPACK_REMOTE_CHUNK=64K          # many chunks (the smallest size allowed)
 unset WPACK_CACHE
 
-# data_ranges: the GETs logged since the last `: >"$LOGF"` other than the
+# data_ranges: the GETs logged since the last `clear_log` other than the
 # open's (the first 64 KiB; the last 256 KiB, in chunk-sized GETs).
 data_ranges() {
+    sleep 0.3 # nginx logs a request just after its last byte went out
     local size
     size=$(stat -c %s "$W/m.wpack")
     awk -v tail=$((size > 262144 ? size - 262144 : 65536)) '
         $1 == "GET" { split($3, a, /[=-]/); if (a[2] + 0 >= 65536 && a[2] + 0 < tail) n++ }
         END { print n + 0 }' "$LOGF"
 }
+clear_log() { sleep 0.3; : >"$LOGF"; }
 same_dirs() { # NAME DIR1 DIR2: the same .npy files, byte for byte
     if diff -r "$2" "$3" >/dev/null 2>&1 && [ -n "$(ls "$2")" ]; then pass "$1"; else fail "$1" "$(diff -r "$2" "$3" 2>&1 | head -3)"; fi
 }
@@ -54,7 +56,7 @@ expect extract_local "$WPACK" extract -q -o "$T/xl" "$T/a.wpack"
 C="$T/cache"
 
 # 1. First run: fetches and fills the cache (0700, made here).
-: >"$LOGF"
+clear_log
 expect first_extract "$WPACK" extract -q --cache "$C" -o "$T/x1" "$URL"
 same_dirs first_extract_equal "$T/x1" "$T/xl"
 n=$(data_ranges)
@@ -63,16 +65,16 @@ n=$(data_ranges)
 [ "$(chunk_files "$C")" -gt 10 ] && pass cache_filled || fail cache_filled "$(ls "$C" | head -3)"
 
 # 2. Second extract and verify of the same URL: no data range fetched.
-: >"$LOGF"
+clear_log
 expect second_extract "$WPACK" extract -q --cache "$C" -o "$T/x2" "$URL"
 same_dirs second_extract_equal "$T/x2" "$T/xl"
 n=$(data_ranges)
 [ "$n" -eq 0 ] && pass second_extract_no_fetch || fail second_extract_no_fetch "$n data GETs: $(head -3 "$LOGF")"
-: >"$LOGF"
+clear_log
 expect second_verify "$WPACK" verify --cache "$C" "$URL"
 n=$(data_ranges)
 [ "$n" -eq 0 ] && pass second_verify_no_fetch || fail second_verify_no_fetch "$n data GETs: $(head -3 "$LOGF")"
-: >"$LOGF"
+clear_log
 WPACK_CACHE="$C" "$WPACK" extract -q -o "$T/x2e" "$URL" >/dev/null 2>"$T/err" && pass env_cache_extract || fail env_cache_extract "$(head -c 300 "$T/err")"
 n=$(data_ranges)
 [ "$n" -eq 0 ] && pass env_cache_no_fetch || fail env_cache_no_fetch "$n data GETs"
@@ -90,7 +92,7 @@ b[1000] ^= 0x40
 open(p, "wb").write(bytes(b))
 PYEOF
 truncate -s 2000 "$f2"
-: >"$LOGF"
+clear_log
 expect corrupt_extract "$WPACK" extract -q --cache "$C" -o "$T/x3" "$URL"
 same_dirs corrupt_extract_equal "$T/x3" "$T/xl"
 n=$(data_ranges)
@@ -110,7 +112,7 @@ data = bytes(b[48:])
 b[40:48] = struct.pack("<Q", x.XXH3_64bits(data, len(data)))
 open(p, "wb").write(bytes(b))
 PYEOF
-: >"$LOGF"
+clear_log
 expect forged_verify "$WPACK" verify --cache "$C" "$URL"
 n=$(data_ranges)
 [ "$n" -ge 1 ] && pass forged_refetched || fail forged_refetched "no data GET: the forged chunk was not refetched"
@@ -122,7 +124,7 @@ rm -rf "$T/xlb"
 expect extract_local_b "$WPACK" extract -q -o "$T/xlb" "$T/b.wpack"
 before=$(chunk_files "$C")
 cp "$T/b.wpack" "$W/m.wpack.new" && mv "$W/m.wpack.new" "$W/m.wpack"
-: >"$LOGF"
+clear_log
 expect replaced_extract "$WPACK" extract -q --cache "$C" -o "$T/x4" "$URL"
 same_dirs replaced_extract_equal "$T/x4" "$T/xlb"
 n=$(data_ranges)
@@ -151,7 +153,7 @@ wait $p2 && r2=0 || r2=$?
 same_dirs concurrent_a_equal "$T/x6a" "$T/xl"
 same_dirs concurrent_b_equal "$T/x6b" "$T/xl"
 ls "$C3" | grep -q tmp- && fail concurrent_no_temporaries "$(ls "$C3" | grep tmp- | head -2)" || pass concurrent_no_temporaries
-: >"$LOGF"
+clear_log
 expect concurrent_then_cached "$WPACK" verify --cache "$C3" "$URL"
 n=$(data_ranges)
 [ "$n" -eq 0 ] && pass concurrent_cache_complete || fail concurrent_cache_complete "$n data GETs"
@@ -162,7 +164,7 @@ victim="$T/victim"
 printf 'do not touch' >"$victim"
 f=$(find "$C3" -name '*.chunk' -type f | sort | sed -n 5p)
 rm -f "$f" && ln -s "$victim" "$f"
-: >"$LOGF"
+clear_log
 expect symlink_extract "$WPACK" extract -q --cache "$C3" -o "$T/x7" "$URL"
 same_dirs symlink_extract_equal "$T/x7" "$T/xl"
 [ "$(cat "$victim")" = "do not touch" ] && pass symlink_target_untouched || fail symlink_target_untouched "$(head -c 50 "$victim")"
@@ -179,7 +181,7 @@ expect_fail cache_dir_world_writable "writable by group or others.*\[WPACK_E_FIL
     "$WPACK" verify --cache "$T/open" "$URL"
 
 # 9. Python: safe_open(url, cache=DIR) reuses the same files.
-: >"$LOGF"
+clear_log
 if py_wpack - "$URL" "$C" "$T/a.wpack" <<'PYEOF' 2>"$T/pyerr"; then
 import sys, numpy as np, wpack
 url, cache, local = sys.argv[1:4]

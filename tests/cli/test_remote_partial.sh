@@ -33,15 +33,17 @@ U="http://127.0.0.1:$NGINX_PORT"
 # prints "NAME ok" or "NAME FAIL why".
 py_wpack - "$U" "$W" "$T/nginx/access.log" "$T/cache" \
     >"$T/py.out" 2>"$T/py.err" <<'PYEOF'
-import sys, numpy as np, wpack
+import sys, time, numpy as np, wpack
 base, www, logf, cache = sys.argv[1:5]
 ROW = 1024 * 4
 
 def clear():
+    time.sleep(0.3)   # nginx logs a request just after its last byte went out
     open(logf, "w").close()
 
 def fetched():
     """(GETs, body bytes) logged since clear()."""
+    time.sleep(0.3)
     n = b = 0
     for line in open(logf):
         f = line.split()
