@@ -70,6 +70,19 @@ wpack_archive *cli_open_reads(const char *path, int verify);
  * libwpack-remote and options from the environment (open_url.c). */
 int cli_open_url(wpack_archive **ar, const char *url, unsigned flags);
 int cli_is_url(const char *path);
+/* --cache DIR or --cache-max SIZE at argv[*i] (every command taking a URL):
+ * as cli_opt_value() (-1: a usage error, printed); kept for cli_open_url. */
+int cli_remote_opt(int argc, char **argv, int *i);
+/* WPACK_CACHE: the cache directory when --cache is not given (cli_env.c). */
+const char *cli_env_cache(void);
+/* The help lines of those options, after each command's URL paragraph. */
+#define CLI_CACHE_HELP                                                                     \
+    "  --cache DIR        (a URL) keep fetched chunks in DIR (created 0700), keyed\n"       \
+    "                     by the archive's index XXH3 and checked on every reuse;\n"      \
+    "                     a second run reads them instead of the network\n"            \
+    "                     (default: $WPACK_CACHE if set, else no cache)\n"               \
+    "  --cache-max SIZE   bound on DIR's chunk files (K/M/G; default 10G): the\n"       \
+    "                     least recently used go first\n"
 
 /* "wpack: <message>" on stderr, the message escaped (cli_text_escape). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -4,7 +4,8 @@
  * WPACK_SPIN_US (the CLI's thread pool, for Linear layers and for decoding
  * zstd chunks), WPACK_DENSE_MIN_PARALLEL (layers below this many
  * multiply-adds run on one thread), WPACK_NO_COPY_RANGE=1 (the writer
- * copies unchanged tensor bytes with read/write, not copy_file_range).
+ * copies unchanged tensor bytes with read/write, not copy_file_range),
+ * WPACK_CACHE (the chunk cache directory of remote archives).
  * WPACK_THREADS also gives writers their thread count (cli_writer_jobs). */
 #include <limits.h>
 #include <pthread.h>
@@ -146,4 +147,9 @@ void cli_writer_options_init(wpack_writer_options *o)
     o->portable_stats = isa && strcmp(isa, "scalar") == 0;
     const char *ncr = env("WPACK_NO_COPY_RANGE"); /* read/write instead of copy_file_range */
     o->no_copy_range = ncr && strcmp(ncr, "1") == 0;
+}
+
+const char *cli_env_cache(void)
+{
+    return env("WPACK_CACHE");
 }

@@ -45,7 +45,8 @@ static const char help[] =
     "  -q, --quiet         no progress or summary line\n"
     "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
     "ranges needed are fetched and each tensor is checked against its XXH3\n"
-    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n"
+    CLI_CACHE_HELP;
 
 int cmd_export(int argc, char **argv)
 {
@@ -63,7 +64,8 @@ int cmd_export(int argc, char **argv)
             if (r < 0)
                 return CLI_USAGE;
             to = v;
-        } else if ((r = cli_write_opt(argc, argv, &i, &wo))) {
+        } else if ((r = cli_write_opt(argc, argv, &i, &wo)) ||
+                   (r = cli_remote_opt(argc, argv, &i))) {
             if (r < 0)
                 return CLI_USAGE;
         } else if (argv[i][0] == '-' && argv[i][1]) {

@@ -48,7 +48,8 @@ static const char help[] =
     "  -q, --quiet          no progress or summary line\n"
     "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
     "ranges needed are fetched and each tensor is checked against its XXH3\n"
-    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n"
+    CLI_CACHE_HELP;
 
 /* The file name for a tensor name (see help). */
 static void file_name(const char *name, size_t n, char *out, size_t len)
@@ -318,7 +319,8 @@ int cmd_extract(int argc, char **argv)
                 free(pats);
                 return CLI_USAGE;
             }
-        } else if ((r = cli_write_opt(argc, argv, &i, &wo))) {
+        } else if ((r = cli_write_opt(argc, argv, &i, &wo)) ||
+                   (r = cli_remote_opt(argc, argv, &i))) {
             if (r < 0) {
                 free(pats);
                 return CLI_USAGE;

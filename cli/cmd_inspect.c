@@ -37,7 +37,8 @@ static const char help[] =
     "                     max(1 GiB, 1000 x the archive size) (K/M/G)\n"
     "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
     "ranges needed are fetched and each tensor is checked against its XXH3\n"
-    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n"
+    CLI_CACHE_HELP;
 
 static const char *kind_name(int kind)
 {
@@ -730,6 +731,10 @@ int cmd_inspect(int argc, char **argv)
                           wpack_error_name(WPACK_E_INVALID_ARGUMENT));
                 return CLI_USAGE;
             }
+            continue;
+        } else if ((r = cli_remote_opt(argc, argv, &i)) != 0) {
+            if (r < 0)
+                return CLI_USAGE;
             continue;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("inspect: unknown option '%s'", argv[i]);

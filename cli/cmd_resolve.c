@@ -63,7 +63,8 @@ static const char help[] =
     "Errors end with their code, e.g. [WPACK_E_NOT_FOUND]; exit status 1.\n"
     "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
     "ranges needed are fetched and each tensor is checked against its XXH3\n"
-    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n"
+    CLI_CACHE_HELP;
 
 /* Attribute names are bare identifiers: [A-Za-z_][A-Za-z0-9_$.]* */
 static int cli_attr_prefix_ok(const char *p)
@@ -122,7 +123,8 @@ static int run(int argc, char **argv, const char **strips)
             (r = cli_opt_value(argc, argv, &i, "--map", &map_path)) ||
             (r = cli_opt_value(argc, argv, &i, "--module-map", &module_map)) ||
             (r = cli_opt_value(argc, argv, &i, "--form", &form)) ||
-            (r = cli_opt_value(argc, argv, &i, "--attr-prefix", &prefix))) {
+            (r = cli_opt_value(argc, argv, &i, "--attr-prefix", &prefix)) ||
+            (r = cli_remote_opt(argc, argv, &i))) {
             if (r < 0)
                 return CLI_USAGE;
             continue;

@@ -27,7 +27,8 @@ static const char help[] =
     "           the tensor, and Y.npy is not written)\n"
     "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
     "ranges needed are fetched and each tensor is checked against its XXH3\n"
-    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n"
+    CLI_CACHE_HELP;
 
 int cmd_run(int argc, char **argv)
 {
@@ -47,6 +48,7 @@ int cmd_run(int argc, char **argv)
             printf("%s %u\n", isa, wpack_dense_threads());
             return CLI_OK;
         } else if ((r = cli_opt_output(argc, argv, &i, &output)) ||
+                   (r = cli_remote_opt(argc, argv, &i)) ||
                    (r = chain_arg(argc, argv, &i, "run", &a))) {
             if (r < 0)
                 return CLI_USAGE;

@@ -5,7 +5,7 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: wpack verify ARCHIVE\n"
+    "usage: wpack verify [--cache DIR] ARCHIVE\n"
     "\n"
     "Validates the archive's structure, then checks the XXH3-64 checksum of\n"
     "every tensor, that compressed tensors decode, that bool tensors hold\n"
@@ -14,7 +14,8 @@ static const char help[] =
     "progress line (stderr) shows the bytes and tensors checked.\n"
     "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
     "ranges needed are fetched and each tensor is checked against its XXH3\n"
-    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n";
+    "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n"
+    CLI_CACHE_HELP;
 
 typedef struct {
     uint64_t bad;
@@ -43,15 +44,19 @@ static void on_entry(void *user, uint64_t entry)
 int cmd_verify(int argc, char **argv)
 {
     const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc;) {
+        int r;
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);
             return CLI_OK;
+        } else if ((r = cli_remote_opt(argc, argv, &i)) != 0) {
+            if (r < 0)
+                return CLI_USAGE;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("verify: unknown option '%s'", argv[i]);
             return CLI_USAGE;
         } else if (!path) {
-            path = argv[i];
+            path = argv[i++];
         } else {
             cli_error("verify: one ARCHIVE only");
             return CLI_USAGE;

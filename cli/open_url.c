@@ -5,7 +5,8 @@
  * AWS_REGION (or AWS_DEFAULT_REGION), AWS_ENDPOINT_URL_S3 (or
  * AWS_ENDPOINT_URL) for s3://, and WPACK_REMOTE_CONNECTIONS,
  * WPACK_REMOTE_CHUNK, WPACK_REMOTE_RETRIES, WPACK_REMOTE_TIMEOUT,
- * WPACK_REMOTE_MAX_RATE, WPACK_REMOTE_REDIRECTS=0 for every URL. */
+ * WPACK_REMOTE_MAX_RATE, WPACK_REMOTE_REDIRECTS=0 for every URL; and the
+ * chunk cache of --cache DIR / --cache-max SIZE (or WPACK_CACHE). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,28 @@ static void on_bytes(void *user, uint64_t n)
     p->shown = 1;
 }
 
+/* --cache DIR, --cache-max SIZE (one command per process: static). */
+static const char *cache_dir;
+static uint64_t cache_max;
+
+int cli_remote_opt(int argc, char **argv, int *i)
+{
+    const char *v;
+    int r = cli_opt_value(argc, argv, i, "--cache", &v);
+    if (r > 0)
+        cache_dir = v;
+    if (r)
+        return r;
+    if ((r = cli_opt_value(argc, argv, i, "--cache-max", &v)) <= 0)
+        return r;
+    if (!cli_parse_size(v, &cache_max) || !cache_max) {
+        cli_error("--cache-max '%s' is not a size above 0 (e.g. 20G) [%s]", v,
+                  wpack_error_name(WPACK_E_INVALID_ARGUMENT));
+        return -1;
+    }
+    return 1;
+}
+
 int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
 {
     wpack_remote_options o;
@@ -82,6 +105,9 @@ int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
     o.connections = conns > 64 ? 64 : (unsigned)conns;
     o.retries = retries > 20 ? 20 : (unsigned)retries;
     o.timeout_s = timeout > 3600 ? 3600 : (unsigned)timeout;
+    o.cache_dir = cache_dir ? cache_dir : cli_env_cache();
+    if (cache_max)
+        o.cache_max_bytes = cache_max;
     if (isatty(2)) {
         clock_gettime(CLOCK_MONOTONIC, &prog.t0);
         o.on_bytes = on_bytes;

@@ -217,7 +217,13 @@ int wpack_open_memory(wpack_archive **out, const void *buf, size_t len, unsigned
  * compressed tensors) and wpack_read(), wpack_read_ex() and
  * wpack_read_stream() fetch an entry's stored bytes whole and check them
  * against its XXH3 before handing out any byte, whatever the flags (a
- * mismatch is fetched once more, then WPACK_E_CHECKSUM naming the tensor).
+ * mismatch is fetched once more, forget() called first, then
+ * WPACK_E_CHECKSUM naming the tensor). Two exceptions: a partial read of a
+ * plain entry without verification (no WPACK_OPEN_VERIFY_READS, no
+ * WPACK_READ_VERIFY) reads only the bytes asked for, unchecked (a part
+ * cannot be checked alone); and the handle keeps the last entry fetched
+ * whole (up to 128 MiB), so reads of it that follow are served from that
+ * checked copy without a read().
  * The open reads the superblock, the trailer and the index through read().
  */
 typedef struct wpack_source {
@@ -238,6 +244,10 @@ typedef struct wpack_source {
     /* Optional: called once by wpack_close() of the handle (after a failed
      * open too), the source's last use. */
     void (*close)(void *user);
+    /* Optional: the bytes read at [off, off + n) did not match the index's
+     * checksum; drop any local copy of them (a cache) so that the read that
+     * follows fetches them again. */
+    void (*forget)(void *user, uint64_t off, uint64_t n);
 } wpack_source;
 int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned flags);
 void wpack_close(wpack_archive *ar);

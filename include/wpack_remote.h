@@ -5,9 +5,14 @@
  * A separate library over libcurl, so that libwpack itself keeps no network
  * (and no TLS) dependency: it reads through wpack_open_source(), which this
  * library feeds with range GETs. Everything wpack.h does on a handle works
- * on a remote one, except zero-copy views (there is no mapping): every
- * entry read is fetched whole and checked against its XXH3 before any byte
- * of it is handed out.
+ * on a remote one, except zero-copy views (there is no mapping): an entry
+ * fetched whole is checked against its XXH3 before any byte of it is
+ * handed out. A partial wpack_read without verification fetches only the
+ * bytes asked for (unchecked); with verification (WPACK_OPEN_VERIFY_READS
+ * or WPACK_READ_VERIFY) the entry is fetched whole once and checked, and
+ * the handle keeps that fetch (one entry, up to 128 MiB) for the partial
+ * reads that follow; an entry checked before but no longer kept then
+ * fetches only the bytes asked for (or reads them from the cache).
  *
  * Opening reads the first 64 KiB (superblock; the response gives the size,
  * ETag and Last-Modified, which are then pinned: an object replaced while
@@ -47,7 +52,8 @@ typedef struct wpack_remote_options {
     unsigned retries;           /* attempts after the first, per request (default 4) */
     unsigned retry_delay_ms;    /* first backoff, doubled per attempt (default 250) */
     unsigned timeout_s;         /* a request that moves no byte for this long fails (default 30) */
-    uint64_t max_bytes_per_s;   /* total receive rate cap (0: none) */
+    uint64_t max_bytes_per_s;   /* receive rate cap for all connections together (one
+                                 * token bucket per handle; 0: none) */
     int follow_redirects;       /* follow 3xx (default 1; never https -> http; not for s3://) */
     /* s3://bucket/key: signed with AWS Signature Version 4 when a key is given */
     const char *s3_region;      /* default "us-east-1" */
@@ -61,6 +67,21 @@ typedef struct wpack_remote_options {
      * brought (progress displays). */
     void (*on_bytes)(void *user, uint64_t bytes);
     void *on_bytes_user;
+    /* Optional local chunk cache (NULL: none). Chunks fetched after the open
+     * (chunk_size-aligned ranges of the object) are kept in this directory
+     * (created 0700 if missing; refused when it is a symlink, another
+     * user's, or writable by group or others), one file per chunk named by
+     * the index's XXH3, the object size, the chunk's offset and length: a
+     * replaced object (another index) never meets old files. Each file
+     * carries the XXH3 of its bytes, checked on every reuse; a bad,
+     * truncated or foreign file is removed and the chunk fetched again.
+     * Files are written to a temporary and renamed (atomic for concurrent
+     * processes sharing the directory), opened with O_NOFOLLOW, regular
+     * files only. When the directory's chunk files pass cache_max_bytes,
+     * the least recently used (oldest mtime; a reuse refreshes it) are
+     * removed. Cache write failures (a full disk) only skip caching. */
+    const char *cache_dir;
+    uint64_t cache_max_bytes;   /* default 10 GiB */
 } wpack_remote_options;
 
 /* The defaults above. */

@@ -17,7 +17,7 @@ int wpk_reads_init(wpack_archive *ar)
     /* one byte per entry: bounded by the index's 80 bytes per entry */
     uint64_t n = ar->info.entry_count ? ar->info.entry_count : 1;
     ar->checked = calloc((size_t)n, 1);
-    if (!ar->checked || wpk_chunk_cache_new(ar) != WPACK_OK)
+    if (!ar->checked || wpk_chunk_cache_new(ar) != WPACK_OK || wpk_kept_new(ar) != WPACK_OK)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory for the read state of %llu entries",
                         (unsigned long long)n);
     return WPACK_OK;
@@ -28,6 +28,7 @@ void wpk_reads_free(wpack_archive *ar)
     free((void *)ar->checked);
     ar->checked = NULL;
     wpk_chunk_cache_free(ar);
+    wpk_kept_free(ar);
 }
 
 void wpk_checked_set(const wpack_archive *ar, uint64_t i, int rc)

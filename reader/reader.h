@@ -49,10 +49,12 @@ struct wpack_archive {
      * last failed read during open (its message is in errmsg). */
     wpack_source src;
     int src_rc;
+    struct wpk_kept *kept;      /* the last entry fetched whole from a source (source.c) */
 };
 
 /* Archive bytes come through a caller's source with no mapping: no views;
- * entries are fetched whole and checked (source.c). */
+ * entries are fetched whole and checked, but for unverified partial reads
+ * (source.c). */
 static inline int wpk_unmapped(const wpack_archive *ar)
 {
     return !ar->base && ar->src.read;
@@ -81,6 +83,12 @@ int wpk_padding_zero(wpack_archive *ar, uint64_t off, uint64_t n);
 int wpk_fetch_stored(const wpack_archive *ar, const wpack_tensor *t, uint8_t *dst);
 /* The same into a new malloc'd block (*out, freed by the caller). */
 int wpk_fetch_stored_new(const wpack_archive *ar, const wpack_tensor *t, uint8_t **out);
+
+/* The per-handle keep of the last entry fetched whole and checked (so
+ * that the partial reads that follow it do not fetch it again): made by
+ * wpk_reads_init, released by wpk_reads_free (source.c). */
+int wpk_kept_new(wpack_archive *ar);
+void wpk_kept_free(wpack_archive *ar);
 
 /* Memory for n bytes of a file's index, and its release. */
 uint8_t *wpk_index_alloc(uint64_t n);

@@ -1,9 +1,14 @@
 /* source.c - tensor bytes of an archive read through a caller's source
- * with no mapping (wpack_open_source): an entry's stored bytes are fetched
- * whole and checked against its XXH3 before any of them is handed out, so
- * a server that sends other bytes than the archive's index describes never
- * gets them to the caller. Partial reads fetch the whole entry too: the
- * checksum covers the whole entry and nothing else can check a part. */
+ * with no mapping (wpack_open_source). An entry fetched whole is checked
+ * against its XXH3 before any of it is handed out (a mismatch is fetched
+ * once more, the source told to forget its copy first), so a server that
+ * sends other bytes than the archive's index describes never gets them to
+ * the caller. The last entry fetched whole (up to WPK_KEEP_MAX bytes) is
+ * kept per handle: the partial reads that usually follow a verified one
+ * (get_slice) are served from it, not fetched again. A partial read of a
+ * plain entry without verification fetches only its bytes (unchecked: the
+ * checksum covers the whole entry; the caller asked for no check). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,7 +57,11 @@ int wpk_fetch_stored(const wpack_archive *ar, const wpack_tensor *t, uint8_t *ds
         got = wpk_xxh3(dst, (size_t)t->stored_length);
         if (got == t->checksum)
             return WPACK_OK;
+        if (h->src.forget) /* a cached copy may be what is wrong: fetch afresh */
+            h->src.forget(h->src.user, t->offset, t->stored_length);
     }
+    /* remembered: no part of it is handed out later either (source_read) */
+    wpk_checked_set(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index, WPACK_E_CHECKSUM);
     return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
                     "tensor '%s': fetched bytes hash to %016llx twice, the index says %016llx "
                     "(the source serves other bytes than the archive it opened)",
@@ -73,6 +82,53 @@ int wpk_fetch_stored_new(const wpack_archive *ar, const wpack_tensor *t, uint8_t
     return rc;
 }
 
+/* ------------------------------------------------ the last entry kept */
+
+#define WPK_KEEP_MAX ((uint64_t)128 << 20)
+
+struct wpk_kept {
+    pthread_mutex_t lock;
+    const wpack_archive *from;  /* the holder (ar or a shard) of the bytes */
+    uint64_t off, len;          /* its stored extent there */
+    uint8_t *buf;               /* NULL: nothing kept */
+};
+
+int wpk_kept_new(wpack_archive *ar)
+{
+    if (!(ar->kept = calloc(1, sizeof *ar->kept)))
+        return WPACK_E_NOMEM;
+    pthread_mutex_init(&ar->kept->lock, NULL);
+    return WPACK_OK;
+}
+
+void wpk_kept_free(wpack_archive *ar)
+{
+    if (!ar->kept)
+        return;
+    pthread_mutex_destroy(&ar->kept->lock);
+    free(ar->kept->buf);
+    free(ar->kept);
+    ar->kept = NULL;
+}
+
+/* Keep buf (t's checked stored bytes, owned now) as the handle's last
+ * fetch, or free it when too large. */
+static void keep(const wpack_archive *ar, const wpack_tensor *t, uint8_t *buf)
+{
+    struct wpk_kept *k = ar->kept;
+    if (!k || t->stored_length > WPK_KEEP_MAX) {
+        free(buf);
+        return;
+    }
+    pthread_mutex_lock(&k->lock);
+    free(k->buf);
+    k->buf = buf;
+    k->from = holder(ar, t);
+    k->off = t->offset;
+    k->len = t->stored_length;
+    pthread_mutex_unlock(&k->lock);
+}
+
 /* The record that describes t's codec and seek table (an alias's target). */
 static const uint8_t *owner_rec(const wpack_archive *ar, const wpack_tensor *t)
 {
@@ -80,20 +136,60 @@ static const uint8_t *owner_rec(const wpack_archive *ar, const wpack_tensor *t)
     return wpk_rec(ar, WPK_SEC_ENTRIES, own, WPK_ENTRY_SIZE);
 }
 
+/* Part of t from the kept fetch: 1 (*rc set) when t is the one kept. */
+static int from_kept(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset, void *dst,
+                     size_t n, int *rc)
+{
+    struct wpk_kept *k = ar->kept;
+    if (!k)
+        return 0;
+    pthread_mutex_lock(&k->lock);
+    int hit = k->buf && k->from == holder(ar, t) && k->off == t->offset &&
+              k->len == t->stored_length;
+    if (hit) {
+        *rc = WPACK_OK;
+        if (t->codec == WPACK_CODEC_ZSTD)
+            *rc = wpk_read_zstd_in(ar, owner_rec(ar, t), k->buf, t->nbytes, offset, dst, n);
+        else if (n)
+            memcpy(dst, k->buf + offset, n);
+    }
+    pthread_mutex_unlock(&k->lock);
+    return hit;
+}
+
 int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset, void *dst,
                     size_t n)
 {
+    int rc;
+    if (from_kept(ar, t, offset, dst, n, &rc))
+        return rc;
     if (t->codec != WPACK_CODEC_ZSTD && offset == 0 && n == t->stored_length)
         return wpk_fetch_stored(ar, t, dst); /* the whole tensor: straight into dst */
+    const wpack_archive *h = holder(ar, t);
+    if (t->codec != WPACK_CODEC_ZSTD && h && wpk_unmapped(h)) {
+        /* only the bytes asked for (n <= stored_length - offset: checked by
+         * the caller against nbytes, which a plain entry's stored_length is),
+         * unless a whole fetch of the entry already failed its check */
+        char q[256], msg[400] = "";
+        wpk_quote(q, sizeof q, t->name, t->name_len);
+        int known = wpk_checked_get(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index);
+        if (known > 0)
+            return wpk_fail((wpack_archive *)ar, known, "tensor '%s': %s (found by an earlier check)",
+                            q, wpack_error_describe(known));
+        rc = n ? h->src.read(h->src.user, t->offset + offset, dst, n, msg, sizeof msg) : WPACK_OK;
+        if (rc)
+            return wpk_fail((wpack_archive *)ar, rc, "tensor '%s': %s", q,
+                            *msg ? msg : wpack_error_describe(rc));
+        return WPACK_OK;
+    }
     uint8_t *buf;
-    int rc = wpk_fetch_stored_new(ar, t, &buf);
-    if (rc)
+    if ((rc = wpk_fetch_stored_new(ar, t, &buf)))
         return rc;
     if (t->codec == WPACK_CODEC_ZSTD)
         rc = wpk_read_zstd_in(ar, owner_rec(ar, t), buf, t->nbytes, offset, dst, n);
     else if (n)
         memcpy(dst, buf + offset, n);
-    free(buf);
+    keep(ar, t, buf);
     return rc;
 }
 
@@ -110,7 +206,7 @@ int wpk_source_stream(const wpack_archive *ar, const wpack_tensor *t, wpk_piece_
             rc = fn(user, buf + done,
                     t->nbytes - done < WPK_PIECE ? (size_t)(t->nbytes - done) : WPK_PIECE);
     }
-    free(buf);
+    keep(ar, t, buf);
     return rc;
 }
 

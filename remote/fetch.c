@@ -29,6 +29,7 @@ typedef struct {
     unsigned attempts;
     int64_t not_before;         /* ms (monotonic) before which it is not retried */
     int state;                  /* 0 waiting, 1 running, 2 done */
+    int paused;                 /* receiving paused by the rate cap */
     int probe;
     /* the response being received (reset at each status line: redirects) */
     long status;
@@ -141,6 +142,43 @@ static int check_response(job *j)
     return 1;
 }
 
+/* ------------------------------------------------------ the rate cap */
+
+/* max_bytes_per_s is one token bucket for all the connections of a
+ * handle: each body piece takes its bytes; at or below zero, receiving
+ * pauses (curl keeps the piece and hands it again once resumed) until the
+ * refill, at the cap's rate, makes it positive. The bucket holds at most
+ * an eighth of a second's worth (16 KiB at least): bursts stay short. */
+static double burst_of(const wpk_remote *r)
+{
+    double b = (double)r->opt.max_bytes_per_s / 8;
+    return b < 16384 ? 16384 : b;
+}
+
+static void refill(wpk_remote *r)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    if (!r->rate_at_us) {
+        r->rate_tokens = burst_of(r);
+    } else if (us > r->rate_at_us) {
+        r->rate_tokens += (double)(us - r->rate_at_us) * (double)r->opt.max_bytes_per_s / 1e6;
+        if (r->rate_tokens > burst_of(r))
+            r->rate_tokens = burst_of(r);
+    }
+    r->rate_at_us = us;
+}
+
+/* ms until the bucket is positive again (0: it is). */
+static int64_t rate_wait_ms(wpk_remote *r)
+{
+    refill(r);
+    if (r->rate_tokens > 0)
+        return 0;
+    return (int64_t)(-r->rate_tokens * 1000 / (double)r->opt.max_bytes_per_s) + 1;
+}
+
 static size_t on_body(char *p, size_t sz, size_t nm, void *u)
 {
     job *j = u;
@@ -158,6 +196,14 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *u)
         memcpy(j->snippet + j->snippet_len, p, k);
         j->snippet_len += k;
         return j->snippet_len < SNIPPET ? n : 0; /* enough to say what it was */
+    }
+    if (j->r->opt.max_bytes_per_s) {
+        refill(j->r);
+        if (j->r->rate_tokens <= 0) {
+            j->paused = 1;
+            return CURL_WRITEFUNC_PAUSE;
+        }
+        j->r->rate_tokens -= (double)n;
     }
     if (!j->checked && !(j->checked = check_response(j)))
         return 0;
@@ -195,6 +241,7 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     j->have_range = 0;
     j->fatal[0] = j->errbuf[0] = 0;
     j->snippet_len = 0;
+    j->paused = 0;
     j->want = j->len;
     char h[1200];
     struct curl_slist *l = NULL, *t;
@@ -253,9 +300,6 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     curl_easy_setopt(e, CURLOPT_USERAGENT, "wpack-remote/0.1");
     if (r->opt.ca_file)
         curl_easy_setopt(e, CURLOPT_CAINFO, r->opt.ca_file);
-    if (r->opt.max_bytes_per_s)
-        curl_easy_setopt(e, CURLOPT_MAX_RECV_SPEED_LARGE,
-                         (curl_off_t)(r->opt.max_bytes_per_s / r->opt.connections + 1));
     return WPACK_OK;
 nomem:
     curl_slist_free_all(l);
@@ -350,6 +394,23 @@ void wpk_remote_free_handles(wpk_remote *r)
     r->multi = NULL;
 }
 
+/* Jobs for bytes [off, off + n) into dst: chunk_size pieces (probe: one). */
+static uint64_t add_jobs(job *jobs, uint64_t k, wpk_remote *r, uint64_t off, uint8_t *dst,
+                         uint64_t n, uint64_t chunk, int probe)
+{
+    for (uint64_t done = 0; done < n; done += chunk, k++) {
+        jobs[k].r = r;
+        jobs[k].off = off + done;
+        jobs[k].len = n - done < chunk ? n - done : chunk;
+        jobs[k].dst = dst + done;
+        jobs[k].probe = probe;
+    }
+    return k;
+}
+
+static int run_jobs(wpk_remote *r, job *jobs, uint64_t njobs, int probe, uint64_t *got,
+                    char *msg, size_t msglen);
+
 int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int probe,
                      uint64_t *got, char *msg, size_t msglen)
 {
@@ -358,20 +419,46 @@ int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int 
     uint64_t chunk = probe ? n : r->opt.chunk_size;
     uint64_t njobs = (n - 1) / chunk + 1;
     job *jobs = njobs <= SIZE_MAX / sizeof *jobs ? calloc((size_t)njobs, sizeof *jobs) : NULL;
-    unsigned nslots = r->opt.connections;
-    int64_t *slot = calloc(nslots, sizeof *slot);
-    if (!jobs || !slot) {
-        free(jobs);
-        free(slot);
+    if (!jobs) {
         wpk_fmt(msg, msglen, "out of memory for %llu requests", (unsigned long long)njobs);
         return WPACK_E_NOMEM;
     }
-    for (uint64_t k = 0; k < njobs; k++) {
-        jobs[k].r = r;
-        jobs[k].off = off + k * chunk;
-        jobs[k].len = n - k * chunk < chunk ? n - k * chunk : chunk;
-        jobs[k].dst = dst + k * chunk;
-        jobs[k].probe = probe;
+    add_jobs(jobs, 0, r, off, dst, n, chunk, probe);
+    int rc = run_jobs(r, jobs, njobs, probe, got, msg, msglen);
+    free(jobs);
+    return rc;
+}
+
+int wpk_remote_fetch_ranges(wpk_remote *r, const wpk_range *v, size_t nv, char *msg,
+                            size_t msglen)
+{
+    uint64_t chunk = r->opt.chunk_size, njobs = 0;
+    for (size_t i = 0; i < nv; i++)
+        njobs += v[i].len ? (v[i].len - 1) / chunk + 1 : 0;
+    if (!njobs)
+        return WPACK_OK;
+    job *jobs = njobs <= SIZE_MAX / sizeof *jobs ? calloc((size_t)njobs, sizeof *jobs) : NULL;
+    if (!jobs) {
+        wpk_fmt(msg, msglen, "out of memory for %llu requests", (unsigned long long)njobs);
+        return WPACK_E_NOMEM;
+    }
+    uint64_t k = 0;
+    for (size_t i = 0; i < nv; i++)
+        k = add_jobs(jobs, k, r, v[i].off, v[i].dst, v[i].len, chunk, 0);
+    int rc = run_jobs(r, jobs, njobs, 0, NULL, msg, msglen);
+    free(jobs);
+    return rc;
+}
+
+/* Run the jobs over the connections: each retried as finish() says. */
+static int run_jobs(wpk_remote *r, job *jobs, uint64_t njobs, int probe, uint64_t *got,
+                    char *msg, size_t msglen)
+{
+    unsigned nslots = r->opt.connections;
+    int64_t *slot = calloc(nslots, sizeof *slot);
+    if (!slot) {
+        wpk_fmt(msg, msglen, "out of memory");
+        return WPACK_E_NOMEM;
     }
     for (unsigned s = 0; s < nslots; s++)
         slot[s] = -1;
@@ -449,6 +536,18 @@ int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int 
         if (rc || done == njobs)
             break;
         int64_t wait = running ? 1000 : next_at == INT64_MAX ? 10 : next_at - now_ms();
+        if (r->opt.max_bytes_per_s) { /* resume paused transfers, or wait for tokens */
+            int64_t rw = rate_wait_ms(r);
+            for (unsigned s = 0; s < nslots && rw == 0; s++)
+                if (slot[s] >= 0 && jobs[slot[s]].paused) {
+                    jobs[slot[s]].paused = 0;
+                    curl_easy_pause(r->easy[s], CURLPAUSE_CONT);
+                    rw = rate_wait_ms(r);
+                }
+            for (unsigned s = 0; s < nslots; s++)
+                if (slot[s] >= 0 && jobs[slot[s]].paused && rw < wait)
+                    wait = rw;
+        }
         if (wait > 0)
             curl_multi_poll(m, NULL, 0, (int)(wait < 1000 ? wait : 1000), NULL);
     }
@@ -458,6 +557,5 @@ int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int 
             curl_slist_free_all(jobs[slot[s]].hdrs);
         }
     free(slot);
-    free(jobs);
     return rc;
 }

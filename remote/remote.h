@@ -40,7 +40,7 @@ typedef struct wpk_remote {
     char *host;                 /* s3: the Host header value signed */
     char *uri;                  /* s3: the encoded path signed */
     wpack_remote_options opt;   /* its strings point into owned copies */
-    char *owned[6];
+    char *owned[7];
     uint64_t size;
     char etag[256];             /* pinned at open ("" when the server sent none) */
     char lastmod[128];
@@ -51,6 +51,13 @@ typedef struct wpk_remote {
     uint64_t head_len;
     uint8_t *tail;              /* bytes [tail_off, tail_off + tail_len) */
     uint64_t tail_off, tail_len;
+    /* cache.c: the chunk cache (opt.cache_dir), used once the open has
+     * validated the index, whose XXH3 keys the chunks (cache_key) */
+    int cache_fd;               /* the cache directory, or -1 */
+    int cache_on;
+    uint64_t cache_key;
+    double rate_tokens;         /* fetch.c: the max_bytes_per_s bucket, in bytes */
+    int64_t rate_at_us;         /* its last refill (monotonic; 0: never) */
     int setup_rc;               /* a bad URL or options, reported by the open */
     char setup_msg[600];
 } wpk_remote;
@@ -62,7 +69,26 @@ typedef struct wpk_remote {
  * message saying what the server did (not naming the URL). */
 int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int probe,
                      uint64_t *got, char *msg, size_t msglen);
+/* Several ranges at once (over the connections together). */
+typedef struct {
+    uint64_t off, len;
+    uint8_t *dst;
+} wpk_range;
+int wpk_remote_fetch_ranges(wpk_remote *r, const wpk_range *v, size_t nv, char *msg,
+                            size_t msglen);
 int wpk_remote_init_handles(wpk_remote *r, char *msg, size_t msglen);
 void wpk_remote_free_handles(wpk_remote *r);
+
+/* cache.c. Open (creating it 0700 if missing) opt.cache_dir: WPACK_OK or
+ * an error with msg (not a directory, a symlink, another user's, writable
+ * by others). */
+int wpk_cache_open(wpk_remote *r, char *msg, size_t msglen);
+void wpk_cache_close(wpk_remote *r);
+/* Bytes [off, off + n) through the cache: the chunk_size-aligned chunks
+ * that hold them come from valid cache files or are fetched (and stored). */
+int wpk_cache_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, char *msg,
+                   size_t msglen);
+/* Drop the cache files of the chunks holding [off, off + n). */
+void wpk_cache_forget(wpk_remote *r, uint64_t off, uint64_t n);
 
 #endif

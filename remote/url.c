@@ -17,6 +17,7 @@ void wpack_remote_options_init(wpack_remote_options *opt)
     opt->retry_delay_ms = 250;
     opt->timeout_s = 30;
     opt->follow_redirects = 1;
+    opt->cache_max_bytes = 10ull << 30;
 }
 
 int wpack_remote_is_url(const char *s)
@@ -39,6 +40,7 @@ static void remote_free(wpk_remote *r)
     if (!r)
         return;
     wpk_remote_free_handles(r);
+    wpk_cache_close(r);
     pthread_mutex_destroy(&r->lock);
     for (size_t k = 0; k < sizeof r->owned / sizeof r->owned[0]; k++)
         free(r->owned[k]);
@@ -158,7 +160,9 @@ static int src_open(void *user, uint64_t *size, char *msg, size_t msglen)
         wpk_fmt(msg, msglen, "libcurl failed to initialise");
         return WPACK_E_IO;
     }
-    int rc = wpk_remote_init_handles(r, msg, msglen);
+    int rc = wpk_cache_open(r, msg, msglen);
+    if (rc == WPACK_OK)
+        rc = wpk_remote_init_handles(r, msg, msglen);
     /* Request 1: the start (superblock; size, ETag, Last-Modified pinned). */
     if (rc == WPACK_OK && !(r->head = malloc(WPK_REMOTE_HEAD)))
         rc = WPACK_E_NOMEM;
@@ -195,11 +199,20 @@ static int src_read(void *user, uint64_t off, void *dst, size_t n, char *msg, si
     }
     pthread_mutex_lock(&r->lock);
     char why[500] = "";
-    int rc = wpk_remote_fetch(r, off, dst, n, 0, NULL, why, sizeof why);
+    int rc = r->cache_on ? wpk_cache_read(r, off, dst, n, why, sizeof why)
+                         : wpk_remote_fetch(r, off, dst, n, 0, NULL, why, sizeof why);
     pthread_mutex_unlock(&r->lock);
     if (rc)
         wpk_fmt(msg, msglen, "%s: %s", r->shown, why);
     return rc;
+}
+
+static void src_forget(void *user, uint64_t off, uint64_t n)
+{
+    wpk_remote *r = user;
+    pthread_mutex_lock(&r->lock);
+    wpk_cache_forget(r, off, n);
+    pthread_mutex_unlock(&r->lock);
 }
 
 static void src_close(void *user)
@@ -243,7 +256,10 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
         return WPACK_E_NOMEM;
     }
     pthread_mutex_init(&r->lock, NULL);
+    r->cache_fd = -1;
     r->opt = *opt;
+    if (!r->opt.cache_max_bytes)
+        r->opt.cache_max_bytes = 10ull << 30;
     if (!r->opt.connections)
         r->opt.connections = 1;
     if (r->opt.connections > 64)
@@ -258,7 +274,7 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     int rc = WPACK_OK;
     if (!copy_str(r, 0, &r->opt.s3_region) || !copy_str(r, 1, &r->opt.s3_endpoint) ||
         !copy_str(r, 2, &r->opt.access_key) || !copy_str(r, 3, &r->opt.secret_key) ||
-        !copy_str(r, 4, &r->opt.session_token) || !copy_str(r, 5, &r->opt.ca_file) ||
+        !copy_str(r, 4, &r->opt.session_token) || !copy_str(r, 5, &r->opt.ca_file) || !copy_str(r, 6, &r->opt.cache_dir) ||
         !(r->shown = strdup(url ? url : "")))
         rc = WPACK_E_NOMEM;
     else if (!wpack_remote_is_url(url))
@@ -282,5 +298,14 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     s.read = src_read;
     s.open_shard = src_open_shard;
     s.close = src_close;
-    return wpack_open_source(out, &s, opt->flags);
+    s.forget = src_forget;
+    int orc = wpack_open_source(out, &s, opt->flags);
+    if (orc == WPACK_OK && r->cache_fd >= 0) {
+        /* the index is validated: its XXH3 names this archive's chunks */
+        wpack_info in;
+        wpack_get_info(*out, &in);
+        r->cache_key = in.index_checksum;
+        r->cache_on = 1;
+    }
+    return orc;
 }

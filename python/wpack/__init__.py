@@ -83,7 +83,8 @@ def version():
 _URL_SCHEMES = ("http://", "https://", "s3://")
 _REMOTE_OPTIONS = ("connections", "chunk_size", "retries", "retry_delay_ms", "timeout_s",
                    "max_bytes_per_s", "follow_redirects", "s3_region", "s3_endpoint",
-                   "access_key", "secret_key", "session_token", "ca_file")
+                   "access_key", "secret_key", "session_token", "ca_file", "cache",
+                   "cache_max_bytes")
 # Filled from the environment when not given, as the wpack CLI does (the C
 # library reads no environment).
 _AWS_ENV = {"access_key": ("AWS_ACCESS_KEY_ID",), "secret_key": ("AWS_SECRET_ACCESS_KEY",),
@@ -116,7 +117,11 @@ def _remote_options(flags, given, use_env):
     for k, v in vals.items():
         if v is None:
             continue
-        if k in ("s3_region", "s3_endpoint", "access_key", "secret_key", "session_token",
+        if k == "cache":  # the directory of the chunk cache
+            b = _b(os.fspath(v))
+            o._keep.append(b)
+            o.cache_dir = b
+        elif k in ("s3_region", "s3_endpoint", "access_key", "secret_key", "session_token",
                  "ca_file"):
             b = _b(os.fspath(v) if k == "ca_file" else v)
             o._keep.append(b)
@@ -214,9 +219,16 @@ class safe_open:
     (wpack.is_url), opened through libwpack-remote (wpack_open_url), which
     fetches only the byte ranges asked for (the header and index, then each
     tensor read). There is no mapping, so nothing is zero-copy: get_tensor
-    and get_slice return new arrays (writable), and every entry fetched is
+    and get_slice return new arrays (writable). Every entry fetched whole is
     checked against its XXH3 before any byte is handed out, whatever verify
-    says. Keyword options (wpack_remote_options): connections (8),
+    says; with verify on, get_slice fetches and checks the whole entry once,
+    and slices of it that follow come from that fetch (entries up to
+    128 MiB are kept) or the cache; with verify=False, get_slice fetches
+    only the rows' bytes (unchecked: the checksum covers the whole entry).
+    cache=DIR keeps fetched chunks in DIR (created 0700), keyed by the
+    index's XXH3 and checked on reuse, bounded by cache_max_bytes (10 GiB,
+    least recently used removed first); see include/wpack_remote.h.
+    Keyword options (wpack_remote_options): connections (8),
     chunk_size (8 MiB), retries (4), retry_delay_ms (250), timeout_s (30),
     max_bytes_per_s (0: no cap), follow_redirects (True), and for s3://
     s3_region, s3_endpoint ("http://host:port", path style), access_key,

@@ -137,6 +137,7 @@ class RemoteOptions(ctypes.Structure):
         ("access_key", ctypes.c_char_p), ("secret_key", ctypes.c_char_p),
         ("session_token", ctypes.c_char_p), ("ca_file", ctypes.c_char_p),
         ("on_bytes", RemoteOnBytes), ("on_bytes_user", ctypes.c_void_p),
+        ("cache_dir", ctypes.c_char_p), ("cache_max_bytes", ctypes.c_uint64),
     ]
 
 

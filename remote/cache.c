@@ -1,0 +1,272 @@
+/* cache.c - the local chunk cache of remote archives (opt.cache_dir).
+ *
+ * The object is cut into chunk_size-aligned chunks; a chunk is kept in one
+ * file named "KEY-SIZE-OFF-LEN.chunk" (hex): KEY is the XXH3 of the
+ * archive's index (validated by the open), so another archive, or a
+ * replaced object, never meets old files. A file is a 48-byte header
+ * (magic, KEY, SIZE, OFF, LEN, XXH3 of the bytes) then the LEN bytes; every
+ * reuse checks all of it, and a bad file is removed and the chunk fetched
+ * again, never returned. Files are written through format/atomic_file.c (a
+ * temporary beside it, renamed: processes sharing the directory see whole
+ * files or none), opened with O_NOFOLLOW and only used when regular files
+ * of this user. No locks: two processes fetching the same chunk both write
+ * it, the last rename wins with the same bytes. Past cache_max_bytes the
+ * least recently used files (oldest mtime; a reuse refreshes it) go. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "bytes.h"
+#include "remote.h"
+
+#define MAGIC "WPKCACH1"
+#define HDR 48u
+#define SUFFIX ".chunk"
+
+int wpk_cache_open(wpk_remote *r, char *msg, size_t msglen)
+{
+    const char *dir = r->opt.cache_dir;
+    r->cache_fd = -1;
+    if (!dir)
+        return WPACK_OK;
+    if (!*dir) {
+        wpk_fmt(msg, msglen, "cache directory: empty path");
+        return WPACK_E_INVALID_ARGUMENT;
+    }
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        wpk_fmt(msg, msglen, "cache directory %s: cannot create it: %s", dir, strerror(errno));
+        return WPACK_E_IO;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        wpk_fmt(msg, msglen, "cache directory %s: %s", dir,
+                e == ELOOP || e == ENOTDIR ? "a symlink or not a directory" : strerror(e));
+        return e == ELOOP || e == ENOTDIR ? WPACK_E_FILE_TYPE : WPACK_E_IO;
+    }
+    struct stat st;
+    const char *bad = fstat(fd, &st) != 0           ? "cannot stat it"
+                      : st.st_uid != geteuid()      ? "belongs to another user"
+                      : (st.st_mode & 022) != 0     ? "writable by group or others (chmod 700 it)"
+                                                    : NULL;
+    if (bad) {
+        close(fd);
+        wpk_fmt(msg, msglen, "cache directory %s: %s", dir, bad);
+        return WPACK_E_FILE_TYPE;
+    }
+    r->cache_fd = fd;
+    wpk_atomic_sweep_dir(dir, SUFFIX); /* temporaries of killed writers */
+    return WPACK_OK;
+}
+
+void wpk_cache_close(wpk_remote *r)
+{
+    if (r->cache_fd >= 0)
+        close(r->cache_fd);
+    r->cache_fd = -1;
+}
+
+static void name_of(const wpk_remote *r, uint64_t off, uint64_t len, char *out, size_t n)
+{
+    wpk_fmt(out, n, "%016llx-%llx-%llx-%llx" SUFFIX, (unsigned long long)r->cache_key,
+            (unsigned long long)r->size, (unsigned long long)off, (unsigned long long)len);
+}
+
+static int pread_full(int fd, void *p, uint64_t n, uint64_t off)
+{
+    for (uint64_t done = 0; done < n;) {
+        size_t ask = n - done > (1u << 30) ? (1u << 30) : (size_t)(n - done);
+        ssize_t k = pread(fd, (uint8_t *)p + done, ask, (off_t)(off + done));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return 0;
+        done += (uint64_t)k;
+    }
+    return 1;
+}
+
+/* Chunk [off, off + len) from its cache file into dst: 1 when the file is
+ * there and whole and right (its mtime then refreshed), else 0 (a bad file
+ * removed). A file that vanishes meanwhile is a miss. */
+static int get(wpk_remote *r, uint64_t off, uint64_t len, uint8_t *dst)
+{
+    char name[128];
+    name_of(r, off, len, name, sizeof name);
+    int fd = openat(r->cache_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0; /* missing, or a symlink (ELOOP): replaced by the next put */
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    uint8_t h[HDR];
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+             (uint64_t)st.st_size == HDR + len && pread_full(fd, h, HDR, 0) &&
+             memcmp(h, MAGIC, 8) == 0 && wpk_ld64(h + 8) == r->cache_key &&
+             wpk_ld64(h + 16) == r->size && wpk_ld64(h + 24) == off && wpk_ld64(h + 32) == len &&
+             pread_full(fd, dst, len, HDR) && wpk_xxh3(dst, (size_t)len) == wpk_ld64(h + 40);
+    if (ok)
+        futimens(fd, NULL); /* recently used */
+    close(fd);
+    if (!ok && S_ISREG(st.st_mode))
+        unlinkat(r->cache_fd, name, 0);
+    return ok;
+}
+
+/* Keep chunk [off, off + len) (best effort: a full disk only skips it). */
+static void put(wpk_remote *r, uint64_t off, uint64_t len, const uint8_t *src)
+{
+    if (HDR + len > r->opt.cache_max_bytes)
+        return;
+    char name[128], path[4200], err[300];
+    name_of(r, off, len, name, sizeof name);
+    if (snprintf(path, sizeof path, "%s/%s", r->opt.cache_dir, name) >= (int)sizeof path)
+        return;
+    uint8_t h[HDR];
+    memcpy(h, MAGIC, 8);
+    wpk_st64(h + 8, r->cache_key);
+    wpk_st64(h + 16, r->size);
+    wpk_st64(h + 24, off);
+    wpk_st64(h + 32, len);
+    wpk_st64(h + 40, wpk_xxh3(src, (size_t)len));
+    wpk_atomic a;
+    if (wpk_atomic_open(&a, path, WPK_ATOMIC_NO_SWEEP, err, sizeof err) != WPACK_OK)
+        return;
+    if (wpk_write_all(a.fd, h, HDR) || wpk_write_all(a.fd, src, (size_t)len)) {
+        wpk_atomic_abort(&a);
+        return;
+    }
+    wpk_atomic_commit(&a, err, sizeof err);
+}
+
+typedef struct {
+    char name[96];
+    uint64_t size;
+    struct timespec mtime;
+} cfile;
+
+static int older(const void *a, const void *b)
+{
+    const struct timespec *x = &((const cfile *)a)->mtime, *y = &((const cfile *)b)->mtime;
+    return x->tv_sec != y->tv_sec ? (x->tv_sec < y->tv_sec ? -1 : 1)
+                                  : (x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec);
+}
+
+/* The directory's chunk files back under cache_max_bytes, oldest first.
+ * Files other processes remove meanwhile are simply gone. */
+static void evict(wpk_remote *r)
+{
+    int dfd = openat(r->cache_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return;
+    }
+    cfile *v = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name), sl = strlen(SUFFIX);
+        struct stat st;
+        if (len <= sl || len >= sizeof v->name || strcmp(de->d_name + len - sl, SUFFIX) != 0 ||
+            fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (n == cap) {
+            cfile *g = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof *v);
+            if (!g)
+                break;
+            v = g;
+        }
+        memcpy(v[n].name, de->d_name, len + 1);
+        v[n].size = (uint64_t)st.st_size;
+        v[n].mtime = st.st_mtim;
+        total += v[n].size;
+        n++;
+    }
+    if (total > r->opt.cache_max_bytes && n) {
+        qsort(v, n, sizeof *v, older);
+        for (size_t i = 0; i < n && total > r->opt.cache_max_bytes; i++)
+            if (unlinkat(dfd, v[i].name, 0) == 0 || errno == ENOENT)
+                total -= v[i].size;
+    }
+    free(v);
+    closedir(d);
+}
+
+int wpk_cache_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, char *msg,
+                   size_t msglen)
+{
+    if (!n)
+        return WPACK_OK;
+    uint64_t cs = r->opt.chunk_size, first = off / cs, last = (off + n - 1) / cs;
+    uint64_t count = last - first + 1;
+    wpk_range *miss = count <= SIZE_MAX / sizeof *miss ? calloc((size_t)count, sizeof *miss) : NULL;
+    uint8_t *edge[2] = {NULL, NULL};
+    if (!miss) {
+        wpk_fmt(msg, msglen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    size_t nm = 0;
+    int rc = WPACK_OK;
+    for (uint64_t k = first; k <= last; k++) {
+        uint64_t c0 = k * cs, clen = r->size - c0 < cs ? r->size - c0 : cs;
+        int inside = c0 >= off && c0 + clen <= off + n;
+        uint8_t *buf = dst + (c0 - (inside ? off : c0)); /* in place when whole inside */
+        if (!inside) {
+            uint8_t **e = &edge[k == first ? 0 : 1];
+            if (!(*e = malloc((size_t)clen))) {
+                wpk_fmt(msg, msglen, "out of memory");
+                rc = WPACK_E_NOMEM;
+                break;
+            }
+            buf = *e;
+        }
+        if (get(r, c0, clen, buf))
+            continue;
+        miss[nm].off = c0;
+        miss[nm].len = clen;
+        miss[nm].dst = buf;
+        nm++;
+    }
+    if (rc == WPACK_OK)
+        rc = wpk_remote_fetch_ranges(r, miss, nm, msg, msglen);
+    if (rc == WPACK_OK) {
+        for (size_t i = 0; i < nm; i++)
+            put(r, miss[i].off, miss[i].len, miss[i].dst);
+        if (nm)
+            evict(r);
+        /* the parts of the edge chunks asked for */
+        for (int e = 0; e < 2; e++) {
+            if (!edge[e])
+                continue;
+            uint64_t c0 = (e == 0 ? first : last) * cs;
+            uint64_t clen = r->size - c0 < cs ? r->size - c0 : cs;
+            uint64_t a = off > c0 ? off : c0, b = off + n < c0 + clen ? off + n : c0 + clen;
+            memcpy(dst + (a - off), edge[e] + (a - c0), (size_t)(b - a));
+        }
+    }
+    free(edge[0]);
+    free(edge[1]);
+    free(miss);
+    return rc;
+}
+
+void wpk_cache_forget(wpk_remote *r, uint64_t off, uint64_t n)
+{
+    if (!r->cache_on || !n)
+        return;
+    uint64_t cs = r->opt.chunk_size;
+    for (uint64_t k = off / cs; k <= (off + n - 1) / cs; k++) {
+        uint64_t c0 = k * cs, clen = r->size - c0 < cs ? r->size - c0 : cs;
+        char name[128];
+        name_of(r, c0, clen, name, sizeof name);
+        unlinkat(r->cache_fd, name, 0);
+    }
+}

@@ -1,0 +1,199 @@
+#!/bin/bash
+# test_remote_cache.sh - the local chunk cache of remote archives (--cache
+# DIR, issue 17) against a real nginx on loopback: a second extract/verify
+# fetches no data range (nginx's access log), outputs equal the local
+# ones; a corrupted or truncated cache file is detected and refetched; a
+# replaced object (new index) never reuses old files; --cache-max bounds
+# the directory; two processes sharing DIR both succeed; a symlink planted
+# in DIR is not followed; the directory is made 0700 and refused when
+# others may write it or it is a symlink.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/remote_lib.sh"
+
+W="$T/www"
+mkdir -p "$W" "$T/in" "$T/in2"
+"$PY" - "$T/in" "$T/in2" <<'PYEOF'
+import numpy as np, sys
+r = np.random.default_rng(171)
+for i in range(8):                     # 256 KiB each, 2 MiB in all
+    np.save(f"{sys.argv[1]}/t{i}.npy", r.standard_normal((256, 256)).astype(np.float32))
+for i in range(6):                     # another archive, served at the same URL later
+    np.save(f"{sys.argv[2]}/t{i}.npy", r.standard_normal((256, 256)).astype(np.float32))
+PYEOF
+expect create_a "$WPACK" create -q -o "$T/a.wpack" "$T/in"
+expect create_b "$WPACK" create -q -o "$T/b.wpack" "$T/in2"
+cp "$T/a.wpack" "$W/m.wpack"
+
+if ! start_nginx "$W"; then
+    fail nginx_started "nginx is not installed or did not start (tools/deps.sh installs it)"
+    finish
+    exit 1
+fi
+pass nginx_started
+URL="http://127.0.0.1:$NGINX_PORT/m.wpack"
+LOGF="$T/nginx/access.log"
+export WPACK_REMOTE_CHUNK=64K          # many chunks (the smallest size allowed)
+unset WPACK_CACHE
+
+# data_ranges: the GETs logged since the last `clear_log` other than the
+# open's (the first 64 KiB; the last 256 KiB, in chunk-sized GETs).
+data_ranges() {
+    sleep 0.3 # nginx logs a request just after its last byte went out
+    local size
+    size=$(stat -c %s "$W/m.wpack")
+    awk -v tail=$((size > 262144 ? size - 262144 : 65536)) '
+        $1 == "GET" { split($3, a, /[=-]/); if (a[2] + 0 >= 65536 && a[2] + 0 < tail) n++ }
+        END { print n + 0 }' "$LOGF"
+}
+clear_log() { sleep 0.3; : >"$LOGF"; }
+same_dirs() { # NAME DIR1 DIR2: the same .npy files, byte for byte
+    if diff -r "$2" "$3" >/dev/null 2>&1 && [ -n "$(ls "$2")" ]; then pass "$1"; else fail "$1" "$(diff -r "$2" "$3" 2>&1 | head -3)"; fi
+}
+chunk_files() { find "$1" -maxdepth 1 -name '*.chunk' -type f | wc -l; }
+
+rm -rf "$T/xl"
+expect extract_local "$WPACK" extract -q -o "$T/xl" "$T/a.wpack"
+C="$T/cache"
+
+# 1. First run: fetches and fills the cache (0700, made here).
+clear_log
+expect first_extract "$WPACK" extract -q --cache "$C" -o "$T/x1" "$URL"
+same_dirs first_extract_equal "$T/x1" "$T/xl"
+n=$(data_ranges)
+[ "$n" -gt 0 ] && pass first_run_fetches || fail first_run_fetches "no data GET logged"
+[ "$(stat -c %a "$C")" = 700 ] && pass cache_dir_0700 || fail cache_dir_0700 "mode $(stat -c %a "$C")"
+[ "$(chunk_files "$C")" -gt 10 ] && pass cache_filled || fail cache_filled "$(ls "$C" | head -3)"
+
+# 2. Second extract and verify of the same URL: no data range fetched.
+clear_log
+expect second_extract "$WPACK" extract -q --cache "$C" -o "$T/x2" "$URL"
+same_dirs second_extract_equal "$T/x2" "$T/xl"
+n=$(data_ranges)
+[ "$n" -eq 0 ] && pass second_extract_no_fetch || fail second_extract_no_fetch "$n data GETs: $(head -3 "$LOGF")"
+clear_log
+expect second_verify "$WPACK" verify --cache "$C" "$URL"
+n=$(data_ranges)
+[ "$n" -eq 0 ] && pass second_verify_no_fetch || fail second_verify_no_fetch "$n data GETs: $(head -3 "$LOGF")"
+clear_log
+WPACK_CACHE="$C" "$WPACK" extract -q -o "$T/x2e" "$URL" >/dev/null 2>"$T/err" && pass env_cache_extract || fail env_cache_extract "$(head -c 300 "$T/err")"
+n=$(data_ranges)
+[ "$n" -eq 0 ] && pass env_cache_no_fetch || fail env_cache_no_fetch "$n data GETs"
+same_dirs env_cache_equal "$T/x2e" "$T/xl"
+
+# 3. A corrupted cache file (one byte flipped in its data) and a truncated
+#    one: detected, refetched (one chunk each), the output still right.
+f1=$(find "$C" -name '*.chunk' -type f | sort | sed -n 3p)
+f2=$(find "$C" -name '*.chunk' -type f | sort | sed -n 7p)
+"$PY" - "$f1" <<'PYEOF'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[1000] ^= 0x40
+open(p, "wb").write(bytes(b))
+PYEOF
+truncate -s 2000 "$f2"
+clear_log
+expect corrupt_extract "$WPACK" extract -q --cache "$C" -o "$T/x3" "$URL"
+same_dirs corrupt_extract_equal "$T/x3" "$T/xl"
+n=$(data_ranges)
+[ "$n" -eq 2 ] && pass corrupt_refetched_two_chunks || fail corrupt_refetched_two_chunks "$n data GETs: $(cat "$LOGF")"
+[ "$(stat -c %s "$f1")" -eq "$(stat -c %s "$f2")" ] && pass corrupt_files_rewritten || fail corrupt_files_rewritten "$(ls -l "$f1" "$f2")"
+#    Verified reads catch a forged file even when its own checksum matches:
+#    a cache file rewritten with other bytes and a matching header XXH3.
+"$PY" - "$f1" <<'PYEOF'
+import ctypes, ctypes.util, sys, struct
+x = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+x.XXH3_64bits.restype = ctypes.c_uint64
+x.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[48 + 100] ^= 0x01
+data = bytes(b[48:])
+b[40:48] = struct.pack("<Q", x.XXH3_64bits(data, len(data)))
+open(p, "wb").write(bytes(b))
+PYEOF
+clear_log
+expect forged_verify "$WPACK" verify --cache "$C" "$URL"
+n=$(data_ranges)
+[ "$n" -ge 1 ] && pass forged_refetched || fail forged_refetched "no data GET: the forged chunk was not refetched"
+expect forged_extract "$WPACK" extract -q --cache "$C" -o "$T/x3f" "$URL"
+same_dirs forged_extract_equal "$T/x3f" "$T/xl"
+
+# 4. The object replaced on the server (another index): no old file reused.
+rm -rf "$T/xlb"
+expect extract_local_b "$WPACK" extract -q -o "$T/xlb" "$T/b.wpack"
+before=$(chunk_files "$C")
+cp "$T/b.wpack" "$W/m.wpack.new" && mv "$W/m.wpack.new" "$W/m.wpack"
+clear_log
+expect replaced_extract "$WPACK" extract -q --cache "$C" -o "$T/x4" "$URL"
+same_dirs replaced_extract_equal "$T/x4" "$T/xlb"
+n=$(data_ranges)
+[ "$n" -gt 0 ] && pass replaced_fetches || fail replaced_fetches "no data GET: old cache files were used"
+key_b=$("$WPACK" verify "$T/b.wpack" | sed -n 's/.*index xxh3 \([0-9a-f]*\).*/\1/p')
+nb=$(find "$C" -name "$key_b-*.chunk" | wc -l)
+[ "$nb" -gt 0 ] && [ "$(chunk_files "$C")" -eq $((before + nb)) ] && pass replaced_new_key ||
+    fail replaced_new_key "key $key_b: $nb files, $(chunk_files "$C") in all, $before before"
+cp "$T/a.wpack" "$W/m.wpack.new" && mv "$W/m.wpack.new" "$W/m.wpack"
+
+# 5. The bound: 1 MiB of cache while extracting 2 MiB.
+C2="$T/cache2"
+expect bounded_extract "$WPACK" extract -q --cache "$C2" --cache-max 1M -o "$T/x5" "$URL"
+same_dirs bounded_extract_equal "$T/x5" "$T/xl"
+total=$(find "$C2" -maxdepth 1 -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+[ "$total" -le 1048576 ] && [ "$total" -gt 0 ] && pass cache_bound_respected || fail cache_bound_respected "$total bytes in $C2"
+expect_fail bad_cache_max "cache-max" "$WPACK" extract -q --cache "$C2" --cache-max junk -o "$T/x5b" "$URL"
+
+# 6. Two processes sharing a fresh directory.
+C3="$T/cache3"
+"$WPACK" extract -q --cache "$C3" -o "$T/x6a" "$URL" 2>"$T/e6a" & p1=$!
+"$WPACK" extract -q --cache "$C3" -o "$T/x6b" "$URL" 2>"$T/e6b" & p2=$!
+wait $p1 && r1=0 || r1=$?
+wait $p2 && r2=0 || r2=$?
+[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && pass concurrent_both_ok || fail concurrent_both_ok "exit $r1/$r2: $(cat "$T/e6a" "$T/e6b" | head -c 300)"
+same_dirs concurrent_a_equal "$T/x6a" "$T/xl"
+same_dirs concurrent_b_equal "$T/x6b" "$T/xl"
+ls "$C3" | grep -q tmp- && fail concurrent_no_temporaries "$(ls "$C3" | grep tmp- | head -2)" || pass concurrent_no_temporaries
+clear_log
+expect concurrent_then_cached "$WPACK" verify --cache "$C3" "$URL"
+n=$(data_ranges)
+[ "$n" -eq 0 ] && pass concurrent_cache_complete || fail concurrent_cache_complete "$n data GETs"
+
+# 7. A symlink planted in the cache directory is not followed: the file it
+#    names stays as it was, the read is right, the link is replaced.
+victim="$T/victim"
+printf 'do not touch' >"$victim"
+f=$(find "$C3" -name '*.chunk' -type f | sort | sed -n 5p)
+rm -f "$f" && ln -s "$victim" "$f"
+clear_log
+expect symlink_extract "$WPACK" extract -q --cache "$C3" -o "$T/x7" "$URL"
+same_dirs symlink_extract_equal "$T/x7" "$T/xl"
+[ "$(cat "$victim")" = "do not touch" ] && pass symlink_target_untouched || fail symlink_target_untouched "$(head -c 50 "$victim")"
+[ -f "$f" ] && [ ! -L "$f" ] && pass symlink_replaced || fail symlink_replaced "$(ls -l "$f")"
+n=$(data_ranges)
+[ "$n" -eq 1 ] && pass symlink_chunk_refetched || fail symlink_chunk_refetched "$n data GETs"
+
+# 8. Directories refused: a symlink to a directory, one writable by others.
+ln -s "$C3" "$T/cache-link"
+expect_fail cache_dir_symlink "cache directory .*symlink.*\[WPACK_E_FILE_TYPE\]" \
+    "$WPACK" verify --cache "$T/cache-link" "$URL"
+mkdir -p "$T/open" && chmod 777 "$T/open"
+expect_fail cache_dir_world_writable "writable by group or others.*\[WPACK_E_FILE_TYPE\]" \
+    "$WPACK" verify --cache "$T/open" "$URL"
+
+# 9. Python: safe_open(url, cache=DIR) reuses the same files.
+clear_log
+if py_wpack - "$URL" "$C" "$T/a.wpack" <<'PYEOF' 2>"$T/pyerr"; then
+import sys, numpy as np, wpack
+url, cache, local = sys.argv[1:4]
+with wpack.safe_open(url, cache=cache, chunk_size=65536) as f, wpack.safe_open(local) as g:
+    for k in g.keys():
+        assert np.array_equal(f.get_tensor(k), g.get_tensor(k)), k
+PYEOF
+    pass python_cache_read
+else
+    fail python_cache_read "$(tail -3 "$T/pyerr")"
+fi
+n=$(data_ranges)
+[ "$n" -eq 0 ] && pass python_cache_no_fetch || fail python_cache_no_fetch "$n data GETs"
+
+finish

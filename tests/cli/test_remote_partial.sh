@@ -1,0 +1,127 @@
+#!/bin/bash
+# test_remote_partial.sh - partial reads of remote tensors fetch only what
+# they need (issue 17), counted in the body bytes of nginx's access log:
+# get_slice with verify off fetches exactly the rows' bytes (plain archive
+# and a sharded set's shard); with verify on the whole tensor is fetched
+# ONCE, checked, and the slices that follow come from that fetch; after
+# another tensor was read, a slice of a checked tensor fetches only its
+# rows (no cache) or nothing at all (--cache: from the cache files).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/remote_lib.sh"
+
+W="$T/www"
+mkdir -p "$W/set" "$T/in"
+"$PY" - "$T/in" <<'PYEOF'
+import numpy as np, sys
+r = np.random.default_rng(172)
+np.save(f"{sys.argv[1]}/big.npy", r.standard_normal((1024, 1024)).astype(np.float32))  # 4 MiB
+np.save(f"{sys.argv[1]}/other.npy", r.standard_normal((256, 256)).astype(np.float32))
+np.save(f"{sys.argv[1]}/small.npy", r.standard_normal((4, 4)).astype(np.float32))
+PYEOF
+expect create_plain "$WPACK" create -q -o "$W/a.wpack" "$T/in"
+expect create_set "$WPACK" create -q --shard-size 1M -o "$W/set/m.wpack" "$T/in"
+
+if ! start_nginx "$W"; then
+    fail nginx_started "nginx is not installed or did not start (tools/deps.sh installs it)"
+    finish
+    exit 1
+fi
+pass nginx_started
+U="http://127.0.0.1:$NGINX_PORT"
+
+# The cases run in Python (safe_open.get_slice over wpack_read_ex); each
+# prints "NAME ok" or "NAME FAIL why".
+py_wpack - "$U" "$W" "$T/nginx/access.log" "$T/cache" \
+    >"$T/py.out" 2>"$T/py.err" <<'PYEOF'
+import sys, time, numpy as np, wpack
+base, www, logf, cache = sys.argv[1:5]
+ROW = 1024 * 4
+
+def clear():
+    time.sleep(0.3)   # nginx logs a request just after its last byte went out
+    open(logf, "w").close()
+
+def fetched():
+    """(GETs, body bytes) logged since clear()."""
+    time.sleep(0.3)
+    n = b = 0
+    for line in open(logf):
+        f = line.split()
+        if f and f[0] == "GET":
+            n += 1
+            b += int(f[-1])
+    return n, b
+
+def check(name, cond, why):
+    print("%s %s" % (name, "ok" if cond else "FAIL " + why), flush=True)
+
+local = wpack.safe_open(www + "/a.wpack")
+want = local.get_tensor("big")
+other = local.get_tensor("other")
+
+for arch in ("a.wpack", "set/m.wpack"):
+    tag = "plain" if arch == "a.wpack" else "shard"
+    # verify off: only the rows' bytes
+    with wpack.safe_open(base + "/" + arch, verify=False) as f:
+        clear()
+        got = f.get_slice("big")[100:110]
+        n, b = fetched()
+        check(tag + "_noverify_slice_equal", np.array_equal(got, want[100:110]), "values differ")
+        check(tag + "_noverify_rows_only", b == 10 * ROW, "%d bytes in %d GETs, want %d" % (b, n, 10 * ROW))
+        clear()
+        got = f.get_slice("big")[1023]
+        n, b = fetched()
+        # (a shard's last row may lie in the tail its open fetched: 0 bytes)
+        check(tag + "_noverify_last_row", np.array_equal(got, want[1023]) and b <= ROW,
+              "%d bytes" % b)
+
+# verify on (the default): the whole tensor once, then slices from it
+with wpack.safe_open(base + "/a.wpack") as f:
+    clear()
+    parts = [f.get_slice("big")[0:10], f.get_slice("big")[500:520], f.get_slice("big")[1000:1024]]
+    n, b = fetched()
+    ok = all(np.array_equal(p, want[s]) for p, s in
+             zip(parts, (slice(0, 10), slice(500, 520), slice(1000, 1024))))
+    check("verify_slices_equal", ok, "values differ")
+    check("verify_whole_tensor_once", b == 1024 * ROW, "%d bytes in %d GETs, want %d" % (b, n, 1024 * ROW))
+    clear()
+    g = f.get_tensor("big")
+    n, b = fetched()
+    check("verify_then_whole_no_refetch", np.array_equal(g, want) and b == 0, "%d bytes" % b)
+    # a slice of another tensor replaces the kept one: a checked tensor's
+    # slice then fetches only its rows
+    f.get_slice("other")[0:1]
+    clear()
+    got = f.get_slice("big")[200:204]
+    n, b = fetched()
+    check("verify_checked_rows_only", np.array_equal(got, want[200:204]) and b == 4 * ROW,
+          "%d bytes, want %d" % (b, 4 * ROW))
+
+# verify on with the cache: after the first fetch, later slices read nothing
+with wpack.safe_open(base + "/a.wpack", cache=cache, chunk_size=65536) as f:
+    clear()
+    got = f.get_slice("big")[0:2]
+    n, b = fetched()
+    check("cache_first_fetch", np.array_equal(got, want[0:2]) and b >= 1024 * ROW,
+          "%d bytes" % b)
+    check("cache_other", np.array_equal(f.get_tensor("other"), other), "values differ")
+    clear()
+    got = f.get_slice("big")[300:310]
+    n, b = fetched()
+    check("cache_slice_no_fetch", np.array_equal(got, want[300:310]) and n == 0,
+          "%d GETs, %d bytes" % (n, b))
+with wpack.safe_open(base + "/a.wpack", cache=cache, chunk_size=65536, verify=False) as f:
+    clear()
+    got = f.get_slice("big")[700:900]
+    n, b = fetched()
+    check("cache_noverify_slice_no_fetch", np.array_equal(got, want[700:900]) and n == 0,
+          "%d GETs, %d bytes" % (n, b))
+PYEOF
+rc=$?
+while read -r name verdict why; do
+    if [ "$verdict" = ok ]; then pass "$name"; else fail "$name" "$why"; fi
+done <"$T/py.out"
+n=$(grep -c . "$T/py.out" || true)
+[ "$rc" -eq 0 ] && [ "$n" -eq 14 ] && pass python_cases_all_ran ||
+    fail python_cases_all_ran "exit $rc, $n of 14 cases: $(tail -3 "$T/py.err")"
+finish
