@@ -51,6 +51,9 @@ void cli_attach_pool(wpack_archive *ar);
 /* wpack_writer_options_init, and the portable weight-stats path under
  * WPACK_ISA=scalar. */
 void cli_writer_options_init(wpack_writer_options *o);
+/* Flags for wpack_read_to_fd (extract) and export: WPACK_READ_NO_COPY_RANGE
+ * under WPACK_NO_COPY_RANGE=1. */
+unsigned cli_read_to_fd_flags(void);
 
 /* Open an archive for a command: on failure print "wpack: <what and
  * where> [WPACK_E_CODE]", free the handle and return NULL. */

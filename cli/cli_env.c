@@ -3,8 +3,9 @@
  * forces the writer's portable weight-stats path), WPACK_THREADS and
  * WPACK_SPIN_US (the CLI's thread pool, for Linear layers and for decoding
  * zstd chunks), WPACK_DENSE_MIN_PARALLEL (layers below this many
- * multiply-adds run on one thread), WPACK_NO_COPY_RANGE=1 (the writer
- * copies unchanged tensor bytes with read/write, not copy_file_range). */
+ * multiply-adds run on one thread), WPACK_NO_COPY_RANGE=1 (the writer,
+ * extract and export copy unchanged tensor bytes with read/write, not
+ * copy_file_range). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -93,11 +94,22 @@ void cli_attach_pool(wpack_archive *ar)
     wpack_set_executor(ar, &ex);
 }
 
+/* WPACK_NO_COPY_RANGE=1: read/write instead of copy_file_range. */
+static int no_copy_range(void)
+{
+    const char *ncr = env("WPACK_NO_COPY_RANGE");
+    return ncr && strcmp(ncr, "1") == 0;
+}
+
 void cli_writer_options_init(wpack_writer_options *o)
 {
     wpack_writer_options_init(o);
     const char *isa = env("WPACK_ISA");
     o->portable_stats = isa && strcmp(isa, "scalar") == 0;
-    const char *ncr = env("WPACK_NO_COPY_RANGE"); /* read/write instead of copy_file_range */
-    o->no_copy_range = ncr && strcmp(ncr, "1") == 0;
+    o->no_copy_range = no_copy_range();
+}
+
+unsigned cli_read_to_fd_flags(void)
+{
+    return no_copy_range() ? WPACK_READ_NO_COPY_RANGE : 0;
 }
