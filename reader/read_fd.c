@@ -168,11 +168,14 @@ static int copy_direct(const wpack_archive *ar, const wpack_tensor *t, const wpa
 }
 
 /* The stream path: pieces to fd; those that are views of a file's mapping
- * (h's) leave the process once written. */
+ * (h's) leave the process once written, and so do a zstd tensor's stored
+ * bytes of the chunks already handed out. */
 typedef struct {
     const wpack_archive *h;
     int fd, err;
     long page;
+    const uint8_t *zbase, *seek; /* zstd in h's map: stored bytes, seek table */
+    uint64_t chunk, nchunks, done;
 } put_ctx;
 
 static void release(const wpack_archive *h, const uint8_t *p, size_t n, long page)
@@ -192,7 +195,14 @@ static int put_piece(void *u, const void *p, size_t n)
     put_ctx *c = u;
     if ((c->err = wpk_write_all(c->fd, p, n)))
         return WPACK_E_IO;
-    release(c->h, p, n, c->page);
+    c->done += n;
+    if (!c->zbase) {
+        release(c->h, p, n, c->page);
+    } else if (c->done / c->chunk) { /* chunks [0, k) are out: their stored bytes too */
+        uint64_t k = c->done / c->chunk < c->nchunks ? c->done / c->chunk : c->nchunks;
+        uint64_t end = wpk_ld64(c->seek + 8 * (k - 1)) & ~WPK_CHUNK_RAW;
+        release(c->h, c->zbase, (size_t)end, c->page);
+    }
     return 0;
 }
 
@@ -219,15 +229,20 @@ int wpack_read_to_fd(const wpack_archive *ar, uint64_t i, int fd, unsigned flags
             return rc;
         }
     }
-    put_ctx c = {h, fd, 0, sysconf(_SC_PAGESIZE)};
+    put_ctx c = {h, fd, 0, sysconf(_SC_PAGESIZE), NULL, NULL, 1, 0, 0};
+    if (t.codec == WPACK_CODEC_ZSTD && h && h->map && t.chunk_size) {
+        /* validated at open: the seek table's ends lie inside the stored bytes */
+        const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, owner, WPK_ENTRY_SIZE);
+        uint64_t off = wpk_ld64(r + WPK_E_DATA_OFFSET_OFF), len = wpk_ld64(r + WPK_E_STORED_LEN_OFF);
+        if (wpk_in_bounds(off, len, h->map_len)) {
+            c.zbase = (const uint8_t *)h->map + off;
+            c.seek = ar->sec[WPK_SEC_AUX] + wpk_ld64(r + WPK_E_AUX_OFF) + 8;
+            c.chunk = t.chunk_size;
+            c.nchunks = (t.nbytes + t.chunk_size - 1) / t.chunk_size;
+        }
+    }
     int rc = wpk_check_stream(ar, i, put_piece, &c, known < 0 ? WPK_CHECK_HASH : 0);
     if (rc == WPACK_E_IO && c.err)
         return put_failed(ar, &t, c.err);
-    if (t.codec == WPACK_CODEC_ZSTD && h && h->map) { /* its compressed bytes, read from the map */
-        const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, owner, WPK_ENTRY_SIZE);
-        uint64_t off = wpk_ld64(r + WPK_E_DATA_OFFSET_OFF), len = wpk_ld64(r + WPK_E_STORED_LEN_OFF);
-        if (wpk_in_bounds(off, len, h->map_len))
-            release(h, (const uint8_t *)h->map + off, (size_t)len, c.page);
-    }
     return rc;
 }
