@@ -111,16 +111,23 @@ static void test_outputs(void)
     }
 }
 
+/* The archive's bytes (malloc'd), its stat in *st. */
+static unsigned char *whole_archive(struct stat *st)
+{
+    stat(apath, st);
+    unsigned char *buf = malloc((size_t)st->st_size);
+    FILE *f = fopen(apath, "rb");
+    CHECK(buf && f && fread(buf, 1, (size_t)st->st_size, f) == (size_t)st->st_size, "read");
+    if (f)
+        fclose(f);
+    return buf;
+}
+
 static void test_pipe_and_memory(void)
 {
     wpack_archive *mem = NULL, *ar = NULL;
     struct stat st;
-    stat(apath, &st);
-    unsigned char *buf = malloc((size_t)st.st_size);
-    FILE *f = fopen(apath, "rb");
-    CHECK(f && fread(buf, 1, (size_t)st.st_size, f) == (size_t)st.st_size, "read");
-    if (f)
-        fclose(f);
+    unsigned char *buf = whole_archive(&st);
     CHECK_EQ(wpack_open_memory(&mem, buf, (size_t)st.st_size, 0), WPACK_OK);
     CHECK_EQ(wpack_open_file(&ar, apath, 0), WPACK_OK);
     const wpack_archive *both[2] = {mem, ar};
@@ -153,12 +160,8 @@ static void test_damaged_and_replaced(void)
     snprintf(bad, sizeof bad, "%s/bad.wpack", dir);
     snprintf(out, sizeof out, "%s/o", dir);
     struct stat st;
-    stat(apath, &st);
-    unsigned char *buf = malloc((size_t)st.st_size);
-    FILE *f = fopen(apath, "rb");
-    CHECK(f && fread(buf, 1, (size_t)st.st_size, f) == (size_t)st.st_size, "read");
-    if (f)
-        fclose(f);
+    unsigned char *buf = whole_archive(&st);
+    FILE *f;
     wpack_archive *ar;
     CHECK_EQ(wpack_open_file(&ar, apath, 0), WPACK_OK);
     wpack_tensor t;
