@@ -57,6 +57,9 @@ void cli_writer_jobs(wpack_writer_options *o, unsigned n);
 /* "-j N" or "--jobs N" at argv[*i]: as cli_opt_value(), N (1..256) into
  * *jobs; -1 (message printed) for a bad count. */
 int cli_opt_jobs(int argc, char **argv, int *i, unsigned *jobs);
+/* Flags for wpack_read_to_fd (extract) and export: WPACK_READ_NO_COPY_RANGE
+ * under WPACK_NO_COPY_RANGE=1. */
+unsigned cli_read_to_fd_flags(void);
 
 /* Open an archive for a command: on failure print "wpack: <what and
  * where> [WPACK_E_CODE]", free the handle and return NULL. */

@@ -3,10 +3,11 @@
  * forces the writer's portable weight-stats path), WPACK_THREADS and
  * WPACK_SPIN_US (the CLI's thread pool, for Linear layers and for decoding
  * zstd chunks), WPACK_DENSE_MIN_PARALLEL (layers below this many
- * multiply-adds run on one thread), WPACK_NO_COPY_RANGE=1 (the writer
- * copies unchanged tensor bytes with read/write, not copy_file_range),
- * WPACK_CACHE (the chunk cache directory of remote archives).
- * WPACK_THREADS also gives writers their thread count (cli_writer_jobs). */
+ * multiply-adds run on one thread), WPACK_NO_COPY_RANGE=1 (the writer,
+ * extract and export copy unchanged tensor bytes with read/write, not
+ * copy_file_range), WPACK_CACHE (the chunk cache directory of remote
+ * archives). WPACK_THREADS also gives writers their thread count
+ * (cli_writer_jobs). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -138,6 +139,13 @@ int cli_opt_jobs(int argc, char **argv, int *i, unsigned *jobs)
     return 1;
 }
 
+/* WPACK_NO_COPY_RANGE=1: read/write instead of copy_file_range. */
+static int no_copy_range(void)
+{
+    const char *ncr = env("WPACK_NO_COPY_RANGE");
+    return ncr && strcmp(ncr, "1") == 0;
+}
+
 void cli_writer_options_init(wpack_writer_options *o)
 {
     wpack_writer_options_init(o);
@@ -145,8 +153,12 @@ void cli_writer_options_init(wpack_writer_options *o)
     cli_writer_jobs(o, env("WPACK_THREADS") ? env_threads() : 1);
     const char *isa = env("WPACK_ISA");
     o->portable_stats = isa && strcmp(isa, "scalar") == 0;
-    const char *ncr = env("WPACK_NO_COPY_RANGE"); /* read/write instead of copy_file_range */
-    o->no_copy_range = ncr && strcmp(ncr, "1") == 0;
+    o->no_copy_range = no_copy_range();
+}
+
+unsigned cli_read_to_fd_flags(void)
+{
+    return no_copy_range() ? WPACK_READ_NO_COPY_RANGE : 0;
 }
 
 const char *cli_env_cache(void)

@@ -106,6 +106,8 @@ int cmd_export(int argc, char **argv)
     eo.progress_user = &prog;
     eo.err = err;
     eo.err_size = sizeof err;
+    if (cli_read_to_fd_flags() & WPACK_READ_NO_COPY_RANGE)
+        eo.flags |= WPACK_EXPORT_NO_COPY_RANGE;
     int rc = wpack_export_file(ar, out, format, &eo);
     if (prog.done_items)
         cli_progress_done(&prog);

@@ -71,6 +71,7 @@ typedef struct {
     const char *dir;
     uint64_t files, bytes;
     int failed;
+    unsigned read_flags; /* for wpack_read_to_fd */
 } extract_state;
 
 /* What one run will write, decided before anything is: each selected entry
@@ -90,33 +91,6 @@ typedef struct {
 static int write_all(int fd, const void *p, size_t n)
 {
     return wpk_write_all(fd, p, n) == 0;
-}
-
-/* The output file, and whether writing it failed (a read from a URL can
- * fail with WPACK_E_IO too: then the archive's message says why). */
-typedef struct {
-    int fd, write_failed;
-} put_ctx;
-
-static int put_fd(void *u, const void *p, size_t n)
-{
-    put_ctx *c = u;
-    if (write_all(c->fd, p, n))
-        return 0;
-    c->write_failed = 1;
-    return WPACK_E_IO;
-}
-
-/* Streamed (views straight from the mapping, each zstd chunk decoded
- * once), checked as it goes unless --no-verify: 0, WPACK_E_IO (errno set)
- * or the read's error (the archive's message says which tensor). */
-static int write_tensor_bytes(int fd, const wpack_archive *ar, const wpack_tensor *t,
-                              int *write_failed)
-{
-    put_ctx c = {fd, 0};
-    int rc = wpack_read_stream(ar, t->index, put_fd, &c, 0);
-    *write_failed = c.write_failed;
-    return rc;
 }
 
 /* The .npy header for t into header; its length, 0 when none can be made. */
@@ -146,10 +120,11 @@ static int extract_one(extract_state *st, const wpack_archive *ar, const wpack_t
     char err[600];
     int rc = wpk_atomic_open(&a, path, WPK_ATOMIC_NO_SWEEP, err, sizeof err);
     if (rc == WPACK_OK) {
-        int write_failed = 1;
-        int code = write_all(a.fd, header, hlen) ? write_tensor_bytes(a.fd, ar, t, &write_failed)
-                                                 : WPACK_E_IO;
-        if (code == WPACK_E_IO && write_failed)
+        /* The bytes: copied file to file where they are stored plain, read
+         * back and checked unless --no-verify (wpack_read_to_fd). */
+        int header_ok = write_all(a.fd, header, hlen);
+        int code = header_ok ? wpack_read_to_fd(ar, t->index, a.fd, st->read_flags) : WPACK_E_IO;
+        if (!header_ok)
             wpk_fmt(err, sizeof err, "%s: writing tensor '%s' failed: %s", path, t->name,
                     strerror(errno));
         else if (code) /* the archive's message names the tensor and the fault */
@@ -302,7 +277,7 @@ static int guard_outputs(const wpack_archive *ar, const char *path, const char *
 int cmd_extract(int argc, char **argv)
 {
     const char *path = NULL;
-    extract_state st = {".", 0, 0, 0};
+    extract_state st = {".", 0, 0, 0, cli_read_to_fd_flags()};
     cli_write_opts wo = CLI_WRITE_OPTS_INIT;
     int r;
     const char **pats = calloc((size_t)argc + 1, sizeof *pats);

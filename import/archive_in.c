@@ -3,7 +3,10 @@
  * (stored or deflated zip), zip, tar, tar.gz, tar.zst, tar.xz, tar.bz2.
  * Streaming: each member is decompressed piece by piece into the sink.
  * Zip bombs: the bytes coming out are capped in total and, past a grace
- * amount, per byte read from the file.
+ * amount, per byte read from the file. A zip's stored (uncompressed)
+ * members holding a C-order little-endian .npy skip libarchive: their bytes
+ * are CRC-checked in the mapping and move to the archive inside the kernel
+ * (wpk_sink_write_mapped), as torch storages do.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -15,8 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "import.h"
 #include "internal.h"
+#include "npy.h"
 #include "zipread.h"
 
 typedef struct {
@@ -24,7 +29,17 @@ typedef struct {
     struct archive *a;
     const char *member;
     uint64_t out, max_total, ratio;
+    uint64_t stored; /* of out: stored members copied from the map (1:1, no ratio) */
 } ar_reader;
+
+/* A zip's mapping and checked central directory (ok 0: not a zip). */
+typedef struct {
+    wpk_zip z;
+    wpk_mapped m; /* m.fd is the bundle's fd, not owned */
+    int ok;
+} zip_view;
+
+#define STORED_STEP (8u << 20) /* bytes CRC-checked, then copied, per step */
 
 static long read_member(void *ctx, void *buf, size_t n)
 {
@@ -43,7 +58,8 @@ static long read_member(void *ctx, void *buf, size_t n)
                       r->member, (unsigned long long)r->max_total);
         return -1;
     }
-    if (r->out > WPK_RATIO_GRACE && r->out / (in ? in : 1) > r->ratio) {
+    uint64_t inflated = r->out - r->stored;
+    if (inflated > WPK_RATIO_GRACE && inflated / (in ? in : 1) > r->ratio) {
         wpk_sink_fail(r->s, WPACK_E_LIMIT,
                       "member '%s': expands more than %llu:1 (%llu bytes out of %llu read): "
                       "refused as a zip bomb",
@@ -107,9 +123,11 @@ static const char *member_type(struct archive_entry *e)
 /* A zip is checked by the strict central-directory reader first: libarchive
  * reads members through the directory, and members that share bytes (nested
  * local headers) would be read once per member. */
-static int zip_precheck(wpk_sink *s, int fd)
+static int zip_precheck(wpk_sink *s, int fd, zip_view *zv)
 {
     struct stat st;
+    memset(zv, 0, sizeof *zv);
+    zv->m.fd = -1;
     if (fstat(fd, &st) != 0 || st.st_size < 4 || (uint64_t)st.st_size > SIZE_MAX)
         return WPACK_OK;
     uint8_t magic[4];
@@ -118,14 +136,71 @@ static int zip_precheck(wpk_sink *s, int fd)
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED)
         return wpk_sink_fail(s, WPACK_E_IO, "cannot map: %s", strerror(errno));
-    wpk_zip z;
     char err[700];
-    int rc = wpk_zip_open(&z, p, (size_t)st.st_size, err, sizeof err);
-    if (rc == WPACK_OK)
-        wpk_zip_close(&z);
-    else
-        wpk_sink_fail(s, rc, "%s", err);
-    munmap(p, (size_t)st.st_size);
+    int rc = wpk_zip_open(&zv->z, p, (size_t)st.st_size, err, sizeof err);
+    if (rc) {
+        munmap(p, (size_t)st.st_size);
+        return wpk_sink_fail(s, rc, "%s", err);
+    }
+    zv->m = (wpk_mapped){p, (size_t)st.st_size, fd}; /* kept for the stored members */
+    zv->ok = 1;
+    return WPACK_OK;
+}
+
+static void zip_view_free(zip_view *zv)
+{
+    if (!zv->ok)
+        return;
+    wpk_zip_close(&zv->z);
+    munmap((void *)zv->m.p, zv->m.len);
+    zv->ok = 0;
+}
+
+/* A stored member holding a C-order little-endian .npy, straight from the
+ * map: 1 when it is not one (libarchive streams it: same bytes, same
+ * messages), else WPACK_OK or the failure. Its CRC-32 is computed on the
+ * mapped bytes, a step before each step is copied; a mismatch fails the
+ * tensor (the writer is then aborted: no archive). */
+static int stored_member(ar_reader *r, const zip_view *zv, const wpk_zip_entry *ze,
+                         const char *name)
+{
+    wpk_sink *s = r->s;
+    uint64_t len = ze->size, hend, need;
+    if (ze->method != 0 || ze->comp_size != len || !wpk_in_bounds(ze->data_offset, len, zv->m.len) ||
+        r->out > r->max_total || len > r->max_total - r->out)
+        return 1;
+    const uint8_t *p = zv->m.p + ze->data_offset;
+    char msg[400];
+    npy_header h;
+    if (npy_header_extent(p, len < NPY_PREAMBLE_V2 ? (size_t)len : NPY_PREAMBLE_V2, &hend, msg,
+                          sizeof msg) ||
+        hend > len || npy_parse_header(p, (size_t)hend, &h, msg, sizeof msg) || h.byteswap ||
+        !wpk_add(hend, h.nbytes, &need) || need != len)
+        return 1;
+    unsigned big = 0;
+    for (unsigned k = 0; k < h.rank; k++)
+        big += h.dims[k] > 1;
+    if (h.fortran_order && big > 1)
+        return 1;
+    int rc = wpk_sink_begin(s, name, h.dtype, h.rank, h.dims);
+    uint32_t crc = wpk_crc32(0, p, (size_t)hend);
+    for (uint64_t off = hend; !rc && off < len;) {
+        size_t n = len - off < STORED_STEP ? (size_t)(len - off) : STORED_STEP;
+        crc = wpk_crc32(crc, p + off, n);
+        rc = wpk_sink_write_mapped(s, &zv->m, p + off, n);
+        wpk_map_release(&zv->m, ze->data_offset + off, n);
+        if (!rc)
+            wpk_sink_progress(s, n);
+        off += n;
+    }
+    if (!rc && crc != ze->crc32)
+        rc = wpk_sink_fail(s, WPACK_E_CHECKSUM,
+                           "member '%s': its bytes do not match the zip's CRC-32 (damaged file)",
+                           r->member);
+    if (!rc)
+        rc = wpk_sink_end(s);
+    r->out += len;
+    r->stored += len;
     return rc;
 }
 
@@ -144,7 +219,8 @@ int archive_pack_file(wpk_sink *s, const char *path)
         archive_read_free(a);
         return -fd;
     }
-    if ((rc = zip_precheck(s, fd)))
+    zip_view zv;
+    if ((rc = zip_precheck(s, fd, &zv)))
         goto out;
     if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
         rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s", archive_error_string(a));
@@ -185,7 +261,10 @@ int archive_pack_file(wpk_sink *s, const char *path)
             goto out;
         }
         r.member = mp;
-        rc = wpk_npy_stream(s, name, read_member, &r);
+        const wpk_zip_entry *ze = zv.ok ? wpk_zip_find(&zv.z, mp, strlen(mp)) : NULL;
+        rc = ze ? stored_member(&r, &zv, ze, name) : 1;
+        if (rc == 1)
+            rc = wpk_npy_stream(s, name, read_member, &r);
         free(name);
         if (rc)
             goto out;
@@ -195,6 +274,7 @@ int archive_pack_file(wpk_sink *s, const char *path)
         rc = wpk_sink_fail(s, WPACK_E_INPUT, "no .npy members in the bundle");
 out:
     archive_read_free(a);
+    zip_view_free(&zv);
     close(fd);
     return rc;
 }

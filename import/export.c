@@ -116,9 +116,13 @@ int wpk_export_copy(const wpack_archive *ar, const wpack_tensor *t,
     return rc;
 }
 
-static int put_fd(void *ctx, const void *p, size_t n)
+int wpk_export_copy_fd(const wpack_archive *ar, const wpack_tensor *t, int fd,
+                       unsigned read_flags, char *err, size_t errlen)
 {
-    return write_all(*(int *)ctx, p, n);
+    int rc = wpack_read_to_fd(ar, t->index, fd, read_flags);
+    if (rc)
+        wpk_fmt(err, errlen, "%s", wpack_errmsg(ar));
+    return rc;
 }
 
 /* The progress callback of one wpack_export_file() call. */
@@ -133,8 +137,8 @@ static void tensor_done(const done_cb *cb, const wpack_tensor *t)
         cb->fn(cb->user, t);
 }
 
-static int export_safetensors(const wpack_archive *ar, int fd, const done_cb *cb, char *err,
-                              size_t errlen)
+static int export_safetensors(const wpack_archive *ar, int fd, unsigned read_flags,
+                              const done_cb *cb, char *err, size_t errlen)
 {
     json_t *root = json_object(), *meta = json_object();
     int rc = WPACK_OK;
@@ -198,7 +202,7 @@ static int export_safetensors(const wpack_archive *ar, int fd, const done_cb *cb
     for (uint64_t i = 0; i < n && !rc; i++) {
         wpack_tensor t;
         if (!(rc = wpack_tensor_at(ar, i, &t)))
-            rc = wpk_export_copy(ar, &t, put_fd, &fd, err, errlen);
+            rc = wpk_export_copy_fd(ar, &t, fd, read_flags, err, errlen);
         if (!rc)
             tensor_done(cb, &t);
     }
@@ -341,12 +345,17 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         o = *opt;
     char err[1024] = "";
     int rc = WPACK_OK;
-    for (size_t k = 0; k < 4; k++) /* reserved and reserved_ptr: 4 each */
-        if (o.reserved[k] || o.reserved_ptr[k]) {
+    for (size_t k = 0; k < 4; k++) /* reserved: 3, reserved_ptr: 4 */
+        if ((k < 3 && o.reserved[k]) || o.reserved_ptr[k]) {
             wpk_fmt(err, sizeof err, "wpack_export_options: reserved field %zu is not zero "
                     "(built against a newer wpack_import.h?)", k);
             rc = WPACK_E_INVALID_ARGUMENT;
         }
+    if (o.flags & ~(uint64_t)WPACK_EXPORT_NO_COPY_RANGE) {
+        wpk_fmt(err, sizeof err, "wpack_export_options: unknown flags %#llx (built against a "
+                "newer wpack_import.h?)", (unsigned long long)o.flags);
+        rc = WPACK_E_INVALID_ARGUMENT;
+    }
     if (!rc && (!ar || !path)) {
         wpk_fmt(err, sizeof err, "wpack_export_file: %s is NULL", !ar ? "the archive" : "path");
         rc = WPACK_E_INVALID_ARGUMENT;
@@ -358,17 +367,18 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
     if (!rc) {
         char m[900] = "";
         done_cb cb = {o.progress, o.progress_user};
+        unsigned rf = (o.flags & WPACK_EXPORT_NO_COPY_RANGE) ? WPACK_READ_NO_COPY_RANGE : 0;
         wpk_atomic t;
         rc = wpk_atomic_open(&t, path, 0, m, sizeof m);
         if (!rc && format == WPACK_EXPORT_GGUF)
-            rc = gguf_export(ar, t.fd, o.progress, o.progress_user, m, sizeof m);
+            rc = gguf_export(ar, t.fd, rf, o.progress, o.progress_user, m, sizeof m);
         else if (!rc && format >= WPACK_EXPORT_TRT_CALIB)
             rc = calib_export(ar, t.fd, format, m, sizeof m);
         else if (!rc && format == WPACK_EXPORT_IRPA)
-            rc = irpa_export(ar, t.fd, o.progress, o.progress_user, m, sizeof m);
+            rc = irpa_export(ar, t.fd, rf, o.progress, o.progress_user, m, sizeof m);
         else if (!rc)
             rc = format == WPACK_EXPORT_SAFETENSORS
-                     ? export_safetensors(ar, t.fd, &cb, m, sizeof m)
+                     ? export_safetensors(ar, t.fd, rf, &cb, m, sizeof m)
                      : export_bundle(ar, format, t.fd, &cb, m, sizeof m);
         if (!rc)
             rc = wpk_atomic_commit(&t, m, sizeof m);

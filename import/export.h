@@ -14,4 +14,10 @@ int wpk_export_copy(const wpack_archive *ar, const wpack_tensor *t,
                     int (*put)(void *, const void *, size_t), void *ctx, char *err,
                     size_t errlen);
 
+/* Entry t's logical bytes to fd at its offset (wpack_read_to_fd with
+ * read_flags: stored bytes copied file to file, checked when the archive
+ * verifies reads); a failure's message in err. */
+int wpk_export_copy_fd(const wpack_archive *ar, const wpack_tensor *t, int fd,
+                       unsigned read_flags, char *err, size_t errlen);
+
 #endif

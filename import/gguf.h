@@ -95,9 +95,10 @@ void gguf_free(gguf_file *g);
 /* Bytes of one scalar of a fixed-size GGUF type (0 for string, array, unknown). */
 size_t gguf_scalar_size(uint32_t type);
 
-/* An archive written as GGUF v3 to fd (import/gguf_export.c). */
+/* An archive written as GGUF v3 to fd (import/gguf_export.c); read_flags
+ * for wpk_export_copy_fd. */
 typedef void (*gguf_done_fn)(void *user, const wpack_tensor *t);
-int gguf_export(const wpack_archive *ar, int fd, gguf_done_fn done, void *user, char *err,
-                size_t errlen);
+int gguf_export(const wpack_archive *ar, int fd, unsigned read_flags, gguf_done_fn done,
+                void *user, char *err, size_t errlen);
 
 #endif

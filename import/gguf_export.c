@@ -331,8 +331,8 @@ static uint64_t *tensor_order(const wpack_archive *ar, uint64_t n)
     return v;
 }
 
-int gguf_export(const wpack_archive *ar, int fd, gguf_done_fn done, void *user, char *err,
-                size_t errlen)
+int gguf_export(const wpack_archive *ar, int fd, unsigned read_flags, gguf_done_fn done,
+                void *user, char *err, size_t errlen)
 {
     out_t *o = calloc(1, sizeof *o);
     uint64_t n = wpack_count(ar), n_kv = 0;
@@ -390,8 +390,11 @@ int gguf_export(const wpack_archive *ar, int fd, gguf_done_fn done, void *user, 
     for (uint64_t i = 0; i < n && !rc && !o->failed; i++) {
         wpack_tensor t;
         wpack_tensor_at(ar, order[i], &t);
-        if ((rc = wpk_export_copy(ar, &t, put, o, err, errlen)))
+        if (!flush(o)) /* the buffered header first, then the bytes straight to fd */
             break;
+        if ((rc = wpk_export_copy_fd(ar, &t, o->fd, read_flags, err, errlen)))
+            break;
+        o->pos += t.nbytes;
         put_zeros(o, (align - t.nbytes % align) % align);
         if (done)
             done(user, &t);

@@ -73,9 +73,10 @@ int irpa_meta_parse(const uint8_t *meta, uint64_t len, irpa_meta *m);
  * block dtype whose last dim is not a multiple of its block). */
 uint64_t irpa_meta_nbytes(const irpa_meta *m);
 
-/* An archive written as an .irpa to fd (import/irpa_export.c). */
+/* An archive written as an .irpa to fd (import/irpa_export.c); read_flags
+ * for wpk_export_copy_fd. */
 typedef void (*irpa_done_fn)(void *user, const wpack_tensor *t);
-int irpa_export(const wpack_archive *ar, int fd, irpa_done_fn done, void *user, char *err,
-                size_t errlen);
+int irpa_export(const wpack_archive *ar, int fd, unsigned read_flags, irpa_done_fn done,
+                void *user, char *err, size_t errlen);
 
 #endif

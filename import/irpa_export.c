@@ -55,8 +55,8 @@ typedef struct {
     size_t meta_len;
 } plan;
 
-int irpa_export(const wpack_archive *ar, int fd, irpa_done_fn done, void *user, char *err,
-                size_t errlen)
+int irpa_export(const wpack_archive *ar, int fd, unsigned read_flags, irpa_done_fn done,
+                void *user, char *err, size_t errlen)
 {
     uint64_t n = wpack_count(ar);
     plan *v = calloc(n ? (size_t)n : 1, sizeof *v);
@@ -165,7 +165,8 @@ int irpa_export(const wpack_archive *ar, int fd, irpa_done_fn done, void *user, 
         plan *p = &v[i];
         if (!p->splat && p->t.kind != WPACK_KIND_ALIAS) {
             zeros_to(&o, ss_off + p->store);
-            rc = wpk_export_copy(ar, &p->t, put, &o, err, errlen);
+            rc = wpk_export_copy_fd(ar, &p->t, o.fd, read_flags, err, errlen);
+            o.pos += p->t.nbytes;
         }
         if (!rc && done)
             done(user, &p->t);

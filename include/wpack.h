@@ -410,6 +410,38 @@ typedef int (*wpack_read_fn)(void *user, const void *data, size_t n);
 int wpack_read_stream(const wpack_archive *ar, uint64_t i, wpack_read_fn fn, void *user,
                       unsigned flags);
 
+/* Flag for wpack_read_to_fd(): read and write, never copy_file_range (the
+ * same bytes; the CLI sets it under WPACK_NO_COPY_RANGE=1). */
+#define WPACK_READ_NO_COPY_RANGE 2u
+
+/*
+ * Write all of entry i's logical bytes to fd at its file offset (which
+ * advances by nbytes), as wpack_read_stream() hands them out, for a caller
+ * that writes them to a file (extract, export). The stored bytes of an
+ * uncompressed entry of an archive file move inside the kernel
+ * (copy_file_range, the archive file reopened by its path and checked to
+ * be the same file), falling back to pread and write when the kernel
+ * refuses (another file system, an old kernel, an fd that is not a regular
+ * file, WPACK_READ_NO_COPY_RANGE) or the file was replaced. Compressed
+ * tensors, splats, small entries and archives in memory or behind a source
+ * stream as wpack_read_stream() does. Pages of the archive's mapping read
+ * here are dropped from the process as they are consumed (they stay in the
+ * page cache), so memory stays flat whatever the size.
+ *
+ * With WPACK_READ_VERIFY (or WPACK_OPEN_VERIFY_READS) the bytes are checked
+ * against the entry's checksum unless this open checked the entry before:
+ * what copy_file_range wrote is read back from fd (fd must then be open
+ * for reading too, else the bytes go through read and write) and hashed,
+ * so the check covers exactly the bytes fd received. A mismatch returns
+ * WPACK_E_CHECKSUM at the end (message naming the entry) and fd holds bad
+ * bytes: the caller discards them, as with wpack_read_stream().
+ *
+ * A failure sets a message naming the entry (wpack_errmsg()): a write to
+ * fd that failed is WPACK_E_IO with errno set; WPACK_E_INVALID_ARGUMENT for
+ * fd < 0 or unknown flags, WPACK_E_NOT_FOUND for i out of range.
+ */
+int wpack_read_to_fd(const wpack_archive *ar, uint64_t i, int fd, unsigned flags);
+
 /* Check entry i's bytes against its checksum once per open: the first call
  * hashes them (decodes a compressed tensor), later calls (from any thread)
  * return the remembered result: WPACK_OK, WPACK_E_CHECKSUM or

@@ -268,8 +268,13 @@ typedef struct wpack_export_options {
     char *err;                         /* a failure's message ("OUT: ..."); NULL: nowhere */
     size_t err_size;
     void *reserved_ptr[4];             /* zero; see "Options structs" above */
-    uint64_t reserved[4];
+    /* WPACK_EXPORT_NO_COPY_RANGE: tensor bytes stored plain go through
+     * read and write, not copy_file_range (the same bytes; the CLI sets it
+     * under WPACK_NO_COPY_RANGE=1). 0: the default. */
+    uint64_t flags;
+    uint64_t reserved[3];
 } wpack_export_options;
+#define WPACK_EXPORT_NO_COPY_RANGE 1u
 /* The defaults: no callback, no error buffer, reserved fields zero. */
 void wpack_export_options_init(wpack_export_options *opt);
 

@@ -203,6 +203,8 @@ static int open_once(wpack_archive *ar, unsigned flags)
     if (!S_ISREG(st.st_mode))
         return wpk_fail(ar, WPACK_E_IO, "not a regular file");
     ar->file_size = (uint64_t)st.st_size;
+    ar->file_dev = (uint64_t)st.st_dev;
+    ar->file_ino = (uint64_t)st.st_ino;
     int rc = wpk_check_header(ar);
     if (rc)
         return rc;

@@ -54,7 +54,7 @@ static uint64_t owner_of(const wpack_tensor *t)
 
 /* Messages are set under the handle's lock, so a shared handle may take
  * them; a failed check is the one thing a reader call reports this way. */
-static int bad_hash(const wpack_archive *ar, const wpack_tensor *t, uint64_t got)
+int wpk_bad_hash(const wpack_archive *ar, const wpack_tensor *t, uint64_t got)
 {
     char q[256];
     wpk_quote(q, sizeof q, t->name, t->name_len);
@@ -68,7 +68,7 @@ static int bad_hash(const wpack_archive *ar, const wpack_tensor *t, uint64_t got
                     (unsigned long long)t->checksum, (unsigned long long)got);
 }
 
-static int read_failed(const wpack_archive *ar, const wpack_tensor *t, int rc)
+int wpk_read_failed(const wpack_archive *ar, const wpack_tensor *t, int rc)
 {
     char q[256];
     wpk_quote(q, sizeof q, t->name, t->name_len);
@@ -84,7 +84,7 @@ static int read_failed(const wpack_archive *ar, const wpack_tensor *t, int rc)
 }
 
 /* A check that failed before, reported again. */
-static int failed_before(const wpack_archive *ar, const wpack_tensor *t, int rc)
+int wpk_failed_before(const wpack_archive *ar, const wpack_tensor *t, int rc)
 {
     char q[256];
     wpk_quote(q, sizeof q, t->name, t->name_len);
@@ -186,11 +186,11 @@ int wpk_check_stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void 
     if (rc && rc == c.fn_rc)
         return rc; /* the caller stopped: its own error */
     if (rc)
-        return read_failed(ar, &t, rc);
+        return wpk_read_failed(ar, &t, rc);
     if (!c.h)
         return WPACK_OK;
     if (got != t.decoded_checksum)
-        return bad_hash(ar, &t, got);
+        return wpk_bad_hash(ar, &t, got);
     wpk_checked_set(ar, owner_of(&t), WPACK_OK);
     if (c.bad_at != UINT64_MAX) {
         char q[256];
@@ -217,7 +217,7 @@ int wpack_verify_once(const wpack_archive *ar, uint64_t i)
         return WPACK_OK;
     int known = wpk_checked_get(ar, owner_of(&t));
     if (known >= 0)
-        return known ? failed_before(ar, &t, known) : WPACK_OK;
+        return known ? wpk_failed_before(ar, &t, known) : WPACK_OK;
     return wpk_check_stream(ar, i, NULL, NULL, WPK_CHECK_HASH);
 }
 
@@ -234,15 +234,15 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
         return WPACK_E_INVALID_ARGUMENT;
     int known = t.fill ? WPACK_OK : wpk_checked_get(ar, owner_of(&t));
     if (known > 0)
-        return failed_before(ar, &t, known);
+        return wpk_failed_before(ar, &t, known);
     if (known < 0 && offset == 0 && nbytes == t.nbytes) {
         /* the whole tensor: hash what was read, in one pass */
         int rc = read_raw(ar, i, 0, dst, nbytes);
         if (rc)
-            return read_failed(ar, &t, rc);
+            return wpk_read_failed(ar, &t, rc);
         uint64_t got = wpk_xxh3(dst, nbytes);
         if (got != t.decoded_checksum)
-            return bad_hash(ar, &t, got);
+            return wpk_bad_hash(ar, &t, got);
         wpk_checked_set(ar, owner_of(&t), WPACK_OK);
         return WPACK_OK;
     }
@@ -266,6 +266,6 @@ int wpack_read_stream(const wpack_archive *ar, uint64_t i, wpack_read_fn fn, voi
     wpk_fill_tensor(ar, i, &t);
     int known = !verifying(ar, flags) || t.fill ? WPACK_OK : wpk_checked_get(ar, owner_of(&t));
     if (known > 0)
-        return failed_before(ar, &t, known);
+        return wpk_failed_before(ar, &t, known);
     return wpk_check_stream(ar, i, fn, user, known == WPACK_OK ? 0 : WPK_CHECK_HASH);
 }

@@ -18,6 +18,7 @@ struct wpack_archive {
     void *map;                  /* mmap to undo, or NULL */
     size_t map_len;
     int fd;                     /* the file, while wpack_open_file runs; else -1 */
+    uint64_t file_dev, file_ino; /* a file's identity (read_fd.c reopens it by path) */
     uint64_t file_size;         /* L: the file's (or buffer's) size at open */
     uint8_t *index_buf;         /* a file's index, read at open (owned: wpk_index_free) */
     uint64_t index_buf_len;
@@ -176,6 +177,16 @@ int wpk_needs_fetch(const wpack_archive *ar, const wpack_tensor *t);
 int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset, void *dst,
                     size_t n);
 int wpk_source_stream(const wpack_archive *ar, const wpack_tensor *t, wpk_piece_fn fn, void *user);
+/* The archive holding entry t's stored bytes: ar, or the shard of an
+ * external entry (an alias's target decides). NULL when there is none
+ * (source.c). */
+const wpack_archive *wpk_holder(const wpack_archive *ar, const wpack_tensor *t);
+/* A check's failures, each setting the message naming the entry and
+ * remembering the result (read.c): bytes that hash to got; a read or
+ * decode that failed with rc; a failure found before (rc). */
+int wpk_bad_hash(const wpack_archive *ar, const wpack_tensor *t, uint64_t got);
+int wpk_read_failed(const wpack_archive *ar, const wpack_tensor *t, int rc);
+int wpk_failed_before(const wpack_archive *ar, const wpack_tensor *t, int rc);
 /* Stream entry i's logical bytes to fn (may be NULL). With WPK_CHECK_HASH
  * hash them and check the hash against the entry's (decoded) checksum,
  * remembering the result; with WPK_CHECK_BOOL a bool tensor's bytes must

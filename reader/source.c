@@ -15,9 +15,7 @@
 #include "bytes.h"
 #include "reader.h"
 
-/* The archive holding entry t's stored bytes: ar, or the shard of an
- * external entry (an alias's target decides). NULL when there is none. */
-static const wpack_archive *holder(const wpack_archive *ar, const wpack_tensor *t)
+const wpack_archive *wpk_holder(const wpack_archive *ar, const wpack_tensor *t)
 {
     uint64_t own = t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index;
     const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, own, WPK_ENTRY_SIZE);
@@ -31,13 +29,13 @@ int wpk_needs_fetch(const wpack_archive *ar, const wpack_tensor *t)
 {
     if (t->fill || t->data)
         return 0;
-    const wpack_archive *h = holder(ar, t);
+    const wpack_archive *h = wpk_holder(ar, t);
     return h && wpk_unmapped(h);
 }
 
 int wpk_fetch_stored(const wpack_archive *ar, const wpack_tensor *t, uint8_t *dst)
 {
-    const wpack_archive *h = holder(ar, t);
+    const wpack_archive *h = wpk_holder(ar, t);
     char q[256];
     wpk_quote(q, sizeof q, t->name, t->name_len);
     if (!h || !wpk_unmapped(h))

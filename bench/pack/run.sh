@@ -12,6 +12,7 @@
 #   cp ARCHIVE COPY           the peer
 #   wpack extract             (a directory of .npy)
 #   wpack export --to safetensors
+#   the same two with WPACK_NO_COPY_RANGE=1 (pread/write: what copy_file_range saves)
 # Interleaved (each repetition runs every command once, in turn), median of
 # BENCH_REPS; printed as ratios "peer time / wpack time" (1.00: as fast as
 # cp, higher: faster) with the peak RSS of wpack (/usr/bin/time %M).
@@ -72,6 +73,8 @@ for rep in $(seq "$REPS"); do
     timed cp.archive cp "$WORK/ref.wpack" "$WORK/out"
     timed extract "$WPACK" extract "$WORK/ref.wpack" -o "$WORK/out"
     timed export "$WPACK" export "$WORK/ref.wpack" --to safetensors -o "$WORK/out"
+    timed extract_plain env WPACK_NO_COPY_RANGE=1 "$WPACK" extract "$WORK/ref.wpack" -o "$WORK/out"
+    timed export_plain env WPACK_NO_COPY_RANGE=1 "$WPACK" export "$WORK/ref.wpack" --to safetensors -o "$WORK/out"
 done
 
 echo
@@ -91,7 +94,7 @@ done
 echo
 printf '| %-34s | %-9s | %-7s |\n' "from the archive" "x cp" "RSS MiB"
 printf '|%s|%s|%s|\n' ------------------------------------ ----------- ---------
-for k in extract export; do
-    printf '| %-34s | %-9s | %-7s |\n' "wpack $k$([ $k = export ] && echo ' --to safetensors')" \
+for k in extract export extract_plain export_plain; do
+    printf '| %-34s | %-9s | %-7s |\n' "wpack ${k%_plain}$(case $k in export*) echo ' --to safetensors' ;; esac)$(case $k in *_plain) echo ' (no copy_range)' ;; esac)" \
         "$(ratio cp.archive $k)" "$(awk -v a="$(rss $k)" 'BEGIN {printf "%.1f", a / 1024}')"
 done
