@@ -261,15 +261,16 @@ SIMD_TARGET static int fast_block_avx2(wpk_acc *a, int dtype, const uint8_t *p, 
     return lanes_merge(a, &L, n);
 }
 
-/* CPUID and XGETBV (format/cpu_features.c): the AVX2 level includes F16C. */
-static int have_avx2(void)
-{
-    return wpk_cpu_supports(WPK_CPU_AVX2);
-}
-#define FAST_DIRECT(a, t, p, n, portable) \
-    (!(portable) && have_avx2() ? fast_block_avx2(a, t, p, n) : fast_block_direct(a, t, p, n))
+/* CPUID and XGETBV (format/cpu_features.c): the AVX2 level includes F16C.
+ * Asked once per feed call, not per block: in a virtual machine each CPUID
+ * traps to the hypervisor (measured ~17 us a check, which made weight stats
+ * the larger part of wpack.save_file). */
+#define USE_AVX2(portable) (!(portable) && wpk_cpu_supports(WPK_CPU_AVX2))
+#define FAST_DIRECT(a, t, p, n, avx2) \
+    ((avx2) ? fast_block_avx2(a, t, p, n) : fast_block_direct(a, t, p, n))
 #else
-#define FAST_DIRECT(a, t, p, n, portable) fast_block_direct(a, t, p, n)
+#define USE_AVX2(portable) ((void)(portable), 0)
+#define FAST_DIRECT(a, t, p, n, avx2) ((void)(avx2), fast_block_direct(a, t, p, n))
 #endif
 
 void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
@@ -279,14 +280,14 @@ void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
 
 void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, int portable)
 {
-    (void)portable; /* without x86 SIMD there is one path */
     double v[BLOCK];
     size_t size = wpack_dtype_size(dtype);
     const uint8_t *p = data;
+    int direct = dtype == WPACK_DTYPE_F32 || dtype == WPACK_DTYPE_F16 || dtype == WPACK_DTYPE_BF16;
+    int avx2 = direct && USE_AVX2(portable); /* without x86 SIMD: one path */
     while (count) {
         size_t n = count < BLOCK ? count : BLOCK;
-        int direct = dtype == WPACK_DTYPE_F32 || dtype == WPACK_DTYPE_F16 || dtype == WPACK_DTYPE_BF16;
-        if (!direct || !FAST_DIRECT(a, dtype, p, n, portable)) {
+        if (!direct || !FAST_DIRECT(a, dtype, p, n, avx2)) {
             widen(dtype, p, n, v);
             if (!fast_block(a, v, n))
                 feed_block(a, v, n); /* NaN or infinity in the block: filter them */
