@@ -53,6 +53,8 @@ int wpk_cpu_supports(int isa)
         return 1;
     if (isa != WPK_CPU_AVX2 && isa != WPK_CPU_AVX512)
         return 0;
-    /* CPUID is cheap and its answer fixed: no cache, no once-control. */
+    /* No cache (no hidden global state), but CPUID is not cheap: in a
+     * virtual machine it traps to the hypervisor (microseconds). Ask once per
+     * operation, never per block of data. */
     return detect(isa);
 }

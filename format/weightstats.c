@@ -288,15 +288,16 @@ SIMD_TARGET static int fast_block_avx2(wpk_bsum *a, int dtype, const uint8_t *p,
     return lanes_merge(a, &L, n);
 }
 
-/* CPUID and XGETBV (format/cpu_features.c): the AVX2 level includes F16C. */
-static int have_avx2(void)
-{
-    return wpk_cpu_supports(WPK_CPU_AVX2);
-}
-#define FAST_DIRECT(a, t, p, n, portable) \
-    (!(portable) && have_avx2() ? fast_block_avx2(a, t, p, n) : fast_block_direct(a, t, p, n))
+/* CPUID and XGETBV (format/cpu_features.c): the AVX2 level includes F16C.
+ * Asked once per feed call, not per block: in a virtual machine each CPUID
+ * traps to the hypervisor (measured ~17 us a check, which made weight stats
+ * the larger part of wpack.save_file). */
+#define USE_AVX2(portable) (!(portable) && wpk_cpu_supports(WPK_CPU_AVX2))
+#define FAST_DIRECT(a, t, p, n, avx2) \
+    ((avx2) ? fast_block_avx2(a, t, p, n) : fast_block_direct(a, t, p, n))
 #else
-#define FAST_DIRECT(a, t, p, n, portable) fast_block_direct(a, t, p, n)
+#define USE_AVX2(portable) ((void)(portable), 0)
+#define FAST_DIRECT(a, t, p, n, avx2) ((void)(avx2), fast_block_direct(a, t, p, n))
 #endif
 
 void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
@@ -311,11 +312,10 @@ static int direct_dtype(int dtype)
 
 /* One block's summary, or redo set when its values must be merged one by
  * one (finite values whose sum overflows: wpk_acc_fold does it). */
-static void summarize(int dtype, const uint8_t *p, size_t n, int portable, double *v, wpk_bsum *s)
+static void summarize(int dtype, const uint8_t *p, size_t n, int avx2, double *v, wpk_bsum *s)
 {
-    (void)portable; /* without x86 SIMD there is one path */
     s->redo = 0;
-    if (direct_dtype(dtype) && FAST_DIRECT(s, dtype, p, n, portable))
+    if (direct_dtype(dtype) && FAST_DIRECT(s, dtype, p, n, avx2))
         return;
     widen(dtype, p, n, v);
     if (!fast_block(s, v, n) && !slow_summary(v, n, s)) /* NaN or infinity: filter them */
@@ -327,10 +327,11 @@ void wpk_acc_blocks(int dtype, const void *data, size_t count, size_t first, siz
 {
     double v[WPK_STATS_BLOCK];
     size_t size = wpack_dtype_size(dtype);
+    int avx2 = direct_dtype(dtype) && USE_AVX2(portable); /* once per call: CPUID traps in a VM */
     for (size_t b = 0; b < nblocks; b++) {
         size_t at = (first + b) * WPK_STATS_BLOCK;
         size_t n = count - at < WPK_STATS_BLOCK ? count - at : WPK_STATS_BLOCK;
-        summarize(dtype, (const uint8_t *)data + at * size, n, portable, v, &out[b]);
+        summarize(dtype, (const uint8_t *)data + at * size, n, avx2, v, &out[b]);
     }
 }
 

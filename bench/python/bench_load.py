@@ -3,7 +3,8 @@
   - wpack.load_file(framework="pt") (zero-copy), verify=False and verify=True
   - torch.load of the same state_dict
   - np.load(mmap_mode="r") of one .npy per tensor (bf16 as uint16) + torch.from_numpy
-and save throughput of wpack.save_file vs torch.save. Files stay in the page
+and save throughput of wpack.save_file vs torch.save (best of two; for the
+interleaved, fsync-fair comparison see bench_save.py). Files stay in the page
 cache (second of two runs counts), so these are CPU costs, not disk reads.
 
 usage: PYTHONPATH=python /usr/bin/python3 bench/python/bench_load.py [MiB] [DIR]

@@ -99,13 +99,45 @@ def is_url(path):
     return isinstance(path, str) and path.lower().startswith(_URL_SCHEMES)
 
 
-def _remote_options(flags, given, use_env):
+class _Progress:
+    """The on_bytes callback of one remote archive: adds up the bytes each
+    completed request brought and calls progress(total). libwpack-remote
+    calls it in the thread doing the read (curl's multi interface, no thread
+    of its own); ctypes takes the GIL for it. An exception cannot cross the
+    C frames: the first is kept and re-raised by raise_pending() when the C
+    call returns (the read itself finishes)."""
+
+    def __init__(self, fn):
+        self.fn, self.total, self.error = fn, 0, None
+        self.c_fn = _lib.RemoteOnBytes(self._on_bytes)   # kept alive with the handle
+
+    def _on_bytes(self, _user, nbytes):
+        self.total += int(nbytes)
+        if self.error is None:
+            try:
+                self.fn(self.total)
+            except BaseException as e:  # noqa: B036 - re-raised after the C call
+                self.error = e
+
+    def raise_pending(self):
+        e, self.error = self.error, None
+        if e is not None:
+            raise e
+
+
+def _remote_options(flags, given, use_env, progress=None):
     bad = [k for k in given if k not in _REMOTE_OPTIONS]
     if bad:
         raise TypeError("safe_open(): unknown option(s) %s" % ", ".join(sorted(bad)))
+    if progress is not None and not callable(progress):
+        raise TypeError("safe_open(): progress must be callable(fetched_bytes)")
     o = _lib.RemoteOptions()
     _lib.remote_lib().wpack_remote_options_init(ctypes.byref(o))
     o.flags = flags
+    o._progress = None
+    if progress is not None:
+        o._progress = _Progress(progress)
+        o.on_bytes = o._progress.c_fn
     vals = dict(given)
     if use_env:
         for k, names in _AWS_ENV.items():
@@ -140,6 +172,10 @@ class _Handle:
 
     def __init__(self, path, flags, remote=None):
         p = ctypes.c_void_p()
+        # the remote options (their strings and progress callback) live as
+        # long as the handle: the C archive calls on_bytes on later reads
+        self.remote = remote
+        self.progress = getattr(remote, "_progress", None)
         if remote is not None:   # a URL: through libwpack-remote
             rc = _lib.remote_lib().wpack_open_url(ctypes.byref(p), _b(path), ctypes.byref(remote))
         else:
@@ -150,6 +186,12 @@ class _Handle:
             raise Error(rc, msg or "%s: %s" % (path, _describe(rc)))
         self.ptr = p
         self.path = os.fspath(path)
+        self.raise_pending()
+
+    def raise_pending(self):
+        """Re-raise what the progress callback raised during the last C call."""
+        if self.progress is not None:
+            self.progress.raise_pending()
 
     def fail(self, rc, what):
         msg = lib.wpack_errmsg(self.ptr).decode("utf-8", "replace")
@@ -237,10 +279,17 @@ class safe_open:
     AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION and
     AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, as the wpack CLI reads them;
     without a key, requests are unsigned (a public bucket).
+    progress: callable(fetched_bytes), called after each completed HTTP
+    request (wpack_remote_options.on_bytes) with the bytes this archive has
+    fetched so far (header, index and tensor ranges; response bodies, a
+    retried request once), in the thread doing the read. An exception it
+    raises is re-raised from the safe_open or get_tensor/get_slice call
+    during which it ran (that call's fetch still completes; progress is not
+    called again until then).
     """
 
     def __init__(self, path, framework="np", verify=True, device="cpu", aws_env=True,
-                 **remote_options):
+                 progress=None, **remote_options):
         if framework in ("numpy",):
             framework = "np"
         if framework in ("torch", "pytorch"):
@@ -257,10 +306,12 @@ class safe_open:
         flags = OPEN_VERIFY_READS if verify else 0
         self._remote = is_url(path)
         if self._remote:
-            self._h = _Handle(path, flags, _remote_options(flags, remote_options, aws_env))
-        elif remote_options:
+            self._h = _Handle(path, flags,
+                              _remote_options(flags, remote_options, aws_env, progress))
+        elif remote_options or progress is not None:
+            given = sorted(remote_options) + (["progress"] if progress is not None else [])
             raise TypeError("safe_open(): %s only for a URL (http://, https://, s3://)"
-                            % ", ".join(sorted(remote_options)))
+                            % ", ".join(given))
         elif framework == "pt":
             self._h = self._open_pt(path, flags)
         else:
@@ -429,6 +480,7 @@ class safe_open:
             return arr
         rc = lib.wpack_read_ex(h.ptr, t.index, offset, arr.ctypes.data, n,
                                READ_VERIFY if self._verify else 0)
+        h.raise_pending()
         if rc != 0:
             h.fail(rc, "reading %r" % t.name.decode())
         return arr
@@ -655,10 +707,11 @@ class _Slice:
         return _to_framework(out, t.dtype, f._framework)
 
 
-def load_file(path, framework="np", verify=True):
+def load_file(path, framework="np", verify=True, **options):
     """Every tensor of the archive at path as {name: array or tensor}
-    (framework "np" or "pt"; zero-copy where safe_open is)."""
-    with safe_open(path, framework=framework, verify=verify) as f:
+    (framework "np" or "pt"; zero-copy where safe_open is). options: those
+    of safe_open for a URL (progress, connections, ...)."""
+    with safe_open(path, framework=framework, verify=verify, **options) as f:
         return {k: f.get_tensor(k) for k in f.keys()}
 
 
@@ -890,9 +943,11 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, **options
     """Write {name: numpy array or torch tensor} to a new archive at path.
 
     The bytes stream through the C writer straight from the arrays' memory
-    (a non-contiguous array is copied 16 MiB at a time): memory does not grow
-    with the data. The archive appears at path only when complete (temporary
-    file + rename); on any error nothing is left behind.
+    (one call per 16 MiB; a non-contiguous array is copied 16 MiB at a
+    time): memory does not grow with the data. The archive appears at path
+    only when complete and durable (temporary file, fsync, rename, fsync of
+    the directory; torch.save does no fsync); on any error nothing is left
+    behind.
 
     Tensors that are the same memory (same data pointer, shape, strides and
     dtype: tied weights) are written once; the later names become alias
@@ -904,7 +959,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, **options
       "count", "min", "max", "mean", optional "absmax", "variance",
       "granularity", "axis", "histogram": (edges, counts), "percentiles":
       [(q, v)]}} (spec appendix A; arrays for per-channel).
-    options: alignment, weight_stats (True), histogram_bins (0),
+    options: alignment, weight_stats (True: min/max/mean/variance of each
+      float tensor, about a third of save_file's CPU time; False skips them),
+      histogram_bins (0),
       compress_level (0: off; zstd level), compress_chunk, compress_min,
       compress_min_saving (percent, 5), shard_size (>0: a sharded set),
       max_data_bytes, portable_stats (False; True: the portable C path for

@@ -332,6 +332,49 @@ def _ident(t):
             t.dtype)
 
 
+def _export_signature(graph):
+    """The torch.export graph signature of graph (an ExportedProgram or the
+    signature itself), or None."""
+    sig = getattr(graph, "graph_signature", None)
+    if sig is None and (hasattr(graph, "input_specs") or hasattr(graph, "inputs_to_parameters")):
+        sig = graph
+    if sig is not None and (hasattr(sig, "input_specs") or hasattr(sig, "inputs_to_parameters")):
+        return sig
+    return None
+
+
+def _kind_name(kind):
+    return getattr(kind, "name", str(kind).rpartition(".")[2])
+
+
+def _from_export_signature(sig, model):
+    """{placeholder name -> state_dict key} of lifted parameters and buffers."""
+    out = {}
+    specs = getattr(sig, "input_specs", None)
+    if specs is not None:
+        # torch >= 2.2: InputSpec(kind, arg=TensorArgument(name), target,
+        # persistent). A non-persistent buffer is not in the state_dict;
+        # lifted constants, custom objects, tokens and user inputs are not
+        # weights of the module.
+        for spec in specs:
+            kind = _kind_name(spec.kind)
+            name = getattr(spec.arg, "name", None)
+            if kind not in ("PARAMETER", "BUFFER") or not isinstance(name, str) \
+                    or not isinstance(spec.target, str):
+                continue
+            if kind == "BUFFER" and getattr(spec, "persistent", None) is False:
+                continue
+            out[name] = spec.target
+    else:
+        # torch 2.1: dict fields inputs_to_parameters, inputs_to_buffers
+        out.update(sig.inputs_to_parameters or {})
+        out.update(getattr(sig, "inputs_to_buffers", None) or {})
+    if model is not None:   # keep only what save_model(model) writes
+        keys = set(model.state_dict().keys())
+        out = {k: v for k, v in out.items() if v in keys}
+    return {k: v for k, v in out.items() if k != v}
+
+
 def name_map(graph, model=None):
     """{graph name -> state_dict key} for weights referenced by a graph.
 
@@ -342,16 +385,22 @@ def name_map(graph, model=None):
       tensor with the same storage, offset, shape, strides and dtype
       (identity, not name guessing; tied weights give the first key).
       Names equal to their key are left out. model is required.
-    - a torch.export ExportedProgram or its graph_signature (newer torch):
-      inputs_to_parameters and inputs_to_buffers (placeholder -> key).
+      Tested for real with torch 1.13's make_fx and symbolic_trace.
+    - a torch.export ExportedProgram or its graph_signature: each lifted
+      parameter or buffer placeholder name maps to its target (the
+      state_dict key). Read from graph_signature.input_specs where it
+      exists (torch >= 2.2: InputSpec kind PARAMETER / BUFFER,
+      arg.name -> target; non-persistent buffers left out), else from the
+      dicts inputs_to_parameters / inputs_to_buffers (torch 2.1). Lifted
+      constants, custom objects, tokens and user inputs are not weights:
+      left out. With model, only targets in model.state_dict() are kept.
+      torch 1.13 has no torch.export: this path is tested against objects
+      shaped as pytorch's torch/export/graph_signature.py defines them
+      (2.1's dataclass fields; 2.2+'s InputSpec list), not a real export.
     Pass the result to save_model(..., name_map=...)."""
-    sig = getattr(graph, "graph_signature", None)
-    if sig is None and hasattr(graph, "inputs_to_parameters"):
-        sig = graph
-    if sig is not None and hasattr(sig, "inputs_to_parameters"):
-        out = dict(sig.inputs_to_parameters)
-        out.update(getattr(sig, "inputs_to_buffers", {}) or {})
-        return {k: v for k, v in out.items() if k != v}
+    sig = _export_signature(graph)
+    if sig is not None:
+        return _from_export_signature(sig, model)
     if model is None:
         raise TypeError("name_map(graph_module, model): model is required for a GraphModule")
     by_id = {}
