@@ -121,7 +121,7 @@ static void keep(const wpack_archive *ar, const wpack_tensor *t, uint8_t *buf)
     pthread_mutex_lock(&k->lock);
     free(k->buf);
     k->buf = buf;
-    k->from = holder(ar, t);
+    k->from = wpk_holder(ar, t);
     k->off = t->offset;
     k->len = t->stored_length;
     pthread_mutex_unlock(&k->lock);
@@ -142,7 +142,7 @@ static int from_kept(const wpack_archive *ar, const wpack_tensor *t, uint64_t of
     if (!k)
         return 0;
     pthread_mutex_lock(&k->lock);
-    int hit = k->buf && k->from == holder(ar, t) && k->off == t->offset &&
+    int hit = k->buf && k->from == wpk_holder(ar, t) && k->off == t->offset &&
               k->len == t->stored_length;
     if (hit) {
         *rc = WPACK_OK;
@@ -163,7 +163,7 @@ int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t off
         return rc;
     if (t->codec != WPACK_CODEC_ZSTD && offset == 0 && n == t->stored_length)
         return wpk_fetch_stored(ar, t, dst); /* the whole tensor: straight into dst */
-    const wpack_archive *h = holder(ar, t);
+    const wpack_archive *h = wpk_holder(ar, t);
     if (t->codec != WPACK_CODEC_ZSTD && h && wpk_unmapped(h)) {
         /* only the bytes asked for (n <= stored_length - offset: checked by
          * the caller against nbytes, which a plain entry's stored_length is),
