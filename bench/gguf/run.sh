@@ -37,13 +37,13 @@ fi
 echo "== making a ${SIZE_MB} MiB GGUF file in $WORK"
 "$PY" "$HERE/make_gguf.py" "$WORK/model.gguf" $((SIZE_MB << 20))
 GGUF_BYTES=$(stat -c %s "$WORK/model.gguf")
-# once, outside the timing: the import is right (every tensor, same bytes back)
+# once, outside the timing: the import is right (exported back, the same
+# bytes: make_gguf.py lays files out as wpack's GGUF exporter does)
 "$WPACK" create -q -o "$WORK/check.wpack" "$WORK/model.gguf"
 "$WPACK" export "$WORK/check.wpack" --to gguf -o "$WORK/back.gguf" >/dev/null 2>"$WORK/err" ||
     { cat "$WORK/err" >&2; exit 1; }
-cmp -s <("$PY" "$ROOT/tests/cli/gguf_tool.py" dump "$WORK/model.gguf" | grep '^tensor') \
-    <("$PY" "$ROOT/tests/cli/gguf_tool.py" dump "$WORK/back.gguf" | grep '^tensor') ||
-    { echo "run.sh: the GGUF tensors do not round-trip through wpack" >&2; exit 1; }
+cmp "$WORK/model.gguf" "$WORK/back.gguf" >&2 ||
+    { echo "run.sh: the GGUF file does not round-trip through wpack" >&2; exit 1; }
 rm -f "$WORK/check.wpack" "$WORK/back.gguf"
 sync
 cat "$WORK/model.gguf" >/dev/null # in the page cache
