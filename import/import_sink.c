@@ -288,8 +288,8 @@ int wpk_sink_stream_mapped(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint6
     if (!wpk_in_bounds(off, len, m->len))
         return wpk_sink_fail(s, WPACK_E_BOUNDS, "bytes %llu..+%llu lie outside the input",
                              (unsigned long long)off, (unsigned long long)len);
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    page = page ? page : 4096;
+    long pg = sysconf(_SC_PAGESIZE);
+    uint64_t page = pg > 0 ? (uint64_t)pg : 4096;
     for (uint64_t done = 0; done < len;) {
         size_t k = len - done < WPK_MAP_PIECE ? (size_t)(len - done) : WPK_MAP_PIECE;
         int rc = wpk_sink_write_mapped(s, m, m->p + off + done, k);
