@@ -11,8 +11,6 @@
 #include "import.h"
 #include "internal.h"
 
-enum { PIECE = 4 << 20 };
-
 /* Valid UTF-8 without NUL: what a wpack metadata string may hold. */
 static int is_text(const uint8_t *p, uint64_t n)
 {
@@ -217,15 +215,10 @@ static int put_tensor(wpk_sink *s, const wpk_mapped *m, const gguf_file *g, cons
     int dtype, rc = dtype_of(s, t->type, &dtype);
     if (rc || (rc = wpk_sink_begin(s, name, dtype, t->n_dims, dims)))
         return rc;
-    uint64_t at = g->data_start + t->offset;
-    for (uint64_t done = 0; done < t->nbytes;) {
-        size_t k = t->nbytes - done < PIECE ? (size_t)(t->nbytes - done) : PIECE;
-        if ((rc = wpk_sink_write(s, m->p + at + done, k)))
-            return rc;
-        wpk_sink_progress(s, k);
-        done += k;
-    }
-    wpk_map_release(m, at, t->nbytes);
+    /* GGUF tensor bytes are stored as wpack stores them: unless cast, the
+     * kernel copies them (copy_file_range) while the writer hashes the mapping */
+    if ((rc = wpk_sink_stream_mapped(s, m, g->data_start + t->offset, t->nbytes)))
+        return rc;
     return wpk_sink_end(s);
 }
 

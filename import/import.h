@@ -165,6 +165,13 @@ void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len);
 /* wpk_sink_write of n bytes inside m's mapping (data points into m->p):
  * bytes kept as they are move from m's file to the archive in the kernel. */
 int wpk_sink_write_mapped(wpk_sink *s, const wpk_mapped *m, const void *data, size_t n);
+/* Bytes [off, off+len) of m's file, all of the current tensor's data or its
+ * next part, through wpk_sink_write_mapped in pieces of WPK_MAP_PIECE, with
+ * progress; each piece's pages leave this process once written (from the
+ * page holding the piece's first byte on), so memory stays flat however
+ * large the tensor. */
+#define WPK_MAP_PIECE (4u << 20)
+int wpk_sink_stream_mapped(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint64_t len);
 
 /* A byte source: up to n bytes into buf; 0 at the end, < 0 on error (with
  * the message already in the sink). */

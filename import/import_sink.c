@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bytes.h"
 #include "import.h"
@@ -280,6 +281,30 @@ int wpk_sink_write_mapped(wpk_sink *s, const wpk_mapped *m, const void *data, si
         return wpk_sink_write(s, data, n);
     int rc = wpack_writer_write_from_fd(s->w, data, m->fd, (uint64_t)(d - m->p), n);
     return rc ? writer_failed(s, rc, s->name) : WPACK_OK;
+}
+
+int wpk_sink_stream_mapped(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint64_t len)
+{
+    if (!wpk_in_bounds(off, len, m->len))
+        return wpk_sink_fail(s, WPACK_E_BOUNDS, "bytes %llu..+%llu lie outside the input",
+                             (unsigned long long)off, (unsigned long long)len);
+    long pg = sysconf(_SC_PAGESIZE);
+    uint64_t page = pg > 0 ? (uint64_t)pg : 4096;
+    for (uint64_t done = 0; done < len;) {
+        size_t k = len - done < WPK_MAP_PIECE ? (size_t)(len - done) : WPK_MAP_PIECE;
+        int rc = wpk_sink_write_mapped(s, m, m->p + off + done, k);
+        if (rc)
+            return rc;
+        /* wpk_map_release keeps the partial pages at both ends: start from
+         * the page of the piece's first byte so the one the last piece
+         * ended inside goes too (dropping a page still needed only means
+         * it is faulted in again from the page cache) */
+        uint64_t from = (off + done) / page * page;
+        done += k;
+        wpk_map_release(m, from, off + done - from);
+        wpk_sink_progress(s, k);
+    }
+    return WPACK_OK;
 }
 
 int wpk_sink_end(wpk_sink *s)

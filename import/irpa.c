@@ -322,8 +322,6 @@ static int entry_shape(wpk_sink *s, const irpa_entry *x, int *dtype, unsigned *r
     return WPACK_OK;
 }
 
-enum { PIECE = 4 << 20 };
-
 static int put_entry(wpk_sink *s, const wpk_mapped *m, const irpa_entry *x, const char *name)
 {
     int dtype;
@@ -351,14 +349,9 @@ static int put_entry(wpk_sink *s, const wpk_mapped *m, const irpa_entry *x, cons
         free(buf);
         return rc ? rc : wpk_sink_end(s);
     }
-    for (uint64_t done = 0; done < x->length;) {
-        size_t k = x->length - done < PIECE ? (size_t)(x->length - done) : PIECE;
-        if ((rc = wpk_sink_write(s, m->p + x->offset + done, k)))
-            return rc;
-        wpk_sink_progress(s, k);
-        done += k;
-    }
-    wpk_map_release(m, x->offset, x->length);
+    /* data entries are stored bytes: moved as they are (wpk_sink_stream_mapped) */
+    if ((rc = wpk_sink_stream_mapped(s, m, x->offset, x->length)))
+        return rc;
     return wpk_sink_end(s);
 }
 

@@ -4,8 +4,6 @@
 #include "import.h"
 #include "safetensors.h"
 
-#define ST_PIECE (4u << 20)
-
 typedef struct {
     wpk_sink *s;
     const wpk_mapped *m;
@@ -19,13 +17,8 @@ static int visit(void *user, const st_item *it)
     if (it->is_meta)
         return sp->with_meta ? wpk_sink_meta_string(s, it->name, it->value) : WPACK_OK;
     int rc = wpk_sink_begin(s, it->name, it->dtype, it->rank, it->dims);
-    for (uint64_t done = 0; !rc && done < it->nbytes;) {
-        size_t k = it->nbytes - done < ST_PIECE ? (size_t)(it->nbytes - done) : ST_PIECE;
-        rc = wpk_sink_write_mapped(s, sp->m, it->data + done, k);
-        wpk_map_release(sp->m, it->file_offset + done, k);
-        wpk_sink_progress(s, k);
-        done += k;
-    }
+    if (!rc) /* it->data is sp->m->p + it->file_offset */
+        rc = wpk_sink_stream_mapped(s, sp->m, it->file_offset, it->nbytes);
     return rc ? rc : wpk_sink_end(s);
 }
 
