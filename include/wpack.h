@@ -223,7 +223,8 @@ int wpack_open_memory(wpack_archive **out, const void *buf, size_t len, unsigned
  * WPACK_READ_VERIFY) reads only the bytes asked for, unchecked (a part
  * cannot be checked alone); and the handle keeps the last entry fetched
  * whole (up to 128 MiB), so reads of it that follow are served from that
- * checked copy without a read().
+ * checked copy without a read(). (And stream_window below: streams of
+ * large entries are checked at their end.)
  * The open reads the superblock, the trailer and the index through read().
  */
 typedef struct wpack_source {
@@ -248,6 +249,14 @@ typedef struct wpack_source {
      * checksum; drop any local copy of them (a cache) so that the read that
      * follows fetches them again. */
     void (*forget)(void *user, uint64_t off, uint64_t n);
+    /* Optional (0: off): wpack_read_stream() and wpack_read_to_fd() of a
+     * plain entry larger than this many bytes read it in windows of this
+     * size, each hashed as it arrives and handed on, instead of fetching it
+     * whole first: memory stays bounded by the window, and the entry's XXH3
+     * over all windows decides the call's result (WPACK_E_CHECKSUM naming
+     * the tensor, not fetched again: the caller discards what it made of
+     * the bytes, as for any stream with WPACK_READ_VERIFY). */
+    uint64_t stream_window;
 } wpack_source;
 int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned flags);
 void wpack_close(wpack_archive *ar);

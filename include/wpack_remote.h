@@ -19,11 +19,16 @@
  * the handle is open is an error, never a mix of two files) and the last
  * 256 KiB (trailer and, for most archives, the whole index): two GETs, one
  * more when the index is larger. Reads are split into chunks fetched over
- * several connections at once (curl multi interface, no threads), each
+ * several connections at once (curl multi interface, no threads; a read
+ * smaller than connections x chunk_size goes as `connections` pieces of at
+ * least 256 KiB; idle connections stay open between reads), each
  * retried with exponential backoff on 5xx, 429, timeouts, resets and short
  * bodies. A server that ignores Range (HTTP 200), answers with another
  * range, another ETag, more or fewer bytes than asked, or an error page is
- * an error naming the URL and what it did.
+ * an error naming the URL and what it did. wpack_read_stream() and
+ * wpack_read_to_fd() of a tensor larger than connections x chunk_size fetch
+ * it in windows of that size, hashed as they arrive (memory stays bounded;
+ * the whole tensor's XXH3 decides the call's result at its end).
  *
  * The library reads no environment variable: credentials, region and
  * endpoint come from the options (the wpack CLI reads AWS_ACCESS_KEY_ID,

@@ -7,7 +7,9 @@
  * kept per handle: the partial reads that usually follow a verified one
  * (get_slice) are served from it, not fetched again. A partial read of a
  * plain entry without verification fetches only its bytes (unchecked: the
- * checksum covers the whole entry; the caller asked for no check). */
+ * checksum covers the whole entry; the caller asked for no check). A
+ * stream of a plain entry larger than the source's stream_window goes in
+ * windows, hashed as they arrive, checked at the end (stream_windows). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,8 +193,65 @@ int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t off
     return rc;
 }
 
+/* A plain entry larger than the source's stream_window, in windows: each
+ * read, hashed and handed to fn in pieces; the XXH3 of the whole entry,
+ * known only at its end, decides (fn's owner discards its output on
+ * failure). Memory: one window, whatever the entry's size. */
+static int stream_windows(const wpack_archive *ar, const wpack_tensor *t,
+                          const wpack_archive *h, wpk_piece_fn fn, void *user)
+{
+    char q[256], msg[400] = "";
+    wpk_quote(q, sizeof q, t->name, t->name_len);
+    uint64_t own = t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index;
+    int known = wpk_checked_get(ar, own);
+    if (known > 0)
+        return wpk_fail((wpack_archive *)ar, known, "tensor '%s': %s (found by an earlier check)",
+                        q, wpack_error_describe(known));
+    uint64_t w = h->src.stream_window, len = t->stored_length;
+    uint8_t *buf = w <= SIZE_MAX ? malloc((size_t)w) : NULL;
+    wpk_hasher *hs = buf ? wpk_hasher_new() : NULL;
+    if (!hs) {
+        free(buf);
+        return wpk_fail((wpack_archive *)ar, WPACK_E_NOMEM, "tensor '%s': out of memory", q);
+    }
+    int rc = WPACK_OK;
+    for (uint64_t done = 0; rc == WPACK_OK && done < len;) {
+        size_t k = len - done < w ? (size_t)(len - done) : (size_t)w;
+        rc = h->src.read(h->src.user, t->offset + done, buf, k, msg, sizeof msg);
+        if (rc) {
+            wpk_fail((wpack_archive *)ar, rc, "tensor '%s': %s", q,
+                     *msg ? msg : wpack_error_describe(rc));
+            break;
+        }
+        wpk_hasher_update(hs, buf, k);
+        for (size_t p = 0; rc == WPACK_OK && p < k; p += WPK_PIECE)
+            rc = fn(user, buf + p, k - p < WPK_PIECE ? k - p : WPK_PIECE);
+        done += k;
+    }
+    uint64_t got = wpk_hasher_digest(hs);
+    wpk_hasher_free(hs);
+    free(buf);
+    if (rc)
+        return rc;
+    if (got != t->checksum) {
+        if (h->src.forget) /* a cached copy may be what is wrong */
+            h->src.forget(h->src.user, t->offset, len);
+        wpk_checked_set(ar, own, WPACK_E_CHECKSUM);
+        return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
+                        "tensor '%s': fetched bytes hash to %016llx, the index says %016llx "
+                        "(the source serves other bytes than the archive it opened; "
+                        "what was streamed of it is to be discarded)",
+                        q, (unsigned long long)got, (unsigned long long)t->checksum);
+    }
+    return WPACK_OK;
+}
+
 int wpk_source_stream(const wpack_archive *ar, const wpack_tensor *t, wpk_piece_fn fn, void *user)
 {
+    const wpack_archive *h = wpk_holder(ar, t);
+    if (t->codec != WPACK_CODEC_ZSTD && h && wpk_unmapped(h) && h->src.stream_window &&
+        t->stored_length > h->src.stream_window)
+        return stream_windows(ar, t, h, fn, user);
     uint8_t *buf;
     int rc = wpk_fetch_stored_new(ar, t, &buf);
     if (rc)

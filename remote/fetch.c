@@ -378,6 +378,10 @@ int wpk_remote_init_handles(wpk_remote *r, char *msg, size_t msglen)
             return WPACK_E_NOMEM;
         }
     curl_multi_setopt(r->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)r->opt.connections);
+    /* Keep every connection open between reads: the default cache size
+     * (4x the handles added at the time) shrinks once a read's handles are
+     * removed, and each reopened connection pays its handshake again. */
+    curl_multi_setopt(r->multi, CURLMOPT_MAXCONNECTS, (long)r->opt.connections);
     return WPACK_OK;
 }
 
@@ -411,12 +415,28 @@ static uint64_t add_jobs(job *jobs, uint64_t k, wpk_remote *r, uint64_t off, uin
 static int run_jobs(wpk_remote *r, job *jobs, uint64_t njobs, int probe, uint64_t *got,
                     char *msg, size_t msglen);
 
+/* Smallest piece a read is split into below chunk_size. */
+#define MIN_PIECE ((uint64_t)256 << 10)
+
+/* The request size for a read of total bytes: chunk_size, but a read
+ * smaller than connections x chunk_size is split into (at least)
+ * `connections` pieces of MIN_PIECE or more, so that one 8 MiB tensor
+ * uses every connection rather than one. */
+static uint64_t piece_of(const wpk_remote *r, uint64_t total)
+{
+    uint64_t chunk = r->opt.chunk_size, c = r->opt.connections;
+    uint64_t p = (total + c - 1) / c;
+    if (p < MIN_PIECE)
+        p = MIN_PIECE;
+    return p < chunk ? p : chunk;
+}
+
 int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int probe,
                      uint64_t *got, char *msg, size_t msglen)
 {
     if (!n)
         return WPACK_OK;
-    uint64_t chunk = probe ? n : r->opt.chunk_size;
+    uint64_t chunk = probe ? n : piece_of(r, n);
     uint64_t njobs = (n - 1) / chunk + 1;
     job *jobs = njobs <= SIZE_MAX / sizeof *jobs ? calloc((size_t)njobs, sizeof *jobs) : NULL;
     if (!jobs) {
@@ -432,7 +452,10 @@ int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int 
 int wpk_remote_fetch_ranges(wpk_remote *r, const wpk_range *v, size_t nv, char *msg,
                             size_t msglen)
 {
-    uint64_t chunk = r->opt.chunk_size, njobs = 0;
+    uint64_t total = 0, njobs = 0;
+    for (size_t i = 0; i < nv; i++)
+        total += v[i].len;
+    uint64_t chunk = piece_of(r, total);
     for (size_t i = 0; i < nv; i++)
         njobs += v[i].len ? (v[i].len - 1) / chunk + 1 : 0;
     if (!njobs)

@@ -299,6 +299,8 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     s.open_shard = src_open_shard;
     s.close = src_close;
     s.forget = src_forget;
+    /* stream large entries in windows of one round over the connections */
+    s.stream_window = (uint64_t)r->opt.connections * r->opt.chunk_size;
     int orc = wpack_open_source(out, &s, opt->flags);
     if (orc == WPACK_OK && r->cache_fd >= 0) {
         /* the index is validated: its XXH3 names this archive's chunks */

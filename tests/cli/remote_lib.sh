@@ -11,7 +11,8 @@ free_port() {
 }
 
 # start_nginx DIR: serve DIR at http://127.0.0.1:$NGINX_PORT; its access log
-# ($T/nginx/access.log) has one line per request: "METHOD URI RANGE STATUS BYTES".
+# ($T/nginx/access.log) has one line per request: "METHOD URI RANGE STATUS BYTES";
+# $T/nginx/conn.log: "CONNECTION_ID REQUESTS_ON_IT RANGE STATUS BYTES".
 start_nginx() {
     local root=$1 bin
     bin=$(command -v nginx || echo /usr/sbin/nginx)
@@ -30,6 +31,9 @@ events { worker_connections 64; }
 http {
     log_format ranges '\$request_method \$uri "\$http_range" \$status \$body_bytes_sent';
     access_log $T/nginx/access.log ranges;
+    # the TCP connection of each request (counts connections reused)
+    log_format conns '\$connection \$connection_requests "\$http_range" \$status \$body_bytes_sent';
+    access_log $T/nginx/conn.log conns;
     client_body_temp_path $T/nginx/body;
     proxy_temp_path $T/nginx/proxy;
     fastcgi_temp_path $T/nginx/fastcgi;

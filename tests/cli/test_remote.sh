@@ -127,13 +127,15 @@ cmp -s "$T/s1/t2.npy" "$T/xl/t2.npy" && pass set_tensor_same_bytes || fail set_t
 third=$(grep -- '-of-' "$LOGF" | grep -v '"bytes=0-65535"' | awk '{print $2}' | sort | uniq -c | awk '$1 == 2' | wc -l)
 [ "$third" -eq 1 ] && pass set_fetches_one_shard || fail set_fetches_one_shard "$(cat "$LOGF")"
 
-# verify checks the padding between extents with one request per gap
-# (1 MiB alignment: each gap is almost 1 MiB), not one per 4 KiB
+# verify checks the padding between extents with one read per gap
+# (1 MiB alignment: each gap is almost 1 MiB), not one per 4 KiB; a read
+# goes over the connections in pieces of 256 KiB or more (fetch.c), so
+# at most 4 requests per gap
 "$PY" -c 'import numpy as np, sys; [np.save(f"{sys.argv[1]}/p{i}.npy", np.full(300, i, np.float32)) for i in range(3)]' "$T"
 expect create_aligned "$WPACK" create -q --align 1M -o "$W/p.wpack" "$T/p0.npy" "$T/p1.npy" "$T/p2.npy"
 : >"$LOGF"
 same_output verify_aligned "$W/p.wpack" "$U/p.wpack" verify @A@
-[ "$(wc -l <"$LOGF")" -le 7 ] && pass verify_padding_few_requests ||
+[ "$(wc -l <"$LOGF")" -le 20 ] && pass verify_padding_few_requests ||
     fail verify_padding_few_requests "$(wc -l <"$LOGF") requests"
 
 # Errors name the URL and what the server said.
