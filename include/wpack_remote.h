@@ -20,8 +20,9 @@
  * 256 KiB (trailer and, for most archives, the whole index): two GETs, one
  * more when the index is larger. Reads are split into chunks fetched over
  * several connections at once (curl multi interface, no threads; a read
- * smaller than connections x chunk_size goes as `connections` pieces of at
- * least 256 KiB; idle connections stay open between reads), each
+ * smaller than connections x chunk_size goes as up to `connections` pieces
+ * of at least 1 MiB (or chunk_size if smaller); idle connections stay open
+ * between reads), each
  * retried with exponential backoff on 5xx, 429, timeouts, resets and short
  * bodies. A server that ignores Range (HTTP 200), answers with another
  * range, another ETag, more or fewer bytes than asked, or an error page is

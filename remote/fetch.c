@@ -416,7 +416,7 @@ static int run_jobs(wpk_remote *r, job *jobs, uint64_t njobs, int probe, uint64_
                     char *msg, size_t msglen);
 
 /* Smallest piece a read is split into below chunk_size. */
-#define MIN_PIECE ((uint64_t)256 << 10)
+#define MIN_PIECE ((uint64_t)1 << 20)
 
 /* The request size for a read of total bytes: chunk_size, but a read
  * smaller than connections x chunk_size is split into (at least)
