@@ -205,14 +205,17 @@ static int defaults(void)
     CHECK(!o.stats_file && !o.name_map_other && !o.name_map_entry && o.name_map_count == 0);
     CHECK(!o.progress && !o.progress_user && !o.warn && !o.warn_user);
     CHECK(!o.err && o.err_size == 0 && !o.temp_dir);
+    CHECK(!o.executor && o.keep_observers == 0 && o.reserved_int == 0);
     int zero = 1;
-    for (int k = 0; k < 4; k++)
-        zero &= !o.reserved[k] && !o.reserved_ptr[k];
+    for (size_t k = 0; k < sizeof o.reserved / sizeof o.reserved[0]; k++)
+        zero &= !o.reserved[k];
+    for (size_t k = 0; k < sizeof o.reserved_ptr / sizeof o.reserved_ptr[0]; k++)
+        zero &= !o.reserved_ptr[k];
     CHECK(zero);
     wpack_export_options e;
     memset(&e, 0xa5, sizeof e);
     wpack_export_options_init(&e);
-    CHECK(!e.progress && !e.progress_user && !e.err && e.err_size == 0 && !e.reserved[3] &&
+    CHECK(!e.progress && !e.progress_user && !e.err && e.err_size == 0 && e.flags == 0 && !e.reserved[2] &&
           !e.reserved_ptr[3]);
 
     /* refused arguments, each with a message and the writer untouched */

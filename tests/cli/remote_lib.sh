@@ -69,15 +69,3 @@ start_bad_server() {
     return 1
 }
 
-# py_wpack ARGS...: $PY with the wpack package over the libraries of the
-# build under test ($WPACK's directory), the ASan runtime preloaded when
-# that build is sanitized (Python's own allocations not leak-checked).
-py_wpack() {
-    local bdir pre=""
-    bdir=$(cd "$(dirname "$WPACK")" && pwd)
-    if ldd "$WPACK" 2>/dev/null | grep -q libasan; then
-        pre=$(${CC:-cc} -print-file-name=libasan.so)
-    fi
-    WPACK_LIBRARY_PATH="$bdir" PYTHONPATH="$TESTS_DIR/../python" LD_PRELOAD="$pre" \
-        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$PY" "$@"
-}

@@ -156,7 +156,7 @@ expect_fail damaged_observer "bad.pt: .*conv.activation_post_process.min_val.*CR
 [ -e "$T/bad.wpack" ] && fail damaged_no_output || pass damaged_no_output
 
 # --- Python: wpack.pack(..., keep_observers=True)
-PYTHONPATH="$TESTS_DIR/../python" WPACK_LIBRARY_PATH="$(dirname "$WPACK")" "$PY" - "$T" <<'PYEOF' >"$T/py_err" 2>&1 && pass python_pack || fail python_pack "$(tail -c 400 "$T/py_err")"
+py_wpack - "$T" <<'PYEOF' >"$T/py_err" 2>&1 && pass python_pack || fail python_pack "$(tail -c 400 "$T/py_err")"
 import json, sys, wpack
 t = sys.argv[1]
 sd = json.load(open(t + "/ptq.json"))

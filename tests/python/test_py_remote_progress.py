@@ -6,6 +6,7 @@ out of the call during which it ran; load_file passes it on; a local path
 refuses it."""
 import os
 import threading
+import time
 
 import numpy as np
 
@@ -18,9 +19,17 @@ def _log(www):
     return os.path.join(os.path.dirname(www), "nginx", "access.log")
 
 
-def _logged_bytes(www):
-    lines = open(_log(www)).read().splitlines()
-    return lines, [int(x.rsplit(" ", 1)[1]) for x in lines]
+def _logged_bytes(www, want_total):
+    """nginx writes a request's log line just after the response, so the
+    last one may not be there yet when the client is done: wait (up to 5 s)
+    until the logged bytes reach want_total."""
+    deadline = time.monotonic() + 5
+    while True:
+        lines = open(_log(www)).read().splitlines()
+        sizes = [int(x.rsplit(" ", 1)[1]) for x in lines]
+        if sum(sizes) >= want_total or time.monotonic() > deadline:
+            return lines, sizes
+        time.sleep(0.05)
 
 
 @case
@@ -41,7 +50,7 @@ def progress_totals_equal_nginx_log(d):
         want = wpack.load_file(os.path.join(www, "a.wpack"))["t1"]
         check(np.array_equal(t1, want), "t1 differs")
         check(len(seen) > after_open, "no progress for the tensor read: %r" % seen)
-    lines, sizes = _logged_bytes(www)
+    lines, sizes = _logged_bytes(www, seen[-1] if seen else 0)
     check(len(seen) == len(lines), "%d calls, %d requests: %r %r" % (len(seen), len(lines),
                                                                      seen, lines))
     check(seen == sorted(seen) and seen[-1] == sum(sizes),
@@ -59,7 +68,7 @@ def progress_on_sharded_and_load_file(d):
     want = wpack.load_file(os.path.join(www, "set", "m.wpack"))
     check(sorted(got) == sorted(want) and all(np.array_equal(got[k], want[k]) for k in want),
           "sharded set differs")
-    _, sizes = _logged_bytes(www)
+    _, sizes = _logged_bytes(www, seen[-1] if seen else 0)
     check(seen and seen[-1] == sum(sizes), "totals %r, nginx sent %d" % (seen[-3:], sum(sizes)))
 
 
