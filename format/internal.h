@@ -87,6 +87,14 @@ int wpk_stats_percentile_rule(uint32_t j, double q, double v, double prev_q, dou
 /* Write all n bytes to fd, retrying short writes and EINTR. Returns 0, or
  * the errno of the failure (ENOSPC when write makes no progress). */
 int wpk_write_all(int fd, const void *p, size_t n);
+/* Read exactly n bytes of fd at off, retrying short reads and EINTR.
+ * Returns 0, or the errno of the failure (ENODATA when the file ends first). */
+int wpk_pread_all(int fd, void *p, size_t n, uint64_t off);
+/* One copy_file_range of up to n bytes from in at off to out's file
+ * position (EINTR retried): the bytes copied; 0 when the kernel refuses
+ * here (EXDEV, EINVAL, ENOSYS, EOPNOTSUPP, EBADF, ETXTBSY) or copies
+ * nothing: fall back to read/write; -errno for a real failure. */
+int64_t wpk_copy_range_step(int in, uint64_t off, int out, size_t n);
 
 /* Open a file whose name came from input (format/open_input.c): name
  * relative to dirfd (AT_FDCWD: the working directory), O_RDONLY|O_NONBLOCK|

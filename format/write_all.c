@@ -1,10 +1,13 @@
 /*
- * write_all.c - write a whole buffer to a file descriptor.
+ * write_all.c - whole-buffer I/O on file descriptors: write all, pread all,
+ * and one copy_file_range step with the project's rule for falling back.
  *
- * write(2) may write less than asked (signals, pipes, a full disk reached
- * part way), so every writer of the project loops; this is the one loop.
+ * write(2) and pread(2) may move less than asked (signals, pipes, a full
+ * disk reached part way), so every caller loops; these are the loops.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -24,4 +27,42 @@ int wpk_write_all(int fd, const void *p, size_t n)
         n -= (size_t)k;
     }
     return 0;
+}
+
+int wpk_pread_all(int fd, void *p, size_t n, uint64_t off)
+{
+    uint8_t *b = p;
+    while (n) {
+        ssize_t k = pread(fd, b, n, (off_t)off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return k < 0 ? (errno ? errno : EIO) : ENODATA; /* ENODATA: it ended first */
+        b += k;
+        off += (uint64_t)k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Refusals that mean "not here" (another file system, an old kernel, a
+ * file system without it, a file that is not regular, O_APPEND), not a
+ * failed disk: the caller reads and writes instead. */
+static int copy_refused(int e)
+{
+    return e == EXDEV || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP || e == EBADF ||
+           e == ETXTBSY;
+}
+
+int64_t wpk_copy_range_step(int in, uint64_t off, int out, size_t n)
+{
+    for (;;) {
+        loff_t at = (loff_t)off;
+        ssize_t k = copy_file_range(in, &at, out, NULL, n, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return copy_refused(errno) ? 0 : -(int64_t)(errno ? errno : EIO);
+        return k; /* 0: nothing copied (the input ended): read/write says why */
+    }
 }

@@ -18,18 +18,11 @@
 /* n bytes at off of fd into buf; WPACK_OK or a failure on the writer. */
 static int read_at(wpack_writer *w, int fd, uint64_t off, uint8_t *buf, size_t n)
 {
-    while (n) {
-        ssize_t k = pread(fd, buf, n, (off_t)off);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return wpk_wfail(w, k < 0 ? WPACK_E_IO : WPACK_E_SIZE,
-                             "input: read at offset %llu failed: %s", (unsigned long long)off,
-                             k < 0 ? strerror(errno) : "the file ended early");
-        buf += k;
-        off += (uint64_t)k;
-        n -= (size_t)k;
-    }
+    int e = wpk_pread_all(fd, buf, n, off);
+    if (e)
+        return wpk_wfail(w, e == ENODATA ? WPACK_E_SIZE : WPACK_E_IO,
+                         "input: read at offset %llu failed: %s", (unsigned long long)off,
+                         e == ENODATA ? "the file ended early" : strerror(e));
     return WPACK_OK;
 }
 
@@ -53,27 +46,16 @@ static int write_plain(wpack_writer *w, const uint8_t *data, int fd, uint64_t of
     return rc;
 }
 
-/* Refusals that mean "not here" (another file system, an old kernel, a
- * file system without it), not a failed disk: read and write instead. */
-static int refused(int e)
-{
-    return e == EXDEV || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP || e == EBADF ||
-           e == ETXTBSY;
-}
-
 int wpk_copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size_t n)
 {
     while (n && !w->copy_refused) {
-        loff_t in = (loff_t)off;
-        ssize_t k = copy_file_range(fd, &in, w->fd, NULL, n, 0);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0 && !refused(errno)) {
+        int64_t k = wpk_copy_range_step(fd, off, w->fd, n);
+        if (k < 0) {
             w->failed = 1;
             return wpk_wfail(w, WPACK_E_IO, "%s: copying tensor bytes in failed: %s", w->tmp_path,
-                             strerror(errno));
+                             strerror((int)-k));
         }
-        if (k <= 0) { /* refused, or the input shrank: the bytes we have are the truth */
+        if (k == 0) { /* refused, or the input shrank: the bytes we have are the truth */
             w->copy_refused = 1;
             break;
         }

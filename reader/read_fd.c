@@ -41,35 +41,19 @@ static int put_failed(const wpack_archive *ar, const wpack_tensor *t, int err)
     return WPACK_E_IO;
 }
 
-/* Exactly n bytes of fd at off into buf; 0 or the errno (EIO for an early end). */
-static int pread_all(int fd, uint8_t *buf, size_t n, uint64_t off)
-{
-    while (n) {
-        ssize_t k = pread(fd, buf, n, (off_t)off);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return k < 0 ? errno : EIO;
-        buf += k;
-        off += (uint64_t)k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 /* The read-write path for n bytes: pread, hash, write. */
 static int copy_rw(copier *c, uint64_t n)
 {
     while (n) {
         size_t k = n < BUF_BYTES ? (size_t)n : BUF_BYTES;
-        int e = pread_all(c->in, c->buf, k, c->in_off);
+        int e = wpk_pread_all(c->in, c->buf, k, c->in_off);
         if (e) {
             char q[256];
             wpk_quote(q, sizeof q, c->t->name, c->t->name_len);
             return wpk_fail((wpack_archive *)c->ar, WPACK_E_IO,
                             "tensor '%s': reading the archive file at %llu failed: %s", q,
                             (unsigned long long)c->in_off,
-                            e == EIO ? "it ended early or could not be read" : strerror(e));
+                            e == EIO || e == ENODATA ? "it ended early or could not be read" : strerror(e));
         }
         if (c->h)
             wpk_hasher_update(c->h, c->buf, k);
@@ -82,35 +66,24 @@ static int copy_rw(copier *c, uint64_t n)
     return WPACK_OK;
 }
 
-/* Refusals that mean "not here" (another file system, an old kernel, a
- * file that is not regular, O_APPEND), not a failed disk. */
-static int refused(int e)
-{
-    return e == EXDEV || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP || e == EBADF ||
-           e == ETXTBSY;
-}
-
 /* n bytes with copy_file_range (then read back and hashed when checking),
  * the rest by copy_rw once the kernel refuses or copies nothing. */
 static int copy_range(copier *c, uint64_t n)
 {
     while (n && c->use_range) {
         size_t want = n < COPY_STEP ? (size_t)n : COPY_STEP;
-        loff_t in = (loff_t)c->in_off;
-        ssize_t k = copy_file_range(c->in, &in, c->out, NULL, want, 0);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0 && !refused(errno))
-            return put_failed(c->ar, c->t, errno);
-        if (k <= 0) { /* refused, or the archive file ended: read/write says which */
+        int64_t k = wpk_copy_range_step(c->in, c->in_off, c->out, want);
+        if (k < 0)
+            return put_failed(c->ar, c->t, (int)-k);
+        if (k == 0) { /* refused, or the archive file ended: read/write says which */
             c->use_range = 0;
             break;
         }
         for (uint64_t done = 0; c->h && done < (uint64_t)k;) {
             size_t m = (uint64_t)k - done < BUF_BYTES ? (size_t)((uint64_t)k - done) : BUF_BYTES;
-            int e = pread_all(c->out, c->buf, m, c->out_pos + done);
+            int e = wpk_pread_all(c->out, c->buf, m, c->out_pos + done);
             if (e)
-                return put_failed(c->ar, c->t, e);
+                return put_failed(c->ar, c->t, e == ENODATA ? EIO : e);
             wpk_hasher_update(c->h, c->buf, m);
             done += m;
         }

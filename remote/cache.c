@@ -78,20 +78,6 @@ static void name_of(const wpk_remote *r, uint64_t off, uint64_t len, char *out, 
             (unsigned long long)r->size, (unsigned long long)off, (unsigned long long)len);
 }
 
-static int pread_full(int fd, void *p, uint64_t n, uint64_t off)
-{
-    for (uint64_t done = 0; done < n;) {
-        size_t ask = n - done > (1u << 30) ? (1u << 30) : (size_t)(n - done);
-        ssize_t k = pread(fd, (uint8_t *)p + done, ask, (off_t)(off + done));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return 0;
-        done += (uint64_t)k;
-    }
-    return 1;
-}
-
 /* Chunk [off, off + len) from its cache file into dst: 1 when the file is
  * there and whole and right (its mtime then refreshed), else 0 (a bad file
  * removed). A file that vanishes meanwhile is a miss. */
@@ -106,10 +92,11 @@ static int get(wpk_remote *r, uint64_t off, uint64_t len, uint8_t *dst)
     memset(&st, 0, sizeof st);
     uint8_t h[HDR];
     int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-             (uint64_t)st.st_size == HDR + len && pread_full(fd, h, HDR, 0) &&
+             (uint64_t)st.st_size == HDR + len && wpk_pread_all(fd, h, HDR, 0) == 0 &&
              memcmp(h, MAGIC, 8) == 0 && wpk_ld64(h + 8) == r->cache_key &&
              wpk_ld64(h + 16) == r->size && wpk_ld64(h + 24) == off && wpk_ld64(h + 32) == len &&
-             pread_full(fd, dst, len, HDR) && wpk_xxh3(dst, (size_t)len) == wpk_ld64(h + 40);
+             wpk_pread_all(fd, dst, (size_t)len, HDR) == 0 &&
+             wpk_xxh3(dst, (size_t)len) == wpk_ld64(h + 40);
     if (ok)
         futimens(fd, NULL); /* recently used */
     close(fd);
