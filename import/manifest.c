@@ -142,16 +142,9 @@ static int pack_one(wpk_sink *s, int dirfd, const char *dir, const mf_tensor *t,
         goto out;
     for (uint64_t done = 0; done < t->nbytes;) {
         size_t k = t->nbytes - done < MF_PIECE ? (size_t)(t->nbytes - done) : MF_PIECE;
-        ssize_t got = pread(fd, buf, k, (off_t)(t->offset + done));
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0) {
+        /* k is whole elements: MF_PIECE and nbytes are multiples of es */
+        if (wpk_pread_all(fd, buf, k, t->offset + done)) {
             rc = wpk_sink_fail(s, WPACK_E_IO, "tensor '%s': read failed (file shrank?)", t->name);
-            goto out;
-        }
-        k = (size_t)got / es * es;
-        if (!k) {
-            rc = wpk_sink_fail(s, WPACK_E_IO, "tensor '%s': short read", t->name);
             goto out;
         }
         if (t->big && es > 1)

@@ -127,12 +127,12 @@ int wpk_compress_write(wpack_writer *w, const uint8_t *p, size_t n)
     return WPACK_OK;
 }
 
-static int pread_all(wpack_writer *w, void *dst, size_t n, uint64_t at)
+static int read_stored(wpack_writer *w, void *dst, size_t n, uint64_t at)
 {
-    ssize_t k = pread(w->fd, dst, n, (off_t)at);
-    if (k != (ssize_t)n)
+    int e = wpk_pread_all(w->fd, dst, n, at);
+    if (e)
         return wpk_wfail(w, WPACK_E_IO, "%s: reading back failed: %s", w->tmp_path,
-                         k < 0 ? strerror(errno) : "short read");
+                         e == ENODATA ? "short read" : strerror(e));
     return WPACK_OK;
 }
 
@@ -142,8 +142,8 @@ static int decode_chunk(wpack_writer *w, uint64_t at, uint64_t stored_len, int r
 {
     wpk_compressor *zc = w->zc;
     if (raw)
-        return pread_all(w, dst, raw_len, at);
-    int rc = pread_all(w, zc->out, (size_t)stored_len, at);
+        return read_stored(w, dst, raw_len, at);
+    int rc = read_stored(w, zc->out, (size_t)stored_len, at);
     if (rc)
         return rc;
     size_t d = ZSTD_decompressDCtx(zc->dctx, dst, raw_len, zc->out, (size_t)stored_len);
@@ -212,7 +212,7 @@ int wpk_compress_end(wpack_writer *w, wpk_pending_entry *e, uint64_t decoded_che
 int wpk_read_back(wpack_writer *w, const wpk_pending_entry *e, uint64_t off, void *dst, size_t n)
 {
     if (e->codec == WPACK_CODEC_NONE)
-        return pread_all(w, dst, n, e->offset + off);
+        return read_stored(w, dst, n, e->offset + off);
     /* compressed: decode chunk by chunk (callers read whole chunks in order) */
     wpk_compressor *zc = w->zc;
     size_t chunk = (size_t)1 << e->chunk_log2;

@@ -82,19 +82,8 @@ int wpk_read_at(wpack_archive *ar, uint64_t off, uint64_t n, void *dst)
             memcpy(dst, ar->base + off, (size_t)n);
         return 1;
     }
-    uint8_t *p = dst;
-    while (n) {
-        size_t k = n > (1u << 30) ? (1u << 30) : (size_t)n;
-        ssize_t got = pread(ar->fd, p, k, (off_t)off);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return 0; /* the file is shorter than it was, or unreadable */
-        p += got;
-        off += (uint64_t)got;
-        n -= (uint64_t)got;
-    }
-    return 1;
+    /* A failure here means the file is shorter than it was, or unreadable. */
+    return n <= SIZE_MAX && wpk_pread_all(ar->fd, dst, (size_t)n, off) == 0;
 }
 
 /* After the header: the index, the shards, the verify-on-read state and
