@@ -51,6 +51,19 @@ expect_hostile_dir() {
     done
 }
 
+# same_with_copy_range NAME ARGS...: `wpack create ARGS` with the
+# copy_file_range fast path and without it (WPACK_NO_COPY_RANGE=1) gives the
+# same archive, byte for byte, and it verifies.
+same_with_copy_range() {
+    local name=$1; shift
+    rm -f "$T/a.wpack" "$T/b.wpack"
+    if ! "$WPACK" create -q -o "$T/a.wpack" "$@" 2>"$T/err"; then fail "$name" "fast: $(head -c 300 "$T/err")"; return; fi
+    if ! WPACK_NO_COPY_RANGE=1 "$WPACK" create -q -o "$T/b.wpack" "$@" 2>"$T/err"; then fail "$name" "plain: $(head -c 300 "$T/err")"; return; fi
+    if ! cmp -s "$T/a.wpack" "$T/b.wpack"; then fail "$name" "archives differ"; return; fi
+    if ! "$WPACK" verify "$T/a.wpack" >/dev/null 2>"$T/err"; then fail "$name" "verify: $(head -c 300 "$T/err")"; return; fi
+    pass "$name"
+}
+
 finish() {
     echo "# passed $tl_passed failed $tl_failed"
     [ "$tl_failed" -eq 0 ]

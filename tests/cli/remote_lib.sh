@@ -56,6 +56,17 @@ NGX
     return 1
 }
 
+# need_nginx DIR: start_nginx DIR and pass nginx_started, or fail it and end
+# the script (every later case needs the server).
+need_nginx() {
+    if ! start_nginx "$1"; then
+        fail nginx_started "nginx is not installed or did not start (tools/deps.sh installs it)"
+        finish
+        exit 1
+    fi
+    pass nginx_started
+}
+
 # start_bad_server ROOT [REDIRECT_BASE]: remote_server.py at $BAD_PORT.
 start_bad_server() {
     rm -f "$T/bad.port"

@@ -51,22 +51,12 @@ PY
 fi
 pass make_inputs
 
-# same NAME ARGS...: create with and without the fast path: identical, verified
-same() {
-    local name=$1; shift
-    rm -f "$T/a.wpack" "$T/b.wpack"
-    if ! "$WPACK" create -q -o "$T/a.wpack" "$@" 2>"$T/err"; then fail "$name" "fast: $(head -c 300 "$T/err")"; return; fi
-    if ! WPACK_NO_COPY_RANGE=1 "$WPACK" create -q -o "$T/b.wpack" "$@" 2>"$T/err"; then fail "$name" "plain: $(head -c 300 "$T/err")"; return; fi
-    if ! cmp -s "$T/a.wpack" "$T/b.wpack"; then fail "$name" "archives differ"; return; fi
-    if ! "$WPACK" verify "$T/a.wpack" >/dev/null 2>"$T/err"; then fail "$name" "verify: $(head -c 300 "$T/err")"; return; fi
-    pass "$name"
-}
 for in in mix.gguf mix.irpa; do
-    same "same_${in%.*}_${in#*.}" "$T/$in"
-    same "same_${in%.*}_${in#*.}_no_stats" --no-stats "$T/$in"
-    same "same_${in%.*}_${in#*.}_cast" --cast bf16 "$T/$in"
+    same_with_copy_range "same_${in%.*}_${in#*.}" "$T/$in"
+    same_with_copy_range "same_${in%.*}_${in#*.}_no_stats" --no-stats "$T/$in"
+    same_with_copy_range "same_${in%.*}_${in#*.}_cast" --cast bf16 "$T/$in"
 done
-same same_gguf_and_irpa "$T/mix.gguf" --prefix i "$T/mix.irpa"
+same_with_copy_range same_gguf_and_irpa "$T/mix.gguf" --prefix i "$T/mix.irpa"
 
 # back out: the GGUF file byte for byte; every irpa entry's kind and bytes
 expect create_gguf "$WPACK" create -q -o "$T/g.wpack" "$T/mix.gguf"

@@ -27,12 +27,7 @@ expect create_plain "$WPACK" create -q -o "$W/a.wpack" "$T/in" --layers 0,1=relu
 expect create_zstd "$WPACK" create -q --compress zstd:3 -o "$W/z.wpack" "$T/in"
 expect create_set "$WPACK" create -q --shard-size 300K -o "$W/set/m.wpack" "$T/in"
 
-if ! start_nginx "$W"; then
-    fail nginx_started "nginx is not installed or did not start (tools/deps.sh installs it)"
-    finish
-    exit 1
-fi
-pass nginx_started
+need_nginx "$W"
 U="http://127.0.0.1:$NGINX_PORT"
 LOGF="$T/nginx/access.log"
 

@@ -24,12 +24,7 @@ expect create_a "$WPACK" create -q -o "$T/a.wpack" "$T/in"
 expect create_b "$WPACK" create -q -o "$T/b.wpack" "$T/in2"
 cp "$T/a.wpack" "$W/m.wpack"
 
-if ! start_nginx "$W"; then
-    fail nginx_started "nginx is not installed or did not start (tools/deps.sh installs it)"
-    finish
-    exit 1
-fi
-pass nginx_started
+need_nginx "$W"
 URL="http://127.0.0.1:$NGINX_PORT/m.wpack"
 LOGF="$T/nginx/access.log"
 export WPACK_REMOTE_CHUNK=64K          # many chunks (the smallest size allowed)

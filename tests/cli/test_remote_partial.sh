@@ -21,12 +21,7 @@ PYEOF
 expect create_plain "$WPACK" create -q -o "$W/a.wpack" "$T/in"
 expect create_set "$WPACK" create -q --shard-size 1M -o "$W/set/m.wpack" "$T/in"
 
-if ! start_nginx "$W"; then
-    fail nginx_started "nginx is not installed or did not start (tools/deps.sh installs it)"
-    finish
-    exit 1
-fi
-pass nginx_started
+need_nginx "$W"
 U="http://127.0.0.1:$NGINX_PORT"
 
 # The cases run in Python (safe_open.get_slice over wpack_read_ex); each

@@ -18,12 +18,7 @@ np.save(f"{sys.argv[1]}/small.npy", r.standard_normal((4, 4)).astype(np.float32)
 PYEOF
 expect create "$WPACK" create -q -o "$W/a.wpack" "$T/in"
 expect extract_local "$WPACK" extract -q -o "$T/xl" "$W/a.wpack"
-if ! start_nginx "$W"; then
-    fail nginx_started "nginx is not installed or did not start (tools/deps.sh installs it)"
-    finish
-    exit 1
-fi
-pass nginx_started
+need_nginx "$W"
 URL="http://127.0.0.1:$NGINX_PORT/a.wpack"
 
 # timed NAME MIN_S MAX_S [ENV=V...]: extract the URL at 1 MiB/s, the

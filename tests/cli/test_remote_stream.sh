@@ -28,12 +28,7 @@ expect create_one "$WPACK" create -q -o "$W/one.wpack" "$T/one"
 expect create_big "$WPACK" create -q -o "$W/big.wpack" "$T/big"
 rm -rf "$T/many" "$T/one"
 
-if ! start_nginx "$W"; then
-    fail nginx_started "nginx is not installed or did not start (tools/deps.sh installs it)"
-    finish
-    exit 1
-fi
-pass nginx_started
+need_nginx "$W"
 U="http://127.0.0.1:$NGINX_PORT"
 LOG="$T/nginx/conn.log"
 clear_log() { sleep 0.3; : >"$LOG"; }

@@ -10,6 +10,7 @@ attributes (as f32, or dense<[...]> : tensor<Cxf32> for lists); every other
 "t.py" op line must have none. Prints one line per problem; exit 1 if any."""
 import json, re, sys
 import numpy as np
+from printed_ops import global_line, op_lines, report, unseen
 
 prefix, printed, expect_path = sys.argv[1:4]
 text = open(printed).read()
@@ -54,33 +55,23 @@ def same(want, got):
 
 lines = text.splitlines()
 seen = set()
-openers = []  # an op with regions: its attributes are on the line that opens it
-for raw in lines:
-    line = raw
-    if raw.rstrip().endswith('{'):
-        openers.append(raw)
-    if raw.strip().startswith('}') and openers:
-        line = openers.pop() + raw
-    for mark in re.findall(r'"t\.py":(\d+):1\b', raw):
-        key = f"t.py:{mark}"
-        got = attrs_of(line)
-        want = expect["ops"].get(key)
-        if want is None:
-            if got:
-                problems.append(f"{key}: should have no {prefix}.* attributes: {line.strip()}")
-            continue
-        seen.add(key)
-        for k, v in want.items():
-            if k not in got or not same(v, got[k]):
-                problems.append(f"{key}: {prefix}.{k} want {v} got {got.get(k)}: {line.strip()[:300]}")
-        for k in got:
-            if k not in want:
-                problems.append(f"{key}: unexpected {prefix}.{k}")
-for key in expect["ops"]:
-    if key not in seen:
-        problems.append(f"{key}: no op with that location in the printed module")
+for key, line in op_lines(lines):
+    got = attrs_of(line)
+    want = expect["ops"].get(key)
+    if want is None:
+        if got:
+            problems.append(f"{key}: should have no {prefix}.* attributes: {line.strip()}")
+        continue
+    seen.add(key)
+    for k, v in want.items():
+        if k not in got or not same(v, got[k]):
+            problems.append(f"{key}: {prefix}.{k} want {v} got {got.get(k)}: {line.strip()[:300]}")
+    for k in got:
+        if k not in want:
+            problems.append(f"{key}: unexpected {prefix}.{k}")
+unseen(expect["ops"], seen, problems)
 for g, want in expect.get("globals", {}).items():
-    line = next((l for l in lines if re.search(r'ml_program\.global .*@' + re.escape(g) + r'\(', l)), None)
+    line = global_line(lines, g)
     if line is None:
         problems.append(f"global {g} not printed")
         continue
@@ -88,6 +79,4 @@ for g, want in expect.get("globals", {}).items():
     for k, v in want.items():
         if k not in got or not same(v, got[k]):
             problems.append(f"global {g}: {prefix}.{k} want {v} got {got.get(k)}")
-for p in problems:
-    print(p)
-sys.exit(1 if problems else 0)
+report(problems)

@@ -14,6 +14,7 @@ PREFIX.min/.max/.absmax/.axis; one in "attrs" the attrs form (PREFIX.min ...)
 and no PREFIX.range; every other "t.py" op line nothing of PREFIX.
 Prints one line per problem; exit 1 if any."""
 import json, re, struct, sys
+from printed_ops import global_line, op_lines, report, unseen
 
 prefix, printed, inspect_path, expect_path = sys.argv[1:5]
 text = open(printed).read()
@@ -50,36 +51,24 @@ def check(what, line, stats, form):
 
 lines = text.splitlines()
 seen = set()
-openers = []  # an op with regions: its attributes are on the line that opens it
 want_ops = {k: ("quant", v) for k, v in expect.get("quant", {}).items()}
 want_ops.update({k: ("attrs", v) for k, v in expect.get("attrs", {}).items()})
-for raw in lines:
-    line = raw
-    if raw.rstrip().endswith('{'):
-        openers.append(raw)
-    if raw.strip().startswith('}') and openers:
-        line = openers.pop() + raw
-    for mark in re.findall(r'"t\.py":(\d+):1\b', raw):
-        key = f"t.py:{mark}"
-        if key not in want_ops:
-            if RANGE.search(line) or ATTRS.search(line):
-                problems.append(f"{key}: should have no {prefix}.* attributes: {line.strip()[:300]}")
-            continue
-        seen.add(key)
-        form, akey = want_ops[key]
-        if akey not in act:
-            problems.append(f"{key}: the archive has no activation stats '{akey}'")
-            continue
-        check(key, line, act[akey], form)
-for key in want_ops:
-    if key not in seen:
-        problems.append(f"{key}: no op with that location in the printed module")
+for key, line in op_lines(lines):
+    if key not in want_ops:
+        if RANGE.search(line) or ATTRS.search(line):
+            problems.append(f"{key}: should have no {prefix}.* attributes: {line.strip()[:300]}")
+        continue
+    seen.add(key)
+    form, akey = want_ops[key]
+    if akey not in act:
+        problems.append(f"{key}: the archive has no activation stats '{akey}'")
+        continue
+    check(key, line, act[akey], form)
+unseen(want_ops, seen, problems)
 for g, ekey in expect.get("globals", {}).items():
-    line = next((l for l in lines if re.search(r'ml_program\.global .*@' + re.escape(g) + r'\(', l)), None)
+    line = global_line(lines, g)
     if line is None or ekey not in weight:
         problems.append(f"global {g}: not printed or no weight stats '{ekey}'")
         continue
     check(f"global {g}", line, weight[ekey], "quant")
-for p in problems:
-    print(p)
-sys.exit(1 if problems else 0)
+report(problems)
