@@ -52,14 +52,57 @@ int calib_range(stats_sink_fn sink, void *ctx, const char *key, double mn, doubl
     return calib_ranges(sink, ctx, key, 1, 0, &mn, &mx, err, errlen);
 }
 
-/* Is the JSON document the wpack schema ({"version", "stats": [...]})? */
-static int is_wpack_json(const uint8_t *p, size_t len)
+enum { JSON_WPACK, JSON_ORT, JSON_NEITHER };
+
+/* The wpack schema's marker: "stats" is a list of records, each an object
+ * with a "key" (an empty list only beside "version"). A bare "stats" member
+ * is not enough: an ONNX Runtime table may name a tensor "stats", and any
+ * other JSON may have one. */
+static int wpack_marked(json_t *root)
+{
+    json_t *list = json_object_get(root, "stats"), *rec;
+    size_t i;
+    if (!json_is_array(list))
+        return 0;
+    if (json_array_size(list) == 0)
+        return json_object_get(root, "version") != NULL;
+    json_array_foreach (list, i, rec)
+        if (!json_is_object(rec) || !json_object_get(rec, "key"))
+            return 0;
+    return 1;
+}
+
+/* Which JSON calibration file this is. An ONNX Runtime table is
+ * TensorsData.to_dict() ({"CLS": .., "data": {..}}) or an object whose every
+ * member is a tensor's range: an array, or an object ({"lowest", "highest"},
+ * an encoded numpy array); its own parser names a bad entry. Unparseable
+ * JSON goes to the wpack loader, which says where it breaks. On
+ * JSON_NEITHER, why says what the file lacks. */
+static int json_kind(const uint8_t *p, size_t len, char *why, size_t whylen)
 {
     json_error_t je;
-    json_t *root = json_loadb((const char *)p, len, 0, &je);
-    int yes = !root || (json_is_object(root) && json_object_get(root, "stats"));
-    json_decref(root); /* unparseable: the wpack loader says what is wrong */
-    return yes;
+    json_t *root = json_loadb((const char *)p, len, 0, &je), *v;
+    const char *key;
+    int kind = JSON_ORT;
+    if (!root || (json_is_object(root) && wpack_marked(root))) {
+        json_decref(root);
+        return JSON_WPACK;
+    }
+    if (!json_is_object(root) || json_object_size(root) == 0) {
+        wpk_fmt(why, whylen, "%s", json_is_object(root) ? "an empty object" : "not an object");
+        kind = JSON_NEITHER;
+    } else if (!(json_object_get(root, "CLS") && json_is_object(json_object_get(root, "data")))) {
+        json_object_foreach (root, key, v)
+            if (!json_is_array(v) && !json_is_object(v)) {
+                wpk_fmt(why, whylen, "member '%s' is not a tensor's range", key);
+                kind = JSON_NEITHER;
+                break;
+            }
+    }
+    if (kind == JSON_NEITHER && json_object_get(root, "stats"))
+        wpk_fmt(why, whylen, "its \"stats\" is not a list of records that each have a \"key\"");
+    json_decref(root);
+    return kind;
 }
 
 int stats_load_file_to(const char *path, stats_sink_fn sink, void *ctx, char *err, size_t errlen)
@@ -87,12 +130,24 @@ int stats_load_file_to(const char *path, stats_sink_fn sink, void *ctx, char *er
     } else if (m.len >= 4 && memcmp(m.p, "PK\x03\x04", 4) == 0) {
         kind = "torch checkpoint";
         rc = calib_torch_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
-    } else if (i < m.len && m.p[i] == '{' && !is_wpack_json(m.p, m.len)) {
-        kind = "ONNX Runtime calibration table";
-        rc = calib_ort_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
     } else if (i < m.len && m.p[i] == '{') {
-        wpk_unmap_file(&m);
-        return stats_load_json_file_to(path, sink, ctx, err, errlen);
+        char why[300];
+        int jk = json_kind(m.p, m.len, why, sizeof why);
+        if (jk == JSON_WPACK) {
+            rc = stats_load_json_file_to(path, sink, ctx, msg, sizeof msg);
+            /* the loader names the file when it cannot read or parse it,
+             * not in "stats[i] 'key': ..." */
+            if (strncmp(msg, path, strlen(path)) != 0)
+                kind = "wpack stats JSON";
+        } else if (jk == JSON_ORT) {
+            kind = "ONNX Runtime calibration table";
+            rc = calib_ort_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
+        } else {
+            rc = WPACK_E_STATS;
+            wpk_fmt(msg, sizeof msg, "JSON that is neither wpack stats ({\"version\": 1, "
+                    "\"stats\": [{\"key\": ..}, ..]}) nor an ONNX Runtime calibration table "
+                    "({tensor name: [min, max], ..} or TensorsData): %s", why);
+        }
     } else if (calib_imatrix_dat_sniff(m.p, m.len)) {
         kind = "imatrix .dat";
         rc = calib_imatrix_dat_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
@@ -105,6 +160,8 @@ int stats_load_file_to(const char *path, stats_sink_fn sink, void *ctx, char *er
     wpk_unmap_file(&m);
     if (rc && kind)
         wpk_fmt(err, errlen, "%s: %s: %s", path, kind, msg);
+    else if (rc && strncmp(msg, path, strlen(path)) == 0)
+        wpk_fmt(err, errlen, "%s", msg);
     else if (rc)
         wpk_fmt(err, errlen, "%s: %s", path, msg);
     return rc;

@@ -1,0 +1,112 @@
+#!/bin/bash
+# test_stats_detect.sh - which JSON is wpack's stats schema (spec appendix A,
+# A.1): a top-level member named "stats" is not enough. ONNX Runtime tables
+# (written by calib_formats_tool.py's copies of ORT's writers) with a tensor
+# named "stats" are read as ONNX Runtime tables; unrelated JSON with a
+# "stats" member (or none) is refused naming the file, both kinds wanted and
+# what the file lacks, with [WPACK_E_STATS] and no output; the schema itself
+# (with or without "version", an empty list) is still read.
+. "$(dirname "$0")/lib.sh"
+
+"$PY" - "$T" "$TESTS_DIR/cli" 2>"$T/tool_err" <<'PYEOF' && pass make_files || { fail make_files "$(tail -3 "$T/tool_err")"; finish; exit; }
+import json, sys
+import numpy as np
+d = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from calib_formats_tool import (CalibrationMethod, MyEncoder, TensorData, TensorsData)
+def put(name, obj, **kw):
+    with open(f"{d}/{name}", "w") as f:
+        f.write(json.dumps(obj, **kw))
+f32 = lambda x: np.array(x, dtype=np.float32)
+r = {"stats": (-1.5, 2.5), "input": (-0.25, 0.75)}
+# ORT write_calibration_table, its three generations, a tensor named "stats"
+put("ort_v1.json", r)
+put("ort_v2.json", {k: (f32(a), f32(b)) for k, (a, b) in r.items()}, cls=MyEncoder)
+put("ort_td.json", TensorsData(CalibrationMethod.MinMax,
+    {k: TensorData(lowest=f32(a), highest=f32(b)) for k, (a, b) in r.items()}), cls=MyEncoder)
+put("ort_only_stats.json", {"stats": [-3.0, 3.0]})
+# not calibration data, with a top-level "stats"
+put("run_stats.json", {"model": "resnet50", "stats": {"mean": 0.1, "std": 0.2}})
+put("version_list.json", {"version": "2.3.1", "stats": [1, 2, 3]})
+put("stats_numbers.json", {"stats": [1, 2, 3], "name": "x"})
+# a wpack file whose record lost its "key"
+put("no_key.json", {"version": 1, "stats": [{"kind": "activation", "count": 1, "min": 0, "max": 1, "mean": 0.5}]})
+put("plain.json", {"name": "x", "count": 3})
+put("empty.json", {})
+# the schema
+rec = {"key": "m", "kind": "activation", "count": 5, "min": -1, "max": 1, "mean": 0}
+put("wpack.json", {"version": 1, "stats": [rec]})
+put("wpack_nover.json", {"stats": [rec]})
+put("wpack_empty.json", {"version": 1, "stats": []})
+put("wpack_v2.json", {"version": 2, "stats": [rec]})
+put("wpack_bad_rec.json", {"version": 1, "stats": [dict(rec, max=[1, 2])]})
+np.save(f"{d}/w.npy", np.ones(3, np.float32))
+PYEOF
+
+# ranges NAME FILE PYDICT: create --stats-from FILE gives exactly these
+# activation ranges {key: [min, max]}
+ranges() {
+    local name=$1 file=$2 want=$3
+    rm -f "$T/c.wpack"
+    if ! "$WPACK" create -q -o "$T/c.wpack" "$T/w.npy" --stats-from "$T/$file" 2>"$T/err"; then
+        fail "$name" "create: $(head -c 300 "$T/err")"; return
+    fi
+    "$WPACK" inspect --json "$T/c.wpack" | "$PY" -c '
+import json, sys
+a = json.load(sys.stdin)
+got = {s["key"]: [s["min"], s["max"]] for s in a.get("stats", []) if s["kind"] == "activation"}
+want = eval(sys.argv[1])
+sys.exit(0 if got == want else print(got) or 1)' "$want" >"$T/py_out" 2>&1 \
+        && pass "$name" || fail "$name" "$(head -c 300 "$T/py_out")"
+}
+
+ranges ort_v1_tensor_named_stats ort_v1.json '{"stats": [-1.5, 2.5], "input": [-0.25, 0.75]}'
+ranges ort_v2_tensor_named_stats ort_v2.json '{"stats": [-1.5, 2.5], "input": [-0.25, 0.75]}'
+ranges ort_td_tensor_named_stats ort_td.json '{"stats": [-1.5, 2.5], "input": [-0.25, 0.75]}'
+ranges ort_only_stats ort_only_stats.json '{"stats": [-3.0, 3.0]}'
+ranges wpack_schema wpack.json '{"m": [-1, 1]}'
+ranges wpack_schema_no_version wpack_nover.json '{"m": [-1, 1]}'
+ranges wpack_schema_empty wpack_empty.json '{}'
+
+NEITHER='neither wpack stats \(\{"version": 1, "stats": \[\{"key": \.\.\}, \.\.\]\}\) nor an ONNX Runtime calibration table \(\{tensor name: \[min, max\], \.\.\} or TensorsData\)'
+# refused NAME FILE REGEX: create --stats-from and --stats both fail with
+# "FILE: JSON that is neither ...: REGEX [WPACK_E_STATS]", leaving nothing
+refused() {
+    local name=$1 file=$2 pat=$3 opt n
+    for opt in --stats-from --stats; do
+        n=${opt#--}
+        n=${name}_${n//-/_}
+        rm -f "$T/b.wpack"
+        expect_fail "$n" "$T/$file: JSON that is $NEITHER: $pat \[WPACK_E_STATS\]" \
+            "$WPACK" create -q -o "$T/b.wpack" "$T/w.npy" "$opt" "$T/$file"
+        [ -e "$T/b.wpack" ] && fail "${n}_no_output" || pass "${n}_no_output"
+    done
+}
+refused run_stats run_stats.json "its \"stats\" is not a list of records that each have a \"key\""
+refused version_list version_list.json "its \"stats\" is not a list of records that each have a \"key\""
+refused stats_numbers stats_numbers.json "its \"stats\" is not a list of records that each have a \"key\""
+refused no_key no_key.json "its \"stats\" is not a list of records that each have a \"key\""
+refused plain plain.json "member 'name' is not a tensor's range"
+refused empty empty.json "an empty object"
+
+# update --stats-from: refused the same way, the archive unchanged
+"$WPACK" create -q -o "$T/u.wpack" "$T/w.npy" --stats-from "$T/wpack.json" 2>/dev/null
+cp "$T/u.wpack" "$T/u0.wpack"
+expect_fail update_run_stats "run_stats.json: JSON that is $NEITHER.*\[WPACK_E_STATS\]" \
+    "$WPACK" update "$T/u.wpack" --stats-from "$T/run_stats.json"
+cmp -s "$T/u.wpack" "$T/u0.wpack" && pass update_unchanged || fail update_unchanged
+# an ONNX Runtime entry that is not a range still gets its own message
+echo '{"stats": [1.0], "x": [0, 1]}' >"$T/ort_bad.json"
+expect_fail ort_bad_entry "ONNX Runtime calibration table: 'stats': want \[min, max\].*\[WPACK_E_STATS\]" \
+    "$WPACK" create -q -o "$T/b.wpack" "$T/w.npy" --stats-from "$T/ort_bad.json"
+# the schema's own errors name the file and the kind too
+expect_fail wpack_version "wpack_v2.json: wpack stats JSON: stats: version must be 1 \[WPACK_E_STATS\]" \
+    "$WPACK" create -q -o "$T/b.wpack" "$T/w.npy" --stats "$T/wpack_v2.json"
+expect_fail wpack_bad_record "wpack_bad_rec.json: wpack stats JSON: stats\[0\] 'm': \"max\" must be a number" \
+    "$WPACK" create -q -o "$T/b.wpack" "$T/w.npy" --stats-from "$T/wpack_bad_rec.json"
+# JSON that does not parse: the wpack loader says where (as before)
+printf '{"version": 1, "stats": [' >"$T/cut.json"
+expect_fail cut_json "cut.json.*line 1.*\[WPACK_E_STATS\]" \
+    "$WPACK" create -q -o "$T/b.wpack" "$T/w.npy" --stats-from "$T/cut.json"
+
+finish
