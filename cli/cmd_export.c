@@ -21,7 +21,9 @@ static const char help[] =
     "               rank <= 4, names <= 63 bytes, no u8..u64/bool/f8 tensors\n"
     "  trt-calib    the activation stats' ranges as a TensorRT calibration cache\n"
     "               (scale = absmax / 127); ort-calib-json: as an ONNX Runtime\n"
-    "               calibration table {name: [min, max]} (spec appendix A.1)\n"
+    "               calibration table {name: [min, max]} (spec appendix A.1);\n"
+    "               both hold one range per tensor: a per-channel record is\n"
+    "               written as its range over all channels, with a warning\n"
     "  irpa         an IREE parameter archive, keyed by entry name: load it with\n"
     "               --parameters=model=FILE next to `wpack resolve --emit iree`;\n"
     "               splats stay splats, aliases share bytes, no archive metadata\n"
@@ -47,6 +49,12 @@ static const char help[] =
     "ranges needed are fetched and each tensor is checked against its XXH3\n"
     "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n"
     CLI_CACHE_HELP;
+
+static void on_warn(void *user, const char *message)
+{
+    (void)user;
+    cli_warn("export: %s", message);
+}
 
 int cmd_export(int argc, char **argv)
 {
@@ -106,6 +114,7 @@ int cmd_export(int argc, char **argv)
     eo.progress_user = &prog;
     eo.err = err;
     eo.err_size = sizeof err;
+    eo.warn = on_warn;
     if (cli_read_to_fd_flags() & WPACK_READ_NO_COPY_RANGE)
         eo.flags |= WPACK_EXPORT_NO_COPY_RANGE;
     int rc = wpack_export_file(ar, out, format, &eo);

@@ -11,6 +11,7 @@
 
 #include "manifest_stats.h"
 #include "wpack.h"
+#include "wpack_import.h"
 
 /* One range-only activation record (TensorRT, ONNX Runtime): count 0, mean
  * the midpoint, variance 0 (spec A.1: placeholders, not observations). */
@@ -54,6 +55,7 @@ int calib_imatrix_dat_sniff(const uint8_t *p, size_t len);
 
 /* Activation ranges of ar out to fd (WPACK_EXPORT_TRT_CALIB or
  * WPACK_EXPORT_ORT_CALIB_JSON). */
-int calib_export(const wpack_archive *ar, int fd, int format, char *err, size_t errlen);
+int calib_export(const wpack_archive *ar, int fd, int format, wpack_import_warn_fn warn,
+                 void *warn_user, char *err, size_t errlen);
 
 #endif

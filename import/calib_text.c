@@ -214,7 +214,30 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s)
     return WPACK_OK;
 }
 
-int calib_export(const wpack_archive *ar, int fd, int format, char *err, size_t errlen)
+/* Both formats hold one range per tensor (ONNX Runtime's own
+ * write_calibration_table reads one float of each TensorData's lowest and
+ * highest for its flatbuffers and text tables): a per-channel record is
+ * reduced to its range over all channels, and the caller is told. */
+static void warn_reduced(const wpack_stats *s, int trt, wpack_import_warn_fn warn, void *user)
+{
+    char m[1200], a[40], b[40];
+    if (!warn || s->granularity != WPACK_GRAN_CHANNEL)
+        return;
+    shortest(a, sizeof a, trt ? s->overall_absmax : s->overall_min);
+    shortest(b, sizeof b, s->overall_max);
+    if (trt)
+        wpk_fmt(m, sizeof m, "stats '%s': %u per-channel ranges (axis %u) written as one scale, "
+                "the absmax over all channels / 127 (%s / 127): a TensorRT calibration cache "
+                "holds one scale per tensor", s->key, (unsigned)s->channels, (unsigned)s->axis, a);
+    else
+        wpk_fmt(m, sizeof m, "stats '%s': %u per-channel ranges (axis %u) written as one range "
+                "over all channels [%s, %s]: an ONNX Runtime calibration table holds one range "
+                "per tensor", s->key, (unsigned)s->channels, (unsigned)s->axis, a, b);
+    warn(user, m);
+}
+
+int calib_export(const wpack_archive *ar, int fd, int format, wpack_import_warn_fn warn,
+                 void *warn_user, char *err, size_t errlen)
 {
     char *buf = NULL, line[1200];
     size_t len = 0, cap = 0, nrec = 0;
@@ -226,6 +249,7 @@ int calib_export(const wpack_archive *ar, int fd, int format, char *err, size_t 
             break;
         if (s.kind != WPACK_STATS_ACTIVATION)
             continue;
+        warn_reduced(&s, trt, warn, warn_user);
         if (trt) {
             if (strchr(s.key, '\n') || strchr(s.key, '\r')) {
                 wpk_fmt(err, errlen, "stats '%s': a line break in the name has no form in a "

@@ -345,8 +345,8 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         o = *opt;
     char err[1024] = "";
     int rc = WPACK_OK;
-    for (size_t k = 0; k < 4; k++) /* reserved: 3, reserved_ptr: 4 */
-        if ((k < 3 && o.reserved[k]) || o.reserved_ptr[k]) {
+    for (size_t k = 0; k < 3; k++) /* reserved: 3, reserved_ptr: 2 */
+        if (o.reserved[k] || (k < 2 && o.reserved_ptr[k])) {
             wpk_fmt(err, sizeof err, "wpack_export_options: reserved field %zu is not zero "
                     "(built against a newer wpack_import.h?)", k);
             rc = WPACK_E_INVALID_ARGUMENT;
@@ -373,7 +373,7 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         if (!rc && format == WPACK_EXPORT_GGUF)
             rc = gguf_export(ar, t.fd, rf, o.progress, o.progress_user, m, sizeof m);
         else if (!rc && format >= WPACK_EXPORT_TRT_CALIB)
-            rc = calib_export(ar, t.fd, format, m, sizeof m);
+            rc = calib_export(ar, t.fd, format, o.warn, o.warn_user, m, sizeof m);
         else if (!rc && format == WPACK_EXPORT_IRPA)
             rc = irpa_export(ar, t.fd, rf, o.progress, o.progress_user, m, sizeof m);
         else if (!rc)

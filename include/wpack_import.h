@@ -267,7 +267,12 @@ typedef struct wpack_export_options {
     void *progress_user;
     char *err;                         /* a failure's message ("OUT: ..."); NULL: nowhere */
     size_t err_size;
-    void *reserved_ptr[4];             /* zero; see "Options structs" above */
+    /* trt-calib and ort-calib-json hold one range per tensor: a per-channel
+     * activation record is written as the range over all its channels,
+     * and warn gets one message naming it. NULL: no message. */
+    wpack_import_warn_fn warn;
+    void *warn_user;
+    void *reserved_ptr[2];             /* zero; see "Options structs" above */
     /* WPACK_EXPORT_NO_COPY_RANGE: tensor bytes stored plain go through
      * read and write, not copy_file_range (the same bytes; the CLI sets it
      * under WPACK_NO_COPY_RANGE=1). 0: the default. */

@@ -216,7 +216,7 @@ static int defaults(void)
     memset(&e, 0xa5, sizeof e);
     wpack_export_options_init(&e);
     CHECK(!e.progress && !e.progress_user && !e.err && e.err_size == 0 && e.flags == 0 && !e.reserved[2] &&
-          !e.reserved_ptr[3]);
+          !e.warn && !e.warn_user && !e.reserved_ptr[1]);
 
     /* refused arguments, each with a message and the writer untouched */
     wpack_writer *w;
