@@ -7,10 +7,12 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "import.h"
 #include "internal.h"
@@ -91,14 +93,18 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The sorted names in dir, hidden ones left out (NULL with *n 0 when empty). */
-static int list_dir(const lister *ls, const char *dir, char ***names, size_t *count)
+/* The sorted names in the directory open at dfd (dir: its path, for
+ * messages), hidden ones left out (NULL with *n 0 when empty). */
+static int list_dir(const lister *ls, int dfd, const char *dir, char ***names, size_t *count)
 {
-    DIR *d = opendir(dir);
+    int fd = dup(dfd); /* closedir closes it; dfd stays for fstatat/openat */
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
     *names = NULL;
     *count = 0;
     if (!d) {
         wpk_fmt(ls->err, ls->errlen, "%s: cannot open directory: %s", dir, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return WPACK_E_IO;
     }
     size_t n = 0, cap = 0;
@@ -133,21 +139,38 @@ static int list_dir(const lister *ls, const char *dir, char ***names, size_t *co
     return rc;
 }
 
-/* One entry of a walked directory: a directory is walked, a .npy becomes an
- * item. A symlink is refused unless follow_links: it may lead out of the
- * directory; a FIFO or device is skipped with a warning, never opened. */
-static int walk(const lister *ls, const char *dir, const char *rel, int depth);
+/* One entry (base) of the directory open at dfd: a directory is walked, a
+ * .npy becomes an item. A symlink is refused unless follow_links: it may
+ * lead out of the directory; a FIFO or device is skipped with a warning,
+ * never opened. Entries are looked at and opened relative to dfd, never by
+ * their path, and a subdirectory with O_NOFOLLOW: a directory swapped for a
+ * symlink while the walk runs cannot take it elsewhere. */
+static int walk(const lister *ls, int dfd, const char *dir, const char *rel, int depth);
 
-static int visit(const lister *ls, const char *path, char *name, const char *base, int depth)
+static int visit(const lister *ls, int dfd, const char *path, char *name, const char *base,
+                 int depth)
 {
     struct stat st;
-    /* lstat: a symlinked directory could loop; symlinked files are followed below. */
-    if (lstat(path, &st) != 0) {
+    /* not following: a symlinked directory could loop; symlinked files are followed below. */
+    if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         wpk_fmt(ls->err, ls->errlen, "%s: %s", path, strerror(errno));
         return WPACK_E_IO;
     }
-    if (S_ISDIR(st.st_mode))
-        return walk(ls, path, name, depth + 1);
+    if (S_ISDIR(st.st_mode)) {
+        int sub = openat(dfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+            wpk_fmt(ls->err, ls->errlen, "%s: no longer a directory (replaced while the "
+                    "directory was walked?): refused", path);
+            return WPACK_E_FILE_TYPE;
+        }
+        if (sub < 0) {
+            wpk_fmt(ls->err, ls->errlen, "%s: cannot open directory: %s", path, strerror(errno));
+            return WPACK_E_IO;
+        }
+        int rc = walk(ls, sub, path, name, depth + 1);
+        close(sub);
+        return rc;
+    }
     if (!ends_with_npy(base)) {
         warn(ls, "skipping %s: not a .npy file%s", path, "");
         return WPACK_OK;
@@ -158,7 +181,7 @@ static int visit(const lister *ls, const char *path, char *name, const char *bas
                 "(--follow-links allows it)", path);
         return WPACK_E_FILE_TYPE;
     }
-    if (S_ISLNK(st.st_mode) && stat(path, &st) != 0) {
+    if (S_ISLNK(st.st_mode) && fstatat(dfd, base, &st, 0) != 0) {
         wpk_fmt(ls->err, ls->errlen, "%s: broken symlink", path);
         return WPACK_E_IO;
     }
@@ -171,8 +194,9 @@ static int visit(const lister *ls, const char *path, char *name, const char *bas
     return ls->fn(ls->user, &it);
 }
 
-/* Walk dir in sorted order; rel is the name prefix so far ("" at the top). */
-static int walk(const lister *ls, const char *dir, const char *rel, int depth)
+/* Walk the directory open at dfd (dir: its path) in sorted order; rel is
+ * the name prefix so far ("" at the top). */
+static int walk(const lister *ls, int dfd, const char *dir, const char *rel, int depth)
 {
     if (depth > 64) {
         wpk_fmt(ls->err, ls->errlen, "%s: directories nested deeper than 64 levels", dir);
@@ -180,7 +204,7 @@ static int walk(const lister *ls, const char *dir, const char *rel, int depth)
     }
     char **names;
     size_t n;
-    int rc = list_dir(ls, dir, &names, &n);
+    int rc = list_dir(ls, dfd, dir, &names, &n);
     for (size_t i = 0; i < n && !rc; i++) {
         size_t plen = strlen(dir) + strlen(names[i]) + 2;
         size_t rlen = strlen(rel) + strlen(names[i]) + 2;
@@ -191,7 +215,7 @@ static int walk(const lister *ls, const char *dir, const char *rel, int depth)
         } else {
             snprintf(path, plen, "%s/%s", dir, names[i]);
             snprintf(name, rlen, "%s%s%s", rel, *rel ? "." : "", names[i]);
-            rc = visit(ls, path, name, names[i], depth);
+            rc = visit(ls, dfd, path, name, names[i], depth);
         }
         free(path);
         free(name);
@@ -219,7 +243,16 @@ int wpk_import_list(const char *path, const wpack_import_options *o, wpack_impor
         }
         while (n > 1 && dir[n - 1] == '/')
             dir[--n] = 0;
-        int rc = walk(&ls, dir, "", 0);
+        /* the directory the caller named is followed if a link; nothing under it is */
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int rc = WPACK_OK;
+        if (dfd < 0) {
+            wpk_fmt(err, errlen, "%s: cannot open directory: %s", dir, strerror(errno));
+            rc = WPACK_E_IO;
+        } else {
+            rc = walk(&ls, dfd, dir, "", 0);
+            close(dfd);
+        }
         free(dir);
         return rc;
     }

@@ -1,0 +1,162 @@
+/*
+ * test_import_walk_swap.c - wpack_import_list walks a directory by
+ * directory fds (import/import_walk.c): a directory swapped for a symlink
+ * while the walk runs does not take the walk out of the tree. The item
+ * callback does the swap, so the race is deterministic: after the first
+ * item under top/b/c, top/b becomes a link to a tree outside holding
+ * c/d/evil.npy; the walk, already inside the real c, goes on in the real
+ * c/d and lists inside.npy, never evil.npy.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "wpack_import.h"
+
+static char base[256];
+
+typedef struct {
+    char names[16][64];
+    int n;
+    const char *swap_after; /* item name after which the swap happens */
+    const char *from, *moved, *link_to;
+} seen;
+
+static int on_item(void *user, const wpack_import_item *it)
+{
+    seen *s = user;
+    if (s->n < 16)
+        snprintf(s->names[s->n++], 64, "%s", it->name ? it->name : "?");
+    if (s->swap_after && it->name && strcmp(it->name, s->swap_after) == 0) {
+        CHECK(rename(s->from, s->moved) == 0, "rename %s", s->from);
+        CHECK(symlink(s->link_to, s->from) == 0, "symlink %s", s->from);
+    }
+    return WPACK_OK;
+}
+
+static void touch(const char *rel)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", base, rel);
+    FILE *f = fopen(p, "wb");
+    CHECK(f != NULL, "create %s", p);
+    if (f)
+        fclose(f);
+}
+
+static void mkd(const char *rel)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", base, rel);
+    CHECK(mkdir(p, 0755) == 0, "mkdir %s", p);
+}
+
+static int listed(const seen *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* top/b swapped for a link while the walk is in top/b/c: it stays in the real tree */
+static void test_parent_swapped_mid_walk(void)
+{
+    mkd("t1");
+    mkd("t1/top");
+    mkd("t1/top/b");
+    mkd("t1/top/b/c");
+    mkd("t1/top/b/c/d");
+    touch("t1/top/b/c/a.npy");
+    touch("t1/top/b/c/d/inside.npy");
+    mkd("t1/out");
+    mkd("t1/out/c");
+    mkd("t1/out/c/d");
+    touch("t1/out/c/d/evil.npy");
+    char top[512], from[512], moved[512];
+    snprintf(top, sizeof top, "%s/t1/top", base);
+    snprintf(from, sizeof from, "%s/t1/top/b", base);
+    snprintf(moved, sizeof moved, "%s/t1/top/b_moved", base);
+    seen s = {.swap_after = "b.c.a", .from = from, .moved = moved, .link_to = "../out"};
+    wpack_import_options o;
+    wpack_import_options_init(&o);
+    char err[1024] = "";
+    o.err = err;
+    o.err_size = sizeof err;
+    int rc = wpack_import_list(top, &o, on_item, &s);
+    CHECK(rc == WPACK_OK, "rc %d: %s", rc, err);
+    CHECK(listed(&s, "b.c.a"), "b.c.a not listed");
+    CHECK(listed(&s, "b.c.d.inside"), "the real b/c/d was not walked (%d items)", s.n);
+    CHECK(!listed(&s, "b.c.d.evil"), "the walk followed the swapped-in link out of the tree");
+    CHECK_EQ(s.n, 2);
+}
+
+/* a directory swapped for a link before the walk reaches it is not walked */
+static void test_dir_swapped_before_visit(void)
+{
+    mkd("t2");
+    mkd("t2/top");
+    mkd("t2/top/z");
+    touch("t2/top/a.npy");
+    touch("t2/top/z/fine.npy");
+    mkd("t2/out");
+    touch("t2/out/evil.npy");
+    char top[512], from[512], moved[512];
+    snprintf(top, sizeof top, "%s/t2/top", base);
+    snprintf(from, sizeof from, "%s/t2/top/z", base);
+    snprintf(moved, sizeof moved, "%s/t2/top/z_moved", base);
+    seen s = {.swap_after = "a", .from = from, .moved = moved, .link_to = "../out"};
+    wpack_import_options o;
+    wpack_import_options_init(&o);
+    char err[1024] = "";
+    o.err = err;
+    o.err_size = sizeof err;
+    int rc = wpack_import_list(top, &o, on_item, &s);
+    CHECK(rc == WPACK_OK, "rc %d: %s", rc, err);
+    CHECK(!listed(&s, "z.evil"), "walked into the swapped-in link");
+    CHECK_EQ(s.n, 1);
+}
+
+/* no swap: the same walk lists the same names as before */
+static void test_plain_walk(void)
+{
+    mkd("t3");
+    mkd("t3/top");
+    mkd("t3/top/m");
+    mkd("t3/top/m/n");
+    touch("t3/top/m/n/w.npy");
+    touch("t3/top/m/v.npy");
+    touch("t3/top/u.npy");
+    touch("t3/top/.hidden.npy");
+    char top[512];
+    snprintf(top, sizeof top, "%s/t3/top/", base); /* a trailing slash too */
+    seen s = {0};
+    wpack_import_options o;
+    wpack_import_options_init(&o);
+    int rc = wpack_import_list(top, &o, on_item, &s);
+    CHECK(rc == WPACK_OK, "rc %d", rc);
+    CHECK_EQ(s.n, 3);
+    CHECK(s.n == 3 && strcmp(s.names[0], "m.n.w") == 0 && strcmp(s.names[1], "m.v") == 0 &&
+              strcmp(s.names[2], "u") == 0,
+          "order: %s %s %s", s.names[0], s.names[1], s.names[2]);
+}
+
+int main(void)
+{
+    snprintf(base, sizeof base, "%s/wpack-walk-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(base)) {
+        printf("FAIL mkdtemp\n# passed 0 failed 1\n");
+        return 1;
+    }
+    RUN(test_parent_swapped_mid_walk);
+    RUN(test_dir_swapped_before_visit);
+    RUN(test_plain_walk);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", base);
+    return tl_finish();
+}
