@@ -62,6 +62,18 @@ static int listed(const seen *s, const char *name)
     return 0;
 }
 
+/* wpack_import_list of top (under base) into s; the return code */
+static int list(const char *top_rel, seen *s, char *err, size_t errlen)
+{
+    char top[512];
+    snprintf(top, sizeof top, "%s/%s", base, top_rel);
+    wpack_import_options o;
+    wpack_import_options_init(&o);
+    o.err = err;
+    o.err_size = errlen;
+    return wpack_import_list(top, &o, on_item, s);
+}
+
 /* top/b swapped for a link while the walk is in top/b/c: it stays in the real tree */
 static void test_parent_swapped_mid_walk(void)
 {
@@ -76,17 +88,11 @@ static void test_parent_swapped_mid_walk(void)
     mkd("t1/out/c");
     mkd("t1/out/c/d");
     touch("t1/out/c/d/evil.npy");
-    char top[512], from[512], moved[512];
-    snprintf(top, sizeof top, "%s/t1/top", base);
+    char from[512], moved[512], err[1024] = "";
     snprintf(from, sizeof from, "%s/t1/top/b", base);
     snprintf(moved, sizeof moved, "%s/t1/top/b_moved", base);
     seen s = {.swap_after = "b.c.a", .from = from, .moved = moved, .link_to = "../out"};
-    wpack_import_options o;
-    wpack_import_options_init(&o);
-    char err[1024] = "";
-    o.err = err;
-    o.err_size = sizeof err;
-    int rc = wpack_import_list(top, &o, on_item, &s);
+    int rc = list("t1/top", &s, err, sizeof err);
     CHECK(rc == WPACK_OK, "rc %d: %s", rc, err);
     CHECK(listed(&s, "b.c.a"), "b.c.a not listed");
     CHECK(listed(&s, "b.c.d.inside"), "the real b/c/d was not walked (%d items)", s.n);
@@ -104,17 +110,11 @@ static void test_dir_swapped_before_visit(void)
     touch("t2/top/z/fine.npy");
     mkd("t2/out");
     touch("t2/out/evil.npy");
-    char top[512], from[512], moved[512];
-    snprintf(top, sizeof top, "%s/t2/top", base);
+    char from[512], moved[512], err[1024] = "";
     snprintf(from, sizeof from, "%s/t2/top/z", base);
     snprintf(moved, sizeof moved, "%s/t2/top/z_moved", base);
     seen s = {.swap_after = "a", .from = from, .moved = moved, .link_to = "../out"};
-    wpack_import_options o;
-    wpack_import_options_init(&o);
-    char err[1024] = "";
-    o.err = err;
-    o.err_size = sizeof err;
-    int rc = wpack_import_list(top, &o, on_item, &s);
+    int rc = list("t2/top", &s, err, sizeof err);
     CHECK(rc == WPACK_OK, "rc %d: %s", rc, err);
     CHECK(!listed(&s, "z.evil"), "walked into the swapped-in link");
     CHECK_EQ(s.n, 1);
@@ -131,13 +131,10 @@ static void test_plain_walk(void)
     touch("t3/top/m/v.npy");
     touch("t3/top/u.npy");
     touch("t3/top/.hidden.npy");
-    char top[512];
-    snprintf(top, sizeof top, "%s/t3/top/", base); /* a trailing slash too */
     seen s = {0};
-    wpack_import_options o;
-    wpack_import_options_init(&o);
-    int rc = wpack_import_list(top, &o, on_item, &s);
-    CHECK(rc == WPACK_OK, "rc %d", rc);
+    char err[1024] = "";
+    int rc = list("t3/top/", &s, err, sizeof err); /* a trailing slash too */
+    CHECK(rc == WPACK_OK, "rc %d: %s", rc, err);
     CHECK_EQ(s.n, 3);
     CHECK(s.n == 3 && strcmp(s.names[0], "m.n.w") == 0 && strcmp(s.names[1], "m.v") == 0 &&
               strcmp(s.names[2], "u") == 0,
