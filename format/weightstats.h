@@ -61,6 +61,9 @@ double wpk_acc_variance(const wpk_acc *a);
  * outside (none, when lo/hi are the min/max) and non-finite ones are skipped. */
 void wpk_hist_feed(uint64_t *counts, uint32_t bins, double lo, double hi, int dtype,
                    const void *data, size_t count);
+/* The same on instruction set isa (wpk_acc_isa; tests): the same counts. */
+void wpk_hist_feed_isa(uint64_t *counts, uint32_t bins, double lo, double hi, int dtype,
+                       const void *data, size_t count, int isa);
 /* The edges the writer uses for a tensor's histogram: bins+1 values,
  * strictly increasing even when min == max. */
 void wpk_hist_edges(double min, double max, uint32_t bins, double *edges);

@@ -233,11 +233,58 @@ static void test_edges(void)
     }
 }
 
+/* Histogram counts: every path against the formula of the spec's writer
+ * (relative position in halves), on data with values outside [lo, hi],
+ * NaN and infinity, for bin counts from 1 up. */
+static void test_histogram_paths(void)
+{
+    enum { N = 20011 };
+    static uint8_t buf[4 * N + 4];
+    static double d[N];
+    static uint64_t want[1000], got[1000];
+    static const uint32_t binss[] = {1, 2, 7, 256, 1000};
+    int bad = 0;
+    for (int t = 0; t < 60; t++) {
+        int di = t % 3, mode = (t / 3) % 6;
+        uint32_t bins = binss[t % 5];
+        size_t n = N - (size_t)t * 37, off = (size_t)t % 4;
+        make(dtypes[di], buf + off, d, n, mode, t % 2);
+        wpk_acc a;
+        wpk_acc_init(&a);
+        wpk_acc_feed_isa(&a, WPACK_DTYPE_F64, d, n, WPK_CPU_SCALAR);
+        double edges[1001];
+        /* the tensor's own range, or a narrower one (values fall outside) */
+        double lo = t % 4 == 3 ? a.min / 2 : a.min, hi = t % 4 == 3 ? a.max / 2 : a.max;
+        wpk_hist_edges(lo, hi, bins, edges);
+        lo = edges[0];
+        hi = edges[bins];
+        memset(want, 0, sizeof want);
+        double span = hi / 2 - lo / 2;
+        for (size_t i = 0; i < n; i++) {
+            if (!(d[i] >= lo && d[i] <= hi))
+                continue;
+            double f = (d[i] / 2 - lo / 2) / span * bins;
+            want[!(f > 0) ? 0 : f >= bins ? bins - 1 : (uint32_t)f]++;
+        }
+        for (int isa = 0; isa < 3; isa++) {
+            if (!wpk_cpu_supports(isas[isa]))
+                continue;
+            memset(got, 0, sizeof got);
+            wpk_hist_feed_isa(got, bins, lo, hi, dtypes[di], buf + off, n, isas[isa]);
+            if (memcmp(got, want, bins * sizeof *got) != 0 && bad++ < 5)
+                printf("  %s %s mode %d bins %u: other counts\n", isa_name[isa],
+                       dtype_name[di], mode, bins);
+        }
+    }
+    CHECK(bad == 0, "%d histograms differ", bad);
+}
+
 int main(void)
 {
     RUN(test_paths_same_bits);
     RUN(test_signed_zero_order);
     RUN(test_long_double_reference);
     RUN(test_edges);
+    RUN(test_histogram_paths);
     return tl_finish();
 }
