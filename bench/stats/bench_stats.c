@@ -3,8 +3,8 @@
  * fed again and again) and out of cache (256 MiB), the time of
  *   peer-sum   a plain sum of the buffer's 64-bit words (-O2: the read bandwidth)
  *   memcpy     the buffer into another one
- *   stats      wpk_acc_feed_path on the best ISA (what the writer calls)
- *   portable   the same with portable set (WPACK_ISA=scalar)
+ *   stats      wpk_acc_feed_isa on the best ISA, asked once (what the writer does)
+ *   portable   the same on the portable path (WPACK_ISA=scalar)
  *   hist       wpk_hist_feed with 256 bins (--histogram 256)
  * Prints GB/s and "peer-sum time / time" (1.00: as fast as reading the data).
  * Benchmarks are not tests: this never fails on a slow figure.
@@ -29,6 +29,9 @@ static double now(void)
 }
 
 static volatile uint64_t sink;
+#ifndef OLD_API
+static int best_isa;
+#endif
 
 /* The read-bandwidth peer: 4 independent chains so it is not add-latency bound. */
 static void peer_sum(const void *p, size_t bytes)
@@ -59,7 +62,11 @@ static void run(int kind, int dtype, const void *p, void *dst, size_t bytes)
     case STATS:
     case PORTABLE:
         wpk_acc_init(&a);
+#ifdef OLD_API /* before wpk_acc_feed_isa: the ISA was asked per 4096-element block */
         wpk_acc_feed_path(&a, dtype, p, count, kind == PORTABLE);
+#else
+        wpk_acc_feed_isa(&a, dtype, p, count, kind == PORTABLE ? WPK_CPU_SCALAR : best_isa);
+#endif
         sink += a.n;
         break;
     default:
@@ -119,6 +126,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < 100; i++)
         sink += (uint64_t)wpk_cpu_supports(WPK_CPU_AVX512);
     printf("one wpk_cpu_supports(AVX512): %.2f us\n", (now() - t0) / 100 * 1e6);
+#ifndef OLD_API
+    best_isa = wpk_acc_isa(0);
+#endif
     uint8_t *src = aligned_alloc(4096, big), *dst = aligned_alloc(4096, big);
     if (!src || !dst) {
         fprintf(stderr, "bench_stats: cannot allocate 2 x %zu bytes\n", big);
