@@ -370,6 +370,15 @@ int wpk_acc_isa(int portable)
     return WPK_CPU_SCALAR;
 }
 
+/* The path for one call of count elements: few elements (a split element
+ * between writes, a small tensor) take the portable path, which gives the
+ * same bits sooner than CPUID answers in a virtual machine. */
+#define FEW_ELEMS 512
+static int call_isa(int dtype, size_t count, int portable)
+{
+    return direct_dtype(dtype) && count >= FEW_ELEMS ? wpk_acc_isa(portable) : WPK_CPU_SCALAR;
+}
+
 static int fast_direct(wpk_bsum *s, int dtype, const uint8_t *p, size_t n, int isa)
 {
 #ifdef HAVE_X86_SIMD
@@ -461,8 +470,7 @@ void wpk_acc_feed_isa(wpk_acc *a, int dtype, const void *data, size_t count, int
 
 void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, int portable)
 {
-    int isa = count && direct_dtype(dtype) ? wpk_acc_isa(portable) : WPK_CPU_SCALAR;
-    wpk_acc_feed_isa(a, dtype, data, count, isa);
+    wpk_acc_feed_isa(a, dtype, data, count, call_isa(dtype, count, portable));
 }
 
 #define STEP_BLOCKS 512 /* blocks per job (8 MiB of f32): summaries on the stack */
@@ -610,8 +618,7 @@ AVX2_TARGET static size_t hist_avx2(uint64_t *counts, uint32_t bins, double lo, 
 void wpk_hist_feed(uint64_t *counts, uint32_t bins, double lo, double hi, int dtype,
                    const void *data, size_t count)
 {
-    wpk_hist_feed_isa(counts, bins, lo, hi, dtype, data, count,
-                      direct_dtype(dtype) && count ? wpk_acc_isa(0) : WPK_CPU_SCALAR);
+    wpk_hist_feed_isa(counts, bins, lo, hi, dtype, data, count, call_isa(dtype, count, 0));
 }
 
 void wpk_hist_feed_isa(uint64_t *counts, uint32_t bins, double lo, double hi, int dtype,
