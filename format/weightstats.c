@@ -219,8 +219,10 @@ static double ld_elem(int dtype, const uint8_t *p, size_t i)
 }
 
 /* f32, f16 and bf16 (the dtypes of real weights) straight from the input,
- * with no widened copy. */
-static int fast_block_direct(wpk_bsum *a, int dtype, const uint8_t *p, size_t n)
+ * with no widened copy; each dtype's loop on its own (the compiler keeps
+ * the 8 lanes in vector registers where it can). */
+static inline __attribute__((always_inline)) int direct_lanes(wpk_bsum *a, int dtype,
+                                                              const uint8_t *p, size_t n)
 {
     lanes L;
     lanes_init(&L, ld_elem(dtype, p, 0));
@@ -233,13 +235,27 @@ static int fast_block_direct(wpk_bsum *a, int dtype, const uint8_t *p, size_t n)
     return lanes_merge(a, &L, n);
 }
 
+static int fast_block_direct(wpk_bsum *a, int dtype, const uint8_t *p, size_t n)
+{
+    if (dtype == WPACK_DTYPE_F32)
+        return direct_lanes(a, WPACK_DTYPE_F32, p, n);
+    if (dtype == WPACK_DTYPE_F16)
+        return direct_lanes(a, WPACK_DTYPE_F16, p, n);
+    return direct_lanes(a, WPACK_DTYPE_BF16, p, n);
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#define SIMD_TARGET __attribute__((target("avx2,f16c")))
+#define HAVE_X86_SIMD 1
+#define AVX2_TARGET __attribute__((target("avx2,f16c")))
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c")))
+/* Inlined into each dtype's loop, so the loop has no test of the dtype. */
+#define AVX2_INLINE AVX2_TARGET static inline __attribute__((always_inline))
+#define AVX512_INLINE AVX512_TARGET static inline __attribute__((always_inline))
 
 /* 8 elements as floats: f32 loaded, bf16 shifted into the high half, f16
  * converted by F16C (all exact). */
-SIMD_TARGET static inline __m256 load8(int dtype, const uint8_t *p)
+AVX2_INLINE __m256 load8(int dtype, const uint8_t *p)
 {
     if (dtype == WPACK_DTYPE_F32)
         return _mm256_loadu_ps((const float *)(const void *)p);
@@ -249,90 +265,168 @@ SIMD_TARGET static inline __m256 load8(int dtype, const uint8_t *p)
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-/* The same lanes with AVX2: lanes 0-3 and 4-7 in two vectors. min_pd(x, m)
- * is x < m ? x : m for the finite values this path keeps, signed zeros
- * included. */
-SIMD_TARGET static int fast_block_avx2(wpk_bsum *a, int dtype, const uint8_t *p, size_t n)
+/* The min and max lanes are kept in floats: widening a float to double is
+ * exact and keeps the order (and the equality of -0 and +0), so
+ * min_ps(x, m) picks the same element as x < m ? x : m in double for the
+ * finite values this path keeps, and 8 float lanes are the 8 double lanes. */
+AVX2_INLINE void store_minmax(lanes *L, __m256 mn, __m256 mx)
+{
+    float fmn[LANES], fmx[LANES];
+    _mm256_storeu_ps(fmn, mn);
+    _mm256_storeu_ps(fmx, mx);
+    for (int l = 0; l < LANES; l++) {
+        L->mn[l] = fmn[l];
+        L->mx[l] = fmx[l];
+    }
+}
+
+/* The lanes with AVX2: sums of lanes 0-3 and 4-7 in two vectors each.
+ * Returns how many elements it took (whole groups of 8). */
+AVX2_INLINE size_t lanes_avx2(lanes *L, int dtype, const uint8_t *p, size_t n)
 {
     const size_t size = dtype == WPACK_DTYPE_F32 ? 4 : 2;
-    lanes L;
-    lanes_init(&L, ld_elem(dtype, p, 0));
-    const __m256d K = _mm256_set1_pd(L.k);
+    const __m256d K = _mm256_set1_pd(L->k);
     __m256d s1a = _mm256_setzero_pd(), s1b = s1a, s2a = s1a, s2b = s1a;
-    __m256d mna = K, mnb = K, mxa = K, mxb = K;
+    __m256 mn = _mm256_set1_ps((float)L->k), mx = mn;
     size_t i = 0;
     for (; i + LANES <= n; i += LANES) {
         __m256 x8 = load8(dtype, p + size * i);
-        __m256d xa = _mm256_cvtps_pd(_mm256_castps256_ps128(x8));
-        __m256d xb = _mm256_cvtps_pd(_mm256_extractf128_ps(x8, 1));
-        __m256d da = _mm256_sub_pd(xa, K), db = _mm256_sub_pd(xb, K);
+        __m256d da = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(x8)), K);
+        __m256d db = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(x8, 1)), K);
         s1a = _mm256_add_pd(s1a, da);
         s1b = _mm256_add_pd(s1b, db);
         s2a = _mm256_add_pd(s2a, _mm256_mul_pd(da, da));
         s2b = _mm256_add_pd(s2b, _mm256_mul_pd(db, db));
-        mna = _mm256_min_pd(xa, mna);
-        mnb = _mm256_min_pd(xb, mnb);
-        mxa = _mm256_max_pd(xa, mxa);
-        mxb = _mm256_max_pd(xb, mxb);
+        mn = _mm256_min_ps(x8, mn);
+        mx = _mm256_max_ps(x8, mx);
     }
-    _mm256_storeu_pd(L.s1, s1a);
-    _mm256_storeu_pd(L.s1 + 4, s1b);
-    _mm256_storeu_pd(L.s2, s2a);
-    _mm256_storeu_pd(L.s2 + 4, s2b);
-    _mm256_storeu_pd(L.mn, mna);
-    _mm256_storeu_pd(L.mn + 4, mnb);
-    _mm256_storeu_pd(L.mx, mxa);
-    _mm256_storeu_pd(L.mx + 4, mxb);
-    for (; i < n; i++)
-        lane_add(&L, 0, ld_elem(dtype, p, i));
-    return lanes_merge(a, &L, n);
+    _mm256_storeu_pd(L->s1, s1a);
+    _mm256_storeu_pd(L->s1 + 4, s1b);
+    _mm256_storeu_pd(L->s2, s2a);
+    _mm256_storeu_pd(L->s2 + 4, s2b);
+    store_minmax(L, mn, mx);
+    return i;
 }
 
-/* CPUID and XGETBV (format/cpu_features.c): the AVX2 level includes F16C.
- * Asked once per feed call, not per block: in a virtual machine each CPUID
- * traps to the hypervisor (measured ~17 us a check, which made weight stats
- * the larger part of wpack.save_file). */
-#define USE_AVX2(portable) (!(portable) && wpk_cpu_supports(WPK_CPU_AVX2))
-#define FAST_DIRECT(a, t, p, n, avx2) \
-    ((avx2) ? fast_block_avx2(a, t, p, n) : fast_block_direct(a, t, p, n))
-#else
-#define USE_AVX2(portable) ((void)(portable), 0)
-#define FAST_DIRECT(a, t, p, n, avx2) ((void)(avx2), fast_block_direct(a, t, p, n))
-#endif
-
-void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
+/* The same with AVX-512: the 8 double lanes are one register. */
+AVX512_INLINE size_t lanes_avx512(lanes *L, int dtype, const uint8_t *p, size_t n)
 {
-    wpk_acc_feed_path(a, dtype, data, count, 0);
+    const size_t size = dtype == WPACK_DTYPE_F32 ? 4 : 2;
+    const __m512d K = _mm512_set1_pd(L->k);
+    __m512d s1 = _mm512_setzero_pd(), s2 = s1;
+    __m256 mn = _mm256_set1_ps((float)L->k), mx = mn;
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        __m256 x8 = load8(dtype, p + size * i);
+        __m512d d = _mm512_sub_pd(_mm512_cvtps_pd(x8), K);
+        s1 = _mm512_add_pd(s1, d);
+        s2 = _mm512_add_pd(s2, _mm512_mul_pd(d, d));
+        mn = _mm256_min_ps(x8, mn);
+        mx = _mm256_max_ps(x8, mx);
+    }
+    _mm512_storeu_pd(L->s1, s1);
+    _mm512_storeu_pd(L->s2, s2);
+    store_minmax(L, mn, mx);
+    return i;
 }
+
+/* One block on AVX2 or AVX-512 (isa), the dtype a constant in each loop;
+ * the tail after the last group of 8 goes to lane 0, as everywhere. */
+#define SIMD_BLOCK(NAME, TARGET, LOOP)                                                          \
+    TARGET static int NAME(wpk_bsum *a, int dtype, const uint8_t *p, size_t n)                  \
+    {                                                                                           \
+        lanes L;                                                                                \
+        lanes_init(&L, ld_elem(dtype, p, 0));                                                   \
+        size_t i = dtype == WPACK_DTYPE_F32   ? LOOP(&L, WPACK_DTYPE_F32, p, n)                 \
+                   : dtype == WPACK_DTYPE_F16 ? LOOP(&L, WPACK_DTYPE_F16, p, n)                 \
+                                              : LOOP(&L, WPACK_DTYPE_BF16, p, n);               \
+        for (; i < n; i++)                                                                      \
+            lane_add(&L, 0, ld_elem(dtype, p, i));                                              \
+        return lanes_merge(a, &L, n);                                                           \
+    }
+SIMD_BLOCK(fast_block_avx2, AVX2_TARGET, lanes_avx2)
+SIMD_BLOCK(fast_block_avx512, AVX512_TARGET, lanes_avx512)
+#endif
 
 static int direct_dtype(int dtype)
 {
     return dtype == WPACK_DTYPE_F32 || dtype == WPACK_DTYPE_F16 || dtype == WPACK_DTYPE_BF16;
 }
 
+/* CPUID and XGETBV (format/cpu_features.c; its AVX2 level includes F16C).
+ * Callers ask once per operation, never per block or write: in a virtual
+ * machine each CPUID traps to the hypervisor (6-17 us measured, more than
+ * the AVX2 pass over 100 KiB takes). */
+int wpk_acc_isa(int portable)
+{
+#ifdef HAVE_X86_SIMD
+    if (!portable)
+        for (int isa = WPK_CPU_AVX512; isa > WPK_CPU_SCALAR; isa--)
+            if (wpk_cpu_supports(isa))
+                return isa;
+#else
+    (void)portable;
+#endif
+    return WPK_CPU_SCALAR;
+}
+
+/* The path for one call of count elements: few elements (a split element
+ * between writes, a small tensor) take the portable path, which gives the
+ * same bits sooner than CPUID answers in a virtual machine. */
+#define FEW_ELEMS 512
+static int call_isa(int dtype, size_t count, int portable)
+{
+    return direct_dtype(dtype) && count >= FEW_ELEMS ? wpk_acc_isa(portable) : WPK_CPU_SCALAR;
+}
+
+static int fast_direct(wpk_bsum *s, int dtype, const uint8_t *p, size_t n, int isa)
+{
+#ifdef HAVE_X86_SIMD
+    if (isa == WPK_CPU_AVX512)
+        return fast_block_avx512(s, dtype, p, n);
+    if (isa == WPK_CPU_AVX2)
+        return fast_block_avx2(s, dtype, p, n);
+#else
+    (void)isa;
+#endif
+    return fast_block_direct(s, dtype, p, n);
+}
+
+void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count)
+{
+    wpk_acc_feed_path(a, dtype, data, count, 0);
+}
+
 /* One block's summary, or redo set when its values must be merged one by
  * one (finite values whose sum overflows: wpk_acc_fold does it). */
-static void summarize(int dtype, const uint8_t *p, size_t n, int avx2, double *v, wpk_bsum *s)
+static void summarize(int dtype, const uint8_t *p, size_t n, int isa, double *v, wpk_bsum *s)
 {
     s->redo = 0;
-    if (direct_dtype(dtype) && FAST_DIRECT(s, dtype, p, n, avx2))
+    if (direct_dtype(dtype) && fast_direct(s, dtype, p, n, isa))
         return;
     widen(dtype, p, n, v);
     if (!fast_block(s, v, n) && !slow_summary(v, n, s)) /* NaN or infinity: filter them */
         s->redo = 1;
 }
 
-void wpk_acc_blocks(int dtype, const void *data, size_t count, size_t first, size_t nblocks,
-                    int portable, wpk_bsum *out)
+/* wpk_acc_blocks with the instruction set already picked. */
+static void blocks_isa(int dtype, const void *data, size_t count, size_t first, size_t nblocks,
+                       int isa, wpk_bsum *out)
 {
     double v[WPK_STATS_BLOCK];
     size_t size = wpack_dtype_size(dtype);
-    int avx2 = direct_dtype(dtype) && USE_AVX2(portable); /* once per call: CPUID traps in a VM */
     for (size_t b = 0; b < nblocks; b++) {
         size_t at = (first + b) * WPK_STATS_BLOCK;
         size_t n = count - at < WPK_STATS_BLOCK ? count - at : WPK_STATS_BLOCK;
-        summarize(dtype, (const uint8_t *)data + at * size, n, avx2, v, &out[b]);
+        summarize(dtype, (const uint8_t *)data + at * size, n, isa, v, &out[b]);
     }
+}
+
+void wpk_acc_blocks(int dtype, const void *data, size_t count, size_t first, size_t nblocks,
+                    int portable, wpk_bsum *out)
+{
+    blocks_isa(dtype, data, count, first, nblocks, direct_dtype(dtype) ? wpk_acc_isa(portable) : 0,
+               out);
 }
 
 void wpk_acc_fold(wpk_acc *a, int dtype, const void *data, size_t count, size_t first,
@@ -364,14 +458,19 @@ void wpk_acc_clamp(wpk_acc *a)
 }
 
 /* The serial path: summarize and fold each block in turn. */
-void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, int portable)
+void wpk_acc_feed_isa(wpk_acc *a, int dtype, const void *data, size_t count, int isa)
 {
     for (size_t b = 0; b * WPK_STATS_BLOCK < count; b++) {
         wpk_bsum s;
-        wpk_acc_blocks(dtype, data, count, b, 1, portable, &s);
+        blocks_isa(dtype, data, count, b, 1, isa, &s);
         wpk_acc_fold(a, dtype, data, count, b, 1, &s);
     }
     wpk_acc_clamp(a);
+}
+
+void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, int portable)
+{
+    wpk_acc_feed_isa(a, dtype, data, count, call_isa(dtype, count, portable));
 }
 
 #define STEP_BLOCKS 512 /* blocks per job (8 MiB of f32): summaries on the stack */
@@ -380,7 +479,7 @@ void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, in
 typedef struct {
     wpk_side_fn side;
     void *user;
-    int dtype, portable;
+    int dtype, isa;
     const uint8_t *p; /* the step's elements */
     size_t count, nblocks;
     wpk_bsum *sums;
@@ -395,7 +494,7 @@ static void step_item(void *ctx, size_t i)
     }
     size_t first = i * TASK_BLOCKS;
     size_t nb = j->nblocks - first < TASK_BLOCKS ? j->nblocks - first : TASK_BLOCKS;
-    wpk_acc_blocks(j->dtype, j->p, j->count, first, nb, j->portable, j->sums + first);
+    blocks_isa(j->dtype, j->p, j->count, first, nb, j->isa, j->sums + first);
 }
 
 void wpk_acc_feed_on(wpk_acc *a, int dtype, const void *data, size_t count, int portable,
@@ -409,12 +508,13 @@ void wpk_acc_feed_on(wpk_acc *a, int dtype, const void *data, size_t count, int 
     }
     wpk_bsum sums[STEP_BLOCKS];
     const uint8_t *q = data;
+    int isa = direct_dtype(dtype) ? wpk_acc_isa(portable) : WPK_CPU_SCALAR;
     for (size_t done = 0; done < count;) {
         size_t n = count - done;
         if (n > (size_t)STEP_BLOCKS * WPK_STATS_BLOCK)
             n = (size_t)STEP_BLOCKS * WPK_STATS_BLOCK;
         size_t nblocks = (n + WPK_STATS_BLOCK - 1) / WPK_STATS_BLOCK;
-        step_job j = {side, user, dtype, portable, q, n, nblocks, sums};
+        step_job j = {side, user, dtype, isa, q, n, nblocks, sums};
         ex->run(ex->self, !!side + (nblocks + TASK_BLOCKS - 1) / TASK_BLOCKS, step_item, &j);
         /* steps hold whole blocks: their blocks are those of the serial call */
         wpk_acc_fold(a, dtype, q, n, 0, nblocks, sums);
@@ -455,26 +555,94 @@ void wpk_hist_edges(double min, double max, uint32_t bins, double *edges)
     }
 }
 
+/* The bin of x, a value in [lo, hi], by its relative position in halves:
+ * hi - lo may overflow, or be so small (denormal) that bins / (hi - lo) is
+ * infinite. */
+static inline uint32_t hist_bin(double x, double lo, double span, uint32_t bins)
+{
+    double f = (x / 2 - lo / 2) / span * bins;
+    return !(f > 0) ? 0 : f >= bins ? bins - 1 : (uint32_t)f;
+}
+
+#ifdef HAVE_X86_SIMD
+/* hist_bin of 8 elements at once with the same operations in the same
+ * order (x / 2 is x * 0.5, exact), so the same bins; counted where
+ * lo <= x <= hi. max_pd(f, 0) is 0 for a NaN f, and f capped at bins - 1
+ * truncates to bins - 1 from there on, as hist_bin does. */
+AVX2_INLINE void hist_add8(uint64_t *counts, __m256 x8, double lo, double hi, double span,
+                           uint32_t bins)
+{
+    const __m256d vlo = _mm256_set1_pd(lo), vhi = _mm256_set1_pd(hi), vlo2 = _mm256_set1_pd(lo / 2);
+    const __m256d vspan = _mm256_set1_pd(span), vbins = _mm256_set1_pd(bins);
+    const __m256d top = _mm256_set1_pd(bins - 1), half = _mm256_set1_pd(0.5);
+    int32_t b[8];
+    int m = 0;
+    for (int h = 0; h < 2; h++) {
+        __m256d x = _mm256_cvtps_pd(h ? _mm256_extractf128_ps(x8, 1) : _mm256_castps256_ps128(x8));
+        __m256d in = _mm256_and_pd(_mm256_cmp_pd(x, vlo, _CMP_GE_OQ), _mm256_cmp_pd(x, vhi, _CMP_LE_OQ));
+        __m256d f = _mm256_mul_pd(_mm256_div_pd(_mm256_sub_pd(_mm256_mul_pd(x, half), vlo2), vspan), vbins);
+        f = _mm256_min_pd(_mm256_max_pd(f, _mm256_setzero_pd()), top);
+        _mm_storeu_si128((__m128i *)(void *)(b + 4 * h), _mm256_cvttpd_epi32(f));
+        m |= _mm256_movemask_pd(in) << (4 * h);
+    }
+    if (m == 0xff) /* nearly always: lo and hi are the tensor's min and max */
+        for (int l = 0; l < 8; l++)
+            counts[b[l]]++;
+    else
+        for (int l = 0; l < 8; l++)
+            counts[b[l]] += (uint64_t)((m >> l) & 1);
+}
+
+/* The whole groups of 8 of n elements; returns how many it took. */
+AVX2_INLINE size_t hist_avx2_loop(uint64_t *counts, uint32_t bins, double lo, double hi,
+                                  double span, int dtype, const uint8_t *p, size_t n)
+{
+    const size_t size = dtype == WPACK_DTYPE_F32 ? 4 : 2;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        hist_add8(counts, load8(dtype, p + size * i), lo, hi, span, bins);
+    return i;
+}
+
+AVX2_TARGET static size_t hist_avx2(uint64_t *counts, uint32_t bins, double lo, double hi,
+                                    double span, int dtype, const uint8_t *p, size_t n)
+{
+    if (dtype == WPACK_DTYPE_F32)
+        return hist_avx2_loop(counts, bins, lo, hi, span, WPACK_DTYPE_F32, p, n);
+    if (dtype == WPACK_DTYPE_F16)
+        return hist_avx2_loop(counts, bins, lo, hi, span, WPACK_DTYPE_F16, p, n);
+    return hist_avx2_loop(counts, bins, lo, hi, span, WPACK_DTYPE_BF16, p, n);
+}
+#endif
+
 void wpk_hist_feed(uint64_t *counts, uint32_t bins, double lo, double hi, int dtype,
                    const void *data, size_t count)
+{
+    wpk_hist_feed_isa(counts, bins, lo, hi, dtype, data, count, call_isa(dtype, count, 0));
+}
+
+void wpk_hist_feed_isa(uint64_t *counts, uint32_t bins, double lo, double hi, int dtype,
+                       const void *data, size_t count, int isa)
 {
     double v[BLOCK];
     size_t size = wpack_dtype_size(dtype);
     const uint8_t *p = data;
-    /* Relative position in halves: hi - lo may overflow, or be so small
-     * (denormal) that bins / (hi - lo) is infinite. */
     double span = hi / 2 - lo / 2;
+#ifdef HAVE_X86_SIMD
+    if (isa >= WPK_CPU_AVX2 && direct_dtype(dtype) && bins) {
+        size_t k = hist_avx2(counts, bins, lo, hi, span, dtype, p, count);
+        p += k * size;
+        count -= k;
+    }
+#else
+    (void)isa;
+#endif
     while (count) {
         size_t n = count < BLOCK ? count : BLOCK;
         widen(dtype, p, n, v);
-        for (size_t i = 0; i < n; i++) {
-            double x = v[i];
-            if (!(x >= lo && x <= hi))
-                continue;
-            double f = (x / 2 - lo / 2) / span * bins;
-            uint32_t b = !(f > 0) ? 0 : f >= bins ? bins - 1 : (uint32_t)f;
-            counts[b]++;
-        }
+        for (size_t i = 0; i < n; i++)
+            if (v[i] >= lo && v[i] <= hi)
+                counts[hist_bin(v[i], lo, span, bins)]++;
         p += n * size;
         count -= n;
     }

@@ -18,11 +18,16 @@ typedef struct {
 
 void wpk_acc_init(wpk_acc *a);
 /* Feed count whole elements of a float dtype (WPACK_DTYPE_F64..F8E5M2),
- * on AVX2 where the CPU has it. */
+ * on AVX-512 or AVX2 where the CPU has it. */
 void wpk_acc_feed(wpk_acc *a, int dtype, const void *data, size_t count);
 /* The same, with portable set: the plain C path whatever the CPU (the same
  * bits; wpack_writer_options.portable_stats, tests). */
 void wpk_acc_feed_path(wpk_acc *a, int dtype, const void *data, size_t count, int portable);
+/* The instruction set the calls below use (WPK_CPU_SCALAR when portable):
+ * ask once per operation (CPUID traps in a virtual machine), then feed with
+ * wpk_acc_feed_isa. Any level wpk_cpu_supports allows gives the same bits. */
+int wpk_acc_isa(int portable);
+void wpk_acc_feed_isa(wpk_acc *a, int dtype, const void *data, size_t count, int isa);
 /* The same split in two for running on several threads with the same
  * bits: elements are taken in blocks of WPK_STATS_BLOCK from data on (the
  * last one shorter); wpk_acc_blocks summarizes blocks first..first+nblocks
@@ -56,6 +61,9 @@ double wpk_acc_variance(const wpk_acc *a);
  * outside (none, when lo/hi are the min/max) and non-finite ones are skipped. */
 void wpk_hist_feed(uint64_t *counts, uint32_t bins, double lo, double hi, int dtype,
                    const void *data, size_t count);
+/* The same on instruction set isa (wpk_acc_isa; tests): the same counts. */
+void wpk_hist_feed_isa(uint64_t *counts, uint32_t bins, double lo, double hi, int dtype,
+                       const void *data, size_t count, int isa);
 /* The edges the writer uses for a tensor's histogram: bins+1 values,
  * strictly increasing even when min == max. */
 void wpk_hist_edges(double min, double max, uint32_t bins, double *edges);

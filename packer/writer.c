@@ -95,6 +95,8 @@ int wpk_writer_open_flags(wpack_writer **out, const char *path, const wpack_writ
     if (w->opt.histogram_bins > WPK_LIMIT_HIST_BINS)
         return wpk_wfail(w, WPACK_E_LIMIT, "%u histogram bins, limit %u", w->opt.histogram_bins,
                          WPK_LIMIT_HIST_BINS);
+    if (w->opt.weight_stats)
+        w->stats_isa = wpk_acc_isa(w->opt.portable_stats);
     size_t plen = strlen(path);
     w->path = malloc(plen + 1);
     w->obuf = malloc(WPK_WRITER_OBUF_SIZE);

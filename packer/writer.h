@@ -88,6 +88,7 @@ struct wpack_writer {
     wpk_hasher *hasher;
     uint8_t carry[8];              /* a partial element between writes, for stats */
     size_t carry_len;
+    int stats_isa;                 /* wpk_acc_isa, asked once at open */
     wpk_compressor *zc;            /* zstd state, NULL until the first compressed tensor */
     wpk_shard_set *shards;         /* opt.shard_size: this is a manifest (writer_shards.c) */
     int prepared;                  /* wpack_writer_prepare done: commit or abort (writer_commit.c) */

@@ -164,13 +164,13 @@ static void hash_and_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t 
             wpk_hasher_update(w->hasher, p, n);
             return;
         }
-        wpk_acc_feed_path(&e->acc, e->dtype, w->carry, 1, w->opt.portable_stats);
+        wpk_acc_feed_isa(&e->acc, e->dtype, w->carry, 1, w->stats_isa);
         w->carry_len = 0;
     }
     size_t whole = (n - pre) / size;
     if (!wpk_par_hash_stats(w, e, p, n, pre, whole)) {
         wpk_hasher_update(w->hasher, p, n);
-        wpk_acc_feed_path(&e->acc, e->dtype, p + pre, whole, w->opt.portable_stats);
+        wpk_acc_feed_isa(&e->acc, e->dtype, p + pre, whole, w->stats_isa);
     }
     w->carry_len = n - pre - whole * size;
     memcpy(w->carry, p + pre + whole * size, w->carry_len);
