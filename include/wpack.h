@@ -609,6 +609,16 @@ typedef struct wpack_writer_options {
      * on the calling thread, no thread started. *executor and the pool it
      * runs on must stay valid until wpack_writer_finish() or _abort(). */
     const wpack_executor *executor;
+    /* 0 (default): the archive is durable when wpack_writer_finish()
+     * returns (fsync of the file, rename, fsync of its directory). 1: do
+     * not fsync the archive or its directory (nor start writeback as it is
+     * written): the rename is still atomic for other processes, but after
+     * a power loss or OS crash the new file may be missing, empty or torn
+     * (wpack detects a torn archive at open), and the file it replaced may
+     * be lost; for scratch outputs and benchmarks (`--no-sync`). Shards of
+     * a sharded set alike. The in-place update (wpack_update_*) always
+     * fsyncs: its order of fsyncs is its crash safety. */
+    int no_sync;
 } wpack_writer_options;
 /* The defaults: alignment 4096, weight stats on, no histograms, no
  * compression (but the compression defaults above filled in). */
