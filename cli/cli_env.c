@@ -6,8 +6,8 @@
  * multiply-adds run on one thread), WPACK_NO_COPY_RANGE=1 (the writer,
  * extract and export copy unchanged tensor bytes with read/write, not
  * copy_file_range), WPACK_CACHE (the chunk cache directory of remote
- * archives). WPACK_THREADS also gives writers their thread count
- * (cli_writer_jobs). */
+ * archives), WPACK_NO_SYNC=1 (outputs are not fsynced: --no-sync).
+ * WPACK_THREADS also gives writers their thread count (cli_writer_jobs). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
