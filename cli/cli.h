@@ -58,10 +58,10 @@ int cli_env_no_sync(void);
 int cli_no_sync_opt(char **argv, int *i, int *no_sync);
 /* The help line of --no-sync, for every command that writes an output. */
 #define CLI_NO_SYNC_HELP                                                                   \
-    "  --no-sync           do not fsync the output (also WPACK_NO_SYNC=1): faster, and\n"  \
-    "                      still all-or-nothing for other processes, but a power loss\n"  \
-    "                      or OS crash may leave it missing, empty or torn (README:\n"    \
-    "                      Durability)\n"
+    "  --no-sync           do not fsync the output (also WPACK_NO_SYNC=1): faster,\n"     \
+    "                      and still all-or-nothing for other processes, but a power\n"  \
+    "                      loss or OS crash may leave it missing, empty or torn\n"      \
+    "                      (README: Durability)\n"
 
 /* The writer's weight stats and hashing on n threads (n <= 1: the calling
  * thread alone); cli_writer_options_init does it with WPACK_THREADS. */

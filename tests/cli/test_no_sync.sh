@@ -98,6 +98,15 @@ for f in os.listdir(sys.argv[1]):
     assert np.array_equal(np.load(os.path.join(sys.argv[1], f)), np.load(os.path.join(sys.argv[2], f))), f
 EOF
 
+# a low open-file limit: batches of 16 files, each made durable together
+if syncs "$T/lowfd.log" bash -c 'ulimit -n 64 && exec "$@"' sh "$WPACK" extract -q -o "$T/x4" "$T/a.wpack"; then
+    n=$(fsyncs "$T/lowfd.log")
+    [ "$n" -eq 43 ] && pass extract_low_fd_limit_batches || fail extract_low_fd_limit_batches "$n fsyncs, want 40 + 3"
+    same extract_low_fd_limit_same_files "$T/x1" "$T/x4"
+else
+    fail extract_low_fd_limit_batches "$(head -c 300 "$T/err")"
+fi
+
 # ---- export (safetensors) and cast/convert
 want_syncs export_default -ge 2 "$WPACK" export -q --to safetensors -o "$T/e1.st" "$T/a.wpack"
 want_syncs export_no_sync -eq 0 "$WPACK" export -q --no-sync --to safetensors -o "$T/e2.st" "$T/a.wpack"
