@@ -49,8 +49,20 @@ wpack_pool *cli_pool(void);
 /* Decode ar's zstd chunks in parallel on cli_pool() (cli_open does it). */
 void cli_attach_pool(wpack_archive *ar);
 /* wpack_writer_options_init, the portable weight-stats path under
- * WPACK_ISA=scalar, and the writer's threads under WPACK_THREADS. */
+ * WPACK_ISA=scalar, the writer's threads under WPACK_THREADS, no_sync
+ * under WPACK_NO_SYNC=1. */
 void cli_writer_options_init(wpack_writer_options *o);
+/* 1 under WPACK_NO_SYNC=1: outputs are not fsynced (README: Durability). */
+int cli_env_no_sync(void);
+/* "--no-sync" at argv[*i]: 1 (used, *no_sync set), else 0. */
+int cli_no_sync_opt(char **argv, int *i, int *no_sync);
+/* The help line of --no-sync, for every command that writes an output. */
+#define CLI_NO_SYNC_HELP                                                                   \
+    "  --no-sync           do not fsync the output (also WPACK_NO_SYNC=1): faster,\n"     \
+    "                      and still all-or-nothing for other processes, but a power\n"  \
+    "                      loss or OS crash may leave it missing, empty or torn\n"      \
+    "                      (README: Durability)\n"
+
 /* The writer's weight stats and hashing on n threads (n <= 1: the calling
  * thread alone); cli_writer_options_init does it with WPACK_THREADS. */
 void cli_writer_jobs(wpack_writer_options *o, unsigned n);
@@ -132,13 +144,15 @@ uint64_t cli_data_bytes(const wpack_archive *ar);
  * (a bad or zero size prints the error and gives -1). */
 int cli_max_output_opt(int argc, char **argv, int *i, uint64_t *cap);
 /* The options every command that writes tensor bytes out takes (extract,
- * export, convert, cast): --max-output SIZE, -q/--quiet, --no-verify. */
+ * export, convert, cast): --max-output SIZE, -q/--quiet, --no-verify,
+ * --no-sync. */
 typedef struct {
     uint64_t max_output; /* 0: the default cap (cli_output_cap) */
     int quiet;
     int verify;          /* 1 unless --no-verify */
+    int no_sync;         /* --no-sync or WPACK_NO_SYNC=1 */
 } cli_write_opts;
-#define CLI_WRITE_OPTS_INIT {0, 0, 1}
+#define CLI_WRITE_OPTS_INIT {0, 0, 1, cli_env_no_sync()}
 /* One of them at argv[*i]: as cli_opt_value() (1 used, 0 not one of them,
  * -1 a bad --max-output, printed). */
 int cli_write_opt(int argc, char **argv, int *i, cli_write_opts *o);

@@ -52,8 +52,8 @@ int chain_arg(int argc, char **argv, int *i, const char *cmd, chain_args *a);
 /* Read a .npy of f32 or f64, rank 1 ([in]: one row) or 2 ([batch, in]). */
 int chain_read_npy(const char *path, float **x, size_t *batch, size_t *width, char *err,
                    size_t errlen);
-/* Write y [batch, width] as an f32 .npy (rank 2). */
-int chain_write_npy(const char *path, const float *y, size_t batch, size_t width, char *err,
-                    size_t errlen);
+/* Write y [batch, width] as an f32 .npy (rank 2); no_sync: without fsync. */
+int chain_write_npy(const char *path, const float *y, size_t batch, size_t width, int no_sync,
+                    char *err, size_t errlen);
 
 #endif

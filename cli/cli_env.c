@@ -6,8 +6,8 @@
  * multiply-adds run on one thread), WPACK_NO_COPY_RANGE=1 (the writer,
  * extract and export copy unchanged tensor bytes with read/write, not
  * copy_file_range), WPACK_CACHE (the chunk cache directory of remote
- * archives). WPACK_THREADS also gives writers their thread count
- * (cli_writer_jobs). */
+ * archives), WPACK_NO_SYNC=1 (outputs are not fsynced: --no-sync).
+ * WPACK_THREADS also gives writers their thread count (cli_writer_jobs). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -146,6 +146,21 @@ static int no_copy_range(void)
     return ncr && strcmp(ncr, "1") == 0;
 }
 
+int cli_env_no_sync(void)
+{
+    const char *v = env("WPACK_NO_SYNC");
+    return v && strcmp(v, "1") == 0;
+}
+
+int cli_no_sync_opt(char **argv, int *i, int *no_sync)
+{
+    if (strcmp(argv[*i], "--no-sync") != 0)
+        return 0;
+    *no_sync = 1;
+    *i += 1;
+    return 1;
+}
+
 void cli_writer_options_init(wpack_writer_options *o)
 {
     wpack_writer_options_init(o);
@@ -154,6 +169,7 @@ void cli_writer_options_init(wpack_writer_options *o)
     const char *isa = env("WPACK_ISA");
     o->portable_stats = isa && strcmp(isa, "scalar") == 0;
     o->no_copy_range = no_copy_range();
+    o->no_sync = cli_env_no_sync();
 }
 
 unsigned cli_read_to_fd_flags(void)

@@ -34,6 +34,7 @@ static const char help[] =
     "                      is read (checked by default: a mismatch fails naming the\n"
     "                      tensor, and OUT does not appear)\n"
     "  -q, --quiet         no progress or summary line\n"
+    CLI_NO_SYNC_HELP
     "  -j, --jobs N        weight statistics and hashing of large tensors on N\n"
     "                      threads (default 1, or WPACK_THREADS); the same bytes\n"
     "\n"
@@ -282,6 +283,7 @@ int cmd_cast(int argc, char **argv)
     if (jobs)
         cli_writer_jobs(&opt, jobs);
     opt.alignment = info.alignment;
+    opt.no_sync = wo.no_sync;
     if (wpack_writer_open(&w, out, &opt) != WPACK_OK) {
         cli_error("%s", wpack_writer_errmsg(w));
         goto done;

@@ -33,7 +33,11 @@ static const char help[] =
     "  --no-verify           do not check each tensor's bytes against its XXH3 as\n"
     "                        it is copied (checked by default: a mismatch fails\n"
     "                        naming the tensor, and OUT does not appear)\n"
-    "  -q, --quiet           no progress or summary line\n";
+    "  -q, --quiet           no progress or summary line\n"
+    "  --no-sync             do not fsync OUT (also WPACK_NO_SYNC=1): faster, and\n"
+    "                        still all-or-nothing for other processes, but a power\n"
+    "                        loss or OS crash may leave it missing, empty or torn\n"
+    "                        (README: Durability)\n";
 
 int cmd_convert(int argc, char **argv)
 {
@@ -105,6 +109,7 @@ int cmd_convert(int argc, char **argv)
     wpack_info info;
     wpack_get_info(ar, &info);
     opt.alignment = align ? (uint32_t)align : info.alignment;
+    opt.no_sync = wo.no_sync;
     /* what it decodes, and writes at most (a tensor that does not shrink is
      * stored plain); splats and aliases stay what they are */
     uint64_t data = cli_data_bytes(ar), count = wpack_count(ar);

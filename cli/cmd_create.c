@@ -15,8 +15,9 @@ static const char help[] =
     "enc/layers/0/w.npy -> enc.layers.0.w). .npy 1.0/2.0/3.0, little- or\n"
     "big-endian, C or Fortran order (stored C order), every numeric dtype.\n"
     "Float tensors get weight statistics (min, max, absmax, mean, variance).\n"
-    "The archive appears at OUT only when complete (temp file OUT.tmp-PID-RANDOM,\n"
-    "fsync, rename); on any error an existing OUT is left untouched, and a killed\n"
+    "The archive appears at OUT only when complete and durable (temp file\n"
+    "OUT.tmp-PID-RANDOM, fsync, rename, fsync of the directory; --no-sync skips\n"
+    "the fsyncs); on any error an existing OUT is left untouched, and a killed\n"
     "run's temp file is removed by the next run to OUT. OUT may not be one of\n"
     "the inputs (or a link to one): that is refused before anything is read.\n"
     "\n"
@@ -43,6 +44,10 @@ static const char help[] =
     "                        (--name model.0=0: resolve --annotate maps IR path model.0\n"
     "                        to key 0; kept in metadata wpack.module_names)\n"
     "  -q, --quiet           no progress line\n"
+    "  --no-sync             do not fsync OUT (also WPACK_NO_SYNC=1): faster, and\n"
+    "                        still all-or-nothing for other processes, but a power\n"
+    "                        loss or OS crash may leave it missing, empty or torn,\n"
+    "                        and an OUT it replaced lost (README: Durability)\n"
     "\n"
     "Other inputs, recognised by their content (import/README.md):\n"
     "  torch.save checkpoints (.pt/.pth/.bin, zip format), read without running any\n"
@@ -270,6 +275,8 @@ int cmd_create(int argc, char **argv)
         } else if (strcmp(a, "--no-stats") == 0) {
             opt.weight_stats = 0;
             i++;
+        } else if (cli_no_sync_opt(argv, &i, &opt.no_sync)) {
+            /* set; WPACK_NO_SYNC=1 sets it too (cli_writer_options_init) */
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             quiet = 1;
             i++;

@@ -45,6 +45,7 @@ static const char help[] =
     "                      is written (checked by default: a mismatch fails naming\n"
     "                      the tensor, and FILE does not appear)\n"
     "  -q, --quiet         no progress or summary line\n"
+    CLI_NO_SYNC_HELP
     "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
     "ranges needed are fetched and each tensor is checked against its XXH3\n"
     "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n"
@@ -117,6 +118,8 @@ int cmd_export(int argc, char **argv)
     eo.warn = on_warn;
     if (cli_read_to_fd_flags() & WPACK_READ_NO_COPY_RANGE)
         eo.flags |= WPACK_EXPORT_NO_COPY_RANGE;
+    if (wo.no_sync)
+        eo.flags |= WPACK_EXPORT_NO_SYNC;
     int rc = wpack_export_file(ar, out, format, &eo);
     if (prog.done_items)
         cli_progress_done(&prog);

@@ -31,12 +31,13 @@ static const char help[] =
     "                      iree: #flow.parameter.named<\"SCOPE\"::\"SYMBOL\"> : T\n"
     "  --scope NAME        parameter scope for --emit iree (default model)\n"
     "  --no-stats          no automatic weight stats in the archive\n"
-    "  -q, --quiet         no notes or summary\n";
+    "  -q, --quiet         no notes or summary\n"
+    CLI_NO_SYNC_HELP;
 
 int cmd_externalize(int argc, char **argv)
 {
     const char *out = NULL, *archive = NULL, *emit = "uri", *scope = NULL, *min = NULL, *in = NULL;
-    int quiet = 0, no_stats = 0;
+    int quiet = 0, no_stats = 0, no_sync = 0;
     for (int i = 1; i < argc;) {
         int r;
         if (cli_is_help(argv[i])) {
@@ -56,6 +57,8 @@ int cmd_externalize(int argc, char **argv)
             quiet = 1;
         } else if (strcmp(argv[i], "--no-stats") == 0) {
             no_stats = 1;
+        } else if (strcmp(argv[i], "--no-sync") == 0) {
+            no_sync = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("externalize: unknown option '%s' (see wpack externalize --help) "
                       "[WPACK_E_INVALID_ARGUMENT]", argv[i]);
@@ -90,6 +93,7 @@ int cmd_externalize(int argc, char **argv)
     wpack_writer_options wo;
     cli_writer_options_init(&wo);
     wo.weight_stats = !no_stats;
+    wo.no_sync |= no_sync; /* WPACK_NO_SYNC=1 set it already */
     opt.writer = &wo;
     opt.diag = cli_on_diag;
     opt.diag_user = &quiet;

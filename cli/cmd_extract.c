@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,6 +47,10 @@ static const char help[] =
     "                       is written (checked by default: a mismatch fails naming\n"
     "                       the tensor and leaves no file for it)\n"
     "  -q, --quiet          no progress or summary line\n"
+    "  --no-sync            do not fsync the files (also WPACK_NO_SYNC=1): faster,\n"
+    "                       and each is still whole or absent for other processes,\n"
+    "                       but a power loss or OS crash may leave some missing,\n"
+    "                       empty or torn (README: Durability)\n"
     "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
     "ranges needed are fetched and each tensor is checked against its XXH3\n"
     "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n"
@@ -67,12 +72,55 @@ static void file_name(const char *name, size_t n, char *out, size_t len)
         snprintf(out + 180, len - 180, "~%016llx", (unsigned long long)wpk_xxh3(name, n));
 }
 
+/* Written files wait, open and locked under their temporary names, to be
+ * made durable and renamed together (wpk_atomic_commit_all: one fsync per
+ * file after all are written and one of DIR, not two barriers per file);
+ * at most this many at once, within the open-file limit. */
+enum { BATCH_MAX = 1024, BATCH_MIN = 16 };
+
 typedef struct {
     const char *dir;
     uint64_t files, bytes;
     int failed;
-    unsigned read_flags; /* for wpack_read_to_fd */
+    unsigned read_flags;   /* for wpack_read_to_fd */
+    unsigned atomic_flags; /* WPK_ATOMIC_NO_SWEEP, and NO_SYNC under --no-sync */
+    wpk_atomic *pending;   /* written, not yet in place */
+    uint64_t *pending_bytes;
+    size_t npending, batch;
 } extract_state;
+
+/* The files this run may hold open at once: the soft open-file limit less
+ * room for the archive, its shards and the libraries. */
+static size_t batch_size(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < BATCH_MIN + 192)
+        return BATCH_MIN;
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur - 192 > BATCH_MAX)
+        return BATCH_MAX;
+    return (size_t)(rl.rlim_cur - 192);
+}
+
+/* The waiting files into place (see BATCH_MAX); 0 done, 1 failed (printed). */
+static int commit_pending(extract_state *st)
+{
+    if (!st->npending)
+        return 0;
+    char err[600];
+    int rc = wpk_atomic_commit_all(st->pending, st->npending, err, sizeof err);
+    if (rc == WPACK_OK)
+        for (size_t k = 0; k < st->npending; k++) {
+            st->files++;
+            st->bytes += st->pending_bytes[k];
+        }
+    st->npending = 0;
+    if (rc) {
+        cli_error("%s [%s]", err, wpack_error_name(rc));
+        st->failed = 1;
+        return 1;
+    }
+    return 0;
+}
 
 /* What one run will write, decided before anything is: each selected entry
  * once, with its file name (without DIR and ".npy"). */
@@ -116,9 +164,11 @@ static int extract_one(extract_state *st, const wpack_archive *ar, const wpack_t
     }
     /* Temp file + rename: an interrupted extract never leaves a short .npy.
      * (DIR's dead temporaries were swept once, in cmd_extract.) */
-    wpk_atomic a;
+    if (st->npending == st->batch && commit_pending(st))
+        return 1;
+    wpk_atomic *ap = &st->pending[st->npending], a;
     char err[600];
-    int rc = wpk_atomic_open(&a, path, WPK_ATOMIC_NO_SWEEP, err, sizeof err);
+    int rc = wpk_atomic_open(&a, path, st->atomic_flags, err, sizeof err);
     if (rc == WPACK_OK) {
         /* The bytes: copied file to file where they are stored plain, read
          * back and checked unless --no-verify (wpack_read_to_fd). */
@@ -131,16 +181,15 @@ static int extract_one(extract_state *st, const wpack_archive *ar, const wpack_t
             wpk_fmt(err, sizeof err, "%s: %s", path, wpack_errmsg(ar));
         rc = code;
     }
-    if (rc == WPACK_OK)
-        rc = wpk_atomic_commit(&a, err, sizeof err);
-    wpk_atomic_abort(&a);
     if (rc) {
+        wpk_atomic_abort(&a); /* the files before it still go in place (cmd_extract) */
         cli_error("%s [%s]", err, wpack_error_name(rc));
         st->failed = 1;
         return 1;
     }
-    st->files++;
-    st->bytes += t->nbytes;
+    wpk_atomic_kick(&a); /* its writeback overlaps the next files' writing */
+    *ap = a;
+    st->pending_bytes[st->npending++] = t->nbytes;
     return 0;
 }
 
@@ -277,7 +326,8 @@ static int guard_outputs(const wpack_archive *ar, const char *path, const char *
 int cmd_extract(int argc, char **argv)
 {
     const char *path = NULL;
-    extract_state st = {".", 0, 0, 0, cli_read_to_fd_flags()};
+    extract_state st = {".", 0, 0, 0, cli_read_to_fd_flags(), WPK_ATOMIC_NO_SWEEP, NULL, NULL,
+                        0, batch_size()};
     cli_write_opts wo = CLI_WRITE_OPTS_INIT;
     int r;
     const char **pats = calloc((size_t)argc + 1, sizeof *pats);
@@ -335,9 +385,15 @@ int cmd_extract(int argc, char **argv)
         cli_error("%s: cannot create directory: %s [%s]", st.dir, strerror(errno),
                   wpack_error_name(WPACK_E_IO));
         st.failed = 1;
+    } else if (!(st.pending = calloc(st.batch, sizeof *st.pending)) ||
+               !(st.pending_bytes = calloc(st.batch, sizeof *st.pending_bytes))) {
+        cli_error("extract: out of memory [%s]", wpack_error_name(WPACK_E_NOMEM));
+        st.failed = 1;
     } else {
         wpk_atomic_sweep_dir(st.dir, ".npy"); /* temporaries of killed extracts */
     }
+    if (wo.no_sync)
+        st.atomic_flags |= WPK_ATOMIC_NO_SYNC;
     cli_progress prog;
     cli_progress_init(&prog, data, l.n, wo.quiet);
     for (size_t k = 0; k < l.n && !st.failed; k++) {
@@ -348,8 +404,11 @@ int cmd_extract(int argc, char **argv)
         if (extract_one(&st, ar, &t, l.v[k].file))
             break;
         prog.done_items++;
-        prog.done_bytes = st.bytes;
+        prog.done_bytes += t.nbytes;
     }
+    commit_pending(&st); /* also after a failure: the files before it appear, as ever */
+    free(st.pending);
+    free(st.pending_bytes);
     if (l.n && prog.done_items)
         cli_progress_done(&prog);
     if (st.failed && !st.files && !dir_existed)

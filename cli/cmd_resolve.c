@@ -56,6 +56,7 @@ static const char help[] =
     "  --no-verify         --emit inline: do not check each entry's bytes against\n"
     "                        its XXH3 as they are copied in (checked by default: a\n"
     "                        mismatch fails naming the entry, nothing is written)\n"
+    CLI_NO_SYNC_HELP
     "\n"
     "A global that has a wpack.uri attribute (an earlier --emit uri output) keeps\n"
     "the entry its URI names, unless --map names one; a URI of another archive\n"
@@ -109,6 +110,7 @@ static int run(int argc, char **argv, const char **strips)
     const char *module_map = NULL, *strip, *form = NULL;
     const char *pos[2];
     int npos = 0, allow_missing = 0, quiet = 0, annotate = 0, strict = 0, allow_none = 0;
+    int no_sync = cli_env_no_sync();
     int verify = 1;
     size_t nstrips = 0;
     for (int i = 1; i < argc;) {
@@ -149,6 +151,8 @@ static int run(int argc, char **argv, const char **strips)
             allow_none = 1;
         } else if (strcmp(argv[i], "--no-verify") == 0) {
             verify = 0;
+        } else if (strcmp(argv[i], "--no-sync") == 0) {
+            no_sync = 1;
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             quiet = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -195,6 +199,7 @@ static int run(int argc, char **argv, const char **strips)
     opt.attr_prefix = prefix;
     opt.strict = strict;
     opt.allow_none = allow_none;
+    opt.no_sync = no_sync;
     opt.strip_prefixes = strips;
     opt.strip_count = nstrips;
     opt.diag = cli_on_diag;

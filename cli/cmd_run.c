@@ -25,6 +25,7 @@ static const char help[] =
     "  --no-verify  do not check the weights' bytes against their XXH3 before\n"
     "           use (checked by default, once each: a mismatch fails naming\n"
     "           the tensor, and Y.npy is not written)\n"
+    "  --no-sync  do not fsync Y.npy (also WPACK_NO_SYNC=1; README: Durability)\n"
     "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
     "ranges needed are fetched and each tensor is checked against its XXH3\n"
     "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n"
@@ -34,7 +35,7 @@ int cmd_run(int argc, char **argv)
 {
     const char *output = NULL;
     chain_args a = CHAIN_ARGS_INIT;
-    int r;
+    int r, no_sync = cli_env_no_sync();
     for (int i = 1; i < argc;) {
         if (cli_is_help(argv[i])) {
             fputs(help, stdout);
@@ -47,6 +48,8 @@ int cmd_run(int argc, char **argv)
             }
             printf("%s %u\n", isa, wpack_dense_threads());
             return CLI_OK;
+        } else if (cli_no_sync_opt(argv, &i, &no_sync)) {
+            continue;
         } else if ((r = cli_opt_output(argc, argv, &i, &output)) ||
                    (r = cli_remote_opt(argc, argv, &i)) ||
                    (r = chain_arg(argc, argv, &i, "run", &a))) {
@@ -75,7 +78,7 @@ int cmd_run(int argc, char **argv)
     if (rc == WPACK_OK)
         rc = chain_run(&c, x, batch, width, &y, &ow, NULL, NULL, err, sizeof err);
     if (rc == WPACK_OK && output)
-        rc = chain_write_npy(output, y, batch, ow, err, sizeof err);
+        rc = chain_write_npy(output, y, batch, ow, no_sync, err, sizeof err);
     if (rc == WPACK_OK && !output)
         for (size_t b = 0; b < batch; b++)
             for (size_t o = 0; o < ow; o++)

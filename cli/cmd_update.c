@@ -26,7 +26,9 @@ static const char help[] =
     "written where it overlaps nothing in use (the space of superseded generations\n"
     "is reused; the file never shrinks), then the superblock is rewritten. Killed\n"
     "at any moment, the archive opens as the old or the new one. Open readers keep\n"
-    "working; one update runs at a time (others wait for its lock).\n";
+    "working; one update runs at a time (others wait for its lock). Its fsyncs\n"
+    "order that crash safety, so update always fsyncs: it has no --no-sync, and\n"
+    "WPACK_NO_SYNC=1 does not apply to it.\n";
 
 int cli_update_begin(wpack_update **u, const char *archive, char *err, size_t errlen)
 {

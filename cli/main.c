@@ -35,7 +35,10 @@ static const char usage[] =
     "\n"
     "Exit status: 0 success, 1 failure (the message says what and where), 2 usage.\n"
     "An output that is the same file as an input is refused before anything is\n"
-    "read; outputs appear whole or not at all (README: Outputs never destroy inputs).\n";
+    "read; outputs appear whole or not at all (README: Outputs never destroy\n"
+    "inputs), and are durable (fsynced) when the command ends; --no-sync or\n"
+    "WPACK_NO_SYNC=1 skips the fsyncs of every command but update (README:\n"
+    "Durability).\n";
 
 typedef struct {
     const char *name;

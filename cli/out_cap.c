@@ -61,6 +61,8 @@ int cli_write_opt(int argc, char **argv, int *i, cli_write_opts *o)
         *i += 1;
         return 1;
     }
+    if (cli_no_sync_opt(argv, i, &o->no_sync))
+        return 1;
     return cli_max_output_opt(argc, argv, i, &o->max_output);
 }
 

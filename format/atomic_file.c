@@ -1,6 +1,6 @@
 /*
  * atomic_file.c - temporary file beside the target, fsync, rename, fsync of
- * the directory; and the sweep that removes dead writers' temporaries
+ * the directory (one file, or a batch of one directory's files); and the sweep that removes dead writers' temporaries
  * (atomic_file.h says the naming and the rules).
  */
 #include <dirent.h>
@@ -64,6 +64,8 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
 {
     a->path = a->tmp = NULL;
     a->fd = -1;
+    a->flags = flags;
+    a->synced = 0;
     if (!(flags & WPK_ATOMIC_NO_SWEEP))
         wpk_atomic_sweep(path);
     size_t n = strlen(path), tn = n + sizeof TMP_TAG + 24 + TMP_HEX;
@@ -108,29 +110,72 @@ int wpk_atomic_sync(wpk_atomic *a, char *err, size_t errlen)
         wpk_fmt(err, errlen, "%s: no temporary file to finish", a->path ? a->path : "?");
         return WPACK_E_STATE;
     }
+    if (a->synced || (a->flags & WPK_ATOMIC_NO_SYNC))
+        return WPACK_OK;
     if (fsync(a->fd) != 0) {
         wpk_fmt(err, errlen, "%s: fsync failed: %s", a->path, strerror(errno));
         return WPACK_E_IO;
     }
+    a->synced = 1;
     return WPACK_OK;
+}
+
+void wpk_atomic_kick(wpk_atomic *a)
+{
+    if (a->fd >= 0 && !(a->flags & WPK_ATOMIC_NO_SYNC))
+        sync_file_range(a->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint: errors show at fsync */
+}
+
+/* Rename a's temporary over its target; it has nothing left to remove. */
+static int put_in_place(wpk_atomic *a, char *err, size_t errlen)
+{
+    if (rename(a->tmp, a->path) != 0) {
+        wpk_fmt(err, errlen, "%s: cannot rename into place: %s", a->path, strerror(errno));
+        return WPACK_E_IO;
+    }
+    free(a->tmp);
+    a->tmp = NULL;
+    return WPACK_OK;
+}
+
+/* fsync of the directory of a's target, unless a's flags skip it. */
+static int sync_dir_of(const wpk_atomic *a, char *err, size_t errlen)
+{
+    if ((a->flags & (WPK_ATOMIC_NO_SYNC | WPK_ATOMIC_NO_DIR_SYNC)) || sync_dir(a->path) == 0)
+        return WPACK_OK;
+    wpk_fmt(err, errlen, "%s: fsync of its directory failed: %s", a->path, strerror(errno));
+    return WPACK_E_IO;
 }
 
 int wpk_atomic_commit(wpk_atomic *a, char *err, size_t errlen)
 {
     int rc = wpk_atomic_sync(a, err, errlen);
-    if (rc == WPACK_OK && rename(a->tmp, a->path) != 0) {
-        wpk_fmt(err, errlen, "%s: cannot rename into place: %s", a->path, strerror(errno));
-        rc = WPACK_E_IO;
-    }
-    if (rc == WPACK_OK) {
-        free(a->tmp);
-        a->tmp = NULL; /* in place: nothing to remove */
-        if (sync_dir(a->path) != 0) {
-            wpk_fmt(err, errlen, "%s: fsync of its directory failed: %s", a->path, strerror(errno));
-            rc = WPACK_E_IO;
+    if (rc == WPACK_OK)
+        rc = put_in_place(a, err, errlen);
+    if (rc == WPACK_OK)
+        rc = sync_dir_of(a, err, errlen);
+    wpk_atomic_abort(a); /* the lock is released only now, after the rename */
+    return rc;
+}
+
+int wpk_atomic_commit_all(wpk_atomic *a, size_t n, char *err, size_t errlen)
+{
+    int rc = WPACK_OK;
+    for (size_t k = 0; k < n && rc == WPACK_OK; k++)
+        rc = wpk_atomic_sync(&a[k], err, errlen);
+    size_t placed = 0;
+    while (placed < n && rc == WPACK_OK && (rc = put_in_place(&a[placed], err, errlen)) == WPACK_OK)
+        placed++;
+    if (placed) { /* the renames that happened are made durable even after a failure */
+        char e2[600];
+        int r2 = sync_dir_of(&a[0], e2, sizeof e2);
+        if (rc == WPACK_OK && r2 != WPACK_OK) {
+            wpk_fmt(err, errlen, "%s", e2);
+            rc = r2;
         }
     }
-    wpk_atomic_abort(a); /* the lock is released only now, after the rename */
+    for (size_t k = 0; k < n; k++)
+        wpk_atomic_abort(&a[k]); /* locks released after the renames */
     return rc;
 }
 

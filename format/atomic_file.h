@@ -19,25 +19,55 @@
 #include <stddef.h>
 
 typedef struct wpk_atomic {
-    char *path; /* the target */
-    char *tmp;  /* the temporary beside it; NULL once committed or aborted */
-    int fd;     /* open for writing (and reading back); -1 when none */
+    char *path;     /* the target */
+    char *tmp;      /* the temporary beside it; NULL once committed or aborted */
+    int fd;         /* open for writing (and reading back); -1 when none */
+    unsigned flags; /* WPK_ATOMIC_* as opened */
+    int synced;     /* wpk_atomic_sync made it durable: commit does not fsync it again */
 } wpk_atomic;
 
 /* Do not sweep the target's dead temporaries first (the caller swept the
  * whole directory once, or the target is itself a writer's own file). */
 #define WPK_ATOMIC_NO_SWEEP 1u
+/* The caller's opt-out of durability (a writer's no_sync, `--no-sync`): no
+ * fsync of the file nor of its directory, no writeback started. Everything
+ * else stays (temporary, O_EXCL, lock, rename): other processes still see
+ * the old file or the whole new one, but after a power loss or an OS crash
+ * the new file may be missing, empty or torn and the old one lost. Never
+ * for an in-place update, whose fsyncs order its crash safety. */
+#define WPK_ATOMIC_NO_SYNC 2u
+/* Commit renames without the fsync of the directory: the caller renames
+ * more files into that directory and fsyncs it once after the last (a
+ * sharded set's shards, whose manifest's commit syncs the directory). */
+#define WPK_ATOMIC_NO_DIR_SYNC 4u
 
 /* Create the temporary for path. On failure *a holds nothing to release,
  * err says what and where, and the result is WPACK_E_IO or WPACK_E_NOMEM. */
 int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, size_t errlen);
 
-/* fsync the temporary (its data is durable; still not at the target). */
+/* fsync the temporary (its data is durable; still not at the target). A
+ * later commit does not fsync it again: write nothing more in between.
+ * Nothing to do under WPK_ATOMIC_NO_SYNC. */
 int wpk_atomic_sync(wpk_atomic *a, char *err, size_t errlen);
+
+/* Start writeback of what the temporary holds so far, without waiting
+ * (sync_file_range): the disk works while the caller goes on, and the
+ * final fsync has little left. Nothing under WPK_ATOMIC_NO_SYNC. */
+void wpk_atomic_kick(wpk_atomic *a);
 
 /* fsync, rename over the target, fsync the directory, close. On failure the
  * temporary is removed. *a is released either way. */
 int wpk_atomic_commit(wpk_atomic *a, char *err, size_t errlen);
+
+/* Commit n files of one directory together, as durable as n commits but
+ * with one barrier per file and one for the directory instead of two per
+ * file: fsync each (all their data was written first, so writeback of one
+ * overlapped the writing of the next; see wpk_atomic_kick), then rename
+ * each, then fsync the directory once. Each file still appears whole or
+ * not at all. A failed fsync renames none; a failed rename leaves the
+ * files before it in place and removes the others. All n handles are
+ * released either way; err names the first failure. */
+int wpk_atomic_commit_all(wpk_atomic *a, size_t n, char *err, size_t errlen);
 
 /* Close and remove the temporary; nothing happens at the target. Safe on a
  * zeroed, committed or already aborted handle. */

@@ -351,7 +351,7 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
                     "(built against a newer wpack_import.h?)", k);
             rc = WPACK_E_INVALID_ARGUMENT;
         }
-    if (o.flags & ~(uint64_t)WPACK_EXPORT_NO_COPY_RANGE) {
+    if (o.flags & ~(uint64_t)(WPACK_EXPORT_NO_COPY_RANGE | WPACK_EXPORT_NO_SYNC)) {
         wpk_fmt(err, sizeof err, "wpack_export_options: unknown flags %#llx (built against a "
                 "newer wpack_import.h?)", (unsigned long long)o.flags);
         rc = WPACK_E_INVALID_ARGUMENT;
@@ -369,7 +369,8 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         done_cb cb = {o.progress, o.progress_user};
         unsigned rf = (o.flags & WPACK_EXPORT_NO_COPY_RANGE) ? WPACK_READ_NO_COPY_RANGE : 0;
         wpk_atomic t;
-        rc = wpk_atomic_open(&t, path, 0, m, sizeof m);
+        rc = wpk_atomic_open(&t, path, (o.flags & WPACK_EXPORT_NO_SYNC) ? WPK_ATOMIC_NO_SYNC : 0,
+                             m, sizeof m);
         if (!rc && format == WPACK_EXPORT_GGUF)
             rc = gguf_export(ar, t.fd, rf, o.progress, o.progress_user, m, sizeof m);
         else if (!rc && format >= WPACK_EXPORT_TRT_CALIB)

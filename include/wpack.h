@@ -609,6 +609,16 @@ typedef struct wpack_writer_options {
      * on the calling thread, no thread started. *executor and the pool it
      * runs on must stay valid until wpack_writer_finish() or _abort(). */
     const wpack_executor *executor;
+    /* 0 (default): the archive is durable when wpack_writer_finish()
+     * returns (fsync of the file, rename, fsync of its directory). 1: do
+     * not fsync the archive or its directory (nor start writeback as it is
+     * written): the rename is still atomic for other processes, but after
+     * a power loss or OS crash the new file may be missing, empty or torn
+     * (wpack detects a torn archive at open), and the file it replaced may
+     * be lost; for scratch outputs and benchmarks (`--no-sync`). Shards of
+     * a sharded set alike. The in-place update (wpack_update_*) always
+     * fsyncs: its order of fsyncs is its crash safety. */
+    int no_sync;
 } wpack_writer_options;
 /* The defaults: alignment 4096, weight stats on, no histograms, no
  * compression (but the compression defaults above filled in). */
@@ -732,8 +742,8 @@ uint64_t wpack_writer_count(const wpack_writer *w);
  * knows its total in advance asks once, before writing anything. */
 int wpack_writer_room(wpack_writer *w, const char *what, uint64_t nbytes);
 
-/* Write the index and trailer, fsync, rename into place, fsync the directory,
- * and free the writer (whatever the result). On failure nothing appears at
+/* Write the index and trailer, fsync, rename into place, fsync the directory
+ * (both fsyncs skipped under opt.no_sync), and free the writer (whatever the result). On failure nothing appears at
  * path and an existing file there is untouched; the message is copied to
  * errbuf (if not NULL) before the handle goes away. */
 int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen);
@@ -745,7 +755,7 @@ void wpack_writer_abort(wpack_writer *w);
  * with other files (wpack_externalize_file: the archive, then the MLIR that
  * names it by its index checksum). wpack_writer_prepare() does everything
  * wpack_writer_finish() does but the rename: the archive is complete and
- * durable (fsynced) in its temporary file, still locked, which
+ * durable (fsynced, unless opt.no_sync) in its temporary file, still locked, which
  * wpack_writer_prepared_path() names (open it to read the archive back).
  * On failure the writer is in a failed state (its message in
  * wpack_writer_errmsg()): abort it. After a successful prepare only

@@ -280,6 +280,11 @@ typedef struct wpack_export_options {
     uint64_t reserved[3];
 } wpack_export_options;
 #define WPACK_EXPORT_NO_COPY_RANGE 1u
+/* WPACK_EXPORT_NO_SYNC: no fsync of the output or its directory (still a
+ * temporary renamed into place, atomic for other processes); after a power
+ * loss or OS crash it may be missing, empty or torn and the file it
+ * replaced lost (wpack_writer_options.no_sync; the CLI's --no-sync). */
+#define WPACK_EXPORT_NO_SYNC 2u
 /* The defaults: no callback, no error buffer, reserved fields zero. */
 void wpack_export_options_init(wpack_export_options *opt);
 
@@ -291,7 +296,7 @@ uint64_t wpack_export_size_bound(const wpack_archive *ar);
 
 /* Write every tensor of ar to path in format (WPACK_EXPORT_*; anything
  * else: WPACK_E_INVALID_ARGUMENT). The output goes to a temporary file
- * beside path, fsynced and renamed into place: on failure nothing appears
+ * beside path, fsynced (unless WPACK_EXPORT_NO_SYNC) and renamed into place: on failure nothing appears
  * at path and an existing file there is untouched. Compressed tensors are
  * decoded chunk by chunk; when ar was opened with WPACK_OPEN_VERIFY_READS
  * each tensor's bytes are checked against its XXH3 as they are written

@@ -91,6 +91,10 @@ typedef struct wpack_resolve_options {
     int allow_none;
     /* annotate: how a record is written, WPACK_ANNOTATE_* (default ATTRS). */
     int annotate_form;
+    /* wpack_resolve_file: 1 = no fsync of the output or its directory (as
+     * wpack_writer_options.no_sync: still renamed into place atomically,
+     * but a power loss may leave it missing, empty or torn). 0: durable. */
+    int no_sync;
 } wpack_resolve_options;
 
 /* Annotation forms (spec appendix B, "Annotations"). */
@@ -167,7 +171,8 @@ typedef struct wpack_externalize_options {
     int emit;                      /* WPACK_EMIT_URI (default) or WPACK_EMIT_IREE */
     const char *scope;             /* EMIT_IREE: the parameter scope; NULL is "model" */
     uint64_t min_bytes;            /* smaller tensors stay inline (default 256) */
-    const wpack_writer_options *writer; /* the new archive's options; NULL: defaults */
+    const wpack_writer_options *writer; /* the new archive's options; NULL: defaults.
+                                         * Its no_sync also spares the MLIR output's fsyncs */
     const char *source_name;       /* the MLIR file's name in messages; NULL: in_path */
     wpack_diag_fn diag;            /* NULL: diagnostics are dropped */
     void *diag_user;
@@ -188,7 +193,8 @@ typedef struct wpack_externalize_result {
 /*
  * Externalize in_path into out_path (MLIR) and archive_path (a new
  * archive, written first: a wpack: URI names it by its index checksum).
- * Both go to temporary files, complete and fsynced before either is
+ * Both go to temporary files, complete and fsynced (unless the writer
+ * options' no_sync) before either is
  * renamed into place (the archive first, then the MLIR): on failure both
  * paths keep what they held before (an old archive that the MLIR's failed
  * rename would have orphaned is put back from a hard link taken first;

@@ -108,6 +108,8 @@ int wpk_writer_open_flags(wpack_writer **out, const char *path, const wpack_writ
     if (w->opt.shard_size && (rc = wpk_shards_init(w)))
         return rc;
     char err[sizeof w->errmsg];
+    if (w->opt.no_sync)
+        atomic_flags |= WPK_ATOMIC_NO_SYNC;
     if ((rc = wpk_atomic_open(&w->out, path, atomic_flags, err, sizeof err)))
         return wpk_wfail(w, rc, "%s", err);
     w->fd = w->out.fd;

@@ -17,10 +17,11 @@ static int write_all(wpack_writer *w, const void *p, size_t n)
 }
 
 /* Start writeback of every 32 MiB written, so the final fsync has little
- * left to do and the disk works while we hash and compute stats. */
+ * left to do and the disk works while we hash and compute stats (not
+ * under no_sync: there is no final fsync to help). */
 void wpk_out_kick(wpack_writer *w, uint64_t written_to)
 {
-    if (written_to - w->kicked < (32u << 20))
+    if (w->opt.no_sync || written_to - w->kicked < (32u << 20))
         return;
     sync_file_range(w->fd, (off_t)w->kicked, (off_t)(written_to - w->kicked), SYNC_FILE_RANGE_WRITE);
     w->kicked = written_to;

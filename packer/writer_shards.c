@@ -10,6 +10,8 @@
  * finished under temporary names ("<manifest temporary>.shard-0000k",
  * atomic_file.h), because their final names
  * ("NAME-0000k-of-0000N.wpack") hold the count, known only at the end.
+ * Each shard is fsynced as it is finished (its directory is not: the
+ * manifest's commit fsyncs it once, after every rename).
  * wpack_writer_finish writes and fsyncs the whole manifest first (still a
  * temporary), then renames the shards, then the manifest: a failure while
  * writing (a full disk) leaves an existing set at those names untouched.
@@ -153,7 +155,10 @@ static int open_shard(wpack_writer *w)
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     snprintf(part, len, "%s.shard-%05u", w->tmp_path, s->n + 1);
     s->parts[s->n++] = part;
-    int rc = wpk_writer_open_flags(&s->cur, part, &s->opt, WPK_ATOMIC_NO_SWEEP);
+    /* No fsync of the directory per shard: the manifest's commit, after
+     * the shards' renames in the same directory, makes them all durable. */
+    int rc = wpk_writer_open_flags(&s->cur, part, &s->opt,
+                                   WPK_ATOMIC_NO_SWEEP | WPK_ATOMIC_NO_DIR_SYNC);
     if (rc == WPACK_OK)
         rc = wpack_writer_set_string(s->cur, "wpack.manifest", base_name(w->path));
     /* Block dtypes keep their codes: every shard gets the manifest's, in order. */

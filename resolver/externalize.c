@@ -390,7 +390,10 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     size_t npatches = drop_patches(doc, drop, patches);
 
     /* 3. the IR */
-    rc = wpk_atomic_open(&out_tmp, out_path, 0, err, sizeof err);
+    /* durable or not as the archive is (its writer options' no_sync) */
+    rc = wpk_atomic_open(&out_tmp, out_path,
+                         opt.writer && opt.writer->no_sync ? WPK_ATOMIC_NO_SYNC : 0, err,
+                         sizeof err);
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
         goto done;

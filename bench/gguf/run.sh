@@ -6,6 +6,7 @@
 #   cp FILE COPY && sync COPY     the durable peer (wpack fsyncs its archive)
 #   wpack create -q -o OUT FILE   XXH3 + weight stats of the float tensors
 #   wpack create -q --no-stats    XXH3 only
+#   the same two with --no-sync   no fsync: the like-for-like peer of plain cp
 # Interleaved (each repetition runs every command once, in turn), median of
 # RUNS; printed as ratios "cp time / wpack time" (1.00x: as fast as cp,
 # higher: faster) and wpack's median peak RSS (/usr/bin/time %M).
@@ -48,23 +49,11 @@ rm -f "$WORK/check.wpack" "$WORK/back.gguf"
 sync
 cat "$WORK/model.gguf" >/dev/null # in the page cache
 
-# timed NAME CMD...: one run; appends "microseconds rss_kib" to $WORK/t.NAME
-timed() {
-    local name=$1; shift
-    local t0 t1
-    t0=$(date +%s%N)
-    "$TIME" -f "%M" -o "$WORK/one" "$@" >/dev/null 2>"$WORK/err" ||
-        { echo "run.sh: $* failed: $(tail -c 600 "$WORK/err")" >&2; exit 1; }
-    t1=$(date +%s%N)
-    echo "$(( (t1 - t0) / 1000 )) $(tail -n1 "$WORK/one")" >>"$WORK/t.$name"
+. "$HERE/../lib.sh" # timed, secs, rss_mib, ratio, all
+bench_after() {
     rm -f "$WORK/out"
     sync "$WORK" # the next command does not pay for this one's writeback
 }
-median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-secs() { awk '{print $1}' "$WORK/t.$1" | median; }
-rss_mib() { awk '{print $2}' "$WORK/t.$1" | median | awk '{printf "%.1f", $1 / 1024}'; }
-ratio() { awk -v a="$(secs "$1")" -v b="$(secs "$2")" 'BEGIN {printf "%.2fx", (b > 0 ? a / b : 0)}'; }
-all() { awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $1 / 1e6}' "$WORK/t.$1"; }
 
 for rep in $(seq "$RUNS"); do
     echo "== repetition $rep of $RUNS ($(cut -d' ' -f1-3 /proc/loadavg))"
@@ -72,6 +61,8 @@ for rep in $(seq "$RUNS"); do
     timed cpsync sh -c 'cp "$1" "$2" && sync "$2"' sh "$WORK/model.gguf" "$WORK/out"
     timed create "$WPACK" create -q -o "$WORK/out" "$WORK/model.gguf"
     timed nostats "$WPACK" create -q --no-stats -o "$WORK/out" "$WORK/model.gguf"
+    timed nosync "$WPACK" create -q --no-sync -o "$WORK/out" "$WORK/model.gguf"
+    timed nostats_nosync "$WPACK" create -q --no-stats --no-sync -o "$WORK/out" "$WORK/model.gguf"
 done
 
 echo
@@ -85,4 +76,6 @@ echo "| wpack create | / cp | / (cp && sync) | peak RSS MiB | runs (s) |"
 echo "|---|---|---|---|---|"
 echo "| stats on (default) | $(ratio cp create) | $(ratio cpsync create) | $(rss_mib create) | $(all create) |"
 echo "| --no-stats | $(ratio cp nostats) | $(ratio cpsync nostats) | $(rss_mib nostats) | $(all nostats) |"
+echo "| --no-sync (no fsync, as cp) | $(ratio cp nosync) | $(ratio cpsync nosync) | $(rss_mib nosync) | $(all nosync) |"
+echo "| --no-stats --no-sync | $(ratio cp nostats_nosync) | $(ratio cpsync nostats_nosync) | $(rss_mib nostats_nosync) | $(all nostats_nosync) |"
 echo "(peers' runs (s): cp $(all cp); cp && sync $(all cpsync); cp peak RSS $(rss_mib cp) MiB)"

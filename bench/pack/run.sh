@@ -13,6 +13,8 @@
 #   wpack extract             (a directory of .npy)
 #   wpack export --to safetensors
 #   the same two with WPACK_NO_COPY_RANGE=1 (pread/write: what copy_file_range saves)
+#   create, extract and export with --no-sync (no fsync: the like-for-like
+#   peer of plain cp; the durable ones against cp && sync)
 # Interleaved (each repetition runs every command once, in turn), median of
 # BENCH_REPS; printed as ratios "peer time / wpack time" (1.00: as fast as
 # cp, higher: faster) with the peak RSS of wpack (/usr/bin/time %M).
@@ -42,22 +44,10 @@ echo "== making $SIZE bytes in $TENSORS tensors in $WORK"
 sync
 cat "$WORK"/in/model.* "$WORK"/in/npy/* "$WORK/ref.wpack" >/dev/null # all in the page cache
 
-# timed NAME CMD...: one run; appends "microseconds rss_kib" to $WORK/t.NAME
-timed() {
-    local name=$1; shift
-    rm -rf "$WORK/out"
-    local t0 t1
-    t0=$(date +%s%N)
-    "$TIME" -f "%M" -o "$WORK/one" "$@" >/dev/null 2>"$WORK/err" ||
-        { echo "run.sh: $* failed: $(cat "$WORK/err")" >&2; exit 1; }
-    t1=$(date +%s%N)
-    echo "$(( (t1 - t0) / 1000 )) $(tail -n1 "$WORK/one")" >>"$WORK/t.$name"
-    rm -rf "$WORK/out"
-}
-median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-secs() { awk '{print $1}' "$WORK/t.$1" | median; }
-rss() { awk '{print $2}' "$WORK/t.$1" | median; }
-ratio() { awk -v a="$(secs "$1")" -v b="$(secs "$2")" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
+BENCH_RATIO_SUFFIX=""
+. "$HERE/../lib.sh" # timed, secs, rss, ratio
+bench_before() { rm -rf "$WORK/out"; }
+bench_after() { rm -rf "$WORK/out"; }
 
 KINDS=${BENCH_KINDS:-model.pt model.safetensors model.npz npy}
 for rep in $(seq "$REPS"); do
@@ -69,8 +59,13 @@ for rep in $(seq "$REPS"); do
         timed "j2.$k" "$WPACK" create -q -j 2 -o "$WORK/out" "$WORK/in/$k"
         timed "nostats.$k" "$WPACK" create -q --no-stats -o "$WORK/out" "$WORK/in/$k"
         timed "plain.$k" env WPACK_NO_COPY_RANGE=1 "$WPACK" create -q --no-stats -o "$WORK/out" "$WORK/in/$k"
+        timed "nosync.$k" "$WPACK" create -q --no-sync -o "$WORK/out" "$WORK/in/$k"
+        timed "nostats_nosync.$k" "$WPACK" create -q --no-stats --no-sync -o "$WORK/out" "$WORK/in/$k"
     done
     timed cp.archive cp "$WORK/ref.wpack" "$WORK/out"
+    timed cpsync.archive sh -c 'cp "$1" "$2" && sync "$2"' sh "$WORK/ref.wpack" "$WORK/out"
+    timed extract_nosync "$WPACK" extract --no-sync "$WORK/ref.wpack" -o "$WORK/out"
+    timed export_nosync "$WPACK" export --no-sync "$WORK/ref.wpack" --to safetensors -o "$WORK/out"
     timed extract "$WPACK" extract "$WORK/ref.wpack" -o "$WORK/out"
     timed export "$WPACK" export "$WORK/ref.wpack" --to safetensors -o "$WORK/out"
     timed extract_plain env WPACK_NO_COPY_RANGE=1 "$WPACK" extract "$WORK/ref.wpack" -o "$WORK/out"
@@ -92,9 +87,17 @@ for k in $KINDS; do
         "$(ratio "cpsync.$k" "nostats.$k")" "$(ratio "cp.$k" "plain.$k")" "$(awk -v a="$(rss "create.$k")" 'BEGIN {printf "%.1f", a / 1024}')"
 done
 echo
-printf '| %-34s | %-9s | %-7s |\n' "from the archive" "x cp" "RSS MiB"
-printf '|%s|%s|%s|\n' ------------------------------------ ----------- ---------
-for k in extract export extract_plain export_plain; do
-    printf '| %-34s | %-9s | %-7s |\n' "wpack ${k%_plain}$(case $k in export*) echo ' --to safetensors' ;; esac)$(case $k in *_plain) echo ' (no copy_range)' ;; esac)" \
-        "$(ratio cp.archive $k)" "$(awk -v a="$(rss $k)" 'BEGIN {printf "%.1f", a / 1024}')"
+echo "durable (fsync, the default) against cp && sync; --no-sync (no fsync) against plain cp:"
+printf '| %-18s | %-16s | %-20s | %-21s | %-25s |\n' input "create / cp+sync" "--no-stats / cp+sync" "create --no-sync / cp" "--no-stats --no-sync / cp"
+printf '|%s|%s|%s|%s|%s|\n' -------------------- ------------------ ---------------------- ----------------------- ---------------------------
+for k in $KINDS; do
+    printf '| %-18s | %-16s | %-20s | %-21s | %-25s |\n' "$k" "$(ratio "cpsync.$k" "create.$k")" \
+        "$(ratio "cpsync.$k" "nostats.$k")" "$(ratio "cp.$k" "nosync.$k")" "$(ratio "cp.$k" "nostats_nosync.$k")"
+done
+echo
+printf '| %-34s | %-9s | %-11s | %-7s |\n' "from the archive" "x cp" "x cp+sync" "RSS MiB"
+printf '|%s|%s|%s|%s|\n' ------------------------------------ ----------- ------------- ---------
+for k in extract export extract_plain export_plain extract_nosync export_nosync; do
+    printf '| %-34s | %-9s | %-11s | %-7s |\n' "wpack ${k%_*}$(case $k in export*) echo ' --to safetensors' ;; esac)$(case $k in *_plain) echo ' (no copy_range)' ;; *_nosync) echo ' --no-sync' ;; esac)" \
+        "$(ratio cp.archive $k)" "$(ratio cpsync.archive $k)" "$(awk -v a="$(rss $k)" 'BEGIN {printf "%.1f", a / 1024}')"
 done

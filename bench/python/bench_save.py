@@ -9,6 +9,10 @@ Peers, run interleaved (A B C D, A B C D, ...), median of the runs:
   wpack.save_file             default: XXH3 of every byte, weight stats,
                               temporary file + fsync + rename + directory fsync
   wpack.save_file(weight_stats=False)
+  wpack.save_file(durable=False)   no fsync: the like-for-like peer of torch.save
+  wpack.save_file(weight_stats=False, durable=False)
+The durable rows compare with torch.save + fsync, the durable=False rows
+with torch.save.
 
 After each timed run the file is fsynced (untimed) and removed, so dirty
 pages of one run do not slow the next. The machine is shared: the load
@@ -73,10 +77,20 @@ def wpack_save_nostats(sd, path):
     wpack.save_file(sd, path, weight_stats=False)
 
 
+def wpack_save_nosync(sd, path):
+    wpack.save_file(sd, path, durable=False)
+
+
+def wpack_save_nostats_nosync(sd, path):
+    wpack.save_file(sd, path, weight_stats=False, durable=False)
+
+
 PEERS = [("torch.save", torch_save, "m.pt"),
          ("torch.save + fsync", torch_save_fsync, "m.pt"),
          ("wpack.save_file", wpack_save, "m.wpack"),
-         ("wpack.save_file(weight_stats=False)", wpack_save_nostats, "m.wpack")]
+         ("wpack.save_file(weight_stats=False)", wpack_save_nostats, "m.wpack"),
+         ("wpack.save_file(durable=False)", wpack_save_nosync, "m.wpack"),
+         ("save_file(weight_stats=False, durable=False)", wpack_save_nostats_nosync, "m.wpack")]
 
 
 def cpu_seconds():
@@ -120,14 +134,14 @@ def main():
     base, base_sync = med["torch.save"], med["torch.save + fsync"]
     print("  wall time (ratio: the peer's time / this one's; > 1 is faster):")
     for name, _, _ in PEERS:
-        print("  %-38s %7.3f s  %6.2f GiB/s  %5.2fx torch.save  %5.2fx torch.save+fsync"
+        print("  %-46s %7.3f s  %6.2f GiB/s  %5.2fx torch.save  %5.2fx torch.save+fsync"
               "   (runs: %s)" % (name, med[name], gib / med[name], base / med[name],
                                  base_sync / med[name],
                                  " ".join("%.2f" % t for t in times[name])))
     print("  CPU time of this process (user + system; excludes the kernel's writeback):")
     base, base_sync = mcpu["torch.save"], mcpu["torch.save + fsync"]
     for name, _, _ in PEERS:
-        print("  %-38s %7.3f s  %5.2fx torch.save  %5.2fx torch.save+fsync"
+        print("  %-46s %7.3f s  %5.2fx torch.save  %5.2fx torch.save+fsync"
               % (name, mcpu[name], base / mcpu[name], base_sync / mcpu[name]))
 
 

@@ -90,21 +90,8 @@ if [ "$DELAY_MS" -gt 0 ]; then
     SETTINGS="loopback window delay"
 fi
 
-# timed NAME CMD...: one run; appends "microseconds rss_kib" to $WORK/t.NAME
-timed() {
-    local name=$1; shift
-    rm -rf "$WORK/out"; mkdir "$WORK/out"
-    local t0 t1
-    t0=$(date +%s%N)
-    "$TIME" -f "%M" -o "$WORK/one" "$@" >/dev/null 2>"$WORK/err" ||
-        { echo "run.sh: $* failed: $(tail -c 600 "$WORK/err")" >&2; exit 1; }
-    t1=$(date +%s%N)
-    echo "$(( (t1 - t0) / 1000 )) $(tail -n1 "$WORK/one")" >>"$WORK/t.$name"
-}
-median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-secs() { awk '{print $1}' "$WORK/t.$1" | median; }
-rss_mib() { awk '{print $2}' "$WORK/t.$1" | median | awk '{printf "%.0f", $1 / 1024}'; }
-ratio() { awk -v a="$(secs "$1")" -v b="$(secs "$2")" 'BEGIN {printf "%.2fx", (b > 0 ? a / b : 0)}'; }
+. "$HERE/../lib.sh" # timed, secs, rss_mib, ratio
+bench_before() { rm -rf "$WORK/out"; mkdir "$WORK/out"; }
 mibs() { awk -v t="$(secs "$1")" -v n="$ARCHIVE_BYTES" 'BEGIN {printf "%.0f", n / 1048576 / (t / 1e6)}'; }
 
 echo "== $RUNS interleaved repetitions: $SETTINGS"
@@ -136,6 +123,8 @@ for rep in $(seq "$RUNS"); do
         if [ "$s" = loopback ]; then
             timed "curlsync.$s" sh -c 'curl -sS -f -o "$1" "$2" && sync "$1"' sh "$WORK/out/model.wpack" "$url"
             timed "verify.$s" "$WPACK" verify "$url"
+            timed "nosync.$s" env WPACK_REMOTE_CONNECTIONS="${first%x*}" WPACK_REMOTE_CHUNK="${first#*x}" \
+                "$WPACK" extract -q --no-sync -o "$WORK/out/x" "$url"
         fi
     done
 done
@@ -152,7 +141,7 @@ echo "CPU:         $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's
 echo "file system: $(stat -f -c %T "$WORK") ($WORK)"
 echo "load:        $(uptime | sed 's/.*load/load/')"
 echo "archive:     $ARCHIVE_BYTES bytes, $NTENSORS tensors; median of $RUNS, interleaved"
-echo "wpack:       extract -q -o DIR URL (fetch, XXH3 check, one .npy per tensor, each fsynced);"
+echo "wpack:       extract -q -o DIR URL (fetch, XXH3 check, one .npy per tensor, fsynced together);"
 echo "             export URL --to safetensors -o FILE (one file, fsynced); variants CONNECTIONSxCHUNK"
 echo "ratios:      curl time / other time (higher is faster; goal wpack >= 1.0x on loopback,"
 echo "             >= 4x with ${DELAY_MS} ms added latency); curl MiB/s for scale"
@@ -175,12 +164,13 @@ echo "|---|---|"
 echo "| wpack extract ${VARIANTS%% *} / (curl -o && sync FILE) | $(ratio curlsync.loopback "wpack.${VARIANTS%% *}.loopback") |"
 echo "| wpack export ${VARIANTS%% *} / (curl -o && sync FILE) | $(ratio curlsync.loopback export.loopback) |"
 echo "| wpack verify URL (fetch + XXH3, nothing written) / curl -o | $(ratio curl.loopback verify.loopback) |"
+echo "| wpack extract ${VARIANTS%% *} --no-sync (no fsync, as curl) / curl -o | $(ratio curl.loopback nosync.loopback) |"
 [ -n "$ARIA" ] || echo "aria2c: not installed, skipped"
 echo
 echo "| wpack variant | connections x chunk MiB | peak RSS MiB (loopback) | requests in one run (loopback) |"
 echo "|---|---|---|---|"
 for v in $VARIANTS; do
     budget=$(awk -v c="${v%x*}" -v k="${v#*x}" 'BEGIN {m = k + 0; if (k ~ /K$/) m /= 1024; if (k ~ /G$/) m *= 1024; printf "%g", c * m}')
-    echo "| $v | $budget | $(rss_mib "wpack.$v.loopback") | $(cat "$WORK/req.$v.loopback") |"
+    echo "| $v | $budget | $(rss_mib "wpack.$v.loopback" 0) | $(cat "$WORK/req.$v.loopback") |"
 done
-echo "(curl peak RSS $(rss_mib curl.loopback) MiB$([ -n "$ARIA" ] && echo ", aria2c $(rss_mib aria.loopback) MiB"))"
+echo "(curl peak RSS $(rss_mib curl.loopback 0) MiB$([ -n "$ARIA" ] && echo ", aria2c $(rss_mib aria.loopback 0) MiB"))"

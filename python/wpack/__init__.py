@@ -724,7 +724,7 @@ class _Writer:
     def __init__(self, path, alignment=None, weight_stats=True, histogram_bins=0,
                  compress_level=0, compress_chunk=None, compress_min=None, shard_size=0,
                  max_data_bytes=0, compress_min_saving=None, portable_stats=False,
-                 threads=1):
+                 threads=1, durable=True):
         self.pool = self.executor = None
         opt = _lib.WriterOptions()
         lib.wpack_writer_options_init(ctypes.byref(opt))
@@ -742,6 +742,7 @@ class _Writer:
         if compress_min_saving is not None:
             opt.compress_min_saving = compress_min_saving
         opt.portable_stats = 1 if portable_stats else 0
+        opt.no_sync = 0 if durable else 1
         if threads and int(threads) > 1:
             # stats and hashing on a pool of libwpack-dense: the same bytes
             dense = _lib.dense_lib()
@@ -939,7 +940,7 @@ def _stats_in(key, rec):
     return s, keep
 
 
-def save_file(tensors, path, metadata=None, name_map=None, stats=None, **options):
+def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=True, **options):
     """Write {name: numpy array or torch tensor} to a new archive at path.
 
     The bytes stream through the C writer straight from the arrays' memory
@@ -947,7 +948,10 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, **options
     time): memory does not grow with the data. The archive appears at path
     only when complete and durable (temporary file, fsync, rename, fsync of
     the directory; torch.save does no fsync); on any error nothing is left
-    behind.
+    behind. durable=False skips the two fsyncs (as torch.save): other
+    processes still see the old file or the whole new one, but after a
+    power loss or OS crash the new file may be missing, empty or torn (a
+    torn archive fails to open) and the file it replaced lost.
 
     Tensors that are the same memory (same data pointer, shape, strides and
     dtype: tied weights) are written once; the later names become alias
@@ -968,8 +972,10 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, **options
       weight stats, what the CLI does under WPACK_ISA=scalar), threads (1;
       N: weight stats and hashing of large tensors on a pool of N threads,
       the same bytes, as `wpack create -j N`).
+    durable: True (default); False: no fsync, see above (`wpack create
+      --no-sync`), for scratch outputs and benchmarks.
     """
-    wr = _Writer(path, **options)
+    wr = _Writer(path, durable=durable, **options)
     try:
         seen = {}
         for name, x in tensors.items():
@@ -1049,7 +1055,7 @@ def _cstrs(items, keep):
 def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_stats=True,
          follow_links=False, max_ratio=0, max_total=0, max_output=0, stats_file=None,
          name_map=None, metadata=None, layers=None, allow_empty=False, progress=None,
-         warn=None, temp_dir=None, keep_observers=False, **writer_options):
+         warn=None, temp_dir=None, keep_observers=False, durable=True, **writer_options):
     """Pack model files into one new archive at path, as `wpack create` does
     (the same inputs and options give the same bytes), through
     libwpack-import (wpack_import_open/add/close).
@@ -1089,6 +1095,10 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
       compress_level, compress_chunk, compress_min, compress_min_saving,
       shard_size, max_data_bytes, portable_stats, threads: weight statistics
       and hashing of large tensors on that many threads, the same bytes).
+    durable  True (default): the archive is fsynced, renamed, its directory
+               fsynced; False: no fsync (still atomic for other processes,
+               but a power loss or OS crash may leave it missing, empty or
+               torn and lose the file it replaced) [--no-sync]
 
     The archive appears at path only when complete; on any error nothing is
     left there (an existing file is untouched). Raises wpack.Error with the
@@ -1195,7 +1205,7 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         writer_options["max_data_bytes"] = max_output or \
             max(total * _OUTPUT_RATIO, _OUTPUT_FLOOR)
     writer_options["weight_stats"] = weight_stats
-    wr = _Writer(path, **writer_options)
+    wr = _Writer(path, durable=durable, **writer_options)
     handle = ctypes.c_void_p()
     try:
         _set_metadata(wr, metadata)

@@ -85,6 +85,7 @@ class WriterOptions(ctypes.Structure):
         ("compress_min_saving", ctypes.c_uint32), ("shard_size", ctypes.c_uint64),
         ("max_data_bytes", ctypes.c_uint64), ("portable_stats", ctypes.c_int),
         ("no_copy_range", ctypes.c_int), ("executor", ctypes.c_void_p),
+        ("no_sync", ctypes.c_int),
     ]
 
 

@@ -14,14 +14,15 @@ from . import Error, safe_open, save_file, update_stats
 __all__ = ["save_model", "load_model", "calibrate", "name_map", "CalibrationResult"]
 
 
-def save_model(model, path, name_map=None, metadata=None, stats=None, **options):
+def save_model(model, path, name_map=None, metadata=None, stats=None, durable=True, **options):
     """Write model.state_dict() to a new archive at path (wpack.save_file:
     streamed, tied parameters become alias entries). name_map: {graph
     name -> state_dict key}, e.g. from wpack.torch.name_map(), recorded so
     `wpack resolve` and safe_open find the weights under the graph's
-    names. Other arguments as for wpack.save_file."""
+    names. durable=False: no fsync (as torch.save; see wpack.save_file).
+    Other arguments as for wpack.save_file."""
     save_file(model.state_dict(), path, metadata=metadata, name_map=name_map, stats=stats,
-              **options)
+              durable=durable, **options)
 
 
 def _owner(model, key):

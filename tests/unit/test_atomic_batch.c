@@ -1,0 +1,218 @@
+/* test_atomic_batch.c - format/atomic_file.c's durability rules, counted:
+ * a commit fsyncs the file and its directory (2), not the file twice after
+ * wpk_atomic_sync; WPK_ATOMIC_NO_SYNC makes no sync call at all and
+ * WPK_ATOMIC_NO_DIR_SYNC skips only the directory's; wpk_atomic_commit_all
+ * of N files makes N + 1 fsyncs, and on a failed fsync renames none, on a
+ * failed rename keeps the files before it and leaves no temporary.
+ *
+ * fsync and sync_file_range are defined here: the libraries are linked in
+ * statically, so every call of theirs comes here (counted, then done with
+ * the system call; fsync can be made to fail on demand). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "testlib.h"
+#include "wpack.h"
+
+static int n_fsync, n_range, fail_fsync_at; /* fail the fail_fsync_at-th call (1-based; 0 never) */
+
+int fsync(int fd)
+{
+    n_fsync++;
+    if (fail_fsync_at && n_fsync == fail_fsync_at) {
+        errno = EIO;
+        return -1;
+    }
+    return (int)syscall(SYS_fsync, fd);
+}
+
+int sync_file_range(int fd, off_t off, off_t n, unsigned int flags)
+{
+    n_range++;
+    return (int)syscall(SYS_sync_file_range, fd, off, n, flags);
+}
+
+static char dir[256];
+
+static void reset(void)
+{
+    n_fsync = n_range = fail_fsync_at = 0;
+}
+
+static void path_of(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", dir, name);
+}
+
+/* The file's text ("" when missing). */
+static void text_of(const char *p, char *buf, size_t len)
+{
+    buf[0] = 0;
+    FILE *f = fopen(p, "r");
+    if (f) {
+        if (!fgets(buf, (int)len, f))
+            buf[0] = 0;
+        fclose(f);
+    }
+}
+
+/* Temporaries (".tmp-") left in dir. */
+static int temporaries(void)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        n += strstr(de->d_name, ".tmp-") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Open name's temporary with flags and write text to it. */
+static int open_with(wpk_atomic *a, const char *name, unsigned flags, const char *text)
+{
+    char p[512], err[300];
+    path_of(p, sizeof p, name);
+    int rc = wpk_atomic_open(a, p, flags, err, sizeof err);
+    CHECK(rc == WPACK_OK, "open %s: %s", name, err);
+    if (rc == WPACK_OK)
+        CHECK(write(a->fd, text, strlen(text)) == (ssize_t)strlen(text), "write %s", name);
+    return rc;
+}
+
+static void test_commit_counts(void)
+{
+    char err[300], p[512], t[32];
+    wpk_atomic a;
+    reset();
+    if (open_with(&a, "one", 0, "1") == WPACK_OK)
+        CHECK(wpk_atomic_commit(&a, err, sizeof err) == WPACK_OK, "commit: %s", err);
+    CHECK_EQ(n_fsync, 2); /* the file, its directory */
+    reset();
+    if (open_with(&a, "two", 0, "2") == WPACK_OK) {
+        CHECK(wpk_atomic_sync(&a, err, sizeof err) == WPACK_OK, "sync: %s", err);
+        CHECK(wpk_atomic_commit(&a, err, sizeof err) == WPACK_OK, "commit: %s", err);
+    }
+    CHECK_EQ(n_fsync, 2); /* not fsynced twice */
+    reset();
+    if (open_with(&a, "three", WPK_ATOMIC_NO_SYNC, "3") == WPACK_OK) {
+        wpk_atomic_kick(&a);
+        CHECK(wpk_atomic_sync(&a, err, sizeof err) == WPACK_OK, "sync: %s", err);
+        CHECK(wpk_atomic_commit(&a, err, sizeof err) == WPACK_OK, "commit: %s", err);
+    }
+    CHECK_EQ(n_fsync, 0);
+    CHECK_EQ(n_range, 0);
+    path_of(p, sizeof p, "three");
+    text_of(p, t, sizeof t);
+    CHECK(strcmp(t, "3") == 0, "NO_SYNC still puts the file in place: '%s'", t);
+    reset();
+    if (open_with(&a, "four", WPK_ATOMIC_NO_DIR_SYNC, "4") == WPACK_OK) {
+        wpk_atomic_kick(&a);
+        CHECK(wpk_atomic_commit(&a, err, sizeof err) == WPACK_OK, "commit: %s", err);
+    }
+    CHECK_EQ(n_fsync, 1); /* the file only */
+    CHECK_EQ(n_range, 1);
+    CHECK_EQ(temporaries(), 0);
+}
+
+enum { N = 5 };
+
+static void test_commit_all(void)
+{
+    static const char *names[N] = {"b0", "b1", "b2", "b3", "b4"};
+    char err[300], p[512], t[32];
+    for (int flags = 0; flags <= (int)WPK_ATOMIC_NO_SYNC; flags += (int)WPK_ATOMIC_NO_SYNC) {
+        wpk_atomic a[N];
+        int opened = 1;
+        for (int k = 0; k < N; k++)
+            opened &= open_with(&a[k], names[k], WPK_ATOMIC_NO_SWEEP | (unsigned)flags, names[k]) ==
+                      WPACK_OK;
+        if (!opened)
+            return;
+        reset();
+        CHECK(wpk_atomic_commit_all(a, N, err, sizeof err) == WPACK_OK, "commit_all: %s", err);
+        CHECK_EQ(n_fsync, flags ? 0 : N + 1); /* each file, then the directory once */
+        for (int k = 0; k < N; k++) {
+            path_of(p, sizeof p, names[k]);
+            text_of(p, t, sizeof t);
+            CHECK(strcmp(t, names[k]) == 0, "%s holds '%s'", names[k], t);
+            CHECK(a[k].fd == -1 && a[k].tmp == NULL, "handle %d released", k);
+        }
+        CHECK_EQ(temporaries(), 0);
+    }
+}
+
+static void test_commit_all_failed_fsync(void)
+{
+    char err[300] = "", p[512];
+    wpk_atomic a[3];
+    for (int k = 0; k < 3; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "f%d", k);
+        if (open_with(&a[k], name, WPK_ATOMIC_NO_SWEEP, "x") != WPACK_OK)
+            return;
+    }
+    reset();
+    fail_fsync_at = 2;
+    CHECK(wpk_atomic_commit_all(a, 3, err, sizeof err) == WPACK_E_IO, "want WPACK_E_IO");
+    CHECK(strstr(err, "/f1") && strstr(err, "fsync"), "the message names f1 and fsync: %s", err);
+    for (int k = 0; k < 3; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "f%d", k);
+        path_of(p, sizeof p, name);
+        CHECK(access(p, F_OK) != 0, "%s renamed although an fsync failed", name);
+    }
+    CHECK_EQ(temporaries(), 0);
+    reset();
+}
+
+static void test_commit_all_failed_rename(void)
+{
+    char err[300] = "", p[512], t[32];
+    /* r1's target is a non-empty directory: its rename fails */
+    path_of(p, sizeof p, "r1");
+    CHECK(mkdir(p, 0700) == 0, "mkdir r1");
+    path_of(p, sizeof p, "r1/keep");
+    FILE *f = fopen(p, "w");
+    if (f)
+        fclose(f);
+    wpk_atomic a[3];
+    static const char *names[3] = {"r0", "r1", "r2"};
+    for (int k = 0; k < 3; k++)
+        if (open_with(&a[k], names[k], WPK_ATOMIC_NO_SWEEP, names[k]) != WPACK_OK)
+            return;
+    reset();
+    CHECK(wpk_atomic_commit_all(a, 3, err, sizeof err) == WPACK_E_IO, "want WPACK_E_IO");
+    CHECK(strstr(err, "/r1") && strstr(err, "rename"), "the message names r1: %s", err);
+    path_of(p, sizeof p, "r0");
+    text_of(p, t, sizeof t);
+    CHECK(strcmp(t, "r0") == 0, "r0, before the failure, is in place: '%s'", t);
+    path_of(p, sizeof p, "r2");
+    CHECK(access(p, F_OK) != 0, "r2, after the failure, is not");
+    CHECK_EQ(n_fsync, 3 + 1); /* all three files, then the directory for r0's rename */
+    CHECK_EQ(temporaries(), 0);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "%s/wpack-atomic-batch-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir)) {
+        printf("FAIL setup: mkdtemp %s\n", dir);
+        return 1;
+    }
+    RUN(test_commit_counts);
+    RUN(test_commit_all);
+    RUN(test_commit_all_failed_fsync);
+    RUN(test_commit_all_failed_rename);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", dir);
+    return tl_finish();
+}
