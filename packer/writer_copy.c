@@ -99,7 +99,7 @@ static size_t step_bytes(const wpack_writer *w, const wpk_pending_entry *e)
     return e->has_acc && ex && ex->run && ex->threads > 1 ? PAR_STEP : STEP;
 }
 
-/* The read buffer, kept for the writer's life (n <= PAR_STEP). */
+/* The read buffer, kept for the writer's life (n <= PAR_STEP + 8). */
 static uint8_t *step_buf(wpack_writer *w, size_t n)
 {
     if (w->copy_buf_len < n) {
@@ -132,12 +132,19 @@ int wpack_writer_write_from_fd(wpack_writer *w, const void *data, int fd, uint64
     int rc = wpk_out_flush(w); /* the buffered bytes go first */
     if (rc)
         return rc;
+    /* Weight stats fold blocks of WPK_STATS_BLOCK elements counted from the
+     * first whole element of each piece: steps that split this piece on
+     * that grid (step is a multiple of any float dtype's block bytes; the
+     * first step also takes the bytes completing a carried element) give
+     * the bits of one piece. */
     size_t step = step_bytes(w, e);
-    uint8_t *buf = data ? NULL : step_buf(w, nbytes < step ? nbytes : step);
+    size_t pre = w->carry_len ? wpack_dtype_size(e->dtype) - w->carry_len : 0;
+    uint8_t *buf = data ? NULL : step_buf(w, nbytes < step + pre ? nbytes : step + pre);
     if (!data && !buf)
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     for (size_t done = 0; !rc && done < nbytes;) {
-        size_t k = nbytes - done < step ? nbytes - done : step;
+        size_t lim = done ? step : step + pre;
+        size_t k = nbytes - done < lim ? nbytes - done : lim;
         const uint8_t *src = data ? (const uint8_t *)data + done : buf;
         if (!data)
             rc = read_at(w, fd, off + done, buf, k);
