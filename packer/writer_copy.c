@@ -130,7 +130,7 @@ int wpack_writer_write_from_fd(wpack_writer *w, const void *data, int fd, uint64
     if (nbytes > w->cur_expected - w->cur_written)
         return wpk_tensor_take(w, e, data, nbytes); /* the size message, nothing taken */
     int rc = wpk_out_flush(w); /* the buffered bytes go first */
-    if (rc)
+    if (rc || (!data && wpk_par_copy_hash(w, e, fd, off, nbytes, &rc)))
         return rc;
     /* Weight stats fold blocks of WPK_STATS_BLOCK elements counted from the
      * first whole element of each piece: steps that split this piece on
