@@ -108,6 +108,9 @@ typedef struct wpk_copy_in {
 /* Bytes [off, off+n) of fd to the temp file at w->pos (src: the same
  * bytes, for the read/write fallback) (writer_copy.c). */
 int wpk_copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size_t n);
+/* The failure of reading the input at off (err: an errno, ENODATA for a
+ * file that ended early) on the writer (writer_copy.c). */
+int wpk_input_read_failed(wpack_writer *w, uint64_t off, int err);
 
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

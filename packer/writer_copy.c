@@ -30,15 +30,18 @@
 #define PAR_STEP (4u << 20)   /* the same with weight stats on an executor (writer_par.c) */
 #define COPY_MIN (64u << 10)  /* below this the syscalls cost more than they save */
 
+int wpk_input_read_failed(wpack_writer *w, uint64_t off, int err)
+{
+    return wpk_wfail(w, err == ENODATA ? WPACK_E_SIZE : WPACK_E_IO,
+                     "input: read at offset %llu failed: %s", (unsigned long long)off,
+                     err == ENODATA ? "the file ended early" : strerror(err));
+}
+
 /* n bytes at off of fd into buf; WPACK_OK or a failure on the writer. */
 static int read_at(wpack_writer *w, int fd, uint64_t off, uint8_t *buf, size_t n)
 {
     int e = wpk_pread_all(fd, buf, n, off);
-    if (e)
-        return wpk_wfail(w, e == ENODATA ? WPACK_E_SIZE : WPACK_E_IO,
-                         "input: read at offset %llu failed: %s", (unsigned long long)off,
-                         e == ENODATA ? "the file ended early" : strerror(e));
-    return WPACK_OK;
+    return e ? wpk_input_read_failed(w, off, e) : WPACK_OK;
 }
 
 /* The ordinary path: wpack_writer_write of the bytes (read when data is NULL). */

@@ -14,7 +14,6 @@
  * Without weight stats there is nothing to split, but XXH3 and the kernel's
  * copy can overlap: wpk_par_copy_hash reads and hashes step i+1 on one item
  * while the other copies step i with copy_file_range. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,10 +121,7 @@ int wpk_par_copy_hash(wpack_writer *w, wpk_pending_entry *e, int fd, uint64_t of
         if (j.copy_rc)
             *rc = j.copy_rc;
         else if (j.read_err)
-            *rc = wpk_wfail(w, j.read_err == ENODATA ? WPACK_E_SIZE : WPACK_E_IO,
-                            "input: read at offset %llu failed: %s",
-                            (unsigned long long)(off + j.read_at),
-                            j.read_err == ENODATA ? "the file ended early" : strerror(j.read_err));
+            *rc = wpk_input_read_failed(w, off + j.read_at, j.read_err);
     }
     free(j.buf[0]);
     free(j.buf[1]);
