@@ -171,8 +171,7 @@ int wpk_sink_write_mapped(wpk_sink *s, const wpk_mapped *m, const void *data, si
  * time into a buffer that stays in cache; the CRC-32 (when crc is not NULL:
  * *crc is updated, for zip members), the writer's XXH3 and weight stats
  * read it there, and the writer copies the same bytes from m's file with
- * copy_file_range (without a CRC or a cast the writer does the reading
- * itself: wpack_writer_write_from_fd with data NULL). Hashing the mapping instead cost ~4x the CPU time (page
+ * copy_file_range. Hashing the mapping instead cost ~4x the CPU time (page
  * faults and TLB misses; writer_copy.c). The mapping is not touched, so
  * memory stays flat however large the tensor; a file that shrank is an
  * error (WPACK_E_IO), not a SIGBUS. Without a file (fd < 0): pieces of

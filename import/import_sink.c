@@ -320,19 +320,6 @@ int wpk_sink_stream_file(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint64_
                              (unsigned long long)off, (unsigned long long)len);
     if (m->fd < 0)
         return stream_from_map(s, m, off, len, crc);
-    if (!crc && s->in_tensor && s->dst_dtype == s->src_dtype) {
-        /* nothing to see here: the writer reads (on an executor, a step
-         * ahead of the copy) */
-        for (uint64_t done = 0; done < len;) {
-            size_t k = len - done < WPK_MAP_PIECE ? (size_t)(len - done) : WPK_MAP_PIECE;
-            int rc = wpack_writer_write_from_fd(s->w, NULL, m->fd, off + done, k);
-            if (rc)
-                return writer_failed(s, rc, s->name);
-            done += k;
-            wpk_sink_progress(s, k);
-        }
-        return WPACK_OK;
-    }
     if (!s->rbuf && !(s->rbuf = malloc(WPK_READ_STEP)))
         return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
     for (uint64_t done = 0; done < len;) {

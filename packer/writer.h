@@ -108,9 +108,6 @@ typedef struct wpk_copy_in {
 /* Bytes [off, off+n) of fd to the temp file at w->pos (src: the same
  * bytes, for the read/write fallback) (writer_copy.c). */
 int wpk_copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size_t n);
-/* The failure of reading the input at off (err: an errno, ENODATA for a
- * file that ended early) on the writer (writer_copy.c). */
-int wpk_input_read_failed(wpack_writer *w, uint64_t off, int err);
 
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -127,13 +124,6 @@ int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
  * the `whole` elements that start `pre` bytes in, as one piece. */
 int wpk_par_hash_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, size_t n,
                        size_t pre, size_t whole);
-/* Without weight stats, on opt.executor (writer_par.c): the n bytes at off
- * of fd read and hashed a step ahead of copying them to the file, the two
- * overlapping; 0 when not done (no executor, stats, a small piece), else 1
- * with the result in *rc. The caller has flushed the buffer and checked
- * the size. */
-int wpk_par_copy_hash(wpack_writer *w, wpk_pending_entry *e, int fd, uint64_t off, size_t n,
-                      int *rc);
 /* wpk_hist_feed on opt.executor, adding into counts; 0 when not done. */
 int wpk_par_hist_feed(wpack_writer *w, uint64_t *counts, uint32_t bins, double lo, double hi,
                       int dtype, const void *data, size_t count);

@@ -17,7 +17,13 @@
  * pread, and copy_file_range copies the file's bytes again: if the file
  * changes between the two, the archive's checksum disagrees with its bytes
  * and `wpack verify` (or any checked read) says so; the same holds for a
- * caller's mapping. */
+ * caller's mapping.
+ *
+ * Without weight stats, an executor (-j N) is not used: overlapping the
+ * read + hash of step i+1 (on a pool item) with the copy of step i was
+ * tried and measured on the shared 2-CPU VM; the pool's fork-join per step
+ * cost more than the ~0.07 s a GiB of pread + XXH3 it could hide (bench/pack
+ * README "Where the time goes"). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,18 +36,15 @@
 #define PAR_STEP (4u << 20)   /* the same with weight stats on an executor (writer_par.c) */
 #define COPY_MIN (64u << 10)  /* below this the syscalls cost more than they save */
 
-int wpk_input_read_failed(wpack_writer *w, uint64_t off, int err)
-{
-    return wpk_wfail(w, err == ENODATA ? WPACK_E_SIZE : WPACK_E_IO,
-                     "input: read at offset %llu failed: %s", (unsigned long long)off,
-                     err == ENODATA ? "the file ended early" : strerror(err));
-}
-
 /* n bytes at off of fd into buf; WPACK_OK or a failure on the writer. */
 static int read_at(wpack_writer *w, int fd, uint64_t off, uint8_t *buf, size_t n)
 {
     int e = wpk_pread_all(fd, buf, n, off);
-    return e ? wpk_input_read_failed(w, off, e) : WPACK_OK;
+    if (e)
+        return wpk_wfail(w, e == ENODATA ? WPACK_E_SIZE : WPACK_E_IO,
+                         "input: read at offset %llu failed: %s", (unsigned long long)off,
+                         e == ENODATA ? "the file ended early" : strerror(e));
+    return WPACK_OK;
 }
 
 /* The ordinary path: wpack_writer_write of the bytes (read when data is NULL). */
@@ -133,7 +136,7 @@ int wpack_writer_write_from_fd(wpack_writer *w, const void *data, int fd, uint64
     if (nbytes > w->cur_expected - w->cur_written)
         return wpk_tensor_take(w, e, data, nbytes); /* the size message, nothing taken */
     int rc = wpk_out_flush(w); /* the buffered bytes go first */
-    if (rc || (!data && wpk_par_copy_hash(w, e, fd, off, nbytes, &rc)))
+    if (rc)
         return rc;
     /* Weight stats fold blocks of WPK_STATS_BLOCK elements counted from the
      * first whole element of each piece: steps that split this piece on

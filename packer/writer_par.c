@@ -9,11 +9,7 @@
  * the serial path, whatever the thread count. XXH3 is sequential: one item
  * hashes the step's bytes while the others summarize them, so each step's
  * bytes are read while they are in cache. Histogram counts are integers:
- * per-task counts summed in any order give the same totals.
- *
- * Without weight stats there is nothing to split, but XXH3 and the kernel's
- * copy can overlap: wpk_par_copy_hash reads and hashes step i+1 on one item
- * while the other copies step i with copy_file_range. */
+ * per-task counts summed in any order give the same totals. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,72 +55,6 @@ int wpk_par_hash_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, 
     hash_side(&c, p + pre + mid, n - pre - mid); /* a split element's first bytes */
     if (w->copy_in)
         w->copy_in->used = 1;
-    return 1;
-}
-
-#define OVERLAP_STEP (2u << 20) /* bytes per round: two pool wakeups per step */
-#define HASH_STEP (256u << 10)  /* read then hashed while in cache */
-
-typedef struct {
-    wpack_writer *w;
-    wpk_pending_entry *e;
-    int fd;
-    uint64_t off;            /* the piece's first byte in fd */
-    uint8_t *buf[2];         /* step k is read into buf[k & 1] */
-    size_t copy_at, copy_n;  /* the step being copied (copy_n 0: none) */
-    size_t read_at, read_n;  /* the step being read and hashed (read_n 0: none) */
-    int copy_rc, read_err;
-} overlap_job;
-
-static void overlap_item(void *ctx, size_t i)
-{
-    overlap_job *j = ctx;
-    if (i == 0) {
-        const uint8_t *src = j->buf[(j->copy_at / OVERLAP_STEP) & 1];
-        if (j->copy_n)
-            j->copy_rc = wpk_copy_out(j->w, j->fd, j->off + j->copy_at, src, j->copy_n);
-        return;
-    }
-    uint8_t *dst = j->buf[(j->read_at / OVERLAP_STEP) & 1];
-    for (size_t d = 0; d < j->read_n && !j->read_err; d += HASH_STEP) {
-        size_t k = j->read_n - d < HASH_STEP ? j->read_n - d : HASH_STEP;
-        j->read_err = wpk_pread_all(j->fd, dst + d, k, j->off + j->read_at + d);
-        if (!j->read_err) /* the size was checked by the caller: no failure here */
-            wpk_tensor_take(j->w, j->e, dst + d, k);
-    }
-}
-
-int wpk_par_copy_hash(wpack_writer *w, wpk_pending_entry *e, int fd, uint64_t off, size_t n,
-                      int *rc)
-{
-    const wpack_executor *ex = executor(w);
-    if (!ex || e->has_acc || n < 2 * OVERLAP_STEP)
-        return 0;
-    overlap_job j = {w, e, fd, off, {malloc(OVERLAP_STEP), malloc(OVERLAP_STEP)}, 0, 0, 0, 0,
-                     WPACK_OK, 0};
-    *rc = WPACK_OK;
-    if (!j.buf[0] || !j.buf[1]) {
-        free(j.buf[0]);
-        free(j.buf[1]);
-        return 0; /* the serial path needs less memory */
-    }
-    /* round r: copy step r-1 while step r is read and hashed; every step
-     * is hashed before it is copied, and in order */
-    for (size_t at = 0; !*rc; at += OVERLAP_STEP) {
-        j.copy_at = j.read_at;
-        j.copy_n = j.read_n;
-        j.read_at = at;
-        j.read_n = at < n ? (n - at < OVERLAP_STEP ? n - at : OVERLAP_STEP) : 0;
-        if (!j.copy_n && !j.read_n)
-            break;
-        ex->run(ex->self, 2, overlap_item, &j);
-        if (j.copy_rc)
-            *rc = j.copy_rc;
-        else if (j.read_err)
-            *rc = wpk_input_read_failed(w, off + j.read_at, j.read_err);
-    }
-    free(j.buf[0]);
-    free(j.buf[1]);
     return 1;
 }
 
