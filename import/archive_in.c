@@ -5,8 +5,9 @@
  * Zip bombs: the bytes coming out are capped in total and, past a grace
  * amount, per byte read from the file. A zip's stored (uncompressed)
  * members holding a C-order little-endian .npy skip libarchive: their bytes
- * are CRC-checked in the mapping and move to the archive inside the kernel
- * (wpk_sink_write_mapped), as torch storages do.
+ * are read a cached step at a time, CRC-checked and hashed there, and move
+ * to the archive inside the kernel (wpk_sink_stream_file), as torch
+ * storages do.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -38,8 +39,6 @@ typedef struct {
     wpk_mapped m; /* m.fd is the bundle's fd, not owned */
     int ok;
 } zip_view;
-
-#define STORED_STEP (8u << 20) /* bytes CRC-checked, then copied, per step */
 
 static long read_member(void *ctx, void *buf, size_t n)
 {
@@ -159,7 +158,7 @@ static void zip_view_free(zip_view *zv)
 /* A stored member holding a C-order little-endian .npy, straight from the
  * map: 1 when it is not one (libarchive streams it: same bytes, same
  * messages), else WPACK_OK or the failure. Its CRC-32 is computed on the
- * mapped bytes, a step before each step is copied; a mismatch fails the
+ * bytes read, a step before each step is copied; a mismatch fails the
  * tensor (the writer is then aborted: no archive). */
 static int stored_member(ar_reader *r, const zip_view *zv, const wpk_zip_entry *ze,
                          const char *name)
@@ -184,15 +183,8 @@ static int stored_member(ar_reader *r, const zip_view *zv, const wpk_zip_entry *
         return 1;
     int rc = wpk_sink_begin(s, name, h.dtype, h.rank, h.dims);
     uint32_t crc = wpk_crc32(0, p, (size_t)hend);
-    for (uint64_t off = hend; !rc && off < len;) {
-        size_t n = len - off < STORED_STEP ? (size_t)(len - off) : STORED_STEP;
-        crc = wpk_crc32(crc, p + off, n);
-        rc = wpk_sink_write_mapped(s, &zv->m, p + off, n);
-        wpk_map_release(&zv->m, ze->data_offset + off, n);
-        if (!rc)
-            wpk_sink_progress(s, n);
-        off += n;
-    }
+    if (!rc)
+        rc = wpk_sink_stream_file(s, &zv->m, ze->data_offset + hend, len - hend, &crc);
     if (!rc && crc != ze->crc32)
         rc = wpk_sink_fail(s, WPACK_E_CHECKSUM,
                            "member '%s': its bytes do not match the zip's CRC-32 (damaged file)",

@@ -87,6 +87,7 @@ typedef struct {
     uint8_t carry[8];
     size_t carry_len;
     uint8_t *cbuf;
+    uint8_t *rbuf;                 /* wpk_sink_stream_file's read buffer */
     /* which input first produced each name */
     wpk_owner **owners;
     size_t owner_cap, owner_count;
@@ -166,11 +167,21 @@ void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len);
  * bytes kept as they are move from m's file to the archive in the kernel. */
 int wpk_sink_write_mapped(wpk_sink *s, const wpk_mapped *m, const void *data, size_t n);
 /* Bytes [off, off+len) of m's file, all of the current tensor's data or its
- * next part, through wpk_sink_write_mapped in pieces of WPK_MAP_PIECE, with
- * progress; each piece's pages leave this process once written (from the
- * page holding the piece's first byte on), so memory stays flat however
- * large the tensor. */
+ * next part, with progress. Read with pread a step of WPK_READ_STEP at a
+ * time into a buffer that stays in cache; the CRC-32 (when crc is not NULL:
+ * *crc is updated, for zip members), the writer's XXH3 and weight stats
+ * read it there, and the writer copies the same bytes from m's file with
+ * copy_file_range. Hashing the mapping instead cost ~4x the CPU time (page
+ * faults and TLB misses; writer_copy.c). The mapping is not touched, so
+ * memory stays flat however large the tensor; a file that shrank is an
+ * error (WPACK_E_IO), not a SIGBUS. Without a file (fd < 0): pieces of
+ * WPK_MAP_PIECE from the mapping, each piece's pages leaving the process
+ * once written. */
 #define WPK_MAP_PIECE (4u << 20)
+#define WPK_READ_STEP (256u << 10)
+int wpk_sink_stream_file(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint64_t len,
+                         uint32_t *crc);
+/* wpk_sink_stream_file without a CRC. */
 int wpk_sink_stream_mapped(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint64_t len);
 
 /* A byte source: up to n bytes into buf; 0 at the end, < 0 on error (with

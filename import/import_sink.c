@@ -2,6 +2,7 @@
  * import_sink.c - between the importers and the writer: prefixes, casting
  * with statistics of the original values, metadata, duplicate reports.
  */
+#include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include "bytes.h"
 #include "import.h"
 #include "internal.h"
+#include "zipread.h"
 
 #define CAST_ELEMS (1u << 20) /* elements per cast block */
 
@@ -79,6 +81,7 @@ void wpk_sink_free(wpk_sink *s)
     }
     free(s->name);
     free(s->cbuf);
+    free(s->rbuf);
     memset(s, 0, sizeof *s);
 }
 
@@ -283,15 +286,17 @@ int wpk_sink_write_mapped(wpk_sink *s, const wpk_mapped *m, const void *data, si
     return rc ? writer_failed(s, rc, s->name) : WPACK_OK;
 }
 
-int wpk_sink_stream_mapped(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint64_t len)
+/* The mapped way (a mapping without its file): pieces of the mapping,
+ * each piece's pages leaving this process once written. */
+static int stream_from_map(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint64_t len,
+                           uint32_t *crc)
 {
-    if (!wpk_in_bounds(off, len, m->len))
-        return wpk_sink_fail(s, WPACK_E_BOUNDS, "bytes %llu..+%llu lie outside the input",
-                             (unsigned long long)off, (unsigned long long)len);
     long pg = sysconf(_SC_PAGESIZE);
     uint64_t page = pg > 0 ? (uint64_t)pg : 4096;
     for (uint64_t done = 0; done < len;) {
         size_t k = len - done < WPK_MAP_PIECE ? (size_t)(len - done) : WPK_MAP_PIECE;
+        if (crc)
+            *crc = wpk_crc32(*crc, m->p + off + done, k);
         int rc = wpk_sink_write_mapped(s, m, m->p + off + done, k);
         if (rc)
             return rc;
@@ -305,6 +310,45 @@ int wpk_sink_stream_mapped(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint6
         wpk_sink_progress(s, k);
     }
     return WPACK_OK;
+}
+
+int wpk_sink_stream_file(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint64_t len,
+                         uint32_t *crc)
+{
+    if (!wpk_in_bounds(off, len, m->len))
+        return wpk_sink_fail(s, WPACK_E_BOUNDS, "bytes %llu..+%llu lie outside the input",
+                             (unsigned long long)off, (unsigned long long)len);
+    if (m->fd < 0)
+        return stream_from_map(s, m, off, len, crc);
+    if (!s->rbuf && !(s->rbuf = malloc(WPK_READ_STEP)))
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    for (uint64_t done = 0; done < len;) {
+        size_t k = len - done < WPK_READ_STEP ? (size_t)(len - done) : WPK_READ_STEP;
+        int e = wpk_pread_all(m->fd, s->rbuf, k, off + done);
+        if (e) /* the file shrank or failed since it was mapped and checked */
+            return wpk_sink_fail(s, WPACK_E_IO, "reading bytes %llu..+%zu failed: %s",
+                                 (unsigned long long)(off + done), k,
+                                 e == ENODATA ? "the file ended early" : strerror(e));
+        if (crc)
+            *crc = wpk_crc32(*crc, s->rbuf, k);
+        int rc;
+        if (s->in_tensor && s->dst_dtype == s->src_dtype) {
+            rc = wpack_writer_write_from_fd(s->w, s->rbuf, m->fd, off + done, k);
+            rc = rc ? writer_failed(s, rc, s->name) : WPACK_OK;
+        } else {
+            rc = wpk_sink_write(s, s->rbuf, k);
+        }
+        if (rc)
+            return rc;
+        done += k;
+        wpk_sink_progress(s, k);
+    }
+    return WPACK_OK;
+}
+
+int wpk_sink_stream_mapped(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint64_t len)
+{
+    return wpk_sink_stream_file(s, m, off, len, NULL);
 }
 
 int wpk_sink_end(wpk_sink *s)

@@ -1,7 +1,8 @@
 /*
  * npy_pack.c - stream one .npy file into a wpack writer as one tensor.
  *
- * C order: pread in chunks into one buffer, byte-swap in place, write.
+ * C order: pread in chunks into one buffer, byte-swap in place, write; or,
+ * with nothing to swap, file to file through the writer (pack_c_direct).
  * Fortran order: the file is mapped and transposed into the same buffer a
  * band of output rows at a time (see pack_fortran), so memory is the buffer
  * plus page cache, whatever the array size.
@@ -138,28 +139,21 @@ static int pack_c(packer *pk, int fd)
     return WPACK_OK;
 }
 
-/* C order, native little-endian: hand the writer windows of the mapping
- * itself (hashed there) and the file (fd) they are in, so the bytes move to
- * the archive inside the kernel (copy_file_range) and not through a buffer;
- * each finished window's pages leave this process (they stay cached), so
- * memory stays flat whatever the file size. */
-static int pack_c_mapped(packer *pk, const uint8_t *map, size_t map_len, int fd)
+/* C order, native little-endian: hand the writer the file (fd) and the
+ * offsets alone; it reads each step into a buffer that stays in cache,
+ * hashes it there and moves the bytes to the archive inside the kernel
+ * (copy_file_range; writer_copy.c says why not from a mapping). Memory stays
+ * flat whatever the file size. */
+static int pack_c_direct(packer *pk, int fd)
 {
-    long page = sysconf(_SC_PAGESIZE);
-    uint64_t off = pk->h->data_offset, end = off + pk->h->nbytes, released = 0;
-    madvise((void *)map, map_len, MADV_SEQUENTIAL);
+    uint64_t off = pk->h->data_offset, end = off + pk->h->nbytes;
     while (off < end) {
         size_t n = end - off < pk->buf_bytes ? (size_t)(end - off) : pk->buf_bytes;
-        int rc = wpack_writer_write_from_fd(pk->w, map + off, fd, off, n);
+        int rc = wpack_writer_write_from_fd(pk->w, NULL, fd, off, n);
         if (rc)
             return writer_failed(pk, rc);
         off += n;
         pk->done += n;
-        uint64_t upto = off / (uint64_t)page * (uint64_t)page;
-        if (upto > released) {
-            madvise((void *)(map + released), (size_t)(upto - released), MADV_DONTNEED);
-            released = upto;
-        }
         if (pk->progress &&
             (pk->done - pk->reported >= NPY_PROGRESS_STEP || pk->done == pk->h->nbytes)) {
             pk->progress(pk->user, pk->done);
@@ -335,9 +329,10 @@ int npy_pack_file_buffered(wpack_writer *w, const char *name, const char *path,
     }
 
     int transpose = needs_transpose(&h);
-    /* Map for the transpose, and for plain C order that needs no swapping. */
-    int mapped_c = !transpose && !h.byteswap && h.nbytes > 0;
-    if (transpose || mapped_c) {
+    /* Plain C order that needs no swapping goes file to file (pack_c_direct);
+     * the transpose reads a mapping. */
+    int direct_c = !transpose && !h.byteswap && h.nbytes > 0;
+    if (transpose) {
         if (size > SIZE_MAX) {
             wpk_fmt(err, errlen, "%s: %llu bytes are too many to map", qpath,
                     (unsigned long long)size);
@@ -376,8 +371,8 @@ int npy_pack_file_buffered(wpack_writer *w, const char *name, const char *path,
     }
     if (transpose)
         rc = pack_fortran(&pk, (const uint8_t *)map + h.data_offset);
-    else if (mapped_c)
-        rc = pack_c_mapped(&pk, map, map_len, fd);
+    else if (direct_c)
+        rc = pack_c_direct(&pk, fd);
     else
         rc = pack_c(&pk, fd);
     if (rc)

@@ -56,7 +56,14 @@ static int stream_checked(torch_packer *tp, const torch_item *it)
                              "(damaged checkpoint)", it->name);
     tp->crc_on = whole && !*it->storage_checked;
     tp->crc = 0;
-    int rc = torch_stream_tensor(it, tp->buf, TORCH_PIECE, emit, tp);
+    const wpk_mapped *m = tp->m;
+    int rc;
+    if (whole && m->fd >= 0 && it->storage >= m->p && it->storage < m->p + m->len)
+        /* the usual case: read, CRC-32, hash and copied a cached step at a time */
+        rc = wpk_sink_stream_file(tp->s, m, (uint64_t)(it->storage - m->p), it->nbytes,
+                                  tp->crc_on ? &tp->crc : NULL);
+    else
+        rc = torch_stream_tensor(it, tp->buf, TORCH_PIECE, emit, tp);
     if (!rc && tp->crc_on && tp->crc != it->storage_crc32)
         rc = wpk_sink_fail(tp->s, WPACK_E_CHECKSUM,
                            "tensor '%s': its storage does not match the zip's CRC-32 "

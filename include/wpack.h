@@ -654,10 +654,12 @@ int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes);
 /* wpack_writer_write() of the nbytes at offset off of file fd (a regular
  * file, open for reading), with the same result byte for byte. data, when
  * not NULL, is those same bytes (e.g. fd mapped): the checksum and weight
- * stats read them there; NULL: they are read with pread. Where the bytes go
- * to the archive as they are (not compressed, not sharded) they move with
- * copy_file_range, inside the kernel; where the kernel or file system
- * refuses it (another file system, an old kernel), with read and write. */
+ * stats read them there; NULL: they are read with pread, a cache-sized step
+ * just before that step is copied (faster than reading a mapping). Where
+ * the bytes go to the archive as they are (not compressed, not sharded)
+ * they move with copy_file_range, inside the kernel; where the kernel or
+ * file system refuses it (another file system, an old kernel), with read
+ * and write. */
 int wpack_writer_write_from_fd(wpack_writer *w, const void *data, int fd, uint64_t off,
                                size_t nbytes);
 int wpack_writer_end_tensor(wpack_writer *w);

@@ -193,6 +193,7 @@ static void free_writer(wpack_writer *w, int remove_shards)
     wpk_hasher_free(w->hasher);
     wpk_compress_free(w->zc);
     free(w->obuf);
+    free(w->copy_buf);
     free(w->path);
     free(w);
 }

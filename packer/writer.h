@@ -94,6 +94,8 @@ struct wpack_writer {
     int prepared;                  /* wpack_writer_prepare done: commit or abort (writer_commit.c) */
     int copy_refused;              /* copy_file_range refused once: read/write from then on */
     struct wpk_copy_in *copy_in;   /* set by writer_copy.c around wpk_tensor_take */
+    uint8_t *copy_buf;             /* writer_copy.c's read buffer (NULL until needed) */
+    size_t copy_buf_len;
 };
 
 /* Bytes of the piece being taken that also go to the file with

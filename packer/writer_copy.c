@@ -2,9 +2,28 @@
  * an input file with copy_file_range: the kernel copies them from page
  * cache to page cache (or shares the extents), instead of write() copying
  * them from user buffers, which was most of `create`'s time. The checksum
- * and weight stats still read every byte, from the caller's mapping or a
- * pread, a chunk at a time just before that chunk is copied (on an
- * executor: while it is copied, writer_par.c). */
+ * and weight stats still read every byte, a step at a time just before
+ * that step is copied (on an executor: while it is copied, writer_par.c).
+ *
+ * Where the caller gives no bytes (data NULL), each step is read with pread
+ * into a buffer that stays in the core's cache (STEP bytes) and hashed
+ * there. Measured on the 2-CPU EPYC VM (1 GiB, page cache warm, bench/pack
+ * README "Where the time goes"): XXH3 over a mapping of the page cache ran
+ * at ~3.5 GB/s (user 0.30 s a GiB: each first touch of a 4 KiB page is a
+ * fault and a TLB miss), over a pread buffer in L2 at tens of GB/s (user
+ * 0.02 s, plus 0.05 s of kernel memcpy for the pread); pread + write()
+ * instead of copy_file_range cost 3-4x the system time. So: pread, hash,
+ * copy_file_range, a cache-sized step at a time. The bytes hashed are those
+ * pread, and copy_file_range copies the file's bytes again: if the file
+ * changes between the two, the archive's checksum disagrees with its bytes
+ * and `wpack verify` (or any checked read) says so; the same holds for a
+ * caller's mapping.
+ *
+ * Without weight stats, an executor (-j N) is not used: overlapping the
+ * read + hash of step i+1 (on a pool item) with the copy of step i was
+ * tried and measured on the shared 2-CPU VM; the pool's fork-join per step
+ * cost more than the ~0.07 s a GiB of pread + XXH3 it could hide (bench/pack
+ * README "Where the time goes"). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +31,9 @@
 
 #include "writer.h"
 
-#define COPY_CHUNK (8u << 20) /* bytes hashed, then copied, per step */
+#define COPY_CHUNK (8u << 20) /* write_plain's read buffer */
+#define STEP (256u << 10)     /* bytes read, hashed, then copied per step: stays in L2 */
+#define PAR_STEP (4u << 20)   /* the same with weight stats on an executor (writer_par.c) */
 #define COPY_MIN (64u << 10)  /* below this the syscalls cost more than they save */
 
 /* n bytes at off of fd into buf; WPACK_OK or a failure on the writer. */
@@ -76,6 +97,27 @@ int wpk_copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size
     return WPACK_OK;
 }
 
+/* Bytes per step: small enough to stay in cache between the hash and the
+ * copy; weight stats on an executor want pieces it splits (PAR_MIN). */
+static size_t step_bytes(const wpack_writer *w, const wpk_pending_entry *e)
+{
+    const wpack_executor *ex = w->opt.executor;
+    return e->has_acc && ex && ex->run && ex->threads > 1 ? PAR_STEP : STEP;
+}
+
+/* The read buffer, kept for the writer's life (n <= PAR_STEP + 8). */
+static uint8_t *step_buf(wpack_writer *w, size_t n)
+{
+    if (w->copy_buf_len < n) {
+        free(w->copy_buf);
+        w->copy_buf_len = 0;
+        if (!(w->copy_buf = malloc(n)))
+            return NULL;
+        w->copy_buf_len = n;
+    }
+    return w->copy_buf;
+}
+
 int wpack_writer_write_from_fd(wpack_writer *w, const void *data, int fd, uint64_t off,
                                size_t nbytes)
 {
@@ -96,11 +138,19 @@ int wpack_writer_write_from_fd(wpack_writer *w, const void *data, int fd, uint64
     int rc = wpk_out_flush(w); /* the buffered bytes go first */
     if (rc)
         return rc;
-    uint8_t *buf = NULL;
-    if (!data && !(buf = malloc(nbytes < COPY_CHUNK ? nbytes : COPY_CHUNK)))
+    /* Weight stats fold blocks of WPK_STATS_BLOCK elements counted from the
+     * first whole element of each piece: steps that split this piece on
+     * that grid (step is a multiple of any float dtype's block bytes; the
+     * first step also takes the bytes completing a carried element) give
+     * the bits of one piece. */
+    size_t step = step_bytes(w, e);
+    size_t pre = w->carry_len ? wpack_dtype_size(e->dtype) - w->carry_len : 0;
+    uint8_t *buf = data ? NULL : step_buf(w, nbytes < step + pre ? nbytes : step + pre);
+    if (!data && !buf)
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     for (size_t done = 0; !rc && done < nbytes;) {
-        size_t k = nbytes - done < COPY_CHUNK ? nbytes - done : COPY_CHUNK;
+        size_t lim = done ? step : step + pre;
+        size_t k = nbytes - done < lim ? nbytes - done : lim;
         const uint8_t *src = data ? (const uint8_t *)data + done : buf;
         if (!data)
             rc = read_at(w, fd, off + done, buf, k);
@@ -113,6 +163,5 @@ int wpack_writer_write_from_fd(wpack_writer *w, const void *data, int fd, uint64
             rc = ci.used ? ci.rc : wpk_copy_out(w, fd, off + done, src, k);
         done += k;
     }
-    free(buf);
     return rc;
 }

@@ -4,7 +4,18 @@
  * output is read back and hashed, so the check covers exactly the bytes the
  * caller gets even if the archive file changed under us. Nothing here
  * touches the mapping, and what the stream path reads from it is dropped
- * from the process as it goes: memory stays flat whatever the size. */
+ * from the process as it goes: memory stays flat whatever the size.
+ *
+ * Why read back, and in small steps: hashing the source before copying it
+ * (a pread, or the mapping) checks bytes that copy_file_range then reads
+ * again from the archive file, so a file changed in between would hand the
+ * caller bytes nobody checked; writing the checked buffer with write()
+ * closes that gap but cost 3-4x the system time of copy_file_range on the
+ * 2-CPU EPYC VM (bench/pack README "Where the time goes"). Reading back a
+ * STEP that was just copied finds it in the CPU's cache (the kernel's memcpy
+ * just wrote it), so the check costs one cached pread and XXH3 of it: with
+ * 8 MiB steps the read-back missed the cache and took a fifth of extract's
+ * time. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -16,9 +27,9 @@
 #include "bytes.h"
 #include "reader.h"
 
-#define COPY_STEP (8u << 20) /* bytes per copy_file_range call */
+#define COPY_STEP (256u << 10) /* bytes per copy_file_range call: read back while in cache */
 #define COPY_MIN (64u << 10) /* below this the reopen and syscalls cost more than they save */
-#define BUF_BYTES (1u << 20) /* read-back / read-write buffer */
+#define BUF_BYTES (256u << 10) /* read-back / read-write buffer */
 
 typedef struct {
     const wpack_archive *ar;
