@@ -312,6 +312,10 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, j->errbuf);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "wpack-remote/0.1");
+    /* 256 KiB a receive, not 16 KiB: a sixteenth of the recv and poll calls
+     * on a fast path; with a rate cap the default, so that pauses stay fine */
+    if (!r->opt.max_bytes_per_s)
+        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
     if (r->opt.ca_file)
         curl_easy_setopt(e, CURLOPT_CAINFO, r->opt.ca_file);
     return WPACK_OK;

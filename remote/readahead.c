@@ -47,19 +47,27 @@ struct wpk_ra {
     ra_step live[RA_LIVE];      /* oldest first */
     size_t nlive;
     uint64_t budget;
+    uint8_t *spare[RA_LIVE];    /* buffers of budget bytes from dropped steps: reused, so
+                                 * that each step does not fault in fresh pages */
 };
 
-static void step_free(wpk_remote *r, ra_step *s)
+static void step_free(wpk_remote *r, struct wpk_ra *a, ra_step *s)
 {
     wpk_batch_free(r, s->b); /* first: its transfers write into buf */
-    free(s->buf);
+    size_t k = 0;
+    while (k < RA_LIVE && a->spare[k])
+        k++;
+    if (k < RA_LIVE)
+        a->spare[k] = s->buf;
+    else
+        free(s->buf);
     free(s->spans);
     memset(s, 0, sizeof *s);
 }
 
 static void drop_oldest(wpk_remote *r, struct wpk_ra *a)
 {
-    step_free(r, &a->live[0]);
+    step_free(r, a, &a->live[0]);
     memmove(a->live, a->live + 1, (a->nlive - 1) * sizeof *a->live);
     a->nlive--;
     memset(&a->live[a->nlive], 0, sizeof a->live[0]);
@@ -113,7 +121,12 @@ static int start_step(wpk_remote *r, struct wpk_ra *a, char *msg, size_t msglen)
         }
     }
     wpk_range *v = st->nspans ? calloc(st->nspans, sizeof *v) : NULL;
-    if (!v || !(st->buf = malloc((size_t)total)))
+    for (size_t k = 0; v && !st->buf && k < RA_LIVE; k++)
+        if (a->spare[k]) {
+            st->buf = a->spare[k];
+            a->spare[k] = NULL;
+        }
+    if (!v || (!st->buf && !(st->buf = malloc((size_t)a->budget))))
         goto nomem_v;
     for (size_t k = 0; k < st->nspans; k++)
         v[k] = (wpk_range){st->spans[k].off, st->spans[k].len, st->buf + st->spans[k].at};
@@ -160,6 +173,8 @@ int wpk_ra_plan(wpk_remote *r, const uint64_t *ranges, size_t n)
     a->at = 0;
     uint64_t b = (uint64_t)r->opt.connections * r->opt.chunk_size / 4;
     a->budget = b < WPK_REMOTE_HEAD ? WPK_REMOTE_HEAD : b;
+    if (a->budget > SIZE_MAX)
+        return WPACK_E_NOMEM;
     if (!n)
         return WPACK_OK;
     if (n > SIZE_MAX / (2 * sizeof *a->plan) || !(a->plan = malloc(2 * n * sizeof *a->plan)))
@@ -265,6 +280,8 @@ void wpk_ra_free(wpk_remote *r)
     if (!r->ra)
         return;
     drop_all(r, r->ra, 0);
+    for (size_t k = 0; k < RA_LIVE; k++)
+        free(r->ra->spare[k]);
     free(r->ra->plan);
     free(r->ra);
     r->ra = NULL;

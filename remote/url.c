@@ -316,8 +316,10 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     s.close = src_close;
     s.forget = src_forget;
     s.plan = src_plan;
-    /* stream large entries in windows of one round over the connections */
-    s.stream_window = (uint64_t)r->opt.connections * r->opt.chunk_size;
+    /* stream large entries in windows of half a round over the connections:
+     * with the read-ahead's two steps (the other half) memory stays within
+     * connections x chunk_size */
+    s.stream_window = (uint64_t)r->opt.connections * r->opt.chunk_size / 2;
     int orc = wpack_open_source(out, &s, opt->flags);
     if (orc == WPACK_OK && r->cache_fd >= 0) {
         /* the index is validated: its XXH3 names this archive's chunks */

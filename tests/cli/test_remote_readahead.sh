@@ -87,7 +87,7 @@ done
 requests >/dev/null
 
 # (d) memory: 4 x 16 MiB with 4 connections x 1 MiB chunks: read-ahead of
-# 2 x 1 MiB steps, stream windows of 4 MiB; peak RSS far below one tensor
+# 2 x 1 MiB steps, stream windows of 2 MiB; peak RSS far below one tensor
 # plus the read-ahead of the next (it would be > 32 MiB unbounded)
 if [ -x /usr/bin/time ]; then
     expect extract_big env WPACK_REMOTE_CONNECTIONS=4 WPACK_REMOTE_CHUNK=1M \
@@ -142,7 +142,7 @@ cp "$W/mixed.wpack" "$W/mixed2.wpack"
 same flipone_mixed "$B/flipone/mixed2.wpack" mixed
 fails flip_mixed "tensor 'm[0-9]+': fetched bytes hash to [0-9a-f]+ twice.*\[WPACK_E_CHECKSUM\]" \
     "$B/flip/mixed.wpack"
-# streamed in windows (2 x 1 MiB: a 3 MiB tensor is larger than the 2 MiB
+# streamed in windows (2 x 1 MiB: a 3 MiB tensor is larger than the 1 MiB
 # window): checked at its end, not fetched again, no output file
 fails flip_streamed "tensor 'm[0-9]+': fetched bytes hash to [0-9a-f]+, the index says" \
     "$B/flip/mixed.wpack" WPACK_REMOTE_CONNECTIONS=2 WPACK_REMOTE_CHUNK=1M
