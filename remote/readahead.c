@@ -130,32 +130,35 @@ static int start_step(wpk_remote *r, struct wpk_ra *a, char *msg, size_t msglen)
         goto nomem_v;
     for (size_t k = 0; k < st->nspans; k++)
         v[k] = (wpk_range){st->spans[k].off, st->spans[k].len, st->buf + st->spans[k].at};
-    a->nlive++;
     int rc = wpk_batch_start(r, v, st->nspans, wpk_remote_piece(r, total), 0, &st->b, msg, msglen);
     free(v);
-    return rc;
+    if (rc)
+        goto fail;
+    a->nlive++;
+    return WPACK_OK;
 nomem_v:
     free(v);
 nomem:
-    a->nlive++;
     wpk_fmt(msg, msglen, "out of memory for a read-ahead of %llu bytes",
             (unsigned long long)total);
-    return WPACK_E_NOMEM;
+    rc = WPACK_E_NOMEM;
+fail: /* no step: the plan resumes where this one would have started */
+    a->i = st->plan_i;
+    a->at = st->plan_at;
+    step_free(r, a, st);
+    return rc;
 }
 
-/* Keep RA_LIVE steps going, their requests sent. */
-static int top_up(wpk_remote *r, struct wpk_ra *a, char *msg, size_t msglen)
+/* Keep RA_LIVE steps going, their requests sent. Out of memory only
+ * leaves fewer steps (none: reads are fetched one by one). */
+static void top_up(wpk_remote *r, struct wpk_ra *a)
 {
+    char msg[200];
     int started = 0;
-    while (a->nlive < RA_LIVE && a->i < a->n) {
-        int rc = start_step(r, a, msg, msglen);
-        if (rc)
-            return rc;
+    while (a->nlive < RA_LIVE && a->i < a->n && start_step(r, a, msg, sizeof msg) == WPACK_OK)
         started = 1;
-    }
     if (started)
         wpk_remote_kick(r);
-    return WPACK_OK;
 }
 
 int wpk_ra_plan(wpk_remote *r, const uint64_t *ranges, size_t n)
@@ -235,8 +238,7 @@ int wpk_ra_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int *rc, 
         if (!s) {
             if (!locate(r, a, off))
                 break;
-            if ((*rc = top_up(r, a, msg, msglen)))
-                break;
+            top_up(r, a);
             if (!(s = find(a, off, &li)))
                 break;
         }
@@ -253,8 +255,7 @@ int wpk_ra_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int *rc, 
             drop_oldest(r, a);
         if (off == a->live[0].end)
             drop_oldest(r, a);
-        if ((*rc = top_up(r, a, msg, msglen)))
-            break;
+        top_up(r, a);
     }
     if (*rc) { /* the plan stays; its failed part is fetched again if read again */
         drop_all(r, a, 1);
