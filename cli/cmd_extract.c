@@ -394,6 +394,14 @@ int cmd_extract(int argc, char **argv)
     }
     if (wo.no_sync)
         st.atomic_flags |= WPK_ATOMIC_NO_SYNC;
+    if (!st.failed) { /* a remote archive fetches ahead, in this order (a hint) */
+        uint64_t *order = malloc((l.n ? l.n : 1) * sizeof *order);
+        for (size_t k = 0; order && k < l.n; k++)
+            order[k] = l.v[k].index;
+        if (order)
+            wpack_read_plan(ar, order, l.n);
+        free(order);
+    }
     cli_progress prog;
     cli_progress_init(&prog, data, l.n, wo.quiet);
     for (size_t k = 0; k < l.n && !st.failed; k++) {

@@ -336,6 +336,19 @@ uint64_t wpack_export_size_bound(const wpack_archive *ar)
     return total;
 }
 
+/* The exporters read entries in index order: a remote archive fetches
+ * ahead along that plan (a hint; one out of memory is only slower). */
+static void plan_in_order(const wpack_archive *ar)
+{
+    uint64_t n = wpack_count(ar);
+    uint64_t *v = n < SIZE_MAX / sizeof *v ? malloc((size_t)(n ? n : 1) * sizeof *v) : NULL;
+    for (uint64_t i = 0; v && i < n; i++)
+        v[i] = i;
+    if (v)
+        wpack_read_plan(ar, v, (size_t)n);
+    free(v);
+}
+
 int wpack_export_file(const wpack_archive *ar, const char *path, int format,
                       const wpack_export_options *opt)
 {
@@ -371,6 +384,8 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         wpk_atomic t;
         rc = wpk_atomic_open(&t, path, (o.flags & WPACK_EXPORT_NO_SYNC) ? WPK_ATOMIC_NO_SYNC : 0,
                              m, sizeof m);
+        if (!rc)
+            plan_in_order(ar);
         if (!rc && format == WPACK_EXPORT_GGUF)
             rc = gguf_export(ar, t.fd, rf, o.progress, o.progress_user, m, sizeof m);
         else if (!rc && format >= WPACK_EXPORT_TRT_CALIB)

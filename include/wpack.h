@@ -257,6 +257,12 @@ typedef struct wpack_source {
      * the tensor, not fetched again: the caller discards what it made of
      * the bytes, as for any stream with WPACK_READ_VERIFY). */
     uint64_t stream_window;
+    /* Optional: the n ranges (pairs off, len, in the order they will be
+     * read) that the reads which follow will ask for (wpack_read_plan); a
+     * new plan replaces the last, n 0 drops it. A hint: the source may fetch
+     * ahead and merge neighbouring ranges; what it hands out still goes
+     * through read() and the checks above. */
+    void (*plan)(void *user, const uint64_t *ranges, size_t n);
 } wpack_source;
 int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned flags);
 void wpack_close(wpack_archive *ar);
@@ -450,6 +456,17 @@ int wpack_read_stream(const wpack_archive *ar, uint64_t i, wpack_read_fn fn, voi
  * fd < 0 or unknown flags, WPACK_E_NOT_FOUND for i out of range.
  */
 int wpack_read_to_fd(const wpack_archive *ar, uint64_t i, int fd, unsigned flags);
+
+/* A hint before reading the n entries (indices) whole, in this order
+ * (extract, export and verify give it): an archive behind a source that
+ * takes plans (wpack_open_url) then fetches them ahead, several requests
+ * in flight while the caller works on earlier ones and small neighbours
+ * merged into one request; its shards each get their part. Nothing
+ * changes for a mapped archive or for what a read returns (every entry is
+ * still checked before any byte of it is handed out). n 0 drops the plan.
+ * WPACK_OK, WPACK_E_NOT_FOUND for an index out of range (no plan given),
+ * WPACK_E_NOMEM. */
+int wpack_read_plan(const wpack_archive *ar, const uint64_t *entries, size_t n);
 
 /* Check entry i's bytes against its checksum once per open: the first call
  * hashes them (decodes a compressed tensor), later calls (from any thread)

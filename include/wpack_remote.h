@@ -27,9 +27,21 @@
  * bodies. A server that ignores Range (HTTP 200), answers with another
  * range, another ETag, more or fewer bytes than asked, or an error page is
  * an error naming the URL and what it did. wpack_read_stream() and
- * wpack_read_to_fd() of a tensor larger than connections x chunk_size fetch
- * it in windows of that size, hashed as they arrive (memory stays bounded;
- * the whole tensor's XXH3 decides the call's result at its end).
+ * wpack_read_to_fd() of a tensor larger than connections x chunk_size / 2
+ * fetch it in windows of that size, hashed as they arrive (memory stays
+ * bounded; the whole tensor's XXH3 decides the call's result at its end).
+ *
+ * Read-ahead: after wpack_read_plan() (extract, export and verify call it)
+ * reads that follow the plan are served from steps of up to connections x
+ * chunk_size / 4 bytes of the planned entries, fetched ahead: neighbours
+ * less than 64 KiB apart go as one request (200 tensors of 4 KiB: one or
+ * two requests, not 200), and two steps are in flight, so the next
+ * requests are out while the caller hashes and writes the current entry.
+ * Memory: the two steps plus one window or entry, connections x
+ * chunk_size in all (64 MiB by default). Not with a cache_dir (its chunks
+ * are read one by one). Every entry is still checked against its XXH3
+ * before any byte of it is handed out; one that fails drops the steps, so
+ * that its refetch goes to the server.
  *
  * The library reads no environment variable: credentials, region and
  * endpoint come from the options (the wpack CLI reads AWS_ACCESS_KEY_ID,

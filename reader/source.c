@@ -281,3 +281,45 @@ int wpk_padding_zero(wpack_archive *ar, uint64_t off, uint64_t n)
     free(b);
     return z;
 }
+
+/* ------------------------------------------------ read plans */
+
+/* Entries' stored extents held by h, in the caller's order, to h's source. */
+static void plan_holder(const wpack_archive *ar, const wpack_archive *h, const uint64_t *entries,
+                       size_t n, uint64_t *v)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        wpack_tensor t;
+        wpk_fill_tensor(ar, entries[i], &t);
+        if (t.fill || t.data || !t.stored_length || wpk_holder(ar, &t) != h)
+            continue;
+        if (k && v[2 * k - 2] == t.offset && v[2 * k - 1] == t.stored_length)
+            continue; /* an alias right after its target: read from the kept copy */
+        v[2 * k] = t.offset;
+        v[2 * k + 1] = t.stored_length;
+        k++;
+    }
+    h->src.plan(h->src.user, v, k);
+}
+
+int wpack_read_plan(const wpack_archive *ar, const uint64_t *entries, size_t n)
+{
+    if (!ar || (n && !entries))
+        return WPACK_E_INVALID_ARGUMENT;
+    for (size_t i = 0; i < n; i++)
+        if (entries[i] >= ar->info.entry_count)
+            return wpk_fail((wpack_archive *)ar, WPACK_E_NOT_FOUND,
+                            "wpack_read_plan: entry %llu of %llu", (unsigned long long)entries[i],
+                            (unsigned long long)ar->info.entry_count);
+    uint64_t *v = n <= SIZE_MAX / (2 * sizeof *v) ? malloc(2 * (n ? n : 1) * sizeof *v) : NULL;
+    if (!v)
+        return WPACK_E_NOMEM;
+    for (uint32_t s = 0; s <= ar->nshards; s++) {
+        const wpack_archive *h = s ? ar->shards[s - 1] : ar;
+        if (h && wpk_unmapped(h) && h->src.plan)
+            plan_holder(ar, h, entries, n, v);
+    }
+    free(v);
+    return WPACK_OK;
+}

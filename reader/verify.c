@@ -1,4 +1,6 @@
 /* verify.c - checksums of tensor bytes and zero padding, on demand. */
+#include <stdlib.h>
+
 #include "bytes.h"
 #include "reader.h"
 
@@ -50,6 +52,18 @@ int wpack_verify_all_progress(wpack_archive *ar, wpack_verify_cb on_bad,
 {
     int first = WPACK_OK;
     uint64_t n = ar->info.entry_count;
+    if (wpk_unmapped(ar) || ar->nshards) { /* a source fetches ahead along this order */
+        uint64_t *v = n < SIZE_MAX / sizeof *v ? calloc((size_t)(n ? n : 1), sizeof *v) : NULL;
+        size_t k = 0;
+        for (uint64_t i = 0; v && i < n; i++) {
+            const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
+            if (r[WPK_E_KIND_OFF] == WPACK_KIND_DATA || r[WPK_E_KIND_OFF] == WPACK_KIND_EXTERNAL)
+                v[k++] = i;
+        }
+        if (v)
+            wpack_read_plan(ar, v, k);
+        free(v);
+    }
     for (uint64_t i = 0; i < n; i++) {
         const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
         if (r[WPK_E_KIND_OFF] != WPACK_KIND_DATA && r[WPK_E_KIND_OFF] != WPACK_KIND_EXTERNAL)

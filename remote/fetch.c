@@ -41,7 +41,21 @@ typedef struct {
     char fatal[400];            /* set by a callback: stop, no retry */
     struct curl_slist *hdrs;
     char errbuf[CURL_ERROR_SIZE];
+    struct wpk_batch *batch;    /* the batch it belongs to */
 } job;
+
+/* Requests started together (one read, or one read-ahead step): they run
+ * on the handle's connections with every other live batch's, the batch
+ * waited for first. */
+struct wpk_batch {
+    job *jobs;
+    uint64_t njobs, done;
+    uint64_t first_waiting;     /* no job before it waits to be started */
+    int probe;
+    int rc;                     /* a job failed for good: this code, msg */
+    char msg[600];
+    struct wpk_batch *next;     /* the handle's live batches, oldest first */
+};
 
 static int64_t now_ms(void)
 {
@@ -298,6 +312,10 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, j->errbuf);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "wpack-remote/0.1");
+    /* 256 KiB a receive, not 16 KiB: a sixteenth of the recv and poll calls
+     * on a fast path; with a rate cap the default, so that pauses stay fine */
+    if (!r->opt.max_bytes_per_s)
+        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
     if (r->opt.ca_file)
         curl_easy_setopt(e, CURLOPT_CAINFO, r->opt.ca_file);
     return WPACK_OK;
@@ -368,7 +386,8 @@ int wpk_remote_init_handles(wpk_remote *r, char *msg, size_t msglen)
 {
     r->multi = curl_multi_init();
     r->easy = calloc(r->opt.connections, sizeof *r->easy);
-    if (!r->multi || !r->easy) {
+    r->slot = calloc(r->opt.connections, sizeof *r->slot);
+    if (!r->multi || !r->easy || !r->slot) {
         wpk_fmt(msg, msglen, "out of memory");
         return WPACK_E_NOMEM;
     }
@@ -387,42 +406,28 @@ int wpk_remote_init_handles(wpk_remote *r, char *msg, size_t msglen)
 
 void wpk_remote_free_handles(wpk_remote *r)
 {
+    while (r->batches && r->slot)
+        wpk_batch_free(r, r->batches);
     if (r->easy)
         for (unsigned s = 0; s < r->opt.connections; s++)
             if (r->easy[s])
                 curl_easy_cleanup(r->easy[s]);
     free(r->easy);
+    free(r->slot);
     r->easy = NULL;
+    r->slot = NULL;
     if (r->multi)
         curl_multi_cleanup(r->multi);
     r->multi = NULL;
 }
 
-/* Jobs for bytes [off, off + n) into dst: chunk_size pieces (probe: one). */
-static uint64_t add_jobs(job *jobs, uint64_t k, wpk_remote *r, uint64_t off, uint8_t *dst,
-                         uint64_t n, uint64_t chunk, int probe)
-{
-    for (uint64_t done = 0; done < n; done += chunk, k++) {
-        jobs[k].r = r;
-        jobs[k].off = off + done;
-        jobs[k].len = n - done < chunk ? n - done : chunk;
-        jobs[k].dst = dst + done;
-        jobs[k].probe = probe;
-    }
-    return k;
-}
 
-static int run_jobs(wpk_remote *r, job *jobs, uint64_t njobs, int probe, uint64_t *got,
-                    char *msg, size_t msglen);
+/* ------------------------------------------------------ batches */
 
 /* Smallest piece a read is split into below chunk_size. */
 #define MIN_PIECE ((uint64_t)1 << 20)
 
-/* The request size for a read of total bytes: chunk_size, but a read
- * smaller than connections x chunk_size is split into (at least)
- * `connections` pieces of MIN_PIECE or more, so that one 8 MiB tensor
- * uses every connection rather than one. */
-static uint64_t piece_of(const wpk_remote *r, uint64_t total)
+uint64_t wpk_remote_piece(const wpk_remote *r, uint64_t total)
 {
     uint64_t chunk = r->opt.chunk_size, c = r->opt.connections;
     uint64_t p = (total + c - 1) / c;
@@ -431,154 +436,259 @@ static uint64_t piece_of(const wpk_remote *r, uint64_t total)
     return p < chunk ? p : chunk;
 }
 
-int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int probe,
-                     uint64_t *got, char *msg, size_t msglen)
+/* Take job j off its connection (s), if it is on one. */
+static void unslot(wpk_remote *r, unsigned s)
 {
-    if (!n)
-        return WPACK_OK;
-    uint64_t chunk = probe ? n : piece_of(r, n);
-    uint64_t njobs = (n - 1) / chunk + 1;
-    job *jobs = njobs <= SIZE_MAX / sizeof *jobs ? calloc((size_t)njobs, sizeof *jobs) : NULL;
-    if (!jobs) {
-        wpk_fmt(msg, msglen, "out of memory for %llu requests", (unsigned long long)njobs);
-        return WPACK_E_NOMEM;
-    }
-    add_jobs(jobs, 0, r, off, dst, n, chunk, probe);
-    int rc = run_jobs(r, jobs, njobs, probe, got, msg, msglen);
-    free(jobs);
-    return rc;
+    job *j = r->slot[s];
+    curl_multi_remove_handle(r->multi, r->easy[s]);
+    curl_slist_free_all(j->hdrs);
+    j->hdrs = NULL;
+    r->slot[s] = NULL;
 }
 
-int wpk_remote_fetch_ranges(wpk_remote *r, const wpk_range *v, size_t nv, char *msg,
-                            size_t msglen)
+int wpk_batch_start(wpk_remote *r, const wpk_range *v, size_t nv, uint64_t piece, int probe,
+                    wpk_batch **out, char *msg, size_t msglen)
 {
-    uint64_t total = 0, njobs = 0;
+    *out = NULL;
+    uint64_t njobs = 0;
     for (size_t i = 0; i < nv; i++)
-        total += v[i].len;
-    uint64_t chunk = piece_of(r, total);
-    for (size_t i = 0; i < nv; i++)
-        njobs += v[i].len ? (v[i].len - 1) / chunk + 1 : 0;
-    if (!njobs)
-        return WPACK_OK;
-    job *jobs = njobs <= SIZE_MAX / sizeof *jobs ? calloc((size_t)njobs, sizeof *jobs) : NULL;
-    if (!jobs) {
+        njobs += v[i].len ? (v[i].len - 1) / piece + 1 : 0;
+    wpk_batch *b = calloc(1, sizeof *b);
+    job *jobs = njobs && njobs <= SIZE_MAX / sizeof *jobs ? calloc((size_t)njobs, sizeof *jobs)
+                                                           : NULL;
+    if (!b || (njobs && !jobs)) {
+        free(b);
+        free(jobs);
         wpk_fmt(msg, msglen, "out of memory for %llu requests", (unsigned long long)njobs);
         return WPACK_E_NOMEM;
     }
     uint64_t k = 0;
     for (size_t i = 0; i < nv; i++)
-        k = add_jobs(jobs, k, r, v[i].off, v[i].dst, v[i].len, chunk, 0);
-    int rc = run_jobs(r, jobs, njobs, 0, NULL, msg, msglen);
-    free(jobs);
-    return rc;
+        for (uint64_t done = 0; done < v[i].len; done += piece, k++) {
+            jobs[k].r = r;
+            jobs[k].off = v[i].off + done;
+            jobs[k].len = v[i].len - done < piece ? v[i].len - done : piece;
+            jobs[k].dst = v[i].dst + done;
+            jobs[k].probe = probe;
+            jobs[k].batch = b;
+        }
+    b->jobs = jobs;
+    b->njobs = njobs;
+    b->probe = probe;
+    wpk_batch **tail = &r->batches; /* appended: started after the older ones */
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = b;
+    *out = b;
+    return WPACK_OK;
 }
 
-/* Run the jobs over the connections: each retried as finish() says. */
-static int run_jobs(wpk_remote *r, job *jobs, uint64_t njobs, int probe, uint64_t *got,
-                    char *msg, size_t msglen)
+void wpk_batch_free(wpk_remote *r, wpk_batch *b)
+{
+    if (!b)
+        return;
+    for (unsigned s = 0; s < r->opt.connections; s++)
+        if (r->slot[s] && ((job *)r->slot[s])->batch == b)
+            unslot(r, s); /* a cancelled read-ahead: its connection may close */
+    for (wpk_batch **p = &r->batches; *p; p = &(*p)->next)
+        if (*p == b) {
+            *p = b->next;
+            break;
+        }
+    free(b->jobs);
+    free(b);
+}
+
+/* The first of x's jobs due to start; *next_at: the earliest retry of
+ * those not due yet. */
+static job *first_due(wpk_batch *x, int64_t now, int64_t *next_at)
+{
+    if (x->rc)
+        return NULL;
+    while (x->first_waiting < x->njobs && x->jobs[x->first_waiting].state != 0)
+        x->first_waiting++;
+    for (uint64_t k = x->first_waiting; k < x->njobs; k++) {
+        job *j = &x->jobs[k];
+        if (j->state != 0)
+            continue;
+        if (j->not_before <= now)
+            return j;
+        if (j->not_before < *next_at)
+            *next_at = j->not_before;
+    }
+    return NULL;
+}
+
+/* The next job for an idle connection: b's first, then the other live
+ * batches' in their order (read-ahead behind the read waited for). */
+static job *next_job(wpk_remote *r, wpk_batch *b, int64_t now, int64_t *next_at)
+{
+    job *j = b ? first_due(b, now, next_at) : NULL;
+    for (wpk_batch *x = r->batches; !j && x; x = x->next)
+        if (x != b)
+            j = first_due(x, now, next_at);
+    return j;
+}
+
+/* 1 when every job of b holding a byte of [off, off + n) is done (n 0: all
+ * of b). */
+static int covered(const wpk_batch *b, uint64_t off, uint64_t n)
+{
+    if (!n)
+        return b->done == b->njobs;
+    for (uint64_t k = 0; k < b->njobs; k++) {
+        const job *j = &b->jobs[k];
+        if (j->state != 2 && j->off < off + n && off < j->off + j->len)
+            return 0;
+    }
+    return 1;
+}
+
+/* A finished transfer on connection s. */
+static void on_done(wpk_remote *r, unsigned s, CURLcode c, uint64_t *got)
+{
+    job *j = r->slot[s];
+    wpk_batch *b = j->batch;
+    int f = finish(j, r->easy[s], c, b->msg, sizeof b->msg);
+    unslot(r, s);
+    if (f == 0) {
+        j->state = 2;
+        b->done++;
+        if (r->opt.on_bytes)
+            r->opt.on_bytes(r->opt.on_bytes_user, j->got);
+        if (b->probe) {
+            if (got)
+                *got = j->got;
+            r->size = j->checked ? j->cr_total : 0;
+            memcpy(r->etag, j->etag, sizeof r->etag);
+            memcpy(r->lastmod, j->lastmod, sizeof r->lastmod);
+        }
+    } else if (f == -1) {
+        j->state = 0; /* again after its backoff */
+        if ((uint64_t)(j - b->jobs) < b->first_waiting)
+            b->first_waiting = (uint64_t)(j - b->jobs);
+    } else {
+        b->rc = f; /* the batch has failed: its other transfers stop */
+        for (unsigned t = 0; t < r->opt.connections; t++)
+            if (r->slot[t] && ((job *)r->slot[t])->batch == b)
+                unslot(r, t);
+    }
+}
+
+/* One round over the connections: idle ones get the next due requests
+ * (b's first; b may be NULL), transfers move, finished ones are handled.
+ * *running: transfers under way; *next_at: the earliest retry not due yet.
+ * WPACK_OK, or a request that could not be set up (b's error). */
+static int pump(wpk_remote *r, wpk_batch *b, uint64_t *got, int *running, int64_t *next_at,
+                char *msg, size_t msglen)
 {
     unsigned nslots = r->opt.connections;
-    int64_t *slot = calloc(nslots, sizeof *slot);
-    if (!slot) {
-        wpk_fmt(msg, msglen, "out of memory");
-        return WPACK_E_NOMEM;
-    }
-    for (unsigned s = 0; s < nslots; s++)
-        slot[s] = -1;
-    CURLM *m = r->multi;
-    uint64_t done = 0, first_waiting = 0;
-    int rc = WPACK_OK, running = 0;
-    while (done < njobs && rc == WPACK_OK) {
-        int64_t now = now_ms(), next_at = INT64_MAX;
-        /* Start waiting chunks (in order) on idle connections. */
-        uint64_t k = first_waiting;
-        for (unsigned s = 0; s < nslots && rc == WPACK_OK; s++) {
-            if (slot[s] >= 0)
+    int64_t now = now_ms();
+    *next_at = INT64_MAX;
+    *running = 0;
+    for (unsigned s = 0; s < nslots; s++) {
+        if (!r->slot[s]) {
+            job *j = next_job(r, b, now, next_at);
+            if (!j)
                 continue;
-            while (k < njobs && (jobs[k].state != 0 || jobs[k].not_before > now)) {
-                if (jobs[k].state == 0 && jobs[k].not_before < next_at)
-                    next_at = jobs[k].not_before;
-                k++;
+            int rc = setup(j, r->easy[s], msg, msglen);
+            if (rc) {
+                j->batch->rc = rc;
+                wpk_fmt(j->batch->msg, sizeof j->batch->msg, "%s", msg);
+                return rc;
             }
-            if (k == njobs)
-                break;
-            job *j = &jobs[k];
-            if ((rc = setup(j, r->easy[s], msg, msglen)))
-                break;
             j->attempts++;
             j->state = 1;
-            curl_multi_add_handle(m, r->easy[s]);
-            slot[s] = (int64_t)k;
-            running++;
+            curl_multi_add_handle(r->multi, r->easy[s]);
+            r->slot[s] = j;
         }
-        while (first_waiting < njobs && jobs[first_waiting].state != 0)
-            first_waiting++;
-        if (rc)
-            break;
-        int still = 0;
-        curl_multi_perform(m, &still);
-        CURLMsg *cm;
-        int q;
-        while ((cm = curl_multi_info_read(m, &q))) {
-            if (cm->msg != CURLMSG_DONE)
-                continue;
-            unsigned s = 0;
-            while (s < nslots && r->easy[s] != cm->easy_handle)
-                s++;
-            if (s == nslots || slot[s] < 0)
-                continue;
-            job *j = &jobs[slot[s]];
-            CURLcode c = cm->data.result;
-            int f = finish(j, r->easy[s], c, msg, msglen);
-            curl_multi_remove_handle(m, r->easy[s]);
-            curl_slist_free_all(j->hdrs);
-            j->hdrs = NULL;
-            slot[s] = -1;
-            running--;
-            if (f == 0) {
-                j->state = 2;
-                done++;
-                if (r->opt.on_bytes)
-                    r->opt.on_bytes(r->opt.on_bytes_user, j->got);
-                if (probe && got)
-                    *got = j->got;
-                if (probe) {
-                    r->size = j->checked ? j->cr_total : 0;
-                    memcpy(r->etag, j->etag, sizeof r->etag);
-                    memcpy(r->lastmod, j->lastmod, sizeof r->lastmod);
-                }
-            } else if (f == -1) {
-                j->state = 0;
-                if ((uint64_t)(j - jobs) < first_waiting)
-                    first_waiting = (uint64_t)(j - jobs);
-            } else {
-                rc = f;
-                break;
-            }
+        (*running)++;
+    }
+    int still = 0;
+    curl_multi_perform(r->multi, &still);
+    CURLMsg *cm;
+    int q;
+    while ((cm = curl_multi_info_read(r->multi, &q))) {
+        if (cm->msg != CURLMSG_DONE)
+            continue;
+        unsigned s = 0;
+        while (s < nslots && r->easy[s] != cm->easy_handle)
+            s++;
+        if (s < nslots && r->slot[s])
+            on_done(r, s, cm->data.result, got);
+    }
+    return WPACK_OK;
+}
+
+void wpk_remote_kick(wpk_remote *r)
+{
+    int running;
+    int64_t next_at;
+    char msg[600];
+    pump(r, NULL, NULL, &running, &next_at, msg, sizeof msg); /* errors: at the wait */
+}
+
+int wpk_batch_wait(wpk_remote *r, wpk_batch *b, uint64_t off, uint64_t n, uint64_t *got,
+                   char *msg, size_t msglen)
+{
+    unsigned nslots = r->opt.connections;
+    for (;;) {
+        if (b->rc) {
+            wpk_fmt(msg, msglen, "%s", b->msg);
+            return b->rc;
         }
-        if (rc || done == njobs)
-            break;
+        if (covered(b, off, n))
+            return WPACK_OK;
+        int running;
+        int64_t next_at;
+        if (pump(r, b, got, &running, &next_at, msg, msglen) || b->rc || covered(b, off, n))
+            continue;
         int64_t wait = running ? 1000 : next_at == INT64_MAX ? 10 : next_at - now_ms();
         if (r->opt.max_bytes_per_s) { /* resume paused transfers, or wait for tokens */
             int64_t rw = rate_wait_ms(r);
             for (unsigned s = 0; s < nslots && rw == 0; s++)
-                if (slot[s] >= 0 && jobs[slot[s]].paused) {
-                    jobs[slot[s]].paused = 0;
+                if (r->slot[s] && ((job *)r->slot[s])->paused) {
+                    ((job *)r->slot[s])->paused = 0;
                     curl_easy_pause(r->easy[s], CURLPAUSE_CONT);
                     rw = rate_wait_ms(r);
                 }
             for (unsigned s = 0; s < nslots; s++)
-                if (slot[s] >= 0 && jobs[slot[s]].paused && rw < wait)
+                if (r->slot[s] && ((job *)r->slot[s])->paused && rw < wait)
                     wait = rw;
         }
         if (wait > 0)
-            curl_multi_poll(m, NULL, 0, (int)(wait < 1000 ? wait : 1000), NULL);
+            curl_multi_poll(r->multi, NULL, 0, (int)(wait < 1000 ? wait : 1000), NULL);
     }
-    for (unsigned s = 0; s < nslots; s++)
-        if (slot[s] >= 0) {
-            curl_multi_remove_handle(m, r->easy[s]);
-            curl_slist_free_all(jobs[slot[s]].hdrs);
-        }
-    free(slot);
+}
+
+/* Start the ranges as a batch, wait for all of it, drop it. */
+static int fetch_now(wpk_remote *r, const wpk_range *v, size_t nv, uint64_t piece, int probe,
+                     uint64_t *got, char *msg, size_t msglen)
+{
+    wpk_batch *b;
+    int rc = wpk_batch_start(r, v, nv, piece, probe, &b, msg, msglen);
+    if (rc == WPACK_OK)
+        rc = wpk_batch_wait(r, b, 0, 0, got, msg, msglen);
+    wpk_batch_free(r, b);
     return rc;
+}
+
+int wpk_remote_fetch(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int probe,
+                     uint64_t *got, char *msg, size_t msglen)
+{
+    if (!n)
+        return WPACK_OK;
+    wpk_range v = {off, n, dst};
+    return fetch_now(r, &v, 1, probe ? n : wpk_remote_piece(r, n), probe, got, msg, msglen);
+}
+
+int wpk_remote_fetch_ranges(wpk_remote *r, const wpk_range *v, size_t nv, char *msg,
+                            size_t msglen)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < nv; i++)
+        total += v[i].len;
+    if (!total)
+        return WPACK_OK;
+    return fetch_now(r, v, nv, wpk_remote_piece(r, total), 0, NULL, msg, msglen);
 }

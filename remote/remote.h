@@ -47,6 +47,9 @@ typedef struct wpk_remote {
     pthread_mutex_t lock;       /* one read at a time per object */
     void *multi;                /* CURLM */
     void **easy;                /* opt.connections CURL handles, kept for their connections */
+    void **slot;                /* the request running on each (fetch.c's job), or NULL */
+    struct wpk_batch *batches;  /* live batches of requests, oldest first (fetch.c) */
+    struct wpk_ra *ra;          /* the read-ahead plan (readahead.c), or NULL */
     uint8_t *head;              /* bytes [0, head_len) */
     uint64_t head_len;
     uint8_t *tail;              /* bytes [tail_off, tail_off + tail_len) */
@@ -76,8 +79,45 @@ typedef struct {
 } wpk_range;
 int wpk_remote_fetch_ranges(wpk_remote *r, const wpk_range *v, size_t nv, char *msg,
                             size_t msglen);
+/* A batch: ranges whose requests (pieces of at most piece bytes) are
+ * started together and run, with every other live batch's, while any
+ * batch is waited for: read-ahead keeps a batch in flight while the
+ * caller works on what an earlier one brought. wpk_batch_wait returns once
+ * the requests holding [off, off + n) (n 0: all) are in, or the error that
+ * ended the batch (its other requests stopped). wpk_batch_free cancels
+ * what still runs. The dst buffers must outlive the batch. */
+typedef struct wpk_batch wpk_batch;
+int wpk_batch_start(wpk_remote *r, const wpk_range *v, size_t nv, uint64_t piece, int probe,
+                    wpk_batch **out, char *msg, size_t msglen);
+int wpk_batch_wait(wpk_remote *r, wpk_batch *b, uint64_t off, uint64_t n, uint64_t *got,
+                   char *msg, size_t msglen);
+void wpk_batch_free(wpk_remote *r, wpk_batch *b);
+/* Start due requests on idle connections and move transfers once, without
+ * waiting: read-ahead sends its requests before the caller goes off to
+ * work on what it got (their errors surface when waited for). */
+void wpk_remote_kick(wpk_remote *r);
+/* The request size for a read of total bytes: chunk_size, but a read
+ * smaller than connections x chunk_size goes as (at least) `connections`
+ * pieces of 1 MiB or more, so that one 8 MiB tensor uses every
+ * connection rather than one. */
+uint64_t wpk_remote_piece(const wpk_remote *r, uint64_t total);
 int wpk_remote_init_handles(wpk_remote *r, char *msg, size_t msglen);
 void wpk_remote_free_handles(wpk_remote *r);
+
+/* readahead.c: the plan wpack_read_plan() passes (n pairs off, len: the
+ * ranges the reader will read next, in order) replaces the last one.
+ * Reads that follow it are served from steps of up to connections x
+ * chunk_size / 4 bytes of planned ranges (neighbours less than 64 KiB apart
+ * merged into one request), two steps in flight at most: memory
+ * connections x chunk_size / 2. wpk_ra_read: 1 when it served (part of)
+ * the read (*rc its result), 0 when [off, off + n) is not planned. */
+int wpk_ra_plan(wpk_remote *r, const uint64_t *ranges, size_t n);
+int wpk_ra_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int *rc, char *msg,
+                size_t msglen);
+/* Bytes of [off, off + n) failed a check: the steps holding them are
+ * dropped, the plan rewound to the oldest, so a re-read fetches afresh. */
+void wpk_ra_forget(wpk_remote *r, uint64_t off, uint64_t n);
+void wpk_ra_free(wpk_remote *r);
 
 /* cache.c. Open (creating it 0700 if missing) opt.cache_dir: WPACK_OK or
  * an error with msg (not a directory, a symlink, another user's, writable

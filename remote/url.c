@@ -39,6 +39,7 @@ static void remote_free(wpk_remote *r)
 {
     if (!r)
         return;
+    wpk_ra_free(r); /* before the handles: its batches run on them */
     wpk_remote_free_handles(r);
     wpk_cache_close(r);
     pthread_mutex_destroy(&r->lock);
@@ -199,8 +200,11 @@ static int src_read(void *user, uint64_t off, void *dst, size_t n, char *msg, si
     }
     pthread_mutex_lock(&r->lock);
     char why[500] = "";
-    int rc = r->cache_on ? wpk_cache_read(r, off, dst, n, why, sizeof why)
-                         : wpk_remote_fetch(r, off, dst, n, 0, NULL, why, sizeof why);
+    int rc;
+    if (r->cache_on)
+        rc = wpk_cache_read(r, off, dst, n, why, sizeof why);
+    else if (!wpk_ra_read(r, off, dst, n, &rc, why, sizeof why))
+        rc = wpk_remote_fetch(r, off, dst, n, 0, NULL, why, sizeof why);
     pthread_mutex_unlock(&r->lock);
     if (rc)
         wpk_fmt(msg, msglen, "%s: %s", r->shown, why);
@@ -212,6 +216,18 @@ static void src_forget(void *user, uint64_t off, uint64_t n)
     wpk_remote *r = user;
     pthread_mutex_lock(&r->lock);
     wpk_cache_forget(r, off, n);
+    wpk_ra_forget(r, off, n);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* The reader's plan: read-ahead (readahead.c), but not through the chunk
+ * cache, whose chunks are read and stored one by one. */
+static void src_plan(void *user, const uint64_t *ranges, size_t n)
+{
+    wpk_remote *r = user;
+    pthread_mutex_lock(&r->lock);
+    if (!r->cache_on)
+        wpk_ra_plan(r, ranges, n); /* out of memory: no plan, reads go one by one */
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -299,8 +315,11 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     s.open_shard = src_open_shard;
     s.close = src_close;
     s.forget = src_forget;
-    /* stream large entries in windows of one round over the connections */
-    s.stream_window = (uint64_t)r->opt.connections * r->opt.chunk_size;
+    s.plan = src_plan;
+    /* stream large entries in windows of half a round over the connections:
+     * with the read-ahead's two steps (the other half) memory stays within
+     * connections x chunk_size */
+    s.stream_window = (uint64_t)r->opt.connections * r->opt.chunk_size / 2;
     int orc = wpack_open_source(out, &s, opt->flags);
     if (orc == WPACK_OK && r->cache_fd >= 0) {
         /* the index is validated: its XXH3 names this archive's chunks */

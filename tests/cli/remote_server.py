@@ -12,7 +12,8 @@ picks the behaviour, the rest names a file under ROOT:
   /more/F        206 with more bytes than the Content-Range says
   /wrongrange/F  206 with the Content-Range of another range
   /flaky/F       503 for the first 2 requests of each range, then right
-  /flip/F        right headers, one byte of the body flipped (beyond 64 KiB)
+  /flip/F        right headers, the middle byte of the body flipped (ranges
+                 reaching beyond the first 64 KiB, but for the last request)
   /flipone/F     as flip, for the first such request only
   /changed/F     ETag "v2" after the first 2 requests (same bytes)
   /changed412/F  as changed, and If-Match honoured (412)
@@ -208,8 +209,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(30)
             self.close_connection = True
             return
-        # a tensor's range (not the open's first or last request)
-        if mode in ("flip", "flipone") and a >= 65536 and b < size - 1 and \
+        # a tensor's range (not the open's first or last request; a merged
+        # read-ahead request may start inside the first 64 KiB)
+        if mode in ("flip", "flipone") and b >= 65536 and b < size - 1 and \
                 (mode == "flip" or count((mode, "flipped")) == 1):
             body = bytearray(body)
             body[len(body) // 2] ^= 0x40
