@@ -239,10 +239,12 @@ static void src_close(void *user)
 static int src_open_shard(void *user, const char *name, unsigned flags, wpack_archive **out)
 {
     wpk_remote *r = user;
-    /* The shard's URL: the manifest's, with its last path segment replaced. */
+    /* The shard's URL: the manifest's, with its last path segment replaced.
+     * An http(s) URL is percent-encoded, so the name is encoded into it; an
+     * s3:// URL holds the raw key (s3_target encodes it), so it is not. */
     const char *slash = strrchr(r->shown, '/');
     size_t dir = (size_t)(slash - r->shown) + 1;
-    char *enc = encode(name, strlen(name), 0);
+    char *enc = r->s3 ? strdup(name) : encode(name, strlen(name), 0);
     char *url = enc ? malloc(dir + strlen(enc) + 1) : NULL;
     if (!url) {
         free(enc);

@@ -80,3 +80,35 @@ start_bad_server() {
     return 1
 }
 
+# same_output NAME LOCAL URL CMD-WITH-@A@...: the command on the URL and
+# on the local path print the same (the archive's own name replaced).
+same_output() {
+    local name=$1 local_a=$2 url=$3; shift 3
+    local args_l=() args_u=() a
+    for a in "$@"; do args_l+=("${a//@A@/$local_a}"); args_u+=("${a//@A@/$url}"); done
+    if ! "$WPACK" "${args_u[@]}" >"$T/o.url" 2>"$T/e.url"; then
+        fail "$name" "url: $(head -c 400 "$T/e.url")"; return
+    fi
+    "$WPACK" "${args_l[@]}" >"$T/o.local" 2>&1
+    sed -i -e "s|$url|ARCHIVE|g" -e "s|${url%/*}/|DIR/|g" "$T/o.url"
+    sed -i -e "s|$local_a|ARCHIVE|g" -e "s|${local_a%/*}/|DIR/|g" "$T/o.local"
+    cmp -s "$T/o.url" "$T/o.local" && pass "$name" || fail "$name" "$(diff "$T/o.url" "$T/o.local" | head -5)"
+}
+
+# reads_equal NAME LOCAL URL: inspect (text and JSON) and verify of URL
+# print what they print for LOCAL; extract and export of URL write the
+# same bytes.
+reads_equal() {
+    local n=$1 l=$2 u=$3
+    same_output "inspect_$n" "$l" "$u" inspect @A@
+    same_output "inspect_json_$n" "$l" "$u" inspect --json @A@
+    same_output "verify_$n" "$l" "$u" verify @A@
+    rm -rf "$T/xu" "$T/xl"
+    expect "extract_$n" "$WPACK" extract -q -o "$T/xu" "$u"
+    "$WPACK" extract -q -o "$T/xl" "$l"
+    diff -r "$T/xu" "$T/xl" >/dev/null && pass "extract_same_bytes_$n" || fail "extract_same_bytes_$n"
+    rm -f "$T/u.st" "$T/l.st"
+    expect "export_$n" "$WPACK" export "$u" --to safetensors -o "$T/u.st"
+    "$WPACK" export "$l" --to safetensors -o "$T/l.st" >/dev/null 2>&1
+    cmp -s "$T/u.st" "$T/l.st" && pass "export_same_bytes_$n" || fail "export_same_bytes_$n"
+}
