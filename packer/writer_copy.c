@@ -31,7 +31,6 @@
 
 #include "writer.h"
 
-#define COPY_CHUNK (8u << 20) /* write_plain's read buffer */
 #define STEP (256u << 10)     /* bytes read, hashed, then copied per step: stays in L2 */
 #define PAR_STEP (4u << 20)   /* the same with weight stats on an executor (writer_par.c) */
 #define COPY_MIN (64u << 10)  /* below this the syscalls cost more than they save */
@@ -45,26 +44,6 @@ static int read_at(wpack_writer *w, int fd, uint64_t off, uint8_t *buf, size_t n
                          "input: read at offset %llu failed: %s", (unsigned long long)off,
                          e == ENODATA ? "the file ended early" : strerror(e));
     return WPACK_OK;
-}
-
-/* The ordinary path: wpack_writer_write of the bytes (read when data is NULL). */
-static int write_plain(wpack_writer *w, const uint8_t *data, int fd, uint64_t off, size_t n)
-{
-    if (data || !n)
-        return wpack_writer_write(w, data, n);
-    uint8_t *buf = malloc(n < COPY_CHUNK ? n : COPY_CHUNK);
-    if (!buf)
-        return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-    int rc = WPACK_OK;
-    for (size_t done = 0; !rc && done < n;) {
-        size_t k = n - done < COPY_CHUNK ? n - done : COPY_CHUNK;
-        rc = read_at(w, fd, off + done, buf, k);
-        if (!rc)
-            rc = wpack_writer_write(w, buf, k);
-        done += k;
-    }
-    free(buf);
-    return rc;
 }
 
 int wpk_copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size_t n)
@@ -116,6 +95,28 @@ static uint8_t *step_buf(wpack_writer *w, size_t n)
         w->copy_buf_len = n;
     }
     return w->copy_buf;
+}
+
+/* The ordinary path: wpack_writer_write of the bytes (read when data is
+ * NULL) through the writer's kept buffer: a malloc per call would be one per
+ * piece an importer hands in (and under ASan each freed buffer waits in its
+ * quarantine, which held ~256 MiB on a 256 MiB compressed create). */
+static int write_plain(wpack_writer *w, const uint8_t *data, int fd, uint64_t off, size_t n)
+{
+    if (data || !n)
+        return wpack_writer_write(w, data, n);
+    uint8_t *buf = step_buf(w, n < PAR_STEP ? n : PAR_STEP);
+    if (!buf)
+        return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    int rc = WPACK_OK;
+    for (size_t done = 0; !rc && done < n;) {
+        size_t k = n - done < PAR_STEP ? n - done : PAR_STEP;
+        rc = read_at(w, fd, off + done, buf, k);
+        if (!rc)
+            rc = wpack_writer_write(w, buf, k);
+        done += k;
+    }
+    return rc;
 }
 
 int wpack_writer_write_from_fd(wpack_writer *w, const void *data, int fd, uint64_t off,
