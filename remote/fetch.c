@@ -33,7 +33,7 @@ typedef struct {
     int probe;
     /* the response being received (reset at each status line: redirects) */
     long status;
-    int have_range, checked;
+    int have_range, range_empty, checked; /* range_empty: Content-Range total 0 */
     uint64_t cr_first, cr_last, cr_total;
     char etag[256], lastmod[128], ctype[64];
     char snippet[SNIPPET + 1];
@@ -99,15 +99,17 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
     if (n > 5 && strncmp(p, "HTTP/", 5) == 0) { /* a new response (after a redirect, a 100) */
         const char *sp = memchr(p, ' ', n);
         j->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        j->have_range = 0;
+        j->have_range = j->range_empty = 0;
         j->etag[0] = j->lastmod[0] = j->ctype[0] = 0;
         j->snippet_len = 0;
     } else if (is_header(p, n, "content-range", &v, &vn)) {
         header_value(v, vn, tmp, sizeof tmp);
         unsigned long long a, b, t;
         char end;
-        j->have_range = sscanf(tmp, "bytes %llu-%llu/%llu%c", &a, &b, &t, &end) == 3 && a <= b &&
-                        b < t;
+        int k = sscanf(tmp, "bytes %llu-%llu/%llu%c", &a, &b, &t, &end);
+        j->have_range = k == 3 && a <= b && b < t;
+        /* an empty object: total 0 (RFC 9110 "bytes STAR/0", or "bytes 0-0/0" from some S3 servers) */
+        j->range_empty = (k == 3 && t == 0) || strcmp(tmp, "bytes */0") == 0;
         j->cr_first = a;
         j->cr_last = b;
         j->cr_total = t;
@@ -252,7 +254,7 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     j->status = 0;
     j->got = 0;
     j->checked = 0;
-    j->have_range = 0;
+    j->have_range = j->range_empty = 0;
     j->fatal[0] = j->errbuf[0] = 0;
     j->snippet_len = 0;
     j->paused = 0;
@@ -343,8 +345,15 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     }
     if (c == CURLE_OK && j->status == 206 && j->checked && j->got == j->want)
         return 0;
-    if (c == CURLE_OK && j->probe && j->status == 416)
-        return 0; /* an empty object: nothing to range over (the reader says what it is) */
+    /* an empty object: nothing to range over (the reader says what it is) */
+    if (c == CURLE_OK && j->probe && (j->status == 416 || (j->status == 206 && j->range_empty && !j->got)))
+        return 0;
+    /* a 206 with no body never reached on_body's check: a bad Content-Range
+     * is the server's answer, not a transfer to retry */
+    if (c == CURLE_OK && j->status == 206 && !j->checked && !j->got && !check_response(j)) {
+        wpk_fmt(msg, msglen, "%s", j->fatal);
+        return WPACK_E_IO;
+    }
     int retry;
     if (c != CURLE_OK && !(c == CURLE_WRITE_ERROR && j->status != 206 && j->status)) {
         retry = retryable_curl(c);

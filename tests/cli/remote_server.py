@@ -19,6 +19,9 @@ picks the behaviour, the rest names a file under ROOT:
   /changed412/F  as changed, and If-Match honoured (412)
   /stall/F       headers, then silence for 30 s
   /redirect/F    302 to REDIRECT_BASE/F (another server)
+  /nocr/F        206 with no Content-Range and no body (ranges past 0)
+  /zeroes3/F     an empty F answered as some S3 servers do: 206,
+                 "Content-Range: bytes 0-0/0", no body
   /s3/BUCKET/F   S3 path style: AWS Signature Version 4 checked with its own
                  implementation (hmac, hashlib); 403 SignatureDoesNotMatch
                  for a bad one. Credentials: AKIDTEST / secret/TEST+key and
@@ -166,6 +169,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.log(mode, 200)
             return self.send(200, data, hdr)
         a, b = int(m.group(1)), int(m.group(2))
+        if mode == "zeroes3" and size == 0:
+            self.log(mode, 206)
+            return self.send(206, b"", hdr + [("Content-Range", "bytes 0-0/0")])
+        if mode == "nocr" and a > 0:
+            self.log(mode, 206)
+            return self.send(206, b"", hdr)
         if a >= size:
             self.log(mode, 416)
             return self.send(416, b"", [("Content-Range", "bytes */%d" % size)])

@@ -59,6 +59,21 @@ extract_fails flipped_byte "tensor 't1': fetched bytes hash to [0-9a-f]+ twice.*
 extract_fails changed_etag "changed since it was opened \(ETag \"v2\".*at open \"v1\"" "$B/changed/a.wpack"
 extract_fails changed_if_match "HTTP 412 \(the object changed since it was opened" "$B/changed412/a.wpack"
 extract_fails stalled "[Tt]imeout|timed out" "$B/stall/a.wpack"
+# a 206 with neither Content-Range nor body: an error at once, not a retry
+: >"$T/requests.log"
+extract_fails no_content_range "HTTP 206 without a valid Content-Range for bytes [0-9]+-[0-9]+" "$B/nocr/a.wpack"
+# (the open's first request, from byte 0, is answered right; no range twice)
+[ -s "$T/requests.log" ] && [ -z "$(sort "$T/requests.log" | uniq -d)" ] &&
+    pass no_content_range_not_retried || fail no_content_range_not_retried "$(cat "$T/requests.log")"
+# an empty object answered "206 bytes 0-0/0": not an archive, said at once
+: >"$T/www/empty.wpack"
+: >"$T/requests.log"
+expect_fail empty_object_206 "empty.wpack.*(empty|0 bytes|too small|not a wpack)" \
+    "$WPACK" inspect "$B/zeroes3/empty.wpack"
+[ "$(grep -c '^zeroes3 ' "$T/requests.log")" = 1 ] && pass empty_object_206_one_request ||
+    fail empty_object_206_one_request "$(cat "$T/requests.log")"
+expect_fail empty_object_416 "empty.wpack.*(empty|0 bytes|too small|not a wpack)" \
+    "$WPACK" inspect "$B/ok/empty.wpack"
 # verify finds the flipped bytes too, naming the tensor
 expect_fail verify_flipped "tensor 't[0-9]': fetched bytes hash" "$WPACK" verify "$B/flip/a.wpack"
 
