@@ -17,8 +17,10 @@
 #include "remote.h"
 
 /* A body of an error response kept for the message (an HTML page, an S3
- * XML error); longer ones are cut off (the transfer is stopped). */
-#define SNIPPET 160
+ * XML error); longer ones are cut off (the transfer is stopped). An S3
+ * error's XML declaration and indentation take ~100 bytes before <Code>. */
+#define SNIPPET 1024
+#define SHOWN 200 /* of it in a message */
 
 typedef struct {
     wpk_remote *r;
@@ -235,14 +237,45 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *u)
     return n;
 }
 
-/* Printable start of an error body, for the message. */
+/* The text between <tag> and </tag> in the snippet, or NULL. */
+static const char *xml_field(const job *j, const char *tag, size_t *len)
+{
+    char open[24], close[24];
+    wpk_fmt(open, sizeof open, "<%s>", tag);
+    wpk_fmt(close, sizeof close, "</%s>", tag);
+    const char *a = memmem(j->snippet, j->snippet_len, open, strlen(open));
+    if (!a)
+        return NULL;
+    a += strlen(open);
+    const char *end = (const char *)j->snippet + j->snippet_len;
+    const char *b = memmem(a, (size_t)(end - a), close, strlen(close));
+    *len = (size_t)((b ? b : end) - a);
+    return a;
+}
+
+/* Printable text of an error body for the message: an S3 XML error's Code
+ * and Message, else the body's start; control bytes and runs of blanks
+ * become one space. */
 static void snippet_text(const job *j, char *out, size_t outlen)
 {
-    size_t k = 0;
-    for (size_t i = 0; i < j->snippet_len && k + 1 < outlen; i++) {
-        char c = (char)j->snippet[i];
-        out[k++] = c >= 0x20 && c < 0x7f ? c : ' ';
+    size_t code_len = 0, msg_len = 0, k = 0;
+    const char *code = xml_field(j, "Code", &code_len);
+    const char *text = code ? xml_field(j, "Message", &msg_len) : NULL;
+    const char *parts[3] = {code, text ? ": " : NULL, text};
+    size_t lens[3] = {code_len, 2, msg_len};
+    if (!code) {
+        parts[0] = (const char *)j->snippet;
+        lens[0] = j->snippet_len;
     }
+    if (outlen > SHOWN + 1)
+        outlen = SHOWN + 1;
+    for (int p = 0; p < 3; p++)
+        for (size_t i = 0; parts[p] && i < lens[p] && k + 1 < outlen; i++) {
+            char c = parts[p][i];
+            c = c >= 0x20 && c < 0x7f ? c : ' ';
+            if (c != ' ' || (k && out[k - 1] != ' '))
+                out[k++] = c;
+        }
     out[k] = 0;
 }
 
@@ -338,7 +371,7 @@ static int retryable_curl(CURLcode c)
 static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
 {
     wpk_remote *r = j->r;
-    char why[600], body[SNIPPET + 1];
+    char why[600], body[SHOWN + 1];
     if (j->fatal[0]) {
         wpk_fmt(msg, msglen, "%s", j->fatal);
         return WPACK_E_IO;

@@ -148,7 +148,7 @@ bad=$(grep -v '^GET /models/set/[^ ]* "bytes=[0-9]*-[0-9]*" 206$' "$LOGF")
 # no_output NAME: the failed extract left nothing
 no_output() { [ ! -e "$T/xo" ] && pass "${1}_no_output" || fail "${1}_no_output" "$(ls -R "$T/xo")"; }
 rm -rf "$T/xo"
-expect_fail wrong_secret "s3://models/a.wpack: GET bytes 0-65535: HTTP 403 \(access denied.*SignatureDoesNotMatch.*\[WPACK_E_IO\]" \
+expect_fail wrong_secret "s3://models/a.wpack: GET bytes 0-65535: HTTP 403 \(access denied: check the credentials\): SignatureDoesNotMatch: The request signature we calculated does not match.*\[WPACK_E_IO\]" \
     env AWS_SECRET_ACCESS_KEY=wrong "$WPACK" extract -q -o "$T/xo" "$S/a.wpack" t1
 no_output wrong_secret
 expect_fail wrong_key "s3://models/a.wpack: .*HTTP 403.*InvalidAccessKeyId" \
@@ -156,7 +156,7 @@ expect_fail wrong_key "s3://models/a.wpack: .*HTTP 403.*InvalidAccessKeyId" \
 no_output wrong_key
 expect_fail unsigned "s3://models/a.wpack: .*HTTP 403.*AccessDenied" \
     env AWS_ACCESS_KEY_ID= AWS_SECRET_ACCESS_KEY= "$WPACK" inspect "$S/a.wpack"
-expect_fail missing_key "s3://models/nope.wpack: GET bytes 0-65535: HTTP 404 \(not found\).*NoSuchKey.*\[WPACK_E_IO\]" \
+expect_fail missing_key "s3://models/nope.wpack: GET bytes 0-65535: HTTP 404 \(not found\): NoSuchKey: The specified key does not exist.*\[WPACK_E_IO\]" \
     "$WPACK" extract -q -o "$T/xo" "$S/nope.wpack"
 no_output missing_key
 expect_fail missing_bucket "s3://nobucket/a.wpack: .*HTTP 404.*NoSuchBucket" "$WPACK" inspect s3://nobucket/a.wpack
