@@ -92,7 +92,7 @@ static int apply(wpack_update *u, const change *c)
     case OPT_STATS:
         rc = stats_load_file_to(c->value, to_update, u, err, sizeof err);
         if (rc)
-            cli_error("--stats %s: %s [%s]", c->value, err, wpack_error_name(rc));
+            cli_error("%s [%s]", err, wpack_error_name(rc)); /* err starts with the path */
         return rc;
     case OPT_META:
         if (!cli_split_pair(c->value, "--meta", &key, &v))

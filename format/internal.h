@@ -90,6 +90,9 @@ int wpk_write_all(int fd, const void *p, size_t n);
 /* Read exactly n bytes of fd at off, retrying short reads and EINTR.
  * Returns 0, or the errno of the failure (ENODATA when the file ends first). */
 int wpk_pread_all(int fd, void *p, size_t n, uint64_t off);
+/* Write all n bytes to fd at off (pwrite; the file position stays).
+ * Returns 0, or the errno of the failure (ENOSPC when no progress). */
+int wpk_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 /* One copy_file_range of up to n bytes from in at off to out's file
  * position (EINTR retried): the bytes copied; 0 when the kernel refuses
  * here (EXDEV, EINVAL, ENOSYS, EOPNOTSUPP, EBADF, ETXTBSY) or copies

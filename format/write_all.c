@@ -45,6 +45,22 @@ int wpk_pread_all(int fd, void *p, size_t n, uint64_t off)
     return 0;
 }
 
+int wpk_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+    const uint8_t *b = p;
+    while (n) {
+        ssize_t k = pwrite(fd, b, n, (off_t)off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return k < 0 ? (errno ? errno : EIO) : ENOSPC;
+        b += k;
+        off += (uint64_t)k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
 /* Refusals that mean "not here" (another file system, an old kernel, a
  * file system without it, a file that is not regular, O_APPEND), not a
  * failed disk: the caller reads and writes instead. */

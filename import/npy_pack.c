@@ -100,24 +100,16 @@ static int emit(packer *pk, size_t nbytes)
 /* pread exactly n bytes at off; a short file is an error (it shrank). */
 static int read_at(packer *pk, int fd, void *dst, size_t n, uint64_t off)
 {
-    uint8_t *p = dst;
-    while (n) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            wpk_fmt(pk->err, pk->errlen, "%s: read at byte %llu failed: %s", pk->qpath,
-                    (unsigned long long)off, strerror(errno));
-            return WPACK_E_IO;
-        }
-        if (r == 0) {
-            wpk_fmt(pk->err, pk->errlen, "%s: file shrank while being read (end at byte %llu)",
-                    pk->qpath, (unsigned long long)off);
-            return WPACK_E_IO;
-        }
-        p += r;
-        off += (uint64_t)r;
-        n -= (size_t)r;
+    int e = wpk_pread_all(fd, dst, n, off);
+    if (e == ENODATA) {
+        wpk_fmt(pk->err, pk->errlen, "%s: file shrank while being read (it ends before byte %llu)",
+                pk->qpath, (unsigned long long)(off + n));
+        return WPACK_E_IO;
+    }
+    if (e) {
+        wpk_fmt(pk->err, pk->errlen, "%s: read at byte %llu failed: %s", pk->qpath,
+                (unsigned long long)off, strerror(e));
+        return WPACK_E_IO;
     }
     return WPACK_OK;
 }

@@ -95,20 +95,10 @@ const char *wpack_update_errmsg(const wpack_update *u)
     return u ? u->errmsg : "out of memory";
 }
 
-static int pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+/* 0, or the errno of a failed fsync. */
+static int sync_errno(int fd)
 {
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t w = pwrite(fd, b, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return 0;
-        b += w;
-        n -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return 1;
+    return fsync(fd) != 0 ? errno : 0;
 }
 
 static int reopen(wpack_update *u)
@@ -179,9 +169,10 @@ int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, cha
         uint8_t super[WPK_HEADER_SIZE];
         memcpy(super, u->ar->head, WPK_HEADER_SIZE);
         wpk_header_seal(super, WPK_SUPERBLOCK_MAGIC);
-        if (!pwrite_all(u->fd, super, sizeof super, 0) || fsync(u->fd) != 0) {
+        int e = wpk_pwrite_all(u->fd, super, sizeof super, 0);
+        if (e || (e = sync_errno(u->fd))) {
             rc = wpk_ufail(u, WPACK_E_IO, "%s: finishing the interrupted update: %s", path,
-                       strerror(errno));
+                           strerror(e));
             goto out;
         }
         if ((rc = reopen(u)))
@@ -444,9 +435,10 @@ static int commit(wpack_update *u)
         goto done;
     }
     /* Step 1: the new generation where it overlaps nothing live; sync. */
-    if (!pwrite_all(u->fd, idx.p, idx.len, at) ||
-        !pwrite_all(u->fd, trailer, sizeof trailer, at + idx.len) || fsync(u->fd) != 0) {
-        rc = wpk_ufail(u, WPACK_E_IO, "%s: writing the new index: %s", u->path, strerror(errno));
+    int e = wpk_pwrite_all(u->fd, idx.p, idx.len, at);
+    if (e || (e = wpk_pwrite_all(u->fd, trailer, sizeof trailer, at + idx.len)) ||
+        (e = sync_errno(u->fd))) {
+        rc = wpk_ufail(u, WPACK_E_IO, "%s: writing the new index: %s", u->path, strerror(e));
         goto done;
     }
 #ifdef WPACK_TEST_HOOKS
@@ -456,8 +448,8 @@ static int commit(wpack_update *u)
     }
 #endif
     /* Step 2: the superblock, one 128-byte write in the first sector. */
-    if (!pwrite_all(u->fd, super, sizeof super, 0) || fsync(u->fd) != 0) {
-        rc = wpk_ufail(u, WPACK_E_IO, "%s: rewriting the superblock: %s", u->path, strerror(errno));
+    if ((e = wpk_pwrite_all(u->fd, super, sizeof super, 0)) || (e = sync_errno(u->fd))) {
+        rc = wpk_ufail(u, WPACK_E_IO, "%s: rewriting the superblock: %s", u->path, strerror(e));
         goto done;
     }
     rc = WPACK_OK;

@@ -109,18 +109,15 @@ int wpk_fd_sink_copy(void *user, size_t off, size_t n)
     wpk_fd_sink *s = user;
     if (s->in_fd < 0 || wpk_fd_sink_flush(s))
         return 1;
-    loff_t in_off = (loff_t)off;
     size_t done = 0;
     while (done < n) {
-        ssize_t c = copy_file_range(s->in_fd, &in_off, s->fd, NULL, n - done, 0);
+        int64_t c = wpk_copy_range_step(s->in_fd, off + done, s->fd, n - done);
         if (c <= 0) {
-            if (c < 0 && errno == EINTR)
-                continue;
-            if (done == 0)
+            if (done == 0 && c == 0)
                 return 1; /* not supported here: the caller writes instead */
-            /* part copied: write the rest from the mapping is the caller's job,
-             * so report it through the sink as a failure */
-            sink_failed(s, c < 0 ? errno : EIO); /* no errno for a short copy */
+            /* part copied, or a real failure: writing the rest from the
+             * mapping is the caller's job, so report it through the sink */
+            sink_failed(s, c < 0 ? (int)-c : EIO); /* no errno for a short copy */
             return -1;
         }
         done += (size_t)c;
