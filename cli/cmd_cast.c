@@ -15,7 +15,8 @@ static const char help[] =
     "usage: wpack cast ARCHIVE --to bf16|f16|int8 [--only GLOB]... (-o OUT | --in-place)\n"
     "\n"
     "Writes a copy of ARCHIVE whose selected float tensors are stored as bf16\n"
-    "or f16 (round to nearest even; overflow to infinity for f16), or int8:\n"
+    "or f16 (round to nearest even; a finite value beyond the target's range\n"
+    "becomes +-inf, and a warning says how many per tensor), or int8:\n"
     "symmetric per output channel (dim 0), q = round_even(w / scale) in\n"
     "[-127, 127], scale = absmax(row) / 127 (1 for an all-zero row), written as\n"
     "the f32 entry NAME_scale of shape [dims[0]] (kernel/README.md: Scaled\n"
@@ -118,11 +119,12 @@ static int cast_float(const wpack_archive *ar, wpack_writer *w, const wpack_tens
                       uint8_t *src, uint8_t *dst, char *err, size_t errlen)
 {
     int rc = wpack_writer_begin_tensor(w, t->name, to, t->rank, t->dims);
+    uint64_t over = 0;
     for (uint64_t i = 0; rc == WPACK_OK && i < t->nelems;) {
         size_t k = t->nelems - i < CAST_BLOCK ? (size_t)(t->nelems - i) : CAST_BLOCK;
         if ((rc = read_elems(ar, t, i, k, src, err, errlen)))
             return rc;
-        wpk_cast_block(t->dtype, src, to, (uint16_t *)(void *)dst, k);
+        over += wpk_cast_block(t->dtype, src, to, (uint16_t *)(void *)dst, k);
         rc = wpack_writer_write(w, dst, k * 2);
         i += k;
     }
@@ -130,6 +132,11 @@ static int cast_float(const wpack_archive *ar, wpack_writer *w, const wpack_tens
         rc = wpack_writer_end_tensor(w);
     if (rc)
         wpk_fmt(err, errlen, "%s: %s", t->name, wpack_writer_errmsg(w));
+    if (rc == WPACK_OK && over) { /* a cast that loses values says so */
+        char why[200];
+        wpk_cast_overflow_text(why, sizeof why, over, t->nelems, to);
+        cli_warn("tensor '%s': %s", t->name, why); /* cli_warn escapes */
+    }
     return rc;
 }
 

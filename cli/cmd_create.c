@@ -62,7 +62,8 @@ static const char help[] =
     "  --key K               torch: take only sub-dict K of the inputs that follow\n"
     "                        (e.g. --key model for {'model': ..., 'epoch': 3})\n"
     "  --cast bf16|f16       store float tensors as bf16/f16 (round to nearest even;\n"
-    "                        weight statistics are of the values before the cast)\n"
+    "                        weight statistics are of the values before the cast;\n"
+    "                        values beyond the range become +-inf, with a warning)\n"
     "  --only GLOB           with --cast: only names matching GLOB (repeatable)\n"
     "  --stats FILE          calibration statistics: wpack stats JSON, or (kind by\n"
     "  --stats-from FILE     content) a TensorRT calibration cache, an ONNX Runtime\n"
@@ -307,6 +308,7 @@ int cmd_create(int argc, char **argv)
         optv[k].only_count = nonly;
         optv[k].weight_stats = opt.weight_stats;
         optv[k].executor = opt.executor; /* -j: the stats before a cast too */
+        optv[k].portable_stats = opt.portable_stats; /* WPACK_ISA=scalar: theirs too */
         optv[k].max_ratio = (uint32_t)max_ratio;
         optv[k].follow_links = follow_links;
         optv[k].keep_observers = keep_observers;

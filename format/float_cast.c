@@ -68,10 +68,10 @@ double wpk_load_float(int dtype, const uint8_t *p)
     }
 }
 
-void wpk_cast_block(int src_dtype, const void *src, int dst_dtype, uint16_t *dst, size_t count)
+size_t wpk_cast_block(int src_dtype, const void *src, int dst_dtype, uint16_t *dst, size_t count)
 {
     const uint8_t *p = src;
-    size_t es = wpack_dtype_size(src_dtype);
+    size_t es = wpack_dtype_size(src_dtype), over = 0;
     if (src_dtype == WPACK_DTYPE_F32 && dst_dtype == WPACK_DTYPE_BF16) {
         for (size_t i = 0; i < count; i++) { /* the usual bit trick, same result */
             uint32_t u = wpk_ld32(p + 4 * i);
@@ -79,12 +79,27 @@ void wpk_cast_block(int src_dtype, const void *src, int dst_dtype, uint16_t *dst
                 dst[i] = (uint16_t)((u >> 16) | 0x40);
             else
                 dst[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+            /* a finite f32 above bf16's largest rounds up to inf */
+            over += (u & 0x7f800000u) != 0x7f800000u && (dst[i] & 0x7fffu) == 0x7f80u;
         }
-        return;
+        return over;
     }
+    /* bf16 and f16 both encode inf as all-ones exponent, zero mantissa */
+    uint16_t inf = dst_dtype == WPACK_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
     for (size_t i = 0; i < count; i++) {
         double v = wpk_load_float(src_dtype, p + es * i);
         dst[i] = dst_dtype == WPACK_DTYPE_BF16 ? wpk_to_bf16(v) : wpk_to_f16(v);
+        over += isfinite(v) && (dst[i] & 0x7fffu) == inf;
     }
+    return over;
+}
+
+void wpk_cast_overflow_text(char *out, size_t outlen, uint64_t overflowed, uint64_t count,
+                            int dst_dtype)
+{
+    wpk_fmt(out, outlen, "%llu of %llu values are beyond %s's range (+-%s) and became +-inf",
+            (unsigned long long)overflowed, (unsigned long long)count,
+            dst_dtype == WPACK_DTYPE_BF16 ? "bf16" : "f16",
+            dst_dtype == WPACK_DTYPE_BF16 ? "3.39e38" : "65504");
 }
 

@@ -65,8 +65,13 @@ uint16_t wpk_to_bf16(double x);
 uint16_t wpk_to_f16(double x);
 /* One element of a float dtype (f64 f32 f16 bf16 f8*) at p, exactly. */
 double wpk_load_float(int dtype, const uint8_t *p);
-/* count elements of a float dtype to bf16 or f16 (dst_dtype). */
-void wpk_cast_block(int src_dtype, const void *src, int dst_dtype, uint16_t *dst, size_t count);
+/* count elements of a float dtype to bf16 or f16 (dst_dtype). Returns how
+ * many finite values overflowed to +-inf (the caller says so: a cast that
+ * loses values is never silent). */
+size_t wpk_cast_block(int src_dtype, const void *src, int dst_dtype, uint16_t *dst, size_t count);
+/* The message of a cast that overflowed: "N of M values ... became +-inf". */
+void wpk_cast_overflow_text(char *out, size_t outlen, uint64_t overflowed, uint64_t count,
+                            int dst_dtype);
 
 /* The rules of a stats record (format/stats_rules.c, spec section 10), for
  * every writer and the reader: WPACK_OK, or the fault's code (WPACK_E_STATS;

@@ -21,6 +21,20 @@ double wpk_acc_variance(const wpk_acc *a)
     return a->n ? a->m2 / (double)a->n : 0;
 }
 
+void wpk_acc_summary(const wpk_acc *a, double *mean, double *variance, double *absmax)
+{
+    *variance = wpk_acc_variance(a);
+    *absmax = -a->min > a->max ? -a->min : a->max;
+    *mean = a->mean;
+    /* f64 values near the top of the range overflow the squared
+     * deviations: the variance is then "at least DBL_MAX", and a mean that
+     * overflowed is recomputed from the bounds (spec: stats are finite). */
+    if (!isfinite(*variance))
+        *variance = DBL_MAX;
+    if (!isfinite(*mean))
+        *mean = a->min / 2 + a->max / 2;
+}
+
 /* Widen up to BLOCK elements to double. */
 static void widen(int dtype, const uint8_t *p, size_t n, double *out)
 {

@@ -56,6 +56,10 @@ void wpk_acc_feed_on(wpk_acc *a, int dtype, const void *data, size_t count, int 
                      const struct wpack_executor *ex, wpk_side_fn side, void *user);
 /* Population variance. */
 double wpk_acc_variance(const wpk_acc *a);
+/* A tensor record's mean, variance and absmax from a (n > 0): all finite,
+ * as the spec wants, even where f64 values overflowed the sums. Every
+ * writer of weight stats from an accumulator goes through it. */
+void wpk_acc_summary(const wpk_acc *a, double *mean, double *variance, double *absmax);
 
 /* Add count elements into bins equal-width bins spanning [lo, hi]; values
  * outside (none, when lo/hi are the min/max) and non-finite ones are skipped. */

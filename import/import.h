@@ -58,6 +58,7 @@ typedef struct {
     const char *temp_dir;        /* Fortran-order bundle members spill here; NULL: /tmp */
     int keep_observers;          /* torch: store torch.ao observer buffers as tensors too */
     const wpack_executor *executor; /* stats before a cast on it; NULL: this thread */
+    int portable_stats;             /* those stats on the portable C path */
 } wpk_import_opts;
 
 typedef void (*wpk_progress_fn)(void *user, uint64_t bytes_done);
@@ -83,6 +84,7 @@ typedef struct {
     int src_dtype, dst_dtype;
     size_t src_size;
     int own_stats;
+    uint64_t cast_over, cast_seen; /* of this tensor's values cast: overflowed to +-inf, all */
     wpk_acc acc;
     uint8_t carry[8];
     size_t carry_len;

@@ -38,8 +38,8 @@ static int options_take(const wpack_import_options *in, wpack_import_options *o,
     wpack_import_options_init(o);
     if (in)
         *o = *in;
-    for (size_t k = 0; k < 4; k++) /* reserved_ptr: 3, reserved: 3 and reserved_int */
-        if (k < 3 ? o->reserved[k] || o->reserved_ptr[k] : o->reserved_int != 0) {
+    for (size_t k = 0; k < 3; k++) /* reserved_ptr: 3, reserved: 3 */
+        if (o->reserved[k] || o->reserved_ptr[k]) {
             wpk_fmt(err, errlen, "wpack_import_options: reserved field %zu is not zero (built "
                     "against a newer wpack_import.h?)", k);
             return WPACK_E_INVALID_ARGUMENT;
@@ -73,6 +73,7 @@ static wpk_import_opts sink_opts(const wpack_import_options *o)
         .temp_dir = o->temp_dir && *o->temp_dir ? o->temp_dir : NULL,
         .keep_observers = o->keep_observers,
         .executor = o->executor,
+        .portable_stats = o->portable_stats,
     };
     return io;
 }

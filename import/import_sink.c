@@ -211,6 +211,7 @@ int wpk_sink_begin(wpk_sink *s, const char *name, int dtype, unsigned rank, cons
     s->src_size = wpack_dtype_size(dtype);
     s->own_stats = s->dst_dtype != dtype && s->o->weight_stats;
     s->carry_len = 0;
+    s->cast_over = s->cast_seen = 0;
     wpk_acc_init(&s->acc);
     if (s->dst_dtype != dtype && !s->cbuf && !(s->cbuf = malloc(CAST_ELEMS * 8)))
         return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
@@ -228,11 +229,13 @@ int wpk_sink_begin(wpk_sink *s, const char *name, int dtype, unsigned rank, cons
 static int put_elems(wpk_sink *s, const uint8_t *p, size_t count)
 {
     if (s->own_stats) /* the same bits on the executor or not */
-        wpk_acc_feed_on(&s->acc, s->src_dtype, p, count, 0, s->o->executor, NULL, NULL);
+        wpk_acc_feed_on(&s->acc, s->src_dtype, p, count, s->o->portable_stats, s->o->executor, NULL,
+                        NULL);
     while (count) {
         size_t k = count < CAST_ELEMS ? count : CAST_ELEMS;
         uint16_t *dst = (uint16_t *)(void *)s->cbuf;
-        wpk_cast_block(s->src_dtype, p, s->dst_dtype, dst, k);
+        s->cast_over += wpk_cast_block(s->src_dtype, p, s->dst_dtype, dst, k);
+        s->cast_seen += k;
         for (size_t i = 0; i < k; i++) /* little-endian on any host */
             wpk_st16(s->cbuf + 2 * i, dst[i]);
         int rc = wpack_writer_write(s->w, s->cbuf, k * 2);
@@ -360,14 +363,19 @@ int wpk_sink_end(wpk_sink *s)
         return writer_failed(s, rc, s->name);
     s->in_tensor = 0;
     s->tensors++;
+    if (s->cast_over) {
+        char why[200];
+        wpk_cast_overflow_text(why, sizeof why, s->cast_over, s->cast_seen, s->dst_dtype);
+        wpk_sink_warn(s, "tensor '%s': %s", s->name, why);
+    }
     if (s->own_stats && s->acc.n) {
         /* The statistics of the values before the cast replace the writer's. */
-        double absmax = fabs(s->acc.min) > fabs(s->acc.max) ? fabs(s->acc.min) : fabs(s->acc.max);
-        double var = wpk_acc_variance(&s->acc);
+        double mean, var, absmax;
+        wpk_acc_summary(&s->acc, &mean, &var, &absmax);
         wpack_stats_in st = {.key = s->name, .kind = WPACK_STATS_WEIGHT,
                              .granularity = WPACK_GRAN_TENSOR, .channels = 1,
                              .count = s->acc.n, .min = &s->acc.min, .max = &s->acc.max,
-                             .absmax = &absmax, .mean = &s->acc.mean, .variance = &var};
+                             .absmax = &absmax, .mean = &mean, .variance = &var};
         rc = wpack_writer_add_stats(s->w, &st);
         if (rc)
             return writer_failed(s, rc, s->name);
@@ -398,7 +406,9 @@ int wpk_sink_splat(wpk_sink *s, const char *name, int dtype, unsigned rank, cons
     uint8_t le[2];
     if (dst != dtype) {
         uint16_t h;
-        wpk_cast_block(dtype, fill, dst, &h, 1);
+        if (wpk_cast_block(dtype, fill, dst, &h, 1))
+            wpk_sink_warn(s, "tensor '%s': its one value (a splat) is beyond %s's range and "
+                          "became +-inf", n, dst == WPACK_DTYPE_BF16 ? "bf16" : "f16");
         wpk_st16(le, h);
         fill = le;
     }

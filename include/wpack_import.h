@@ -174,7 +174,12 @@ typedef struct wpack_import_options {
      * as tensors; 1: the stats, and the buffers as tensors too
      * (`create --keep-observers`). */
     int keep_observers;
-    int reserved_int;           /* zero */
+    /* 1: with cast, the statistics of the values before the cast on the
+     * portable C path (the same bits, slower), as the writer's
+     * wpack_writer_options.portable_stats does for its own (pass the same;
+     * the CLI sets both under WPACK_ISA=scalar). 0 (default): SIMD where
+     * the CPU has it. */
+    int portable_stats;
 } wpack_import_options;
 
 /* The defaults: no prefix, key or name, no cast, weight_stats 1,

@@ -173,20 +173,12 @@ static int auto_stats(wpack_writer *w)
             (user && wpk_nameset_find(&user_keys, stats_key_of, w,
                                       (const uint8_t *)wpk_pool_str(w, e->name), e->name.len, &hit)))
             continue;
-        double var = wpk_acc_variance(&e->acc);
-        double am = -e->acc.min > e->acc.max ? -e->acc.min : e->acc.max;
-        /* f64 values near the top of the range overflow the squared
-         * deviations: the variance is then "at least DBL_MAX", and a mean
-         * that overflowed is recomputed from the bounds (spec: stats must
-         * be finite). */
-        if (!isfinite(var))
-            var = DBL_MAX;
-        if (!isfinite(e->acc.mean))
-            e->acc.mean = e->acc.min / 2 + e->acc.max / 2;
+        double mean, var, am;
+        wpk_acc_summary(&e->acc, &mean, &var, &am);
         wpack_stats_in s = {
             .key = wpk_pool_str(w, e->name), .kind = WPACK_STATS_WEIGHT,
             .granularity = WPACK_GRAN_TENSOR, .channels = 1, .count = e->acc.n,
-            .min = &e->acc.min, .max = &e->acc.max, .absmax = &am, .mean = &e->acc.mean,
+            .min = &e->acc.min, .max = &e->acc.max, .absmax = &am, .mean = &mean,
             .variance = &var,
         };
         if (bins) {

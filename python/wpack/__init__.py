@@ -1071,7 +1071,8 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
     Importer options (wpack_import_options; the CLI flag in brackets):
       prefix   put every name under module path prefix [--prefix]
       key      torch: keep only this sub-dict ("model") [--key]
-      cast     "bf16" or "f16": store float tensors in it [--cast]
+      cast     "bf16" or "f16": store float tensors in it [--cast]; values
+               beyond its range become +-inf, with a warning
       only     list of fnmatch globs: with cast, only these names [--only]
       weight_stats  False: no weight statistics [--no-stats]
       follow_links  True: follow symlinks among the files an input names
@@ -1227,6 +1228,7 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
                 keep.append(o.progress)
             if wr.executor is not None:   # threads=N: the stats before a cast too
                 o.executor = ctypes.addressof(wr.executor)
+            o.portable_stats = 1 if writer_options.get("portable_stats") else 0
             rc = imp.wpack_import_add(handle, _b(p), ctypes.byref(o))
             o.progress = _lib.ImportProgress()
             check_pending()

@@ -205,7 +205,7 @@ static int defaults(void)
     CHECK(!o.stats_file && !o.name_map_other && !o.name_map_entry && o.name_map_count == 0);
     CHECK(!o.progress && !o.progress_user && !o.warn && !o.warn_user);
     CHECK(!o.err && o.err_size == 0 && !o.temp_dir);
-    CHECK(!o.executor && o.keep_observers == 0 && o.reserved_int == 0);
+    CHECK(!o.executor && o.keep_observers == 0 && o.portable_stats == 0);
     int zero = 1;
     for (size_t k = 0; k < sizeof o.reserved / sizeof o.reserved[0]; k++)
         zero &= !o.reserved[k];

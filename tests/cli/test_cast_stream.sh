@@ -60,4 +60,41 @@ EOF
 )
     [ "$out" = same ] && pass cast_streamed_bf16_equals_numpy || fail cast_streamed_bf16_equals_numpy "$out"
 fi
+
+# 3. A cast that overflows is never silent: finite values beyond the target's
+# range become +-inf, and both `create --cast` and `wpack cast` say how many,
+# per tensor. The counts are numpy's (f16) and torch's (bf16) for the same
+# values: a range of magnitudes with the rounding boundaries themselves.
+"$PY" - "$T" <<'EOF' || fail make_overflow_inputs
+import sys, numpy as np, torch
+d = sys.argv[1]
+r = np.random.default_rng(5)
+edges = [65504.0, 65519.99, 65520.0, 65536.0, 3.3895e38, 3.3961e38, 3.3962e38, 3.4e38]
+for dt in (np.float64, np.float32):
+    a = np.concatenate([r.standard_normal(3000) * 10.0 ** r.integers(0, 39, 3000),
+                        edges, [-e for e in edges], [np.inf, -np.inf, np.nan]]).astype(dt)
+    name = "o64" if dt == np.float64 else "o32"
+    np.save(f"{d}/{name}.npy", a)
+    with np.errstate(over="ignore"):
+        f16 = int((np.isfinite(a) & np.isinf(a.astype(np.float16))).sum())
+    bf16 = int((np.isfinite(a) & np.isinf(torch.from_numpy(a).to(torch.bfloat16).float().numpy())).sum())
+    open(f"{d}/{name}.want", "w").write(f"{f16} {bf16} {a.size}\n")
+EOF
+for name in o32 o64; do
+    read -r w16 wbf n <"$T/$name.want"
+    for to in f16 bf16; do
+        want=$([ $to = f16 ] && echo "$w16" || echo "$wbf")
+        pat="$name.npy: tensor '$name': $want of $n values are beyond $to's range .* and became \\+-inf"
+        "$WPACK" create -q --cast $to -o "$T/ov.wpack" "$T/$name.npy" 2>"$T/err" &&
+            grep -Eq "^wpack: warning: .*$pat" "$T/err" && pass "create_cast_${name}_${to}_warns" ||
+            fail "create_cast_${name}_${to}_warns" "want $want: $(cat "$T/err")"
+        "$WPACK" create -q -o "$T/ov0.wpack" "$T/$name.npy" --no-stats 2>/dev/null
+        "$WPACK" cast -q --to $to --only '*' -o "$T/ov1.wpack" "$T/ov0.wpack" 2>"$T/err" &&
+            grep -Eq "^wpack: warning: tensor '$name': $want of $n values are beyond $to" "$T/err" &&
+            pass "cast_${name}_${to}_warns" || fail "cast_${name}_${to}_warns" "want $want: $(cat "$T/err")"
+    done
+done
+# no overflow, no warning
+"$WPACK" create -q --cast bf16 -o "$T/ok.wpack" "$T/x.npy" 2>"$T/err"
+[ ! -s "$T/err" ] && pass cast_in_range_quiet || fail cast_in_range_quiet "$(cat "$T/err")"
 finish

@@ -73,6 +73,16 @@ else
     fail same_odd_sharded "$(head -c 300 "$T/err")"
 fi
 WPACK_ISA=scalar same same_odd_portable "$T/odd/odd.pt"
+# the stats of the values before a cast, on the portable path as well
+# (WPACK_ISA=scalar reaches the importer): the same archive as SIMD
+WPACK_ISA=scalar same same_odd_cast_portable --cast bf16 "$T/odd/odd.pt"
+cp "$T/s.wpack" "$T/cast_portable.wpack"
+if "$WPACK" create -q --cast bf16 -o "$T/cast_simd.wpack" "$T/odd/odd.pt" 2>"$T/err" &&
+    cmp -s "$T/cast_simd.wpack" "$T/cast_portable.wpack"; then
+    pass cast_portable_same_as_simd
+else
+    fail cast_portable_same_as_simd "$(head -c 300 "$T/err")"
+fi
 
 # The stats of the awkward tensors are there, and the same as serial
 "$WPACK" create -q -o "$T/s.wpack" "$T/odd/odd.pt" && "$WPACK" create -q -j 4 -o "$T/p.wpack" "$T/odd/odd.pt"

@@ -173,6 +173,13 @@ def progress_and_warnings(d):
     check(seen[-1][0] <= total and seen[-1][0] > total // 2, (seen[-1], total))
     check({p for _, _, p in seen} == {npz, os.path.join(nd, "w.npy")}, seen)
     check(any("notes.txt" in w for w in warned), warned)
+    # a cast that overflows says so: 2 of the 4 values are beyond f16
+    big = os.path.join(d, "big.npy")
+    np.save(big, np.array([1.0, 7e4, -1e5, 65504.0], dtype=np.float32))
+    warned = []
+    wpack.pack(big, os.path.join(d, "big.wpack"), cast="f16", warn=warned.append)
+    check(warned == ["%s: tensor 'big': 2 of 4 values are beyond f16's range (+-65504) and "
+                     "became +-inf" % big], warned)
 
     def stop(done, total, p):
         raise KeyboardInterrupt("stop")
