@@ -8,7 +8,7 @@
  * reuse checks all of it, and a bad file is removed and the chunk fetched
  * again, never returned. Files are written through format/atomic_file.c (a
  * temporary beside it, renamed: processes sharing the directory see whole
- * files or none), opened with O_NOFOLLOW and only used when regular files
+ * files or none; not fsynced, see put), opened with O_NOFOLLOW and only used when regular files
  * of this user. No locks: two processes fetching the same chunk both write
  * it, the last rename wins with the same bytes. Past cache_max_bytes the
  * least recently used files (oldest mtime; a reuse refreshes it) go. */
@@ -121,8 +121,12 @@ static void put(wpk_remote *r, uint64_t off, uint64_t len, const uint8_t *src)
     wpk_st64(h + 24, off);
     wpk_st64(h + 32, len);
     wpk_st64(h + 40, wpk_xxh3(src, (size_t)len));
+    /* Not fsynced: every reuse checks the header and XXH3, so a file a
+     * power loss tore is removed and fetched again; a sync per chunk cost
+     * the fetch more than the network did. */
     wpk_atomic a;
-    if (wpk_atomic_open(&a, path, WPK_ATOMIC_NO_SWEEP, err, sizeof err) != WPACK_OK)
+    if (wpk_atomic_open(&a, path, WPK_ATOMIC_NO_SWEEP | WPK_ATOMIC_NO_SYNC, err, sizeof err) !=
+        WPACK_OK)
         return;
     if (wpk_write_all(a.fd, h, HDR) || wpk_write_all(a.fd, src, (size_t)len)) {
         wpk_atomic_abort(&a);

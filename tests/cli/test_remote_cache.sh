@@ -75,6 +75,23 @@ n=$(data_ranges)
 [ "$n" -eq 0 ] && pass env_cache_no_fetch || fail env_cache_no_fetch "$n data GETs"
 same_dirs env_cache_equal "$T/x2e" "$T/xl"
 
+# 2b. Filling a cache syncs nothing: its files are checked on every reuse
+#     (section 3), so a torn one costs a refetch, not a wrong byte; verify
+#     writes nothing else, so its fsyncs are the cache's.
+if command -v strace >/dev/null; then
+    if ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq -o "$T/strace.log" \
+        -e trace=fsync,fdatasync,sync_file_range "$WPACK" verify --cache "$T/cache_s" "$URL" \
+        >/dev/null 2>"$T/err"; then
+        n=$(grep -cE '(^|[ ])(fsync|fdatasync|sync_file_range)\(' "$T/strace.log")
+        [ "$(chunk_files "$T/cache_s")" -gt 10 ] && [ "$n" -eq 0 ] && pass cache_fill_no_fsync ||
+            fail cache_fill_no_fsync "$n sync calls, $(chunk_files "$T/cache_s") files"
+    else
+        fail cache_fill_no_fsync "verify under strace: $(head -c 300 "$T/err")"
+    fi
+else
+    fail cache_fill_no_fsync "strace is not installed (tools/deps.sh installs it)"
+fi
+
 # 3. A corrupted cache file (one byte flipped in its data) and a truncated
 #    one: detected, refetched (one chunk each), the output still right.
 f1=$(find "$C" -name '*.chunk' -type f | sort | sed -n 3p)
