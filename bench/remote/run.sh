@@ -10,6 +10,8 @@
 #                                      per WPACK_VARIANTS setting (each .npy
 #                                      is fsynced: extract is durable)
 #   wpack export URL --to safetensors  one output file, like curl's (fsynced)
+#   wpack extract --no-sync -o DIR URL the first variant without fsync: like
+#                                      for like with curl -o
 # and on loopback also `curl -o && sync FILE` (the durable peer) and
 # `wpack verify URL` (fetch + XXH3 of every byte, nothing written),
 # in three settings: straight to nginx on loopback; through delay_proxy.py
@@ -120,11 +122,12 @@ for rep in $(seq "$RUNS"); do
         first=${VARIANTS%% *}
         timed "export.$s" env WPACK_REMOTE_CONNECTIONS="${first%x*}" WPACK_REMOTE_CHUNK="${first#*x}" \
             "$WPACK" export "$url" --to safetensors -o "$WORK/out/model.safetensors"
+        # like for like with curl -o, which does not fsync either
+        timed "nosync.$s" env WPACK_REMOTE_CONNECTIONS="${first%x*}" WPACK_REMOTE_CHUNK="${first#*x}" \
+            "$WPACK" extract -q --no-sync -o "$WORK/out/x" "$url"
         if [ "$s" = loopback ]; then
             timed "curlsync.$s" sh -c 'curl -sS -f -o "$1" "$2" && sync "$1"' sh "$WORK/out/model.wpack" "$url"
             timed "verify.$s" "$WPACK" verify "$url"
-            timed "nosync.$s" env WPACK_REMOTE_CONNECTIONS="${first%x*}" WPACK_REMOTE_CHUNK="${first#*x}" \
-                "$WPACK" extract -q --no-sync -o "$WORK/out/x" "$url"
         fi
     done
 done
@@ -149,14 +152,14 @@ echo
 hdr="| setting | curl MiB/s | aria2c -x16 / curl"
 sep="|---|---|---"
 for v in $VARIANTS; do hdr="$hdr | wpack extract $v / curl"; sep="$sep|---"; done
-hdr="$hdr | wpack export ${VARIANTS%% *} / curl"; sep="$sep|---"
+hdr="$hdr | wpack export ${VARIANTS%% *} / curl | wpack extract ${VARIANTS%% *} --no-sync / curl"; sep="$sep|---|---"
 echo "$hdr |"
 echo "$sep|"
 for s in $SETTINGS; do
     row="| $(label "$s") | $(mibs "curl.$s")"
     if [ -n "$ARIA" ]; then row="$row | $(ratio "curl.$s" "aria.$s")"; else row="$row | skipped"; fi
     for v in $VARIANTS; do row="$row | $(ratio "curl.$s" "wpack.$v.$s")"; done
-    echo "$row | $(ratio "curl.$s" "export.$s") |"
+    echo "$row | $(ratio "curl.$s" "export.$s") | $(ratio "curl.$s" "nosync.$s") |"
 done
 echo
 echo "| loopback, against other peers | ratio |"
@@ -164,7 +167,6 @@ echo "|---|---|"
 echo "| wpack extract ${VARIANTS%% *} / (curl -o && sync FILE) | $(ratio curlsync.loopback "wpack.${VARIANTS%% *}.loopback") |"
 echo "| wpack export ${VARIANTS%% *} / (curl -o && sync FILE) | $(ratio curlsync.loopback export.loopback) |"
 echo "| wpack verify URL (fetch + XXH3, nothing written) / curl -o | $(ratio curl.loopback verify.loopback) |"
-echo "| wpack extract ${VARIANTS%% *} --no-sync (no fsync, as curl) / curl -o | $(ratio curl.loopback nosync.loopback) |"
 [ -n "$ARIA" ] || echo "aria2c: not installed, skipped"
 echo
 echo "| wpack variant | connections x chunk MiB | peak RSS MiB (loopback) | requests in one run (loopback) |"
