@@ -119,9 +119,15 @@ int wpk_export_copy(const wpack_archive *ar, const wpack_tensor *t,
 int wpk_export_copy_fd(const wpack_archive *ar, const wpack_tensor *t, int fd,
                        unsigned read_flags, char *err, size_t errlen)
 {
-    int rc = wpack_read_to_fd(ar, t->index, fd, read_flags);
+    off_t from = (read_flags & WPK_EXPORT_WRITEBACK) ? lseek(fd, 0, SEEK_CUR) : -1;
+    int rc = wpack_read_to_fd(ar, t->index, fd, read_flags & ~WPK_EXPORT_WRITEBACK);
     if (rc)
         wpk_fmt(err, errlen, "%s", wpack_errmsg(ar));
+    /* The disk writes this tensor while the next is copied (a hint: an
+     * error shows at the fsync); small ones are left to the fsync. */
+    off_t to = from >= 0 && !rc ? lseek(fd, 0, SEEK_CUR) : -1;
+    if (to - from >= (off_t)(4u << 20))
+        sync_file_range(fd, from, to - from, SYNC_FILE_RANGE_WRITE);
     return rc;
 }
 
@@ -381,6 +387,8 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         char m[900] = "";
         done_cb cb = {o.progress, o.progress_user};
         unsigned rf = (o.flags & WPACK_EXPORT_NO_COPY_RANGE) ? WPACK_READ_NO_COPY_RANGE : 0;
+        if (!(o.flags & WPACK_EXPORT_NO_SYNC))
+            rf |= WPK_EXPORT_WRITEBACK;
         wpk_atomic t;
         rc = wpk_atomic_open(&t, path, (o.flags & WPACK_EXPORT_NO_SYNC) ? WPK_ATOMIC_NO_SYNC : 0,
                              m, sizeof m);

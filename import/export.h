@@ -14,6 +14,12 @@ int wpk_export_copy(const wpack_archive *ar, const wpack_tensor *t,
                     int (*put)(void *, const void *, size_t), void *ctx, char *err,
                     size_t errlen);
 
+/* In the exporters' read_flags word beside WPACK_READ_*: a durable output,
+ * so the bytes of each large tensor start their writeback as soon as they
+ * are copied and the final fsync has little left (export.c). Never passed
+ * on to wpack_read_to_fd. */
+#define WPK_EXPORT_WRITEBACK (1u << 30)
+
 /* Entry t's logical bytes to fd at its offset (wpack_read_to_fd with
  * read_flags: stored bytes copied file to file, checked when the archive
  * verifies reads); a failure's message in err. */

@@ -111,6 +111,15 @@ fi
 want_syncs export_default -ge 2 "$WPACK" export -q --to safetensors -o "$T/e1.st" "$T/a.wpack"
 want_syncs export_no_sync -eq 0 "$WPACK" export -q --no-sync --to safetensors -o "$T/e2.st" "$T/a.wpack"
 same export_same_bytes "$T/e1.st" "$T/e2.st"
+# a durable export starts the writeback of each large tensor as it is copied
+# (the final fsync has little left); with --no-sync, none (above: 0 calls)
+"$PY" -c "import numpy as np, sys; np.save(sys.argv[1], np.ones((3, 1 << 20), np.float32))" "$T/big.npy"
+"$WPACK" create -q --no-sync -o "$T/big.wpack" "$T/big.npy"
+want_syncs export_big -ge 2 "$WPACK" export -q --to safetensors -o "$T/big.st" "$T/big.wpack"
+n=$(grep -c 'sync_file_range(' "$T/export_big.log")
+[ "$n" -ge 1 ] && pass export_starts_writeback || fail export_starts_writeback "$n sync_file_range calls"
+want_syncs export_big_no_sync -eq 0 "$WPACK" export -q --no-sync --to gguf -o "$T/big.gguf" "$T/big.wpack"
+want_syncs export_big_gguf -ge 3 "$WPACK" export -q --to gguf -o "$T/big2.gguf" "$T/big.wpack"
 want_syncs cast_default -ge 2 "$WPACK" cast --to bf16 -q -o "$T/k1.wpack" "$T/a.wpack"
 want_syncs cast_no_sync -eq 0 "$WPACK" cast --to bf16 -q --no-sync -o "$T/k2.wpack" "$T/a.wpack"
 same cast_same_bytes "$T/k1.wpack" "$T/k2.wpack"
