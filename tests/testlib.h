@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "slurp.h"
+
 static int tl_passed, tl_failed, tl_current_failed;
 
 #define CHECK(cond, ...)                                                        \

@@ -28,6 +28,7 @@
 #include <xxhash.h>
 
 #include "bytes.h"
+#include "slurp.h"
 #include "layout.h"
 #include "wpack.h"
 
@@ -668,37 +669,6 @@ static inline void gimg_seal_index(gimg *m)
     wpk_st64(gimg_sb(m) + WPK_H_INDEX_CHECKSUM_OFF, sum);
     wpk_st64(gimg_tr(m) + WPK_H_INDEX_CHECKSUM_OFF, sum);
     gimg_seal_headers(m);
-}
-
-/* Read a whole file into a malloc'd buffer. */
-static inline uint8_t *golden_slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *p = malloc(cap);
-    while (p) {
-        size_t k = fread(p + n, 1, cap - n, f);
-        n += k;
-        if (n < cap)
-            break;
-        uint8_t *q = realloc(p, cap * 2);
-        if (!q) {
-            free(p);
-            p = NULL;
-            break;
-        }
-        p = q;
-        cap *= 2;
-    }
-    if (p && ferror(f)) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *len = n;
-    return p;
 }
 
 #endif

@@ -45,7 +45,7 @@ static void make_basic(void)
     mkdir_p(dir);
     write_with_expect(dir, "v1_basic", golden_write);
     snprintf(path, sizeof path, "%s/v1_basic.wpack", dir);
-    golden = golden_slurp(path, &golden_len);
+    golden = test_slurp(path, &golden_len);
     if (!golden)
         die(path);
 }
@@ -554,7 +554,7 @@ static void make_hostile(void)
             fprintf(stderr, "make_golden: hostile base: %s: %s\n", wpack_error_name(rc), err);
             exit(1);
         }
-        bases[b] = golden_slurp(path, &lens[b]);
+        bases[b] = test_slurp(path, &lens[b]);
         unlink(path);
         if (!bases[b])
             die(path);

@@ -283,9 +283,9 @@ static void make_errors(const char *v11)
     size_t len[3];
     uint8_t *base[3];
     snprintf(path, sizeof path, "%s/compressed.wpack", v11);
-    base[0] = golden_slurp(path, &len[0]);
+    base[0] = test_slurp(path, &len[0]);
     snprintf(path, sizeof path, "%s/sharded.wpack", v11);
-    base[1] = golden_slurp(path, &len[1]);
+    base[1] = test_slurp(path, &len[1]);
     if (!base[0] || !base[1])
         die(path);
     char err[700];
@@ -294,7 +294,7 @@ static void make_errors(const char *v11)
         fprintf(stderr, "make_golden11: %s\n", err);
         exit(1);
     }
-    base[2] = golden_slurp(path, &len[2]);
+    base[2] = test_slurp(path, &len[2]);
     if (!base[2] || unlink(path) != 0)
         die(path);
     gstr expect = {0};
@@ -305,7 +305,7 @@ static void make_errors(const char *v11)
         snprintf(name, sizeof name, "sharded-%05d-of-00003.wpack", k);
         snprintf(path, sizeof path, "%s/%s", v11, name);
         size_t n;
-        uint8_t *p = golden_slurp(path, &n);
+        uint8_t *p = test_slurp(path, &n);
         if (!p)
             die(path);
         snprintf(path, sizeof path, "%s/%s", dir, name);

@@ -66,7 +66,7 @@ int main(int argc, char **argv)
         die(err);
 
     gimg m;
-    m.p = golden_slurp(tmp, &m.len);
+    m.p = test_slurp(tmp, &m.len);
     remove(tmp);
     if (!m.p)
         die("cannot read the writer's archive back");

@@ -19,7 +19,7 @@
  *
  * Built by hand, from the repository root:
  *   make lib
- *   cc -std=c11 -D_GNU_SOURCE -Iinclude -Iformat -Ifuzz tests/tools/make_zstd_hostile.c \
+ *   cc -std=c11 -D_GNU_SOURCE -Iinclude -Iformat -Ifuzz -Itests tests/tools/make_zstd_hostile.c \
  *       build/libwpack.a -lxxhash -lzstd -lm -lpthread -o build/make_zstd_hostile
  *   build/make_zstd_hostile [tests-dir]        (default: tests)
  */
@@ -30,25 +30,9 @@
 #include <zstd.h>
 
 #include "fix_checksums.h"
+#include "slurp.h"
 
 static const char *dir;
-
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(*len);
-    if (b && fread(b, 1, *len, f) != *len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    return b;
-}
 
 static int save(const char *name, const unsigned char *b, size_t len)
 {
@@ -122,7 +106,7 @@ static unsigned char *base_archive(size_t *len, unsigned zeros_mib)
         fprintf(stderr, "finish: %s\n", err);
         return NULL;
     }
-    unsigned char *b = slurp(path, len);
+    unsigned char *b = test_slurp(path, len);
     remove(path);
     return b;
 }

@@ -17,24 +17,6 @@ static void path_in_dir(char *buf, size_t len, const char *name)
     snprintf(buf, len, "%s/%s", dir, name);
 }
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *p = malloc((size_t)n + 1);
-    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return p;
-}
-
 static int count_tmp_files(void)
 {
     char cmd[512];
@@ -117,7 +99,7 @@ static void test_roundtrip_file_and_memory(void)
     path_in_dir(path, sizeof path, "model.wpack");
     CHECK(write_model(path, 64, 0) == 0, "write");
     size_t len;
-    unsigned char *buf = slurp(path, &len);
+    unsigned char *buf = test_slurp(path, &len);
     CHECK(buf != NULL, "read back");
     for (int mode = 0; mode < 2 && buf; mode++) {
         wpack_archive *ar;
@@ -411,7 +393,7 @@ static void test_verify_bool_values(void)
     uint64_t at = t.offset + 257;
     wpack_close(ar);
     size_t len;
-    unsigned char *buf = slurp(path, &len);
+    unsigned char *buf = test_slurp(path, &len);
     CHECK(buf && at < len, "read back");
     buf[at] = 0x80;
     fix_checksums(buf, len, 1);
@@ -468,7 +450,7 @@ static void test_verify_bool_compressed_and_splat(void)
     char err[512];
     CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "finish: %s", err);
     size_t len;
-    unsigned char *buf = slurp(path, &len);
+    unsigned char *buf = test_slurp(path, &len);
     CHECK(buf != NULL, "read back");
     retype_entry(buf, len, "z.mask", WPACK_DTYPE_BOOL);
     retype_entry(buf, len, "s.mask", WPACK_DTYPE_BOOL);
@@ -495,18 +477,18 @@ static void test_atomic_replace(void)
     path_in_dir(path, sizeof path, "keep.wpack");
     CHECK(write_model(path, 4096, 0) == 0, "first version");
     size_t len1;
-    unsigned char *v1 = slurp(path, &len1);
+    unsigned char *v1 = test_slurp(path, &len1);
     wpack_writer *w;
     CHECK(wpack_writer_open(&w, path, NULL) == WPACK_OK, "second writer");
     float f = 1;
     wpack_writer_add_tensor(w, "x", WPACK_DTYPE_F32, 0, NULL, &f, 4);
     /* while the writer runs, the old file is intact */
     size_t len2;
-    unsigned char *mid = slurp(path, &len2);
+    unsigned char *mid = test_slurp(path, &len2);
     CHECK(mid && len2 == len1 && memcmp(mid, v1, len1) == 0, "old file untouched mid-write");
     wpack_writer_abort(w);
     free(mid);
-    mid = slurp(path, &len2);
+    mid = test_slurp(path, &len2);
     CHECK(mid && len2 == len1 && memcmp(mid, v1, len1) == 0, "old file untouched after abort");
     free(mid);
     /* a writer that finishes replaces it */

@@ -13,24 +13,6 @@
 
 static char dir[256];
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *p = malloc((size_t)n);
-    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *len = n > 0 ? (size_t)n : 0;
-    return p;
-}
-
 static uint64_t rng = 88172645463325252ull;
 static uint32_t next_u32(void)
 {
@@ -178,7 +160,7 @@ static void test_corrupt_and_bomb(void)
     snprintf(path, sizeof path, "%s/c.wpack", dir);
     CHECK(write_archive(path, 3, 4096, 5) == 0, "write");
     size_t len = 0;
-    unsigned char *f = slurp(path, &len);
+    unsigned char *f = test_slurp(path, &len);
     const uint8_t *aux;
     const uint8_t *r = find_rec(f, "comp", &aux);
     CHECK(r != NULL, "record");

@@ -29,19 +29,6 @@ static void make_archive(void)
     CHECK_EQ(rc, WPACK_OK);
 }
 
-static unsigned char *slurp(size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *p = malloc(*len + 1);
-    if (fread(p, 1, *len, f) != *len)
-        *len = 0;
-    fclose(f);
-    return p;
-}
-
 static wpack_stats_in act_stats(const char *key, double *v, double *edges, uint64_t *counts)
 {
     /* v: min, max, absmax, mean, variance */
@@ -67,7 +54,7 @@ static void test_add_and_replace(void)
 {
     make_archive();
     size_t len0;
-    unsigned char *before = slurp(&len0);
+    unsigned char *before = test_slurp(path, &len0);
     double v[5] = {-1.5, 2.5, 2.5, 0.25, 1.0}, edges[3] = {-1.5, 0.5, 2.5};
     uint64_t counts[2] = {4, 6};
     wpack_stats_in s[2] = {act_stats("1", v, edges, counts), act_stats("0", v, edges, counts)};
@@ -95,7 +82,7 @@ static void test_add_and_replace(void)
     wpack_close(ar);
     /* data bytes untouched: everything after the superblock up to the old end */
     size_t len1;
-    unsigned char *after = slurp(&len1);
+    unsigned char *after = test_slurp(path, &len1);
     CHECK(len1 > len0 && memcmp(before + 128, after + 128, len0 - 128) == 0, "old bytes changed");
     /* replace "1" */
     v[0] = -3;
@@ -118,7 +105,7 @@ static void test_rejects_leave_file(void)
 {
     make_archive();
     size_t len0, len1;
-    unsigned char *before = slurp(&len0);
+    unsigned char *before = test_slurp(path, &len0);
     double v[5] = {1, 0, 1, 0.5, 0}; /* min > max */
     wpack_stats_in s = act_stats("0", v, NULL, NULL);
     s.hist_bins = 0;
@@ -133,7 +120,7 @@ static void test_rejects_leave_file(void)
     s.kind = WPACK_STATS_ACTIVATION;
     wpack_stats_in twice[2] = {s, s};
     CHECK_EQ(wpack_update_add_stats(path, twice, 2, err, sizeof err), WPACK_E_EXISTS);
-    unsigned char *after = slurp(&len1);
+    unsigned char *after = test_slurp(path, &len1);
     CHECK(len0 == len1 && memcmp(before, after, len0) == 0, "rejected update changed the file");
     CHECK_EQ(wpack_update_add_stats("/nonexistent/x.wpack", &s, 1, err, sizeof err), WPACK_E_IO);
     free(before);
@@ -172,14 +159,14 @@ static void test_torn_append(void)
 {
     make_archive();
     size_t len0;
-    unsigned char *before = slurp(&len0);
+    unsigned char *before = test_slurp(path, &len0);
     double v[5] = {0, 1, 1, 0.5, 0.1}, edges[3] = {0, 0.5, 1};
     uint64_t counts[2] = {5, 5};
     wpack_stats_in s = act_stats("0", v, edges, counts);
     char err[400];
     CHECK_EQ(wpack_update_add_stats(path, &s, 1, err, sizeof err), WPACK_OK);
     size_t len1;
-    unsigned char *full = slurp(&len1);
+    unsigned char *full = test_slurp(path, &len1);
     /* killed during step 1: the old superblock and part of the append */
     for (size_t cut = len0 + 1; cut < len1; cut += (len1 - len0) / 7 + 1) {
         FILE *f = fopen(path, "wb");

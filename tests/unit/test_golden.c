@@ -54,7 +54,7 @@ static char *path_of(const char *rel)
 static char *slurp_text(const char *path)
 {
     size_t n;
-    uint8_t *p = golden_slurp(path, &n);
+    uint8_t *p = test_slurp(path, &n);
     if (!p)
         return NULL;
     char *s = realloc(p, n + 1);
@@ -121,7 +121,7 @@ static void test_basic_expect(void)
 static void test_basic_values(void)
 {
     size_t n;
-    uint8_t *p = golden_slurp(path_of("golden/v1_basic.wpack"), &n);
+    uint8_t *p = test_slurp(path_of("golden/v1_basic.wpack"), &n);
     CHECK(p != NULL, "v1_basic.wpack missing");
     if (!p)
         return;
@@ -239,8 +239,8 @@ static void test_basic_values(void)
 static void check_same_bytes(const char *rel, const char *path)
 {
     size_t n_old = 0, n_new = 0;
-    uint8_t *old = golden_slurp(path_of(rel), &n_old);
-    uint8_t *now = golden_slurp(path, &n_new);
+    uint8_t *old = test_slurp(path_of(rel), &n_old);
+    uint8_t *now = test_slurp(path, &n_new);
     CHECK(old != NULL, "%s missing", path_of(rel));
     CHECK(now != NULL, "%s was not written", path);
     if (old && now) {
@@ -413,7 +413,7 @@ static int check_listed_dir(const char *sub, const char *readme)
               wpack_error_name(rc));
         wpack_close(ar);
         size_t len;
-        uint8_t *p = golden_slurp(path, &len);
+        uint8_t *p = test_slurp(path, &len);
         CHECK(p != NULL, "%s missing", path);
         if (p) {
             char msg[700];

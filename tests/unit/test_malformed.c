@@ -1685,7 +1685,7 @@ static int make_aligned_archive(const char *dir)
         printf("  aligned archive: %s\n", err);
         return rc;
     }
-    big = golden_slurp(path, &big_len);
+    big = test_slurp(path, &big_len);
     unlink(path);
     return big ? WPACK_OK : WPACK_E_IO;
 }
@@ -1735,7 +1735,7 @@ int main(void)
         printf("FAIL writing the base archive: %s: %s\n", wpack_error_name(rc), err);
         return 1;
     }
-    base = golden_slurp(path, &base_len);
+    base = test_slurp(path, &base_len);
     unlink(path);
     make_aligned_archive(dir);
     rmdir(dir);

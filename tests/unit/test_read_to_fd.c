@@ -46,17 +46,6 @@ static int make_archive(const char *path)
 }
 
 /* What an output file holds (at most N * 4 + 64 bytes); its length in *n. */
-static unsigned char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    unsigned char *b = malloc(N * 4 + 64);
-    *n = b ? fread(b, 1, N * 4 + 64, f) : 0;
-    fclose(f);
-    return b;
-}
-
 /* The expected bytes of entry name. */
 static int expected(const wpack_archive *ar, const char *name, unsigned char *out, size_t *n)
 {
@@ -85,7 +74,7 @@ static void one(const wpack_archive *ar, const char *name, int oflags, unsigned 
     CHECK_EQ(lseek(fd, 0, SEEK_CUR), 3 + (long long)t.nbytes);
     close(fd);
     size_t n = 0, m = 0;
-    unsigned char *got = slurp(out, &n), *want = malloc(N * 4 + 64);
+    unsigned char *got = test_slurp(out, &n), *want = malloc(N * 4 + 64);
     CHECK(got && want && expected(ar, name, want, &m), "read back");
     if (got && want) {
         CHECK_EQ(n, 3 + m);

@@ -23,23 +23,6 @@ enum { NA = 70000, NZ = 3 * 65536 + 100 };
 static float a[NA];
 static uint8_t z[NZ], bools[999];
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(*len ? *len : 1);
-    if (b && fread(b, 1, *len, f) != *len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    return b;
-}
-
 /* "a" f32 noise (plain), "al" its alias, "b" bool, "s" splat, "z" u8 zstd
  * in 64 KiB chunks, "zal" its alias. shard_size > 0: a sharded set. */
 static int write_archive(const char *name, uint64_t shard_size)
@@ -468,7 +451,7 @@ int main(void)
     char path[512];
     snprintf(path, sizeof path, "%s/g.wpack", dir);
     if (write_archive("g.wpack", 0) || write_archive("set.wpack", 100000) ||
-        !(good = slurp(path, &good_len))) {
+        !(good = test_slurp(path, &good_len))) {
         printf("FAIL setup\n# passed 0 failed 1\n");
         return 1;
     }

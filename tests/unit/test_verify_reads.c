@@ -47,23 +47,6 @@ static void make_data(void)
         lb[i] = 1;
 }
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(*len ? *len : 1);
-    if (b && fread(b, 1, *len, f) != *len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    return b;
-}
-
 /* The test archive, in memory. */
 static unsigned char *good;
 static size_t good_len;
@@ -108,7 +91,7 @@ static int write_archive(void)
         printf("finish: %s\n", err);
         return rc;
     }
-    good = slurp(path, &good_len);
+    good = test_slurp(path, &good_len);
     return good ? 0 : 1;
 }
 
