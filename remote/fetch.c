@@ -331,6 +331,8 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
 #undef ADD
     j->hdrs = l;
     curl_easy_setopt(e, CURLOPT_URL, r->url);
+    if (r->resolve) /* resolve.c: no resolver thread */
+        curl_easy_setopt(e, CURLOPT_RESOLVE, r->resolve);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, l);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     /* never from https down to http */
@@ -426,6 +428,9 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
 
 int wpk_remote_init_handles(wpk_remote *r, char *msg, size_t msglen)
 {
+    int rc = wpk_remote_pin_host(r, msg, msglen);
+    if (rc)
+        return rc;
     r->multi = curl_multi_init();
     r->easy = calloc(r->opt.connections, sizeof *r->easy);
     r->slot = calloc(r->opt.connections, sizeof *r->slot);
@@ -461,6 +466,7 @@ void wpk_remote_free_handles(wpk_remote *r)
     if (r->multi)
         curl_multi_cleanup(r->multi);
     r->multi = NULL;
+    wpk_remote_unpin_host(r); /* after the handles that point at it */
 }
 
 

@@ -61,6 +61,7 @@ typedef struct wpk_remote {
     uint64_t cache_key;
     double rate_tokens;         /* fetch.c: the max_bytes_per_s bucket, in bytes */
     int64_t rate_at_us;         /* its last refill (monotonic; 0: never) */
+    struct curl_slist *resolve; /* resolve.c: the host's addresses for CURLOPT_RESOLVE, or NULL */
     int setup_rc;               /* a bad URL or options, reported by the open */
     char setup_msg[600];
 } wpk_remote;
@@ -103,6 +104,12 @@ void wpk_remote_kick(wpk_remote *r);
 uint64_t wpk_remote_piece(const wpk_remote *r, uint64_t total);
 int wpk_remote_init_handles(wpk_remote *r, char *msg, size_t msglen);
 void wpk_remote_free_handles(wpk_remote *r);
+
+/* resolve.c: look the URL's host name up on this thread (getaddrinfo) and
+ * keep its addresses for CURLOPT_RESOLVE, so that libcurl starts no
+ * resolver thread; nothing for a numeric host. WPACK_OK, or a message. */
+int wpk_remote_pin_host(wpk_remote *r, char *msg, size_t msglen);
+void wpk_remote_unpin_host(wpk_remote *r);
 
 /* readahead.c: the plan wpack_read_plan() passes (n pairs off, len: the
  * ranges the reader will read next, in order) replaces the last one.

@@ -120,4 +120,36 @@ expect_fail convert_url_refused "a URL cannot be rewritten.*\[WPACK_E_UNSUPPORTE
     "$WPACK" convert "$U/a.wpack" --compress zstd -o "$T/c.wpack"
 port=$(free_port)
 expect_fail refused "127.0.0.1:$port.*(Couldn.t connect|connect)" env WPACK_REMOTE_RETRIES=0 "$WPACK" inspect "http://127.0.0.1:$port/a.wpack"
+# A host name is looked up on the caller's thread: the library (and curl
+# under it) starts no thread. Counted by strace: libcurl's threaded
+# resolver clones once per lookup, even one that fails (curl answers
+# "localhost" itself, so that name proves nothing about threads).
+# no_clone NAME URL: wpack inspect URL makes no clone/fork call
+no_clone() {
+    local name=$1 url=$2
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" WPACK_REMOTE_RETRIES=0 strace -f -qq \
+        -o "$T/clone.log" -e trace=clone,clone3,fork,vfork "$WPACK" inspect "$url" >/dev/null 2>"$T/err"
+    local n
+    n=$(grep -cE '(^|[ ])(clone|clone3|fork|vfork)\(' "$T/clone.log")
+    [ "$n" -eq 0 ] && pass "$name" || fail "$name" "$n clone calls: $(head -3 "$T/clone.log")"
+}
+if command -v strace >/dev/null; then
+    no_clone unknown_host_no_thread "http://no-such-host.invalid/a.wpack"
+    grep -Eq "http://no-such-host.invalid/a.wpack: cannot resolve host 'no-such-host.invalid'.*\[WPACK_E_IO\]" "$T/err" &&
+        pass unknown_host_message || fail unknown_host_message "$(cat "$T/err")"
+    # a name that resolves, other than localhost: this machine's, where it
+    # is 127.0.0.1 (nginx listens there only)
+    me=$(hostname 2>/dev/null)
+    if [ -n "$me" ] && [ "$me" != localhost ] && [ "$(getent ahostsv4 "$me" | awk 'NR == 1 {print $1}')" = 127.0.0.1 ]; then
+        no_clone by_name_no_thread "http://$me:$NGINX_PORT/a.wpack"
+        [ ! -s "$T/err" ] && pass by_name_inspect || fail by_name_inspect "$(cat "$T/err")"
+    else
+        echo "skip by_name_no_thread: the host name '$me' does not resolve to 127.0.0.1 here (unknown_host_no_thread covers the lookup)"
+    fi
+else
+    fail unknown_host_no_thread "strace is not installed (tools/deps.sh installs it)"
+fi
+rm -rf "$T/byname"
+expect by_localhost_extract "$WPACK" extract -q -o "$T/byname" "http://localhost:$NGINX_PORT/a.wpack"
+diff -r "$T/byname" "$T/xl" >/dev/null 2>&1 && pass by_localhost_same || fail by_localhost_same
 finish

@@ -1,0 +1,95 @@
+/* resolve.c - the URL's host name looked up on the caller's thread.
+ *
+ * libcurl's resolver (the threaded one in Debian's libcurl) runs every name
+ * lookup on a thread it starts, and a library of this project starts no
+ * thread. So the open looks the name up itself (getaddrinfo, blocking, as
+ * any read of the library blocks) and hands curl the addresses with
+ * CURLOPT_RESOLVE: curl finds them in its cache and never starts its
+ * resolver. A numeric host needs no lookup (curl parses it itself). A
+ * redirect to another host name (followed unless turned off) is the one
+ * lookup left to curl. */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "remote.h"
+
+/* A numeric IPv4 or IPv6 host ("[...]" as curl_url gives it). */
+static int numeric(const char *host)
+{
+    unsigned char a[16];
+    if (host[0] == '[')
+        return 1;
+    return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
+}
+
+int wpk_remote_pin_host(wpk_remote *r, char *msg, size_t msglen)
+{
+    CURLU *u = curl_url();
+    char *host = NULL, *port = NULL;
+    int rc = WPACK_OK;
+    if (!u) {
+        wpk_fmt(msg, msglen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    if (curl_url_set(u, CURLUPART_URL, r->url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+        wpk_fmt(msg, msglen, "%s: not a URL libcurl can parse", r->shown);
+        rc = WPACK_E_INVALID_ARGUMENT;
+        goto out;
+    }
+    if (numeric(host))
+        goto out;
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int g = getaddrinfo(host, port, &hints, &res);
+    if (g != 0) {
+        wpk_fmt(msg, msglen, "%s: cannot resolve host '%s': %s", r->shown, host, gai_strerror(g));
+        rc = WPACK_E_IO;
+        goto out;
+    }
+    /* "HOST:PORT:ADDR[,ADDR]...", IPv6 addresses in brackets */
+    char entry[2048];
+    size_t len = (size_t)snprintf(entry, sizeof entry, "%s:%s:", host, port), n = 0;
+    for (struct addrinfo *a = res; a && len < sizeof entry; a = a->ai_next) {
+        char ip[INET6_ADDRSTRLEN];
+        const void *src = a->ai_family == AF_INET
+                              ? (const void *)&((struct sockaddr_in *)(void *)a->ai_addr)->sin_addr
+                              : (const void *)&((struct sockaddr_in6 *)(void *)a->ai_addr)->sin6_addr;
+        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
+            !inet_ntop(a->ai_family, src, ip, sizeof ip) || strstr(entry + len - n, ip))
+            continue;
+        int k = snprintf(entry + len, sizeof entry - len, a->ai_family == AF_INET6 ? "%s[%s]" : "%s%s",
+                         n ? "," : "", ip);
+        if (k < 0 || (size_t)k >= sizeof entry - len)
+            break; /* the addresses that fit are enough */
+        len += (size_t)k;
+        n += (size_t)k;
+    }
+    freeaddrinfo(res);
+    if (!n) {
+        wpk_fmt(msg, msglen, "%s: host '%s' has no IPv4 or IPv6 address", r->shown, host);
+        rc = WPACK_E_IO;
+        goto out;
+    }
+    if (!(r->resolve = curl_slist_append(NULL, entry))) {
+        wpk_fmt(msg, msglen, "out of memory");
+        rc = WPACK_E_NOMEM;
+    }
+out:
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+void wpk_remote_unpin_host(wpk_remote *r)
+{
+    curl_slist_free_all(r->resolve);
+    r->resolve = NULL;
+}
