@@ -143,7 +143,10 @@ static void put_dctx(struct wpk_chunk_cache *c, ZSTD_DCtx *d)
 /* Where chunk k of a validated zstd tensor is stored. */
 typedef struct {
     const uint8_t *rec;             /* its entry record (the cache key) */
-    const uint8_t *base;            /* stored bytes of the tensor */
+    const uint8_t *base;            /* stored bytes of the tensor from byte base_off on */
+    uint64_t base_off;              /* 0, or where a part fetched alone starts */
+    int unchecked;                  /* such a part: kept out of the chunk cache, which
+                                     * later checked reads share */
     const uint8_t *seek;            /* u64 chunk ends */
     uint64_t chunk, nbytes, nchunks;
     struct wpk_chunk_cache *cache;  /* the archive's decode state */
@@ -155,7 +158,7 @@ static void chunk_at(const zstd_tensor *z, uint64_t k, const uint8_t **src, size
     uint64_t v = wpk_ld64(z->seek + 8 * k);
     uint64_t start = k ? wpk_ld64(z->seek + 8 * (k - 1)) & ~WPK_CHUNK_RAW : 0;
     *raw = (v & WPK_CHUNK_RAW) != 0;
-    *src = z->base + start;
+    *src = z->base + (start - z->base_off); /* the caller's chunks lie in the part */
     *len = (size_t)((v & ~WPK_CHUNK_RAW) - start);
     *raw_len = (size_t)(k + 1 < z->nchunks ? z->chunk : z->nbytes - k * z->chunk);
 }
@@ -243,8 +246,8 @@ static void decode_chunks(range_job *job, ZSTD_DCtx *dctx, size_t k0, size_t k1)
         int rc;
         if (lo == cstart && hi == cstart + raw_len) {
             rc = decode_chunk(dctx, z, k, out);
-        } else if (!read_cached(dctx, z, k, (size_t)(lo - cstart), (size_t)(hi - lo), out,
-                                &rc)) {
+        } else if (z->unchecked ||
+                   !read_cached(dctx, z, k, (size_t)(lo - cstart), (size_t)(hi - lo), out, &rc)) {
             if (!bounce && !(bounce = malloc((size_t)z->chunk))) {
                 set_rc(job, WPACK_E_NOMEM);
                 break;
@@ -279,6 +282,8 @@ static void zstd_at(const wpack_archive *ar, const uint8_t *rec, const uint8_t *
 {
     z->rec = rec;
     z->base = stored ? stored : ar->base + wpk_ld64(rec + WPK_E_DATA_OFFSET_OFF);
+    z->base_off = 0;
+    z->unchecked = 0;
     z->seek = ar->sec[WPK_SEC_AUX] + wpk_ld64(rec + WPK_E_AUX_OFF) + 8;
     z->chunk = 1ull << wpk_ld32(rec + WPK_E_CODEC_PARAM_OFF);
     z->nbytes = nbytes;
@@ -292,6 +297,30 @@ int wpk_read_zstd(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes, 
     return wpk_read_zstd_in(ar, rec, NULL, nbytes, offset, dst, n);
 }
 
+void wpk_zstd_stored_span(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes,
+                          uint64_t offset, size_t n, uint64_t *from, uint64_t *to)
+{
+    zstd_tensor z;
+    zstd_at(ar, rec, NULL, nbytes, &z);
+    uint64_t k0 = offset / z.chunk, k1 = (offset + n - 1) / z.chunk;
+    *from = k0 ? wpk_ld64(z.seek + 8 * (k0 - 1)) & ~WPK_CHUNK_RAW : 0;
+    *to = wpk_ld64(z.seek + 8 * k1) & ~WPK_CHUNK_RAW;
+}
+
+static int read_range(zstd_tensor *z, uint64_t offset, void *dst, size_t n);
+
+int wpk_read_zstd_part(const wpack_archive *ar, const uint8_t *rec, const uint8_t *part,
+                       uint64_t part_off, uint64_t nbytes, uint64_t offset, void *dst, size_t n)
+{
+    if (!n)
+        return WPACK_OK;
+    zstd_tensor z;
+    zstd_at(ar, rec, part, nbytes, &z);
+    z.base_off = part_off;
+    z.unchecked = 1;
+    return read_range(&z, offset, dst, n);
+}
+
 int wpk_read_zstd_in(const wpack_archive *ar, const uint8_t *rec, const uint8_t *stored,
                      uint64_t nbytes, uint64_t offset, void *dst, size_t n)
 {
@@ -299,6 +328,13 @@ int wpk_read_zstd_in(const wpack_archive *ar, const uint8_t *rec, const uint8_t 
         return WPACK_OK;
     zstd_tensor z;
     zstd_at(ar, rec, stored, nbytes, &z);
+    return read_range(&z, offset, dst, n);
+}
+
+/* Logical bytes [offset, offset + n) of z (n > 0) into dst. */
+static int read_range(zstd_tensor *zt, uint64_t offset, void *dst, size_t n)
+{
+    zstd_tensor z = *zt;
     range_job job = {&z, offset, offset / z.chunk, dst, n, WPACK_OK};
     size_t chunks = (size_t)((offset + n - 1) / z.chunk - job.first + 1);
     const wpack_executor *ex = &z.cache->ex;

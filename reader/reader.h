@@ -171,6 +171,14 @@ int wpk_stream_zstd_in(const wpack_archive *ar, const uint8_t *rec, const uint8_
                        uint64_t nbytes, wpk_piece_fn fn, void *user);
 int wpk_read_zstd_in(const wpack_archive *ar, const uint8_t *rec, const uint8_t *stored,
                      uint64_t nbytes, uint64_t offset, void *dst, size_t n);
+/* The stored bytes [*from, *to) of the chunks that hold logical bytes
+ * [offset, +n) (n > 0, in bounds) of a validated zstd entry; and the read
+ * of those bytes from part, which holds just them (part[0] is stored byte
+ * part_off): a partial read fetches its chunks only. */
+void wpk_zstd_stored_span(const wpack_archive *ar, const uint8_t *rec, uint64_t nbytes,
+                          uint64_t offset, size_t n, uint64_t *from, uint64_t *to);
+int wpk_read_zstd_part(const wpack_archive *ar, const uint8_t *rec, const uint8_t *part,
+                       uint64_t part_off, uint64_t nbytes, uint64_t offset, void *dst, size_t n);
 /* Entry t's bytes must be fetched (an unmapped archive or shard), and its
  * bytes [offset, +n) or all of them in pieces, fetched, checked, decoded. */
 int wpk_needs_fetch(const wpack_archive *ar, const wpack_tensor *t);

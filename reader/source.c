@@ -7,7 +7,9 @@
  * kept per handle: the partial reads that usually follow a verified one
  * (get_slice) are served from it, not fetched again. A partial read of a
  * plain entry without verification fetches only its bytes (unchecked: the
- * checksum covers the whole entry; the caller asked for no check). A
+ * checksum covers the whole entry; the caller asked for no check), of a
+ * compressed one only the chunks holding them, when those are at most
+ * half of it (zstd_part). A
  * stream of a plain entry larger than the source's stream_window goes in
  * windows, hashed as they arrive, checked at the end (stream_windows). */
 #include <pthread.h>
@@ -157,6 +159,36 @@ static int from_kept(const wpack_archive *ar, const wpack_tensor *t, uint64_t of
     return hit;
 }
 
+/* A partial read of a compressed entry without verification: when the
+ * chunks holding the bytes are at most half of the stored bytes, fetch just
+ * them and decode (unchecked, as a plain entry's partial read; the
+ * decoder still checks each frame's size). -1: not worth it, fetch whole. */
+static int zstd_part(const wpack_archive *ar, const wpack_tensor *t, const wpack_archive *h,
+                     uint64_t offset, void *dst, size_t n)
+{
+    uint64_t from, to;
+    wpk_zstd_stored_span(ar, owner_rec(ar, t), t->nbytes, offset, n, &from, &to);
+    if (to - from > t->stored_length / 2)
+        return -1;
+    char q[256], msg[400] = "";
+    wpk_quote(q, sizeof q, t->name, t->name_len);
+    int known = wpk_checked_get(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index);
+    if (known > 0)
+        return wpk_fail((wpack_archive *)ar, known, "tensor '%s': %s (found by an earlier check)", q,
+                        wpack_error_describe(known));
+    uint8_t *part = malloc((size_t)(to - from)); /* <= stored_length / 2: it fits */
+    if (!part)
+        return wpk_fail((wpack_archive *)ar, WPACK_E_NOMEM, "tensor '%s': out of memory", q);
+    int rc = h->src.read(h->src.user, t->offset + from, part, (size_t)(to - from), msg, sizeof msg);
+    if (rc)
+        rc = wpk_fail((wpack_archive *)ar, rc, "tensor '%s': %s", q,
+                      *msg ? msg : wpack_error_describe(rc));
+    else
+        rc = wpk_read_zstd_part(ar, owner_rec(ar, t), part, from, t->nbytes, offset, dst, n);
+    free(part);
+    return rc;
+}
+
 int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset, void *dst,
                     size_t n)
 {
@@ -182,6 +214,9 @@ int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t off
                             *msg ? msg : wpack_error_describe(rc));
         return WPACK_OK;
     }
+    if (t->codec == WPACK_CODEC_ZSTD && h && wpk_unmapped(h) && n &&
+        (rc = zstd_part(ar, t, h, offset, dst, n)) >= 0)
+        return rc;
     uint8_t *buf;
     if ((rc = wpk_fetch_stored_new(ar, t, &buf)))
         return rc;
