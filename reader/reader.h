@@ -82,8 +82,10 @@ int wpk_padding_zero(wpack_archive *ar, uint64_t off, uint64_t n);
  * fetched once more, then WPACK_E_CHECKSUM. Failures set a message naming
  * the tensor (source.c). */
 int wpk_fetch_stored(const wpack_archive *ar, const wpack_tensor *t, uint8_t *dst);
-/* The same into a new malloc'd block (*out, freed by the caller). */
-int wpk_fetch_stored_new(const wpack_archive *ar, const wpack_tensor *t, uint8_t **out);
+/* The same into a block of *cap >= n + 1 bytes (*out: the handle's spare
+ * or a new malloc'd block; freed by the caller or kept, source.c). */
+int wpk_fetch_stored_new(const wpack_archive *ar, const wpack_tensor *t, uint8_t **out,
+                         size_t *cap);
 
 /* The per-handle keep of the last entry fetched whole and checked (so
  * that the partial reads that follow it do not fetch it again): made by
