@@ -169,8 +169,8 @@ int cli_check_output(const char *cmd, const char *out, uint64_t need, uint64_t i
  * file as an input (device + inode: symlinks, hard links, "./x" vs "x") or
  * as another output (also when neither exists yet: resolved directory +
  * file name). An output added with cli_files_out_manifest() is a sharded
- * set's manifest: an input named like one of its shards
- * (NAME-0000k-of-0000n.wpack beside it) is refused too. */
+ * set's manifest: an input that is a shard of the set now at that path
+ * (removed once the new set is in place) is refused too. */
 typedef struct {
     struct cli_file *v;
     size_t n, cap;

@@ -17,7 +17,7 @@
 struct cli_file {
     char *path;
     int output;
-    int shard_names; /* an output manifest: its shards' names NAME-0000k-of-0000n.wpack too */
+    int shard_names; /* an output manifest: the shards of the set it replaces are removed */
     int exists;      /* st is valid (set by cli_files_check) */
     struct stat st;
 };
@@ -111,26 +111,39 @@ static int same_place(const char *a, const char *b)
     return same;
 }
 
-/* in is one of the shard files a manifest written at out would get. */
-static int is_shard_of(const char *out, const char *in)
+/* The files the set now at out (a manifest that opens whole) names as its
+ * shards, as device + inode pairs (*n of them; NULL when none): writing a
+ * set at out removes them once the new manifest is in place
+ * (packer/writer_shards.c), so none may be an input. */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+} file_id;
+
+static file_id *old_shards(const char *out, size_t *n)
 {
-    char *wo = where(out), *wi = where(in);
-    int match = 0;
-    if (wo && wi) {
-        const char *bo = strrchr(wo, '/') + 1, *bi = strrchr(wi, '/') + 1;
-        size_t dl = (size_t)(bo - wo), stem = strlen(bo);
-        if (stem > 6 && strcmp(bo + stem - 6, ".wpack") == 0)
-            stem -= 6;
-        unsigned k, n;
-        int used = 0;
-        match = dl == (size_t)(bi - wi) && strncmp(wo, wi, dl) == 0 &&
-                strncmp(bi, bo, stem) == 0 &&
-                sscanf(bi + stem, "-%5u-of-%5u.wpack%n", &k, &n, &used) == 2 &&
-                used > 0 && bi[stem + (size_t)used] == 0;
-    }
-    free(wo);
-    free(wi);
-    return match;
+    wpack_archive *ar;
+    file_id *v = NULL;
+    *n = 0;
+    if (wpack_open_file(&ar, out, 0) == WPACK_OK && wpack_shard_count(ar) &&
+        (v = calloc(wpack_shard_count(ar), sizeof *v)))
+        for (uint32_t s = 0; s < wpack_shard_count(ar); s++) {
+            const char *path;
+            const wpack_archive *shard;
+            struct stat st;
+            if (wpack_shard_at(ar, s, &path, &shard) == WPACK_OK && stat(path, &st) == 0)
+                v[(*n)++] = (file_id){st.st_dev, st.st_ino};
+        }
+    wpack_close(ar);
+    return v;
+}
+
+static int in_old_shards(const file_id *v, size_t n, const struct stat *st)
+{
+    for (size_t k = 0; k < n; k++)
+        if (v[k].dev == st->st_dev && v[k].ino == st->st_ino)
+            return 1;
+    return 0;
 }
 
 int cli_files_check(const char *cmd, cli_files *f)
@@ -145,6 +158,8 @@ int cli_files_check(const char *cmd, cli_files *f)
         const struct cli_file *o = &f->v[i];
         if (!o->output)
             continue;
+        size_t nold = 0;
+        file_id *old = o->shard_names && o->exists ? old_shards(o->path, &nold) : NULL;
         for (size_t j = 0; j < f->n; j++) {
             const struct cli_file *x = &f->v[j];
             if (j == i || (x->output && (j < i || f->outputs_distinct)))
@@ -153,18 +168,18 @@ int cli_files_check(const char *cmd, cli_files *f)
             if (!x->output) { /* an input exists: only an existing output can be it */
                 same = o->exists && x->exists && x->st.st_dev == o->st.st_dev &&
                        x->st.st_ino == o->st.st_ino;
-                if (!same && o->shard_names && is_shard_of(o->path, x->path)) {
-                    cli_error("%s: input '%s' would be replaced by a shard of output '%s': "
-                              "nothing was written [%s]",
+                if (!same && x->exists && in_old_shards(old, nold, &x->st)) {
+                    cli_error("%s: input '%s' is a shard of the set at output '%s', which the new "
+                              "set replaces and removes: nothing was written [%s]",
                               cmd, x->path, o->path, wpack_error_name(WPACK_E_SAME_FILE));
-                    return 0;
+                    same = -1;
                 }
             } else if (o->exists && x->exists) {
                 same = o->st.st_dev == x->st.st_dev && o->st.st_ino == x->st.st_ino;
             } else {
                 same = same_place(o->path, x->path);
             }
-            if (same) {
+            if (same > 0) {
                 if (x->output)
                     cli_error("%s: outputs '%s' and '%s' are the same file: nothing was written [%s]",
                               cmd, x->path, o->path, wpack_error_name(WPACK_E_SAME_FILE));
@@ -173,9 +188,13 @@ int cli_files_check(const char *cmd, cli_files *f)
                               "written [%s]",
                               cmd, o->path, x->path, f->hint ? "; " : "", f->hint ? f->hint : "",
                               wpack_error_name(WPACK_E_SAME_FILE));
+            }
+            if (same) {
+                free(old);
                 return 0;
             }
         }
+        free(old);
     }
     return 1;
 }

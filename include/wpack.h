@@ -600,9 +600,13 @@ typedef struct wpack_writer_options {
      * ".wpack"), each holding about shard_size data bytes (a tensor is never
      * split; a bigger one gets a shard to itself). Shards are finished under
      * temporary names ("path.tmp-PID-RANDOM.shard-0000k", beside the
-     * manifest's own temporary) and renamed when the manifest is written;
-     * an aborted writer removes them all, a killed one's are removed by
-     * the next writer of path. Not with
+     * manifest's own temporary) and renamed when the manifest is written,
+     * never over an existing file (a taken name becomes
+     * "NAME-0000k-of-0000N.G.wpack", smallest free G >= 2); the shards of
+     * a set at path that this one replaces are removed after the
+     * manifest's rename, so a crash leaves the old set or the new one
+     * whole. An aborted writer removes its shards, a killed one's are
+     * removed by the next writer of path. Not with
      * compression (external entries are stored raw). Weight stats are
      * computed in each shard and copied into the manifest. */
     uint64_t shard_size;

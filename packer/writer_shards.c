@@ -13,17 +13,25 @@
  * Each shard is fsynced as it is finished (its directory is not: the
  * manifest's commit fsyncs it once, after every rename).
  * wpack_writer_finish writes and fsyncs the whole manifest first (still a
- * temporary), then renames the shards, then the manifest: a failure while
- * writing (a full disk) leaves an existing set at those names untouched.
- * Only a crash between the shard renames and the manifest's leaves new
- * shards beside the old manifest (which then fails to open with
- * WPACK_E_SHARD: their checksums differ). Nothing is written twice, and an
- * aborted writer removes every shard it made.
+ * temporary), then renames the shards, then the manifest.
+ *
+ * Replacing a set never puts its files at risk: a shard is renamed only to
+ * a name where nothing exists (NAME-0000k-of-0000N.wpack, else
+ * NAME-0000k-of-0000N.G.wpack with the smallest free G >= 2; the rename
+ * refuses to replace), so the old manifest and its shards stay whole
+ * until the new manifest's rename, the one step that switches sets. Only
+ * after that commit are the old set's shards (the ones its manifest named,
+ * read before the switch) removed. A crash or a failure at any point
+ * leaves one whole set, old or new, and at worst unreferenced shard files.
+ * Nothing is written twice, and an aborted writer removes every shard it
+ * made.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "copy.h"
@@ -38,6 +46,9 @@ struct wpk_shard_set {
     char **parts;              /* shard k's temporary path, once it is finished */
     uint64_t *lengths, *sums;  /* shard k's file length and index XXH3 */
     uint32_t cap;
+    char **names;              /* shard k's final file name (n of them, at finish) */
+    char **old;                /* the replaced set's shard paths: removed after the commit */
+    uint32_t nold;
 };
 
 static const char *base_name(const char *path)
@@ -46,16 +57,19 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-/* "dir/model.wpack" -> "model-0000k-of-0000n.wpack" (k counted from 1). */
-static char *final_name(const char *manifest, uint32_t k, uint32_t n)
+/* "dir/model.wpack" -> "model-0000k-of-0000n.wpack" (k counted from 1),
+ * or with g >= 2 "model-0000k-of-0000n.g.wpack". */
+static char *final_name(const char *manifest, uint32_t k, uint32_t n, unsigned g)
 {
     const char *base = base_name(manifest);
     size_t len = strlen(base);
     if (len > 6 && strcmp(base + len - 6, ".wpack") == 0)
         len -= 6;
-    char *s = malloc(len + 32);
-    if (s)
-        snprintf(s, len + 32, "%.*s-%05u-of-%05u.wpack", (int)len, base, k + 1, n);
+    char *s = malloc(len + 48);
+    if (s && g < 2)
+        snprintf(s, len + 48, "%.*s-%05u-of-%05u.wpack", (int)len, base, k + 1, n);
+    else if (s)
+        snprintf(s, len + 48, "%.*s-%05u-of-%05u.%u.wpack", (int)len, base, k + 1, n, g);
     return s;
 }
 
@@ -234,6 +248,74 @@ int wpk_shards_add_block_dtype(wpack_writer *w, const char *name, uint32_t block
     return rc ? pass_failure(w, cur, rc) : WPACK_OK;
 }
 
+/* Shard k's final name: the first of NAME-0000k-of-0000N.wpack,
+ * NAME-0000k-of-0000N.2.wpack, ... where nothing exists now (an old set's
+ * shard, or any file of the user's, is never renamed over). */
+static int free_name(wpack_writer *w, uint32_t k)
+{
+    wpk_shard_set *s = w->shards;
+    for (unsigned g = 1; g <= 1000; g++) {
+        char *name = final_name(w->path, k, s->n, g);
+        char *path = name ? beside(w->path, name) : NULL;
+        if (!path) {
+            free(name);
+            return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+        }
+        struct stat st;
+        int taken = lstat(path, &st) == 0, e = errno;
+        free(path);
+        if (!taken && e == ENOENT) {
+            s->names[k] = name;
+            return WPACK_OK;
+        }
+        free(name);
+        if (!taken)
+            return wpk_wfail(w, WPACK_E_IO, "%s: cannot look at shard %u's name: %s", w->path,
+                             k + 1, strerror(e));
+    }
+    return wpk_wfail(w, WPACK_E_LIMIT, "%s: names for shard %u taken up to generation 1000",
+                     w->path, k + 1);
+}
+
+/* The set this one replaces (the manifest now at w->path, when it opens
+ * whole): its shards' paths, removed once the new manifest is in place.
+ * Anything else at w->path (nothing, a single archive, a damaged set)
+ * leaves nothing to remove. */
+static int note_old_set(wpack_writer *w)
+{
+    wpk_shard_set *s = w->shards;
+    wpack_archive *old;
+    if (wpack_open_file(&old, w->path, 0) != WPACK_OK) {
+        wpack_close(old);
+        return WPACK_OK;
+    }
+    uint32_t n = wpack_shard_count(old);
+    int rc = WPACK_OK;
+    if (n && !(s->old = calloc(n, sizeof *s->old)))
+        rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    for (uint32_t k = 0; k < n && rc == WPACK_OK; k++) {
+        const char *path;
+        const wpack_archive *shard;
+        if (wpack_shard_at(old, k, &path, &shard) == WPACK_OK && !(s->old[s->nold++] = strdup(path)))
+            rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    }
+    wpack_close(old);
+    return rc;
+}
+
+/* from to to, failing when to exists (RENAME_NOREPLACE; a file system
+ * without it: a plain rename, the name was free a moment ago). */
+static int rename_no_replace(const char *from, const char *to)
+{
+#ifdef RENAME_NOREPLACE
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+#endif
+    return rename(from, to);
+}
+
 int wpk_shards_finish(wpack_writer *w)
 {
     wpk_shard_set *s = w->shards;
@@ -242,19 +324,15 @@ int wpk_shards_finish(wpack_writer *w)
         return rc;
     if (s->cur && (rc = close_shard(w)))
         return rc;
-    char **names = calloc(s->n, sizeof *names);
-    if (!names)
+    if (!(s->names = calloc(s->n, sizeof *s->names)))
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-    rc = WPACK_OK;
-    for (uint32_t k = 0; k < s->n && rc == WPACK_OK; k++)
-        if (!(names[k] = final_name(w->path, k, s->n)))
-            rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-    if (rc == WPACK_OK)
-        rc = wpack_writer_set_shards(w, s->n, (const char *const *)names, s->lengths, s->sums);
     for (uint32_t k = 0; k < s->n; k++)
-        free(names[k]);
-    free(names);
-    return rc;
+        if ((rc = free_name(w, k)))
+            return rc;
+    if ((rc = wpack_writer_set_shards(w, s->n, (const char *const *)s->names, s->lengths,
+                                      s->sums)))
+        return rc;
+    return note_old_set(w);
 }
 
 int wpk_shards_place(wpack_writer *w)
@@ -262,12 +340,10 @@ int wpk_shards_place(wpack_writer *w)
     wpk_shard_set *s = w->shards;
     int rc = WPACK_OK;
     for (uint32_t k = 0; k < s->n && rc == WPACK_OK; k++) {
-        char *name = final_name(w->path, k, s->n);
-        char *path = name ? beside(w->path, name) : NULL;
-        free(name);
+        char *path = beside(w->path, s->names[k]);
         if (!path)
             rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-        else if (rename(s->parts[k], path) != 0)
+        else if (rename_no_replace(s->parts[k], path) != 0)
             rc = wpk_wfail(w, WPACK_E_IO, "%s: cannot rename shard into place: %s", path,
                            strerror(errno));
         else {
@@ -290,7 +366,18 @@ void wpk_shards_free(wpack_writer *w, int remove_files)
         if (remove_files && s->parts[k])
             unlink(s->parts[k]);
         free(s->parts[k]);
+        if (s->names)
+            free(s->names[k]);
     }
+    /* Committed: the replaced set's shards go (best effort: one left
+     * behind is an unreferenced file, never a broken set). */
+    for (uint32_t k = 0; k < s->nold; k++) {
+        if (!remove_files)
+            unlink(s->old[k]);
+        free(s->old[k]);
+    }
+    free(s->old);
+    free(s->names);
     free(s->parts);
     free(s->lengths);
     free(s->sums);

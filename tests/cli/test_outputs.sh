@@ -87,11 +87,20 @@ shard=$(ls set-00001-of-*.wpack 2>/dev/null | head -1)
 if [ -n "$shard" ]; then
     same_file export_onto_shard "$shard" "$WPACK" export set.wpack --to tar -o @OUT@
     same_file resolve_onto_shard "$shard" "$WPACK" resolve -q set.wpack r.mlir -o @OUT@ --allow-missing
-    # create: a sharded output would replace an input named like one of its shards
-    cp t0.npy n-00001-of-00002.wpack
-    expect_fail create_shard_onto_input "shard of output.*\[WPACK_E_SAME_FILE\]" \
-        "$WPACK" create -q --shard-size 1K -o n.wpack n-00001-of-00002.wpack
-    cmp -s t0.npy n-00001-of-00002.wpack && pass create_shard_input_unchanged || fail create_shard_input_unchanged
+    # create: a shard of the set being replaced is removed with it, so it
+    # cannot be an input
+    sum_shard=$(sha256sum <"$shard")
+    expect_fail create_old_shard_as_input "is a shard of the set at output 'set.wpack'.*\[WPACK_E_SAME_FILE\]" \
+        "$WPACK" create -q --shard-size 1K -o set.wpack "$shard"
+    [ "$(sha256sum <"$shard")" = "$sum_shard" ] && "$WPACK" verify set.wpack >/dev/null 2>&1 &&
+        pass create_old_set_unchanged || fail create_old_set_unchanged
+    # a file of the user's named like a shard of the new set: never
+    # renamed over (the new shard takes NAME-0000k-of-0000N.2.wpack)
+    echo mine >n-00001-of-00001.wpack
+    expect create_beside_shard_named_file "$WPACK" create -q --shard-size 1K -o n.wpack t0.npy
+    [ "$(cat n-00001-of-00001.wpack)" = mine ] && [ -f n-00001-of-00001.2.wpack ] &&
+        "$WPACK" verify n.wpack >/dev/null 2>&1 && pass create_shard_named_file_unchanged ||
+        fail create_shard_named_file_unchanged "$(ls n*)"
 else
     fail sharded_set_made "$(ls)"
 fi

@@ -2,7 +2,9 @@
  * opened as one archive; every way a shard can go missing or change. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testlib.h"
@@ -308,6 +310,107 @@ static void test_aborted_set_leaves_nothing(void)
     wpack_writer_abort(w);
 }
 
+/* A set of three one-tensor shards at dir/name whose floats are all v,
+ * committed (prepare_only 0) or placed and left unswitched, as a crash
+ * after wpack_writer_prepare leaves it (prepare_only 1). */
+static int write_set(const char *name, float v, int prepare_only)
+{
+    if (prepare_only) { /* in a child that dies after wpack_writer_prepare */
+        pid_t pid = fork();
+        int st = 0;
+        if (pid < 0)
+            return WPACK_E_IO;
+        if (pid > 0)
+            return waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : WPACK_E_IO;
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    wpack_writer_options opt;
+    wpack_writer_options_init(&opt);
+    opt.shard_size = 64;
+    wpack_writer *w;
+    int rc = wpack_writer_open(&w, path, &opt);
+    float x[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = v;
+    for (int i = 0; i < 3 && !rc; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "t%d", i);
+        rc = wpack_writer_add_tensor(w, n, WPACK_DTYPE_F32, 1, (uint64_t[]){16}, x, 64);
+    }
+    char err[300] = "";
+    if (rc) {
+        printf("# write_set: %s\n", wpack_writer_errmsg(w));
+        wpack_writer_abort(w);
+        return rc;
+    }
+    if (prepare_only) /* dies between the shards' renames and the manifest's */
+        _exit(wpack_writer_prepare(w));
+    rc = wpack_writer_finish(w, err, sizeof err);
+    if (rc)
+        printf("# write_set: %s\n", err);
+    return rc;
+}
+
+/* The set at dir/name opens, and all its floats are v. */
+static int set_is(const char *name, float v)
+{
+    wpack_archive *ar;
+    int ok = open_manifest(name, &ar) == WPACK_OK && wpack_shard_count(ar) == 3 &&
+             wpack_verify_all(ar, NULL, NULL) == WPACK_OK;
+    for (int i = 0; ok && i < 3; i++) {
+        char n[32];
+        wpack_tensor t;
+        snprintf(n, sizeof n, "t%d", i);
+        ok = wpack_find(ar, n, &t) == WPACK_OK && t.data && ((const float *)t.data)[15] == v;
+    }
+    if (!ok)
+        printf("# %s: %s\n", name, wpack_errmsg(ar));
+    wpack_close(ar);
+    return ok;
+}
+
+/* Replacing a set never renames a shard over an existing file: the new
+ * shards take free names (NAME-0000k-of-0000N.wpack, else .2, .3, ...),
+ * the old set stays whole until the new manifest's rename, and only then
+ * are the old shards removed. A crash after the shards were placed leaves
+ * the old set whole; a user's file at a shard name is never touched. */
+static void test_replacing_a_set(void)
+{
+    CHECK(write_set("r.wpack", 1, 0) == WPACK_OK, "first set");
+    CHECK_EQ(count_files("^r-0000[123]-of-00003.wpack$"), 3);
+    CHECK(write_set("r.wpack", 2, 0) == WPACK_OK, "second set");
+    CHECK(set_is("r.wpack", 2), "the second set");
+    CHECK_EQ(count_files("^r-0000[123]-of-00003.2.wpack$"), 3);
+    CHECK_EQ(count_files("^r"), 4); /* the first set's shards are gone */
+    CHECK(write_set("r.wpack", 3, 0) == WPACK_OK, "third set");
+    CHECK(set_is("r.wpack", 3), "the third set");
+    CHECK_EQ(count_files("^r-0000[123]-of-00003.wpack$"), 3);
+    CHECK_EQ(count_files("^r"), 4);
+
+    /* a crash after the new shards were placed: the old set is whole */
+    CHECK(write_set("r.wpack", 4, 1) == WPACK_OK, "fourth set, prepared only");
+    CHECK(set_is("r.wpack", 3), "the third set survives the crash");
+    CHECK_EQ(count_files("^r-0000[123]-of-00003.2.wpack$"), 3); /* unreferenced */
+    CHECK(write_set("r.wpack", 5, 0) == WPACK_OK, "fifth set after the crash");
+    CHECK(set_is("r.wpack", 5), "the fifth set");
+    CHECK_EQ(count_files("^r-0000[123]-of-00003.3.wpack$"), 3);
+    CHECK_EQ(count_files("^r-0000[123]-of-00003.wpack$"), 0); /* the third set's, removed */
+
+    /* a file of the user's at a shard's name */
+    char path[512];
+    snprintf(path, sizeof path, "%s/u-00002-of-00003.wpack", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs("mine", f) >= 0 && fclose(f) == 0, "user's file");
+    CHECK(write_set("u.wpack", 6, 0) == WPACK_OK, "set beside the user's file");
+    CHECK(set_is("u.wpack", 6), "that set");
+    size_t n;
+    uint8_t *mine = test_slurp(path, &n);
+    CHECK(mine && n == 4 && memcmp(mine, "mine", 4) == 0, "the user's file is untouched");
+    free(mine);
+    CHECK_EQ(count_files("^u-00002-of-00003.2.wpack$"), 1);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/wpack-shards-XXXXXX");
@@ -318,6 +421,7 @@ int main(void)
     RUN(test_writer_streams_a_set);
     RUN(test_writer_set_bool_values);
     RUN(test_aborted_set_leaves_nothing);
+    RUN(test_replacing_a_set);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd))
