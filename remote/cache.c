@@ -11,7 +11,12 @@
  * files or none; not fsynced, see put), opened with O_NOFOLLOW and only used when regular files
  * of this user. No locks: two processes fetching the same chunk both write
  * it, the last rename wins with the same bytes. Past cache_max_bytes the
- * least recently used files (oldest mtime; a reuse refreshes it) go. */
+ * least recently used files (oldest mtime; a reuse refreshes it) go: the
+ * directory is scanned (evict) once, then only when this handle's count
+ * of the bytes there passes the bound, or when it has put a quarter of the
+ * bound since the last scan (what other processes add is seen then), not
+ * after every read: at 10,000 chunks a scan per read made extracting a
+ * large model quadratic in its size. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -132,7 +137,10 @@ static void put(wpk_remote *r, uint64_t off, uint64_t len, const uint8_t *src)
         wpk_atomic_abort(&a);
         return;
     }
-    wpk_atomic_commit(&a, err, sizeof err);
+    if (wpk_atomic_commit(&a, err, sizeof err) == WPACK_OK) {
+        r->cache_bytes += HDR + len;
+        r->cache_put += HDR + len;
+    }
 }
 
 typedef struct {
@@ -189,6 +197,16 @@ static void evict(wpk_remote *r)
     }
     free(v);
     closedir(d);
+    r->cache_scanned = 1;
+    r->cache_bytes = total;
+    r->cache_put = 0;
+}
+
+/* After puts: is a scan due (see the top of this file)? */
+static int evict_due(const wpk_remote *r)
+{
+    uint64_t max = r->opt.cache_max_bytes;
+    return !r->cache_scanned || r->cache_bytes > max || r->cache_put >= max / 4;
 }
 
 int wpk_cache_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, char *msg,
@@ -231,7 +249,7 @@ int wpk_cache_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, char *
     if (rc == WPACK_OK) {
         for (size_t i = 0; i < nm; i++)
             put(r, miss[i].off, miss[i].len, miss[i].dst);
-        if (nm)
+        if (nm && evict_due(r))
             evict(r);
         /* the parts of the edge chunks asked for */
         for (int e = 0; e < 2; e++) {

@@ -59,6 +59,9 @@ typedef struct wpk_remote {
     int cache_fd;               /* the cache directory, or -1 */
     int cache_on;
     uint64_t cache_key;
+    int cache_scanned;          /* the directory was scanned (evict) at least once */
+    uint64_t cache_bytes;       /* its chunk bytes then, plus what this handle put since */
+    uint64_t cache_put;         /* bytes this handle put since that scan */
     double rate_tokens;         /* fetch.c: the max_bytes_per_s bucket, in bytes */
     int64_t rate_at_us;         /* its last refill (monotonic; 0: never) */
     struct curl_slist *resolve; /* resolve.c: the host's addresses for CURLOPT_RESOLVE, or NULL */

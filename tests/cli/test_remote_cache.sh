@@ -80,11 +80,18 @@ same_dirs env_cache_equal "$T/x2e" "$T/xl"
 #     writes nothing else, so its fsyncs are the cache's.
 if command -v strace >/dev/null; then
     if ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq -o "$T/strace.log" \
-        -e trace=fsync,fdatasync,sync_file_range "$WPACK" verify --cache "$T/cache_s" "$URL" \
+        -e trace=fsync,fdatasync,sync_file_range,getdents64 "$WPACK" verify --cache "$T/cache_s" "$URL" \
         >/dev/null 2>"$T/err"; then
         n=$(grep -cE '(^|[ ])(fsync|fdatasync|sync_file_range)\(' "$T/strace.log")
         [ "$(chunk_files "$T/cache_s")" -gt 10 ] && [ "$n" -eq 0 ] && pass cache_fill_no_fsync ||
             fail cache_fill_no_fsync "$n sync calls, $(chunk_files "$T/cache_s") files"
+        # 2c. The directory is scanned for eviction once here (the sweep
+        #     at open, one scan after the first puts: each a getdents64
+        #     with entries and one at the end), not after every read that
+        #     missed (one per tensor: quadratic for a large model)
+        n=$(grep -cE '(^|[ ])getdents64\(' "$T/strace.log")
+        [ "$n" -le 6 ] && pass cache_scans_bounded ||
+            fail cache_scans_bounded "$n getdents64 calls for $(chunk_files "$T/cache_s") chunk files"
     else
         fail cache_fill_no_fsync "verify under strace: $(head -c 300 "$T/err")"
     fi
