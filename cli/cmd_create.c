@@ -93,6 +93,7 @@ typedef struct {
     char *name;  /* .npy: tensor name; else NULL */
     uint64_t size;
     const wpack_import_options *opts;
+    const char *within; /* listed under this directory input: opened under it */
 } input_file;
 
 typedef struct {
@@ -100,6 +101,7 @@ typedef struct {
     size_t n, cap;
     uint64_t bytes;
     const wpack_import_options *cur; /* options of the input being listed */
+    const char *cur_input;           /* and its path */
 } input_list;
 
 static int push(void *user, const wpack_import_item *it)
@@ -118,6 +120,7 @@ static int push(void *user, const wpack_import_item *it)
     f->name = it->name ? strdup(it->name) : NULL;
     f->size = it->bytes;
     f->opts = l->cur;
+    f->within = strcmp(it->path, l->cur_input) != 0 ? l->cur_input : NULL;
     if (!f->path || (it->name && !f->name)) {
         free(f->path);
         free(f->name);
@@ -341,6 +344,7 @@ int cmd_create(int argc, char **argv)
         goto done;
     for (size_t k = 0; k < ninputs; k++) {
         l.cur = inopts[k];
+        l.cur_input = inputs[k];
         int e = wpack_import_list(inputs[k], inopts[k], push, &l);
         if (e) {
             cli_error("%s [%s]", e == WPACK_E_NOMEM && !*err ? "out of memory" : err,
@@ -399,6 +403,7 @@ int cmd_create(int argc, char **argv)
         prog.base_bytes = prog.done_bytes;
         wpack_import_options io = *l.v[k].opts;
         io.name = l.v[k].name;
+        io.within = l.v[k].within;
         io.progress = on_progress;
         io.progress_user = &prog;
         int e = wpack_import_add(imp, l.v[k].path, &io);

@@ -332,16 +332,12 @@ static long read_fd(void *ctx, void *buf, size_t n)
     }
 }
 
-int npy_sink_pack_file(wpk_sink *s, const char *name, const char *path)
+int npy_sink_pack_fd(wpk_sink *s, const char *name, int fd)
 {
-    struct stat st;
-    fd_reader r = {.s = s, .fd = wpk_open_in(s, AT_FDCWD, path, 0, NULL, &st)};
-    if (r.fd < 0)
-        return -r.fd;
-    int rc = wpk_npy_stream(s, name, read_fd, &r);
-    close(r.fd);
-    return rc;
+    fd_reader r = {.s = s, .fd = fd};
+    return wpk_npy_stream(s, name, read_fd, &r);
 }
+
 
 /* ------------------------------------------------------------ dispatch */
 

@@ -197,7 +197,9 @@ int torch_pack_file(wpk_sink *s, const char *path);
 int safetensors_pack_file(wpk_sink *s, const char *path);
 int archive_pack_file(wpk_sink *s, const char *path);
 int manifest_pack_file(wpk_sink *s, const char *path);
-int npy_sink_pack_file(wpk_sink *s, const char *name, const char *path);
+/* A .npy from fd, a regular file the caller opened (import_api.c: under
+ * the directory it was listed from) and closes. */
+int npy_sink_pack_fd(wpk_sink *s, const char *name, int fd);
 int gguf_pack_file(wpk_sink *s, const char *path);  /* import/gguf_pack.c */
 int irpa_pack_file(wpk_sink *s, const char *path);  /* import/irpa.c */
 

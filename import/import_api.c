@@ -5,8 +5,12 @@
  * the importer of its kind (import.c); a plain .npy without --cast streams
  * straight into the writer (npy_pack.c).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "import.h"
 #include "internal.h"
@@ -38,8 +42,8 @@ static int options_take(const wpack_import_options *in, wpack_import_options *o,
     wpack_import_options_init(o);
     if (in)
         *o = *in;
-    for (size_t k = 0; k < 3; k++) /* reserved_ptr: 3, reserved: 3 */
-        if (o->reserved[k] || o->reserved_ptr[k]) {
+    for (size_t k = 0; k < 3; k++) /* reserved: 3, reserved_ptr: 2 */
+        if (o->reserved[k] || (k < 2 && o->reserved_ptr[k])) {
             wpk_fmt(err, errlen, "wpack_import_options: reserved field %zu is not zero (built "
                     "against a newer wpack_import.h?)", k);
             return WPACK_E_INVALID_ARGUMENT;
@@ -136,20 +140,63 @@ static const char *keep_path(wpack_importer *imp, const char *path)
 /* One .npy file as tensor name (before the prefix). Without a cast it
  * streams straight into the writer (npy_pack.c); a cast goes through the
  * sink, which rounds and keeps the statistics of the original values. */
+/* A listed .npy, opened (non-blocking, regular files only): under
+ * o->within one component at a time, no link followed unless follow_links
+ * (a directory swapped for a link since the listing cannot take the
+ * import out of the tree), else by its path. The fd, or minus a code. */
+static int open_item(wpack_importer *imp, const char *path, const wpack_import_options *o,
+                     struct stat *st)
+{
+    char msg[600];
+    int code, fd;
+    size_t wl = o->within ? strlen(o->within) : 0;
+    while (wl > 1 && o->within[wl - 1] == '/')
+        wl--;
+    if (!wl || o->follow_links) {
+        fd = wpk_open_input(AT_FDCWD, path, 0, st, &code, msg, sizeof msg);
+    } else if (strncmp(path, o->within, wl) != 0 || path[wl] != '/') {
+        return -fail(imp, WPACK_E_INVALID_ARGUMENT, "%s: not under the directory it was listed "
+                     "from (%s)", path, o->within);
+    } else {
+        const char *rel = path + wl;
+        while (*rel == '/')
+            rel++;
+        int dfd = open(o->within, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            return -fail(imp, WPACK_E_IO, "%s: cannot open its directory: %s", path,
+                         strerror(errno));
+        fd = wpk_open_input(dfd, rel, WPK_INPUT_NOFOLLOW, st, &code, msg, sizeof msg);
+        close(dfd);
+    }
+    if (fd < 0)
+        return -fail(imp, code, "%s: %s", path, msg);
+    return fd;
+}
+
 static int import_npy(wpack_importer *imp, const char *path, const char *name,
                       const wpack_import_options *o)
 {
     wpk_sink *s = &imp->sink;
-    if (o->cast)
-        return npy_sink_pack_file(s, name, path);
+    struct stat st;
+    int fd = open_item(imp, path, o, &st);
+    if (fd < 0)
+        return -fd;
+    if (o->cast) {
+        int rc = npy_sink_pack_fd(s, name, fd);
+        close(fd);
+        return rc;
+    }
     const char *prefix = s->o->prefix;
     size_t len = (prefix ? strlen(prefix) + 1 : 0) + strlen(name) + 1;
     char *full = malloc(len);
-    if (!full)
+    if (!full) {
+        close(fd);
         return fail(imp, WPACK_E_NOMEM, "%s: out of memory%s", path, "");
+    }
     wpk_fmt(full, len, "%s%s%s", prefix ? prefix : "", prefix ? "." : "", name);
-    int rc = npy_pack_file(imp->w, full, path, o->progress, o->progress_user, imp->err,
-                           sizeof imp->err);
+    int rc = npy_pack_fd(imp->w, full, path, fd, &st, o->progress, o->progress_user,
+                         NPY_BUFFER_BYTES, imp->err, sizeof imp->err);
+    close(fd);
     const char *prev = rc == WPACK_E_EXISTS ? wpk_sink_owner(s, full) : NULL;
     if (!rc)
         wpk_sink_claim(s, full);
@@ -188,6 +235,12 @@ typedef struct {
 static int import_item(void *user, const wpack_import_item *it)
 {
     add_job *j = user;
+    /* under a directory only .npy files are listed: anything else there now
+     * was put in its place since (and would be opened by its path) */
+    if (j->o->within && it->kind != WPACK_INPUT_NPY)
+        return fail(j->imp, WPACK_E_FILE_TYPE, "%s: listed as a .npy file under %s, now "
+                    "another kind of input (replaced since the listing?): refused", it->path,
+                    j->o->within);
     return import_one(j->imp, it->path, it->kind, it->name, j->o);
 }
 
@@ -218,6 +271,9 @@ int wpack_import_add(wpack_importer *imp, const char *path, const wpack_import_o
     wpack_import_options o;
     imp->err[0] = 0;
     int rc = options_take(opt, &o, imp->err, sizeof imp->err);
+    struct stat st;
+    if (!rc && path && !o.within && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        o.within = path; /* its .npy files are opened under it, as listed */
     if (!rc && path) {
         /* A directory is walked while importing; a file is listed as one
          * item (its kind, and a .npy's tensor name). */

@@ -77,6 +77,7 @@ int npy_header_extent(const void *buf, size_t len, uint64_t *data_offset, char *
  * with the file path; writer errors carry the writer's message.
  */
 typedef void (*npy_progress_fn)(void *user, uint64_t bytes_done);
+#define NPY_BUFFER_BYTES (4u << 20) /* npy_pack_file's buffer */
 int npy_pack_file(wpack_writer *w, const char *name, const char *path, npy_progress_fn progress,
                   void *user, char *err, size_t errlen);
 
@@ -85,6 +86,12 @@ int npy_pack_file(wpack_writer *w, const char *name, const char *path, npy_progr
 int npy_pack_file_buffered(wpack_writer *w, const char *name, const char *path,
                            npy_progress_fn progress, void *user, size_t buffer_bytes,
                            char *err, size_t errlen);
+/* The same from fd, a regular file the caller opened (wpk_open_input) and
+ * closes; st its fstat, path only for messages. */
+struct stat;
+int npy_pack_fd(wpack_writer *w, const char *name, const char *path, int fd,
+                const struct stat *st, npy_progress_fn progress, void *user, size_t buffer_bytes,
+                char *err, size_t errlen);
 
 /*
  * Write a v1.0 header (v2.0 if it does not fit in 65535 bytes) for a C-order

@@ -22,7 +22,6 @@
 #include "internal.h"
 #include "npy.h"
 
-#define NPY_BUFFER_BYTES (4u << 20)
 #define NPY_PROGRESS_STEP (4u << 20)
 
 typedef struct packer {
@@ -244,9 +243,9 @@ static int needs_transpose(const npy_header *h)
     return h->fortran_order && h->nelems > 0 && big > 1;
 }
 
-int npy_pack_file_buffered(wpack_writer *w, const char *name, const char *path,
-                           npy_progress_fn progress, void *user, size_t buffer_bytes,
-                           char *err, size_t errlen)
+int npy_pack_fd(wpack_writer *w, const char *name, const char *path, int fd,
+                const struct stat *st, npy_progress_fn progress, void *user, size_t buffer_bytes,
+                char *err, size_t errlen)
 {
     char qpath[512], msg[400];
     wpk_quote(qpath, sizeof qpath, path, strlen(path));
@@ -256,19 +255,11 @@ int npy_pack_file_buffered(wpack_writer *w, const char *name, const char *path,
     pk.h = &h;
     if (errlen)
         err[0] = 0;
-
-    /* Non-blocking, regular files only: a FIFO named NAME.npy must not hang. */
-    struct stat st;
-    int code, fd = wpk_open_input(AT_FDCWD, path, 0, &st, &code, msg, sizeof msg);
-    if (fd < 0) {
-        wpk_fmt(err, errlen, "%s: %s", qpath, msg);
-        return code;
-    }
     int rc = WPACK_OK;
     uint8_t *hbuf = NULL;
     void *map = MAP_FAILED;
     size_t map_len = 0;
-    uint64_t size = (uint64_t)st.st_size;
+    uint64_t size = (uint64_t)st->st_size;
 
     /* The preamble says how long the header is; then read and parse it. */
     uint8_t pre[NPY_PREAMBLE_V2];
@@ -379,6 +370,24 @@ out:
         munmap(map, map_len);
     free(pk.buf);
     free(hbuf);
+    return rc;
+}
+
+int npy_pack_file_buffered(wpack_writer *w, const char *name, const char *path,
+                           npy_progress_fn progress, void *user, size_t buffer_bytes,
+                           char *err, size_t errlen)
+{
+    /* Non-blocking, regular files only: a FIFO named NAME.npy must not hang. */
+    char msg[400];
+    struct stat st;
+    int code, fd = wpk_open_input(AT_FDCWD, path, 0, &st, &code, msg, sizeof msg);
+    if (fd < 0) {
+        char qpath[512];
+        wpk_quote(qpath, sizeof qpath, path, strlen(path));
+        wpk_fmt(err, errlen, "%s: %s", qpath, msg);
+        return code;
+    }
+    int rc = npy_pack_fd(w, name, path, fd, &st, progress, user, buffer_bytes, err, errlen);
     close(fd);
     return rc;
 }

@@ -165,8 +165,17 @@ typedef struct wpack_import_options {
      * writer's own work goes on its wpack_writer_options.executor (pass the
      * same). It must stay valid for the call. NULL (default): one thread. */
     const wpack_executor *executor;
+    /* A .npy path that wpack_import_list listed under a directory input:
+     * that directory (as given to the listing). The file is then opened
+     * relative to it one component at a time, no symbolic link followed
+     * unless follow_links, so a directory swapped for a link between the
+     * listing and the import cannot take the import out of the tree
+     * (WPACK_E_FILE_TYPE); a path not under it is WPACK_E_INVALID_ARGUMENT.
+     * wpack_import_file and wpack_import_add of a directory set it
+     * themselves. NULL (default): the path is opened as given. */
+    const char *within;
     /* Zero (set by wpack_import_options_init); see "Options structs" above. */
-    void *reserved_ptr[3];
+    void *reserved_ptr[2];
     uint64_t reserved[3];
     /* 0 (default): the buffers of torch.ao observers and fake-quants in a
      * torch checkpoint (`M.activation_post_process.min_val`, ...) become

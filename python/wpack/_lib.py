@@ -112,7 +112,8 @@ class ImportOptions(ctypes.Structure):
         ("warn", ImportWarn), ("warn_user", ctypes.c_void_p),
         ("err", ctypes.c_void_p), ("err_size", ctypes.c_size_t),
         ("temp_dir", ctypes.c_char_p), ("executor", ctypes.c_void_p),
-        ("reserved_ptr", ctypes.c_void_p * 3), ("reserved", ctypes.c_uint64 * 3),
+        ("within", ctypes.c_char_p),
+        ("reserved_ptr", ctypes.c_void_p * 2), ("reserved", ctypes.c_uint64 * 3),
         ("keep_observers", ctypes.c_int), ("portable_stats", ctypes.c_int),
     ]
 
