@@ -37,8 +37,10 @@
  * less than 64 KiB apart go as one request (200 tensors of 4 KiB: one or
  * two requests, not 200), and two steps are in flight, so the next
  * requests are out while the caller hashes and writes the current entry.
- * Memory: the two steps plus one window or entry, connections x
- * chunk_size in all (64 MiB by default). Not with a cache_dir (its chunks
+ * Memory: the two steps, the window or entry being read and the last
+ * entry read (kept for partial reads; its block is reused for the next
+ * fetch), each up to connections x chunk_size / 2: ~96 MiB by default.
+ * Not with a cache_dir (its chunks
  * are read one by one). Every entry is still checked against its XXH3
  * before any byte of it is handed out; one that fails drops the steps, so
  * that its refetch goes to the server.
