@@ -137,9 +137,6 @@ static const char *keep_path(wpack_importer *imp, const char *path)
     return p;
 }
 
-/* One .npy file as tensor name (before the prefix). Without a cast it
- * streams straight into the writer (npy_pack.c); a cast goes through the
- * sink, which rounds and keeps the statistics of the original values. */
 /* A listed .npy, opened (non-blocking, regular files only): under
  * o->within one component at a time, no link followed unless follow_links
  * (a directory swapped for a link since the listing cannot take the
@@ -173,6 +170,9 @@ static int open_item(wpack_importer *imp, const char *path, const wpack_import_o
     return fd;
 }
 
+/* One .npy file as tensor name (before the prefix). Without a cast it
+ * streams straight into the writer (npy_pack.c); a cast goes through the
+ * sink, which rounds and keeps the statistics of the original values. */
 static int import_npy(wpack_importer *imp, const char *path, const char *name,
                       const wpack_import_options *o)
 {
