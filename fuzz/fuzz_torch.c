@@ -205,7 +205,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rc = calib_torch_parse(buf, size, NULL, NULL, err, sizeof err);
     check_message(err, sizeof err, rc);
     calib_obs *obs = NULL;
-    if (calib_obs_scan(buf, size, NULL, &obs, err, sizeof err) == WPACK_OK) {
+    if (calib_obs_scan(buf, size, NULL, NULL, NULL, &obs, err, sizeof err) == WPACK_OK) {
         static const char *const names[] = {"fc.activation_post_process.scale", "x.weight",
                                             "activation_post_process_0.min_val", "a.b"};
         for (size_t k = 0; k < 4; k++)

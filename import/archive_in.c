@@ -135,13 +135,14 @@ static int zip_precheck(wpk_sink *s, int fd, zip_view *zv)
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED)
         return wpk_sink_fail(s, WPACK_E_IO, "cannot map: %s", strerror(errno));
+    zv->m = (wpk_mapped){p, (size_t)st.st_size, fd}; /* kept for the stored members */
     char err[700];
-    int rc = wpk_zip_open(&zv->z, p, (size_t)st.st_size, err, sizeof err);
+    int rc = wpk_zip_open_ex(&zv->z, p, (size_t)st.st_size, wpk_map_done, &zv->m, err, sizeof err);
     if (rc) {
         munmap(p, (size_t)st.st_size);
+        zv->m = (wpk_mapped){NULL, 0, -1};
         return wpk_sink_fail(s, rc, "%s", err);
     }
-    zv->m = (wpk_mapped){p, (size_t)st.st_size, fd}; /* kept for the stored members */
     zv->ok = 1;
     return WPACK_OK;
 }
@@ -183,6 +184,7 @@ static int stored_member(ar_reader *r, const zip_view *zv, const wpk_zip_entry *
         return 1;
     int rc = wpk_sink_begin(s, name, h.dtype, h.rank, h.dims);
     uint32_t crc = wpk_crc32(0, p, (size_t)hend);
+    wpk_map_release(&zv->m, ze->data_offset, hend); /* the data goes by pread */
     if (!rc)
         rc = wpk_sink_stream_file(s, &zv->m, ze->data_offset + hend, len - hend, &crc);
     if (!rc && crc != ze->crc32)

@@ -12,6 +12,7 @@
 #include "manifest_stats.h"
 #include "wpack.h"
 #include "wpack_import.h"
+#include "zipread.h"
 
 /* One range-only activation record (TensorRT, ONNX Runtime): count 0, mean
  * the midpoint, variance 0 (spec A.1: placeholders, not observations). */
@@ -42,8 +43,8 @@ int calib_torch_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ct
  * scale and zero_point), emit the records (keys under prefix; summary: one
  * line naming them) and free. */
 typedef struct calib_obs calib_obs;
-int calib_obs_scan(const uint8_t *p, size_t len, const char *key, calib_obs **out, char *err,
-                   size_t errlen);
+int calib_obs_scan(const uint8_t *p, size_t len, const char *key, wpk_buf_done_fn done,
+                   void *done_ctx, calib_obs **out, char *err, size_t errlen);
 int calib_obs_drops(const calib_obs *set, const char *name);
 uint64_t calib_obs_buffers(const calib_obs *set);          /* observer buffers seen */
 uint64_t calib_obs_weight_observers(const calib_obs *set); /* weight_fake_quant ones */

@@ -312,8 +312,8 @@ void calib_obs_free(calib_obs *set)
     free(set);
 }
 
-int calib_obs_scan(const uint8_t *p, size_t len, const char *key, calib_obs **out, char *err,
-                   size_t errlen)
+int calib_obs_scan(const uint8_t *p, size_t len, const char *key, wpk_buf_done_fn done,
+                   void *done_ctx, calib_obs **out, char *err, size_t errlen)
 {
     calib_obs *set = calloc(1, sizeof *set);
     *out = NULL;
@@ -324,7 +324,7 @@ int calib_obs_scan(const uint8_t *p, size_t len, const char *key, calib_obs **ou
     }
     set->err = err;
     set->errlen = errlen;
-    int rc = torch_scan_buffer(p, len, key, visit, set, err, errlen);
+    int rc = torch_scan_buffer_ex(p, len, key, visit, set, done, done_ctx, err, errlen);
     if (rc) {
         calib_obs_free(set);
         return rc;
@@ -394,7 +394,7 @@ int calib_torch_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ct
                       size_t errlen)
 {
     calib_obs *set;
-    int rc = calib_obs_scan(p, len, NULL, &set, err, errlen);
+    int rc = calib_obs_scan(p, len, NULL, NULL, NULL, &set, err, errlen);
     if (rc && rc != WPACK_E_NOMEM && rc != WPACK_E_STATS && rc != WPACK_E_LIMIT)
         rc = WPACK_E_STATS;
     if (!rc && set->n == 0) {

@@ -161,9 +161,12 @@ int wpk_map_file(wpk_sink *s, const char *path, wpk_mapped *m);
 int wpk_map_at(wpk_sink *s, int dirfd, const char *name, unsigned flags, const char *label,
                wpk_mapped *m);
 void wpk_unmap_file(wpk_mapped *m);
-/* Done with [off, off+len) for now: drop its pages from this process (they
- * stay in the page cache), so mapped inputs do not grow the resident set. */
+/* Done with [off, off+len) for now: drop the pages it touches from this
+ * process (they stay in the page cache), so mapped inputs do not grow the
+ * resident set. A page dropped that is read again is faulted back in. */
 void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len);
+/* wpk_map_release as a wpk_buf_done_fn (zipread.h); m is a wpk_mapped. */
+void wpk_map_done(void *m, uint64_t off, uint64_t len);
 
 /* wpk_sink_write of n bytes inside m's mapping (data points into m->p):
  * bytes kept as they are move from m's file to the archive in the kernel. */

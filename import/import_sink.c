@@ -294,8 +294,6 @@ int wpk_sink_write_mapped(wpk_sink *s, const wpk_mapped *m, const void *data, si
 static int stream_from_map(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint64_t len,
                            uint32_t *crc)
 {
-    long pg = sysconf(_SC_PAGESIZE);
-    uint64_t page = pg > 0 ? (uint64_t)pg : 4096;
     for (uint64_t done = 0; done < len;) {
         size_t k = len - done < WPK_MAP_PIECE ? (size_t)(len - done) : WPK_MAP_PIECE;
         if (crc)
@@ -303,13 +301,8 @@ static int stream_from_map(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint6
         int rc = wpk_sink_write_mapped(s, m, m->p + off + done, k);
         if (rc)
             return rc;
-        /* wpk_map_release keeps the partial pages at both ends: start from
-         * the page of the piece's first byte so the one the last piece
-         * ended inside goes too (dropping a page still needed only means
-         * it is faulted in again from the page cache) */
-        uint64_t from = (off + done) / page * page;
+        wpk_map_release(m, off + done, k);
         done += k;
-        wpk_map_release(m, from, off + done - from);
         wpk_sink_progress(s, k);
     }
     return WPACK_OK;

@@ -71,15 +71,31 @@ void wpk_unmap_file(wpk_mapped *m)
     m->fd = -1;
 }
 
+/* One read fault maps more than its page: the fault-around window (64 KiB
+ * by default) or the page cache's whole folio (up to 2 MiB on kernels with
+ * large folios), never past the 2 MiB-aligned block of addresses (a page
+ * table) around it. Releasing a range drops those blocks, so what a small
+ * read pulled in goes too (the mapping is read-only: a page needed again
+ * is faulted back in from the page cache). */
+#define FAULT_SPAN ((uintptr_t)2 << 20)
+
 void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len)
 {
-    long pg = sysconf(_SC_PAGESIZE);
-    if (pg <= 0 || !m->p || !wpk_in_bounds(off, len, m->len))
+    if (!m->p || !wpk_in_bounds(off, len, m->len))
         return;
-    uint64_t a = (off + (uint64_t)pg - 1) / (uint64_t)pg * (uint64_t)pg;
-    uint64_t b = (off + len) / (uint64_t)pg * (uint64_t)pg;
+    uintptr_t lo = (uintptr_t)m->p, hi = lo + m->len; /* the mapping: lo is page aligned */
+    uintptr_t a = ((uintptr_t)m->p + (uintptr_t)off) & ~(FAULT_SPAN - 1);
+    uintptr_t e = (uintptr_t)m->p + (uintptr_t)(off + len);
+    uintptr_t b = hi - e < FAULT_SPAN ? hi : (e + FAULT_SPAN - 1) & ~(FAULT_SPAN - 1);
+    if (a < lo)
+        a = lo;
     if (b > a)
-        madvise((void *)(m->p + a), (size_t)(b - a), MADV_DONTNEED);
+        madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+void wpk_map_done(void *m, uint64_t off, uint64_t len)
+{
+    wpk_map_release(m, off, len);
 }
 
 /* The JSON document of an input file (opened with the input rules), or NULL

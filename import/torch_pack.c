@@ -193,11 +193,11 @@ int torch_pack_file(wpk_sink *s, const char *path)
     /* First the observers alone (a few small buffers): a bad one fails
      * before any tensor is written. */
     calib_obs *obs = NULL;
-    rc = calib_obs_scan(m.p, m.len, key, &obs, err, sizeof err);
+    rc = calib_obs_scan(m.p, m.len, key, wpk_map_done, &m, &obs, err, sizeof err);
     if (!rc) {
         tp.obs = keep ? NULL : obs;
         err[0] = 0;
-        rc = torch_scan_buffer(m.p, m.len, key, visit, &tp, err, sizeof err);
+        rc = torch_scan_buffer_ex(m.p, m.len, key, visit, &tp, wpk_map_done, &m, err, sizeof err);
     }
     /* A failure inside visit has its message in the sink already. */
     if (rc && !s->err[0])

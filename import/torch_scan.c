@@ -463,6 +463,13 @@ static void free_scan(scan *sc)
 int torch_scan_buffer(const uint8_t *buf, size_t len, const char *key, torch_visit_fn fn,
                       void *user, char *err, size_t errlen)
 {
+    return torch_scan_buffer_ex(buf, len, key, fn, user, NULL, NULL, err, errlen);
+}
+
+int torch_scan_buffer_ex(const uint8_t *buf, size_t len, const char *key, torch_visit_fn fn,
+                         void *user, wpk_buf_done_fn done, void *done_ctx, char *err,
+                         size_t errlen)
+{
     scan sc = {.buf = buf, .len = len, .err = err, .errlen = errlen, .fn = fn, .user = user};
     if (errlen)
         err[0] = 0;
@@ -471,7 +478,7 @@ int torch_scan_buffer(const uint8_t *buf, size_t len, const char *key, torch_vis
         return WPACK_E_UNSUPPORTED;
     }
     char zerr[600];
-    int rc = wpk_zip_open(&sc.zip, buf, len, zerr, sizeof zerr);
+    int rc = wpk_zip_open_ex(&sc.zip, buf, len, done, done_ctx, zerr, sizeof zerr);
     if (rc) {
         wpk_fmt(err, errlen, "torch: %s", zerr);
         return rc;

@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "wpack.h"
+#include "zipread.h"
 
 #define TORCH_MAX_DEPTH 64            /* nesting of dicts and lists */
 #define TORCH_MAX_VISITS (1u << 24)   /* values visited while flattening (shared subtrees) */
@@ -97,6 +98,11 @@ typedef int (*torch_visit_fn)(void *user, const torch_item *it);
  */
 int torch_scan_buffer(const uint8_t *buf, size_t len, const char *key, torch_visit_fn fn,
                       void *user, char *err, size_t errlen);
+/* The same, telling done (zipread.h) when the zip's local headers have been
+ * read (buf is a mapped file whose pages should not pile up). */
+int torch_scan_buffer_ex(const uint8_t *buf, size_t len, const char *key, torch_visit_fn fn,
+                         void *user, wpk_buf_done_fn done, void *done_ctx, char *err,
+                         size_t errlen);
 
 /*
  * Hand a tensor's elements to emit in C order, little-endian, in pieces of at

@@ -127,9 +127,43 @@ static int overlapping(const wpk_zip *z, char *err, size_t errlen)
     return bad;
 }
 
+/* Local headers read and not yet reported to done: [lo, hi), count. */
+typedef struct {
+    wpk_buf_done_fn done;
+    void *ctx;
+    uint64_t lo, hi;
+    unsigned count;
+} headers_read;
+
+#define HEADERS_PER_REPORT 64 /* one report (a madvise) per 64 members */
+
+static void headers_flush(headers_read *h)
+{
+    if (h->done && h->count)
+        h->done(h->ctx, h->lo, h->hi - h->lo);
+    h->count = 0;
+}
+
+static void headers_add(headers_read *h, uint64_t off, uint64_t end)
+{
+    if (!h->done)
+        return;
+    h->lo = h->count && h->lo < off ? h->lo : off;
+    h->hi = h->count && h->hi > end ? h->hi : end;
+    if (++h->count == HEADERS_PER_REPORT)
+        headers_flush(h);
+}
+
 int wpk_zip_open(wpk_zip *z, const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
+    return wpk_zip_open_ex(z, buf, len, NULL, NULL, err, errlen);
+}
+
+int wpk_zip_open_ex(wpk_zip *z, const uint8_t *buf, size_t len, wpk_buf_done_fn done, void *ctx,
+                    char *err, size_t errlen)
+{
     memset(z, 0, sizeof *z);
+    headers_read read = {.done = done, .ctx = ctx};
     size_t eocd;
     if (!find_eocd(buf, len, &eocd))
         return fail(err, errlen,
@@ -254,8 +288,10 @@ int wpk_zip_open(wpk_zip *z, const uint8_t *buf, size_t len, char *err, size_t e
             goto bad;
         }
         e->data_offset = data;
+        headers_add(&read, e->local_offset, e->local_offset + 30 + nlen);
         p += 46 + (uint64_t)nlen + xlen + clen;
     }
+    headers_flush(&read);
     z->n = (size_t)count;
     if (overlapping(z, err, errlen))
         goto bad;

@@ -43,6 +43,16 @@ typedef struct {
  * ("zip: central directory at offset X runs past the end of the file").
  * On failure z holds nothing to free. */
 int wpk_zip_open(wpk_zip *z, const uint8_t *buf, size_t len, char *err, size_t errlen);
+
+/* Told that the reader is done with [off, off+len) of its buffer for now
+ * (it may read it again), so that a mapped file's pages can leave the
+ * process: reading one local header maps a whole folio of the page cache
+ * (64 KiB to MiBs), and a zip has one per member. */
+typedef void (*wpk_buf_done_fn)(void *ctx, uint64_t off, uint64_t len);
+/* wpk_zip_open telling done (when not NULL) about the local headers it read,
+ * in batches. */
+int wpk_zip_open_ex(wpk_zip *z, const uint8_t *buf, size_t len, wpk_buf_done_fn done, void *ctx,
+                    char *err, size_t errlen);
 void wpk_zip_close(wpk_zip *z);
 
 /* The entry called exactly name (len bytes), or NULL. O(log n). */

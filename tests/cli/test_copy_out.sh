@@ -261,6 +261,25 @@ if [ -x /usr/bin/time ]; then
     rm -f "$T/b.st" "$T/big.npy" "$T/bigz.wpack"
     rss_case rss_export_gguf "$WPACK" export -q "$T/big.wpack" --to gguf -o "$T/b.gguf"
     rm -f "$T/b.gguf" "$T/big.wpack"
+    # 4096 members of 64 KiB in a checkpoint and in an npz: reading each
+    # member's zip header through the mapping maps at least 64 KiB around
+    # it (a folio, or the fault-around window), so unless those pages are
+    # dropped the whole 256 MiB file ends up resident.
+    "$PY" - "$T" <<'PYEOF'
+import sys, numpy as np, torch
+t = sys.argv[1]
+arrs = {f"l{i}.w": np.full(16384, i, dtype=np.float32) for i in range(4096)}
+torch.save({k: torch.from_numpy(v) for k, v in arrs.items()}, f"{t}/many.pt")
+np.savez(f"{t}/many.npz", **arrs)
+PYEOF
+    cat "$T/many.pt" "$T/many.npz" >/dev/null # in the page cache, as after a download
+    rss_case rss_create_pt_4096_members "$WPACK" create -q -o "$T/m1.wpack" "$T/many.pt"
+    rss_case rss_create_npz_4096_members "$WPACK" create -q -o "$T/m2.wpack" "$T/many.npz"
+    count_tensors() { "$WPACK" inspect --json "$1" | "$PY" -c "import json, sys; print(len(json.load(sys.stdin)['tensors']))"; }
+    "$WPACK" verify "$T/m1.wpack" >/dev/null && "$WPACK" verify "$T/m2.wpack" >/dev/null &&
+        [ "$(count_tensors "$T/m1.wpack")" = 4096 ] && [ "$(count_tensors "$T/m2.wpack")" = 4096 ] &&
+        pass many_members_packed || fail many_members_packed
+    rm -f "$T/many.pt" "$T/many.npz" "$T/m1.wpack" "$T/m2.wpack"
 else
     fail rss "/usr/bin/time is missing (apt-get install time)"
 fi
