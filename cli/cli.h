@@ -168,9 +168,10 @@ int cli_check_output(const char *cmd, const char *out, uint64_t need, uint64_t i
  * with "[WPACK_E_SAME_FILE]" naming both paths, an output that is the same
  * file as an input (device + inode: symlinks, hard links, "./x" vs "x") or
  * as another output (also when neither exists yet: resolved directory +
- * file name). An output added with cli_files_out_manifest() is a sharded
- * set's manifest: an input that is a shard of the set now at that path
- * (removed once the new set is in place) is refused too. */
+ * file name). An output added with cli_files_out_archive() is a wpack
+ * archive: an input that is a shard of a set whose manifest is at that
+ * path now (removed once the new archive is in place, wpack_writer_open)
+ * is refused too. */
 typedef struct {
     struct cli_file *v;
     size_t n, cap;
@@ -180,7 +181,7 @@ typedef struct {
 } cli_files;
 void cli_files_in(cli_files *f, const char *path);
 void cli_files_out(cli_files *f, const char *path);
-void cli_files_out_manifest(cli_files *f, const char *path);
+void cli_files_out_archive(cli_files *f, const char *path);
 /* The shard files of an opened sharded archive, as inputs (none if not sharded). */
 void cli_files_archive_shards(cli_files *f, const wpack_archive *ar);
 /* 1 when fine; else the error is printed and the result is 0. */

@@ -33,7 +33,8 @@ static const char help[] =
     "                        where a file has that name), and OUT as the manifest\n"
     "                        that opens them all as one archive; written in one\n"
     "                        pass; a set replaced at OUT stays whole until the new\n"
-    "                        one is in place, then its shards are removed\n"
+    "                        one is in place, then its shards are removed (also\n"
+    "                        when OUT becomes a single archive)\n"
     "  --compress zstd[:L]   store tensors as zstd chunks (level L, default 3), each\n"
     "                        only if it shrinks by --compress-saving percent (5)\n"
     "  --compress-min BYTES  leave tensors smaller than this uncompressed (64K)\n"
@@ -333,10 +334,7 @@ int cmd_create(int argc, char **argv)
     rc = CLI_FAIL;
     /* The same-file guard: the inputs as given before anything is read,
      * then every file found under input directories. */
-    if (shard_size)
-        cli_files_out_manifest(&guard, out);
-    else
-        cli_files_out(&guard, out);
+    cli_files_out_archive(&guard, out);
     cli_files_in(&guard, stats_file);
     for (size_t k = 0; k < ninputs; k++)
         cli_files_in(&guard, inputs[k]);

@@ -100,7 +100,7 @@ int cmd_externalize(int argc, char **argv)
     cli_files guard = {0};
     cli_files_in(&guard, in);
     cli_files_out(&guard, out);
-    cli_files_out(&guard, archive);
+    cli_files_out_archive(&guard, archive);
     int same = !cli_files_check("externalize", &guard);
     cli_files_free(&guard);
     if (same)

@@ -17,12 +17,12 @@
 struct cli_file {
     char *path;
     int output;
-    int shard_names; /* an output manifest: the shards of the set it replaces are removed */
+    int archive; /* an archive output: the shards of a set it replaces are removed */
     int exists;      /* st is valid (set by cli_files_check) */
     struct stat st;
 };
 
-static void add(cli_files *f, const char *path, int output, int shard_names)
+static void add(cli_files *f, const char *path, int output, int archive)
 {
     if (!path || f->nomem)
         return;
@@ -36,7 +36,7 @@ static void add(cli_files *f, const char *path, int output, int shard_names)
         f->v = v;
         f->cap = cap;
     }
-    f->v[f->n] = (struct cli_file){strdup(path), output, shard_names, 0, {0}};
+    f->v[f->n] = (struct cli_file){strdup(path), output, archive, 0, {0}};
     if (!f->v[f->n].path)
         f->nomem = 1;
     else
@@ -53,7 +53,7 @@ void cli_files_out(cli_files *f, const char *path)
     add(f, path, 1, 0);
 }
 
-void cli_files_out_manifest(cli_files *f, const char *path)
+void cli_files_out_archive(cli_files *f, const char *path)
 {
     add(f, path, 1, 1);
 }
@@ -111,10 +111,9 @@ static int same_place(const char *a, const char *b)
     return same;
 }
 
-/* The files the set now at out (a manifest that opens whole) names as its
- * shards, as device + inode pairs (*n of them; NULL when none): writing a
- * set at out removes them once the new manifest is in place
- * (packer/writer_shards.c), so none may be an input. */
+/* The files an archive written at out removes once it is in place (the
+ * shards of a set whose manifest is at out: wpack_replaced_shards), as
+ * device + inode pairs (*n of them; NULL when none): none may be an input. */
 typedef struct {
     dev_t dev;
     ino_t ino;
@@ -122,19 +121,19 @@ typedef struct {
 
 static file_id *old_shards(const char *out, size_t *n)
 {
-    wpack_archive *ar;
+    char **paths;
+    uint32_t count;
     file_id *v = NULL;
     *n = 0;
-    if (wpack_open_file(&ar, out, 0) == WPACK_OK && wpack_shard_count(ar) &&
-        (v = calloc(wpack_shard_count(ar), sizeof *v)))
-        for (uint32_t s = 0; s < wpack_shard_count(ar); s++) {
-            const char *path;
-            const wpack_archive *shard;
+    if (wpack_replaced_shards(out, &paths, &count) == WPACK_OK && count &&
+        (v = calloc(count, sizeof *v)))
+        for (uint32_t s = 0; s < count; s++) {
             struct stat st;
-            if (wpack_shard_at(ar, s, &path, &shard) == WPACK_OK && stat(path, &st) == 0)
+            if (stat(paths[s], &st) == 0)
                 v[(*n)++] = (file_id){st.st_dev, st.st_ino};
         }
-    wpack_close(ar);
+    if (count)
+        wpack_paths_free(paths, count);
     return v;
 }
 
@@ -159,7 +158,7 @@ int cli_files_check(const char *cmd, cli_files *f)
         if (!o->output)
             continue;
         size_t nold = 0;
-        file_id *old = o->shard_names && o->exists ? old_shards(o->path, &nold) : NULL;
+        file_id *old = o->archive && o->exists ? old_shards(o->path, &nold) : NULL;
         for (size_t j = 0; j < f->n; j++) {
             const struct cli_file *x = &f->v[j];
             if (j == i || (x->output && (j < i || f->outputs_distinct)))
@@ -170,7 +169,7 @@ int cli_files_check(const char *cmd, cli_files *f)
                        x->st.st_ino == o->st.st_ino;
                 if (!same && x->exists && in_old_shards(old, nold, &x->st)) {
                     cli_error("%s: input '%s' is a shard of the set at output '%s', which the new "
-                              "set replaces and removes: nothing was written [%s]",
+                              "archive replaces and removes: nothing was written [%s]",
                               cmd, x->path, o->path, wpack_error_name(WPACK_E_SAME_FILE));
                     same = -1;
                 }
@@ -225,7 +224,7 @@ wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out
         return NULL;
     }
     if (!in_place)
-        cli_files_out(&g, out);
+        cli_files_out_archive(&g, out);
     wpack_archive *ar = cli_open_checked(cmd, in, &g, verify);
     cli_files_free(&g);
     if (!ar)

@@ -604,7 +604,8 @@ typedef struct wpack_writer_options {
      * never over an existing file (a taken name becomes
      * "NAME-0000k-of-0000N.G.wpack", smallest free G >= 2); the shards of
      * a set at path that this one replaces are removed after the
-     * manifest's rename, so a crash leaves the old set or the new one
+     * manifest's rename (as for any archive written over a set, see
+     * wpack_writer_open), so a crash leaves the old set or the new one
      * whole. An aborted writer removes its shards, a killed one's are
      * removed by the next writer of path. Not with
      * compression (external entries are stored raw). Weight stats are
@@ -653,6 +654,13 @@ void wpack_writer_options_init(wpack_writer_options *opt);
  * it was if the writer is aborted or the process dies. Temporaries of path
  * left by dead writers (killed processes) are removed here; a live
  * writer's are not. opt may be NULL.
+ *
+ * When path holds a sharded set's manifest (one that opens whole), the
+ * new archive replaces the set: once it is in place (not before: a crash
+ * leaves the old set whole), the shards the old manifest named are
+ * removed, except any file the new archive names as its own shard. A
+ * caller that reads inputs should keep those shards out of them
+ * (wpack_replaced_shards); the CLI refuses them.
  *
  * Like the reader, *out receives a handle even on failure (for its message)
  * unless memory runs out; free a failed one with wpack_writer_abort().
@@ -793,6 +801,14 @@ void wpack_writer_abort(wpack_writer *w);
 int wpack_writer_prepare(wpack_writer *w);
 const char *wpack_writer_prepared_path(const wpack_writer *w);
 int wpack_writer_commit(wpack_writer *w, char *errbuf, size_t errlen);
+
+/* The files an archive written at path removes once committed: the shards
+ * of the sharded set whose manifest is at path now, as opened (paths beside
+ * the manifest). Nothing there, a single archive or a set that does not
+ * open whole: WPACK_OK with *n = 0. *paths is n malloc'd strings in a
+ * malloc'd array (NULL when n is 0): free it with wpack_paths_free(). */
+int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n);
+void wpack_paths_free(char **paths, uint32_t n);
 
 /* -------------------------------------------------- in-place index update */
 

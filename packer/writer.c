@@ -179,6 +179,9 @@ int wpk_writer_usable(wpack_writer *w)
 static void free_writer(wpack_writer *w, int remove_shards)
 {
     wpk_shards_free(w, remove_shards);
+    if (!remove_shards) /* committed: the archive now at path replaced any set there */
+        wpk_remove_replaced(w->path, w->replaced, w->nreplaced);
+    wpack_paths_free(w->replaced, w->nreplaced);
     wpk_atomic_abort(&w->out); /* a committed or handed-over file has nothing left here */
     wpk_buf_free(&w->strings);
     wpk_buf_free(&w->aux);
@@ -217,6 +220,11 @@ static int finish_file(wpack_writer *w)
         rc = wpk_module_names_finish(w);
     if (rc == WPACK_OK && w->shards)
         rc = wpk_shards_finish(w);
+    /* A set at path (whatever this archive is): its shards are removed once
+     * this archive has replaced its manifest, not before. */
+    if (rc == WPACK_OK && !w->replaced &&
+        (rc = wpack_replaced_shards(w->path, &w->replaced, &w->nreplaced)))
+        wpk_wfail(w, rc, "%s: out of memory listing the set it replaces", w->path);
     if (rc == WPACK_OK)
         rc = wpk_write_index(w);
     char err[sizeof w->errmsg];

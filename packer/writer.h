@@ -91,6 +91,8 @@ struct wpack_writer {
     int stats_isa;                 /* wpk_acc_isa, asked once at open */
     wpk_compressor *zc;            /* zstd state, NULL until the first compressed tensor */
     wpk_shard_set *shards;         /* opt.shard_size: this is a manifest (writer_shards.c) */
+    char **replaced;               /* the shards of the set at path now: removed after the commit */
+    uint32_t nreplaced;
     int prepared;                  /* wpack_writer_prepare done: commit or abort (writer_commit.c) */
     int copy_refused;              /* copy_file_range refused once: read/write from then on */
     struct wpk_copy_in *copy_in;   /* set by writer_copy.c around wpk_tensor_take */
@@ -201,5 +203,10 @@ int wpk_read_back(wpack_writer *w, const wpk_pending_entry *e, uint64_t off, voi
 
 /* Build and write index + trailer + superblock (writer_index.c). */
 int wpk_write_index(wpack_writer *w);
+
+/* After the commit of the archive at path: remove the replaced set's shards
+ * old (wpack_replaced_shards, read before the commit), except files the
+ * new archive is or names as its shards (replaced_set.c). */
+void wpk_remove_replaced(const char *path, char **old, uint32_t nold);
 
 #endif

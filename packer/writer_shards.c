@@ -20,8 +20,9 @@
  * NAME-0000k-of-0000N.G.wpack with the smallest free G >= 2; the rename
  * refuses to replace), so the old manifest and its shards stay whole
  * until the new manifest's rename, the one step that switches sets. Only
- * after that commit are the old set's shards (the ones its manifest named,
- * read before the switch) removed. A crash or a failure at any point
+ * after that commit does the writer remove the old set's shards (the ones
+ * its manifest named, read before the switch: replaced_set.c, for any
+ * archive written over a set). A crash or a failure at any point
  * leaves one whole set, old or new, and at worst unreferenced shard files.
  * Nothing is written twice, and an aborted writer removes every shard it
  * made.
@@ -47,8 +48,6 @@ struct wpk_shard_set {
     uint64_t *lengths, *sums;  /* shard k's file length and index XXH3 */
     uint32_t cap;
     char **names;              /* shard k's final file name (n of them, at finish) */
-    char **old;                /* the replaced set's shard paths: removed after the commit */
-    uint32_t nold;
 };
 
 static const char *base_name(const char *path)
@@ -277,32 +276,6 @@ static int free_name(wpack_writer *w, uint32_t k)
                      w->path, k + 1);
 }
 
-/* The set this one replaces (the manifest now at w->path, when it opens
- * whole): its shards' paths, removed once the new manifest is in place.
- * Anything else at w->path (nothing, a single archive, a damaged set)
- * leaves nothing to remove. */
-static int note_old_set(wpack_writer *w)
-{
-    wpk_shard_set *s = w->shards;
-    wpack_archive *old;
-    if (wpack_open_file(&old, w->path, 0) != WPACK_OK) {
-        wpack_close(old);
-        return WPACK_OK;
-    }
-    uint32_t n = wpack_shard_count(old);
-    int rc = WPACK_OK;
-    if (n && !(s->old = calloc(n, sizeof *s->old)))
-        rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-    for (uint32_t k = 0; k < n && rc == WPACK_OK; k++) {
-        const char *path;
-        const wpack_archive *shard;
-        if (wpack_shard_at(old, k, &path, &shard) == WPACK_OK && !(s->old[s->nold++] = strdup(path)))
-            rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-    }
-    wpack_close(old);
-    return rc;
-}
-
 /* from to to, failing when to exists (RENAME_NOREPLACE; a file system
  * without it: a plain rename, the name was free a moment ago). */
 static int rename_no_replace(const char *from, const char *to)
@@ -329,10 +302,7 @@ int wpk_shards_finish(wpack_writer *w)
     for (uint32_t k = 0; k < s->n; k++)
         if ((rc = free_name(w, k)))
             return rc;
-    if ((rc = wpack_writer_set_shards(w, s->n, (const char *const *)s->names, s->lengths,
-                                      s->sums)))
-        return rc;
-    return note_old_set(w);
+    return wpack_writer_set_shards(w, s->n, (const char *const *)s->names, s->lengths, s->sums);
 }
 
 int wpk_shards_place(wpack_writer *w)
@@ -369,14 +339,6 @@ void wpk_shards_free(wpack_writer *w, int remove_files)
         if (s->names)
             free(s->names[k]);
     }
-    /* Committed: the replaced set's shards go (best effort: one left
-     * behind is an unreferenced file, never a broken set). */
-    for (uint32_t k = 0; k < s->nold; k++) {
-        if (!remove_files)
-            unlink(s->old[k]);
-        free(s->old[k]);
-    }
-    free(s->old);
     free(s->names);
     free(s->parts);
     free(s->lengths);

@@ -19,16 +19,14 @@ int wpk_shards_end(wpack_writer *w, wpk_pending_entry *e);
 int wpk_shards_add_block_dtype(wpack_writer *w, const char *name, uint32_t block_elems,
                                uint32_t block_bytes, const void *params, size_t params_len);
 /* Before the manifest's index: close the last shard, choose each shard's
- * final name (one where no file exists), record the shard list (names,
- * lengths, checksums) on w, and note the shards of the set at w's path
- * that this one replaces. */
+ * final name (one where no file exists) and record the shard list (names,
+ * lengths, checksums) on w. */
 int wpk_shards_finish(wpack_writer *w);
 /* After the manifest is complete and synced, before its rename: the shards
  * go from their temporary names to their final ones. */
 int wpk_shards_place(wpack_writer *w);
 /* Free the shard state. remove_files (not committed): remove every shard
- * file written; 0 (the manifest is in place): remove the replaced set's
- * shards. */
+ * file written. */
 void wpk_shards_free(wpack_writer *w, int remove_files);
 
 #endif

@@ -951,7 +951,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     behind. durable=False skips the two fsyncs (as torch.save): other
     processes still see the old file or the whole new one, but after a
     power loss or OS crash the new file may be missing, empty or torn (a
-    torn archive fails to open) and the file it replaced lost.
+    torn archive fails to open) and the file it replaced lost. A sharded
+    set whose manifest is at path is replaced as a whole: its shard files
+    are removed once the new archive is in place (not before).
 
     Tensors that are the same memory (same data pointer, shape, strides and
     dtype: tied weights) are written once; the later names become alias
@@ -1102,7 +1104,9 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
                torn and lose the file it replaced) [--no-sync]
 
     The archive appears at path only when complete; on any error nothing is
-    left there (an existing file is untouched). Raises wpack.Error with the
+    left there (an existing file is untouched). A sharded set whose manifest
+    is at path is replaced as a whole (its shards removed once the new
+    archive is in place, as save_file). Raises wpack.Error with the
     library's message ("m.pt: ...") and code, TypeError for an unknown
     option, OSError if libwpack-import cannot be loaded. An exception
     raised by progress or warn is re-raised when the input being imported

@@ -94,6 +94,19 @@ if [ -n "$shard" ]; then
         "$WPACK" create -q --shard-size 1K -o set.wpack "$shard"
     [ "$(sha256sum <"$shard")" = "$sum_shard" ] && "$WPACK" verify set.wpack >/dev/null 2>&1 &&
         pass create_old_set_unchanged || fail create_old_set_unchanged
+    # the same for one archive (not a set) written over the manifest, by
+    # create and by convert -o: it removes the set's shards once in place
+    expect_fail create_single_old_shard_as_input "is a shard of the set at output 'set.wpack'.*\[WPACK_E_SAME_FILE\]" \
+        "$WPACK" create -q -o set.wpack "$shard"
+    expect_fail convert_old_shard_as_input "is a shard of the set at output 'set.wpack'.*\[WPACK_E_SAME_FILE\]" \
+        "$WPACK" convert -q "$shard" --compress zstd -o set.wpack
+    [ "$(sha256sum <"$shard")" = "$sum_shard" ] && "$WPACK" verify set.wpack >/dev/null 2>&1 &&
+        pass single_old_set_unchanged || fail single_old_set_unchanged
+    cp -p set.wpack set-*.wpack ex/ # the set as it was, for the next case
+    expect create_single_over_set "$WPACK" create -q -o set.wpack t0.npy
+    [ -z "$(ls set-*.wpack 2>/dev/null)" ] && "$WPACK" verify set.wpack >/dev/null 2>&1 &&
+        pass single_over_set_removed_shards || fail single_over_set_removed_shards "$(ls set*)"
+    rm -f set.wpack && mv ex/set*.wpack .
     # a file of the user's named like a shard of the new set: never
     # renamed over (the new shard takes NAME-0000k-of-0000N.2.wpack)
     echo mine >n-00001-of-00001.wpack

@@ -153,6 +153,13 @@ def several_inputs_and_a_directory_like_create(d):
     check(len(names) > 2 and names == sorted(os.listdir(os.path.join(d, "set2"))), names)
     for n in names:
         _same(os.path.join(shard, n), os.path.join(d, "set2", n))
+    # a single archive written over the set: once it is in place, the set's
+    # shards go (pack() reads no .wpack, so none can be an input)
+    m = os.path.join(shard, "py.wpack")
+    wpack.pack(npz, m)
+    check(os.listdir(shard) == ["py.wpack"], os.listdir(shard))
+    with wpack.safe_open(m) as f:
+        check("emb" in f, f.keys())
 
 
 @case

@@ -411,6 +411,66 @@ static void test_replacing_a_set(void)
     CHECK_EQ(count_files("^u-00002-of-00003.2.wpack$"), 1);
 }
 
+/* One archive (not a set) written where a set's manifest is: once it is
+ * in place the set's shards are gone (they were 500 GB of files no
+ * manifest named); a crash before that leaves the set whole; a manifest
+ * rewritten over the same shards keeps them. */
+static void test_archive_replacing_a_set(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/s.wpack", dir);
+    CHECK(write_set("s.wpack", 1, 0) == WPACK_OK, "a set");
+    char **old;
+    uint32_t nold;
+    CHECK(wpack_replaced_shards(path, &old, &nold) == WPACK_OK && nold == 3, "its 3 shards listed");
+    for (uint32_t k = 0; k < nold; k++)
+        CHECK(strstr(old[k], "/s-0000") != NULL, "shard path %s", old[k]);
+    wpack_paths_free(old, nold);
+
+    /* killed after prepare: the set is whole */
+    pid_t pid = fork();
+    if (pid == 0) {
+        wpack_writer *w;
+        int rc = wpack_writer_open(&w, path, NULL) ||
+                 wpack_writer_add_tensor(w, "x", WPACK_DTYPE_F32, 1, (uint64_t[]){1}, &(float){2},
+                                         4) ||
+                 wpack_writer_prepare(w);
+        _exit(rc);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "prepared in a child");
+    CHECK(set_is("s.wpack", 1), "the set survives a crash before the commit");
+
+    /* committed: one archive, no shards left */
+    wpack_writer *w;
+    char err[300];
+    CHECK(wpack_writer_open(&w, path, NULL) == WPACK_OK &&
+              wpack_writer_add_tensor(w, "x", WPACK_DTYPE_F32, 1, (uint64_t[]){1}, &(float){2}, 4) ==
+                  WPACK_OK &&
+              wpack_writer_finish(w, err, sizeof err) == WPACK_OK,
+          "single archive over the set");
+    CHECK_EQ(count_files("^s-"), 0);
+    wpack_archive *ar;
+    CHECK(wpack_open_file(&ar, path, 0) == WPACK_OK && wpack_shard_count(ar) == 0 &&
+              wpack_count(ar) == 1,
+          "the single archive");
+    wpack_close(ar);
+    CHECK(wpack_replaced_shards(path, &old, &nold) == WPACK_OK && nold == 0 && !old,
+          "a single archive replaces no shards");
+
+    /* a manifest rewritten over the same shards keeps them */
+    CHECK(make_shard("m-a.wpack", 0, 4) == 0 && make_shard("m-b.wpack", 4, 4) == 0, "shards");
+    const char *shards[] = {"m-a.wpack", "m-b.wpack"};
+    CHECK(make_manifest("m.wpack", shards, 2, NULL) == 0, "manifest");
+    CHECK(make_manifest("m.wpack", shards, 2, NULL) == 0, "the manifest again, same shards");
+    CHECK_EQ(count_files("^m-[ab].wpack$"), 2);
+    CHECK(open_manifest("m.wpack", &ar) == WPACK_OK && wpack_shard_count(ar) == 2,
+          "the rewritten manifest opens");
+    wpack_close(ar);
+    CHECK(wpack_replaced_shards(NULL, &old, &nold) == WPACK_E_INVALID_ARGUMENT, "NULL path");
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/wpack-shards-XXXXXX");
@@ -422,6 +482,7 @@ int main(void)
     RUN(test_writer_set_bool_values);
     RUN(test_aborted_set_leaves_nothing);
     RUN(test_replacing_a_set);
+    RUN(test_archive_replacing_a_set);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd))

@@ -1,0 +1,90 @@
+/*
+ * replaced_set.c - the shards a new archive at a path replaces (wpack.h,
+ * wpack_replaced_shards), and their removal once it is in place. One rule
+ * for the writer (which removes them) and for callers that must keep their
+ * inputs out of that list (the CLI's same-file guard, Python's pack()).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "writer.h"
+
+int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n)
+{
+    if (!path || !paths || !n)
+        return WPACK_E_INVALID_ARGUMENT;
+    *paths = NULL;
+    *n = 0;
+    wpack_archive *ar;
+    if (wpack_open_file(&ar, path, 0) != WPACK_OK) { /* nothing there, or not a whole set */
+        wpack_close(ar);
+        return WPACK_OK;
+    }
+    uint32_t count = wpack_shard_count(ar);
+    char **v = count ? calloc(count, sizeof *v) : NULL;
+    int rc = count && !v ? WPACK_E_NOMEM : WPACK_OK;
+    uint32_t k = 0;
+    for (uint32_t s = 0; s < count && rc == WPACK_OK; s++) {
+        const char *p;
+        const wpack_archive *shard;
+        if (wpack_shard_at(ar, s, &p, &shard) == WPACK_OK && !(v[k++] = strdup(p)))
+            rc = WPACK_E_NOMEM;
+    }
+    wpack_close(ar);
+    if (rc != WPACK_OK) {
+        wpack_paths_free(v, k);
+        return rc;
+    }
+    *paths = v;
+    *n = k;
+    return WPACK_OK;
+}
+
+void wpack_paths_free(char **paths, uint32_t n)
+{
+    for (uint32_t k = 0; paths && k < n; k++)
+        free(paths[k]);
+    free(paths);
+}
+
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+} file_id;
+
+static int is_one_of(const struct stat *st, const file_id *keep, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (keep[k].dev == st->st_dev && keep[k].ino == st->st_ino)
+            return 1;
+    return 0;
+}
+
+/* After the commit of the archive at path: remove the old shards, except
+ * any file the new archive is or names as its own shard (a manifest
+ * rewritten over the same shards keeps them). Best effort: a shard left
+ * behind is an unreferenced file, never a broken set. */
+void wpk_remove_replaced(const char *path, char **old, uint32_t nold)
+{
+    if (!nold)
+        return;
+    char **now = NULL;
+    uint32_t nnow = 0;
+    if (wpack_replaced_shards(path, &now, &nnow) != WPACK_OK)
+        return; /* out of memory: keep everything */
+    file_id *keep = malloc(((size_t)nnow + 1) * sizeof *keep);
+    uint32_t nkeep = 0;
+    struct stat st;
+    if (keep && stat(path, &st) == 0)
+        keep[nkeep++] = (file_id){st.st_dev, st.st_ino};
+    for (uint32_t k = 0; keep && k < nnow; k++)
+        if (stat(now[k], &st) == 0)
+            keep[nkeep++] = (file_id){st.st_dev, st.st_ino};
+    for (uint32_t k = 0; keep && nkeep && k < nold; k++)
+        if (lstat(old[k], &st) == 0 && S_ISREG(st.st_mode) && !is_one_of(&st, keep, nkeep))
+            unlink(old[k]);
+    free(keep);
+    wpack_paths_free(now, nnow);
+}
