@@ -33,13 +33,14 @@
  *
  * Read-ahead: after wpack_read_plan() (extract, export and verify call it)
  * reads that follow the plan are served from steps of up to connections x
- * chunk_size / 4 bytes of the planned entries, fetched ahead: neighbours
- * less than 64 KiB apart go as one request (200 tensors of 4 KiB: one or
- * two requests, not 200), and two steps are in flight, so the next
+ * chunk_size / 16 bytes of the planned entries, fetched ahead: neighbours
+ * less than 64 KiB apart go as one request (200 tensors of 4 KiB: one to
+ * four requests, not 200), and eight steps are in flight, so the next
  * requests are out while the caller hashes and writes the current entry.
- * Memory: the two steps, the window or entry being read and the last
- * entry read (kept for partial reads; its block is reused for the next
- * fetch), each up to connections x chunk_size / 2: ~96 MiB by default.
+ * Memory: the steps (connections x chunk_size / 2 in all), the window or
+ * entry being read and the last entry read (kept for partial reads; its
+ * block is reused for the next fetch), each up to connections x
+ * chunk_size / 2: ~96 MiB by default.
  * Not with a cache_dir (its chunks
  * are read one by one). Every entry is still checked against its XXH3
  * before any byte of it is handed out; one that fails drops the steps, so

@@ -117,9 +117,9 @@ void wpk_remote_unpin_host(wpk_remote *r);
 /* readahead.c: the plan wpack_read_plan() passes (n pairs off, len: the
  * ranges the reader will read next, in order) replaces the last one.
  * Reads that follow it are served from steps of up to connections x
- * chunk_size / 4 bytes of planned ranges (neighbours less than 64 KiB apart
- * merged into one request), two steps in flight at most: memory
- * connections x chunk_size / 2. wpk_ra_read: 1 when it served (part of)
+ * chunk_size / 16 bytes of planned ranges (at least 1 MiB where that
+ * leaves two; neighbours less than 64 KiB apart merged into one request),
+ * up to eight steps in flight: memory connections x chunk_size / 2. wpk_ra_read: 1 when it served (part of)
  * the read (*rc its result), 0 when [off, off + n) is not planned. */
 int wpk_ra_plan(wpk_remote *r, const uint64_t *ranges, size_t n);
 int wpk_ra_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int *rc, char *msg,
