@@ -263,6 +263,11 @@ typedef struct wpack_source {
      * ahead and merge neighbouring ranges; what it hands out still goes
      * through read() and the checks above. */
     void (*plan)(void *user, const uint64_t *ranges, size_t n);
+    /* Optional: called between the pieces of an entry the reader hands on
+     * (about every MiB, while the caller writes them): a source with
+     * requests in flight moves them on without waiting, so its connections
+     * do not idle while the caller is busy. */
+    void (*idle)(void *user);
 } wpack_source;
 int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned flags);
 void wpack_close(wpack_archive *ar);

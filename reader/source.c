@@ -292,6 +292,13 @@ int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t off
  * read, hashed and handed to fn in pieces; the XXH3 of the whole entry,
  * known only at its end, decides (fn's owner discards its output on
  * failure). Memory: one window, whatever the entry's size. */
+/* Between pieces handed to the caller: the source's transfers go on. */
+static void source_idle(const wpack_archive *h)
+{
+    if (h && wpk_unmapped(h) && h->src.idle)
+        h->src.idle(h->src.user);
+}
+
 static int stream_windows(const wpack_archive *ar, const wpack_tensor *t,
                           const wpack_archive *h, wpk_piece_fn fn, void *user)
 {
@@ -320,8 +327,10 @@ static int stream_windows(const wpack_archive *ar, const wpack_tensor *t,
             break;
         }
         wpk_hasher_update(hs, buf, k);
-        for (size_t p = 0; rc == WPACK_OK && p < k; p += WPK_PIECE)
+        for (size_t p = 0; rc == WPACK_OK && p < k; p += WPK_PIECE) {
             rc = fn(user, buf + p, k - p < WPK_PIECE ? k - p : WPK_PIECE);
+            source_idle(h);
+        }
         done += k;
     }
     uint64_t got = wpk_hasher_digest(hs);
@@ -356,9 +365,11 @@ int wpk_source_stream(const wpack_archive *ar, const wpack_tensor *t, wpk_piece_
     if (t->codec == WPACK_CODEC_ZSTD) {
         rc = wpk_stream_zstd_in(ar, owner_rec(ar, t), buf, t->nbytes, fn, user);
     } else {
-        for (uint64_t done = 0; rc == WPACK_OK && done < t->nbytes; done += WPK_PIECE)
+        for (uint64_t done = 0; rc == WPACK_OK && done < t->nbytes; done += WPK_PIECE) {
             rc = fn(user, buf + done,
                     t->nbytes - done < WPK_PIECE ? (size_t)(t->nbytes - done) : WPK_PIECE);
+            source_idle(h);
+        }
     }
     keep(ar, t, buf, cap);
     return rc;

@@ -170,6 +170,11 @@ static void top_up(wpk_remote *r, struct wpk_ra *a)
         wpk_remote_kick(r);
 }
 
+int wpk_ra_busy(const wpk_remote *r)
+{
+    return r->ra && r->ra->nlive > 0;
+}
+
 int wpk_ra_plan(wpk_remote *r, const uint64_t *ranges, size_t n)
 {
     struct wpk_ra *a = r->ra;

@@ -122,6 +122,8 @@ void wpk_remote_unpin_host(wpk_remote *r);
  * up to eight steps in flight: memory connections x chunk_size / 2. wpk_ra_read: 1 when it served (part of)
  * the read (*rc its result), 0 when [off, off + n) is not planned. */
 int wpk_ra_plan(wpk_remote *r, const uint64_t *ranges, size_t n);
+/* 1 when steps are in flight (their transfers want driving). */
+int wpk_ra_busy(const wpk_remote *r);
 int wpk_ra_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, int *rc, char *msg,
                 size_t msglen);
 /* Bytes of [off, off + n) failed a check: the steps holding them are

@@ -231,6 +231,18 @@ static void src_plan(void *user, const uint64_t *ranges, size_t n)
     pthread_mutex_unlock(&r->lock);
 }
 
+/* Between pieces the reader hands on: the read-ahead's transfers move on
+ * (responses read, finished connections given the next request) while
+ * the caller writes, instead of only when it next waits. */
+static void src_idle(void *user)
+{
+    wpk_remote *r = user;
+    pthread_mutex_lock(&r->lock);
+    if (wpk_ra_busy(r))
+        wpk_remote_kick(r);
+    pthread_mutex_unlock(&r->lock);
+}
+
 static void src_close(void *user)
 {
     remote_free(user);
@@ -318,6 +330,7 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     s.close = src_close;
     s.forget = src_forget;
     s.plan = src_plan;
+    s.idle = src_idle;
     /* stream large entries in windows of half a round over the connections:
      * with the read-ahead's two steps (the other half) memory stays within
      * connections x chunk_size */

@@ -198,6 +198,45 @@ static void test_stream(void)
     wpack_close(ar);
 }
 
+/* The source's idle hook runs after every piece handed to the caller, whole
+ * entries and windowed ones alike (a remote source drives its transfers
+ * there while the caller writes). */
+static int idles, pieces;
+static void count_idle(void *user)
+{
+    (void)user;
+    idles++;
+}
+static int count_piece(void *user, const void *d, size_t n)
+{
+    (void)user;
+    (void)d;
+    (void)n;
+    pieces++;
+    return 0;
+}
+
+static void test_idle_between_pieces(void)
+{
+    for (int windowed = 0; windowed < 2; windowed++) {
+        mem_src m = {good, good_len};
+        wpack_source s = source_of(&m);
+        s.idle = count_idle;
+        s.stream_window = windowed ? 65536 : 0;
+        wpack_archive *ar;
+        CHECK(wpack_open_source(&ar, &s, WPACK_OPEN_VERIFY_READS) == WPACK_OK, "%s",
+              wpack_errmsg(ar));
+        wpack_tensor t;
+        idles = pieces = 0;
+        CHECK(wpack_find(ar, "a", &t) == WPACK_OK &&
+                  wpack_read_stream(ar, t.index, count_piece, NULL, WPACK_READ_VERIFY) == WPACK_OK,
+              "stream: %s", wpack_errmsg(ar));
+        CHECK(pieces == (windowed ? 5 : 1) && idles == pieces, "windowed %d: %d pieces, %d idles",
+              windowed, pieces, idles);
+        wpack_close(ar);
+    }
+}
+
 /* Bytes that change on the way: once (refetched, right bytes), always
  * (WPACK_E_CHECKSUM naming the tensor, whatever the flags). */
 static void test_bad_fetch(void)
@@ -518,6 +557,7 @@ int main(void)
         return 1;
     }
     RUN(test_same_as_memory);
+    RUN(test_idle_between_pieces);
     RUN(test_stream);
     RUN(test_bad_fetch);
     RUN(test_failing_source);
