@@ -2,7 +2,7 @@
  * replaced_set.c - the shards a new archive at a path replaces (wpack.h,
  * wpack_replaced_shards), and their removal once it is in place. One rule
  * for the writer (which removes them) and for callers that must keep their
- * inputs out of that list (the CLI's same-file guard, Python's pack()).
+ * inputs out of that list (the CLI's same-file guard).
  */
 #include <stdlib.h>
 #include <string.h>
