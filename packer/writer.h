@@ -122,6 +122,8 @@ int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
 #define WPK_WRITER_OBUF_SIZE (1u << 20)
 #endif
 
+/* The caller's executor when it has 2+ threads, else NULL (writer_par.c). */
+const wpack_executor *wpk_par_executor(const wpack_writer *w);
 /* On opt.executor (writer_par.c), 0 when there is none or n is small (the
  * caller then does it alone): hash the n bytes at p, and feed the stats
  * the `whole` elements that start `pre` bytes in, as one piece. */

@@ -19,11 +19,16 @@
  * and `wpack verify` (or any checked read) says so; the same holds for a
  * caller's mapping.
  *
- * Without weight stats, an executor (-j N) is not used: overlapping the
- * read + hash of step i+1 (on a pool item) with the copy of step i was
- * tried and measured on the shared 2-CPU VM; the pool's fork-join per step
- * cost more than the ~0.07 s a GiB of pread + XXH3 it could hide (bench/pack
- * README "Where the time goes"). */
+ * Without weight stats, an executor (-j N) is not used. Overlapping the
+ * read + hash with the kernel's copy on two pool items was tried twice and
+ * measured on the shared 2-CPU VM: per 256 KiB step the fork-join cost more
+ * than the ~0.07 s a GiB it could hide (bench/pack README "Where the time
+ * goes"); per 4 MiB piece (copy || pread + hash, 4 GiB GGUF, --no-sync,
+ * medians of 9 interleaved) 1.92-2.06 s against 1.65 s serial, with the
+ * pool's idle spin 0 or not: the copy, the hash and the kernel's writeback
+ * all want the two CPUs. Hashing a mapping instead of pread (prefaulted
+ * with MADV_POPULATE_READ or not) was no faster: 0.50-0.52 s against
+ * 0.47 s for 4 GiB. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +85,7 @@ int wpk_copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size
  * copy; weight stats on an executor want pieces it splits (PAR_MIN). */
 static size_t step_bytes(const wpack_writer *w, const wpk_pending_entry *e)
 {
-    const wpack_executor *ex = w->opt.executor;
-    return e->has_acc && ex && ex->run && ex->threads > 1 ? PAR_STEP : STEP;
+    return e->has_acc && wpk_par_executor(w) ? PAR_STEP : STEP;
 }
 
 /* The read buffer, kept for the writer's life (n <= PAR_STEP + 8). */

@@ -18,8 +18,7 @@
 #define PAR_MIN (1u << 20) /* bytes: smaller pieces are not worth a job */
 #define HIST_COUNTS (1u << 20) /* histogram counters of all tasks together */
 
-/* The executor, when there is one worth using. */
-static const wpack_executor *executor(const wpack_writer *w)
+const wpack_executor *wpk_par_executor(const wpack_writer *w)
 {
     const wpack_executor *ex = w->opt.executor;
     return ex && ex->run && ex->threads > 1 ? ex : NULL;
@@ -45,7 +44,7 @@ static void hash_side(void *user, const void *p, size_t n)
 int wpk_par_hash_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t *p, size_t n,
                        size_t pre, size_t whole)
 {
-    const wpack_executor *ex = executor(w);
+    const wpack_executor *ex = wpk_par_executor(w);
     if (!ex || n < PAR_MIN)
         return 0;
     size_t mid = whole * wpack_dtype_size(e->dtype);
@@ -80,7 +79,7 @@ static void hist_task(void *ctx, size_t i)
 int wpk_par_hist_feed(wpack_writer *w, uint64_t *counts, uint32_t bins, double lo, double hi,
                       int dtype, const void *data, size_t count)
 {
-    const wpack_executor *ex = executor(w);
+    const wpack_executor *ex = wpk_par_executor(w);
     size_t tasks = ex ? ex->threads : 1;
     if (tasks > 16)
         tasks = 16;
