@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -111,38 +112,21 @@ static int same_place(const char *a, const char *b)
     return same;
 }
 
-/* The files an archive written at out removes once it is in place (the
- * shards of a set whose manifest is at out: wpack_replaced_shards), as
- * device + inode pairs (*n of them; NULL when none): none may be an input. */
-typedef struct {
-    dev_t dev;
-    ino_t ino;
-} file_id;
-
-static file_id *old_shards(const char *out, size_t *n)
+/* The index in f->v of the first existing input that an archive written
+ * at out would remove (a shard of the set whose manifest is at out:
+ * wpack_replaced_among), f->n for none, SIZE_MAX when out of memory. */
+static size_t replaced_input(const cli_files *f, const char *out)
 {
-    char **paths;
-    uint32_t count;
-    file_id *v = NULL;
-    *n = 0;
-    if (wpack_replaced_shards(out, &paths, &count) == WPACK_OK && count &&
-        (v = calloc(count, sizeof *v)))
-        for (uint32_t s = 0; s < count; s++) {
-            struct stat st;
-            if (stat(paths[s], &st) == 0)
-                v[(*n)++] = (file_id){st.st_dev, st.st_ino};
-        }
-    if (count)
-        wpack_paths_free(paths, count);
-    return v;
-}
-
-static int in_old_shards(const file_id *v, size_t n, const struct stat *st)
-{
-    for (size_t k = 0; k < n; k++)
-        if (v[k].dev == st->st_dev && v[k].ino == st->st_ino)
-            return 1;
-    return 0;
+    const char **in = calloc(f->n ? f->n : 1, sizeof *in);
+    size_t hit = SIZE_MAX;
+    if (!in)
+        return SIZE_MAX;
+    for (size_t j = 0; j < f->n; j++)
+        in[j] = !f->v[j].output && f->v[j].exists ? f->v[j].path : NULL;
+    if (wpack_replaced_among(out, in, f->n, &hit) != WPACK_OK)
+        hit = SIZE_MAX;
+    free(in);
+    return hit;
 }
 
 int cli_files_check(const char *cmd, cli_files *f)
@@ -157,8 +141,11 @@ int cli_files_check(const char *cmd, cli_files *f)
         const struct cli_file *o = &f->v[i];
         if (!o->output)
             continue;
-        size_t nold = 0;
-        file_id *old = o->archive && o->exists ? old_shards(o->path, &nold) : NULL;
+        size_t replaced = o->archive && o->exists ? replaced_input(f, o->path) : f->n;
+        if (replaced == SIZE_MAX) {
+            cli_error("%s: out of memory [%s]", cmd, wpack_error_name(WPACK_E_NOMEM));
+            return 0;
+        }
         for (size_t j = 0; j < f->n; j++) {
             const struct cli_file *x = &f->v[j];
             if (j == i || (x->output && (j < i || f->outputs_distinct)))
@@ -167,7 +154,7 @@ int cli_files_check(const char *cmd, cli_files *f)
             if (!x->output) { /* an input exists: only an existing output can be it */
                 same = o->exists && x->exists && x->st.st_dev == o->st.st_dev &&
                        x->st.st_ino == o->st.st_ino;
-                if (!same && x->exists && in_old_shards(old, nold, &x->st)) {
+                if (!same && j == replaced) {
                     cli_error("%s: input '%s' is a shard of the set at output '%s', which the new "
                               "archive replaces and removes: nothing was written [%s]",
                               cmd, x->path, o->path, wpack_error_name(WPACK_E_SAME_FILE));
@@ -188,12 +175,9 @@ int cli_files_check(const char *cmd, cli_files *f)
                               cmd, o->path, x->path, f->hint ? "; " : "", f->hint ? f->hint : "",
                               wpack_error_name(WPACK_E_SAME_FILE));
             }
-            if (same) {
-                free(old);
+            if (same)
                 return 0;
-            }
         }
-        free(old);
     }
     return 1;
 }

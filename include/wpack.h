@@ -665,7 +665,7 @@ void wpack_writer_options_init(wpack_writer_options *opt);
  * leaves the old set whole), the shards the old manifest named are
  * removed, except any file the new archive names as its own shard. A
  * caller that reads inputs should keep those shards out of them
- * (wpack_replaced_shards); the CLI refuses them.
+ * (wpack_replaced_among); the CLI refuses them.
  *
  * Like the reader, *out receives a handle even on failure (for its message)
  * unless memory runs out; free a failed one with wpack_writer_abort().
@@ -814,6 +814,12 @@ int wpack_writer_commit(wpack_writer *w, char *errbuf, size_t errlen);
  * malloc'd array (NULL when n is 0): free it with wpack_paths_free(). */
 int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n);
 void wpack_paths_free(char **paths, uint32_t n);
+/* Whether an archive written at path would remove one of files[0..n): *hit
+ * is the index of the first that is one of wpack_replaced_shards(path),
+ * compared by device and inode (any name of the file counts; a file that
+ * does not exist or a NULL entry is none), or n. WPACK_OK, WPACK_E_NOMEM,
+ * WPACK_E_INVALID_ARGUMENT (NULL path or hit, NULL files with n > 0). */
+int wpack_replaced_among(const char *path, const char *const *files, size_t n, size_t *hit);
 
 /* -------------------------------------------------- in-place index update */
 

@@ -41,8 +41,8 @@
  * entry being read and the last entry read (kept for partial reads; its
  * block is reused for the next fetch), each up to connections x
  * chunk_size / 2: ~96 MiB by default.
- * Not with a cache_dir (its chunks
- * are read one by one). Every entry is still checked against its XXH3
+ * With a cache_dir the plan is the chunks the cache does not hold yet
+ * (a first read fetches ahead as one without a cache). Every entry is still checked against its XXH3
  * before any byte of it is handed out; one that fails drops the steps, so
  * that its refetch goes to the server.
  *

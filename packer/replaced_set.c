@@ -54,12 +54,47 @@ typedef struct {
     ino_t ino;
 } file_id;
 
-static int is_one_of(const struct stat *st, const file_id *keep, uint32_t n)
+/* The files of paths[0..n) that exist (symlinks followed), by device and
+ * inode, after room for `extra` more; NULL when out of memory. */
+static file_id *ids_of(char *const *paths, uint32_t n, uint32_t extra, uint32_t *count)
+{
+    file_id *v = malloc(((size_t)n + extra + 1) * sizeof *v);
+    *count = 0;
+    struct stat st;
+    for (uint32_t k = 0; v && k < n; k++)
+        if (stat(paths[k], &st) == 0)
+            v[(*count)++] = (file_id){st.st_dev, st.st_ino};
+    return v;
+}
+
+static int is_one_of(const struct stat *st, const file_id *v, uint32_t n)
 {
     for (uint32_t k = 0; k < n; k++)
-        if (keep[k].dev == st->st_dev && keep[k].ino == st->st_ino)
+        if (v[k].dev == st->st_dev && v[k].ino == st->st_ino)
             return 1;
     return 0;
+}
+
+int wpack_replaced_among(const char *path, const char *const *files, size_t n, size_t *hit)
+{
+    if (!path || (n && !files) || !hit)
+        return WPACK_E_INVALID_ARGUMENT;
+    *hit = n;
+    char **old;
+    uint32_t nold, nid;
+    int rc = wpack_replaced_shards(path, &old, &nold);
+    if (rc != WPACK_OK || !nold)
+        return rc;
+    file_id *ids = ids_of(old, nold, 0, &nid);
+    wpack_paths_free(old, nold);
+    if (!ids)
+        return WPACK_E_NOMEM;
+    struct stat st;
+    for (size_t k = 0; k < n && *hit == n; k++)
+        if (files[k] && stat(files[k], &st) == 0 && is_one_of(&st, ids, nid))
+            *hit = k;
+    free(ids);
+    return WPACK_OK;
 }
 
 /* After the commit of the archive at path: remove the old shards, except
@@ -71,17 +106,13 @@ void wpk_remove_replaced(const char *path, char **old, uint32_t nold)
     if (!nold)
         return;
     char **now = NULL;
-    uint32_t nnow = 0;
+    uint32_t nnow = 0, nkeep = 0;
     if (wpack_replaced_shards(path, &now, &nnow) != WPACK_OK)
         return; /* out of memory: keep everything */
-    file_id *keep = malloc(((size_t)nnow + 1) * sizeof *keep);
-    uint32_t nkeep = 0;
+    file_id *keep = ids_of(now, nnow, 1, &nkeep);
     struct stat st;
     if (keep && stat(path, &st) == 0)
         keep[nkeep++] = (file_id){st.st_dev, st.st_ino};
-    for (uint32_t k = 0; keep && k < nnow; k++)
-        if (stat(now[k], &st) == 0)
-            keep[nkeep++] = (file_id){st.st_dev, st.st_ino};
     for (uint32_t k = 0; keep && nkeep && k < nold; k++)
         if (lstat(old[k], &st) == 0 && S_ISREG(st.st_mode) && !is_one_of(&st, keep, nkeep))
             unlink(old[k]);

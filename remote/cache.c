@@ -16,7 +16,8 @@
  * of the bytes there passes the bound, or when it has put a quarter of the
  * bound since the last scan (what other processes add is seen then), not
  * after every read: at 10,000 chunks a scan per read made extracting a
- * large model quadratic in its size. */
+ * large model quadratic in its size. The chunk a read ended inside stays
+ * in memory for the next read, which starts there. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +76,8 @@ void wpk_cache_close(wpk_remote *r)
     if (r->cache_fd >= 0)
         close(r->cache_fd);
     r->cache_fd = -1;
+    free(r->kept);
+    r->kept = NULL;
 }
 
 static void name_of(const wpk_remote *r, uint64_t off, uint64_t len, char *out, size_t n)
@@ -216,7 +219,9 @@ int wpk_cache_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, char *
         return WPACK_OK;
     uint64_t cs = r->opt.chunk_size, first = off / cs, last = (off + n - 1) / cs;
     uint64_t count = last - first + 1;
-    wpk_range *miss = count <= SIZE_MAX / sizeof *miss ? calloc((size_t)count, sizeof *miss) : NULL;
+    /* the misses, then a copy of those fetched here (not by the read-ahead) */
+    wpk_range *miss = count <= SIZE_MAX / (2 * sizeof *miss) ? calloc((size_t)count, 2 * sizeof *miss)
+                                                              : NULL;
     uint8_t *edge[2] = {NULL, NULL};
     if (!miss) {
         wpk_fmt(msg, msglen, "out of memory");
@@ -230,6 +235,11 @@ int wpk_cache_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, char *
         uint8_t *buf = dst + (c0 - (inside ? off : c0)); /* in place when whole inside */
         if (!inside) {
             uint8_t **e = &edge[k == first ? 0 : 1];
+            if (r->kept && r->kept_off == c0 && r->kept_len == clen) {
+                *e = r->kept; /* where the last read ended: no second read of its file */
+                r->kept = NULL;
+                continue;
+            }
             if (!(*e = malloc((size_t)clen))) {
                 wpk_fmt(msg, msglen, "out of memory");
                 rc = WPACK_E_NOMEM;
@@ -244,8 +254,14 @@ int wpk_cache_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, char *
         miss[nm].dst = buf;
         nm++;
     }
+    /* Misses the read-ahead holds (wpk_cache_plan) come from it; the
+     * others are fetched together. */
+    size_t nf = 0;
+    for (size_t i = 0; rc == WPACK_OK && i < nm; i++)
+        if (!wpk_ra_read(r, miss[i].off, miss[i].dst, miss[i].len, &rc, msg, msglen))
+            miss[nm + nf++] = miss[i];
     if (rc == WPACK_OK)
-        rc = wpk_remote_fetch_ranges(r, miss, nm, msg, msglen);
+        rc = wpk_remote_fetch_ranges(r, miss + nm, nf, msg, msglen);
     if (rc == WPACK_OK) {
         for (size_t i = 0; i < nm; i++)
             put(r, miss[i].off, miss[i].len, miss[i].dst);
@@ -260,10 +276,75 @@ int wpk_cache_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, char *
             uint64_t a = off > c0 ? off : c0, b = off + n < c0 + clen ? off + n : c0 + clen;
             memcpy(dst + (a - off), edge[e] + (a - c0), (size_t)(b - a));
         }
+        /* Keep the chunk this read ended inside: a read that follows
+         * starts in it (tensors share their boundary chunks), and reading
+         * it back from its file cost a pread and an XXH3 of the whole
+         * chunk per tensor. */
+        int e = edge[1] ? 1 : edge[0] && first == last ? 0 : -1;
+        if (e >= 0) {
+            free(r->kept);
+            r->kept = edge[e];
+            r->kept_off = last * cs;
+            r->kept_len = r->size - r->kept_off < cs ? r->size - r->kept_off : cs;
+            edge[e] = NULL;
+        }
     }
     free(edge[0]);
     free(edge[1]);
     free(miss);
+    return rc;
+}
+
+/* Chunk [off, off + len) has a file of the right size: a hint for the
+ * plan only (the read checks the file, and fetches the chunk if it fails). */
+static int present(const wpk_remote *r, uint64_t off, uint64_t len)
+{
+    char name[128];
+    struct stat st;
+    name_of(r, off, len, name, sizeof name);
+    return fstatat(r->cache_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+           (uint64_t)st.st_size == HDR + len;
+}
+
+int wpk_cache_plan(wpk_remote *r, const uint64_t *ranges, size_t n)
+{
+    uint64_t cs = r->opt.chunk_size, prev = UINT64_MAX;
+    uint64_t *v = NULL;
+    size_t nv = 0, cap = 0;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t off = ranges[2 * k], len = ranges[2 * k + 1];
+        if (!len || off > r->size || len > r->size - off)
+            continue;
+        for (uint64_t c = off / cs; c <= (off + len - 1) / cs; c++) {
+            if (c == prev) /* a chunk shared with the range before */
+                continue;
+            prev = c;
+            uint64_t c0 = c * cs, clen = r->size - c0 < cs ? r->size - c0 : cs;
+            if (present(r, c0, clen))
+                continue;
+            if (nv && v[2 * nv - 2] + v[2 * nv - 1] == c0) { /* the next chunk: one range */
+                v[2 * nv - 1] += clen;
+                continue;
+            }
+            if (nv == cap) { /* cap: pairs */
+                size_t grown = cap ? 2 * cap : 64;
+                uint64_t *g = grown <= SIZE_MAX / (2 * sizeof *v) ? realloc(v, grown * 2 * sizeof *v)
+                                                                  : NULL;
+                if (!g) {
+                    free(v);
+                    wpk_ra_plan(r, NULL, 0); /* no plan: reads go chunk by chunk */
+                    return WPACK_E_NOMEM;
+                }
+                v = g;
+                cap = grown;
+            }
+            v[2 * nv] = c0;
+            v[2 * nv + 1] = clen;
+            nv++;
+        }
+    }
+    int rc = wpk_ra_plan(r, v, nv);
+    free(v);
     return rc;
 }
 
@@ -272,6 +353,10 @@ void wpk_cache_forget(wpk_remote *r, uint64_t off, uint64_t n)
     if (!r->cache_on || !n)
         return;
     uint64_t cs = r->opt.chunk_size;
+    if (r->kept && r->kept_off < off + n && off < r->kept_off + r->kept_len) {
+        free(r->kept); /* possibly the bad bytes */
+        r->kept = NULL;
+    }
     for (uint64_t k = off / cs; k <= (off + n - 1) / cs; k++) {
         uint64_t c0 = k * cs, clen = r->size - c0 < cs ? r->size - c0 : cs;
         char name[128];

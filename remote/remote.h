@@ -62,6 +62,9 @@ typedef struct wpk_remote {
     int cache_scanned;          /* the directory was scanned (evict) at least once */
     uint64_t cache_bytes;       /* its chunk bytes then, plus what this handle put since */
     uint64_t cache_put;         /* bytes this handle put since that scan */
+    uint8_t *kept;              /* the chunk the last cached read ended inside (the next
+                                 * read starts there), or NULL */
+    uint64_t kept_off, kept_len;
     double rate_tokens;         /* fetch.c: the max_bytes_per_s bucket, in bytes */
     int64_t rate_at_us;         /* its last refill (monotonic; 0: never) */
     struct curl_slist *resolve; /* resolve.c: the host's addresses for CURLOPT_RESOLVE, or NULL */
@@ -140,6 +143,11 @@ void wpk_cache_close(wpk_remote *r);
  * that hold them come from valid cache files or are fetched (and stored). */
 int wpk_cache_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, char *msg,
                    size_t msglen);
+/* The reader's plan through the cache: the chunks the ranges touch that
+ * have no cache file yet, in order, become the read-ahead's plan
+ * (wpk_ra_plan), so a first read through a cache fetches ahead as one
+ * without; wpk_cache_read takes its misses from it. */
+int wpk_cache_plan(wpk_remote *r, const uint64_t *ranges, size_t n);
 /* Drop the cache files of the chunks holding [off, off + n). */
 void wpk_cache_forget(wpk_remote *r, uint64_t off, uint64_t n);
 

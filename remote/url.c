@@ -220,14 +220,17 @@ static void src_forget(void *user, uint64_t off, uint64_t n)
     pthread_mutex_unlock(&r->lock);
 }
 
-/* The reader's plan: read-ahead (readahead.c), but not through the chunk
- * cache, whose chunks are read and stored one by one. */
+/* The reader's plan: read-ahead (readahead.c); through the chunk cache,
+ * of the chunks it does not hold yet (cache.c). Out of memory: no plan,
+ * reads go one by one. */
 static void src_plan(void *user, const uint64_t *ranges, size_t n)
 {
     wpk_remote *r = user;
     pthread_mutex_lock(&r->lock);
-    if (!r->cache_on)
-        wpk_ra_plan(r, ranges, n); /* out of memory: no plan, reads go one by one */
+    if (r->cache_on)
+        wpk_cache_plan(r, ranges, n);
+    else
+        wpk_ra_plan(r, ranges, n);
     pthread_mutex_unlock(&r->lock);
 }
 

@@ -12,6 +12,9 @@
 #   wpack export URL --to safetensors  one output file, like curl's (fsynced)
 #   wpack extract --no-sync -o DIR URL the first variant without fsync: like
 #                                      for like with curl -o
+#   wpack extract --cache DIR ...      the first variant through an empty
+#                                      chunk cache (a first run: all fetched
+#                                      and stored)
 # and on loopback also `curl -o && sync FILE` (the durable peer) and
 # `wpack verify URL` (fetch + XXH3 of every byte, nothing written),
 # in three settings: straight to nginx on loopback; through delay_proxy.py
@@ -122,6 +125,10 @@ for rep in $(seq "$RUNS"); do
         first=${VARIANTS%% *}
         timed "export.$s" env WPACK_REMOTE_CONNECTIONS="${first%x*}" WPACK_REMOTE_CHUNK="${first#*x}" \
             "$WPACK" export "$url" --to safetensors -o "$WORK/out/model.safetensors"
+        # a first run through an empty chunk cache (--cache DIR): it reads
+        # ahead too, and stores every chunk it fetched
+        timed "cache.$s" env WPACK_REMOTE_CONNECTIONS="${first%x*}" WPACK_REMOTE_CHUNK="${first#*x}" \
+            "$WPACK" extract -q --cache "$WORK/out/cache" -o "$WORK/out/x" "$url"
         # like for like with curl -o, which does not fsync either
         timed "nosync.$s" env WPACK_REMOTE_CONNECTIONS="${first%x*}" WPACK_REMOTE_CHUNK="${first#*x}" \
             "$WPACK" extract -q --no-sync -o "$WORK/out/x" "$url"
@@ -152,14 +159,14 @@ echo
 hdr="| setting | curl MiB/s | aria2c -x16 / curl"
 sep="|---|---|---"
 for v in $VARIANTS; do hdr="$hdr | wpack extract $v / curl"; sep="$sep|---"; done
-hdr="$hdr | wpack export ${VARIANTS%% *} / curl | wpack extract ${VARIANTS%% *} --no-sync / curl"; sep="$sep|---|---"
+hdr="$hdr | wpack export ${VARIANTS%% *} / curl | wpack extract ${VARIANTS%% *} --no-sync / curl | first extract --cache / curl"; sep="$sep|---|---|---"
 echo "$hdr |"
 echo "$sep|"
 for s in $SETTINGS; do
     row="| $(label "$s") | $(mibs "curl.$s")"
     if [ -n "$ARIA" ]; then row="$row | $(ratio "curl.$s" "aria.$s")"; else row="$row | skipped"; fi
     for v in $VARIANTS; do row="$row | $(ratio "curl.$s" "wpack.$v.$s")"; done
-    echo "$row | $(ratio "curl.$s" "export.$s") | $(ratio "curl.$s" "nosync.$s") |"
+    echo "$row | $(ratio "curl.$s" "export.$s") | $(ratio "curl.$s" "nosync.$s") | $(ratio "curl.$s" "cache.$s") |"
 done
 echo
 echo "| loopback, against other peers | ratio |"

@@ -22,6 +22,9 @@ picks the behaviour, the rest names a file under ROOT:
   /nocr/F        206 with no Content-Range and no body (ranges past 0)
   /zeroes3/F     an empty F answered as some S3 servers do: 206,
                  "Content-Range: bytes 0-0/0", no body
+  /slow/F        right, each ranged answer sent 0.3 s after the request came;
+                 logged with a 4th field: the requests in flight then
+                 (itself included), so a test sees what a client asks ahead
   /s3/BUCKET/F   S3 path style: AWS Signature Version 4 checked with its own
                  implementation (hmac, hashlib); 403 SignatureDoesNotMatch
                  for a bad one. Credentials: AKIDTEST / secret/TEST+key and
@@ -44,6 +47,7 @@ ROOT = PORTFILE = REDIRECT = LOG = ""  # set by main()
 CREDS = {"AKIDTEST": ("secret/TEST+key", None), "AKIDTOKEN": ("tokensecret", "tok/en=")}
 counts = {}
 lock = threading.Lock()
+inflight = [0]  # /slow/ requests between arrival and answer
 
 
 def count(key):
@@ -109,9 +113,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
-    def log(self, mode, status):
+    def log(self, mode, status, extra=""):
         with lock, open(LOG, "a") as f:
-            f.write("%s %s %s\n" % (mode, self.headers.get("Range", "-"), status))
+            f.write("%s %s %s%s\n" % (mode, self.headers.get("Range", "-"), status, extra))
 
     def send(self, status, body, headers=(), length=None):
         self.send_response(status)
@@ -169,6 +173,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.log(mode, 200)
             return self.send(200, data, hdr)
         a, b = int(m.group(1)), int(m.group(2))
+        if mode == "slow":
+            with lock:
+                inflight[0] += 1
+                now = inflight[0]
+            self.log(mode, 206, " %d" % now)
+            time.sleep(0.3)
+            with lock:
+                inflight[0] -= 1
+            b = min(b, size - 1)
+            return self.send(206, data[a:b + 1], hdr + [("Content-Range", "bytes %d-%d/%d" % (a, b, size))])
         if mode == "zeroes3" and size == 0:
             self.log(mode, 206)
             return self.send(206, b"", hdr + [("Content-Range", "bytes 0-0/0")])

@@ -6,7 +6,8 @@
 # replaced object (new index) never reuses old files; --cache-max bounds
 # the directory; two processes sharing DIR both succeed; a symlink planted
 # in DIR is not followed; the directory is made 0700 and refused when
-# others may write it or it is a symlink.
+# others may write it or it is a symlink; a first run reads ahead through
+# the cache (a slow server sees the requests out at once).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/remote_lib.sh"
 
@@ -97,6 +98,25 @@ if command -v strace >/dev/null; then
     fi
 else
     fail cache_fill_no_fsync "strace is not installed (tools/deps.sh installs it)"
+fi
+
+# 2d. Each chunk file is read once per run: the chunk a tensor ends in,
+#     where the next one starts, stays in memory (reading it back from its
+#     file cost a pread and an XXH3 of the whole chunk per tensor). Every
+#     reuse refreshes the file's mtime (utimensat): at most one per file.
+if command -v strace >/dev/null; then
+    if ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq -o "$T/strace2.log" \
+        -e trace=utimensat "$WPACK" extract -q --cache "$C" -o "$T/x2s" "$URL" >/dev/null 2>"$T/err"; then
+        n=$(grep -cE '(^|[ ])utimensat\(' "$T/strace2.log")
+        files=$(chunk_files "$C")
+        [ "$n" -gt 0 ] && [ "$n" -le "$files" ] && pass cache_chunk_read_once ||
+            fail cache_chunk_read_once "$n reuses of $files chunk files"
+        same_dirs cache_chunk_read_once_equal "$T/x2s" "$T/xl"
+    else
+        fail cache_chunk_read_once "extract under strace: $(head -c 300 "$T/err")"
+    fi
+else
+    fail cache_chunk_read_once "strace is not installed (tools/deps.sh installs it)"
 fi
 
 # 3. A corrupted cache file (one byte flipped in its data) and a truncated
@@ -214,5 +234,53 @@ else
 fi
 n=$(data_ranges)
 [ "$n" -eq 0 ] && pass python_cache_no_fetch || fail python_cache_no_fetch "$n data GETs"
+
+# 10. A first run through the cache reads ahead as one without: the plan's
+#     chunks not cached yet are asked for before the reads reach them.
+#     remote_server.py's /slow/ answers each range 0.3 s late and logs how
+#     many requests were in flight when each came (the open's tail
+#     requests, out together in any case, not counted). 64 tensors of 16 KiB
+#     in 64 KiB chunks: chunk by chunk (the cache before) a read waited
+#     for its one or two chunks, at most 2 in flight; with 16 connections
+#     the read-ahead keeps two steps of 4 chunks out.
+mkdir -p "$T/many" "$T/sw"
+"$PY" - "$T/many" <<'PYEOF'
+import numpy as np, sys
+r = np.random.default_rng(1717)
+for i in range(64):
+    np.save(f"{sys.argv[1]}/s{i:02d}.npy", r.standard_normal(4096).astype(np.float32))
+PYEOF
+expect create_many "$WPACK" create -q -o "$T/sw/many.wpack" "$T/many"
+expect extract_many_local "$WPACK" extract -q -o "$T/many_local" "$T/sw/many.wpack"
+if start_bad_server "$T/sw"; then
+    SURL="http://127.0.0.1:$BAD_PORT/slow/many.wpack"
+    SLOG="$T/requests.log"
+    C4="$T/cache4"
+    slow_data() { # data requests logged (not the open's first 64 KiB or last 256 KiB)
+        awk -v tail=$(($(stat -c %s "$T/sw/many.wpack") - 262144)) '
+            $1 == "slow" { split($2, a, /[=-]/); if (a[2] + 0 >= 65536 && a[2] + 0 < tail) n++ }
+            END { print n + 0 }' "$SLOG"
+    }
+    : >"$SLOG"
+    WPACK_REMOTE_CONNECTIONS=16 expect cache_ahead_extract "$WPACK" extract -q --cache "$C4" -o "$T/xa" "$SURL"
+    same_dirs cache_ahead_equal "$T/xa" "$T/many_local"
+    peak=$(awk -v tail=$(($(stat -c %s "$T/sw/many.wpack") - 262144)) '
+        $1 == "slow" && NF == 4 { split($2, a, /[=-]/) }
+        $1 == "slow" && NF == 4 && a[2] + 0 < tail && $4 > m { m = $4 } END { print m + 0 }' "$SLOG")
+    [ "$peak" -ge 4 ] && pass cache_reads_ahead ||
+        fail cache_reads_ahead "at most $peak requests in flight: $(head -5 "$SLOG")"
+    nchunks=$(chunk_files "$C4")
+    [ "$nchunks" -ge 12 ] && pass cache_ahead_stored || fail cache_ahead_stored "$nchunks chunk files"
+    #    Chunks already cached are not planned: two removed, two fetched.
+    find "$C4" -name '*.chunk' -type f | sort | sed -n '5p;11p' | xargs rm -f
+    : >"$SLOG"
+    WPACK_REMOTE_CONNECTIONS=16 expect cache_ahead_again "$WPACK" extract -q --cache "$C4" -o "$T/xb" "$SURL"
+    same_dirs cache_ahead_again_equal "$T/xb" "$T/many_local"
+    n=$(slow_data)
+    [ "$n" -eq 2 ] && pass cache_plan_skips_cached || fail cache_plan_skips_cached "$n data requests: $(cat "$SLOG")"
+    [ "$(chunk_files "$C4")" -eq "$nchunks" ] && pass cache_ahead_refilled || fail cache_ahead_refilled "$(chunk_files "$C4") files, $nchunks before"
+else
+    fail slow_server_started "remote_server.py did not start"
+fi
 
 finish

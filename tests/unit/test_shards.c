@@ -425,7 +425,28 @@ static void test_archive_replacing_a_set(void)
     CHECK(wpack_replaced_shards(path, &old, &nold) == WPACK_OK && nold == 3, "its 3 shards listed");
     for (uint32_t k = 0; k < nold; k++)
         CHECK(strstr(old[k], "/s-0000") != NULL, "shard path %s", old[k]);
+    /* which of some files the archive would remove: by inode, any name */
+    char s1[600], other_name[600], missing[600];
+    snprintf(s1, sizeof s1, "%s", nold == 3 ? old[0] : "");
+    snprintf(other_name, sizeof other_name, "%s/another-name.wpack", dir);
+    snprintf(missing, sizeof missing, "%s/not-there.npy", dir);
+    CHECK(nold == 3 && link(old[1], other_name) == 0, "a hard link to a shard");
     wpack_paths_free(old, nold);
+    size_t hit = 9;
+    const char *link_name = other_name, *other = missing;
+    const char *none[] = {other, NULL, path};
+    CHECK(wpack_replaced_among(path, none, 3, &hit) == WPACK_OK && hit == 3,
+          "none of a missing file, NULL and the manifest itself: %zu", hit);
+    const char *some[] = {other, link_name, s1};
+    CHECK(wpack_replaced_among(path, some, 3, &hit) == WPACK_OK && hit == 1,
+          "a shard under another name is found first: %zu", hit);
+    CHECK(wpack_replaced_among(other, some, 3, &hit) == WPACK_OK && hit == 3,
+          "nothing at the path: nothing removed");
+    CHECK(wpack_replaced_among(path, NULL, 0, &hit) == WPACK_OK && hit == 0, "no files");
+    CHECK(wpack_replaced_among(path, NULL, 1, &hit) == WPACK_E_INVALID_ARGUMENT, "NULL files");
+    CHECK(wpack_replaced_among(NULL, some, 3, &hit) == WPACK_E_INVALID_ARGUMENT, "NULL path");
+    CHECK(wpack_replaced_among(path, some, 3, NULL) == WPACK_E_INVALID_ARGUMENT, "NULL hit");
+    unlink(other_name);
 
     /* killed after prepare: the set is whole */
     pid_t pid = fork();
