@@ -178,6 +178,7 @@ _PROTOS = {
     "wpack_tensor_view": (I, [VP, U64, ctypes.POINTER(VP), c_u64p]),
     "wpack_read_ex": (I, [VP, U64, U64, VP, SZ, ctypes.c_uint]),
     "wpack_verify_once": (I, [VP, U64]),
+    "wpack_read_plan": (I, [VP, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]),
     "wpack_block_dtype_at": (I, [VP, U64, ctypes.POINTER(CP), ctypes.POINTER(ctypes.c_uint32),
                                  ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(VP), c_u64p]),
     "wpack_meta_count": (U64, [VP]),

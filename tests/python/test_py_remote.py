@@ -65,6 +65,39 @@ def fetches_only_what_is_read(d):
 
 
 @case
+def load_file_reads_ahead(d):
+    """load_file of a URL plans its reads (safe_open.read_plan): 200 tensors
+    of 4 KiB come in a few merged requests, not one request each."""
+    u, _, www = _servers()
+    log = os.path.join(os.path.dirname(www), "nginx", "access.log")
+    r = np.random.default_rng(1616)
+    small = {"n%03d" % k: r.standard_normal(1024).astype(np.float32) for k in range(200)}
+    path = os.path.join(www, "small.wpack")
+    wpack.save_file(small, path, name_map={"alias_n007": "n007"})
+    open(log, "w").close()
+    got = wpack.load_file(u + "/small.wpack")
+    lines = open(log).read().splitlines()
+    check(sorted(got) == sorted(small) and all(np.array_equal(got[k], small[k]) for k in small),
+          sorted(got)[:3])
+    # the open's two requests (more when its tail is fetched in chunks) and
+    # a few merged ones: 202 without the plan
+    check(len(lines) <= 12, (len(lines), lines[:5]))
+    with wpack.safe_open(u + "/small.wpack") as f:
+        open(log, "w").close()
+        f.read_plan(["n010", "alias_n007", "n011"])
+        check(np.array_equal(f.get_tensor("n010"), small["n010"]), "planned read")
+        check(np.array_equal(f.get_tensor("alias_n007"), small["n007"]), "by its other name")
+        e = raises(wpack.Error, f.read_plan, ["n010", "nope"], code="WPACK_E_NOT_FOUND")
+        check("nope" in str(e), str(e))
+        f.read_plan(None)  # dropped: reads go one by one
+        check(np.array_equal(f.get_tensor("n199"), small["n199"]), "after the plan is dropped")
+    with wpack.safe_open(path) as f:
+        f.read_plan(f.keys())  # local: nothing changes
+        check(np.array_equal(f.get_tensor("n000"), small["n000"]), "local")
+    os.unlink(path)
+
+
+@case
 def reads_are_verified(d):
     _, b, _ = _servers()
     for verify in (True, False):
