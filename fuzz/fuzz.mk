@@ -17,7 +17,7 @@ fuzz_saved_goal := $(.DEFAULT_GOAL)
 
 BUILD ?= build
 FUZZ_TARGETS := fuzz_archive fuzz_npy fuzz_roundtrip fuzz_safetensors fuzz_torch \
-    fuzz_stats_json fuzz_mlir fuzz_shards fuzz_manifest fuzz_gguf
+    fuzz_stats_json fuzz_mlir fuzz_shards fuzz_manifest fuzz_gguf fuzz_calib
 FUZZ_STATIC := $(if $(STATICS),$(STATICS),$(BUILD)/libwpack.a)
 # Every library (importers included, sources.mk) is in the archives the
 # targets link: no target needs objects of its own.

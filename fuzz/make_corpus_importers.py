@@ -19,9 +19,19 @@
   DIR/fuzz_mlir/seed-*.mlir                 tests/mlir/*.mlir, inline cases of
                                             tests/cli/test_resolve.sh and each
                                             case of tests/mlir/malformed.txt
+  DIR/fuzz_calib/seed-formats-*             the files of tests/cli/calib_formats_tool.py
+                                            (TensorRT cache, ONNX Runtime tables,
+                                            imatrix .dat and GGUF as their tools
+                                            write them)
+  DIR/fuzz_calib/seed-tool-*                the files of tests/cli/calib_tool.py make
+                                            (valid and the bad ones of
+                                            tests/cli/test_calib_in.sh)
+  DIR/fuzz_calib/seed-{trt,ort,dat,gguf}-*  hand-made ones, each breaking one rule
 
 Files larger than the target's max_len are skipped. torch comes from
-/usr/bin/python3; without it the torch seeds are skipped.
+/usr/bin/python3; without it the torch seeds are skipped, and without numpy
+(the calibration tools of tests/cli need it) the seed-formats-* and
+seed-tool-* ones.
 
   make_corpus_importers.py DIR
 """
@@ -36,7 +46,7 @@ import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_LEN = {"fuzz_safetensors": 65536, "fuzz_torch": 65536, "fuzz_stats_json": 16384,
-           "fuzz_mlir": 65536, "fuzz_manifest": 16384}
+           "fuzz_mlir": 65536, "fuzz_manifest": 16384, "fuzz_calib": 65536}
 
 
 def write(corpus, target, name, data):
@@ -328,6 +338,143 @@ def mlir_seeds(corpus):
     return n
 
 
+# ------------------------------------------------------------ calibration
+
+TRT_HEAD = b"TRT-8601-EntropyCalibration2\n"
+# TensorRT caches (import/calib_text.c), each breaking one rule
+TRT_BAD = {
+    "no-header": b"input: 3c010204\n",
+    "bad-hex": TRT_HEAD + b"input: 3c01zz04\n",
+    "nine-digits": TRT_HEAD + b"input: 3c0102040\n",
+    "nan-scale": TRT_HEAD + b"input: 7fc00000\n",
+    "inf-scale": TRT_HEAD + b"input: 7f800000\n",
+    "negative-scale": TRT_HEAD + b"input: bf800000\n",
+    "no-colon": TRT_HEAD + b"input 3c010204\n",
+    "empty-name": TRT_HEAD + b": 3c010204\n",
+    "long-line": TRT_HEAD + b"x" * 40000 + b": 3c010204\n",
+    "crlf": TRT_HEAD.replace(b"\n", b"\r\n") + b"input: 3c010204\r\nout: 3f800000\r\n",
+    "nul-in-name": TRT_HEAD + b"in\x00put: 3c010204\n",
+    "header-only": TRT_HEAD,
+    "largest-scale": TRT_HEAD + b"input: 7f7fffff\n",
+}
+
+# ONNX Runtime tables (import/calib_text.c), each breaking one rule
+ORT_BAD = {
+    "string": b'{"x": ["-1.5", 2.5]}',
+    "reversed": b'{"x": [2.5, -1.5]}',
+    "one-value": b'{"x": [1.0]}',
+    "three-values": b'{"x": [-1.0, 0.0, 1.0]}',
+    "channels-unequal": json.dumps({"CLS": "TensorsData", "data": {"x": {
+        "lowest": {"data": [-1.0, -2.0, -3.0], "dtype": "float32", "CLS": "numpy.array"},
+        "highest": {"data": [1.0, 2.0], "dtype": "float32", "CLS": "numpy.array"},
+        "CLS": "TensorData"}}}).encode(),
+    "nan": b'{"x": [NaN, 1.0]}',
+    "1e999": b'{"x": [-1e999, 1e999]}',
+    "deep": b'{"x": ' + b"[" * 3000 + b"]" * 3000 + b"}",
+    "td-no-data": json.dumps({"CLS": "TensorsData", "calibration_method": {
+        "CLS": "CalibrationMethod", "value": "CalibrationMethod.MinMax"}}).encode(),
+    "td-missing-data": json.dumps({"CLS": "TensorsData", "data": {"x": {
+        "lowest": {"dtype": "float32", "CLS": "numpy.array"},
+        "highest": {"data": 1.0, "dtype": "float32", "CLS": "numpy.array"},
+        "CLS": "TensorData"}}}).encode(),
+    "empty-object": b"{}",
+}
+
+
+def dat_entry(name, ncall, values, nval=None):
+    """One entry of a legacy imatrix .dat (import/calib_imatrix.c)."""
+    return (struct.pack("<i", len(name)) + name +
+            struct.pack("<ii", ncall, len(values) if nval is None else nval) +
+            struct.pack("<%df" % len(values), *values))
+
+
+DAT_TAIL = struct.pack("<ii", 7, 14) + b"wiki.train.raw"
+DAT_ONE = dat_entry(b"blk.0.attn_q.weight", 2, [8.0, 32.0, 2.0, 0.5])
+DAT_BAD = {
+    "negative-count": struct.pack("<i", -1) + DAT_ONE + DAT_TAIL,
+    "huge-count": struct.pack("<i", 0x7FFFFFFF) + DAT_ONE + DAT_TAIL,
+    "name-past-end": struct.pack("<ii", 1, 1000) + b"blk.0",
+    "nval-huge": struct.pack("<i", 1) + dat_entry(b"w", 1, [1.0], 0x7FFFFFFF),
+    "nval-zero": struct.pack("<i", 1) + dat_entry(b"w", 1, [], 0) + DAT_TAIL,
+    "ncall-zero": struct.pack("<i", 1) + dat_entry(b"w", 0, [1.0, 2.0]) + DAT_TAIL,
+    "ncall-negative": struct.pack("<i", 1) + dat_entry(b"w", -3, [1.0, 2.0]) + DAT_TAIL,
+    "nan-value": struct.pack("<i", 1) + dat_entry(b"w", 1, [1.0, float("nan")]) + DAT_TAIL,
+    "truncated-values": (struct.pack("<i", 1) + DAT_ONE)[:-6],
+    "trailing-garbage": struct.pack("<i", 1) + DAT_ONE + DAT_TAIL + b"garbage",
+    "no-tail": struct.pack("<i", 1) + DAT_ONE,
+    "nul-in-name": struct.pack("<i", 1) + dat_entry(b"w\x00x", 1, [1.0]) + DAT_TAIL,
+}
+
+
+def f32s(*xs):
+    return struct.pack("<%df" % len(xs), *xs)
+
+
+def gguf_bytes(G, d, tensors, typ="imatrix"):
+    """An imatrix GGUF (tests/cli/gguf_tool.py's writer) as bytes."""
+    kvs = [("general.type", G.STRING, typ), ("imatrix.chunk_count", G.U32, 4),
+           ("imatrix.chunk_size", G.U32, 512),
+           ("imatrix.datasets", G.ARRAY, (G.STRING, ["wiki.train.raw"]))]
+    path = os.path.join(d, "tmp.gguf")
+    G.write(path, kvs, tensors)
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def gguf_bad(G, d):
+    """Imatrix GGUF files, each breaking one rule."""
+    w = "blk.0.attn_q.weight"
+    s2 = (w + ".in_sum2", 0, [4, 1], f32s(8.0, 32.0, 2.0, 0.5))
+
+    def counts(*c):
+        return (w + ".counts", 0, [1, len(c)], f32s(*c))
+    return {
+        "no-counts": gguf_bytes(G, d, [s2]),
+        "counts-wrong-shape": gguf_bytes(G, d, [s2, (w + ".counts", 0, [2, 1], f32s(8.0, 8.0))]),
+        "count-zero": gguf_bytes(G, d, [s2, counts(0.0)]),
+        "count-negative": gguf_bytes(G, d, [s2, counts(-8.0)]),
+        "count-nan": gguf_bytes(G, d, [s2, counts(float("nan"))]),
+        "f16-in-sum2": gguf_bytes(G, d, [(w + ".in_sum2", 1, [4, 1], b"\0\x3c" * 4), counts(8.0)]),
+        "in-sum-short": gguf_bytes(G, d, [s2, counts(8.0), (w + ".in_sum", 0, [2, 1],
+                                                             f32s(1.0, 2.0))]),
+        "two-experts": gguf_bytes(G, d, [(w + ".in_sum2", 0, [2, 2], f32s(4.0, 4.0, 9.0, 36.0)),
+                                         counts(4.0, 9.0),
+                                         (w + ".in_sum", 0, [2, 2], f32s(2.0, -2.0, 3.0, 6.0))]),
+        "not-imatrix": gguf_bytes(G, d, [s2, counts(8.0)], typ="model"),
+        "nul-in-name": gguf_bytes(G, d, [("a\0b.in_sum2", 0, [1, 1], f32s(1.0)),
+                                         ("a\0b.counts", 0, [1, 1], f32s(1.0))]),
+        # 19 counts of 1e18 add up past 2^64
+        "counts-past-2-64": gguf_bytes(G, d, [(w + ".in_sum2", 0, [1, 19], f32s(*[1.0] * 19)),
+                                              counts(*[1e18] * 19)]),
+    }
+
+
+def calib_seeds(corpus):
+    t = "fuzz_calib"
+    n = sum(write(corpus, t, "seed-trt-%s.cache" % k, v) for k, v in TRT_BAD.items())
+    n += sum(write(corpus, t, "seed-ort-%s.json" % k, v) for k, v in ORT_BAD.items())
+    n += sum(write(corpus, t, "seed-dat-%s.dat" % k, v) for k, v in DAT_BAD.items())
+    try:  # the tools of tests/cli, as calib_formats_tool.py imports gguf_tool
+        sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
+        import calib_formats_tool
+        import calib_tool
+        import gguf_tool
+    except ImportError as e:
+        print("make_corpus_importers.py: calibration tool seeds skipped (%s)" % e)
+        return n
+    for prefix, make in (("formats", calib_formats_tool.main), ("tool", calib_tool.make)):
+        with tempfile.TemporaryDirectory() as d:
+            make(d)
+            for fn in sorted(os.listdir(d)):
+                if fn != "expected.json":
+                    with open(os.path.join(d, fn), "rb") as f:
+                        n += write(corpus, t, "seed-%s-%s" % (prefix, fn), f.read())
+    with tempfile.TemporaryDirectory() as d:
+        n += sum(write(corpus, t, "seed-gguf-%s.gguf" % k, v)
+                 for k, v in gguf_bad(gguf_tool, d).items())
+    return n
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_corpus_importers.py DIR")
@@ -336,7 +483,7 @@ def main():
         os.makedirs(os.path.join(corpus, t), exist_ok=True)
     counts = {"fuzz_safetensors": st_seeds(corpus), "fuzz_torch": torch_seeds(corpus),
               "fuzz_stats_json": stats_seeds(corpus), "fuzz_mlir": mlir_seeds(corpus),
-              "fuzz_manifest": manifest_seeds(corpus)}
+              "fuzz_manifest": manifest_seeds(corpus), "fuzz_calib": calib_seeds(corpus)}
     print("make_corpus_importers.py: " + ", ".join("%s %d" % kv for kv in counts.items()))
 
 

@@ -30,8 +30,11 @@ int calib_ranges(stats_sink_fn sink, void *ctx, const char *key, uint32_t n, uin
             free(a);
             return WPACK_E_STATS;
         }
+        /* the midpoint: max - min passes DBL_MAX for a range such as
+         * [-1e308, 1e308], and the mean would be inf; halves do not */
+        double d = mx[c] - mn[c];
         a[c] = fmax(fabs(mn[c]), fabs(mx[c]));
-        a[n + c] = mn[c] + (mx[c] - mn[c]) / 2;
+        a[n + c] = isfinite(d) ? mn[c] + d / 2 : mn[c] / 2 + mx[c] / 2;
         a[2 * (size_t)n + c] = 0;
     }
     wpack_stats_in s = {.key = key, .kind = WPACK_STATS_ACTIVATION,

@@ -129,10 +129,11 @@ static int dat_walk(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
     }
     /* the tail: nothing, or last_call and the dataset name */
     int32_t last, dl;
-    if (r.at != r.len && (!rd_i32(&r, &last) || !rd_i32(&r, &dl) || dl < 0 ||
-                          (size_t)dl != r.len - r.at)) {
+    size_t tail = r.len - r.at; /* counted before the reads below move r.at */
+    if (tail && (!rd_i32(&r, &last) || !rd_i32(&r, &dl) || dl < 0 ||
+                 (size_t)dl != r.len - r.at)) {
         wpk_fmt(err, errlen, "%zu bytes after the entries are not last_call + dataset name",
-                len - r.at);
+                tail);
         return WPACK_E_STATS;
     }
     return WPACK_OK;
@@ -212,11 +213,21 @@ int calib_imatrix_gguf_parse(const uint8_t *p, size_t len, stats_sink_fn sink, v
             wpk_fmt(err, errlen, "out of memory");
             break;
         }
+        /* gguf_parse takes any bytes in a name: the key would end early */
+        if (strlen(key) != nl) {
+            wpk_fmt(err, errlen, "tensor %llu: a NUL byte in the name", (unsigned long long)i);
+            free(key);
+            rc = WPACK_E_STATS;
+            break;
+        }
+        /* n_mat 0 (ne [n_cols, 0], counts [1, 0]) would be a record of no
+         * channels */
         if (!ct || s2->type != 0 || ct->type != 0 || s2->n_dims > 2 || ct->n_dims > 2 ||
             ct->nbytes != nmat * 4 || s2->nbytes != ncols * nmat * 4 || ncols == 0 ||
-            ncols * nmat > (1u << 24) || (s1 && (s1->type != 0 || s1->nbytes != s2->nbytes))) {
+            nmat == 0 || ncols * nmat > (1u << 24) ||
+            (s1 && (s1->type != 0 || s1->nbytes != s2->nbytes))) {
             wpk_fmt(err, errlen, "'%s': want f32 %s.in_sum2 [n_cols, n_mat], %s.counts "
-                    "[1, n_mat] (n_cols x n_mat <= 2^24) and no or an f32 %s.in_sum as "
+                    "[1, n_mat] (1 <= n_cols x n_mat <= 2^24) and no or an f32 %s.in_sum as "
                     "large as in_sum2", key, key, key, key);
             rc = WPACK_E_STATS;
         }
@@ -239,6 +250,12 @@ int calib_imatrix_gguf_parse(const uint8_t *p, size_t len, stats_sink_fn sink, v
                 break;
             }
             double rows = floor((double)c + 0.5);
+            if ((uint64_t)rows > UINT64_MAX - total) { /* 2^24 matrices of up to 1e18 */
+                wpk_fmt(err, errlen, "'%s': the counts of matrices 0..%llu add up past 2^64",
+                        key, (unsigned long long)m);
+                rc = WPACK_E_STATS;
+                break;
+            }
             total += (uint64_t)rows;
             for (uint64_t j = 0; j < ncols; j++) {
                 uint64_t at = 4 * (m * ncols + j);

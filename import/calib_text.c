@@ -55,7 +55,7 @@ int calib_trt_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
         if (n && l[n - 1] == '\r')
             n--;
         if (line == 1) {
-            if (n < 5 || memcmp(l, "TRT-", 4) != 0 || !memchr(l, '-', n)) {
+            if (n < 5 || memcmp(l, "TRT-", 4) != 0 || !memchr(l + 4, '-', n - 4)) {
                 wpk_fmt(err, errlen, "line 1: want TRT-<version>-<calibrator>");
                 return WPACK_E_STATS;
             }

@@ -113,6 +113,8 @@ expect_fail export_bad_to "trt-calib or ort-calib-json" "$WPACK" export "$T/plai
 bad bad_hex.cache "bad_hex.cache: TensorRT calibration cache: line 2: '3c01zz04' is not 8 hex digits \[WPACK_E_STATS\]"
 bad bad_line.cache "TensorRT calibration cache: line 2: want '<tensor name>: <8 hex digits>' \[WPACK_E_STATS\]"
 bad neg.cache "line 2: scale is negative or not finite \[WPACK_E_STATS\]"
+printf 'TRT-5101\nx: 3c010a14\n' >"$T/no_calibrator.cache" # no -<calibrator> after the version
+bad no_calibrator.cache "TensorRT calibration cache: line 1: want TRT-<version>-<calibrator> \[WPACK_E_STATS\]"
 bad bad_ort.json "ONNX Runtime calibration table: 'x': want \[min, max\].*\[WPACK_E_STATS\]"
 bad inverted_ort.json "'x': range \[2, 1\] is not finite and ordered \[WPACK_E_STATS\]"
 bad trunc.dat "imatrix .dat: entry 0: name length out of the file \[WPACK_E_STATS\]"
