@@ -263,8 +263,11 @@ int wpk_cache_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, char *
     if (rc == WPACK_OK)
         rc = wpk_remote_fetch_ranges(r, miss + nm, nf, msg, msglen);
     if (rc == WPACK_OK) {
-        for (size_t i = 0; i < nm; i++)
+        for (size_t i = 0; i < nm; i++) {
+            if (wpk_ra_busy(r)) /* read-ahead requests move on between the writes */
+                wpk_remote_kick(r);
             put(r, miss[i].off, miss[i].len, miss[i].dst);
+        }
         if (nm && evict_due(r))
             evict(r);
         /* the parts of the edge chunks asked for */
