@@ -39,7 +39,9 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     (training may write to them; the file never changes), Parameters
     keeping their requires_grad. strict=True raises RuntimeError naming
     missing and unexpected keys, like nn.Module.load_state_dict. A shape
-    mismatch always raises RuntimeError. Returns (missing, unexpected)."""
+    mismatch always raises RuntimeError. Returns (missing, unexpected).
+    path may be a URL (safe_open's defaults): the tensors are then fetched
+    ahead in the order they are loaded (safe_open.read_plan)."""
     sd = model.state_dict(keep_vars=True)
     with safe_open(path, framework="pt", verify=verify) as f:
         names = set(f.keys())
@@ -48,6 +50,8 @@ def load_model(model, path, strict=True, assign=False, verify=True):
         if strict and (missing or unexpected):
             raise RuntimeError("load_model(%s): missing keys %s, unexpected keys %s"
                                % (path, missing, unexpected))
+        if f._remote:  # a URL: fetched ahead in the order read below
+            f.read_plan([k for k in sd if k in names])
         for key, cur in sd.items():
             if key not in names:
                 continue

@@ -95,6 +95,20 @@ def load_file_reads_ahead(d):
         f.read_plan(f.keys())  # local: nothing changes
         check(np.array_equal(f.get_tensor("n000"), small["n000"]), "local")
     os.unlink(path)
+    # wpack.torch.load_model of a URL plans its reads the same way
+    import wpack.torch as wt
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(*[torch.nn.Linear(16, 16) for _ in range(60)])
+    mpath = os.path.join(www, "model.wpack")
+    wt.save_model(model, mpath)
+    other = torch.nn.Sequential(*[torch.nn.Linear(16, 16) for _ in range(60)])
+    open(log, "w").close()
+    wt.load_model(other, u + "/model.wpack")
+    lines = open(log).read().splitlines()
+    check(all(torch.equal(a, b) for a, b in zip(model.state_dict().values(),
+                                                 other.state_dict().values())), "load_model")
+    check(len(lines) <= 12, ("load_model requests", len(lines), lines[:5]))
+    os.unlink(mpath)
 
 
 @case
