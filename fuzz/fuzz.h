@@ -75,6 +75,50 @@ static void (*fuzz_cleanup)(void) __attribute__((unused));
         }                                                                       \
     } while (0)
 
+/* A call's message buffer after it returned rc: NUL-terminated within
+ * errlen, not empty on a failure, and rc a named code. what: the call. */
+static inline void fuzz_check_message(const char *what, const char *err, size_t errlen, int rc)
+{
+    size_t n = strnlen(err, errlen);
+    FUZZ_ASSERT(n < errlen, "%s: message not terminated", what);
+    FUZZ_ASSERT(rc == WPACK_OK || n > 0, "%s: rc %d without a message", what, rc);
+    FUZZ_ASSERT(strcmp(wpack_error_name(rc), "WPACK_E_UNKNOWN") != 0, "%s: rc %d has no name",
+                what, rc);
+}
+
+/* A writer to feed and then abort (fuzz_stats_json, fuzz_calib): opened at
+ * a fresh name under fuzz_tmpdir(), which a failed FUZZ_ASSERT removes;
+ * the writer's own temporary goes with wpack_writer_abort. */
+static char fuzz_scratch_path[4096] __attribute__((unused));
+
+static inline void fuzz_scratch_remove(void)
+{
+    if (fuzz_scratch_path[0])
+        unlink(fuzz_scratch_path);
+}
+
+static inline wpack_writer *fuzz_scratch_writer(const char *tag)
+{
+    snprintf(fuzz_scratch_path, sizeof fuzz_scratch_path, "%s/wpack-fuzz-%s-XXXXXX",
+             fuzz_tmpdir(), tag);
+    int fd = mkstemp(fuzz_scratch_path);
+    FUZZ_ASSERT(fd >= 0, "mkstemp in %s failed", fuzz_scratch_path);
+    close(fd);
+    unlink(fuzz_scratch_path); /* the writer makes its own temp file beside it */
+    fuzz_cleanup = fuzz_scratch_remove;
+    wpack_writer *w = NULL;
+    int rc = wpack_writer_open(&w, fuzz_scratch_path, NULL);
+    FUZZ_ASSERT(rc == WPACK_OK, "writer_open: rc %d", rc);
+    return w;
+}
+
+static inline void fuzz_scratch_abort(wpack_writer *w)
+{
+    wpack_writer_abort(w);
+    fuzz_scratch_path[0] = 0;
+    fuzz_cleanup = NULL;
+}
+
 /* wpack_verify_all on an open archive: every report must name an entry of
  * it (or none, UINT64_MAX) with an error code and a message, and the
  * result must agree with whether anything was reported. Returns its rc

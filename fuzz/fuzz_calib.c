@@ -106,23 +106,6 @@ static int writer_sink(void *ctx, const wpack_stats_in *s, const char **why)
     return rc;
 }
 
-static void check_message(const char *parser, const char *err, size_t errlen, int rc)
-{
-    size_t n = strnlen(err, errlen);
-    FUZZ_ASSERT(n < errlen, "%s: message not terminated", parser);
-    FUZZ_ASSERT(rc == WPACK_OK || n > 0, "%s: rc %d without a message", parser, rc);
-    FUZZ_ASSERT(strcmp(wpack_error_name(rc), "WPACK_E_UNKNOWN") != 0, "%s: rc %d has no name",
-                parser, rc);
-}
-
-static char path[4096];
-
-static void remove_files(void)
-{
-    if (path[0])
-        unlink(path);
-}
-
 /* One parser on the input; returns its rc. */
 static int check_parser(size_t i, const uint8_t *in, size_t size)
 {
@@ -132,7 +115,7 @@ static int check_parser(size_t i, const uint8_t *in, size_t size)
     err[0] = 0;
     check_ctx c = {name, size, parsers[i].ranges, 0, UINT64_MAX};
     int rc = parse(in, size, check_sink, &c, err, sizeof err);
-    check_message(name, err, sizeof err, rc);
+    fuzz_check_message(name, err, sizeof err, rc);
 
     char tiny[4] = {0};
     check_ctx c2 = c;
@@ -152,26 +135,17 @@ static int check_parser(size_t i, const uint8_t *in, size_t size)
         c3.refuse_at = c.records / 2;
         err[0] = 0;
         int rc3 = parse(in, size, check_sink, &c3, err, sizeof err);
-        check_message(name, err, sizeof err, rc3);
+        fuzz_check_message(name, err, sizeof err, rc3);
         FUZZ_ASSERT(rc3 == REFUSE_RC && c3.records == c3.refuse_at + 1,
                     "%s: rc %d after %llu records when the sink refused record %llu", name, rc3,
                     (unsigned long long)c3.records, (unsigned long long)c3.refuse_at);
     }
 
-    snprintf(path, sizeof path, "%s/wpack-fuzz-calib-XXXXXX", fuzz_tmpdir());
-    int fd = mkstemp(path);
-    FUZZ_ASSERT(fd >= 0, "mkstemp in %s failed", path);
-    close(fd);
-    unlink(path); /* the writer makes its own temp file beside it */
-    fuzz_cleanup = remove_files;
-    wpack_writer *w = NULL;
-    int wrc = wpack_writer_open(&w, path, NULL);
-    FUZZ_ASSERT(wrc == WPACK_OK, "writer_open: rc %d", wrc);
+    wpack_writer *w = fuzz_scratch_writer("calib");
     err[0] = 0;
-    wrc = parse(in, size, writer_sink, w, err, sizeof err);
-    check_message(name, err, sizeof err, wrc);
-    wpack_writer_abort(w);
-    path[0] = 0;
+    int wrc = parse(in, size, writer_sink, w, err, sizeof err);
+    fuzz_check_message(name, err, sizeof err, wrc);
+    fuzz_scratch_abort(w);
     return rc;
 }
 

@@ -10,13 +10,6 @@
 #include "fuzz.h"
 #include "npy.h"
 
-static void check_message(const char *err, size_t errlen, int rc)
-{
-    size_t n = strnlen(err, errlen);
-    FUZZ_ASSERT(n < errlen, "message not terminated");
-    FUZZ_ASSERT(rc == WPACK_OK || n > 0, "rc %d without a message", rc);
-}
-
 static void check_header(const uint8_t *buf, size_t len, const npy_header *h)
 {
     FUZZ_ASSERT(h->major >= 1 && h->major <= 3 && h->minor == 0, "version %d.%d", h->major,
@@ -50,7 +43,7 @@ static void check_header(const uint8_t *buf, size_t len, const npy_header *h)
                 "the header alone parses differently (rc %d: %s)", rc, err);
     rc = npy_parse_header(exact, hl - 1, &h2, err, sizeof err);
     FUZZ_ASSERT(rc != WPACK_OK, "a header one byte short parsed");
-    check_message(err, sizeof err, rc);
+    fuzz_check_message("npy", err, sizeof err, rc);
     free(exact);
 
     /* What npy_format_header writes for this array parses back to it. */
@@ -73,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     npy_header h;
     char err[256];
     int rc = npy_parse_header(buf, size, &h, err, sizeof err);
-    check_message(err, sizeof err, rc);
+    fuzz_check_message("npy", err, sizeof err, rc);
     FUZZ_ASSERT(rc == WPACK_OK || rc == WPACK_E_INPUT || rc == WPACK_E_UNSUPPORTED,
                 "rc %d (%s)", rc, err);
     if (rc == WPACK_OK) {

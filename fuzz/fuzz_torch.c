@@ -135,13 +135,6 @@ static int visit(void *user, const torch_item *it)
     return WPACK_OK;
 }
 
-static void check_message(const char *err, size_t errlen, int rc)
-{
-    size_t n = strnlen(err, errlen);
-    FUZZ_ASSERT(n < errlen, "message not terminated");
-    FUZZ_ASSERT(rc == WPACK_OK || n > 0, "rc %d without a message", rc);
-}
-
 static void load_pickle(const uint8_t *p, size_t n)
 {
     uint8_t *copy = fuzz_copy(p, n);
@@ -150,7 +143,7 @@ static void load_pickle(const uint8_t *p, size_t n)
     char err[256];
     err[0] = 0;
     int rc = pk_load(copy, n, &st, &root, err, sizeof err);
-    check_message(err, sizeof err, rc);
+    fuzz_check_message("torch", err, sizeof err, rc);
     FUZZ_ASSERT(rc != WPACK_OK || root != NULL, "pk_load succeeded without a root");
     pk_free(st);
     free(copy);
@@ -162,7 +155,7 @@ static void walk_zip(const uint8_t *buf, size_t len)
     char err[256];
     err[0] = 0;
     int rc = wpk_zip_open(&z, buf, len, err, sizeof err);
-    check_message(err, sizeof err, rc);
+    fuzz_check_message("torch", err, sizeof err, rc);
     if (rc != WPACK_OK)
         return;
     for (size_t i = 0; i < z.n; i++) {
@@ -194,16 +187,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[256];
     err[0] = 0;
     int rc = torch_scan_buffer(buf, size, NULL, visit, &v, err, sizeof err);
-    check_message(err, sizeof err, rc);
+    fuzz_check_message("torch", err, sizeof err, rc);
     FUZZ_ASSERT(rc == WPACK_OK || v.items == 0, "failed (rc %d: %s) after %zu items", rc, err,
                 v.items);
     if (rc == WPACK_OK && v.first_key[0]) {
         visit_state v2 = {buf, size, 0, 0, {0}};
         rc = torch_scan_buffer(buf, size, v.first_key, visit, &v2, err, sizeof err);
-        check_message(err, sizeof err, rc);
+        fuzz_check_message("torch", err, sizeof err, rc);
     }
     rc = calib_torch_parse(buf, size, NULL, NULL, err, sizeof err);
-    check_message(err, sizeof err, rc);
+    fuzz_check_message("torch", err, sizeof err, rc);
     calib_obs *obs = NULL;
     if (calib_obs_scan(buf, size, NULL, NULL, NULL, &obs, err, sizeof err) == WPACK_OK) {
         static const char *const names[] = {"fc.activation_post_process.scale", "x.weight",
