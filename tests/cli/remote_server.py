@@ -173,16 +173,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.log(mode, 200)
             return self.send(200, data, hdr)
         a, b = int(m.group(1)), int(m.group(2))
-        if mode == "slow":
-            with lock:
-                inflight[0] += 1
-                now = inflight[0]
-            self.log(mode, 206, " %d" % now)
-            time.sleep(0.3)
-            with lock:
-                inflight[0] -= 1
-            b = min(b, size - 1)
-            return self.send(206, data[a:b + 1], hdr + [("Content-Range", "bytes %d-%d/%d" % (a, b, size))])
         if mode == "zeroes3" and size == 0:
             self.log(mode, 206)
             return self.send(206, b"", hdr + [("Content-Range", "bytes 0-0/0")])
@@ -198,7 +188,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "wrongrange" and a > 0:
             cr = ("Content-Range", "bytes %d-%d/%d" % (a - 1, b - 1, size))
             body = data[a - 1:b]
-        self.log(mode, 206)
+        if mode == "slow":  # then answered as /ok/
+            with lock:
+                inflight[0] += 1
+                now = inflight[0]
+            self.log(mode, 206, " %d" % now)
+            time.sleep(0.3)
+            with lock:
+                inflight[0] -= 1
+        else:
+            self.log(mode, 206)
         if mode == "lielong" and a > 0:
             self.send_response(206)
             for k, v in hdr + [cr]:
