@@ -113,6 +113,14 @@ expect_fail export_bad_to "trt-calib or ort-calib-json" "$WPACK" export "$T/plai
 bad bad_hex.cache "bad_hex.cache: TensorRT calibration cache: line 2: '3c01zz04' is not 8 hex digits \[WPACK_E_STATS\]"
 bad bad_line.cache "TensorRT calibration cache: line 2: want '<tensor name>: <8 hex digits>' \[WPACK_E_STATS\]"
 bad neg.cache "line 2: scale is negative or not finite \[WPACK_E_STATS\]"
+# imatrix files of fuzz_calib's corpus that were taken before (a NUL cut the
+# key; counts past 2^64 wrapped) and a message that miscounted by 8 bytes
+for f in seed-gguf-nul-in-name.gguf seed-gguf-counts-past-2-64.gguf seed-dat-trailing-garbage.dat; do
+    cp "$TESTS_DIR/../fuzz/corpus/fuzz_calib/$f" "$T/$f"
+done
+bad seed-gguf-nul-in-name.gguf "imatrix GGUF: tensor 0: a NUL byte in the name \[WPACK_E_STATS\]"
+bad seed-gguf-counts-past-2-64.gguf "imatrix GGUF: 'blk.0.attn_q.weight': the counts of matrices 0..18 add up past 2\^64 \[WPACK_E_STATS\]"
+bad seed-dat-trailing-garbage.dat "imatrix .dat: 29 bytes after the entries are not last_call \+ dataset name \[WPACK_E_STATS\]"
 printf 'TRT-5101\nx: 3c010a14\n' >"$T/no_calibrator.cache" # no -<calibrator> after the version
 bad no_calibrator.cache "TensorRT calibration cache: line 1: want TRT-<version>-<calibrator> \[WPACK_E_STATS\]"
 bad bad_ort.json "ONNX Runtime calibration table: 'x': want \[min, max\].*\[WPACK_E_STATS\]"
