@@ -110,7 +110,7 @@ void cli_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 void cli_on_diag(void *quiet, int severity, const char *message);
 
 /* Option matching: if argv[*i] is `name` (then the value is the next
- * argument) or `name=value`, set *value, advance *i past what it used and
+ * argument) or `name=value` (or, for a one-letter name, `-xVALUE`), set *value, advance *i past what it used and
  * return 1. A missing value is a usage error: returns -1. */
 int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
 /* "-o OUT" or "--output OUT" at argv[*i]: as cli_opt_value(), into *out. */

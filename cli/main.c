@@ -30,6 +30,8 @@ static const char usage[] =
     "  http://, https:// or s3:// URL (README: Archives on object stores);\n"
     "  --cache DIR keeps its fetched chunks for the next run\n"
     "\n"
+    "  Options take a value as --opt V or --opt=V; -o and -j also as -oOUT, -j2.\n"
+    "\n"
     "  wpack COMMAND --help   options of one command\n"
     "  wpack --version        library and format versions\n"
     "\n"

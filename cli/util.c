@@ -106,8 +106,15 @@ int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **
         *i += 1;
         return 1;
     }
-    if (a[n] != 0)
-        return 0;
+    if (a[n] != 0) {
+        /* a one-letter option takes its value attached, as getopt does:
+         * -j2, -oOUT (a long option never does: --jobs2 is unknown) */
+        if (n != 2 || name[1] == '-')
+            return 0;
+        *value = a + n;
+        *i += 1;
+        return 1;
+    }
     if (*i + 1 >= argc) {
         cli_error("option %s needs a value", name);
         return -1;

@@ -138,7 +138,17 @@ WPACK_THREADS=4 expect_fail crc_caught_env "CRC-32.*\[WPACK_E_CHECKSUM\]" "$WPAC
 expect_fail bad_j_zero "-j 0: want a thread count" "$WPACK" create -q -j 0 -o "$T/z.wpack" "$T/in/npy"
 expect_fail bad_j_junk "--jobs 2x: want a thread count" "$WPACK" create -q --jobs 2x -o "$T/z.wpack" "$T/in/npy"
 expect_fail bad_j_missing "option -j needs a value" "$WPACK" create -q -o "$T/z.wpack" "$T/in/npy" -j
+expect_fail bad_j_attached_junk "-j 2x: want a thread count" "$WPACK" create -q -j2x -o "$T/z.wpack" "$T/in/npy"
+expect_fail bad_jobs_attached "unknown option '--jobs2'" "$WPACK" create -q --jobs2 -o "$T/z.wpack" "$T/in/npy"
 [ -e "$T/z.wpack" ] && fail bad_j_no_output || pass bad_j_no_output
+# one-letter options take their value attached, as getopt's do: -j2, -oOUT
+rm -f "$T/s.wpack"
+if "$WPACK" create -q -o "$T/s.wpack" "$T/in/npy" 2>"$T/err" &&
+    "$WPACK" create -q -j2 "-o$T/attached.wpack" "$T/in/npy" 2>>"$T/err" && cmp -s "$T/s.wpack" "$T/attached.wpack"; then
+    pass attached_short_values
+else
+    fail attached_short_values "$(head -c 300 "$T/err")"
+fi
 "$WPACK" create --help | grep -q -- "-j, --jobs N" && pass help_lists_jobs || fail help_lists_jobs
 
 # A pool is really used: with -j 4 the process has more than one thread
