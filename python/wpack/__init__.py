@@ -260,7 +260,8 @@ class safe_open:
     Remote archives: path may be an http://, https:// or s3://bucket/key URL
     (wpack.is_url), opened through libwpack-remote (wpack_open_url), which
     fetches only the byte ranges asked for (the header and index, then each
-    tensor read). There is no mapping, so nothing is zero-copy: get_tensor
+    tensor read; reads in keys() order, or planned with read_plan, are
+    fetched ahead). There is no mapping, so nothing is zero-copy: get_tensor
     and get_slice return new arrays (writable). Every entry fetched whole is
     checked against its XXH3 before any byte is handed out, whatever verify
     says; with verify on, get_slice fetches and checks the whole entry once,
@@ -320,6 +321,9 @@ class safe_open:
         lib.wpack_get_info(self._h.ptr, ctypes.byref(info))
         self._info = info
         self._sharded = lib.wpack_shard_count(self._h.ptr) > 0
+        self._user_plan = False   # read_plan() given: _follow() stays out
+        self._last_read = -2      # index of the entry get_tensor read last
+        self._following = (0, 0)  # _follow()'s plan: entries [from, to); (0, 0): none
 
     def _open_pt(self, path, flags):
         # Map the same file the C library opened: open our descriptor first,
@@ -397,20 +401,47 @@ class safe_open:
         out; small neighbours merged into one request). Nothing changes for
         a local file, nor in what the reads return (each tensor is still
         checked before it is handed out). None or [] drops the plan.
-        load_file() plans every tensor. Raises wpack.Error
+        load_file() plans every tensor. Without a plan, get_tensor of one
+        key after the other in keys() order plans the next 256 entries
+        itself (from the second read in a row; a read out of that window
+        drops it); a plan given here replaces that until it is dropped. Raises wpack.Error
         (WPACK_E_NOT_FOUND) for an unknown name, giving no plan."""
-        h = self._handle()
+        self._plan([self._find(name) for name in names or ()])
+        self._user_plan = bool(names)
+        self._following = (0, 0)
+
+    def _plan(self, entries):
         idx, seen = [], set()
-        for name in names or ():
-            t = self._find(name)
+        for t in entries:
             if t.kind == KIND_ALIAS:  # its bytes are its target's: fetched once
                 t = self._at(t.alias_target)
             if t.kind != KIND_SPLAT and t.index not in seen:  # a splat has no bytes
                 seen.add(t.index)
                 idx.append(t.index)
+        h = self._handle()
         rc = lib.wpack_read_plan(h.ptr, (ctypes.c_uint64 * max(len(idx), 1))(*idx), len(idx))
         if rc != 0:
             h.fail(rc, "read plan")
+
+    def _follow(self, index):
+        # A URL archive read in name order (get_tensor of each key in turn,
+        # the usual loading loop) is fetched ahead as if read_plan() had named
+        # the next _FOLLOW_WINDOW entries: from the second read in a row of
+        # the next entry, then a window at a time. A read behind or beyond
+        # the window drops that plan (nothing more is fetched for it); a plan
+        # the caller gave is never replaced.
+        if not self._remote or self._user_plan:
+            return
+        sequential = index == self._last_read + 1
+        self._last_read = index
+        start, end = self._following
+        if end and not start <= index < end:
+            self._plan([])
+            start = end = 0
+        if sequential and not end:
+            start, end = index, min(index + _FOLLOW_WINDOW, lib.wpack_count(self._handle().ptr))
+            self._plan([self._at(i) for i in range(start, end)])
+        self._following = (start, end)
 
     def keys(self, prefix=None):
         """Entry names in name order. prefix: a module path ("encoder.0"):
@@ -549,7 +580,9 @@ class safe_open:
         return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
     def _get_np(self, name):
-        t = self._target(self._find(name))
+        t = self._find(name)
+        self._follow(t.index)
+        t = self._target(t)
         dtype, shape = self._np_dtype_shape(t)
         arr = self._zero_copy(t, dtype, shape)
         if arr is None:
@@ -773,6 +806,7 @@ def load_file(path, framework="np", verify=True, threads=1, **options):
 # ------------------------------------------------------------------ writing
 
 _CHUNK = 16 << 20
+_FOLLOW_WINDOW = 256  # entries safe_open plans ahead of reads in name order (_follow)
 
 
 class _Writer:

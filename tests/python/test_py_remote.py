@@ -65,6 +65,54 @@ def fetches_only_what_is_read(d):
 
 
 @case
+def name_order_reads_fetch_ahead(d):
+    """safe_open of a URL read key by key in name order (the usual loading
+    loop, no read_plan) fetches ahead from the second read on: 600 tensors
+    of 4 KiB (three windows of 256) in a few merged requests, not 600; reads
+    out of name order fetch only what they read, and a jump drops what was
+    planned."""
+    u, _, www = _servers()
+    log = os.path.join(os.path.dirname(www), "nginx", "access.log")
+    r = np.random.default_rng(1617)
+    small = {"n%03d" % k: r.standard_normal(1024).astype(np.float32) for k in range(600)}
+    path = os.path.join(www, "seq.wpack")
+    wpack.save_file(small, path)
+
+    size = os.path.getsize(path)
+
+    def requests(run):
+        """(requests, bytes) of run(f) but the open's: its head (from byte 0)
+        and tail (to the last byte; nginx may log it after the open returns)"""
+        open(log, "w").close()
+        with wpack.safe_open(u + "/seq.wpack") as f:
+            run(f)
+        lines = [x for x in open(log).read().splitlines()
+                 if '"bytes=0-' not in x and not x.split('"')[1].endswith("-%d" % (size - 1))]
+        return len(lines), sum(int(x.rsplit(" ", 1)[1]) for x in lines)
+
+    got = {}
+    n, _ = requests(lambda f: got.update((k, f.get_tensor(k)) for k in f.keys()))
+    check(sorted(got) == sorted(small) and all(np.array_equal(got[k], small[k]) for k in small),
+          sorted(got)[:3])
+    check(n <= 16, ("name order", n))  # 600 before
+    back = ["n%03d" % k for k in range(399, 349, -1)]  # not in the tail the open kept
+    n, sent = requests(lambda f: [check(np.array_equal(f.get_tensor(k), small[k]), k) for k in back])
+    check(n == 50 and sent == 50 * 4096, ("reverse order: one exact request each", n, sent))
+    n, sent = requests(lambda f: [f.get_tensor(k) for k in ("n200", "n100", "n300")])
+    check(n == 3 and sent == 3 * 4096, ("scattered", n, sent))
+    # two in a row start a plan; a jump drops it: what follows is read alone
+    def pair_then_jump(f):
+        f.get_tensor("n300"), f.get_tensor("n301")
+        for k in ("n050", "n010", "n020"):
+            check(np.array_equal(f.get_tensor(k), small[k]), k)
+    n, sent = requests(pair_then_jump)
+    # n300 alone, the plan's requests from n301 (at most the 1 MiB of the
+    # 256 entries), then the three alone
+    check(n <= 1 + 8 + 3 and sent <= 4096 + (1 << 20) + 3 * 4096, ("after a jump", n, sent))
+    os.unlink(path)
+
+
+@case
 def load_file_reads_ahead(d):
     """load_file of a URL plans its reads (safe_open.read_plan): 200 tensors
     of 4 KiB come in a few merged requests, not one request each."""
