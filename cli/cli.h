@@ -227,6 +227,7 @@ typedef struct {
     uint64_t total_items, done_items;
     double last;
     const char *label;
+    const char *items; /* what total_items counts: "tensors" unless set */
 } cli_progress;
 void cli_progress_init(cli_progress *p, uint64_t total_bytes, uint64_t total_items, int quiet);
 void cli_progress_update(cli_progress *p, int force);

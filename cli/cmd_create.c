@@ -396,6 +396,7 @@ int cmd_create(int argc, char **argv)
     }
     cli_progress prog;
     cli_progress_init(&prog, l.bytes, l.n, quiet);
+    prog.items = "files"; /* inputs, each of one tensor or of many */
     for (size_t k = 0; k < l.n; k++) {
         prog.label = l.v[k].name ? l.v[k].name : l.v[k].path;
         prog.base_bytes = prog.done_bytes;

@@ -249,6 +249,7 @@ void cli_progress_init(cli_progress *p, uint64_t total_bytes, uint64_t total_ite
     p->total_bytes = total_bytes;
     p->total_items = total_items;
     p->label = "";
+    p->items = "tensors";
 }
 
 void cli_progress_update(cli_progress *p, int force)
@@ -263,8 +264,8 @@ void cli_progress_update(cli_progress *p, int force)
     cli_human_size(done, sizeof done, p->done_bytes);
     cli_human_size(total, sizeof total, p->total_bytes);
     int pct = p->total_bytes ? (int)(100.0 * (double)p->done_bytes / (double)p->total_bytes) : 100;
-    fprintf(stderr, "\r\033[K%3d%%  %s / %s  %llu/%llu tensors  ", pct, done, total,
-            (unsigned long long)p->done_items, (unsigned long long)p->total_items);
+    fprintf(stderr, "\r\033[K%3d%%  %s / %s  %llu/%llu %s  ", pct, done, total,
+            (unsigned long long)p->done_items, (unsigned long long)p->total_items, p->items);
     /* the label is a tensor name: escaped, cut to about 60 bytes on a code point */
     size_t n = strlen(p->label);
     if (n > 60)
