@@ -204,11 +204,9 @@ static uint64_t number(const char **s, int *ok)
     uint64_t v = 0;
     if (**s < '0' || **s > '9')
         *ok = 0;
-    for (; **s >= '0' && **s <= '9'; ++*s) {
-        if (v > (UINT64_MAX - 9) / 10)
+    for (; **s >= '0' && **s <= '9'; ++*s) /* exact: up to 18446744073709551615 */
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(**s - '0'), &v))
             *ok = 0;
-        v = v * 10 + (uint64_t)(**s - '0');
-    }
     return v;
 }
 

@@ -66,7 +66,10 @@ typedef struct {
     uint8_t params[32];
     size_t params_len;
 } irpa_meta;
-#define IRPA_META_MAX 256      /* bytes of such metadata at most */
+/* Bytes of such metadata at most: the longest is "wpack:" + a 63-byte
+ * name + "/4294967295/4294967295/" + 64 hex digits + "[" + 8 dims of up to
+ * 20 digits and their commas + "]" = 325. */
+#define IRPA_META_MAX 384
 /* 1 when meta is well-formed wpack metadata (not yet checked against a length). */
 int irpa_meta_parse(const uint8_t *meta, uint64_t len, irpa_meta *m);
 /* Its logical size in bytes, or UINT64_MAX when it has none (overflow, a

@@ -9,6 +9,7 @@
  * back (IREE ignores it).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,19 @@ typedef struct {
     size_t meta_len;
 } plan;
 
+/* Append to p->meta at *o; past its end *o only grows (the caller checks
+ * *o < sizeof p->meta), nothing is written out of bounds. */
+static void meta_add(plan *p, size_t *o, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void meta_add(plan *p, size_t *o, const char *fmt, ...)
+{
+    char *at = *o < sizeof p->meta ? p->meta + *o : NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(at, at ? sizeof p->meta - *o : 0, fmt, ap);
+    va_end(ap);
+    *o += k > 0 ? (size_t)k : 0;
+}
+
 int irpa_export(const wpack_archive *ar, int fd, unsigned read_flags, irpa_done_fn done,
                 void *user, char *err, size_t errlen)
 {
@@ -80,19 +94,24 @@ int irpa_export(const wpack_archive *ar, int fd, unsigned read_flags, irpa_done_
             strlen(bn) < 64 && !strpbrk(bn, "/[") && plen <= 32)
             dn = bn;
         if (dn) {
-            int o = snprintf(p->meta, sizeof p->meta, "wpack:%s", dn);
+            size_t o = 0;
+            meta_add(p, &o, "wpack:%s", dn);
             if (dn == bn) { /* a block dtype: its geometry and params travel along */
-                o += snprintf(p->meta + o, sizeof p->meta - (size_t)o, "/%u/%u/", be, bb);
+                meta_add(p, &o, "/%u/%u/", be, bb);
                 for (uint64_t k = 0; k < plen; k++)
-                    o += snprintf(p->meta + o, sizeof p->meta - (size_t)o, "%02x",
-                                  ((const uint8_t *)params)[k]);
+                    meta_add(p, &o, "%02x", ((const uint8_t *)params)[k]);
             }
-            o += snprintf(p->meta + o, sizeof p->meta - (size_t)o, "[");
+            meta_add(p, &o, "[");
             for (unsigned k = 0; k < p->t.rank; k++)
-                o += snprintf(p->meta + o, sizeof p->meta - (size_t)o, k ? ",%llu" : "%llu",
-                              (unsigned long long)p->t.dims[k]);
-            o += snprintf(p->meta + o, sizeof p->meta - (size_t)o, "]");
-            p->meta_len = (size_t)o;
+                meta_add(p, &o, k ? ",%llu" : "%llu", (unsigned long long)p->t.dims[k]);
+            meta_add(p, &o, "]");
+            if (o >= sizeof p->meta) { /* cannot happen within IRPA_META_MAX's bound */
+                wpk_fmt(err, errlen, "irpa: entry '%s': its dtype and dims take more than %d bytes",
+                        p->t.name, IRPA_META_MAX - 1);
+                rc = WPACK_E_LIMIT;
+                break;
+            }
+            p->meta_len = o;
         }
         size_t fs = p->t.fill_size;
         p->splat = p->t.kind == WPACK_KIND_SPLAT && fs && fs <= 16 && !(fs & (fs - 1));

@@ -179,7 +179,7 @@ static void test_irpa_meta(void)
               m.rank == 2 && m.dims[1] == 3 && irpa_meta_nbytes(&m) == 24, "f32[2,3]");
     CHECK(irpa_meta_parse(M("wpack:i8[]"), &m) && m.rank == 0 && irpa_meta_nbytes(&m) == 1,
           "rank 0");
-    CHECK(irpa_meta_parse(M("wpack:ggml.q4_0/32/18/6767686d02000000[3,64]"), &m) && !m.dtype &&
+    CHECK(irpa_meta_parse(M("wpack:ggml.q4_0/32/18/67676d6c02000000[3,64]"), &m) && !m.dtype &&
               strcmp(m.block, "ggml.q4_0") == 0 && m.block_elems == 32 && m.block_bytes == 18 &&
               m.params_len == 8 && m.params[4] == 2 && irpa_meta_nbytes(&m) == 3 * 2 * 18,
           "block dtype");
@@ -198,6 +198,54 @@ static void test_irpa_meta(void)
 #undef M
 }
 
+/* Nearly the longest dtype-and-dims metadata an entry can need (a 63-byte
+ * block dtype name, geometry 2^32-1, 32 bytes of params, rank 8: 0 and
+ * seven 20-digit dims, 306 bytes) is written whole and parsed back; it overflowed a 256-byte
+ * buffer before (found by an audit: a crash of `export --to irpa`). */
+static void test_irpa_meta_longest(void)
+{
+    char dir[] = "/tmp/wpack-irpa-XXXXXX", out[300], irpa[300], err[600] = "";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(out, sizeof out, "%s/b.wpack", dir);
+    snprintf(irpa, sizeof irpa, "%s/b.irpa", dir);
+    char name[64];
+    memset(name, 'q', 63);
+    name[63] = 0;
+    uint8_t params[32];
+    memset(params, 0xab, sizeof params);
+    wpack_writer *w = NULL;
+    int code = 0;
+    CHECK_EQ(wpack_writer_open(&w, out, NULL), WPACK_OK);
+    CHECK_EQ(wpack_writer_add_block_dtype(w, name, UINT32_MAX, UINT32_MAX, params, 32, &code),
+             WPACK_OK);
+    uint64_t big = UINT64_MAX, dims[8] = {0, big, big, big, big, big, big, big};
+    CHECK_EQ(wpack_writer_add_tensor(w, "t", code, 8, dims, "", 0), WPACK_OK);
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "%s", err);
+    wpack_archive *ar = NULL;
+    CHECK_EQ(wpack_open_file(&ar, out, WPACK_OPEN_VERIFY), WPACK_OK);
+    FILE *f = fopen(irpa, "w+b");
+    CHECK(f != NULL, "open %s", irpa);
+    CHECK(irpa_export(ar, fileno(f), 0, NULL, NULL, err, sizeof err) == WPACK_OK, "%s", err);
+    static uint8_t b[1 << 16];
+    rewind(f);
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    irpa_file ir = {0};
+    irpa_meta m;
+    CHECK(irpa_parse(b, n, &ir, err, sizeof err) == WPACK_OK && ir.n == 1, "%s", err);
+    CHECK(ir.e && ir.e[0].meta_len == 306, "metadata of %llu bytes",
+          ir.e ? (unsigned long long)ir.e[0].meta_len : 0ull);
+    CHECK(ir.e && irpa_meta_parse(ir.e[0].meta, ir.e[0].meta_len, &m) && m.rank == 8 &&
+              m.dims[7] == UINT64_MAX && m.dims[1] == big && strcmp(m.block, name) == 0 &&
+              m.block_elems == UINT32_MAX && m.params_len == 32 && m.params[31] == 0xab,
+          "parsed back");
+    irpa_free(&ir);
+    wpack_close(ar);
+    unlink(out);
+    unlink(irpa);
+    rmdir(dir);
+}
+
 int main(void)
 {
     RUN(test_parse_valid);
@@ -205,5 +253,6 @@ int main(void)
     RUN(test_types);
     RUN(test_import_block_dtypes);
     RUN(test_irpa_meta);
+    RUN(test_irpa_meta_longest);
     return tl_finish();
 }
