@@ -217,7 +217,7 @@ int chain_write_npy(const char *path, const float *y, size_t batch, size_t width
     if (!hl)
         return cfail(err, errlen, WPACK_E_IO, "%s: cannot make a .npy header", path);
     wpk_atomic a; /* the .npy appears whole or not at all */
-    int rc = wpk_atomic_open(&a, path, no_sync ? WPK_ATOMIC_NO_SYNC : 0, err, errlen), e = 0;
+    int rc = wpk_atomic_open(&a, path, WPK_ATOMIC_FOLLOW_LINK | (no_sync ? WPK_ATOMIC_NO_SYNC : 0), err, errlen), e = 0;
     if (rc == WPACK_OK && ((e = wpk_write_all(a.fd, hdr, hl)) ||
                            (e = wpk_write_all(a.fd, y, batch * width * sizeof *y))))
         rc = cfail(err, errlen, WPACK_E_IO, "%s: write failed: %s", path, strerror(e));

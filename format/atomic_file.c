@@ -60,16 +60,69 @@ static int sync_dir(const char *path)
     return rc;
 }
 
+static const char *kind_of(mode_t m)
+{
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISLNK(m)  ? "a symlink"
+                         : "not a regular file";
+}
+
+/* What may be replaced at path: nothing, or a regular file. With follow,
+ * a symlink of the caller's leads to its target: *real (malloc'd) is the
+ * path to replace, else NULL (path itself). WPACK_OK or WPACK_E_FILE_TYPE /
+ * WPACK_E_NOMEM with err set. */
+static int replaceable(const char *path, int follow, char **real, char *err, size_t errlen)
+{
+    struct stat st;
+    *real = NULL;
+    if (lstat(path, &st) != 0)
+        return WPACK_OK; /* nothing there (or unreachable: the create says why) */
+    if (S_ISLNK(st.st_mode) && follow) {
+        if (st.st_uid != geteuid()) {
+            wpk_fmt(err, errlen, "%s: a symlink owned by another user: not followed, not replaced "
+                    "(give its target as the output)", path);
+            return WPACK_E_FILE_TYPE;
+        }
+        if (!(*real = realpath(path, NULL)) || stat(*real, &st) != 0) {
+            int e = errno;
+            wpk_fmt(err, errlen, "%s: a symlink whose target %s: not replaced", path,
+                    e == ENOENT ? "does not exist" : strerror(e));
+            free(*real);
+            *real = NULL;
+            return e == ENOMEM ? WPACK_E_NOMEM : WPACK_E_FILE_TYPE;
+        }
+    } else if (S_ISLNK(st.st_mode)) {
+        return WPACK_OK; /* the link itself is replaced */
+    }
+    if (S_ISREG(st.st_mode))
+        return WPACK_OK;
+    wpk_fmt(err, errlen, "%s%s%s: %s, not a regular file: not replaced", path, *real ? " -> " : "",
+            *real ? *real : "", kind_of(st.st_mode));
+    free(*real);
+    *real = NULL;
+    return WPACK_E_FILE_TYPE;
+}
+
 int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, size_t errlen)
 {
     a->path = a->tmp = NULL;
     a->fd = -1;
     a->flags = flags;
     a->synced = 0;
+    char *real = NULL;
+    int rc = replaceable(path, !!(flags & WPK_ATOMIC_FOLLOW_LINK), &real, err, errlen);
+    if (rc)
+        return rc;
+    if (real)
+        path = real; /* the link's target is what gets replaced */
     if (!(flags & WPK_ATOMIC_NO_SWEEP))
         wpk_atomic_sweep(path);
     size_t n = strlen(path), tn = n + sizeof TMP_TAG + 24 + TMP_HEX;
-    a->path = strdup(path);
+    a->path = real ? real : strdup(path);
     a->tmp = malloc(tn);
     if (!a->path || !a->tmp) {
         wpk_atomic_abort(a);
@@ -129,6 +182,10 @@ void wpk_atomic_kick(wpk_atomic *a)
 /* Rename a's temporary over its target; it has nothing left to remove. */
 static int put_in_place(wpk_atomic *a, char *err, size_t errlen)
 {
+    char *real = NULL; /* a->path is already a link's target: a link now is replaced */
+    int rc = replaceable(a->path, 0, &real, err, errlen);
+    if (rc)
+        return rc;
     if (rename(a->tmp, a->path) != 0) {
         wpk_fmt(err, errlen, "%s: cannot rename into place: %s", a->path, strerror(errno));
         return WPACK_E_IO;

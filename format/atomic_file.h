@@ -41,8 +41,21 @@ typedef struct wpk_atomic {
  * sharded set's shards, whose manifest's commit syncs the directory). */
 #define WPK_ATOMIC_NO_DIR_SYNC 4u
 
-/* Create the temporary for path. On failure *a holds nothing to release,
- * err says what and where, and the result is WPACK_E_IO or WPACK_E_NOMEM. */
+/* A target that is a symlink is written through: its target is replaced
+ * (the temporary goes beside it), as cp, torch.save and shell redirections
+ * do - for paths a user named as outputs. Only a link the caller owns is
+ * followed (the rule of the kernel's protected_symlinks: a link planted by
+ * another user in a shared directory is refused), and one whose target is
+ * missing is refused too. Without this flag a symlink at the target is
+ * itself replaced by the new file (names an output derives, such as
+ * extract's DIR/NAME.npy: nothing is ever written outside DIR). */
+#define WPK_ATOMIC_FOLLOW_LINK 8u
+
+/* Create the temporary for path. A target that exists and is not a regular
+ * file (a device, FIFO, socket or directory; a symlink as above) is never
+ * replaced: WPACK_E_FILE_TYPE, checked here and again just before the
+ * rename. On failure *a holds nothing to release, err says what and where,
+ * and the result is WPACK_E_FILE_TYPE, WPACK_E_IO or WPACK_E_NOMEM. */
 int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, size_t errlen);
 
 /* fsync the temporary (its data is durable; still not at the target). A

@@ -390,7 +390,8 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         if (!(o.flags & WPACK_EXPORT_NO_SYNC))
             rf |= WPK_EXPORT_WRITEBACK;
         wpk_atomic t;
-        rc = wpk_atomic_open(&t, path, (o.flags & WPACK_EXPORT_NO_SYNC) ? WPK_ATOMIC_NO_SYNC : 0,
+        rc = wpk_atomic_open(&t, path,
+                             WPK_ATOMIC_FOLLOW_LINK | ((o.flags & WPACK_EXPORT_NO_SYNC) ? WPK_ATOMIC_NO_SYNC : 0),
                              m, sizeof m);
         if (!rc)
             plan_in_order(ar);

@@ -110,8 +110,16 @@ int wpk_writer_open_flags(wpack_writer **out, const char *path, const wpack_writ
     char err[sizeof w->errmsg];
     if (w->opt.no_sync)
         atomic_flags |= WPK_ATOMIC_NO_SYNC;
+    atomic_flags |= WPK_ATOMIC_FOLLOW_LINK; /* the caller named it: through a link, its target */
     if ((rc = wpk_atomic_open(&w->out, path, atomic_flags, err, sizeof err)))
         return wpk_wfail(w, rc, "%s", err);
+    if (strcmp(w->out.path, path) != 0) { /* through a link: shards and the set replaced go there */
+        char *real = strdup(w->out.path);
+        if (!real)
+            return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+        free(w->path);
+        w->path = real;
+    }
     w->fd = w->out.fd;
     w->tmp_path = w->out.tmp;
     /* The superblock is written last (finish); reserve its place and padding. */

@@ -392,7 +392,9 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     /* 3. the IR */
     /* durable or not as the archive is (its writer options' no_sync) */
     rc = wpk_atomic_open(&out_tmp, out_path,
-                         opt.writer && opt.writer->no_sync ? WPK_ATOMIC_NO_SYNC : 0, err,
+                         WPK_ATOMIC_FOLLOW_LINK |
+                             (opt.writer && opt.writer->no_sync ? WPK_ATOMIC_NO_SYNC : 0),
+                         err,
                          sizeof err);
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);

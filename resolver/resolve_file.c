@@ -33,7 +33,8 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
         return rc;
     }
     wpk_atomic t;
-    rc = wpk_atomic_open(&t, out_path, o.no_sync ? WPK_ATOMIC_NO_SYNC : 0, err, sizeof err);
+    rc = wpk_atomic_open(&t, out_path, WPK_ATOMIC_FOLLOW_LINK | (o.no_sync ? WPK_ATOMIC_NO_SYNC : 0), err,
+                         sizeof err);
     if (rc) {
         wpk_rsv_unmap_file(buf, len);
         if (in_fd >= 0)

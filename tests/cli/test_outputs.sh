@@ -212,4 +212,54 @@ echo junk >ex2.tmp && mkdir -p ex2 && mv ex2.tmp ex2/t0.npy.tmp-5-0123456789abcd
 expect extract_sweeps "$WPACK" extract -q out.wpack -o ex2
 [ "$(ls ex2)" = t0.npy ] && pass extract_dead_temp_removed || fail extract_dead_temp_removed "$(ls ex2)"
 
+# --- what is at OUT: a regular file is replaced; a device, FIFO, socket or
+# directory never is (before, the rename put a regular file in place of a
+# FIFO or device node: `-o /dev/null` as root replaced /dev/null); a symlink
+# of ours is written through (its target replaced, the link kept, as cp and
+# torch.save do), a dangling one or another user's is refused; names
+# extract derives never follow a link out of DIR.
+mkdir -p kinds/real kinds/dir
+mkfifo kinds/fifo
+ln -s real/t.wpack kinds/link.wpack
+ln -s nowhere.wpack kinds/dangling.wpack
+for k in fifo dir dangling.wpack; do
+    expect_fail "out_${k%.wpack}_refused" "kinds/$k: .*not replaced \[WPACK_E_FILE_TYPE\]" \
+        timeout 20 "$WPACK" create -q -o "kinds/$k" t0.npy
+done
+[ -p kinds/fifo ] && [ -d kinds/dir ] && [ -L kinds/dangling.wpack ] && [ ! -e kinds/nowhere.wpack ] &&
+    pass out_kinds_kept || fail out_kinds_kept "$(ls -la kinds)"
+expect_fail export_fifo_refused "FIFO, not a regular file: not replaced" \
+    timeout 20 "$WPACK" export A.wpack --to safetensors -o kinds/fifo
+expect_fail resolve_fifo_refused "FIFO, not a regular file: not replaced" \
+    timeout 20 "$WPACK" resolve E.wpack r.mlir -o kinds/fifo
+if [ "$(id -u)" -eq 0 ]; then
+    mknod kinds/null c 1 3
+    expect_fail out_device_refused "kinds/null: a character device, not a regular file" \
+        "$WPACK" create -q -o kinds/null t0.npy
+    [ -c kinds/null ] && pass out_device_kept || fail out_device_kept "$(ls -la kinds/null)"
+    ln -s real/other.wpack kinds/theirs.wpack && cp A.wpack kinds/real/other.wpack && chown -h nobody kinds/theirs.wpack
+    expect_fail out_foreign_link_refused "a symlink owned by another user: not followed" \
+        "$WPACK" create -q -o kinds/theirs.wpack t0.npy
+    cmp -s A.wpack kinds/real/other.wpack && pass out_foreign_link_target_kept || fail out_foreign_link_target_kept
+else
+    fail out_device_refused "not root: cannot make a device node or another user's link to check"
+fi
+cp A.wpack kinds/real/t.wpack
+expect out_through_link "$WPACK" create -q -o kinds/link.wpack t0.npy
+[ -L kinds/link.wpack ] && "$WPACK" inspect kinds/real/t.wpack | grep -q "^t0 " &&
+    ! "$WPACK" inspect kinds/real/t.wpack | grep -q "^l0.weight" && [ -z "$(ls kinds/real | grep tmp)" ] &&
+    pass out_link_target_replaced || fail out_link_target_replaced "$(ls -la kinds kinds/real)"
+expect export_through_link "$WPACK" export A.wpack --to npz -o kinds/link.wpack
+[ -L kinds/link.wpack ] && $PY -c "import numpy as np; assert 't0' in np.load('kinds/real/t.wpack')" &&
+    pass export_link_target_replaced || fail export_link_target_replaced
+# a sharded set through a link lands beside the link's target
+expect shards_through_link "$WPACK" create -q --shard-size 2K -o kinds/link.wpack t0.npy z.npy
+[ -L kinds/link.wpack ] && [ "$(ls kinds/real | grep -c -- '-of-')" -ge 2 ] && "$WPACK" verify kinds/real/t.wpack >/dev/null &&
+    pass shards_beside_link_target || fail shards_beside_link_target "$(ls -la kinds kinds/real)"
+# extract: DIR/t0.npy a link to a file outside DIR: the link is replaced, the file kept
+mkdir -p exl && echo keep >outside.txt && ln -s ../outside.txt exl/t0.npy
+expect extract_over_link "$WPACK" extract -q A.wpack -o exl t0
+[ ! -L exl/t0.npy ] && [ "$(cat outside.txt)" = keep ] && pass extract_link_not_followed ||
+    fail extract_link_not_followed "$(ls -la exl; cat outside.txt)"
+
 finish
