@@ -241,7 +241,8 @@ static int put_metadata(out_t *o, const wpack_archive *ar, int pass, uint64_t *n
         /* first the recorded keys in order, then every key in name order */
         wpack_meta m, k, ty;
         int64_t type, at;
-        if (have && i < order.count) {
+        int recorded = have && i < order.count; /* a key of the GGUF file, whatever its name */
+        if (recorded) {
             if (wpack_meta_elem(ar, &order, i, &k) || wpack_meta_elem(ar, &types, i, &ty))
                 continue;
             at = meta_index(ar, k.str);
@@ -252,7 +253,7 @@ static int put_metadata(out_t *o, const wpack_archive *ar, int pass, uint64_t *n
                 break;
             type = -2;
         }
-        if (at < 0 || used[at] || wpack_meta_at(ar, (uint64_t)at, &m) || own_key(m.key))
+        if (at < 0 || used[at] || wpack_meta_at(ar, (uint64_t)at, &m) || (!recorded && own_key(m.key)))
             continue;
         used[at] = 1;
         if (type == -2)

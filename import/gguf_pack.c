@@ -176,7 +176,14 @@ static int put_metadata(wpk_sink *s, const gguf_file *g)
     int rc = keys && types ? WPACK_OK : wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
     for (uint64_t i = 0; i < n && !rc; i++) {
         const gguf_kv *kv = &g->kv[i];
-        if (!(rc = take_name(s, kv->key, kv->key_len, "metadata key", &keys[i])))
+        if (!(rc = take_name(s, kv->key, kv->key_len, "metadata key", &keys[i])) &&
+            (!strcmp(keys[i], GGUF_META_KV_ORDER) || !strcmp(keys[i], GGUF_META_KV_TYPES) ||
+             !strcmp(keys[i], GGUF_META_TENSOR_ORDER)))
+            rc = wpk_sink_fail(s, WPACK_E_UNSUPPORTED,
+                               "GGUF key '%s': wpack records the file's keys and tensors under "
+                               "that name; a file using it cannot be packed",
+                               keys[i]);
+        if (!rc)
             rc = put_kv(s, keys[i], kv);
         types[i] = GGUF_KV_TYPE(kv->type, kv->elem_type);
     }

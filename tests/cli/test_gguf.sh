@@ -134,6 +134,26 @@ expect_fail fake_gguf_named "no GGUF magic.*\[WPACK_E_BAD_MAGIC\]" "$WPACK" crea
 "$WPACK" export --help | grep -q "gguf  *GGUF v3" && pass export_help || fail export_help
 "$WPACK" create --help | grep -q "GGUF v2/v3" && pass create_help || fail create_help
 
+# --- KVs named like wpack's own keys: a GGUF key "wpack.x" or "a.gguf.kv_order"
+# is the file's, so it comes back (they vanished from the export before); the
+# exact names wpack records the file's keys under are refused clearly
+# (before: "already set (by an earlier input?)" with one input)
+"$PY" - "$T" "$TOOL" <<'PYEOF' && pass make_named_like_ours || fail make_named_like_ours
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("gguf_tool", sys.argv[2])
+g = importlib.util.module_from_spec(spec); spec.loader.exec_module(g)
+t = [("t", 0, [4], bytes(16))]
+g.write(sys.argv[1] + "/ourkeys.gguf",
+        [("wpack.x", g.I32, 1), ("a.gguf.kv_order", g.STRING, "keep me"), ("general.name", g.STRING, "n")], t)
+g.write(sys.argv[1] + "/reserved.gguf", [("gguf.kv_order", g.STRING, "x")], t)
+PYEOF
+expect create_keys_named_like_ours "$WPACK" create -q -o "$T/ok.wpack" "$T/ourkeys.gguf"
+expect export_keys_named_like_ours "$WPACK" export -q "$T/ok.wpack" --to gguf -o "$T/ok.gguf"
+cmp -s "$T/ourkeys.gguf" "$T/ok.gguf" && pass roundtrip_keys_named_like_ours ||
+    fail roundtrip_keys_named_like_ours "$("$PY" "$TOOL" dump "$T/ok.gguf" | head -5)"
+expect_fail reserved_key_refused "GGUF key 'gguf.kv_order': wpack records the file's keys.*\[WPACK_E_UNSUPPORTED\]" \
+    "$WPACK" create -q -o "$T/r.wpack" "$T/reserved.gguf"
+
 # --- hostile files: each its own code, never a signal, never an output file
 expect_hostile_dir "$H" gguf 30
 finish
