@@ -10,6 +10,7 @@
 #include "import.h"
 #include "internal.h"
 #include "manifest_stats.h"
+#include "nameset.h"
 
 int calib_ranges(stats_sink_fn sink, void *ctx, const char *key, uint32_t n, uint32_t axis,
                  const double *mn, const double *mx, char *err, size_t errlen)
@@ -108,7 +109,75 @@ static int json_kind(const uint8_t *p, size_t len, char *why, size_t whylen)
     return kind;
 }
 
+/* ---- each key once per kind in a file ----
+ * A file that gives a key twice for the same kind (two 'fc:' lines in a
+ * TensorRT cache, a name repeated in an imatrix) is refused at the second
+ * record, whatever the file's kind, so the message names its line or entry:
+ * a writer found it only at finish ("added twice", no file named), and an
+ * update kept the last one silently. */
+typedef struct {
+    stats_sink_fn sink;
+    void *ctx;
+    wpk_nameset set;
+    char **names; /* the set's items: the kind's digit, then the key */
+    uint64_t n, cap;
+} once_sink;
+
+static const uint8_t *once_name(void *ctx, uint64_t item, uint64_t *len)
+{
+    const once_sink *o = ctx;
+    *len = strlen(o->names[item]);
+    return (const uint8_t *)o->names[item];
+}
+
+static int once(void *ctx, const wpack_stats_in *s, const char **why)
+{
+    once_sink *o = ctx;
+    if (o->n == o->cap) {
+        uint64_t cap = o->cap ? 2 * o->cap : 64;
+        char **v = cap <= SIZE_MAX / sizeof *v ? realloc(o->names, (size_t)cap * sizeof *v) : NULL;
+        if (!v)
+            return WPACK_E_NOMEM;
+        o->names = v;
+        o->cap = cap;
+    }
+    size_t kl = strlen(s->key);
+    char *name = malloc(kl + 2);
+    if (!name)
+        return WPACK_E_NOMEM;
+    name[0] = (char)('0' + (s->kind & 7));
+    memcpy(name + 1, s->key, kl + 1);
+    uint64_t item;
+    if (wpk_nameset_find(&o->set, once_name, o, (const uint8_t *)name, kl + 1, &item)) {
+        free(name);
+        *why = "a second record of the same stats in this file (a key once per kind)";
+        return WPACK_E_STATS;
+    }
+    o->names[o->n] = name;
+    if (!wpk_nameset_insert(&o->set, once_name, o, (const uint8_t *)name, kl + 1, o->n)) {
+        free(name);
+        return WPACK_E_NOMEM;
+    }
+    o->n++;
+    return o->sink ? o->sink(o->ctx, s, why) : WPACK_OK;
+}
+
+static int load_file_once(const char *path, stats_sink_fn sink, void *ctx, char *err,
+                          size_t errlen);
+
 int stats_load_file_to(const char *path, stats_sink_fn sink, void *ctx, char *err, size_t errlen)
+{
+    once_sink o = {.sink = sink, .ctx = ctx};
+    int rc = load_file_once(path, once, &o, err, errlen);
+    for (uint64_t i = 0; i < o.n; i++)
+        free(o.names[i]);
+    free(o.names);
+    wpk_nameset_free(&o.set);
+    return rc;
+}
+
+static int load_file_once(const char *path, stats_sink_fn sink, void *ctx, char *err,
+                          size_t errlen)
 {
     char msg[900] = "";
     wpk_sink tmp;

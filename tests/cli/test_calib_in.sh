@@ -123,6 +123,21 @@ bad seed-gguf-counts-past-2-64.gguf "imatrix GGUF: 'blk.0.attn_q.weight': the co
 bad seed-dat-trailing-garbage.dat "imatrix .dat: 29 bytes after the entries are not last_call \+ dataset name \[WPACK_E_STATS\]"
 printf 'TRT-5101\nx: 3c010a14\n' >"$T/no_calibrator.cache" # no -<calibrator> after the version
 bad no_calibrator.cache "TensorRT calibration cache: line 1: want TRT-<version>-<calibrator> \[WPACK_E_STATS\]"
+# a key twice for the same kind in one file: refused at its line or entry
+# (before: create failed at finish naming no file, update kept the last)
+printf 'TRT-8601-EntropyCalibration2\nfc: 3c23d70a\nfc: 3ca3d70a\n' >"$T/dup.cache"
+bad dup.cache "dup.cache: TensorRT calibration cache: line 3 'fc': a second record of the same stats in this file .*\[WPACK_E_STATS\]"
+cp "$T/u.wpack" "$T/u_before.wpack"
+expect_fail update_dup "line 3 'fc': a second record of the same stats" "$WPACK" update "$T/u.wpack" --stats-from "$T/dup.cache"
+cmp -s "$T/u.wpack" "$T/u_before.wpack" && pass update_dup_unchanged || fail update_dup_unchanged
+"$PY" - "$T/dup.dat" <<'PYEOF' # imatrix .dat: the entry 'w' twice
+import struct, sys
+e = struct.pack("<i", 1) + b"w" + struct.pack("<ii", 2, 2) + struct.pack("<2f", 2.0, 8.0)  # ncall, nval, values
+open(sys.argv[1], "wb").write(struct.pack("<i", 2) + e + e + struct.pack("<i", 10) + struct.pack("<i", 4) + b"data")
+PYEOF
+bad dup.dat "imatrix .dat: 'w': a second record of the same stats in this file .*\[WPACK_E_STATS\]"
+printf '{"fc": [-1.0, 2.0], "fc": [-3.0, 4.0]}' >"$T/dup_ort.json"
+bad dup_ort.json "ONNX Runtime calibration table: JSON: duplicate object key near '\"fc\"'.*\[WPACK_E_STATS\]"
 bad bad_ort.json "ONNX Runtime calibration table: 'x': want \[min, max\].*\[WPACK_E_STATS\]"
 bad inverted_ort.json "'x': range \[2, 1\] is not finite and ordered \[WPACK_E_STATS\]"
 bad trunc.dat "imatrix .dat: entry 0: name length out of the file \[WPACK_E_STATS\]"

@@ -1,6 +1,6 @@
 /* nameset.h - a hash set of names (stored elsewhere) for duplicate checks. */
-#ifndef WPACK_PACKER_NAMESET_H
-#define WPACK_PACKER_NAMESET_H
+#ifndef WPACK_FORMAT_NAMESET_H
+#define WPACK_FORMAT_NAMESET_H
 
 #include <stdint.h>
 
