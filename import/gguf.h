@@ -20,8 +20,39 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "wpack.h"
+
+/* A GGUF f32 value as the f64 wpack metadata holds, and back, bit for bit:
+ * a NaN keeps its sign and payload (a C conversion would quiet a
+ * signalling NaN: 0x7f800001 came back 0x7fc00001). */
+static inline double gguf_f32_widen(uint32_t u)
+{
+    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu)) {
+        uint64_t b = (uint64_t)(u >> 31) << 63 | 0x7ffull << 52 | (uint64_t)(u & 0x7fffffu) << 29;
+        double d;
+        memcpy(&d, &b, 8);
+        return d;
+    }
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint32_t gguf_f32_narrow(double d)
+{
+    uint64_t b;
+    memcpy(&b, &d, 8);
+    if ((b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull && (b & 0xfffffffffffffull)) {
+        uint32_t m = (uint32_t)(b >> 29) & 0x7fffffu;
+        return (uint32_t)(b >> 63) << 31 | 0x7f800000u | (m ? m : 0x400000u);
+    }
+    float f = (float)d;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
 
 /* GGUF metadata value types. */
 enum {

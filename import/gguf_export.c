@@ -164,10 +164,7 @@ static int put_scalar(out_t *o, uint32_t t, const wpack_meta *e)
             wpk_stf64(b, e->f64);
             put(o, b, 8);
         } else {
-            float f = (float)e->f64;
-            uint32_t u;
-            memcpy(&u, &f, 4);
-            put32(o, u);
+            put32(o, gguf_f32_narrow(e->f64));
         }
         return 1;
     default:

@@ -69,10 +69,7 @@ static double load_real(uint32_t type, const uint8_t *p)
 {
     if (type == GGUF_T_F64)
         return wpk_ldf64(p);
-    uint32_t u = wpk_ld32(p);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    return gguf_f32_widen(wpk_ld32(p));
 }
 
 /* An array of strings: a string array when every element is text, else an

@@ -146,11 +146,23 @@ t = [("t", 0, [4], bytes(16))]
 g.write(sys.argv[1] + "/ourkeys.gguf",
         [("wpack.x", g.I32, 1), ("a.gguf.kv_order", g.STRING, "keep me"), ("general.name", g.STRING, "n")], t)
 g.write(sys.argv[1] + "/reserved.gguf", [("gguf.kv_order", g.STRING, "x")], t)
+# f32 NaNs with payloads, signalling and negative, as a value and in an array:
+# written as placeholders, then their bits patched in
+g.write(sys.argv[1] + "/nans.gguf", [("s.nan", g.F32, 1.5), ("a.nans", g.ARRAY, (g.F32, [1.25, 1.75, 2.5]))], t)
+b = bytearray(open(sys.argv[1] + "/nans.gguf", "rb").read())
+import struct
+for ph, bits in ((1.5, 0x7f800001), (1.25, 0xffa00005), (1.75, 0x7fc00123)):
+    at = b.index(struct.pack("<f", ph))
+    b[at:at + 4] = struct.pack("<I", bits)
+open(sys.argv[1] + "/nans.gguf", "wb").write(b)
 PYEOF
 expect create_keys_named_like_ours "$WPACK" create -q -o "$T/ok.wpack" "$T/ourkeys.gguf"
 expect export_keys_named_like_ours "$WPACK" export -q "$T/ok.wpack" --to gguf -o "$T/ok.gguf"
 cmp -s "$T/ourkeys.gguf" "$T/ok.gguf" && pass roundtrip_keys_named_like_ours ||
     fail roundtrip_keys_named_like_ours "$("$PY" "$TOOL" dump "$T/ok.gguf" | head -5)"
+expect create_nan_kvs "$WPACK" create -q -o "$T/nans.wpack" "$T/nans.gguf"
+expect export_nan_kvs "$WPACK" export -q "$T/nans.wpack" --to gguf -o "$T/nans_back.gguf"
+cmp -s "$T/nans.gguf" "$T/nans_back.gguf" && pass roundtrip_nan_payloads || fail roundtrip_nan_payloads "$(cmp "$T/nans.gguf" "$T/nans_back.gguf")"
 expect_fail reserved_key_refused "GGUF key 'gguf.kv_order': wpack records the file's keys.*\[WPACK_E_UNSUPPORTED\]" \
     "$WPACK" create -q -o "$T/r.wpack" "$T/reserved.gguf"
 
