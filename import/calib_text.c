@@ -100,9 +100,10 @@ int calib_trt_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
             free(key);
             return WPACK_E_STATS;
         }
-        double r = (double)scale * 127.0;
+        /* a scale of 0 (or -0) is the range [0, 0], not [-0, 0] or [+0, -0] */
+        double r = (double)scale * 127.0, mn = scale == 0 ? 0.0 : -r, mx = scale == 0 ? 0.0 : r;
         char m[700];
-        if ((rc = calib_range(sink, ctx, key, -r, r, m, sizeof m)))
+        if ((rc = calib_range(sink, ctx, key, mn, mx, m, sizeof m)))
             wpk_fmt(err, errlen, "line %zu %s", line, m);
         free(key);
     }

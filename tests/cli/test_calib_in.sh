@@ -123,6 +123,11 @@ bad seed-gguf-counts-past-2-64.gguf "imatrix GGUF: 'blk.0.attn_q.weight': the co
 bad seed-dat-trailing-garbage.dat "imatrix .dat: 29 bytes after the entries are not last_call \+ dataset name \[WPACK_E_STATS\]"
 printf 'TRT-5101\nx: 3c010a14\n' >"$T/no_calibrator.cache" # no -<calibrator> after the version
 bad no_calibrator.cache "TensorRT calibration cache: line 1: want TRT-<version>-<calibrator> \[WPACK_E_STATS\]"
+# a scale of -0 (bits 80000000) is the range [0, 0], not [+0, -0]
+printf 'TRT-8601-EntropyCalibration2\nfc: 80000000\n' >"$T/negzero.cache"
+expect negzero_create "$WPACK" create -q -o "$T/nz.wpack" "$T/w.npy" --stats-from "$T/negzero.cache"
+expect negzero_export "$WPACK" export -q "$T/nz.wpack" --to ort-calib-json -o "$T/nz.json"
+grep -q '"fc": \[0.0, 0.0\]' "$T/nz.json" && pass negzero_range || fail negzero_range "$(cat "$T/nz.json")"
 # a key twice for the same kind in one file: refused at its line or entry
 # (before: create failed at finish naming no file, update kept the last)
 printf 'TRT-8601-EntropyCalibration2\nfc: 3c23d70a\nfc: 3ca3d70a\n' >"$T/dup.cache"
