@@ -257,8 +257,13 @@ static int put_metadata(out_t *o, const wpack_archive *ar, int pass, uint64_t *n
             type = default_type(&m);
         if (strcmp(m.key, "general.alignment") == 0) {
             /* readers take it only as a u32 power of two */
-            if (m.type != WPACK_META_I64 || m.i64 <= 0 || m.i64 > (1LL << 30) ||
-                (m.i64 & (m.i64 - 1))) {
+            if (m.type != WPACK_META_I64) {
+                rc = efail(err, errlen, WPACK_E_ALIGNMENT,
+                           "metadata general.alignment is not an integer (set it with the API "
+                           "or Python as an int; `wpack update --meta` sets strings)");
+                break;
+            }
+            if (m.i64 <= 0 || m.i64 > (1LL << 30) || (m.i64 & (m.i64 - 1))) {
                 rc = efail(err, errlen, WPACK_E_ALIGNMENT,
                            "metadata general.alignment is not a power of two up to 2^30");
                 break;
