@@ -60,7 +60,7 @@ typedef struct {
 static int selected(const cast_opts *o, const wpack_tensor *t)
 {
     int dt = t->dtype;
-    if (t->kind != WPACK_KIND_DATA || t->nelems == 0 ||
+    if ((t->kind != WPACK_KIND_DATA && t->kind != WPACK_KIND_EXTERNAL) || t->nelems == 0 ||
         (dt != WPACK_DTYPE_F32 && dt != WPACK_DTYPE_F64 && dt != WPACK_DTYPE_F16 && dt != WPACK_DTYPE_BF16))
         return 0;
     if (o->to == WPACK_DTYPE_I8 && t->rank < 2)
@@ -307,12 +307,15 @@ int cmd_cast(int argc, char **argv)
             e = cast_one(ar, w, &t, o.to, err, sizeof err);
             cast++;
             prog.done_bytes += o.to == WPACK_DTYPE_I8 ? t.nelems + 4 * t.dims[0] : 2 * t.nelems;
-        } else if (t.kind == WPACK_KIND_DATA) {
+        } else if (t.kind == WPACK_KIND_DATA || t.kind == WPACK_KIND_EXTERNAL) {
             e = wpk_copy_data(ar, w, &t, err, sizeof err);
             prog.done_bytes += t.nbytes;
         } else if (t.kind == WPACK_KIND_SPLAT) {
             if ((e = wpack_writer_add_splat(w, t.name, t.dtype, t.rank, t.dims, t.fill, t.fill_size)))
                 wpk_fmt(err, sizeof err, "%s: %s", t.name, wpack_writer_errmsg(w));
+        } else if (t.kind != WPACK_KIND_ALIAS) {
+            wpk_fmt(err, sizeof err, "%s: entry kind %d is not one cast can copy", t.name, t.kind);
+            e = WPACK_E_KIND;
         } else {
             wpack_tensor target;
             wpack_tensor_at(ar, t.alias_target, &target);

@@ -43,6 +43,9 @@ int wpk_copy_data(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *
 
 int wpk_copy_meta(const wpack_archive *ar, wpack_writer *w, const wpack_meta *m)
 {
+    if (!strcmp(m->key, "wpack.shards") || !strcmp(m->key, "wpack.shard_lengths") ||
+        !strcmp(m->key, "wpack.shard_index_xxh3"))
+        return WPACK_OK; /* the source's layout (writer_meta.c sets the copy's own) */
     switch (m->type) {
     case WPACK_META_STRING: return wpack_writer_set_string(w, m->key, m->str);
     case WPACK_META_I64: return wpack_writer_set_i64(w, m->key, m->i64);
@@ -131,17 +134,19 @@ int wpk_copy_archive_cb(const wpack_archive *ar, wpack_writer *w, wpk_copy_done_
     for (uint64_t i = 0; i < wpack_count(ar); i++) {
         wpack_tensor t;
         wpack_tensor_at(ar, i, &t);
-        if (t.kind == WPACK_KIND_DATA) {
+        if (t.kind == WPACK_KIND_DATA || t.kind == WPACK_KIND_EXTERNAL) {
             if ((rc = wpk_copy_data(ar, w, &t, err, errlen)))
                 return rc;
         } else if (t.kind == WPACK_KIND_SPLAT) {
             if ((rc = wpack_writer_add_splat(w, t.name, t.dtype, t.rank, t.dims, t.fill, t.fill_size)))
                 return fail(w, err, errlen, rc, t.name);
-        } else {
+        } else if (t.kind == WPACK_KIND_ALIAS) {
             wpack_tensor target;
             wpack_tensor_at(ar, t.alias_target, &target);
             if ((rc = wpack_writer_add_alias(w, t.name, target.name)))
                 return fail(w, err, errlen, rc, t.name);
+        } else {
+            return fail(NULL, err, errlen, WPACK_E_KIND, t.name);
         }
         if (done)
             done(user, &t);

@@ -58,4 +58,26 @@ expect_fail missing_shard "$first.*No such file" "$WPACK" inspect "$T/set/m.wpac
 cp "$T/saved" "$T/set/$first"
 expect restored_shard "$WPACK" verify "$T/set/m.wpack"
 expect_fail shard_size_usage "want a byte count" "$WPACK" create -q --shard-size 0 -o "$T/z.wpack" "$T/in"
+
+# convert -o / cast -o of a set: one archive holding every entry's own bytes
+# (before, an entry in shard k was copied as an alias of entry k - the weights
+# silently replaced, verify OK - or refused as "itself an alias"), without the
+# set's wpack.shards / shard lengths / checksums
+"$WPACK" create -q -o "$T/single.wpack" "$T/in" && "$WPACK" extract -q -o "$T/xs" "$T/single.wpack" ||
+    fail single_reference
+for c in "convert --decompress" "convert --compress zstd" "cast --to bf16 --only nothing"; do
+    name=$(echo "$c" | tr ' -' '__')
+    rm -rf "$T/xc"
+    if "$WPACK" $c -q -o "$T/c.wpack" "$T/set/m.wpack" 2>"$T/err" && "$WPACK" extract -q -o "$T/xc" "$T/c.wpack" 2>>"$T/err" &&
+        diff -r "$T/xs" "$T/xc" >/dev/null && ! "$WPACK" inspect "$T/c.wpack" | grep -q "wpack.shard" &&
+        ! "$WPACK" inspect --json "$T/c.wpack" | grep -q '"kind": "alias"'; then
+        pass "set_${name}_copies_bytes"
+    else
+        fail "set_${name}_copies_bytes" "$(head -c 300 "$T/err")"
+    fi
+done
+# cast selects entries in shards like any other
+expect cast_set_selects "$WPACK" cast -q --to bf16 --only 'layers.*' -o "$T/k.wpack" "$T/set/m.wpack"
+[ "$("$WPACK" inspect "$T/k.wpack" | grep -c '^layers\.[0-9]*\.weight *bf16')" = 6 ] && pass cast_set_bf16 ||
+    fail cast_set_bf16 "$("$WPACK" inspect "$T/k.wpack" | head -12)"
 finish
