@@ -1,4 +1,5 @@
 /* map_json.c - load the --map JSON object (see map_json.h). */
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <sys/stat.h>
@@ -20,9 +21,17 @@ int wpk_name_map_load(const char *path, wpk_name_map *m, char *err, size_t errle
         wpk_fmt(err, errlen, "%s: %s", path, msg);
         return 1;
     }
-    json_error_t je;
-    json_t *root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+    const char *p;
+    size_t len;
+    if (wpk_map_input(fd, &st, &p, &len)) {
+        wpk_fmt(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+        close(fd);
+        return 1;
+    }
     close(fd);
+    json_error_t je;
+    json_t *root = json_loadb(p, len, JSON_REJECT_DUPLICATES, &je);
+    wpk_unmap_input(p, len);
     if (!root) {
         wpk_fmt(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
         return 1;

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -142,4 +143,26 @@ int wpk_open_input(int dirfd, const char *name, unsigned flags, struct stat *st,
     if (fl >= 0)
         (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     return fd;
+}
+
+int wpk_map_input(int fd, const struct stat *st, const char **p, size_t *len)
+{
+    *p = "";
+    *len = 0;
+    if ((uint64_t)st->st_size > SIZE_MAX)
+        return WPACK_E_LIMIT;
+    if (st->st_size == 0)
+        return WPACK_OK;
+    void *m = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED)
+        return WPACK_E_IO;
+    *p = m;
+    *len = (size_t)st->st_size;
+    return WPACK_OK;
+}
+
+void wpk_unmap_input(const char *p, size_t len)
+{
+    if (len)
+        munmap((void *)p, len);
 }

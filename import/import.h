@@ -207,10 +207,16 @@ int gguf_pack_file(wpk_sink *s, const char *path);  /* import/gguf_pack.c */
 int irpa_pack_file(wpk_sink *s, const char *path);  /* import/irpa.c */
 
 /* The JSON document (a json_t *, to json_decref) of the input file at path,
- * opened with wpk_open_input; NULL with *code and a message ("PATH: WHAT
+ * opened with wpk_open_input and refused when it is out's (may be NULL)
+ * output (wpk_refuse_output); NULL with *code and a message ("PATH: WHAT
  * JSON: ..." for a syntax error). */
-void *wpk_json_load_input(const char *path, const char *what, int *code, char *err,
-                          size_t errlen);
+void *wpk_json_load_input(const char *path, const char *what, wpack_writer *out, int *code,
+                          char *err, size_t errlen);
+/* WPACK_E_SAME_FILE with a message naming name when the open file fd is
+ * one the writer w replaces (wpack_writer_replaces_fd: an output never
+ * overwrites an input, including the files an input names); WPACK_OK when
+ * it is not, or w is NULL. Every input file opened here is asked. */
+int wpk_refuse_output(wpack_writer *w, int fd, const char *name, char *err, size_t errlen);
 /* A Hugging Face model.safetensors.index.json (root: its json_t *), its
  * shard files in dirfd (dir: that directory, for messages); see
  * import/safetensors_index.c. */

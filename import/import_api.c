@@ -165,6 +165,10 @@ static int open_item(wpack_importer *imp, const char *path, const wpack_import_o
         fd = wpk_open_input(dfd, rel, WPK_INPUT_NOFOLLOW, st, &code, msg, sizeof msg);
         close(dfd);
     }
+    if (fd >= 0 && (code = wpk_refuse_output(imp->sink.w, fd, path, msg, sizeof msg))) {
+        close(fd);
+        return -fail(imp, code, "%s%s", msg, "");
+    }
     if (fd < 0)
         return -fail(imp, code, "%s: %s", path, msg);
     return fd;

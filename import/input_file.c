@@ -15,11 +15,26 @@
 #include "import.h"
 #include "internal.h"
 
+int wpk_refuse_output(wpack_writer *w, int fd, const char *name, char *err, size_t errlen)
+{
+    if (!w || !wpack_writer_replaces_fd(w, fd))
+        return WPACK_OK;
+    char q[512];
+    wpk_quote(q, sizeof q, name, strlen(name));
+    wpk_fmt(err, errlen, "%s is the same file as the output (or one it replaces): an output "
+            "never overwrites an input", q);
+    return WPACK_E_SAME_FILE;
+}
+
 int wpk_open_in(wpk_sink *s, int dirfd, const char *name, unsigned flags, const char *label,
                 struct stat *st)
 {
     char msg[600];
     int code, fd = wpk_open_input(dirfd, name, flags, st, &code, msg, sizeof msg);
+    if (fd >= 0 && (code = wpk_refuse_output(s->w, fd, name, msg, sizeof msg))) {
+        close(fd);
+        fd = -1;
+    }
     if (fd < 0)
         return -(label ? wpk_sink_fail(s, code, "%s: %s", label, msg)
                        : wpk_sink_fail(s, code, "%s", msg));
@@ -100,19 +115,33 @@ void wpk_map_done(void *m, uint64_t off, uint64_t len)
 
 /* The JSON document of an input file (opened with the input rules), or NULL
  * with a message. */
-void *wpk_json_load_input(const char *path, const char *what, int *code, char *err,
-                          size_t errlen)
+void *wpk_json_load_input(const char *path, const char *what, wpack_writer *out, int *code,
+                          char *err, size_t errlen)
 {
     struct stat st;
-    char msg[400];
+    char msg[600];
     int fd = wpk_open_input(AT_FDCWD, path, 0, &st, code, msg, sizeof msg);
+    if (fd >= 0 && (*code = wpk_refuse_output(out, fd, path, msg, sizeof msg))) {
+        close(fd);
+        fd = -1;
+    }
     if (fd < 0) {
         wpk_fmt(err, errlen, "%s: %s", path, msg);
         return NULL;
     }
-    json_error_t je;
-    json_t *root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+    const char *p;
+    size_t len;
+    int rc = wpk_map_input(fd, &st, &p, &len);
+    int e = errno;
     close(fd);
+    if (rc) {
+        *code = rc;
+        wpk_fmt(err, errlen, "%s: cannot map: %s", path, strerror(e));
+        return NULL;
+    }
+    json_error_t je;
+    json_t *root = json_loadb(p, len, JSON_REJECT_DUPLICATES, &je);
+    wpk_unmap_input(p, len);
     if (!root) {
         *code = WPACK_E_INPUT;
         wpk_fmt(err, errlen, "%s: %s JSON: %s (line %d)", path, what, je.text, je.line);

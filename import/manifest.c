@@ -261,7 +261,7 @@ int manifest_parse_buffer(const char *buf, size_t len, mf_manifest *m, char *err
 int manifest_parse_file(const char *path, mf_manifest *m, char *err, size_t errlen)
 {
     int code;
-    json_t *root = wpk_json_load_input(path, "manifest", &code, err, errlen);
+    json_t *root = wpk_json_load_input(path, "manifest", NULL, &code, err, errlen);
     memset(m, 0, sizeof *m);
     if (!root)
         return code;
@@ -297,7 +297,7 @@ uint64_t manifest_input_bytes(const char *path, int follow)
     uint64_t total = (uint64_t)st.st_size;
     char err[300];
     int code;
-    json_t *root = wpk_json_load_input(path, "manifest", &code, err, sizeof err);
+    json_t *root = wpk_json_load_input(path, "manifest", NULL, &code, err, sizeof err);
     char *dir = root ? dir_of(path) : NULL;
     int dirfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     const char **files = NULL;
@@ -341,7 +341,7 @@ int manifest_pack_file(wpk_sink *s, const char *path)
 {
     char err[900];
     int code;
-    json_t *root = wpk_json_load_input(path, "manifest", &code, err, sizeof err);
+    json_t *root = wpk_json_load_input(path, "manifest", s->w, &code, err, sizeof err);
     if (!root)
         return wpk_sink_fail(s, code, "%s", err);
     char *dir = dir_of(path);

@@ -253,7 +253,7 @@ int stats_load_json_file_to(const char *path, stats_sink_fn sink, void *ctx, cha
                             size_t errlen)
 {
     int code; /* wpk_json_load_input: a FIFO or a device is refused, without blocking */
-    json_t *root = wpk_json_load_input(path, "stats", &code, err, errlen);
+    json_t *root = wpk_json_load_input(path, "stats", NULL, &code, err, errlen);
     if (!root)
         return code == WPACK_E_INPUT ? WPACK_E_STATS : code;
     int rc = load(sink, ctx, root, err, errlen);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "bytes.h"
+#include "import.h"
 #include "internal.h"
 #include "npy.h"
 
@@ -381,6 +382,10 @@ int npy_pack_file_buffered(wpack_writer *w, const char *name, const char *path,
     char msg[400];
     struct stat st;
     int code, fd = wpk_open_input(AT_FDCWD, path, 0, &st, &code, msg, sizeof msg);
+    if (fd >= 0 && (code = wpk_refuse_output(w, fd, path, err, errlen))) {
+        close(fd);
+        return code;
+    }
     if (fd < 0) {
         char qpath[512];
         wpk_quote(qpath, sizeof qpath, path, strlen(path));

@@ -820,6 +820,14 @@ void wpack_paths_free(char **paths, uint32_t n);
  * does not exist or a NULL entry is none), or n. WPACK_OK, WPACK_E_NOMEM,
  * WPACK_E_INVALID_ARGUMENT (NULL path or hit, NULL files with n > 0). */
 int wpack_replaced_among(const char *path, const char *const *files, size_t n, size_t *hit);
+/* Whether the open file fd is one that w replaces when it finishes: the
+ * file at w's path when w was opened (a symlink's target), or a shard of
+ * the set there (wpack_replaced_shards). The importers ask it of every file
+ * they open, so a file an input names (a safetensors index's shard, a raw
+ * manifest's data file) is refused as an output (WPACK_E_SAME_FILE), as the
+ * CLI refuses the inputs themselves. 1 yes, 0 no (or unknown: fd not open,
+ * out of memory). */
+int wpack_writer_replaces_fd(wpack_writer *w, int fd);
 
 /* -------------------------------------------------- in-place index update */
 

@@ -49,7 +49,7 @@ void wpack_paths_free(char **paths, uint32_t n)
     free(paths);
 }
 
-typedef struct {
+typedef struct wpk_file_id {
     dev_t dev;
     ino_t ino;
 } file_id;
@@ -95,6 +95,28 @@ int wpack_replaced_among(const char *path, const char *const *files, size_t n, s
             *hit = k;
     free(ids);
     return WPACK_OK;
+}
+
+int wpack_writer_replaces_fd(wpack_writer *w, int fd)
+{
+    struct stat st;
+    if (!w || !w->path || fstat(fd, &st) != 0)
+        return 0;
+    if (!w->replaces_known) {
+        char **old = NULL;
+        uint32_t nold = 0;
+        if (wpack_replaced_shards(w->path, &old, &nold) != WPACK_OK)
+            return 0;
+        w->replaces = ids_of(old, nold, 1, &w->nreplaces);
+        wpack_paths_free(old, nold);
+        if (!w->replaces)
+            return 0;
+        struct stat t; /* the target itself (w->path is a link's target already) */
+        if (stat(w->path, &t) == 0)
+            w->replaces[w->nreplaces++] = (file_id){t.st_dev, t.st_ino};
+        w->replaces_known = 1;
+    }
+    return is_one_of(&st, w->replaces, w->nreplaces);
 }
 
 /* After the commit of the archive at path: remove the old shards, except

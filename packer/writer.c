@@ -198,6 +198,7 @@ static void free_writer(wpack_writer *w, int remove_shards)
     wpk_buf_free(&w->names);
     wpk_buf_free(&w->stats);
     wpk_buf_free(&w->dtypes);
+    free(w->replaces);
     wpk_nameset_free(&w->entry_set);
     wpk_nameset_free(&w->meta_set);
     wpk_nameset_free(&w->name_set);

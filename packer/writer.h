@@ -93,6 +93,9 @@ struct wpack_writer {
     wpk_shard_set *shards;         /* opt.shard_size: this is a manifest (writer_shards.c) */
     char **replaced;               /* the shards of the set at path now: removed after the commit */
     uint32_t nreplaced;
+    struct wpk_file_id *replaces;  /* wpack_writer_replaces_fd: the target and its set's shards, */
+    uint32_t nreplaces;            /* by device and inode, listed at the first question */
+    int replaces_known;
     int prepared;                  /* wpack_writer_prepare done: commit or abort (writer_commit.c) */
     int copy_refused;              /* copy_file_range refused once: read/write from then on */
     struct wpk_copy_in *copy_in;   /* set by writer_copy.c around wpk_tensor_take */

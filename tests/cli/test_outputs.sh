@@ -74,6 +74,28 @@ grep -q "use --in-place" "$T/err" && pass convert_hints_in_place || fail convert
 same_file cast_onto_archive A.wpack "$WPACK" cast A.wpack --to bf16 -o @OUT@
 same_file run_onto_archive A.wpack "$WPACK" run A.wpack --layers l0 --input x.npy -o @OUT@
 same_file run_onto_input x.npy "$WPACK" run A.wpack --layers l0 --input x.npy -o @OUT@
+# files an input names are inputs too (a safetensors index's shard, a raw
+# manifest's data file): before, `create -o` replaced them with the archive
+mkdir -p named/st named/raw
+$PY - <<'PYEOF' || fail named_fixtures
+import json, struct, numpy as np
+np.arange(6, dtype="f4").tofile("named/raw/w.bin")
+json.dump({"tensors": [{"name": "enc.w", "dtype": "f32", "shape": [2, 3], "file": "w.bin"}]},
+          open("named/raw/manifest.json", "w"))
+def st(path, name, a):
+    h = json.dumps({name: {"dtype": "F32", "shape": list(a.shape), "data_offsets": [0, a.nbytes]}}).encode()
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + a.tobytes())
+st("named/st/model-00001-of-00002.safetensors", "a", np.ones(4, "f4"))
+st("named/st/model-00002-of-00002.safetensors", "b", np.zeros(4, "f4"))
+json.dump({"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors",
+                                          "b": "model-00002-of-00002.safetensors"}},
+          open("named/st/model.safetensors.index.json", "w"))
+PYEOF
+same_file create_onto_index_shard named/st/model-00002-of-00002.safetensors \
+    "$WPACK" create -q -o @OUT@ named/st/model.safetensors.index.json
+same_file create_onto_manifest_file named/raw/w.bin "$WPACK" create -q -o @OUT@ named/raw/manifest.json
+grep -q "w.bin is the same file as the output (or one it replaces)" "$T/err" && pass named_file_message ||
+    fail named_file_message "$(cat "$T/err")"
 # extract: DIR/NAME.npy is the archive itself
 mkdir -p ex && cp A.wpack ex/t0.npy
 sum=$(sha256sum <ex/t0.npy)
