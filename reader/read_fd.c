@@ -162,10 +162,14 @@ typedef struct {
     uint64_t chunk, nchunks, done;
 } put_ctx;
 
+#define RELEASE_MIN ((size_t)256 << 10)
+
 static void release(const wpack_archive *h, const uint8_t *p, size_t n, long page)
 {
     const uint8_t *m = h ? h->map : NULL;
-    if (!m || page <= 0 || p < m || p >= m + h->map_len)
+    /* not for small pieces: a system call per 4 KiB tensor was a fifth of
+     * extracting 40k of them, and their pages are few */
+    if (!m || page <= 0 || p < m || p >= m + h->map_len || n < RELEASE_MIN)
         return;
     uint64_t a = (uint64_t)(p - m) / (uint64_t)page * (uint64_t)page;
     uint64_t b = (uint64_t)(p - m) + n;
