@@ -5,6 +5,7 @@
 
 #include "import.h"
 #include "internal.h"
+#include "layout.h"
 #include "manifest_stats.h"
 
 #define STATS_MAX_CHANNELS (1u << 24)
@@ -132,7 +133,12 @@ static int parse_rec(json_t *e, size_t i, stats_rec *r, char *err, size_t errlen
     if (hist) {
         json_t *edges = json_object_get(hist, "edges"), *counts = json_object_get(hist, "counts");
         size_t nb = json_array_size(counts);
-        if (!json_is_array(edges) || !json_is_array(counts) || nb < 1 || nb > (1u << 20) ||
+        if (json_is_array(counts) && nb > WPK_LIMIT_HIST_BINS) {
+            wpk_fmt(err, errlen, "stats[%zu] '%s': histogram of %zu bins, limit %u", i, k, nb,
+                    WPK_LIMIT_HIST_BINS);
+            return WPACK_E_LIMIT;
+        }
+        if (!json_is_array(edges) || !json_is_array(counts) || nb < 1 ||
             json_array_size(edges) != nb + 1) {
             wpk_fmt(err, errlen, "stats[%zu] '%s': histogram wants counts[N] and edges[N+1]", i, k);
             return WPACK_E_STATS;

@@ -109,6 +109,15 @@ printf '{"version": 1, "stats": [' >"$T/cut.json"
 expect_fail cut_json "cut.json.*line 1.*\[WPACK_E_STATS\]" \
     "$WPACK" create -q -o "$T/b.wpack" "$T/w.npy" --stats-from "$T/cut.json"
 
+# a histogram over the bin limit says so (it said "wants counts[N] and edges[N+1]")
+$PY -c "
+import json
+n = (1 << 20) + 1
+print(json.dumps({'version': 1, 'stats': [{'key': 'h', 'kind': 'activation', 'count': 1, 'min': 0.0,
+      'max': 1.0, 'mean': 0.5, 'variance': 0.1, 'histogram': {'edges': [0.0] * (n + 1), 'counts': [0] * n}}]}))" >"$T/hist.json"
+expect_fail hist_over_limit "histogram of 1048577 bins, limit 1048576 \[WPACK_E_LIMIT\]" \
+    "$WPACK" create -q -o "$T/h.wpack" "$T/w.npy" --stats-from "$T/hist.json"
+
 # a JSON input is parsed from one mapping, not read a byte per system call
 # (jansson's json_loadfd: 11 M reads for a 6 MB file); a 300 KB stats file
 if command -v strace >/dev/null 2>&1; then
