@@ -896,17 +896,21 @@ class _Writer:
 
 
 def _as_numpy(x):
-    """(numpy array, wpack dtype code, identity key for tie detection)."""
+    """(numpy array, wpack dtype code, tie key). The tie key names the
+    caller's own memory (storage, offset, shape, strides, dtype), or is None
+    when there is none to share: a list, a scalar, a converted copy. Keys are
+    only compared while the caller's objects are alive (save_file keeps
+    them), so an address freed and reused cannot look tied."""
     mod = type(x).__module__
     if mod.startswith("torch"):
         torch = _torch()
         t = x.detach()
+        key = None
+        if t.numel():   # the caller's storage, on whatever device it is
+            key = ("pt", str(t.device), t.storage().data_ptr(), t.storage_offset(),
+                   tuple(t.shape), tuple(t.stride()), str(t.dtype))
         if t.device.type != "cpu":
             t = t.cpu()
-        key = None
-        if t.numel():
-            key = ("pt", t.storage().data_ptr(), t.storage_offset(), tuple(t.shape),
-                   tuple(t.stride()), str(t.dtype))
         if t.dtype == torch.bfloat16:
             return t.view(torch.int16).numpy().view(np.uint16), 4, key
         if t.dtype not in (torch.float64, torch.float32, torch.float16, torch.int64,
@@ -917,7 +921,8 @@ def _as_numpy(x):
     if arr.dtype not in _NP_TO_CODE:
         raise Error(E_UNSUPPORTED, "numpy dtype %s is not a wpack dtype" % arr.dtype)
     key = None
-    if arr.size:
+    fresh = arr is not x and arr.base is None   # np.asarray made a new array
+    if arr.size and not fresh:
         key = ("np", arr.__array_interface__["data"][0], tuple(arr.shape),
                tuple(arr.strides), arr.dtype.str)
     return arr, _NP_TO_CODE[arr.dtype], key
@@ -1046,7 +1051,8 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
 
     Tensors that are the same memory (same data pointer, shape, strides and
     dtype: tied weights) are written once; the later names become alias
-    entries. bf16 torch tensors are stored as bf16; numpy uint16 as u16.
+    entries. Only the caller's own arrays and tensors can be tied: values
+    converted to new arrays (lists, Python and numpy scalars) never are. bf16 torch tensors are stored as bf16; numpy uint16 as u16.
 
     metadata: {key: str | int | float | bool | bytes | list of one of those}
       stored typed. name_map: {other name: entry name (or a module path with
@@ -1068,7 +1074,8 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     """
     wr = _Writer(path, durable=durable, **options)
     try:
-        seen = {}
+        seen = {}      # tie key -> the first name written with it
+        alive = []     # the objects keyed, alive until the end (see _as_numpy)
         for name, x in tensors.items():
             arr, code, key = _as_numpy(x)
             if key is not None and key in seen:
@@ -1077,6 +1084,7 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
             wr.add_array(name, arr, code)
             if key is not None:
                 seen[key] = name
+                alive.append((x, arr))
         _set_metadata(wr, metadata)
         for other, entry in (name_map or {}).items():
             wr.check(lib.wpack_writer_add_name(wr.w, _b(other), _b(entry)))

@@ -36,6 +36,26 @@ def tied_tensors_become_aliases(d):
 
 
 @case
+def converted_values_are_never_tied(d):
+    # Lists and scalars become new arrays: a freed one's address reused by
+    # the next must not make it look tied (c read back as a's values).
+    p = os.path.join(d, "l.wpack")
+    sd = {"a": [1.0, 2.0], "b": [3.0, 4.0], "c": [5.0, 6.0], "d": np.float32(7),
+          "e": np.float32(8), "f": 9, "g": np.arange(4)[::2], "h": np.arange(4)[::2]}
+    for _ in range(3):
+        wpack.save_file(sd, p)
+        with wpack.safe_open(p) as f:
+            for k, v in sd.items():
+                check(f.describe(k)["kind"] == "data", "%s stored as %s" % (k, f.describe(k)))
+                check(np.array_equal(f.get_tensor(k), np.asarray(v)), "%s read back wrong" % k)
+    # The same list object twice is still two values (nothing of the caller's shared).
+    lst = [1.0, 2.0]
+    wpack.save_file({"x": lst, "y": lst}, p)
+    with wpack.safe_open(p) as f:
+        check(f.describe("y")["kind"] == "data", "a list is not shared storage")
+
+
+@case
 def memory_does_not_grow_with_data(d):
     n = 128 << 20
     big = np.broadcast_to(np.float32(0.5), (n // 4 // 1024, 1024))  # non-contiguous, no memory
