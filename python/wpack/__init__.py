@@ -16,6 +16,7 @@ Every C failure is raised as wpack.Error (.code, .name, message).
 """
 import ctypes
 import mmap
+import operator
 import os
 
 import numpy as np
@@ -67,10 +68,30 @@ def _describe(code):
     return lib.wpack_error_describe(code).decode()
 
 
-def _b(s):
+def _b(s, what="string"):
+    """s as the bytes of a C string (str: UTF-8)."""
     if isinstance(s, bytes):
         return s
     return str(s).encode("utf-8")
+
+
+def _int_arg(v, ctype, what):
+    """v as a Python int that fits the C integer type ctype (a ctypes type,
+    which would otherwise wrap it silently): TypeError if v is not an
+    integer (bool is not one), OverflowError naming `what` outside
+    ctype's range."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError("%s must be an int, not bool" % what)
+    try:
+        n = operator.index(v)
+    except TypeError:
+        raise TypeError("%s must be an int, not %s" % (what, type(v).__name__)) from None
+    bits = 8 * ctypes.sizeof(ctype)
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if ctype(-1).value == -1 \
+        else (0, (1 << bits) - 1)
+    if not lo <= n <= hi:
+        raise OverflowError("%s=%d is out of range %d..%d" % (what, n, lo, hi))
+    return n
 
 
 def version():
@@ -660,7 +681,7 @@ class safe_open:
         """Calibration statistics. With a name: the record of that tensor
         (weight stats) or module path (activation stats: its output), also
         found through the name map; kind "weight"/"activation" picks one
-        when both exist. Returns a dict: key, kind, granularity ("tensor" or
+        when both exist (any other kind: ValueError). Returns a dict: key, kind, granularity ("tensor" or
         "channel"), axis, channels, count, min, max, absmax, mean, variance
         (floats, or numpy arrays per channel), histogram ((edges, counts)
         numpy arrays, or None), percentiles [(q, value)]. Without a name: a
@@ -675,8 +696,8 @@ class safe_open:
                     h.fail(rc, "stats record %d" % i)
                 out.append(_stats_dict(s))
             return out
-        kinds = {None: (STATS_WEIGHT, STATS_ACTIVATION), "weight": (STATS_WEIGHT,),
-                 "activation": (STATS_ACTIVATION,)}[kind]
+        kinds = (STATS_WEIGHT, STATS_ACTIVATION) if kind is None else \
+            (_stats_kind(kind, "stats()"),)
         keys = [name_or_module]
         nm = self.name_map()
         if name_or_module in nm:
@@ -990,46 +1011,101 @@ def _set_array(wr, k, vals):
     return lib.wpack_writer_set_array(wr.w, k, et, n, arr)
 
 
+_STATS_KINDS = {"weight": STATS_WEIGHT, "activation": STATS_ACTIVATION}
+_STATS_VALUES = ("min", "max", "absmax", "mean", "variance")
+_MAX_AXIS = 7   # WPACK_MAX_RANK - 1
+
+
+def _stats_kind(kind, what):
+    if kind not in _STATS_KINDS:
+        raise ValueError("%s: kind %r: want one of %s"
+                         % (what, kind, ", ".join(repr(k) for k in _STATS_KINDS)))
+    return _STATS_KINDS[kind]
+
+
 def _stats_in(key, rec):
-    """(wpack_stats_in, keep-alive list) from a stats dict (see save_file)."""
-    kind = rec.get("kind", "weight")
+    """(wpack_stats_in, keep-alive list) from a stats dict (see save_file).
+    Every array's length is checked here (the C side reads `channels`
+    values of each, hist_bins + 1 edges): TypeError/ValueError/OverflowError
+    naming the record and field."""
+    where = "stats %r" % (key,)
+    if not isinstance(rec, dict):
+        raise TypeError("%s: want a dict, not %s" % (where, type(rec).__name__))
+    for f in ("count", "min", "max", "mean"):
+        if rec.get(f) is None:
+            raise ValueError("%s: %r is required" % (where, f))
     s = _lib.StatsIn()
-    s.key = _b(key)
-    s.kind = STATS_ACTIVATION if kind == "activation" else STATS_WEIGHT
+    s.key = _b(key, "stats key")
+    s.kind = _stats_kind(rec.get("kind", "weight"), where)
+    gran = rec.get("granularity")
+    if gran is None:
+        gran = "channel" if np.ndim(rec["min"]) else "tensor"
+    if gran not in ("tensor", "channel"):
+        raise ValueError("%s: granularity %r: want 'tensor' or 'channel'" % (where, gran))
     keep = []
 
-    def arr(v, dtype=np.float64):
-        a = np.ascontiguousarray(np.atleast_1d(np.asarray(v, dtype=dtype)))
+    def floats(f, v, ndim):
+        try:
+            a = np.array(v, dtype=np.float64, order="C")   # a copy, 0-d kept 0-d
+        except (TypeError, ValueError):
+            raise TypeError("%s: %r must be numbers, not %r" % (where, f, v)) from None
+        if a.ndim != ndim:
+            want = {0: "a number", 1: "a 1-D array", 2: "(q, value) pairs"}[ndim]
+            raise ValueError("%s: %r must be %s, not of shape %s" % (where, f, want, a.shape))
         keep.append(a)
         return a
 
-    mn = arr(rec["min"])
-    C = mn.size
-    per_channel = rec.get("granularity", "channel" if np.ndim(rec["min"]) else "tensor")
-    s.granularity = 1 if per_channel == "channel" else 0
-    s.axis = int(rec.get("axis", 0))
+    per = gran == "channel"
+    mn = floats("min", rec["min"], 1 if per else 0)
+    C = _int_arg(mn.size, ctypes.c_uint32, where + " channels")
+    if C == 0:
+        raise ValueError("%s: per-channel stats need at least one channel" % where)
+    s.granularity = 1 if per else 0
     s.channels = C
-    s.count = int(rec["count"])
-    mx = arr(rec["max"])
-    fields = {"min": mn, "max": mx,
-              "absmax": arr(rec["absmax"]) if rec.get("absmax") is not None
-              else np.maximum(np.abs(mn), np.abs(mx)),
-              "mean": arr(rec["mean"]),
-              "variance": arr(rec["variance"]) if rec.get("variance") is not None
-              else np.zeros(C)}
-    for f, a in fields.items():
-        keep.append(a)
+    axis = _int_arg(rec.get("axis", 0), ctypes.c_int64, where + " axis")
+    if not 0 <= axis <= _MAX_AXIS:
+        raise ValueError("%s: axis %d: want 0..%d" % (where, axis, _MAX_AXIS))
+    s.axis = axis
+    s.count = _int_arg(rec["count"], ctypes.c_uint64, where + " count")
+    vals = {"min": mn}
+    for f in _STATS_VALUES[1:]:
+        v = rec.get(f)
+        if v is None and f == "absmax":
+            v = np.maximum(np.abs(mn), np.abs(vals["max"]))
+        elif v is None and f == "variance":
+            v = np.zeros_like(mn)   # as the --stats JSON schema: 0, a placeholder
+        vals[f] = floats(f, v, mn.ndim)
+        if vals[f].size != C:
+            raise ValueError("%s: %r has %d values, 'min' %d: one per channel"
+                             % (where, f, vals[f].size, C))
+    for f, a in vals.items():
         setattr(s, f, a.ctypes.data_as(_lib.c_dblp))
     hist = rec.get("histogram")
     if hist is not None:
-        edges, counts = arr(hist[0]), arr(hist[1], np.uint64)
-        s.hist_bins = counts.size
+        if not isinstance(hist, (tuple, list)) or len(hist) != 2:
+            raise TypeError("%s: 'histogram' must be (edges, counts)" % where)
+        counts = np.asarray(hist[1])
+        if counts.ndim != 1 or counts.size == 0 or counts.dtype.kind not in "iu":
+            raise TypeError("%s: histogram counts must be a non-empty 1-D array of ints, "
+                            "not %s of shape %s" % (where, counts.dtype, counts.shape))
+        if counts.dtype.kind == "i" and (counts < 0).any():
+            raise ValueError("%s: histogram counts must be >= 0" % where)
+        counts = np.ascontiguousarray(counts, dtype=np.uint64)
+        keep.append(counts)
+        edges = floats("histogram edges", hist[0], 1)
+        if edges.size != counts.size + 1:
+            raise ValueError("%s: histogram has %d counts and %d edges: want counts + 1 edges"
+                             % (where, counts.size, edges.size))
+        s.hist_bins = _int_arg(counts.size, ctypes.c_uint32, where + " histogram bins")
         s.hist_edges = edges.ctypes.data_as(_lib.c_dblp)
         s.hist_counts = counts.ctypes.data_as(_lib.c_u64p)
     pct = rec.get("percentiles")
-    if pct:
-        p = arr(np.asarray(pct, dtype=np.float64).reshape(-1))
-        s.percentile_count = p.size // 2
+    if pct is not None and len(pct):
+        p = floats("percentiles", pct, 2)
+        if p.shape[1] != 2:
+            raise ValueError("%s: 'percentiles' must be (q, value) pairs, not of shape %s"
+                             % (where, p.shape))
+        s.percentile_count = _int_arg(p.shape[0], ctypes.c_uint32, where + " percentiles")
         s.percentiles = p.ctypes.data_as(_lib.c_dblp)
     return s, keep
 
@@ -1056,10 +1132,18 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
 
     metadata: {key: str | int | float | bool | bytes | list of one of those}
       stored typed. name_map: {other name: entry name (or a module path with
-      activation stats)}. stats: {key: {"kind": "weight"|"activation",
-      "count", "min", "max", "mean", optional "absmax", "variance",
-      "granularity", "axis", "histogram": (edges, counts), "percentiles":
-      [(q, v)]}} (spec appendix A; arrays for per-channel).
+      activation stats)}. stats: {key: {"kind": "weight" (default) or
+      "activation", "count" (int >= 0), "min", "max", "mean", optional
+      "absmax" (default max(|min|, |max|)), "variance" (default 0, as the
+      --stats JSON schema: a placeholder, not an observed value),
+      "granularity" ("channel" when min is an array, else "tensor"),
+      "axis" (0..7, default 0), "histogram": (edges[N + 1], counts[N]),
+      "percentiles": [(q, v)]}} (spec appendix A). Per-tensor values are
+      numbers; per-channel ones 1-D arrays all as long as min (the channel
+      count). A record that breaks these raises TypeError, ValueError or
+      OverflowError naming it and the field; the values themselves (finite,
+      min <= max, ...) are checked by the C writer (wpack.Error
+      WPACK_E_STATS).
     options: alignment, weight_stats (True: min/max/mean/variance of each
       float tensor, about a third of save_file's CPU time; False skips them),
       histogram_bins (0),

@@ -177,6 +177,44 @@ def writer_errors_leave_nothing(d):
 
 
 @case
+def stats_records_are_checked_field_by_field(d):
+    # The C side reads `channels` values of every field and bins + 1 edges:
+    # a short array was read past its end. Each mismatch is refused here,
+    # naming the record and the field, and nothing is written.
+    p = os.path.join(d, "s.wpack")
+    a = np.ones((2, 2), np.float32)
+    chan = {"granularity": "channel", "axis": 0, "count": 4, "min": [0.0, 0.0],
+            "max": [1.0, 1.0], "mean": [0.5, 0.5], "variance": [0.0, 0.0]}
+    bad = [(ValueError, "'max'", {"max": [1.0]}), (ValueError, "'mean'", {"mean": [0.5] * 3}),
+           (ValueError, "'absmax'", {"absmax": [1.0]}),
+           (ValueError, "'variance'", {"variance": [0.0]}),
+           (ValueError, "edges", {"histogram": ([0.0, 1.0], [1, 2])}),
+           (ValueError, "counts", {"histogram": ([0.0, 1.0, 2.0], [1, -2])}),
+           (TypeError, "counts", {"histogram": ([0.0, 1.0], [0.5])}),
+           (OverflowError, "count", {"count": -1}), (OverflowError, "count", {"count": 2 ** 64}),
+           (ValueError, "axis", {"axis": -1}), (ValueError, "axis", {"axis": 8}),
+           (ValueError, "kind", {"kind": "activatoin"}),
+           (ValueError, "'min'", {"granularity": "tensor"}),
+           (ValueError, "granularity", {"granularity": "row"}),
+           (ValueError, "percentiles", {"percentiles": [1.0, 2.0]}),
+           (ValueError, "'mean' is required", {"mean": None})]
+    for exc, field, change in bad:
+        rec = dict(chan, **change)
+        for call in (lambda: wpack.save_file({"a": a}, p, stats={"a": rec}),
+                     lambda: wpack.update_stats(p, {"a": rec})):
+            e = raises(exc, call)
+            check("stats 'a'" in str(e) and field in str(e), "%s: message %s" % (change, e))
+        check(not os.path.exists(p), "written despite %s" % change)
+    act = {"kind": "activation", "count": 4, "min": 0, "max": 1, "mean": 0.5}
+    wpack.save_file({"a": a}, p, stats={"a": chan, "t": act})
+    with wpack.safe_open(p) as f:
+        check(f.stats("t")["variance"] == 0.0, "variance left out is 0, as documented")
+        check(np.array_equal(f.stats("a")["max"], [1.0, 1.0]), "good record")
+        e = raises(ValueError, f.stats, "a", kind="weights")
+        check("'weight'" in str(e) and "'activation'" in str(e), "lists the kinds: %s" % e)
+
+
+@case
 def update_stats_in_place(d):
     p = os.path.join(d, "u.wpack")
     wpack.save_file({"w": np.ones(3, np.float32)}, p)
