@@ -18,6 +18,7 @@ import ctypes
 import mmap
 import operator
 import os
+import stat
 
 import numpy as np
 
@@ -274,6 +275,10 @@ class safe_open:
     bf16 is torch.bfloat16 for "pt" and raw uint16 bit patterns for "np";
     f8 dtypes are raw uint8 for both; block dtypes are their bytes as uint8.
 
+    A local path that is not a regular file (FIFO, directory, device) is
+    refused without blocking, wpack.Error WPACK_E_FILE_TYPE; a missing one
+    is WPACK_E_IO: the library's error, the same for both frameworks.
+
     Views stay valid after close() (or leaving the `with`): the archive is
     really closed when the last view is garbage-collected.
     Use as a context manager or call close().
@@ -349,10 +354,20 @@ class safe_open:
     def _open_pt(self, path, flags):
         # Map the same file the C library opened: open our descriptor first,
         # then the library, then check the path still names our file (a
-        # rename over it in between would give two different files).
+        # rename over it in between would give two different files). Our
+        # open never blocks (O_NONBLOCK: a FIFO would wait for a writer) and
+        # maps regular files only; whatever we cannot open or map, the
+        # library is asked to open, so its error is the one "np" raises
+        # (WPACK_E_IO for a missing file, WPACK_E_FILE_TYPE for a FIFO...).
         for _ in range(5):
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
+                fd = None
+            try:
+                if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+                    _Handle(path, flags)   # raises the library's error for it
+                    continue               # it changed in between: again
                 h = _Handle(path, flags)
                 st, now = os.fstat(fd), os.stat(path)
                 if (st.st_dev, st.st_ino) != (now.st_dev, now.st_ino):
@@ -362,7 +377,8 @@ class safe_open:
                                          prot=mmap.PROT_READ | mmap.PROT_WRITE)
                 return h
             finally:
-                os.close(fd)
+                if fd is not None:
+                    os.close(fd)
         raise Error(E_IO, "%s: replaced while being opened, five times" % path)
 
     # -- lifetime

@@ -337,5 +337,44 @@ def stats_written_match_numpy(d):
         check(a["kind"] == "activation" and a["absmax"] == 2.0 and a["variance"] == 0.0, "act")
 
 
+
+@case
+def special_files_are_refused_alike_for_np_and_pt(d):
+    # framework="pt" opened the path itself (to map it) without O_NONBLOCK
+    # before the library's checks: a FIFO hung the open forever. Run in a
+    # child so a hang is a failure, not a stuck test run.
+    import subprocess
+    import sys
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    code = """if 1:
+        import sys, torch, wpack, wpack.torch as wt
+        path = sys.argv[1]
+        for fw in ("np", "pt"):
+            try:
+                wpack.safe_open(path, framework=fw)
+            except wpack.Error as e:
+                print(fw, e.name, str(e))
+        try:
+            wt.load_model(torch.nn.Linear(2, 2), path)
+        except wpack.Error as e:
+            print("load_model", e.name, str(e))
+    """
+    for path, want in ((fifo, "WPACK_E_FILE_TYPE"), (d, "WPACK_E_FILE_TYPE"),
+                       (os.path.join(d, "missing.wpack"), "WPACK_E_IO")):
+        try:
+            r = subprocess.run([sys.executable, "-c", code, path], capture_output=True,
+                               text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("safe_open(%s) hangs" % path)
+        lines = r.stdout.splitlines()
+        check(r.returncode == 0 and len(lines) == 3, "%s: %s %s" % (path, r.stdout, r.stderr))
+        msgs = set()
+        for line in lines:
+            who, name, msg = line.split(" ", 2)
+            check(name == want, "%s %s: %s, want %s" % (path, who, name, want))
+            msgs.add(msg)
+        check(len(msgs) == 1, "np and pt say different things: %s" % msgs)
+
 if __name__ == "__main__":
     main()
