@@ -69,11 +69,14 @@ def _describe(code):
     return lib.wpack_error_describe(code).decode()
 
 
-def _b(s, what="string"):
-    """s as the bytes of a C string (str: UTF-8)."""
-    if isinstance(s, bytes):
-        return s
-    return str(s).encode("utf-8")
+def _b(s, what):
+    """s as the bytes of a C string (str: UTF-8). A NUL inside would end
+    the string early in C (a name, key, value or path silently cut short):
+    ValueError naming `what`."""
+    b = s if isinstance(s, bytes) else str(s).encode("utf-8")
+    if b"\0" in b:
+        raise ValueError("%s %r contains a NUL character (C strings end at one)" % (what, s))
+    return b
 
 
 def _int_arg(v, ctype, what):
@@ -172,12 +175,12 @@ def _remote_options(flags, given, use_env, progress=None):
         if v is None:
             continue
         if k == "cache":  # the directory of the chunk cache
-            b = _b(os.fspath(v))
+            b = _b(os.fspath(v), "cache")
             o._keep.append(b)
             o.cache_dir = b
         elif k in ("s3_region", "s3_endpoint", "access_key", "secret_key", "session_token",
                  "ca_file"):
-            b = _b(os.fspath(v) if k == "ca_file" else v)
+            b = _b(os.fspath(v) if k == "ca_file" else v, k)
             o._keep.append(b)
             setattr(o, k, b)
         elif k == "follow_redirects":
@@ -199,9 +202,9 @@ class _Handle:
         self.remote = remote
         self.progress = getattr(remote, "_progress", None)
         if remote is not None:   # a URL: through libwpack-remote
-            rc = _lib.remote_lib().wpack_open_url(ctypes.byref(p), _b(path), ctypes.byref(remote))
+            rc = _lib.remote_lib().wpack_open_url(ctypes.byref(p), _b(path, "URL"), ctypes.byref(remote))
         else:
-            rc = lib.wpack_open_file(ctypes.byref(p), _b(path), flags)
+            rc = lib.wpack_open_file(ctypes.byref(p), _b(path, "path"), flags)
         if rc != 0:
             msg = lib.wpack_errmsg(p).decode("utf-8", "replace") if p else _describe(rc)
             lib.wpack_close(p)
@@ -330,6 +333,7 @@ class safe_open:
         self._verify = bool(verify)
         self._mm = None
         path = os.fspath(path)
+        _b(path, "path")   # a NUL is refused before any open
         flags = OPEN_VERIFY_READS if verify else 0
         self._remote = is_url(path)
         if self._remote:
@@ -403,7 +407,7 @@ class safe_open:
     def _find(self, name):
         h = self._handle()
         t = _lib.Tensor()
-        rc = lib.wpack_find(h.ptr, _b(name), ctypes.byref(t))
+        rc = lib.wpack_find(h.ptr, _b(name, "name"), ctypes.byref(t))
         if rc != 0:
             raise Error(rc, "%s: no entry or name-map name %r" % (h.path, name))
         return t
@@ -490,7 +494,7 @@ class safe_open:
         out = []
         for p in self._prefix_candidates(prefix):
             first, count = ctypes.c_uint64(), ctypes.c_uint64()
-            rc = lib.wpack_prefix_range(h.ptr, _b(p + "."), ctypes.byref(first),
+            rc = lib.wpack_prefix_range(h.ptr, _b(p + ".", "prefix"), ctypes.byref(first),
                                         ctypes.byref(count))
             if rc == E_NOT_FOUND:
                 count.value = 0
@@ -498,7 +502,7 @@ class safe_open:
                 h.fail(rc, "prefix %r" % p)
             names = [self._at(first.value + k).name.decode() for k in range(count.value)]
             t = _lib.Tensor()
-            if lib.wpack_find(h.ptr, _b(p), ctypes.byref(t)) == 0 and t.name.decode() == p:
+            if lib.wpack_find(h.ptr, _b(p, "prefix"), ctypes.byref(t)) == 0 and t.name.decode() == p:
                 names.insert(0, p)
             if names:
                 out = names
@@ -527,7 +531,11 @@ class safe_open:
 
     def __contains__(self, name):
         t = _lib.Tensor()
-        return lib.wpack_find(self._handle().ptr, _b(name), ctypes.byref(t)) == 0
+        try:
+            b = _b(name, "name")
+        except ValueError:   # no entry has a NUL in its name
+            return False
+        return lib.wpack_find(self._handle().ptr, b, ctypes.byref(t)) == 0
 
     def __iter__(self):
         return iter(self.keys())
@@ -724,7 +732,7 @@ class safe_open:
         for key in keys:
             for k in kinds:
                 s = _lib.Stats()
-                if lib.wpack_stats_find(h.ptr, _b(key), k, ctypes.byref(s)) == 0:
+                if lib.wpack_stats_find(h.ptr, _b(key, "stats key"), k, ctypes.byref(s)) == 0:
                     return _stats_dict(s)
         raise Error(E_NOT_FOUND, "%s: no stats record for %r" % (h.path, name_or_module))
 
@@ -880,7 +888,7 @@ class _Writer:
             opt.executor = ctypes.addressof(self.executor)
         p = ctypes.c_void_p()
         self.path = os.fspath(path)
-        rc = lib.wpack_writer_open(ctypes.byref(p), _b(self.path), ctypes.byref(opt))
+        rc = lib.wpack_writer_open(ctypes.byref(p), _b(self.path, "path"), ctypes.byref(opt))
         self.w = p
         if rc != 0:
             self.fail(rc)
@@ -915,7 +923,7 @@ class _Writer:
 
     def add_array(self, name, arr, code):
         dims = (ctypes.c_uint64 * max(1, arr.ndim))(*arr.shape)
-        self.check(lib.wpack_writer_begin_tensor(self.w, _b(name), code, arr.ndim, dims))
+        self.check(lib.wpack_writer_begin_tensor(self.w, _b(name, "tensor name"), code, arr.ndim, dims))
         if arr.size:
             if arr.flags.c_contiguous:
                 base = arr.ctypes.data
@@ -967,7 +975,7 @@ def _as_numpy(x):
 
 def _set_metadata(wr, metadata):
     for key, v in (metadata or {}).items():
-        k = _b(key)
+        k = _b(key, "metadata key")
         if isinstance(v, (bool, np.bool_)):
             rc = lib.wpack_writer_set_bool(wr.w, k, int(bool(v)))
         elif isinstance(v, (int, np.integer)):
@@ -975,7 +983,7 @@ def _set_metadata(wr, metadata):
         elif isinstance(v, (float, np.floating)):
             rc = lib.wpack_writer_set_f64(wr.w, k, float(v))
         elif isinstance(v, str):
-            rc = lib.wpack_writer_set_string(wr.w, k, _b(v))
+            rc = lib.wpack_writer_set_string(wr.w, k, _b(v, "metadata %r value" % (key,)))
         elif isinstance(v, (bytes, bytearray)):
             b = bytes(v)
             rc = lib.wpack_writer_set_bytes(wr.w, k, b, len(b))
@@ -1018,7 +1026,8 @@ def _set_array(wr, k, vals):
     elif et == META_BOOL:
         arr = (ctypes.c_int * max(1, n))(*[int(bool(v)) for v in vals])
     elif et == META_STRING:
-        arr = (ctypes.c_char_p * max(1, n))(*[_b(v) for v in vals])
+        arr = (ctypes.c_char_p * max(1, n))(*[_b(v, "metadata %r element" % k.decode())
+                                              for v in vals])
     else:
         keep = [bytes(v) for v in vals]
         arr = (_lib.Bytes * max(1, n))(*[_lib.Bytes(ctypes.cast(ctypes.c_char_p(b),
@@ -1147,7 +1156,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     converted to new arrays (lists, Python and numpy scalars) never are. bf16 torch tensors are stored as bf16; numpy uint16 as u16.
 
     metadata: {key: str | int | float | bool | bytes | list of one of those}
-      stored typed. name_map: {other name: entry name (or a module path with
+      stored typed; ints must fit int64 (OverflowError, never wrapped).
+      Names, keys and str values (also in lists) must not hold a NUL
+      character (ValueError: C would end them there); bytes values may. name_map: {other name: entry name (or a module path with
       activation stats)}. stats: {key: {"kind": "weight" (default) or
       "activation", "count" (int >= 0), "min", "max", "mean", optional
       "absmax" (default max(|min|, |max|)), "variance" (default 0, as the
@@ -1179,7 +1190,7 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
         for name, x in tensors.items():
             arr, code, key = _as_numpy(x)
             if key is not None and key in seen:
-                wr.check(lib.wpack_writer_add_alias(wr.w, _b(name), _b(seen[key])))
+                wr.check(lib.wpack_writer_add_alias(wr.w, _b(name, "tensor name"), _b(seen[key], "tensor name")))
                 continue
             wr.add_array(name, arr, code)
             if key is not None:
@@ -1187,7 +1198,8 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
                 alive.append((x, arr))
         _set_metadata(wr, metadata)
         for other, entry in (name_map or {}).items():
-            wr.check(lib.wpack_writer_add_name(wr.w, _b(other), _b(entry)))
+            wr.check(lib.wpack_writer_add_name(wr.w, _b(other, "name-map name"),
+                                                 _b(entry, "name-map entry")))
         for key, rec in (stats or {}).items():
             s, keep = _stats_in(key, rec)
             wr.check(lib.wpack_writer_add_stats(wr.w, ctypes.byref(s)))
@@ -1211,7 +1223,7 @@ def update_stats(path, stats):
         return
     arr = (_lib.StatsIn * len(recs))(*recs)
     buf = ctypes.create_string_buffer(1024)
-    rc = lib.wpack_update_add_stats(_b(os.fspath(path)), arr, len(recs), buf, len(buf))
+    rc = lib.wpack_update_add_stats(_b(os.fspath(path), "path"), arr, len(recs), buf, len(buf))
     if rc != 0:
         raise Error(rc, buf.value.decode("utf-8", "replace"))
 
@@ -1231,7 +1243,7 @@ def detect(path):
     library's reason."""
     imp = _lib.import_lib()
     err = ctypes.create_string_buffer(1024)
-    kind = imp.wpack_import_detect(_b(os.fspath(path)), err, len(err))
+    kind = imp.wpack_import_detect(_b(os.fspath(path), "path"), err, len(err))
     if kind == 0:
         msg = err.value.decode("utf-8", "replace")
         code = E_INPUT
@@ -1243,8 +1255,8 @@ def detect(path):
     return imp.wpack_import_kind_name(kind).decode()
 
 
-def _cstrs(items, keep):
-    items = [_b(x) for x in items]
+def _cstrs(items, keep, what):
+    items = [_b(x, what) for x in items]
     keep.append(items)
     arr = (ctypes.c_char_p * max(1, len(items)))(*items)
     keep.append(arr)
@@ -1349,19 +1361,19 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         o = _lib.ImportOptions()
         imp.wpack_import_options_init(ctypes.byref(o))
         p, k = per.get("prefix", prefix), per.get("key", key)
-        o.prefix = _b(p) if p else None
-        o.key = _b(k) if k else None
+        o.prefix = _b(p, "prefix") if p else None
+        o.key = _b(k, "key") if k else None
         o.cast = _CASTS[cast]
         if only:
             globs = [only] if isinstance(only, str) else list(only)
-            o.only = _cstrs(globs, keep)
+            o.only = _cstrs(globs, keep, "only glob")
             o.only_count = len(globs)
         o.weight_stats = 1 if weight_stats else 0
         o.follow_links = 1 if follow_links else 0
         o.keep_observers = 1 if keep_observers else 0
         o.max_ratio = int(max_ratio or 0)
         o.max_total = int(max_total or 0)
-        o.temp_dir = _b(os.fspath(temp_dir)) if temp_dir else None
+        o.temp_dir = _b(os.fspath(temp_dir), "temp_dir") if temp_dir else None
         o.warn = warn_cb
         o.err = ctypes.cast(err, ctypes.c_void_p)
         o.err_size = len(err)
@@ -1390,7 +1402,7 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
                           it.name, int(it.bytes), o))
             return 0
 
-        rc = imp.wpack_import_list(_b(os.fspath(spec)), ctypes.byref(o),
+        rc = imp.wpack_import_list(_b(os.fspath(spec), "input"), ctypes.byref(o),
                                    _lib.ImportItemFn(on_item), None)
         check_pending()
         if rc != 0:
@@ -1412,7 +1424,7 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
     try:
         _set_metadata(wr, metadata)
         if layers is not None:
-            wr.check(lib.wpack_writer_set_string(wr.w, b"wpack.layers", _b(layers)))
+            wr.check(lib.wpack_writer_set_string(wr.w, b"wpack.layers", _b(layers, "layers")))
         rc = imp.wpack_import_open(ctypes.byref(handle), wr.w)
         if rc != 0:
             raise Error(rc, "pack(): %s" % _describe(rc))
@@ -1430,7 +1442,7 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
             if wr.executor is not None:   # threads=N: the stats before a cast too
                 o.executor = ctypes.addressof(wr.executor)
             o.portable_stats = 1 if writer_options.get("portable_stats") else 0
-            rc = imp.wpack_import_add(handle, _b(p), ctypes.byref(o))
+            rc = imp.wpack_import_add(handle, _b(p, "input"), ctypes.byref(o))
             o.progress = _lib.ImportProgress()
             check_pending()
             if rc != 0:
@@ -1440,11 +1452,11 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         if stats_file or name_map:
             o = options({})
             if stats_file:
-                o.stats_file = _b(os.fspath(stats_file))
+                o.stats_file = _b(os.fspath(stats_file), "stats_file")
             pairs = list((name_map or {}).items())
             if pairs:
-                o.name_map_other = _cstrs([a for a, _ in pairs], keep)
-                o.name_map_entry = _cstrs([b for _, b in pairs], keep)
+                o.name_map_other = _cstrs([a for a, _ in pairs], keep, "name-map name")
+                o.name_map_entry = _cstrs([b for _, b in pairs], keep, "name-map entry")
                 o.name_map_count = len(pairs)
             rc = imp.wpack_import_add(handle, None, ctypes.byref(o))
             if rc != 0:

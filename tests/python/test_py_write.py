@@ -215,6 +215,37 @@ def stats_records_are_checked_field_by_field(d):
 
 
 @case
+def nul_characters_are_refused_not_cut(d):
+    # Strings go to C as NUL-terminated: "w\x00x" was stored as "w", a
+    # value "a\x00b" as "a". Refused, naming the field; nothing written.
+    p = os.path.join(d, "n.wpack")
+    a = np.ones(2, np.float32)
+    for what, call in (
+            ("tensor name", lambda: wpack.save_file({"w\x00x": a}, p)),
+            ("tensor name", lambda: wpack.save_file({"w": a, b"v\x00": a}, p)),
+            ("metadata key", lambda: wpack.save_file({"w": a}, p, metadata={"k\x00": 1})),
+            ("metadata 'k' value", lambda: wpack.save_file({"w": a}, p, metadata={"k": "a\x00b"})),
+            ("metadata 'k' element",
+             lambda: wpack.save_file({"w": a}, p, metadata={"k": ["ok", "a\x00b"]})),
+            ("name-map name", lambda: wpack.save_file({"w": a}, p, name_map={"o\x00": "w"})),
+            ("name-map entry", lambda: wpack.save_file({"w": a}, p, name_map={"o": "w\x00"})),
+            ("stats key", lambda: wpack.save_file({"w": a}, p, stats={"w\x00": {
+                "count": 1, "min": 0, "max": 0, "mean": 0}})),
+            ("path", lambda: wpack.save_file({"w": a}, p + "\x00x")),
+            ("path", lambda: wpack.safe_open(p + "\x00x", framework="pt"))):
+        e = raises(ValueError, call)
+        check(what in str(e) and "NUL" in str(e), "%s: %s" % (what, e))
+        check(os.listdir(d) == [], "left behind: %s" % os.listdir(d))
+    # Bytes values carry their length: a NUL inside them is data, kept.
+    wpack.save_file({"w": a}, p, metadata={"b": b"a\x00b", "l": [b"\x00", b"x"]})
+    with wpack.safe_open(p) as f:
+        m = f.metadata()
+        check(m["b"] == b"a\x00b" and m["l"] == [b"\x00", b"x"], "bytes kept whole: %s" % m)
+        check("w\x00x" not in f and "w" in f, "lookup of a name with a NUL")
+        raises(ValueError, f.get_tensor, "w\x00x")
+
+
+@case
 def update_stats_in_place(d):
     p = os.path.join(d, "u.wpack")
     wpack.save_file({"w": np.ones(3, np.float32)}, p)
