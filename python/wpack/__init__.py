@@ -94,8 +94,13 @@ def _int_arg(v, ctype, what):
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if ctype(-1).value == -1 \
         else (0, (1 << bits) - 1)
     if not lo <= n <= hi:
-        raise OverflowError("%s=%d is out of range %d..%d" % (what, n, lo, hi))
+        raise OverflowError("%s: %d is out of range %d..%d" % (what, n, lo, hi))
     return n
+
+
+def _set_int(struct, field, v, what):
+    """struct.field = v, checked against the field's C type (_int_arg)."""
+    setattr(struct, field, _int_arg(v, dict(type(struct)._fields_)[field], what))
 
 
 def version():
@@ -151,9 +156,7 @@ class _Progress:
 
 
 def _remote_options(flags, given, use_env, progress=None):
-    bad = [k for k in given if k not in _REMOTE_OPTIONS]
-    if bad:
-        raise TypeError("safe_open(): unknown option(s) %s" % ", ".join(sorted(bad)))
+    _check_options("safe_open", given, _REMOTE_OPTIONS)
     if progress is not None and not callable(progress):
         raise TypeError("safe_open(): progress must be callable(fetched_bytes)")
     o = _lib.RemoteOptions()
@@ -186,7 +189,7 @@ def _remote_options(flags, given, use_env, progress=None):
         elif k == "follow_redirects":
             o.follow_redirects = 1 if v else 0
         else:
-            setattr(o, k, int(v))
+            _set_int(o, k, v, "safe_open(): " + k)
     return o
 
 
@@ -302,7 +305,8 @@ class safe_open:
     least recently used removed first); see include/wpack_remote.h.
     Keyword options (wpack_remote_options): connections (8),
     chunk_size (8 MiB), retries (4), retry_delay_ms (250), timeout_s (30),
-    max_bytes_per_s (0: no cap), follow_redirects (True), and for s3://
+    max_bytes_per_s (0: no cap), follow_redirects (True) (ints: outside
+    their C field's range OverflowError), and for s3://
     s3_region, s3_endpoint ("http://host:port", path style), access_key,
     secret_key, session_token, ca_file. With aws_env=True (default) the
     S3 ones not given come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
@@ -854,41 +858,50 @@ _CHUNK = 16 << 20
 _FOLLOW_WINDOW = 256  # entries safe_open plans ahead of reads in name order (_follow)
 
 
+_WRITER_OPTIONS = ("alignment", "weight_stats", "histogram_bins", "compress_level",
+                   "compress_chunk", "compress_min", "compress_min_saving", "shard_size",
+                   "max_data_bytes", "portable_stats", "threads")
+
+
+def _check_options(caller, given, known):
+    bad = [k for k in given if k not in known]
+    if bad:
+        raise TypeError("%s(): unknown option(s) %s (known: %s)"
+                        % (caller, ", ".join(sorted(bad)), ", ".join(known)))
+
+
 class _Writer:
-    def __init__(self, path, alignment=None, weight_stats=True, histogram_bins=0,
-                 compress_level=0, compress_chunk=None, compress_min=None, shard_size=0,
-                 max_data_bytes=0, compress_min_saving=None, portable_stats=False,
-                 threads=1, durable=True):
-        self.pool = self.executor = None
+    """One wpack_writer. caller names the public function in errors."""
+
+    def __init__(self, caller, path, durable=True, **options):
+        _check_options(caller, options, _WRITER_OPTIONS)
+        self.pool = self.executor = self.w = None
+        self.path = os.fspath(path)
+        bpath = _b(self.path, "path")
         opt = _lib.WriterOptions()
         lib.wpack_writer_options_init(ctypes.byref(opt))
-        if alignment:
-            opt.alignment = alignment
-        opt.weight_stats = 1 if weight_stats else 0
-        opt.histogram_bins = histogram_bins or 0
-        opt.compress_level = compress_level or 0
-        if compress_chunk:
-            opt.compress_chunk = compress_chunk
-        if compress_min is not None:
-            opt.compress_min = compress_min
-        opt.shard_size = shard_size or 0
-        opt.max_data_bytes = max_data_bytes or 0
-        if compress_min_saving is not None:
-            opt.compress_min_saving = compress_min_saving
-        opt.portable_stats = 1 if portable_stats else 0
+        for k in ("alignment", "histogram_bins", "compress_level", "compress_chunk",
+                  "compress_min", "compress_min_saving", "shard_size", "max_data_bytes"):
+            v = options.get(k)
+            if v is not None and (v or k not in ("alignment", "compress_chunk")):
+                # None (alignment, compress_chunk: also 0): the library's default
+                _set_int(opt, k, v, "%s(): %s" % (caller, k))
+        opt.weight_stats = 1 if options.get("weight_stats", True) else 0
+        opt.portable_stats = 1 if options.get("portable_stats") else 0
         opt.no_sync = 0 if durable else 1
-        if threads and int(threads) > 1:
+        threads = _int_arg(options.get("threads") or 1, ctypes.c_uint32,
+                           "%s(): threads" % caller)
+        if threads > 1:
             # stats and hashing on a pool of libwpack-dense: the same bytes
             dense = _lib.dense_lib()
-            self.pool = dense.wpack_pool_create(min(int(threads), 256), -1)
+            self.pool = dense.wpack_pool_create(min(threads, 256), -1)
             if not self.pool:
                 raise MemoryError("wpack: no thread pool of %d threads" % threads)
             self.executor = _lib.Executor()
             dense.wpack_pool_executor(self.pool, ctypes.byref(self.executor))
             opt.executor = ctypes.addressof(self.executor)
         p = ctypes.c_void_p()
-        self.path = os.fspath(path)
-        rc = lib.wpack_writer_open(ctypes.byref(p), _b(self.path, "path"), ctypes.byref(opt))
+        rc = lib.wpack_writer_open(ctypes.byref(p), bpath, ctypes.byref(opt))
         self.w = p
         if rc != 0:
             self.fail(rc)
@@ -979,7 +992,8 @@ def _set_metadata(wr, metadata):
         if isinstance(v, (bool, np.bool_)):
             rc = lib.wpack_writer_set_bool(wr.w, k, int(bool(v)))
         elif isinstance(v, (int, np.integer)):
-            rc = lib.wpack_writer_set_i64(wr.w, k, int(v))
+            rc = lib.wpack_writer_set_i64(wr.w, k, _int_arg(v, ctypes.c_int64,
+                                                            "metadata %r" % (key,)))
         elif isinstance(v, (float, np.floating)):
             rc = lib.wpack_writer_set_f64(wr.w, k, float(v))
         elif isinstance(v, str):
@@ -1020,7 +1034,8 @@ def _set_array(wr, k, vals):
     et = kinds.pop() if kinds else META_I64
     n = len(vals)
     if et == META_I64:
-        arr = (ctypes.c_int64 * max(1, n))(*[int(v) for v in vals])
+        arr = (ctypes.c_int64 * max(1, n))(*[_int_arg(v, ctypes.c_int64, "metadata %r element"
+                                                      % k.decode()) for v in vals])
     elif et == META_F64:
         arr = (ctypes.c_double * max(1, n))(*[float(v) for v in vals])
     elif et == META_BOOL:
@@ -1182,8 +1197,10 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
       the same bytes, as `wpack create -j N`).
     durable: True (default); False: no fsync, see above (`wpack create
       --no-sync`), for scratch outputs and benchmarks.
+    An unknown option is TypeError; an int option outside its C field's
+    range (a negative size, ...) OverflowError, never wrapped.
     """
-    wr = _Writer(path, durable=durable, **options)
+    wr = _Writer("save_file", path, durable=durable, **options)
     try:
         seen = {}      # tie key -> the first name written with it
         alive = []     # the objects keyed, alive until the end (see _as_numpy)
@@ -1228,9 +1245,6 @@ def update_stats(path, stats):
         raise Error(rc, buf.value.decode("utf-8", "replace"))
 
 
-_WRITER_OPTIONS = ("alignment", "weight_stats", "histogram_bins", "compress_level",
-                   "compress_chunk", "compress_min", "compress_min_saving", "shard_size",
-                   "max_data_bytes", "portable_stats", "threads")
 _CASTS = {None: 0, "": 0, "bf16": 4, "f16": 3}
 _OUTPUT_RATIO, _OUTPUT_FLOOR = 1000, 1 << 30   # the CLI's default output cap (cli/util.c)
 
@@ -1317,13 +1331,14 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
     is at path is replaced as a whole (its shards removed once the new
     archive is in place, as save_file). Raises wpack.Error with the
     library's message ("m.pt: ...") and code, TypeError for an unknown
-    option, OSError if libwpack-import cannot be loaded. An exception
+    option or a non-int where an int goes, OverflowError for an int outside
+    its C field's range (max_ratio=-1 would wrap to 2^32-1: the guard off),
+    OSError if libwpack-import cannot be loaded. An exception
     raised by progress or warn is re-raised when the input being imported
     is done (the import is then abandoned).
     """
-    bad = [k for k in writer_options if k not in _WRITER_OPTIONS]
-    if bad:
-        raise TypeError("pack(): unknown option(s) %s" % ", ".join(sorted(bad)))
+    _check_options("pack", writer_options, _WRITER_OPTIONS)
+    _int_arg(max_output or 0, ctypes.c_uint64, "pack(): max_output")
     if cast not in _CASTS:
         raise Error(E_INVALID_ARGUMENT, "pack(): cast=%r: want 'bf16' or 'f16'" % (cast,))
     if only and not cast:
@@ -1371,8 +1386,8 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         o.weight_stats = 1 if weight_stats else 0
         o.follow_links = 1 if follow_links else 0
         o.keep_observers = 1 if keep_observers else 0
-        o.max_ratio = int(max_ratio or 0)
-        o.max_total = int(max_total or 0)
+        _set_int(o, "max_ratio", max_ratio or 0, "pack(): max_ratio")
+        _set_int(o, "max_total", max_total or 0, "pack(): max_total")
         o.temp_dir = _b(os.fspath(temp_dir), "temp_dir") if temp_dir else None
         o.warn = warn_cb
         o.err = ctypes.cast(err, ctypes.c_void_p)
@@ -1419,7 +1434,7 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         writer_options["max_data_bytes"] = max_output or \
             max(total * _OUTPUT_RATIO, _OUTPUT_FLOOR)
     writer_options["weight_stats"] = weight_stats
-    wr = _Writer(path, durable=durable, **writer_options)
+    wr = _Writer("pack", path, durable=durable, **writer_options)
     handle = ctypes.c_void_p()
     try:
         _set_metadata(wr, metadata)

@@ -166,7 +166,8 @@ def writer_errors_leave_nothing(d):
     raises(wpack.Error, wpack.save_file, {"a": a}, p,
            stats={"a": {"count": 4, "min": 2.0, "max": 1.0, "mean": 1.5}}, code="WPACK_E_STATS")
     raises(wpack.Error, wpack.save_file, {"a": a}, p, alignment=100, code="WPACK_E_ALIGNMENT")
-    raises(TypeError, wpack.save_file, {"a": a}, p, nonsense=1)
+    e = raises(TypeError, wpack.save_file, {"a": a}, p, nonsense=1)
+    check(str(e).startswith("save_file(): unknown option(s) nonsense"), str(e))
     check(os.listdir(d) == [], "left behind: %s" % os.listdir(d))
     # Python errors raised mid-write abort the writer too.
     raises(wpack.Error, wpack.save_file, {"a": a, "b": "not an array"}, p, code="WPACK_E_UNSUPPORTED")
@@ -243,6 +244,43 @@ def nul_characters_are_refused_not_cut(d):
         check(m["b"] == b"a\x00b" and m["l"] == [b"\x00", b"x"], "bytes kept whole: %s" % m)
         check("w\x00x" not in f and "w" in f, "lookup of a name with a NUL")
         raises(ValueError, f.get_tensor, "w\x00x")
+
+
+@case
+def integers_out_of_their_c_range_are_refused(d):
+    # ctypes wraps silently: 2**64 + 5 was stored as 5, uint64 max as -1, a
+    # negative limit became a huge one (max_ratio=-1: the zip-bomb guard off).
+    p = os.path.join(d, "i.wpack")
+    a = np.ones(2, np.float32)
+    for what, call in (
+            ("metadata 'big'", lambda: wpack.save_file({"a": a}, p, metadata={"big": 2 ** 64 + 5})),
+            ("metadata 'u'", lambda: wpack.save_file({"a": a}, p,
+                                                     metadata={"u": np.uint64(2 ** 64 - 1)})),
+            ("metadata 'l' element", lambda: wpack.save_file({"a": a}, p,
+                                                             metadata={"l": [1, 2 ** 63]})),
+            ("save_file(): alignment", lambda: wpack.save_file({"a": a}, p, alignment=-4096)),
+            ("save_file(): shard_size", lambda: wpack.save_file({"a": a}, p, shard_size=-1)),
+            ("save_file(): histogram_bins",
+             lambda: wpack.save_file({"a": a}, p, histogram_bins=2 ** 32)),
+            ("save_file(): threads", lambda: wpack.save_file({"a": a}, p, threads=-2)),
+            ("pack(): max_ratio", lambda: wpack.pack(p, p + "2", max_ratio=-1)),
+            ("pack(): max_total", lambda: wpack.pack(p, p + "2", max_total=2 ** 64)),
+            ("pack(): max_output", lambda: wpack.pack(p, p + "2", max_output=-1)),
+            ("safe_open(): connections",
+             lambda: wpack.safe_open("http://127.0.0.1:9/x", connections=-1)),
+            ("safe_open(): cache_max_bytes",
+             lambda: wpack.safe_open("http://127.0.0.1:9/x", cache_max_bytes=-1))):
+        e = raises(OverflowError, call)
+        check(str(e).startswith(what + ":"), "%s: %s" % (what, e))
+        check(not os.path.exists(p), "written despite %s" % what)
+    raises(TypeError, wpack.save_file, {"a": a}, p, compress_level=1.5)
+    raises(TypeError, wpack.safe_open, "http://127.0.0.1:9/x", timeout_s="30")
+    wpack.save_file({"a": a}, p, metadata={"lo": -2 ** 63, "hi": np.uint64(2 ** 63 - 1),
+                                           "l": [2 ** 63 - 1, np.int8(-1)]})
+    with wpack.safe_open(p) as f:
+        m = f.metadata()
+        check(m["lo"] == -2 ** 63 and m["hi"] == 2 ** 63 - 1 and m["l"] == [2 ** 63 - 1, -1],
+              "in-range ints: %s" % m)
 
 
 @case
