@@ -250,6 +250,7 @@ def _to_framework(arr, code, framework):
     if framework == "np":
         return arr
     torch = _torch()
+    arr = np.asarray(arr)   # one element indexed out is a numpy scalar: a 0-d tensor
     if code in (11, 12, 13):
         raise Error(E_UNSUPPORTED, "dtype %s has no torch equivalent in this torch; use "
                     "framework='np'" % DTYPES[code][0])
@@ -653,8 +654,12 @@ class safe_open:
         """A lazy slice object for `name`: index it (`[a:b]`, `[a:b, :, 3]`,
         `[i]`) to read only the rows of the first dimension asked for
         (for zstd entries only the chunks that hold those bytes are decoded;
-        with verify on, the entry is checked once as a whole first).
-        It also has get_shape() and get_dtype()."""
+        with verify on, the entry is checked once as a whole first). Other
+        indices (arrays, Ellipsis, None first) read the whole tensor and
+        index it as numpy does. A single element is a numpy scalar ("np")
+        or a 0-d tensor ("pt"), as indexing the whole tensor gives. A bool
+        index (True/False) is refused (TypeError). It also has get_shape()
+        and get_dtype()."""
         return _Slice(self, self._find(name))
 
     def metadata(self):
@@ -791,6 +796,10 @@ class _Slice:
         f, t, shape = self._f, self._t, self._shape
         if not isinstance(key, tuple):
             key = (key,)
+        if any(isinstance(k, (bool, np.bool_)) for k in key):
+            # bool is an int: True would read row 1 (numpy adds an axis)
+            raise TypeError("get_slice(%r)[...]: bool indices are not supported; "
+                            "use ints, slices or a boolean array" % t.name.decode())
         if not shape or not key or not isinstance(key[0], (int, np.integer, slice)):
             arr, _ = f._get_np(t.name.decode())
             return _to_framework(arr[key], t.dtype, f._framework)

@@ -376,5 +376,36 @@ def special_files_are_refused_alike_for_np_and_pt(d):
             msgs.add(msg)
         check(len(msgs) == 1, "np and pt say different things: %s" % msgs)
 
+
+@case
+def slice_elements_match_whole_tensor_indexing(d):
+    # A single element came back as a numpy scalar, which torch.from_numpy
+    # refused (TypeError) for "pt"; True/False were read as rows 1/0.
+    p = os.path.join(d, "e.wpack")
+    v = np.arange(10, dtype=np.int32)
+    m = rng.standard_normal((4, 3)).astype(np.float32)
+    bf = torch.randn(5, 2).bfloat16()
+    wpack.save_file({"v": v, "m": m, "bf": bf}, p)
+    keys = {"v": [3, -1, np.int64(2), slice(2, 5), slice(None, None, 3)],
+            "m": [1, (2, 1), (-1, -2), (slice(1, 3), 2), (0, slice(None))],
+            "bf": [4, (1, 0), (slice(0, 5, 2), 1)]}
+    with wpack.safe_open(p, framework="pt") as f, wpack.safe_open(p) as g:
+        for name, ks in keys.items():
+            full_pt, full_np = f.get_tensor(name), g.get_tensor(name)
+            for k in ks:
+                got = f.get_slice(name)[k]
+                want = full_pt[k]
+                check(torch.is_tensor(got) and got.dtype == want.dtype
+                      and got.shape == want.shape and torch.equal(got, want),
+                      "pt %s[%r]: %r, want %r" % (name, k, got, want))
+                got = g.get_slice(name)[k]
+                check(np.shape(got) == np.shape(full_np[k]) and
+                      np.array_equal(got, full_np[k]), "np %s[%r]" % (name, k))
+        for fh in (f, g):
+            for k in (True, False, (0, True), np.bool_(True)):
+                e = raises(TypeError, lambda: fh.get_slice("v")[k])
+                check("bool" in str(e) and "'v'" in str(e), str(e))
+        check(np.array_equal(g.get_slice("v")[v > 6], v[v > 6]), "a boolean array still works")
+
 if __name__ == "__main__":
     main()
