@@ -37,7 +37,11 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     (dtype and device of the model kept). assign=True replaces them with
     zero-copy tensors over a private copy-on-write mapping of the file
     (training may write to them; the file never changes), Parameters
-    keeping their requires_grad. strict=True raises RuntimeError naming
+    keeping their requires_grad. Ties are kept: keys that are one
+    Parameter (or buffer) in the model, or one entry in the archive (an
+    alias and its target), are all given one new object, so the model
+    keeps its parameter count (tied embedding and head stay tied).
+    strict=True raises RuntimeError naming
     missing and unexpected keys, like nn.Module.load_state_dict. A shape
     mismatch always raises RuntimeError. Returns (missing, unexpected).
     path may be a URL (safe_open's defaults): the tensors are then fetched
@@ -52,19 +56,25 @@ def load_model(model, path, strict=True, assign=False, verify=True):
                                % (path, missing, unexpected))
         if f._remote:  # a URL: fetched ahead in the order read below
             f.read_plan([k for k in sd if k in names])
+        assigned = {}   # ("model", id) / ("archive", entry, is Parameter) -> object given
         for key, cur in sd.items():
             if key not in names:
                 continue
-            t = f.get_tensor(key)
+            is_param = isinstance(cur, torch.nn.Parameter)
+            ties = [("model", id(cur)), ("archive", f._target(f._find(key)).index, is_param)]
+            obj = next((assigned[k] for k in ties if k in assigned), None) if assign else None
+            t = f.get_tensor(key) if obj is None else obj
             if tuple(t.shape) != tuple(cur.shape):
                 raise RuntimeError("load_model(%s): %s has shape %s in the archive, %s in "
                                    "the model" % (path, key, tuple(t.shape), tuple(cur.shape)))
             if assign:
+                if obj is None:
+                    obj = torch.nn.Parameter(t, requires_grad=cur.requires_grad) \
+                        if is_param else t
+                for k in ties:
+                    assigned.setdefault(k, obj)
                 mod, attr = _owner(model, key)
-                if isinstance(cur, torch.nn.Parameter):
-                    setattr(mod, attr, torch.nn.Parameter(t, requires_grad=cur.requires_grad))
-                else:
-                    setattr(mod, attr, t)
+                setattr(mod, attr, obj)
             else:
                 with torch.no_grad():
                     cur.copy_(t)

@@ -96,6 +96,48 @@ def save_and_load_model(d):
     raises(RuntimeError, wt.load_model, bad, p, strict=False)
 
 
+class TiedLM(nn.Module):
+    def __init__(self, tie=True):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.fc = nn.Linear(4, 10, bias=False)
+        if tie:
+            self.fc.weight = self.emb.weight
+
+    def forward(self, x):
+        return self.fc(self.emb(x))
+
+
+@case
+def load_model_assign_keeps_ties(d):
+    # assign=True gave each key its own new Parameter: fc.weight stopped
+    # being emb.weight and the model grew a parameter.
+    m = TiedLM()
+    p = os.path.join(d, "t.wpack")
+    wt.save_model(m, p)
+    with wpack.safe_open(p) as f:
+        check(f.describe("fc.weight")["kind"] == "alias", "saved tied")
+    m2 = TiedLM()
+    n_params = len(list(m2.parameters()))
+    wt.load_model(m2, p, assign=True)
+    check(m2.fc.weight is m2.emb.weight, "tied in the model: still one Parameter")
+    check(len(list(m2.parameters())) == n_params, "parameter count grew")
+    check(torch.equal(m2.emb.weight, m.emb.weight), "values")
+    x = torch.tensor([1, 2, 3])
+    with torch.no_grad():
+        check(torch.equal(m2(x), m(x)), "output")
+    # Not tied in the model but one entry in the archive (an alias): one object too.
+    m3 = TiedLM(tie=False)
+    wt.load_model(m3, p, assign=True)
+    check(m3.fc.weight is m3.emb.weight, "an alias entry in the archive: one Parameter")
+    # Not tied anywhere: separate objects.
+    m4 = TiedLM(tie=False)
+    q = os.path.join(d, "u.wpack")
+    wt.save_model(m4, q)
+    wt.load_model(m4, q, assign=True)
+    check(m4.fc.weight is not m4.emb.weight, "untied stays untied")
+
+
 @case
 def calibrate_conv_bn_relu_linear(d):
     m = ConvNet()
