@@ -433,12 +433,13 @@ class safe_open:
         n = int(lib.wpack_count(h.ptr))
         with ThreadPoolExecutor(max_workers=threads) as ex:
             rcs = list(ex.map(lambda i: lib.wpack_verify_once(h.ptr, i), range(n)))
-        for i, rc in enumerate(rcs):
-            if rc != 0:
-                t = _lib.Tensor()
-                lib.wpack_tensor_at(h.ptr, i, ctypes.byref(t))
-                name = (t.name or b"")[:t.name_len].decode("utf-8", "replace")
-                h.fail(rc, "checking %r" % name)
+        bad = next((i for i, rc in enumerate(rcs) if rc != 0), None)
+        if bad is not None:
+            # The handle keeps one message, the last failure's on any thread:
+            # ask again for the first failed entry alone (the handle remembers
+            # the result), so the message is that entry's.
+            rc = lib.wpack_verify_once(h.ptr, bad)
+            h.fail(rc or rcs[bad], "checking %r" % self._at(bad).name.decode())
 
     def read_plan(self, names=None):
         """A hint before reading the tensors `names` (entry or name-map

@@ -407,5 +407,28 @@ def slice_elements_match_whole_tensor_indexing(d):
                 check("bool" in str(e) and "'v'" in str(e), str(e))
         check(np.array_equal(g.get_slice("v")[v > 6], v[v > 6]), "a boolean array still works")
 
+
+@case
+def threaded_verify_names_the_failing_entry(d):
+    # load_file(threads>1) raised with the handle's last message, another
+    # entry's: a small damaged "a" failed first, a large damaged "z" later,
+    # and the error for "a" named "z".
+    p = os.path.join(d, "c.wpack")
+    wpack.save_file({"a": np.arange(64, dtype=np.float32), "m": np.ones(1000, np.float32),
+                     "z": np.arange(4 << 20, dtype=np.float32)}, p, weight_stats=False)
+    with wpack.safe_open(p) as f:
+        offs = [int(f._find(k).offset) + 8 for k in ("a", "z")]
+    with open(p, "r+b") as fh:
+        for off in offs:
+            fh.seek(off)
+            b = fh.read(1)
+            fh.seek(off)
+            fh.write(bytes([b[0] ^ 0xFF]))
+    serial = raises(wpack.Error, wpack.load_file, p, code="WPACK_E_CHECKSUM")
+    check("'a'" in str(serial) and "'z'" not in str(serial), "serial: %s" % serial)
+    for _ in range(5):
+        e = raises(wpack.Error, wpack.load_file, p, threads=2, code="WPACK_E_CHECKSUM")
+        check("'a'" in str(e) and "'z'" not in str(e), "threads=2: %s" % e)
+
 if __name__ == "__main__":
     main()
