@@ -6,8 +6,9 @@ The API follows safetensors::
 
     with wpack.safe_open("model.wpack", framework="np") as f:
         w = f.get_tensor("encoder.0.weight")     # zero-copy, read-only numpy view
+        kind = f.describe("encoder.0.weight")["dtype"]  # "bf16": w is its bits, uint16
         rows = f.get_slice("embed.weight")[0:128]  # reads only those rows
-    wpack.save_file({"w": w}, "copy.wpack", metadata={"epochs": 3})
+    wpack.save_file({"w": w}, "copy.wpack", dtypes={"w": kind}, metadata={"epochs": 3})
     wpack.pack(["model.pt", "extra.npz"], "packed.wpack", cast="bf16")  # wpack create
     with wpack.safe_open("https://host/model.wpack") as f:  # or s3://bucket/key
         w = f.get_tensor("encoder.0.weight")     # fetched, verified, copied
@@ -53,6 +54,10 @@ _NP_TO_CODE = {np.dtype(np.float64): 1, np.dtype(np.float32): 2, np.dtype(np.flo
                np.dtype(np.int64): 7, np.dtype(np.int32): 8, np.dtype(np.int16): 9,
                np.dtype(np.int8): 10, np.dtype(np.uint64): 11, np.dtype(np.uint32): 12,
                np.dtype(np.uint16): 13, np.dtype(np.uint8): 14, np.dtype(np.bool_): 15}
+_CODE_BY_NAME = {name: code for code, (name, _) in DTYPES.items()}
+# numpy dtypes of the ml_dtypes package, by name (no import needed): stored
+# as their wpack dtype, their bytes as they are
+_ML_DTYPES = {"bfloat16": 4, "float8_e4m3fn": 5, "float8_e5m2": 6}
 
 
 class Error(Exception):
@@ -280,7 +285,9 @@ class safe_open:
     Splat, alias, zstd-compressed and sharded entries work through the same
     calls (aliases resolve to their target; others are read into new arrays).
     bf16 is torch.bfloat16 for "pt" and raw uint16 bit patterns for "np";
-    f8 dtypes are raw uint8 for both; block dtypes are their bytes as uint8.
+    f8 dtypes are raw uint8 for both; block dtypes are their bytes as uint8
+    (save_file(..., dtypes={name: describe(name)["dtype"]}) stores bf16
+    and f8 bit patterns back as such).
 
     A local path that is not a regular file (FIFO, directory, device) is
     refused without blocking, wpack.Error WPACK_E_FILE_TYPE; a missing one
@@ -986,14 +993,43 @@ def _as_numpy(x):
             raise Error(E_UNSUPPORTED, "torch dtype %s is not a wpack dtype" % t.dtype)
         return t.numpy(), _NP_TO_CODE[np.dtype(t.numpy().dtype)], key
     arr = np.asarray(x)
-    if arr.dtype not in _NP_TO_CODE:
+    fresh = arr is not x and arr.base is None   # np.asarray made a new array
+    ml = _ML_DTYPES.get(arr.dtype.name)
+    if ml is not None and arr.dtype.itemsize == DTYPES[ml][1]().itemsize:
+        code, arr = ml, arr.view(DTYPES[ml][1])   # ml_dtypes.bfloat16, ...: the same bytes
+    elif arr.dtype in _NP_TO_CODE:
+        code = _NP_TO_CODE[arr.dtype]
+    else:
         raise Error(E_UNSUPPORTED, "numpy dtype %s is not a wpack dtype" % arr.dtype)
     key = None
-    fresh = arr is not x and arr.base is None   # np.asarray made a new array
     if arr.size and not fresh:
         key = ("np", arr.__array_interface__["data"][0], tuple(arr.shape),
                tuple(arr.strides), arr.dtype.str)
-    return arr, _NP_TO_CODE[arr.dtype], key
+    return arr, code, key
+
+
+def _check_dtypes(tensors, dtypes):
+    """save_file's dtypes= checked before anything is written."""
+    for name, want in (dtypes or {}).items():
+        if name not in tensors:
+            raise ValueError("save_file(): dtypes names %r, which is not in tensors" % (name,))
+        if want not in _CODE_BY_NAME:
+            raise ValueError("save_file(): dtypes[%r]=%r: want one of %s"
+                             % (name, want, ", ".join(_CODE_BY_NAME)))
+
+
+def _retag(name, arr, code, want):
+    """The wpack dtype code of arr stored as `want` (save_file's dtypes=):
+    its own, or the bits of an unsigned array of the same item size (bf16
+    and f8 read with framework "np" are uint16 / uint8)."""
+    w = _CODE_BY_NAME[want]
+    if w == code:
+        return w
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == np.dtype(DTYPES[w][1]).itemsize:
+        return w
+    raise ValueError("save_file(): dtypes[%r]=%r: a %s array is not %s; give its bit patterns "
+                     "as uint%d" % (name, want, arr.dtype, want,
+                                    8 * np.dtype(DTYPES[w][1]).itemsize))
 
 
 def _set_metadata(wr, metadata):
@@ -1160,7 +1196,8 @@ def _stats_in(key, rec):
     return s, keep
 
 
-def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=True, **options):
+def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=True,
+              dtypes=None, **options):
     """Write {name: numpy array or torch tensor} to a new archive at path.
 
     The bytes stream through the C writer straight from the arrays' memory
@@ -1178,12 +1215,24 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     Tensors that are the same memory (same data pointer, shape, strides and
     dtype: tied weights) are written once; the later names become alias
     entries. Only the caller's own arrays and tensors can be tied: values
-    converted to new arrays (lists, Python and numpy scalars) never are. bf16 torch tensors are stored as bf16; numpy uint16 as u16.
+    converted to new arrays (lists, Python and numpy scalars) never are.
+
+    dtypes: the wpack dtype of each array by name, for what numpy has no
+    dtype for: bf16 and f8 read with framework "np" come back as their bit
+    patterns (uint16 / uint8) and save_file stores those as u16 / u8
+    unless told, e.g. dtypes={"w": "bf16"} (safe_open.describe(name)
+    ["dtype"] says what an entry was). An unsigned array is stored as any
+    wpack dtype of its item size, bits unchanged; otherwise a dtype must
+    be the array's own (ValueError, as for a name not in tensors or an
+    unknown dtype). Without dtypes: torch bfloat16 is bf16, numpy uint16
+    u16, and ml_dtypes' bfloat16 / float8_e4m3fn / float8_e5m2 arrays
+    are bf16 / f8e4m3fn / f8e5m2.
 
     metadata: {key: str | int | float | bool | bytes | list of one of those}
       stored typed; ints must fit int64 (OverflowError, never wrapped).
       Names, keys and str values (also in lists) must not hold a NUL
-      character (ValueError: C would end them there); bytes values may. name_map: {other name: entry name (or a module path with
+      character (ValueError: C would end them there); bytes values may.
+      name_map: {other name: entry name (or a module path with
       activation stats)}. stats: {key: {"kind": "weight" (default) or
       "activation", "count" (int >= 0), "min", "max", "mean", optional
       "absmax" (default max(|min|, |max|)), "variance" (default 0, as the
@@ -1210,14 +1259,20 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     An unknown option is TypeError; an int option outside its C field's
     range (a negative size, ...) OverflowError, never wrapped.
     """
+    _check_dtypes(tensors, dtypes)
     wr = _Writer("save_file", path, durable=durable, **options)
     try:
         seen = {}      # tie key -> the first name written with it
         alive = []     # the objects keyed, alive until the end (see _as_numpy)
         for name, x in tensors.items():
             arr, code, key = _as_numpy(x)
+            if dtypes and name in dtypes:
+                code = _retag(name, arr, code, dtypes[name])
+            if key is not None:
+                key += (code,)   # the same bits stored as two dtypes are two entries
             if key is not None and key in seen:
-                wr.check(lib.wpack_writer_add_alias(wr.w, _b(name, "tensor name"), _b(seen[key], "tensor name")))
+                wr.check(lib.wpack_writer_add_alias(wr.w, _b(name, "tensor name"),
+                                                    _b(seen[key], "tensor name")))
                 continue
             wr.add_array(name, arr, code)
             if key is not None:

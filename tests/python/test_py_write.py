@@ -284,6 +284,48 @@ def integers_out_of_their_c_range_are_refused(d):
 
 
 @case
+def np_round_trip_keeps_bf16_and_f8(d):
+    # bf16 / f8 read with framework "np" are uint16 / uint8 bit patterns:
+    # saved back, they became u16 / u8. dtypes= says what they are.
+    p, q = os.path.join(d, "a.wpack"), os.path.join(d, "b.wpack")
+    bits8 = np.arange(256, dtype=np.uint8)
+    wpack.save_file({"bf": torch.randn(3, 4).bfloat16(), "e4": bits8, "e5": bits8[::-1],
+                     "f": np.ones(2, np.float32)}, p,
+                    dtypes={"e4": "f8e4m3fn", "e5": "f8e5m2"})
+    with wpack.safe_open(p) as f:   # the module docstring's example
+        arrs = {k: f.get_tensor(k) for k in f.keys()}
+        kinds = {k: f.describe(k)["dtype"] for k in f.keys()}
+    check(kinds == {"bf": "bf16", "e4": "f8e4m3fn", "e5": "f8e5m2", "f": "f32"}, str(kinds))
+    wpack.save_file(arrs, q, dtypes=kinds)
+    with wpack.safe_open(q) as f:
+        for k in arrs:
+            check(f.describe(k)["dtype"] == kinds[k], "%s stored as %s" % (k, f.describe(k)))
+            check(np.array_equal(f.get_tensor(k), arrs[k]), "%s bits" % k)
+            check(f.describe(k)["kind"] == "data", "e5 is not e4's alias: %s" % k)
+    # One array stored as two dtypes is two entries, not an alias.
+    u = np.arange(6, dtype=np.uint16)
+    wpack.save_file({"a": u, "b": u}, q, dtypes={"b": "bf16"})
+    with wpack.safe_open(q) as f:
+        check((f.describe("a")["dtype"], f.describe("b")["dtype"]) == ("u16", "bf16") and
+              f.describe("b")["kind"] == "data", "same bits, two dtypes")
+    os.remove(q)
+    for dt, exc in (({"nope": "bf16"}, ValueError), ({"a": "bfloat"}, ValueError),
+                    ({"a": "f8e4m3fn"}, ValueError), ({"f": "bf16"}, ValueError)):
+        raises(exc, wpack.save_file, {"a": u, "f": np.ones(2, np.float32)}, q, dtypes=dt)
+        check(not os.path.exists(q), "written despite dtypes=%s" % dt)
+    try:
+        import ml_dtypes
+    except ImportError:
+        print("# note: np_round_trip_keeps_bf16_and_f8: ml_dtypes not installed, not checked")
+    else:
+        x = np.array([1.5, -2.0], dtype=ml_dtypes.bfloat16)
+        wpack.save_file({"x": x}, q)
+        with wpack.safe_open(q) as f:
+            check(f.describe("x")["dtype"] == "bf16" and
+                  np.array_equal(f.get_tensor("x"), x.view(np.uint16)), "ml_dtypes bfloat16")
+
+
+@case
 def update_stats_in_place(d):
     p = os.path.join(d, "u.wpack")
     wpack.save_file({"w": np.ones(3, np.float32)}, p)
