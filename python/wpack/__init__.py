@@ -961,13 +961,23 @@ class _Writer:
                     self.check(lib.wpack_writer_write(self.w, base + off,
                                                       min(_CHUNK, arr.nbytes - off)))
             else:
-                # Copy at most ~_CHUNK bytes at a time: memory stays flat.
-                flat = arr.reshape(arr.shape[0], -1) if arr.ndim > 1 else arr.reshape(-1, 1)
-                rows = max(1, _CHUNK // max(1, flat.shape[1] * arr.itemsize))
-                for r in range(0, flat.shape[0], rows):
-                    piece = np.ascontiguousarray(flat[r:r + rows])
-                    self.check(lib.wpack_writer_write(self.w, piece.ctypes.data, piece.nbytes))
+                self.write_pieces(arr)
         self.check(lib.wpack_writer_end_tensor(self.w))
+
+    def write_pieces(self, arr):
+        """The C-order bytes of a non-empty, non-contiguous arr, copied at
+        most _CHUNK bytes at a time (memory stays flat): runs of whole rows
+        of the first dimension, or row by row, recursively, when one row is
+        larger. (A reshape to 2-D would copy the whole array first.)"""
+        row = arr.nbytes // arr.shape[0]
+        if row > _CHUNK:
+            for i in range(arr.shape[0]):
+                self.write_pieces(arr[i])
+            return
+        rows = max(1, _CHUNK // row)
+        for r in range(0, arr.shape[0], rows):
+            piece = np.ascontiguousarray(arr[r:r + rows])
+            self.check(lib.wpack_writer_write(self.w, piece.ctypes.data, piece.nbytes))
 
 
 def _as_numpy(x):

@@ -79,6 +79,27 @@ def memory_does_not_grow_with_data(d):
 
 
 @case
+def non_contiguous_arrays_of_any_rank_stream(d):
+    # arr.reshape(shape[0], -1) copied a non-contiguous array of rank >= 3
+    # whole before writing it: 96 MiB more for a transposed 96 MiB tensor.
+    p = os.path.join(d, "n.wpack")
+    base = np.arange(64 * 512 * 768, dtype=np.float32).reshape(64, 512, 768)
+    wide = np.zeros((2, 2048, 4096), np.float32)   # one row of dim 0: 32 MiB
+    cases = {"t": base.transpose(2, 0, 1), "w": wide.transpose(0, 2, 1),
+             "s": base[:, ::2, ::3], "b": np.broadcast_to(np.float32(1), (32, 1024, 1024))}
+    for name, arr in cases.items():
+        check(not arr.flags.c_contiguous, name)
+        tracemalloc.start()
+        wpack.save_file({name: arr}, p, weight_stats=False, durable=False)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        check(peak < 40 << 20, "%s: Python peak %d MiB for %d MiB written"
+              % (name, peak >> 20, arr.nbytes >> 20))
+        with wpack.safe_open(p) as f:
+            check(np.array_equal(f.get_tensor(name), arr), "%s bytes" % name)
+
+
+@case
 def writer_options(d):
     a = np.arange(100000, dtype=np.float32)
     p = os.path.join(d, "o.wpack")
