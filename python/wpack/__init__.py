@@ -245,6 +245,40 @@ def _view_base(handle, addr, nbytes):
     return memoryview(buf).toreadonly()
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_int64]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+
+
+class _Unmap:
+    """Unmaps one mapping when the buffer holding it is garbage-collected."""
+
+    def __init__(self, addr, length):
+        self.addr, self.length = addr, length
+
+    def __del__(self):
+        if _libc is not None:
+            _libc.munmap(self.addr, self.length)
+
+
+def _private_map(fd, offset, nbytes):
+    """A writable buffer over nbytes at offset of file fd: a private
+    copy-on-write mapping of its own (no descriptor kept, unlike
+    mmap.mmap's), unmapped when the buffer is garbage-collected."""
+    start = offset - offset % mmap.PAGESIZE
+    length = offset - start + nbytes
+    addr = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE, fd,
+                      start)
+    if addr is None or addr == ctypes.c_void_p(-1).value:
+        e = ctypes.get_errno()
+        raise OSError(e, "wpack: cannot map %d bytes: %s" % (nbytes, os.strerror(e)))
+    buf = (ctypes.c_char * nbytes).from_address(addr + offset - start)
+    buf._wpack_unmap = _Unmap(addr, length)   # ctypes instances take attributes
+    return buf
+
+
 def _torch():
     import torch
     return torch
@@ -280,8 +314,11 @@ class safe_open:
       - "np": a read-only numpy array over the library's mapping of the file.
       - "pt": a torch tensor over a private copy-on-write mapping of the file
         (torch has no read-only tensors; writing into it changes only this
-        process's copy, never the file). Entries of a sharded set's shards
-        are copied for "pt".
+        process's copy, never the file). A later read of the same entry
+        (again, through an alias, or a slice) gets a private mapping of
+        its own: the file's verified bytes, whatever was written into
+        tensors handed out before. Entries of a sharded set's shards are
+        copied for "pt".
     Splat, alias, zstd-compressed and sharded entries work through the same
     calls (aliases resolve to their target; others are read into new arrays).
     bf16 is torch.bfloat16 for "pt" and raw uint16 bit patterns for "np";
@@ -343,7 +380,8 @@ class safe_open:
         self._framework = framework
         self._device = device
         self._verify = bool(verify)
-        self._mm = None
+        self._mm = self._fd = None
+        self._handed = set()   # entries handed out over self._mm ("pt")
         path = os.fspath(path)
         _b(path, "path")   # a NUL is refused before any open
         flags = OPEN_VERIFY_READS if verify else 0
@@ -391,6 +429,7 @@ class safe_open:
                 if st.st_size > 0:
                     self._mm = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE,
                                          prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                    self._fd, fd = fd, None   # kept for _private_map
                 return h
             finally:
                 if fd is not None:
@@ -409,6 +448,12 @@ class safe_open:
         (the C handle is freed when the last of them is gone). Idempotent."""
         self._h = None
         self._mm = None
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self):
+        self.close()
 
     def _handle(self):
         if self._h is None:
@@ -624,6 +669,13 @@ class safe_open:
                 if rc != 0:
                     h.fail(rc, "checking %r" % t.name.decode())
             count = int(t.nbytes) // dtype.itemsize
+            if t.index in self._handed:
+                # Handed out before, so perhaps written into since (the
+                # mapping is private, not read-only): this read gets a
+                # private mapping of its own, the file's verified bytes.
+                buf = _private_map(self._fd, int(t.offset), int(t.nbytes))
+                return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
+            self._handed.add(t.index)
             return np.frombuffer(self._mm, dtype=dtype, count=count,
                                  offset=int(t.offset)).reshape(shape)
         data, nbytes = ctypes.c_void_p(), ctypes.c_uint64()
