@@ -130,8 +130,16 @@ _AWS_ENV = {"access_key": ("AWS_ACCESS_KEY_ID",), "secret_key": ("AWS_SECRET_ACC
 
 def is_url(path):
     """True when path names a remote archive safe_open fetches through
-    libwpack-remote: http://, https:// or s3://bucket/key."""
+    libwpack-remote: http://, https:// or s3://bucket/key (the scheme in
+    any case, as URLs allow: safe_open passes it on in lower case)."""
     return isinstance(path, str) and path.lower().startswith(_URL_SCHEMES)
+
+
+def _lower_scheme(url):
+    """url with its scheme in lower case, the only spelling libwpack-remote
+    takes ("HTTP://h/K" -> "http://h/K"; host and key unchanged)."""
+    scheme, sep, rest = url.partition("://")
+    return scheme.lower() + sep + rest
 
 
 class _Progress:
@@ -306,6 +314,8 @@ class safe_open:
     safe_open(path, framework="np", verify=True, device="cpu")
 
     framework: "np" gives numpy arrays, "pt" torch tensors.
+    device: "pt" only: tensors are moved there (.to(device)); with "np"
+    anything but "cpu" is ValueError (numpy arrays live in host memory).
     verify: True (default) checks every entry's bytes against its XXH3 before
     any of them is handed out (once per entry and open; WPACK_OPEN_VERIFY_READS);
     a mismatch raises wpack.Error (WPACK_E_CHECKSUM). False skips the check.
@@ -377,6 +387,9 @@ class safe_open:
             raise ValueError("framework must be 'np' or 'pt', not %r" % (framework,))
         if framework == "pt":
             _torch()
+        elif str(device) != "cpu":
+            raise ValueError("safe_open(): device=%r is for framework='pt'; numpy arrays "
+                             "live in host memory" % (device,))
         self._framework = framework
         self._device = device
         self._verify = bool(verify)
@@ -387,7 +400,7 @@ class safe_open:
         flags = OPEN_VERIFY_READS if verify else 0
         self._remote = is_url(path)
         if self._remote:
-            self._h = _Handle(path, flags,
+            self._h = _Handle(_lower_scheme(path), flags,
                               _remote_options(flags, remote_options, aws_env, progress))
         elif remote_options or progress is not None:
             given = sorted(remote_options) + (["progress"] if progress is not None else [])
@@ -545,9 +558,12 @@ class safe_open:
     def keys(self, prefix=None):
         """Entry names in name order. prefix: a module path ("encoder.0"):
         the entries under it ("encoder.0.*", not "encoder.01.x"), or an exact
-        name; a name-map name of a module or entry is looked up too."""
+        name; a name-map name of a module or entry is looked up too.
+        None or "": every entry."""
         h = self._handle()
-        if prefix is None:
+        if prefix is not None and not isinstance(prefix, str):
+            raise TypeError("keys(): prefix must be a str, not %s" % type(prefix).__name__)
+        if not prefix or not prefix.rstrip("."):
             return [self._at(i).name.decode() for i in range(lib.wpack_count(h.ptr))]
         out = []
         for p in self._prefix_candidates(prefix):
@@ -1439,7 +1455,11 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
       keep_observers  True: a torch checkpoint's torch.ao observer buffers
                are stored as tensors too, not only as the activation stats
                they become (spec appendix A.1) [--keep-observers]
-      progress callable(done_bytes, total_bytes, path): about every 4 MiB
+      progress callable(done_bytes, total_bytes, path): done and total in
+               input file bytes (total: all inputs'), called as an input's
+               tensors are read (every 4 MiB of a .npy, every 256 KiB from
+               a zip or torch checkpoint) and once when it is done, so the
+               last call has done == total
       warn     callable(message) for what an input leaves out (default:
                warnings.warn)
       temp_dir where Fortran-order .npy members are spilled (default:
@@ -1528,8 +1548,14 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
     # List every input first (as the CLI): the files it consists of, their
     # bytes for the output cap and progress, and the same-file guard.
     items = []
+    if isinstance(inputs, tuple) and len(inputs) == 2 and isinstance(inputs[1], dict):
+        raise TypeError("pack(): inputs is one (path, options) pair: pass a list of inputs, "
+                        "[(path, {'prefix': ..., 'key': ...})]")
     for spec in inputs:
         per = {}
+        if not isinstance(spec, (str, bytes, os.PathLike, tuple)):
+            raise TypeError("pack(): an input is a path or a (path, {'prefix': P, 'key': K}) "
+                            "pair, not %s" % type(spec).__name__)
         if isinstance(spec, tuple):
             spec, per = spec
             extra = [k for k in per if k not in ("prefix", "key")]
@@ -1551,7 +1577,8 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
             raise Error(rc, err.value.decode("utf-8", "replace")
                         or "%s: %s" % (os.fspath(spec), _describe(rc)))
     for p, _, _, _ in items + [(stats_file, None, 0, None)]:
-        if p and os.path.exists(path) and os.path.samefile(p, path):
+        # (a missing stats_file is the library's error, whether path exists or not)
+        if p and os.path.exists(path) and os.path.exists(p) and os.path.samefile(p, path):
             raise Error(E_SAME_FILE, "pack(): the output %s is the input %s" % (path, p))
     if not items and not allow_empty:
         raise Error(E_EMPTY, "pack(): no input files found: nothing written; "
@@ -1574,9 +1601,12 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         for p, name, size, o in items:
             o.name = name
             if progress is not None:
-                def on_progress(_user, done, p=p, base=base):
+                # The library counts the tensor bytes read from the input,
+                # which stop short of its file size (headers, pickle): done
+                # is bounded by the file, and reaches it when it is done.
+                def on_progress(_user, done, p=p, base=base, size=size):
                     try:
-                        progress(base + int(done), total, p)
+                        progress(base + min(int(done), size), total, p)
                     except BaseException as e:  # noqa: B902
                         pending.append(e)
                 o.progress = _lib.ImportProgress(on_progress)
@@ -1591,6 +1621,8 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
                 raise Error(rc, imp.wpack_import_errmsg(handle).decode("utf-8", "replace")
                             or err.value.decode("utf-8", "replace"))
             base += size
+            if progress is not None:
+                progress(base, total, p)   # this input whole
         if stats_file or name_map:
             o = options({})
             if stats_file:

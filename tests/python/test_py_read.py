@@ -465,5 +465,27 @@ def pt_writes_do_not_leak_into_later_reads(d):
         after = counts()
     check(after[0] == before[0] and after[1] <= before[1] + 8, "fds/maps %s -> %s" % (before, after))
 
+
+@case
+def small_argument_checks(d):
+    p = os.path.join(d, "k.wpack")
+    wpack.save_file({"a.x": np.ones(1), "a.y": np.ones(1), "b": np.ones(1)}, p)
+    with wpack.safe_open(p) as f:
+        check(f.keys(prefix="") == f.keys() == ["a.x", "a.y", "b"], "prefix '' is every key")
+        check(f.keys(prefix="a") == ["a.x", "a.y"], "prefix a")
+        e = raises(TypeError, f.keys, prefix=0)
+        check("prefix" in str(e), str(e))
+    e = raises(ValueError, wpack.safe_open, p, device="cuda")
+    check("device" in str(e), str(e))
+    check(wpack.safe_open(p, device="cpu").keys() == ["a.x", "a.y", "b"], "np on cpu")
+    # is_url and the C library agree: an upper-case scheme is passed on in
+    # lower case (it was refused by libwpack-remote as "not an http:// URL").
+    check(wpack.is_url("HTTP://127.0.0.1:9/x") and wpack._lower_scheme("HTTP://H/K") ==
+          "http://H/K" and wpack._lower_scheme("S3://B/Key") == "s3://B/Key", "schemes")
+    e = raises(wpack.Error, wpack.safe_open, "HTTP://127.0.0.1:9/x.wpack", retries=0,
+               timeout_s=2)
+    check("not an http" not in str(e) and e.name != "WPACK_E_INVALID_ARGUMENT",
+          "upper-case scheme refused: %s" % e)
+
 if __name__ == "__main__":
     main()
