@@ -450,7 +450,10 @@ def name_map(graph, model=None):
       get_attr nodes, named _param_constantN by make_fx): each get_attr
       node's target and node name map to the state_dict key of the model
       tensor with the same storage, offset, shape, strides and dtype
-      (identity, not name guessing; tied weights give the first key).
+      (identity, not name guessing; tied weights give the first key). A
+      0-element tensor has no storage address: it matches only when the
+      node's object is the model's own tensor object (symbolic_trace; a
+      make_fx copy of an empty tensor is not matched).
       Names equal to their key are left out. model is required.
       Tested for real with torch 1.13's make_fx and symbolic_trace.
     - a torch.export ExportedProgram or its graph_signature: each lifted
@@ -470,8 +473,9 @@ def name_map(graph, model=None):
         return _from_export_signature(sig, model)
     if model is None:
         raise TypeError("name_map(graph_module, model): model is required for a GraphModule")
-    by_id = {}
+    by_id, by_obj = {}, {}
     for key, t in model.state_dict(keep_vars=True).items():
+        by_obj.setdefault(id(t), key)
         i = _ident(t)
         if i is not None:
             by_id.setdefault(i, key)
@@ -483,7 +487,8 @@ def name_map(graph, model=None):
             obj = functools.reduce(getattr, node.target.split("."), graph)
         except AttributeError:
             continue
-        key = by_id.get(_ident(obj))
+        # a 0-element tensor has no storage to tell it by: the same object
+        key = by_id.get(_ident(obj)) if _ident(obj) is not None else by_obj.get(id(obj))
         if key is None:
             continue
         for name in (node.target, node.name):

@@ -295,6 +295,26 @@ class Functional(nn.Module):
         return self.lin(F.linear(x, self.blk.w))
 
 
+class WithEmpty(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blk = Block()
+        self.blk.e = nn.Parameter(torch.zeros(0))
+        self.blk.e2 = nn.Parameter(torch.zeros(0, 3))
+
+    def forward(self, x):
+        return F.linear(x, self.blk.w) + self.blk.e.sum() + self.blk.e2.sum()
+
+
+@case
+def name_map_includes_empty_parameters(d):
+    # _ident gave None for 0-element tensors (no storage address), so they
+    # were left out of the map; the node's object is the model's own.
+    m = WithEmpty()
+    nm = wt.name_map(torch.fx.symbolic_trace(m), m)
+    check(nm == {"blk_w": "blk.w", "blk_e": "blk.e", "blk_e2": "blk.e2"}, "map %s" % nm)
+
+
 @case
 def name_maps_from_graphs(d):
     m = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4))
