@@ -6,8 +6,9 @@ The API follows safetensors::
 
     with wpack.safe_open("model.wpack", framework="np") as f:
         w = f.get_tensor("encoder.0.weight")     # zero-copy, read-only numpy view
+        kind = f.describe("encoder.0.weight")["dtype"]  # "bf16": w is its bits, uint16
         rows = f.get_slice("embed.weight")[0:128]  # reads only those rows
-    wpack.save_file({"w": w}, "copy.wpack", metadata={"epochs": 3})
+    wpack.save_file({"w": w}, "copy.wpack", dtypes={"w": kind}, metadata={"epochs": 3})
     wpack.pack(["model.pt", "extra.npz"], "packed.wpack", cast="bf16")  # wpack create
     with wpack.safe_open("https://host/model.wpack") as f:  # or s3://bucket/key
         w = f.get_tensor("encoder.0.weight")     # fetched, verified, copied
@@ -16,7 +17,9 @@ Every C failure is raised as wpack.Error (.code, .name, message).
 """
 import ctypes
 import mmap
+import operator
 import os
+import stat
 
 import numpy as np
 
@@ -51,6 +54,10 @@ _NP_TO_CODE = {np.dtype(np.float64): 1, np.dtype(np.float32): 2, np.dtype(np.flo
                np.dtype(np.int64): 7, np.dtype(np.int32): 8, np.dtype(np.int16): 9,
                np.dtype(np.int8): 10, np.dtype(np.uint64): 11, np.dtype(np.uint32): 12,
                np.dtype(np.uint16): 13, np.dtype(np.uint8): 14, np.dtype(np.bool_): 15}
+_CODE_BY_NAME = {name: code for code, (name, _) in DTYPES.items()}
+# numpy dtypes of the ml_dtypes package, by name (no import needed): stored
+# as their wpack dtype, their bytes as they are
+_ML_DTYPES = {"bfloat16": 4, "float8_e4m3fn": 5, "float8_e5m2": 6}
 
 
 class Error(Exception):
@@ -67,10 +74,38 @@ def _describe(code):
     return lib.wpack_error_describe(code).decode()
 
 
-def _b(s):
-    if isinstance(s, bytes):
-        return s
-    return str(s).encode("utf-8")
+def _b(s, what):
+    """s as the bytes of a C string (str: UTF-8). A NUL inside would end
+    the string early in C (a name, key, value or path silently cut short):
+    ValueError naming `what`."""
+    b = s if isinstance(s, bytes) else str(s).encode("utf-8")
+    if b"\0" in b:
+        raise ValueError("%s %r contains a NUL character (C strings end at one)" % (what, s))
+    return b
+
+
+def _int_arg(v, ctype, what):
+    """v as a Python int that fits the C integer type ctype (a ctypes type,
+    which would otherwise wrap it silently): TypeError if v is not an
+    integer (bool is not one), OverflowError naming `what` outside
+    ctype's range."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError("%s must be an int, not bool" % what)
+    try:
+        n = operator.index(v)
+    except TypeError:
+        raise TypeError("%s must be an int, not %s" % (what, type(v).__name__)) from None
+    bits = 8 * ctypes.sizeof(ctype)
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if ctype(-1).value == -1 \
+        else (0, (1 << bits) - 1)
+    if not lo <= n <= hi:
+        raise OverflowError("%s: %d is out of range %d..%d" % (what, n, lo, hi))
+    return n
+
+
+def _set_int(struct, field, v, what):
+    """struct.field = v, checked against the field's C type (_int_arg)."""
+    setattr(struct, field, _int_arg(v, dict(type(struct)._fields_)[field], what))
 
 
 def version():
@@ -95,8 +130,16 @@ _AWS_ENV = {"access_key": ("AWS_ACCESS_KEY_ID",), "secret_key": ("AWS_SECRET_ACC
 
 def is_url(path):
     """True when path names a remote archive safe_open fetches through
-    libwpack-remote: http://, https:// or s3://bucket/key."""
+    libwpack-remote: http://, https:// or s3://bucket/key (the scheme in
+    any case, as URLs allow: safe_open passes it on in lower case)."""
     return isinstance(path, str) and path.lower().startswith(_URL_SCHEMES)
+
+
+def _lower_scheme(url):
+    """url with its scheme in lower case, the only spelling libwpack-remote
+    takes ("HTTP://h/K" -> "http://h/K"; host and key unchanged)."""
+    scheme, sep, rest = url.partition("://")
+    return scheme.lower() + sep + rest
 
 
 class _Progress:
@@ -126,9 +169,7 @@ class _Progress:
 
 
 def _remote_options(flags, given, use_env, progress=None):
-    bad = [k for k in given if k not in _REMOTE_OPTIONS]
-    if bad:
-        raise TypeError("safe_open(): unknown option(s) %s" % ", ".join(sorted(bad)))
+    _check_options("safe_open", given, _REMOTE_OPTIONS)
     if progress is not None and not callable(progress):
         raise TypeError("safe_open(): progress must be callable(fetched_bytes)")
     o = _lib.RemoteOptions()
@@ -150,18 +191,18 @@ def _remote_options(flags, given, use_env, progress=None):
         if v is None:
             continue
         if k == "cache":  # the directory of the chunk cache
-            b = _b(os.fspath(v))
+            b = _b(os.fspath(v), "cache")
             o._keep.append(b)
             o.cache_dir = b
         elif k in ("s3_region", "s3_endpoint", "access_key", "secret_key", "session_token",
                  "ca_file"):
-            b = _b(os.fspath(v) if k == "ca_file" else v)
+            b = _b(os.fspath(v) if k == "ca_file" else v, k)
             o._keep.append(b)
             setattr(o, k, b)
         elif k == "follow_redirects":
             o.follow_redirects = 1 if v else 0
         else:
-            setattr(o, k, int(v))
+            _set_int(o, k, v, "safe_open(): " + k)
     return o
 
 
@@ -177,9 +218,9 @@ class _Handle:
         self.remote = remote
         self.progress = getattr(remote, "_progress", None)
         if remote is not None:   # a URL: through libwpack-remote
-            rc = _lib.remote_lib().wpack_open_url(ctypes.byref(p), _b(path), ctypes.byref(remote))
+            rc = _lib.remote_lib().wpack_open_url(ctypes.byref(p), _b(path, "URL"), ctypes.byref(remote))
         else:
-            rc = lib.wpack_open_file(ctypes.byref(p), _b(path), flags)
+            rc = lib.wpack_open_file(ctypes.byref(p), _b(path, "path"), flags)
         if rc != 0:
             msg = lib.wpack_errmsg(p).decode("utf-8", "replace") if p else _describe(rc)
             lib.wpack_close(p)
@@ -212,6 +253,40 @@ def _view_base(handle, addr, nbytes):
     return memoryview(buf).toreadonly()
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_int64]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+
+
+class _Unmap:
+    """Unmaps one mapping when the buffer holding it is garbage-collected."""
+
+    def __init__(self, addr, length):
+        self.addr, self.length = addr, length
+
+    def __del__(self):
+        if _libc is not None:
+            _libc.munmap(self.addr, self.length)
+
+
+def _private_map(fd, offset, nbytes):
+    """A writable buffer over nbytes at offset of file fd: a private
+    copy-on-write mapping of its own (no descriptor kept, unlike
+    mmap.mmap's), unmapped when the buffer is garbage-collected."""
+    start = offset - offset % mmap.PAGESIZE
+    length = offset - start + nbytes
+    addr = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE, fd,
+                      start)
+    if addr is None or addr == ctypes.c_void_p(-1).value:
+        e = ctypes.get_errno()
+        raise OSError(e, "wpack: cannot map %d bytes: %s" % (nbytes, os.strerror(e)))
+    buf = (ctypes.c_char * nbytes).from_address(addr + offset - start)
+    buf._wpack_unmap = _Unmap(addr, length)   # ctypes instances take attributes
+    return buf
+
+
 def _torch():
     import torch
     return torch
@@ -222,6 +297,7 @@ def _to_framework(arr, code, framework):
     if framework == "np":
         return arr
     torch = _torch()
+    arr = np.asarray(arr)   # one element indexed out is a numpy scalar: a 0-d tensor
     if code in (11, 12, 13):
         raise Error(E_UNSUPPORTED, "dtype %s has no torch equivalent in this torch; use "
                     "framework='np'" % DTYPES[code][0])
@@ -238,6 +314,8 @@ class safe_open:
     safe_open(path, framework="np", verify=True, device="cpu")
 
     framework: "np" gives numpy arrays, "pt" torch tensors.
+    device: "pt" only: tensors are moved there (.to(device)); with "np"
+    anything but "cpu" is ValueError (numpy arrays live in host memory).
     verify: True (default) checks every entry's bytes against its XXH3 before
     any of them is handed out (once per entry and open; WPACK_OPEN_VERIFY_READS);
     a mismatch raises wpack.Error (WPACK_E_CHECKSUM). False skips the check.
@@ -246,12 +324,21 @@ class safe_open:
       - "np": a read-only numpy array over the library's mapping of the file.
       - "pt": a torch tensor over a private copy-on-write mapping of the file
         (torch has no read-only tensors; writing into it changes only this
-        process's copy, never the file). Entries of a sharded set's shards
-        are copied for "pt".
+        process's copy, never the file). A later read of the same entry
+        (again, through an alias, or a slice) gets a private mapping of
+        its own: the file's verified bytes, whatever was written into
+        tensors handed out before. Entries of a sharded set's shards are
+        copied for "pt".
     Splat, alias, zstd-compressed and sharded entries work through the same
     calls (aliases resolve to their target; others are read into new arrays).
     bf16 is torch.bfloat16 for "pt" and raw uint16 bit patterns for "np";
-    f8 dtypes are raw uint8 for both; block dtypes are their bytes as uint8.
+    f8 dtypes are raw uint8 for both; block dtypes are their bytes as uint8
+    (save_file(..., dtypes={name: describe(name)["dtype"]}) stores bf16
+    and f8 bit patterns back as such).
+
+    A local path that is not a regular file (FIFO, directory, device) is
+    refused without blocking, wpack.Error WPACK_E_FILE_TYPE; a missing one
+    is WPACK_E_IO: the library's error, the same for both frameworks.
 
     Views stay valid after close() (or leaving the `with`): the archive is
     really closed when the last view is garbage-collected.
@@ -273,7 +360,8 @@ class safe_open:
     least recently used removed first); see include/wpack_remote.h.
     Keyword options (wpack_remote_options): connections (8),
     chunk_size (8 MiB), retries (4), retry_delay_ms (250), timeout_s (30),
-    max_bytes_per_s (0: no cap), follow_redirects (True), and for s3://
+    max_bytes_per_s (0: no cap), follow_redirects (True) (ints: outside
+    their C field's range OverflowError), and for s3://
     s3_region, s3_endpoint ("http://host:port", path style), access_key,
     secret_key, session_token, ca_file. With aws_env=True (default) the
     S3 ones not given come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
@@ -299,15 +387,20 @@ class safe_open:
             raise ValueError("framework must be 'np' or 'pt', not %r" % (framework,))
         if framework == "pt":
             _torch()
+        elif str(device) != "cpu":
+            raise ValueError("safe_open(): device=%r is for framework='pt'; numpy arrays "
+                             "live in host memory" % (device,))
         self._framework = framework
         self._device = device
         self._verify = bool(verify)
-        self._mm = None
+        self._mm = self._fd = None
+        self._handed = set()   # entries handed out over self._mm ("pt")
         path = os.fspath(path)
+        _b(path, "path")   # a NUL is refused before any open
         flags = OPEN_VERIFY_READS if verify else 0
         self._remote = is_url(path)
         if self._remote:
-            self._h = _Handle(path, flags,
+            self._h = _Handle(_lower_scheme(path), flags,
                               _remote_options(flags, remote_options, aws_env, progress))
         elif remote_options or progress is not None:
             given = sorted(remote_options) + (["progress"] if progress is not None else [])
@@ -328,10 +421,20 @@ class safe_open:
     def _open_pt(self, path, flags):
         # Map the same file the C library opened: open our descriptor first,
         # then the library, then check the path still names our file (a
-        # rename over it in between would give two different files).
+        # rename over it in between would give two different files). Our
+        # open never blocks (O_NONBLOCK: a FIFO would wait for a writer) and
+        # maps regular files only; whatever we cannot open or map, the
+        # library is asked to open, so its error is the one "np" raises
+        # (WPACK_E_IO for a missing file, WPACK_E_FILE_TYPE for a FIFO...).
         for _ in range(5):
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
+                fd = None
+            try:
+                if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+                    _Handle(path, flags)   # raises the library's error for it
+                    continue               # it changed in between: again
                 h = _Handle(path, flags)
                 st, now = os.fstat(fd), os.stat(path)
                 if (st.st_dev, st.st_ino) != (now.st_dev, now.st_ino):
@@ -339,9 +442,11 @@ class safe_open:
                 if st.st_size > 0:
                     self._mm = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE,
                                          prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                    self._fd, fd = fd, None   # kept for _private_map
                 return h
             finally:
-                os.close(fd)
+                if fd is not None:
+                    os.close(fd)
         raise Error(E_IO, "%s: replaced while being opened, five times" % path)
 
     # -- lifetime
@@ -356,6 +461,12 @@ class safe_open:
         (the C handle is freed when the last of them is gone). Idempotent."""
         self._h = None
         self._mm = None
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self):
+        self.close()
 
     def _handle(self):
         if self._h is None:
@@ -366,7 +477,7 @@ class safe_open:
     def _find(self, name):
         h = self._handle()
         t = _lib.Tensor()
-        rc = lib.wpack_find(h.ptr, _b(name), ctypes.byref(t))
+        rc = lib.wpack_find(h.ptr, _b(name, "name"), ctypes.byref(t))
         if rc != 0:
             raise Error(rc, "%s: no entry or name-map name %r" % (h.path, name))
         return t
@@ -387,12 +498,13 @@ class safe_open:
         n = int(lib.wpack_count(h.ptr))
         with ThreadPoolExecutor(max_workers=threads) as ex:
             rcs = list(ex.map(lambda i: lib.wpack_verify_once(h.ptr, i), range(n)))
-        for i, rc in enumerate(rcs):
-            if rc != 0:
-                t = _lib.Tensor()
-                lib.wpack_tensor_at(h.ptr, i, ctypes.byref(t))
-                name = (t.name or b"")[:t.name_len].decode("utf-8", "replace")
-                h.fail(rc, "checking %r" % name)
+        bad = next((i for i, rc in enumerate(rcs) if rc != 0), None)
+        if bad is not None:
+            # The handle keeps one message, the last failure's on any thread:
+            # ask again for the first failed entry alone (the handle remembers
+            # the result), so the message is that entry's.
+            rc = lib.wpack_verify_once(h.ptr, bad)
+            h.fail(rc or rcs[bad], "checking %r" % self._at(bad).name.decode())
 
     def read_plan(self, names=None):
         """A hint before reading the tensors `names` (entry or name-map
@@ -446,14 +558,17 @@ class safe_open:
     def keys(self, prefix=None):
         """Entry names in name order. prefix: a module path ("encoder.0"):
         the entries under it ("encoder.0.*", not "encoder.01.x"), or an exact
-        name; a name-map name of a module or entry is looked up too."""
+        name; a name-map name of a module or entry is looked up too.
+        None or "": every entry."""
         h = self._handle()
-        if prefix is None:
+        if prefix is not None and not isinstance(prefix, str):
+            raise TypeError("keys(): prefix must be a str, not %s" % type(prefix).__name__)
+        if not prefix or not prefix.rstrip("."):
             return [self._at(i).name.decode() for i in range(lib.wpack_count(h.ptr))]
         out = []
         for p in self._prefix_candidates(prefix):
             first, count = ctypes.c_uint64(), ctypes.c_uint64()
-            rc = lib.wpack_prefix_range(h.ptr, _b(p + "."), ctypes.byref(first),
+            rc = lib.wpack_prefix_range(h.ptr, _b(p + ".", "prefix"), ctypes.byref(first),
                                         ctypes.byref(count))
             if rc == E_NOT_FOUND:
                 count.value = 0
@@ -461,7 +576,7 @@ class safe_open:
                 h.fail(rc, "prefix %r" % p)
             names = [self._at(first.value + k).name.decode() for k in range(count.value)]
             t = _lib.Tensor()
-            if lib.wpack_find(h.ptr, _b(p), ctypes.byref(t)) == 0 and t.name.decode() == p:
+            if lib.wpack_find(h.ptr, _b(p, "prefix"), ctypes.byref(t)) == 0 and t.name.decode() == p:
                 names.insert(0, p)
             if names:
                 out = names
@@ -490,7 +605,11 @@ class safe_open:
 
     def __contains__(self, name):
         t = _lib.Tensor()
-        return lib.wpack_find(self._handle().ptr, _b(name), ctypes.byref(t)) == 0
+        try:
+            b = _b(name, "name")
+        except ValueError:   # no entry has a NUL in its name
+            return False
+        return lib.wpack_find(self._handle().ptr, b, ctypes.byref(t)) == 0
 
     def __iter__(self):
         return iter(self.keys())
@@ -566,6 +685,13 @@ class safe_open:
                 if rc != 0:
                     h.fail(rc, "checking %r" % t.name.decode())
             count = int(t.nbytes) // dtype.itemsize
+            if t.index in self._handed:
+                # Handed out before, so perhaps written into since (the
+                # mapping is private, not read-only): this read gets a
+                # private mapping of its own, the file's verified bytes.
+                buf = _private_map(self._fd, int(t.offset), int(t.nbytes))
+                return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
+            self._handed.add(t.index)
             return np.frombuffer(self._mm, dtype=dtype, count=count,
                                  offset=int(t.offset)).reshape(shape)
         data, nbytes = ctypes.c_void_p(), ctypes.c_uint64()
@@ -604,8 +730,12 @@ class safe_open:
         """A lazy slice object for `name`: index it (`[a:b]`, `[a:b, :, 3]`,
         `[i]`) to read only the rows of the first dimension asked for
         (for zstd entries only the chunks that hold those bytes are decoded;
-        with verify on, the entry is checked once as a whole first).
-        It also has get_shape() and get_dtype()."""
+        with verify on, the entry is checked once as a whole first). Other
+        indices (arrays, Ellipsis, None first) read the whole tensor and
+        index it as numpy does. A single element is a numpy scalar ("np")
+        or a 0-d tensor ("pt"), as indexing the whole tensor gives. A bool
+        index (True/False) is refused (TypeError). It also has get_shape()
+        and get_dtype()."""
         return _Slice(self, self._find(name))
 
     def metadata(self):
@@ -660,7 +790,7 @@ class safe_open:
         """Calibration statistics. With a name: the record of that tensor
         (weight stats) or module path (activation stats: its output), also
         found through the name map; kind "weight"/"activation" picks one
-        when both exist. Returns a dict: key, kind, granularity ("tensor" or
+        when both exist (any other kind: ValueError). Returns a dict: key, kind, granularity ("tensor" or
         "channel"), axis, channels, count, min, max, absmax, mean, variance
         (floats, or numpy arrays per channel), histogram ((edges, counts)
         numpy arrays, or None), percentiles [(q, value)]. Without a name: a
@@ -675,8 +805,8 @@ class safe_open:
                     h.fail(rc, "stats record %d" % i)
                 out.append(_stats_dict(s))
             return out
-        kinds = {None: (STATS_WEIGHT, STATS_ACTIVATION), "weight": (STATS_WEIGHT,),
-                 "activation": (STATS_ACTIVATION,)}[kind]
+        kinds = (STATS_WEIGHT, STATS_ACTIVATION) if kind is None else \
+            (_stats_kind(kind, "stats()"),)
         keys = [name_or_module]
         nm = self.name_map()
         if name_or_module in nm:
@@ -687,7 +817,7 @@ class safe_open:
         for key in keys:
             for k in kinds:
                 s = _lib.Stats()
-                if lib.wpack_stats_find(h.ptr, _b(key), k, ctypes.byref(s)) == 0:
+                if lib.wpack_stats_find(h.ptr, _b(key, "stats key"), k, ctypes.byref(s)) == 0:
                     return _stats_dict(s)
         raise Error(E_NOT_FOUND, "%s: no stats record for %r" % (h.path, name_or_module))
 
@@ -742,6 +872,10 @@ class _Slice:
         f, t, shape = self._f, self._t, self._shape
         if not isinstance(key, tuple):
             key = (key,)
+        if any(isinstance(k, (bool, np.bool_)) for k in key):
+            # bool is an int: True would read row 1 (numpy adds an axis)
+            raise TypeError("get_slice(%r)[...]: bool indices are not supported; "
+                            "use ints, slices or a boolean array" % t.name.decode())
         if not shape or not key or not isinstance(key[0], (int, np.integer, slice)):
             arr, _ = f._get_np(t.name.decode())
             return _to_framework(arr[key], t.dtype, f._framework)
@@ -809,41 +943,50 @@ _CHUNK = 16 << 20
 _FOLLOW_WINDOW = 256  # entries safe_open plans ahead of reads in name order (_follow)
 
 
+_WRITER_OPTIONS = ("alignment", "weight_stats", "histogram_bins", "compress_level",
+                   "compress_chunk", "compress_min", "compress_min_saving", "shard_size",
+                   "max_data_bytes", "portable_stats", "threads")
+
+
+def _check_options(caller, given, known):
+    bad = [k for k in given if k not in known]
+    if bad:
+        raise TypeError("%s(): unknown option(s) %s (known: %s)"
+                        % (caller, ", ".join(sorted(bad)), ", ".join(known)))
+
+
 class _Writer:
-    def __init__(self, path, alignment=None, weight_stats=True, histogram_bins=0,
-                 compress_level=0, compress_chunk=None, compress_min=None, shard_size=0,
-                 max_data_bytes=0, compress_min_saving=None, portable_stats=False,
-                 threads=1, durable=True):
-        self.pool = self.executor = None
+    """One wpack_writer. caller names the public function in errors."""
+
+    def __init__(self, caller, path, durable=True, **options):
+        _check_options(caller, options, _WRITER_OPTIONS)
+        self.pool = self.executor = self.w = None
+        self.path = os.fspath(path)
+        bpath = _b(self.path, "path")
         opt = _lib.WriterOptions()
         lib.wpack_writer_options_init(ctypes.byref(opt))
-        if alignment:
-            opt.alignment = alignment
-        opt.weight_stats = 1 if weight_stats else 0
-        opt.histogram_bins = histogram_bins or 0
-        opt.compress_level = compress_level or 0
-        if compress_chunk:
-            opt.compress_chunk = compress_chunk
-        if compress_min is not None:
-            opt.compress_min = compress_min
-        opt.shard_size = shard_size or 0
-        opt.max_data_bytes = max_data_bytes or 0
-        if compress_min_saving is not None:
-            opt.compress_min_saving = compress_min_saving
-        opt.portable_stats = 1 if portable_stats else 0
+        for k in ("alignment", "histogram_bins", "compress_level", "compress_chunk",
+                  "compress_min", "compress_min_saving", "shard_size", "max_data_bytes"):
+            v = options.get(k)
+            if v is not None and (v or k not in ("alignment", "compress_chunk")):
+                # None (alignment, compress_chunk: also 0): the library's default
+                _set_int(opt, k, v, "%s(): %s" % (caller, k))
+        opt.weight_stats = 1 if options.get("weight_stats", True) else 0
+        opt.portable_stats = 1 if options.get("portable_stats") else 0
         opt.no_sync = 0 if durable else 1
-        if threads and int(threads) > 1:
+        threads = _int_arg(options.get("threads") or 1, ctypes.c_uint32,
+                           "%s(): threads" % caller)
+        if threads > 1:
             # stats and hashing on a pool of libwpack-dense: the same bytes
             dense = _lib.dense_lib()
-            self.pool = dense.wpack_pool_create(min(int(threads), 256), -1)
+            self.pool = dense.wpack_pool_create(min(threads, 256), -1)
             if not self.pool:
                 raise MemoryError("wpack: no thread pool of %d threads" % threads)
             self.executor = _lib.Executor()
             dense.wpack_pool_executor(self.pool, ctypes.byref(self.executor))
             opt.executor = ctypes.addressof(self.executor)
         p = ctypes.c_void_p()
-        self.path = os.fspath(path)
-        rc = lib.wpack_writer_open(ctypes.byref(p), _b(self.path), ctypes.byref(opt))
+        rc = lib.wpack_writer_open(ctypes.byref(p), bpath, ctypes.byref(opt))
         self.w = p
         if rc != 0:
             self.fail(rc)
@@ -878,7 +1021,7 @@ class _Writer:
 
     def add_array(self, name, arr, code):
         dims = (ctypes.c_uint64 * max(1, arr.ndim))(*arr.shape)
-        self.check(lib.wpack_writer_begin_tensor(self.w, _b(name), code, arr.ndim, dims))
+        self.check(lib.wpack_writer_begin_tensor(self.w, _b(name, "tensor name"), code, arr.ndim, dims))
         if arr.size:
             if arr.flags.c_contiguous:
                 base = arr.ctypes.data
@@ -886,27 +1029,41 @@ class _Writer:
                     self.check(lib.wpack_writer_write(self.w, base + off,
                                                       min(_CHUNK, arr.nbytes - off)))
             else:
-                # Copy at most ~_CHUNK bytes at a time: memory stays flat.
-                flat = arr.reshape(arr.shape[0], -1) if arr.ndim > 1 else arr.reshape(-1, 1)
-                rows = max(1, _CHUNK // max(1, flat.shape[1] * arr.itemsize))
-                for r in range(0, flat.shape[0], rows):
-                    piece = np.ascontiguousarray(flat[r:r + rows])
-                    self.check(lib.wpack_writer_write(self.w, piece.ctypes.data, piece.nbytes))
+                self.write_pieces(arr)
         self.check(lib.wpack_writer_end_tensor(self.w))
+
+    def write_pieces(self, arr):
+        """The C-order bytes of a non-empty, non-contiguous arr, copied at
+        most _CHUNK bytes at a time (memory stays flat): runs of whole rows
+        of the first dimension, or row by row, recursively, when one row is
+        larger. (A reshape to 2-D would copy the whole array first.)"""
+        row = arr.nbytes // arr.shape[0]
+        if row > _CHUNK:
+            for i in range(arr.shape[0]):
+                self.write_pieces(arr[i])
+            return
+        rows = max(1, _CHUNK // row)
+        for r in range(0, arr.shape[0], rows):
+            piece = np.ascontiguousarray(arr[r:r + rows])
+            self.check(lib.wpack_writer_write(self.w, piece.ctypes.data, piece.nbytes))
 
 
 def _as_numpy(x):
-    """(numpy array, wpack dtype code, identity key for tie detection)."""
+    """(numpy array, wpack dtype code, tie key). The tie key names the
+    caller's own memory (storage, offset, shape, strides, dtype), or is None
+    when there is none to share: a list, a scalar, a converted copy. Keys are
+    only compared while the caller's objects are alive (save_file keeps
+    them), so an address freed and reused cannot look tied."""
     mod = type(x).__module__
     if mod.startswith("torch"):
         torch = _torch()
         t = x.detach()
+        key = None
+        if t.numel():   # the caller's storage, on whatever device it is
+            key = ("pt", str(t.device), t.storage().data_ptr(), t.storage_offset(),
+                   tuple(t.shape), tuple(t.stride()), str(t.dtype))
         if t.device.type != "cpu":
             t = t.cpu()
-        key = None
-        if t.numel():
-            key = ("pt", t.storage().data_ptr(), t.storage_offset(), tuple(t.shape),
-                   tuple(t.stride()), str(t.dtype))
         if t.dtype == torch.bfloat16:
             return t.view(torch.int16).numpy().view(np.uint16), 4, key
         if t.dtype not in (torch.float64, torch.float32, torch.float16, torch.int64,
@@ -914,26 +1071,57 @@ def _as_numpy(x):
             raise Error(E_UNSUPPORTED, "torch dtype %s is not a wpack dtype" % t.dtype)
         return t.numpy(), _NP_TO_CODE[np.dtype(t.numpy().dtype)], key
     arr = np.asarray(x)
-    if arr.dtype not in _NP_TO_CODE:
+    fresh = arr is not x and arr.base is None   # np.asarray made a new array
+    ml = _ML_DTYPES.get(arr.dtype.name)
+    if ml is not None and arr.dtype.itemsize == DTYPES[ml][1]().itemsize:
+        code, arr = ml, arr.view(DTYPES[ml][1])   # ml_dtypes.bfloat16, ...: the same bytes
+    elif arr.dtype in _NP_TO_CODE:
+        code = _NP_TO_CODE[arr.dtype]
+    else:
         raise Error(E_UNSUPPORTED, "numpy dtype %s is not a wpack dtype" % arr.dtype)
     key = None
-    if arr.size:
+    if arr.size and not fresh:
         key = ("np", arr.__array_interface__["data"][0], tuple(arr.shape),
                tuple(arr.strides), arr.dtype.str)
-    return arr, _NP_TO_CODE[arr.dtype], key
+    return arr, code, key
+
+
+def _check_dtypes(tensors, dtypes):
+    """save_file's dtypes= checked before anything is written."""
+    for name, want in (dtypes or {}).items():
+        if name not in tensors:
+            raise ValueError("save_file(): dtypes names %r, which is not in tensors" % (name,))
+        if want not in _CODE_BY_NAME:
+            raise ValueError("save_file(): dtypes[%r]=%r: want one of %s"
+                             % (name, want, ", ".join(_CODE_BY_NAME)))
+
+
+def _retag(name, arr, code, want):
+    """The wpack dtype code of arr stored as `want` (save_file's dtypes=):
+    its own, or the bits of an unsigned array of the same item size (bf16
+    and f8 read with framework "np" are uint16 / uint8)."""
+    w = _CODE_BY_NAME[want]
+    if w == code:
+        return w
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == np.dtype(DTYPES[w][1]).itemsize:
+        return w
+    raise ValueError("save_file(): dtypes[%r]=%r: a %s array is not %s; give its bit patterns "
+                     "as uint%d" % (name, want, arr.dtype, want,
+                                    8 * np.dtype(DTYPES[w][1]).itemsize))
 
 
 def _set_metadata(wr, metadata):
     for key, v in (metadata or {}).items():
-        k = _b(key)
+        k = _b(key, "metadata key")
         if isinstance(v, (bool, np.bool_)):
             rc = lib.wpack_writer_set_bool(wr.w, k, int(bool(v)))
         elif isinstance(v, (int, np.integer)):
-            rc = lib.wpack_writer_set_i64(wr.w, k, int(v))
+            rc = lib.wpack_writer_set_i64(wr.w, k, _int_arg(v, ctypes.c_int64,
+                                                            "metadata %r" % (key,)))
         elif isinstance(v, (float, np.floating)):
             rc = lib.wpack_writer_set_f64(wr.w, k, float(v))
         elif isinstance(v, str):
-            rc = lib.wpack_writer_set_string(wr.w, k, _b(v))
+            rc = lib.wpack_writer_set_string(wr.w, k, _b(v, "metadata %r value" % (key,)))
         elif isinstance(v, (bytes, bytearray)):
             b = bytes(v)
             rc = lib.wpack_writer_set_bytes(wr.w, k, b, len(b))
@@ -970,13 +1158,15 @@ def _set_array(wr, k, vals):
     et = kinds.pop() if kinds else META_I64
     n = len(vals)
     if et == META_I64:
-        arr = (ctypes.c_int64 * max(1, n))(*[int(v) for v in vals])
+        arr = (ctypes.c_int64 * max(1, n))(*[_int_arg(v, ctypes.c_int64, "metadata %r element"
+                                                      % k.decode()) for v in vals])
     elif et == META_F64:
         arr = (ctypes.c_double * max(1, n))(*[float(v) for v in vals])
     elif et == META_BOOL:
         arr = (ctypes.c_int * max(1, n))(*[int(bool(v)) for v in vals])
     elif et == META_STRING:
-        arr = (ctypes.c_char_p * max(1, n))(*[_b(v) for v in vals])
+        arr = (ctypes.c_char_p * max(1, n))(*[_b(v, "metadata %r element" % k.decode())
+                                              for v in vals])
     else:
         keep = [bytes(v) for v in vals]
         arr = (_lib.Bytes * max(1, n))(*[_lib.Bytes(ctypes.cast(ctypes.c_char_p(b),
@@ -985,51 +1175,107 @@ def _set_array(wr, k, vals):
     return lib.wpack_writer_set_array(wr.w, k, et, n, arr)
 
 
+_STATS_KINDS = {"weight": STATS_WEIGHT, "activation": STATS_ACTIVATION}
+_STATS_VALUES = ("min", "max", "absmax", "mean", "variance")
+_MAX_AXIS = 7   # WPACK_MAX_RANK - 1
+
+
+def _stats_kind(kind, what):
+    if kind not in _STATS_KINDS:
+        raise ValueError("%s: kind %r: want one of %s"
+                         % (what, kind, ", ".join(repr(k) for k in _STATS_KINDS)))
+    return _STATS_KINDS[kind]
+
+
 def _stats_in(key, rec):
-    """(wpack_stats_in, keep-alive list) from a stats dict (see save_file)."""
-    kind = rec.get("kind", "weight")
+    """(wpack_stats_in, keep-alive list) from a stats dict (see save_file).
+    Every array's length is checked here (the C side reads `channels`
+    values of each, hist_bins + 1 edges): TypeError/ValueError/OverflowError
+    naming the record and field."""
+    where = "stats %r" % (key,)
+    if not isinstance(rec, dict):
+        raise TypeError("%s: want a dict, not %s" % (where, type(rec).__name__))
+    for f in ("count", "min", "max", "mean"):
+        if rec.get(f) is None:
+            raise ValueError("%s: %r is required" % (where, f))
     s = _lib.StatsIn()
-    s.key = _b(key)
-    s.kind = STATS_ACTIVATION if kind == "activation" else STATS_WEIGHT
+    s.key = _b(key, "stats key")
+    s.kind = _stats_kind(rec.get("kind", "weight"), where)
+    gran = rec.get("granularity")
+    if gran is None:
+        gran = "channel" if np.ndim(rec["min"]) else "tensor"
+    if gran not in ("tensor", "channel"):
+        raise ValueError("%s: granularity %r: want 'tensor' or 'channel'" % (where, gran))
     keep = []
 
-    def arr(v, dtype=np.float64):
-        a = np.ascontiguousarray(np.atleast_1d(np.asarray(v, dtype=dtype)))
+    def floats(f, v, ndim):
+        try:
+            a = np.array(v, dtype=np.float64, order="C")   # a copy, 0-d kept 0-d
+        except (TypeError, ValueError):
+            raise TypeError("%s: %r must be numbers, not %r" % (where, f, v)) from None
+        if a.ndim != ndim:
+            want = {0: "a number", 1: "a 1-D array", 2: "(q, value) pairs"}[ndim]
+            raise ValueError("%s: %r must be %s, not of shape %s" % (where, f, want, a.shape))
         keep.append(a)
         return a
 
-    mn = arr(rec["min"])
-    C = mn.size
-    per_channel = rec.get("granularity", "channel" if np.ndim(rec["min"]) else "tensor")
-    s.granularity = 1 if per_channel == "channel" else 0
-    s.axis = int(rec.get("axis", 0))
+    per = gran == "channel"
+    mn = floats("min", rec["min"], 1 if per else 0)
+    C = _int_arg(mn.size, ctypes.c_uint32, where + " channels")
+    if C == 0:
+        raise ValueError("%s: per-channel stats need at least one channel" % where)
+    s.granularity = 1 if per else 0
     s.channels = C
-    s.count = int(rec["count"])
-    mx = arr(rec["max"])
-    fields = {"min": mn, "max": mx,
-              "absmax": arr(rec["absmax"]) if rec.get("absmax") is not None
-              else np.maximum(np.abs(mn), np.abs(mx)),
-              "mean": arr(rec["mean"]),
-              "variance": arr(rec["variance"]) if rec.get("variance") is not None
-              else np.zeros(C)}
-    for f, a in fields.items():
-        keep.append(a)
+    axis = _int_arg(rec.get("axis", 0), ctypes.c_int64, where + " axis")
+    if not 0 <= axis <= _MAX_AXIS:
+        raise ValueError("%s: axis %d: want 0..%d" % (where, axis, _MAX_AXIS))
+    s.axis = axis
+    s.count = _int_arg(rec["count"], ctypes.c_uint64, where + " count")
+    vals = {"min": mn}
+    for f in _STATS_VALUES[1:]:
+        v = rec.get(f)
+        if v is None and f == "absmax":
+            v = np.maximum(np.abs(mn), np.abs(vals["max"]))
+        elif v is None and f == "variance":
+            v = np.zeros_like(mn)   # as the --stats JSON schema: 0, a placeholder
+        vals[f] = floats(f, v, mn.ndim)
+        if vals[f].size != C:
+            raise ValueError("%s: %r has %d values, 'min' %d: one per channel"
+                             % (where, f, vals[f].size, C))
+    for f, a in vals.items():
         setattr(s, f, a.ctypes.data_as(_lib.c_dblp))
     hist = rec.get("histogram")
     if hist is not None:
-        edges, counts = arr(hist[0]), arr(hist[1], np.uint64)
-        s.hist_bins = counts.size
+        if not isinstance(hist, (tuple, list)) or len(hist) != 2:
+            raise TypeError("%s: 'histogram' must be (edges, counts)" % where)
+        counts = np.asarray(hist[1])
+        if counts.ndim != 1 or counts.size == 0 or counts.dtype.kind not in "iu":
+            raise TypeError("%s: histogram counts must be a non-empty 1-D array of ints, "
+                            "not %s of shape %s" % (where, counts.dtype, counts.shape))
+        if counts.dtype.kind == "i" and (counts < 0).any():
+            raise ValueError("%s: histogram counts must be >= 0" % where)
+        counts = np.ascontiguousarray(counts, dtype=np.uint64)
+        keep.append(counts)
+        edges = floats("histogram edges", hist[0], 1)
+        if edges.size != counts.size + 1:
+            raise ValueError("%s: histogram has %d counts and %d edges: want counts + 1 edges"
+                             % (where, counts.size, edges.size))
+        s.hist_bins = _int_arg(counts.size, ctypes.c_uint32, where + " histogram bins")
         s.hist_edges = edges.ctypes.data_as(_lib.c_dblp)
         s.hist_counts = counts.ctypes.data_as(_lib.c_u64p)
     pct = rec.get("percentiles")
-    if pct:
-        p = arr(np.asarray(pct, dtype=np.float64).reshape(-1))
-        s.percentile_count = p.size // 2
+    if pct is not None and len(pct):
+        p = floats("percentiles", pct, 2)
+        if p.shape[1] != 2:
+            raise ValueError("%s: 'percentiles' must be (q, value) pairs, not of shape %s"
+                             % (where, p.shape))
+        s.percentile_count = _int_arg(p.shape[0], ctypes.c_uint32, where + " percentiles")
         s.percentiles = p.ctypes.data_as(_lib.c_dblp)
     return s, keep
 
 
-def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=True, **options):
+def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=True,
+              dtypes=None, **options):
     """Write {name: numpy array or torch tensor} to a new archive at path.
 
     The bytes stream through the C writer straight from the arrays' memory
@@ -1046,14 +1292,37 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
 
     Tensors that are the same memory (same data pointer, shape, strides and
     dtype: tied weights) are written once; the later names become alias
-    entries. bf16 torch tensors are stored as bf16; numpy uint16 as u16.
+    entries. Only the caller's own arrays and tensors can be tied: values
+    converted to new arrays (lists, Python and numpy scalars) never are.
+
+    dtypes: the wpack dtype of each array by name, for what numpy has no
+    dtype for: bf16 and f8 read with framework "np" come back as their bit
+    patterns (uint16 / uint8) and save_file stores those as u16 / u8
+    unless told, e.g. dtypes={"w": "bf16"} (safe_open.describe(name)
+    ["dtype"] says what an entry was). An unsigned array is stored as any
+    wpack dtype of its item size, bits unchanged; otherwise a dtype must
+    be the array's own (ValueError, as for a name not in tensors or an
+    unknown dtype). Without dtypes: torch bfloat16 is bf16, numpy uint16
+    u16, and ml_dtypes' bfloat16 / float8_e4m3fn / float8_e5m2 arrays
+    are bf16 / f8e4m3fn / f8e5m2.
 
     metadata: {key: str | int | float | bool | bytes | list of one of those}
-      stored typed. name_map: {other name: entry name (or a module path with
-      activation stats)}. stats: {key: {"kind": "weight"|"activation",
-      "count", "min", "max", "mean", optional "absmax", "variance",
-      "granularity", "axis", "histogram": (edges, counts), "percentiles":
-      [(q, v)]}} (spec appendix A; arrays for per-channel).
+      stored typed; ints must fit int64 (OverflowError, never wrapped).
+      Names, keys and str values (also in lists) must not hold a NUL
+      character (ValueError: C would end them there); bytes values may.
+      name_map: {other name: entry name (or a module path with
+      activation stats)}. stats: {key: {"kind": "weight" (default) or
+      "activation", "count" (int >= 0), "min", "max", "mean", optional
+      "absmax" (default max(|min|, |max|)), "variance" (default 0, as the
+      --stats JSON schema: a placeholder, not an observed value),
+      "granularity" ("channel" when min is an array, else "tensor"),
+      "axis" (0..7, default 0), "histogram": (edges[N + 1], counts[N]),
+      "percentiles": [(q, v)]}} (spec appendix A). Per-tensor values are
+      numbers; per-channel ones 1-D arrays all as long as min (the channel
+      count). A record that breaks these raises TypeError, ValueError or
+      OverflowError naming it and the field; the values themselves (finite,
+      min <= max, ...) are checked by the C writer (wpack.Error
+      WPACK_E_STATS).
     options: alignment, weight_stats (True: min/max/mean/variance of each
       float tensor, about a third of save_file's CPU time; False skips them),
       histogram_bins (0),
@@ -1065,21 +1334,32 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
       the same bytes, as `wpack create -j N`).
     durable: True (default); False: no fsync, see above (`wpack create
       --no-sync`), for scratch outputs and benchmarks.
+    An unknown option is TypeError; an int option outside its C field's
+    range (a negative size, ...) OverflowError, never wrapped.
     """
-    wr = _Writer(path, durable=durable, **options)
+    _check_dtypes(tensors, dtypes)
+    wr = _Writer("save_file", path, durable=durable, **options)
     try:
-        seen = {}
+        seen = {}      # tie key -> the first name written with it
+        alive = []     # the objects keyed, alive until the end (see _as_numpy)
         for name, x in tensors.items():
             arr, code, key = _as_numpy(x)
+            if dtypes and name in dtypes:
+                code = _retag(name, arr, code, dtypes[name])
+            if key is not None:
+                key += (code,)   # the same bits stored as two dtypes are two entries
             if key is not None and key in seen:
-                wr.check(lib.wpack_writer_add_alias(wr.w, _b(name), _b(seen[key])))
+                wr.check(lib.wpack_writer_add_alias(wr.w, _b(name, "tensor name"),
+                                                    _b(seen[key], "tensor name")))
                 continue
             wr.add_array(name, arr, code)
             if key is not None:
                 seen[key] = name
+                alive.append((x, arr))
         _set_metadata(wr, metadata)
         for other, entry in (name_map or {}).items():
-            wr.check(lib.wpack_writer_add_name(wr.w, _b(other), _b(entry)))
+            wr.check(lib.wpack_writer_add_name(wr.w, _b(other, "name-map name"),
+                                                 _b(entry, "name-map entry")))
         for key, rec in (stats or {}).items():
             s, keep = _stats_in(key, rec)
             wr.check(lib.wpack_writer_add_stats(wr.w, ctypes.byref(s)))
@@ -1103,14 +1383,11 @@ def update_stats(path, stats):
         return
     arr = (_lib.StatsIn * len(recs))(*recs)
     buf = ctypes.create_string_buffer(1024)
-    rc = lib.wpack_update_add_stats(_b(os.fspath(path)), arr, len(recs), buf, len(buf))
+    rc = lib.wpack_update_add_stats(_b(os.fspath(path), "path"), arr, len(recs), buf, len(buf))
     if rc != 0:
         raise Error(rc, buf.value.decode("utf-8", "replace"))
 
 
-_WRITER_OPTIONS = ("alignment", "weight_stats", "histogram_bins", "compress_level",
-                   "compress_chunk", "compress_min", "compress_min_saving", "shard_size",
-                   "max_data_bytes", "portable_stats", "threads")
 _CASTS = {None: 0, "": 0, "bf16": 4, "f16": 3}
 _OUTPUT_RATIO, _OUTPUT_FLOOR = 1000, 1 << 30   # the CLI's default output cap (cli/util.c)
 
@@ -1123,7 +1400,7 @@ def detect(path):
     library's reason."""
     imp = _lib.import_lib()
     err = ctypes.create_string_buffer(1024)
-    kind = imp.wpack_import_detect(_b(os.fspath(path)), err, len(err))
+    kind = imp.wpack_import_detect(_b(os.fspath(path), "path"), err, len(err))
     if kind == 0:
         msg = err.value.decode("utf-8", "replace")
         code = E_INPUT
@@ -1135,8 +1412,8 @@ def detect(path):
     return imp.wpack_import_kind_name(kind).decode()
 
 
-def _cstrs(items, keep):
-    items = [_b(x) for x in items]
+def _cstrs(items, keep, what):
+    items = [_b(x, what) for x in items]
     keep.append(items)
     arr = (ctypes.c_char_p * max(1, len(items)))(*items)
     keep.append(arr)
@@ -1178,7 +1455,11 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
       keep_observers  True: a torch checkpoint's torch.ao observer buffers
                are stored as tensors too, not only as the activation stats
                they become (spec appendix A.1) [--keep-observers]
-      progress callable(done_bytes, total_bytes, path): about every 4 MiB
+      progress callable(done_bytes, total_bytes, path): done and total in
+               input file bytes (total: all inputs'), called as an input's
+               tensors are read (every 4 MiB of a .npy, every 256 KiB from
+               a zip or torch checkpoint) and once when it is done, so the
+               last call has done == total
       warn     callable(message) for what an input leaves out (default:
                warnings.warn)
       temp_dir where Fortran-order .npy members are spilled (default:
@@ -1197,13 +1478,14 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
     is at path is replaced as a whole (its shards removed once the new
     archive is in place, as save_file). Raises wpack.Error with the
     library's message ("m.pt: ...") and code, TypeError for an unknown
-    option, OSError if libwpack-import cannot be loaded. An exception
+    option or a non-int where an int goes, OverflowError for an int outside
+    its C field's range (max_ratio=-1 would wrap to 2^32-1: the guard off),
+    OSError if libwpack-import cannot be loaded. An exception
     raised by progress or warn is re-raised when the input being imported
     is done (the import is then abandoned).
     """
-    bad = [k for k in writer_options if k not in _WRITER_OPTIONS]
-    if bad:
-        raise TypeError("pack(): unknown option(s) %s" % ", ".join(sorted(bad)))
+    _check_options("pack", writer_options, _WRITER_OPTIONS)
+    _int_arg(max_output or 0, ctypes.c_uint64, "pack(): max_output")
     if cast not in _CASTS:
         raise Error(E_INVALID_ARGUMENT, "pack(): cast=%r: want 'bf16' or 'f16'" % (cast,))
     if only and not cast:
@@ -1241,19 +1523,19 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         o = _lib.ImportOptions()
         imp.wpack_import_options_init(ctypes.byref(o))
         p, k = per.get("prefix", prefix), per.get("key", key)
-        o.prefix = _b(p) if p else None
-        o.key = _b(k) if k else None
+        o.prefix = _b(p, "prefix") if p else None
+        o.key = _b(k, "key") if k else None
         o.cast = _CASTS[cast]
         if only:
             globs = [only] if isinstance(only, str) else list(only)
-            o.only = _cstrs(globs, keep)
+            o.only = _cstrs(globs, keep, "only glob")
             o.only_count = len(globs)
         o.weight_stats = 1 if weight_stats else 0
         o.follow_links = 1 if follow_links else 0
         o.keep_observers = 1 if keep_observers else 0
-        o.max_ratio = int(max_ratio or 0)
-        o.max_total = int(max_total or 0)
-        o.temp_dir = _b(os.fspath(temp_dir)) if temp_dir else None
+        _set_int(o, "max_ratio", max_ratio or 0, "pack(): max_ratio")
+        _set_int(o, "max_total", max_total or 0, "pack(): max_total")
+        o.temp_dir = _b(os.fspath(temp_dir), "temp_dir") if temp_dir else None
         o.warn = warn_cb
         o.err = ctypes.cast(err, ctypes.c_void_p)
         o.err_size = len(err)
@@ -1266,8 +1548,14 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
     # List every input first (as the CLI): the files it consists of, their
     # bytes for the output cap and progress, and the same-file guard.
     items = []
+    if isinstance(inputs, tuple) and len(inputs) == 2 and isinstance(inputs[1], dict):
+        raise TypeError("pack(): inputs is one (path, options) pair: pass a list of inputs, "
+                        "[(path, {'prefix': ..., 'key': ...})]")
     for spec in inputs:
         per = {}
+        if not isinstance(spec, (str, bytes, os.PathLike, tuple)):
+            raise TypeError("pack(): an input is a path or a (path, {'prefix': P, 'key': K}) "
+                            "pair, not %s" % type(spec).__name__)
         if isinstance(spec, tuple):
             spec, per = spec
             extra = [k for k in per if k not in ("prefix", "key")]
@@ -1282,14 +1570,15 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
                           it.name, int(it.bytes), o))
             return 0
 
-        rc = imp.wpack_import_list(_b(os.fspath(spec)), ctypes.byref(o),
+        rc = imp.wpack_import_list(_b(os.fspath(spec), "input"), ctypes.byref(o),
                                    _lib.ImportItemFn(on_item), None)
         check_pending()
         if rc != 0:
             raise Error(rc, err.value.decode("utf-8", "replace")
                         or "%s: %s" % (os.fspath(spec), _describe(rc)))
     for p, _, _, _ in items + [(stats_file, None, 0, None)]:
-        if p and os.path.exists(path) and os.path.samefile(p, path):
+        # (a missing stats_file is the library's error, whether path exists or not)
+        if p and os.path.exists(path) and os.path.exists(p) and os.path.samefile(p, path):
             raise Error(E_SAME_FILE, "pack(): the output %s is the input %s" % (path, p))
     if not items and not allow_empty:
         raise Error(E_EMPTY, "pack(): no input files found: nothing written; "
@@ -1299,12 +1588,12 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         writer_options["max_data_bytes"] = max_output or \
             max(total * _OUTPUT_RATIO, _OUTPUT_FLOOR)
     writer_options["weight_stats"] = weight_stats
-    wr = _Writer(path, durable=durable, **writer_options)
+    wr = _Writer("pack", path, durable=durable, **writer_options)
     handle = ctypes.c_void_p()
     try:
         _set_metadata(wr, metadata)
         if layers is not None:
-            wr.check(lib.wpack_writer_set_string(wr.w, b"wpack.layers", _b(layers)))
+            wr.check(lib.wpack_writer_set_string(wr.w, b"wpack.layers", _b(layers, "layers")))
         rc = imp.wpack_import_open(ctypes.byref(handle), wr.w)
         if rc != 0:
             raise Error(rc, "pack(): %s" % _describe(rc))
@@ -1312,9 +1601,12 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         for p, name, size, o in items:
             o.name = name
             if progress is not None:
-                def on_progress(_user, done, p=p, base=base):
+                # The library counts the tensor bytes read from the input,
+                # which stop short of its file size (headers, pickle): done
+                # is bounded by the file, and reaches it when it is done.
+                def on_progress(_user, done, p=p, base=base, size=size):
                     try:
-                        progress(base + int(done), total, p)
+                        progress(base + min(int(done), size), total, p)
                     except BaseException as e:  # noqa: B902
                         pending.append(e)
                 o.progress = _lib.ImportProgress(on_progress)
@@ -1322,21 +1614,23 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
             if wr.executor is not None:   # threads=N: the stats before a cast too
                 o.executor = ctypes.addressof(wr.executor)
             o.portable_stats = 1 if writer_options.get("portable_stats") else 0
-            rc = imp.wpack_import_add(handle, _b(p), ctypes.byref(o))
+            rc = imp.wpack_import_add(handle, _b(p, "input"), ctypes.byref(o))
             o.progress = _lib.ImportProgress()
             check_pending()
             if rc != 0:
                 raise Error(rc, imp.wpack_import_errmsg(handle).decode("utf-8", "replace")
                             or err.value.decode("utf-8", "replace"))
             base += size
+            if progress is not None:
+                progress(base, total, p)   # this input whole
         if stats_file or name_map:
             o = options({})
             if stats_file:
-                o.stats_file = _b(os.fspath(stats_file))
+                o.stats_file = _b(os.fspath(stats_file), "stats_file")
             pairs = list((name_map or {}).items())
             if pairs:
-                o.name_map_other = _cstrs([a for a, _ in pairs], keep)
-                o.name_map_entry = _cstrs([b for _, b in pairs], keep)
+                o.name_map_other = _cstrs([a for a, _ in pairs], keep, "name-map name")
+                o.name_map_entry = _cstrs([b for _, b in pairs], keep, "name-map entry")
                 o.name_map_count = len(pairs)
             rc = imp.wpack_import_add(handle, None, ctypes.byref(o))
             if rc != 0:

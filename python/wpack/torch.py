@@ -2,6 +2,7 @@
 nn.Module (activation statistics written into the archive in place), and
 name maps from traced graphs. Needs torch (import wpack alone does not).
 """
+import ctypes
 import functools
 import os
 import warnings
@@ -10,6 +11,9 @@ import numpy as np
 import torch
 
 from . import Error, safe_open, save_file, update_stats
+from . import _int_arg, _MAX_AXIS
+
+_MAX_HIST_BINS = 1 << 20   # the format's limit (spec: Limits)
 
 __all__ = ["save_model", "load_model", "calibrate", "name_map", "CalibrationResult"]
 
@@ -37,7 +41,11 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     (dtype and device of the model kept). assign=True replaces them with
     zero-copy tensors over a private copy-on-write mapping of the file
     (training may write to them; the file never changes), Parameters
-    keeping their requires_grad. strict=True raises RuntimeError naming
+    keeping their requires_grad. Ties are kept: keys that are one
+    Parameter (or buffer) in the model, or one entry in the archive (an
+    alias and its target), are all given one new object, so the model
+    keeps its parameter count (tied embedding and head stay tied).
+    strict=True raises RuntimeError naming
     missing and unexpected keys, like nn.Module.load_state_dict. A shape
     mismatch always raises RuntimeError. Returns (missing, unexpected).
     path may be a URL (safe_open's defaults): the tensors are then fetched
@@ -52,19 +60,25 @@ def load_model(model, path, strict=True, assign=False, verify=True):
                                % (path, missing, unexpected))
         if f._remote:  # a URL: fetched ahead in the order read below
             f.read_plan([k for k in sd if k in names])
+        assigned = {}   # ("model", id) / ("archive", entry, is Parameter) -> object given
         for key, cur in sd.items():
             if key not in names:
                 continue
-            t = f.get_tensor(key)
+            is_param = isinstance(cur, torch.nn.Parameter)
+            ties = [("model", id(cur)), ("archive", f._target(f._find(key)).index, is_param)]
+            obj = next((assigned[k] for k in ties if k in assigned), None) if assign else None
+            t = f.get_tensor(key) if obj is None else obj
             if tuple(t.shape) != tuple(cur.shape):
                 raise RuntimeError("load_model(%s): %s has shape %s in the archive, %s in "
                                    "the model" % (path, key, tuple(t.shape), tuple(cur.shape)))
             if assign:
+                if obj is None:
+                    obj = torch.nn.Parameter(t, requires_grad=cur.requires_grad) \
+                        if is_param else t
+                for k in ties:
+                    assigned.setdefault(k, obj)
                 mod, attr = _owner(model, key)
-                if isinstance(cur, torch.nn.Parameter):
-                    setattr(mod, attr, torch.nn.Parameter(t, requires_grad=cur.requires_grad))
-                else:
-                    setattr(mod, attr, t)
+                setattr(mod, attr, obj)
             else:
                 with torch.no_grad():
                     cur.copy_(t)
@@ -76,8 +90,10 @@ def load_model(model, path, strict=True, assign=False, verify=True):
 class _Acc:
     """Streaming stats of one module's outputs (float64, Chan's merge)."""
 
-    def __init__(self, axis):
-        self.axis = axis
+    def __init__(self, name, axis):
+        self.name = name
+        self.axis = axis      # None, or an int; made >= 0 at the first output
+        self.rank = None      # the rank of the first output
         self.n = 0            # finite values, all channels
         self.nc = None        # per channel finite counts (tensor)
         self.min = self.max = self.mean = self.m2 = None
@@ -88,8 +104,19 @@ class _Acc:
         y = y.detach()
         if self.axis is None:
             return y.reshape(1, -1).double()
-        ax = self.axis if self.axis >= 0 else self.axis + y.dim()
-        return y.movedim(ax, 0).reshape(y.shape[ax], -1).double()
+        if self.rank is None:   # the first output: a negative axis counts from its end
+            if not -y.dim() <= self.axis < y.dim():
+                raise ValueError("calibrate: axis %d is out of range for %r's output of "
+                                 "rank %d" % (self.axis, self.name, y.dim()))
+            self.rank, self.axis = y.dim(), self.axis % y.dim()
+            if self.axis > _MAX_AXIS:
+                raise ValueError("calibrate: axis %d of %r's output: stats axes are 0..%d"
+                                 % (self.axis, self.name, _MAX_AXIS))
+        elif y.dim() != self.rank:
+            raise ValueError("calibrate: %r's output rank changed between batches (%d, then "
+                             "%d): axis %d is not one channel axis"
+                             % (self.name, self.rank, y.dim(), self.axis))
+        return y.movedim(self.axis, 0).reshape(y.shape[self.axis], -1).double()
 
     def add(self, y):
         self.calls += 1
@@ -142,22 +169,26 @@ class _Acc:
             a = t.cpu().numpy().astype(np.float64)
             return a if per else float(a[0])
 
-        rec = {"kind": "activation", "granularity": "channel" if per else "tensor",
-               "axis": self.axis if per else 0, "count": self.n,
-               "min": out(self.min), "max": out(self.max), "mean": out(self.mean),
-               "variance": out(var)}
+        # the fields and types safe_open.stats() returns
+        rec = {"key": self.name, "kind": "activation",
+               "granularity": "channel" if per else "tensor",
+               "axis": self.axis if per else 0, "channels": int(self.nc.numel()),
+               "count": self.n, "min": out(self.min), "max": out(self.max)}
         rec["absmax"] = np.maximum(np.abs(rec["min"]), np.abs(rec["max"])) if per else \
             max(abs(rec["min"]), abs(rec["max"]))
+        rec["mean"], rec["variance"] = out(self.mean), out(var)
         if per and bool((self.nc == 0).any()):
             # A channel with no finite value has no min/max to store.
-            raise ValueError("calibrate: a channel saw no finite value")
+            raise ValueError("calibrate: a channel of %r saw no finite value" % self.name)
+        rec["histogram"] = None
         if edges is not None and self.hist is not None:
             rec["histogram"] = (edges, self.hist.astype(np.uint64))
+        rec["percentiles"] = []
         return rec
 
 
 class CalibrationResult(dict):
-    """{module path: stats dict (as safe_open.stats returns)} of what
+    """{module path: stats dict (the fields safe_open.stats returns)} of what
     calibrate() wrote; .no_output lists modules whose hook never fired or
     saw no finite value (not written)."""
     no_output = ()
@@ -174,16 +205,30 @@ def _first_tensor(out):
     return None
 
 
+_ROOT_HAS_NO_PATH = ("stats are keyed by module path and the model itself has none (an "
+                     "empty key is not allowed); wrap it, e.g. nn.Sequential(model), whose "
+                     "module '0' it then is")
+
+
 def _targets(model, modules):
-    """Modules to hook: the named ones, or every leaf. A MultiheadAttention
-    counts as a leaf: it calls its out_proj's weights directly, so hooks on
-    out_proj would never fire."""
+    """Modules to hook: the named ones (a str: one name; duplicates once),
+    or every leaf. A MultiheadAttention counts as a leaf: it calls its
+    out_proj's weights directly, so hooks on out_proj would never fire."""
     named = dict(model.named_modules())
     if modules is not None:
-        missing = [m for m in modules if m not in named]
+        if isinstance(modules, str):
+            modules = [modules]
+        modules = list(dict.fromkeys(modules))   # in order, each once
+        if "" in modules:
+            raise ValueError("calibrate: modules=[''] names the model itself: "
+                             + _ROOT_HAS_NO_PATH)
+        missing = [repr(m) for m in modules if m not in named]
         if missing:
             raise ValueError("calibrate: no such modules: %s" % ", ".join(missing))
         return [(m, named[m]) for m in modules]
+    if not any(True for _ in model.children()):
+        raise ValueError("calibrate: the model is a leaf module (no submodules): "
+                         + _ROOT_HAS_NO_PATH)
     out, skip = [], []
     for name, mod in model.named_modules():
         if not name or any(name.startswith(s + ".") for s in skip):
@@ -257,7 +302,11 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     model runs in eval mode under torch.no_grad() (its training flags are
     restored afterwards); each batch is passed as model(batch), model(*batch)
     for a tuple/list, model(**batch) for a dict. modules: module paths to
-    measure instead of every leaf (a MultiheadAttention counts as a leaf).
+    measure instead of every leaf (a MultiheadAttention counts as a leaf);
+    a str is one path, a path given twice is measured once. Stats are keyed
+    by module path, so the model itself cannot be measured: modules=[""],
+    or a model that is itself a leaf (a bare nn.Linear), raises ValueError
+    up front (wrap it: nn.Sequential(model) measures it as "0").
     The output measured is the module's output tensor (the first tensor of a
     tuple, e.g. MultiheadAttention's attention output). Fused fast paths
     that skip hooks (TransformerEncoderLayer in eval mode) are turned off
@@ -266,24 +315,39 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     Stats per module, over all batches: count of finite values (NaN and
     +-inf are left out), min, max, absmax, mean and population variance
     (float64, Chan's parallel merge), and a histogram of `histogram` equal
-    bins between the final min and max (histogram=0: none). A histogram
+    bins between the final min and max (histogram=0: none; 0..2^20, else
+    ValueError up front). A histogram
     needs a second pass over batches, so batches must then be re-iterable
     (a list, a DataLoader), not a one-shot iterator (ValueError).
     axis: per-channel stats along that axis of each output (the histogram
-    still covers all channels).
+    still covers all channels); -8..7, negative counting from the end of
+    the output's rank as in torch. It is checked against each module's
+    first output (ValueError during the first batch, before more runs) and
+    stored as the non-negative axis.
 
-    Returns a CalibrationResult {module path: stats dict}; its .no_output
+    Returns a CalibrationResult {module path: stats dict with the fields
+    safe_open.stats() returns (key, kind, granularity, axis, channels,
+    count, min, max, absmax, mean, variance, histogram or None,
+    percentiles [])}; its .no_output
     lists modules that produced no output (hook never fired, or no finite
     value); a warning names them too."""
+    histogram = _int_arg(histogram or 0, ctypes.c_int64, "calibrate(): histogram")
+    if not 0 <= histogram <= _MAX_HIST_BINS:
+        raise ValueError("calibrate: histogram=%d: want 0..%d bins" % (histogram, _MAX_HIST_BINS))
+    if axis is not None:
+        axis = _int_arg(axis, ctypes.c_int64, "calibrate(): axis")
+        if not -_MAX_AXIS - 1 <= axis <= _MAX_AXIS:
+            raise ValueError("calibrate: axis %d: want -%d..%d (counted from the end of "
+                             "each output's rank when negative)" % (axis, _MAX_AXIS + 1, _MAX_AXIS))
     if histogram and iter(batches) is batches:
         raise ValueError("calibrate: histogram=%d needs batches that can be iterated twice "
                          "(a list or DataLoader), not an iterator; or pass histogram=0"
                          % histogram)
     path = os.fspath(path)
+    targets = _targets(model, modules)
     if not os.path.exists(path):
         save_model(model, path)
-    targets = _targets(model, modules)
-    accs = {name: _Acc(axis) for name, _ in targets}
+    accs = {name: _Acc(name, axis) for name, _ in targets}
     training = {m: m.training for m in model.modules()}
     phase = {"hist": None}
 
@@ -319,9 +383,7 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     result.no_output = [n for n, a in accs.items() if a.n == 0]
     for n, a in accs.items():
         if a.n:
-            rec = a.record(edges.get(n))
-            rec["key"] = n
-            result[n] = rec
+            result[n] = a.record(edges.get(n))
     if result.no_output:
         warnings.warn("wpack.torch.calibrate: no output from %s" % ", ".join(result.no_output))
     update_stats(path, {n: r for n, r in result.items()})
@@ -388,7 +450,10 @@ def name_map(graph, model=None):
       get_attr nodes, named _param_constantN by make_fx): each get_attr
       node's target and node name map to the state_dict key of the model
       tensor with the same storage, offset, shape, strides and dtype
-      (identity, not name guessing; tied weights give the first key).
+      (identity, not name guessing; tied weights give the first key). A
+      0-element tensor has no storage address: it matches only when the
+      node's object is the model's own tensor object (symbolic_trace; a
+      make_fx copy of an empty tensor is not matched).
       Names equal to their key are left out. model is required.
       Tested for real with torch 1.13's make_fx and symbolic_trace.
     - a torch.export ExportedProgram or its graph_signature: each lifted
@@ -408,8 +473,9 @@ def name_map(graph, model=None):
         return _from_export_signature(sig, model)
     if model is None:
         raise TypeError("name_map(graph_module, model): model is required for a GraphModule")
-    by_id = {}
+    by_id, by_obj = {}, {}
     for key, t in model.state_dict(keep_vars=True).items():
+        by_obj.setdefault(id(t), key)
         i = _ident(t)
         if i is not None:
             by_id.setdefault(i, key)
@@ -421,7 +487,8 @@ def name_map(graph, model=None):
             obj = functools.reduce(getattr, node.target.split("."), graph)
         except AttributeError:
             continue
-        key = by_id.get(_ident(obj))
+        # a 0-element tensor has no storage to tell it by: the same object
+        key = by_id.get(_ident(obj)) if _ident(obj) is not None else by_obj.get(id(obj))
         if key is None:
             continue
         for name in (node.target, node.name):

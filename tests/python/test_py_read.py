@@ -337,5 +337,155 @@ def stats_written_match_numpy(d):
         check(a["kind"] == "activation" and a["absmax"] == 2.0 and a["variance"] == 0.0, "act")
 
 
+
+@case
+def special_files_are_refused_alike_for_np_and_pt(d):
+    # framework="pt" opened the path itself (to map it) without O_NONBLOCK
+    # before the library's checks: a FIFO hung the open forever. Run in a
+    # child so a hang is a failure, not a stuck test run.
+    import subprocess
+    import sys
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    code = """if 1:
+        import sys, torch, wpack, wpack.torch as wt
+        path = sys.argv[1]
+        for fw in ("np", "pt"):
+            try:
+                wpack.safe_open(path, framework=fw)
+            except wpack.Error as e:
+                print(fw, e.name, str(e))
+        try:
+            wt.load_model(torch.nn.Linear(2, 2), path)
+        except wpack.Error as e:
+            print("load_model", e.name, str(e))
+    """
+    for path, want in ((fifo, "WPACK_E_FILE_TYPE"), (d, "WPACK_E_FILE_TYPE"),
+                       (os.path.join(d, "missing.wpack"), "WPACK_E_IO")):
+        try:
+            r = subprocess.run([sys.executable, "-c", code, path], capture_output=True,
+                               text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("safe_open(%s) hangs" % path)
+        lines = r.stdout.splitlines()
+        check(r.returncode == 0 and len(lines) == 3, "%s: %s %s" % (path, r.stdout, r.stderr))
+        msgs = set()
+        for line in lines:
+            who, name, msg = line.split(" ", 2)
+            check(name == want, "%s %s: %s, want %s" % (path, who, name, want))
+            msgs.add(msg)
+        check(len(msgs) == 1, "np and pt say different things: %s" % msgs)
+
+
+@case
+def slice_elements_match_whole_tensor_indexing(d):
+    # A single element came back as a numpy scalar, which torch.from_numpy
+    # refused (TypeError) for "pt"; True/False were read as rows 1/0.
+    p = os.path.join(d, "e.wpack")
+    v = np.arange(10, dtype=np.int32)
+    m = rng.standard_normal((4, 3)).astype(np.float32)
+    bf = torch.randn(5, 2).bfloat16()
+    wpack.save_file({"v": v, "m": m, "bf": bf}, p)
+    keys = {"v": [3, -1, np.int64(2), slice(2, 5), slice(None, None, 3)],
+            "m": [1, (2, 1), (-1, -2), (slice(1, 3), 2), (0, slice(None))],
+            "bf": [4, (1, 0), (slice(0, 5, 2), 1)]}
+    with wpack.safe_open(p, framework="pt") as f, wpack.safe_open(p) as g:
+        for name, ks in keys.items():
+            full_pt, full_np = f.get_tensor(name), g.get_tensor(name)
+            for k in ks:
+                got = f.get_slice(name)[k]
+                want = full_pt[k]
+                check(torch.is_tensor(got) and got.dtype == want.dtype
+                      and got.shape == want.shape and torch.equal(got, want),
+                      "pt %s[%r]: %r, want %r" % (name, k, got, want))
+                got = g.get_slice(name)[k]
+                check(np.shape(got) == np.shape(full_np[k]) and
+                      np.array_equal(got, full_np[k]), "np %s[%r]" % (name, k))
+        for fh in (f, g):
+            for k in (True, False, (0, True), np.bool_(True)):
+                e = raises(TypeError, lambda: fh.get_slice("v")[k])
+                check("bool" in str(e) and "'v'" in str(e), str(e))
+        check(np.array_equal(g.get_slice("v")[v > 6], v[v > 6]), "a boolean array still works")
+
+
+@case
+def threaded_verify_names_the_failing_entry(d):
+    # load_file(threads>1) raised with the handle's last message, another
+    # entry's: a small damaged "a" failed first, a large damaged "z" later,
+    # and the error for "a" named "z".
+    p = os.path.join(d, "c.wpack")
+    wpack.save_file({"a": np.arange(64, dtype=np.float32), "m": np.ones(1000, np.float32),
+                     "z": np.arange(4 << 20, dtype=np.float32)}, p, weight_stats=False)
+    with wpack.safe_open(p) as f:
+        offs = [int(f._find(k).offset) + 8 for k in ("a", "z")]
+    with open(p, "r+b") as fh:
+        for off in offs:
+            fh.seek(off)
+            b = fh.read(1)
+            fh.seek(off)
+            fh.write(bytes([b[0] ^ 0xFF]))
+    serial = raises(wpack.Error, wpack.load_file, p, code="WPACK_E_CHECKSUM")
+    check("'a'" in str(serial) and "'z'" not in str(serial), "serial: %s" % serial)
+    for _ in range(5):
+        e = raises(wpack.Error, wpack.load_file, p, threads=2, code="WPACK_E_CHECKSUM")
+        check("'a'" in str(e) and "'z'" not in str(e), "threads=2: %s" % e)
+
+
+@case
+def pt_writes_do_not_leak_into_later_reads(d):
+    # "pt" tensors shared one private mapping: t.fill_(42) showed up in the
+    # next get_tensor / alias / slice of the same entry, never verified.
+    p = os.path.join(d, "w.wpack")
+    w = np.arange(5000, dtype=np.float32).reshape(50, 100)
+    wpack.save_file({"w": w, "tie": w, "x": np.ones(3, np.float32)}, p, alignment=64)
+    with wpack.safe_open(p, framework="pt") as f:
+        check(f.describe("tie")["kind"] == "alias", "an alias")
+        t = f.get_tensor("w")
+        t.fill_(42)
+        again, alias, rows = f.get_tensor("w"), f.get_tensor("tie"), f.get_slice("w")[3:5]
+        check(torch.equal(again, torch.from_numpy(w)), "a later get_tensor saw the write")
+        check(torch.equal(alias, torch.from_numpy(w)), "the alias saw the write")
+        check(torch.equal(rows, torch.from_numpy(w[3:5])), "a slice saw the write")
+        check(bool((t == 42).all()), "the written tensor keeps its write")
+        again.zero_()
+        check(torch.equal(f.get_tensor("tie"), torch.from_numpy(w)), "re-read after a re-read")
+        check(torch.equal(f.get_tensor("x"), torch.ones(3)), "other entries")
+    with wpack.safe_open(p) as g:
+        check(np.array_equal(g.get_tensor("w"), w), "the file kept its bytes")
+    # Re-reads map and unmap: no descriptors or mappings pile up.
+    def counts():
+        return len(os.listdir("/proc/self/fd")), len(open("/proc/self/maps").read().splitlines())
+    with wpack.safe_open(p, framework="pt") as f:
+        f.get_tensor("w")
+        gc.collect()
+        before = counts()
+        for _ in range(2000):
+            f.get_tensor("w").add_(1)
+        gc.collect()
+        after = counts()
+    check(after[0] == before[0] and after[1] <= before[1] + 8, "fds/maps %s -> %s" % (before, after))
+
+
+@case
+def small_argument_checks(d):
+    p = os.path.join(d, "k.wpack")
+    wpack.save_file({"a.x": np.ones(1), "a.y": np.ones(1), "b": np.ones(1)}, p)
+    with wpack.safe_open(p) as f:
+        check(f.keys(prefix="") == f.keys() == ["a.x", "a.y", "b"], "prefix '' is every key")
+        check(f.keys(prefix="a") == ["a.x", "a.y"], "prefix a")
+        e = raises(TypeError, f.keys, prefix=0)
+        check("prefix" in str(e), str(e))
+    e = raises(ValueError, wpack.safe_open, p, device="cuda")
+    check("device" in str(e), str(e))
+    check(wpack.safe_open(p, device="cpu").keys() == ["a.x", "a.y", "b"], "np on cpu")
+    # is_url and the C library agree: an upper-case scheme is passed on in
+    # lower case (it was refused by libwpack-remote as "not an http:// URL").
+    check(wpack.is_url("HTTP://127.0.0.1:9/x") and wpack._lower_scheme("HTTP://H/K") ==
+          "http://H/K" and wpack._lower_scheme("S3://B/Key") == "s3://B/Key", "schemes")
+    e = raises(wpack.Error, wpack.safe_open, "HTTP://127.0.0.1:9/x.wpack", retries=0,
+               timeout_s=2)
+    check("not an http" not in str(e) and e.name != "WPACK_E_INVALID_ARGUMENT",
+          "upper-case scheme refused: %s" % e)
+
 if __name__ == "__main__":
     main()

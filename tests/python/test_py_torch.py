@@ -96,6 +96,103 @@ def save_and_load_model(d):
     raises(RuntimeError, wt.load_model, bad, p, strict=False)
 
 
+class TiedLM(nn.Module):
+    def __init__(self, tie=True):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.fc = nn.Linear(4, 10, bias=False)
+        if tie:
+            self.fc.weight = self.emb.weight
+
+    def forward(self, x):
+        return self.fc(self.emb(x))
+
+
+@case
+def load_model_assign_keeps_ties(d):
+    # assign=True gave each key its own new Parameter: fc.weight stopped
+    # being emb.weight and the model grew a parameter.
+    m = TiedLM()
+    p = os.path.join(d, "t.wpack")
+    wt.save_model(m, p)
+    with wpack.safe_open(p) as f:
+        check(f.describe("fc.weight")["kind"] == "alias", "saved tied")
+    m2 = TiedLM()
+    n_params = len(list(m2.parameters()))
+    wt.load_model(m2, p, assign=True)
+    check(m2.fc.weight is m2.emb.weight, "tied in the model: still one Parameter")
+    check(len(list(m2.parameters())) == n_params, "parameter count grew")
+    check(torch.equal(m2.emb.weight, m.emb.weight), "values")
+    x = torch.tensor([1, 2, 3])
+    with torch.no_grad():
+        check(torch.equal(m2(x), m(x)), "output")
+    # Not tied in the model but one entry in the archive (an alias): one object too.
+    m3 = TiedLM(tie=False)
+    wt.load_model(m3, p, assign=True)
+    check(m3.fc.weight is m3.emb.weight, "an alias entry in the archive: one Parameter")
+    # Not tied anywhere: separate objects.
+    m4 = TiedLM(tie=False)
+    q = os.path.join(d, "u.wpack")
+    wt.save_model(m4, q)
+    wt.load_model(m4, q, assign=True)
+    check(m4.fc.weight is not m4.emb.weight, "untied stays untied")
+
+
+@case
+def calibrate_arguments_checked_up_front(d):
+    m = ConvNet()
+    batches = [torch.randn(2, 3, 8, 8) for _ in range(3)]
+    p = os.path.join(d, "c.wpack")
+    ran = []
+
+    def counted():
+        for b in batches:
+            ran.append(1)
+            yield b
+    # A negative axis counts from the end of the output's rank (as torch);
+    # one beyond it fails at the first batch, not after all of them.
+    res = wt.calibrate(m, batches, p, histogram=0, modules=["conv"], axis=-3)
+    check(res["conv"]["axis"] == 1 and res["conv"]["channels"] == 4, "axis -3 of rank 4 is 1")
+    with wpack.safe_open(p) as f:
+        check(f.stats("conv")["axis"] == 1, "stored axis")
+    e = raises(ValueError, wt.calibrate, m, counted(), p, histogram=0, modules=["fc"], axis=-3)
+    check(len(ran) == 1 and "'fc'" in str(e) and "rank 2" in str(e), "%d batches: %s" % (len(ran), e))
+    for kw, exc in ((dict(histogram=-3), ValueError), (dict(axis=8), ValueError),
+                    (dict(axis=-9), ValueError), (dict(axis=1.0), TypeError),
+                    (dict(modules=[""]), ValueError), (dict(modules="nope"), ValueError)):
+        ran.clear()
+        raises(exc, wt.calibrate, m, counted(), p, **dict(dict(histogram=0), **kw))
+        check(ran == [], "%s: ran %d batches first" % (kw, len(ran)))
+    e = raises(ValueError, wt.calibrate, m, batches, p, modules="nope")
+    check("no such modules: 'nope'" in str(e), str(e))
+    # A str is one module; a name given twice is measured once.
+    one = wt.calibrate(m, batches, p, histogram=0, modules="fc")
+    two = wt.calibrate(m, batches, p, histogram=0, modules=["fc", "fc"])
+    check(list(one) == ["fc"] and one["fc"]["count"] == 2 * 5 * 3, "str modules: %s" % one)
+    check(two["fc"]["count"] == one["fc"]["count"], "duplicates counted twice")
+    # The records have the fields and types safe_open.stats() returns.
+    for hist in (0, 8):
+        res = wt.calibrate(m, batches, p, histogram=hist, modules=["fc"])
+        with wpack.safe_open(p) as f:
+            stored = f.stats("fc", kind="activation")
+        got = res["fc"]
+        check(sorted(got) == sorted(stored), "fields %s != %s" % (sorted(got), sorted(stored)))
+        for k, v in stored.items():
+            if k == "histogram":
+                check((v is None) == (got[k] is None), "histogram")
+            else:
+                check(type(v) == type(got[k]) and np.array_equal(v, got[k]), "%s: %r %r"
+                      % (k, got[k], v))
+    # A model that is itself a leaf has no module path to key its stats by:
+    # refused up front, saying how (it recorded nothing and said nothing).
+    q = os.path.join(d, "leaf.wpack")
+    e = raises(ValueError, wt.calibrate, nn.Linear(3, 2), [torch.randn(2, 3)], q)
+    check("nn.Sequential" in str(e) and not os.path.exists(q), str(e))
+    seq = nn.Sequential(nn.Linear(3, 2))
+    res = wt.calibrate(seq, [torch.randn(2, 3)], q, histogram=0)
+    check(list(res) == ["0"], "wrapped: %s" % list(res))
+
+
 @case
 def calibrate_conv_bn_relu_linear(d):
     m = ConvNet()
@@ -196,6 +293,26 @@ class Functional(nn.Module):
 
     def forward(self, x):
         return self.lin(F.linear(x, self.blk.w))
+
+
+class WithEmpty(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blk = Block()
+        self.blk.e = nn.Parameter(torch.zeros(0))
+        self.blk.e2 = nn.Parameter(torch.zeros(0, 3))
+
+    def forward(self, x):
+        return F.linear(x, self.blk.w) + self.blk.e.sum() + self.blk.e2.sum()
+
+
+@case
+def name_map_includes_empty_parameters(d):
+    # _ident gave None for 0-element tensors (no storage address), so they
+    # were left out of the map; the node's object is the model's own.
+    m = WithEmpty()
+    nm = wt.name_map(torch.fx.symbolic_trace(m), m)
+    check(nm == {"blk_w": "blk.w", "blk_e": "blk.e", "blk_e2": "blk.e2"}, "map %s" % nm)
 
 
 @case
