@@ -805,6 +805,10 @@ void wpack_writer_abort(wpack_writer *w);
  */
 int wpack_writer_prepare(wpack_writer *w);
 const char *wpack_writer_prepared_path(const wpack_writer *w);
+/* The file the commit replaces: the path given to wpack_writer_open, or,
+ * when that was a symlink, its target (the writer writes through links of
+ * the caller's; README: What is at OUT). NULL for a NULL writer. */
+const char *wpack_writer_target_path(const wpack_writer *w);
 int wpack_writer_commit(wpack_writer *w, char *errbuf, size_t errlen);
 
 /* The files an archive written at path removes once committed: the shards

@@ -30,6 +30,11 @@ const char *wpack_writer_prepared_path(const wpack_writer *w)
     return w && w->prepared ? w->out.tmp : NULL;
 }
 
+const char *wpack_writer_target_path(const wpack_writer *w)
+{
+    return w ? w->path : NULL;
+}
+
 int wpack_writer_commit(wpack_writer *w, char *errbuf, size_t errlen)
 {
     if (!w)

@@ -47,10 +47,19 @@ int wpk_commit_outputs(wpack_writer *w, const char *archive_path, wpk_atomic *ou
                        const char *out_path, char *err, size_t errlen)
 {
     wpk_atomic bak = {NULL, NULL, -1};
-    char *old = NULL;
+    char *old = NULL, *target = NULL;
     int had_old = 0, keep_old = 0, rc;
     struct stat new_ar, new_out;
     const char *prepared = wpack_writer_prepared_path(w);
+    /* through a symlink the writer replaces the link's target: keep that
+     * (a copy: the commit frees the writer) */
+    target = strdup(wpack_writer_target_path(w) ? wpack_writer_target_path(w) : archive_path);
+    if (!target) {
+        wpk_fmt(err, errlen, "out of memory");
+        rc = WPACK_E_NOMEM;
+        goto fail;
+    }
+    archive_path = target;
     if (!prepared || stat(prepared, &new_ar) != 0 || fstat(out->fd, &new_out) != 0) {
         wpk_fmt(err, errlen, "%s: the new archive is not ready: %s", archive_path,
                 prepared ? strerror(errno) : wpack_writer_errmsg(w));
@@ -99,6 +108,7 @@ fail:
     if (had_old && !keep_old)
         unlink(old); /* gone already when it was put back */
     free(old);
+    free(target);
     wpk_atomic_abort(&bak);
     return rc;
 }

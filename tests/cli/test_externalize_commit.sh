@@ -29,38 +29,56 @@ cp "$D/m.wpack" "$T/old.wpack"
 cp "$D/out.mlir" "$T/old.mlir"
 before=$(names "$D")
 
-# 1. the MLIR's rename fails (its path is a directory) after the archive was
-#    renamed: the old archive comes back
+# 0. a directory where the MLIR goes: refused before anything is written
+#    (the atomic path never replaces a non-regular file)
 mkdir -p "$D/dir.mlir/sub"
 before=$(names "$D")
-expect_fail mlir_rename_fails 'dir\.mlir: cannot rename into place: Is a directory \[WPACK_E_IO\]' \
+expect_fail mlir_path_is_directory 'dir\.mlir: a directory, not a regular file: not replaced \[WPACK_E_FILE_TYPE\]' \
     "$WPACK" externalize "$T/b.mlir" -o "$D/dir.mlir" --archive "$D/m.wpack"
-cmp -s "$D/m.wpack" "$T/old.wpack" && pass old_archive_kept_byte_for_byte ||
-    fail old_archive_kept_byte_for_byte "$(ls -la "$D")"
-[ "$(names "$D")" = "$before" ] && pass no_temporaries_left ||
-    fail no_temporaries_left "before: $before; after: $(names "$D")"
-[ -d "$D/dir.mlir/sub" ] && pass mlir_path_untouched || fail mlir_path_untouched
-# the kept archive still opens and holds a.mlir's values
-"$WPACK" verify "$D/m.wpack" >/dev/null 2>&1 && pass old_archive_verifies || fail old_archive_verifies
+cmp -s "$D/m.wpack" "$T/old.wpack" && [ "$(names "$D")" = "$before" ] && [ -d "$D/dir.mlir/sub" ] &&
+    pass directory_refused_nothing_changed || fail directory_refused_nothing_changed "$(ls -la "$D")"
+rm -rf "$D/dir.mlir"
 
-# 2. the same with no archive at the path before: none after
-expect_fail mlir_rename_fails_no_old 'dir\.mlir: cannot rename into place' \
-    "$WPACK" externalize "$T/b.mlir" -o "$D/dir.mlir" --archive "$D/fresh.wpack"
-[ ! -e "$D/fresh.wpack" ] && pass no_archive_appears || fail no_archive_appears "$(ls -la "$D")"
-[ "$(names "$D")" = "$before" ] && pass no_temporaries_left_no_old ||
-    fail no_temporaries_left_no_old "before: $before; after: $(names "$D")"
+# 1-3. the MLIR's rename fails after the archive's succeeded: an immutable
+#    file at the MLIR's path (chattr +i: rename over it is EPERM, even for
+#    root); the old archive comes back. Needs chattr on this file system.
+echo old >"$D/imm.mlir"
+if chattr +i "$D/imm.mlir" 2>/dev/null; then
+    before=$(names "$D")
+    expect_fail mlir_rename_fails 'imm\.mlir: cannot rename into place: Operation not permitted \[WPACK_E_IO\]' \
+        "$WPACK" externalize "$T/b.mlir" -o "$D/imm.mlir" --archive "$D/m.wpack"
+    cmp -s "$D/m.wpack" "$T/old.wpack" && pass old_archive_kept_byte_for_byte ||
+        fail old_archive_kept_byte_for_byte "$(ls -la "$D")"
+    [ "$(names "$D")" = "$before" ] && pass no_temporaries_left ||
+        fail no_temporaries_left "before: $before; after: $(names "$D")"
+    [ "$(cat "$D/imm.mlir")" = old ] && pass mlir_path_untouched || fail mlir_path_untouched
+    # the kept archive still opens and holds a.mlir's values
+    "$WPACK" verify "$D/m.wpack" >/dev/null 2>&1 && pass old_archive_verifies || fail old_archive_verifies
 
-# 3. the archive's path is a symlink: it is put back as the symlink
-ln -s m.wpack "$D/link.wpack"
-before=$(names "$D")
-expect_fail mlir_rename_fails_symlink 'dir\.mlir: cannot rename into place' \
-    "$WPACK" externalize "$T/b.mlir" -o "$D/dir.mlir" --archive "$D/link.wpack"
-[ -L "$D/link.wpack" ] && [ "$(readlink "$D/link.wpack")" = m.wpack ] && pass symlink_put_back ||
-    fail symlink_put_back "$(ls -la "$D")"
-cmp -s "$D/m.wpack" "$T/old.wpack" && pass symlink_target_kept || fail symlink_target_kept
-[ "$(names "$D")" = "$before" ] && pass no_temporaries_left_symlink ||
-    fail no_temporaries_left_symlink "before: $before; after: $(names "$D")"
-rm -f "$D/link.wpack"
+    # 2. the same with no archive at the path before: none after
+    expect_fail mlir_rename_fails_no_old 'imm\.mlir: cannot rename into place' \
+        "$WPACK" externalize "$T/b.mlir" -o "$D/imm.mlir" --archive "$D/fresh.wpack"
+    [ ! -e "$D/fresh.wpack" ] && pass no_archive_appears || fail no_archive_appears "$(ls -la "$D")"
+    [ "$(names "$D")" = "$before" ] && pass no_temporaries_left_no_old ||
+        fail no_temporaries_left_no_old "before: $before; after: $(names "$D")"
+
+    # 3. the archive's path is a symlink: written through (its target
+    #    replaced), and on the failure the target comes back, the link kept
+    ln -s m.wpack "$D/link.wpack"
+    before=$(names "$D")
+    expect_fail mlir_rename_fails_symlink 'imm\.mlir: cannot rename into place' \
+        "$WPACK" externalize "$T/b.mlir" -o "$D/imm.mlir" --archive "$D/link.wpack"
+    [ -L "$D/link.wpack" ] && [ "$(readlink "$D/link.wpack")" = m.wpack ] && pass symlink_put_back ||
+        fail symlink_put_back "$(ls -la "$D")"
+    cmp -s "$D/m.wpack" "$T/old.wpack" && pass symlink_target_kept || fail symlink_target_kept
+    [ "$(names "$D")" = "$before" ] && pass no_temporaries_left_symlink ||
+        fail no_temporaries_left_symlink "before: $before; after: $(names "$D")"
+    rm -f "$D/link.wpack"
+    chattr -i "$D/imm.mlir"
+else
+    fail mlir_rename_fails "chattr +i is not supported under $T: cannot make a rename fail after the open"
+fi
+rm -f "$D/imm.mlir"
 
 # 4. the MLIR cannot even be created (its directory does not exist): nothing
 #    changes at either path
