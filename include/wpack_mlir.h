@@ -95,6 +95,15 @@ typedef struct wpack_resolve_options {
      * wpack_writer_options.no_sync: still renamed into place atomically,
      * but a power loss may leave it missing, empty or torn). 0: durable. */
     int no_sync;
+    /* >0: the most bytes the output may have. Its size is counted before
+     * anything is written (the edits, and for EMIT_INLINE each blob's
+     * 2 hex digits a byte, without reading it); a larger output is refused
+     * with WPACK_E_TOO_LARGE giving both figures. 0: no cap. The CLI sets
+     * it from the inputs' size (README, "Security: what is capped"): a
+     * small archive can hold entries of terabytes (zstd of zeros). A splat
+     * entry costs a few bytes whatever its size: EMIT_INLINE writes it as
+     * the splat dense<"0xFILL"> (dense<true>/dense<false> for i1), no blob. */
+    uint64_t max_output;
 } wpack_resolve_options;
 
 /* Annotation forms (spec appendix B, "Annotations"). */
@@ -138,7 +147,8 @@ typedef struct wpack_resolve_result {
  * (unresolved global), WPACK_E_DTYPE / WPACK_E_SHAPE (type mismatch),
  * WPACK_E_UNSUPPORTED (dynamic dims, non-tensor types, a name IREE cannot
  * print), WPACK_E_DUPLICATE (a symbol twice), WPACK_E_IO (write failed),
- * WPACK_E_EMPTY (annotate: no op annotated, unless opt->allow_none).
+ * WPACK_E_EMPTY (annotate: no op annotated, unless opt->allow_none),
+ * WPACK_E_TOO_LARGE (the output above opt->max_output; nothing written).
  * Error diagnostics end with their code's name ("... [WPACK_E_NOT_FOUND]").
  * Resolving the output again with the same archive and options reproduces
  * it byte for byte. res may be NULL.
