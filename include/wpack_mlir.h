@@ -174,8 +174,12 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
  * integers are stored signed, i1 as bool) and shape. The IR keeps a
  * reference in the emit mode's form (spec appendix B, "Externalize").
  * Bytes stream from the mapped input through a small buffer into the
- * writer: memory does not grow with the weight bytes. Moved blobs leave
- * the resources section when nothing else refers to them.
+ * writer: memory does not grow with the weight bytes. A splat literal (a
+ * bare scalar, hex of one element, i1 "0x00"/"0xFF" for more than 8
+ * elements) becomes a splat entry: one element, whatever the tensor's size.
+ * The other tensors' bytes are checked once, before anything is written,
+ * against the writer options' max_data_bytes (WPACK_E_TOO_LARGE). Moved
+ * blobs leave the resources section when nothing else refers to them.
  */
 typedef struct wpack_externalize_options {
     int emit;                      /* WPACK_EMIT_URI (default) or WPACK_EMIT_IREE */
@@ -213,7 +217,8 @@ typedef struct wpack_externalize_result {
  * a literal out of its type's range, a blob of the wrong size, a missing
  * resource; with line and column), WPACK_E_UNSUPPORTED (a symbol or scope
  * IREE cannot print), WPACK_E_EXISTS / WPACK_E_NAME (a symbol the archive
- * cannot take), WPACK_E_IO. out_path may equal in_path. res may be NULL.
+ * cannot take), WPACK_E_TOO_LARGE (above the writer's max_data_bytes),
+ * WPACK_E_IO. out_path may equal in_path. res may be NULL.
  */
 int wpack_externalize_file(const char *in_path, const char *out_path, const char *archive_path,
                            const wpack_externalize_options *opt, wpack_externalize_result *res);
