@@ -110,8 +110,12 @@ static int load_module_map(const char *path, wpk_name_map *mm, wpack_resolve_opt
     return CLI_OK;
 }
 
-/* After WPACK_E_TOO_LARGE: where the cap came from and how to move it. */
-static void cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap)
+/* After a library's WPACK_E_TOO_LARGE (its message gives the sizes):
+ * where the cap of cli_output_cap() came from and how to move it. Also
+ * externalize's (declared there: it belongs in out_cap.c and cli.h, which
+ * this change leaves alone). */
+void cli_cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap);
+void cli_cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap)
 {
     char c[32], in[32];
     cli_human_size(c, sizeof c, cli_output_cap(input_bytes, user_cap));
@@ -279,7 +283,7 @@ static int run(int argc, char **argv, const char **strips)
     if (e)
         rc = CLI_FAIL;
     if (e == WPACK_E_TOO_LARGE)
-        cap_hint("resolve", input_bytes, max_output);
+        cli_cap_hint("resolve", input_bytes, max_output);
     wpack_close(ar);
     wpk_name_map_free(&map);
     wpk_name_map_free(&mmap_);
