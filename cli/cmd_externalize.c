@@ -1,6 +1,7 @@
 /* cmd_externalize.c - `wpack externalize`: move an MLIR module's inline
  * weights into a new archive and leave references (resolver/README.md). */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "wpack.h"
@@ -30,14 +31,24 @@ static const char help[] =
     "                        {wpack.uri = \"wpack:<index-xxh3>/<entry>\"}\n"
     "                      iree: #flow.parameter.named<\"SCOPE\"::\"SYMBOL\"> : T\n"
     "  --scope NAME        parameter scope for --emit iree (default model)\n"
+    "  --max-output SIZE   cap on the tensor bytes of NEW.wpack, checked before\n"
+    "                        anything is written (default: the larger of 1 GiB and\n"
+    "                        1000 x IN.mlir's size; K/M/G suffixes); above it nothing\n"
+    "                        is written [WPACK_E_TOO_LARGE]. A splat literal\n"
+    "                        (dense<1.0>, one-element hex) becomes a splat entry:\n"
+    "                        one element, nothing against the cap\n"
     "  --no-stats          no automatic weight stats in the archive\n"
     "  -q, --quiet         no notes or summary\n"
     CLI_NO_SYNC_HELP;
+
+/* cmd_resolve.c: after WPACK_E_TOO_LARGE, the cap's origin and --max-output */
+void cli_cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap);
 
 int cmd_externalize(int argc, char **argv)
 {
     const char *out = NULL, *archive = NULL, *emit = "uri", *scope = NULL, *min = NULL, *in = NULL;
     int quiet = 0, no_stats = 0, no_sync = 0;
+    uint64_t max_output = 0;
     for (int i = 1; i < argc;) {
         int r;
         if (cli_is_help(argv[i])) {
@@ -48,7 +59,8 @@ int cmd_externalize(int argc, char **argv)
             (r = cli_opt_value(argc, argv, &i, "--archive", &archive)) ||
             (r = cli_opt_value(argc, argv, &i, "--emit", &emit)) ||
             (r = cli_opt_value(argc, argv, &i, "--scope", &scope)) ||
-            (r = cli_opt_value(argc, argv, &i, "--min-bytes", &min))) {
+            (r = cli_opt_value(argc, argv, &i, "--min-bytes", &min)) ||
+            (r = cli_max_output_opt(argc, argv, &i, &max_output))) {
             if (r < 0)
                 return CLI_USAGE;
             continue;
@@ -105,8 +117,15 @@ int cmd_externalize(int argc, char **argv)
     cli_files_free(&guard);
     if (same)
         return CLI_FAIL;
+    /* the output cap of extract and export, on IN.mlir's size: the writer's */
+    struct stat st;
+    uint64_t in_bytes = stat(in, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    wo.max_data_bytes = cli_output_cap(in_bytes, max_output);
     wpack_externalize_result res;
-    if (wpack_externalize_file(in, out, archive, &opt, &res))
+    int e = wpack_externalize_file(in, out, archive, &opt, &res);
+    if (e == WPACK_E_TOO_LARGE)
+        cli_cap_hint("externalize", in_bytes, max_output);
+    if (e)
         return CLI_FAIL;
     if (!quiet) {
         char size[64];

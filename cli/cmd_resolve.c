@@ -2,6 +2,7 @@
  * at archive entries (resolver/README.md). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "map_json.h"
@@ -52,6 +53,12 @@ static const char help[] =
     "                        wpack.uri names another archive (else warnings, notes)\n"
     "  --allow-none        annotate: succeed even when no op got activation stats\n"
     "                        (by default that is an error, WPACK_E_EMPTY)\n"
+    "  --max-output SIZE   cap on the bytes of OUT.mlir, counted before anything\n"
+    "                        is written (default: the larger of 1 GiB and 1000 x\n"
+    "                        ARCHIVE's and IN.mlir's sizes; K/M/G suffixes); above\n"
+    "                        it nothing is written [WPACK_E_TOO_LARGE]. --emit inline\n"
+    "                        writes each entry as hex, 2 bytes a byte; a splat entry\n"
+    "                        costs a few bytes: its value is the splat dense<\"0xFILL\">\n"
     "  -q, --quiet         no notes (unused entries, summary)\n"
     "  --no-verify         --emit inline: do not check each entry's bytes against\n"
     "                        its XXH3 as they are copied in (checked by default: a\n"
@@ -103,6 +110,23 @@ static int load_module_map(const char *path, wpk_name_map *mm, wpack_resolve_opt
     return CLI_OK;
 }
 
+/* After a library's WPACK_E_TOO_LARGE (its message gives the sizes):
+ * where the cap of cli_output_cap() came from and how to move it. Also
+ * externalize's (declared there: it belongs in out_cap.c and cli.h, which
+ * this change leaves alone). */
+void cli_cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap);
+void cli_cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap)
+{
+    char c[32], in[32];
+    cli_human_size(c, sizeof c, cli_output_cap(input_bytes, user_cap));
+    cli_human_size(in, sizeof in, input_bytes);
+    if (user_cap)
+        cli_line(stderr, "wpack: %s: the cap is --max-output %s", cmd, c);
+    else
+        cli_line(stderr, "wpack: %s: the default cap is %s (the larger of 1 GiB and 1000 x the "
+                 "input, %s); raise it with --max-output SIZE if that is really wanted", cmd, c, in);
+}
+
 /* Parse, open, resolve; strips has room for argc prefixes. */
 static int run(int argc, char **argv, const char **strips)
 {
@@ -112,6 +136,7 @@ static int run(int argc, char **argv, const char **strips)
     int npos = 0, allow_missing = 0, quiet = 0, annotate = 0, strict = 0, allow_none = 0;
     int no_sync = cli_env_no_sync();
     int verify = 1;
+    uint64_t max_output = 0;
     size_t nstrips = 0;
     for (int i = 1; i < argc;) {
         int r;
@@ -126,6 +151,7 @@ static int run(int argc, char **argv, const char **strips)
             (r = cli_opt_value(argc, argv, &i, "--module-map", &module_map)) ||
             (r = cli_opt_value(argc, argv, &i, "--form", &form)) ||
             (r = cli_opt_value(argc, argv, &i, "--attr-prefix", &prefix)) ||
+            (r = cli_max_output_opt(argc, argv, &i, &max_output)) ||
             (r = cli_remote_opt(argc, argv, &i))) {
             if (r < 0)
                 return CLI_USAGE;
@@ -245,8 +271,19 @@ static int run(int argc, char **argv, const char **strips)
     }
     cli_files_free(&guard);
     wpack_resolve_result res;
-    if (!ar || wpack_resolve_file(ar, pos[1], out, &opt, &res))
+    uint64_t input_bytes = 0;
+    if (ar) { /* the output cap: the rule of extract and export, on both inputs */
+        struct stat st;
+        uint64_t mlir = stat(pos[1], &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+        input_bytes = cli_input_bytes(ar);
+        input_bytes = input_bytes > UINT64_MAX - mlir ? UINT64_MAX : input_bytes + mlir;
+        opt.max_output = cli_output_cap(input_bytes, max_output);
+    }
+    int e = ar ? wpack_resolve_file(ar, pos[1], out, &opt, &res) : WPACK_E_IO;
+    if (e)
         rc = CLI_FAIL;
+    if (e == WPACK_E_TOO_LARGE)
+        cli_cap_hint("resolve", input_bytes, max_output);
     wpack_close(ar);
     wpk_name_map_free(&map);
     wpk_name_map_free(&mmap_);

@@ -95,6 +95,15 @@ typedef struct wpack_resolve_options {
      * wpack_writer_options.no_sync: still renamed into place atomically,
      * but a power loss may leave it missing, empty or torn). 0: durable. */
     int no_sync;
+    /* >0: the most bytes the output may have. Its size is counted before
+     * anything is written (the edits, and for EMIT_INLINE each blob's
+     * 2 hex digits a byte, without reading it); a larger output is refused
+     * with WPACK_E_TOO_LARGE giving both figures. 0: no cap. The CLI sets
+     * it from the inputs' size (README, "Security: what is capped"): a
+     * small archive can hold entries of terabytes (zstd of zeros). A splat
+     * entry costs a few bytes whatever its size: EMIT_INLINE writes it as
+     * the splat dense<"0xFILL"> (dense<true>/dense<false> for i1), no blob. */
+    uint64_t max_output;
 } wpack_resolve_options;
 
 /* Annotation forms (spec appendix B, "Annotations"). */
@@ -138,7 +147,8 @@ typedef struct wpack_resolve_result {
  * (unresolved global), WPACK_E_DTYPE / WPACK_E_SHAPE (type mismatch),
  * WPACK_E_UNSUPPORTED (dynamic dims, non-tensor types, a name IREE cannot
  * print), WPACK_E_DUPLICATE (a symbol twice), WPACK_E_IO (write failed),
- * WPACK_E_EMPTY (annotate: no op annotated, unless opt->allow_none).
+ * WPACK_E_EMPTY (annotate: no op annotated, unless opt->allow_none),
+ * WPACK_E_TOO_LARGE (the output above opt->max_output; nothing written).
  * Error diagnostics end with their code's name ("... [WPACK_E_NOT_FOUND]").
  * Resolving the output again with the same archive and options reproduces
  * it byte for byte. res may be NULL.
@@ -164,8 +174,12 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
  * integers are stored signed, i1 as bool) and shape. The IR keeps a
  * reference in the emit mode's form (spec appendix B, "Externalize").
  * Bytes stream from the mapped input through a small buffer into the
- * writer: memory does not grow with the weight bytes. Moved blobs leave
- * the resources section when nothing else refers to them.
+ * writer: memory does not grow with the weight bytes. A splat literal (a
+ * bare scalar, hex of one element, i1 "0x00"/"0xFF" for more than 8
+ * elements) becomes a splat entry: one element, whatever the tensor's size.
+ * The other tensors' bytes are checked once, before anything is written,
+ * against the writer options' max_data_bytes (WPACK_E_TOO_LARGE). Moved
+ * blobs leave the resources section when nothing else refers to them.
  */
 typedef struct wpack_externalize_options {
     int emit;                      /* WPACK_EMIT_URI (default) or WPACK_EMIT_IREE */
@@ -203,7 +217,8 @@ typedef struct wpack_externalize_result {
  * a literal out of its type's range, a blob of the wrong size, a missing
  * resource; with line and column), WPACK_E_UNSUPPORTED (a symbol or scope
  * IREE cannot print), WPACK_E_EXISTS / WPACK_E_NAME (a symbol the archive
- * cannot take), WPACK_E_IO. out_path may equal in_path. res may be NULL.
+ * cannot take), WPACK_E_TOO_LARGE (above the writer's max_data_bytes),
+ * WPACK_E_IO. out_path may equal in_path. res may be NULL.
  */
 int wpack_externalize_file(const char *in_path, const char *out_path, const char *archive_path,
                            const wpack_externalize_options *opt, wpack_externalize_result *res);

@@ -267,6 +267,51 @@ static int plain_edit(wpk_out *o, size_t *pos, const wpk_plan_item *it, const ed
     return 1;
 }
 
+/* What one pass over the document needs: the sorted patches, the fast
+ * path's head, the arena for one item's edit text. */
+typedef struct {
+    const wpk_patch **pp;
+    edit_head eh;
+    int plain;
+    arena a;
+    void *mode_state;
+} pass_ctx;
+
+/* Write (or, o->counting, count) the whole output once. */
+static void emit_pass(wpk_out *o, pass_ctx *c)
+{
+    wpk_emitter *e = o->e;
+    size_t pos = 0, next_patch = 0;
+    for (size_t i = 0; i < e->nitems && !o->rc; i++) {
+        if (c->plain && plain_edit(o, &pos, &e->items[i], &c->eh))
+            continue;
+        edit ed[2];
+        c->a.n = 0;
+        size_t n = edits_for(&c->a, e, &e->items[i], ed);
+        if (c->a.failed) {
+            o->rc = WPACK_E_NOMEM;
+            wpk_fmt(o->err, o->errlen, "out of memory");
+            break;
+        }
+        if (n == 2 && edit_cmp(&ed[0], &ed[1]) > 0) {
+            edit t = ed[0];
+            ed[0] = ed[1];
+            ed[1] = t;
+        }
+        for (size_t k = 0; k < n && !o->rc; k++) {
+            write_patches_before(o, &pos, c->pp, e->npatches, &next_patch, &ed[k]);
+            wpk_emit_edit(o, &pos, ed[k].off, ed[k].len, c->a.p + ed[k].text, ed[k].text_len);
+        }
+    }
+    if (!o->rc)
+        write_patches_before(o, &pos, c->pp, e->npatches, &next_patch, NULL);
+    if (!o->rc)
+        wpk_emit_input(o, pos, e->doc->len - pos);
+    if (!o->rc && e->mode->append)
+        e->mode->append(o, c->mode_state);
+    wpk_emit_flush(o);
+}
+
 int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
 {
     const wpk_mlir_doc *doc = e->doc;
@@ -275,10 +320,10 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
         wpk_fmt(err, errlen, "internal error: no emit mode %d", e->emit);
         return WPACK_E_INVALID_ARGUMENT;
     }
-    void *mode_state = NULL;
-    const wpk_patch **pp = NULL;
+    pass_ctx c;
+    memset(&c, 0, sizeof c);
     size_t cap = doc->len < WPK_STAGE_MIN ? WPK_STAGE_MIN : doc->len < WPK_STAGE_BYTES ? doc->len : WPK_STAGE_BYTES;
-    wpk_out o = {e, 0, err, errlen, wpk_big_calloc(cap), 0, cap};
+    wpk_out o = {e, 0, err, errlen, wpk_big_calloc(cap), 0, cap, 0, 0};
     if (!o.buf) {
         wpk_fmt(err, errlen, "out of memory");
         return WPACK_E_NOMEM;
@@ -291,60 +336,47 @@ int wpk_emit_document(wpk_emitter *e, char *err, size_t errlen)
             break;
         }
     }
-    if (e->mode->prepare && (o.rc = e->mode->prepare(e, &mode_state)))
+    if (e->mode->prepare && (o.rc = e->mode->prepare(e, &c.mode_state)))
         wpk_fmt(err, errlen, "out of memory");
     if (!o.rc && e->npatches) {
-        pp = malloc(e->npatches * sizeof *pp);
-        if (!pp) {
+        c.pp = malloc(e->npatches * sizeof *c.pp);
+        if (!c.pp) {
             o.rc = WPACK_E_NOMEM;
             wpk_fmt(err, errlen, "out of memory");
         } else {
             for (size_t i = 0; i < e->npatches; i++)
-                pp[i] = &e->patches[i];
-            qsort(pp, e->npatches, sizeof *pp, patch_cmp);
+                c.pp[i] = &e->patches[i];
+            qsort(c.pp, e->npatches, sizeof *c.pp, patch_cmp);
         }
     }
     set_uri_head(e);
     /* one item's edit text at a time: the arena stays small and warm */
-    arena a = {0};
-    size_t pos = 0, next_patch = 0;
-    edit_head eh;
-    memset(&eh, 0, sizeof eh);
     if (e->mode->plain_head)
-        eh.len = e->mode->plain_head(e, eh.text, sizeof eh.text);
-    int plain = eh.len && !e->npatches && !e->replace_with_extern;
-    for (size_t i = 0; i < e->nitems && !o.rc; i++) {
-        if (plain && plain_edit(&o, &pos, &e->items[i], &eh))
-            continue;
-        edit ed[2];
-        a.n = 0;
-        size_t n = edits_for(&a, e, &e->items[i], ed);
-        if (a.failed) {
-            o.rc = WPACK_E_NOMEM;
-            wpk_fmt(err, errlen, "out of memory");
-            break;
-        }
-        if (n == 2 && edit_cmp(&ed[0], &ed[1]) > 0) {
-            edit t = ed[0];
-            ed[0] = ed[1];
-            ed[1] = t;
-        }
-        for (size_t k = 0; k < n && !o.rc; k++) {
-            write_patches_before(&o, &pos, pp, e->npatches, &next_patch, &ed[k]);
-            wpk_emit_edit(&o, &pos, ed[k].off, ed[k].len, a.p + ed[k].text, ed[k].text_len);
+        c.eh.len = e->mode->plain_head(e, c.eh.text, sizeof c.eh.text);
+    c.plain = c.eh.len && !e->npatches && !e->replace_with_extern;
+    if (!o.rc && e->max_output) {
+        /* the output's size first, from the edits and the blobs' sizes
+         * (no blob is read): above the cap, nothing is written */
+        o.counting = 1;
+        emit_pass(&o, &c);
+        o.counting = 0;
+        if (!o.rc && o.counted > e->max_output) {
+            wpk_fmt(err, errlen,
+                    "the output would be %llu bytes, above the output cap of %llu bytes%s: "
+                    "nothing written",
+                    (unsigned long long)o.counted, (unsigned long long)e->max_output,
+                    e->mode->flags & WPACK_EMIT_READS_BYTES
+                        ? " (the entries' bytes are written as hex, 2 digits a byte)"
+                        : "");
+            o.rc = WPACK_E_TOO_LARGE;
         }
     }
     if (!o.rc)
-        write_patches_before(&o, &pos, pp, e->npatches, &next_patch, NULL);
-    if (!o.rc)
-        wpk_emit_input(&o, pos, doc->len - pos);
-    if (!o.rc && e->mode->append)
-        e->mode->append(&o, mode_state);
-    wpk_emit_flush(&o);
+        emit_pass(&o, &c);
     wpk_big_free(o.buf, o.cap);
-    free(pp);
-    free(a.p);
+    free(c.pp);
+    free(c.a.p);
     if (e->mode->release)
-        e->mode->release(mode_state);
+        e->mode->release(c.mode_state);
     return o.rc;
 }

@@ -2,7 +2,9 @@
  * emit_inline.c - what --emit inline adds to the emitter: a bare-identifier
  * resource key for each entry (unique among the file's keys), and after the
  * document a {-# dialect_resources #-} section whose blobs stream from the
- * archive as hex (resolver/README.md, "inline").
+ * archive as hex (resolver/README.md, "inline"). A splat entry needs no
+ * blob: its value is the splat itself, dense<"0xFILL"> (dense<true> or
+ * dense<false> for i1), a few bytes whatever the tensor's size.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +106,43 @@ static const char *make_key(key_set *k, const char *name)
 
 static const char hexdig[] = "0123456789ABCDEF";
 
+/* The splat behind entry (itself, or the target of an alias of one) into
+ * *t: 1, else 0. */
+static int splat_of(const wpack_archive *ar, uint64_t entry, wpack_tensor *t)
+{
+    if (wpack_tensor_at(ar, entry, t) != WPACK_OK)
+        return 0;
+    if (t->kind == WPACK_KIND_ALIAS && wpack_tensor_at(ar, t->alias_target, t) != WPACK_OK)
+        return 0;
+    return t->kind == WPACK_KIND_SPLAT && t->fill && t->fill_size && t->fill_size <= 16;
+}
+
+void wpk_inline_value(wpk_strbuf *a, const wpk_emitter *e, const wpk_plan_item *it)
+{
+    wpack_tensor t;
+    if (!splat_of(e->ar, it->entry, &t)) {
+        wpk_sb_puts(a, "dense_resource<");
+        wpk_sb_puts(a, it->key);
+        wpk_sb_puts(a, ">");
+        return;
+    }
+    if (t.dtype == WPACK_DTYPE_BOOL) { /* MLIR's i1 hex is bit-packed: say it */
+        wpk_sb_puts(a, *(const unsigned char *)t.fill ? "dense<true>" : "dense<false>");
+        return;
+    }
+    /* one element's bytes as hex: MLIR's splat of a dense elements attr,
+     * in memory order as the blobs are */
+    char hex[2 * 16 + 12] = "dense<\"0x";
+    size_t o = strlen(hex);
+    for (size_t i = 0; i < t.fill_size; i++) {
+        unsigned char b = ((const unsigned char *)t.fill)[i];
+        hex[o++] = hexdig[b >> 4];
+        hex[o++] = hexdig[b & 15];
+    }
+    memcpy(hex + o, "\">", 3);
+    wpk_sb_puts(a, hex);
+}
+
 static void hex_encode(char *dst, const unsigned char *src, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -135,6 +174,15 @@ static int put_hex(void *user, const void *p, size_t n)
  * XXH3 when ar was opened with WPACK_OPEN_VERIFY_READS. */
 static int write_blob(wpk_out *o, const wpack_archive *ar, uint64_t entry)
 {
+    if (o->counting) { /* "0x", the alignment, 2 digits a byte, quotes */
+        wpack_tensor t;
+        if (wpack_tensor_at(ar, entry, &t) != WPACK_OK)
+            return o->rc;
+        wpk_emit_count(o, 3 + 8 + 1);
+        wpk_emit_count(o, t.nbytes);
+        wpk_emit_count(o, t.nbytes);
+        return o->rc;
+    }
     blob_job b = {o, malloc(2 * CHUNK)};
     if (!b.hex) {
         wpk_fmt(o->err, o->errlen, "out of memory");
@@ -163,9 +211,10 @@ static int item_entry_cmp(const void *x, const void *y)
     return a->global < b->global ? -1 : a->global > b->global;
 }
 
-/* Give every item its resource key (shared entries share one); returns
- * the items sorted by entry in *order for writing the blobs. */
-static int assign_keys(wpk_emitter *e, key_set *keys, wpk_plan_item ***order)
+/* Give every item but the splats its resource key (shared entries share
+ * one); returns the items sorted by entry in *order for writing the blobs,
+ * and how many blobs there are in *nblobs. */
+static int assign_keys(wpk_emitter *e, key_set *keys, wpk_plan_item ***order, size_t *nblobs)
 {
     const wpk_mlir_doc *doc = e->doc;
     for (size_t i = 0; i < doc->nresources; i++) {
@@ -184,10 +233,16 @@ static int assign_keys(wpk_emitter *e, key_set *keys, wpk_plan_item ***order)
         v[i] = &e->items[i];
     qsort(v, e->nitems, sizeof *v, item_entry_cmp);
     for (size_t i = 0; i < e->nitems; i++) {
+        wpack_tensor t;
         if (i && v[i]->entry == v[i - 1]->entry) {
             v[i]->key = v[i - 1]->key;
             continue;
         }
+        if (splat_of(e->ar, v[i]->entry, &t)) { /* no blob: its value is the splat */
+            v[i]->key = NULL;
+            continue;
+        }
+        (*nblobs)++;
         v[i]->key = make_key(keys, v[i]->entry_name);
         if (!v[i]->key) {
             free(v);
@@ -205,6 +260,7 @@ typedef struct {
     key_set keys;
     wpk_plan_item **order;
     size_t n;
+    size_t nblobs;              /* entries with a blob (not splats) */
 } inline_state;
 
 int wpk_inline_prepare(wpk_emitter *e, void **state)
@@ -217,14 +273,14 @@ int wpk_inline_prepare(wpk_emitter *e, void **state)
         return WPACK_E_NOMEM;
     s->n = e->nitems;
     *state = s;
-    return assign_keys(e, &s->keys, &s->order);
+    return assign_keys(e, &s->keys, &s->order, &s->nblobs);
 }
 
 void wpk_inline_append(wpk_out *o, void *state)
 {
     const inline_state *s = state;
     const wpk_mlir_doc *doc = o->e->doc;
-    if (!s || o->rc)
+    if (!s || !s->nblobs || o->rc)
         return;
     if (doc->len && doc->buf[doc->len - 1] != '\n')
         wpk_emit_out(o, "\n", 1);
@@ -233,7 +289,7 @@ void wpk_inline_append(wpk_out *o, void *state)
     wpk_emit_out(o, head, sizeof head - 1);
     int first = 1;
     for (size_t i = 0; i < s->n && !o->rc; i++) {
-        if (i && s->order[i]->entry == s->order[i - 1]->entry)
+        if ((i && s->order[i]->entry == s->order[i - 1]->entry) || !s->order[i]->key)
             continue;
         wpk_emit_out(o, first ? "      " : ",\n      ", first ? 6 : 8);
         first = 0;

@@ -21,7 +21,14 @@ typedef struct wpk_out {
     size_t errlen;
     char *buf;                  /* staging buffer */
     size_t used, cap;
+    /* 1: a dry run that counts the output's bytes into `counted` (saturating)
+     * instead of writing them: input runs and blobs are only added up */
+    int counting;
+    uint64_t counted;
 } wpk_out;
+
+/* Add n to a dry run's count (saturating at UINT64_MAX). */
+void wpk_emit_count(wpk_out *o, uint64_t n);
 
 /* Write n bytes (through the buffer); returns o->rc (0 or a wpack_error,
  * message in o->err). */
@@ -40,9 +47,11 @@ void wpk_emit_edit(wpk_out *o, size_t *pos, size_t off, size_t len, const char *
 
 /* ---------------------------------------------------------- emit_inline.c */
 
-/* --emit inline: a resource key for every item (shared entries share
- * one), then after the document the new {-# dialect_resources #-}
- * section with each entry's bytes. *state is the mode's own. */
+/* --emit inline: a resource key for every item but splats (shared
+ * entries share one), then after the document the new {-# dialect_resources
+ * #-} section with each entry's bytes. *state is the mode's own. The value
+ * of an item: dense_resource<KEY>, or a splat entry's dense<"0xFILL">. */
+void wpk_inline_value(wpk_strbuf *a, const wpk_emitter *e, const wpk_plan_item *it);
 int wpk_inline_prepare(wpk_emitter *e, void **state);
 void wpk_inline_append(wpk_out *o, void *state);
 void wpk_inline_release(void *state);

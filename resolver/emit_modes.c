@@ -85,15 +85,7 @@ static char *iree_rest(char *d, const wpk_emitter *e, const wpk_global *g, const
     return d;
 }
 
-/* ------------------------------------------------------------ inline */
-
-static void inline_value(wpk_strbuf *a, const wpk_emitter *e, const wpk_plan_item *it)
-{
-    (void)e;
-    wpk_sb_puts(a, "dense_resource<");
-    wpk_sb_puts(a, it->key);
-    wpk_sb_puts(a, ">");
-}
+/* inline: its value and blobs are emit_inline.c's (wpk_inline_value) */
 
 /* ------------------------------------------------------------- table */
 
@@ -102,7 +94,7 @@ static const wpk_emit_mode modes[] = {
      NULL, NULL, NULL},
     {WPACK_EMIT_IREE, "iree", WPACK_EMIT_CAN_EXTERNALIZE | WPACK_EMIT_HAS_SCOPE, 1, "IREE",
      iree_value, iree_head, iree_rest, NULL, NULL, NULL},
-    {WPACK_EMIT_INLINE, "inline", WPACK_EMIT_READS_BYTES, 1, NULL, inline_value, NULL, NULL,
+    {WPACK_EMIT_INLINE, "inline", WPACK_EMIT_READS_BYTES, 1, NULL, wpk_inline_value, NULL, NULL,
      wpk_inline_prepare, wpk_inline_append, wpk_inline_release},
 };
 

@@ -16,8 +16,18 @@ static int emit_write_failed(wpk_out *o)
     return o->rc = WPACK_E_IO;
 }
 
+void wpk_emit_count(wpk_out *o, uint64_t n)
+{
+    o->counted = o->counted > UINT64_MAX - n ? UINT64_MAX : o->counted + n;
+}
+
 int wpk_emit_flush(wpk_out *o)
 {
+    if (o->counting) {
+        wpk_emit_count(o, o->used);
+        o->used = 0;
+        return o->rc;
+    }
     if (!o->rc && o->used && o->e->write(o->e->user, o->buf, o->used))
         emit_write_failed(o);
     o->used = 0;
@@ -28,6 +38,10 @@ int wpk_emit_out(wpk_out *o, const void *p, size_t n)
 {
     if (o->rc || !n)
         return o->rc;
+    if (o->counting) {
+        wpk_emit_count(o, n);
+        return 0;
+    }
     if (n <= o->cap - o->used) {
         memcpy(o->buf + o->used, p, n);
         o->used += n;
@@ -56,6 +70,10 @@ int wpk_emit_input(wpk_out *o, size_t off, size_t n)
 {
     if (o->rc || !n)
         return o->rc;
+    if (o->counting) {
+        wpk_emit_count(o, n);
+        return 0;
+    }
     if (n >= (1u << 20) && o->e->copy_input) {
         if (wpk_emit_flush(o))
             return o->rc;

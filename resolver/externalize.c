@@ -35,6 +35,8 @@ typedef struct {
     int dtype;
     uint64_t nbytes;
     const wpk_resource *res;    /* dense_resource: its blob */
+    int splat;                  /* a splat literal: a splat entry of fill */
+    unsigned char fill[8];
 } candidate;
 
 /* The key of `dense_resource<KEY>` (as written, NUL-terminated, heap). */
@@ -63,6 +65,11 @@ static const wpk_resource *find_resource(const wpk_mlir_doc *doc, const char *ke
             return r;
     }
     return NULL;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
 static int writer_sink(void *user, const void *p, size_t n)
@@ -237,6 +244,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     wpk_fd_sink *sink = NULL;
     wpk_atomic out_tmp = {NULL, NULL, -1};
     size_t ncand = 0;
+    uint64_t data_bytes = 0;
 
     rc = wpk_mlir_scan_buffer(buf, len, 0, &doc, err, sizeof err);
     if (rc) {
@@ -300,7 +308,20 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
                 continue;
             }
             free(key);
+        } else {
+            size_t at;
+            int e = wpk_literal_splat(buf, g->value_body, &c.type, c.fill, &c.splat, why,
+                                      sizeof why, &at);
+            if (e) {
+                unsigned l, col;
+                wpk_mlir_line_col(buf, len, at, &l, &col);
+                wpk_diag_emit(&d, WPACK_DIAG_ERROR, e, "%s:%u:%u: global @%s: %s", d.source, l,
+                              col, g->name, why);
+                continue;
+            }
         }
+        if (!c.splat) /* what the archive's data will hold (a splat: nothing) */
+            data_bytes = sat_add(data_bytes, c.nbytes);
         cand[ncand++] = c;
     }
     if (d.first_error) {
@@ -315,11 +336,31 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
                       w ? wpack_writer_errmsg(w) : "out of memory");
         goto done;
     }
+    /* the writer's output cap (max_data_bytes), asked once for all before
+     * any byte is written */
+    char what[400];
+    wpk_fmt(what, sizeof what, "the inline weights of %s", d.source);
+    if ((rc = wpack_writer_room(w, what, data_bytes))) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s: nothing written", archive_path,
+                      wpack_writer_errmsg(w));
+        goto done;
+    }
     for (size_t i = 0; i < ncand; i++) {
         candidate *c = &cand[i];
         const wpk_global *g = &doc->globals[c->global];
         char where[400], why[300];
         wpk_global_where(where, sizeof where, &d, g);
+        if (c->splat) { /* one element, however many it stands for */
+            rc = wpack_writer_add_splat(w, g->name, c->dtype, c->type.rank, c->type.dims, c->fill,
+                                        wpack_dtype_size(c->dtype));
+            if (rc) {
+                wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
+                goto done;
+            }
+            res.moved++;
+            res.bytes_moved = sat_add(res.bytes_moved, c->nbytes);
+            continue;
+        }
         rc = wpack_writer_begin_tensor(w, g->name, c->dtype, c->type.rank, c->type.dims);
         if (rc) {
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
@@ -348,7 +389,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             goto done;
         }
         res.moved++;
-        res.bytes_moved += c->nbytes;
+        res.bytes_moved = sat_add(res.bytes_moved, c->nbytes);
     }
     rc = wpack_writer_prepare(w); /* complete and durable, not yet in place */
     if (rc) {

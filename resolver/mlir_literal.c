@@ -245,18 +245,11 @@ static int hex_stream(outbuf *o, const unsigned char *h, size_t n)
     return o->failed;
 }
 
-/* i1 hex: bit-packed LSB first (or one 0x00/0xFF byte: a splat). */
+/* i1 hex: bit-packed LSB first. */
 static int bool_hex(outbuf *o, const unsigned char *h, size_t ndig, uint64_t nel, char *why,
                     size_t whylen)
 {
-    size_t nb = ndig / 2;
-    if (nb == 1 && nel > 8) {
-        int b = wpk_hex_digit(h[0]) << 4 | wpk_hex_digit(h[1]);
-        if (b == 0 || b == 0xFF) {
-            unsigned char v = b ? 1 : 0;
-            return out_repeat(o, &v, 1, nel);
-        }
-    }
+    size_t nb = ndig / 2; /* the 0x00/0xFF splat is wpk_literal_splat's */
     if (nb != (nel + 7) / 8) {
         wpk_fmt(why, whylen, "i1 hex data has %zu bytes; %llu bits packed need %llu", nb,
                 (unsigned long long)nel, (unsigned long long)((nel + 7) / 8));
@@ -284,6 +277,94 @@ static int check_hex(const unsigned char *h, size_t n, char *why, size_t whylen)
     return 0;
 }
 
+/* After "dense" and '<' (and blanks) of value: the offset of its body, or
+ * 0 with why set. */
+static size_t body_start(const unsigned char *s, size_t n, char *why, size_t whylen)
+{
+    size_t i = 5; /* after "dense" */
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+        i++;
+    if (i >= n || s[i] != '<') {
+        wpk_fmt(why, whylen, "expected '<' after dense");
+        return 0;
+    }
+    i++;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+        i++;
+    return i;
+}
+
+int wpk_literal_splat(const char *buf, wpk_span value, const wpk_mlir_tensor *t,
+                      unsigned char elem[8], int *is_splat, char *why, size_t whylen,
+                      size_t *where)
+{
+    int ok;
+    uint64_t nbytes = wpk_literal_nbytes(t, &ok);
+    *is_splat = 0;
+    *where = value.off;
+    if (!ok) {
+        wpk_fmt(why, whylen, "element type %s is not one externalize takes", t->elem);
+        return WPACK_E_UNSUPPORTED;
+    }
+    elem_kind k;
+    kind_of(t, &k);
+    uint64_t nel = nelems_of(t);
+    const unsigned char *s = (const unsigned char *)buf + value.off;
+    size_t n = value.len, i = body_start(s, n, why, whylen);
+    if (!i) {
+        *where = value.off + (n < 5 ? n : 5);
+        return WPACK_E_INPUT;
+    }
+    if (i < n && s[i] == '"') {
+        /* "0x" and one element (i1: one byte 0x00 or 0xFF for more than 8
+         * elements; fewer are bit-packed in that byte); only a short
+         * string is looked at, a long one is data */
+        size_t look = n - i - 1 < 2 + 16 + 1 ? n - i - 1 : 2 + 16 + 1;
+        const unsigned char *q = memchr(s + i + 1, '"', look);
+        if (!q || (size_t)(q - s) < i + 3 || s[i + 1] != '0' || (s[i + 2] | 0x20) != 'x')
+            return 0;
+        const unsigned char *h = s + i + 3;
+        size_t ndig = (size_t)(q - h);
+        if (check_hex(h, ndig, why, whylen))
+            return 0; /* wpk_literal_decode says what is wrong */
+        if (k.is_bool) {
+            int b = ndig == 2 ? wpk_hex_digit(h[0]) << 4 | wpk_hex_digit(h[1]) : -1;
+            if (nel > 8 && (b == 0 || b == 0xFF)) {
+                elem[0] = b ? 1 : 0;
+                *is_splat = 1;
+            }
+            return 0;
+        }
+        if (ndig / 2 != k.esz || ndig / 2 == nbytes)
+            return 0;
+        for (size_t j = 0; j < k.esz; j++)
+            elem[j] = (unsigned char)(wpk_hex_digit(h[2 * j]) << 4 | wpk_hex_digit(h[2 * j + 1]));
+        *is_splat = 1;
+        return 0;
+    }
+    if (i >= n || s[i] == '[' || !is_lit_char(s[i]))
+        return 0; /* a list (or not a literal: wpk_literal_decode says so) */
+    /* one bare scalar */
+    size_t st = i;
+    while (i < n && is_lit_char(s[i]))
+        i++;
+    char lit[96];
+    if (i - st >= sizeof lit) {
+        wpk_fmt(why, whylen, "literal too long");
+        *where = value.off + st;
+        return WPACK_E_INPUT;
+    }
+    memcpy(lit, s + st, i - st);
+    lit[i - st] = 0;
+    int rc = encode_literal(&k, lit, elem, why, whylen);
+    if (rc) {
+        *where = value.off + st;
+        return rc;
+    }
+    *is_splat = 1;
+    return 0;
+}
+
 int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t, wpk_bytes_fn fn,
                      void *user, char *why, size_t whylen, size_t *where)
 {
@@ -298,15 +379,12 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
     kind_of(t, &k);
     uint64_t nel = nelems_of(t);
     const unsigned char *s = (const unsigned char *)buf + value.off;
-    size_t n = value.len, i = 5; /* after "dense" */
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
-        i++;
-    if (i >= n || s[i] != '<') {
-        wpk_fmt(why, whylen, "expected '<' after dense");
-        *where = value.off + i;
-        return WPACK_E_INPUT;
-    }
-    i++;
+    unsigned char elem[8];
+    int splat;
+    int rc = wpk_literal_splat(buf, value, t, elem, &splat, why, whylen, where);
+    if (rc)
+        return rc;
+    size_t n = value.len, i = body_start(s, n, why, whylen);
     outbuf *o = malloc(sizeof *o);
     if (!o) {
         wpk_fmt(why, whylen, "out of memory");
@@ -316,11 +394,12 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
     o->user = user;
     o->used = 0;
     o->failed = 0;
-    int rc = 0;
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
-        i++;
+    if (splat) { /* a bare scalar, or hex of one element */
+        out_repeat(o, elem, k.esz, nel);
+        goto done;
+    }
     if (i < n && s[i] == '"') {
-        /* dense<"0x..."> : raw little-endian bytes (one element: a splat) */
+        /* dense<"0x..."> : raw little-endian bytes (one element: a splat, above) */
         const unsigned char *q = memchr(s + i + 1, '"', n - i - 1);
         if (!q || (size_t)(q - s) < i + 3 || s[i + 1] != '0' || (s[i + 2] | 0x20) != 'x') {
             wpk_fmt(why, whylen, "a dense string that is not \"0x...\" hex (string tensors are not weights)");
@@ -338,11 +417,6 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
             rc = bool_hex(o, h, ndig, nel, why, whylen);
         } else if (ndig / 2 == nbytes) {
             hex_stream(o, h, ndig);
-        } else if (ndig / 2 == k.esz) {
-            unsigned char e[8];
-            for (size_t j = 0; j < k.esz; j++)
-                e[j] = (unsigned char)(wpk_hex_digit(h[2 * j]) << 4 | wpk_hex_digit(h[2 * j + 1]));
-            out_repeat(o, e, k.esz, nel);
         } else {
             wpk_fmt(why, whylen, "hex data has %zu bytes; %s needs %llu (or %zu for a splat)",
                     ndig / 2, t->elem, (unsigned long long)nbytes, k.esz);
@@ -352,11 +426,10 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
             *where = value.off + i;
         goto done;
     }
-    /* literals: nested [ ... ] lists or one bare scalar (a splat) */
+    /* literals: nested [ ... ] lists (a bare scalar is a splat, above) */
     int bracketed = i < n && s[i] == '[';
     unsigned depth = 0;
     uint64_t count = 0;
-    unsigned char elem[8];
     for (; i < n && !rc && !o->failed; i++) {
         unsigned char c = s[i];
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',')
@@ -419,9 +492,7 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
         *where = value.off + i;
         goto done;
     }
-    if (!bracketed && count == 1) {
-        out_repeat(o, elem, k.esz, nel);
-    } else if (depth) {
+    if (depth) {
         wpk_fmt(why, whylen, "unbalanced '[' in a dense literal");
         rc = WPACK_E_INPUT;
     } else if (count != nel) {

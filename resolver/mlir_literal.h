@@ -34,6 +34,19 @@ int wpk_literal_dtype(const char *elem);
 int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t, wpk_bytes_fn fn,
                      void *user, char *why, size_t whylen, size_t *where);
 
+/*
+ * Is `value` (as for wpk_literal_decode) a splat: one bare scalar, hex of
+ * one element, or (i1, more than 8 elements) the one byte 0x00 or 0xFF?
+ * Then *is_splat = 1 and elem[0..element size) holds the element's bytes
+ * (i1: 0 or 1), as wpk_literal_decode would repeat them. Looks at the head
+ * of the value only (a long hex string or a list is not a splat: *is_splat
+ * = 0). Returns 0, or the error wpk_literal_decode gives for a bad splat
+ * scalar or head (why, *where). wpk_literal_decode uses it: one rule.
+ */
+int wpk_literal_splat(const char *buf, wpk_span value, const wpk_mlir_tensor *t,
+                      unsigned char elem[8], int *is_splat, char *why, size_t whylen,
+                      size_t *where);
+
 /* A builtin resource blob (hex digits after "0x", alignment first): its
  * data must be exactly the tensor's bytes (i1: one byte per element). */
 int wpk_literal_blob_decode(const char *buf, const wpk_resource *r, const wpk_mlir_tensor *t,

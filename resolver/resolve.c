@@ -287,9 +287,11 @@ int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
                          .scope = opt->scope ? opt->scope : "model", .items = items, .nitems = n,
                          .write = write, .user = user, .patches = patches, .npatches = npatches,
                          .attr_prefix = opt->annotate ? prefix : NULL, .copy_input = copy_input,
-                         .write_error = write_error};
+                         .write_error = write_error, .max_output = opt->max_output};
         rc = wpk_emit_document(&e, err, sizeof err);
-        if (rc)
+        if (rc == WPACK_E_TOO_LARGE)
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", d.source, err);
+        else if (rc)
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
     }
     free(patches);

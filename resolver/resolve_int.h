@@ -121,6 +121,10 @@ typedef struct wpk_emitter {
     int replace_with_extern;
     /* annotate: the prefix of the stats attributes (items' attr_text) */
     const char *attr_prefix;
+    /* >0: the most bytes the output may have; the emitter counts them
+     * first (a dry run: edits, input runs and blob sizes added up) and
+     * refuses a larger output with WPACK_E_TOO_LARGE before writing */
+    uint64_t max_output;
     /* optional: copy input bytes [off, off+n) to the output without going
      * through user space (copy_file_range); 0 ok, non-zero: use write */
     int (*copy_input)(void *user, size_t off, size_t n);

@@ -7,7 +7,9 @@ in NPYDIR, named ENTRY.npy). MODE:
   uri     every expected global carries wpack.uri = "wpack:<16 hex>/<entry>"
   iree    its value is #flow.parameter.named<"SCOPE"::"<entry>">
   inline  its value is dense_resource<KEY> and KEY's blob (after the 4-byte
-          alignment) equals the .npy's bytes
+          alignment) equals the .npy's bytes; or, for an .npy whose
+          elements are all one value, the splat dense<VALUE> of that value
+          (as printed: floats to 7 digits)
 Prints one line per problem and exits 1 if there is any."""
 import json, re, sys, urllib.parse
 import numpy as np
@@ -53,6 +55,21 @@ for g, entry in expect.items():
             problems.append(f"global {g!r}: expected {want}: {line}")
     elif mode == "inline":
         m = re.search(r'dense_resource<([\w.$]+)>', line)
+        splat = re.search(r'[(=] *dense<([-+\w.]+)>', line)
+        if not m and splat:
+            arr = np.load(f"{npydir}/{entry}.npy")
+            v = splat.group(1)
+            flat = arr.reshape(-1)
+            same = flat.size == 0 or bool(np.all(flat == flat[0]))
+            if v in ("true", "false"):
+                ok = same and (flat.size == 0 or bool(flat[0]) == (v == "true"))
+            elif arr.dtype.kind == "f":
+                ok = same and (flat.size == 0 or np.isclose(float(flat[0]), float(v), rtol=1e-6))
+            else:
+                ok = same and (flat.size == 0 or int(flat[0]) == int(v))
+            if not ok:
+                problems.append(f"global {g!r}: splat dense<{v}> but {entry}.npy is not all {v}")
+            continue
         if not m:
             problems.append(f"global {g!r}: no dense_resource value: {line}")
             continue

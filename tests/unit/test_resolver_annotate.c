@@ -191,10 +191,60 @@ static void test_dense_decode(void)
     free(b.p);
 }
 
+/* splat(value, type): 1 splat (element into e), 0 not, -rc on error */
+static int splat(const char *value, const char *ty, unsigned char e[8])
+{
+    wpk_mlir_tensor t;
+    char why[200];
+    size_t where;
+    int is = -1;
+    if (wpk_mlir_parse_tensor(ty, strlen(ty), &t, why, sizeof why))
+        return -100;
+    memset(e, 0xAA, 8);
+    int rc = wpk_literal_splat(value, (wpk_span){0, strlen(value)}, &t, e, &is, why, sizeof why, &where);
+    return rc ? -rc : is;
+}
+
+/* externalize makes a splat entry of exactly what wpk_literal_decode repeats */
+static void test_literal_splat(void)
+{
+    unsigned char e[8];
+    CHECK_EQ(splat("dense<1.0>", "tensor<1048576x1048576xf32>", e), 1);
+    CHECK(e[0] == 0 && e[1] == 0 && e[2] == 0x80 && e[3] == 0x3F, "f32 1.0");
+    CHECK_EQ(splat("dense< \"0x0000C03F\" >", "tensor<4x4xf32>", e), 1);
+    CHECK(e[2] == 0xC0 && e[3] == 0x3F, "hex splat");
+    CHECK_EQ(splat("dense<\"0xFF\">", "tensor<9xi1>", e), 1);
+    CHECK_EQ(e[0], 1);
+    CHECK_EQ(splat("dense<\"0x00\">", "tensor<64xi1>", e), 1);
+    CHECK_EQ(e[0], 0);
+    CHECK_EQ(splat("dense<\"0xFF\">", "tensor<8xi1>", e), 0);   /* bit-packed */
+    CHECK_EQ(splat("dense<\"0x0D\">", "tensor<64xi1>", e), 0);  /* neither: decode says */
+    CHECK_EQ(splat("dense<true>", "tensor<3xi1>", e), 1);
+    CHECK_EQ(e[0], 1);
+    CHECK_EQ(splat("dense<-3>", "tensor<7xi64>", e), 1);
+    CHECK(e[0] == 0xFD && e[7] == 0xFF, "i64 -3");
+    CHECK_EQ(splat("dense<[1.0, 2.0]>", "tensor<2xf32>", e), 0);
+    CHECK_EQ(splat("dense<[1.0]>", "tensor<1xf32>", e), 0);
+    CHECK_EQ(splat("dense<\"0x0000803F00000040\">", "tensor<2xf32>", e), 0);
+    CHECK_EQ(splat("dense<\"0x0000803F\">", "tensor<1xf32>", e), 0); /* all its data */
+    CHECK_EQ(splat("dense<1.5x>", "tensor<4xf32>", e), -WPACK_E_INPUT);
+    CHECK_EQ(splat("dense<300>", "tensor<4xi8>", e), -WPACK_E_INPUT);
+    CHECK_EQ(splat("dense 1.0", "tensor<4xf32>", e), -WPACK_E_INPUT);
+    /* decode repeats the same element */
+    membuf b = {0};
+    char why[200];
+    CHECK_EQ(decode("dense<\"0x0000C03F\">", "tensor<3xf32>", &b, why), 0);
+    CHECK(b.n == 12 && (unsigned char)b.p[10] == 0xC0 && (unsigned char)b.p[11] == 0x3F, "repeat");
+    CHECK_EQ(decode("dense<\"0xFF\">", "tensor<9xi1>", &b, why), 0);
+    CHECK(b.n == 9 && b.p[0] == 1 && b.p[8] == 1, "i1 splat");
+    free(b.p);
+}
+
 int main(void)
 {
     RUN(test_annotate_api);
     RUN(test_loc_names);
     RUN(test_dense_decode);
+    RUN(test_literal_splat);
     return tl_finish();
 }
