@@ -163,6 +163,10 @@ int cli_write_opt(int argc, char **argv, int *i, cli_write_opts *o);
  * how to raise it, and return 0. */
 int cli_check_output(const char *cmd, const char *out, uint64_t need, uint64_t input_bytes,
                      uint64_t user_cap, int check_space);
+/* After a library refused an output over the cap (resolve, externalize:
+ * their message gives the sizes): one line saying which cap applied and
+ * how to raise it, in cli_check_output's words. */
+void cli_cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap);
 /* The same-file guard (outputs.c): list what a command reads and writes,
  * then cli_files_check() before anything is read or written. It refuses,
  * with "[WPACK_E_SAME_FILE]" naming both paths, an output that is the same

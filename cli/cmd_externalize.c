@@ -42,7 +42,6 @@ static const char help[] =
     CLI_NO_SYNC_HELP;
 
 /* cmd_resolve.c: after WPACK_E_TOO_LARGE, the cap's origin and --max-output */
-void cli_cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap);
 
 int cmd_externalize(int argc, char **argv)
 {

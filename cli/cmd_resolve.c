@@ -110,23 +110,6 @@ static int load_module_map(const char *path, wpk_name_map *mm, wpack_resolve_opt
     return CLI_OK;
 }
 
-/* After a library's WPACK_E_TOO_LARGE (its message gives the sizes):
- * where the cap of cli_output_cap() came from and how to move it. Also
- * externalize's (declared there: it belongs in out_cap.c and cli.h, which
- * this change leaves alone). */
-void cli_cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap);
-void cli_cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap)
-{
-    char c[32], in[32];
-    cli_human_size(c, sizeof c, cli_output_cap(input_bytes, user_cap));
-    cli_human_size(in, sizeof in, input_bytes);
-    if (user_cap)
-        cli_line(stderr, "wpack: %s: the cap is --max-output %s", cmd, c);
-    else
-        cli_line(stderr, "wpack: %s: the default cap is %s (the larger of 1 GiB and 1000 x the "
-                 "input, %s); raise it with --max-output SIZE if that is really wanted", cmd, c, in);
-}
-
 /* Parse, open, resolve; strips has room for argc prefixes. */
 static int run(int argc, char **argv, const char **strips)
 {

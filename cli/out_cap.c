@@ -129,3 +129,15 @@ int cli_check_output(const char *cmd, const char *out, uint64_t need, uint64_t i
     }
     return 1;
 }
+
+void cli_cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap)
+{
+    char c[32], in[32];
+    cli_human_size(c, sizeof c, cli_output_cap(input_bytes, user_cap));
+    cli_human_size(in, sizeof in, input_bytes);
+    if (user_cap)
+        cli_line(stderr, "wpack: %s: the cap is --max-output %s", cmd, c);
+    else
+        cli_line(stderr, "wpack: %s: the default cap is %s (the larger of 1 GiB and 1000 x the "
+                 "input, %s); raise it with --max-output SIZE if that is really wanted", cmd, c, in);
+}
