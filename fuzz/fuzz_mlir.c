@@ -3,9 +3,63 @@
  * wpk_mlir_scan_buffer with WPK_SCAN_OPS on the input (a copy of the body
  * in resolver/fuzz_mlir.c). Invariants: every span of a scanned document
  * lies inside the input, and a failed scan gives an error with line:column.
+ * Then externalize's literal decoder (resolver/mlir_literal.c) on each
+ * global's value with its tensor type, for tensors up to 1 MiB: a decode
+ * that succeeds gives exactly the type's byte count, a failure points inside
+ * the input, and a value taken as a splat decodes to its element repeated.
  */
 #include "fuzz.h"
+#include "mlir_literal.h"
 #include "mlir_scan.h"
+
+typedef struct {
+    uint64_t got;
+    const unsigned char *splat; /* the element, when the value is a splat */
+    size_t esize;
+    int mismatch;
+} decoded;
+
+static int count_bytes(void *user, const void *data, size_t n)
+{
+    decoded *d = user;
+    for (size_t i = 0; d->splat && i < n && !d->mismatch; i++)
+        d->mismatch = ((const unsigned char *)data)[i] != d->splat[(d->got + i) % d->esize];
+    d->got += n;
+    return 0;
+}
+
+static void check_literal(const char *buf, size_t size, const wpk_global *g)
+{
+    wpk_mlir_tensor t;
+    char why[300];
+    int ok;
+    if (!g->value_body.len || !g->type_body.len ||
+        wpk_mlir_parse_tensor(buf + g->type_body.off, g->type_body.len, &t, why, sizeof why))
+        return;
+    uint64_t nbytes = wpk_literal_nbytes(&t, &ok);
+    if (!ok || nbytes > (1u << 20) || !nbytes)
+        return;
+    unsigned char elem[8];
+    int is_splat = 0;
+    size_t where = 0;
+    int src = wpk_literal_splat(buf, g->value_body, &t, elem, &is_splat, why, sizeof why, &where);
+    FUZZ_ASSERT(where <= size, "splat check points at %zu of %zu", where, size);
+    decoded d = {0, NULL, 1, 0};
+    if (!src && is_splat) {
+        d.splat = elem;
+        int dt = wpk_literal_dtype(t.elem); /* i1 comes out one byte an element */
+        d.esize = dt == WPACK_DTYPE_BOOL ? 1 : wpack_dtype_size(dt);
+    }
+    int rc = wpk_literal_decode(buf, g->value_body, &t, count_bytes, &d, why, sizeof why, &where);
+    if (rc) {
+        FUZZ_ASSERT(where <= size, "decode error points at %zu of %zu", where, size);
+        FUZZ_ASSERT(why[0], "decode error %d without a reason", rc);
+    } else {
+        FUZZ_ASSERT(d.got == nbytes, "decoded %llu bytes of %llu", (unsigned long long)d.got,
+                    (unsigned long long)nbytes);
+        FUZZ_ASSERT(!d.mismatch, "a splat decoded to other bytes than its element");
+    }
+}
 
 static void check_span(wpk_span s, size_t len, const char *what)
 {
@@ -43,6 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check_span(doc->resources[i].blob, size, "blob");
         for (size_t i = 0; i < doc->nops; i++)
             check_span(doc->ops[i].loc, size, "loc");
+        for (size_t i = 0; i < doc->nglobals; i++)
+            check_literal((const char *)copy, size, &doc->globals[i]);
         wpk_mlir_doc_free(doc);
     }
     free(copy);
