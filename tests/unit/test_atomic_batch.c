@@ -175,27 +175,45 @@ static void test_commit_all_failed_fsync(void)
 static void test_commit_all_failed_rename(void)
 {
     char err[300] = "", p[512], t[32];
-    /* r1's target is a non-empty directory: its rename fails */
+    wpk_atomic a[3];
+    static const char *names[3] = {"r0", "r1", "r2"};
+    for (int k = 0; k < 3; k++)
+        if (open_with(&a[k], names[k], WPK_ATOMIC_NO_SWEEP, names[k]) != WPACK_OK)
+            return;
+    /* r1's target becomes a non-empty directory after the opens: its
+     * commit fails (refused before the rename: never replaced) */
     path_of(p, sizeof p, "r1");
     CHECK(mkdir(p, 0700) == 0, "mkdir r1");
     path_of(p, sizeof p, "r1/keep");
     FILE *f = fopen(p, "w");
     if (f)
         fclose(f);
-    wpk_atomic a[3];
-    static const char *names[3] = {"r0", "r1", "r2"};
-    for (int k = 0; k < 3; k++)
-        if (open_with(&a[k], names[k], WPK_ATOMIC_NO_SWEEP, names[k]) != WPACK_OK)
-            return;
     reset();
-    CHECK(wpk_atomic_commit_all(a, 3, err, sizeof err) == WPACK_E_IO, "want WPACK_E_IO");
-    CHECK(strstr(err, "/r1") && strstr(err, "rename"), "the message names r1: %s", err);
+    CHECK(wpk_atomic_commit_all(a, 3, err, sizeof err) == WPACK_E_FILE_TYPE, "want WPACK_E_FILE_TYPE");
+    CHECK(strstr(err, "/r1") && strstr(err, "a directory, not a regular file: not replaced"),
+          "the message names r1: %s", err);
     path_of(p, sizeof p, "r0");
     text_of(p, t, sizeof t);
     CHECK(strcmp(t, "r0") == 0, "r0, before the failure, is in place: '%s'", t);
     path_of(p, sizeof p, "r2");
     CHECK(access(p, F_OK) != 0, "r2, after the failure, is not");
     CHECK_EQ(n_fsync, 3 + 1); /* all three files, then the directory for r0's rename */
+    CHECK_EQ(temporaries(), 0);
+}
+
+/* A target that is not a regular file is refused at the open: nothing is
+ * created beside it (a rename would have replaced a FIFO or a device). */
+static void test_open_refuses_non_regular(void)
+{
+    char err[300] = "", p[512];
+    wpk_atomic a;
+    path_of(p, sizeof p, "fifo");
+    CHECK(mkfifo(p, 0600) == 0, "mkfifo");
+    CHECK(wpk_atomic_open(&a, p, 0, err, sizeof err) == WPACK_E_FILE_TYPE, "fifo refused");
+    CHECK(strstr(err, "a FIFO, not a regular file: not replaced") != NULL, "message: %s", err);
+    path_of(p, sizeof p, "adir");
+    CHECK(mkdir(p, 0700) == 0, "mkdir");
+    CHECK(wpk_atomic_open(&a, p, 0, err, sizeof err) == WPACK_E_FILE_TYPE, "directory refused");
     CHECK_EQ(temporaries(), 0);
 }
 
@@ -210,6 +228,7 @@ int main(void)
     RUN(test_commit_all);
     RUN(test_commit_all_failed_fsync);
     RUN(test_commit_all_failed_rename);
+    RUN(test_open_refuses_non_regular);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
