@@ -279,6 +279,25 @@ static void snippet_text(const job *j, char *out, size_t outlen)
     out[k] = 0;
 }
 
+/* Append "Name: value" to *l: 0 when out of memory. Sized from the value
+ * (a session token runs to several KiB): a header is never cut short. */
+static int add_header(struct curl_slist **l, const char *name, const char *value)
+{
+    size_t nl = strlen(name), vl = strlen(value);
+    char *h = vl < SIZE_MAX - nl - 3 ? malloc(nl + vl + 3) : NULL;
+    if (!h)
+        return 0;
+    memcpy(h, name, nl);
+    memcpy(h + nl, ": ", 2);
+    memcpy(h + nl + 2, value, vl + 1);
+    struct curl_slist *t = curl_slist_append(*l, h);
+    free(h);
+    if (!t)
+        return 0;
+    *l = t;
+    return 1;
+}
+
 static int setup(job *j, void *easy, char *msg, size_t msglen)
 {
     wpk_remote *r = j->r;
@@ -292,43 +311,40 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     j->snippet_len = 0;
     j->paused = 0;
     j->want = j->len;
-    char h[1200];
-    struct curl_slist *l = NULL, *t;
-#define ADD(...)                                                                              \
-    do {                                                                                      \
-        wpk_fmt(h, sizeof h, __VA_ARGS__);                                                    \
-        if (!(t = curl_slist_append(l, h)))                                                   \
-            goto nomem;                                                                       \
-        l = t;                                                                                \
-    } while (0)
+    struct curl_slist *l = NULL;
     char range[80];
     wpk_fmt(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)j->off,
             (unsigned long long)(j->off + j->len - 1));
-    ADD("Range: %s", range);
+    int ok = add_header(&l, "Range", range);
     /* A strong ETag lets the server refuse a changed object (412) itself. */
-    if (!j->probe && r->etag[0] == '"')
-        ADD("If-Match: %s", r->etag);
-    if (r->s3 && r->opt.access_key) {
-        char date[20], auth[600];
+    if (ok && !j->probe && r->etag[0] == '"')
+        ok = add_header(&l, "If-Match", r->etag);
+    if (ok && r->s3 && r->opt.access_key) {
+        char date[20];
         time_t now = time(NULL);
         struct tm tm;
         gmtime_r(&now, &tm);
         strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", &tm);
         wpk_sigv4_req q = {r->host, r->uri, range, date, r->opt.s3_region, r->opt.access_key,
                            r->opt.secret_key, r->opt.session_token};
-        if (wpk_sigv4_get(&q, auth, sizeof auth) != 0) {
+        /* the Authorization value: ~200 bytes besides the key and region */
+        size_t alen = strlen(r->opt.access_key) + strlen(r->opt.s3_region) + 256;
+        char *auth = malloc(alen);
+        if (!auth || wpk_sigv4_get(&q, auth, alen) != 0) {
+            free(auth);
             curl_slist_free_all(l);
-            wpk_fmt(msg, msglen, "%s: credentials or URL too long to sign", r->shown);
+            wpk_fmt(msg, msglen, "%s: cannot sign the request (out of memory, or a region "
+                    "longer than 200 bytes)", r->shown);
             return WPACK_E_INVALID_ARGUMENT;
         }
-        ADD("Host: %s", r->host);
-        ADD("x-amz-date: %s", date);
-        ADD("x-amz-content-sha256: %s", wpk_sigv4_empty_hash());
-        if (r->opt.session_token)
-            ADD("x-amz-security-token: %s", r->opt.session_token);
-        ADD("Authorization: %s", auth);
+        ok = add_header(&l, "Host", r->host) && add_header(&l, "x-amz-date", date) &&
+             add_header(&l, "x-amz-content-sha256", wpk_sigv4_empty_hash()) &&
+             (!r->opt.session_token || add_header(&l, "x-amz-security-token", r->opt.session_token)) &&
+             add_header(&l, "Authorization", auth);
+        free(auth);
     }
-#undef ADD
+    if (!ok)
+        goto nomem;
     j->hdrs = l;
     curl_easy_setopt(e, CURLOPT_URL, r->url);
     if (r->resolve) /* resolve.c: no resolver thread */

@@ -28,7 +28,10 @@ picks the behaviour, the rest names a file under ROOT:
   /s3/BUCKET/F   S3 path style: AWS Signature Version 4 checked with its own
                  implementation (hmac, hashlib); 403 SignatureDoesNotMatch
                  for a bad one. Credentials: AKIDTEST / secret/TEST+key and
-                 AKIDTOKEN / tokensecret with session token "tok/en=".
+                 AKIDTOKEN / tokensecret with session token "tok/en=";
+                 AKIDLONG / longsecret with any session token BODY.H where
+                 H is the first 16 hex digits of BODY's SHA-256 (a long
+                 STS-like token: one cut short fails the check).
 Every request is logged to ROOT/../requests.log as "MODE RANGE STATUS".
 remote_server.py --self-test checks the SigV4 code against AWS's example.
 """
@@ -42,9 +45,11 @@ import socketserver
 import sys
 import threading
 import time
+import urllib.parse
 
 ROOT = PORTFILE = REDIRECT = LOG = ""  # set by main()
-CREDS = {"AKIDTEST": ("secret/TEST+key", None), "AKIDTOKEN": ("tokensecret", "tok/en=")}
+CREDS = {"AKIDTEST": ("secret/TEST+key", None), "AKIDTOKEN": ("tokensecret", "tok/en="),
+         "AKIDLONG": ("longsecret", "BODY.H")}
 counts = {}
 lock = threading.Lock()
 inflight = [0]  # /slow/ requests between arrival and answer
@@ -87,7 +92,12 @@ def check_sigv4(method, path, headers):
         need.add("range")
     if token is not None:
         need.add("x-amz-security-token")
-        if headers.get("x-amz-security-token") != token:
+        got = headers.get("x-amz-security-token") or ""
+        if token == "BODY.H":
+            body, _, h = got.rpartition(".")
+            if not body or hashlib.sha256(body.encode()).hexdigest()[:16] != h:
+                return "wrong session token (%d chars)" % len(got)
+        elif got != token:
             return "wrong session token"
     if not need <= set(names):
         return "headers not signed: %s" % sorted(need - set(names))
@@ -136,7 +146,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 body = ("<?xml version=\"1.0\"?><Error><Code>SignatureDoesNotMatch</Code>"
                         "<Message>%s</Message></Error>" % why).encode()
                 return self.send(403, body, [("Content-Type", "application/xml")])
-            rest = rest.split("/", 1)[1] if "/" in rest else ""
+            # the key as S3 keeps it: percent-decoded, literal (a "." or ".."
+            # segment is part of the name, never resolved)
+            rest = urllib.parse.unquote(rest.split("/", 1)[1]) if "/" in rest else ""
+            if any(seg in (".", "..") for seg in rest.split("/")):
+                self.log(mode, 404)
+                return self.send(404, b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code>"
+                                 b"<Message>The specified key does not exist.</Message></Error>",
+                                 [("Content-Type", "application/xml")])
         path = os.path.join(ROOT, rest)
         if not rest or ".." in rest or not os.path.isfile(path):
             self.log(mode, 404)
