@@ -85,6 +85,10 @@ wpack_archive *cli_open_reads(const char *path, int verify);
  * libwpack-remote and options from the environment (open_url.c). */
 int cli_open_url(wpack_archive **ar, const char *url, unsigned flags);
 int cli_is_url(const char *path);
+/* Replace each URL argument holding a password by its redacted form
+ * (user:***@host), so that no message or output shows the password;
+ * cli_open_url() still requests the URL as given. main() calls it once. */
+void cli_hide_url_passwords(int argc, char **argv);
 /* --cache DIR or --cache-max SIZE at argv[*i] (every command taking a URL):
  * as cli_opt_value() (-1: a usage error, printed); kept for cli_open_url. */
 int cli_remote_opt(int argc, char **argv, int *i);

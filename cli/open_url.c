@@ -81,6 +81,43 @@ int cli_remote_opt(int argc, char **argv, int *i)
     return 1;
 }
 
+/* URLs of the command line with a password: argv shows them redacted
+ * (every message and output that echoes an argument), the real one kept
+ * here for the open. One command per process: static. */
+static struct {
+    const char *shown;
+    char *real;
+} hidden[16];
+static size_t nhidden;
+
+void cli_hide_url_passwords(int argc, char **argv)
+{
+    for (int i = 1; i < argc && nhidden < sizeof hidden / sizeof hidden[0]; i++) {
+        if (!wpack_remote_is_url(argv[i]))
+            continue;
+        char *shown = wpack_remote_shown_url(argv[i]);
+        if (!shown || strcmp(shown, argv[i]) == 0) {
+            free(shown);
+            continue;
+        }
+        hidden[nhidden].real = argv[i];
+        hidden[nhidden++].shown = shown;
+        argv[i] = shown;
+    }
+}
+
+/* The URL to request for one a command was given (argv, redacted). */
+static const char *real_url(const char *url)
+{
+    for (size_t k = 0; k < nhidden; k++)
+        if (hidden[k].shown == url)
+            return hidden[k].real;
+    for (size_t k = 0; k < nhidden; k++)
+        if (strcmp(hidden[k].shown, url) == 0)
+            return hidden[k].real;
+    return url;
+}
+
 int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
 {
     wpack_remote_options o;
@@ -113,7 +150,7 @@ int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
         o.on_bytes = on_bytes;
         o.on_bytes_user = &prog;
     }
-    int rc = wpack_open_url(ar, url, &o);
+    int rc = wpack_open_url(ar, real_url(url), &o);
     if (prog.shown) {
         fprintf(stderr, "\n");
         prog.shown = 0;

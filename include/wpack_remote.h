@@ -112,12 +112,23 @@ void wpack_remote_options_init(wpack_remote_options *opt);
  * s3:// (anything else is a local path). */
 int wpack_remote_is_url(const char *s);
 
+/* url as wpack shows it (messages, the archive's name, shard paths): a
+ * password in its user info replaced by "***" (http://user:***@host/...),
+ * the rest as given. A new string to free(), or NULL when out of memory.
+ * Requests still use the URL as given. */
+char *wpack_remote_shown_url(const char *url);
+
 /*
  * Open the archive at url (http://, https:// or s3://bucket/key); opt may
  * be NULL (the defaults). Like wpack_open_file(): *out always receives a
  * handle unless memory runs out; on failure wpack_errmsg() says what (the
- * URL, the HTTP status or the curl error). A sharded set's manifest opens
- * its shards at URLs relative to its own (same directory).
+ * URL, the HTTP status or the curl error; the URL shown with its password
+ * redacted, see wpack_remote_shown_url). A sharded set's manifest opens
+ * its shards at URLs relative to its own path (same directory); an
+ * http(s) URL's query string is carried to its shards' URLs (a token
+ * valid for the whole directory works), its fragment dropped. A presigned
+ * URL's query signs that one object only: presigned shards are not
+ * supported (open the shards' own presigned URLs one by one).
  */
 int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_options *opt);
 

@@ -25,6 +25,9 @@ picks the behaviour, the rest names a file under ROOT:
   /slow/F        right, each ranged answer sent 0.3 s after the request came;
                  logged with a 4th field: the requests in flight then
                  (itself included), so a test sees what a client asks ahead
+  /query/F?Q     right when the query Q is "token=a/b" (a directory's
+                 token), else 403; a query is ignored by the other modes
+  /auth/F        right with HTTP Basic credentials "user:pa55:word", else 401
   /s3/BUCKET/F   S3 path style: AWS Signature Version 4 checked with its own
                  implementation (hmac, hashlib); 403 SignatureDoesNotMatch
                  for a bad one. Credentials: AKIDTEST / secret/TEST+key and
@@ -35,6 +38,7 @@ picks the behaviour, the rest names a file under ROOT:
 Every request is logged to ROOT/../requests.log as "MODE RANGE STATUS".
 remote_server.py --self-test checks the SigV4 code against AWS's example.
 """
+import base64
 import datetime
 import hashlib
 import hmac
@@ -136,7 +140,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
-        parts = self.path.split("/", 2)
+        path_only, _, query = self.path.partition("?")
+        parts = path_only.split("/", 2)
         mode = parts[1] if len(parts) > 2 else ""
         rest = parts[2] if len(parts) > 2 else ""
         if mode == "s3":
@@ -154,6 +159,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send(404, b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code>"
                                  b"<Message>The specified key does not exist.</Message></Error>",
                                  [("Content-Type", "application/xml")])
+        if mode == "query" and query != "token=a/b":
+            self.log(mode, 403)
+            return self.send(403, b"<html>bad token</html>", [("Content-Type", "text/html")])
+        if mode == "auth" and self.headers.get("Authorization") != \
+                "Basic " + base64.b64encode(b"user:pa55:word").decode():
+            self.log(mode, 401)
+            return self.send(401, b"<html>who are you</html>", [("Content-Type", "text/html")])
         path = os.path.join(ROOT, rest)
         if not rest or ".." in rest or not os.path.isfile(path):
             self.log(mode, 404)

@@ -54,4 +54,38 @@ cp "$W/a.wpack" "$W/$seg/$seg/$seg/a.wpack"
 expect s3_long_key_and_token s3long AWS_SESSION_TOKEN="$(token 4000)" \
     "$WPACK" verify "s3://bucket/$seg/$seg/$seg/a.wpack"
 
+# ------------------------------------------- D2: a password is never shown
+# /auth/ wants Basic "user:pa55:word": the request still carries it
+A="http://user:pa55:word@127.0.0.1:$BAD_PORT/auth"
+nopass() { # NAME: neither stdout nor stderr of the last command shows it
+    if grep -q "pa55" "$T/out" "$T/err"; then fail "$1" "$(grep -h pa55 "$T/out" "$T/err" | head -c 300)"
+    elif grep -q 'user:\*\*\*@' "$T/out" "$T/err"; then pass "$1"
+    else fail "$1" "the URL is not shown at all: $(head -c 300 "$T/out" "$T/err")"; fi
+}
+expect auth_verify "$WPACK" verify "$A/a.wpack"
+nopass auth_verify_ok_line_redacted
+expect auth_inspect "$WPACK" inspect "$A/a.wpack"
+nopass auth_inspect_redacted
+expect auth_inspect_json "$WPACK" inspect --json "$A/a.wpack"
+nopass auth_inspect_json_redacted
+expect auth_inspect_set "$WPACK" inspect "$A/set/sh.wpack"
+nopass auth_shard_paths_redacted
+expect_fail auth_wrong_password "HTTP 401" "$WPACK" inspect "http://user:pa55:wrong@127.0.0.1:$BAD_PORT/auth/a.wpack"
+grep -q "pa55" "$T/err" && fail auth_wrong_password_redacted "$(cat "$T/err")" || pass auth_wrong_password_redacted
+expect_fail auth_not_found "HTTP 404" "$WPACK" extract -q -o "$T/xa" "$A/nope.wpack"
+nopass auth_not_found_redacted
+rm -rf "$T/xa"
+expect auth_extract "$WPACK" extract -o "$T/xa" "$A/a.wpack" t1
+cmp -s "$T/xa/t1.npy" "$T/local/t1.npy" && pass auth_extract_same_bytes || fail auth_extract_same_bytes
+
+# ------------------------------------ D3: shards next to the manifest's path
+# /query/ wants "?token=a/b" on every request: a '/' in the query is not a
+# path separator, and the query goes to the shards too; a fragment is dropped
+: >"$T/requests.log"
+expect shard_query_slash "$WPACK" verify "$B/query/set/sh.wpack?token=a/b"
+expect shard_query_fragment "$WPACK" verify "$B/query/set/sh.wpack?token=a/b#x/y"
+grep -q ' 403$' "$T/requests.log" && fail shard_query_every_request "$(grep -c ' 403$' "$T/requests.log") refused" ||
+    pass shard_query_every_request
+expect_fail shard_query_wrong "HTTP 403" "$WPACK" verify "$B/query/set/sh.wpack?token=abc"
+
 finish
