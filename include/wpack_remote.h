@@ -11,8 +11,11 @@
  * bytes asked for (unchecked); with verification (WPACK_OPEN_VERIFY_READS
  * or WPACK_READ_VERIFY) the entry is fetched whole once and checked, and
  * the handle keeps that fetch (one entry, up to 128 MiB) for the partial
- * reads that follow; an entry checked before but no longer kept then
- * fetches only the bytes asked for (or reads them from the cache).
+ * reads that follow; a partial read of an entry no longer kept fetches it
+ * whole again and checks it (or reads it from the cache): with
+ * verification, no byte comes from a ranged fetch nothing checked. An
+ * entry larger than connections x chunk_size / 2 is streamed whole for
+ * each such read, hashed, the bytes asked for copied out.
  *
  * Opening reads the first 64 KiB (superblock; the response gives the size,
  * ETag and Last-Modified, which are then pinned: an object replaced while

@@ -27,6 +27,8 @@ picks the behaviour, the rest names a file under ROOT:
                  (itself included), so a test sees what a client asks ahead
   /query/F?Q     right when the query Q is "token=a/b" (a directory's
                  token), else 403; a query is ignored by the other modes
+  /zeroflag/F    right, but while ROOT/../zero.flag exists the bodies of
+                 ranges past byte 0 are zeros (a server going bad midway)
   /auth/F        right with HTTP Basic credentials "user:pa55:word", else 401
   /s3/BUCKET/F   S3 path style: AWS Signature Version 4 checked with its own
                  implementation (hmac, hashlib); 403 SignatureDoesNotMatch
@@ -236,6 +238,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
             self.close_connection = True
             return
+        if mode == "zeroflag" and a > 0 and \
+                os.path.exists(os.path.join(os.path.dirname(os.path.abspath(ROOT)), "zero.flag")):
+            return self.send(206, bytes(len(body)), hdr + [cr])
         if mode == "lieshort" and a > 0:
             return self.send(206, body[:len(body) // 2], hdr + [cr])
         if mode == "truncate" and a > 0:
