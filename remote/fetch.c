@@ -347,6 +347,11 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
         goto nomem;
     j->hdrs = l;
     curl_easy_setopt(e, CURLOPT_URL, r->url);
+    /* An S3 key is literal: "a/../b" names an object of its own, and the
+     * path signed keeps its dot segments, so curl must send it as it is.
+     * An http(s) URL has them removed, as curl and browsers do. */
+    if (r->s3)
+        curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     if (r->resolve) /* resolve.c: no resolver thread */
         curl_easy_setopt(e, CURLOPT_RESOLVE, r->resolve);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, l);

@@ -54,6 +54,17 @@ cp "$W/a.wpack" "$W/$seg/$seg/$seg/a.wpack"
 expect s3_long_key_and_token s3long AWS_SESSION_TOKEN="$(token 4000)" \
     "$WPACK" verify "s3://bucket/$seg/$seg/$seg/a.wpack"
 
+# ------------------------------------------- D8: an s3:// key is literal
+s3() {
+    env AWS_ENDPOINT_URL="$B/s3" AWS_REGION=eu-west-3 AWS_ACCESS_KEY_ID=AKIDTEST \
+        AWS_SECRET_ACCESS_KEY='secret/TEST+key' "$@"
+}
+# the fake S3 has no key with a "." or ".." segment: not found (404), never
+# another object (a.wpack), never a signature that does not match (403)
+expect_fail s3_dotdot_key_literal "HTTP 404 \(not found\).*NoSuchKey" s3 "$WPACK" inspect s3://bucket/sub/../a.wpack
+expect_fail s3_dot_key_literal "HTTP 404 \(not found\).*NoSuchKey" s3 "$WPACK" inspect s3://bucket/./a.wpack
+expect s3_plain_key s3 "$WPACK" inspect s3://bucket/set/sh.wpack
+
 # ------------------------------------------- D2: a password is never shown
 # /auth/ wants Basic "user:pa55:word": the request still carries it
 A="http://user:pa55:word@127.0.0.1:$BAD_PORT/auth"
