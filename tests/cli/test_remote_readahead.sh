@@ -116,6 +116,26 @@ expect export_local "$WPACK" export "$W/small.wpack" --to safetensors -o "$T/sma
 cmp -s "$T/small.safetensors" "$T/small_local.safetensors" && pass export_same_bytes ||
     fail export_same_bytes
 
+# (g) 2000 tensors of 12 bytes (4 KiB apart: 8 MiB, two steps' budget):
+# where a step's budget ends, the step ends; its last bytes were once
+# filled with one request per tensor (350 requests: 340 of 12 bytes)
+mkdir -p "$T/tiny"
+"$PY" - "$T/tiny" <<'PYEOF'
+import numpy as np, sys
+for k in range(2000):
+    np.save(f"{sys.argv[1]}/t{k:04d}.npy", np.full(3, k, dtype=np.float32))
+PYEOF
+expect create_tiny "$WPACK" create -q -o "$W/tiny.wpack" "$T/tiny"
+rm -rf "$T/tiny"
+"$WPACK" extract -q -o "$T/local_tiny" "$W/tiny.wpack"
+requests >/dev/null
+expect extract_tiny "$WPACK" extract -q -o "$T/out_tiny" "$U/tiny.wpack"
+n=$(requests)
+small=$(tail -n "$n" "$LOG" | awk '$NF < 4096' | wc -l)
+if [ "$n" -le 24 ]; then pass tiny_step_ends_at_budget; echo "note: tiny: $n requests"
+else fail tiny_step_ends_at_budget "$n requests, $small of them under 4 KiB (want <= 24)"; fi
+diff -r "$T/out_tiny" "$T/local_tiny" >/dev/null && pass tiny_same_bytes || fail tiny_same_bytes
+
 # (f) misbehaving servers, with read-ahead in play (every tensor planned)
 if ! start_bad_server "$W"; then
     fail server_started "$(cat "$T/bad.err")"
