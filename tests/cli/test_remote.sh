@@ -97,7 +97,7 @@ cmp -s "$T/s1/t2.npy" "$T/xl/t2.npy" && pass set_tensor_same_bytes || fail set_t
 third=$(grep -- '-of-' "$LOGF" | grep -v '"bytes=0-65535"' | awk '{print $2}' | sort | uniq -c | awk '$1 == 2' | wc -l)
 [ "$third" -eq 1 ] && pass set_fetches_one_shard || fail set_fetches_one_shard "$(cat "$LOGF")"
 
-# verify checks the padding between extents with one read per gap
+# verify checks the padding between extents through planned reads
 # (1 MiB alignment: each gap is almost 1 MiB), not one per 4 KiB; a read
 # goes over the connections in pieces of 256 KiB or more (fetch.c), so
 # at most 4 requests per gap

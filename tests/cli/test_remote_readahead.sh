@@ -135,6 +135,26 @@ small=$(tail -n "$n" "$LOG" | awk '$NF < 4096' | wc -l)
 if [ "$n" -le 24 ]; then pass tiny_step_ends_at_budget; echo "note: tiny: $n requests"
 else fail tiny_step_ends_at_budget "$n requests, $small of them under 4 KiB (want <= 24)"; fi
 diff -r "$T/out_tiny" "$T/local_tiny" >/dev/null && pass tiny_same_bytes || fail tiny_same_bytes
+# verify reads the padding between the tensors too: planned and merged as
+# the tensors are (about twice extract's requests), not one request a gap
+# (2000 + extract's before)
+expect verify_tiny "$WPACK" verify "$U/tiny.wpack"
+n=$(requests)
+if [ "$n" -le 48 ]; then pass tiny_verify_padding_merged; echo "note: tiny verify: $n requests"
+else fail tiny_verify_padding_merged "$n requests (want <= 48)"; fi
+# a non-zero padding byte is still found, through those merged reads
+"$PY" - "$W/tiny.wpack" "$W/tinypad.wpack" <<'PYEOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+# the padding after the 1000th tensor (12 bytes of data at a 4 KiB boundary)
+off = b.find(bytes(__import__("numpy").full(3, 1000, dtype="<f4")))
+assert off > 0 and not any(b[off + 12:off + 4096 - 64])
+b[off + 100] = 1
+open(sys.argv[2], "wb").write(b)
+PYEOF
+expect_fail tiny_verify_bad_padding "padding at [0-9]+\.\.[0-9]+ \(before tensor 't1001'\) is not zero" \
+    "$WPACK" verify "$U/tinypad.wpack"
+requests >/dev/null
 
 # (f) misbehaving servers, with read-ahead in play (every tensor planned)
 if ! start_bad_server "$W"; then
