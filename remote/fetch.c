@@ -404,6 +404,12 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     /* an empty object: nothing to range over (the reader says what it is) */
     if (c == CURLE_OK && j->probe && (j->status == 416 || (j->status == 206 && j->range_empty && !j->got)))
         return 0;
+    /* nginx answers a Range request on a 0-byte file with 200 and no body */
+    curl_off_t clen = -1;
+    if (c == CURLE_OK && j->probe && j->status == 200 && !j->got &&
+        curl_easy_getinfo((CURL *)easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen) == CURLE_OK &&
+        clen == 0)
+        return 0;
     /* a 206 with no body never reached on_body's check: a bad Content-Range
      * is the server's answer, not a transfer to retry */
     if (c == CURLE_OK && j->status == 206 && !j->checked && !j->got && !check_response(j)) {

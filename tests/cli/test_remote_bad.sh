@@ -74,6 +74,11 @@ expect_fail empty_object_206 "empty.wpack.*(empty|0 bytes|too small|not a wpack)
     fail empty_object_206_one_request "$(cat "$T/requests.log")"
 expect_fail empty_object_416 "empty.wpack.*(empty|0 bytes|too small|not a wpack)" \
     "$WPACK" inspect "$B/ok/empty.wpack"
+# nginx: 200 with Content-Length 0 for a Range on a 0-byte file
+if [ -n "${NGINX_PORT:-}" ]; then
+    expect_fail empty_object_nginx_200 "empty.wpack: file is 0 bytes, too short" \
+        "$WPACK" inspect "http://127.0.0.1:$NGINX_PORT/empty.wpack"
+fi
 # verify finds the flipped bytes too, naming the tensor
 expect_fail verify_flipped "tensor 't[0-9]': fetched bytes hash" "$WPACK" verify "$B/flip/a.wpack"
 
