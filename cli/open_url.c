@@ -38,25 +38,51 @@ static int env_size(const char *name, uint64_t *out)
     return 1;
 }
 
-/* Progress on a terminal: bytes fetched and the rate. */
+/* Progress on a terminal: bytes fetched and the rate, on the status line
+ * (util.c) it shares with the commands' own progress. */
 typedef struct {
     uint64_t bytes;
     struct timespec t0;
-    int shown;
+    double last;                /* seconds since t0 of the last redraw */
 } progress;
 
 static progress prog;
+static int quiet;
+
+void cli_remote_quiet(void)
+{
+    quiet = 1;
+}
+
+static double since_t0(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - prog.t0.tv_sec) + (double)(t.tv_nsec - prog.t0.tv_nsec) / 1e9;
+}
+
+void cli_remote_fetched(char *out, size_t outlen)
+{
+    double s = since_t0();
+    if (!prog.bytes) {
+        *out = 0;
+        return;
+    }
+    snprintf(out, outlen, "fetched %.1f MiB (%.1f MiB/s)", (double)prog.bytes / 1048576.0,
+             s > 0 ? (double)prog.bytes / 1048576.0 / s : 0.0);
+}
 
 static void on_bytes(void *user, uint64_t n)
 {
     progress *p = user;
     p->bytes += n;
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    double s = (double)(t.tv_sec - p->t0.tv_sec) + (double)(t.tv_nsec - p->t0.tv_nsec) / 1e9;
-    fprintf(stderr, "\rwpack: fetched %.1f MiB (%.1f MiB/s)   ", (double)p->bytes / 1048576.0,
-            s > 0 ? (double)p->bytes / 1048576.0 / s : 0.0);
-    p->shown = 1;
+    double s = since_t0();
+    if (cli_status_owned() || s - p->last < 0.1)
+        return; /* a command's progress line shows the count; ten redraws a second */
+    p->last = s;
+    char text[64];
+    cli_remote_fetched(text, sizeof text);
+    cli_status_draw("wpack: %s", text);
 }
 
 /* --cache DIR, --cache-max SIZE (one command per process: static). */
@@ -145,16 +171,14 @@ int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
     o.cache_dir = cache_dir ? cache_dir : cli_env_cache();
     if (cache_max)
         o.cache_max_bytes = cache_max;
-    if (isatty(2)) {
-        clock_gettime(CLOCK_MONOTONIC, &prog.t0);
+    if (!quiet && isatty(2)) {
+        if (!prog.t0.tv_sec && !prog.t0.tv_nsec)
+            clock_gettime(CLOCK_MONOTONIC, &prog.t0);
         o.on_bytes = on_bytes;
         o.on_bytes_user = &prog;
     }
     int rc = wpack_open_url(ar, real_url(url), &o);
-    if (prog.shown) {
-        fprintf(stderr, "\n");
-        prog.shown = 0;
-    }
+    cli_status_clear(); /* what the command prints next starts the line */
     return rc;
 }
 
