@@ -75,7 +75,9 @@ typedef struct wpack_remote_options {
     uint64_t chunk_size;        /* bytes per range request (default 8 MiB, >= 64 KiB) */
     unsigned retries;           /* attempts after the first, per request (default 4) */
     unsigned retry_delay_ms;    /* first backoff, doubled per attempt (default 250) */
-    unsigned timeout_s;         /* a request that moves no byte for this long fails (default 30) */
+    unsigned timeout_s;         /* a request slower than 1 KiB/s for this long fails (and is
+                                 * retried; default 30). With max_bytes_per_s, the floor is at
+                                 * most half a connection's share of it. */
     uint64_t max_bytes_per_s;   /* receive rate cap for all connections together (one
                                  * token bucket per handle; 0: none) */
     int follow_redirects;       /* follow 3xx (default 1; never https -> http; not for s3://) */

@@ -279,6 +279,16 @@ static void snippet_text(const job *j, char *out, size_t outlen)
     out[k] = 0;
 }
 
+/* The slowest a transfer may go (bytes/s) for timeout_s before it is
+ * given up: 1 KiB/s, or a connection's share of the rate cap when lower. */
+#define LOW_SPEED 1024
+static long low_speed(const wpk_remote *r)
+{
+    uint64_t cap = r->opt.max_bytes_per_s;
+    uint64_t share = cap ? cap / r->opt.connections / 2 : LOW_SPEED;
+    return share >= LOW_SPEED ? LOW_SPEED : share ? (long)share : 1L;
+}
+
 /* Append "Name: value" to *l: 0 when out of memory. Sized from the value
  * (a session token runs to several KiB): a header is never cut short. */
 static int add_header(struct curl_slist **l, const char *name, const char *value)
@@ -362,7 +372,10 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)r->opt.timeout_s);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L); /* no byte for timeout_s: give up */
+    /* Slower than LOW_SPEED bytes/s for timeout_s: give up (and retry). A
+     * floor of 1 byte/s let a server trickling 2 bytes/s hold a read for
+     * ever; below the rate cap's share per connection the floor is that. */
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, low_speed(r));
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)r->opt.timeout_s);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, j);

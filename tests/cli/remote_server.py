@@ -18,6 +18,7 @@ picks the behaviour, the rest names a file under ROOT:
   /changed/F     ETag "v2" after the first 2 requests (same bytes)
   /changed412/F  as changed, and If-Match honoured (412)
   /stall/F       headers, then silence for 30 s
+  /trickle/F     headers, then 2 bytes a second (every range) for up to 60 s
   /redirect/F    302 to REDIRECT_BASE/F (another server)
   /nocr/F        206 with no Content-Range and no body (ranges past 0)
   /zeroes3/F     an empty F answered as some S3 servers do: 206,
@@ -255,6 +256,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if mode == "more" and a > 0:
             return self.send(206, body + b"EXTRA" * 100, hdr + [cr])
+        if mode == "trickle":
+            self.send_response(206)
+            for k, v in hdr + [cr]:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for i in range(0, min(len(body), 120), 2):
+                    self.wfile.write(body[i:i + 2])
+                    self.wfile.flush()
+                    time.sleep(1)
+            except OSError:
+                pass  # the client gave up: what the test wants
+            self.close_connection = True
+            return
         if mode == "stall" and a > 0:
             self.send_response(206)
             for k, v in hdr + [cr]:
