@@ -131,6 +131,13 @@ if command -v script >/dev/null; then
         fail tty_inspect_starts_line "$(cat -A "$T/tty.i" | head -c 400)"
 fi
 
+# calibrate updates in place: a URL is refused at once, nothing fetched
+: >"$LOGF"
+expect_fail calibrate_url_refused "a URL is read only.*calibrate a local copy" \
+    "$WPACK" calibrate "$U/a.wpack" --input "$T/x.npy"
+sleep 0.3
+[ ! -s "$LOGF" ] && pass calibrate_url_nothing_fetched || fail calibrate_url_nothing_fetched "$(wc -l <"$LOGF") requests"
+
 # Errors name the URL and what the server said.
 expect_fail missing_404 "http://127.0.0.1:$NGINX_PORT/nope.wpack.*HTTP 404.*\[WPACK_E_IO\]" "$WPACK" inspect "$U/nope.wpack"
 echo "not an archive, just some text long enough for a superblock and a trailer, $(seq 100)" >"$W/text.wpack"
