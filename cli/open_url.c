@@ -3,7 +3,8 @@
  * libwpack-remote with options from the environment (the library reads
  * none itself): AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
  * AWS_REGION (or AWS_DEFAULT_REGION), AWS_ENDPOINT_URL_S3 (or
- * AWS_ENDPOINT_URL) for s3://, and WPACK_REMOTE_CONNECTIONS,
+ * AWS_ENDPOINT_URL) for s3://, CURL_CA_BUNDLE (or SSL_CERT_FILE): the CA
+ * bundle for https, and WPACK_REMOTE_CONNECTIONS,
  * WPACK_REMOTE_CHUNK, WPACK_REMOTE_RETRIES, WPACK_REMOTE_TIMEOUT,
  * WPACK_REMOTE_MAX_RATE, WPACK_REMOTE_REDIRECTS=0 for every URL; and the
  * chunk cache of --cache DIR / --cache-max SIZE (or WPACK_CACHE). */
@@ -154,6 +155,8 @@ int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
     o.session_token = env("AWS_SESSION_TOKEN", NULL);
     o.s3_region = env("AWS_REGION", "AWS_DEFAULT_REGION");
     o.s3_endpoint = env("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
+    /* a private CA for https, named as curl and OpenSSL name it */
+    o.ca_file = env("CURL_CA_BUNDLE", "SSL_CERT_FILE");
     uint64_t conns = o.connections, retries = o.retries, timeout = o.timeout_s;
     if (!env_size("WPACK_REMOTE_CONNECTIONS", &conns) || !env_size("WPACK_REMOTE_CHUNK", &o.chunk_size) ||
         !env_size("WPACK_REMOTE_TIMEOUT", &timeout) || !env_size("WPACK_REMOTE_MAX_RATE", &o.max_bytes_per_s)) {

@@ -38,6 +38,7 @@ typedef struct {
     int have_range, range_empty, checked; /* range_empty: Content-Range total 0 */
     uint64_t cr_first, cr_last, cr_total;
     char etag[256], lastmod[128], ctype[64];
+    char location[512];         /* a redirect's Location (cut: for messages only) */
     char snippet[SNIPPET + 1];
     size_t snippet_len;
     char fatal[400];            /* set by a callback: stop, no retry */
@@ -102,7 +103,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
         const char *sp = memchr(p, ' ', n);
         j->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         j->have_range = j->range_empty = 0;
-        j->etag[0] = j->lastmod[0] = j->ctype[0] = 0;
+        j->etag[0] = j->lastmod[0] = j->ctype[0] = j->location[0] = 0;
         j->snippet_len = 0;
     } else if (is_header(p, n, "content-range", &v, &vn)) {
         header_value(v, vn, tmp, sizeof tmp);
@@ -121,6 +122,8 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
         header_value(v, vn, j->lastmod, sizeof j->lastmod);
     } else if (is_header(p, n, "content-type", &v, &vn)) {
         header_value(v, vn, j->ctype, sizeof j->ctype);
+    } else if (is_header(p, n, "location", &v, &vn)) {
+        header_value(v, vn, j->location, sizeof j->location);
     }
     return n;
 }
@@ -430,7 +433,15 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         return WPACK_E_IO;
     }
     int retry;
-    if (c != CURLE_OK && !(c == CURLE_WRITE_ERROR && j->status != 206 && j->status)) {
+    char *loc = NULL;
+    if (c == CURLE_UNSUPPORTED_PROTOCOL && r->https && j->status >= 300 && j->status < 400 &&
+        j->location[0]) {
+        /* curl's own words ("Protocol "http" not supported or disabled")
+         * would say nothing of the redirect */
+        retry = 0;
+        wpk_fmt(why, sizeof why, "HTTP %ld: the redirect to %s was refused: an https URL is "
+                "never followed to a non-https one", j->status, j->location);
+    } else if (c != CURLE_OK && !(c == CURLE_WRITE_ERROR && j->status != 206 && j->status)) {
         retry = retryable_curl(c);
         wpk_fmt(why, sizeof why, "%s%s%s", curl_easy_strerror(c), *j->errbuf ? ": " : "",
                 j->errbuf);
@@ -447,7 +458,6 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
                            : s == 412 ? " (the object changed since it was opened: ETag differs)"
                            : s == 416 ? " (range not satisfiable: the object is shorter than at open)"
                            : "";
-        char *loc = NULL;
         if (s >= 300 && s < 400)
             curl_easy_getinfo((CURL *)easy, CURLINFO_REDIRECT_URL, &loc);
         wpk_fmt(why, sizeof why, "HTTP %ld%s%s%s%s%s", s, hint, loc ? ", redirect to " : "",
