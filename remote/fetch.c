@@ -346,8 +346,8 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
         if (!auth || wpk_sigv4_get(&q, auth, alen) != 0) {
             free(auth);
             curl_slist_free_all(l);
-            wpk_fmt(msg, msglen, "%s: cannot sign the request (out of memory, or a region "
-                    "longer than 200 bytes)", r->shown);
+            wpk_fmt(msg, msglen, "cannot sign the request (out of memory, or a region "
+                    "longer than 200 bytes)");
             return WPACK_E_INVALID_ARGUMENT;
         }
         ok = add_header(&l, "Host", r->host) && add_header(&l, "x-amz-date", date) &&

@@ -111,7 +111,7 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
 {
     const char *b = url + 5, *slash = strchr(b, '/');
     if (!slash || slash == b || !slash[1]) {
-        wpk_fmt(msg, msglen, "%s: an S3 URL is s3://BUCKET/KEY", r->shown);
+        wpk_fmt(msg, msglen, "an S3 URL is s3://BUCKET/KEY");
         return WPACK_E_INVALID_ARGUMENT;
     }
     size_t blen = (size_t)(slash - b);
@@ -157,7 +157,7 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
     r->s3 = 1;
     r->https = strncmp(r->url, "https://", 8) == 0;
     if (r->opt.access_key && !r->opt.secret_key) {
-        wpk_fmt(msg, msglen, "%s: an access key without a secret key", r->shown);
+        wpk_fmt(msg, msglen, "an access key without a secret key");
         return WPACK_E_INVALID_ARGUMENT;
     }
     return WPACK_OK;
@@ -363,8 +363,8 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
         !(r->given = strdup(url ? url : "")) || !(r->shown = wpack_remote_shown_url(r->given)))
         rc = WPACK_E_NOMEM;
     else if (!wpack_remote_is_url(url))
-        rc = WPACK_E_INVALID_ARGUMENT, wpk_fmt(msg, sizeof msg, "'%s' is not an http://, https:// "
-                                                               "or s3:// URL", r->shown);
+        rc = WPACK_E_INVALID_ARGUMENT, wpk_fmt(msg, sizeof msg, "not an http://, https:// "
+                                                               "or s3:// URL");
     else if (strncmp(url, "s3://", 5) == 0)
         rc = s3_target(r, url, msg, sizeof msg);
     else if (!(r->url = strdup(url)))

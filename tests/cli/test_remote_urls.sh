@@ -99,4 +99,15 @@ grep -q ' 403$' "$T/requests.log" && fail shard_query_every_request "$(grep -c '
     pass shard_query_every_request
 expect_fail shard_query_wrong "HTTP 403" "$WPACK" verify "$B/query/set/sh.wpack?token=abc"
 
+# ------------------------------------- D11e: an open error names the URL once
+once() { # NAME URL REGEX [ENV...]: the open fails with REGEX, the URL named once
+    local name=$1 url=$2 pat=$3; shift 3
+    expect_fail "$name" "$pat" env "$@" "$WPACK" inspect "$url"
+    [ "$(grep -oF -- "$url" "$T/err" | wc -l)" -eq 1 ] && pass "${name}_url_once" ||
+        fail "${name}_url_once" "$(cat "$T/err")"
+}
+once s3_no_key s3://models/ "s3://models/: an S3 URL is s3://BUCKET/KEY"
+once s3_no_secret s3://b/k "s3://b/k: an access key without a secret key" AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=
+once unparsable "http://[zz/a" "not a URL libcurl can parse"
+
 finish
