@@ -25,18 +25,24 @@ static const char *env(const char *a, const char *b)
     return v && *v ? v : NULL;
 }
 
-/* A size or count from the environment; 0 and a message when malformed. */
-static int env_size(const char *name, uint64_t *out)
+/* A size or count from the environment (above 0, or 0 too with
+ * zero_ok); 0 and a message when malformed. */
+static int env_number(const char *name, uint64_t *out, int zero_ok)
 {
     const char *v = getenv(name);
     if (!v || !*v)
         return 1;
-    if (!cli_parse_size(v, out) || *out == 0) {
-        cli_error("%s=%s: want a number above 0 (K, M or G allowed) [%s]", name, v,
-                  wpack_error_name(WPACK_E_INVALID_ARGUMENT));
+    if (!cli_parse_size(v, out) || (*out == 0 && !zero_ok)) {
+        cli_error("%s=%s: want a number %s (K, M or G allowed) [%s]", name, v,
+                  zero_ok ? "of 0 or more" : "above 0", wpack_error_name(WPACK_E_INVALID_ARGUMENT));
         return 0;
     }
     return 1;
+}
+
+static int env_size(const char *name, uint64_t *out)
+{
+    return env_number(name, out, 0);
 }
 
 /* Progress on a terminal: bytes fetched and the rate, on the status line
@@ -159,13 +165,11 @@ int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
     o.ca_file = env("CURL_CA_BUNDLE", "SSL_CERT_FILE");
     uint64_t conns = o.connections, retries = o.retries, timeout = o.timeout_s;
     if (!env_size("WPACK_REMOTE_CONNECTIONS", &conns) || !env_size("WPACK_REMOTE_CHUNK", &o.chunk_size) ||
-        !env_size("WPACK_REMOTE_TIMEOUT", &timeout) || !env_size("WPACK_REMOTE_MAX_RATE", &o.max_bytes_per_s)) {
+        !env_size("WPACK_REMOTE_TIMEOUT", &timeout) || !env_size("WPACK_REMOTE_MAX_RATE", &o.max_bytes_per_s) ||
+        !env_number("WPACK_REMOTE_RETRIES", &retries, 1)) {
         *ar = NULL;
         return WPACK_E_INVALID_ARGUMENT;
     }
-    const char *rv = getenv("WPACK_REMOTE_RETRIES"); /* 0 is allowed here */
-    if (rv && *rv)
-        retries = strtoull(rv, NULL, 10);
     const char *redir = getenv("WPACK_REMOTE_REDIRECTS");
     o.follow_redirects = !(redir && strcmp(redir, "0") == 0);
     o.connections = conns > 64 ? 64 : (unsigned)conns;

@@ -110,4 +110,11 @@ once s3_no_key s3://models/ "s3://models/: an S3 URL is s3://BUCKET/KEY"
 once s3_no_secret s3://b/k "s3://b/k: an access key without a secret key" AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=
 once unparsable "http://[zz/a" "not a URL libcurl can parse"
 
+# ------------------- D11f: WPACK_REMOTE_RETRIES is checked as the others are
+expect_fail retries_not_a_number "WPACK_REMOTE_RETRIES=abc: want a number of 0 or more" \
+    env WPACK_REMOTE_RETRIES=abc "$WPACK" inspect "$B/ok/a.wpack"
+expect retries_zero_allowed env WPACK_REMOTE_RETRIES=0 "$WPACK" inspect "$B/ok/a.wpack"
+expect_fail timeout_zero_refused "WPACK_REMOTE_TIMEOUT=0: want a number above 0" \
+    env WPACK_REMOTE_TIMEOUT=0 "$WPACK" inspect "$B/ok/a.wpack"
+
 finish
