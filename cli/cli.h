@@ -85,6 +85,15 @@ wpack_archive *cli_open_reads(const char *path, int verify);
  * libwpack-remote and options from the environment (open_url.c). */
 int cli_open_url(wpack_archive **ar, const char *url, unsigned flags);
 int cli_is_url(const char *path);
+/* Replace each URL argument holding a password by its redacted form
+ * (user:***@host), so that no message or output shows the password;
+ * cli_open_url() still requests the URL as given. main() calls it once. */
+void cli_hide_url_passwords(int argc, char **argv);
+/* -q/--quiet: no fetch progress for the URLs opened after (the option
+ * parsers that take -q call it). */
+void cli_remote_quiet(void);
+/* "fetched 13.5 MiB (138.4 MiB/s)" when a URL's reads fetched bytes, else "". */
+void cli_remote_fetched(char *out, size_t outlen);
 /* --cache DIR or --cache-max SIZE at argv[*i] (every command taking a URL):
  * as cli_opt_value() (-1: a usage error, printed); kept for cli_open_url. */
 int cli_remote_opt(int argc, char **argv, int *i);
@@ -223,6 +232,14 @@ size_t cli_text_escape(FILE *f, const char *s, size_t n);
 void cli_json_string(FILE *f, const char *s, size_t n);
 /* A double as JSON (non-finite becomes null). */
 void cli_json_number(FILE *f, double v);
+
+/* The status line on a terminal (stderr) that progress displays share:
+ * cli_status_draw() replaces it; cli_status_clear() removes it (every
+ * message and the process's exit do); cli_status_owned(): a cli_progress
+ * draws it now (the remote fetch count then goes into that line). */
+void cli_status_draw(const char *fmt, ...);
+void cli_status_clear(void);
+int cli_status_owned(void);
 
 /* Progress line on a terminal (stderr), at most ten updates a second. */
 typedef struct {

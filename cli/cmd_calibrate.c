@@ -21,6 +21,7 @@ static const char help[] =
     "nothing in use (the space of superseded generations is reused; the file\n"
     "never shrinks) and the superblock rewritten; tensor data is never\n"
     "rewritten and an interrupted update leaves the old or the new archive.\n"
+    "ARCHIVE is a local file: a URL is read only (calibrate a local copy).\n"
     "  --batch N   samples per forward call (default 256)\n"
     "  --no-verify do not check the weights' bytes against their XXH3 before use\n"
     "              (checked by default, once each: a mismatch fails naming the\n"
@@ -121,6 +122,11 @@ int cmd_calibrate(int argc, char **argv)
         return CLI_USAGE;
     }
     const char *archive = args.archive;
+    if (cli_is_url(archive)) { /* said before the forward pass, not after it */
+        cli_error("%s: a URL is read only and calibrate updates the archive in place; "
+                  "calibrate a local copy [%s]", archive, wpack_error_name(WPACK_E_UNSUPPORTED));
+        return CLI_FAIL;
+    }
     wpack_archive *ar;
     if (!(ar = cli_open_reads(archive, args.verify))) {
         return CLI_FAIL;

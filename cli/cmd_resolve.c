@@ -164,6 +164,7 @@ static int run(int argc, char **argv, const char **strips)
             no_sync = 1;
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             quiet = 1;
+            cli_remote_quiet();
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("resolve: unknown option '%s' (see wpack resolve --help)" USAGE_CODE, argv[i]);
             return CLI_USAGE;

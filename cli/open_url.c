@@ -3,7 +3,8 @@
  * libwpack-remote with options from the environment (the library reads
  * none itself): AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
  * AWS_REGION (or AWS_DEFAULT_REGION), AWS_ENDPOINT_URL_S3 (or
- * AWS_ENDPOINT_URL) for s3://, and WPACK_REMOTE_CONNECTIONS,
+ * AWS_ENDPOINT_URL) for s3://, CURL_CA_BUNDLE (or SSL_CERT_FILE): the CA
+ * bundle for https, and WPACK_REMOTE_CONNECTIONS,
  * WPACK_REMOTE_CHUNK, WPACK_REMOTE_RETRIES, WPACK_REMOTE_TIMEOUT,
  * WPACK_REMOTE_MAX_RATE, WPACK_REMOTE_REDIRECTS=0 for every URL; and the
  * chunk cache of --cache DIR / --cache-max SIZE (or WPACK_CACHE). */
@@ -24,39 +25,71 @@ static const char *env(const char *a, const char *b)
     return v && *v ? v : NULL;
 }
 
-/* A size or count from the environment; 0 and a message when malformed. */
-static int env_size(const char *name, uint64_t *out)
+/* A size or count from the environment (above 0, or 0 too with
+ * zero_ok); 0 and a message when malformed. */
+static int env_number(const char *name, uint64_t *out, int zero_ok)
 {
     const char *v = getenv(name);
     if (!v || !*v)
         return 1;
-    if (!cli_parse_size(v, out) || *out == 0) {
-        cli_error("%s=%s: want a number above 0 (K, M or G allowed) [%s]", name, v,
-                  wpack_error_name(WPACK_E_INVALID_ARGUMENT));
+    if (!cli_parse_size(v, out) || (*out == 0 && !zero_ok)) {
+        cli_error("%s=%s: want a number %s (K, M or G allowed) [%s]", name, v,
+                  zero_ok ? "of 0 or more" : "above 0", wpack_error_name(WPACK_E_INVALID_ARGUMENT));
         return 0;
     }
     return 1;
 }
 
-/* Progress on a terminal: bytes fetched and the rate. */
+static int env_size(const char *name, uint64_t *out)
+{
+    return env_number(name, out, 0);
+}
+
+/* Progress on a terminal: bytes fetched and the rate, on the status line
+ * (util.c) it shares with the commands' own progress. */
 typedef struct {
     uint64_t bytes;
     struct timespec t0;
-    int shown;
+    double last;                /* seconds since t0 of the last redraw */
 } progress;
 
 static progress prog;
+static int quiet;
+
+void cli_remote_quiet(void)
+{
+    quiet = 1;
+}
+
+static double since_t0(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - prog.t0.tv_sec) + (double)(t.tv_nsec - prog.t0.tv_nsec) / 1e9;
+}
+
+void cli_remote_fetched(char *out, size_t outlen)
+{
+    double s = since_t0();
+    if (!prog.bytes) {
+        *out = 0;
+        return;
+    }
+    snprintf(out, outlen, "fetched %.1f MiB (%.1f MiB/s)", (double)prog.bytes / 1048576.0,
+             s > 0 ? (double)prog.bytes / 1048576.0 / s : 0.0);
+}
 
 static void on_bytes(void *user, uint64_t n)
 {
     progress *p = user;
     p->bytes += n;
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    double s = (double)(t.tv_sec - p->t0.tv_sec) + (double)(t.tv_nsec - p->t0.tv_nsec) / 1e9;
-    fprintf(stderr, "\rwpack: fetched %.1f MiB (%.1f MiB/s)   ", (double)p->bytes / 1048576.0,
-            s > 0 ? (double)p->bytes / 1048576.0 / s : 0.0);
-    p->shown = 1;
+    double s = since_t0();
+    if (cli_status_owned() || s - p->last < 0.1)
+        return; /* a command's progress line shows the count; ten redraws a second */
+    p->last = s;
+    char text[64];
+    cli_remote_fetched(text, sizeof text);
+    cli_status_draw("wpack: %s", text);
 }
 
 /* --cache DIR, --cache-max SIZE (one command per process: static). */
@@ -81,6 +114,43 @@ int cli_remote_opt(int argc, char **argv, int *i)
     return 1;
 }
 
+/* URLs of the command line with a password: argv shows them redacted
+ * (every message and output that echoes an argument), the real one kept
+ * here for the open. One command per process: static. */
+static struct {
+    const char *shown;
+    char *real;
+} hidden[16];
+static size_t nhidden;
+
+void cli_hide_url_passwords(int argc, char **argv)
+{
+    for (int i = 1; i < argc && nhidden < sizeof hidden / sizeof hidden[0]; i++) {
+        if (!wpack_remote_is_url(argv[i]))
+            continue;
+        char *shown = wpack_remote_shown_url(argv[i]);
+        if (!shown || strcmp(shown, argv[i]) == 0) {
+            free(shown);
+            continue;
+        }
+        hidden[nhidden].real = argv[i];
+        hidden[nhidden++].shown = shown;
+        argv[i] = shown;
+    }
+}
+
+/* The URL to request for one a command was given (argv, redacted). */
+static const char *real_url(const char *url)
+{
+    for (size_t k = 0; k < nhidden; k++)
+        if (hidden[k].shown == url)
+            return hidden[k].real;
+    for (size_t k = 0; k < nhidden; k++)
+        if (strcmp(hidden[k].shown, url) == 0)
+            return hidden[k].real;
+    return url;
+}
+
 int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
 {
     wpack_remote_options o;
@@ -91,15 +161,15 @@ int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
     o.session_token = env("AWS_SESSION_TOKEN", NULL);
     o.s3_region = env("AWS_REGION", "AWS_DEFAULT_REGION");
     o.s3_endpoint = env("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
+    /* a private CA for https, named as curl and OpenSSL name it */
+    o.ca_file = env("CURL_CA_BUNDLE", "SSL_CERT_FILE");
     uint64_t conns = o.connections, retries = o.retries, timeout = o.timeout_s;
     if (!env_size("WPACK_REMOTE_CONNECTIONS", &conns) || !env_size("WPACK_REMOTE_CHUNK", &o.chunk_size) ||
-        !env_size("WPACK_REMOTE_TIMEOUT", &timeout) || !env_size("WPACK_REMOTE_MAX_RATE", &o.max_bytes_per_s)) {
+        !env_size("WPACK_REMOTE_TIMEOUT", &timeout) || !env_size("WPACK_REMOTE_MAX_RATE", &o.max_bytes_per_s) ||
+        !env_number("WPACK_REMOTE_RETRIES", &retries, 1)) {
         *ar = NULL;
         return WPACK_E_INVALID_ARGUMENT;
     }
-    const char *rv = getenv("WPACK_REMOTE_RETRIES"); /* 0 is allowed here */
-    if (rv && *rv)
-        retries = strtoull(rv, NULL, 10);
     const char *redir = getenv("WPACK_REMOTE_REDIRECTS");
     o.follow_redirects = !(redir && strcmp(redir, "0") == 0);
     o.connections = conns > 64 ? 64 : (unsigned)conns;
@@ -108,16 +178,14 @@ int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
     o.cache_dir = cache_dir ? cache_dir : cli_env_cache();
     if (cache_max)
         o.cache_max_bytes = cache_max;
-    if (isatty(2)) {
-        clock_gettime(CLOCK_MONOTONIC, &prog.t0);
+    if (!quiet && isatty(2)) {
+        if (!prog.t0.tv_sec && !prog.t0.tv_nsec)
+            clock_gettime(CLOCK_MONOTONIC, &prog.t0);
         o.on_bytes = on_bytes;
         o.on_bytes_user = &prog;
     }
-    int rc = wpack_open_url(ar, url, &o);
-    if (prog.shown) {
-        fprintf(stderr, "\n");
-        prog.shown = 0;
-    }
+    int rc = wpack_open_url(ar, real_url(url), &o);
+    cli_status_clear(); /* what the command prints next starts the line */
     return rc;
 }
 

@@ -53,6 +53,7 @@ int cli_write_opt(int argc, char **argv, int *i, cli_write_opts *o)
     const char *a = argv[*i];
     if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
         o->quiet = 1;
+        cli_remote_quiet();
         *i += 1;
         return 1;
     }

@@ -14,6 +14,7 @@
  * library's, reach the terminal as text, never as control sequences. */
 static void vline(FILE *f, const char *prefix, const char *fmt, va_list ap)
 {
+    cli_status_clear(); /* a message starts at the line's start, never after progress */
     char small[1024], *msg = small;
     va_list again;
     va_copy(again, ap);
@@ -242,6 +243,47 @@ static double now_seconds(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* ------------------------------------------------ the status line
+ * One transient line on stderr (a terminal) for every progress display:
+ * each redraw clears it first ("\r\033[K"); messages, the end of a
+ * progress and the process's exit clear it, so that nothing is written
+ * after it or over half of it. */
+static int status_open;     /* a status line is drawn, without its newline */
+static int progress_owner;  /* a cli_progress draws it (the fetch count goes in it) */
+
+static void status_at_exit(void)
+{
+    cli_status_clear();
+}
+
+void cli_status_draw(const char *fmt, ...)
+{
+    static int registered;
+    if (!registered)
+        registered = atexit(status_at_exit) == 0;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("\r\033[K", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+    status_open = 1;
+}
+
+void cli_status_clear(void)
+{
+    if (!status_open)
+        return;
+    status_open = 0;
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+}
+
+int cli_status_owned(void)
+{
+    return progress_owner;
+}
+
 void cli_progress_init(cli_progress *p, uint64_t total_bytes, uint64_t total_items, int quiet)
 {
     memset(p, 0, sizeof *p);
@@ -250,6 +292,7 @@ void cli_progress_init(cli_progress *p, uint64_t total_bytes, uint64_t total_ite
     p->total_items = total_items;
     p->label = "";
     p->items = "tensors";
+    progress_owner = p->enabled;
 }
 
 void cli_progress_update(cli_progress *p, int force)
@@ -264,8 +307,11 @@ void cli_progress_update(cli_progress *p, int force)
     cli_human_size(done, sizeof done, p->done_bytes);
     cli_human_size(total, sizeof total, p->total_bytes);
     int pct = p->total_bytes ? (int)(100.0 * (double)p->done_bytes / (double)p->total_bytes) : 100;
-    fprintf(stderr, "\r\033[K%3d%%  %s / %s  %llu/%llu %s  ", pct, done, total,
-            (unsigned long long)p->done_items, (unsigned long long)p->total_items, p->items);
+    char fetched[64];
+    cli_remote_fetched(fetched, sizeof fetched);
+    cli_status_draw("%3d%%  %s / %s  %llu/%llu %s  %s%s", pct, done, total,
+                    (unsigned long long)p->done_items, (unsigned long long)p->total_items, p->items,
+                    fetched, *fetched ? "  " : "");
     /* the label is a tensor name: escaped, cut to about 60 bytes on a code point */
     size_t n = strlen(p->label);
     if (n > 60)
@@ -280,6 +326,8 @@ void cli_progress_done(cli_progress *p)
     if (!p->enabled)
         return;
     cli_progress_update(p, 1);
+    status_open = 0; /* the final count stays */
+    progress_owner = 0;
     fputc('\n', stderr);
 }
 

@@ -11,8 +11,11 @@
  * bytes asked for (unchecked); with verification (WPACK_OPEN_VERIFY_READS
  * or WPACK_READ_VERIFY) the entry is fetched whole once and checked, and
  * the handle keeps that fetch (one entry, up to 128 MiB) for the partial
- * reads that follow; an entry checked before but no longer kept then
- * fetches only the bytes asked for (or reads them from the cache).
+ * reads that follow; a partial read of an entry no longer kept fetches it
+ * whole again and checks it (or reads it from the cache): with
+ * verification, no byte comes from a ranged fetch nothing checked. An
+ * entry larger than connections x chunk_size / 2 is streamed whole for
+ * each such read, hashed, the bytes asked for copied out.
  *
  * Opening reads the first 64 KiB (superblock; the response gives the size,
  * ETag and Last-Modified, which are then pinned: an object replaced while
@@ -72,7 +75,9 @@ typedef struct wpack_remote_options {
     uint64_t chunk_size;        /* bytes per range request (default 8 MiB, >= 64 KiB) */
     unsigned retries;           /* attempts after the first, per request (default 4) */
     unsigned retry_delay_ms;    /* first backoff, doubled per attempt (default 250) */
-    unsigned timeout_s;         /* a request that moves no byte for this long fails (default 30) */
+    unsigned timeout_s;         /* a request slower than 1 KiB/s for this long fails (and is
+                                 * retried; default 30). With max_bytes_per_s, the floor is at
+                                 * most half a connection's share of it. */
     uint64_t max_bytes_per_s;   /* receive rate cap for all connections together (one
                                  * token bucket per handle; 0: none) */
     int follow_redirects;       /* follow 3xx (default 1; never https -> http; not for s3://) */
@@ -112,12 +117,23 @@ void wpack_remote_options_init(wpack_remote_options *opt);
  * s3:// (anything else is a local path). */
 int wpack_remote_is_url(const char *s);
 
+/* url as wpack shows it (messages, the archive's name, shard paths): a
+ * password in its user info replaced by "***" (http://user:***@host/...),
+ * the rest as given. A new string to free(), or NULL when out of memory.
+ * Requests still use the URL as given. */
+char *wpack_remote_shown_url(const char *url);
+
 /*
  * Open the archive at url (http://, https:// or s3://bucket/key); opt may
  * be NULL (the defaults). Like wpack_open_file(): *out always receives a
  * handle unless memory runs out; on failure wpack_errmsg() says what (the
- * URL, the HTTP status or the curl error). A sharded set's manifest opens
- * its shards at URLs relative to its own (same directory).
+ * URL, the HTTP status or the curl error; the URL shown with its password
+ * redacted, see wpack_remote_shown_url). A sharded set's manifest opens
+ * its shards at URLs relative to its own path (same directory); an
+ * http(s) URL's query string is carried to its shards' URLs (a token
+ * valid for the whole directory works), its fragment dropped. A presigned
+ * URL's query signs that one object only: presigned shards are not
+ * supported (open the shards' own presigned URLs one by one).
  */
 int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_options *opt);
 

@@ -246,7 +246,11 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
         wpk_checked_set(ar, owner_of(&t), WPACK_OK);
         return WPACK_OK;
     }
+    if (wpk_needs_fetch(ar, &t) && t.codec != WPACK_CODEC_ZSTD) /* one checked fetch */
+        return wpk_source_read_checked(ar, &t, offset, dst, nbytes);
     int rc = known < 0 ? wpk_check_stream(ar, i, NULL, NULL, WPK_CHECK_HASH) : WPACK_OK;
+    if (rc == WPACK_OK && wpk_needs_fetch(ar, &t)) /* a fetched part: from a checked whole */
+        return wpk_source_read_checked(ar, &t, offset, dst, nbytes);
     return rc ? rc : read_raw(ar, i, offset, dst, nbytes);
 }
 

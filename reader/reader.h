@@ -187,6 +187,12 @@ int wpk_needs_fetch(const wpack_archive *ar, const wpack_tensor *t);
 int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset, void *dst,
                     size_t n);
 int wpk_source_stream(const wpack_archive *ar, const wpack_tensor *t, wpk_piece_fn fn, void *user);
+/* Bytes [offset, +n) of t with verification: always from a fetch of the
+ * whole entry checked against its XXH3 (the kept one, or a new fetch,
+ * streamed when larger than the source's window), never from a ranged
+ * fetch of only those bytes, which nothing could check. */
+int wpk_source_read_checked(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset,
+                            void *dst, size_t n);
 /* The archive holding entry t's stored bytes: ar, or the shard of an
  * external entry (an alias's target decides). NULL when there is none
  * (source.c). */

@@ -248,6 +248,24 @@ static int zstd_part(const wpack_archive *ar, const wpack_tensor *t, const wpack
     return rc;
 }
 
+/* Part of t from a fetch of all of it, checked against its XXH3 and then
+ * kept for the partial reads that follow. */
+static int whole_then_part(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset,
+                           void *dst, size_t n)
+{
+    uint8_t *buf;
+    size_t cap;
+    int rc = wpk_fetch_stored_new(ar, t, &buf, &cap);
+    if (rc)
+        return rc;
+    if (t->codec == WPACK_CODEC_ZSTD)
+        rc = wpk_read_zstd_in(ar, owner_rec(ar, t), buf, t->nbytes, offset, dst, n);
+    else if (n)
+        memcpy(dst, buf + offset, n);
+    keep(ar, t, buf, cap);
+    return rc;
+}
+
 int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset, void *dst,
                     size_t n)
 {
@@ -276,16 +294,7 @@ int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t off
     if (t->codec == WPACK_CODEC_ZSTD && h && wpk_unmapped(h) && n &&
         (rc = zstd_part(ar, t, h, offset, dst, n)) >= 0)
         return rc;
-    uint8_t *buf;
-    size_t cap;
-    if ((rc = wpk_fetch_stored_new(ar, t, &buf, &cap)))
-        return rc;
-    if (t->codec == WPACK_CODEC_ZSTD)
-        rc = wpk_read_zstd_in(ar, owner_rec(ar, t), buf, t->nbytes, offset, dst, n);
-    else if (n)
-        memcpy(dst, buf + offset, n);
-    keep(ar, t, buf, cap);
-    return rc;
+    return whole_then_part(ar, t, offset, dst, n);
 }
 
 /* A plain entry larger than the source's stream_window, in windows: each
@@ -372,6 +381,46 @@ int wpk_source_stream(const wpack_archive *ar, const wpack_tensor *t, wpk_piece_
         }
     }
     keep(ar, t, buf, cap);
+    return rc;
+}
+
+/* stream_windows' consumer for a checked partial read: the bytes of
+ * [offset, offset + n) of the stream copied out as they pass. */
+typedef struct {
+    uint64_t pos, offset;
+    uint8_t *dst;
+    size_t n;
+} slice_out;
+
+static int copy_slice(void *user, const void *p, size_t k)
+{
+    slice_out *s = user;
+    uint64_t a = s->pos > s->offset ? s->pos : s->offset;
+    uint64_t b = s->pos + k < s->offset + s->n ? s->pos + k : s->offset + s->n;
+    if (a < b)
+        memcpy(s->dst + (a - s->offset), (const uint8_t *)p + (a - s->pos), (size_t)(b - a));
+    s->pos += k;
+    return WPACK_OK;
+}
+
+int wpk_source_read_checked(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset,
+                            void *dst, size_t n)
+{
+    int rc;
+    if (from_kept(ar, t, offset, dst, n, &rc)) /* kept copies were checked whole */
+        return rc;
+    const wpack_archive *h = wpk_holder(ar, t);
+    if (t->codec != WPACK_CODEC_ZSTD && h && wpk_unmapped(h) && h->src.stream_window &&
+        t->stored_length > h->src.stream_window) {
+        /* too large to hold: streamed whole, hashed, the slice copied out
+         * on the way; dst counts only when the whole entry's XXH3 matched */
+        slice_out s = {0, offset, dst, n};
+        rc = stream_windows(ar, t, h, copy_slice, &s);
+    } else {
+        rc = whole_then_part(ar, t, offset, dst, n);
+    }
+    if (rc == WPACK_OK)
+        wpk_checked_set(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index, WPACK_OK);
     return rc;
 }
 

@@ -12,7 +12,8 @@
  * of this user. No locks: two processes fetching the same chunk both write
  * it, the last rename wins with the same bytes. Past cache_max_bytes the
  * least recently used files (oldest mtime; a reuse refreshes it) go: the
- * directory is scanned (evict) once, then only when this handle's count
+ * directory is scanned (evict) at each open (a lower --cache-max applies
+ * even to a run that stores nothing), then only when this handle's count
  * of the bytes there passes the bound, or when it has put a quarter of the
  * bound since the last scan (what other processes add is seen then), not
  * after every read: at 10,000 chunks a scan per read made extracting a
@@ -34,6 +35,8 @@
 #define MAGIC "WPKCACH1"
 #define HDR 48u
 #define SUFFIX ".chunk"
+
+static void evict(wpk_remote *r);
 
 int wpk_cache_open(wpk_remote *r, char *msg, size_t msglen)
 {
@@ -68,6 +71,7 @@ int wpk_cache_open(wpk_remote *r, char *msg, size_t msglen)
     }
     r->cache_fd = fd;
     wpk_atomic_sweep_dir(dir, SUFFIX); /* temporaries of killed writers */
+    evict(r); /* the bound holds even when this handle stores nothing */
     return WPACK_OK;
 }
 

@@ -38,6 +38,7 @@ typedef struct {
     int have_range, range_empty, checked; /* range_empty: Content-Range total 0 */
     uint64_t cr_first, cr_last, cr_total;
     char etag[256], lastmod[128], ctype[64];
+    char location[512];         /* a redirect's Location (cut: for messages only) */
     char snippet[SNIPPET + 1];
     size_t snippet_len;
     char fatal[400];            /* set by a callback: stop, no retry */
@@ -102,7 +103,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
         const char *sp = memchr(p, ' ', n);
         j->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         j->have_range = j->range_empty = 0;
-        j->etag[0] = j->lastmod[0] = j->ctype[0] = 0;
+        j->etag[0] = j->lastmod[0] = j->ctype[0] = j->location[0] = 0;
         j->snippet_len = 0;
     } else if (is_header(p, n, "content-range", &v, &vn)) {
         header_value(v, vn, tmp, sizeof tmp);
@@ -121,6 +122,8 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
         header_value(v, vn, j->lastmod, sizeof j->lastmod);
     } else if (is_header(p, n, "content-type", &v, &vn)) {
         header_value(v, vn, j->ctype, sizeof j->ctype);
+    } else if (is_header(p, n, "location", &v, &vn)) {
+        header_value(v, vn, j->location, sizeof j->location);
     }
     return n;
 }
@@ -279,6 +282,35 @@ static void snippet_text(const job *j, char *out, size_t outlen)
     out[k] = 0;
 }
 
+/* The slowest a transfer may go (bytes/s) for timeout_s before it is
+ * given up: 1 KiB/s, or a connection's share of the rate cap when lower. */
+#define LOW_SPEED 1024
+static long low_speed(const wpk_remote *r)
+{
+    uint64_t cap = r->opt.max_bytes_per_s;
+    uint64_t share = cap ? cap / r->opt.connections / 2 : LOW_SPEED;
+    return share >= LOW_SPEED ? LOW_SPEED : share ? (long)share : 1L;
+}
+
+/* Append "Name: value" to *l: 0 when out of memory. Sized from the value
+ * (a session token runs to several KiB): a header is never cut short. */
+static int add_header(struct curl_slist **l, const char *name, const char *value)
+{
+    size_t nl = strlen(name), vl = strlen(value);
+    char *h = vl < SIZE_MAX - nl - 3 ? malloc(nl + vl + 3) : NULL;
+    if (!h)
+        return 0;
+    memcpy(h, name, nl);
+    memcpy(h + nl, ": ", 2);
+    memcpy(h + nl + 2, value, vl + 1);
+    struct curl_slist *t = curl_slist_append(*l, h);
+    free(h);
+    if (!t)
+        return 0;
+    *l = t;
+    return 1;
+}
+
 static int setup(job *j, void *easy, char *msg, size_t msglen)
 {
     wpk_remote *r = j->r;
@@ -292,45 +324,47 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     j->snippet_len = 0;
     j->paused = 0;
     j->want = j->len;
-    char h[1200];
-    struct curl_slist *l = NULL, *t;
-#define ADD(...)                                                                              \
-    do {                                                                                      \
-        wpk_fmt(h, sizeof h, __VA_ARGS__);                                                    \
-        if (!(t = curl_slist_append(l, h)))                                                   \
-            goto nomem;                                                                       \
-        l = t;                                                                                \
-    } while (0)
+    struct curl_slist *l = NULL;
     char range[80];
     wpk_fmt(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)j->off,
             (unsigned long long)(j->off + j->len - 1));
-    ADD("Range: %s", range);
+    int ok = add_header(&l, "Range", range);
     /* A strong ETag lets the server refuse a changed object (412) itself. */
-    if (!j->probe && r->etag[0] == '"')
-        ADD("If-Match: %s", r->etag);
-    if (r->s3 && r->opt.access_key) {
-        char date[20], auth[600];
+    if (ok && !j->probe && r->etag[0] == '"')
+        ok = add_header(&l, "If-Match", r->etag);
+    if (ok && r->s3 && r->opt.access_key) {
+        char date[20];
         time_t now = time(NULL);
         struct tm tm;
         gmtime_r(&now, &tm);
         strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", &tm);
         wpk_sigv4_req q = {r->host, r->uri, range, date, r->opt.s3_region, r->opt.access_key,
                            r->opt.secret_key, r->opt.session_token};
-        if (wpk_sigv4_get(&q, auth, sizeof auth) != 0) {
+        /* the Authorization value: ~200 bytes besides the key and region */
+        size_t alen = strlen(r->opt.access_key) + strlen(r->opt.s3_region) + 256;
+        char *auth = malloc(alen);
+        if (!auth || wpk_sigv4_get(&q, auth, alen) != 0) {
+            free(auth);
             curl_slist_free_all(l);
-            wpk_fmt(msg, msglen, "%s: credentials or URL too long to sign", r->shown);
+            wpk_fmt(msg, msglen, "cannot sign the request (out of memory, or a region "
+                    "longer than 200 bytes)");
             return WPACK_E_INVALID_ARGUMENT;
         }
-        ADD("Host: %s", r->host);
-        ADD("x-amz-date: %s", date);
-        ADD("x-amz-content-sha256: %s", wpk_sigv4_empty_hash());
-        if (r->opt.session_token)
-            ADD("x-amz-security-token: %s", r->opt.session_token);
-        ADD("Authorization: %s", auth);
+        ok = add_header(&l, "Host", r->host) && add_header(&l, "x-amz-date", date) &&
+             add_header(&l, "x-amz-content-sha256", wpk_sigv4_empty_hash()) &&
+             (!r->opt.session_token || add_header(&l, "x-amz-security-token", r->opt.session_token)) &&
+             add_header(&l, "Authorization", auth);
+        free(auth);
     }
-#undef ADD
+    if (!ok)
+        goto nomem;
     j->hdrs = l;
     curl_easy_setopt(e, CURLOPT_URL, r->url);
+    /* An S3 key is literal: "a/../b" names an object of its own, and the
+     * path signed keeps its dot segments, so curl must send it as it is.
+     * An http(s) URL has them removed, as curl and browsers do. */
+    if (r->s3)
+        curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     if (r->resolve) /* resolve.c: no resolver thread */
         curl_easy_setopt(e, CURLOPT_RESOLVE, r->resolve);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, l);
@@ -341,7 +375,10 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)r->opt.timeout_s);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L); /* no byte for timeout_s: give up */
+    /* Slower than LOW_SPEED bytes/s for timeout_s: give up (and retry). A
+     * floor of 1 byte/s let a server trickling 2 bytes/s hold a read for
+     * ever; below the rate cap's share per connection the floor is that. */
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, low_speed(r));
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)r->opt.timeout_s);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
@@ -383,6 +420,12 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     /* an empty object: nothing to range over (the reader says what it is) */
     if (c == CURLE_OK && j->probe && (j->status == 416 || (j->status == 206 && j->range_empty && !j->got)))
         return 0;
+    /* nginx answers a Range request on a 0-byte file with 200 and no body */
+    curl_off_t clen = -1;
+    if (c == CURLE_OK && j->probe && j->status == 200 && !j->got &&
+        curl_easy_getinfo((CURL *)easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen) == CURLE_OK &&
+        clen == 0)
+        return 0;
     /* a 206 with no body never reached on_body's check: a bad Content-Range
      * is the server's answer, not a transfer to retry */
     if (c == CURLE_OK && j->status == 206 && !j->checked && !j->got && !check_response(j)) {
@@ -390,7 +433,15 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         return WPACK_E_IO;
     }
     int retry;
-    if (c != CURLE_OK && !(c == CURLE_WRITE_ERROR && j->status != 206 && j->status)) {
+    char *loc = NULL;
+    if (c == CURLE_UNSUPPORTED_PROTOCOL && r->https && j->status >= 300 && j->status < 400 &&
+        j->location[0]) {
+        /* curl's own words ("Protocol "http" not supported or disabled")
+         * would say nothing of the redirect */
+        retry = 0;
+        wpk_fmt(why, sizeof why, "HTTP %ld: the redirect to %s was refused: an https URL is "
+                "never followed to a non-https one", j->status, j->location);
+    } else if (c != CURLE_OK && !(c == CURLE_WRITE_ERROR && j->status != 206 && j->status)) {
         retry = retryable_curl(c);
         wpk_fmt(why, sizeof why, "%s%s%s", curl_easy_strerror(c), *j->errbuf ? ": " : "",
                 j->errbuf);
@@ -407,7 +458,6 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
                            : s == 412 ? " (the object changed since it was opened: ETag differs)"
                            : s == 416 ? " (range not satisfiable: the object is shorter than at open)"
                            : "";
-        char *loc = NULL;
         if (s >= 300 && s < 400)
             curl_easy_getinfo((CURL *)easy, CURLINFO_REDIRECT_URL, &loc);
         wpk_fmt(why, sizeof why, "HTTP %ld%s%s%s%s%s", s, hint, loc ? ", redirect to " : "",

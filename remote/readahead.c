@@ -106,7 +106,11 @@ static int start_step(wpk_remote *r, struct wpk_ra *a, char *msg, size_t msglen)
         ra_span *last = st->nspans ? &st->spans[st->nspans - 1] : NULL;
         uint64_t end = last ? last->off + last->len : 0;
         uint64_t take;
-        if (last && off >= end && off - end <= RA_GAP && total + (off - end) < a->budget) {
+        int near = last && off >= end && off - end <= RA_GAP;
+        if (near && total + (off - end) >= a->budget)
+            break; /* the step ends where its budget does: the next one merges these
+                    * neighbours, rather than one request each for what is left */
+        if (near) {
             total += off - end; /* the gap rides along: one request, not two */
             take = left < a->budget - total ? left : a->budget - total;
             last->len += off - end + take;

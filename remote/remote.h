@@ -34,7 +34,8 @@ const char *wpk_sigv4_empty_hash(void);
 /* One remote object. */
 typedef struct wpk_remote {
     char *url;                  /* the http(s) URL requested */
-    char *shown;                /* the URL as the caller gave it (messages, shards) */
+    char *given;                /* the URL as the caller gave it (shards' URLs) */
+    char *shown;                /* given, its password redacted (messages, the name) */
     int https;
     int s3;                     /* sign requests (SigV4) */
     char *host;                 /* s3: the Host header value signed */

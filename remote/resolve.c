@@ -38,7 +38,7 @@ int wpk_remote_pin_host(wpk_remote *r, char *msg, size_t msglen)
     if (curl_url_set(u, CURLUPART_URL, r->url, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
-        wpk_fmt(msg, msglen, "%s: not a URL libcurl can parse", r->shown);
+        wpk_fmt(msg, msglen, "not a URL libcurl can parse");
         rc = WPACK_E_INVALID_ARGUMENT;
         goto out;
     }
@@ -49,7 +49,7 @@ int wpk_remote_pin_host(wpk_remote *r, char *msg, size_t msglen)
     hints.ai_socktype = SOCK_STREAM;
     int g = getaddrinfo(host, port, &hints, &res);
     if (g != 0) {
-        wpk_fmt(msg, msglen, "%s: cannot resolve host '%s': %s", r->shown, host, gai_strerror(g));
+        wpk_fmt(msg, msglen, "cannot resolve host '%s': %s", host, gai_strerror(g));
         rc = WPACK_E_IO;
         goto out;
     }
@@ -73,7 +73,7 @@ int wpk_remote_pin_host(wpk_remote *r, char *msg, size_t msglen)
     }
     freeaddrinfo(res);
     if (!n) {
-        wpk_fmt(msg, msglen, "%s: host '%s' has no IPv4 or IPv6 address", r->shown, host);
+        wpk_fmt(msg, msglen, "host '%s' has no IPv4 or IPv6 address", host);
         rc = WPACK_E_IO;
         goto out;
     }

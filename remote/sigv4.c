@@ -5,6 +5,7 @@
  * request time (curl issue #11738), so its signatures could not be checked
  * against AWS's published example. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "remote.h"
@@ -17,9 +18,30 @@ const char *wpk_sigv4_empty_hash(void)
     return EMPTY_SHA256;
 }
 
+/* The canonical request (RFC-like text AWS hashes): its length grows with
+ * the key and the session token (an STS token runs to several KiB), so it
+ * is sized from them, never cut. NULL when out of memory. */
+static char *canonical_request(const wpk_sigv4_req *r, const char *names, size_t *len)
+{
+    const char *fmt = "GET\n%s\n\nhost:%s\n%s%s%sx-amz-content-sha256:%s\nx-amz-date:%s\n%s%s%s\n%s\n%s";
+#define CREQ_ARGS                                                                              \
+    r->uri, r->host, r->range ? "range:" : "", r->range ? r->range : "", r->range ? "\n" : "", \
+        EMPTY_SHA256, r->amz_date, r->token ? "x-amz-security-token:" : "",                    \
+        r->token ? r->token : "", r->token ? "\n" : "", names, EMPTY_SHA256
+    int n = snprintf(NULL, 0, fmt, CREQ_ARGS);
+    char *c = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (c && snprintf(c, (size_t)n + 1, fmt, CREQ_ARGS) != n) {
+        free(c);
+        c = NULL;
+    }
+#undef CREQ_ARGS
+    *len = c ? (size_t)n : 0;
+    return c;
+}
+
 int wpk_sigv4_get(const wpk_sigv4_req *r, char *auth, size_t authlen)
 {
-    char creq[4096], sts[512], hex[65], names[160], date[9];
+    char sts[512], hex[65], names[160], date[9];
     uint8_t h[32], k[32];
     if (strlen(r->amz_date) != 16)
         return -1;
@@ -28,27 +50,27 @@ int wpk_sigv4_get(const wpk_sigv4_req *r, char *auth, size_t authlen)
     /* Signed headers in name order, lower case. */
     snprintf(names, sizeof names, "host;%sx-amz-content-sha256;x-amz-date%s",
              r->range ? "range;" : "", r->token ? ";x-amz-security-token" : "");
-    int n = snprintf(creq, sizeof creq,
-                     "GET\n%s\n\nhost:%s\n%s%s%sx-amz-content-sha256:%s\nx-amz-date:%s\n%s%s%s\n%s\n%s",
-                     r->uri, r->host, r->range ? "range:" : "", r->range ? r->range : "",
-                     r->range ? "\n" : "", EMPTY_SHA256, r->amz_date,
-                     r->token ? "x-amz-security-token:" : "", r->token ? r->token : "",
-                     r->token ? "\n" : "", names, EMPTY_SHA256);
-    if (n < 0 || (size_t)n >= sizeof creq)
+    size_t clen;
+    char *creq = canonical_request(r, names, &clen);
+    if (!creq)
         return -1;
-    wpk_sha256(creq, (size_t)n, h);
+    wpk_sha256(creq, clen, h);
+    free(creq);
     wpk_hex(h, 32, hex);
-    n = snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256\n%s\n%s/%s/s3/aws4_request\n%s", r->amz_date,
-                 date, r->region, hex);
+    int n = snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256\n%s\n%s/%s/s3/aws4_request\n%s", r->amz_date,
+                     date, r->region, hex);
     if (n < 0 || (size_t)n >= sizeof sts)
         return -1;
     /* The signing key: HMAC chain from "AWS4" + secret over date, region,
      * service and the request type. */
-    char key0[256];
-    int kn = snprintf(key0, sizeof key0, "AWS4%s", r->secret_key);
-    if (kn < 0 || (size_t)kn >= sizeof key0)
+    size_t slen = strlen(r->secret_key);
+    char *key0 = slen < SIZE_MAX - 5 ? malloc(slen + 5) : NULL;
+    if (!key0)
         return -1;
-    wpk_hmac_sha256(key0, (size_t)kn, date, 8, k);
+    memcpy(key0, "AWS4", 4);
+    memcpy(key0 + 4, r->secret_key, slen + 1);
+    wpk_hmac_sha256(key0, slen + 4, date, 8, k);
+    free(key0);
     wpk_hmac_sha256(k, 32, r->region, strlen(r->region), k);
     wpk_hmac_sha256(k, 32, "s3", 2, k);
     wpk_hmac_sha256(k, 32, "aws4_request", 12, k);

@@ -47,6 +47,7 @@ static void remote_free(wpk_remote *r)
         free(r->owned[k]);
     free(r->url);
     free(r->shown);
+    free(r->given);
     free(r->host);
     free(r->uri);
     free(r->head);
@@ -77,13 +78,40 @@ static char *encode(const char *s, size_t n, int keep_slash)
     return out;
 }
 
+/* The URL as messages and outputs show it: a password in its user info
+ * becomes "***" (user:***@host, as curl and git show one), so that it
+ * never reaches a terminal, a log, a JSON report or an exception. */
+char *wpack_remote_shown_url(const char *url)
+{
+    const char *auth = strstr(url, "://");
+    if (!auth)
+        return strdup(url);
+    auth += 3;
+    size_t alen = strcspn(auth, "/?#");
+    const char *at = NULL;
+    for (const char *p = auth; p < auth + alen; p++)
+        if (*p == '@')
+            at = p; /* the last one: a password may hold an '@' */
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    if (!colon)
+        return strdup(url);
+    size_t head = (size_t)(colon + 1 - url);
+    char *out = malloc(head + 3 + strlen(at) + 1);
+    if (out) {
+        memcpy(out, url, head);
+        memcpy(out + head, "***", 3);
+        strcpy(out + head + 3, at);
+    }
+    return out;
+}
+
 /* s3://bucket/key to the URL requested, the Host header and the path
  * signed: path style at an endpoint, else virtual-hosted AWS. */
 static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
 {
     const char *b = url + 5, *slash = strchr(b, '/');
     if (!slash || slash == b || !slash[1]) {
-        wpk_fmt(msg, msglen, "%s: an S3 URL is s3://BUCKET/KEY", url);
+        wpk_fmt(msg, msglen, "an S3 URL is s3://BUCKET/KEY");
         return WPACK_E_INVALID_ARGUMENT;
     }
     size_t blen = (size_t)(slash - b);
@@ -129,7 +157,7 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
     r->s3 = 1;
     r->https = strncmp(r->url, "https://", 8) == 0;
     if (r->opt.access_key && !r->opt.secret_key) {
-        wpk_fmt(msg, msglen, "%s: an access key without a secret key", url);
+        wpk_fmt(msg, msglen, "an access key without a secret key");
         return WPACK_E_INVALID_ARGUMENT;
     }
     return WPACK_OK;
@@ -251,24 +279,48 @@ static void src_close(void *user)
     remote_free(user);
 }
 
+/* A shard's URL: the manifest's with its last path segment replaced by
+ * name. An http(s) URL is percent-encoded, so the name is encoded into it,
+ * and only its path counts: a query ('?', which may hold a '/') is carried
+ * to the shard's URL (a token for a whole directory), a fragment dropped
+ * (never sent). An s3:// URL holds the raw key ('?' and '#' are part of
+ * it; s3_target encodes it), so the name goes in as it is. */
+static char *shard_url(const wpk_remote *r, const char *name)
+{
+    const char *u = r->given, *auth = strstr(u, "://") + 3;
+    size_t end = r->s3 ? strlen(u) : strcspn(u, "?#");
+    size_t qlen = !r->s3 && u[end] == '?' ? strcspn(u + end, "#") : 0;
+    size_t dir = end;
+    while (dir > (size_t)(auth - u) && u[dir - 1] != '/')
+        dir--;
+    int add_slash = dir == (size_t)(auth - u); /* no path: "http://host?q" */
+    if (add_slash)
+        dir = end;
+    char *enc = r->s3 ? strdup(name) : encode(name, strlen(name), 0);
+    size_t elen = enc ? strlen(enc) : 0;
+    char *url = enc ? malloc(dir + 1 + elen + qlen + 1) : NULL;
+    if (url) {
+        char *o = url;
+        memcpy(o, u, dir);
+        o += dir;
+        if (add_slash)
+            *o++ = '/';
+        memcpy(o, enc, elen);
+        memcpy(o + elen, u + end, qlen);
+        o[elen + qlen] = 0;
+    }
+    free(enc);
+    return url;
+}
+
 static int src_open_shard(void *user, const char *name, unsigned flags, wpack_archive **out)
 {
     wpk_remote *r = user;
-    /* The shard's URL: the manifest's, with its last path segment replaced.
-     * An http(s) URL is percent-encoded, so the name is encoded into it; an
-     * s3:// URL holds the raw key (s3_target encodes it), so it is not. */
-    const char *slash = strrchr(r->shown, '/');
-    size_t dir = (size_t)(slash - r->shown) + 1;
-    char *enc = r->s3 ? strdup(name) : encode(name, strlen(name), 0);
-    char *url = enc ? malloc(dir + strlen(enc) + 1) : NULL;
+    char *url = shard_url(r, name);
     if (!url) {
-        free(enc);
         *out = NULL;
         return WPACK_E_NOMEM;
     }
-    memcpy(url, r->shown, dir);
-    strcpy(url + dir, enc);
-    free(enc);
     wpack_remote_options o = r->opt;
     o.flags = flags;
     int rc = wpack_open_url(out, url, &o);
@@ -308,11 +360,11 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     if (!copy_str(r, 0, &r->opt.s3_region) || !copy_str(r, 1, &r->opt.s3_endpoint) ||
         !copy_str(r, 2, &r->opt.access_key) || !copy_str(r, 3, &r->opt.secret_key) ||
         !copy_str(r, 4, &r->opt.session_token) || !copy_str(r, 5, &r->opt.ca_file) || !copy_str(r, 6, &r->opt.cache_dir) ||
-        !(r->shown = strdup(url ? url : "")))
+        !(r->given = strdup(url ? url : "")) || !(r->shown = wpack_remote_shown_url(r->given)))
         rc = WPACK_E_NOMEM;
     else if (!wpack_remote_is_url(url))
-        rc = WPACK_E_INVALID_ARGUMENT, wpk_fmt(msg, sizeof msg, "'%s' is not an http://, https:// "
-                                                               "or s3:// URL", r->shown);
+        rc = WPACK_E_INVALID_ARGUMENT, wpk_fmt(msg, sizeof msg, "not an http://, https:// "
+                                                               "or s3:// URL");
     else if (strncmp(url, "s3://", 5) == 0)
         rc = s3_target(r, url, msg, sizeof msg);
     else if (!(r->url = strdup(url)))

@@ -112,3 +112,56 @@ reads_equal() {
     "$WPACK" export "$l" --to safetensors -o "$T/l.st" >/dev/null 2>&1
     cmp -s "$T/u.st" "$T/l.st" && pass "export_same_bytes_$n" || fail "export_same_bytes_$n"
 }
+
+# start_nginx_tls DIR HTTP_PORT: serve DIR over https at
+# https://127.0.0.1:$TLS_PORT with a certificate of a CA made here
+# ($T/tls/ca.pem, for 127.0.0.1 and localhost); /tohttp/F answers 302 to
+# http://127.0.0.1:HTTP_PORT/F (a downgrade).
+start_nginx_tls() {
+    local root=$1 http_port=$2 bin d="$T/tls"
+    bin=$(command -v nginx || echo /usr/sbin/nginx)
+    [ -x "$bin" ] && command -v openssl >/dev/null || return 1
+    mkdir -p "$d"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=wpack test CA" \
+        -keyout "$d/ca.key" -out "$d/ca.pem" >/dev/null 2>&1 || return 1
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$d/ext"
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$d/key.pem" \
+        -out "$d/req.pem" >/dev/null 2>&1 &&
+        openssl x509 -req -in "$d/req.pem" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+            -days 2 -extfile "$d/ext" -out "$d/cert.pem" >/dev/null 2>&1 || return 1
+    TLS_PORT=$(free_port)
+    local user=""
+    [ "$(id -u)" -eq 0 ] && user="user root root;"
+    cat >"$d/nginx.conf" <<NGX
+worker_processes 1;
+daemon off;
+pid $d/nginx.pid;
+error_log $d/error.log;
+$user
+events { worker_connections 64; }
+http {
+    access_log $d/access.log;
+    client_body_temp_path $d/body;
+    proxy_temp_path $d/proxy;
+    fastcgi_temp_path $d/fastcgi;
+    uwsgi_temp_path $d/uwsgi;
+    scgi_temp_path $d/scgi;
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:$TLS_PORT ssl;
+        ssl_certificate $d/cert.pem;
+        ssl_certificate_key $d/key.pem;
+        root $root;
+        location /tohttp/ { rewrite ^/tohttp/(.*)\$ http://127.0.0.1:$http_port/\$1 redirect; }
+    }
+}
+NGX
+    "$bin" -e "$d/error.log" -p "$d" -c "$d/nginx.conf" >"$d/stdout" 2>&1 &
+    SERVER_PIDS="$SERVER_PIDS $!"
+    for _ in $(seq 50); do
+        $PY -c "import socket; socket.create_connection(('127.0.0.1', $TLS_PORT), 1)" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    cat "$d/error.log" "$d/stdout" >&2
+    return 1
+}

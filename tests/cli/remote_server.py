@@ -18,6 +18,7 @@ picks the behaviour, the rest names a file under ROOT:
   /changed/F     ETag "v2" after the first 2 requests (same bytes)
   /changed412/F  as changed, and If-Match honoured (412)
   /stall/F       headers, then silence for 30 s
+  /trickle/F     headers, then 2 bytes a second (every range) for up to 60 s
   /redirect/F    302 to REDIRECT_BASE/F (another server)
   /nocr/F        206 with no Content-Range and no body (ranges past 0)
   /zeroes3/F     an empty F answered as some S3 servers do: 206,
@@ -25,13 +26,22 @@ picks the behaviour, the rest names a file under ROOT:
   /slow/F        right, each ranged answer sent 0.3 s after the request came;
                  logged with a 4th field: the requests in flight then
                  (itself included), so a test sees what a client asks ahead
+  /query/F?Q     right when the query Q is "token=a/b" (a directory's
+                 token), else 403; a query is ignored by the other modes
+  /zeroflag/F    right, but while ROOT/../zero.flag exists the bodies of
+                 ranges past byte 0 are zeros (a server going bad midway)
+  /auth/F        right with HTTP Basic credentials "user:pa55:word", else 401
   /s3/BUCKET/F   S3 path style: AWS Signature Version 4 checked with its own
                  implementation (hmac, hashlib); 403 SignatureDoesNotMatch
                  for a bad one. Credentials: AKIDTEST / secret/TEST+key and
-                 AKIDTOKEN / tokensecret with session token "tok/en=".
+                 AKIDTOKEN / tokensecret with session token "tok/en=";
+                 AKIDLONG / longsecret with any session token BODY.H where
+                 H is the first 16 hex digits of BODY's SHA-256 (a long
+                 STS-like token: one cut short fails the check).
 Every request is logged to ROOT/../requests.log as "MODE RANGE STATUS".
 remote_server.py --self-test checks the SigV4 code against AWS's example.
 """
+import base64
 import datetime
 import hashlib
 import hmac
@@ -42,9 +52,11 @@ import socketserver
 import sys
 import threading
 import time
+import urllib.parse
 
 ROOT = PORTFILE = REDIRECT = LOG = ""  # set by main()
-CREDS = {"AKIDTEST": ("secret/TEST+key", None), "AKIDTOKEN": ("tokensecret", "tok/en=")}
+CREDS = {"AKIDTEST": ("secret/TEST+key", None), "AKIDTOKEN": ("tokensecret", "tok/en="),
+         "AKIDLONG": ("longsecret", "BODY.H")}
 counts = {}
 lock = threading.Lock()
 inflight = [0]  # /slow/ requests between arrival and answer
@@ -87,7 +99,12 @@ def check_sigv4(method, path, headers):
         need.add("range")
     if token is not None:
         need.add("x-amz-security-token")
-        if headers.get("x-amz-security-token") != token:
+        got = headers.get("x-amz-security-token") or ""
+        if token == "BODY.H":
+            body, _, h = got.rpartition(".")
+            if not body or hashlib.sha256(body.encode()).hexdigest()[:16] != h:
+                return "wrong session token (%d chars)" % len(got)
+        elif got != token:
             return "wrong session token"
     if not need <= set(names):
         return "headers not signed: %s" % sorted(need - set(names))
@@ -126,7 +143,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
-        parts = self.path.split("/", 2)
+        path_only, _, query = self.path.partition("?")
+        parts = path_only.split("/", 2)
         mode = parts[1] if len(parts) > 2 else ""
         rest = parts[2] if len(parts) > 2 else ""
         if mode == "s3":
@@ -136,7 +154,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 body = ("<?xml version=\"1.0\"?><Error><Code>SignatureDoesNotMatch</Code>"
                         "<Message>%s</Message></Error>" % why).encode()
                 return self.send(403, body, [("Content-Type", "application/xml")])
-            rest = rest.split("/", 1)[1] if "/" in rest else ""
+            # the key as S3 keeps it: percent-decoded, literal (a "." or ".."
+            # segment is part of the name, never resolved)
+            rest = urllib.parse.unquote(rest.split("/", 1)[1]) if "/" in rest else ""
+            if any(seg in (".", "..") for seg in rest.split("/")):
+                self.log(mode, 404)
+                return self.send(404, b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code>"
+                                 b"<Message>The specified key does not exist.</Message></Error>",
+                                 [("Content-Type", "application/xml")])
+        if mode == "query" and query != "token=a/b":
+            self.log(mode, 403)
+            return self.send(403, b"<html>bad token</html>", [("Content-Type", "text/html")])
+        if mode == "auth" and self.headers.get("Authorization") != \
+                "Basic " + base64.b64encode(b"user:pa55:word").decode():
+            self.log(mode, 401)
+            return self.send(401, b"<html>who are you</html>", [("Content-Type", "text/html")])
         path = os.path.join(ROOT, rest)
         if not rest or ".." in rest or not os.path.isfile(path):
             self.log(mode, 404)
@@ -207,6 +239,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
             self.close_connection = True
             return
+        if mode == "zeroflag" and a > 0 and \
+                os.path.exists(os.path.join(os.path.dirname(os.path.abspath(ROOT)), "zero.flag")):
+            return self.send(206, bytes(len(body)), hdr + [cr])
         if mode == "lieshort" and a > 0:
             return self.send(206, body[:len(body) // 2], hdr + [cr])
         if mode == "truncate" and a > 0:
@@ -221,6 +256,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if mode == "more" and a > 0:
             return self.send(206, body + b"EXTRA" * 100, hdr + [cr])
+        if mode == "trickle":
+            self.send_response(206)
+            for k, v in hdr + [cr]:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for i in range(0, min(len(body), 120), 2):
+                    self.wfile.write(body[i:i + 2])
+                    self.wfile.flush()
+                    time.sleep(1)
+            except OSError:
+                pass  # the client gave up: what the test wants
+            self.close_connection = True
+            return
         if mode == "stall" and a > 0:
             self.send_response(206)
             for k, v in hdr + [cr]:

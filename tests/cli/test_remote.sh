@@ -97,7 +97,7 @@ cmp -s "$T/s1/t2.npy" "$T/xl/t2.npy" && pass set_tensor_same_bytes || fail set_t
 third=$(grep -- '-of-' "$LOGF" | grep -v '"bytes=0-65535"' | awk '{print $2}' | sort | uniq -c | awk '$1 == 2' | wc -l)
 [ "$third" -eq 1 ] && pass set_fetches_one_shard || fail set_fetches_one_shard "$(cat "$LOGF")"
 
-# verify checks the padding between extents with one read per gap
+# verify checks the padding between extents through planned reads
 # (1 MiB alignment: each gap is almost 1 MiB), not one per 4 KiB; a read
 # goes over the connections in pieces of 256 KiB or more (fetch.c), so
 # at most 4 requests per gap
@@ -107,6 +107,36 @@ expect create_aligned "$WPACK" create -q --align 1M -o "$W/p.wpack" "$T/p0.npy" 
 same_output verify_aligned "$W/p.wpack" "$U/p.wpack" verify @A@
 [ "$(wc -l <"$LOGF")" -le 20 ] && pass verify_padding_few_requests ||
     fail verify_padding_few_requests "$(wc -l <"$LOGF") requests"
+
+# The fetch progress on a terminal (script(1) gives one): -q silences it;
+# without -q it shares the command's own progress line, and what follows
+# starts a line of its own (the status line is cleared or ended first)
+if command -v script >/dev/null; then
+    rm -rf "$T/xq" "$T/xn"
+    script -qc "'$WPACK' extract -q -o '$T/xq' '$U/a.wpack'; echo NEXT" /dev/null >"$T/tty.q" 2>&1
+    [ "$(tr -d '\r' <"$T/tty.q")" = NEXT ] && pass tty_quiet_no_progress ||
+        fail tty_quiet_no_progress "$(cat -A "$T/tty.q" | head -c 300)"
+    script -qc "'$WPACK' extract -o '$T/xn' '$U/a.wpack'; echo NEXT" /dev/null >"$T/tty.n" 2>&1
+    # one line: the progress with the fetch count in it, never a second
+    # display drawn over it; the summary and what follows at a line's start
+    if grep -aq 'tensors  fetched' "$T/tty.n" && ! grep -aq 'wpack: fetched' "$T/tty.n" &&
+        grep -aq '^extracted [0-9]* tensors' "$T/tty.n" && grep -aq '^NEXT' "$T/tty.n"; then
+        pass tty_progress_one_line
+    else
+        fail tty_progress_one_line "$(cat -A "$T/tty.n" | tail -c 400)"
+    fi
+    script -qc "'$WPACK' inspect '$U/a.wpack' | head -1; echo NEXT" /dev/null >"$T/tty.i" 2>&1
+    grep -aq '^http://127.0.0.1:[0-9]*/a.wpack: wpack format' <(sed 's/.*\x1b\[K//' "$T/tty.i") &&
+        grep -aq '^NEXT' "$T/tty.i" && pass tty_inspect_starts_line ||
+        fail tty_inspect_starts_line "$(cat -A "$T/tty.i" | head -c 400)"
+fi
+
+# calibrate updates in place: a URL is refused at once, nothing fetched
+: >"$LOGF"
+expect_fail calibrate_url_refused "a URL is read only.*calibrate a local copy" \
+    "$WPACK" calibrate "$U/a.wpack" --input "$T/x.npy"
+sleep 0.3
+[ ! -s "$LOGF" ] && pass calibrate_url_nothing_fetched || fail calibrate_url_nothing_fetched "$(wc -l <"$LOGF") requests"
 
 # Errors name the URL and what the server said.
 expect_fail missing_404 "http://127.0.0.1:$NGINX_PORT/nope.wpack.*HTTP 404.*\[WPACK_E_IO\]" "$WPACK" inspect "$U/nope.wpack"

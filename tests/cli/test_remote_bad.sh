@@ -59,6 +59,13 @@ extract_fails flipped_byte "tensor 't1': fetched bytes hash to [0-9a-f]+ twice.*
 extract_fails changed_etag "changed since it was opened \(ETag \"v2\".*at open \"v1\"" "$B/changed/a.wpack"
 extract_fails changed_if_match "HTTP 412 \(the object changed since it was opened" "$B/changed412/a.wpack"
 extract_fails stalled "[Tt]imeout|timed out" "$B/stall/a.wpack"
+# a server trickling 2 bytes a second is timed out (slower than 1 KiB/s for
+# WPACK_REMOTE_TIMEOUT=2 s), with its retries, well within 20 s
+start=$(date +%s)
+expect_fail trickle_timed_out "[Tt]oo slow|[Tt]imeout|timed out" \
+    env WPACK_REMOTE_RETRIES=1 timeout 40 "$WPACK" inspect "$B/trickle/a.wpack"
+took=$(($(date +%s) - start))
+[ "$took" -le 20 ] && pass trickle_bounded_time || fail trickle_bounded_time "$took s"
 # a 206 with neither Content-Range nor body: an error at once, not a retry
 : >"$T/requests.log"
 extract_fails no_content_range "HTTP 206 without a valid Content-Range for bytes [0-9]+-[0-9]+" "$B/nocr/a.wpack"
@@ -74,6 +81,11 @@ expect_fail empty_object_206 "empty.wpack.*(empty|0 bytes|too small|not a wpack)
     fail empty_object_206_one_request "$(cat "$T/requests.log")"
 expect_fail empty_object_416 "empty.wpack.*(empty|0 bytes|too small|not a wpack)" \
     "$WPACK" inspect "$B/ok/empty.wpack"
+# nginx: 200 with Content-Length 0 for a Range on a 0-byte file
+if [ -n "${NGINX_PORT:-}" ]; then
+    expect_fail empty_object_nginx_200 "empty.wpack: file is 0 bytes, too short" \
+        "$WPACK" inspect "http://127.0.0.1:$NGINX_PORT/empty.wpack"
+fi
 # verify finds the flipped bytes too, naming the tensor
 expect_fail verify_flipped "tensor 't[0-9]': fetched bytes hash" "$WPACK" verify "$B/flip/a.wpack"
 

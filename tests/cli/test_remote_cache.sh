@@ -181,6 +181,14 @@ same_dirs bounded_extract_equal "$T/x5" "$T/xl"
 total=$(find "$C2" -maxdepth 1 -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 [ "$total" -le 1048576 ] && [ "$total" -gt 0 ] && pass cache_bound_respected || fail cache_bound_respected "$total bytes in $C2"
 expect_fail bad_cache_max "cache-max" "$WPACK" extract -q --cache "$C2" --cache-max junk -o "$T/x5b" "$URL"
+# a lower bound applies at the next open, even when it stores nothing
+C4="$T/cache4"
+"$WPACK" extract -q --cache "$C4" -o "$T/x5c" "$URL"
+before=$(chunk_files "$C4")
+expect bound_on_open "$WPACK" inspect --cache "$C4" --cache-max 64K "$URL"
+total=$(find "$C4" -maxdepth 1 -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+[ "$before" -gt 1 ] && [ "$total" -le 65536 ] && pass cache_bound_on_open ||
+    fail cache_bound_on_open "$before files before, $total bytes after"
 
 # 6. Two processes sharing a fresh directory.
 C3="$T/cache3"

@@ -4,8 +4,9 @@
 # get_slice with verify off fetches exactly the rows' bytes (plain archive
 # and a sharded set's shard); with verify on the whole tensor is fetched
 # ONCE, checked, and the slices that follow come from that fetch; after
-# another tensor was read, a slice of a checked tensor fetches only its
-# rows (no cache) or nothing at all (--cache: from the cache files).
+# another tensor was read, a slice of a checked tensor fetches it whole
+# again and checks it (no cache: a ranged fetch of only its rows could not
+# be checked) or fetches nothing at all (--cache: from the cache files).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/remote_lib.sh"
 
@@ -106,13 +107,13 @@ with wpack.safe_open(base + "/a.wpack") as f:
     n, b = fetched()
     check("verify_then_whole_no_refetch", np.array_equal(g, want) and b == 0, "%d bytes" % b)
     # a slice of another tensor replaces the kept one: a checked tensor's
-    # slice then fetches only its rows
+    # slice then fetches it whole again, checked (its rows alone could not be)
     f.get_slice("other")[0:1]
     clear()
     got = f.get_slice("big")[200:204]
     n, b = fetched()
-    check("verify_checked_rows_only", np.array_equal(got, want[200:204]) and b == 4 * ROW,
-          "%d bytes, want %d" % (b, 4 * ROW))
+    check("verify_checked_refetched_whole", np.array_equal(got, want[200:204]) and b == 1024 * ROW,
+          "%d bytes, want %d" % (b, 1024 * ROW))
 
 # verify on with the cache: after the first fetch, later slices read nothing
 with wpack.safe_open(base + "/a.wpack", cache=cache, chunk_size=65536) as f:

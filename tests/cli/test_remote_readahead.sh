@@ -116,6 +116,46 @@ expect export_local "$WPACK" export "$W/small.wpack" --to safetensors -o "$T/sma
 cmp -s "$T/small.safetensors" "$T/small_local.safetensors" && pass export_same_bytes ||
     fail export_same_bytes
 
+# (g) 2000 tensors of 12 bytes (4 KiB apart: 8 MiB, two steps' budget):
+# where a step's budget ends, the step ends; its last bytes were once
+# filled with one request per tensor (350 requests: 340 of 12 bytes)
+mkdir -p "$T/tiny"
+"$PY" - "$T/tiny" <<'PYEOF'
+import numpy as np, sys
+for k in range(2000):
+    np.save(f"{sys.argv[1]}/t{k:04d}.npy", np.full(3, k, dtype=np.float32))
+PYEOF
+expect create_tiny "$WPACK" create -q -o "$W/tiny.wpack" "$T/tiny"
+rm -rf "$T/tiny"
+"$WPACK" extract -q -o "$T/local_tiny" "$W/tiny.wpack"
+requests >/dev/null
+expect extract_tiny "$WPACK" extract -q -o "$T/out_tiny" "$U/tiny.wpack"
+n=$(requests)
+small=$(tail -n "$n" "$LOG" | awk '$NF < 4096' | wc -l)
+if [ "$n" -le 24 ]; then pass tiny_step_ends_at_budget; echo "note: tiny: $n requests"
+else fail tiny_step_ends_at_budget "$n requests, $small of them under 4 KiB (want <= 24)"; fi
+diff -r "$T/out_tiny" "$T/local_tiny" >/dev/null && pass tiny_same_bytes || fail tiny_same_bytes
+# verify reads the padding between the tensors too: planned and merged as
+# the tensors are (about twice extract's requests), not one request a gap
+# (2000 + extract's before)
+expect verify_tiny "$WPACK" verify "$U/tiny.wpack"
+n=$(requests)
+if [ "$n" -le 48 ]; then pass tiny_verify_padding_merged; echo "note: tiny verify: $n requests"
+else fail tiny_verify_padding_merged "$n requests (want <= 48)"; fi
+# a non-zero padding byte is still found, through those merged reads
+"$PY" - "$W/tiny.wpack" "$W/tinypad.wpack" <<'PYEOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+# the padding after the 1000th tensor (12 bytes of data at a 4 KiB boundary)
+off = b.find(bytes(__import__("numpy").full(3, 1000, dtype="<f4")))
+assert off > 0 and not any(b[off + 12:off + 4096 - 64])
+b[off + 100] = 1
+open(sys.argv[2], "wb").write(b)
+PYEOF
+expect_fail tiny_verify_bad_padding "padding at [0-9]+\.\.[0-9]+ \(before tensor 't1001'\) is not zero" \
+    "$WPACK" verify "$U/tinypad.wpack"
+requests >/dev/null
+
 # (f) misbehaving servers, with read-ahead in play (every tensor planned)
 if ! start_bad_server "$W"; then
     fail server_started "$(cat "$T/bad.err")"
