@@ -221,12 +221,14 @@ class _Handle:
             rc = _lib.remote_lib().wpack_open_url(ctypes.byref(p), _b(path, "URL"), ctypes.byref(remote))
         else:
             rc = lib.wpack_open_file(ctypes.byref(p), _b(path, "path"), flags)
+        # a URL as the library shows it: a password in it never in a message
+        shown = _lib.shown_url(os.fspath(path)) if remote is not None else os.fspath(path)
         if rc != 0:
             msg = lib.wpack_errmsg(p).decode("utf-8", "replace") if p else _describe(rc)
             lib.wpack_close(p)
-            raise Error(rc, msg or "%s: %s" % (path, _describe(rc)))
+            raise Error(rc, msg or "%s: %s" % (shown, _describe(rc)))
         self.ptr = p
-        self.path = os.fspath(path)
+        self.path = shown
         self.raise_pending()
 
     def raise_pending(self):

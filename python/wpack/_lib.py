@@ -326,7 +326,23 @@ _REMOTE_PROTOS = {
     "wpack_remote_options_init": (None, [ctypes.POINTER(RemoteOptions)]),
     "wpack_remote_is_url": (I, [CP]),
     "wpack_open_url": (I, [ctypes.POINTER(VP), CP, ctypes.POINTER(RemoteOptions)]),
+    "wpack_remote_shown_url": (VP, [CP]),
 }
+
+_libc = ctypes.CDLL(None)
+_libc.free.argtypes = [VP]
+
+
+def shown_url(url):
+    """url as the library shows it (a password in it as "***"):
+    wpack_remote_shown_url, so that Python's own messages hide it too."""
+    p = remote_lib().wpack_remote_shown_url(url.encode())
+    if not p:
+        return "<URL>"
+    try:
+        return ctypes.string_at(p).decode("utf-8", "replace")
+    finally:
+        _libc.free(p)
 
 _remote_state = {}
 

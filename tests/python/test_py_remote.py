@@ -216,6 +216,16 @@ def remote_errors(d):
                          timeout_s=10) as f:
         raises(wpack.Error, f.get_tensor, "nope", code="WPACK_E_NOT_FOUND")
     check(wpack.is_url("HTTPS://x/y") and not wpack.is_url("x.wpack"), "is_url")
+    # a password in the URL is never shown: the library's messages and
+    # Python's own (a name not found names the archive by its URL)
+    ua = u.replace("http://", "http://me:s3cret@")
+    e = raises(wpack.Error, wpack.safe_open, ua + "/missing.wpack")
+    check("s3cret" not in str(e) and "me:***@" in str(e), str(e))
+    with wpack.safe_open(ua + "/a.wpack") as f:
+        e = raises(wpack.Error, f.get_tensor, "nope", code="WPACK_E_NOT_FOUND")
+        check("s3cret" not in str(e) and "me:***@" in str(e), str(e))
+        e = raises(wpack.Error, f.stats, "nope")
+        check("s3cret" not in str(e), str(e))
 
 
 if __name__ == "__main__":
