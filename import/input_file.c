@@ -143,8 +143,11 @@ void *wpk_json_load_input(const char *path, const char *what, wpack_writer *out,
     json_t *root = json_loadb(p, len, JSON_REJECT_DUPLICATES, &je);
     wpk_unmap_input(p, len);
     if (!root) {
+        /* Python's json.dump writes NaN and Infinity, which JSON lacks */
+        int nonfinite = strstr(je.text, "'NaN'") || strstr(je.text, "Infinity'");
         *code = WPACK_E_INPUT;
-        wpk_fmt(err, errlen, "%s: %s JSON: %s (line %d)", path, what, je.text, je.line);
+        wpk_fmt(err, errlen, "%s: %s JSON: %s (line %d)%s", path, what, je.text, je.line,
+                nonfinite ? ": JSON has no NaN or Infinity (and a range must be finite)" : "");
     }
     return root;
 }

@@ -143,6 +143,9 @@ PYEOF
 bad dup.dat "imatrix .dat: 'w': a second record of the same stats in this file .*\[WPACK_E_STATS\]"
 printf '{"fc": [-1.0, 2.0], "fc": [-3.0, 4.0]}' >"$T/dup_ort.json"
 bad dup_ort.json "ONNX Runtime calibration table: JSON: duplicate object key near '\"fc\"'.*\[WPACK_E_STATS\]"
+# Python's json.dump writes NaN: not JSON, and the message says so
+printf '{"fc": [NaN, 1.0]}' >"$T/nan_ort.json"
+bad nan_ort.json "invalid token near 'NaN'.*JSON has no NaN or Infinity.*\[WPACK_E_STATS\]"
 bad bad_ort.json "ONNX Runtime calibration table: 'x': want \[min, max\].*\[WPACK_E_STATS\]"
 bad inverted_ort.json "'x': range \[2, 1\] is not finite and ordered \[WPACK_E_STATS\]"
 bad trunc.dat "imatrix .dat: entry 0: name length out of the file \[WPACK_E_STATS\]"
