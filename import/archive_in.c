@@ -25,6 +25,17 @@
 #include "npy.h"
 #include "zipread.h"
 
+
+const char *wpk_archive_error(struct archive *a, char *buf, size_t n)
+{
+    const char *m = archive_error_string(a);
+    wpk_fmt(buf, n, "%s", m ? m : "libarchive failed without a message");
+    size_t k = strlen(buf);
+    while (k && (buf[k - 1] == '\n' || buf[k - 1] == '\r' || buf[k - 1] == ' '))
+        buf[--k] = 0; /* libarchive ends some messages with a newline */
+    return buf;
+}
+
 typedef struct {
     wpk_sink *s;
     struct archive *a;
@@ -45,8 +56,9 @@ static long read_member(void *ctx, void *buf, size_t n)
     ar_reader *r = ctx;
     la_ssize_t k = archive_read_data(r->a, buf, n);
     if (k < 0) {
+        char eb[300];
         wpk_sink_fail(r->s, WPACK_E_INPUT, "member '%s': %s", r->member,
-                      archive_error_string(r->a));
+                      wpk_archive_error(r->a, eb, sizeof eb));
         return -1;
     }
     r->out += (uint64_t)k;
@@ -207,6 +219,7 @@ int archive_pack_file(wpk_sink *s, const char *path)
     archive_read_support_format_tar(a);
     archive_read_support_format_zip(a);
     int rc = WPACK_OK;
+    char eb[300]; /* libarchive's messages */
     struct stat st;
     int fd = wpk_open_in(s, AT_FDCWD, path, 0, NULL, &st); /* no FIFO: libarchive would block */
     if (fd < 0) {
@@ -217,7 +230,7 @@ int archive_pack_file(wpk_sink *s, const char *path)
     if ((rc = zip_precheck(s, fd, &zv)))
         goto out;
     if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
-        rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s", archive_error_string(a));
+        rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s", wpk_archive_error(a, eb, sizeof eb));
         goto out;
     }
     ar_reader r = {.s = s, .a = a};
@@ -231,7 +244,7 @@ int archive_pack_file(wpk_sink *s, const char *path)
             break;
         if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
             rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s (truncated or damaged?)",
-                               archive_error_string(a));
+                               wpk_archive_error(a, eb, sizeof eb));
             goto out;
         }
         const char *mp = archive_entry_pathname(e);

@@ -16,6 +16,7 @@
 #include "export.h"
 #include "gguf.h"
 #include "calib.h"
+#include "import.h"
 #include "irpa.h"
 #include "internal.h"
 #include "npy.h"
@@ -244,6 +245,7 @@ static int export_bundle(const wpack_archive *ar, int format, int fd, const done
     struct archive *a = archive_write_new();
     struct archive_entry *e = archive_entry_new();
     int rc = WPACK_OK;
+    char eb[300]; /* libarchive's messages */
     if (!a || !e) {
         rc = WPACK_E_NOMEM;
         goto out;
@@ -255,7 +257,7 @@ static int export_bundle(const wpack_archive *ar, int format, int fd, const done
         archive_write_set_format_pax_restricted(a);
     }
     if (archive_write_open_fd(a, fd) != ARCHIVE_OK) {
-        wpk_fmt(err, errlen, "%s", archive_error_string(a));
+        wpk_fmt(err, errlen, "%s", wpk_archive_error(a, eb, sizeof eb));
         rc = WPACK_E_IO;
         goto out;
     }
@@ -279,7 +281,7 @@ static int export_bundle(const wpack_archive *ar, int format, int fd, const done
         archive_entry_set_size(e, (la_int64_t)(hl + t.nbytes));
         archive_entry_set_mtime(e, 0, 0);
         if (archive_write_header(a, e) != ARCHIVE_OK || !put_archive(a, header, hl)) {
-            wpk_fmt(err, errlen, "tensor '%s': %s", t.name, archive_error_string(a));
+            wpk_fmt(err, errlen, "tensor '%s': %s", t.name, wpk_archive_error(a, eb, sizeof eb));
             rc = WPACK_E_IO;
             break;
         }
@@ -288,7 +290,7 @@ static int export_bundle(const wpack_archive *ar, int format, int fd, const done
             tensor_done(cb, &t);
     }
     if (archive_write_close(a) != ARCHIVE_OK && !rc) {
-        wpk_fmt(err, errlen, "%s", archive_error_string(a));
+        wpk_fmt(err, errlen, "%s", wpk_archive_error(a, eb, sizeof eb));
         rc = WPACK_E_IO;
     }
 out:

@@ -217,6 +217,9 @@ void *wpk_json_load_input(const char *path, const char *what, wpack_writer *out,
  * overwrites an input, including the files an input names); WPACK_OK when
  * it is not, or w is NULL. Every input file opened here is asked. */
 int wpk_refuse_output(wpack_writer *w, int fd, const char *name, char *err, size_t errlen);
+/* libarchive's last message for a, into buf without its trailing newline. */
+struct archive;
+const char *wpk_archive_error(struct archive *a, char *buf, size_t n);
 /* A Hugging Face model.safetensors.index.json (root: its json_t *), its
  * shard files in dirfd (dir: that directory, for messages); see
  * import/safetensors_index.c. */

@@ -110,6 +110,22 @@ with zipfile.ZipFile(f"{D}/bomb.npz", "w", zipfile.ZIP_DEFLATED, compresslevel=9
         zero = bytes(1 << 20)
         for _ in range(256):
             f.write(zero)
+# --- a deflated member whose recorded size (local and central) is not what
+# it inflates to: libarchive's message for it ended with a newline
+buf = io.BytesIO()
+zip_write_to = zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED)
+zi = zipfile.ZipInfo("w.npy", date_time=(2024, 1, 1, 0, 0, 0))
+zi.compress_type = zipfile.ZIP_DEFLATED
+npy = b"\x93NUMPY\x01\x00" + struct.pack("<H", 118)
+d = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }"
+npy += (d + " " * (118 - len(d) - 1) + "\n").encode() + bytes(16)
+zip_write_to.writestr(zi, npy)
+zip_write_to.close()
+z = bytearray(buf.getvalue())
+for sig, at in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # uncompressed size fields
+    i = z.index(sig)
+    z[i + at:i + at + 4] = struct.pack("<I", 0xFFFFFFF0)
+open(f"{D}/zip_wrong_size.npz", "wb").write(bytes(z))
 try:
     tf = io.BytesIO()
     with tarfile.open(fileobj=tf, mode="w") as t:
