@@ -189,31 +189,35 @@ static int load_file_once(const char *path, stats_sink_fn sink, void *ctx, char 
         wpk_fmt(err, errlen, "%s", msg);
         return rc;
     }
-    size_t i = 0;
-    while (i < m.len && (m.p[i] == ' ' || m.p[i] == '\t' || m.p[i] == '\r' || m.p[i] == '\n'))
+    /* a UTF-8 byte order mark (a Windows editor's) is not part of the text */
+    size_t bom = m.len >= 3 && memcmp(m.p, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    const uint8_t *p = m.p + bom;
+    size_t len = m.len - bom, i = 0;
+    while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
         i++;
     const char *kind = NULL;
-    if (m.len - i >= 4 && memcmp(m.p + i, "TRT-", 4) == 0) {
+    if (len - i >= 4 && memcmp(p + i, "TRT-", 4) == 0) {
         kind = "TensorRT calibration cache";
-        rc = calib_trt_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
+        rc = calib_trt_parse(p, len, sink, ctx, msg, sizeof msg);
     } else if (m.len >= 4 && memcmp(m.p, "GGUF", 4) == 0) {
         kind = "imatrix GGUF";
         rc = calib_imatrix_gguf_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
     } else if (m.len >= 4 && memcmp(m.p, "PK\x03\x04", 4) == 0) {
         kind = "torch checkpoint";
         rc = calib_torch_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
-    } else if (i < m.len && m.p[i] == '{') {
+    } else if (i < len && p[i] == '{') {
         char why[300];
-        int jk = json_kind(m.p, m.len, why, sizeof why);
+        int jk = json_kind(p, len, why, sizeof why);
         if (jk == JSON_WPACK) {
-            rc = stats_load_json_file_to(path, sink, ctx, msg, sizeof msg);
+            rc = bom ? stats_load_json_to((const char *)p, len, sink, ctx, msg, sizeof msg)
+                     : stats_load_json_file_to(path, sink, ctx, msg, sizeof msg);
             /* the loader names the file when it cannot read or parse it,
              * not in "stats[i] 'key': ..." */
             if (strncmp(msg, path, strlen(path)) != 0)
                 kind = "wpack stats JSON";
         } else if (jk == JSON_ORT) {
             kind = "ONNX Runtime calibration table";
-            rc = calib_ort_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
+            rc = calib_ort_parse(p, len, sink, ctx, msg, sizeof msg);
         } else {
             rc = WPACK_E_STATS;
             wpk_fmt(msg, sizeof msg, "JSON that is neither wpack stats ({\"version\": 1, "

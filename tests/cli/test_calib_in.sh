@@ -143,6 +143,14 @@ PYEOF
 bad dup.dat "imatrix .dat: 'w': a second record of the same stats in this file .*\[WPACK_E_STATS\]"
 printf '{"fc": [-1.0, 2.0], "fc": [-3.0, 4.0]}' >"$T/dup_ort.json"
 bad dup_ort.json "ONNX Runtime calibration table: JSON: duplicate object key near '\"fc\"'.*\[WPACK_E_STATS\]"
+# a UTF-8 byte order mark before any kind of file is skipped (was "not calibration data")
+printf '\xEF\xBB\xBFTRT-8601-EntropyCalibration2\nfc: 3c23d70a\n' >"$T/bom.cache"
+printf '\xEF\xBB\xBF{"fc": [-1.0, 2.0]}' >"$T/bom_ort.json"
+printf '\xEF\xBB\xBF{"version": 1, "stats": [{"key": "m", "kind": "activation", "count": 1, "min": -1.0, "max": 1.0, "mean": 0.0, "variance": 0.5}]}' >"$T/bom_wpack.json"
+for f in bom.cache bom_ort.json bom_wpack.json; do
+    expect "bom_${f%%.*}_${f##*.}" "$WPACK" create -q -o "$T/bom.wpack" "$T/w.npy" --stats-from "$T/$f"
+done
+check bom_record "$T/bom.wpack" m 'r["max"] == 1'
 # Python's json.dump writes NaN: not JSON, and the message says so
 printf '{"fc": [NaN, 1.0]}' >"$T/nan_ort.json"
 bad nan_ort.json "invalid token near 'NaN'.*JSON has no NaN or Infinity.*\[WPACK_E_STATS\]"
