@@ -46,13 +46,20 @@ http {
     }
 }
 NGX
-    "$bin" -e "$T/nginx/error.log" -p "$T/nginx" -c "$T/nginx/nginx.conf" >"$T/nginx/stdout" 2>&1 &
+    run_nginx "$bin" "$T/nginx" "$NGINX_PORT"
+}
+
+# run_nginx BIN DIR PORT: nginx with DIR/nginx.conf in the background (a
+# server of this script), then wait until PORT answers; its logs on failure.
+run_nginx() {
+    local bin=$1 d=$2 port=$3
+    "$bin" -e "$d/error.log" -p "$d" -c "$d/nginx.conf" >"$d/stdout" 2>&1 &
     SERVER_PIDS="$SERVER_PIDS $!"
     for _ in $(seq 50); do
-        $PY -c "import socket; socket.create_connection(('127.0.0.1', $NGINX_PORT), 1)" 2>/dev/null && return 0
+        $PY -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && return 0
         sleep 0.1
     done
-    cat "$T/nginx/error.log" "$T/nginx/stdout" >&2
+    cat "$d/error.log" "$d/stdout" >&2
     return 1
 }
 
@@ -156,12 +163,5 @@ http {
     }
 }
 NGX
-    "$bin" -e "$d/error.log" -p "$d" -c "$d/nginx.conf" >"$d/stdout" 2>&1 &
-    SERVER_PIDS="$SERVER_PIDS $!"
-    for _ in $(seq 50); do
-        $PY -c "import socket; socket.create_connection(('127.0.0.1', $TLS_PORT), 1)" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    cat "$d/error.log" "$d/stdout" >&2
-    return 1
+    run_nginx "$bin" "$d" "$TLS_PORT"
 }
