@@ -87,6 +87,17 @@ start_bad_server() {
     return 1
 }
 
+# need_bad_server ROOT [REDIRECT_BASE]: start_bad_server and set $B to its
+# URL, or fail server_started and end the script (every later case needs it).
+need_bad_server() {
+    if ! start_bad_server "$@"; then
+        fail server_started "$(cat "$T/bad.err")"
+        finish
+        exit 1
+    fi
+    B="http://127.0.0.1:$BAD_PORT"
+}
+
 # same_output NAME LOCAL URL CMD-WITH-@A@...: the command on the URL and
 # on the local path print the same (the archive's own name replaced).
 same_output() {

@@ -23,12 +23,7 @@ if ! start_nginx "$T/www"; then
     fail nginx_started "nginx is not installed or did not start (tools/deps.sh installs it)"
 fi
 # redirects go to another host name (localhost) and port: nginx
-if ! start_bad_server "$T/www" "http://localhost:${NGINX_PORT:-1}"; then
-    fail server_started "$(cat "$T/bad.err")"
-    finish
-    exit 1
-fi
-B="http://127.0.0.1:$BAD_PORT"
+need_bad_server "$T/www" "http://localhost:${NGINX_PORT:-1}"
 export WPACK_REMOTE_RETRIES=2 WPACK_REMOTE_TIMEOUT=2
 
 # extract_fails NAME REGEX URL: extract fails with REGEX and writes nothing

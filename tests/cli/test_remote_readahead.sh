@@ -157,12 +157,7 @@ expect_fail tiny_verify_bad_padding "padding at [0-9]+\.\.[0-9]+ \(before tensor
 requests >/dev/null
 
 # (f) misbehaving servers, with read-ahead in play (every tensor planned)
-if ! start_bad_server "$W"; then
-    fail server_started "$(cat "$T/bad.err")"
-    finish
-    exit 1
-fi
-B="http://127.0.0.1:$BAD_PORT"
+need_bad_server "$W"
 export WPACK_REMOTE_RETRIES=2 WPACK_REMOTE_TIMEOUT=2
 same() { # same NAME URL ARCHIVE [ENV...]: extract all, equal to local
     local name=$1 url=$2 a=$3; shift 3

@@ -17,12 +17,7 @@ np.save(f"{d}/a.npy", r.standard_normal((300, 1000)).astype(np.float32))
 np.save(f"{d}/big.npy", r.standard_normal((3, 1024, 1024)).astype(np.float32))
 PYEOF
 expect create "$WPACK" create -q -o "$T/www/m.wpack" "$T/in"
-if ! start_bad_server "$T/www"; then
-    fail server_started "$(cat "$T/bad.err")"
-    finish
-    exit 1
-fi
-B="http://127.0.0.1:$BAD_PORT"
+need_bad_server "$T/www"
 for mode in whole stream; do
     rm -f "$T/zero.flag"
     if "$PROG" "$B/zeroflag/m.wpack" "$T/www/m.wpack" "$T/zero.flag" $mode >"$T/out" 2>&1; then

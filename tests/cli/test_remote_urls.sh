@@ -20,12 +20,7 @@ PYEOF
 expect create "$WPACK" create -q -o "$W/a.wpack" "$T/in"
 expect create_set "$WPACK" create -q --shard-size 300K -o "$W/set/sh.wpack" "$T/in"
 "$WPACK" extract -q -o "$T/local" "$W/a.wpack"
-if ! start_bad_server "$W"; then
-    fail server_started "$(cat "$T/bad.err")"
-    finish
-    exit 1
-fi
-B="http://127.0.0.1:$BAD_PORT"
+need_bad_server "$W"
 export WPACK_REMOTE_RETRIES=0 WPACK_REMOTE_TIMEOUT=5
 
 # ------------------------------------------------ D1: long tokens and keys
