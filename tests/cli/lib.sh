@@ -23,6 +23,15 @@ expect() {
     if "$@" >"$T/out" 2>"$T/err"; then pass "$name"; else fail "$name" "exit $? : $(head -c 400 "$T/err")"; fi
 }
 
+# nothing_at NAME PATH...: none of the paths (nor a temporary beside them) exists.
+nothing_at() {
+    local name=$1 p left=""; shift
+    for p in "$@"; do
+        left="$left$(ls -d "$p" "$p".tmp-* 2>/dev/null)"
+    done
+    if [ -z "$left" ]; then pass "$name"; else fail "$name" "left: $left"; fi
+}
+
 # expect_fail NAME PATTERN CMD...: CMD must exit non-zero (not by a signal)
 # and its stderr must match the extended regex PATTERN.
 expect_fail() {

@@ -12,15 +12,6 @@ MLIR_OPT=${MLIR_OPT:-$(command -v mlir-opt-19 || echo /usr/lib/llvm-19/bin/mlir-
 ulimit -f 65536
 cd "$T" || exit 1
 
-# nothing_at NAME PATH...: none of the paths (nor a temporary beside them) exists.
-nothing_at() {
-    local name=$1 p left=""; shift
-    for p in "$@"; do
-        left="$left$(ls -d "$p" "$p".tmp-* 2>/dev/null)"
-    done
-    if [ -z "$left" ]; then pass "$name"; else fail "$name" "left: $left"; fi
-}
-
 # g NAME VALUE TYPE: one ml_program.global line.
 g() { printf '  ml_program.global private @%s(%s : %s) : %s\n' "$1" "$2" "$3" "$3"; }
 

@@ -21,15 +21,6 @@ for f in splat_huge splat_8m zstd_huge names_collide decode_bad; do
     [ -f "$R/$f.wpack" ] || fail "have_$f" "$R/$f.wpack missing"
 done
 
-# nothing_at NAME PATH...: none of the paths (nor a temp file beside them) exists.
-nothing_at() {
-    local name=$1 p left=""; shift
-    for p in "$@"; do
-        left="$left$(ls -d "$p" "$p".tmp-* 2>/dev/null)"
-    done
-    if [ -z "$left" ]; then pass "$name"; else fail "$name" "left: $left"; fi
-}
-
 # --- 1. tiny input, huge output -------------------------------------------
 cd "$T" || exit 1
 expect_fail extract_splat_huge 'sh would get 4\.0 EiB \(4611686018427388[0-9]+ bytes\) from 680 B of input, above the default cap of 1\.0 GiB.*--max-output SIZE.*\[WPACK_E_TOO_LARGE\]' \

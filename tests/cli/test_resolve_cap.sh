@@ -23,13 +23,6 @@ module() {
     printf '}\n'
 }
 
-# nothing_at NAME PATH: neither PATH nor a temporary beside it exists.
-nothing_at() {
-    local left
-    left=$(ls -d "$2" "$2".tmp-* 2>/dev/null)
-    if [ -z "$left" ]; then pass "$1"; else fail "$1" "left: $left"; fi
-}
-
 # --- splat entries are inlined as splats ------------------------------------
 module huge 'tensor<2147483648x536870912xf32>' >huge.mlir
 expect inline_splat_huge timeout 20 "$WPACK" resolve -q "$R/splat_huge.wpack" huge.mlir -o huge.out.mlir --emit inline
