@@ -368,22 +368,18 @@ int wpk_literal_splat(const char *buf, wpk_span value, const wpk_mlir_tensor *t,
 int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t, wpk_bytes_fn fn,
                      void *user, char *why, size_t whylen, size_t *where)
 {
-    int ok;
+    /* the splat check also refuses an element type the decoder does not
+     * take, and an unreadable head, with the messages of this function */
+    unsigned char elem[8];
+    int splat, ok;
+    int rc = wpk_literal_splat(buf, value, t, elem, &splat, why, whylen, where);
+    if (rc)
+        return rc;
     uint64_t nbytes = wpk_literal_nbytes(t, &ok);
-    *where = value.off;
-    if (!ok) {
-        wpk_fmt(why, whylen, "element type %s is not one externalize takes", t->elem);
-        return WPACK_E_UNSUPPORTED;
-    }
     elem_kind k;
     kind_of(t, &k);
     uint64_t nel = nelems_of(t);
     const unsigned char *s = (const unsigned char *)buf + value.off;
-    unsigned char elem[8];
-    int splat;
-    int rc = wpk_literal_splat(buf, value, t, elem, &splat, why, whylen, where);
-    if (rc)
-        return rc;
     size_t n = value.len, i = body_start(s, n, why, whylen);
     outbuf *o = malloc(sizeof *o);
     if (!o) {
