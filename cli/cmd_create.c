@@ -72,7 +72,8 @@ static const char help[] =
     "  --stats-from FILE     content) a TensorRT calibration cache, an ONNX Runtime\n"
     "                        calibration table (JSON), a llama.cpp imatrix (.dat or\n"
     "                        GGUF) or a torch checkpoint's torch.ao observers; what\n"
-    "                        each becomes: spec appendix A.1\n"
+    "                        each becomes: spec appendix A.1; repeatable (a key and\n"
+    "                        kind given by two files is an error, WPACK_E_EXISTS)\n"
     "  --keep-observers      torch: also store torch.ao observer / fake-quant buffers\n"
     "                        as tensors (by default they become activation stats of\n"
     "                        the observed module and are left out: spec appendix A.1)\n"
@@ -164,8 +165,9 @@ int cmd_create(int argc, char **argv)
     /* Importer options: --prefix/--key start a new set for the inputs after them. */
     wpack_import_options *optv = calloc((size_t)argc + 1, sizeof *optv);
     const wpack_import_options **inopts = calloc((size_t)argc, sizeof *inopts);
-    const char **only = calloc((size_t)argc, sizeof *only), *stats_file = NULL;
-    size_t nopt = 1, nonly = 0;
+    const char **only = calloc((size_t)argc, sizeof *only);
+    const char **stats_files = calloc((size_t)argc, sizeof *stats_files); /* --stats, in order */
+    size_t nopt = 1, nonly = 0, nstats = 0;
     int cast = 0;
     uint64_t max_ratio = 0, max_output = 0;
     int rc = CLI_USAGE;
@@ -174,7 +176,7 @@ int cmd_create(int argc, char **argv)
     wpack_writer *w = NULL;
     wpack_importer *imp = NULL;
     char err[1024];
-    if (!metas || !maps || !inputs || !optv || !inopts || !only)
+    if (!metas || !maps || !inputs || !optv || !inopts || !only || !stats_files)
         goto done;
     wpack_import_options_init(&optv[0]);
     for (int i = 1; i < argc;) {
@@ -257,7 +259,7 @@ int cmd_create(int argc, char **argv)
                    (r = cli_opt_value(argc, argv, &i, "--stats-from", &v))) {
             if (r < 0)
                 goto done;
-            stats_file = v;
+            stats_files[nstats++] = v;
         } else if ((r = cli_opt_value(argc, argv, &i, "--max-ratio", &v))) {
             if (r < 0)
                 goto done;
@@ -335,7 +337,8 @@ int cmd_create(int argc, char **argv)
     /* The same-file guard: the inputs as given before anything is read,
      * then every file found under input directories. */
     cli_files_out_archive(&guard, out);
-    cli_files_in(&guard, stats_file);
+    for (size_t k = 0; k < nstats; k++)
+        cli_files_in(&guard, stats_files[k]);
     for (size_t k = 0; k < ninputs; k++)
         cli_files_in(&guard, inputs[k]);
     if (!cli_files_check("create", &guard))
@@ -417,10 +420,10 @@ int cmd_create(int argc, char **argv)
         prog.done_bytes = prog.base_bytes + l.v[k].size;
     }
     cli_progress_done(&prog);
-    if (stats_file) {
+    for (size_t k = 0; k < nstats; k++) {
         wpack_import_options so;
         wpack_import_options_init(&so);
-        so.stats_file = stats_file;
+        so.stats_file = stats_files[k];
         so.err = err;
         so.err_size = sizeof err;
         int se = wpack_import_add(imp, NULL, &so);
@@ -466,6 +469,7 @@ done:
     free(optv);
     free(inopts);
     free(only);
+    free(stats_files);
     for (size_t k = 0; k < l.n; k++) {
         free(l.v[k].path);
         free(l.v[k].name);

@@ -166,4 +166,17 @@ expect_fail update_bad "^wpack: [^ ]*/bad_hex.cache: TensorRT calibration cache:
     fail update_bad_path_once "$(cat "$T/err")"
 check update_bad_unchanged "$T/u.wpack" fc.weight_in 'r["max"] == 190.5'
 
+# create takes --stats / --stats-from more than once: every file's records
+# go in (the last one alone did, the others were dropped without a word); a
+# key and kind given by two files is an error, not a silent choice
+printf '{"version": 1, "stats": [{"key": "extra", "kind": "activation", "count": 2, "min": -1, "max": 3, "mean": 1}]}' \
+    >"$T/extra.json"
+expect create_two_stats "$WPACK" create -q -o "$T/two.wpack" "$T/w.npy" --stats "$T/extra.json" \
+    --stats-from "$T/calib.cache"
+check create_two_stats_first "$T/two.wpack" extra 'r["max"] == 3'
+check create_two_stats_second "$T/two.wpack" fc.weight_in 'r["max"] == 190.5'
+expect_fail create_same_stats_twice "activation stats 'extra' added twice \[WPACK_E_EXISTS\]" \
+    "$WPACK" create -q -o "$T/two2.wpack" "$T/w.npy" --stats "$T/extra.json" --stats "$T/extra.json"
+nothing_at create_same_stats_twice_nothing "$T/two2.wpack"
+
 finish
