@@ -7,8 +7,11 @@
  * format, read without running any pickle code), safetensors files and
  * Hugging Face sharded safetensors (their model.safetensors.index.json),
  * .npz / zip / tar / tar.gz / tar.zst / tar.xz / tar.bz2 bundles of .npy, raw
- * binaries described by a JSON manifest, and calibration statistics JSON.
- * Out: safetensors, npz, tar. `wpack create` and `wpack export` are argument
+ * binaries described by a JSON manifest, GGUF v2/v3, IREE .irpa parameter
+ * archives, and calibration statistics (wpack JSON, TensorRT caches, ONNX
+ * Runtime tables, llama.cpp imatrix files, torch.ao observers).
+ * Out: safetensors, npz, tar, GGUF, .irpa, and the activation stats as a
+ * TensorRT cache or an ONNX Runtime table. `wpack create` and `wpack export` are argument
  * parsing over these calls: the same inputs and options give the same bytes.
  *
  * Turning a checkpoint into an archive:
@@ -85,7 +88,7 @@ extern "C" {
  * zip, its central directory). */
 int wpack_import_detect(const char *path, char *err, size_t errlen);
 /* "npy", "torch", "torch-legacy", "safetensors", "zip", "tar", "manifest",
- * "directory"; "unknown" for anything else. */
+ * "directory", "gguf", "irpa"; "unknown" for anything else. */
 const char *wpack_import_kind_name(int kind);
 
 /* ---------------------------------------------------------------- options */
