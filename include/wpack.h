@@ -44,7 +44,8 @@ extern "C" {
 
 /* The newest archive format version this library reads and writes; it
  * reads every 1.x archive (a newer minor only adds optional parts). It
- * writes 1.0 unless an archive uses a 1.1 feature (zstd-compressed tensors). */
+ * writes 1.0 unless an archive uses a 1.1 feature (zstd-compressed tensors,
+ * a sharded set). */
 #define WPACK_FORMAT_MAJOR 1
 #define WPACK_FORMAT_MINOR 1
 
@@ -78,7 +79,7 @@ typedef enum wpack_error {
     WPACK_E_NOT_FOUND = 4,         /* no such entry, key or stats record */
     WPACK_E_STATE = 5,             /* call out of order (e.g. write outside a tensor) */
     WPACK_E_EXISTS = 6,            /* a name is added twice to a writer */
-    WPACK_E_NO_VIEW = 7,           /* entry has no bytes in the file (splat) */
+    WPACK_E_NO_VIEW = 7,           /* no bytes to view in place (splat, zstd, remote): wpack_read */
     WPACK_E_SAME_FILE = 8,         /* an output is the same file as an input or another output */
     WPACK_E_TOO_LARGE = 9,         /* output would exceed its cap (size limit or free space) */
     WPACK_E_FILE_TYPE = 10,        /* not a regular file, or a link leading out of its directory */
@@ -92,7 +93,7 @@ typedef enum wpack_error {
     WPACK_E_TRUNCATED = 25,        /* file shorter than its header says */
     WPACK_E_HEADER_CHECKSUM = 26,  /* superblock or trailer checksum wrong */
     WPACK_E_TRAILER = 27,          /* trailer disagrees with the superblock */
-    WPACK_E_RESERVED = 28,         /* a reserved field or padding is not zero */
+    WPACK_E_RESERVED = 28,         /* a reserved field is not zero (padding: PADDING) */
     WPACK_E_INDEX_CHECKSUM = 29,   /* index bytes do not match their checksum */
     WPACK_E_LAYOUT = 30,           /* regions or sections misplaced */
     WPACK_E_LIMIT = 31,            /* a count or length above the format's limits */
@@ -114,7 +115,7 @@ typedef enum wpack_error {
     WPACK_E_NAMEMAP = 47,          /* bad name-map record */
     WPACK_E_STATS = 48,            /* bad calibration statistics record */
     WPACK_E_CHECKSUM = 49,         /* tensor bytes do not match their checksum */
-    WPACK_E_PADDING = 50,          /* padding between extents is not zero */
+    WPACK_E_PADDING = 50,          /* a padding byte is not zero (spec rules 12, 23, 50) */
     WPACK_E_DECODE = 51,           /* compressed bytes do not decode to their declared size */
     WPACK_E_SHARD = 52,            /* a sharded set's shard is missing, changed or inconsistent */
     WPACK_E_VALUE = 53,            /* a stored value its dtype does not allow (bool not 0/1) */
