@@ -39,7 +39,8 @@ static const char usage[] =
     "An output that is the same file as an input is refused before anything is\n"
     "read; outputs appear whole or not at all (README: Outputs never destroy\n"
     "inputs), and are durable (fsynced) when the command ends; --no-sync or\n"
-    "WPACK_NO_SYNC=1 skips the fsyncs of every command but update (README:\n"
+    "WPACK_NO_SYNC=1 skips the fsyncs of every command that writes a file, but\n"
+    "not of update and calibrate, which change an archive in place (README:\n"
     "Durability).\n";
 
 typedef struct {
