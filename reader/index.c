@@ -100,17 +100,10 @@ static int check_sections(wpack_archive *ar, uint64_t entry_count, uint64_t data
                             "%llu, inside %llu bytes)",
                             section_names[s], (unsigned long long)off, (unsigned long long)len,
                             (unsigned long long)cursor, (unsigned long long)ilen);
-        if (!wpk_all_zero(ix + cursor, off - cursor))
-            return wpk_fail(ar, WPACK_E_PADDING, "padding before index section %s is not zero",
-                            section_names[s]);
         ar->sec[s] = ix + off;
         ar->sec_len[s] = len;
         cursor = off + len;
     }
-    /* A newer minor may put a new section after the last one we know. */
-    if (ar->info.format_minor <= WPACK_FORMAT_MINOR && !wpk_all_zero(ix + cursor, ilen - cursor))
-        return wpk_fail(ar, WPACK_E_PADDING, "padding after the last index section is not zero");
-
     uint64_t want = 0;
     if (!wpk_mul(entry_count, WPK_ENTRY_SIZE, &want) || ar->sec_len[WPK_SEC_ENTRIES] != want)
         return wpk_fail(ar, WPACK_E_LAYOUT, "entries section is %llu bytes, %llu entries need %llu",
@@ -141,6 +134,19 @@ static int check_sections(wpack_archive *ar, uint64_t entry_count, uint64_t data
                             section_names[recs[k].sec], (unsigned long long)(len / recs[k].size),
                             (unsigned long long)recs[k].limit);
     }
+    /* The gap bytes only now (13.1 step 5.4, M23): a section table that
+     * breaks M21 or M22 is LAYOUT or LIMIT whatever its gaps hold. */
+    cursor = WPK_INDEX_HEADER_SIZE;
+    for (int s = 0; s < WPK_SECTION_COUNT; s++) {
+        uint64_t off = (uint64_t)(ar->sec[s] - ix);
+        if (!wpk_all_zero(ix + cursor, off - cursor))
+            return wpk_fail(ar, WPACK_E_PADDING, "padding before index section %s is not zero",
+                            section_names[s]);
+        cursor = off + ar->sec_len[s];
+    }
+    /* A newer minor may put a new section after the last one we know. */
+    if (ar->info.format_minor <= WPACK_FORMAT_MINOR && !wpk_all_zero(ix + cursor, ilen - cursor))
+        return wpk_fail(ar, WPACK_E_PADDING, "padding after the last index section is not zero");
     ar->dims_count = ar->sec_len[WPK_SEC_DIMS] / 8;
     ar->info.block_dtype_count = ar->sec_len[WPK_SEC_DTYPES] / WPK_DTYPE_REC_SIZE;
     ar->info.metadata_count = ar->sec_len[WPK_SEC_METADATA] / WPK_META_REC_SIZE;

@@ -563,6 +563,13 @@ static int c_section_gap_nonzero(gimg *m)
     }
     return -1;
 }
+/* Two faults: a non-zero gap byte (M23) and a stats length that breaks the
+ * table (M21). 13.1 checks the lengths (step 5.3) before the gaps (5.4):
+ * LAYOUT (the reader checked each gap while placing the sections: PADDING). */
+static int c_gap_and_ragged_stats(gimg *m)
+{
+    return c_section_gap_nonzero(m) ? -1 : shorten_section(m, WPK_SEC_STATS, 8);
+}
 static int c_sections_swapped(gimg *m)
 {
     /* strings claims to start where dims does: out of order, overlapping. */
@@ -993,6 +1000,7 @@ static const mcase index_cases[] = {
     CUSTOM(c_section_past_index, WPACK_E_LAYOUT, "stats offset past the index"),
     CUSTOM(c_section_gap_nonzero, WPACK_E_PADDING, "non-zero byte between sections"),
     CUSTOM(c_stats_tail_garbage, WPACK_E_PADDING, "non-zero bytes after the last section"),
+    CUSTOM(c_gap_and_ragged_stats, WPACK_E_LAYOUT, "gap byte and stats length: lengths first"),
     CUSTOM(c_stats_drop_last, WPACK_OK, "(control) last stats record dropped and zeroed"),
     CUSTOM(c_entries_short, WPACK_E_LAYOUT, "entries length != entry count x 80"),
     SECF(WPK_SEC_ENTRIES, 1, OP_ADD, 8, WPACK_E_LAYOUT, "entries length + 8 (runs into extents)"),
