@@ -449,9 +449,6 @@ int wpk_check_index(wpack_archive *ar)
         wpk_ld32(ix + WPK_I_ENTRY_SIZE_OFF) != WPK_ENTRY_SIZE)
         return wpk_fail(ar, WPACK_E_LAYOUT, "index header size %u / entry size %u, must be 256 / 80",
                         wpk_ld32(ix + WPK_I_HEADER_SIZE_OFF), wpk_ld32(ix + WPK_I_ENTRY_SIZE_OFF));
-    if (ar->info.format_minor <= WPACK_FORMAT_MINOR &&
-        !wpk_all_zero(ix + WPK_I_RESERVED_OFF, WPK_INDEX_HEADER_SIZE - WPK_I_RESERVED_OFF))
-        return wpk_fail(ar, WPACK_E_RESERVED, "index header reserved bytes not zero");
     uint64_t count = wpk_ld64(ix + WPK_I_ENTRY_COUNT_OFF);
     uint64_t data_count = wpk_ld64(ix + WPK_I_DATA_ENTRY_COUNT_OFF);
     if (count != ar->info.entry_count)
@@ -463,6 +460,10 @@ int wpk_check_index(wpack_archive *ar)
     if (data_count > count)
         return wpk_fail(ar, WPACK_E_LAYOUT, "%llu data entries of %llu entries",
                         (unsigned long long)data_count, (unsigned long long)count);
+    /* its reserved bytes after its sizes and counts (13.1 step 5.2: M17-M20, then M9) */
+    if (ar->info.format_minor <= WPACK_FORMAT_MINOR &&
+        !wpk_all_zero(ix + WPK_I_RESERVED_OFF, WPK_INDEX_HEADER_SIZE - WPK_I_RESERVED_OFF))
+        return wpk_fail(ar, WPACK_E_RESERVED, "index header reserved bytes not zero");
     int rc = check_sections(ar, count, data_count);
     if (rc == WPACK_OK)
         rc = check_block_dtypes(ar);

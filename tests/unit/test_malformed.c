@@ -570,6 +570,17 @@ static int c_gap_and_ragged_stats(gimg *m)
 {
     return c_section_gap_nonzero(m) ? -1 : shorten_section(m, WPK_SEC_STATS, 8);
 }
+/* Two faults in the index header: a reserved byte (M9) and an entry count
+ * the superblock disagrees with (M18). 13.1 step 5.2 checks the sizes and
+ * counts first: LAYOUT (the reader checked the reserved bytes first). */
+static int c_ixh_reserved_and_count(gimg *m)
+{
+    uint8_t *ix = gimg_ix(m);
+    ix[WPK_I_RESERVED_OFF] = 1;
+    wpk_st64(ix + WPK_I_ENTRY_COUNT_OFF, wpk_ld64(ix + WPK_I_ENTRY_COUNT_OFF) + 1);
+    gimg_seal_index(m);
+    return 0;
+}
 static int c_sections_swapped(gimg *m)
 {
     /* strings claims to start where dims does: out of order, overlapping. */
@@ -1000,6 +1011,7 @@ static const mcase index_cases[] = {
     CUSTOM(c_section_past_index, WPACK_E_LAYOUT, "stats offset past the index"),
     CUSTOM(c_section_gap_nonzero, WPACK_E_PADDING, "non-zero byte between sections"),
     CUSTOM(c_stats_tail_garbage, WPACK_E_PADDING, "non-zero bytes after the last section"),
+    CUSTOM(c_ixh_reserved_and_count, WPACK_E_LAYOUT, "index reserved byte and entry count: count first"),
     CUSTOM(c_gap_and_ragged_stats, WPACK_E_LAYOUT, "gap byte and stats length: lengths first"),
     CUSTOM(c_stats_drop_last, WPACK_OK, "(control) last stats record dropped and zeroed"),
     CUSTOM(c_entries_short, WPACK_E_LAYOUT, "entries length != entry count x 80"),
