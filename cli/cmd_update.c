@@ -165,8 +165,8 @@ int cmd_update(int argc, char **argv)
         goto done;
     }
     if (!n) {
-        cli_error("update %s: nothing to change (give --stats, --stats-from, --meta, --name or --drop-stats) "
-                  "[WPACK_E_EMPTY]", archive);
+        cli_error("update %s: nothing to change (give --stats, --stats-from, --meta, --name or "
+                  "--drop-stats) [WPACK_E_EMPTY]", archive);
         goto done;
     }
     status = CLI_FAIL;
