@@ -9,6 +9,7 @@
 
 #include "atomic_file.h"
 #include "cli.h"
+#include "export.h"
 #include "internal.h"
 #include "npy.h"
 
@@ -56,19 +57,11 @@ static const char help[] =
     "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n"
     CLI_CACHE_HELP;
 
-/* The file name for a tensor name (see help). */
+/* The file name for a tensor name (see help): the exporters' escapes, and a
+ * name too long for a file system cut with its hash after it. */
 static void file_name(const char *name, size_t n, char *out, size_t len)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 4 < len; i++) {
-        unsigned char c = (unsigned char)name[i];
-        if (c == '/' || c == '%' || (i == 0 && c == '.'))
-            o += (size_t)snprintf(out + o, len - o, "%%%02X", c);
-        else
-            out[o++] = (char)c;
-    }
-    out[o] = 0;
-    if (o > 200)
+    if (wpk_entry_file_name(name, n, out, len) > 200)
         snprintf(out + 180, len - 180, "~%016llx", (unsigned long long)wpk_xxh3(name, n));
 }
 

@@ -221,17 +221,23 @@ out:
     return rc;
 }
 
-static void escaped_name(const char *name, char *out, size_t len)
+size_t wpk_entry_file_name(const char *name, size_t n, char *out, size_t len)
 {
     size_t o = 0;
-    for (size_t i = 0; name[i] && o + 8 < len; i++) {
+    if (!len)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)name[i];
-        if (c == '/' || c == '%' || (i == 0 && c == '.'))
+        int escape = c == '/' || c == '%' || (i == 0 && c == '.');
+        if (o + (escape ? 3 : 1) >= len)
+            break;
+        if (escape)
             o += (size_t)snprintf(out + o, len - o, "%%%02X", c);
         else
             out[o++] = (char)c;
     }
-    snprintf(out + o, len - o, ".npy");
+    out[o] = 0;
+    return o;
 }
 
 static int put_archive(void *ctx, const void *p, size_t n)
@@ -273,7 +279,8 @@ static int export_bundle(const wpack_archive *ar, int format, int fd, const done
             rc = WPACK_E_UNSUPPORTED;
             break;
         }
-        escaped_name(t.name, name, sizeof name);
+        size_t nl = wpk_entry_file_name(t.name, t.name_len, name, sizeof name - 4);
+        memcpy(name + nl, ".npy", 5);
         archive_entry_clear(e);
         archive_entry_set_pathname(e, name);
         archive_entry_set_filetype(e, AE_IFREG);

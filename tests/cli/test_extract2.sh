@@ -110,6 +110,36 @@ if [ "$(ls nc | wc -l)" = 2 ]; then pass extract_collision_one_side_files; else 
 expect extract_twice_once "$WPACK" extract "$R/splat_8m.wpack" -o tw small small
 grep -q '^extracted 1 tensors (16 B) to tw$' "$T/err" && pass extract_twice_counted_once || fail extract_twice_counted_once "$(cat "$T/err")"
 
+# --- 2b. file names: one escape rule for extract's files and npz/tar members
+# '/', '%' and a leading '.' become %2F, %25, %2E; extract cuts a name past
+# 200 bytes and adds its hash (a file system's 255-byte limit).
+if py_wpack - "$T/esc.wpack" <<'PY'
+import sys, numpy as np, wpack
+names = ["enc/layer.0", "50%", ".hidden", "a.b", "./x", "Z" * 210]
+wpack.save_file({n: np.full(2, i, np.float32) for i, n in enumerate(names)}, sys.argv[1])
+PY
+then
+    want=$(printf '%s\n' 'enc%2Flayer.0.npy' '50%25.npy' '%2Ehidden.npy' 'a.b.npy' '%2E%2Fx.npy' | sort)
+    expect extract_escapes "$WPACK" extract -q "$T/esc.wpack" -o esc
+    got=$(cd esc && ls | grep -v '^ZZZ' | sort)
+    [ "$got" = "$want" ] && pass extract_escaped_names || fail extract_escaped_names "$got"
+    long=$(cd esc && ls | grep '^ZZZ')
+    [[ "$long" =~ ^Z{180}~[0-9a-f]{16}\.npy$ ]] && pass extract_long_name_cut || fail extract_long_name_cut "$long"
+    for fmt in npz tar; do
+        expect "export_${fmt}_escapes" "$WPACK" export -q "$T/esc.wpack" --to $fmt -o "esc.$fmt"
+        got=$("$PY" -c 'import sys, tarfile, zipfile
+p = sys.argv[1]
+n = zipfile.ZipFile(p).namelist() if p.endswith(".npz") else tarfile.open(p).getnames()
+print("\n".join(sorted(x for x in n if not x.startswith("ZZZ"))))
+print(*[len(x) for x in n if x.startswith("ZZZ")])' "esc.$fmt")
+        # members keep the whole name (no file-system limit inside an archive)
+        [ "$got" = "$want"$'\n214' ] && pass "export_${fmt}_escaped_names" ||
+            fail "export_${fmt}_escaped_names" "$got"
+    done
+else
+    fail extract_escapes_archive "save_file of the escape test's archive failed"
+fi
+
 # --- 3. the real cause of a read failure -----------------------------------
 # (DECODE today; CHECKSUM is as true if the stored bytes get checked first)
 mkdir -p db  # mkdir's EEXIST was the stale errno the issue saw
