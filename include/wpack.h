@@ -669,6 +669,11 @@ void wpack_writer_options_init(wpack_writer_options *opt);
  *
  * Like the reader, *out receives a handle even on failure (for its message)
  * unless memory runs out; free a failed one with wpack_writer_abort().
+ * A refused call (a bad argument, a name given twice) changes nothing and
+ * the writer goes on; a failure that leaves the temporary file unfinishable
+ * (a failed open or write, a tensor ended short) fails the writer: every
+ * later call, finish included, returns that code and the message keeps
+ * saying what broke it.
  */
 int wpack_writer_open(wpack_writer **out, const char *path, const wpack_writer_options *opt);
 int wpack_writer_errcode(const wpack_writer *w);

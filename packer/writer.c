@@ -15,11 +15,26 @@
 
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
 {
+    if (w->failed) /* the message says what broke the writer: keep it */
+        return w->errcode ? w->errcode : WPACK_E_STATE;
     va_list ap;
     va_start(ap, fmt);
     w->errcode = code;
     wpk_vfmt(w->errmsg, sizeof w->errmsg, fmt, ap);
     va_end(ap);
+    return code;
+}
+
+int wpk_wbreak(wpack_writer *w, int code, const char *fmt, ...)
+{
+    if (w->failed)
+        return w->errcode ? w->errcode : WPACK_E_STATE;
+    va_list ap;
+    va_start(ap, fmt);
+    w->errcode = code;
+    wpk_vfmt(w->errmsg, sizeof w->errmsg, fmt, ap);
+    va_end(ap);
+    w->failed = 1;
     return code;
 }
 
@@ -55,8 +70,22 @@ int wpack_writer_open(wpack_writer **out, const char *path, const wpack_writer_o
     return wpk_writer_open_flags(out, path, opt, 0);
 }
 
+static int open_writer(wpack_writer **out, const char *path, const wpack_writer_options *opt,
+                       unsigned atomic_flags);
+
+/* A writer whose open failed is failed: every call but abort returns the
+ * open's error (it has no file, and maybe no buffers, to write to). */
 int wpk_writer_open_flags(wpack_writer **out, const char *path, const wpack_writer_options *opt,
                           unsigned atomic_flags)
+{
+    int rc = open_writer(out, path, opt, atomic_flags);
+    if (rc && *out)
+        (*out)->failed = 1;
+    return rc;
+}
+
+static int open_writer(wpack_writer **out, const char *path, const wpack_writer_options *opt,
+                       unsigned atomic_flags)
 {
     wpack_writer *w = calloc(1, sizeof *w);
     *out = w;
@@ -97,6 +126,8 @@ int wpk_writer_open_flags(wpack_writer **out, const char *path, const wpack_writ
                          WPK_LIMIT_HIST_BINS);
     if (w->opt.weight_stats)
         w->stats_isa = wpk_acc_isa(w->opt.portable_stats);
+    if (!path)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "wpack_writer_open: NULL path");
     size_t plen = strlen(path);
     w->path = malloc(plen + 1);
     w->obuf = malloc(WPK_WRITER_OBUF_SIZE);

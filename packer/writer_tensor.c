@@ -37,6 +37,9 @@ static int tensor_size(wpack_writer *w, const char *name, int dtype, unsigned ra
     }
     if (!unit || dtype > 255)
         return wpk_wfail(w, WPACK_E_DTYPE, "tensor '%s': unknown dtype %d", name, dtype);
+    if (rank && !dims)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "tensor '%s': NULL dims for rank %u", name,
+                         rank);
     uint64_t n = 1;
     for (unsigned d = 0; d < rank; d++)
         if (!wpk_mul(n, dims[d], &n))
@@ -278,10 +281,8 @@ int wpack_writer_write_zeros(wpack_writer *w, uint64_t nbytes)
     int rc = wpk_out_flush(w);
     if (rc)
         return rc;
-    if (lseek(w->fd, (off_t)nbytes, SEEK_CUR) < 0) {
-        w->failed = 1;
-        return wpk_wfail(w, WPACK_E_IO, "%s: seek failed: %s", w->tmp_path, strerror(errno));
-    }
+    if (lseek(w->fd, (off_t)nbytes, SEEK_CUR) < 0)
+        return wpk_wbreak(w, WPACK_E_IO, "%s: seek failed: %s", w->tmp_path, strerror(errno));
     w->pos += nbytes;
     w->cur_written += nbytes;
     return WPACK_OK;
@@ -298,12 +299,11 @@ int wpack_writer_end_tensor(wpack_writer *w)
         w->in_tensor = 0;
         return wpk_shards_end(w, e);
     }
-    if (w->cur_written != w->cur_expected) {
-        w->failed = 1; /* the file now holds a short extent: the archive cannot be finished */
-        return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape needs %llu",
-                         wpk_pool_str(w, e->name), (unsigned long long)w->cur_written,
-                         (unsigned long long)w->cur_expected);
-    }
+    /* a short extent in the file: the archive cannot be finished */
+    if (w->cur_written != w->cur_expected)
+        return wpk_wbreak(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape needs %llu",
+                          wpk_pool_str(w, e->name), (unsigned long long)w->cur_written,
+                          (unsigned long long)w->cur_expected);
     e->checksum = wpk_hasher_digest(w->hasher);
     w->in_tensor = 0;
     if (wpk_compress_active(w))

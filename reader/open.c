@@ -236,6 +236,8 @@ int wpk_open_at(wpack_archive **out, int dirfd, const char *name, const char *pa
     *out = ar;
     if (!ar)
         return WPACK_E_NOMEM;
+    if (!path || !name)
+        return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT, "wpack_open_file: NULL path");
     ar->path = strdup(path);
     if (!ar->path)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");

@@ -330,6 +330,56 @@ static void test_writer_rejects(void)
     wpack_writer_abort(w);
 }
 
+/* A writer that failed keeps saying why: a failed open refuses every call
+ * with the open's error (it used to take tensors, returning WPACK_OK, and
+ * crashed when the open failed before its buffers existed), and after a
+ * failure that breaks the file (a short tensor) a later refused call
+ * (a NULL string) neither hides the cause nor changes finish's result.
+ * NULL path and NULL dims are refused, not dereferenced. */
+static void test_writer_failed_stays_failed(void)
+{
+    char path[512], bad[600], err[600] = "";
+    path_in_dir(path, sizeof path, "failed.wpack");
+    snprintf(bad, sizeof bad, "%s/no/such/dir/x.wpack", dir);
+    uint64_t dims[1] = {4};
+    float f[4] = {1, 2, 3, 4};
+    wpack_writer *w;
+    wpack_writer_options o;
+    wpack_writer_options_init(&o);
+    o.alignment = 3; /* refused before the writer has buffers */
+    CHECK(wpack_writer_open(&w, path, &o) == WPACK_E_ALIGNMENT, "bad alignment");
+    CHECK(wpack_writer_add_tensor(w, "x", WPACK_DTYPE_F32, 1, dims, f, sizeof f) ==
+              WPACK_E_ALIGNMENT, "add_tensor after a failed open");
+    CHECK(wpack_writer_set_string(w, "k", "v") == WPACK_E_ALIGNMENT, "set_string after it");
+    CHECK(strstr(wpack_writer_errmsg(w), "alignment 3"), "%s", wpack_writer_errmsg(w));
+    wpack_writer_abort(w);
+    CHECK(wpack_writer_open(&w, bad, NULL) == WPACK_E_IO, "no directory");
+    CHECK(wpack_writer_add_tensor(w, "x", WPACK_DTYPE_F32, 1, dims, f, sizeof f) == WPACK_E_IO,
+          "add_tensor after a failed open");
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_E_IO && strstr(err, "no/such"), "%s",
+          err);
+    CHECK(wpack_writer_open(&w, NULL, NULL) == WPACK_E_INVALID_ARGUMENT, "NULL path");
+    wpack_writer_abort(w);
+
+    CHECK(wpack_writer_open(&w, path, NULL) == WPACK_OK, "open");
+    CHECK(wpack_writer_add_tensor(w, "n", WPACK_DTYPE_F32, 1, NULL, f, sizeof f) ==
+              WPACK_E_INVALID_ARGUMENT, "NULL dims");
+    CHECK(wpack_writer_add_splat(w, "s", WPACK_DTYPE_F32, 1, NULL, f, sizeof *f) ==
+              WPACK_E_INVALID_ARGUMENT, "NULL dims for a splat");
+    CHECK(wpack_writer_begin_tensor(w, "z", WPACK_DTYPE_F32, 1, dims) == WPACK_OK, "begin");
+    CHECK(wpack_writer_write(w, f, 4) == WPACK_OK, "a quarter");
+    CHECK(wpack_writer_end_tensor(w) == WPACK_E_SIZE, "short tensor");
+    CHECK(wpack_writer_set_string(w, "k", NULL) == WPACK_E_SIZE, "a later refused call");
+    CHECK(strstr(wpack_writer_errmsg(w), "'z'"), "message still names the short tensor: %s",
+          wpack_writer_errmsg(w));
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_E_SIZE && strstr(err, "'z'"), "%s", err);
+    CHECK(access(path, F_OK) != 0, "nothing at the path");
+    CHECK_EQ(count_tmp_files(), 0);
+    wpack_archive *ar;
+    CHECK(wpack_open_file(&ar, NULL, 0) == WPACK_E_INVALID_ARGUMENT, "reader: NULL path");
+    wpack_close(ar);
+}
+
 /* Bools are 0 or 1 (spec, dtypes): the writer refuses other bytes in a
  * whole tensor (no entry is left behind), in a streamed write (the write
  * changes nothing and the tensor can go on), and as a splat fill; 0/1 data
@@ -621,6 +671,7 @@ int main(void)
     RUN(test_roundtrip_file_and_memory);
     RUN(test_auto_stats_and_histogram);
     RUN(test_writer_rejects);
+    RUN(test_writer_failed_stays_failed);
     RUN(test_writer_bool_values);
     RUN(test_verify_bool_values);
     RUN(test_verify_bool_compressed_and_splat);
