@@ -57,6 +57,21 @@ ldd "$SO" | grep -q 'libcurl' && fail core_needs_no_libcurl || pass core_needs_n
 ldd "$BUILD_DIR/libwpack-remote.so" 2>/dev/null | grep -q 'libcurl' && pass remote_links_libcurl || fail remote_links_libcurl
 nm -D --defined-only "$BUILD_DIR/libwpack-remote.so" | grep -q ' wpack_open_url$' && pass remote_api_exported || fail remote_api_exported
 
+# Each public header compiles alone, as strict C11 and C99 and as C++
+# (extern "C": a C++ program links against the C library).
+for h in wpack wpack_import wpack_dense wpack_mlir wpack_remote; do
+    printf '#include "%s.h"\nint main(void) { return wpack_version_number() == 0; }\n' "$h" >"$T/h_$h.c"
+    for std in c11 c99; do
+        cc -std=$std -Wall -Wextra -pedantic -Werror -I"$ROOT/include" -c "$T/h_$h.c" -o "$T/h.o" 2>"$T/h.err" &&
+            pass "header_alone_${std}_$h" || fail "header_alone_${std}_$h" "$(head -3 "$T/h.err")"
+    done
+    if command -v c++ >/dev/null; then
+        cp "$T/h_$h.c" "$T/h_$h.cpp"
+        c++ ${SAN:-} -std=c++11 -Wall -Wextra -pedantic -Werror -I"$ROOT/include" -o "$T/h_cxx" "$T/h_$h.cpp" \
+            -L"$BUILD_DIR" -lwpack 2>"$T/h.err" && pass "header_cxx_links_$h" || fail "header_cxx_links_$h" "$(head -3 "$T/h.err")"
+    fi
+done
+
 P="$T/prefix"
 if make -s -C "$ROOT" install BUILD="$(basename "$BUILD_DIR")" PREFIX="$P" OPT="${OPT:--O2 -g}" SAN="${SAN:-}" >"$T/inst.log" 2>&1; then
     pass make_install
