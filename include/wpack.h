@@ -20,7 +20,10 @@
  *  - Thread safety: after a successful open, any number of threads may call
  *    the reader functions on one wpack_archive at once (what they change -
  *    error message, per-entry check marks, the kept zstd chunk - is locked
- *    or atomic), except wpack_close(). A writer handle belongs to one thread.
+ *    or atomic), except wpack_close() and wpack_set_executor(); such
+ *    threads read a failure's message with wpack_errmsg_copy(), not
+ *    wpack_errmsg(). A writer or update handle belongs to one thread at a
+ *    time. The library keeps no state between calls outside its handles.
  */
 #ifndef WPACK_H
 #define WPACK_H
@@ -272,9 +275,18 @@ typedef struct wpack_source {
 int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned flags);
 void wpack_close(wpack_archive *ar);
 
-/* The last error on this handle: code and message ("" when none). */
+/* The last error on this handle: code and message ("" when none). The
+ * message is the handle's one buffer: while other threads may fail on the
+ * same handle it can be rewritten as it is read; use wpack_errmsg_copy()
+ * there. */
 int wpack_errcode(const wpack_archive *ar);
 const char *wpack_errmsg(const wpack_archive *ar);
+/* The last error's code (returned) and message (into buf, cut to len - 1
+ * bytes and NUL-terminated; nothing for len 0), taken together under the
+ * handle's lock: safe while other threads read ar. With several threads
+ * failing at once the pair is one of theirs, whole. NULL ar: "out of
+ * memory", WPACK_E_NOMEM. */
+int wpack_errmsg_copy(const wpack_archive *ar, char *buf, size_t len);
 
 typedef struct wpack_info {
     uint16_t format_major, format_minor;

@@ -293,7 +293,25 @@ void wpack_close(wpack_archive *ar)
 
 int wpack_errcode(const wpack_archive *ar)
 {
-    return ar ? ar->errcode : WPACK_E_NOMEM;
+    if (!ar)
+        return WPACK_E_NOMEM;
+    pthread_mutex_lock((pthread_mutex_t *)&ar->err_lock);
+    int code = ar->errcode;
+    pthread_mutex_unlock((pthread_mutex_t *)&ar->err_lock);
+    return code;
+}
+
+int wpack_errmsg_copy(const wpack_archive *ar, char *buf, size_t len)
+{
+    if (!ar) {
+        wpk_fmt(buf, len, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    pthread_mutex_lock((pthread_mutex_t *)&ar->err_lock);
+    int code = ar->errcode;
+    wpk_fmt(buf, len, "%s", ar->errmsg);
+    pthread_mutex_unlock((pthread_mutex_t *)&ar->err_lock);
+    return code;
 }
 
 const char *wpack_errmsg(const wpack_archive *ar)

@@ -169,6 +169,7 @@ _PROTOS = {
     "wpack_close": (None, [VP]),
     "wpack_errcode": (I, [VP]),
     "wpack_errmsg": (CP, [VP]),
+    "wpack_errmsg_copy": (I, [VP, ctypes.c_char_p, SZ]),
     "wpack_get_info": (None, [VP, ctypes.POINTER(Info)]),
     "wpack_count": (U64, [VP]),
     "wpack_tensor_at": (I, [VP, U64, ctypes.POINTER(Tensor)]),
