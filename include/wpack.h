@@ -167,7 +167,9 @@ int wpack_dtype_is_float(int dtype);
 
 typedef struct wpack_archive wpack_archive;
 
-/* Flags for wpack_open_file() and wpack_open_memory(). */
+/* Flags for wpack_open_file(), wpack_open_memory() and wpack_open_source().
+ * Any other bit is WPACK_E_INVALID_ARGUMENT: a flag of a newer header is
+ * refused, not ignored. */
 #define WPACK_OPEN_VERIFY 1u  /* also verify every entry at open (wpack_verify_all) */
 /* Sharded sets: follow symbolic links among the shard names (refused by
  * default with WPACK_E_FILE_TYPE: a link may lead out of the manifest's
@@ -409,7 +411,8 @@ typedef struct wpack_executor {
 } wpack_executor;
 int wpack_set_executor(wpack_archive *ar, const wpack_executor *ex);
 
-/* Flags for wpack_read_ex() and wpack_read_stream(). */
+/* Flags for wpack_read_ex() and wpack_read_stream() (any other bit:
+ * WPACK_E_INVALID_ARGUMENT, as is a NULL dst with nbytes > 0). */
 #define WPACK_READ_VERIFY 1u  /* check the entry's bytes, as WPACK_OPEN_VERIFY_READS does */
 
 /*

@@ -579,6 +579,64 @@ static void test_open_errors_name_the_file(void)
     wpack_writer_abort(NULL);
 }
 
+static int count_piece(void *user, const void *data, size_t n)
+{
+    (void)data;
+    *(size_t *)user += n;
+    return 0;
+}
+
+static void count_close(void *user)
+{
+    (*(int *)user)++;
+}
+
+/* A flag this library does not know is refused, not ignored (a newer
+ * header's flag may ask for a check); so is a NULL destination, and a
+ * source that cannot be read still gets its close call. */
+static void test_unknown_flags_refused(void)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "model.wpack");
+    wpack_archive *ar;
+    CHECK(wpack_open_file(&ar, path, 0x100) == WPACK_E_INVALID_ARGUMENT &&
+              strstr(wpack_errmsg(ar), "0x100") && strstr(wpack_errmsg(ar), path),
+          "open_file: %s", wpack_errmsg(ar));
+    wpack_close(ar);
+    size_t len = 0;
+    uint8_t *buf = test_slurp(path, &len);
+    CHECK(buf != NULL, "read %s", path);
+    CHECK(wpack_open_memory(&ar, buf, len, 8) == WPACK_E_INVALID_ARGUMENT, "open_memory");
+    wpack_close(ar);
+    int closed = 0;
+    wpack_source src = {.user = &closed, .close = count_close};
+    CHECK(wpack_open_source(&ar, &src, 0) == WPACK_E_INVALID_ARGUMENT, "no read, no base");
+    wpack_close(ar);
+    CHECK_EQ(closed, 1);
+    src.base = buf;
+    src.size = len;
+    CHECK(wpack_open_source(&ar, &src, 1u << 31) == WPACK_E_INVALID_ARGUMENT, "open_source");
+    wpack_close(ar);
+    CHECK_EQ(closed, 2);
+    CHECK(wpack_open_memory(&ar, buf, len, WPACK_OPEN_VERIFY | WPACK_OPEN_VERIFY_READS) ==
+              WPACK_OK, "known flags");
+    wpack_tensor t;
+    CHECK(wpack_find(ar, "encoder.layers.0.attn.q_proj.weight", &t) == WPACK_OK, "find");
+    char out[8];
+    size_t seen = 0;
+    CHECK(wpack_read_ex(ar, t.index, 0, out, sizeof out, 0x80) == WPACK_E_INVALID_ARGUMENT,
+          "read_ex");
+    CHECK(wpack_read_ex(ar, t.index, 0, NULL, sizeof out, 0) == WPACK_E_INVALID_ARGUMENT,
+          "NULL dst");
+    CHECK(wpack_read(ar, t.index, 0, NULL, 0) == WPACK_OK, "NULL dst, 0 bytes");
+    CHECK(wpack_read_stream(ar, t.index, count_piece, &seen, 0x80) == WPACK_E_INVALID_ARGUMENT &&
+              seen == 0, "read_stream");
+    CHECK(wpack_read_stream(ar, t.index, count_piece, &seen, WPACK_READ_VERIFY) == WPACK_OK &&
+              seen == t.nbytes, "read_stream verify");
+    wpack_close(ar);
+    free(buf);
+}
+
 typedef struct {
     wpack_archive *ar;
     int bad;
@@ -677,6 +735,7 @@ int main(void)
     RUN(test_verify_bool_compressed_and_splat);
     RUN(test_atomic_replace);
     RUN(test_open_errors_name_the_file);
+    RUN(test_unknown_flags_refused);
     RUN(test_concurrent_readers);
     RUN(test_many_entries_and_long_names);
     char cmd[512];
