@@ -161,8 +161,7 @@ static int open_writer(wpack_writer **out, const char *path, const wpack_writer_
 
 /* ---- strings ---- */
 
-/* Intern a checked name/key into the pool. */
-int wpk_pool_name(wpack_writer *w, const char *s, const char *what, wpk_str_ref *ref)
+int wpk_name_ok(wpack_writer *w, const char *s, const char *what)
 {
     if (!s)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "%s: NULL name", what);
@@ -173,6 +172,16 @@ int wpk_pool_name(wpack_writer *w, const char *s, const char *what, wpk_str_ref 
         wpk_quote(q, sizeof q, s, n);
         return wpk_wfail(w, WPACK_E_NAME, "%s '%s': %s", what, q, why);
     }
+    return WPACK_OK;
+}
+
+/* Intern a checked name/key into the pool. */
+int wpk_pool_name(wpack_writer *w, const char *s, const char *what, wpk_str_ref *ref)
+{
+    int rc = wpk_name_ok(w, s, what);
+    if (rc)
+        return rc;
+    size_t n = strlen(s);
     ref->off = w->strings.len;
     ref->len = (uint32_t)n;
     if (!wpk_buf_append(&w->strings, s, n + 1))

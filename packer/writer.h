@@ -145,6 +145,9 @@ int wpk_par_hist_feed(wpack_writer *w, uint64_t *counts, uint32_t bins, double l
 
 /* WPACK_OK when the writer takes calls: not failed, no tensor open. */
 int wpk_writer_usable(wpack_writer *w);
+/* WPACK_OK for a name or key the format takes, else a refusal naming it
+ * (what, then the name escaped): checked before any message quotes it raw. */
+int wpk_name_ok(wpack_writer *w, const char *s, const char *what);
 /* Intern a checked name or key (what: for the message) into the pool. */
 int wpk_pool_name(wpack_writer *w, const char *s, const char *what, wpk_str_ref *ref);
 /* Name-set callbacks (nameset.h): entry names, metadata keys, name-map names. */

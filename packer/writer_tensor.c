@@ -24,6 +24,9 @@ int wpk_writer_room(wpack_writer *w, const char *what, uint64_t nbytes)
 static int tensor_size(wpack_writer *w, const char *name, int dtype, unsigned rank,
                        const uint64_t *dims, uint64_t *nbytes)
 {
+    int rc = wpk_name_ok(w, name, "tensor"); /* the messages below show it as it is */
+    if (rc)
+        return rc;
     if (rank > WPACK_MAX_RANK)
         return wpk_wfail(w, WPACK_E_RANK, "tensor '%s': rank %u above the limit of 8", name, rank);
     uint64_t unit = wpack_dtype_size(dtype), block = 1;
@@ -99,8 +102,6 @@ static int tensor_args(wpack_writer *w, const char *name, int dtype, unsigned ra
     int rc = wpk_writer_usable(w);
     if (rc)
         return rc;
-    if (!name)
-        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "tensor: NULL name");
     return tensor_size(w, name, dtype, rank, dims, nbytes);
 }
 
@@ -343,10 +344,10 @@ int wpack_writer_add_splat(wpack_writer *w, const char *name, int dtype, unsigne
     int rc = wpk_writer_usable(w);
     if (rc)
         return rc;
-    if (!name || !fill)
-        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "splat: NULL name or fill");
     if ((rc = tensor_size(w, name, dtype, rank, dims, &nbytes)))
         return rc;
+    if (!fill)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "splat '%s': NULL fill", name);
     uint64_t unit = wpack_dtype_size(dtype);
     if (dtype >= WPACK_DTYPE_BLOCK_BASE)
         unit = ((wpk_pending_dtype *)(void *)w->dtypes.p)[dtype - WPACK_DTYPE_BLOCK_BASE].block_bytes;
@@ -391,15 +392,16 @@ int wpack_writer_add_external(wpack_writer *w, const char *name, uint32_t shard,
     int rc = wpk_writer_usable(w);
     if (rc)
         return rc;
+    if ((rc = wpk_name_ok(w, name, "external")))
+        return rc;
     if (w->shards)
-        return wpk_wfail(w, WPACK_E_STATE, "external '%s': this writer makes its own shards",
-                         name ? name : "");
+        return wpk_wfail(w, WPACK_E_STATE, "external '%s': this writer makes its own shards", name);
     if (!t || t->kind != WPACK_KIND_DATA || t->codec != WPACK_CODEC_NONE || shard >= WPK_MAX_SHARDS)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT,
                          "external '%s': needs an uncompressed data entry and a shard number below %u",
-                         name ? name : "", WPK_MAX_SHARDS);
+                         name, WPK_MAX_SHARDS);
     uint64_t nbytes;
-    if ((rc = tensor_size(w, name ? name : "", t->dtype, t->rank, t->dims, &nbytes)))
+    if ((rc = tensor_size(w, name, t->dtype, t->rank, t->dims, &nbytes)))
         return rc;
     if (nbytes != t->stored_length)
         return wpk_wfail(w, WPACK_E_SIZE, "external '%s': stored length disagrees with the shape", name);

@@ -380,6 +380,57 @@ static void test_writer_failed_stays_failed(void)
     wpack_close(ar);
 }
 
+static int has_control_byte(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 1;
+    return 0;
+}
+
+/* A name the format refuses is refused first, escaped in the message: the
+ * other checks' messages (a rank, a NULL value, a bad array or stats
+ * record) quote names as they are and never see one with control bytes. */
+static void test_writer_messages_escape_names(void)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "esc.wpack");
+    const char *bad = "a\x1b]0;pwned\x07\x1b[31m";
+    uint64_t dims[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    float f = 1;
+    double v = 1;
+    wpack_stats_in st = {.key = bad, .kind = 99, .channels = 1, .min = &v, .max = &v,
+                         .absmax = &v, .mean = &v, .variance = &v};
+    wpack_writer *w;
+    CHECK(wpack_writer_open(&w, path, NULL) == WPACK_OK, "open");
+    struct {
+        const char *what;
+        int rc;
+    } calls[6];
+    calls[0].what = "add_tensor, rank 9";
+    calls[0].rc = wpack_writer_add_tensor(w, bad, WPACK_DTYPE_F32, 9, dims, &f, 4);
+    const char *m0 = wpack_writer_errmsg(w);
+    CHECK(!has_control_byte(m0) && strstr(m0, "\\x1b"), "%s escaped: %s", calls[0].what, m0);
+    calls[1].what = "add_splat, NULL fill";
+    calls[1].rc = wpack_writer_add_splat(w, bad, WPACK_DTYPE_F32, 1, dims, NULL, 4);
+    CHECK(!has_control_byte(wpack_writer_errmsg(w)), "%s", calls[1].what);
+    calls[2].what = "set_string, NULL value";
+    calls[2].rc = wpack_writer_set_string(w, bad, NULL);
+    CHECK(!has_control_byte(wpack_writer_errmsg(w)), "%s", calls[2].what);
+    calls[3].what = "set_array, bad type";
+    calls[3].rc = wpack_writer_set_array(w, bad, 99, 1, &v);
+    CHECK(!has_control_byte(wpack_writer_errmsg(w)), "%s", calls[3].what);
+    calls[4].what = "add_stats, bad kind";
+    calls[4].rc = wpack_writer_add_stats(w, &st);
+    CHECK(!has_control_byte(wpack_writer_errmsg(w)), "%s", calls[4].what);
+    calls[5].what = "add_external, no entry";
+    calls[5].rc = wpack_writer_add_external(w, bad, 0, NULL);
+    CHECK(!has_control_byte(wpack_writer_errmsg(w)), "%s", calls[5].what);
+    for (int i = 0; i < 6; i++)
+        CHECK(calls[i].rc == WPACK_E_NAME, "%s: %s", calls[i].what, wpack_error_name(calls[i].rc));
+    wpack_writer_abort(w);
+}
+
 /* Bools are 0 or 1 (spec, dtypes): the writer refuses other bytes in a
  * whole tensor (no entry is left behind), in a streamed write (the write
  * changes nothing and the tensor can go on), and as a splat fill; 0/1 data
@@ -730,6 +781,7 @@ int main(void)
     RUN(test_auto_stats_and_histogram);
     RUN(test_writer_rejects);
     RUN(test_writer_failed_stays_failed);
+    RUN(test_writer_messages_escape_names);
     RUN(test_writer_bool_values);
     RUN(test_verify_bool_values);
     RUN(test_verify_bool_compressed_and_splat);
