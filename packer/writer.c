@@ -13,26 +13,31 @@
 #include "writer.h"
 #include "writer_shards.h"
 
-int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
+/* Set the code and message, unless the writer failed: the message then
+ * says what broke it, and stays. */
+static int set_error(wpack_writer *w, int code, const char *fmt, va_list ap)
 {
-    if (w->failed) /* the message says what broke the writer: keep it */
+    if (w->failed)
         return w->errcode ? w->errcode : WPACK_E_STATE;
-    va_list ap;
-    va_start(ap, fmt);
     w->errcode = code;
     wpk_vfmt(w->errmsg, sizeof w->errmsg, fmt, ap);
+    return code;
+}
+
+int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    code = set_error(w, code, fmt, ap);
     va_end(ap);
     return code;
 }
 
 int wpk_wbreak(wpack_writer *w, int code, const char *fmt, ...)
 {
-    if (w->failed)
-        return w->errcode ? w->errcode : WPACK_E_STATE;
     va_list ap;
     va_start(ap, fmt);
-    w->errcode = code;
-    wpk_vfmt(w->errmsg, sizeof w->errmsg, fmt, ap);
+    code = set_error(w, code, fmt, ap);
     va_end(ap);
     w->failed = 1;
     return code;
