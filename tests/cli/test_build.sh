@@ -14,6 +14,16 @@ for lib in wpack wpack-import wpack-dense wpack-mlir wpack-remote; do
     others=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^wpack_' | grep -v '^_')
     [ -z "$others" ] && pass "only_wpack_symbols_exported_$lib" || fail "only_wpack_symbols_exported_$lib" "$others"
     objdump -p "$so" | grep -q "SONAME *lib$lib.so.0$" && pass "soname_$lib" || fail "soname_$lib" "$(objdump -p "$so" | grep SONAME)"
+    # Every call its header declares is exported (a version script that
+    # leaves one out breaks only programs linking the shared library: the
+    # CLI and the unit tests link the static ones), and nothing else.
+    header=$ROOT/include/$(echo "$lib" | tr - _).h
+    declared=$(grep -v -E '^ *(\*|/\*|#)' "$header" | grep -oE '\bwpack_[a-z0-9_]+ *\(' | tr -d ' (' | sort -u)
+    exported=$(nm -D --defined-only "$so" | awk '{print $3}' | sort -u)
+    missing=$(comm -23 <(echo "$declared") <(echo "$exported") | tr '\n' ' ')
+    extra=$(comm -13 <(echo "$declared") <(echo "$exported") | tr '\n' ' ')
+    [ -n "$declared" ] && [ -z "$missing$extra" ] && pass "exports_match_header_$lib" ||
+        fail "exports_match_header_$lib" "declared, not exported: ${missing:-none}; exported, not declared: ${extra:-none}"
     # What a library may not call (the caller owns the process): the
     # environment, the umask, the process's exit, signals and locale, the
     # standard streams (messages go to the caller), assert, and threads
