@@ -11,7 +11,9 @@
  *    wpack_error code. wpack_error_name() names a code; the handle that the
  *    call was made on carries a readable message (wpack_errmsg(),
  *    wpack_writer_errmsg()) saying what failed and where.
- *  - Handles are opaque. Closing or aborting NULL is a no-op.
+ *  - Handles are opaque. Closing or aborting NULL is a no-op. A NULL path,
+ *    name or key (open, find, prefix range, metadata and stats lookups,
+ *    writer calls) is WPACK_E_INVALID_ARGUMENT, as are unknown flag bits.
  *  - Strings handed out by the reader point into the archive and are
  *    NUL-terminated (the format guarantees a NUL after every string); they
  *    stay valid until wpack_close().

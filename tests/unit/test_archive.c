@@ -684,6 +684,16 @@ static void test_unknown_flags_refused(void)
               seen == 0, "read_stream");
     CHECK(wpack_read_stream(ar, t.index, count_piece, &seen, WPACK_READ_VERIFY) == WPACK_OK &&
               seen == t.nbytes, "read_stream verify");
+    /* NULL names in lookups: refused, not dereferenced */
+    uint64_t first, count;
+    wpack_meta m;
+    wpack_stats st;
+    CHECK(wpack_find(ar, NULL, &t) == WPACK_E_INVALID_ARGUMENT, "find NULL");
+    CHECK(wpack_prefix_range(ar, NULL, &first, &count) == WPACK_E_INVALID_ARGUMENT, "prefix NULL");
+    CHECK(wpack_meta_find(ar, NULL, &m) == WPACK_E_INVALID_ARGUMENT, "meta_find NULL");
+    CHECK(wpack_stats_find(ar, NULL, WPACK_STATS_WEIGHT, &st) == WPACK_E_INVALID_ARGUMENT,
+          "stats_find NULL");
+    CHECK(wpack_dtype_from_name(NULL) == 0, "dtype_from_name NULL");
     wpack_close(ar);
     free(buf);
 }
