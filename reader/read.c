@@ -102,6 +102,8 @@ static int read_raw(const wpack_archive *ar, uint64_t i, uint64_t offset, void *
     wpk_fill_tensor(ar, i, &t);
     if (!wpk_in_bounds(offset, nbytes, t.nbytes))
         return WPACK_E_INVALID_ARGUMENT;
+    if (!nbytes) /* dst may be NULL */
+        return WPACK_OK;
     if (wpk_needs_fetch(ar, &t))
         return wpk_source_read(ar, &t, offset, dst, nbytes);
     if (t.codec == WPACK_CODEC_ZSTD)
