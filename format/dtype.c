@@ -42,7 +42,7 @@ const char *wpack_dtype_name(int dtype)
 
 int wpack_dtype_from_name(const char *name)
 {
-    for (size_t i = 1; i < sizeof table / sizeof table[0]; i++)
+    for (size_t i = 1; name && i < sizeof table / sizeof table[0]; i++)
         if (strcmp(table[i].name, name) == 0)
             return (int)i;
     return 0;

@@ -139,6 +139,13 @@ static void trace(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+/* A name or key the format refuses: the writer checks it first, so a call
+ * that has one fails with WPACK_E_NAME whatever else is wrong with it. */
+static int bad_name(const char *name)
+{
+    return wpk_name_problem((const uint8_t *)name, strlen(name)) != NULL;
+}
+
 /* A writer call that failed must have failed with one of the allowed codes. */
 static void rejected(const model *md, int rc, uint64_t allowed, const char *what)
 {
@@ -317,10 +324,11 @@ static void op_tensor(model *md, input *in, int streamed)
         }
     }
     if (rc != WPACK_OK) {
-        rejected(md, rc, valid ? BIT(WPACK_E_NAME) | BIT(WPACK_E_EXISTS) |
-                                     (bad_bool ? BIT(WPACK_E_INVALID_ARGUMENT) : 0)
-                               : BIT(WPACK_E_DTYPE) | BIT(WPACK_E_SHAPE) | BIT(WPACK_E_RANK) |
-                                     BIT(WPACK_E_OVERFLOW) | BIT(WPACK_E_SIZE),
+        rejected(md, rc, bad_name(e->name) ? BIT(WPACK_E_NAME)
+                         : valid ? BIT(WPACK_E_NAME) | BIT(WPACK_E_EXISTS) |
+                                       (bad_bool ? BIT(WPACK_E_INVALID_ARGUMENT) : 0)
+                                 : BIT(WPACK_E_DTYPE) | BIT(WPACK_E_SHAPE) | BIT(WPACK_E_RANK) |
+                                       BIT(WPACK_E_OVERFLOW) | BIT(WPACK_E_SIZE),
                  "tensor");
         return;
     }
@@ -351,10 +359,11 @@ static void op_splat(model *md, input *in)
     int bad_bool = valid && e->dtype == WPACK_DTYPE_BOOL && e->bytes[0] > 1;
     int rc = wpack_writer_add_splat(md->w, e->name, e->dtype, rank, dims, e->bytes, fill_size);
     if (rc != WPACK_OK) {
-        rejected(md, rc, valid ? BIT(WPACK_E_NAME) | BIT(WPACK_E_EXISTS) |
-                                     (bad_bool ? BIT(WPACK_E_INVALID_ARGUMENT) : 0)
-                               : BIT(WPACK_E_DTYPE) | BIT(WPACK_E_SHAPE) | BIT(WPACK_E_RANK) |
-                                     BIT(WPACK_E_OVERFLOW) | BIT(WPACK_E_SIZE),
+        rejected(md, rc, bad_name(e->name) ? BIT(WPACK_E_NAME)
+                         : valid ? BIT(WPACK_E_NAME) | BIT(WPACK_E_EXISTS) |
+                                       (bad_bool ? BIT(WPACK_E_INVALID_ARGUMENT) : 0)
+                                 : BIT(WPACK_E_DTYPE) | BIT(WPACK_E_SHAPE) | BIT(WPACK_E_RANK) |
+                                       BIT(WPACK_E_OVERFLOW) | BIT(WPACK_E_SIZE),
                  "splat");
         return;
     }
@@ -579,7 +588,7 @@ static void op_stats(model *md, input *in)
     int valid = !corrupt && pct_ok;
     int rc = wpack_writer_add_stats(md->w, &si);
     if (rc != WPACK_OK) {
-        rejected(md, rc, valid ? BIT(WPACK_E_NAME) : BIT(WPACK_E_STATS), "stats");
+        rejected(md, rc, bad_name(s->key) || valid ? BIT(WPACK_E_NAME) : BIT(WPACK_E_STATS), "stats");
         return;
     }
     FUZZ_ASSERT(valid, "stats '%s': invalid record accepted", s->key);

@@ -42,8 +42,8 @@ static int options_take(const wpack_import_options *in, wpack_import_options *o,
     wpack_import_options_init(o);
     if (in)
         *o = *in;
-    for (size_t k = 0; k < 3; k++) /* reserved: 3, reserved_ptr: 2 */
-        if (o->reserved[k] || (k < 2 && o->reserved_ptr[k])) {
+    for (size_t k = 0; k < 2; k++) /* reserved: 2, reserved_ptr: 2 */
+        if (o->reserved[k] || o->reserved_ptr[k]) {
             wpk_fmt(err, errlen, "wpack_import_options: reserved field %zu is not zero (built "
                     "against a newer wpack_import.h?)", k);
             return WPACK_E_INVALID_ARGUMENT;

@@ -49,7 +49,7 @@ static int numbers(json_t *v, uint32_t channels, double **out)
 
 static int parse_rec(json_t *e, size_t i, stats_rec *r, char *err, size_t errlen)
 {
-    static const char *fields[5] = {"min", "max", "absmax", "mean", "variance"};
+    static const char *const fields[5] = {"min", "max", "absmax", "mean", "variance"};
     memset(r, 0, sizeof *r);
     json_t *key = json_object_get(e, "key"), *kind = json_object_get(e, "kind"),
            *gran = json_object_get(e, "granularity"), *axis = json_object_get(e, "axis"),

@@ -243,7 +243,7 @@ static int lex_shape(lexer *lx, uint64_t *dims, unsigned *rank)
         }
         if (count > 0 && !comma)
             return expected(lx, "',' or ')' in 'shape'");
-        uint64_t v;
+        uint64_t v = 0; /* set by lex_dim; gcc -O1 -fsanitize=thread cannot see it */
         int rc = lex_dim(lx, &v);
         if (rc)
             return rc;

@@ -11,7 +11,9 @@
  *    wpack_error code. wpack_error_name() names a code; the handle that the
  *    call was made on carries a readable message (wpack_errmsg(),
  *    wpack_writer_errmsg()) saying what failed and where.
- *  - Handles are opaque. Closing or aborting NULL is a no-op.
+ *  - Handles are opaque. Closing or aborting NULL is a no-op. A NULL path,
+ *    name or key (open, find, prefix range, metadata and stats lookups,
+ *    writer calls) is WPACK_E_INVALID_ARGUMENT, as are unknown flag bits.
  *  - Strings handed out by the reader point into the archive and are
  *    NUL-terminated (the format guarantees a NUL after every string); they
  *    stay valid until wpack_close().
@@ -20,7 +22,10 @@
  *  - Thread safety: after a successful open, any number of threads may call
  *    the reader functions on one wpack_archive at once (what they change -
  *    error message, per-entry check marks, the kept zstd chunk - is locked
- *    or atomic), except wpack_close(). A writer handle belongs to one thread.
+ *    or atomic), except wpack_close() and wpack_set_executor(); such
+ *    threads read a failure's message with wpack_errmsg_copy(), not
+ *    wpack_errmsg(). A writer or update handle belongs to one thread at a
+ *    time. The library keeps no state between calls outside its handles.
  */
 #ifndef WPACK_H
 #define WPACK_H
@@ -165,7 +170,9 @@ int wpack_dtype_is_float(int dtype);
 
 typedef struct wpack_archive wpack_archive;
 
-/* Flags for wpack_open_file() and wpack_open_memory(). */
+/* Flags for wpack_open_file(), wpack_open_memory() and wpack_open_source().
+ * Any other bit is WPACK_E_INVALID_ARGUMENT: a flag of a newer header is
+ * refused, not ignored. */
 #define WPACK_OPEN_VERIFY 1u  /* also verify every entry at open (wpack_verify_all) */
 /* Sharded sets: follow symbolic links among the shard names (refused by
  * default with WPACK_E_FILE_TYPE: a link may lead out of the manifest's
@@ -273,9 +280,18 @@ typedef struct wpack_source {
 int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned flags);
 void wpack_close(wpack_archive *ar);
 
-/* The last error on this handle: code and message ("" when none). */
+/* The last error on this handle: code and message ("" when none). The
+ * message is the handle's one buffer: while other threads may fail on the
+ * same handle it can be rewritten as it is read; use wpack_errmsg_copy()
+ * there. */
 int wpack_errcode(const wpack_archive *ar);
 const char *wpack_errmsg(const wpack_archive *ar);
+/* The last error's code (returned) and message (into buf, cut to len - 1
+ * bytes and NUL-terminated; nothing for len 0), taken together under the
+ * handle's lock: safe while other threads read ar. With several threads
+ * failing at once the pair is one of theirs, whole. NULL ar: "out of
+ * memory", WPACK_E_NOMEM. */
+int wpack_errmsg_copy(const wpack_archive *ar, char *buf, size_t len);
 
 typedef struct wpack_info {
     uint16_t format_major, format_minor;
@@ -398,7 +414,8 @@ typedef struct wpack_executor {
 } wpack_executor;
 int wpack_set_executor(wpack_archive *ar, const wpack_executor *ex);
 
-/* Flags for wpack_read_ex() and wpack_read_stream(). */
+/* Flags for wpack_read_ex() and wpack_read_stream() (any other bit:
+ * WPACK_E_INVALID_ARGUMENT, as is a NULL dst with nbytes > 0). */
 #define WPACK_READ_VERIFY 1u  /* check the entry's bytes, as WPACK_OPEN_VERIFY_READS does */
 
 /*
@@ -670,6 +687,11 @@ void wpack_writer_options_init(wpack_writer_options *opt);
  *
  * Like the reader, *out receives a handle even on failure (for its message)
  * unless memory runs out; free a failed one with wpack_writer_abort().
+ * A refused call (a bad argument, a name given twice) changes nothing and
+ * the writer goes on; a failure that leaves the temporary file unfinishable
+ * (a failed open or write, a tensor ended short) fails the writer: every
+ * later call, finish included, returns that code and the message keeps
+ * saying what broke it.
  */
 int wpack_writer_open(wpack_writer **out, const char *path, const wpack_writer_options *opt);
 int wpack_writer_errcode(const wpack_writer *w);

@@ -179,7 +179,8 @@ typedef struct wpack_import_options {
     const char *within;
     /* Zero (set by wpack_import_options_init); see "Options structs" above. */
     void *reserved_ptr[2];
-    uint64_t reserved[3];
+    uint64_t reserved[2];
+    /* The two fields below take the place of a third reserved u64. */
     /* 0 (default): the buffers of torch.ao observers and fake-quants in a
      * torch checkpoint (`M.activation_post_process.min_val`, ...) become
      * activation stats of module M (spec appendix A.1) and are not stored

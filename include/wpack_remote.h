@@ -52,7 +52,10 @@
  * The library reads no environment variable: credentials, region and
  * endpoint come from the options (the wpack CLI reads AWS_ACCESS_KEY_ID,
  * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION
- * and AWS_ENDPOINT_URL and passes them). Handles may be used from several
+ * and AWS_ENDPOINT_URL and passes them). libcurl, which it calls, does
+ * read its own: the proxy variables (http_proxy, https_proxy, all_proxy,
+ * no_proxy) route requests through a proxy, and its TLS library may read
+ * SSL_CERT_FILE / SSL_CERT_DIR when ca_file is not given. Handles may be used from several
  * threads; their network reads are serialized per handle. The first open
  * calls curl_global_init() once for the process; libcurl itself may run a
  * short-lived thread to resolve a host name (its threaded resolver).

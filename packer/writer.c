@@ -13,13 +13,33 @@
 #include "writer.h"
 #include "writer_shards.h"
 
+/* Set the code and message, unless the writer failed: the message then
+ * says what broke it, and stays. */
+static int set_error(wpack_writer *w, int code, const char *fmt, va_list ap)
+{
+    if (w->failed)
+        return w->errcode ? w->errcode : WPACK_E_STATE;
+    w->errcode = code;
+    wpk_vfmt(w->errmsg, sizeof w->errmsg, fmt, ap);
+    return code;
+}
+
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    w->errcode = code;
-    wpk_vfmt(w->errmsg, sizeof w->errmsg, fmt, ap);
+    code = set_error(w, code, fmt, ap);
     va_end(ap);
+    return code;
+}
+
+int wpk_wbreak(wpack_writer *w, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    code = set_error(w, code, fmt, ap);
+    va_end(ap);
+    w->failed = 1;
     return code;
 }
 
@@ -55,8 +75,22 @@ int wpack_writer_open(wpack_writer **out, const char *path, const wpack_writer_o
     return wpk_writer_open_flags(out, path, opt, 0);
 }
 
+static int open_writer(wpack_writer **out, const char *path, const wpack_writer_options *opt,
+                       unsigned atomic_flags);
+
+/* A writer whose open failed is failed: every call but abort returns the
+ * open's error (it has no file, and maybe no buffers, to write to). */
 int wpk_writer_open_flags(wpack_writer **out, const char *path, const wpack_writer_options *opt,
                           unsigned atomic_flags)
+{
+    int rc = open_writer(out, path, opt, atomic_flags);
+    if (rc && *out)
+        (*out)->failed = 1;
+    return rc;
+}
+
+static int open_writer(wpack_writer **out, const char *path, const wpack_writer_options *opt,
+                       unsigned atomic_flags)
 {
     wpack_writer *w = calloc(1, sizeof *w);
     *out = w;
@@ -97,6 +131,8 @@ int wpk_writer_open_flags(wpack_writer **out, const char *path, const wpack_writ
                          WPK_LIMIT_HIST_BINS);
     if (w->opt.weight_stats)
         w->stats_isa = wpk_acc_isa(w->opt.portable_stats);
+    if (!path)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "wpack_writer_open: NULL path");
     size_t plen = strlen(path);
     w->path = malloc(plen + 1);
     w->obuf = malloc(WPK_WRITER_OBUF_SIZE);
@@ -130,8 +166,7 @@ int wpk_writer_open_flags(wpack_writer **out, const char *path, const wpack_writ
 
 /* ---- strings ---- */
 
-/* Intern a checked name/key into the pool. */
-int wpk_pool_name(wpack_writer *w, const char *s, const char *what, wpk_str_ref *ref)
+int wpk_name_ok(wpack_writer *w, const char *s, const char *what)
 {
     if (!s)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "%s: NULL name", what);
@@ -142,6 +177,16 @@ int wpk_pool_name(wpack_writer *w, const char *s, const char *what, wpk_str_ref 
         wpk_quote(q, sizeof q, s, n);
         return wpk_wfail(w, WPACK_E_NAME, "%s '%s': %s", what, q, why);
     }
+    return WPACK_OK;
+}
+
+/* Intern a checked name/key into the pool. */
+int wpk_pool_name(wpack_writer *w, const char *s, const char *what, wpk_str_ref *ref)
+{
+    int rc = wpk_name_ok(w, s, what);
+    if (rc)
+        return rc;
+    size_t n = strlen(s);
     ref->off = w->strings.len;
     ref->len = (uint32_t)n;
     if (!wpk_buf_append(&w->strings, s, n + 1))

@@ -115,7 +115,14 @@ typedef struct wpk_copy_in {
  * bytes, for the read/write fallback) (writer_copy.c). */
 int wpk_copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size_t n);
 
+/* Refuse a call: set the writer's code and message and return the code.
+ * A failed writer keeps the code and message of what broke it: later
+ * refused calls return that code and leave the message. */
 int wpk_wfail(wpack_writer *w, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* wpk_wfail, then the writer is failed (the temporary file cannot be
+ * finished): only abort, or finish with this error, remain. */
+int wpk_wbreak(wpack_writer *w, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* The output buffer; fuzz builds lower it (fuzz/fuzz.mk FUZZ_LIMITS): under
@@ -138,6 +145,9 @@ int wpk_par_hist_feed(wpack_writer *w, uint64_t *counts, uint32_t bins, double l
 
 /* WPACK_OK when the writer takes calls: not failed, no tensor open. */
 int wpk_writer_usable(wpack_writer *w);
+/* WPACK_OK for a name or key the format takes, else a refusal naming it
+ * (what, then the name escaped): checked before any message quotes it raw. */
+int wpk_name_ok(wpack_writer *w, const char *s, const char *what);
 /* Intern a checked name or key (what: for the message) into the pool. */
 int wpk_pool_name(wpack_writer *w, const char *s, const char *what, wpk_str_ref *ref);
 /* Name-set callbacks (nameset.h): entry names, metadata keys, name-map names. */

@@ -10,8 +10,7 @@ static int write_all(wpack_writer *w, const void *p, size_t n)
 {
     int err = wpk_write_all(w->fd, p, n);
     if (err) {
-        w->failed = 1;
-        return wpk_wfail(w, WPACK_E_IO, "%s: write failed: %s", w->tmp_path, strerror(err));
+        return wpk_wbreak(w, WPACK_E_IO, "%s: write failed: %s", w->tmp_path, strerror(err));
     }
     return WPACK_OK;
 }

@@ -20,8 +20,7 @@ int wpack_writer_prepare(wpack_writer *w)
         return rc;
     w->prepared = 1;
     /* every further change is refused; commit and abort check `prepared` */
-    w->failed = 1;
-    wpk_wfail(w, WPACK_E_STATE, "%s: the archive is prepared: only commit or abort remain", w->path);
+    wpk_wbreak(w, WPACK_E_STATE, "%s: the archive is prepared: only commit or abort remain", w->path);
     return WPACK_OK;
 }
 

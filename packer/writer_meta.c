@@ -60,15 +60,17 @@ static int add_meta(wpack_writer *w, const char *key, int type, int elem, uint64
 /* A metadata string value: valid UTF-8 without NUL, pooled. */
 static int pool_value(wpack_writer *w, const char *key, const char *s, wpk_str_ref *ref)
 {
+    int rc = wpk_name_ok(w, key, "metadata key"); /* the messages below show it as it is */
+    if (rc)
+        return rc;
     if (!s)
-        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "metadata '%s': NULL string", key ? key : "");
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "metadata '%s': NULL string", key);
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
         uint8_t c = (uint8_t)s[i];
         size_t k = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
         if (k > 1 && (n - i < k || wpk_name_problem((const uint8_t *)s + i, k)))
-            return wpk_wfail(w, WPACK_E_METADATA, "metadata '%s': value is not valid UTF-8",
-                             key ? key : "");
+            return wpk_wfail(w, WPACK_E_METADATA, "metadata '%s': value is not valid UTF-8", key);
         i += k;
     }
     ref->off = w->strings.len;
@@ -116,13 +118,15 @@ int wpack_writer_set_bytes(wpack_writer *w, const char *key, const void *value, 
 int wpack_writer_set_array(wpack_writer *w, const char *key, int elem_type, uint64_t count,
                            const void *values)
 {
+    int rc = wpk_name_ok(w, key, "metadata key"); /* the messages below show it as it is */
+    if (rc)
+        return rc;
     if (count > WPK_LIMIT_ARRAY || (count && !values))
-        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "metadata '%s': bad array", key ? key : "");
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "metadata '%s': bad array", key);
     if (elem_type < WPACK_META_STRING || elem_type > WPACK_META_BYTES)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "metadata '%s': element type %d not settable",
-                         key ? key : "", elem_type);
+                         key, elem_type);
     uint64_t off = w->aux.len;
-    int rc = WPACK_OK;
     for (uint64_t j = 0; j < count && rc == WPACK_OK; j++) {
         uint8_t rec[16];
         size_t n = 8;
@@ -156,7 +160,7 @@ int wpack_writer_set_array(wpack_writer *w, const char *key, int elem_type, uint
         }
         default:
             rc = wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "metadata '%s': element type %d not settable",
-                           key ? key : "", elem_type);
+                           key, elem_type);
         }
         if (rc == WPACK_OK && !wpk_buf_append(&w->aux, rec, n))
             rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
@@ -167,7 +171,7 @@ int wpack_writer_set_array(wpack_writer *w, const char *key, int elem_type, uint
         uint64_t at = w->aux.len;
         if (b->len && (!b->data || !wpk_buf_append(&w->aux, b->data, b->len)))
             rc = wpk_wfail(w, b->data ? WPACK_E_NOMEM : WPACK_E_INVALID_ARGUMENT,
-                           "metadata '%s': bytes element %llu", key ? key : "", (unsigned long long)j);
+                           "metadata '%s': bytes element %llu", key, (unsigned long long)j);
         else
             wpk_st64(w->aux.p + off + 16 * j, at);
     }
@@ -282,8 +286,10 @@ int wpack_writer_add_stats(wpack_writer *w, const wpack_stats_in *s)
     int rc = wpk_writer_usable(w);
     if (rc)
         return rc;
-    if (!s || !s->key)
-        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "stats: NULL record or key");
+    if (!s)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "stats: NULL record");
+    if ((rc = wpk_name_ok(w, s->key, "stats key"))) /* the messages below show it as it is */
+        return rc;
     const char *k = s->key;
     uint32_t C = s->channels;
     char why[200];

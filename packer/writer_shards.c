@@ -86,8 +86,7 @@ static char *beside(const char *manifest, const char *name)
 
 static int pass_failure(wpack_writer *w, wpack_writer *shard, int rc)
 {
-    w->failed = 1;
-    return wpk_wfail(w, rc, "%s", shard ? wpack_writer_errmsg(shard) : "out of memory");
+    return wpk_wbreak(w, rc, "%s", shard ? wpack_writer_errmsg(shard) : "out of memory");
 }
 
 int wpk_shards_init(wpack_writer *w)

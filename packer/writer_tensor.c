@@ -24,6 +24,9 @@ int wpk_writer_room(wpack_writer *w, const char *what, uint64_t nbytes)
 static int tensor_size(wpack_writer *w, const char *name, int dtype, unsigned rank,
                        const uint64_t *dims, uint64_t *nbytes)
 {
+    int rc = wpk_name_ok(w, name, "tensor"); /* the messages below show it as it is */
+    if (rc)
+        return rc;
     if (rank > WPACK_MAX_RANK)
         return wpk_wfail(w, WPACK_E_RANK, "tensor '%s': rank %u above the limit of 8", name, rank);
     uint64_t unit = wpack_dtype_size(dtype), block = 1;
@@ -37,6 +40,9 @@ static int tensor_size(wpack_writer *w, const char *name, int dtype, unsigned ra
     }
     if (!unit || dtype > 255)
         return wpk_wfail(w, WPACK_E_DTYPE, "tensor '%s': unknown dtype %d", name, dtype);
+    if (rank && !dims)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "tensor '%s': NULL dims for rank %u", name,
+                         rank);
     uint64_t n = 1;
     for (unsigned d = 0; d < rank; d++)
         if (!wpk_mul(n, dims[d], &n))
@@ -96,8 +102,6 @@ static int tensor_args(wpack_writer *w, const char *name, int dtype, unsigned ra
     int rc = wpk_writer_usable(w);
     if (rc)
         return rc;
-    if (!name)
-        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "tensor: NULL name");
     return tensor_size(w, name, dtype, rank, dims, nbytes);
 }
 
@@ -278,10 +282,8 @@ int wpack_writer_write_zeros(wpack_writer *w, uint64_t nbytes)
     int rc = wpk_out_flush(w);
     if (rc)
         return rc;
-    if (lseek(w->fd, (off_t)nbytes, SEEK_CUR) < 0) {
-        w->failed = 1;
-        return wpk_wfail(w, WPACK_E_IO, "%s: seek failed: %s", w->tmp_path, strerror(errno));
-    }
+    if (lseek(w->fd, (off_t)nbytes, SEEK_CUR) < 0)
+        return wpk_wbreak(w, WPACK_E_IO, "%s: seek failed: %s", w->tmp_path, strerror(errno));
     w->pos += nbytes;
     w->cur_written += nbytes;
     return WPACK_OK;
@@ -298,12 +300,11 @@ int wpack_writer_end_tensor(wpack_writer *w)
         w->in_tensor = 0;
         return wpk_shards_end(w, e);
     }
-    if (w->cur_written != w->cur_expected) {
-        w->failed = 1; /* the file now holds a short extent: the archive cannot be finished */
-        return wpk_wfail(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape needs %llu",
-                         wpk_pool_str(w, e->name), (unsigned long long)w->cur_written,
-                         (unsigned long long)w->cur_expected);
-    }
+    /* a short extent in the file: the archive cannot be finished */
+    if (w->cur_written != w->cur_expected)
+        return wpk_wbreak(w, WPACK_E_SIZE, "tensor '%s': %llu bytes written, its shape needs %llu",
+                          wpk_pool_str(w, e->name), (unsigned long long)w->cur_written,
+                          (unsigned long long)w->cur_expected);
     e->checksum = wpk_hasher_digest(w->hasher);
     w->in_tensor = 0;
     if (wpk_compress_active(w))
@@ -343,10 +344,10 @@ int wpack_writer_add_splat(wpack_writer *w, const char *name, int dtype, unsigne
     int rc = wpk_writer_usable(w);
     if (rc)
         return rc;
-    if (!name || !fill)
-        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "splat: NULL name or fill");
     if ((rc = tensor_size(w, name, dtype, rank, dims, &nbytes)))
         return rc;
+    if (!fill)
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "splat '%s': NULL fill", name);
     uint64_t unit = wpack_dtype_size(dtype);
     if (dtype >= WPACK_DTYPE_BLOCK_BASE)
         unit = ((wpk_pending_dtype *)(void *)w->dtypes.p)[dtype - WPACK_DTYPE_BLOCK_BASE].block_bytes;
@@ -391,15 +392,16 @@ int wpack_writer_add_external(wpack_writer *w, const char *name, uint32_t shard,
     int rc = wpk_writer_usable(w);
     if (rc)
         return rc;
+    if ((rc = wpk_name_ok(w, name, "external")))
+        return rc;
     if (w->shards)
-        return wpk_wfail(w, WPACK_E_STATE, "external '%s': this writer makes its own shards",
-                         name ? name : "");
+        return wpk_wfail(w, WPACK_E_STATE, "external '%s': this writer makes its own shards", name);
     if (!t || t->kind != WPACK_KIND_DATA || t->codec != WPACK_CODEC_NONE || shard >= WPK_MAX_SHARDS)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT,
                          "external '%s': needs an uncompressed data entry and a shard number below %u",
-                         name ? name : "", WPK_MAX_SHARDS);
+                         name, WPK_MAX_SHARDS);
     uint64_t nbytes;
-    if ((rc = tensor_size(w, name ? name : "", t->dtype, t->rank, t->dims, &nbytes)))
+    if ((rc = tensor_size(w, name, t->dtype, t->rank, t->dims, &nbytes)))
         return rc;
     if (nbytes != t->stored_length)
         return wpk_wfail(w, WPACK_E_SIZE, "external '%s': stored length disagrees with the shape", name);

@@ -101,6 +101,8 @@ int wpack_tensor_at(const wpack_archive *ar, uint64_t i, wpack_tensor *out)
 
 int wpack_find(const wpack_archive *ar, const char *name, wpack_tensor *out)
 {
+    if (!name)
+        return WPACK_E_INVALID_ARGUMENT;
     uint64_t pos, len = strlen(name);
     if (wpk_search(ar, WPK_SEC_ENTRIES, WPK_ENTRY_SIZE, ar->info.entry_count,
                    (const uint8_t *)name, len, &pos)) {
@@ -119,6 +121,8 @@ int wpack_find(const wpack_archive *ar, const char *name, wpack_tensor *out)
 int wpack_prefix_range(const wpack_archive *ar, const char *prefix, uint64_t *first,
                        uint64_t *count)
 {
+    if (!prefix)
+        return WPACK_E_INVALID_ARGUMENT;
     uint64_t plen = strlen(prefix), n = ar->info.entry_count, lo, hi;
     wpk_search(ar, WPK_SEC_ENTRIES, WPK_ENTRY_SIZE, n, (const uint8_t *)prefix, plen, &lo);
     /* The run ends at the first name that does not start with prefix. */

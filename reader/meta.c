@@ -281,6 +281,8 @@ int wpack_meta_at(const wpack_archive *ar, uint64_t i, wpack_meta *out)
 int wpack_meta_find(const wpack_archive *ar, const char *key, wpack_meta *out)
 {
     uint64_t pos;
+    if (!key)
+        return WPACK_E_INVALID_ARGUMENT;
     if (!wpk_search(ar, WPK_SEC_METADATA, WPK_META_REC_SIZE, ar->info.metadata_count,
                     (const uint8_t *)key, strlen(key), &pos))
         return WPACK_E_NOT_FOUND;

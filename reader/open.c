@@ -114,12 +114,25 @@ static int validate(wpack_archive *ar, unsigned flags)
     return rc;
 }
 
+/* A flag this library does not know (one of a newer header's) is refused,
+ * not ignored: it may ask for a check the caller counts on. */
+static int unknown_flags(wpack_archive *ar, const char *where, unsigned flags)
+{
+    unsigned known = WPACK_OPEN_VERIFY | WPACK_OPEN_FOLLOW_LINKS | WPACK_OPEN_VERIFY_READS;
+    if (flags & ~known)
+        return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT, "%s%sunknown open flags 0x%x",
+                        where ? where : "", where ? ": " : "", flags & ~known);
+    return WPACK_OK;
+}
+
 int wpack_open_memory(wpack_archive **out, const void *buf, size_t len, unsigned flags)
 {
     wpack_archive *ar = new_handle();
     *out = ar;
     if (!ar)
         return WPACK_E_NOMEM;
+    if (unknown_flags(ar, NULL, flags))
+        return ar->errcode;
     if (!buf && len)
         return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT, "NULL buffer of %zu bytes", len);
     ar->base = buf;
@@ -137,10 +150,15 @@ int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned fla
             src->close(src->user);
         return WPACK_E_NOMEM;
     }
-    if (!src || (!src->read && !src->base))
+    if (!src || (!src->read && !src->base)) {
+        if (src && src->close) /* its last use, as for any failed open */
+            src->close(src->user);
         return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT, "a source needs read() or base");
+    }
     ar->src = *src;
     ar->src.name = NULL;
+    if (unknown_flags(ar, src->name, flags))
+        return ar->errcode;
     if (src->name && !(ar->path = strdup(src->name)))
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
     ar->src.name = ar->path;
@@ -236,6 +254,10 @@ int wpk_open_at(wpack_archive **out, int dirfd, const char *name, const char *pa
     *out = ar;
     if (!ar)
         return WPACK_E_NOMEM;
+    if (!path || !name)
+        return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT, "wpack_open_file: NULL path");
+    if (unknown_flags(ar, path, flags))
+        return ar->errcode;
     ar->path = strdup(path);
     if (!ar->path)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
@@ -291,7 +313,25 @@ void wpack_close(wpack_archive *ar)
 
 int wpack_errcode(const wpack_archive *ar)
 {
-    return ar ? ar->errcode : WPACK_E_NOMEM;
+    if (!ar)
+        return WPACK_E_NOMEM;
+    pthread_mutex_lock((pthread_mutex_t *)&ar->err_lock);
+    int code = ar->errcode;
+    pthread_mutex_unlock((pthread_mutex_t *)&ar->err_lock);
+    return code;
+}
+
+int wpack_errmsg_copy(const wpack_archive *ar, char *buf, size_t len)
+{
+    if (!ar) {
+        wpk_fmt(buf, len, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    pthread_mutex_lock((pthread_mutex_t *)&ar->err_lock);
+    int code = ar->errcode;
+    wpk_fmt(buf, len, "%s", ar->errmsg);
+    pthread_mutex_unlock((pthread_mutex_t *)&ar->err_lock);
+    return code;
 }
 
 const char *wpack_errmsg(const wpack_archive *ar)

@@ -102,6 +102,8 @@ static int read_raw(const wpack_archive *ar, uint64_t i, uint64_t offset, void *
     wpk_fill_tensor(ar, i, &t);
     if (!wpk_in_bounds(offset, nbytes, t.nbytes))
         return WPACK_E_INVALID_ARGUMENT;
+    if (!nbytes) /* dst may be NULL */
+        return WPACK_OK;
     if (wpk_needs_fetch(ar, &t))
         return wpk_source_read(ar, &t, offset, dst, nbytes);
     if (t.codec == WPACK_CODEC_ZSTD)
@@ -226,6 +228,8 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
 {
     if (i >= ar->info.entry_count)
         return WPACK_E_NOT_FOUND;
+    if ((flags & ~WPACK_READ_VERIFY) || (nbytes && !dst)) /* an unknown flag may ask for a check */
+        return WPACK_E_INVALID_ARGUMENT;
     if (!verifying(ar, flags))
         return read_raw(ar, i, offset, dst, nbytes);
     wpack_tensor t;
@@ -264,7 +268,7 @@ int wpack_read_stream(const wpack_archive *ar, uint64_t i, wpack_read_fn fn, voi
 {
     if (i >= ar->info.entry_count)
         return WPACK_E_NOT_FOUND;
-    if (!fn)
+    if (!fn || (flags & ~WPACK_READ_VERIFY))
         return WPACK_E_INVALID_ARGUMENT;
     wpack_tensor t;
     wpk_fill_tensor(ar, i, &t);

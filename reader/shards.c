@@ -38,11 +38,18 @@ static int shard_array(wpack_archive *ar, const char *key, int elem, uint64_t *n
     return WPACK_OK;
 }
 
-/* Shard names are file names next to the manifest: no directories, no "..". */
+/* Shard names are file names next to the manifest: no directories, no
+ * "..", and names as the format takes them (no control bytes: the messages
+ * and wpack_shard_at() hand them on as they are). */
 static int shard_name_ok(wpack_archive *ar, const char *name)
 {
-    if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-        return wpk_fail(ar, WPACK_E_SHARD, "sharded set: shard name '%s' is not a plain file name", name);
+    size_t n = strlen(name);
+    if (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+        wpk_name_problem((const uint8_t *)name, n)) {
+        char q[256];
+        wpk_quote(q, sizeof q, name, n);
+        return wpk_fail(ar, WPACK_E_SHARD, "sharded set: shard name '%s' is not a plain file name", q);
+    }
     return WPACK_OK;
 }
 

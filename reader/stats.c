@@ -222,6 +222,8 @@ int wpack_stats_at(const wpack_archive *ar, uint64_t i, wpack_stats *out)
 
 int wpack_stats_find(const wpack_archive *ar, const char *key, int kind, wpack_stats *out)
 {
+    if (!key)
+        return WPACK_E_INVALID_ARGUMENT;
     uint64_t lo = 0, hi = ar->info.stats_count, klen = strlen(key);
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;

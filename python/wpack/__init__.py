@@ -237,8 +237,12 @@ class _Handle:
             self.progress.raise_pending()
 
     def fail(self, rc, what):
-        msg = lib.wpack_errmsg(self.ptr).decode("utf-8", "replace")
-        if not msg or lib.wpack_errcode(self.ptr) != rc:
+        # code and message taken together: other threads may be failing on
+        # this handle (ctypes lets them run during C calls)
+        buf = ctypes.create_string_buffer(1024)
+        code = lib.wpack_errmsg_copy(self.ptr, buf, len(buf))
+        msg = buf.value.decode("utf-8", "replace")
+        if not msg or code != rc:
             msg = "%s: %s: %s" % (self.path, what, _describe(rc))
         raise Error(rc, msg)
 

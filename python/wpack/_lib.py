@@ -113,7 +113,7 @@ class ImportOptions(ctypes.Structure):
         ("err", ctypes.c_void_p), ("err_size", ctypes.c_size_t),
         ("temp_dir", ctypes.c_char_p), ("executor", ctypes.c_void_p),
         ("within", ctypes.c_char_p),
-        ("reserved_ptr", ctypes.c_void_p * 2), ("reserved", ctypes.c_uint64 * 3),
+        ("reserved_ptr", ctypes.c_void_p * 2), ("reserved", ctypes.c_uint64 * 2),
         ("keep_observers", ctypes.c_int), ("portable_stats", ctypes.c_int),
     ]
 
@@ -169,6 +169,7 @@ _PROTOS = {
     "wpack_close": (None, [VP]),
     "wpack_errcode": (I, [VP]),
     "wpack_errmsg": (CP, [VP]),
+    "wpack_errmsg_copy": (I, [VP, ctypes.c_char_p, SZ]),
     "wpack_get_info": (None, [VP, ctypes.POINTER(Info)]),
     "wpack_count": (U64, [VP]),
     "wpack_tensor_at": (I, [VP, U64, ctypes.POINTER(Tensor)]),

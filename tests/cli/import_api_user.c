@@ -14,6 +14,7 @@
  *   import_api_user list PATH          one "NAME KIND BYTES" line per item
  *   import_api_user defaults           the option defaults and argument checks
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +218,14 @@ static int defaults(void)
     wpack_export_options_init(&e);
     CHECK(!e.progress && !e.progress_user && !e.err && e.err_size == 0 && e.flags == 0 && !e.reserved[2] &&
           !e.warn && !e.warn_user && !e.reserved_ptr[1]);
+    /* Options structs never change size ("Options structs", wpack_import.h):
+     * what follows reserved_ptr stays within the bytes it had (three u64 for
+     * the import options, flags and three u64 for the export ones); a new
+     * field takes a reserved slot's place instead of growing the struct. */
+    CHECK(sizeof o == offsetof(wpack_import_options, reserved_ptr) + 2 * sizeof(void *) +
+                          3 * sizeof(uint64_t));
+    CHECK(sizeof e == offsetof(wpack_export_options, reserved_ptr) + 2 * sizeof(void *) +
+                          4 * sizeof(uint64_t));
 
     /* refused arguments, each with a message and the writer untouched */
     wpack_writer *w;
@@ -225,9 +234,9 @@ static int defaults(void)
     char err[512];
     o.err = err;
     o.err_size = sizeof err;
-    o.reserved[2] = 1;
+    o.reserved[1] = 1;
     CHECK(wpack_import_file(w, NULL, &o) == WPACK_E_INVALID_ARGUMENT && strstr(err, "reserved"));
-    o.reserved[2] = 0;
+    o.reserved[1] = 0;
     o.cast = WPACK_DTYPE_F32;
     CHECK(wpack_import_file(w, NULL, &o) == WPACK_E_INVALID_ARGUMENT && strstr(err, "cast"));
     o.cast = 0;

@@ -330,6 +330,107 @@ static void test_writer_rejects(void)
     wpack_writer_abort(w);
 }
 
+/* A writer that failed keeps saying why: a failed open refuses every call
+ * with the open's error (it used to take tensors, returning WPACK_OK, and
+ * crashed when the open failed before its buffers existed), and after a
+ * failure that breaks the file (a short tensor) a later refused call
+ * (a NULL string) neither hides the cause nor changes finish's result.
+ * NULL path and NULL dims are refused, not dereferenced. */
+static void test_writer_failed_stays_failed(void)
+{
+    char path[512], bad[600], err[600] = "";
+    path_in_dir(path, sizeof path, "failed.wpack");
+    snprintf(bad, sizeof bad, "%s/no/such/dir/x.wpack", dir);
+    uint64_t dims[1] = {4};
+    float f[4] = {1, 2, 3, 4};
+    wpack_writer *w;
+    wpack_writer_options o;
+    wpack_writer_options_init(&o);
+    o.alignment = 3; /* refused before the writer has buffers */
+    CHECK(wpack_writer_open(&w, path, &o) == WPACK_E_ALIGNMENT, "bad alignment");
+    CHECK(wpack_writer_add_tensor(w, "x", WPACK_DTYPE_F32, 1, dims, f, sizeof f) ==
+              WPACK_E_ALIGNMENT, "add_tensor after a failed open");
+    CHECK(wpack_writer_set_string(w, "k", "v") == WPACK_E_ALIGNMENT, "set_string after it");
+    CHECK(strstr(wpack_writer_errmsg(w), "alignment 3"), "%s", wpack_writer_errmsg(w));
+    wpack_writer_abort(w);
+    CHECK(wpack_writer_open(&w, bad, NULL) == WPACK_E_IO, "no directory");
+    CHECK(wpack_writer_add_tensor(w, "x", WPACK_DTYPE_F32, 1, dims, f, sizeof f) == WPACK_E_IO,
+          "add_tensor after a failed open");
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_E_IO && strstr(err, "no/such"), "%s",
+          err);
+    CHECK(wpack_writer_open(&w, NULL, NULL) == WPACK_E_INVALID_ARGUMENT, "NULL path");
+    wpack_writer_abort(w);
+
+    CHECK(wpack_writer_open(&w, path, NULL) == WPACK_OK, "open");
+    CHECK(wpack_writer_add_tensor(w, "n", WPACK_DTYPE_F32, 1, NULL, f, sizeof f) ==
+              WPACK_E_INVALID_ARGUMENT, "NULL dims");
+    CHECK(wpack_writer_add_splat(w, "s", WPACK_DTYPE_F32, 1, NULL, f, sizeof *f) ==
+              WPACK_E_INVALID_ARGUMENT, "NULL dims for a splat");
+    CHECK(wpack_writer_begin_tensor(w, "z", WPACK_DTYPE_F32, 1, dims) == WPACK_OK, "begin");
+    CHECK(wpack_writer_write(w, f, 4) == WPACK_OK, "a quarter");
+    CHECK(wpack_writer_end_tensor(w) == WPACK_E_SIZE, "short tensor");
+    CHECK(wpack_writer_set_string(w, "k", NULL) == WPACK_E_SIZE, "a later refused call");
+    CHECK(strstr(wpack_writer_errmsg(w), "'z'"), "message still names the short tensor: %s",
+          wpack_writer_errmsg(w));
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_E_SIZE && strstr(err, "'z'"), "%s", err);
+    CHECK(access(path, F_OK) != 0, "nothing at the path");
+    CHECK_EQ(count_tmp_files(), 0);
+    wpack_archive *ar;
+    CHECK(wpack_open_file(&ar, NULL, 0) == WPACK_E_INVALID_ARGUMENT, "reader: NULL path");
+    wpack_close(ar);
+}
+
+static int has_control_byte(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 1;
+    return 0;
+}
+
+/* A name the format refuses is refused first, escaped in the message: the
+ * other checks' messages (a rank, a NULL value, a bad array or stats
+ * record) quote names as they are and never see one with control bytes. */
+static void test_writer_messages_escape_names(void)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "esc.wpack");
+    const char *bad = "a\x1b]0;pwned\x07\x1b[31m";
+    uint64_t dims[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    float f = 1;
+    double v = 1;
+    wpack_stats_in st = {.key = bad, .kind = 99, .channels = 1, .min = &v, .max = &v,
+                         .absmax = &v, .mean = &v, .variance = &v};
+    wpack_writer *w;
+    CHECK(wpack_writer_open(&w, path, NULL) == WPACK_OK, "open");
+    struct {
+        const char *what;
+        int rc;
+    } calls[6];
+    calls[0].what = "add_tensor, rank 9";
+    calls[0].rc = wpack_writer_add_tensor(w, bad, WPACK_DTYPE_F32, 9, dims, &f, 4);
+    const char *m0 = wpack_writer_errmsg(w);
+    CHECK(!has_control_byte(m0) && strstr(m0, "\\x1b"), "%s escaped: %s", calls[0].what, m0);
+    calls[1].what = "add_splat, NULL fill";
+    calls[1].rc = wpack_writer_add_splat(w, bad, WPACK_DTYPE_F32, 1, dims, NULL, 4);
+    CHECK(!has_control_byte(wpack_writer_errmsg(w)), "%s", calls[1].what);
+    calls[2].what = "set_string, NULL value";
+    calls[2].rc = wpack_writer_set_string(w, bad, NULL);
+    CHECK(!has_control_byte(wpack_writer_errmsg(w)), "%s", calls[2].what);
+    calls[3].what = "set_array, bad type";
+    calls[3].rc = wpack_writer_set_array(w, bad, 99, 1, &v);
+    CHECK(!has_control_byte(wpack_writer_errmsg(w)), "%s", calls[3].what);
+    calls[4].what = "add_stats, bad kind";
+    calls[4].rc = wpack_writer_add_stats(w, &st);
+    CHECK(!has_control_byte(wpack_writer_errmsg(w)), "%s", calls[4].what);
+    calls[5].what = "add_external, no entry";
+    calls[5].rc = wpack_writer_add_external(w, bad, 0, NULL);
+    CHECK(!has_control_byte(wpack_writer_errmsg(w)), "%s", calls[5].what);
+    for (int i = 0; i < 6; i++)
+        CHECK(calls[i].rc == WPACK_E_NAME, "%s: %s", calls[i].what, wpack_error_name(calls[i].rc));
+    wpack_writer_abort(w);
+}
+
 /* Bools are 0 or 1 (spec, dtypes): the writer refuses other bytes in a
  * whole tensor (no entry is left behind), in a streamed write (the write
  * changes nothing and the tensor can go on), and as a splat fill; 0/1 data
@@ -529,6 +630,74 @@ static void test_open_errors_name_the_file(void)
     wpack_writer_abort(NULL);
 }
 
+static int count_piece(void *user, const void *data, size_t n)
+{
+    (void)data;
+    *(size_t *)user += n;
+    return 0;
+}
+
+static void count_close(void *user)
+{
+    (*(int *)user)++;
+}
+
+/* A flag this library does not know is refused, not ignored (a newer
+ * header's flag may ask for a check); so is a NULL destination, and a
+ * source that cannot be read still gets its close call. */
+static void test_unknown_flags_refused(void)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "model.wpack");
+    wpack_archive *ar;
+    CHECK(wpack_open_file(&ar, path, 0x100) == WPACK_E_INVALID_ARGUMENT &&
+              strstr(wpack_errmsg(ar), "0x100") && strstr(wpack_errmsg(ar), path),
+          "open_file: %s", wpack_errmsg(ar));
+    wpack_close(ar);
+    size_t len = 0;
+    uint8_t *buf = test_slurp(path, &len);
+    CHECK(buf != NULL, "read %s", path);
+    CHECK(wpack_open_memory(&ar, buf, len, 8) == WPACK_E_INVALID_ARGUMENT, "open_memory");
+    wpack_close(ar);
+    int closed = 0;
+    wpack_source src = {.user = &closed, .close = count_close};
+    CHECK(wpack_open_source(&ar, &src, 0) == WPACK_E_INVALID_ARGUMENT, "no read, no base");
+    wpack_close(ar);
+    CHECK_EQ(closed, 1);
+    src.base = buf;
+    src.size = len;
+    CHECK(wpack_open_source(&ar, &src, 1u << 31) == WPACK_E_INVALID_ARGUMENT, "open_source");
+    wpack_close(ar);
+    CHECK_EQ(closed, 2);
+    CHECK(wpack_open_memory(&ar, buf, len, WPACK_OPEN_VERIFY | WPACK_OPEN_VERIFY_READS) ==
+              WPACK_OK, "known flags");
+    wpack_tensor t;
+    CHECK(wpack_find(ar, "encoder.layers.0.attn.q_proj.weight", &t) == WPACK_OK, "find");
+    char out[8];
+    size_t seen = 0;
+    CHECK(wpack_read_ex(ar, t.index, 0, out, sizeof out, 0x80) == WPACK_E_INVALID_ARGUMENT,
+          "read_ex");
+    CHECK(wpack_read_ex(ar, t.index, 0, NULL, sizeof out, 0) == WPACK_E_INVALID_ARGUMENT,
+          "NULL dst");
+    CHECK(wpack_read(ar, t.index, 0, NULL, 0) == WPACK_OK, "NULL dst, 0 bytes");
+    CHECK(wpack_read_stream(ar, t.index, count_piece, &seen, 0x80) == WPACK_E_INVALID_ARGUMENT &&
+              seen == 0, "read_stream");
+    CHECK(wpack_read_stream(ar, t.index, count_piece, &seen, WPACK_READ_VERIFY) == WPACK_OK &&
+              seen == t.nbytes, "read_stream verify");
+    /* NULL names in lookups: refused, not dereferenced */
+    uint64_t first, count;
+    wpack_meta m;
+    wpack_stats st;
+    CHECK(wpack_find(ar, NULL, &t) == WPACK_E_INVALID_ARGUMENT, "find NULL");
+    CHECK(wpack_prefix_range(ar, NULL, &first, &count) == WPACK_E_INVALID_ARGUMENT, "prefix NULL");
+    CHECK(wpack_meta_find(ar, NULL, &m) == WPACK_E_INVALID_ARGUMENT, "meta_find NULL");
+    CHECK(wpack_stats_find(ar, NULL, WPACK_STATS_WEIGHT, &st) == WPACK_E_INVALID_ARGUMENT,
+          "stats_find NULL");
+    CHECK(wpack_dtype_from_name(NULL) == 0, "dtype_from_name NULL");
+    wpack_close(ar);
+    free(buf);
+}
+
 typedef struct {
     wpack_archive *ar;
     int bad;
@@ -621,11 +790,14 @@ int main(void)
     RUN(test_roundtrip_file_and_memory);
     RUN(test_auto_stats_and_histogram);
     RUN(test_writer_rejects);
+    RUN(test_writer_failed_stays_failed);
+    RUN(test_writer_messages_escape_names);
     RUN(test_writer_bool_values);
     RUN(test_verify_bool_values);
     RUN(test_verify_bool_compressed_and_splat);
     RUN(test_atomic_replace);
     RUN(test_open_errors_name_the_file);
+    RUN(test_unknown_flags_refused);
     RUN(test_concurrent_readers);
     RUN(test_many_entries_and_long_names);
     char cmd[512];

@@ -141,6 +141,12 @@ static void test_shard_problems(void)
     CHECK(open_manifest("q.wpack", &ar) == WPACK_E_SHARD && strstr(wpack_errmsg(ar), "plain file name"),
           "traversal: %s", wpack_errmsg(ar));
     wpack_close(ar);
+    /* a shard name with control bytes: refused, escaped in the message */
+    CHECK(make_manifest("e.wpack", shards, 2, "p\x1b]0;x\x07-00001.wpack") == 0, "manifest e");
+    CHECK(open_manifest("e.wpack", &ar) == WPACK_E_SHARD && strstr(wpack_errmsg(ar), "plain file name") &&
+              !strchr(wpack_errmsg(ar), 0x1b) && !strchr(wpack_errmsg(ar), 0x07),
+          "control bytes: %s", wpack_errmsg(ar));
+    wpack_close(ar);
     CHECK(make_manifest("r.wpack", shards, 2, NULL) == 0, "manifest r");
     CHECK(open_manifest("r.wpack", &ar) == WPACK_OK, "r opens");
     wpack_close(ar);

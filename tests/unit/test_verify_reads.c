@@ -346,6 +346,69 @@ static void test_threads(void)
     }
 }
 
+/* Threads failing on one handle with different errors while another reads
+ * the last error: wpack_errmsg_copy() gives a code and message that belong
+ * together, whole (wpack_errmsg() points at the one buffer they rewrite). */
+typedef struct {
+    wpack_archive *ar;
+    uint64_t i;
+    int kind; /* 0: a checksum failure, 1: a bad fd, 2: reads the error */
+    int stop, mismatches;
+} errmsg_job;
+
+static void *errmsg_thread(void *p)
+{
+    errmsg_job *j = p;
+    uint8_t buf[64];
+    char msg[600];
+    if (j->kind == 2) {
+        for (int k = 0; k < 200000; k++) {
+            int code = wpack_errmsg_copy(j->ar, msg, sizeof msg);
+            int ok = (code == WPACK_E_CHECKSUM && strncmp(msg, "tensor 'z': ", 12) == 0 &&
+                      strstr(msg, "(found by an earlier check)")) ||
+                     (code == WPACK_E_INVALID_ARGUMENT && strstr(msg, "fd -1"));
+            j->mismatches += !ok;
+        }
+        return NULL;
+    }
+    while (!__atomic_load_n(&j->stop, __ATOMIC_RELAXED)) {
+        if (j->kind == 0)
+            wpack_read_ex(j->ar, j->i, 0, buf, sizeof buf, WPACK_READ_VERIFY);
+        else
+            wpack_read_to_fd(j->ar, j->i, -1, 0);
+    }
+    return NULL;
+}
+
+static void test_errmsg_copy_threads(void)
+{
+    unsigned char *b = flipped("z", 3);
+    wpack_archive *ar;
+    CHECK(wpack_open_memory(&ar, b, good_len, 0) == WPACK_OK, "open");
+    uint64_t zi = find(ar, "z").index;
+    CHECK(wpack_verify_once(ar, zi) == WPACK_E_CHECKSUM, "z is bad");
+    errmsg_job j[3];
+    pthread_t th[3];
+    for (int k = 0; k < 3; k++) {
+        j[k] = (errmsg_job){.ar = ar, .i = zi, .kind = k};
+        pthread_create(&th[k], NULL, errmsg_thread, &j[k]);
+    }
+    pthread_join(th[2], NULL);
+    for (int k = 0; k < 2; k++) {
+        __atomic_store_n(&j[k].stop, 1, __ATOMIC_RELAXED);
+        pthread_join(th[k], NULL);
+    }
+    CHECK(j[2].mismatches == 0, "%d of 200000 code/message pairs did not belong together",
+          j[2].mismatches);
+    char small[8];
+    CHECK(wpack_errmsg_copy(ar, small, sizeof small) != WPACK_OK && strlen(small) == 7, "cut: %s",
+          small);
+    CHECK(wpack_errmsg_copy(ar, NULL, 0) != WPACK_OK, "len 0");
+    CHECK(wpack_errmsg_copy(NULL, small, sizeof small) == WPACK_E_NOMEM, "NULL handle");
+    wpack_close(ar);
+    free(b);
+}
+
 static void test_linear_bind(void)
 {
     unsigned char *b = flipped("l.weight", 5);
@@ -467,6 +530,7 @@ int main(void)
     RUN(test_stream);
     RUN(test_partial_zstd_reads);
     RUN(test_threads);
+    RUN(test_errmsg_copy_threads);
     RUN(test_linear_bind);
     RUN(test_splat_codec_is_kind);
     RUN(test_chunk_limit_writer);
