@@ -272,6 +272,7 @@ hostile legacy_format.pt "legacy \(pre-1.6\).*_use_new_zipfile_serialization=Tru
 hostile bomb.npz "refused as a zip bomb"
 # libarchive's own message, without the newline it ends with
 hostile zip_wrong_size.npz "wrong size \(read 144, expected 4294967280\) \[WPACK_E_IO\]$"
+hostile zip_fortran_bad_crc.npz "member 'w.npy': ZIP bad CRC"
 [ -f "$H/bomb.tar.zst" ] && hostile bomb.tar.zst "refused as a zip bomb"
 hostile tar_symlink.tar "is a symbolic link, not a file"
 hostile tar_dotdot.tar "'..' path refused"

@@ -126,6 +126,17 @@ for sig, at in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # uncompressed size 
     i = z.index(sig)
     z[i + at:i + at + 4] = struct.pack("<I", 0xFFFFFFF0)
 open(f"{D}/zip_wrong_size.npz", "wb").write(bytes(z))
+# --- a stored Fortran-order member (transposed through a temporary file)
+# whose CRC-32 (local and central) is off by one bit: was packed silently
+fnpy = b"\x93NUMPY\x01\x00" + struct.pack("<H", 118)
+d = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }"
+fnpy += (d + " " * (118 - len(d) - 1) + "\n").encode() + f4
+zip_write(f"{D}/zip_fortran_bad_crc.npz", [("w.npy", fnpy)])
+z = bytearray(open(f"{D}/zip_fortran_bad_crc.npz", "rb").read())
+for sig, at in ((b"PK\x03\x04", 14), (b"PK\x01\x02", 16)):  # CRC-32 fields
+    i = z.index(sig)
+    z[i + at] ^= 1
+open(f"{D}/zip_fortran_bad_crc.npz", "wb").write(bytes(z))
 try:
     tf = io.BytesIO()
     with tarfile.open(fileobj=tf, mode="w") as t:
