@@ -51,6 +51,38 @@ typedef struct {
     int ok;
 } zip_view;
 
+/* Bytes the decompression filters have handed the format reader (member
+ * headers, skipped members and data alike), or 0 without a filter (a plain
+ * tar or a zip: skipping a member there is a seek, not work). */
+static uint64_t unpacked_bytes(struct archive *a)
+{
+    la_int64_t n = archive_filter_count(a) > 1 ? archive_filter_bytes(a, 0) : 0;
+    return n > 0 ? (uint64_t)n : 0;
+}
+
+/* The zip-bomb guard, after each piece: the bytes out of the bundle (the
+ * .npy data read, and with a compression filter everything it inflated,
+ * skipped members included) capped in total and, past the grace, per byte
+ * read from the file. */
+static int bomb_check(ar_reader *r)
+{
+    uint64_t in = (uint64_t)archive_filter_bytes(r->a, -1);
+    uint64_t inflated = r->out - r->stored, un = unpacked_bytes(r->a);
+    if (un > inflated)
+        inflated = un;
+    if (r->out > r->max_total || un > r->max_total)
+        return wpk_sink_fail(r->s, WPACK_E_LIMIT,
+                             "member '%s': more than %llu bytes after decompression (a zip bomb?)",
+                             r->member, (unsigned long long)r->max_total);
+    if (inflated > WPK_RATIO_GRACE && inflated / (in ? in : 1) > r->ratio)
+        return wpk_sink_fail(r->s, WPACK_E_LIMIT,
+                             "member '%s': expands more than %llu:1 (%llu bytes out of %llu read): "
+                             "refused as a zip bomb",
+                             r->member, (unsigned long long)r->ratio,
+                             (unsigned long long)inflated, (unsigned long long)in);
+    return WPACK_OK;
+}
+
 static long read_member(void *ctx, void *buf, size_t n)
 {
     ar_reader *r = ctx;
@@ -62,23 +94,34 @@ static long read_member(void *ctx, void *buf, size_t n)
         return -1;
     }
     r->out += (uint64_t)k;
-    uint64_t in = (uint64_t)archive_filter_bytes(r->a, -1);
-    if (r->out > r->max_total) {
-        wpk_sink_fail(r->s, WPACK_E_LIMIT,
-                      "member '%s': more than %llu bytes after decompression (a zip bomb?)",
-                      r->member, (unsigned long long)r->max_total);
-        return -1;
+    return bomb_check(r) ? -1 : (long)k;
+}
+
+/* The rest of the current member, read here under the guard when the
+ * bundle is compressed: libarchive would skip it inside the next
+ * archive_read_next_header by inflating it all, unchecked (a few KB of
+ * .tar.bz2 hold terabytes of zeros in a member that is not a .npy). Blocks,
+ * not archive_read_data: a sparse member's holes are not filled. */
+static int drain_member(ar_reader *r)
+{
+    if (archive_filter_count(r->a) <= 1)
+        return WPACK_OK;
+    for (;;) {
+        const void *b;
+        size_t n;
+        la_int64_t off;
+        int h = archive_read_data_block(r->a, &b, &n, &off);
+        if (h == ARCHIVE_EOF)
+            return WPACK_OK;
+        if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
+            char eb[300];
+            return wpk_sink_fail(r->s, WPACK_E_INPUT, "member '%s': %s", r->member,
+                                 wpk_archive_error(r->a, eb, sizeof eb));
+        }
+        int rc = bomb_check(r);
+        if (rc)
+            return rc;
     }
-    uint64_t inflated = r->out - r->stored;
-    if (inflated > WPK_RATIO_GRACE && inflated / (in ? in : 1) > r->ratio) {
-        wpk_sink_fail(r->s, WPACK_E_LIMIT,
-                      "member '%s': expands more than %llu:1 (%llu bytes out of %llu read): "
-                      "refused as a zip bomb",
-                      r->member, (unsigned long long)r->ratio, (unsigned long long)r->out,
-                      (unsigned long long)in);
-        return -1;
-    }
-    return (long)k;
 }
 
 /* "dir/sub/w.npy" -> "dir.sub.w"; NULL when the member is not a .npy. A
@@ -250,16 +293,20 @@ int archive_pack_file(wpk_sink *s, const char *path)
         const char *mp = archive_entry_pathname(e);
         if (!mp)
             mp = "";
-        if (archive_entry_filetype(e) == AE_IFDIR)
-            continue;
-        int bad;
-        char *name = member_name(s, mp, &bad);
+        r.member = mp;
+        if ((rc = bomb_check(&r))) /* the headers are inflated bytes too */
+            goto out;
+        int bad = 0;
+        char *name = archive_entry_filetype(e) == AE_IFDIR ? NULL : member_name(s, mp, &bad);
         if (bad) {
             rc = bad;
             goto out;
         }
-        if (!name)
-            continue; /* not a .npy: ignored, like numpy ignores it in an .npz */
+        if (!name) { /* a directory, or not a .npy: ignored, like numpy ignores it in an .npz */
+            if ((rc = drain_member(&r)))
+                goto out;
+            continue;
+        }
         if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e)) {
             const char *what = member_type(e);
             free(name);
@@ -267,7 +314,6 @@ int archive_pack_file(wpk_sink *s, const char *path)
                                mp, what);
             goto out;
         }
-        r.member = mp;
         const wpk_zip_entry *ze = zv.ok ? wpk_zip_find(&zv.z, mp, strlen(mp)) : NULL;
         rc = ze ? stored_member(&r, &zv, ze, name) : 1;
         if (rc == 1)

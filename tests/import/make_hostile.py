@@ -6,6 +6,7 @@ what each one attacks and the error wpack must give. Run it again to
 regenerate the checked-in files (needs only the Python standard library,
 plus zstd via the `zstd` command for the .tar.zst bomb when present).
 """
+import bz2
 import io
 import json
 import os
@@ -155,6 +156,21 @@ try:
     open(f"{D}/bomb.tar.zst", "wb").write(z.stdout)
 except (OSError, subprocess.CalledProcessError):
     pass
+# --- a .tar.bz2 (~250 bytes) whose first member, not a .npy, is 256 MiB of
+# zeros: libarchive inflated it all to skip it, unchecked (2 GB took 8 s;
+# a few KB of bzip2 hold terabytes), and the .npy after it was packed
+bzc = bz2.BZ2Compressor(9)
+skipped = [tarfile.TarInfo("junk.bin"), tarfile.TarInfo("w.npy")]
+skipped[0].size = 256 << 20
+skipped[1].size = len(fnpy)
+parts = [bzc.compress(skipped[0].tobuf(format=tarfile.USTAR_FORMAT))]
+zero = bytes(1 << 20)
+for _ in range(256):
+    parts.append(bzc.compress(zero))
+parts.append(bzc.compress(skipped[1].tobuf(format=tarfile.USTAR_FORMAT) + fnpy +
+                          bytes(-len(fnpy) % 512) + bytes(1024)))
+parts.append(bzc.flush())
+open(f"{D}/bomb_skipped.tar.bz2", "wb").write(b"".join(parts))
 # --- bundles
 tf = io.BytesIO()
 with tarfile.open(f"{D}/tar_symlink.tar", "w") as t:
