@@ -253,12 +253,30 @@ static int stored_member(ar_reader *r, const zip_view *zv, const wpk_zip_entry *
     return rc;
 }
 
+/* The decompressors that are built into libarchive, and only those:
+ * archive_read_support_filter_all (or one of these when libarchive was
+ * built without its library) registers external programs, and a few magic
+ * bytes in the stream (LRZI, \x89LZO, GRZipII, inside a gzip too) then made
+ * the library fork and exec `lrzip -d`, `lzop -d` or `grzip -d` from $PATH
+ * on the bundle's bytes. */
+static void support_filters(struct archive *a)
+{
+    if (archive_zlib_version())
+        archive_read_support_filter_gzip(a);
+    if (archive_bzlib_version())
+        archive_read_support_filter_bzip2(a);
+    if (archive_liblzma_version())
+        archive_read_support_filter_xz(a);
+    if (archive_libzstd_version())
+        archive_read_support_filter_zstd(a);
+}
+
 int archive_pack_file(wpk_sink *s, const char *path)
 {
     struct archive *a = archive_read_new();
     if (!a)
         return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
-    archive_read_support_filter_all(a);
+    support_filters(a);
     archive_read_support_format_tar(a);
     archive_read_support_format_zip(a);
     int rc = WPACK_OK;

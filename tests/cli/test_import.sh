@@ -274,6 +274,14 @@ hostile bomb.npz "refused as a zip bomb"
 hostile zip_wrong_size.npz "wrong size \(read 144, expected 4294967280\) \[WPACK_E_IO\]$"
 hostile zip_fortran_bad_crc.npz "member 'w.npy': ZIP bad CRC"
 [ -f "$H/bomb.tar.zst" ] && hostile bomb.tar.zst "refused as a zip bomb"
+# magic bytes inside a bundle never start a program: libarchive's external
+# decompressors (lrzip -d, found on $PATH) are not registered
+mkdir -p "$T/fakebin" && rm -f "$T/ran"
+printf '#!/bin/sh\ntouch "%s"\ncat >/dev/null\n' "$T/ran" >"$T/fakebin/lrzip"
+chmod +x "$T/fakebin/lrzip"
+PATH="$T/fakebin:$PATH" expect_fail filter_program_not_run "Unrecognized archive format" \
+    "$WPACK" create -q -o "$T/h.wpack" "$H/filter_program.tar.gz"
+[ ! -e "$T/ran" ] && pass filter_program_no_exec || fail filter_program_no_exec "lrzip was run"
 # a member that is not a .npy is inflated under the guard too (it was skipped
 # unchecked: a few KB of .tar.bz2 kept create busy for minutes)
 hostile bomb_skipped.tar.bz2 "member 'junk.bin': expands more than 200:1"

@@ -7,6 +7,7 @@ regenerate the checked-in files (needs only the Python standard library,
 plus zstd via the `zstd` command for the .tar.zst bomb when present).
 """
 import bz2
+import gzip
 import io
 import json
 import os
@@ -171,6 +172,9 @@ parts.append(bzc.compress(skipped[1].tobuf(format=tarfile.USTAR_FORMAT) + fnpy +
                           bytes(-len(fnpy) % 512) + bytes(1024)))
 parts.append(bzc.flush())
 open(f"{D}/bomb_skipped.tar.bz2", "wb").write(b"".join(parts))
+# --- a .tar.gz whose inflated stream starts with lrzip's magic: libarchive's
+# filter_all spawned `lrzip -d` from $PATH on it
+open(f"{D}/filter_program.tar.gz", "wb").write(gzip.compress(b"LRZI\x00\x06" + bytes(250), mtime=0))
 # --- bundles
 tf = io.BytesIO()
 with tarfile.open(f"{D}/tar_symlink.tar", "w") as t:
