@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "bytes.h"
 #include "import.h"
@@ -253,6 +254,82 @@ static int stored_member(ar_reader *r, const zip_view *zv, const wpk_zip_entry *
     return rc;
 }
 
+/* libarchive never checks a gzip member's trailer (its gzip filter reads
+ * the CRC-32 and length and drops them: "XXX TODO: Verify the length and
+ * CRC"), so a damaged .tar.gz packed silently. zlib checks both: the file
+ * is inflated once with it first, every member (a member followed by
+ * anything but another gzip header ends the stream, as in libarchive),
+ * under the same bomb guard, the output thrown away. */
+static int gzip_verify(wpk_sink *s, int fd, uint64_t size, uint64_t max_total, uint64_t ratio)
+{
+    enum { IN = 1 << 16, OUT = 1 << 18 };
+    uint8_t *in = malloc(IN), *out = malloc(OUT);
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    int rc = in && out && inflateInit2(&z, 15 + 16) == Z_OK ? WPACK_OK : WPACK_E_NOMEM;
+    if (rc) {
+        free(in);
+        free(out);
+        return wpk_sink_fail(s, rc, "out of memory");
+    }
+    uint64_t pos = 0, inflated = 0;
+    for (;;) {
+        if (z.avail_in == 0) {
+            size_t n = size - pos < IN ? (size_t)(size - pos) : IN;
+            if (n == 0) {
+                rc = wpk_sink_fail(s, WPACK_E_INPUT, "gzip stream truncated (damaged file)");
+                break;
+            }
+            if (wpk_pread_all(fd, in, n, pos)) {
+                rc = wpk_sink_fail(s, WPACK_E_IO, "read failed: %s", strerror(errno));
+                break;
+            }
+            pos += n;
+            z.next_in = in;
+            z.avail_in = (uInt)n;
+        }
+        z.next_out = out;
+        z.avail_out = OUT;
+        int zr = inflate(&z, Z_NO_FLUSH);
+        inflated += OUT - z.avail_out;
+        if (zr == Z_DATA_ERROR || zr == Z_NEED_DICT || zr == Z_MEM_ERROR) {
+            int check = z.msg && strstr(z.msg, "check") != NULL; /* data or length check */
+            rc = wpk_sink_fail(s, check ? WPACK_E_CHECKSUM : WPACK_E_INPUT,
+                               "gzip stream at byte %llu: %s (damaged file)",
+                               (unsigned long long)(pos - z.avail_in),
+                               z.msg ? z.msg : "bad data");
+            break;
+        }
+        if (inflated > max_total ||
+            (inflated > WPK_RATIO_GRACE && inflated / (pos ? pos : 1) > ratio)) {
+            rc = wpk_sink_fail(s, WPACK_E_LIMIT,
+                               "gzip stream expands more than %llu:1 (%llu bytes out of %llu "
+                               "read): refused as a zip bomb",
+                               (unsigned long long)ratio, (unsigned long long)inflated,
+                               (unsigned long long)pos);
+            break;
+        }
+        if (zr == Z_STREAM_END) {
+            uint8_t magic[2];
+            size_t have = z.avail_in;
+            if (have < 2 && pos < size &&
+                pread(fd, magic + have, 2 - have, (off_t)pos) != (ssize_t)(2 - have))
+                break;
+            if (have)
+                magic[0] = z.next_in[0];
+            if (have > 1)
+                magic[1] = z.next_in[1];
+            if ((have < 2 && pos >= size) || magic[0] != 0x1f || magic[1] != 0x8b)
+                break; /* the end, or trailing bytes libarchive ignores too */
+            inflateReset(&z);
+        }
+    }
+    inflateEnd(&z);
+    free(in);
+    free(out);
+    return rc;
+}
+
 /* The decompressors that are built into libarchive, and only those:
  * archive_read_support_filter_all (or one of these when libarchive was
  * built without its library) registers external programs, and a few magic
@@ -290,13 +367,19 @@ int archive_pack_file(wpk_sink *s, const char *path)
     zip_view zv;
     if ((rc = zip_precheck(s, fd, &zv)))
         goto out;
+    uint64_t max_total = s->o && s->o->max_total ? s->o->max_total : WPK_DEFAULT_MAX_TOTAL;
+    uint64_t ratio = s->o && s->o->max_ratio ? s->o->max_ratio : WPK_DEFAULT_MAX_RATIO;
+    uint8_t magic[2];
+    if (!zv.ok && pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
+        (rc = gzip_verify(s, fd, (uint64_t)st.st_size, max_total, ratio)))
+        goto out;
     if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
         rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s", wpk_archive_error(a, eb, sizeof eb));
         goto out;
     }
     ar_reader r = {.s = s, .a = a};
-    r.max_total = s->o && s->o->max_total ? s->o->max_total : WPK_DEFAULT_MAX_TOTAL;
-    r.ratio = s->o && s->o->max_ratio ? s->o->max_ratio : WPK_DEFAULT_MAX_RATIO;
+    r.max_total = max_total;
+    r.ratio = ratio;
     uint64_t found = 0;
     for (;;) {
         struct archive_entry *e;

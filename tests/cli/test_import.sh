@@ -273,6 +273,7 @@ hostile bomb.npz "refused as a zip bomb"
 # libarchive's own message, without the newline it ends with
 hostile zip_wrong_size.npz "wrong size \(read 144, expected 4294967280\) \[WPACK_E_IO\]$"
 hostile zip_fortran_bad_crc.npz "member 'w.npy': ZIP bad CRC"
+hostile gzip_bad_crc.tar.gz "gzip stream at byte [0-9]+: incorrect data check \(damaged file\) \[WPACK_E_CHECKSUM\]"
 [ -f "$H/bomb.tar.zst" ] && hostile bomb.tar.zst "refused as a zip bomb"
 # magic bytes inside a bundle never start a program: libarchive's external
 # decompressors (lrzip -d, found on $PATH) are not registered

@@ -175,6 +175,16 @@ open(f"{D}/bomb_skipped.tar.bz2", "wb").write(b"".join(parts))
 # --- a .tar.gz whose inflated stream starts with lrzip's magic: libarchive's
 # filter_all spawned `lrzip -d` from $PATH on it
 open(f"{D}/filter_program.tar.gz", "wb").write(gzip.compress(b"LRZI\x00\x06" + bytes(250), mtime=0))
+# --- a .tar.gz whose gzip CRC-32 is off by one bit: libarchive never checks
+# the trailer, and the tar inside is fine
+tf = io.BytesIO()
+with tarfile.open(fileobj=tf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+    ti = tarfile.TarInfo("w.npy")
+    ti.size = len(fnpy)
+    t.addfile(ti, io.BytesIO(fnpy))
+gz = bytearray(gzip.compress(tf.getvalue(), mtime=0))
+gz[-8] ^= 1
+open(f"{D}/gzip_bad_crc.tar.gz", "wb").write(bytes(gz))
 # --- bundles
 tf = io.BytesIO()
 with tarfile.open(f"{D}/tar_symlink.tar", "w") as t:
