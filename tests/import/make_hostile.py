@@ -39,11 +39,11 @@ def storage_pid(key, numel, typ="FloatStorage"):
             b"J" + struct.pack("<i", numel) + b"tQ")
 
 
-def tensor(key, numel, offset, size, stride):
+def tensor(key, numel, offset, size, stride, typ="FloatStorage"):
     def tup(v):
         return b"(" + b"".join(b"J" + struct.pack("<i", x) if abs(x) < 2**31 else
                                b"\x8a\x08" + struct.pack("<q", x) for x in v) + b"t"
-    return (b"ctorch._utils\n_rebuild_tensor_v2\n(" + storage_pid(key, numel) +
+    return (b"ctorch._utils\n_rebuild_tensor_v2\n(" + storage_pid(key, numel, typ) +
             b"J" + struct.pack("<i", offset) + tup(size) + tup(stride) + b"\x89" +
             b"ccollections\nOrderedDict\n)R" + b"tR")
 
@@ -79,6 +79,11 @@ torch_zip(f"{D}/size_overflow.pt",
           state_dict([("w", tensor("0", 4, 0, [2**62, 2**62, 16], [0, 0, 0]))]), [("0", f4)])
 torch_zip(f"{D}/stride_overflow.pt",
           state_dict([("w", tensor("0", 4, 0, [2, 2], [2**62, 2**62]))]), [("0", f4)])
+# one storage read as f32 [4] and as f16 [4]: the second became an alias of
+# the first (an f32) instead of the f16 its pickle says
+torch_zip(f"{D}/storage_two_dtypes.pt", state_dict([("a", tensor("0", 4, 0, [4], [1])),
+                                                    ("b", tensor("0", 8, 0, [4], [1], "HalfStorage"))]),
+          [("0", f4)])
 torch_zip(f"{D}/rank_too_high.pt", state_dict([("w", tensor("0", 4, 0, [1] * 9, [1] * 9))]), [("0", f4)])
 # --- zip structure
 good = state_dict([("w", tensor("0", 4, 0, [4], [1]))])
