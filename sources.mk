@@ -18,7 +18,7 @@ WPACK_CLI_SRCS = $(sort $(wildcard cli/*.c))
 
 # What each library links beyond the ones below it.
 WPACK_CORE_LIBS = -lxxhash -lzstd -lpthread -lm
-WPACK_IMPORT_LIBS = -larchive -ljansson -ldeflate -lm
+WPACK_IMPORT_LIBS = -larchive -ljansson -ldeflate -lz -lm
 WPACK_DENSE_LIBS = -lpthread -lm
 WPACK_MLIR_LIBS = -lm
 # libcurl: only libwpack-remote links it, so libwpack keeps no network/TLS dependency.

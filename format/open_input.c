@@ -5,7 +5,9 @@
  *
  *  - a FIFO (or a device) named by hostile input blocks open() forever:
  *    every open is O_NONBLOCK, and anything fstat does not call a regular
- *    file is refused with WPACK_E_FILE_TYPE before a byte is read;
+ *    file is refused with WPACK_E_FILE_TYPE before a byte is read (and what
+ *    the name already shows is not one is never opened: opening a device
+ *    runs its driver);
  *  - a symlink inside a downloaded model directory may point anywhere
  *    (/etc/passwd): with WPK_INPUT_NOFOLLOW the name is resolved from a
  *    directory fd one component at a time with O_NOFOLLOW, so no link in any
@@ -44,6 +46,16 @@ static int refuse(int *code, int c, char *err, size_t errlen, const char *fmt, c
     *code = c;
     wpk_fmt(err, errlen, fmt, a);
     return -1;
+}
+
+/* Opening a device runs its driver (a tape rewinds, a watchdog arms, a
+ * terminal may become ours): what a look at the name shows is not a regular
+ * file is refused unopened. The fstat after the open still decides (the name
+ * may change in between, but only root can put a device there). */
+static int not_regular(const struct stat *st, int *code, char *err, size_t errlen)
+{
+    return refuse(code, WPACK_E_FILE_TYPE, err, errlen, "%s, not a regular file (refused)",
+                  wpk_file_type_name(st->st_mode));
 }
 
 /* The message of a failed openat of component comp in dfd. */
@@ -89,7 +101,13 @@ static int open_nofollow(int dirfd, const char *name, int *code, char *err, size
         char *slash = strchr(comp, '/');
         if (slash)
             *slash = 0;
-        int flags = slash ? O_PATH | O_DIRECTORY : O_RDONLY | O_NONBLOCK;
+        struct stat pre; /* a link is left to the open: ELOOP says it is one */
+        if (!slash && fstatat(dfd, comp, &pre, AT_SYMLINK_NOFOLLOW) == 0 &&
+            !S_ISREG(pre.st_mode) && !S_ISLNK(pre.st_mode)) {
+            not_regular(&pre, code, err, errlen);
+            break;
+        }
+        int flags = slash ? O_PATH | O_DIRECTORY : O_RDONLY | O_NONBLOCK | O_NOCTTY;
         int next = openat(dfd, comp, flags | O_NOFOLLOW | O_CLOEXEC);
         if (next < 0) {
             open_failed(errno, dfd, comp, code, err, errlen);
@@ -120,7 +138,10 @@ int wpk_open_input(int dirfd, const char *name, unsigned flags, struct stat *st,
         if (fd < 0)
             return -1;
     } else {
-        fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        struct stat pre;
+        if (fstatat(dirfd, name, &pre, 0) == 0 && !S_ISREG(pre.st_mode))
+            return not_regular(&pre, code, err, errlen);
+        fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd < 0) {
             *code = WPACK_E_IO;
             wpk_fmt(err, errlen, "cannot open: %s", strerror(errno));
@@ -135,8 +156,7 @@ int wpk_open_input(int dirfd, const char *name, unsigned flags, struct stat *st,
     }
     if (!S_ISREG(st->st_mode)) {
         close(fd);
-        return refuse(code, WPACK_E_FILE_TYPE, err, errlen,
-                      "%s, not a regular file (refused)", wpk_file_type_name(st->st_mode));
+        return not_regular(st, code, err, errlen);
     }
     /* Reads of a regular file never block anyway; drop the flag for tidiness. */
     int fl = fcntl(fd, F_GETFL);

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "bytes.h"
 #include "import.h"
@@ -51,6 +52,38 @@ typedef struct {
     int ok;
 } zip_view;
 
+/* Bytes the decompression filters have handed the format reader (member
+ * headers, skipped members and data alike), or 0 without a filter (a plain
+ * tar or a zip: skipping a member there is a seek, not work). */
+static uint64_t unpacked_bytes(struct archive *a)
+{
+    la_int64_t n = archive_filter_count(a) > 1 ? archive_filter_bytes(a, 0) : 0;
+    return n > 0 ? (uint64_t)n : 0;
+}
+
+/* The zip-bomb guard, after each piece: the bytes out of the bundle (the
+ * .npy data read, and with a compression filter everything it inflated,
+ * skipped members included) capped in total and, past the grace, per byte
+ * read from the file. */
+static int bomb_check(ar_reader *r)
+{
+    uint64_t in = (uint64_t)archive_filter_bytes(r->a, -1);
+    uint64_t inflated = r->out - r->stored, un = unpacked_bytes(r->a);
+    if (un > inflated)
+        inflated = un;
+    if (r->out > r->max_total || un > r->max_total)
+        return wpk_sink_fail(r->s, WPACK_E_LIMIT,
+                             "member '%s': more than %llu bytes after decompression (a zip bomb?)",
+                             r->member, (unsigned long long)r->max_total);
+    if (inflated > WPK_RATIO_GRACE && inflated / (in ? in : 1) > r->ratio)
+        return wpk_sink_fail(r->s, WPACK_E_LIMIT,
+                             "member '%s': expands more than %llu:1 (%llu bytes out of %llu read): "
+                             "refused as a zip bomb",
+                             r->member, (unsigned long long)r->ratio,
+                             (unsigned long long)inflated, (unsigned long long)in);
+    return WPACK_OK;
+}
+
 static long read_member(void *ctx, void *buf, size_t n)
 {
     ar_reader *r = ctx;
@@ -62,23 +95,34 @@ static long read_member(void *ctx, void *buf, size_t n)
         return -1;
     }
     r->out += (uint64_t)k;
-    uint64_t in = (uint64_t)archive_filter_bytes(r->a, -1);
-    if (r->out > r->max_total) {
-        wpk_sink_fail(r->s, WPACK_E_LIMIT,
-                      "member '%s': more than %llu bytes after decompression (a zip bomb?)",
-                      r->member, (unsigned long long)r->max_total);
-        return -1;
+    return bomb_check(r) ? -1 : (long)k;
+}
+
+/* The rest of the current member, read here under the guard when the
+ * bundle is compressed: libarchive would skip it inside the next
+ * archive_read_next_header by inflating it all, unchecked (a few KB of
+ * .tar.bz2 hold terabytes of zeros in a member that is not a .npy). Blocks,
+ * not archive_read_data: a sparse member's holes are not filled. */
+static int drain_member(ar_reader *r)
+{
+    if (archive_filter_count(r->a) <= 1)
+        return WPACK_OK;
+    for (;;) {
+        const void *b;
+        size_t n;
+        la_int64_t off;
+        int h = archive_read_data_block(r->a, &b, &n, &off);
+        if (h == ARCHIVE_EOF)
+            return WPACK_OK;
+        if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
+            char eb[300];
+            return wpk_sink_fail(r->s, WPACK_E_INPUT, "member '%s': %s", r->member,
+                                 wpk_archive_error(r->a, eb, sizeof eb));
+        }
+        int rc = bomb_check(r);
+        if (rc)
+            return rc;
     }
-    uint64_t inflated = r->out - r->stored;
-    if (inflated > WPK_RATIO_GRACE && inflated / (in ? in : 1) > r->ratio) {
-        wpk_sink_fail(r->s, WPACK_E_LIMIT,
-                      "member '%s': expands more than %llu:1 (%llu bytes out of %llu read): "
-                      "refused as a zip bomb",
-                      r->member, (unsigned long long)r->ratio, (unsigned long long)r->out,
-                      (unsigned long long)in);
-        return -1;
-    }
-    return (long)k;
 }
 
 /* "dir/sub/w.npy" -> "dir.sub.w"; NULL when the member is not a .npy. A
@@ -210,12 +254,106 @@ static int stored_member(ar_reader *r, const zip_view *zv, const wpk_zip_entry *
     return rc;
 }
 
+/* libarchive never checks a gzip member's trailer (its gzip filter reads
+ * the CRC-32 and length and drops them: "XXX TODO: Verify the length and
+ * CRC"), so a damaged .tar.gz packed silently. zlib checks both: the file
+ * is inflated once with it first, every member (a member followed by
+ * anything but another gzip header ends the stream, as in libarchive),
+ * under the same bomb guard, the output thrown away. */
+static int gzip_verify(wpk_sink *s, int fd, uint64_t size, uint64_t max_total, uint64_t ratio)
+{
+    enum { IN = 1 << 16, OUT = 1 << 18 };
+    uint8_t *in = malloc(IN), *out = malloc(OUT);
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    int rc = in && out && inflateInit2(&z, 15 + 16) == Z_OK ? WPACK_OK : WPACK_E_NOMEM;
+    if (rc) {
+        free(in);
+        free(out);
+        return wpk_sink_fail(s, rc, "out of memory");
+    }
+    uint64_t pos = 0, inflated = 0;
+    for (;;) {
+        if (z.avail_in == 0) {
+            size_t n = size - pos < IN ? (size_t)(size - pos) : IN;
+            if (n == 0) {
+                rc = wpk_sink_fail(s, WPACK_E_INPUT, "gzip stream truncated (damaged file)");
+                break;
+            }
+            if (wpk_pread_all(fd, in, n, pos)) {
+                rc = wpk_sink_fail(s, WPACK_E_IO, "read failed: %s", strerror(errno));
+                break;
+            }
+            pos += n;
+            z.next_in = in;
+            z.avail_in = (uInt)n;
+        }
+        z.next_out = out;
+        z.avail_out = OUT;
+        int zr = inflate(&z, Z_NO_FLUSH);
+        inflated += OUT - z.avail_out;
+        if (zr == Z_DATA_ERROR || zr == Z_NEED_DICT || zr == Z_MEM_ERROR) {
+            int check = z.msg && strstr(z.msg, "check") != NULL; /* data or length check */
+            rc = wpk_sink_fail(s, check ? WPACK_E_CHECKSUM : WPACK_E_INPUT,
+                               "gzip stream at byte %llu: %s (damaged file)",
+                               (unsigned long long)(pos - z.avail_in),
+                               z.msg ? z.msg : "bad data");
+            break;
+        }
+        if (inflated > max_total ||
+            (inflated > WPK_RATIO_GRACE && inflated / (pos ? pos : 1) > ratio)) {
+            rc = wpk_sink_fail(s, WPACK_E_LIMIT,
+                               "gzip stream expands more than %llu:1 (%llu bytes out of %llu "
+                               "read): refused as a zip bomb",
+                               (unsigned long long)ratio, (unsigned long long)inflated,
+                               (unsigned long long)pos);
+            break;
+        }
+        if (zr == Z_STREAM_END) {
+            uint8_t magic[2];
+            size_t have = z.avail_in;
+            if (have < 2 && pos < size &&
+                pread(fd, magic + have, 2 - have, (off_t)pos) != (ssize_t)(2 - have))
+                break;
+            if (have)
+                magic[0] = z.next_in[0];
+            if (have > 1)
+                magic[1] = z.next_in[1];
+            if ((have < 2 && pos >= size) || magic[0] != 0x1f || magic[1] != 0x8b)
+                break; /* the end, or trailing bytes libarchive ignores too */
+            inflateReset(&z);
+        }
+    }
+    inflateEnd(&z);
+    free(in);
+    free(out);
+    return rc;
+}
+
+/* The decompressors that are built into libarchive, and only those:
+ * archive_read_support_filter_all (or one of these when libarchive was
+ * built without its library) registers external programs, and a few magic
+ * bytes in the stream (LRZI, \x89LZO, GRZipII, inside a gzip too) then made
+ * the library fork and exec `lrzip -d`, `lzop -d` or `grzip -d` from $PATH
+ * on the bundle's bytes. */
+static void support_filters(struct archive *a)
+{
+    if (archive_zlib_version())
+        archive_read_support_filter_gzip(a);
+    if (archive_bzlib_version())
+        archive_read_support_filter_bzip2(a);
+    if (archive_liblzma_version())
+        archive_read_support_filter_xz(a);
+    if (archive_libzstd_version())
+        archive_read_support_filter_zstd(a);
+}
+
 int archive_pack_file(wpk_sink *s, const char *path)
 {
     struct archive *a = archive_read_new();
     if (!a)
         return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
-    archive_read_support_filter_all(a);
+    support_filters(a);
     archive_read_support_format_tar(a);
     archive_read_support_format_zip(a);
     int rc = WPACK_OK;
@@ -229,13 +367,19 @@ int archive_pack_file(wpk_sink *s, const char *path)
     zip_view zv;
     if ((rc = zip_precheck(s, fd, &zv)))
         goto out;
+    uint64_t max_total = s->o && s->o->max_total ? s->o->max_total : WPK_DEFAULT_MAX_TOTAL;
+    uint64_t ratio = s->o && s->o->max_ratio ? s->o->max_ratio : WPK_DEFAULT_MAX_RATIO;
+    uint8_t magic[2];
+    if (!zv.ok && pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
+        (rc = gzip_verify(s, fd, (uint64_t)st.st_size, max_total, ratio)))
+        goto out;
     if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
         rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s", wpk_archive_error(a, eb, sizeof eb));
         goto out;
     }
     ar_reader r = {.s = s, .a = a};
-    r.max_total = s->o && s->o->max_total ? s->o->max_total : WPK_DEFAULT_MAX_TOTAL;
-    r.ratio = s->o && s->o->max_ratio ? s->o->max_ratio : WPK_DEFAULT_MAX_RATIO;
+    r.max_total = max_total;
+    r.ratio = ratio;
     uint64_t found = 0;
     for (;;) {
         struct archive_entry *e;
@@ -250,16 +394,20 @@ int archive_pack_file(wpk_sink *s, const char *path)
         const char *mp = archive_entry_pathname(e);
         if (!mp)
             mp = "";
-        if (archive_entry_filetype(e) == AE_IFDIR)
-            continue;
-        int bad;
-        char *name = member_name(s, mp, &bad);
+        r.member = mp;
+        if ((rc = bomb_check(&r))) /* the headers are inflated bytes too */
+            goto out;
+        int bad = 0;
+        char *name = archive_entry_filetype(e) == AE_IFDIR ? NULL : member_name(s, mp, &bad);
         if (bad) {
             rc = bad;
             goto out;
         }
-        if (!name)
-            continue; /* not a .npy: ignored, like numpy ignores it in an .npz */
+        if (!name) { /* a directory, or not a .npy: ignored, like numpy ignores it in an .npz */
+            if ((rc = drain_member(&r)))
+                goto out;
+            continue;
+        }
         if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e)) {
             const char *what = member_type(e);
             free(name);
@@ -267,7 +415,6 @@ int archive_pack_file(wpk_sink *s, const char *path)
                                mp, what);
             goto out;
         }
-        r.member = mp;
         const wpk_zip_entry *ze = zv.ok ? wpk_zip_find(&zv.z, mp, strlen(mp)) : NULL;
         rc = ze ? stored_member(&r, &zv, ze, name) : 1;
         if (rc == 1)

@@ -181,7 +181,10 @@ static int fortran_stream(wpk_sink *s, const char *name, const npy_header *h, wp
         left -= want;
     }
     uint8_t extra;
-    if (rc == WPACK_OK && rd(ctx, &extra, 1) > 0)
+    long more = rc == WPACK_OK ? rd(ctx, &extra, 1) : 0;
+    if (more < 0) /* the reader said why (a zip member's CRC-32 is checked at its end) */
+        rc = WPACK_E_IO;
+    else if (more > 0)
         rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: bytes after the array data", name);
     const uint8_t *map = NULL;
     if (rc == WPACK_OK && h->nbytes > SIZE_MAX)

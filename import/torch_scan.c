@@ -42,6 +42,7 @@ typedef struct {
     char *plan_name;
     view_rec *views;           /* hash table of views, for aliases */
     uint8_t *crc_checked;      /* per zip entry: see torch_item.storage_checked */
+    uint8_t *entry_dtype;      /* per zip entry: the dtype its storage was first read as */
     size_t vcap, vcount;
     char path[WPACK_MAX_NAME + 64];
 } scan;
@@ -245,6 +246,17 @@ static int tensor_item(scan *sc, const pk_value *tv, size_t plen)
                      "tensor '%s': storage '%s' is compressed (method %u); torch.save stores "
                      "storages uncompressed",
                      sc->path, qk, e->method);
+    /* torch.load types a storage by its first use and reads every later
+     * view of it with that dtype; torch.save never writes one key with two
+     * dtypes. Refused: a view under the other dtype would become an alias
+     * of a first view with the same shape, changing its dtype silently. */
+    uint8_t *first = &sc->entry_dtype[e - sc->zip.e];
+    if (*first && *first != tv->dtype)
+        return sfail(sc, WPACK_E_INPUT,
+                     "tensor '%s': storage '%s' is read as %s here but as %s before (one "
+                     "storage, two dtypes)",
+                     sc->path, qk, wpack_dtype_name(tv->dtype), wpack_dtype_name(*first));
+    *first = (uint8_t)tv->dtype;
     uint64_t sbytes;
     if (!wpk_mul((uint64_t)s->i, it.elem_size, &sbytes) || sbytes != e->size)
         return sfail(sc, WPACK_E_SIZE,
@@ -457,6 +469,7 @@ static void free_scan(scan *sc)
         free(sc->views[i].name);
     free(sc->views);
     free(sc->crc_checked);
+    free(sc->entry_dtype);
     wpk_zip_close(&sc->zip);
 }
 
@@ -485,7 +498,8 @@ int torch_scan_buffer_ex(const uint8_t *buf, size_t len, const char *key, torch_
     }
     pk_state *ps = NULL;
     pk_value *root;
-    if (!(sc.crc_checked = calloc(sc.zip.n ? sc.zip.n : 1, 1))) {
+    if (!(sc.crc_checked = calloc(sc.zip.n ? sc.zip.n : 1, 1)) ||
+        !(sc.entry_dtype = calloc(sc.zip.n ? sc.zip.n : 1, 1))) {
         rc = sfail(&sc, WPACK_E_NOMEM, "out of memory");
         goto out;
     }

@@ -263,6 +263,7 @@ hostile view_outside_storage.pt "view reaches element 5 of storage '0' which has
 hostile size_overflow.pt "element count overflows"
 hostile stride_overflow.pt "view reaches element"
 hostile rank_too_high.pt "rank 9 above the 8 limit"
+hostile storage_two_dtypes.pt "tensor 'b': storage '0' is read as f16 here but as f32 before"
 hostile zip_truncated.pt "no end-of-central-directory record \(truncated"
 hostile zip_offset_outside.pt "local header at offset [0-9]+ is missing or past the end"
 hostile zip_dotdot_name.pt "has a '..' component"
@@ -272,7 +273,38 @@ hostile legacy_format.pt "legacy \(pre-1.6\).*_use_new_zipfile_serialization=Tru
 hostile bomb.npz "refused as a zip bomb"
 # libarchive's own message, without the newline it ends with
 hostile zip_wrong_size.npz "wrong size \(read 144, expected 4294967280\) \[WPACK_E_IO\]$"
+hostile zip_fortran_bad_crc.npz "member 'w.npy': ZIP bad CRC"
+hostile gzip_bad_crc.tar.gz "gzip stream at byte [0-9]+: incorrect data check \(damaged file\) \[WPACK_E_CHECKSUM\]"
 [ -f "$H/bomb.tar.zst" ] && hostile bomb.tar.zst "refused as a zip bomb"
+# magic bytes inside a bundle never start a program: libarchive's external
+# decompressors (lrzip -d, found on $PATH) are not registered
+mkdir -p "$T/fakebin" && rm -f "$T/ran"
+printf '#!/bin/sh\ntouch "%s"\ncat >/dev/null\n' "$T/ran" >"$T/fakebin/lrzip"
+chmod +x "$T/fakebin/lrzip"
+PATH="$T/fakebin:$PATH" expect_fail filter_program_not_run "Unrecognized archive format" \
+    "$WPACK" create -q -o "$T/h.wpack" "$H/filter_program.tar.gz"
+[ ! -e "$T/ran" ] && pass filter_program_no_exec || fail filter_program_no_exec "lrzip was run"
+# a member that is not a .npy is inflated under the guard too (it was skipped
+# unchecked: a few KB of .tar.bz2 kept create busy for minutes)
+hostile bomb_skipped.tar.bz2 "member 'junk.bin': expands more than 200:1"
+# the members' headers count as inflated bytes: 70,000 empty .npy in 78 KB
+# of .tar.xz (a 1.3 MB .tar.zst of a million took 650 MB and 15 s)
+if $PY - "$T/headers.tar.xz" <<'EOF'
+import io, lzma, struct, sys, tarfile
+d = "{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }"
+npy = b"\x93NUMPY\x01\x00" + struct.pack("<H", 118) + (d + " " * (117 - len(d)) + "\n").encode()
+with lzma.open(sys.argv[1], "wb", preset=9) as f, tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as t:
+    for i in range(70000):
+        ti = tarfile.TarInfo("m%05d.npy" % i)
+        ti.size = len(npy)
+        t.addfile(ti, io.BytesIO(npy))
+EOF
+then
+    expect_fail bomb_member_headers "member 'm6553[0-9].npy': expands more than 200:1" \
+        "$WPACK" create -q -o "$T/h.wpack" "$T/headers.tar.xz"
+else
+    fail bomb_member_headers_made
+fi
 hostile tar_symlink.tar "is a symbolic link, not a file"
 hostile tar_dotdot.tar "'..' path refused"
 hostile st_header_huge.safetensors "header length 200000000 above the 100 MB limit"

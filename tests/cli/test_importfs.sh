@@ -4,7 +4,7 @@
 #  - FIFOs anywhere (an INPUT, a manifest's data file, a --stats file, a
 #    directory entry, an HF shard, a sharded set's shard) are refused at once
 #    (each under `timeout 10`) with WPACK_E_FILE_TYPE, or skipped with a
-#    warning in a directory walk;
+#    warning in a directory walk; a device is refused without being opened;
 #  - symlinks among the files an input names are refused (FILE_TYPE) unless
 #    --follow-links (WPACK_FOLLOW_LINKS=1 for reading sharded sets);
 #  - a zip whose members share bytes (257 nested members) is refused;
@@ -83,6 +83,21 @@ if timeout 10 "$WPACK" create -o "$O/out.wpack" "$G/fifo_dir" >"$T/out" 2>"$T/er
     pass fifo_in_directory_skipped
 else
     fail fifo_in_directory_skipped "$(head -c 400 "$T/err")"
+fi
+
+# a device named by a manifest is refused unopened (opening runs its driver:
+# a tape rewinds, a watchdog arms). Char major 0 has no driver: an open
+# would fail with ENXIO ("No such device or address") instead.
+mkdir -p "$T/devdir"
+if mknod "$T/devdir/w.bin" c 0 0 2>/dev/null; then
+    printf '{"tensors": [{"name": "w", "dtype": "f32", "shape": [1], "file": "w.bin"}]}' \
+        >"$T/devdir/manifest.json"
+    refused device_manifest_data_unopened "w.bin: a character device, not a regular file.*$FT" \
+        "$T/devdir/manifest.json"
+    refused device_manifest_data_unopened_following "w.bin: a character device, not a regular file.*$FT" \
+        --follow-links "$T/devdir/manifest.json"
+else
+    echo "# skip device_manifest_data_unopened: mknod not permitted here"
 fi
 
 # --- point 7: symlinks out of the directory

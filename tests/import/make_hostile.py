@@ -6,6 +6,8 @@ what each one attacks and the error wpack must give. Run it again to
 regenerate the checked-in files (needs only the Python standard library,
 plus zstd via the `zstd` command for the .tar.zst bomb when present).
 """
+import bz2
+import gzip
 import io
 import json
 import os
@@ -37,11 +39,11 @@ def storage_pid(key, numel, typ="FloatStorage"):
             b"J" + struct.pack("<i", numel) + b"tQ")
 
 
-def tensor(key, numel, offset, size, stride):
+def tensor(key, numel, offset, size, stride, typ="FloatStorage"):
     def tup(v):
         return b"(" + b"".join(b"J" + struct.pack("<i", x) if abs(x) < 2**31 else
                                b"\x8a\x08" + struct.pack("<q", x) for x in v) + b"t"
-    return (b"ctorch._utils\n_rebuild_tensor_v2\n(" + storage_pid(key, numel) +
+    return (b"ctorch._utils\n_rebuild_tensor_v2\n(" + storage_pid(key, numel, typ) +
             b"J" + struct.pack("<i", offset) + tup(size) + tup(stride) + b"\x89" +
             b"ccollections\nOrderedDict\n)R" + b"tR")
 
@@ -77,6 +79,11 @@ torch_zip(f"{D}/size_overflow.pt",
           state_dict([("w", tensor("0", 4, 0, [2**62, 2**62, 16], [0, 0, 0]))]), [("0", f4)])
 torch_zip(f"{D}/stride_overflow.pt",
           state_dict([("w", tensor("0", 4, 0, [2, 2], [2**62, 2**62]))]), [("0", f4)])
+# one storage read as f32 [4] and as f16 [4]: the second became an alias of
+# the first (an f32) instead of the f16 its pickle says
+torch_zip(f"{D}/storage_two_dtypes.pt", state_dict([("a", tensor("0", 4, 0, [4], [1])),
+                                                    ("b", tensor("0", 8, 0, [4], [1], "HalfStorage"))]),
+          [("0", f4)])
 torch_zip(f"{D}/rank_too_high.pt", state_dict([("w", tensor("0", 4, 0, [1] * 9, [1] * 9))]), [("0", f4)])
 # --- zip structure
 good = state_dict([("w", tensor("0", 4, 0, [4], [1]))])
@@ -126,6 +133,17 @@ for sig, at in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # uncompressed size 
     i = z.index(sig)
     z[i + at:i + at + 4] = struct.pack("<I", 0xFFFFFFF0)
 open(f"{D}/zip_wrong_size.npz", "wb").write(bytes(z))
+# --- a stored Fortran-order member (transposed through a temporary file)
+# whose CRC-32 (local and central) is off by one bit: was packed silently
+fnpy = b"\x93NUMPY\x01\x00" + struct.pack("<H", 118)
+d = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }"
+fnpy += (d + " " * (118 - len(d) - 1) + "\n").encode() + f4
+zip_write(f"{D}/zip_fortran_bad_crc.npz", [("w.npy", fnpy)])
+z = bytearray(open(f"{D}/zip_fortran_bad_crc.npz", "rb").read())
+for sig, at in ((b"PK\x03\x04", 14), (b"PK\x01\x02", 16)):  # CRC-32 fields
+    i = z.index(sig)
+    z[i + at] ^= 1
+open(f"{D}/zip_fortran_bad_crc.npz", "wb").write(bytes(z))
 try:
     tf = io.BytesIO()
     with tarfile.open(fileobj=tf, mode="w") as t:
@@ -144,6 +162,34 @@ try:
     open(f"{D}/bomb.tar.zst", "wb").write(z.stdout)
 except (OSError, subprocess.CalledProcessError):
     pass
+# --- a .tar.bz2 (~250 bytes) whose first member, not a .npy, is 256 MiB of
+# zeros: libarchive inflated it all to skip it, unchecked (2 GB took 8 s;
+# a few KB of bzip2 hold terabytes), and the .npy after it was packed
+bzc = bz2.BZ2Compressor(9)
+skipped = [tarfile.TarInfo("junk.bin"), tarfile.TarInfo("w.npy")]
+skipped[0].size = 256 << 20
+skipped[1].size = len(fnpy)
+parts = [bzc.compress(skipped[0].tobuf(format=tarfile.USTAR_FORMAT))]
+zero = bytes(1 << 20)
+for _ in range(256):
+    parts.append(bzc.compress(zero))
+parts.append(bzc.compress(skipped[1].tobuf(format=tarfile.USTAR_FORMAT) + fnpy +
+                          bytes(-len(fnpy) % 512) + bytes(1024)))
+parts.append(bzc.flush())
+open(f"{D}/bomb_skipped.tar.bz2", "wb").write(b"".join(parts))
+# --- a .tar.gz whose inflated stream starts with lrzip's magic: libarchive's
+# filter_all spawned `lrzip -d` from $PATH on it
+open(f"{D}/filter_program.tar.gz", "wb").write(gzip.compress(b"LRZI\x00\x06" + bytes(250), mtime=0))
+# --- a .tar.gz whose gzip CRC-32 is off by one bit: libarchive never checks
+# the trailer, and the tar inside is fine
+tf = io.BytesIO()
+with tarfile.open(fileobj=tf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+    ti = tarfile.TarInfo("w.npy")
+    ti.size = len(fnpy)
+    t.addfile(ti, io.BytesIO(fnpy))
+gz = bytearray(gzip.compress(tf.getvalue(), mtime=0))
+gz[-8] ^= 1
+open(f"{D}/gzip_bad_crc.tar.gz", "wb").write(bytes(gz))
 # --- bundles
 tf = io.BytesIO()
 with tarfile.open(f"{D}/tar_symlink.tar", "w") as t:
