@@ -27,7 +27,8 @@ static const char help[] =
     "\n"
     "  -o, --output FILE   the archive to write (required)\n"
     "  --in-place          replace ARCHIVE (through a symlink: its target) with the\n"
-    "                      cast copy, crash-safely; not for a sharded set\n"
+    "                      cast copy, crash-safely; not for a sharded set; an\n"
+    "                      update of ARCHIVE meanwhile waits for it\n"
     "  --max-output SIZE   cap on the tensor bytes written (default: the larger\n"
     "                      of 1 GiB and 1000 x ARCHIVE's size); the free space\n"
     "                      is checked too (WPACK_E_TOO_LARGE, nothing written)\n"
@@ -221,7 +222,7 @@ int cmd_cast(int argc, char **argv)
     char *in_place_path = NULL; /* --in-place: the file to replace */
     cast_opts o = {0, calloc((size_t)argc + 1, sizeof(char *)), 0};
     cli_write_opts wo = CLI_WRITE_OPTS_INIT;
-    int r, rc = CLI_USAGE, in_place = 0;
+    int r, rc = CLI_USAGE, in_place = 0, lock = -1;
     unsigned jobs = 0; /* -j: 0 keeps WPACK_THREADS or one thread */
     wpack_archive *ar = NULL;
     wpack_writer *w = NULL;
@@ -274,7 +275,7 @@ int cmd_cast(int argc, char **argv)
         goto done;
     }
     rc = CLI_FAIL;
-    if (!(ar = cli_open_rewrite("cast", in, out, in_place, wo.verify, &in_place_path)))
+    if (!(ar = cli_open_rewrite("cast", in, out, in_place, wo.verify, &in_place_path, &lock)))
         goto done;
     if (in_place)
         out = in_place_path;
@@ -376,6 +377,7 @@ done:
     if (w)
         wpack_writer_abort(w);
     wpack_close(ar);
+    cli_rewrite_unlock(&lock); /* after the rename: an update waiting for it opens the new file */
     free(o.only);
     free(in_place_path);
     return rc;

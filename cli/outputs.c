@@ -7,11 +7,14 @@
  * file name.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -213,11 +216,38 @@ wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g,
     return NULL;
 }
 
+/* Take the updaters' lock (packer/update.c) on the file at path, so that no
+ * `wpack update` commits into it between our read and our rename (its
+ * change would be lost with the replaced file): the fd, or -1 (printed).
+ * A file replaced while we waited is not the one at path any more: lock
+ * the new one (bounded). */
+static int lock_for_rewrite(const char *cmd, const char *path)
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        struct stat a, b;
+        if (fd < 0 || fstat(fd, &a) != 0 || flock(fd, LOCK_EX) != 0) {
+            cli_error("%s: %s: cannot lock it for --in-place: %s [%s]", cmd, path, strerror(errno),
+                      wpack_error_name(WPACK_E_IO));
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        if (stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return fd;
+        close(fd);
+    }
+    cli_error("%s: %s: replaced by other files while waiting for its lock [%s]", cmd, path,
+              wpack_error_name(WPACK_E_IO));
+    return -1;
+}
+
 wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out, int in_place,
-                                int verify, char **target)
+                                int verify, char **target, int *lock)
 {
     cli_files g = {.hint = "to rewrite ARCHIVE itself use --in-place"};
     *target = NULL;
+    *lock = -1;
     if (cli_is_url(in)) { /* rewriting reads the input as a local file */
         cli_error("%s: %s: a URL cannot be rewritten; extract or export it, or download it first "
                   "[%s]", cmd, in, wpack_error_name(WPACK_E_UNSUPPORTED));
@@ -225,19 +255,37 @@ wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out
     }
     if (!in_place)
         cli_files_out_archive(&g, out);
+    else if ((*target = realpath(in, NULL)) && (*lock = lock_for_rewrite(cmd, *target)) < 0) {
+        free(*target);
+        return NULL;
+    }
+    int resolve_errno = errno;
+    /* in place: opened under the lock, so the archive read is the locked file */
     wpack_archive *ar = cli_open_checked(cmd, in, &g, verify);
     cli_files_free(&g);
-    if (!ar)
-        return NULL;
-    if (in_place && wpack_shard_count(ar))
+    if (!in_place)
+        return ar;
+    if (!ar) {
+    } else if (wpack_shard_count(ar)) {
         cli_error("%s: %s is a sharded set: --in-place rewrites single-file archives only "
                   "(use -o) [%s]",
                   cmd, in, wpack_error_name(WPACK_E_UNSUPPORTED));
-    else if (in_place && !(*target = realpath(in, NULL)))
-        cli_error("%s: %s: cannot resolve its path: %s [%s]", cmd, in, strerror(errno),
+    } else if (!*target) {
+        cli_error("%s: %s: cannot resolve its path: %s [%s]", cmd, in, strerror(resolve_errno),
                   wpack_error_name(WPACK_E_IO));
-    else
+    } else {
         return ar;
+    }
     wpack_close(ar);
+    cli_rewrite_unlock(lock);
+    free(*target);
+    *target = NULL;
     return NULL;
+}
+
+void cli_rewrite_unlock(int *lock)
+{
+    if (*lock >= 0)
+        close(*lock);
+    *lock = -1;
 }

@@ -840,6 +840,9 @@ int wpack_writer_replaces_fd(wpack_writer *w, int fd);
  * its data (spec 14, In-place update protocol): calibration statistics,
  * metadata strings and name-map names. A session holds an exclusive lock
  * (flock) on the file from begin to commit; only one updater runs at a time.
+ * A file replaced at path while begin waited for the lock (the CLI's
+ * convert/cast --in-place hold it until their rename) is not updated: begin
+ * starts again on the file now at path.
  * Commit writes a new index generation holding only the live records, where
  * it overlaps nothing the current generation uses, fsyncs, then rewrites the
  * 128-byte superblock and fsyncs. Killed at any moment, the file opens as
