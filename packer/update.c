@@ -462,6 +462,11 @@ static int commit(wpack_update *u)
     if (e || (e = wpk_pwrite_all(u->fd, trailer, sizeof trailer, at + idx.len)) ||
         (e = sync_errno(u->fd))) {
         rc = wpk_ufail(u, WPACK_E_IO, "%s: writing the new index: %s", u->path, strerror(e));
+        /* The superblock still names generation g, which ends before L: a
+         * part of the new one written past L (a full disk) goes, else every
+         * later open would warn of an interrupted update that never was. */
+        if (file_len > L && ftruncate(u->fd, (off_t)L) == 0)
+            (void)sync_errno(u->fd);
         goto done;
     }
 #ifdef WPACK_TEST_HOOKS

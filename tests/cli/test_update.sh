@@ -144,6 +144,29 @@ expect_fail no_such_archive "\[WPACK_E_IO\]" "$WPACK" update "$T/none.wpack" --m
 if grep -rq 'kind [0-9]' "$T/err"; then fail no_kind_numbers; else pass no_kind_numbers; fi
 cmp -s "$B" "$T/before.wpack" && pass failed_updates_write_nothing || fail failed_updates_write_nothing
 
+# a full disk (ulimit -f: writes past the limit fail with EFBIG, SIGXFSZ
+# ignored) while the new generation is appended: the archive is left byte
+# for byte as it was, not grown by a part of the generation that every later
+# open would warn about
+cp "$B" "$T/full.wpack"
+"$PY" -c "
+import json
+b = 20000
+e = [-1 + 2 * i / b for i in range(b + 1)]
+json.dump({'version': 1, 'stats': [{'key': 'full%d' % i, 'kind': 'activation', 'count': b, 'min': -1.0,
+           'max': 1.0, 'mean': 0.0, 'variance': 0.3, 'histogram': {'edges': e, 'counts': [1] * b}}
+           for i in range(4)]}, open('$T/full.json', 'w'))
+" || fail make_full_json
+kb=$(( $(stat -c %s "$T/full.wpack") / 1024 + 2 ))
+( ulimit -f "$kb"; trap '' XFSZ; exec "$WPACK" update "$T/full.wpack" --stats "$T/full.json" ) \
+    >"$T/out" 2>"$T/err"
+rc=$?
+{ [ $rc -eq 1 ] && grep -q 'writing the new index.*\[WPACK_E_IO\]' "$T/err"; } && pass full_disk_update_fails \
+    || fail full_disk_update_fails "exit $rc: $(head -c 300 "$T/err")"
+cmp -s "$B" "$T/full.wpack" && pass full_disk_update_leaves_file || fail full_disk_update_leaves_file
+"$WPACK" verify "$T/full.wpack" >"$T/out" 2>"$T/err" && ! grep -q warning "$T/err" \
+    && pass full_disk_update_no_warning || fail full_disk_update_no_warning "$(head -c 300 "$T/err")"
+
 # convert / cast --in-place hold the updaters' lock from their read to their
 # rename: an update meanwhile waits and then changes the new file (before,
 # it committed into the old one, which the rename then threw away: an update
