@@ -250,9 +250,8 @@ void wpk_atomic_abort(wpk_atomic *a)
 
 /* ---- sweeping dead temporaries ---- */
 
-/* s follows ".tmp-": the length of "<pid>-<16 hex>" when s starts with it
- * and it ends there or at a '.', else 0. */
-static size_t owner_tail(const char *s)
+/* The length of "<pid>-<16 hex>" at the start of s (s follows ".tmp-"), or 0. */
+static size_t pid_hex(const char *s)
 {
     size_t i = 0;
     while (s[i] >= '0' && s[i] <= '9' && i < 10)
@@ -263,7 +262,40 @@ static size_t owner_tail(const char *s)
     for (int k = 0; k < TMP_HEX; k++, i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
             return 0;
-    return s[i] == 0 || s[i] == '.' ? i : 0;
+    return i;
+}
+
+/* Is s what a writer puts after its temporary's name in the names of its
+ * other files: nothing, ".old" (resolver/output_commit.c's link to the old
+ * archive), ".shard-<n>" (a finished shard, packer/writer_shards.c) or
+ * ".shard-<n>.tmp-<pid>-<hex>" (a shard being written)? Only these: a name
+ * with anything else after a temporary's is not a writer's file (extract's
+ * NAME.npy of a tensor named "x.npy.tmp-1-0123456789abcdef" must stay). */
+static int writer_suffix(const char *s)
+{
+    if (*s == 0 || strcmp(s, ".old") == 0)
+        return 1;
+    if (strncmp(s, ".shard-", 7) != 0)
+        return 0;
+    s += 7;
+    size_t d = 0;
+    while (s[d] >= '0' && s[d] <= '9')
+        d++;
+    if (d == 0)
+        return 0;
+    s += d;
+    if (*s == 0)
+        return 1;
+    size_t t = strncmp(s, TMP_TAG, strlen(TMP_TAG)) == 0 ? pid_hex(s + strlen(TMP_TAG)) : 0;
+    return t && s[strlen(TMP_TAG) + t] == 0;
+}
+
+/* s follows ".tmp-": the length of "<pid>-<16 hex>" when s starts with it
+ * and what follows is a writer's (writer_suffix), else 0. */
+static size_t owner_tail(const char *s)
+{
+    size_t i = pid_hex(s);
+    return i && writer_suffix(s + i) ? i : 0;
 }
 
 /* The length of the owning temporary's name at the start of name, or 0

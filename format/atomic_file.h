@@ -6,9 +6,11 @@
  *
  * The temporary is "TARGET.tmp-<pid>-<16 hex>", created with
  * O_CREAT|O_EXCL|O_CLOEXEC and mode 0666 (the process umask applies), and
- * its writer holds flock(LOCK_EX) on it for its whole life. A file whose
- * name continues "TARGET.tmp-<pid>-<hex>.<more>" belongs to the same writer
- * (a sharded set's finished shards wait under such names). A later open of
+ * its writer holds flock(LOCK_EX) on it for its whole life. A file named
+ * "TARGET.tmp-<pid>-<hex>" followed by ".old", ".shard-<n>" or
+ * ".shard-<n>.tmp-<pid>-<hex>" belongs to the same writer (a sharded set's
+ * finished shards wait under such names); any other continuation is not a
+ * writer's file and is never removed. A later open of
  * the same target removes the dead ones: regular files of this user whose
  * owning temporary is gone or can be locked (its writer has exited, even by
  * kill -9). Live writers' files are never touched.

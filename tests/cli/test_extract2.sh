@@ -161,4 +161,19 @@ else
     fail progress_on_terminal "no working 'script' (util-linux) to give a pty: cannot check"
 fi
 
+# --- a tensor whose file name starts like a temporary's -------------------
+# 'v.npy.tmp-99999-0123456789abcdef' is written as that name + '.npy'; the
+# next extract to the directory sweeps dead temporaries, and took that file
+# for one (an orphan of writer v.npy.tmp-99999-...): a file it had not
+# written, deleted
+mkdir -p "$T/tn" && cd "$T/tn" || exit 1
+"$PY" -c "import numpy as np; np.save('v.npy.tmp-99999-0123456789abcdef.npy', np.ones(3, np.float32)); np.save('ok.npy', np.zeros(2, np.float32))" \
+    || fail tmpname_inputs
+expect tmpname_create "$WPACK" create -q -o "$T/tn.wpack" v.npy.tmp-99999-0123456789abcdef.npy ok.npy
+expect tmpname_extract_all "$WPACK" extract -q "$T/tn.wpack" -o "$T/tn/out"
+expect tmpname_extract_again "$WPACK" extract -q "$T/tn.wpack" -o "$T/tn/out" ok
+[ -f "$T/tn/out/v.npy.tmp-99999-0123456789abcdef.npy" ] && pass tmpname_file_kept \
+    || fail tmpname_file_kept "the second extract removed it: $(ls "$T/tn/out")"
+cd "$T" || exit 1
+
 finish

@@ -150,17 +150,28 @@ static void test_sweep_dead_not_live(void)
 
 static void test_sweep_dir_suffix(void)
 {
-    char a[512], b[512], c[512];
+    char a[512], b[512], c[512], d[512], e[512], f[512];
     path_of(a, sizeof a, "t.npy.tmp-7-0123456789abcdef");
     path_of(b, sizeof b, "t.txt.tmp-7-0123456789abcdef");
     path_of(c, sizeof c, "u.npy.tmp-7-0123456789abcdeg"); /* not hex: not ours */
+    /* a writer's other files go with it; a name that only starts like a
+     * temporary's (extract's file of a tensor named so) is not a writer's */
+    path_of(d, sizeof d, "v.npy.tmp-7-0123456789abcdef.shard-00002.tmp-7-0123456789abcdef");
+    path_of(e, sizeof e, "v.npy.tmp-7-0123456789abcdef.old");
+    path_of(f, sizeof f, "v.npy.tmp-7-0123456789abcdef.npy");
     touch(a, "x");
     touch(b, "x");
     touch(c, "x");
+    touch(d, "x");
+    touch(e, "x");
+    touch(f, "x");
     wpk_atomic_sweep_dir(dir, ".npy");
     CHECK(!exists(a) && exists(b) && exists(c), "only the .npy targets' dead temporaries go");
+    CHECK(!exists(d) && !exists(e), "a dead writer's shard and .old files go");
+    CHECK(exists(f), "a file whose name goes on past a temporary's is kept");
     unlink(b);
     unlink(c);
+    unlink(f);
 }
 
 int main(void)
