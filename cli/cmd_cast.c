@@ -292,8 +292,8 @@ int cmd_cast(int argc, char **argv)
         cli_writer_jobs(&opt, jobs);
     opt.alignment = info.alignment;
     opt.no_sync = wo.no_sync;
-    if (wpack_writer_open(&w, out, &opt) != WPACK_OK) {
-        cli_error("%s", wpack_writer_errmsg(w));
+    if ((r = wpack_writer_open(&w, out, &opt)) != WPACK_OK) {
+        cli_error("%s [%s]", wpack_writer_errmsg(w), wpack_error_name(r));
         goto done;
     }
     uint64_t cast = 0;

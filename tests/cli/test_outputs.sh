@@ -176,6 +176,11 @@ ls | grep -q '\.tmp-' && fail in_place_no_temp || pass in_place_no_temp
 "$WPACK" cast A.wpack --to f16 --in-place -o B.wpack >/dev/null 2>&1
 [ $? -eq 2 ] && [ ! -e B.wpack ] && pass cast_in_place_and_o_usage || fail cast_in_place_and_o_usage
 expect_fail in_place_sharded "sharded set.*\[WPACK_E_UNSUPPORTED\]" "$WPACK" convert set.wpack --compress zstd --in-place
+# an output whose temporary cannot be created: what, where and the code
+for c in "convert A.wpack --compress zstd" "cast A.wpack --to f16"; do
+    expect_fail "${c%% *}_out_no_dir" "nodir/x\.wpack: cannot create a temporary file beside it.*\[WPACK_E_IO\]" \
+        "$WPACK" $c -o nodir/x.wpack
+done
 
 # --- created files follow the umask (no fixed mode, no umask() in the library)
 mkdir -p um
