@@ -36,6 +36,21 @@ const char *wpk_archive_error(struct archive *a, char *buf, size_t n)
     return buf;
 }
 
+void wpk_archive_locale_begin(wpk_archive_locale *l)
+{
+    l->utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    l->old = l->utf8 ? uselocale(l->utf8) : (locale_t)0;
+}
+
+void wpk_archive_locale_end(wpk_archive_locale *l)
+{
+    if (!l->utf8)
+        return;
+    uselocale(l->old);
+    freelocale(l->utf8);
+    l->utf8 = (locale_t)0;
+}
+
 typedef struct {
     wpk_sink *s;
     struct archive *a;
@@ -210,7 +225,18 @@ static int stored_member(ar_reader *r, const zip_view *zv, const wpk_zip_entry *
     return rc;
 }
 
+static int pack_file(wpk_sink *s, const char *path);
+
 int archive_pack_file(wpk_sink *s, const char *path)
+{
+    wpk_archive_locale l;
+    wpk_archive_locale_begin(&l);
+    int rc = pack_file(s, path);
+    wpk_archive_locale_end(&l);
+    return rc;
+}
+
+static int pack_file(wpk_sink *s, const char *path)
 {
     struct archive *a = archive_read_new();
     if (!a)
@@ -248,8 +274,11 @@ int archive_pack_file(wpk_sink *s, const char *path)
             goto out;
         }
         const char *mp = archive_entry_pathname(e);
-        if (!mp)
-            mp = "";
+        if (!mp) { /* not ignored as a member that is no .npy: it may be one */
+            rc = wpk_sink_fail(s, WPACK_E_INPUT, "a member whose name cannot be read as "
+                                                 "UTF-8 (%s)", wpk_archive_error(a, eb, sizeof eb));
+            goto out;
+        }
         if (archive_entry_filetype(e) == AE_IFDIR)
             continue;
         int bad;
