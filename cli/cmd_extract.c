@@ -28,7 +28,8 @@ static const char help[] =
     "\n"
     "File names: '/', '%' and a leading '.' in a tensor name are written as\n"
     "%2F, %25 and %2E, so no name can leave DIR; names longer than 200 bytes\n"
-    "are cut and end in '~' and 16 hex digits of their XXH3.\n"
+    "are cut (at most 180 bytes kept, whole characters) and end in '~' and 16\n"
+    "hex digits of their XXH3.\n"
     "\n"
     "Before anything is written: every NAME_OR_PREFIX must select a tensor, no\n"
     "two selected tensors may map to one file name (both are named), and the\n"
@@ -68,8 +69,18 @@ static void file_name(const char *name, size_t n, char *out, size_t len)
             out[o++] = (char)c;
     }
     out[o] = 0;
-    if (o > 200)
-        snprintf(out + 180, len - 180, "~%016llx", (unsigned long long)wpk_xxh3(name, n));
+    if (o > 200) {
+        /* cut at most 180 bytes in, not inside a %XX escape nor a UTF-8
+         * character: the file name stays UTF-8 (create reads it back) */
+        size_t cut = 180;
+        if (out[cut - 1] == '%')
+            cut -= 1;
+        else if (out[cut - 2] == '%')
+            cut -= 2;
+        while (((unsigned char)out[cut] & 0xc0) == 0x80)
+            cut--;
+        snprintf(out + cut, len - cut, "~%016llx", (unsigned long long)wpk_xxh3(name, n));
+    }
 }
 
 /* Written files wait, open and locked under their temporary names, to be
