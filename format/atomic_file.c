@@ -107,6 +107,14 @@ static int replaceable(const char *path, int follow, char **real, char *err, siz
     return WPACK_E_FILE_TYPE;
 }
 
+int wpk_atomic_check(const char *path, unsigned flags, char *err, size_t errlen)
+{
+    char *real;
+    int rc = replaceable(path, (flags & WPK_ATOMIC_FOLLOW_LINK) != 0, &real, err, errlen);
+    free(real);
+    return rc;
+}
+
 int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, size_t errlen)
 {
     a->path = a->tmp = NULL;

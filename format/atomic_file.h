@@ -60,6 +60,11 @@ typedef struct wpk_atomic {
  * and the result is WPACK_E_FILE_TYPE, WPACK_E_IO or WPACK_E_NOMEM. */
 int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, size_t errlen);
 
+/* What wpk_atomic_open checks of the target (flags as it takes them),
+ * creating nothing: a command with many outputs refuses one that would be
+ * refused before it writes any. WPACK_OK, or as wpk_atomic_open. */
+int wpk_atomic_check(const char *path, unsigned flags, char *err, size_t errlen);
+
 /* fsync the temporary (its data is durable; still not at the target). A
  * later commit does not fsync it again: write nothing more in between.
  * Nothing to do under WPK_ATOMIC_NO_SYNC. */

@@ -198,4 +198,23 @@ for n in os.listdir(sys.argv[1]):
 expect cut_round_trip "$WPACK" create -q -o "$T/cut2.wpack" "$T/cut/out"
 cd "$T" || exit 1
 
+# --- a directory or FIFO at one of the file names ---------------------------
+# refused before any file is written (it was refused when its turn came, after
+# the files before it in the list had been written)
+mkdir -p "$T/ft/out/b.npy" && mkfifo "$T/ft/out/d.npy" || fail ft_setup
+cd "$T/ft" || exit 1
+"$PY" -c "
+import numpy as np
+for n in 'abcde':
+    np.save(n + '.npy', np.ones(2, np.float32))
+" || fail ft_inputs
+expect ft_create "$WPACK" create -q -o "$T/ft.wpack" a.npy b.npy c.npy d.npy e.npy
+expect_fail ft_extract_refused "out/b\.npy: a directory, not a regular file.*nothing extracted \[WPACK_E_FILE_TYPE\]" \
+    "$WPACK" extract -q "$T/ft.wpack" -o "$T/ft/out"
+rmdir "$T/ft/out/b.npy"
+expect_fail ft_extract_fifo_refused "out/d\.npy: a FIFO.*\[WPACK_E_FILE_TYPE\]" \
+    "$WPACK" extract -q "$T/ft.wpack" -o "$T/ft/out"
+[ "$(ls "$T/ft/out")" = d.npy ] && pass ft_nothing_written || fail ft_nothing_written "$(ls "$T/ft/out")"
+cd "$T" || exit 1
+
 finish
