@@ -3,8 +3,8 @@
  * an output that is the same file as one of its inputs, or two outputs
  * that are the same file (issue 13). Files are compared as the file system
  * sees them (device and inode: symlinks, hard links, "./x" and "x" are all
- * caught); outputs that do not exist yet by their resolved directory and
- * file name.
+ * caught); outputs that do not exist yet by their directory (device and
+ * inode: bind mounts too) and file name.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -80,39 +80,31 @@ void cli_files_free(cli_files *f)
     memset(f, 0, sizeof *f);
 }
 
-/* The directory of path resolved (symlinks, "." and "..") plus its last
- * component: one spelling for one place, whether the file exists or not. */
-static char *where(const char *path)
+/* path's directory (stat: symlinks, "." and "..", bind mounts and other
+ * spellings of one directory are one device and inode) into *dir; its last
+ * component is returned. NULL when the directory cannot be looked at. */
+static const char *where(const char *path, struct stat *dir)
 {
     const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    char dir[PATH_MAX];
+    char d[PATH_MAX];
     if (!slash)
-        strcpy(dir, ".");
+        strcpy(d, ".");
     else if (slash == path)
-        strcpy(dir, "/");
-    else if ((size_t)(slash - path) < sizeof dir)
-        memcpy(dir, path, (size_t)(slash - path)), dir[slash - path] = 0;
+        strcpy(d, "/");
+    else if ((size_t)(slash - path) < sizeof d)
+        memcpy(d, path, (size_t)(slash - path)), d[slash - path] = 0;
     else
         return NULL;
-    char *real = realpath(dir, NULL);
-    if (!real)
-        return NULL;
-    size_t n = strlen(real) + strlen(base) + 2;
-    char *s = malloc(n);
-    if (s)
-        snprintf(s, n, "%s/%s", real, base);
-    free(real);
-    return s;
+    return stat(d, dir) == 0 ? (slash ? slash + 1 : path) : NULL;
 }
 
+/* Would files not there yet at a and b be one file: the same name in the
+ * same directory, however each is spelled? */
 static int same_place(const char *a, const char *b)
 {
-    char *wa = where(a), *wb = where(b);
-    int same = wa && wb && strcmp(wa, wb) == 0;
-    free(wa);
-    free(wb);
-    return same;
+    struct stat da, db;
+    const char *ba = where(a, &da), *bb = where(b, &db);
+    return ba && bb && da.st_dev == db.st_dev && da.st_ino == db.st_ino && strcmp(ba, bb) == 0;
 }
 
 /* The index in f->v of the first existing input that an archive written

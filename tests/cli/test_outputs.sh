@@ -153,6 +153,20 @@ done
 ln -s E.wpack lnk-E
 expect_fail two_outputs_symlink "outputs .* are the same file" "$WPACK" externalize -q i.mlir -o lnk-E --archive E.wpack
 rm -f lnk-E
+# ... and through a bind mount of the directory: another path, no symlink in
+# it (the directories were compared by realpath, which does not see a bind
+# mount: the MLIR was renamed over the new archive, and the command said ok)
+mkdir -p bind-src bind-dst
+if unshare -rm true 2>/dev/null; then
+    unshare -rm sh -c 'mount --bind "$1/bind-src" "$1/bind-dst" && exec "$2" externalize -q "$1/i.mlir" -o "$1/bind-src/n.x" --archive "$1/bind-dst/n.x"' \
+        sh "$PWD" "$WPACK" >"$T/out" 2>"$T/err"
+    rc=$?
+    { [ $rc -eq 1 ] && grep -q "outputs .* are the same file.*\[WPACK_E_SAME_FILE\]" "$T/err"; } &&
+        pass two_outputs_bind_mount || fail two_outputs_bind_mount "exit $rc: $(head -c 300 "$T/err")"
+    [ ! -e bind-src/n.x ] && pass two_outputs_bind_mount_nothing_written || fail two_outputs_bind_mount_nothing_written
+else
+    fail two_outputs_bind_mount "unshare -rm (a mount namespace to bind-mount in) is not available here"
+fi
 
 # --- --in-place
 mkdir -p before after
