@@ -73,12 +73,15 @@ static const char *kind_of(mode_t m)
 
 /* What may be replaced at path: nothing, or a regular file. With follow,
  * a symlink of the caller's leads to its target: *real (malloc'd) is the
- * path to replace, else NULL (path itself). WPACK_OK or WPACK_E_FILE_TYPE /
+ * path to replace, else NULL (path itself). *mode: the permission bits of
+ * the regular file replaced, 0 when none. WPACK_OK or WPACK_E_FILE_TYPE /
  * WPACK_E_NOMEM with err set. */
-static int replaceable(const char *path, int follow, char **real, char *err, size_t errlen)
+static int replaceable(const char *path, int follow, char **real, mode_t *mode, char *err,
+                       size_t errlen)
 {
     struct stat st;
     *real = NULL;
+    *mode = 0;
     if (lstat(path, &st) != 0)
         return WPACK_OK; /* nothing there (or unreachable: the create says why) */
     if (S_ISLNK(st.st_mode) && follow) {
@@ -98,8 +101,10 @@ static int replaceable(const char *path, int follow, char **real, char *err, siz
     } else if (S_ISLNK(st.st_mode)) {
         return WPACK_OK; /* the link itself is replaced */
     }
-    if (S_ISREG(st.st_mode))
+    if (S_ISREG(st.st_mode)) {
+        *mode = (st.st_mode & 0777) | S_IFREG; /* nonzero even for mode 000 */
         return WPACK_OK;
+    }
     wpk_fmt(err, errlen, "%s%s%s: %s, not a regular file: not replaced", path, *real ? " -> " : "",
             *real ? *real : "", kind_of(st.st_mode));
     free(*real);
@@ -110,7 +115,8 @@ static int replaceable(const char *path, int follow, char **real, char *err, siz
 int wpk_atomic_check(const char *path, unsigned flags, char *err, size_t errlen)
 {
     char *real;
-    int rc = replaceable(path, (flags & WPK_ATOMIC_FOLLOW_LINK) != 0, &real, err, errlen);
+    mode_t mode;
+    int rc = replaceable(path, (flags & WPK_ATOMIC_FOLLOW_LINK) != 0, &real, &mode, err, errlen);
     free(real);
     return rc;
 }
@@ -121,8 +127,10 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
     a->fd = -1;
     a->flags = flags;
     a->synced = 0;
+    a->kept_mode = 0;
     char *real = NULL;
-    int rc = replaceable(path, !!(flags & WPK_ATOMIC_FOLLOW_LINK), &real, err, errlen);
+    mode_t keep;
+    int rc = replaceable(path, !!(flags & WPK_ATOMIC_FOLLOW_LINK), &real, &keep, err, errlen);
     if (rc)
         return rc;
     if (real)
@@ -152,6 +160,11 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
         struct stat st;
         int locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
         if ((locked || errno != EWOULDBLOCK) && fstat(fd, &st) == 0 && st.st_nlink > 0) {
+            /* A file replaced keeps its permission bits (as cp and a shell's
+             * > keep them): a private 0600 archive does not come back 0644.
+             * Set before a byte is written. */
+            if (keep && fchmod(fd, keep & 0777) == 0)
+                a->kept_mode = keep;
             a->fd = fd;
             return WPACK_OK;
         }
@@ -191,7 +204,8 @@ void wpk_atomic_kick(wpk_atomic *a)
 static int put_in_place(wpk_atomic *a, char *err, size_t errlen)
 {
     char *real = NULL; /* a->path is already a link's target: a link now is replaced */
-    int rc = replaceable(a->path, 0, &real, err, errlen);
+    mode_t mode;
+    int rc = replaceable(a->path, 0, &real, &mode, err, errlen);
     if (rc)
         return rc;
     if (rename(a->tmp, a->path) != 0) {

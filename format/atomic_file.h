@@ -5,7 +5,8 @@
  * one, never a part; a failure or a kill leaves the target as it was.
  *
  * The temporary is "TARGET.tmp-<pid>-<16 hex>", created with
- * O_CREAT|O_EXCL|O_CLOEXEC and mode 0666 (the process umask applies), and
+ * O_CREAT|O_EXCL|O_CLOEXEC and mode 0666 (the process umask applies; when
+ * it replaces a regular file, that file's permission bits instead), and
  * its writer holds flock(LOCK_EX) on it for its whole life. A file named
  * "TARGET.tmp-<pid>-<hex>" followed by ".old", ".shard-<n>" or
  * ".shard-<n>.tmp-<pid>-<hex>" belongs to the same writer (a sharded set's
@@ -26,6 +27,8 @@ typedef struct wpk_atomic {
     int fd;         /* open for writing (and reading back); -1 when none */
     unsigned flags; /* WPK_ATOMIC_* as opened */
     int synced;     /* wpk_atomic_sync made it durable: commit does not fsync it again */
+    unsigned kept_mode; /* S_IFREG | the permission bits the temporary took from the
+                         * regular file it replaces; 0: none (a new file) */
 } wpk_atomic;
 
 /* Do not sweep the target's dead temporaries first (the caller swept the

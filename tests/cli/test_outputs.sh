@@ -213,6 +213,34 @@ for f in m.wpack c.wpack h.wpack m.safetensors x/t0.npy e.mlir e.wpack r.mlir y.
     m=$(stat -c %a "um/$f" 2>/dev/null)
     [ "$m" = 640 ] && pass "umask_027_$f" || fail "umask_027_$f" "mode $m"
 done
+# --- a file replaced keeps its permission bits (as cp and > keep them): a
+# private archive rewritten (--in-place, or -o over it) came back 0644 under
+# umask 022, readable by everyone; a sharded set's shards take them too
+mkdir -p pm
+(
+    umask 022
+    cp A.wpack pm/in.wpack && chmod 600 pm/in.wpack &&
+        "$WPACK" convert -q pm/in.wpack --compress zstd --in-place &&
+        cp A.wpack pm/c.wpack && chmod 640 pm/c.wpack &&
+        "$WPACK" cast -q pm/c.wpack --to f16 --in-place &&
+        cp A.wpack pm/o.wpack && chmod 600 pm/o.wpack &&
+        "$WPACK" create -q -o pm/o.wpack t0.npy &&
+        mkdir -p pm/x && cp t0.npy pm/x/t0.npy && chmod 600 pm/x/t0.npy &&
+        "$WPACK" extract -q A.wpack -o pm/x t0 &&
+        cp A.wpack pm/s.wpack && chmod 600 pm/s.wpack &&
+        "$WPACK" create -q -o pm/s.wpack --shard-size 1K t0.npy l0.weight.npy &&
+        "$WPACK" create -q -o pm/new.wpack t0.npy
+) 2>"$T/err" || fail keep_mode_runs "$(head -c 300 "$T/err")"
+for fm in in.wpack:600 c.wpack:640 o.wpack:600 x/t0.npy:600 s.wpack:600 new.wpack:644; do
+    f=${fm%:*} m=$(stat -c %a "pm/${fm%:*}" 2>/dev/null)
+    [ "$m" = "${fm#*:}" ] && pass "keep_mode_$f" || fail "keep_mode_$f" "mode $m, want ${fm#*:}"
+done
+n=0
+for f in pm/s-0000*.wpack; do
+    n=$((n + 1))
+    [ "$(stat -c %a "$f")" = 600 ] || fail keep_mode_shards "$f: mode $(stat -c %a "$f")"
+done
+[ $n -ge 2 ] && pass keep_mode_shards_checked || fail keep_mode_shards_checked "$n shards"
 if nm -D --undefined-only "$(dirname "$WPACK")/libwpack.so" 2>/dev/null | grep -qw umask; then
     fail library_calls_no_umask
 else

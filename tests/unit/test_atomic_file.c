@@ -51,10 +51,19 @@ static void test_commit_name_and_mode(void)
     char p[512], err[300];
     path_of(p, sizeof p, "out.bin");
     touch(p, "old");
+    chmod(p, 0604);
     mode_t old = umask(027); /* the test sets it; the library never does */
-    wpk_atomic a;
+    wpk_atomic a, fresh;
+    char q[512];
+    path_of(q, sizeof q, "fresh.bin");
     CHECK(wpk_atomic_open(&a, p, 0, err, sizeof err) == WPACK_OK, "open: %s", err);
+    CHECK(wpk_atomic_open(&fresh, q, 0, err, sizeof err) == WPACK_OK, "open: %s", err);
     umask(old);
+    struct stat fs;
+    /* a new file follows the umask; one replacing a file keeps its bits */
+    CHECK(fstat(fresh.fd, &fs) == 0 && (fs.st_mode & 0777) == 0640 && fresh.kept_mode == 0,
+          "new file mode %o", fs.st_mode & 0777);
+    wpk_atomic_abort(&fresh);
     unsigned long pid = 0;
     char hex[17] = "";
     int used = 0;
@@ -63,7 +72,8 @@ static void test_commit_name_and_mode(void)
               pid == (unsigned long)getpid() && strlen(hex) == 16,
           "temporary named %s", a.tmp ? a.tmp : "(none)");
     struct stat st;
-    CHECK(fstat(a.fd, &st) == 0 && (st.st_mode & 0777) == 0640, "mode %o", st.st_mode & 0777);
+    CHECK(fstat(a.fd, &st) == 0 && (st.st_mode & 0777) == 0604 && (a.kept_mode & 0777) == 0604,
+          "mode %o", st.st_mode & 0777);
     CHECK(write(a.fd, "new", 3) == 3, "write");
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s", a.tmp);
