@@ -331,4 +331,30 @@ expect extract_over_link "$WPACK" extract -q A.wpack -o exl t0
 [ ! -L exl/t0.npy ] && [ "$(cat outside.txt)" = keep ] && pass extract_link_not_followed ||
     fail extract_link_not_followed "$(ls -la exl; cat outside.txt)"
 
+# --- the archive truncated by another process while it is read -------------
+# Reads go through a map: a page past the new end faults (SIGBUS). The run
+# ended as a "Bus error" crash; it now stops with an error saying so, and
+# its output is not in place. The reader is stopped once it has mapped the
+# archive, the file cut, the reader let go on.
+"$PY" -c "
+import numpy as np
+np.save('big.npy', np.random.default_rng(1).standard_normal((4096, 2048)).astype(np.float32))
+" || fail sigbus_input
+for c in "verify" "convert --compress zstd:1 -o trunc.out.wpack"; do
+    rm -f trunc.out.wpack
+    "$WPACK" create -q -o trunc.wpack big.npy || fail sigbus_create
+    "$WPACK" $c trunc.wpack >/dev/null 2>"$T/err" &
+    pid=$!
+    for i in $(seq 5000); do grep -q trunc.wpack "/proc/$pid/maps" 2>/dev/null && break; done
+    kill -STOP "$pid" 2>/dev/null
+    truncate -s 65536 trunc.wpack
+    kill -CONT "$pid" 2>/dev/null
+    wait "$pid"
+    rc=$?
+    { [ $rc -eq 1 ] && grep -q "shrank under this run.*\[WPACK_E_TRUNCATED\]" "$T/err"; } &&
+        pass "truncated_while_read_${c%% *}" || fail "truncated_while_read_${c%% *}" "exit $rc: $(head -c 300 "$T/err")"
+done
+[ ! -e trunc.out.wpack ] && pass truncated_while_read_no_output || fail truncated_while_read_no_output
+rm -f trunc.wpack trunc.out.wpack* big.npy
+
 finish
