@@ -209,9 +209,14 @@ wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g,
  * guard (in and its shards vs out), then cli_open. With in_place, out is
  * not used and *target (free it) is the file to replace: in with symlinks
  * resolved, so a link keeps pointing at the new archive; a sharded set is
- * refused. NULL on failure, with the error printed. */
+ * refused. In place, *lock holds the updaters' lock on that file (as
+ * `wpack update` takes it) from before the open: release it with
+ * cli_rewrite_unlock after the new file replaced it (or on failure), so
+ * that no update committed in between is lost. NULL on failure, with the
+ * error printed (*target NULL, no lock held). */
 wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out, int in_place,
-                                int verify, char **target);
+                                int verify, char **target, int *lock);
+void cli_rewrite_unlock(int *lock);
 
 /* "1.5 GiB", "512 B" */
 void cli_human_size(char *buf, size_t len, uint64_t bytes);

@@ -28,7 +28,8 @@ static const char help[] =
     "\n"
     "  -o, --output FILE   the archive to write (required)\n"
     "  --in-place          replace ARCHIVE (through a symlink: its target) with the\n"
-    "                      cast copy, crash-safely; not for a sharded set\n"
+    "                      cast copy, crash-safely; not for a sharded set; an\n"
+    "                      update of ARCHIVE meanwhile waits for it\n"
     "  --max-output SIZE   cap on the tensor bytes written (default: the larger\n"
     "                      of 1 GiB and 1000 x ARCHIVE's size); the free space\n"
     "                      is checked too (WPACK_E_TOO_LARGE, nothing written)\n"
@@ -222,7 +223,7 @@ int cmd_cast(int argc, char **argv)
     char *in_place_path = NULL; /* --in-place: the file to replace */
     cast_opts o = {0, calloc((size_t)argc + 1, sizeof(char *)), 0};
     cli_write_opts wo = CLI_WRITE_OPTS_INIT;
-    int r, rc = CLI_USAGE, in_place = 0;
+    int r, rc = CLI_USAGE, in_place = 0, lock = -1;
     unsigned jobs = 0; /* -j: 0 keeps WPACK_THREADS or one thread */
     wpack_archive *ar = NULL;
     wpack_writer *w = NULL;
@@ -275,7 +276,7 @@ int cmd_cast(int argc, char **argv)
         goto done;
     }
     rc = CLI_FAIL;
-    if (!(ar = cli_open_rewrite("cast", in, out, in_place, wo.verify, &in_place_path)))
+    if (!(ar = cli_open_rewrite("cast", in, out, in_place, wo.verify, &in_place_path, &lock)))
         goto done;
     if (in_place)
         out = in_place_path;
@@ -292,8 +293,8 @@ int cmd_cast(int argc, char **argv)
         cli_writer_jobs(&opt, jobs);
     opt.alignment = info.alignment;
     opt.no_sync = wo.no_sync;
-    if (wpack_writer_open(&w, out, &opt) != WPACK_OK) {
-        cli_error("%s", wpack_writer_errmsg(w));
+    if ((r = wpack_writer_open(&w, out, &opt)) != WPACK_OK) {
+        cli_error("%s [%s]", wpack_writer_errmsg(w), wpack_error_name(r));
         goto done;
     }
     uint64_t cast = 0;
@@ -377,6 +378,7 @@ done:
     if (w)
         wpack_writer_abort(w);
     wpack_close(ar);
+    cli_rewrite_unlock(&lock); /* after the rename: an update waiting for it opens the new file */
     free(o.only);
     free(in_place_path);
     return rc;

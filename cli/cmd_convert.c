@@ -20,7 +20,8 @@ static const char help[] =
     "\n"
     "  -o, --output FILE     the archive to write (not ARCHIVE itself)\n"
     "  --in-place            replace ARCHIVE (through a symlink: its target) with the\n"
-    "                        converted archive, crash-safely; not for a sharded set\n"
+    "                        converted archive, crash-safely; not for a sharded set;\n"
+    "                        an update of ARCHIVE meanwhile waits for it\n"
     "  --compress zstd[:L]   zstd level L (default 3; 1..22, -7..-1 fast)\n"
     "  --decompress          store every tensor uncompressed (zero-copy views again)\n"
     "  --chunk-size BYTES    uncompressed bytes per chunk, power of two to 64M (1M)\n"
@@ -101,7 +102,8 @@ int cmd_convert(int argc, char **argv)
     if (decompress)
         opt.compress_level = 0;
     char *target = NULL;
-    wpack_archive *ar = cli_open_rewrite("convert", in, out, in_place, wo.verify, &target);
+    int lock;
+    wpack_archive *ar = cli_open_rewrite("convert", in, out, in_place, wo.verify, &target, &lock);
     if (!ar)
         return CLI_FAIL;
     if (in_place)
@@ -115,6 +117,7 @@ int cmd_convert(int argc, char **argv)
     uint64_t data = cli_data_bytes(ar), count = wpack_count(ar);
     if (!cli_check_output("convert", out, data, cli_input_bytes(ar), wo.max_output, decompress)) {
         wpack_close(ar);
+        cli_rewrite_unlock(&lock);
         free(target);
         return CLI_FAIL;
     }
@@ -135,6 +138,7 @@ int cmd_convert(int argc, char **argv)
     if (prog.done_items)
         cli_progress_done(&prog); /* before close: the label is a name in ar */
     wpack_close(ar);
+    cli_rewrite_unlock(&lock); /* after the rename: an update waiting for it opens the new file */
     if (rc) {
         cli_error("%s [%s]", err, wpack_error_name(rc));
         free(target);

@@ -29,11 +29,13 @@ static const char help[] =
     "\n"
     "File names: '/', '%' and a leading '.' in a tensor name are written as\n"
     "%2F, %25 and %2E, so no name can leave DIR; names longer than 200 bytes\n"
-    "are cut and end in '~' and 16 hex digits of their XXH3.\n"
+    "are cut (at most 180 bytes kept, whole characters) and end in '~' and 16\n"
+    "hex digits of their XXH3.\n"
     "\n"
     "Before anything is written: every NAME_OR_PREFIX must select a tensor, no\n"
-    "two selected tensors may map to one file name (both are named), and the\n"
-    "total must fit the output cap and the free space (WPACK_E_TOO_LARGE).\n"
+    "two selected tensors may map to one file name (both are named), no\n"
+    "DIR/NAME.npy may be a directory, FIFO or device (WPACK_E_FILE_TYPE), and\n"
+    "the total must fit the output cap and the free space (WPACK_E_TOO_LARGE).\n"
     "A refusal creates nothing, not even DIR.\n"
     "\n"
     "Each file appears whole or not at all (a temporary NAME.npy.tmp-PID-RANDOM\n"
@@ -61,8 +63,18 @@ static const char help[] =
  * name too long for a file system cut with its hash after it. */
 static void file_name(const char *name, size_t n, char *out, size_t len)
 {
-    if (wpk_entry_file_name(name, n, out, len) > 200)
-        snprintf(out + 180, len - 180, "~%016llx", (unsigned long long)wpk_xxh3(name, n));
+    if (wpk_entry_file_name(name, n, out, len) > 200) {
+        /* cut at most 180 bytes in, not inside a %XX escape nor a UTF-8
+         * character: the file name stays UTF-8 (create reads it back) */
+        size_t cut = 180;
+        if (out[cut - 1] == '%')
+            cut -= 1;
+        else if (out[cut - 2] == '%')
+            cut -= 2;
+        while (((unsigned char)out[cut] & 0xc0) == 0x80)
+            cut--;
+        snprintf(out + cut, len - cut, "~%016llx", (unsigned long long)wpk_xxh3(name, n));
+    }
 }
 
 /* Written files wait, open and locked under their temporary names, to be
@@ -301,17 +313,25 @@ static int plan(const wpack_archive *ar, const char *path, const char *dir, cons
 /* Every DIR/NAME.npy against the archive and its shards (the same-file
  * guard), before any is written. */
 static int guard_outputs(const wpack_archive *ar, const char *path, const char *dir,
-                         const pick_list *l)
+                         const pick_list *l, unsigned atomic_flags)
 {
     cli_files guard = {.outputs_distinct = 1}; /* plan() refused colliding file names */
     cli_files_in(&guard, path);
     cli_files_archive_shards(&guard, ar);
-    char out[4200];
-    for (size_t k = 0; k < l->n; k++) {
+    char out[4200], err[4400];
+    int ok = 1;
+    for (size_t k = 0; k < l->n && ok; k++) {
         snprintf(out, sizeof out, "%s/%s.npy", dir, l->v[k].file);
         cli_files_out(&guard, out);
+        /* a directory, FIFO or device there is refused before any file is
+         * written, not after those before it in the list */
+        int rc = wpk_atomic_check(out, atomic_flags, err, sizeof err);
+        if (rc) {
+            cli_error("%s: nothing extracted [%s]", err, wpack_error_name(rc));
+            ok = 0;
+        }
     }
-    int ok = cli_files_check("extract", &guard);
+    ok = ok && cli_files_check("extract", &guard);
     cli_files_free(&guard);
     return ok;
 }
@@ -372,7 +392,7 @@ int cmd_extract(int argc, char **argv)
     struct stat sb;
     int dir_existed = stat(st.dir, &sb) == 0;
     if (!plan(ar, path, st.dir, pats, npats, wo.max_output, &l, &data) ||
-        !guard_outputs(ar, path, st.dir, &l)) {
+        !guard_outputs(ar, path, st.dir, &l, st.atomic_flags)) {
         st.failed = 1;
     } else if (!make_dirs(st.dir)) {
         cli_error("%s: cannot create directory: %s [%s]", st.dir, strerror(errno),

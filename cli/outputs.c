@@ -3,15 +3,18 @@
  * an output that is the same file as one of its inputs, or two outputs
  * that are the same file (issue 13). Files are compared as the file system
  * sees them (device and inode: symlinks, hard links, "./x" and "x" are all
- * caught); outputs that do not exist yet by their resolved directory and
- * file name.
+ * caught); outputs that do not exist yet by their directory (device and
+ * inode: bind mounts too) and file name.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -77,39 +80,31 @@ void cli_files_free(cli_files *f)
     memset(f, 0, sizeof *f);
 }
 
-/* The directory of path resolved (symlinks, "." and "..") plus its last
- * component: one spelling for one place, whether the file exists or not. */
-static char *where(const char *path)
+/* path's directory (stat: symlinks, "." and "..", bind mounts and other
+ * spellings of one directory are one device and inode) into *dir; its last
+ * component is returned. NULL when the directory cannot be looked at. */
+static const char *where(const char *path, struct stat *dir)
 {
     const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    char dir[PATH_MAX];
+    char d[PATH_MAX];
     if (!slash)
-        strcpy(dir, ".");
+        strcpy(d, ".");
     else if (slash == path)
-        strcpy(dir, "/");
-    else if ((size_t)(slash - path) < sizeof dir)
-        memcpy(dir, path, (size_t)(slash - path)), dir[slash - path] = 0;
+        strcpy(d, "/");
+    else if ((size_t)(slash - path) < sizeof d)
+        memcpy(d, path, (size_t)(slash - path)), d[slash - path] = 0;
     else
         return NULL;
-    char *real = realpath(dir, NULL);
-    if (!real)
-        return NULL;
-    size_t n = strlen(real) + strlen(base) + 2;
-    char *s = malloc(n);
-    if (s)
-        snprintf(s, n, "%s/%s", real, base);
-    free(real);
-    return s;
+    return stat(d, dir) == 0 ? (slash ? slash + 1 : path) : NULL;
 }
 
+/* Would files not there yet at a and b be one file: the same name in the
+ * same directory, however each is spelled? */
 static int same_place(const char *a, const char *b)
 {
-    char *wa = where(a), *wb = where(b);
-    int same = wa && wb && strcmp(wa, wb) == 0;
-    free(wa);
-    free(wb);
-    return same;
+    struct stat da, db;
+    const char *ba = where(a, &da), *bb = where(b, &db);
+    return ba && bb && da.st_dev == db.st_dev && da.st_ino == db.st_ino && strcmp(ba, bb) == 0;
 }
 
 /* The index in f->v of the first existing input that an archive written
@@ -213,11 +208,38 @@ wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g,
     return NULL;
 }
 
+/* Take the updaters' lock (packer/update.c) on the file at path, so that no
+ * `wpack update` commits into it between our read and our rename (its
+ * change would be lost with the replaced file): the fd, or -1 (printed).
+ * A file replaced while we waited is not the one at path any more: lock
+ * the new one (bounded). */
+static int lock_for_rewrite(const char *cmd, const char *path)
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        struct stat a, b;
+        if (fd < 0 || fstat(fd, &a) != 0 || flock(fd, LOCK_EX) != 0) {
+            cli_error("%s: %s: cannot lock it for --in-place: %s [%s]", cmd, path, strerror(errno),
+                      wpack_error_name(WPACK_E_IO));
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        if (stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return fd;
+        close(fd);
+    }
+    cli_error("%s: %s: replaced by other files while waiting for its lock [%s]", cmd, path,
+              wpack_error_name(WPACK_E_IO));
+    return -1;
+}
+
 wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out, int in_place,
-                                int verify, char **target)
+                                int verify, char **target, int *lock)
 {
     cli_files g = {.hint = "to rewrite ARCHIVE itself use --in-place"};
     *target = NULL;
+    *lock = -1;
     if (cli_is_url(in)) { /* rewriting reads the input as a local file */
         cli_error("%s: %s: a URL cannot be rewritten; extract or export it, or download it first "
                   "[%s]", cmd, in, wpack_error_name(WPACK_E_UNSUPPORTED));
@@ -225,19 +247,37 @@ wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out
     }
     if (!in_place)
         cli_files_out_archive(&g, out);
+    else if ((*target = realpath(in, NULL)) && (*lock = lock_for_rewrite(cmd, *target)) < 0) {
+        free(*target);
+        return NULL;
+    }
+    int resolve_errno = errno;
+    /* in place: opened under the lock, so the archive read is the locked file */
     wpack_archive *ar = cli_open_checked(cmd, in, &g, verify);
     cli_files_free(&g);
-    if (!ar)
-        return NULL;
-    if (in_place && wpack_shard_count(ar))
+    if (!in_place)
+        return ar;
+    if (!ar) {
+    } else if (wpack_shard_count(ar)) {
         cli_error("%s: %s is a sharded set: --in-place rewrites single-file archives only "
                   "(use -o) [%s]",
                   cmd, in, wpack_error_name(WPACK_E_UNSUPPORTED));
-    else if (in_place && !(*target = realpath(in, NULL)))
-        cli_error("%s: %s: cannot resolve its path: %s [%s]", cmd, in, strerror(errno),
+    } else if (!*target) {
+        cli_error("%s: %s: cannot resolve its path: %s [%s]", cmd, in, strerror(resolve_errno),
                   wpack_error_name(WPACK_E_IO));
-    else
+    } else {
         return ar;
+    }
     wpack_close(ar);
+    cli_rewrite_unlock(lock);
+    free(*target);
+    *target = NULL;
     return NULL;
+}
+
+void cli_rewrite_unlock(int *lock)
+{
+    if (*lock >= 0)
+        close(*lock);
+    *lock = -1;
 }

@@ -73,12 +73,15 @@ static const char *kind_of(mode_t m)
 
 /* What may be replaced at path: nothing, or a regular file. With follow,
  * a symlink of the caller's leads to its target: *real (malloc'd) is the
- * path to replace, else NULL (path itself). WPACK_OK or WPACK_E_FILE_TYPE /
+ * path to replace, else NULL (path itself). *mode: the permission bits of
+ * the regular file replaced, 0 when none. WPACK_OK or WPACK_E_FILE_TYPE /
  * WPACK_E_NOMEM with err set. */
-static int replaceable(const char *path, int follow, char **real, char *err, size_t errlen)
+static int replaceable(const char *path, int follow, char **real, mode_t *mode, char *err,
+                       size_t errlen)
 {
     struct stat st;
     *real = NULL;
+    *mode = 0;
     if (lstat(path, &st) != 0)
         return WPACK_OK; /* nothing there (or unreachable: the create says why) */
     if (S_ISLNK(st.st_mode) && follow) {
@@ -98,13 +101,24 @@ static int replaceable(const char *path, int follow, char **real, char *err, siz
     } else if (S_ISLNK(st.st_mode)) {
         return WPACK_OK; /* the link itself is replaced */
     }
-    if (S_ISREG(st.st_mode))
+    if (S_ISREG(st.st_mode)) {
+        *mode = (st.st_mode & 0777) | S_IFREG; /* nonzero even for mode 000 */
         return WPACK_OK;
+    }
     wpk_fmt(err, errlen, "%s%s%s: %s, not a regular file: not replaced", path, *real ? " -> " : "",
             *real ? *real : "", kind_of(st.st_mode));
     free(*real);
     *real = NULL;
     return WPACK_E_FILE_TYPE;
+}
+
+int wpk_atomic_check(const char *path, unsigned flags, char *err, size_t errlen)
+{
+    char *real;
+    mode_t mode;
+    int rc = replaceable(path, (flags & WPK_ATOMIC_FOLLOW_LINK) != 0, &real, &mode, err, errlen);
+    free(real);
+    return rc;
 }
 
 int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, size_t errlen)
@@ -113,8 +127,10 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
     a->fd = -1;
     a->flags = flags;
     a->synced = 0;
+    a->kept_mode = 0;
     char *real = NULL;
-    int rc = replaceable(path, !!(flags & WPK_ATOMIC_FOLLOW_LINK), &real, err, errlen);
+    mode_t keep;
+    int rc = replaceable(path, !!(flags & WPK_ATOMIC_FOLLOW_LINK), &real, &keep, err, errlen);
     if (rc)
         return rc;
     if (real)
@@ -144,6 +160,11 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
         struct stat st;
         int locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
         if ((locked || errno != EWOULDBLOCK) && fstat(fd, &st) == 0 && st.st_nlink > 0) {
+            /* A file replaced keeps its permission bits (as cp and a shell's
+             * > keep them): a private 0600 archive does not come back 0644.
+             * Set before a byte is written. */
+            if (keep && fchmod(fd, keep & 0777) == 0)
+                a->kept_mode = keep;
             a->fd = fd;
             return WPACK_OK;
         }
@@ -183,7 +204,8 @@ void wpk_atomic_kick(wpk_atomic *a)
 static int put_in_place(wpk_atomic *a, char *err, size_t errlen)
 {
     char *real = NULL; /* a->path is already a link's target: a link now is replaced */
-    int rc = replaceable(a->path, 0, &real, err, errlen);
+    mode_t mode;
+    int rc = replaceable(a->path, 0, &real, &mode, err, errlen);
     if (rc)
         return rc;
     if (rename(a->tmp, a->path) != 0) {
@@ -250,9 +272,8 @@ void wpk_atomic_abort(wpk_atomic *a)
 
 /* ---- sweeping dead temporaries ---- */
 
-/* s follows ".tmp-": the length of "<pid>-<16 hex>" when s starts with it
- * and it ends there or at a '.', else 0. */
-static size_t owner_tail(const char *s)
+/* The length of "<pid>-<16 hex>" at the start of s (s follows ".tmp-"), or 0. */
+static size_t pid_hex(const char *s)
 {
     size_t i = 0;
     while (s[i] >= '0' && s[i] <= '9' && i < 10)
@@ -263,7 +284,40 @@ static size_t owner_tail(const char *s)
     for (int k = 0; k < TMP_HEX; k++, i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
             return 0;
-    return s[i] == 0 || s[i] == '.' ? i : 0;
+    return i;
+}
+
+/* Is s what a writer puts after its temporary's name in the names of its
+ * other files: nothing, ".old" (resolver/output_commit.c's link to the old
+ * archive), ".shard-<n>" (a finished shard, packer/writer_shards.c) or
+ * ".shard-<n>.tmp-<pid>-<hex>" (a shard being written)? Only these: a name
+ * with anything else after a temporary's is not a writer's file (extract's
+ * NAME.npy of a tensor named "x.npy.tmp-1-0123456789abcdef" must stay). */
+static int writer_suffix(const char *s)
+{
+    if (*s == 0 || strcmp(s, ".old") == 0)
+        return 1;
+    if (strncmp(s, ".shard-", 7) != 0)
+        return 0;
+    s += 7;
+    size_t d = 0;
+    while (s[d] >= '0' && s[d] <= '9')
+        d++;
+    if (d == 0)
+        return 0;
+    s += d;
+    if (*s == 0)
+        return 1;
+    size_t t = strncmp(s, TMP_TAG, strlen(TMP_TAG)) == 0 ? pid_hex(s + strlen(TMP_TAG)) : 0;
+    return t && s[strlen(TMP_TAG) + t] == 0;
+}
+
+/* s follows ".tmp-": the length of "<pid>-<16 hex>" when s starts with it
+ * and what follows is a writer's (writer_suffix), else 0. */
+static size_t owner_tail(const char *s)
+{
+    size_t i = pid_hex(s);
+    return i && writer_suffix(s + i) ? i : 0;
 }
 
 /* The length of the owning temporary's name at the start of name, or 0

@@ -5,10 +5,13 @@
  * one, never a part; a failure or a kill leaves the target as it was.
  *
  * The temporary is "TARGET.tmp-<pid>-<16 hex>", created with
- * O_CREAT|O_EXCL|O_CLOEXEC and mode 0666 (the process umask applies), and
- * its writer holds flock(LOCK_EX) on it for its whole life. A file whose
- * name continues "TARGET.tmp-<pid>-<hex>.<more>" belongs to the same writer
- * (a sharded set's finished shards wait under such names). A later open of
+ * O_CREAT|O_EXCL|O_CLOEXEC and mode 0666 (the process umask applies; when
+ * it replaces a regular file, that file's permission bits instead), and
+ * its writer holds flock(LOCK_EX) on it for its whole life. A file named
+ * "TARGET.tmp-<pid>-<hex>" followed by ".old", ".shard-<n>" or
+ * ".shard-<n>.tmp-<pid>-<hex>" belongs to the same writer (a sharded set's
+ * finished shards wait under such names); any other continuation is not a
+ * writer's file and is never removed. A later open of
  * the same target removes the dead ones: regular files of this user whose
  * owning temporary is gone or can be locked (its writer has exited, even by
  * kill -9). Live writers' files are never touched.
@@ -24,6 +27,8 @@ typedef struct wpk_atomic {
     int fd;         /* open for writing (and reading back); -1 when none */
     unsigned flags; /* WPK_ATOMIC_* as opened */
     int synced;     /* wpk_atomic_sync made it durable: commit does not fsync it again */
+    unsigned kept_mode; /* S_IFREG | the permission bits the temporary took from the
+                         * regular file it replaces; 0: none (a new file) */
 } wpk_atomic;
 
 /* Do not sweep the target's dead temporaries first (the caller swept the
@@ -57,6 +62,11 @@ typedef struct wpk_atomic {
  * rename. On failure *a holds nothing to release, err says what and where,
  * and the result is WPACK_E_FILE_TYPE, WPACK_E_IO or WPACK_E_NOMEM. */
 int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, size_t errlen);
+
+/* What wpk_atomic_open checks of the target (flags as it takes them),
+ * creating nothing: a command with many outputs refuses one that would be
+ * refused before it writes any. WPACK_OK, or as wpk_atomic_open. */
+int wpk_atomic_check(const char *path, unsigned flags, char *err, size_t errlen);
 
 /* fsync the temporary (its data is durable; still not at the target). A
  * later commit does not fsync it again: write nothing more in between.

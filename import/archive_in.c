@@ -37,6 +37,21 @@ const char *wpk_archive_error(struct archive *a, char *buf, size_t n)
     return buf;
 }
 
+void wpk_archive_locale_begin(wpk_archive_locale *l)
+{
+    l->utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    l->old = l->utf8 ? uselocale(l->utf8) : (locale_t)0;
+}
+
+void wpk_archive_locale_end(wpk_archive_locale *l)
+{
+    if (!l->utf8)
+        return;
+    uselocale(l->old);
+    freelocale(l->utf8);
+    l->utf8 = (locale_t)0;
+}
+
 typedef struct {
     wpk_sink *s;
     struct archive *a;
@@ -348,7 +363,18 @@ static void support_filters(struct archive *a)
         archive_read_support_filter_zstd(a);
 }
 
+static int pack_file(wpk_sink *s, const char *path);
+
 int archive_pack_file(wpk_sink *s, const char *path)
+{
+    wpk_archive_locale l;
+    wpk_archive_locale_begin(&l);
+    int rc = pack_file(s, path);
+    wpk_archive_locale_end(&l);
+    return rc;
+}
+
+static int pack_file(wpk_sink *s, const char *path)
 {
     struct archive *a = archive_read_new();
     if (!a)
@@ -392,8 +418,11 @@ int archive_pack_file(wpk_sink *s, const char *path)
             goto out;
         }
         const char *mp = archive_entry_pathname(e);
-        if (!mp)
-            mp = "";
+        if (!mp) { /* not ignored as a member that is no .npy: it may be one */
+            rc = wpk_sink_fail(s, WPACK_E_INPUT, "a member whose name cannot be read as "
+                                                 "UTF-8 (%s)", wpk_archive_error(a, eb, sizeof eb));
+            goto out;
+        }
         r.member = mp;
         if ((rc = bomb_check(&r))) /* the headers are inflated bytes too */
             goto out;

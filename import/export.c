@@ -245,8 +245,21 @@ static int put_archive(void *ctx, const void *p, size_t n)
     return archive_write_data((struct archive *)ctx, p, n) == (la_ssize_t)n;
 }
 
+static int write_bundle(const wpack_archive *ar, int format, int fd, const done_cb *cb,
+                        char *err, size_t errlen);
+
 static int export_bundle(const wpack_archive *ar, int format, int fd, const done_cb *cb,
                          char *err, size_t errlen)
+{
+    wpk_archive_locale l; /* UTF-8 names in and out (import.h) */
+    wpk_archive_locale_begin(&l);
+    int rc = write_bundle(ar, format, fd, cb, err, errlen);
+    wpk_archive_locale_end(&l);
+    return rc;
+}
+
+static int write_bundle(const wpack_archive *ar, int format, int fd, const done_cb *cb,
+                        char *err, size_t errlen)
 {
     struct archive *a = archive_write_new();
     struct archive_entry *e = archive_entry_new();

@@ -15,6 +15,7 @@
 #ifndef WPACK_PACKER_IMPORT_H
 #define WPACK_PACKER_IMPORT_H
 
+#include <locale.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -220,6 +221,20 @@ int wpk_refuse_output(wpack_writer *w, int fd, const char *name, char *err, size
 /* libarchive's last message for a, into buf without its trailing newline. */
 struct archive;
 const char *wpk_archive_error(struct archive *a, char *buf, size_t n);
+
+/* libarchive converts member names through the calling thread's locale; in
+ * the "C" locale (the CLI's, and any program that never calls setlocale)
+ * it can convert no byte above 0x7f: a UTF-8 zip name (numpy.savez of a
+ * non-ASCII key) reads as no name, a tar cannot be written, a zip's names
+ * are not marked UTF-8. Names of the format are UTF-8: every libarchive
+ * use runs between begin and end, which switch this thread (uselocale, not
+ * the process) to LC_CTYPE C.UTF-8 and back. Without that locale nothing
+ * changes. */
+typedef struct {
+    locale_t utf8, old;
+} wpk_archive_locale;
+void wpk_archive_locale_begin(wpk_archive_locale *l);
+void wpk_archive_locale_end(wpk_archive_locale *l);
 /* A Hugging Face model.safetensors.index.json (root: its json_t *), its
  * shard files in dirfd (dir: that directory, for messages); see
  * import/safetensors_index.c. */

@@ -672,7 +672,8 @@ void wpack_writer_options_init(wpack_writer_options *opt);
 /*
  * Start a new archive that will appear at path when wpack_writer_finish()
  * succeeds. Bytes go to a temporary file beside it ("path.tmp-PID-RANDOM",
- * mode 0666 less the umask, locked with flock while the writer lives); an
+ * mode 0666 less the umask, or the permission bits of the regular file at
+ * path it replaces, locked with flock while the writer lives); an
  * existing file at path is untouched until the final rename, and stays as
  * it was if the writer is aborted or the process dies. Temporaries of path
  * left by dead writers (killed processes) are removed here; a live
@@ -863,6 +864,9 @@ int wpack_writer_replaces_fd(wpack_writer *w, int fd);
  * its data (spec 14, In-place update protocol): calibration statistics,
  * metadata strings and name-map names. A session holds an exclusive lock
  * (flock) on the file from begin to commit; only one updater runs at a time.
+ * A file replaced at path while begin waited for the lock (the CLI's
+ * convert/cast --in-place hold it until their rename) is not updated: begin
+ * starts again on the file now at path.
  * Commit writes a new index generation holding only the live records, where
  * it overlaps nothing the current generation uses, fsyncs, then rewrites the
  * 128-byte superblock and fsyncs. Killed at any moment, the file opens as

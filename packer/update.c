@@ -111,6 +111,20 @@ static int reopen(wpack_update *u)
     return WPACK_OK;
 }
 
+/* Open u->path for writing and take the updaters' lock on it. */
+static int lock_path(wpack_update *u)
+{
+    u->fd = open(u->path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    if (u->fd < 0)
+        return wpk_ufail(u, WPACK_E_IO, "%s: %s", u->path, strerror(errno));
+    struct stat st;
+    if (fstat(u->fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return wpk_ufail(u, WPACK_E_FILE_TYPE, "%s: not a regular file", u->path);
+    if (flock(u->fd, LOCK_EX) != 0)
+        return wpk_ufail(u, WPACK_E_IO, "%s: lock: %s", u->path, strerror(errno));
+    return WPACK_OK;
+}
+
 int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, char *errbuf,
                        size_t errlen)
 {
@@ -138,23 +152,32 @@ int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, cha
         rc = wpk_ufail(u, WPACK_E_NOMEM, "out of memory");
         goto out;
     }
-    u->fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
-    if (u->fd < 0) {
-        rc = wpk_ufail(u, WPACK_E_IO, "%s: %s", path, strerror(errno));
-        goto out;
+    /* One updater at a time; readers take no lock. The lock is on the
+     * inode: a rewrite that replaced the file while we waited (convert or
+     * cast --in-place hold this lock until their rename) leaves us holding
+     * the lock of a file no longer at path, and the archive we open by path
+     * then is another file than the one we would write. Start again on the
+     * file now at path (bounded: a path replaced without end fails). */
+    for (int attempt = 0;; attempt++) {
+        if ((rc = lock_path(u)))
+            goto out;
+        if ((rc = reopen(u)))
+            goto out;
+        struct stat st;
+        if (fstat(u->fd, &st) != 0) {
+            rc = wpk_ufail(u, WPACK_E_IO, "%s: stat: %s", path, strerror(errno));
+            goto out;
+        }
+        if (u->ar->file_dev == (uint64_t)st.st_dev && u->ar->file_ino == (uint64_t)st.st_ino)
+            break;
+        if (attempt == 16) {
+            rc = wpk_ufail(u, WPACK_E_IO, "%s: replaced by another file %d times while "
+                                          "waiting for its lock: not updating", path, attempt + 1);
+            goto out;
+        }
+        close(u->fd); /* releases the lock of the replaced file */
+        u->fd = -1;
     }
-    struct stat st;
-    if (fstat(u->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        rc = wpk_ufail(u, WPACK_E_FILE_TYPE, "%s: not a regular file", path);
-        goto out;
-    }
-    /* one updater at a time; readers take no lock */
-    if (flock(u->fd, LOCK_EX) != 0) {
-        rc = wpk_ufail(u, WPACK_E_IO, "%s: lock: %s", path, strerror(errno));
-        goto out;
-    }
-    if ((rc = reopen(u)))
-        goto out;
     const wpack_info *in = &u->ar->info;
     if (in->format_minor > WPACK_FORMAT_MINOR) {
         rc = wpk_ufail(u, WPACK_E_VERSION, "%s: format 1.%u is newer than this library's 1.%d: "
@@ -439,6 +462,11 @@ static int commit(wpack_update *u)
     if (e || (e = wpk_pwrite_all(u->fd, trailer, sizeof trailer, at + idx.len)) ||
         (e = sync_errno(u->fd))) {
         rc = wpk_ufail(u, WPACK_E_IO, "%s: writing the new index: %s", u->path, strerror(e));
+        /* The superblock still names generation g, which ends before L: a
+         * part of the new one written past L (a full disk) goes, else every
+         * later open would warn of an interrupted update that never was. */
+        if (file_len > L && ftruncate(u->fd, (off_t)L) == 0)
+            (void)sync_errno(u->fd);
         goto done;
     }
 #ifdef WPACK_TEST_HOOKS

@@ -191,4 +191,60 @@ else
     fail progress_on_terminal "no working 'script' (util-linux) to give a pty: cannot check"
 fi
 
+# --- a tensor whose file name starts like a temporary's -------------------
+# 'v.npy.tmp-99999-0123456789abcdef' is written as that name + '.npy'; the
+# next extract to the directory sweeps dead temporaries, and took that file
+# for one (an orphan of writer v.npy.tmp-99999-...): a file it had not
+# written, deleted
+mkdir -p "$T/tn" && cd "$T/tn" || exit 1
+"$PY" -c "import numpy as np; np.save('v.npy.tmp-99999-0123456789abcdef.npy', np.ones(3, np.float32)); np.save('ok.npy', np.zeros(2, np.float32))" \
+    || fail tmpname_inputs
+expect tmpname_create "$WPACK" create -q -o "$T/tn.wpack" v.npy.tmp-99999-0123456789abcdef.npy ok.npy
+expect tmpname_extract_all "$WPACK" extract -q "$T/tn.wpack" -o "$T/tn/out"
+expect tmpname_extract_again "$WPACK" extract -q "$T/tn.wpack" -o "$T/tn/out" ok
+[ -f "$T/tn/out/v.npy.tmp-99999-0123456789abcdef.npy" ] && pass tmpname_file_kept \
+    || fail tmpname_file_kept "the second extract removed it: $(ls "$T/tn/out")"
+cd "$T" || exit 1
+
+# --- a long name cut inside a character or an escape ----------------------
+# names over 200 bytes are cut: at byte 180 exactly, that split 'e9' (two
+# bytes) and '%2F', leaving a file name that is not UTF-8, which create then
+# refused (extract + create no longer round-tripped)
+mkdir -p "$T/cut" && cd "$T/cut" || exit 1
+"$PY" -c "
+import numpy as np
+np.save('x' * 179 + '\u00e9' * 20 + '.npy', np.ones(3, np.float32))
+np.save('y' * 179 + '%' * 20 + '.npy', np.ones(2, np.float32))
+" || fail cut_inputs
+expect cut_create "$WPACK" create -q -o "$T/cut.wpack" .
+expect cut_extract "$WPACK" extract -q "$T/cut.wpack" -o "$T/cut/out"
+"$PY" -c "
+import os, sys
+for n in os.listdir(sys.argv[1]):
+    b = os.fsencode(n)
+    b.decode('utf-8')
+    assert len(b) <= 201 and '%2~' not in n and not n.split('~')[0].endswith('%'), n
+" "$T/cut/out" 2>"$T/err" && pass cut_names_whole || fail cut_names_whole "$(tail -c 300 "$T/err")"
+expect cut_round_trip "$WPACK" create -q -o "$T/cut2.wpack" "$T/cut/out"
+cd "$T" || exit 1
+
+# --- a directory or FIFO at one of the file names ---------------------------
+# refused before any file is written (it was refused when its turn came, after
+# the files before it in the list had been written)
+mkdir -p "$T/ft/out/b.npy" && mkfifo "$T/ft/out/d.npy" || fail ft_setup
+cd "$T/ft" || exit 1
+"$PY" -c "
+import numpy as np
+for n in 'abcde':
+    np.save(n + '.npy', np.ones(2, np.float32))
+" || fail ft_inputs
+expect ft_create "$WPACK" create -q -o "$T/ft.wpack" a.npy b.npy c.npy d.npy e.npy
+expect_fail ft_extract_refused "out/b\.npy: a directory, not a regular file.*nothing extracted \[WPACK_E_FILE_TYPE\]" \
+    "$WPACK" extract -q "$T/ft.wpack" -o "$T/ft/out"
+rmdir "$T/ft/out/b.npy"
+expect_fail ft_extract_fifo_refused "out/d\.npy: a FIFO.*\[WPACK_E_FILE_TYPE\]" \
+    "$WPACK" extract -q "$T/ft.wpack" -o "$T/ft/out"
+[ "$(ls "$T/ft/out")" = d.npy ] && pass ft_nothing_written || fail ft_nothing_written "$(ls "$T/ft/out")"
+cd "$T" || exit 1
+
 finish

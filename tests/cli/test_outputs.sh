@@ -153,6 +153,20 @@ done
 ln -s E.wpack lnk-E
 expect_fail two_outputs_symlink "outputs .* are the same file" "$WPACK" externalize -q i.mlir -o lnk-E --archive E.wpack
 rm -f lnk-E
+# ... and through a bind mount of the directory: another path, no symlink in
+# it (the directories were compared by realpath, which does not see a bind
+# mount: the MLIR was renamed over the new archive, and the command said ok)
+mkdir -p bind-src bind-dst
+if unshare -rm true 2>/dev/null; then
+    unshare -rm sh -c 'mount --bind "$1/bind-src" "$1/bind-dst" && exec "$2" externalize -q "$1/i.mlir" -o "$1/bind-src/n.x" --archive "$1/bind-dst/n.x"' \
+        sh "$PWD" "$WPACK" >"$T/out" 2>"$T/err"
+    rc=$?
+    { [ $rc -eq 1 ] && grep -q "outputs .* are the same file.*\[WPACK_E_SAME_FILE\]" "$T/err"; } &&
+        pass two_outputs_bind_mount || fail two_outputs_bind_mount "exit $rc: $(head -c 300 "$T/err")"
+    [ ! -e bind-src/n.x ] && pass two_outputs_bind_mount_nothing_written || fail two_outputs_bind_mount_nothing_written
+else
+    fail two_outputs_bind_mount "unshare -rm (a mount namespace to bind-mount in) is not available here"
+fi
 
 # --- --in-place
 mkdir -p before after
@@ -176,6 +190,11 @@ ls | grep -q '\.tmp-' && fail in_place_no_temp || pass in_place_no_temp
 "$WPACK" cast A.wpack --to f16 --in-place -o B.wpack >/dev/null 2>&1
 [ $? -eq 2 ] && [ ! -e B.wpack ] && pass cast_in_place_and_o_usage || fail cast_in_place_and_o_usage
 expect_fail in_place_sharded "sharded set.*\[WPACK_E_UNSUPPORTED\]" "$WPACK" convert set.wpack --compress zstd --in-place
+# an output whose temporary cannot be created: what, where and the code
+for c in "convert A.wpack --compress zstd" "cast A.wpack --to f16"; do
+    expect_fail "${c%% *}_out_no_dir" "nodir/x\.wpack: cannot create a temporary file beside it.*\[WPACK_E_IO\]" \
+        "$WPACK" $c -o nodir/x.wpack
+done
 
 # --- created files follow the umask (no fixed mode, no umask() in the library)
 mkdir -p um
@@ -194,6 +213,34 @@ for f in m.wpack c.wpack h.wpack m.safetensors x/t0.npy e.mlir e.wpack r.mlir y.
     m=$(stat -c %a "um/$f" 2>/dev/null)
     [ "$m" = 640 ] && pass "umask_027_$f" || fail "umask_027_$f" "mode $m"
 done
+# --- a file replaced keeps its permission bits (as cp and > keep them): a
+# private archive rewritten (--in-place, or -o over it) came back 0644 under
+# umask 022, readable by everyone; a sharded set's shards take them too
+mkdir -p pm
+(
+    umask 022
+    cp A.wpack pm/in.wpack && chmod 600 pm/in.wpack &&
+        "$WPACK" convert -q pm/in.wpack --compress zstd --in-place &&
+        cp A.wpack pm/c.wpack && chmod 640 pm/c.wpack &&
+        "$WPACK" cast -q pm/c.wpack --to f16 --in-place &&
+        cp A.wpack pm/o.wpack && chmod 600 pm/o.wpack &&
+        "$WPACK" create -q -o pm/o.wpack t0.npy &&
+        mkdir -p pm/x && cp t0.npy pm/x/t0.npy && chmod 600 pm/x/t0.npy &&
+        "$WPACK" extract -q A.wpack -o pm/x t0 &&
+        cp A.wpack pm/s.wpack && chmod 600 pm/s.wpack &&
+        "$WPACK" create -q -o pm/s.wpack --shard-size 1K t0.npy l0.weight.npy &&
+        "$WPACK" create -q -o pm/new.wpack t0.npy
+) 2>"$T/err" || fail keep_mode_runs "$(head -c 300 "$T/err")"
+for fm in in.wpack:600 c.wpack:640 o.wpack:600 x/t0.npy:600 s.wpack:600 new.wpack:644; do
+    f=${fm%:*} m=$(stat -c %a "pm/${fm%:*}" 2>/dev/null)
+    [ "$m" = "${fm#*:}" ] && pass "keep_mode_$f" || fail "keep_mode_$f" "mode $m, want ${fm#*:}"
+done
+n=0
+for f in pm/s-0000*.wpack; do
+    n=$((n + 1))
+    [ "$(stat -c %a "$f")" = 600 ] || fail keep_mode_shards "$f: mode $(stat -c %a "$f")"
+done
+[ $n -ge 2 ] && pass keep_mode_shards_checked || fail keep_mode_shards_checked "$n shards"
 if nm -D --undefined-only "$(dirname "$WPACK")/libwpack.so" 2>/dev/null | grep -qw umask; then
     fail library_calls_no_umask
 else
@@ -283,5 +330,31 @@ mkdir -p exl && echo keep >outside.txt && ln -s ../outside.txt exl/t0.npy
 expect extract_over_link "$WPACK" extract -q A.wpack -o exl t0
 [ ! -L exl/t0.npy ] && [ "$(cat outside.txt)" = keep ] && pass extract_link_not_followed ||
     fail extract_link_not_followed "$(ls -la exl; cat outside.txt)"
+
+# --- the archive truncated by another process while it is read -------------
+# Reads go through a map: a page past the new end faults (SIGBUS). The run
+# ended as a "Bus error" crash; it now stops with an error saying so, and
+# its output is not in place. The reader is stopped once it has mapped the
+# archive, the file cut, the reader let go on.
+"$PY" -c "
+import numpy as np
+np.save('big.npy', np.random.default_rng(1).standard_normal((4096, 2048)).astype(np.float32))
+" || fail sigbus_input
+for c in "verify" "convert --compress zstd:1 -o trunc.out.wpack"; do
+    rm -f trunc.out.wpack
+    "$WPACK" create -q -o trunc.wpack big.npy || fail sigbus_create
+    "$WPACK" $c trunc.wpack >/dev/null 2>"$T/err" &
+    pid=$!
+    for i in $(seq 5000); do grep -q trunc.wpack "/proc/$pid/maps" 2>/dev/null && break; done
+    kill -STOP "$pid" 2>/dev/null
+    truncate -s 65536 trunc.wpack
+    kill -CONT "$pid" 2>/dev/null
+    wait "$pid"
+    rc=$?
+    { [ $rc -eq 1 ] && grep -q "shrank under this run.*\[WPACK_E_TRUNCATED\]" "$T/err"; } &&
+        pass "truncated_while_read_${c%% *}" || fail "truncated_while_read_${c%% *}" "exit $rc: $(head -c 300 "$T/err")"
+done
+[ ! -e trunc.out.wpack ] && pass truncated_while_read_no_output || fail truncated_while_read_no_output
+rm -f trunc.wpack trunc.out.wpack* big.npy
 
 finish

@@ -144,6 +144,64 @@ expect_fail no_such_archive "\[WPACK_E_IO\]" "$WPACK" update "$T/none.wpack" --m
 if grep -rq 'kind [0-9]' "$T/err"; then fail no_kind_numbers; else pass no_kind_numbers; fi
 cmp -s "$B" "$T/before.wpack" && pass failed_updates_write_nothing || fail failed_updates_write_nothing
 
+# a full disk (ulimit -f: writes past the limit fail with EFBIG, SIGXFSZ
+# ignored) while the new generation is appended: the archive is left byte
+# for byte as it was, not grown by a part of the generation that every later
+# open would warn about
+cp "$B" "$T/full.wpack"
+"$PY" -c "
+import json
+b = 20000
+e = [-1 + 2 * i / b for i in range(b + 1)]
+json.dump({'version': 1, 'stats': [{'key': 'full%d' % i, 'kind': 'activation', 'count': b, 'min': -1.0,
+           'max': 1.0, 'mean': 0.0, 'variance': 0.3, 'histogram': {'edges': e, 'counts': [1] * b}}
+           for i in range(4)]}, open('$T/full.json', 'w'))
+" || fail make_full_json
+kb=$(( $(stat -c %s "$T/full.wpack") / 1024 + 2 ))
+( ulimit -f "$kb"; trap '' XFSZ; exec "$WPACK" update "$T/full.wpack" --stats "$T/full.json" ) \
+    >"$T/out" 2>"$T/err"
+rc=$?
+{ [ $rc -eq 1 ] && grep -q 'writing the new index.*\[WPACK_E_IO\]' "$T/err"; } && pass full_disk_update_fails \
+    || fail full_disk_update_fails "exit $rc: $(head -c 300 "$T/err")"
+cmp -s "$B" "$T/full.wpack" && pass full_disk_update_leaves_file || fail full_disk_update_leaves_file
+"$WPACK" verify "$T/full.wpack" >"$T/out" 2>"$T/err" && ! grep -q warning "$T/err" \
+    && pass full_disk_update_no_warning || fail full_disk_update_no_warning "$(head -c 300 "$T/err")"
+
+# convert / cast --in-place hold the updaters' lock from their read to their
+# rename: an update meanwhile waits and then changes the new file (before,
+# it committed into the old one, which the rename then threw away: an update
+# that said it succeeded, lost). The rewrite is stopped (SIGSTOP) once its
+# temporary exists, so the update surely starts in the middle of it.
+"$PY" -c "
+import numpy as np
+np.save('$T/big.npy', np.random.default_rng(5).standard_normal((1024, 2048)).astype(np.float32))
+" || fail make_big
+in_place_vs_update() {
+    local name=$1 i pid upid; shift
+    rm -f "$T/ip.wpack"
+    "$WPACK" create -q -o "$T/ip.wpack" "$T/big.npy" || { fail "$name" create; return; }
+    "$WPACK" "$@" "$T/ip.wpack" --in-place -q 2>"$T/ip.err" &
+    pid=$!
+    for i in $(seq 1000); do
+        ls "$T"/ip.wpack.tmp-* >/dev/null 2>&1 && break
+        sleep 0.01
+    done
+    if ! kill -STOP "$pid" 2>/dev/null || ! ls "$T"/ip.wpack.tmp-* >/dev/null 2>&1; then
+        kill -CONT "$pid" 2>/dev/null; wait "$pid"
+        fail "$name" "the rewrite was not caught in the middle"; return
+    fi
+    "$WPACK" update "$T/ip.wpack" --meta during=1 >/dev/null 2>"$T/up.err" &
+    upid=$!
+    sleep 0.5
+    kill -CONT "$pid"
+    wait "$pid" || { fail "$name" "rewrite: $(head -c 300 "$T/ip.err")"; wait "$upid"; return; }
+    wait "$upid" || { fail "$name" "update: $(head -c 300 "$T/up.err")"; return; }
+    [ "$(pyq "$T/ip.wpack" 'd["metadata"].get("during")')" = 1 ] || { fail "$name" "update lost"; return; }
+    "$WPACK" verify "$T/ip.wpack" >/dev/null 2>&1 && pass "$name" || fail "$name" verify
+}
+in_place_vs_update convert_in_place_keeps_update convert --compress zstd:19
+in_place_vs_update cast_in_place_keeps_update cast --to bf16
+
 # the test hook stops between the two steps: the new generation is there,
 # the superblock does not name it yet; the next update commits it
 g=$(field generation "$B")

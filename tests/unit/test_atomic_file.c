@@ -51,10 +51,19 @@ static void test_commit_name_and_mode(void)
     char p[512], err[300];
     path_of(p, sizeof p, "out.bin");
     touch(p, "old");
+    chmod(p, 0604);
     mode_t old = umask(027); /* the test sets it; the library never does */
-    wpk_atomic a;
+    wpk_atomic a, fresh;
+    char q[512];
+    path_of(q, sizeof q, "fresh.bin");
     CHECK(wpk_atomic_open(&a, p, 0, err, sizeof err) == WPACK_OK, "open: %s", err);
+    CHECK(wpk_atomic_open(&fresh, q, 0, err, sizeof err) == WPACK_OK, "open: %s", err);
     umask(old);
+    struct stat fs;
+    /* a new file follows the umask; one replacing a file keeps its bits */
+    CHECK(fstat(fresh.fd, &fs) == 0 && (fs.st_mode & 0777) == 0640 && fresh.kept_mode == 0,
+          "new file mode %o", fs.st_mode & 0777);
+    wpk_atomic_abort(&fresh);
     unsigned long pid = 0;
     char hex[17] = "";
     int used = 0;
@@ -63,7 +72,8 @@ static void test_commit_name_and_mode(void)
               pid == (unsigned long)getpid() && strlen(hex) == 16,
           "temporary named %s", a.tmp ? a.tmp : "(none)");
     struct stat st;
-    CHECK(fstat(a.fd, &st) == 0 && (st.st_mode & 0777) == 0640, "mode %o", st.st_mode & 0777);
+    CHECK(fstat(a.fd, &st) == 0 && (st.st_mode & 0777) == 0604 && (a.kept_mode & 0777) == 0604,
+          "mode %o", st.st_mode & 0777);
     CHECK(write(a.fd, "new", 3) == 3, "write");
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s", a.tmp);
@@ -150,17 +160,28 @@ static void test_sweep_dead_not_live(void)
 
 static void test_sweep_dir_suffix(void)
 {
-    char a[512], b[512], c[512];
+    char a[512], b[512], c[512], d[512], e[512], f[512];
     path_of(a, sizeof a, "t.npy.tmp-7-0123456789abcdef");
     path_of(b, sizeof b, "t.txt.tmp-7-0123456789abcdef");
     path_of(c, sizeof c, "u.npy.tmp-7-0123456789abcdeg"); /* not hex: not ours */
+    /* a writer's other files go with it; a name that only starts like a
+     * temporary's (extract's file of a tensor named so) is not a writer's */
+    path_of(d, sizeof d, "v.npy.tmp-7-0123456789abcdef.shard-00002.tmp-7-0123456789abcdef");
+    path_of(e, sizeof e, "v.npy.tmp-7-0123456789abcdef.old");
+    path_of(f, sizeof f, "v.npy.tmp-7-0123456789abcdef.npy");
     touch(a, "x");
     touch(b, "x");
     touch(c, "x");
+    touch(d, "x");
+    touch(e, "x");
+    touch(f, "x");
     wpk_atomic_sweep_dir(dir, ".npy");
     CHECK(!exists(a) && exists(b) && exists(c), "only the .npy targets' dead temporaries go");
+    CHECK(!exists(d) && !exists(e), "a dead writer's shard and .old files go");
+    CHECK(exists(f), "a file whose name goes on past a temporary's is kept");
     unlink(b);
     unlink(c);
+    unlink(f);
 }
 
 int main(void)
