@@ -73,15 +73,15 @@ static const char *kind_of(mode_t m)
 
 /* What may be replaced at path: nothing, or a regular file. With follow,
  * a symlink of the caller's leads to its target: *real (malloc'd) is the
- * path to replace, else NULL (path itself). *mode: the permission bits of
- * the regular file replaced, 0 when none. WPACK_OK or WPACK_E_FILE_TYPE /
+ * path to replace, else NULL (path itself). *old: the stat of the regular
+ * file replaced; st_mode 0 when none. WPACK_OK or WPACK_E_FILE_TYPE /
  * WPACK_E_NOMEM with err set. */
-static int replaceable(const char *path, int follow, char **real, mode_t *mode, char *err,
+static int replaceable(const char *path, int follow, char **real, struct stat *old, char *err,
                        size_t errlen)
 {
     struct stat st;
     *real = NULL;
-    *mode = 0;
+    old->st_mode = 0;
     if (lstat(path, &st) != 0)
         return WPACK_OK; /* nothing there (or unreachable: the create says why) */
     if (S_ISLNK(st.st_mode) && follow) {
@@ -102,7 +102,7 @@ static int replaceable(const char *path, int follow, char **real, mode_t *mode, 
         return WPACK_OK; /* the link itself is replaced */
     }
     if (S_ISREG(st.st_mode)) {
-        *mode = (st.st_mode & 0777) | S_IFREG; /* nonzero even for mode 000 */
+        *old = st;
         return WPACK_OK;
     }
     wpk_fmt(err, errlen, "%s%s%s: %s, not a regular file: not replaced", path, *real ? " -> " : "",
@@ -115,8 +115,8 @@ static int replaceable(const char *path, int follow, char **real, mode_t *mode, 
 int wpk_atomic_check(const char *path, unsigned flags, char *err, size_t errlen)
 {
     char *real;
-    mode_t mode;
-    int rc = replaceable(path, (flags & WPK_ATOMIC_FOLLOW_LINK) != 0, &real, &mode, err, errlen);
+    struct stat old;
+    int rc = replaceable(path, (flags & WPK_ATOMIC_FOLLOW_LINK) != 0, &real, &old, err, errlen);
     free(real);
     return rc;
 }
@@ -128,9 +128,10 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
     a->flags = flags;
     a->synced = 0;
     a->kept_mode = 0;
+    a->kept_uid = a->kept_gid = -1;
     char *real = NULL;
-    mode_t keep;
-    int rc = replaceable(path, !!(flags & WPK_ATOMIC_FOLLOW_LINK), &real, &keep, err, errlen);
+    struct stat old;
+    int rc = replaceable(path, !!(flags & WPK_ATOMIC_FOLLOW_LINK), &real, &old, err, errlen);
     if (rc)
         return rc;
     if (real)
@@ -160,11 +161,17 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
         struct stat st;
         int locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
         if ((locked || errno != EWOULDBLOCK) && fstat(fd, &st) == 0 && st.st_nlink > 0) {
-            /* A file replaced keeps its permission bits (as cp and a shell's
-             * > keep them): a private 0600 archive does not come back 0644.
-             * Set before a byte is written. */
-            if (keep && fchmod(fd, keep & 0777) == 0)
-                a->kept_mode = keep;
+            /* A file replaced keeps its permission bits, owner and group
+             * (as cp and a shell's > keep them, writing in place): a
+             * private 0600 archive does not come back 0644, and root
+             * rewriting a user's archive leaves it the user's. Set before a
+             * byte is written. */
+            if (S_ISREG(old.st_mode)) {
+                a->kept_mode = (old.st_mode & 0777) | S_IFREG; /* nonzero even for 000 */
+                a->kept_uid = (long)old.st_uid;
+                a->kept_gid = (long)old.st_gid;
+                wpk_atomic_keep_like(a, fd);
+            }
             a->fd = fd;
             return WPACK_OK;
         }
@@ -176,6 +183,22 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
     a->tmp = NULL;
     wpk_atomic_abort(a);
     return WPACK_E_IO;
+}
+
+void wpk_atomic_keep_like(const wpk_atomic *a, int fd)
+{
+    struct stat st;
+    if (!a->kept_mode || fstat(fd, &st) != 0)
+        return;
+    /* Owner first (a chown may clear mode bits), then the mode. Only a
+     * privileged caller can give a file away; an owner may still move it
+     * to another of its groups. A failure is not an error: the file is
+     * then the caller's, as any new file is. */
+    if ((long)st.st_uid != a->kept_uid || (long)st.st_gid != a->kept_gid) {
+        if (fchown(fd, (uid_t)a->kept_uid, (gid_t)a->kept_gid) != 0)
+            (void)fchown(fd, (uid_t)-1, (gid_t)a->kept_gid);
+    }
+    (void)fchmod(fd, a->kept_mode & 0777);
 }
 
 int wpk_atomic_sync(wpk_atomic *a, char *err, size_t errlen)
@@ -204,8 +227,8 @@ void wpk_atomic_kick(wpk_atomic *a)
 static int put_in_place(wpk_atomic *a, char *err, size_t errlen)
 {
     char *real = NULL; /* a->path is already a link's target: a link now is replaced */
-    mode_t mode;
-    int rc = replaceable(a->path, 0, &real, &mode, err, errlen);
+    struct stat old;
+    int rc = replaceable(a->path, 0, &real, &old, err, errlen);
     if (rc)
         return rc;
     if (rename(a->tmp, a->path) != 0) {

@@ -29,7 +29,13 @@ typedef struct wpk_atomic {
     int synced;     /* wpk_atomic_sync made it durable: commit does not fsync it again */
     unsigned kept_mode; /* S_IFREG | the permission bits the temporary took from the
                          * regular file it replaces; 0: none (a new file) */
+    long kept_uid, kept_gid; /* that file's owner and group; -1: none */
 } wpk_atomic;
+
+/* Give fd (a file written beside a's target, e.g. a shard) the permission
+ * bits, owner and group a's temporary kept from the file it replaces:
+ * nothing when it replaces none. Best effort, as for a's own temporary. */
+void wpk_atomic_keep_like(const wpk_atomic *a, int fd);
 
 /* Do not sweep the target's dead temporaries first (the caller swept the
  * whole directory once, or the target is itself a writer's own file). */

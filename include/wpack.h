@@ -672,8 +672,9 @@ void wpack_writer_options_init(wpack_writer_options *opt);
 /*
  * Start a new archive that will appear at path when wpack_writer_finish()
  * succeeds. Bytes go to a temporary file beside it ("path.tmp-PID-RANDOM",
- * mode 0666 less the umask, or the permission bits of the regular file at
- * path it replaces, locked with flock while the writer lives); an
+ * mode 0666 less the umask, or the permission bits - and, where the caller
+ * may give them, the owner and group - of the regular file at path it
+ * replaces, locked with flock while the writer lives); an
  * existing file at path is untouched until the final rename, and stays as
  * it was if the writer is aborted or the process dies. Temporaries of path
  * left by dead writers (killed processes) are removed here; a live

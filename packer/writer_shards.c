@@ -171,10 +171,10 @@ static int open_shard(wpack_writer *w)
      * the shards' renames in the same directory, makes them all durable. */
     int rc = wpk_writer_open_flags(&s->cur, part, &s->opt,
                                    WPK_ATOMIC_NO_SWEEP | WPK_ATOMIC_NO_DIR_SYNC);
-    /* the shards of a set that replaces a file get the permission bits the
-     * manifest kept from it: a private set's data stays private */
-    if (rc == WPACK_OK && w->out.kept_mode)
-        (void)fchmod(s->cur->out.fd, w->out.kept_mode & 0777);
+    /* the shards of a set that replaces a file get the permission bits and
+     * owner the manifest kept from it: a private set's data stays private */
+    if (rc == WPACK_OK)
+        wpk_atomic_keep_like(&w->out, s->cur->out.fd);
     if (rc == WPACK_OK)
         rc = wpack_writer_set_string(s->cur, "wpack.manifest", base_name(w->path));
     /* Block dtypes keep their codes: every shard gets the manifest's, in order. */

@@ -241,6 +241,30 @@ for f in pm/s-0000*.wpack; do
     [ "$(stat -c %a "$f")" = 600 ] || fail keep_mode_shards "$f: mode $(stat -c %a "$f")"
 done
 [ $n -ge 2 ] && pass keep_mode_shards_checked || fail keep_mode_shards_checked "$n shards"
+# ... and its owner and group, where the caller may give them (root
+# rewriting a user's archive left it root's; cp keeps the owner)
+if [ "$(id -u)" = 0 ]; then
+    mkdir -p po && chmod 755 po
+    for f in in.wpack o.wpack s.wpack; do cp A.wpack "po/$f" && chown 65534:65534 "po/$f"; done
+    mkdir -p po/x && cp t0.npy po/x/t0.npy && chown 65534:65534 po/x/t0.npy
+    { "$WPACK" convert -q po/in.wpack --compress zstd --in-place &&
+        "$WPACK" create -q -o po/o.wpack t0.npy &&
+        "$WPACK" extract -q A.wpack -o po/x t0 &&
+        "$WPACK" create -q -o po/s.wpack --shard-size 1K t0.npy l0.weight.npy &&
+        "$WPACK" create -q -o po/new.wpack t0.npy; } 2>"$T/err" || fail keep_owner_runs "$(head -c 300 "$T/err")"
+    for fo in in.wpack:65534:65534 o.wpack:65534:65534 x/t0.npy:65534:65534 s.wpack:65534:65534 new.wpack:0:0; do
+        f=${fo%%:*} o=$(stat -c %u:%g "po/$f" 2>/dev/null)
+        [ "$o" = "${fo#*:}" ] && pass "keep_owner_$f" || fail "keep_owner_$f" "owner $o, want ${fo#*:}"
+    done
+    n=0
+    for f in po/s-0000*.wpack; do
+        n=$((n + 1))
+        [ "$(stat -c %u "$f")" = 65534 ] || fail keep_owner_shards "$f: owner $(stat -c %u "$f")"
+    done
+    [ $n -ge 2 ] && pass keep_owner_shards_checked || fail keep_owner_shards_checked "$n shards"
+else
+    echo "SKIP keep_owner_*: needs root to own files as another user (not counted)"
+fi
 if nm -D --undefined-only "$(dirname "$WPACK")/libwpack.so" 2>/dev/null | grep -qw umask; then
     fail library_calls_no_umask
 else
