@@ -372,7 +372,11 @@ int wpack_shard_at(const wpack_archive *ar, uint32_t s, const char **path,
  * compressed tensor has no bytes to point at: WPACK_E_NO_VIEW (use
  * wpack_read()). wpack_tensor.data is the same pointer, or NULL. With
  * WPACK_OPEN_VERIFY_READS the entry is checked once first (see
- * wpack_verify_once(); *data and *nbytes are set either way). */
+ * wpack_verify_once(); *data and *nbytes are set either way). An entry
+ * whose bytes an earlier check of this handle found bad (wpack_verify_once,
+ * a verified read) is refused with that error by every call that hands
+ * bytes out - view, read, read_ex, read_stream, read_to_fd - with or
+ * without verification asked for. */
 int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, uint64_t *nbytes);
 
 /* Copy nbytes of entry i's logical bytes, starting at byte offset, into dst,
@@ -383,7 +387,8 @@ int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, ui
  * compressed bytes, WPACK_E_NOMEM. A chunk read only in part is kept
  * decoded (one per archive), so small reads walking through a big chunk
  * decode it once. This call sets no message (the archive is shared between
- * threads), except for a failed check under WPACK_OPEN_VERIFY_READS. */
+ * threads), except for a failed check under WPACK_OPEN_VERIFY_READS or an
+ * entry found bad before (wpack_tensor_view() above). */
 int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes);
 
 /*

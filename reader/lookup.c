@@ -152,5 +152,8 @@ int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, ui
     *nbytes = t.data ? t.nbytes : 0;
     if (!t.data)
         return WPACK_E_NO_VIEW;
-    return ar->flags & WPACK_OPEN_VERIFY_READS ? wpack_verify_once(ar, i) : WPACK_OK;
+    if (ar->flags & WPACK_OPEN_VERIFY_READS)
+        return wpack_verify_once(ar, i);
+    int known = wpk_known_check(ar, &t); /* found bad before: refused, verifying or not */
+    return known > 0 ? wpk_failed_before(ar, &t, known) : WPACK_OK;
 }

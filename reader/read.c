@@ -92,6 +92,11 @@ int wpk_failed_before(const wpack_archive *ar, const wpack_tensor *t, int rc)
                     wpack_error_describe(rc));
 }
 
+int wpk_known_check(const wpack_archive *ar, const wpack_tensor *t)
+{
+    return t->fill ? WPACK_OK : wpk_checked_get(ar, owner_of(t));
+}
+
 /* ---------------------------------------------------------- reading bytes */
 
 /* wpack_read without verification. */
@@ -230,15 +235,15 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
         return WPACK_E_NOT_FOUND;
     if ((flags & ~WPACK_READ_VERIFY) || (nbytes && !dst)) /* an unknown flag may ask for a check */
         return WPACK_E_INVALID_ARGUMENT;
-    if (!verifying(ar, flags))
-        return read_raw(ar, i, offset, dst, nbytes);
     wpack_tensor t;
     wpk_fill_tensor(ar, i, &t);
+    int known = wpk_known_check(ar, &t);
+    if (known > 0) /* found bad before: refused, verifying or not */
+        return wpk_failed_before(ar, &t, known);
+    if (!verifying(ar, flags))
+        return read_raw(ar, i, offset, dst, nbytes);
     if (!wpk_in_bounds(offset, nbytes, t.nbytes))
         return WPACK_E_INVALID_ARGUMENT;
-    int known = t.fill ? WPACK_OK : wpk_checked_get(ar, owner_of(&t));
-    if (known > 0)
-        return wpk_failed_before(ar, &t, known);
     if (known < 0 && offset == 0 && nbytes == t.nbytes) {
         /* the whole tensor: hash what was read, in one pass */
         int rc = read_raw(ar, i, 0, dst, nbytes);
@@ -272,8 +277,8 @@ int wpack_read_stream(const wpack_archive *ar, uint64_t i, wpack_read_fn fn, voi
         return WPACK_E_INVALID_ARGUMENT;
     wpack_tensor t;
     wpk_fill_tensor(ar, i, &t);
-    int known = !verifying(ar, flags) || t.fill ? WPACK_OK : wpk_checked_get(ar, owner_of(&t));
-    if (known > 0)
+    int known = wpk_known_check(ar, &t);
+    if (known > 0) /* found bad before: refused, verifying or not */
         return wpk_failed_before(ar, &t, known);
-    return wpk_check_stream(ar, i, fn, user, known == WPACK_OK ? 0 : WPK_CHECK_HASH);
+    return wpk_check_stream(ar, i, fn, user, verifying(ar, flags) && known < 0 ? WPK_CHECK_HASH : 0);
 }

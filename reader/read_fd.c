@@ -205,9 +205,11 @@ int wpack_read_to_fd(const wpack_archive *ar, uint64_t i, int fd, unsigned flags
     wpk_fill_tensor(ar, i, &t);
     uint64_t owner = t.kind == WPACK_KIND_ALIAS ? t.alias_target : t.index;
     int verify = (flags & WPACK_READ_VERIFY) || (ar->flags & WPACK_OPEN_VERIFY_READS);
-    int known = !verify || t.fill ? WPACK_OK : wpk_checked_get(ar, owner);
-    if (known > 0)
+    int known = wpk_known_check(ar, &t);
+    if (known > 0) /* found bad before: refused, verifying or not */
         return wpk_failed_before(ar, &t, known);
+    if (!verify)
+        known = WPACK_OK; /* below: -1 asks for the hash */
     const wpack_archive *h = wpk_holder(ar, &t);
     if (t.codec == WPACK_CODEC_NONE && t.data && t.nbytes >= COPY_MIN) {
         int in = reopen(h);

@@ -203,6 +203,11 @@ const wpack_archive *wpk_holder(const wpack_archive *ar, const wpack_tensor *t);
 int wpk_bad_hash(const wpack_archive *ar, const wpack_tensor *t, uint64_t got);
 int wpk_read_failed(const wpack_archive *ar, const wpack_tensor *t, int rc);
 int wpk_failed_before(const wpack_archive *ar, const wpack_tensor *t, int rc);
+/* Entry t's check mark: WPACK_OK (passed), -1 (not checked yet), or the
+ * error its bytes were found with. Bytes found bad are refused by every
+ * call that hands them out, verifying or not: that error, reported again
+ * (wpk_failed_before); a splat (its fill is checked at open) is WPACK_OK. */
+int wpk_known_check(const wpack_archive *ar, const wpack_tensor *t);
 /* Stream entry i's logical bytes to fn (may be NULL). With WPK_CHECK_HASH
  * hash them and check the hash against the entry's (decoded) checksum,
  * remembering the result; with WPK_CHECK_BOOL a bool tensor's bytes must

@@ -6,6 +6,7 @@
  * (chunks decoded once, the 64 MiB chunk limit, one frame per chunk, codec 1
  * on a splat) with the committed files of tests/hostile/round2/zstd_*.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -136,12 +137,12 @@ static void test_flag_off_and_on(void)
     wpack_tensor t = find(ar, "a");
     CHECK(wpack_read(ar, t.index, 0, buf, sizeof buf) == WPACK_OK, "flag off: handed out");
     CHECK(wpack_read_ex(ar, t.index, 0, buf, sizeof buf, 0) == WPACK_OK, "read_ex without flag");
-    CHECK(wpack_read_ex(ar, t.index, 0, buf, sizeof buf, WPACK_READ_VERIFY) == WPACK_E_CHECKSUM,
-          "per-call verify");
-    CHECK(strstr(wpack_errmsg(ar), "tensor 'a'") != NULL, "message names it: %s", wpack_errmsg(ar));
     const void *p;
     uint64_t n;
     CHECK(wpack_tensor_view(ar, t.index, &p, &n) == WPACK_OK && p == t.data, "view without flag");
+    CHECK(wpack_read_ex(ar, t.index, 0, buf, sizeof buf, WPACK_READ_VERIFY) == WPACK_E_CHECKSUM,
+          "per-call verify");
+    CHECK(strstr(wpack_errmsg(ar), "tensor 'a'") != NULL, "message names it: %s", wpack_errmsg(ar));
     CHECK(wpack_verify_once(ar, t.index) == WPACK_E_CHECKSUM, "verify_once always checks");
     wpack_close(ar);
 
@@ -228,6 +229,44 @@ static int collect(void *user, const void *p, size_t n)
     if (n > s->max_piece)
         s->max_piece = n;
     return s->stop_after && s->pieces == s->stop_after ? WPACK_E_IO : 0;
+}
+
+/* Bytes found bad are refused by every call that hands them out, with or
+ * without verification asked for: before, a read with flags 0 returned the
+ * bytes verify_once had just reported as corrupt. */
+static void test_known_bad_refused(void)
+{
+    unsigned char *b = flipped("a", 1000);
+    wpack_archive *ar;
+    float buf[256];
+    CHECK(wpack_open_memory(&ar, b, good_len, 0) == WPACK_OK, "open");
+    wpack_tensor t = find(ar, "a");
+    CHECK(wpack_verify_once(ar, t.index) == WPACK_E_CHECKSUM, "found bad");
+    CHECK(wpack_read(ar, t.index, 0, buf, sizeof buf) == WPACK_E_CHECKSUM, "read refused");
+    CHECK(strstr(wpack_errmsg(ar), "tensor 'a'") && strstr(wpack_errmsg(ar), "earlier check"),
+          "message: %s", wpack_errmsg(ar));
+    CHECK(wpack_read(ar, find(ar, "al").index, 0, buf, sizeof buf) == WPACK_E_CHECKSUM,
+          "its alias refused");
+    const void *p;
+    uint64_t n;
+    CHECK(wpack_tensor_view(ar, t.index, &p, &n) == WPACK_E_CHECKSUM, "view refused");
+    uint8_t *dst = malloc(sizeof a);
+    sink s = {dst, 0, 0, 0, 0};
+    CHECK(wpack_read_stream(ar, t.index, collect, &s, 0) == WPACK_E_CHECKSUM && s.got == 0,
+          "stream refused, nothing handed out");
+    char path[300];
+    snprintf(path, sizeof path, "%s/known_bad.out", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0 && wpack_read_to_fd(ar, t.index, fd, 0) == WPACK_E_CHECKSUM, "read_to_fd refused");
+    CHECK(fd >= 0 && lseek(fd, 0, SEEK_END) == 0, "nothing written");
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+    /* the others are still handed out */
+    CHECK(wpack_read(ar, find(ar, "b").index, 0, dst, 10) == WPACK_OK, "b");
+    free(dst);
+    wpack_close(ar);
+    free(b);
 }
 
 static void test_stream(void)
@@ -525,6 +564,7 @@ int main(void)
     }
     RUN(test_layout);
     RUN(test_flag_off_and_on);
+    RUN(test_known_bad_refused);
     RUN(test_zstd_flip);
     RUN(test_once_per_open);
     RUN(test_stream);
