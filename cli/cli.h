@@ -176,8 +176,9 @@ int cli_check_output(const char *cmd, const char *out, uint64_t need, uint64_t i
  * their message gives the sizes): one line saying which cap applied and
  * how to raise it, in cli_check_output's words. */
 void cli_cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap);
-/* The same-file guard (outputs.c): list what a command reads and writes,
- * then cli_files_check() before anything is read or written. It refuses,
+/* The same-file guard (outputs.c, over the library's rule in
+ * format/same_files.h): list what a command reads and writes, then
+ * cli_files_check() before anything is read or written. It refuses,
  * with "[WPACK_E_SAME_FILE]" naming both paths, an output that is the same
  * file as an input (device + inode: symlinks, hard links, "./x" vs "x") or
  * as another output (also when neither exists yet: resolved directory +
@@ -186,7 +187,7 @@ void cli_cap_hint(const char *cmd, uint64_t input_bytes, uint64_t user_cap);
  * path now (removed once the new archive is in place, wpack_writer_open)
  * is refused too. */
 typedef struct {
-    struct cli_file *v;
+    struct wpk_file_ref *v; /* format/same_files.h */
     size_t n, cap;
     int nomem;
     int outputs_distinct; /* the caller knows its outputs differ: skip that check */

@@ -367,6 +367,14 @@ uint32_t wpack_shard_count(const wpack_archive *ar);
 /* Shard s: its path as opened and its own handle (owned by ar). */
 int wpack_shard_at(const wpack_archive *ar, uint32_t s, const char **path,
                    const wpack_archive **shard);
+/* The file ar was opened from: *path as given to wpack_open_file (valid
+ * while ar is open; path may be NULL), its device and inode (fstat at
+ * open): what a caller writing files compares its outputs with (the
+ * same-file rule). WPACK_OK, or WPACK_E_NOT_FOUND for an archive in a
+ * buffer or behind a source (no file), WPACK_E_INVALID_ARGUMENT (NULL ar,
+ * dev or ino). For a sharded set: the manifest's file; each shard's
+ * through wpack_shard_at. */
+int wpack_file_identity(const wpack_archive *ar, const char **path, uint64_t *dev, uint64_t *ino);
 
 /* The zero-copy view of entry i's bytes: *data and *nbytes. A splat or a
  * compressed tensor has no bytes to point at: WPACK_E_NO_VIEW (use

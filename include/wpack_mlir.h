@@ -159,7 +159,10 @@ int wpack_resolve_buffer(const wpack_archive *ar, const char *mlir, size_t len,
 
 /* The same from file to file: in_path is mapped read-only; the output goes
  * to a temporary file beside out_path that is renamed into place only on
- * success (out_path may equal in_path). */
+ * success. out_path must not be in_path nor the file ar was opened from or
+ * one of its shards (device and inode, wpack_file_identity: a hard link or
+ * symlink counts): checked before anything is read or written, else
+ * WPACK_E_SAME_FILE naming both paths and nothing is written. */
 int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char *out_path,
                        const wpack_resolve_options *opt, wpack_resolve_result *res);
 
@@ -218,7 +221,12 @@ typedef struct wpack_externalize_result {
  * resource; with line and column), WPACK_E_UNSUPPORTED (a symbol or scope
  * IREE cannot print), WPACK_E_EXISTS / WPACK_E_NAME (a symbol the archive
  * cannot take), WPACK_E_TOO_LARGE (above the writer's max_data_bytes),
- * WPACK_E_IO. out_path may equal in_path. res may be NULL.
+ * WPACK_E_IO, WPACK_E_SAME_FILE (below). res may be NULL.
+ * in_path, out_path and archive_path must be three different files
+ * (device and inode: the same path, a hard link, a symlink, /proc/self/fd/N;
+ * two outputs not there yet by directory and name): checked before
+ * anything is read or written, else WPACK_E_SAME_FILE naming both paths and
+ * nothing is written.
  */
 int wpack_externalize_file(const char *in_path, const char *out_path, const char *archive_path,
                            const wpack_externalize_options *opt, wpack_externalize_result *res);

@@ -263,3 +263,16 @@ int wpack_shard_at(const wpack_archive *ar, uint32_t s, const char **path,
     *shard = ar->shards[s];
     return WPACK_OK;
 }
+
+int wpack_file_identity(const wpack_archive *ar, const char **path, uint64_t *dev, uint64_t *ino)
+{
+    if (!ar || !dev || !ino)
+        return WPACK_E_INVALID_ARGUMENT;
+    if (!ar->file_ino || !ar->path) /* a buffer or a source */
+        return WPACK_E_NOT_FOUND;
+    if (path)
+        *path = ar->path;
+    *dev = ar->file_dev;
+    *ino = ar->file_ino;
+    return WPACK_OK;
+}

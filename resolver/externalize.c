@@ -21,6 +21,7 @@
 #include "internal.h"
 #include "mlir_lex.h"
 #include "resolve_int.h"
+#include "same_files.h"
 
 void wpack_externalize_options_init(wpack_externalize_options *opt)
 {
@@ -225,10 +226,21 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         return WPACK_E_UNSUPPORTED;
     }
     char err[600];
+    /* three different files, before anything is read or written: the
+     * archive or the MLIR renamed over IN, or the MLIR over the new
+     * archive, would lose it */
+    wpk_file_ref files[3] = {{.path = in_path, .kind = WPK_FILE_IN},
+                             {.path = out_path, .kind = WPK_FILE_OUT},
+                             {.path = archive_path, .kind = WPK_FILE_OUT_ARCHIVE}};
+    int rc = wpk_files_check(files, 3, 0, NULL, err, sizeof err);
+    if (rc) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
+        return rc;
+    }
     const char *buf;
     size_t len;
     int in_fd;
-    int rc = wpk_rsv_map_file(in_path, &buf, &len, &in_fd, err, sizeof err);
+    rc = wpk_rsv_map_file(in_path, &buf, &len, &in_fd, err, sizeof err);
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
         return rc;

@@ -6,6 +6,39 @@
 #include "atomic_file.h"
 #include "internal.h"
 #include "resolve_int.h"
+#include "same_files.h"
+
+/* The output is none of the inputs: in_path, and the files of ar (the
+ * archive and its shards, by the device and inode they were opened as). */
+static int same_files(const wpack_archive *ar, const char *in_path, const char *out_path,
+                      char *err, size_t errlen)
+{
+    uint32_t ns = wpack_shard_count(ar);
+    wpk_file_ref *v = calloc((size_t)ns + 3, sizeof *v);
+    if (!v) {
+        wpk_fmt(err, errlen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    size_t n = 0;
+    v[n++] = (wpk_file_ref){.path = out_path, .kind = WPK_FILE_OUT};
+    v[n++] = (wpk_file_ref){.path = in_path, .kind = WPK_FILE_IN};
+    for (uint32_t s = 0; s <= ns; s++) {
+        const char *path, *shard_path;
+        const wpack_archive *f = ar;
+        uint64_t dev, ino;
+        if (s < ns && wpack_shard_at(ar, s, &shard_path, &f) != WPACK_OK)
+            continue;
+        if (wpack_file_identity(f, &path, &dev, &ino) != WPACK_OK) /* a buffer or a source */
+            continue;
+        wpk_file_ref *r = &v[n++];
+        *r = (wpk_file_ref){.path = path, .kind = WPK_FILE_IN, .known = 1, .exists = 1};
+        r->st.st_dev = (dev_t)dev;
+        r->st.st_ino = (ino_t)ino;
+    }
+    int rc = wpk_files_check(v, n, 0, NULL, err, errlen);
+    free(v);
+    return rc;
+}
 
 int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char *out_path,
                        const wpack_resolve_options *opt, wpack_resolve_result *res)
@@ -24,10 +57,15 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INVALID_ARGUMENT, "wpack_resolve_file: bad arguments");
         return WPACK_E_INVALID_ARGUMENT;
     }
+    int rc = same_files(ar, in_path, out_path, err, sizeof err);
+    if (rc) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
+        return rc;
+    }
     const char *buf;
     size_t len;
     int in_fd;
-    int rc = wpk_rsv_map_file(in_path, &buf, &len, &in_fd, err, sizeof err);
+    rc = wpk_rsv_map_file(in_path, &buf, &len, &in_fd, err, sizeof err);
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", err);
         return rc;
