@@ -32,6 +32,7 @@ struct pk_state {
     size_t memo_cap, memo_count; /* slots, filled slots (MEMOIZE's next index) */
     size_t memo_limit;           /* highest memo index + 1 this pickle may use */
     uint64_t refs, max_refs;     /* items held by all containers, and the budget */
+    uint64_t mem, max_mem;       /* bytes allocated, and the budget */
     char *err;
     size_t errlen;
     int code;
@@ -50,6 +51,19 @@ static int perr(pk_state *st, int code, const char *fmt, ...)
     return code;
 }
 
+/* Count n more bytes against the memory budget (before allocating them). */
+static int charge(pk_state *st, size_t n)
+{
+    st->mem += n;
+    if (st->mem > st->max_mem)
+        return perr(st, WPACK_E_LIMIT,
+                    "parsing needs more than %llu bytes of memory (%u per byte of this "
+                    "%zu-byte pickle, at least %u): too many values for its size",
+                    (unsigned long long)st->max_mem, WPK_PICKLE_MEM_PER_BYTE, st->len,
+                    WPK_PICKLE_MEM_FLOOR);
+    return WPACK_OK;
+}
+
 static pk_value *new_value(pk_state *st, pk_kind kind)
 {
     if (st->nvalues >= WPK_PICKLE_MAX_VALUES) {
@@ -57,6 +71,8 @@ static pk_value *new_value(pk_state *st, pk_kind kind)
         return NULL;
     }
     if (!st->chunks || st->chunks->used == CHUNK_VALUES) {
+        if (charge(st, sizeof(chunk)))
+            return NULL;
         chunk *c = malloc(sizeof *c);
         if (!c) {
             perr(st, WPACK_E_NOMEM, "out of memory");
@@ -69,9 +85,28 @@ static pk_value *new_value(pk_state *st, pk_kind kind)
     pk_value *v = &st->chunks->v[st->chunks->used++];
     memset(v, 0, sizeof *v);
     v->kind = kind;
-    v->pos = st->op_pos;
     st->nvalues++;
     return v;
+}
+
+/* POP of a value that nothing but its stack slot holds and that was the
+ * last one made (`]0`, `N0`): its slot is reused, so a pickle that pushes
+ * and pops again and again stays small. */
+static void release(pk_state *st, pk_value *v)
+{
+    chunk *c = st->chunks;
+    if (v->shared || !c || !c->used || v != &c->v[c->used - 1])
+        return;
+    if (v->kind == PK_TENSOR) {
+        if (v->view)
+            st->mem -= sizeof *v->view;
+        free(v->view);
+    } else {
+        st->mem -= (uint64_t)v->cap * sizeof *v->items;
+        free(v->items);
+    }
+    c->used--;
+    st->nvalues--;
 }
 
 static int push(pk_state *st, pk_value *v)
@@ -82,6 +117,8 @@ static int push(pk_state *st, pk_value *v)
         if (st->scap >= WPK_PICKLE_MAX_STACK)
             return perr(st, WPACK_E_LIMIT, "stack deeper than %u", WPK_PICKLE_MAX_STACK);
         size_t cap = st->scap ? st->scap * 2 : 64;
+        if (charge(st, (cap - st->scap) * sizeof *st->stack))
+            return st->code;
         pk_value **s = realloc(st->stack, cap * sizeof *s);
         if (!s)
             return perr(st, WPACK_E_NOMEM, "out of memory");
@@ -125,7 +162,11 @@ static int add_item(pk_state *st, pk_value *c, pk_value *item)
                     (unsigned long long)st->max_refs, WPK_PICKLE_REFS_PER_BYTE, st->len,
                     WPK_PICKLE_REFS_FLOOR);
     if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 4;
+        if (c->cap >= UINT32_MAX / 2)
+            return perr(st, WPACK_E_LIMIT, "a container with more than %u items", c->cap);
+        uint32_t cap = c->cap ? c->cap * 2 : 4;
+        if (charge(st, (cap - c->cap) * sizeof *c->items))
+            return st->code;
         pk_value **v = realloc(c->items, cap * sizeof *v);
         if (!v)
             return perr(st, WPACK_E_NOMEM, "out of memory");
@@ -133,6 +174,7 @@ static int add_item(pk_state *st, pk_value *c, pk_value *item)
         c->cap = cap;
     }
     c->items[c->n++] = item;
+    item->shared = 1;
     return WPACK_OK;
 }
 
@@ -182,6 +224,8 @@ static int memo_put(pk_state *st, uint64_t idx)
         size_t cap = st->memo_cap ? st->memo_cap : 64;
         while (cap <= idx)
             cap *= 2;
+        if (charge(st, (cap - st->memo_cap) * sizeof *st->memo))
+            return st->code;
         pk_value **m = realloc(st->memo, cap * sizeof *m);
         if (!m)
             return perr(st, WPACK_E_NOMEM, "out of memory");
@@ -191,6 +235,7 @@ static int memo_put(pk_state *st, uint64_t idx)
     }
     st->memo_count += !st->memo[idx];
     st->memo[idx] = v;
+    v->shared = 1;
     return WPACK_OK;
 }
 
@@ -318,7 +363,7 @@ static int int_tuple(pk_state *st, const pk_value *t, uint64_t *out, const char 
     if (t->kind != PK_TUPLE)
         return perr(st, WPACK_E_INPUT, "_rebuild_tensor_v2: %s is not a tuple", what);
     if (t->n > WPACK_MAX_RANK)
-        return perr(st, WPACK_E_UNSUPPORTED, "_rebuild_tensor_v2: rank %zu above the %d limit",
+        return perr(st, WPACK_E_UNSUPPORTED, "_rebuild_tensor_v2: rank %u above the %d limit",
                     t->n, WPACK_MAX_RANK);
     for (size_t k = 0; k < t->n; k++) {
         if (t->items[k]->kind != PK_INT || t->items[k]->i < 0)
@@ -342,7 +387,7 @@ static int call(pk_state *st, pk_value *fn, pk_value *args)
         if (!d)
             return st->code;
         if (args->n > 1)
-            return perr(st, WPACK_E_UNSUPPORTED, "OrderedDict with %zu arguments", args->n);
+            return perr(st, WPACK_E_UNSUPPORTED, "OrderedDict with %u arguments", args->n);
         if (args->n == 1) { /* OrderedDict([(k, v), ...]) */
             pk_value *l = a[0];
             if (l->kind != PK_LIST && l->kind != PK_TUPLE)
@@ -359,7 +404,7 @@ static int call(pk_state *st, pk_value *fn, pk_value *args)
     }
     case PKG_REBUILD_TENSOR_V2: {
         if (args->n != 6 && args->n != 7)
-            return perr(st, WPACK_E_INPUT, "_rebuild_tensor_v2 with %zu arguments (want 6 or 7)",
+            return perr(st, WPACK_E_INPUT, "_rebuild_tensor_v2 with %u arguments (want 6 or 7)",
                         args->n);
         if (a[0]->kind != PK_STORAGE)
             return perr(st, WPACK_E_INPUT, "_rebuild_tensor_v2: argument 1 is not a storage");
@@ -368,17 +413,20 @@ static int call(pk_state *st, pk_value *fn, pk_value *args)
         pk_value *t = new_value(st, PK_TENSOR);
         if (!t)
             return st->code;
+        if (charge(st, sizeof *t->view))
+            return st->code;
         if (!(t->view = calloc(1, sizeof *t->view)))
             return perr(st, WPACK_E_NOMEM, "out of memory");
         pk_view *vw = t->view;
         vw->storage = a[0];
+        a[0]->shared = 1;
         t->dtype = a[0]->dtype;
         t->why = a[0]->why;
         vw->offset = (uint64_t)a[1]->i;
         if (int_tuple(st, a[2], vw->dims, "size") || int_tuple(st, a[3], vw->strides, "stride"))
             return st->code;
         if (a[2]->n != a[3]->n)
-            return perr(st, WPACK_E_INPUT, "_rebuild_tensor_v2: %zu sizes but %zu strides",
+            return perr(st, WPACK_E_INPUT, "_rebuild_tensor_v2: %u sizes but %u strides",
                         a[2]->n, a[3]->n);
         vw->rank = (unsigned)a[2]->n;
         return push(st, t);
@@ -405,6 +453,7 @@ static int call(pk_state *st, pk_value *fn, pk_value *args)
     case PKG_REBUILD_PARAMETER:
         if (args->n != 3 || a[0]->kind != PK_TENSOR)
             return perr(st, WPACK_E_INPUT, "_rebuild_parameter: want (tensor, requires_grad, hooks)");
+        a[0]->shared = 1;
         return push(st, a[0]);
     case PKG_STORAGE_TYPE:
     case PKG_QSCHEME:
@@ -499,6 +548,8 @@ static int step(pk_state *st, int *done)
             if (st->mcap >= WPK_PICKLE_MAX_STACK)
                 return perr(st, WPACK_E_LIMIT, "more than %u marks", WPK_PICKLE_MAX_STACK);
             size_t cap = st->mcap ? st->mcap * 2 : 16;
+            if (charge(st, (cap - st->mcap) * sizeof *st->marks))
+                return st->code;
             size_t *m = realloc(st->marks, cap * sizeof *m);
             if (!m)
                 return perr(st, WPACK_E_NOMEM, "out of memory");
@@ -673,13 +724,21 @@ static int step(pk_state *st, int *done)
             return st->code;
         return persistent_load(st, v);
     case '0': /* POP */
-        return pop(st) ? WPACK_OK : st->code;
+        if (!(v = pop(st)))
+            return st->code;
+        release(st, v);
+        return WPACK_OK;
     case '2': /* DUP */
         if (!(v = top(st)))
             return st->code;
+        v->shared = 1;
         return push(st, v);
     case '1': /* POP_MARK */
-        return pop_mark(st, &items, &n);
+        if (pop_mark(st, &items, &n))
+            return st->code;
+        while (n)
+            release(st, items[--n]);
+        return WPACK_OK;
     case '.': /* STOP */
         *done = 1;
         return WPACK_OK;
@@ -706,6 +765,7 @@ int pk_load(const uint8_t *buf, size_t len, pk_state **out, pk_value **root, cha
     st->memo_limit = len < WPK_PICKLE_MAX_MEMO - WPK_PICKLE_MEMO_SLACK
                          ? len + WPK_PICKLE_MEMO_SLACK : WPK_PICKLE_MAX_MEMO;
     st->max_refs = (uint64_t)len * WPK_PICKLE_REFS_PER_BYTE + WPK_PICKLE_REFS_FLOOR;
+    st->max_mem = (uint64_t)len * WPK_PICKLE_MEM_PER_BYTE + WPK_PICKLE_MEM_FLOOR;
     int done = 0;
     while (!done) {
         if (st->pos >= st->len) {
@@ -731,8 +791,10 @@ void pk_free(pk_state *st)
     for (chunk *c = st->chunks, *next; c; c = next) {
         next = c->next;
         for (size_t i = 0; i < c->used; i++) {
-            free(c->v[i].items);
-            free(c->v[i].view);
+            if (c->v[i].kind == PK_TENSOR)
+                free(c->v[i].view);
+            else
+                free(c->v[i].items); /* NULL but for tuples, lists and dicts */
         }
         free(c);
     }

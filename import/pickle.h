@@ -41,6 +41,14 @@
 #define WPK_PICKLE_MEMO_SLACK 256u
 #define WPK_PICKLE_REFS_PER_BYTE 2u
 #define WPK_PICKLE_REFS_FLOOR 4096u
+/* Memory: every value, item array, view, stack, mark and memo slot the
+ * parse allocates stays within WPK_PICKLE_MEM_PER_BYTE per pickle byte plus
+ * WPK_PICKLE_MEM_FLOOR (values live until pk_free: 8 M empty lists pushed
+ * and popped would otherwise hold 450 MB). A state dict's pickle needs about
+ * 15 bytes per byte (15 values, 3 item arrays and a view per ~100-byte
+ * tensor); hostile ones up to ~70. */
+#define WPK_PICKLE_MEM_PER_BYTE 32u
+#define WPK_PICKLE_MEM_FLOOR (4u << 20)
 
 typedef enum {
     PK_NONE = 1,
@@ -82,22 +90,25 @@ typedef struct {
 } pk_view;
 
 struct pk_value {
-    pk_kind kind;
-    int64_t i;                  /* int, bool */
-    double f;
-    const char *s;              /* str, bytes: points into the pickle */
+    union {
+        int64_t i;              /* int, bool; storage: numel */
+        double f;               /* float */
+    };
+    const char *s;              /* str, bytes, global, storage key: points into the pickle */
     size_t slen;
-    pk_value **items;           /* tuple, list, dict (2 x n) */
-    size_t n, cap;
-    pk_global g;
-    int dtype;                  /* storage type, storage, tensor: WPACK_DTYPE_* */
-    /* storage: key (s, slen), numel in i. tensor: its view (NULL when why is set) */
-    pk_view *view;
-    size_t pos;                 /* byte offset of the opcode that made it */
+    union {
+        pk_value **items;       /* tuple, list, dict (2 x n) */
+        pk_view *view;          /* tensor: its view (NULL when why is set) */
+    };
+    uint32_t n, cap;            /* items */
     /* storage type, storage, tensor: "complex" or "quantized" when the
      * checkpoint holds one (recognised to be refused by name: dtype is 0);
      * opaque: what the value is */
     const char *why;
+    pk_kind kind;
+    uint8_t g;                  /* global: a pk_global */
+    uint8_t dtype;              /* storage type, storage, tensor: WPACK_DTYPE_* */
+    uint8_t shared;             /* held by more than its one stack slot (memo, DUP, ...) */
 };
 
 typedef struct pk_state pk_state;

@@ -161,4 +161,26 @@ done
 run_rc "--key model: no warning for values outside the key" 0 EMPTY \
     "$WPACK" create -q --key model -o "$T/k.wpack" "$R/torch_ckpt_bytes_bigint.pt"
 
+
+# Pickle values cost ~50 bytes each and the parse kept every one until the
+# end: 8 M empty lists pushed and popped (a 16 MB data.pkl, `]0` again and
+# again) peaked at 784 MB. A popped value nothing else holds is now reused,
+# and what stays (1 M Nones on the stack, `(NNN...1`) is refused by the
+# memory budget (32 bytes per pickle byte + 4 MiB). Made here: too big to
+# check in.
+$PY - "$T" <<'PYEOF'
+import sys, zipfile
+def pt(name, pkl):
+    with zipfile.ZipFile(f"{sys.argv[1]}/{name}", "w") as z:
+        z.writestr("archive/data.pkl", pkl)
+        z.writestr("archive/version", b"3\n")
+pt("pickle_pops.pt", b"\x80\x02" + b"]0" * 8000000 + b"}.")
+pt("pickle_nones.pt", b"\x80\x02(" + b"N" * 1000000 + b"1}.")
+PYEOF
+rm -f "$T/o.wpack"
+run_rc "pickle: 8 M values pushed and popped stay small" 1 "the inputs hold no tensor" \
+    "$WPACK" create -q -o "$T/o.wpack" "$T/pickle_pops.pt"
+refused "pickle: 1 M values held past the memory budget" \
+    "pickle_nones.pt: torch: data.pkl: pickle: parsing needs more than [0-9]+ bytes of memory .*\[WPACK_E_LIMIT\]" \
+    "$T/pickle_nones.pt"
 finish
