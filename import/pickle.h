@@ -77,6 +77,18 @@ typedef enum {
     PKG_CODECS_ENCODE  /* _codecs.encode(str, 'latin1'): protocol 2's bytes */
 } pk_global;
 
+typedef struct {
+    const char *module, *name;
+    pk_global g;
+    int dtype;
+    const char *why; /* recognised only to be refused or skipped by the importer */
+} pk_allowed_global;
+
+/* The whitelist's entry for global mod.name (pickle_globals.c), or NULL:
+ * no other global may appear in a pickle. */
+const pk_allowed_global *pk_allowed_global_find(const char *mod, size_t mlen, const char *name,
+                                                size_t nlen);
+
 typedef struct pk_value pk_value;
 
 /* A tensor's view of its storage (only tensors carry one: kept out of
