@@ -11,11 +11,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "path_lock.h"
 #include "same_files.h"
 
 static void add(cli_files *f, const char *path, int kind)
@@ -100,30 +100,17 @@ wpack_archive *cli_open_checked(const char *cmd, const char *path, cli_files *g,
     return NULL;
 }
 
-/* Take the updaters' lock (packer/update.c) on the file at path, so that no
- * `wpack update` commits into it between our read and our rename (its
- * change would be lost with the replaced file): the fd, or -1 (printed).
- * A file replaced while we waited is not the one at path any more: lock
- * the new one (bounded). */
+/* Take the updaters' lock (format/path_lock.c) on the file at path, so
+ * that no `wpack update` commits into it between our read and our rename
+ * (its change would be lost with the replaced file): the fd, or -1
+ * (printed). */
 static int lock_for_rewrite(const char *cmd, const char *path)
 {
-    for (int attempt = 0; attempt < 16; attempt++) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        struct stat a, b;
-        if (fd < 0 || fstat(fd, &a) != 0 || flock(fd, LOCK_EX) != 0) {
-            cli_error("%s: %s: cannot lock it for --in-place: %s [%s]", cmd, path, strerror(errno),
-                      wpack_error_name(WPACK_E_IO));
-            if (fd >= 0)
-                close(fd);
-            return -1;
-        }
-        if (stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-            return fd;
-        close(fd);
-    }
-    cli_error("%s: %s: replaced by other files while waiting for its lock [%s]", cmd, path,
-              wpack_error_name(WPACK_E_IO));
-    return -1;
+    char msg[512];
+    int fd, rc = wpk_lock_path(path, O_RDONLY, &fd, msg, sizeof msg);
+    if (rc)
+        cli_error("%s: cannot lock for --in-place: %s [%s]", cmd, msg, wpack_error_name(rc));
+    return rc ? -1 : fd;
 }
 
 wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out, int in_place,

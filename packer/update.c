@@ -26,7 +26,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,6 +33,7 @@
 #include "bytes.h"
 #include "wpack.h"
 #include "reader.h"
+#include "path_lock.h"
 #include "update.h"
 
 /* The flags wpack_update_begin takes: test hooks only, compiled into test
@@ -114,15 +114,9 @@ static int reopen(wpack_update *u)
 /* Open u->path for writing and take the updaters' lock on it. */
 static int lock_path(wpack_update *u)
 {
-    u->fd = open(u->path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
-    if (u->fd < 0)
-        return wpk_ufail(u, WPACK_E_IO, "%s: %s", u->path, strerror(errno));
-    struct stat st;
-    if (fstat(u->fd, &st) != 0 || !S_ISREG(st.st_mode))
-        return wpk_ufail(u, WPACK_E_FILE_TYPE, "%s: not a regular file", u->path);
-    if (flock(u->fd, LOCK_EX) != 0)
-        return wpk_ufail(u, WPACK_E_IO, "%s: lock: %s", u->path, strerror(errno));
-    return WPACK_OK;
+    char msg[512];
+    int rc = wpk_lock_path(u->path, O_RDWR, &u->fd, msg, sizeof msg);
+    return rc ? wpk_ufail(u, rc, "%s", msg) : WPACK_OK;
 }
 
 int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, char *errbuf,
