@@ -136,17 +136,16 @@ wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out
     cli_files_free(&g);
     if (!in_place)
         return ar;
-    if (!ar) {
-    } else if (wpack_shard_count(ar)) {
+    /* !ar: cli_open_checked said why */
+    if (ar && wpack_shard_count(ar))
         cli_error("%s: %s is a sharded set: --in-place rewrites single-file archives only "
                   "(use -o) [%s]",
                   cmd, in, wpack_error_name(WPACK_E_UNSUPPORTED));
-    } else if (!*target) {
+    else if (ar && !*target)
         cli_error("%s: %s: cannot resolve its path: %s [%s]", cmd, in, strerror(resolve_errno),
                   wpack_error_name(WPACK_E_IO));
-    } else {
+    else if (ar)
         return ar;
-    }
     wpack_close(ar);
     cli_rewrite_unlock(lock);
     free(*target);
