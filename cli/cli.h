@@ -85,10 +85,11 @@ wpack_archive *cli_open_reads(const char *path, int verify);
  * libwpack-remote and options from the environment (open_url.c). */
 int cli_open_url(wpack_archive **ar, const char *url, unsigned flags);
 int cli_is_url(const char *path);
-/* Replace each URL argument holding a password by its redacted form
- * (user:***@host), so that no message or output shows the password;
- * cli_open_url() still requests the URL as given. main() calls it once. */
-void cli_hide_url_passwords(int argc, char **argv);
+/* Replace each URL argument (or --option=URL) holding a credential by its
+ * redacted form (wpack_remote_shown_url: user:***@host, ?name=***, #***),
+ * so that no message or output shows it; cli_open_url() still requests
+ * the URL as given. main() calls it once. */
+void cli_hide_url_secrets(int argc, char **argv);
 /* -q/--quiet: no fetch progress for the URLs opened after (the option
  * parsers that take -q call it). */
 void cli_remote_quiet(void);

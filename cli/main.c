@@ -101,7 +101,7 @@ int main(int argc, char **argv)
         return CLI_USAGE;
     }
     cli_env_apply(); /* the libraries read no environment: the CLI passes it in */
-    cli_hide_url_passwords(argc, argv);
+    cli_hide_url_secrets(argc, argv);
     const char *cmd = argv[1];
     if (strcmp(cmd, "help") == 0 && argc > 2) {
         /* `wpack help create` is `wpack create --help` */

@@ -114,41 +114,60 @@ int cli_remote_opt(int argc, char **argv, int *i)
     return 1;
 }
 
-/* URLs of the command line with a password: argv shows them redacted
- * (every message and output that echoes an argument), the real one kept
- * here for the open. One command per process: static. */
-static struct {
+/* URLs of the command line holding a credential (a password, a query, a
+ * fragment): argv shows them redacted (every message and output that
+ * echoes an argument), the real one kept here for the open. An argument
+ * "--option=URL" has its value redacted too. One command per process:
+ * static, as many as there are arguments. */
+static struct hidden_url {
     const char *shown;
     char *real;
-} hidden[16];
+} *hidden;
 static size_t nhidden;
 
-void cli_hide_url_passwords(int argc, char **argv)
+void cli_hide_url_secrets(int argc, char **argv)
 {
-    for (int i = 1; i < argc && nhidden < sizeof hidden / sizeof hidden[0]; i++) {
-        if (!wpack_remote_is_url(argv[i]))
+    hidden = calloc((size_t)argc, sizeof *hidden);
+    for (int i = 1; i < argc; i++) {
+        const char *eq = argv[i][0] == '-' ? strchr(argv[i], '=') : NULL;
+        const char *url = eq ? eq + 1 : argv[i];
+        if (!wpack_remote_is_url(url))
             continue;
-        char *shown = wpack_remote_shown_url(argv[i]);
-        if (!shown || strcmp(shown, argv[i]) == 0) {
-            free(shown);
+        size_t head = (size_t)(url - argv[i]);
+        char *shown = wpack_remote_shown_url(url), *arg = shown ? malloc(head + strlen(shown) + 1) : NULL;
+        if (arg) {
+            memcpy(arg, argv[i], head);
+            strcpy(arg + head, shown);
+        }
+        free(shown);
+        if (!arg || !hidden) {
+            /* out of memory: the command stops before any URL is shown */
+            cli_error("out of memory [%s]", wpack_error_name(WPACK_E_NOMEM));
+            exit(CLI_FAIL);
+        }
+        if (strcmp(arg, argv[i]) == 0) {
+            free(arg);
             continue;
         }
-        hidden[nhidden].real = argv[i];
-        hidden[nhidden++].shown = shown;
-        argv[i] = shown;
+        hidden[nhidden].real = argv[i] + head;
+        hidden[nhidden++].shown = arg + head;
+        argv[i] = arg;
     }
 }
 
-/* The URL to request for one a command was given (argv, redacted). */
+/* The URL to request for one a command was given (argv, redacted; a copy
+ * of it matches when no other argument is redacted alike). */
 static const char *real_url(const char *url)
 {
+    const char *real = url;
+    size_t same = 0;
     for (size_t k = 0; k < nhidden; k++)
         if (hidden[k].shown == url)
             return hidden[k].real;
     for (size_t k = 0; k < nhidden; k++)
         if (strcmp(hidden[k].shown, url) == 0)
-            return hidden[k].real;
-    return url;
+            real = hidden[k].real, same++;
+    return same == 1 ? real : url;
 }
 
 int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)

@@ -120,18 +120,26 @@ void wpack_remote_options_init(wpack_remote_options *opt);
  * s3:// (anything else is a local path). */
 int wpack_remote_is_url(const char *s);
 
-/* url as wpack shows it (messages, the archive's name, shard paths): a
- * password in its user info replaced by "***" (http://user:***@host/...),
- * the rest as given. A new string to free(), or NULL when out of memory.
- * Requests still use the URL as given. */
+/* url as wpack shows it (messages, the archive's name, shard paths, a
+ * redirect's Location), so that no credential a URL carries is ever shown:
+ * the password of its user info becomes "***" (http://user:***@host/...),
+ * user info without one (a token as the user name) "***@host", a port
+ * that is not a number and all after it (what a password with a raw '/',
+ * '?' or '#' leaves: no URL) ":***"; every query value becomes "***" and its names stay
+ * (?X-Amz-Credential=***&X-Amz-Signature=***, ?sv=***&sig=***: which
+ * names carry secrets cannot be known), a query item without '=' "***",
+ * a fragment "#***". Scheme, host, port and path stay as given; an
+ * s3:// key is literal ('?' and '#' are part of it) and is kept whole.
+ * A new string to free(), or NULL when out of memory. Requests still use
+ * the URL as given. */
 char *wpack_remote_shown_url(const char *url);
 
 /*
  * Open the archive at url (http://, https:// or s3://bucket/key); opt may
  * be NULL (the defaults). Like wpack_open_file(): *out always receives a
  * handle unless memory runs out; on failure wpack_errmsg() says what (the
- * URL, the HTTP status or the curl error; the URL shown with its password
- * redacted, see wpack_remote_shown_url). A sharded set's manifest opens
+ * URL, the HTTP status or the curl error; the URL shown with its
+ * credentials redacted, see wpack_remote_shown_url). A sharded set's manifest opens
  * its shards at URLs relative to its own path (same directory); an
  * http(s) URL's query string is carried to its shards' URLs (a token
  * valid for the whole directory works), its fragment dropped. A presigned

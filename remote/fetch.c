@@ -439,8 +439,10 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         /* curl's own words ("Protocol "http" not supported or disabled")
          * would say nothing of the redirect */
         retry = 0;
+        char *to = wpack_remote_shown_url(j->location); /* a presigned URL's signature */
         wpk_fmt(why, sizeof why, "HTTP %ld: the redirect to %s was refused: an https URL is "
-                "never followed to a non-https one", j->status, j->location);
+                "never followed to a non-https one", j->status, to ? to : "(out of memory)");
+        free(to);
     } else if (c != CURLE_OK && !(c == CURLE_WRITE_ERROR && j->status != 206 && j->status)) {
         retry = retryable_curl(c);
         wpk_fmt(why, sizeof why, "%s%s%s", curl_easy_strerror(c), *j->errbuf ? ": " : "",
@@ -460,8 +462,10 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
                            : "";
         if (s >= 300 && s < 400)
             curl_easy_getinfo((CURL *)easy, CURLINFO_REDIRECT_URL, &loc);
+        char *to = loc ? wpack_remote_shown_url(loc) : NULL; /* a presigned URL's signature */
         wpk_fmt(why, sizeof why, "HTTP %ld%s%s%s%s%s", s, hint, loc ? ", redirect to " : "",
-                loc ? loc : "", *body ? ": " : "", body);
+                to ? to : loc ? "(out of memory)" : "", *body ? ": " : "", body);
+        free(to);
         if (s >= 300 && s < 400 && !loc)
             wpk_fmt(why, sizeof why, "HTTP %ld (redirects are not followed)", s);
     }
@@ -470,6 +474,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         j->not_before = now_ms() + (int64_t)(d < 10000 ? d : 10000);
         return -1;
     }
+    wpk_remote_scrub(r, why); /* a body or curl's words repeating the URL's secrets */
     wpk_fmt(msg, msglen, "GET bytes %llu-%llu: %s%s", (unsigned long long)j->off,
             (unsigned long long)(j->off + j->len - 1), why,
             j->attempts > 1 ? " (after retries)" : "");

@@ -73,6 +73,11 @@ typedef struct wpk_remote {
     char setup_msg[600];
 } wpk_remote;
 
+/* url.c: each secret of r's URL (its password, each query value of 4
+ * bytes or more, as given and percent-decoded) in text becomes "***":
+ * for what a server's error page or curl's own words repeat of it. */
+void wpk_remote_scrub(const wpk_remote *r, char *text);
+
 /* fetch.c: bytes [off, off + n) of the object into dst, in chunks over
  * several connections, retried; checked against the pinned size, ETag and
  * Last-Modified. probe: the open's first request (bytes [0, n) or fewer,

@@ -3,6 +3,7 @@
  * first 64 KiB, the last 256 KiB) are kept so that the superblock, the
  * trailer and usually the whole index cost no further request. */
 #include <curl/curl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,31 +79,155 @@ static char *encode(const char *s, size_t n, int keep_slash)
     return out;
 }
 
-/* The URL as messages and outputs show it: a password in its user info
- * becomes "***" (user:***@host, as curl and git show one), so that it
- * never reaches a terminal, a log, a JSON report or an exception. */
+/* The URL as messages and outputs show it, so that a credential in it
+ * never reaches a terminal, a log, a JSON report or an exception: the
+ * password of its user info becomes "***" (user:***@host, as curl and git
+ * show one), user info without a password (a token as the user name)
+ * "***@host", a port that is not a number and all after it (what a
+ * password holding a raw '/', '?' or '#' leaves of the URL) ":***"; each value of
+ * its query "***", its names kept (which names carry secrets cannot be
+ * known: X-Amz-Signature, sig, token, ...), a bare item "***"; a fragment
+ * "#***". Scheme, host, port and path stay as given. An s3:// key is
+ * literal ('?' and '#' are part of it) and carries no credential: kept. */
+static char *put(char *o, const char *s, size_t n)
+{
+    memcpy(o, s, n);
+    return o + n;
+}
+
 char *wpack_remote_shown_url(const char *url)
 {
+    size_t n = strlen(url);
+    /* each part redacted grows by at most 2 bytes ("x" to "***"), and
+     * parts are at most one per byte, plus the authority's two */
+    char *out = n < (SIZE_MAX - 16) / 3 ? malloc(3 * n + 16) : NULL, *o = out;
+    if (!out)
+        return NULL;
     const char *auth = strstr(url, "://");
-    if (!auth)
-        return strdup(url);
+    if (!auth) {
+        memcpy(out, url, n + 1);
+        return out;
+    }
     auth += 3;
-    size_t alen = strcspn(auth, "/?#");
-    const char *at = NULL;
-    for (const char *p = auth; p < auth + alen; p++)
+    o = put(o, url, (size_t)(auth - url));
+    const char *aend = auth + strcspn(auth, "/?#"), *at = NULL;
+    for (const char *p = auth; p < aend; p++)
         if (*p == '@')
             at = p; /* the last one: a password may hold an '@' */
-    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-    if (!colon)
-        return strdup(url);
-    size_t head = (size_t)(colon + 1 - url);
-    char *out = malloc(head + 3 + strlen(at) + 1);
-    if (out) {
-        memcpy(out, url, head);
-        memcpy(out + head, "***", 3);
-        strcpy(out + head + 3, at);
+    const char *host = auth;
+    if (at) {
+        const char *colon = memchr(auth, ':', (size_t)(at - auth));
+        if (colon)
+            o = put(o, auth, (size_t)(colon + 1 - auth));
+        o = put(o, "***", 3);
+        host = at; /* from the '@' */
     }
+    /* host[:port]; an IPv6 host is in brackets */
+    const char *br = host, *port = NULL;
+    for (const char *p = host; p < aend; p++)
+        if (*p == ']')
+            br = p;
+    for (const char *p = br; p < aend; p++)
+        if (*p == ':')
+            port = p + 1;
+    int port_ok = 1;
+    for (const char *p = port; p && p < aend; p++)
+        port_ok &= *p >= '0' && *p <= '9';
+    if (!port_ok) {
+        /* not a URL (curl refuses it): from the port on it may be what a
+         * password holding a raw '/', '?' or '#' left, so none is shown */
+        o = put(o, host, (size_t)(port - host));
+        strcpy(o, "***");
+        return out;
+    }
+    o = put(o, host, (size_t)(aend - host));
+    const char *p = aend;
+    if (strncmp(url, "s3://", 5) == 0) {
+        strcpy(o, p);
+        return out;
+    }
+    size_t path = strcspn(p, "?#");
+    o = put(o, p, path);
+    p += path;
+    if (*p == '?') {
+        *o++ = *p++;
+        while (*p && *p != '#') {
+            size_t item = strcspn(p, "&#");
+            const char *eq = memchr(p, '=', item);
+            if (eq) {
+                o = put(o, p, (size_t)(eq + 1 - p));
+                if (eq + 1 < p + item)
+                    o = put(o, "***", 3);
+            } else if (item) {
+                o = put(o, "***", 3);
+            }
+            p += item;
+            if (*p == '&')
+                *o++ = *p++;
+        }
+    }
+    if (*p == '#') {
+        *o++ = '#';
+        if (p[1])
+            o = put(o, "***", 3);
+    }
+    *o = 0;
     return out;
+}
+
+/* s (n bytes) in text replaced by "***" wherever it occurs, as given and
+ * percent-decoded; shorter than 4 bytes it is left (it would blank out
+ * common words, and no signature or token is that short). */
+static void scrub_one(char *text, const char *s, size_t n)
+{
+    char *dec = n >= 4 ? malloc(n + 1) : NULL;
+    if (!dec)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned hi, lo;
+        if (s[i] == '%' && i + 2 < n && sscanf(s + i + 1, "%1x%1x", &hi, &lo) == 2) {
+            dec[k++] = (char)(hi << 4 | lo);
+            i += 2;
+        } else {
+            dec[k++] = s[i] == '+' ? ' ' : s[i];
+        }
+    }
+    const char *forms[2] = {s, dec};
+    size_t lens[2] = {n, k};
+    for (int f = 0; f < 2; f++) {
+        char *p;
+        while (lens[f] >= 4 && (p = memmem(text, strlen(text), forms[f], lens[f]))) {
+            memcpy(p, "***", 3);
+            memmove(p + 3, p + lens[f], strlen(p + lens[f]) + 1);
+        }
+    }
+    free(dec);
+}
+
+void wpk_remote_scrub(const wpk_remote *r, char *text)
+{
+    const char *u = r->url, *auth = u ? strstr(u, "://") : NULL;
+    if (!auth || r->s3)
+        return; /* s3: credentials are in headers, never in the URL */
+    auth += 3;
+    const char *aend = auth + strcspn(auth, "/?#"), *at = NULL;
+    for (const char *p = auth; p < aend; p++)
+        if (*p == '@')
+            at = p;
+    if (at) {
+        const char *colon = memchr(auth, ':', (size_t)(at - auth));
+        const char *secret = colon ? colon + 1 : auth;
+        scrub_one(text, secret, (size_t)(at - secret));
+    }
+    const char *q = strchr(aend, '?');
+    for (const char *p = q ? q + 1 : ""; *p && *p != '#';) {
+        size_t item = strcspn(p, "&#");
+        const char *eq = memchr(p, '=', item);
+        const char *v = eq ? eq + 1 : p;
+        scrub_one(text, v, (size_t)(p + item - v));
+        p += item + (p[item] == '&');
+    }
 }
 
 /* s3://bucket/key to the URL requested, the Host header and the path
@@ -123,7 +248,10 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
         const char *hs = strstr(ep, "://");
         if (!hs || (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0)) {
             free(key);
-            wpk_fmt(msg, msglen, "S3 endpoint '%s' is not an http:// or https:// URL", ep);
+            char *shown = wpack_remote_shown_url(ep);
+            wpk_fmt(msg, msglen, "S3 endpoint '%s' is not an http:// or https:// URL",
+                    shown ? shown : "(out of memory)");
+            free(shown);
             return WPACK_E_INVALID_ARGUMENT;
         }
         hs += 3;

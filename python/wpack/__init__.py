@@ -221,7 +221,7 @@ class _Handle:
             rc = _lib.remote_lib().wpack_open_url(ctypes.byref(p), _b(path, "URL"), ctypes.byref(remote))
         else:
             rc = lib.wpack_open_file(ctypes.byref(p), _b(path, "path"), flags)
-        # a URL as the library shows it: a password in it never in a message
+        # a URL as the library shows it: a credential in it never in a message
         shown = _lib.shown_url(os.fspath(path)) if remote is not None else os.fspath(path)
         if rc != 0:
             msg = lib.wpack_errmsg(p).decode("utf-8", "replace") if p else _describe(rc)
@@ -373,7 +373,10 @@ class safe_open:
     S3 ones not given come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
     AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION and
     AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, as the wpack CLI reads them;
-    without a key, requests are unsigned (a public bucket).
+    without a key, requests are unsigned (a public bucket). Exceptions
+    name a URL redacted (its password, each query value and its fragment
+    as "***": http://user:***@host/m.wpack?sig=***); requests use it as
+    given.
     progress: callable(fetched_bytes), called after each completed HTTP
     request (wpack_remote_options.on_bytes) with the bytes this archive has
     fetched so far (header, index and tensor ranges; response bodies, a
@@ -402,9 +405,12 @@ class safe_open:
         self._mm = self._fd = None
         self._handed = set()   # entries handed out over self._mm ("pt")
         path = os.fspath(path)
+        self._remote = is_url(path)
+        if self._remote and "\0" in path:   # named as shown: no credential in the message
+            raise ValueError("URL %s contains a NUL character (C strings end at one)"
+                             % _lib.shown_url(path.replace("\0", "%00")))
         _b(path, "path")   # a NUL is refused before any open
         flags = OPEN_VERIFY_READS if verify else 0
-        self._remote = is_url(path)
         if self._remote:
             self._h = _Handle(_lower_scheme(path), flags,
                               _remote_options(flags, remote_options, aws_env, progress))

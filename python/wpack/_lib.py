@@ -335,8 +335,9 @@ _libc.free.argtypes = [VP]
 
 
 def shown_url(url):
-    """url as the library shows it (a password in it as "***"):
-    wpack_remote_shown_url, so that Python's own messages hide it too."""
+    """url as the library shows it (its password, query values and
+    fragment as "***"): wpack_remote_shown_url, so that Python's own
+    messages hide them too."""
     p = remote_lib().wpack_remote_shown_url(url.encode())
     if not p:
         return "<URL>"

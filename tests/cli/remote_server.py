@@ -19,7 +19,10 @@ picks the behaviour, the rest names a file under ROOT:
   /changed412/F  as changed, and If-Match honoured (412)
   /stall/F       headers, then silence for 30 s
   /trickle/F     headers, then 2 bytes a second (every range) for up to 60 s
-  /redirect/F    302 to REDIRECT_BASE/F (another server)
+  /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
+                 as a CDN hands on a token)
+  /echo/F?Q      403 with an error page repeating the request's path and
+                 query, percent-decoded (a server that echoes a token back)
   /nocr/F        206 with no Content-Range and no body (ranges past 0)
   /zeroes3/F     an empty F answered as some S3 servers do: 206,
                  "Content-Range: bytes 0-0/0", no body
@@ -162,6 +165,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send(404, b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code>"
                                  b"<Message>The specified key does not exist.</Message></Error>",
                                  [("Content-Type", "application/xml")])
+        if mode == "echo":
+            self.log(mode, 403)
+            return self.send(403, ("<p>denied: %s</p>" % urllib.parse.unquote(self.path)).encode(),
+                             [("Content-Type", "text/html")])
         if mode == "query" and query != "token=a/b":
             self.log(mode, 403)
             return self.send(403, b"<html>bad token</html>", [("Content-Type", "text/html")])
@@ -189,7 +196,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                ("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream")]
         if mode == "redirect":
             self.log(mode, 302)
-            return self.send(302, b"", [("Location", REDIRECT + "/" + rest)])
+            loc = REDIRECT + "/" + rest + ("?" + query if query else "")
+            return self.send(302, b"", [("Location", loc)])
         if mode == "norange":
             self.log(mode, 200)
             return self.send(200, data, hdr)

@@ -3,8 +3,9 @@
 # against remote_server.py's fake S3 (its own SigV4 check) and nginx:
 # long STS session tokens and long keys are sent and signed whole; an
 # s3:// key is literal (its "." and ".." segments are part of the name);
-# a password in a URL never appears in a message or an output; a sharded
-# set's shards are found next to the manifest's path, with its query.
+# a password, a query's values, a fragment or a token as user name in a URL
+# never appear in a message or an output; a sharded set's shards are found
+# next to the manifest's path, with its query.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/remote_lib.sh"
 
@@ -20,7 +21,8 @@ PYEOF
 expect create "$WPACK" create -q -o "$W/a.wpack" "$T/in"
 expect create_set "$WPACK" create -q --shard-size 300K -o "$W/set/sh.wpack" "$T/in"
 "$WPACK" extract -q -o "$T/local" "$W/a.wpack"
-need_bad_server "$W"
+need_nginx "$W"
+need_bad_server "$W" "http://127.0.0.1:$NGINX_PORT"
 export WPACK_REMOTE_RETRIES=0 WPACK_REMOTE_TIMEOUT=5
 
 # ------------------------------------------------ D1: long tokens and keys
@@ -83,6 +85,73 @@ nopass auth_not_found_redacted
 rm -rf "$T/xa"
 expect auth_extract "$WPACK" extract -o "$T/xa" "$A/a.wpack" t1
 cmp -s "$T/xa/t1.npy" "$T/local/t1.npy" && pass auth_extract_same_bytes || fail auth_extract_same_bytes
+
+# ------------- a query's values, a fragment, a token as user are never shown
+# A presigned-S3-like query, SAS-like and token values, a '/' in one, a
+# fragment: every secret holds SEKRIT; the host, the path and the query's
+# names are still shown. Requests carry the URL as given (nginx ignores
+# the query; the archives read right).
+N="http://127.0.0.1:$NGINX_PORT"
+Q='?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIASEKRIT1%2F20260101%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20260101T000000Z&X-Amz-Signature=5e6b1SEKRIT2c0ffee&sig=SEKRIT3%2Bx%3D&token=SEKRIT4/a/b&bare_SEKRIT5#SEKRIT6'
+head -c 3000 "$W/a.wpack" >"$W/trunc.wpack"
+noleak() { # NAME SHOWN: no SEKRIT on stdout or stderr of the last command, SHOWN (fixed text) there
+    if grep -q SEKRIT "$T/out" "$T/err"; then fail "$1" "$(grep -ho '.\{0,60\}SEKRIT.\{0,20\}' "$T/out" "$T/err" | head -3)"
+    elif grep -qF -- "$2" "$T/out" "$T/err"; then pass "$1"
+    else fail "$1" "'$2' not shown: $(head -c 300 "$T/out" "$T/err")"; fi
+}
+QS='?X-Amz-Algorithm=***&X-Amz-Credential=***&X-Amz-Date=***&X-Amz-Signature=***&sig=***&token=***&***#***'
+expect_fail query_not_found "HTTP 404" "$WPACK" inspect "$N/nope.wpack$Q"
+noleak query_not_found_redacted "127.0.0.1:$NGINX_PORT/nope.wpack$QS: GET"
+expect_fail query_truncated "WPACK_E_TRUNCATED" "$WPACK" verify "$N/trunc.wpack$Q"
+noleak query_truncated_redacted "127.0.0.1:$NGINX_PORT/trunc.wpack$QS"
+dead=$(free_port)
+expect_fail query_refused "onnect" "$WPACK" extract -q -o "$T/xq" "http://127.0.0.1:$dead/a.wpack$Q"
+noleak query_refused_redacted "127.0.0.1:$dead/a.wpack$QS"
+# a redirect carrying the query (remote_server.py to nginx): followed, and
+# when not followed its Location is shown redacted too
+expect query_redirect_followed "$WPACK" verify "$B/redirect/a.wpack$Q"
+noleak query_redirect_ok_line_redacted "$B/redirect/a.wpack$QS: OK"
+expect_fail query_redirect_refused "HTTP 302, redirect to" \
+    env WPACK_REMOTE_REDIRECTS=0 "$WPACK" inspect "$B/redirect/a.wpack$Q"
+noleak query_redirect_location_redacted "redirect to $N/a.wpack?X-Amz-Algorithm=***&"
+# a server whose error page repeats the request (percent-decoded)
+expect_fail query_echoed "HTTP 403" "$WPACK" inspect "$B/echo/a.wpack$Q"
+noleak query_echoed_body_scrubbed "denied: /echo/a.wpack?X-Amz-Algorithm="
+# reads that succeed: every output naming the archive
+expect query_inspect "$WPACK" inspect "$N/a.wpack$Q"
+noleak query_inspect_redacted "$N/a.wpack$QS"
+expect query_inspect_json "$WPACK" inspect --json "$N/a.wpack$Q"
+noleak query_inspect_json_redacted "\"path\": \"$N/a.wpack$QS\""
+expect query_verify "$WPACK" verify "$N/set/sh.wpack$Q"
+noleak query_verify_set_redacted "$N/set/sh.wpack$QS: OK"
+expect query_inspect_set "$WPACK" inspect "$N/set/sh.wpack$Q"
+noleak query_shard_paths_redacted "shard 0: $N/set/sh-00001-of-0000"
+rm -rf "$T/xq"
+expect query_extract "$WPACK" extract -o "$T/xq" "$N/a.wpack$Q" t1
+cmp -s "$T/xq/t1.npy" "$T/local/t1.npy" && pass query_extract_same_bytes || fail query_extract_same_bytes
+# a URL in an option's value, echoed by the usage error
+expect_fail query_option_value "unknown option" "$WPACK" inspect "--nope=$N/a.wpack$Q"
+noleak query_option_value_redacted "--nope=$N/a.wpack$QS"
+# a token as the user name, a password in a port's place, an S3 endpoint
+expect_fail user_token_not_found "HTTP 404" "$WPACK" inspect "http://SEKRIT7tok@127.0.0.1:$NGINX_PORT/nope.wpack"
+noleak user_token_redacted "http://***@127.0.0.1:$NGINX_PORT/nope.wpack"
+expect_fail password_raw_slash "not a URL libcurl can parse" \
+    "$WPACK" inspect "http://user:pa/SEKRIT8@127.0.0.1:$NGINX_PORT/a.wpack"
+noleak password_raw_slash_redacted "http://user:***: not a URL"
+expect_fail s3_endpoint_redacted_fails "is not an http:// or https:// URL" \
+    env AWS_ENDPOINT_URL="ftp://me:SEKRIT9@minio:9000/?k=SEKRIT9" "$WPACK" inspect s3://b/k
+noleak s3_endpoint_redacted "'ftp://me:***@minio:9000/?k=***'"
+# on a terminal (a pty: the progress line drawn), success and failure
+if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>&1; then
+    rm -rf "$T/xp"
+    script -qec "$WPACK extract -o '$T/xp' '$N/a.wpack$Q'; $WPACK inspect '$N/nope.wpack$Q'" \
+        /dev/null >"$T/out" 2>"$T/err" </dev/null
+    tr '\r' '\n' <"$T/out" | grep -Eq '^.\[K100%  .* tensors  fetched' && pass query_progress_drawn ||
+        fail query_progress_drawn "$(cat -v "$T/out" | head -c 300)"
+    noleak query_progress_redacted "$N/nope.wpack$QS: GET"
+else
+    fail query_progress_redacted "no 'script' (util-linux) to give a pty: cannot check"
+fi
 
 # ------------------------------------ D3: shards next to the manifest's path
 # /query/ wants "?token=a/b" on every request: a '/' in the query is not a

@@ -228,6 +228,61 @@ def remote_errors(d):
         check("s3cret" not in str(e), str(e))
 
 
+
+_Q = ("?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIASEKRIT1%2F20260101%2Fus-east-1"
+      "%2Fs3%2Faws4_request&X-Amz-Signature=5e6bSEKRIT2&sig=SEKRIT3%2B%3D&token=SEKRIT4/a/b"
+      "#SEKRIT5")
+_QS = "?X-Amz-Algorithm=***&X-Amz-Credential=***&X-Amz-Signature=***&sig=***&token=***#***"
+
+
+@case
+def url_secrets_never_shown(d):
+    """A presigned-S3-like query (every value), a fragment and a token as
+    user name never reach an exception (the library's messages and
+    Python's own), for failed opens (404, a truncated archive, a refused
+    connection, a redirect not followed, a server echoing the request) and
+    failed reads of archives that open; host, path and the query's names
+    are still shown, and the request uses the URL as given."""
+    u, b, www = _servers()
+    with open(os.path.join(www, "a.wpack"), "rb") as f:
+        head = f.read(3000)
+    with open(os.path.join(www, "trunc.wpack"), "wb") as f:
+        f.write(head)
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = "http://127.0.0.1:%d" % s.getsockname()[1]
+    s.close()
+
+    def hidden(e, shown):
+        text = "%s %r" % (e, e)
+        check("SEKRIT" not in text and shown in text, text)
+
+    for url, code, opts in ((u + "/missing.wpack", "WPACK_E_IO", {}),
+                            (u + "/trunc.wpack", "WPACK_E_TRUNCATED", {}),
+                            (dead + "/a.wpack", "WPACK_E_IO", {"retries": 0}),
+                            (b + "/redirect/a.wpack", "WPACK_E_IO", {"follow_redirects": False}),
+                            (b + "/echo/a.wpack", "WPACK_E_IO", {})):
+        e = raises(wpack.Error, wpack.safe_open, url + _Q, code=code, **opts)
+        hidden(e, url + _QS)
+    e = raises(wpack.Error, wpack.safe_open, b + "/redirect/a.wpack" + _Q, follow_redirects=False)
+    hidden(e, "redirect to %s/a.wpack?X-Amz-Algorithm=***&" % b)
+    e = raises(wpack.Error, wpack.safe_open, b + "/echo/a.wpack" + _Q)
+    hidden(e, "denied: /echo/a.wpack?X-Amz-Algorithm=")
+    e = raises(wpack.Error, wpack.safe_open, u.replace("http://", "http://SEKRIT6@") + "/missing.wpack")
+    hidden(e, "http://***@127.0.0.1:")
+    e = raises(ValueError, wpack.safe_open, u + "/a\0.wpack" + _Q)
+    hidden(e, "/a%00.wpack" + _QS)
+    want = wpack.load_file(os.path.join(www, "a.wpack"))
+    for a in ("a.wpack", "set/m.wpack"):
+        with wpack.safe_open(u + "/" + a + _Q) as f:
+            check(np.array_equal(f.get_tensor("t1"), want["t1"]), a)
+            e = raises(wpack.Error, f.get_tensor, "nope", code="WPACK_E_NOT_FOUND")
+            hidden(e, u + "/" + a + _QS)
+            e = raises(wpack.Error, f.stats, "nope")
+            hidden(e, u + "/" + a + _QS)
+    os.unlink(os.path.join(www, "trunc.wpack"))
+
 if __name__ == "__main__":
     try:
         main()

@@ -1,0 +1,90 @@
+/*
+ * test_remote_shown_url.c - a URL as wpack shows it (wpack_remote_shown_url):
+ * no credential it carries (a password, a token as user name, any query
+ * value, a fragment) is shown; scheme, host, port, path and the query's
+ * names are; an s3:// key is literal. And wpk_remote_scrub: what a server
+ * or curl repeats of the URL's secrets becomes "***". The CLI and Python
+ * tests (test_remote_urls.sh, test_py_remote.py) check every output.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "remote.h"
+#include "testlib.h"
+
+static void shown_is(const char *url, const char *want)
+{
+    char *got = wpack_remote_shown_url(url);
+    CHECK(got && strcmp(got, want) == 0, "%s: got %s, want %s", url, got ? got : "NULL", want);
+    free(got);
+}
+
+static void test_shown(void)
+{
+    /* nothing to hide */
+    shown_is("https://host/b/k.wpack", "https://host/b/k.wpack");
+    shown_is("http://127.0.0.1:8080/a.wpack", "http://127.0.0.1:8080/a.wpack");
+    shown_is("http://[::1]:8080/a", "http://[::1]:8080/a");
+    shown_is("http://host:/a", "http://host:/a");
+    shown_is("not a url", "not a url");
+    shown_is("", "");
+    /* user info */
+    shown_is("https://user:pa55@host/m", "https://user:***@host/m");
+    shown_is("https://user:p@ss@host/m", "https://user:***@host/m");
+    shown_is("https://user:@host/m", "https://user:***@host/m");
+    shown_is("https://ghp_token@host/m", "https://***@host/m");
+    shown_is("https://u:p@[::1]:9/m", "https://u:***@[::1]:9/m");
+    /* a password with a raw '/', '?' or '#': no URL, nothing after shown */
+    shown_is("http://user:pa/ss@host/m", "http://user:***");
+    shown_is("http://user:pa?ss@host/m", "http://user:***");
+    shown_is("http://user:pa#ss@host/m", "http://user:***");
+    /* the query: every value, names kept; bare items; empty values */
+    shown_is("https://h/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F2026&"
+             "X-Amz-Signature=abcdef",
+             "https://h/b/k?X-Amz-Algorithm=***&X-Amz-Credential=***&X-Amz-Signature=***");
+    shown_is("https://acct.blob.core.windows.net/c/m?sv=2022&sig=a%2Bb%3D&se=x",
+             "https://acct.blob.core.windows.net/c/m?sv=***&sig=***&se=***");
+    shown_is("http://h/m?token=a/b=c", "http://h/m?token=***");
+    shown_is("http://h/m?secret&a=&&b=1", "http://h/m?***&a=&&b=***");
+    shown_is("http://h/m?", "http://h/m?");
+    shown_is("http://h?t=1", "http://h?t=***");
+    /* the fragment */
+    shown_is("http://h/m#frag", "http://h/m#***");
+    shown_is("http://h/m#", "http://h/m#");
+    shown_is("http://h/m?t=1#a?b=c&d", "http://h/m?t=***#***");
+    shown_is("http://u:p@h:1/m?t=1&u=2#f", "http://u:***@h:1/m?t=***&u=***#***");
+    /* s3: a literal key ('?' and '#' part of it) */
+    shown_is("s3://bucket/dir/k?x=1#y", "s3://bucket/dir/k?x=1#y");
+    /* growth: every part redacted at once, one byte each */
+    shown_is("http://@h:x", "http://***@h:***");
+    shown_is("http://h/?a&b&c&d&e#f", "http://h/?***&***&***&***&***#***");
+}
+
+static void scrubbed_is(const char *url, const char *text, const char *want)
+{
+    wpk_remote r;
+    memset(&r, 0, sizeof r);
+    r.url = (char *)url;
+    char buf[600];
+    strcpy(buf, text);
+    wpk_remote_scrub(&r, buf);
+    CHECK(strcmp(buf, want) == 0, "%s in %s: got %s, want %s", url, text, buf, want);
+}
+
+static void test_scrub(void)
+{
+    const char *u = "https://user:pa55word@h/m?X-Amz-Signature=deadbeef&sig=a%2Fb%2Bc&x=1";
+    scrubbed_is(u, "denied: /m?X-Amz-Signature=deadbeef&sig=a%2Fb%2Bc",
+                "denied: /m?X-Amz-Signature=***&sig=***");
+    scrubbed_is(u, "sig a/b+c for user pa55word", "sig *** for user ***");
+    scrubbed_is(u, "deadbeefdeadbeef", "******");
+    scrubbed_is(u, "x=1 stays (too short to be a secret)", "x=1 stays (too short to be a secret)");
+    scrubbed_is("https://h/m", "nothing", "nothing");
+}
+
+int main(void)
+{
+    RUN(test_shown);
+    RUN(test_scrub);
+    return tl_finish();
+}
