@@ -50,6 +50,7 @@ int wpk_ufail(wpack_update *u, int code, const char *fmt, ...)
     va_start(ap, fmt);
     wpk_vfmt(u->errmsg, sizeof u->errmsg, fmt, ap);
     va_end(ap);
+    wpk_msg_escape(u->errmsg, sizeof u->errmsg); /* paths and names in it may hold anything */
     return code;
 }
 

@@ -21,6 +21,7 @@ static int set_error(wpack_writer *w, int code, const char *fmt, va_list ap)
         return w->errcode ? w->errcode : WPACK_E_STATE;
     w->errcode = code;
     wpk_vfmt(w->errmsg, sizeof w->errmsg, fmt, ap);
+    wpk_msg_escape(w->errmsg, sizeof w->errmsg); /* paths and names in it may hold anything */
     return code;
 }
 
