@@ -287,8 +287,8 @@ int wpack_import_add(wpack_importer *imp, const char *path, const wpack_import_o
     if (!rc)
         rc = after_input(imp, &o);
     wpk_msg_escape(imp->err, sizeof imp->err); /* paths and names in it may hold anything */
-    if (o.err && o.err_size)
-        wpk_fmt(o.err, o.err_size, "%s", rc ? imp->err : "");
+    if (o.err && o.err_size) /* cut whole, not inside a character */
+        wpack_text_escape(o.err, o.err_size, imp->err, rc ? strlen(imp->err) : 0);
     return rc;
 }
 

@@ -311,7 +311,7 @@ int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen)
         wpk_wfail(w, rc, "%s", err);
     w->fd = -1;
     if (errbuf && errlen)
-        wpk_fmt(errbuf, errlen, "%s", rc ? w->errmsg : "");
+        wpack_text_escape(errbuf, errlen, w->errmsg, rc ? strlen(w->errmsg) : 0); /* cut whole */
     if (rc)
         wpack_writer_abort(w);
     else

@@ -333,7 +333,7 @@ int wpack_errmsg_copy(const wpack_archive *ar, char *buf, size_t len)
     }
     pthread_mutex_lock((pthread_mutex_t *)&ar->err_lock);
     int code = ar->errcode;
-    wpk_fmt(buf, len, "%s", ar->errmsg);
+    wpack_text_escape(buf, len, ar->errmsg, strlen(ar->errmsg)); /* cut whole, not in a character */
     pthread_mutex_unlock((pthread_mutex_t *)&ar->err_lock);
     return code;
 }

@@ -112,11 +112,12 @@ static void test_text_escape_rule(void)
     }
     /* cut before an escape or a code point, never inside */
     CHECK(wpack_text_escape(out, 6, "\x1b\x1b", 2) == 4 && strcmp(out, "\\x1b") == 0, "%s", out);
-    CHECK(wpack_text_escape(out, 5, "ab\xc3\xa9", 4) == 4 && strcmp(out, "ab\xc3\xa9") == 0, "%s", out);
+    CHECK(wpack_text_escape(out, 5, "ab\xc3\xa9", 4) == 4 && strcmp(out, "ab\xc3\xa9") == 0, "%s",
+          out);
     CHECK(wpack_text_escape(out, 4, "ab\xc3\xa9", 4) == 2 && strcmp(out, "ab") == 0, "%s", out);
     CHECK(wpack_text_escape(out, 3, "a\nb", 3) == 1 && strcmp(out, "a") == 0, "%s", out);
     strcpy(out, "keep");
-    CHECK(wpack_text_escape(out, 0, "x", 1) == 0 && strcmp(out, "keep") == 0, "len 0 writes nothing");
+    CHECK(wpack_text_escape(out, 0, "x", 1) == 0 && strcmp(out, "keep") == 0, "len 0: nothing");
     /* 4 x n + 1 bytes always suffice */
     char worst[4 * 3 + 1];
     CHECK(wpack_text_escape(worst, sizeof worst, "\x01\xff\x7f", 3) == 12, "%s", worst);
@@ -139,6 +140,20 @@ static void test_reader_messages(void)
     write_file(path, junk, sizeof junk);
     CHECK(wpack_open_file(&ar, path, 0) == WPACK_E_BAD_MAGIC, "corrupt");
     CHECK(escaped(wpack_errmsg(ar)) && strstr(wpack_errmsg(ar), "corrupt"), "%s", wpack_errmsg(ar));
+    wpack_close(ar);
+
+    /* a copy too small for the message is cut before a character, never
+     * inside one (the caller gets valid UTF-8) */
+    path_in_dir(path, sizeof path, "caf\xc3\xa9" BAD ".wpack");
+    CHECK(wpack_open_file(&ar, path, 0) == WPACK_E_IO, "missing");
+    const char *m = wpack_errmsg(ar), *at = strstr(m, "\xc3\xa9");
+    CHECK(at != NULL, "%s", m);
+    if (at) {
+        size_t cut = (size_t)(at - m) + 2; /* room for the bytes before it and a half */
+        CHECK(wpack_errmsg_copy(ar, copy, cut) == WPACK_E_IO && strlen(copy) == cut - 2 &&
+                  strncmp(copy, m, cut - 2) == 0,
+              "cut: %s", copy);
+    }
     wpack_close(ar);
 }
 
@@ -180,7 +195,8 @@ static void test_import_messages(void)
 {
     char path[512], err[1024], seen[1024] = "";
     path_in_dir(path, sizeof path, "missing" BAD ".npy");
-    CHECK(wpack_import_detect(path, err, sizeof err) == WPACK_INPUT_UNKNOWN && escaped(err), "%s", err);
+    CHECK(wpack_import_detect(path, err, sizeof err) == WPACK_INPUT_UNKNOWN && escaped(err), "%s",
+          err);
 
     char out[512];
     path_in_dir(out, sizeof out, "out.wpack");
@@ -209,7 +225,8 @@ static void test_import_messages(void)
     memcpy(st + 8, hdr, sizeof hdr - 1);
     path_in_dir(path, sizeof path, "s" BAD ".safetensors");
     write_file(path, st, sizeof st);
-    CHECK(wpack_import_file(w, path, &o) == WPACK_E_SIZE && escaped(err) && strstr(err, "'k\\x1b[31m"),
+    CHECK(wpack_import_file(w, path, &o) == WPACK_E_SIZE && escaped(err) &&
+              strstr(err, "'k\\x1b[31m"),
           "safetensors key: %s", err);
 
     wpack_importer *imp;
@@ -239,8 +256,8 @@ static void test_import_messages(void)
     eo.err = err;
     eo.err_size = sizeof err;
     path_in_dir(path, sizeof path, "nodir" BAD "/out.npz");
-    CHECK(wpack_export_file(ar, path, WPACK_EXPORT_NPZ, &eo) != WPACK_OK && escaped(err), "export: %s",
-          err);
+    CHECK(wpack_export_file(ar, path, WPACK_EXPORT_NPZ, &eo) != WPACK_OK && escaped(err),
+          "export: %s", err);
     wpack_close(ar);
 }
 
@@ -274,12 +291,14 @@ static void test_mlir_dense_remote_messages(void)
     ro.source_name = "m" BAD ".mlir";
     ro.diag = diag_keep;
     ro.diag_user = seen;
-    CHECK(wpack_resolve_buffer(ar, mlir, sizeof mlir - 1, &ro, discard, NULL, NULL) == WPACK_E_NOT_FOUND,
+    CHECK(wpack_resolve_buffer(ar, mlir, sizeof mlir - 1, &ro, discard, NULL, NULL) ==
+              WPACK_E_NOT_FOUND,
           "resolve");
     CHECK(escaped(seen) && strstr(seen, "@nope"), "diagnostic: %s", seen);
 
     wpack_linear lin;
-    CHECK(wpack_linear_bind(ar, "p" BAD, &lin, err, sizeof err) == WPACK_E_NOT_FOUND && escaped(err),
+    CHECK(wpack_linear_bind(ar, "p" BAD, &lin, err, sizeof err) == WPACK_E_NOT_FOUND &&
+              escaped(err),
           "dense: %s", err);
     wpack_close(ar);
 
