@@ -225,10 +225,13 @@ void cli_human_size(char *buf, size_t len, uint64_t bytes);
 /* "[4096, 4096]" */
 void cli_shape(char *buf, size_t len, unsigned rank, const uint64_t *dims);
 
-/* Untrusted text for a terminal (text_escape.c): writes s[0..n) to f with
- * every control character escaped (C0 and DEL as \x1b, C1 U+0080..U+009F
- * as \u009b, bytes that are not valid UTF-8 as \xff), so a name or value
- * cannot move the cursor, retitle the window or clear the screen. f == NULL
+/* Untrusted text for a terminal: writes s[0..n) to f with every control
+ * character escaped by the libraries' rule (wpk_text_step in
+ * format/text_escape.c: C0 and DEL as \x1b, C1 U+0080..U+009F and the
+ * bidirectional controls as \u009b, bytes that are not valid UTF-8 as
+ * \xff; a backslash stays, so a library message, escaped already, is not
+ * escaped twice), so a name or value cannot move the cursor, retitle the
+ * window or clear the screen. f == NULL
  * only measures. Returns the columns written (one per code point or escape
  * character). Used for every name, key, value and message in text output;
  * --json output uses cli_json_string instead. */

@@ -369,7 +369,7 @@ int cmd_cast(int argc, char **argv)
     if (!wo.quiet) {
         char size[32];
         cli_human_size(size, sizeof size, stat(out, &sb) == 0 ? (uint64_t)sb.st_size : 0);
-        fprintf(stderr, "wrote %s: %llu tensors, %llu cast to %s, %s\n", out,
+        cli_line(stderr, "wrote %s: %llu tensors, %llu cast to %s, %s", out,
                 (unsigned long long)count, (unsigned long long)cast,
                 o.to == WPACK_DTYPE_I8 ? "int8" : wpack_dtype_name(o.to), size);
     }

@@ -149,7 +149,7 @@ int cmd_convert(int argc, char **argv)
         char logical[32], size[32];
         cli_human_size(logical, sizeof logical, data);
         cli_human_size(size, sizeof size, stat(out, &sb) == 0 ? (uint64_t)sb.st_size : 0);
-        fprintf(stderr, "wrote %s: %llu tensors, %s of tensor data in a %s file (%s)\n", out,
+        cli_line(stderr, "wrote %s: %llu tensors, %s of tensor data in a %s file (%s)", out,
                 (unsigned long long)count, logical, size, decompress ? "uncompressed" : "zstd");
     }
     free(target); /* out may point at it (--in-place) */

@@ -133,9 +133,9 @@ int cmd_export(int argc, char **argv)
         char size[32];
         cli_human_size(size, sizeof size, stat(out, &sb) == 0 ? (uint64_t)sb.st_size : 0);
         if (format >= WPACK_EXPORT_TRT_CALIB)
-            fprintf(stderr, "exported the activation ranges (%s) to %s as %s\n", size, out, to);
+            cli_line(stderr, "exported the activation ranges (%s) to %s as %s", size, out, to);
         else
-            fprintf(stderr, "exported %llu tensors (%s) to %s as %s\n",
+            cli_line(stderr, "exported %llu tensors (%s) to %s as %s",
                     (unsigned long long)count, size, out, to);
     }
     return CLI_OK;

@@ -31,6 +31,26 @@ static void vline(FILE *f, const char *prefix, const char *fmt, va_list ap)
         free(msg);
 }
 
+size_t cli_text_escape(FILE *f, const char *s, size_t n)
+{
+    size_t cols = 0, run = 0; /* s[run..i): shown as it is, not written yet */
+    for (size_t i = 0; i < n;) {
+        char esc[8];
+        size_t take, e = wpk_text_step(s + i, n - i, &take, esc);
+        if (e && f) {
+            fwrite(s + run, 1, i - run, f);
+            fwrite(esc, 1, e, f);
+        }
+        cols += e ? e : 1; /* one column a code point (wide CJK is not measured) */
+        i += take;
+        if (e)
+            run = i;
+    }
+    if (f)
+        fwrite(s + run, 1, n - run, f);
+    return cols;
+}
+
 void cli_error(const char *fmt, ...)
 {
     va_list ap;

@@ -50,7 +50,22 @@ void wpk_vfmt(char *buf, size_t len, const char *fmt, va_list ap);
 int wpk_fail_in(char *err, size_t errlen, int code, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* Copy of a name fit for a message: control bytes escaped, long names cut. */
+/* Untrusted text made safe for a terminal or a log (format/text_escape.c,
+ * the one rule for messages and the CLI's text output): C0 controls
+ * (newline, CR and tab included) and DEL as \x1b, C1 code points and the
+ * bidirectional controls as \u009b, a byte that is not valid UTF-8 as
+ * \xff; printable ASCII (the backslash too) and other valid UTF-8 copied.
+ * Escaping escaped text changes nothing.
+ * One unit of s[0..n) (n >= 1): *take bytes of s; returns 0 when they are
+ * shown as they are, else the length of their escape, written to esc. */
+size_t wpk_text_step(const char *s, size_t n, size_t *take, char esc[8]);
+/* s[0..n) escaped into buf: wpack_text_escape (wpack.h). */
+/* The message in buf (len bytes) escaped in place, cut to fit: every
+ * message a library hands out (wpack_errmsg, err buffers, warnings,
+ * diagnostics) goes through it, as paths and names in it may hold anything. */
+void wpk_msg_escape(char *buf, size_t len);
+/* Copy of a name fit for a message: escaped as above, cut after 200 bytes
+ * ("..." says so). */
 void wpk_quote(char *buf, size_t len, const char *s, size_t n);
 
 /* f16 / bf16 / f8 bits to float (exact), for stats and printing. */

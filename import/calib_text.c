@@ -234,6 +234,7 @@ static void warn_reduced(const wpack_stats *s, int trt, wpack_import_warn_fn war
         wpk_fmt(m, sizeof m, "stats '%s': %u per-channel ranges (axis %u) written as one range "
                 "over all channels [%s, %s]: an ONNX Runtime calibration table holds one range "
                 "per tensor", s->key, (unsigned)s->channels, (unsigned)s->axis, a, b);
+    wpk_msg_escape(m, sizeof m); /* the key may hold anything */
     warn(user, m);
 }
 

@@ -433,7 +433,7 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         if (rc)
             wpk_fmt(err, sizeof err, "%s: %s", path, m);
     }
-    if (o.err && o.err_size)
-        wpk_fmt(o.err, o.err_size, "%s", err);
+    if (o.err && o.err_size) /* escaped: paths and names in it may hold anything */
+        wpack_text_escape(o.err, o.err_size, err, strlen(err));
     return rc;
 }

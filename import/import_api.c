@@ -286,8 +286,9 @@ int wpack_import_add(wpack_importer *imp, const char *path, const wpack_import_o
     }
     if (!rc)
         rc = after_input(imp, &o);
-    if (o.err && o.err_size)
-        wpk_fmt(o.err, o.err_size, "%s", rc ? imp->err : "");
+    wpk_msg_escape(imp->err, sizeof imp->err); /* paths and names in it may hold anything */
+    if (o.err && o.err_size) /* cut whole, not inside a character */
+        wpack_text_escape(o.err, o.err_size, imp->err, rc ? strlen(imp->err) : 0);
     return rc;
 }
 
@@ -296,9 +297,11 @@ int wpack_import_file(wpack_writer *w, const char *path, const wpack_import_opti
     wpack_importer *imp;
     int rc = wpack_import_open(&imp, w);
     if (rc) {
-        if (opt && opt->err && opt->err_size)
+        if (opt && opt->err && opt->err_size) {
             wpk_fmt(opt->err, opt->err_size, "%s: %s", path ? path : "import",
                     rc == WPACK_E_NOMEM ? "out of memory" : "no writer");
+            wpk_msg_escape(opt->err, opt->err_size);
+        }
         return rc;
     }
     rc = wpack_import_add(imp, path, opt);
@@ -318,7 +321,7 @@ int wpack_import_list(const char *path, const wpack_import_options *opt, wpack_i
     }
     if (!rc)
         rc = wpk_import_list(path, &o, fn, user, err, sizeof err);
-    if (o.err && o.err_size)
-        wpk_fmt(o.err, o.err_size, "%s", rc ? err : "");
+    if (o.err && o.err_size) /* escaped: paths and names in it may hold anything */
+        wpack_text_escape(o.err, o.err_size, err, rc ? strlen(err) : 0);
     return rc;
 }

@@ -53,6 +53,7 @@ void wpk_sink_warn(wpk_sink *s, const char *fmt, ...)
     wpk_vfmt(m, sizeof m, fmt, ap);
     va_end(ap);
     wpk_fmt(full, sizeof full, "%s: %s", s->source ? s->source : "input", m);
+    wpk_msg_escape(full, sizeof full); /* paths and names in it may hold anything */
     s->warn(s->warn_user, full);
 }
 

@@ -62,7 +62,10 @@ int wpk_detect_input(const char *path, int *code, char *err, size_t errlen)
 int wpack_import_detect(const char *path, char *err, size_t errlen)
 {
     int code;
-    return wpk_detect_input(path, &code, err, errlen);
+    int kind = wpk_detect_input(path, &code, err, errlen);
+    if (err)
+        wpk_msg_escape(err, errlen); /* the path in it may hold anything */
+    return kind;
 }
 
 typedef struct {
@@ -79,6 +82,7 @@ static void warn(const lister *ls, const char *fmt, const char *a, const char *b
     if (!ls->o->warn)
         return;
     wpk_fmt(m, sizeof m, fmt, a, b);
+    wpk_msg_escape(m, sizeof m);
     ls->o->warn(ls->o->warn_user, m);
 }
 

@@ -10,7 +10,11 @@
  *  - Every call that can fail returns an int: WPACK_OK (0) or a positive
  *    wpack_error code. wpack_error_name() names a code; the handle that the
  *    call was made on carries a readable message (wpack_errmsg(),
- *    wpack_writer_errmsg()) saying what failed and where.
+ *    wpack_writer_errmsg()) saying what failed and where. Every message
+ *    of the wpack libraries (handles, error buffers, warnings, MLIR
+ *    diagnostics) is escaped as wpack_text_escape() does: the paths, file
+ *    and member names, keys and symbols it quotes may hold anything, yet
+ *    it holds no control character and is valid UTF-8.
  *  - Handles are opaque. Closing or aborting NULL is a no-op. A NULL path,
  *    name or key (open, find, prefix range, metadata and stats lookups,
  *    writer calls) is WPACK_E_INVALID_ARGUMENT, as are unknown flag bits.
@@ -133,6 +137,18 @@ typedef enum wpack_error {
 const char *wpack_error_name(int code);
 /* A one-line English description of a code. */
 const char *wpack_error_describe(int code);
+
+/* Untrusted text (a tensor name, a metadata value, a path) made safe to
+ * print to a terminal or a log, as the libraries' messages already are:
+ * s[0..n) into buf with C0 controls (newline, CR and tab included) and DEL
+ * shown as \x1b, the C1 controls U+0080..U+009F and the bidirectional
+ * controls (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) as
+ * \u009b, and each byte that is not valid UTF-8 as \xff; printable ASCII
+ * (the backslash too) and all other valid UTF-8 are copied, so escaping
+ * escaped text changes nothing. Cut to fit len bytes (before a character or
+ * an escape, never inside one) and NUL-terminated; 4 x n + 1 bytes always
+ * suffice. Returns the bytes written; nothing for len 0. */
+size_t wpack_text_escape(char *buf, size_t len, const char *s, size_t n);
 
 /* ------------------------------------------------------------------ dtypes */
 

@@ -35,7 +35,10 @@
  *
  * Errors: calls return WPACK_OK or a wpack_error code; the message says what
  * and where (it starts with the input's path) and goes to the options' err
- * buffer and, for an importer, to wpack_import_errmsg(). A failed import
+ * buffer and, for an importer, to wpack_import_errmsg(). Messages and
+ * warnings show the paths, member names and keys they quote escaped
+ * (wpack_text_escape(), wpack.h): no control character reaches a terminal
+ * or a log through them. A failed import
  * may have added some of the input's entries, or left the writer inside a
  * tensor: abort the writer (wpack_writer_abort) unless you know better.
  * Input errors found while checking (every importer but the streaming

@@ -42,8 +42,9 @@ unsigned wpack_emit_flags(int emit);
 #define WPACK_DIAG_NOTE 2
 
 /* Called once per diagnostic: message is one line, "FILE:LINE:COL: what"
- * when it concerns a place in the MLIR text, without a trailing newline.
- * Valid only during the call. */
+ * when it concerns a place in the MLIR text, without a trailing newline;
+ * the file name, symbols and entry names in it escaped (wpack_text_escape(),
+ * wpack.h), so it holds no control character. Valid only during the call. */
 typedef void (*wpack_diag_fn)(void *user, int severity, const char *message);
 
 /* Output sink: write n bytes; return 0 on success, non-zero to stop. */

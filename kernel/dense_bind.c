@@ -14,6 +14,7 @@ static int bind_fail(char *err, size_t errlen, int code, const char *fmt, ...)
         va_start(ap, fmt);
         wpk_vfmt(err, errlen, fmt, ap);
         va_end(ap);
+        wpk_msg_escape(err, errlen); /* entry names and the prefix may hold anything */
     }
     return code;
 }

@@ -50,6 +50,7 @@ int wpk_ufail(wpack_update *u, int code, const char *fmt, ...)
     va_start(ap, fmt);
     wpk_vfmt(u->errmsg, sizeof u->errmsg, fmt, ap);
     va_end(ap);
+    wpk_msg_escape(u->errmsg, sizeof u->errmsg); /* paths and names in it may hold anything */
     return code;
 }
 
@@ -198,7 +199,7 @@ int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, cha
 out:
     u->errcode = rc; /* a session that did not begin can only fail */
     if (rc && errbuf && errlen)
-        wpk_fmt(errbuf, errlen, "%s", u->errmsg);
+        wpack_text_escape(errbuf, errlen, u->errmsg, strlen(u->errmsg)); /* cut whole */
     return rc;
 }
 
@@ -489,7 +490,7 @@ int wpack_update_commit(wpack_update *u, char *errbuf, size_t errlen)
     int rc = u->errcode ? u->errcode : !u->ar ? wpk_ufail(u, WPACK_E_STATE, "update not begun")
                                               : commit(u);
     if (rc && errbuf && errlen)
-        wpk_fmt(errbuf, errlen, "%s", u->errmsg);
+        wpack_text_escape(errbuf, errlen, u->errmsg, strlen(u->errmsg)); /* cut whole */
     wpack_update_abort(u);
     return rc;
 }
@@ -517,7 +518,7 @@ int wpack_update_add_stats(const char *path, const wpack_stats_in *records, size
         return rc;
     if (rc) {
         if (errbuf && errlen)
-            wpk_fmt(errbuf, errlen, "%s", u->errmsg);
+            wpack_text_escape(errbuf, errlen, u->errmsg, strlen(u->errmsg)); /* cut whole */
         wpack_update_abort(u);
         return rc;
     }

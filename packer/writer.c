@@ -21,6 +21,7 @@ static int set_error(wpack_writer *w, int code, const char *fmt, va_list ap)
         return w->errcode ? w->errcode : WPACK_E_STATE;
     w->errcode = code;
     wpk_vfmt(w->errmsg, sizeof w->errmsg, fmt, ap);
+    wpk_msg_escape(w->errmsg, sizeof w->errmsg); /* paths and names in it may hold anything */
     return code;
 }
 
@@ -310,7 +311,7 @@ int wpack_writer_finish(wpack_writer *w, char *errbuf, size_t errlen)
         wpk_wfail(w, rc, "%s", err);
     w->fd = -1;
     if (errbuf && errlen)
-        wpk_fmt(errbuf, errlen, "%s", rc ? w->errmsg : "");
+        wpack_text_escape(errbuf, errlen, w->errmsg, rc ? strlen(w->errmsg) : 0); /* cut whole */
     if (rc)
         wpack_writer_abort(w);
     else

@@ -5,6 +5,8 @@
  * place together and must not rename the archive before the others are
  * ready (resolver/externalize.c).
  */
+#include <string.h>
+
 #include "atomic_file.h"
 #include "internal.h"
 #include "writer.h"
@@ -43,8 +45,8 @@ int wpack_writer_commit(wpack_writer *w, char *errbuf, size_t errlen)
     char err[sizeof w->errmsg];
     int rc = wpk_atomic_commit(&w->out, err, sizeof err);
     w->fd = -1;
-    if (errbuf && errlen)
-        wpk_fmt(errbuf, errlen, "%s", rc ? err : "");
+    if (errbuf && errlen) /* the message names the path: escaped as every message */
+        wpack_text_escape(errbuf, errlen, err, rc ? strlen(err) : 0);
     wpk_writer_free(w, rc != WPACK_OK);
     return rc;
 }

@@ -18,9 +18,19 @@ int wpk_fail(wpack_archive *ar, int code, const char *fmt, ...)
     pthread_mutex_lock(&ar->err_lock);
     ar->errcode = code;
     wpk_vfmt(ar->errmsg, sizeof ar->errmsg, fmt, ap);
+    wpk_msg_escape(ar->errmsg, sizeof ar->errmsg); /* paths and names in it may hold anything */
     pthread_mutex_unlock(&ar->err_lock);
     va_end(ap);
     return code;
+}
+
+/* A failed open's message prefixed with the archive's name (escaped, as
+ * every message), so that it says where. */
+static void prefix_path(wpack_archive *ar, const char *path)
+{
+    char tmp[sizeof ar->errmsg];
+    memcpy(tmp, ar->errmsg, sizeof tmp);
+    wpk_fail(ar, ar->errcode, "%s: %s", path, tmp);
 }
 
 static wpack_archive *new_handle(void)
@@ -171,11 +181,8 @@ int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned fla
     ar->file_size = ar->src.size;
     if (rc == WPACK_OK)
         rc = validate(ar, flags);
-    if (rc && ar->path) { /* prefix the name so the message says where */
-        char tmp[sizeof ar->errmsg];
-        memcpy(tmp, ar->errmsg, sizeof tmp);
-        wpk_fmt(ar->errmsg, sizeof ar->errmsg, "%s: %s", ar->path, tmp);
-    }
+    if (rc && ar->path)
+        prefix_path(ar, ar->path);
     return rc;
 }
 
@@ -287,10 +294,7 @@ int wpk_open_at(wpack_archive **out, int dirfd, const char *name, const char *pa
         ar->errcode = WPACK_OK;
         ar->errmsg[0] = 0;
     } else {
-        /* Prefix the path so the message says where. */
-        char tmp[sizeof ar->errmsg];
-        memcpy(tmp, ar->errmsg, sizeof tmp);
-        wpk_fmt(ar->errmsg, sizeof ar->errmsg, "%s: %s", path, tmp);
+        prefix_path(ar, path);
     }
     return rc;
 }
@@ -329,7 +333,7 @@ int wpack_errmsg_copy(const wpack_archive *ar, char *buf, size_t len)
     }
     pthread_mutex_lock((pthread_mutex_t *)&ar->err_lock);
     int code = ar->errcode;
-    wpk_fmt(buf, len, "%s", ar->errmsg);
+    wpack_text_escape(buf, len, ar->errmsg, strlen(ar->errmsg)); /* cut whole, not in a character */
     pthread_mutex_unlock((pthread_mutex_t *)&ar->err_lock);
     return code;
 }

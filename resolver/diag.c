@@ -13,6 +13,7 @@ void wpk_diag_emit(wpk_diag *d, int severity, int code, const char *fmt, ...)
     va_start(ap, fmt);
     wpk_vfmt(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    wpk_msg_escape(msg, sizeof msg); /* file names, symbols and entry names may hold anything */
     /* an error says which code it is, as every failure message does */
     if (severity == WPACK_DIAG_ERROR && code) {
         size_t n = strlen(msg), k = strlen(wpack_error_name(code)) + 3;

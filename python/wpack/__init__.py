@@ -62,12 +62,28 @@ _ML_DTYPES = {"bfloat16": 4, "float8_e4m3fn": 5, "float8_e5m2": 6}
 
 class Error(Exception):
     """A failure reported by the C library: .code (int, a wpack_error),
-    .name ("WPACK_E_CHECKSUM", ...) and the library's message as str(e)."""
+    .name ("WPACK_E_CHECKSUM", ...) and the library's message as str(e).
+    The message holds no control character: the paths and names it quotes
+    are escaped as the library escapes them (ESC as \\x1b, a newline as
+    \\x0a, C1 and bidirectional controls as \\u009b, bytes that are not
+    UTF-8 as \\xff), so printing or logging it is safe."""
 
     def __init__(self, code, message):
         self.code = int(code)
         self.name = lib.wpack_error_name(self.code).decode()
-        super().__init__("%s [%s]" % (message, self.name))
+        super().__init__("%s [%s]" % (_shown(message), self.name))
+
+
+def _shown(text):
+    """text escaped by the library's one rule (wpack_text_escape); a
+    library message, escaped already, comes back as it is."""
+    try:
+        b = text.encode("utf-8", "surrogateescape")  # a path's bytes, as os.fsdecode took them
+    except UnicodeEncodeError:
+        b = text.encode("utf-8", "backslashreplace")
+    buf = ctypes.create_string_buffer(4 * len(b) + 1)
+    n = lib.wpack_text_escape(buf, len(buf), b, len(b))
+    return buf.raw[:n].decode("utf-8")
 
 
 def _describe(code):

@@ -163,6 +163,7 @@ _PROTOS = {
     "wpack_version_string": (CP, []),
     "wpack_error_name": (CP, [I]),
     "wpack_error_describe": (CP, [I]),
+    "wpack_text_escape": (SZ, [ctypes.c_char_p, SZ, ctypes.c_char_p, SZ]),
     "wpack_dtype_size": (SZ, [I]),
     "wpack_dtype_name": (CP, [I]),
     "wpack_open_file": (I, [ctypes.POINTER(VP), CP, ctypes.c_uint]),

@@ -10,7 +10,7 @@
 #   NAME column sized to the names; a name over 80 columns on its own line
 #   natural display order (layers.2 before layers.10), JSON in index order
 #   ESC / BEL / C1 / invalid UTF-8 escaped in names, keys, values, paths and
-#     error messages (ours and the library's); --json exact
+#     error messages (ours and the library's, escaped once); --json exact
 #   tests/hostile/round2/inspect_*: expected results below
 . "$(dirname "$0")/lib.sh"
 H="$TESTS_DIR/hostile/round2"
@@ -197,6 +197,48 @@ printf 'module {\n  ml_program.global private @"e\\1B[2J\\C2\\9B"(#ml_program.ex
 expect_fail resolve_diag_escaped 'global @e\\x1b\[2J\\u009b: no archive entry' "$WPACK" resolve "$T/a.wpack" "$T/d.mlir" -o "$T/d.out"
 grep -qF "'x\\u009b2J'" "$T/err" && ! raw_controls "$T/err" && pass resolve_diag_no_controls ||
     fail resolve_diag_no_controls "$(od -c "$T/err" | head -5)"
+
+# --- paths and input names holding ESC, LF and CR: the library's messages
+# escape them (the CLI's pass changes nothing: a backslash stays one, \x1b
+# is never \\x1b), and so do the CLI's own "wrote" / "exported" lines
+BAD="${ESC}[31m"$'\n\r'
+SHOWN='\\x1b\[31m\\x0a\\x0d'
+$PY - "$T" <<'PYEOF'
+import io, json, struct, sys, tarfile
+t, bad = sys.argv[1], "\x1b[31m\n\r"
+open(t + "/corrupt" + bad + ".wpack", "wb").write(b"junk" * 40)
+with tarfile.open(t + "/m.tar", "w") as tf:
+    data = b"not an npy file"
+    ti = tarfile.TarInfo("w" + bad + ".npy")
+    ti.size = len(data)
+    tf.addfile(ti, io.BytesIO(data))
+hdr = json.dumps({"k\\q" + bad: {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}).encode()
+open(t + "/s.safetensors", "wb").write(struct.pack("<Q", len(hdr)) + hdr + b"\0" * 4)
+PYEOF
+escaped_once() { # NAME: $T/err holds no raw control and no escaped escape
+    if ! raw_controls "$T/err" && ! grep -qF '\\x' "$T/err"; then pass "$1"; else fail "$1" "$(od -c "$T/err" | head -5)"; fi
+}
+expect_fail err_corrupt_path_escaped "corrupt${SHOWN}\.wpack: not a wpack archive" "$WPACK" inspect "$T/corrupt${BAD}.wpack"
+escaped_once err_corrupt_path_once
+expect_fail err_missing_path_escaped "nope${SHOWN}\.wpack: " "$WPACK" verify "$T/nope${BAD}.wpack"
+escaped_once err_missing_path_once
+expect_fail err_tar_member_escaped "m\.tar: w${SHOWN}\.npy: not an npy file" "$WPACK" create -q -o "$T/o.wpack" "$T/m.tar"
+escaped_once err_tar_member_once
+expect_fail err_st_key_escaped "tensor 'k\\\\q${SHOWN}'" "$WPACK" create -q -o "$T/o.wpack" "$T/s.safetensors"
+escaped_once err_st_key_once
+expect convert_ok "$WPACK" convert "$T/a.wpack" --compress zstd -o "$T/c${BAD}.wpack"
+grep -q "^wrote .*/c${SHOWN}\.wpack: " "$T/err" && ! raw_controls "$T/err" && pass convert_wrote_escaped ||
+    fail convert_wrote_escaped "$(od -c "$T/err" | head -5)"
+expect cast_ok "$WPACK" cast "$T/a.wpack" --to bf16 -o "$T/k${BAD}.wpack"
+grep -q "^wrote .*/k${SHOWN}\.wpack: " "$T/err" && ! raw_controls "$T/err" && pass cast_wrote_escaped ||
+    fail cast_wrote_escaped "$(od -c "$T/err" | head -5)"
+expect export_ok "$WPACK" export "$T/a.wpack" --to npz -o "$T/x${BAD}.npz"
+grep -q "^exported .* to .*/x${SHOWN}\.npz as npz" "$T/err" && ! raw_controls "$T/err" &&
+    pass export_line_escaped || fail export_line_escaped "$(od -c "$T/err" | head -5)"
+cp "$T/a.wpack" "$T/u${BAD}.wpack"
+expect update_ok "$WPACK" update "$T/u${BAD}.wpack" --meta k2=v
+grep -q "/u${SHOWN}\.wpack: generation 2: " "$T/out" && ! raw_controls "$T/out" && pass update_line_escaped ||
+    fail update_line_escaped "$(od -c "$T/out" | head -5)"
 
 # --- tests/hostile/round2/inspect_escape.wpack: names and values holding
 # ESC/C1 sequences (title change, screen clear); opens, prints none raw

@@ -39,6 +39,50 @@ def pack_torch_and_npz(d):
             check(np.array_equal(f.get_tensor(hit[0]), z[k]), "npz entry %s" % k)
 
 
+BAD = "e\x1b[31m\n\rX"            # ESC [31m, LF, CR in a path or a name
+SHOWN = r"e\x1b[31m\x0a\x0dX"       # as messages show it
+
+
+def escaped(e, *also):
+    """str(e) holds no control character, shows BAD escaped and each of also."""
+    s = str(e)
+    return (not any(ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 for c in s) and SHOWN in s
+            and all(a in s for a in also))
+
+
+@case
+def pack_messages_escape_controls(d):
+    """Paths, tar / npz members, safetensors and torch keys holding ESC, LF
+    and CR reach the exception escaped."""
+    import io, json, struct, tarfile, zipfile
+    out = os.path.join(d, "o.wpack")
+    e = raises(wpack.Error, wpack.pack, [os.path.join(d, "missing" + BAD + ".npy")], out)
+    check(escaped(e, "missing"), "missing: %r" % str(e))
+    junk = b"not an npy file"
+    tar = os.path.join(d, "m.tar")
+    with tarfile.open(tar, "w") as tf:
+        ti = tarfile.TarInfo("w" + BAD + ".npy")
+        ti.size = len(junk)
+        tf.addfile(ti, io.BytesIO(junk))
+    e = raises(wpack.Error, wpack.pack, [tar], out, code="WPACK_E_INPUT")
+    check(escaped(e, "m.tar: w"), "tar member: %r" % str(e))
+    npz = os.path.join(d, "z" + BAD + ".npz")
+    with zipfile.ZipFile(npz, "w") as zf:
+        zf.writestr("a" + BAD + ".npy", junk)
+    e = raises(wpack.Error, wpack.pack, [npz], out, code="WPACK_E_INPUT")
+    check(escaped(e, "z" + SHOWN + ".npz: a" + SHOWN), "npz member: %r" % str(e))
+    hdr = json.dumps({"k" + BAD: {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}).encode()
+    st = os.path.join(d, "s.safetensors")
+    with open(st, "wb") as f:
+        f.write(struct.pack("<Q", len(hdr)) + hdr + b"\0" * 4)
+    e = raises(wpack.Error, wpack.pack, [st], out, code="WPACK_E_SIZE")
+    check(escaped(e, "'k"), "safetensors key: %r" % str(e))
+    pt = os.path.join(d, "t" + BAD + ".pt")
+    torch.save({"k" + BAD: torch.ones(2)}, pt)
+    e = raises(wpack.Error, wpack.pack, [pt], out, code="WPACK_E_NAME")
+    check(escaped(e, "t" + SHOWN + ".pt", "k" + SHOWN), "torch key: %r" % str(e))
+
+
 @case
 def pack_errors(d):
     pt, _ = _inputs(d)

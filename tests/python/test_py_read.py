@@ -487,5 +487,37 @@ def small_argument_checks(d):
     check("not an http" not in str(e) and e.name != "WPACK_E_INVALID_ARGUMENT",
           "upper-case scheme refused: %s" % e)
 
+BAD = "e\x1b[31m\n\rX"            # ESC [31m, LF, CR in a path or a name
+SHOWN = r"e\x1b[31m\x0a\x0dX"       # as messages show it
+
+
+def escaped(e, *also):
+    """str(e) holds no control character, shows BAD escaped and each of also."""
+    s = str(e)
+    return (not any(ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 for c in s) and SHOWN in s
+            and all(a in s for a in also))
+
+
+@case
+def messages_escape_controls(d):
+    """A path with ESC, LF and CR in it reaches no exception raw: missing,
+    corrupt, and a lookup's message the package writes itself."""
+    e = raises(wpack.Error, wpack.safe_open, os.path.join(d, "missing" + BAD + ".wpack"))
+    check(escaped(e, "missing"), "missing: %r" % str(e))
+    corrupt = os.path.join(d, "corrupt" + BAD + ".wpack")
+    with open(corrupt, "wb") as f:
+        f.write(b"junk" * 40)
+    e = raises(wpack.Error, wpack.safe_open, corrupt, code="WPACK_E_BAD_MAGIC")
+    check(escaped(e, "corrupt"), "corrupt: %r" % str(e))
+    path = os.path.join(d, "ok" + BAD + ".wpack")
+    wpack.save_file({"w": np.ones(2, np.float32)}, path)
+    with wpack.safe_open(path) as f:
+        e = raises(wpack.Error, f.get_tensor, "nope", code="WPACK_E_NOT_FOUND")
+        check(escaped(e, "'nope'"), "lookup: %r" % str(e))
+        e = raises(wpack.Error, f.stats, "nope")
+        check(escaped(e, "'nope'"), "stats: %r" % str(e))
+    check(wpack.Error(1, r"a\x1b b\q").args[0].startswith(r"a\x1b b\q"), "escaped once")
+
+
 if __name__ == "__main__":
     main()

@@ -3,11 +3,12 @@
  *
  * Builds:
  *   parse/format only:
- *     gcc -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Iformat -Ipacker \
- *         tests/unit/test_npy.c import/npy.c format/fmt.c -o /tmp/test_npy
+ *     gcc -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Iformat -Ipacker -Iimport \
+ *         tests/unit/test_npy.c import/npy.c format/fmt.c format/text_escape.c \
+ *         format/names.c -o /tmp/test_npy
  *   + npy_pack_file against a recording mock writer defined below:
  *     ... -DNPY_TEST_MOCK_WRITER tests/unit/test_npy.c import/npy.c import/npy_pack.c \
- *         format/fmt.c format/errors.c
+ *         format/fmt.c format/text_escape.c format/names.c format/errors.c
  *   + npy_pack_file against the real writer and reader (link libwpack):
  *     ... -DWPACK_HAVE_WRITER tests/unit/test_npy.c import/npy.c import/npy_pack.c <libwpack>
  *
