@@ -228,7 +228,7 @@ size_t wpk_entry_file_name(const char *name, size_t n, char *out, size_t len)
         return 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)name[i];
-        int escape = c == '/' || c == '%' || (i == 0 && c == '.');
+        int escape = c == '/' || c == '%' || c == '\\' || (i == 0 && c == '.');
         if (o + (escape ? 3 : 1) >= len)
             break;
         if (escape)
@@ -238,6 +238,31 @@ size_t wpk_entry_file_name(const char *name, size_t n, char *out, size_t len)
     }
     out[o] = 0;
     return o;
+}
+
+/* The byte escape %XY (two hex digits, either case) stands for, or 0
+ * when it is not one wpk_entry_file_name writes. */
+static char escaped_byte(const char *p)
+{
+    if (p[0] != '%' || !p[1] || !p[2])
+        return 0;
+    char hi = p[1], lo = (char)(p[2] >= 'a' && p[2] <= 'f' ? p[2] - 32 : p[2]);
+    return hi == '2' && lo == 'F'   ? '/'
+           : hi == '2' && lo == '5' ? '%'
+           : hi == '2' && lo == 'E' ? '.'
+           : hi == '5' && lo == 'C' ? '\\'
+                                    : 0;
+}
+
+void wpk_entry_name_unescape(char *s)
+{
+    char *o = s;
+    for (const char *p = s; *p;) {
+        char c = escaped_byte(p);
+        *o++ = c ? c : *p;
+        p += c ? 3 : 1;
+    }
+    *o = 0;
 }
 
 static int put_archive(void *ctx, const void *p, size_t n)
