@@ -38,7 +38,25 @@ void chain_free(chain *c)
     c->n = 0;
 }
 
-int chain_build(const wpack_archive *ar, const char *spec, chain *c, char *err, size_t errlen)
+/* a + b, saturating */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* The bytes step s reads per input row of width w: the Linear's weight,
+ * scale and bias, or the ReLU's row of f32. */
+static uint64_t step_work(const chain_step *s, uint64_t w)
+{
+    if (s->relu)
+        return w > UINT64_MAX / 4 ? UINT64_MAX : 4 * w;
+    const wpack_linear *l = &s->lin;
+    uint64_t weight = l->in_features * l->out_features * wpack_dtype_size(l->weight_dtype);
+    return sat_add(weight, l->out_features > UINT64_MAX / 8 ? UINT64_MAX : 8 * l->out_features);
+}
+
+int chain_build(const wpack_archive *ar, const char *spec, size_t in_width, uint64_t work_ratio,
+                chain *c, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     wpack_meta m;
@@ -54,6 +72,9 @@ int chain_build(const wpack_archive *ar, const char *spec, chain *c, char *err, 
     c->steps = calloc(items, sizeof *c->steps);
     if (!c->steps)
         return cfail(err, errlen, WPACK_E_NOMEM, "out of memory");
+    uint64_t row = in_width > UINT64_MAX / 4 ? UINT64_MAX : 4 * (uint64_t)in_width;
+    uint64_t base = sat_add(cli_input_bytes(ar), row), work = 0, width = in_width;
+    uint64_t limit = base > UINT64_MAX / work_ratio ? UINT64_MAX : base * work_ratio;
     const char *p = spec;
     for (size_t i = 0; i < items; i++) {
         const char *end = strchr(p, ',');
@@ -82,6 +103,18 @@ int chain_build(const wpack_archive *ar, const char *spec, chain *c, char *err, 
                          "layers item '%.*s': unknown module kind '%.*s' (linear or relu)",
                          (int)len, p, (int)klen, kind);
         }
+        work = sat_add(work, step_work(s, width));
+        if (!s->relu)
+            width = s->lin.out_features;
+        if (work > limit)
+            return cfail(err, errlen, WPACK_E_LIMIT,
+                         "layers: by item %zu of %zu ('%s') the chain reads %llu bytes per input "
+                         "row, above %llu x (the archive's %llu bytes + a %llu-byte input row) = "
+                         "%llu: refused before running (a layer repeated that often; raise the "
+                         "limit with --max-work-ratio N)", i + 1, items, s->path,
+                         (unsigned long long)work, (unsigned long long)work_ratio,
+                         (unsigned long long)cli_input_bytes(ar), (unsigned long long)row,
+                         (unsigned long long)limit);
         p = end ? end + 1 : p + len;
     }
     return WPACK_OK;
@@ -237,6 +270,14 @@ int chain_arg(int argc, char **argv, int *i, const char *cmd, chain_args *a)
         a->verify = 0;
         *i += 1;
         return 1;
+    }
+    const char *v;
+    if ((r = cli_opt_value(argc, argv, i, "--max-work-ratio", &v))) {
+        if (r > 0 && (!cli_parse_size(v, &a->work_ratio) || a->work_ratio < 1)) {
+            cli_error("%s: --max-work-ratio %s: want a positive integer", cmd, v);
+            return -1;
+        }
+        return r;
     }
     if (argv[*i][0] == '-' && argv[*i][1]) {
         cli_error("%s: unknown option %s", cmd, argv[*i]);

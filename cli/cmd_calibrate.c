@@ -25,7 +25,8 @@ static const char help[] =
     "  --batch N   samples per forward call (default 256)\n"
     "  --no-verify do not check the weights' bytes against their XXH3 before use\n"
     "              (checked by default, once each: a mismatch fails naming the\n"
-    "              tensor and the archive is left as it was)\n";
+    "              tensor and the archive is left as it was)\n"
+    CHAIN_WORK_HELP;
 
 typedef struct {
     uint64_t count;
@@ -138,9 +139,10 @@ int cmd_calibrate(int argc, char **argv)
     calib c = {NULL, 1};
     wpack_stats_in *recs = NULL;
     double *vals = NULL;
-    int rc = chain_build(ar, args.spec, &ch, err, sizeof err);
+    memset(&ch, 0, sizeof ch);
+    int rc = chain_read_npy(args.input, &x, &n, &width, err, sizeof err);
     if (rc == WPACK_OK)
-        rc = chain_read_npy(args.input, &x, &n, &width, err, sizeof err);
+        rc = chain_build(ar, args.spec, width, args.work_ratio, &ch, err, sizeof err);
     if (rc == WPACK_OK && !(c.a = calloc(ch.n, sizeof *c.a)))
         rc = WPACK_E_NOMEM;
     if (rc == WPACK_OK)

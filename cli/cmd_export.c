@@ -33,8 +33,9 @@ static const char help[] =
     "temporary is removed by the next run to FILE). FILE may not be ARCHIVE, one\n"
     "of its shards, or a link to them.\n"
     "\n"
-    "Splats and compressed tensors are written in full: when the total is above\n"
-    "the output cap or the free space, nothing is written (WPACK_E_TOO_LARGE).\n"
+    "Splats and compressed tensors are written in full (in an irpa a splat stays a\n"
+    "splat entry and costs nothing): when the total is above the output cap or\n"
+    "the free space, nothing is written (WPACK_E_TOO_LARGE).\n"
     "\n"
     "  --to FORMAT         safetensors, npz, tar, gguf, irpa, trt-calib or\n"
     "                      ort-calib-json (required)\n"
@@ -101,7 +102,7 @@ int cmd_export(int argc, char **argv)
     cli_files_free(&guard);
     if (!ar)
         return CLI_FAIL;
-    uint64_t need = wpack_export_size_bound(ar), count = wpack_count(ar);
+    uint64_t need = wpack_export_size_bound(ar, format), count = wpack_count(ar);
     if (!cli_check_output("export", out, need, cli_input_bytes(ar), wo.max_output, 1)) {
         wpack_close(ar);
         return CLI_FAIL;

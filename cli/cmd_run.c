@@ -6,7 +6,7 @@
 #include "cli_chain.h"
 
 static const char help[] =
-    "usage: wpack run ARCHIVE [--layers SPEC] --input X.npy [-o Y.npy]\n"
+    "usage: wpack run ARCHIVE [--layers SPEC] --input X.npy [-o Y.npy] [--max-work-ratio N]\n"
     "\n"
     "Runs modules in order on the archive's mapped weights (no copy) and writes\n"
     "the last output as an f32 .npy, or prints it (one row a line) without -o.\n"
@@ -26,6 +26,7 @@ static const char help[] =
     "           use (checked by default, once each: a mismatch fails naming\n"
     "           the tensor, and Y.npy is not written)\n"
     "  --no-sync  do not fsync Y.npy (also WPACK_NO_SYNC=1; README: Durability)\n"
+    CHAIN_WORK_HELP
     "ARCHIVE may be an http://, https:// or s3://BUCKET/KEY URL: only the byte\n"
     "ranges needed are fetched and each tensor is checked against its XXH3\n"
     "(README: Archives on object stores; AWS_* and WPACK_REMOTE_* settings).\n"
@@ -72,9 +73,10 @@ int cmd_run(int argc, char **argv)
     chain c;
     float *x = NULL, *y = NULL;
     size_t batch, width, ow;
-    int rc = chain_build(ar, a.spec, &c, err, sizeof err);
+    memset(&c, 0, sizeof c);
+    int rc = chain_read_npy(a.input, &x, &batch, &width, err, sizeof err);
     if (rc == WPACK_OK)
-        rc = chain_read_npy(a.input, &x, &batch, &width, err, sizeof err);
+        rc = chain_build(ar, a.spec, width, a.work_ratio, &c, err, sizeof err);
     if (rc == WPACK_OK)
         rc = chain_run(&c, x, batch, width, &y, &ow, NULL, NULL, err, sizeof err);
     if (rc == WPACK_OK && output)

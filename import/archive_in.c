@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "bytes.h"
+#include "export.h"
 #include "import.h"
 #include "internal.h"
 #include "npy.h"
@@ -140,7 +141,8 @@ static int drain_member(ar_reader *r)
     }
 }
 
-/* "dir/sub/w.npy" -> "dir.sub.w"; NULL when the member is not a .npy. A
+/* "dir/sub/w.npy" -> "dir.sub.w", then export's escapes undone ("a%2Fb.npy"
+ * -> "a/b"); NULL when the member is not a .npy. A
  * leading "./" (tar writes it) is dropped; any other empty, "." or ".."
  * component is refused: "a//b.npy" would become the name "a..b". */
 static char *member_name(wpk_sink *s, const char *path, int *bad)
@@ -172,6 +174,7 @@ static char *member_name(wpk_sink *s, const char *path, int *bad)
     for (char *p = name; *p; p++)
         if (*p == '/')
             *p = '.';
+    wpk_entry_name_unescape(name); /* after: an escaped '/' is no separator */
     return name;
 }
 

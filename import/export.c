@@ -228,7 +228,7 @@ size_t wpk_entry_file_name(const char *name, size_t n, char *out, size_t len)
         return 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)name[i];
-        int escape = c == '/' || c == '%' || (i == 0 && c == '.');
+        int escape = c == '/' || c == '%' || c == '\\' || (i == 0 && c == '.');
         if (o + (escape ? 3 : 1) >= len)
             break;
         if (escape)
@@ -238,6 +238,31 @@ size_t wpk_entry_file_name(const char *name, size_t n, char *out, size_t len)
     }
     out[o] = 0;
     return o;
+}
+
+/* The byte escape %XY (two hex digits, either case) stands for, or 0
+ * when it is not one wpk_entry_file_name writes. */
+static char escaped_byte(const char *p)
+{
+    if (p[0] != '%' || !p[1] || !p[2])
+        return 0;
+    char hi = p[1], lo = (char)(p[2] >= 'a' && p[2] <= 'f' ? p[2] - 32 : p[2]);
+    return hi == '2' && lo == 'F'   ? '/'
+           : hi == '2' && lo == '5' ? '%'
+           : hi == '2' && lo == 'E' ? '.'
+           : hi == '5' && lo == 'C' ? '\\'
+                                    : 0;
+}
+
+void wpk_entry_name_unescape(char *s)
+{
+    char *o = s;
+    for (const char *p = s; *p;) {
+        char c = escaped_byte(p);
+        *o++ = c ? c : *p;
+        p += c ? 3 : 1;
+    }
+    *o = 0;
 }
 
 static int put_archive(void *ctx, const void *p, size_t n)
@@ -339,28 +364,79 @@ void wpack_export_options_init(wpack_export_options *opt)
     memset(opt, 0, sizeof *opt);
 }
 
-/* Every tensor's bytes plus room for its header record (JSON entry, .npy
- * header, tar/zip headers), saturating. */
-uint64_t wpack_export_size_bound(const wpack_archive *ar)
+/* add to *total, saturating */
+static void bound_add(uint64_t *total, uint64_t add)
 {
-    uint64_t total = 8192;
+    *total = *total > UINT64_MAX - add ? UINT64_MAX : *total + add;
+}
+
+/* The tensors and metadata of a tensor format. Per tensor: its bytes (in
+ * an irpa only those of entries with bytes there) and 4 KiB of header
+ * records (npy header, tar/zip headers and padding, safetensors JSON
+ * entry, GGUF tensor info, irpa entry and metadata), plus its name 6 times
+ * (an npz holds it twice, '/' and '%' escaped to 3 bytes). Per metadata
+ * value: in safetensors a JSON string, key and value escaped (a control
+ * byte to 6 bytes); an array is JSON made a JSON string (each element's
+ * bytes escaped twice: 12); the GGUF KV is smaller. */
+static uint64_t tensors_bound(const wpack_archive *ar, int format)
+{
+    uint64_t total = 0;
     for (uint64_t i = 0; i < wpack_count(ar); i++) {
         wpack_tensor t;
-        wpack_tensor_at(ar, i, &t);
-        uint64_t add = t.nbytes + 2048 + 2 * (uint64_t)t.name_len;
-        total = total > UINT64_MAX - add ? UINT64_MAX : total + add;
+        if (wpack_tensor_at(ar, i, &t) != WPACK_OK)
+            continue;
+        uint64_t bytes = format == WPACK_EXPORT_IRPA && irpa_export_no_bytes(&t) ? 0 : t.nbytes;
+        bound_add(&total, bytes);
+        bound_add(&total, 4096 + 6 * (uint64_t)t.name_len);
     }
-    for (uint64_t i = 0; i < wpack_meta_count(ar); i++) { /* gguf: metadata as KVs */
+    for (uint64_t i = 0; i < wpack_meta_count(ar); i++) {
         wpack_meta m;
-        wpack_meta_at(ar, i, &m);
-        uint64_t add = 64 + strlen(m.key) + (m.type == WPACK_META_ARRAY ? 0 : m.count);
-        for (uint64_t j = 0; m.type == WPACK_META_ARRAY && j < m.count; j++) {
-            wpack_meta e;
-            if (wpack_meta_elem(ar, &m, j, &e) == WPACK_OK)
-                add += 16 + (e.type == WPACK_META_STRING || e.type == WPACK_META_BYTES ? e.count : 0);
+        if (wpack_meta_at(ar, i, &m) != WPACK_OK)
+            continue;
+        bound_add(&total, 128 + 6 * (uint64_t)strlen(m.key));
+        if (m.type != WPACK_META_ARRAY) {
+            bound_add(&total, m.count > UINT64_MAX / 6 ? UINT64_MAX : 6 * m.count);
+            continue;
         }
-        total = total > UINT64_MAX - add ? UINT64_MAX : total + add;
+        for (uint64_t j = 0; j < m.count; j++) {
+            wpack_meta e;
+            uint64_t n = wpack_meta_elem(ar, &m, j, &e) == WPACK_OK &&
+                                 (e.type == WPACK_META_STRING || e.type == WPACK_META_BYTES)
+                             ? e.count
+                             : 0;
+            bound_add(&total, 64);
+            bound_add(&total, n > UINT64_MAX / 12 ? UINT64_MAX : 12 * n);
+        }
     }
+    return total;
+}
+
+/* trt-calib and ort-calib-json: a line per activation record, its key
+ * (JSON-escaped: at most 2 bytes a byte, names have no control byte) and
+ * two numbers. */
+static uint64_t calib_bound(const wpack_archive *ar)
+{
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < wpack_stats_count(ar); i++) {
+        wpack_stats s;
+        if (wpack_stats_at(ar, i, &s) == WPACK_OK && s.kind == WPACK_STATS_ACTIVATION)
+            bound_add(&total, 128 + 2 * (uint64_t)strlen(s.key));
+    }
+    return total;
+}
+
+/* 16 KiB for the file's own framing (tar's closing blocks and padding, the
+ * zip central directory's end, the irpa header and padding) and the
+ * format's records. */
+uint64_t wpack_export_size_bound(const wpack_archive *ar, int format)
+{
+    int calib = format == WPACK_EXPORT_TRT_CALIB || format == WPACK_EXPORT_ORT_CALIB_JSON;
+    int known = format >= WPACK_EXPORT_SAFETENSORS && format <= WPACK_EXPORT_ORT_CALIB_JSON;
+    uint64_t total = 16384;
+    if (!calib)
+        bound_add(&total, tensors_bound(ar, known ? format : 0));
+    if (calib || !known)
+        bound_add(&total, calib_bound(ar));
     return total;
 }
 

@@ -26,10 +26,18 @@ int wpk_export_copy(const wpack_archive *ar, const wpack_tensor *t,
 int wpk_export_copy_fd(const wpack_archive *ar, const wpack_tensor *t, int fd,
                        unsigned read_flags, char *err, size_t errlen);
 
-/* The file name (or npz / tar member name) of entry name[0..n): '/', '%'
- * and a leading '.' written as %2F, %25, %2E, every other byte as it is
- * (README: extract), so no name is a path, "." or "..". Its length; out is
- * cut (never mid-escape) to fit len, so 3 * n + 1 bytes keep it whole. */
+/* The file name (or npz / tar member name) of entry name[0..n): '/', '%',
+ * '\\' and a leading '.' written as %2F, %25, %5C, %2E, every other byte as
+ * it is (README: extract), so no name is a path, "." or "..". Its length;
+ * out is cut (never mid-escape) to fit len, so 3 * n + 1 bytes keep it
+ * whole. */
 size_t wpk_entry_file_name(const char *name, size_t n, char *out, size_t len);
+
+/* Its inverse, in place on the NUL-terminated s: %2F, %25, %5C and %2E
+ * (hex digits in either case) become '/', '%', '\\' and '.', in one pass;
+ * any other '%' stays as it is. A name wpack_entry_file_name wrote comes
+ * back exactly; the importers apply it to a .npy file's or bundle member's
+ * name (README: create). */
+void wpk_entry_name_unescape(char *s);
 
 #endif

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "export.h"
 #include "import.h"
 #include "internal.h"
 #include "wpack_import.h"
@@ -194,6 +195,7 @@ static int visit(const lister *ls, int dfd, const char *path, char *name, const 
         return WPACK_OK;
     }
     name[strlen(name) - 4] = 0;
+    wpk_entry_name_unescape(name); /* once, on the joined name: "a%2Fb/c.npy" -> "a/b.c" */
     wpack_import_item it = {path, name, WPACK_INPUT_NPY, (uint64_t)st.st_size};
     return ls->fn(ls->user, &it);
 }
@@ -282,6 +284,7 @@ int wpk_import_list(const char *path, const wpack_import_options *o, wpack_impor
         return WPACK_E_NOMEM;
     }
     name[strlen(name) - 4] = 0;
+    wpk_entry_name_unescape(name);
     wpack_import_item it = {path, name, kind, size};
     int rc = fn(user, &it);
     free(name);

@@ -76,6 +76,11 @@ int irpa_meta_parse(const uint8_t *meta, uint64_t len, irpa_meta *m);
  * block dtype whose last dim is not a multiple of its block). */
 uint64_t irpa_meta_nbytes(const irpa_meta *m);
 
+/* 1 when irpa_export writes entry t with no bytes in the storage segment:
+ * a splat whose element is 1, 2, 4, 8 or 16 bytes (a splat entry) or an
+ * alias (its target's splat, or a data entry sharing its target's bytes). */
+int irpa_export_no_bytes(const wpack_tensor *t);
+
 /* An archive written as an .irpa to fd (import/irpa_export.c); read_flags
  * for wpk_export_copy_fd. */
 typedef void (*irpa_done_fn)(void *user, const wpack_tensor *t);

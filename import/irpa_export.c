@@ -69,6 +69,17 @@ static void meta_add(plan *p, size_t *o, const char *fmt, ...)
     *o += k > 0 ? (size_t)k : 0;
 }
 
+static int splat_entry(const wpack_tensor *t)
+{
+    size_t fs = t->fill_size;
+    return t->kind == WPACK_KIND_SPLAT && fs && fs <= 16 && !(fs & (fs - 1));
+}
+
+int irpa_export_no_bytes(const wpack_tensor *t)
+{
+    return splat_entry(t) || t->kind == WPACK_KIND_ALIAS;
+}
+
 int irpa_export(const wpack_archive *ar, int fd, unsigned read_flags, irpa_done_fn done,
                 void *user, char *err, size_t errlen)
 {
@@ -113,8 +124,7 @@ int irpa_export(const wpack_archive *ar, int fd, unsigned read_flags, irpa_done_
             }
             p->meta_len = o;
         }
-        size_t fs = p->t.fill_size;
-        p->splat = p->t.kind == WPACK_KIND_SPLAT && fs && fs <= 16 && !(fs & (fs - 1));
+        p->splat = splat_entry(&p->t);
     }
     /* an alias is the same splat, or shares its target's bytes */
     for (uint64_t i = 0; i < n && !rc; i++)

@@ -309,11 +309,13 @@ typedef struct wpack_export_options {
 /* The defaults: no callback, no error buffer, reserved fields zero. */
 void wpack_export_options_init(wpack_export_options *opt);
 
-/* An upper bound on the bytes wpack_export_file writes for ar in any
- * format (every tensor's logical bytes plus its header records, and the
- * metadata GGUF writes as KVs): check
- * it against free space or a cap before exporting. */
-uint64_t wpack_export_size_bound(const wpack_archive *ar);
+/* An upper bound on the bytes wpack_export_file writes for ar in format
+ * (WPACK_EXPORT_*): every tensor's logical bytes plus its header records,
+ * and the metadata GGUF writes as KVs; for WPACK_EXPORT_IRPA a splat that
+ * stays a splat entry and an alias count only their entry, not their
+ * expanded bytes. Any other format value: a bound for every format.
+ * Check it against free space or a cap before exporting. */
+uint64_t wpack_export_size_bound(const wpack_archive *ar, int format);
 
 /* Write every tensor of ar to path in format (WPACK_EXPORT_*; anything
  * else: WPACK_E_INVALID_ARGUMENT). The output goes to a temporary file

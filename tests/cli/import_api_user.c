@@ -155,7 +155,7 @@ static int export(int argc, char **argv)
     else if ((uint64_t)done != wpack_count(ar))
         fprintf(stderr, "progress called %d times for %llu tensors\n", done,
                 (unsigned long long)wpack_count(ar)), rc = 1;
-    else if (wpack_export_size_bound(ar) < 8192)
+    else if (wpack_export_size_bound(ar, wpack_export_format_from_name(argv[3])) < 8192)
         fprintf(stderr, "size bound below its floor\n"), rc = 1;
     wpack_close(ar);
     return rc;

@@ -102,6 +102,52 @@ expect_fail run_no_spec "wpack.layers" "$WPACK" run "$T/nolayers.wpack" --input 
 "$WPACK" run --help >/dev/null && pass run_help || fail run_help
 "$WPACK" run >/dev/null 2>&1; [ $? = 2 ] && pass run_usage || fail run_usage
 
+# A shared layer (ALBERT-style): a list naming one Linear many times. 24
+# times runs and matches numpy; a 1 MB archive naming its layer 20,000 times
+# (10 s of work per row before) is refused before running, quickly, naming
+# the limit and the option; --max-work-ratio lets a longer chain run.
+"$PY" - "$T" <<'PYEOF' || fail shared_inputs
+import sys, numpy as np
+t = sys.argv[1]
+rng = np.random.default_rng(3)
+import os
+os.makedirs(f"{t}/shared", exist_ok=True)
+os.makedirs(f"{t}/big", exist_ok=True)
+np.save(f"{t}/shared/l.weight.npy", (rng.standard_normal((64, 64)) / 8).astype(np.float32))
+np.save(f"{t}/shared/l.bias.npy", (rng.standard_normal(64) / 8).astype(np.float32))
+np.save(f"{t}/shared_x.npy", rng.standard_normal((5, 64)).astype(np.float32))
+np.save(f"{t}/big/l.weight.npy", (rng.standard_normal((512, 512)) / 32).astype(np.float32))
+np.save(f"{t}/big_x.npy", rng.standard_normal((1, 512)).astype(np.float32))
+PYEOF
+rep() { "$PY" -c 'import sys; print(",".join([sys.argv[1]] * int(sys.argv[2])))' "$1" "$2"; }
+expect shared_create "$WPACK" create -q -o "$T/shared.wpack" --layers "$(rep l,r=relu 24)" "$T/shared"
+expect shared_run "$WPACK" run "$T/shared.wpack" --input "$T/shared_x.npy" -o "$T/shared_y.npy"
+"$PY" - "$T" <<'PYEOF' && pass shared_matches_numpy || fail shared_matches_numpy
+import sys, numpy as np
+t = sys.argv[1]
+w, b = np.load(f"{t}/shared/l.weight.npy"), np.load(f"{t}/shared/l.bias.npy")
+x = np.load(f"{t}/shared_x.npy").astype(np.float64)
+for _ in range(24):
+    x = np.maximum(x @ w.T.astype(np.float64) + b, 0)
+y = np.load(f"{t}/shared_y.npy")
+assert y.shape == x.shape and np.allclose(y, x, rtol=1e-4, atol=1e-5), np.abs(y - x).max()
+PYEOF
+expect big_create "$WPACK" create -q -o "$T/big.wpack" --layers "$(rep l 20000)" "$T/big"
+start=$(date +%s%N)
+expect_fail big_run_refused "layers: by item [0-9]+ of 20000 \('l'\).* above 64 x .*--max-work-ratio N\) \[WPACK_E_LIMIT\]" \
+    timeout 60 "$WPACK" run "$T/big.wpack" --input "$T/big_x.npy" -o "$T/big_y.npy"
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ "$ms" -lt 2000 ] && pass big_run_refused_quickly || fail big_run_refused_quickly "${ms} ms"
+[ ! -e "$T/big_y.npy" ] && pass big_run_wrote_nothing || fail big_run_wrote_nothing
+expect_fail big_calibrate_refused "--max-work-ratio.*\[WPACK_E_LIMIT\]" \
+    timeout 60 "$WPACK" calibrate "$T/big.wpack" --input "$T/big_x.npy"
+expect_fail shared_run_100_refused "by item [0-9]+ of 200 .*\[WPACK_E_LIMIT\]" \
+    "$WPACK" run "$T/shared.wpack" --layers "$(rep l,r=relu 100)" --input "$T/shared_x.npy"
+expect shared_run_100_raised "$WPACK" run "$T/shared.wpack" --layers "$(rep l,r=relu 100)" \
+    --max-work-ratio 200 --input "$T/shared_x.npy"
+expect_fail max_work_ratio_zero "want a positive integer" \
+    "$WPACK" run "$T/shared.wpack" --max-work-ratio 0 --input "$T/shared_x.npy"
+
 # calibrate: torch's min/max/mean/variance of each module's output
 for name in seed deep; do
     cp "$T/${name}_f32.wpack" "$T/${name}_cal.wpack"

@@ -33,6 +33,12 @@ for fmt in safetensors npz tar; do
         "$WPACK" export "$R/zstd_huge.wpack" --to $fmt -o "zh.$fmt"
     nothing_at "export_${fmt}_huge_wrote_nothing" "sh.$fmt" "zh.$fmt"
 done
+# An irpa keeps a splat as a splat entry: its cap counts the entry, not 4 EiB.
+expect export_irpa_splat_huge "$WPACK" export -q "$R/splat_huge.wpack" --to irpa -o sh.irpa
+size=$(stat -c %s sh.irpa 2>/dev/null)
+[ "${size:-0}" -gt 0 ] && [ "$size" -le 8192 ] && pass export_irpa_splat_huge_small || fail export_irpa_splat_huge_small "$size"
+expect_fail export_irpa_zstd_huge 'would get 3\.0 GiB.*\[WPACK_E_TOO_LARGE\]' \
+    "$WPACK" export "$R/zstd_huge.wpack" --to irpa -o zh.irpa
 expect_fail extract_zstd_huge 'zh would get 3\.0 GiB.*\[WPACK_E_TOO_LARGE\]' "$WPACK" extract "$R/zstd_huge.wpack" -o zh
 expect_fail convert_decompress_zstd_huge 'zd\.wpack would get 3\.0 GiB.*default cap.*\[WPACK_E_TOO_LARGE\]' \
     "$WPACK" convert "$R/zstd_huge.wpack" --decompress -o zd.wpack
@@ -111,7 +117,7 @@ expect extract_twice_once "$WPACK" extract "$R/splat_8m.wpack" -o tw small small
 grep -q '^extracted 1 tensors (16 B) to tw$' "$T/err" && pass extract_twice_counted_once || fail extract_twice_counted_once "$(cat "$T/err")"
 
 # --- 2b. file names: one escape rule for extract's files and npz/tar members
-# '/', '%' and a leading '.' become %2F, %25, %2E; extract cuts a name past
+# '/', '%', '\' and a leading '.' become %2F, %25, %5C, %2E; extract cuts a name past
 # 200 bytes and adds its hash (a file system's 255-byte limit).
 if py_wpack - "$T/esc.wpack" <<'PY'
 import sys, numpy as np, wpack
@@ -139,6 +145,57 @@ print(*[len(x) for x in n if x.startswith("ZZZ")])' "esc.$fmt")
 else
     fail extract_escapes_archive "save_file of the escape test's archive failed"
 fi
+
+# Export, then create: the same names and bytes. create undoes exactly the
+# escapes export wrote (%2F %25 %5C %2E, either hex case; any other '%' kept),
+# so '/', '%', '\', a leading '.' and literal escapes come back; extract's
+# files too, with no '/' ever a directory in DIR. (Names hold no control
+# byte: the format refuses them.)
+if py_wpack - "$T/rt.wpack" <<'PY'
+import sys, numpy as np, wpack
+names = ["a/b", "a%2Fb", "a%2fb", "a%25", "50%", "%", "%2", ".hidden", "./x", "..", "../../up",
+         "x/../y", "/abs", "trail/", "a//b", "back\\slash", "q\"'", "w\\%5c%5C%2E",
+         "\u00e9/\u00fc.w", "\u4e2d\u6587", "tab\u2028x", "\U0001f600/e", "enc.layer.0"]
+wpack.save_file({n: np.arange(i + 1, dtype=np.float32) * (i + 0.5) for i, n in enumerate(names)},
+                sys.argv[1])
+PY
+then
+    entries() { "$PY" -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+for t in j["tensors"]:
+    print(json.dumps([t["name"], t["dtype"], t["shape"], t["checksum"]]))' "$1"; }
+    "$WPACK" inspect --json "$T/rt.wpack" >"$T/rt.json" && entries "$T/rt.json" >"$T/rt.want"
+    [ "$(wc -l <"$T/rt.want")" = 23 ] && pass round_trip_archive || fail round_trip_archive "$(cat "$T/rt.want")"
+    for fmt in npz tar; do
+        expect "round_trip_export_$fmt" "$WPACK" export -q "$T/rt.wpack" --to $fmt -o "rt.$fmt"
+        expect "round_trip_create_$fmt" "$WPACK" create -q -o "$T/rt_$fmt.wpack" "rt.$fmt"
+        "$WPACK" inspect --json "$T/rt_$fmt.wpack" >"$T/rt2.json" && entries "$T/rt2.json" >"$T/rt.got"
+        cmp -s "$T/rt.want" "$T/rt.got" && pass "round_trip_${fmt}_same_names_and_bytes" ||
+            fail "round_trip_${fmt}_same_names_and_bytes" "$(diff "$T/rt.want" "$T/rt.got" | head -8)"
+    done
+    expect round_trip_extract "$WPACK" extract -q "$T/rt.wpack" -o rtx
+    # all 23 tensors are regular files right in rtx: none went up or down a directory
+    [ "$(find rtx -mindepth 1 -maxdepth 1 -type f | wc -l)" = 23 ] &&
+        [ -z "$(find rtx -mindepth 1 ! -type f)" ] && pass extract_names_stay_files ||
+        fail extract_names_stay_files "$(find rtx -mindepth 1 | head)"
+    expect round_trip_create_dir "$WPACK" create -q -o "$T/rt_dir.wpack" rtx
+    "$WPACK" inspect --json "$T/rt_dir.wpack" >"$T/rt2.json" && entries "$T/rt2.json" >"$T/rt.got"
+    cmp -s "$T/rt.want" "$T/rt.got" && pass round_trip_extract_same_names_and_bytes ||
+        fail round_trip_extract_same_names_and_bytes "$(diff "$T/rt.want" "$T/rt.got" | head -8)"
+else
+    fail round_trip_archive "save_file of the round trip's archive failed"
+fi
+# Another producer's bundle: only wpack's four escapes are undone, a '/'
+# in a member's path is still a module separator.
+"$PY" -c 'import sys, zipfile, numpy as np, io
+z = zipfile.ZipFile(sys.argv[1], "w")
+for i, n in enumerate(["a%2Fb.npy", "50%.npy", "p%41.npy", "d%2fe/f.npy", "x%252F.npy"]):
+    b = io.BytesIO(); np.save(b, np.full(1, i, np.float32)); z.writestr(n, b.getvalue())
+z.close()' foreign.npz || fail foreign_npz_made
+expect foreign_create "$WPACK" create -q -o "$T/foreign.wpack" foreign.npz
+got=$("$WPACK" inspect --json "$T/foreign.wpack" | "$PY" -c 'import json, sys
+print(" ".join(sorted(t["name"] for t in json.load(sys.stdin)["tensors"])))')
+[ "$got" = "50% a/b d/e.f p%41 x%2F" ] && pass foreign_member_names || fail foreign_member_names "$got"
 
 # --- 3. the real cause of a read failure -----------------------------------
 # (DECODE today; CHECKSUM is as true if the stored bytes get checked first)
