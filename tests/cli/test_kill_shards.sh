@@ -9,6 +9,8 @@
 #    path removes exactly those: afterwards the directory holds the set, its
 #    shards and the user's files (some named like shards, a hard link to an
 #    old shard, a file named like a temporary), nothing else;
+#  - readers that open the set while it is replaced get the old or the new
+#    set, not an error;
 #  - the same for a plain archive written over a set (`create` without
 #    --shard-size) and for `convert -o` over a set.
 . "$(dirname "$0")/lib.sh"
@@ -189,5 +191,25 @@ step_trials set_over_set_other_count 3 old_a "$WPACK" create -q --shard-size 100
 step_trials plain_over_set 1 old_a "$WPACK" create -q -o s.wpack b
 "$WPACK" create -q -o plain_b.wpack b 2>/dev/null
 step_trials convert_over_set 3 old_a "$WPACK" convert plain_b.wpack --decompress -o s.wpack
+
+# ---- readers while the set is replaced: old or new, never an error. The
+# reader is held for a second right after it opened the manifest (strace:
+# delay after its openat of it), while the set is replaced and the old
+# shards removed.
+if command -v strace >/dev/null; then
+    bad=0 why=""
+    for k in 1 2 3; do
+        "$WPACK" create -q --shard-size 70K -o s.wpack a || fail reader_old_set
+        strace -qq -o /dev/null -P s.wpack -e trace=openat -e inject=openat:delay_exit=1000000:when=1 \
+            "$WPACK" verify s.wpack >"$T/out" 2>"$T/err" &
+        rpid=$!
+        sleep 0.3
+        "$WPACK" create -q --shard-size 70K -o s.wpack b || fail reader_new_set
+        wait $rpid || { bad=$((bad + 1)) why="$(head -c 300 "$T/err")"; }
+    done
+    [ $bad = 0 ] && pass readers_see_a_whole_set || fail readers_see_a_whole_set "$bad of 3: $why"
+else
+    fail readers_see_a_whole_set "strace is needed to hold the reader"
+fi
 
 finish
