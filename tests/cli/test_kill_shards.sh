@@ -12,7 +12,9 @@
 #  - readers that open the set while it is replaced get the old or the new
 #    set, not an error;
 #  - the same for a plain archive written over a set (`create` without
-#    --shard-size) and for `convert -o` over a set.
+#    --shard-size) and for `convert -o` over a set (`convert`/`cast
+#    --in-place` refuse a set); `wpack update` of a set's manifest killed
+#    after each write leaves the set whole, with the old or new metadata.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
 TRIALS=${WPACK_KILL_TRIALS:-10}
@@ -195,6 +197,27 @@ step_trials set_over_set_other_count 3 old_a "$WPACK" create -q --shard-size 100
 step_trials plain_over_set 2 old_a "$WPACK" create -q -o s.wpack b
 "$WPACK" create -q -o plain_b.wpack b 2>/dev/null
 step_trials convert_over_set 5 old_a "$WPACK" convert plain_b.wpack --decompress -o s.wpack
+
+# ---- `wpack update` of a set's manifest (its index, in place; the shards
+# are not touched), killed right after each of its writes and fsyncs: the
+# set verifies, holds the same tensors, and has the old metadata or the new
+if command -v strace >/dev/null; then
+    bad=0 why="" runs=0
+    for step in pwrite64:1 pwrite64:2 pwrite64:3 fsync:1 fsync:2; do
+        old_a >/dev/null 2>&1 || fail update_make_old
+        { traced -o /dev/null -e trace=${step%:*} -e inject=${step%:*}:signal=KILL:when=${step#*:} \
+            "$WPACK" update s.wpack --meta k=v; } >/dev/null 2>&1
+        runs=$((runs + 1))
+        now=$(state s.wpack)
+        [ "$now" = a ] || { bad=$((bad + 1)) why="$step: $now"; }
+        "$WPACK" update s.wpack --meta k=v >/dev/null 2>"$T/err" || { bad=$((bad + 1)) why="$step: rerun $(cat "$T/err")"; }
+        [ "$(state s.wpack)" = a ] && grep -q '"k": "v"' "$T/json" ||
+            { bad=$((bad + 1)) why="$step: after the rerun"; }
+    done
+    [ $bad = 0 ] && pass update_set_kills_safe || fail update_set_kills_safe "$bad bad of $runs; $why"
+else
+    fail update_set_kills_safe "strace is needed for the kills after each step"
+fi
 
 # ---- readers while the set is replaced: old or new, never an error. The
 # reader is held for a second right after it opened the manifest (strace:
