@@ -11,9 +11,10 @@
  * atomic_file.h), because their final names
  * ("NAME-0000k-of-0000N.wpack") hold the count, known only at the end.
  * Each shard is fsynced as it is finished (its directory is not: the
- * manifest's commit fsyncs it once, after every rename).
+ * manifest's commit fsyncs it once, after every link and rename).
  * wpack_writer_finish writes and fsyncs the whole manifest first (still a
- * temporary), then renames the shards, then the manifest.
+ * temporary), then links the shards to their names, then renames the
+ * manifest.
  *
  * Replacing a set never puts its files at risk: a shard is put only at a
  * name where nothing exists (NAME-0000k-of-0000N.wpack, else
