@@ -47,17 +47,52 @@ static void dir_of(const char *path, char *buf, size_t len)
         wpk_fmt(buf, len, "%.*s", (int)(slash - path), path);
 }
 
-/* fsync the directory holding path so a rename in it is durable. */
-static int sync_dir(const char *path)
+/* fsync the directory dir. */
+static int fsync_dir(const char *dir)
 {
-    char dir[4096];
-    dir_of(path, dir, sizeof dir);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     int rc = fsync(fd);
     close(fd);
     return rc;
+}
+
+/* fsync the directory holding path so a rename in it is durable. */
+static int sync_dir(const char *path)
+{
+    char dir[4096];
+    dir_of(path, dir, sizeof dir);
+    return fsync_dir(dir);
+}
+
+/* A file tied to the rename of a's temporary (atomic_file.h). */
+struct wpk_atomic_link {
+    char *link;      /* "TMP.new-NAME" / "TMP.gone-NAME"; NULL: none could be made */
+    char *name;      /* the path of NAME */
+    dev_t dev;       /* the file, by device and inode: NAME is removed */
+    ino_t ino;       /* only while it is still this file */
+    int gone;        /* 1: goes with the old target; 0: part of the new one */
+};
+
+static int same_file(int dfd, const char *name, dev_t dev, ino_t ino)
+{
+    struct stat st;
+    return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+           st.st_dev == dev && st.st_ino == ino;
+}
+
+/* The one rule of a tied file, for its writer and for the sweep: a new
+ * file is removed unless the target was renamed, a gone file only when it
+ * was (and that rename is durable); NAME first, then the link (a kill in
+ * between leaves the link for the sweep). NAME and link relative to dfd. */
+static void settle(int dfd, const char *link, const char *name, dev_t dev, ino_t ino, int gone,
+                   int renamed, int durable)
+{
+    if ((gone ? renamed && durable : !renamed) && same_file(dfd, name, dev, ino))
+        unlinkat(dfd, name, 0);
+    if (link)
+        unlinkat(dfd, link, 0);
 }
 
 static const char *kind_of(mode_t m)
@@ -129,6 +164,9 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
     a->synced = 0;
     a->kept_mode = 0;
     a->kept_uid = a->kept_gid = -1;
+    a->links = NULL;
+    a->nlinks = 0;
+    a->dir_synced = 0;
     char *real = NULL;
     struct stat old;
     int rc = replaceable(path, !!(flags & WPK_ATOMIC_FOLLOW_LINK), &real, &old, err, errlen);
@@ -254,9 +292,9 @@ int wpk_atomic_commit(wpk_atomic *a, char *err, size_t errlen)
     int rc = wpk_atomic_sync(a, err, errlen);
     if (rc == WPACK_OK)
         rc = put_in_place(a, err, errlen);
-    if (rc == WPACK_OK)
-        rc = sync_dir_of(a, err, errlen);
-    wpk_atomic_abort(a); /* the lock is released only now, after the rename */
+    if (rc == WPACK_OK && (rc = sync_dir_of(a, err, errlen)) == WPACK_OK)
+        a->dir_synced = 1;
+    wpk_atomic_abort(a); /* tied files settled; the lock released only now, after the rename */
     return rc;
 }
 
@@ -275,14 +313,149 @@ int wpk_atomic_commit_all(wpk_atomic *a, size_t n, char *err, size_t errlen)
             wpk_fmt(err, errlen, "%s", e2);
             rc = r2;
         }
+        for (size_t k = 0; k < placed && r2 == WPACK_OK; k++)
+            a[k].dir_synced = 1;
     }
     for (size_t k = 0; k < n; k++)
         wpk_atomic_abort(&a[k]); /* locks released after the renames */
     return rc;
 }
 
+/* Settle and free the tied files: renamed is whether the temporary went
+ * over the target. Before the temporary itself is removed. */
+static void settle_links(wpk_atomic *a, int renamed)
+{
+    for (size_t k = 0; k < a->nlinks; k++) {
+        struct wpk_atomic_link *l = &a->links[k];
+        settle(AT_FDCWD, l->link, l->name, l->dev, l->ino, l->gone, renamed, a->dir_synced);
+        free(l->link);
+        free(l->name);
+    }
+    free(a->links);
+    a->links = NULL;
+    a->nlinks = 0;
+}
+
+/* from to to, failing when to exists (RENAME_NOREPLACE; a file system
+ * without it: a plain rename, the name was free a moment ago). */
+static int rename_no_replace(const char *from, const char *to)
+{
+#ifdef RENAME_NOREPLACE
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+#endif
+    return rename(from, to);
+}
+
+/* "<dir of a's target>/name" and "<a's temporary><tag>name" (malloc'd);
+ * the link is NULL when its name would be too long for the file system. */
+static int link_names(const wpk_atomic *a, const char *tag, const char *name, char **path,
+                      char **link)
+{
+    const char *slash = strrchr(a->path, '/');
+    size_t dir = slash ? (size_t)(slash - a->path) + 1 : 0, n = strlen(name);
+    const char *tslash = strrchr(a->tmp, '/');
+    size_t tbase = strlen(tslash ? tslash + 1 : a->tmp);
+    *path = malloc(dir + n + 1);
+    *link = NULL;
+    if (!*path)
+        return WPACK_E_NOMEM;
+    memcpy(*path, a->path, dir);
+    memcpy(*path + dir, name, n + 1);
+    if (tbase + strlen(tag) + n > 255) /* NAME_MAX of the common file systems */
+        return WPACK_OK;
+    size_t tl = strlen(a->tmp);
+    if (!(*link = malloc(tl + strlen(tag) + n + 1))) {
+        free(*path);
+        *path = NULL;
+        return WPACK_E_NOMEM;
+    }
+    snprintf(*link, tl + strlen(tag) + n + 1, "%s%s%s", a->tmp, tag, name);
+    return WPACK_OK;
+}
+
+static struct wpk_atomic_link *new_link(wpk_atomic *a)
+{
+    struct wpk_atomic_link *v = realloc(a->links, (a->nlinks + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    a->links = v;
+    return memset(&v[a->nlinks], 0, sizeof *v);
+}
+
+int wpk_atomic_add_file(wpk_atomic *a, const char *from, const char *name, char *err,
+                        size_t errlen)
+{
+    char *path, *link;
+    struct stat st;
+    struct wpk_atomic_link *l;
+    if (!a->tmp || strchr(name, '/') || !*name) {
+        wpk_fmt(err, errlen, "%s: cannot add '%s' beside it", a->path ? a->path : "?", name);
+        return WPACK_E_STATE;
+    }
+    if (!(l = new_link(a)) || link_names(a, ".new-", name, &path, &link)) {
+        wpk_fmt(err, errlen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    int e = lstat(from, &st) == 0 ? 0 : errno;
+    if (!e && link && rename(from, link) == 0) {
+        if (linkat(AT_FDCWD, link, AT_FDCWD, path, 0) == 0) {
+            *l = (struct wpk_atomic_link){link, path, st.st_dev, st.st_ino, 0};
+            a->nlinks++;
+            return WPACK_OK;
+        }
+        e = errno == EEXIST ? EEXIST : 0; /* else: no hard links here */
+        if (rename(link, from) != 0) /* the name was ours a moment ago; the sweep removes it */
+            e = errno;
+    }
+    free(link);
+    /* No link (too long a name, no hard links here): the file moves to
+     * NAME itself, which an abort still removes but the sweep cannot. */
+    if (!e && rename_no_replace(from, path) == 0) {
+        *l = (struct wpk_atomic_link){NULL, path, st.st_dev, st.st_ino, 0};
+        a->nlinks++;
+        return WPACK_OK;
+    }
+    if (!e)
+        e = errno;
+    wpk_fmt(err, errlen, "%s: cannot put %s in place: %s", path, from, strerror(e));
+    free(path);
+    return e == EEXIST ? WPACK_E_EXISTS : WPACK_E_IO;
+}
+
+int wpk_atomic_add_gone(wpk_atomic *a, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (!a->tmp) {
+        wpk_fmt(err, errlen, "%s: no temporary file", a->path ? a->path : "?");
+        return WPACK_E_STATE;
+    }
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return WPACK_OK; /* nothing to remove */
+    const char *slash = strrchr(path, '/'), *aslash = strrchr(a->path, '/');
+    const char *name = slash ? slash + 1 : path;
+    size_t dir = (size_t)(name - path);
+    int here = dir == (aslash ? (size_t)(aslash + 1 - a->path) : 0) && strncmp(path, a->path, dir) == 0;
+    char *full = NULL, *link = NULL;
+    struct wpk_atomic_link *l = new_link(a);
+    if (!l || (here ? link_names(a, ".gone-", name, &full, &link) : !(full = strdup(path)))) {
+        wpk_fmt(err, errlen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    if (link && linkat(AT_FDCWD, path, AT_FDCWD, link, 0) != 0) {
+        free(link); /* no link (no hard links here): removed after a commit, not after a kill */
+        link = NULL;
+    }
+    *l = (struct wpk_atomic_link){link, full, st.st_dev, st.st_ino, 1};
+    a->nlinks++;
+    return WPACK_OK;
+}
+
 void wpk_atomic_abort(wpk_atomic *a)
 {
+    settle_links(a, a->tmp == NULL); /* NULL: it went over the target (committed) */
     if (a->tmp)
         unlink(a->tmp); /* while still locked: no sweeper sees it half-gone */
     if (a->fd >= 0)
@@ -310,15 +483,33 @@ static size_t pid_hex(const char *s)
     return i;
 }
 
+/* s is what follows a temporary's name: NAME when s is ".new-NAME" (*gone
+ * 0) or ".gone-NAME" (*gone 1), a file tied to the rename; else NULL. */
+static const char *tied(const char *s, int *gone)
+{
+    const char *name = strncmp(s, ".new-", 5) == 0 ? s + 5 : strncmp(s, ".gone-", 6) == 0 ? s + 6 : NULL;
+    if (!name || !*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return NULL;
+    *gone = s[1] == 'g';
+    return name;
+}
+
+static int tied_name(const char *s)
+{
+    int gone;
+    return tied(s, &gone) != NULL;
+}
+
 /* Is s what a writer puts after its temporary's name in the names of its
  * other files: nothing, ".old" (resolver/output_commit.c's link to the old
- * archive), ".shard-<n>" (a finished shard, packer/writer_shards.c) or
- * ".shard-<n>.tmp-<pid>-<hex>" (a shard being written)? Only these: a name
+ * archive), ".new-NAME" or ".gone-NAME" (tied files), ".shard-<n>" (a
+ * finished shard, packer/writer_shards.c) or ".shard-<n>.tmp-<pid>-<hex>"
+ * (a shard being written)? Only these: a name
  * with anything else after a temporary's is not a writer's file (extract's
  * NAME.npy of a tensor named "x.npy.tmp-1-0123456789abcdef" must stay). */
 static int writer_suffix(const char *s)
 {
-    if (*s == 0 || strcmp(s, ".old") == 0)
+    if (*s == 0 || strcmp(s, ".old") == 0 || tied_name(s))
         return 1;
     if (strncmp(s, ".shard-", 7) != 0)
         return 0;
@@ -369,10 +560,17 @@ static size_t owner_len(const char *name, const char *base, const char *suffix)
 }
 
 /* Remove name when it is a regular file of ours whose owner is gone or
- * unlocked (the writer that held the lock has exited). */
-static void remove_if_dead(int dfd, const char *name, const char *owner)
+ * unlocked (the writer that held the lock has exited). A tied file
+ * (".new-NAME", ".gone-NAME") is settled instead: its writer renamed its
+ * temporary over the target when the temporary is gone and the link still
+ * there (its writer and this sweep settle links before they remove a
+ * temporary); *synced: the directory was fsynced for a gone file. */
+static void remove_if_dead(int dfd, const char *dir, const char *name, const char *owner,
+                           int *synced)
 {
     struct stat st, ost;
+    int gone;
+    const char *tied_to = tied(name + strlen(owner), &gone);
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
         st.st_uid != geteuid())
         return;
@@ -380,36 +578,50 @@ static void remove_if_dead(int dfd, const char *name, const char *owner)
     if (ofd < 0) {
         /* A live writer's files under its name exist only while its own
          * temporary does: without it they are orphans. */
-        if (errno == ENOENT)
+        if (errno != ENOENT)
+            return;
+        if (!tied_to) {
             unlinkat(dfd, name, 0);
+        } else if (same_file(dfd, name, st.st_dev, st.st_ino)) { /* not settled by another */
+            if (gone && !*synced) /* the rename durable before the old file goes */
+                *synced = fsync_dir(dir) == 0;
+            settle(dfd, name, tied_to, st.st_dev, st.st_ino, gone, 1, *synced);
+        }
         return;
     }
     if (fstat(ofd, &ost) == 0 && S_ISREG(ost.st_mode) && ost.st_uid == geteuid() &&
         flock(ofd, LOCK_EX | LOCK_NB) == 0) {
         /* still the file we looked at (names are never reused, but check) */
-        struct stat again;
-        if (fstatat(dfd, name, &again, AT_SYMLINK_NOFOLLOW) == 0 && again.st_dev == st.st_dev &&
-            again.st_ino == st.st_ino)
+        if (!same_file(dfd, name, st.st_dev, st.st_ino))
+            ;
+        else if (tied_to)
+            settle(dfd, name, tied_to, st.st_dev, st.st_ino, gone, 0, 0);
+        else
             unlinkat(dfd, name, 0);
     }
     close(ofd); /* releases the lock */
 }
 
+/* Two passes: a writer's other files first, then its temporaries (whose
+ * absence tells that a tied file's writer committed). */
 static void sweep(const char *dir, const char *base, const char *suffix)
 {
     DIR *d = opendir(dir);
     if (!d)
         return;
-    int dfd = dirfd(d);
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        size_t n = owner_len(de->d_name, base, suffix);
-        if (!n)
-            continue;
-        char owner[sizeof de->d_name];
-        memcpy(owner, de->d_name, n);
-        owner[n] = 0;
-        remove_if_dead(dfd, de->d_name, owner);
+    int dfd = dirfd(d), synced = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        struct dirent *de;
+        rewinddir(d);
+        while ((de = readdir(d))) {
+            size_t n = owner_len(de->d_name, base, suffix);
+            if (!n || (pass == 0) != (de->d_name[n] != 0))
+                continue;
+            char owner[sizeof de->d_name];
+            memcpy(owner, de->d_name, n);
+            owner[n] = 0;
+            remove_if_dead(dfd, dir, de->d_name, owner, &synced);
+        }
     }
     closedir(d);
 }

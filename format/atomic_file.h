@@ -8,13 +8,26 @@
  * O_CREAT|O_EXCL|O_CLOEXEC and mode 0666 (the process umask applies; when
  * it replaces a regular file, that file's permission bits instead), and
  * its writer holds flock(LOCK_EX) on it for its whole life. A file named
- * "TARGET.tmp-<pid>-<hex>" followed by ".old", ".shard-<n>" or
- * ".shard-<n>.tmp-<pid>-<hex>" belongs to the same writer (a sharded set's
- * finished shards wait under such names); any other continuation is not a
- * writer's file and is never removed. A later open of
- * the same target removes the dead ones: regular files of this user whose
- * owning temporary is gone or can be locked (its writer has exited, even by
- * kill -9). Live writers' files are never touched.
+ * "TARGET.tmp-<pid>-<hex>" followed by ".old", ".shard-<n>",
+ * ".shard-<n>.tmp-<pid>-<hex>", ".new-NAME" or ".gone-NAME" belongs to the
+ * same writer (a sharded set's finished shards wait under such names); any
+ * other continuation is not a writer's file and is never removed. A later
+ * open of the same target removes the dead ones: regular files of this user
+ * whose owning temporary is gone or can be locked (its writer has exited,
+ * even by kill -9). Live writers' files are never touched.
+ *
+ * ".new-NAME" and ".gone-NAME" are hard links that tie a file NAME beside
+ * the target to the target's replacement (wpk_atomic_add_file,
+ * wpk_atomic_add_gone): NAME is part of the new output (a shard of the new
+ * set), or goes with the old one (a shard of the set replaced). The rename
+ * of the temporary over the target is the one step that decides: before
+ * it, a new NAME is removed again and a gone NAME kept; after it, the
+ * other way round. The writer settles its links itself, before it removes
+ * its temporary (on failure) or after the rename (on success); a killed
+ * writer's links are settled by the sweep: temporary still there (and
+ * unlocked) means not renamed, temporary gone while a link is still there
+ * means renamed (nothing else removes a temporary before its links). NAME
+ * is removed only while it is still the file linked.
  */
 #ifndef WPACK_FORMAT_ATOMIC_FILE_H
 #define WPACK_FORMAT_ATOMIC_FILE_H
@@ -30,6 +43,9 @@ typedef struct wpk_atomic {
     unsigned kept_mode; /* S_IFREG | the permission bits the temporary took from the
                          * regular file it replaces; 0: none (a new file) */
     long kept_uid, kept_gid; /* that file's owner and group; -1: none */
+    struct wpk_atomic_link *links; /* files tied to the rename (wpk_atomic_add_file/_gone) */
+    size_t nlinks;
+    int dir_synced;  /* the rename is durable: gone files may go */
 } wpk_atomic;
 
 /* Give fd (a file written beside a's target, e.g. a shard) the permission
@@ -98,8 +114,29 @@ int wpk_atomic_commit(wpk_atomic *a, char *err, size_t errlen);
  * released either way; err names the first failure. */
 int wpk_atomic_commit_all(wpk_atomic *a, size_t n, char *err, size_t errlen);
 
-/* Close and remove the temporary; nothing happens at the target. Safe on a
- * zeroed, committed or already aborted handle. */
+/* Put the file at from (a file of this writer, named after its temporary,
+ * such as a finished shard) in place as NAME in the target's directory
+ * too, tied to the target's commit: it moves to "TMP.new-NAME" and NAME
+ * becomes a second link to it (never replacing a file there:
+ * WPACK_E_EXISTS). A commit keeps NAME; an abort, a failed commit or the
+ * sweep after a kill before the rename removes it. On failure from is
+ * where it was, or at NAME when no link can be made there (a name too long
+ * for the link, a file system without hard links): NAME is then still
+ * removed by an abort, but not after a kill. */
+int wpk_atomic_add_file(wpk_atomic *a, const char *from, const char *name, char *err,
+                        size_t errlen);
+
+/* The regular file at path (in the target's directory) goes when the target
+ * is put in place, not before: linked as "TMP.gone-NAME", removed after the
+ * commit's directory fsync (by the commit, or by the sweep when the writer
+ * was killed after its rename). An abort or a failed commit leaves it. Where
+ * no link can be made, it is still removed after a commit but not after a
+ * kill. WPACK_OK (also when nothing is at path), or WPACK_E_NOMEM. */
+int wpk_atomic_add_gone(wpk_atomic *a, const char *path, char *err, size_t errlen);
+
+/* Close and remove the temporary; nothing happens at the target (the files
+ * added with wpk_atomic_add_file are removed first, those of add_gone
+ * kept). Safe on a zeroed, committed or already aborted handle. */
 void wpk_atomic_abort(wpk_atomic *a);
 
 /* Remove the dead temporaries of path (see above). */

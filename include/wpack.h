@@ -652,14 +652,16 @@ typedef struct wpack_writer_options {
      * ".wpack"), each holding about shard_size data bytes (a tensor is never
      * split; a bigger one gets a shard to itself). Shards are finished under
      * temporary names ("path.tmp-PID-RANDOM.shard-0000k", beside the
-     * manifest's own temporary) and renamed when the manifest is written,
-     * never over an existing file (a taken name becomes
-     * "NAME-0000k-of-0000N.G.wpack", smallest free G >= 2); the shards of
-     * a set at path that this one replaces are removed after the
+     * manifest's own temporary) and linked to their names when the
+     * manifest is written, never over an existing file (a taken name
+     * becomes "NAME-0000k-of-0000N.G.wpack", smallest free G >= 2); the
+     * shards of a set at path that this one replaces are removed after the
      * manifest's rename (as for any archive written over a set, see
      * wpack_writer_open), so a crash leaves the old set or the new one
-     * whole. An aborted writer removes its shards, a killed one's are
-     * removed by the next writer of path. Not with
+     * whole. An aborted writer removes its shards; what a killed one left
+     * (its shards, or the old set's once its manifest was in place: both
+     * stay linked as "path.tmp-PID-RANDOM.new-SHARD" / ".gone-SHARD" until
+     * the writer is done) is removed by the next writer of path. Not with
      * compression (external entries are stored raw). Weight stats are
      * computed in each shard and copied into the manifest. */
     uint64_t shard_size;
@@ -712,7 +714,10 @@ void wpack_writer_options_init(wpack_writer_options *opt);
  * When path holds a sharded set's manifest (one that opens whole), the
  * new archive replaces the set: once it is in place (not before: a crash
  * leaves the old set whole), the shards the old manifest named are
- * removed, except any file the new archive names as its own shard. A
+ * removed, except any file the new archive names as its own shard; a
+ * writer killed after the rename leaves them linked as
+ * "path.tmp-PID-RANDOM.gone-SHARD", and the next writer of path removes
+ * them. A
  * caller that reads inputs should keep those shards out of them
  * (wpack_replaced_among); the CLI refuses them.
  *

@@ -1,6 +1,7 @@
 /*
  * replaced_set.c - the shards a new archive at a path replaces (wpack.h,
- * wpack_replaced_shards), and their removal once it is in place. One rule
+ * wpack_replaced_shards), and their removal once it is in place (tied to
+ * its rename: atomic_file.h). One rule
  * for the writer (which removes them) and for callers that must keep their
  * inputs out of that list (the CLI's same-file guard).
  */
@@ -119,25 +120,29 @@ int wpack_writer_replaces_fd(wpack_writer *w, int fd)
     return is_one_of(&st, w->replaces, w->nreplaces);
 }
 
-/* After the commit of the archive at path: remove the old shards, except
- * any file the new archive is or names as its own shard (a manifest
- * rewritten over the same shards keeps them). Best effort: a shard left
- * behind is an unreferenced file, never a broken set. */
-void wpk_remove_replaced(const char *path, char **old, uint32_t nold)
+int wpk_tie_replaced(wpack_writer *w)
 {
-    if (!nold)
-        return;
+    if (!w->nreplaced)
+        return WPACK_OK;
+    /* the files the new archive names as its shards (it is complete in its
+     * temporary, beside the target: the same names resolve) and itself */
     char **now = NULL;
     uint32_t nnow = 0, nkeep = 0;
-    if (wpack_replaced_shards(path, &now, &nnow) != WPACK_OK)
-        return; /* out of memory: keep everything */
+    if (wpack_replaced_shards(w->out.tmp, &now, &nnow) != WPACK_OK)
+        return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     file_id *keep = ids_of(now, nnow, 1, &nkeep);
-    struct stat st;
-    if (keep && stat(path, &st) == 0)
-        keep[nkeep++] = (file_id){st.st_dev, st.st_ino};
-    for (uint32_t k = 0; keep && nkeep && k < nold; k++)
-        if (lstat(old[k], &st) == 0 && S_ISREG(st.st_mode) && !is_one_of(&st, keep, nkeep))
-            unlink(old[k]);
-    free(keep);
     wpack_paths_free(now, nnow);
+    struct stat st;
+    if (!keep)
+        return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    if (fstat(w->out.fd, &st) == 0)
+        keep[nkeep++] = (file_id){st.st_dev, st.st_ino};
+    int rc = WPACK_OK;
+    char err[600];
+    for (uint32_t k = 0; k < w->nreplaced && rc == WPACK_OK; k++)
+        if (lstat(w->replaced[k], &st) == 0 && S_ISREG(st.st_mode) && !is_one_of(&st, keep, nkeep) &&
+            (rc = wpk_atomic_add_gone(&w->out, w->replaced[k], err, sizeof err)))
+            wpk_wfail(w, rc, "%s", err);
+    free(keep);
+    return rc;
 }

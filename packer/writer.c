@@ -233,10 +233,11 @@ int wpk_writer_usable(wpack_writer *w)
 static void free_writer(wpack_writer *w, int remove_shards)
 {
     wpk_shards_free(w, remove_shards);
-    if (!remove_shards) /* committed: the archive now at path replaced any set there */
-        wpk_remove_replaced(w->path, w->replaced, w->nreplaced);
     wpack_paths_free(w->replaced, w->nreplaced);
-    wpk_atomic_abort(&w->out); /* a committed or handed-over file has nothing left here */
+    /* a committed or handed-over file has nothing left here; else the
+     * shards placed and the old set's tied to the rename are settled (the
+     * new ones removed, the old ones kept) before the temporary goes */
+    wpk_atomic_abort(&w->out);
     wpk_buf_free(&w->strings);
     wpk_buf_free(&w->aux);
     wpk_buf_free(&w->entries);
@@ -287,6 +288,9 @@ static int finish_file(wpack_writer *w)
         wpk_wfail(w, rc, "%s", err);
     if (rc == WPACK_OK && w->shards) /* only now: a failure above leaves an old set whole */
         rc = wpk_shards_place(w);
+    /* the set this archive replaces goes with its rename, not before */
+    if (rc == WPACK_OK)
+        rc = wpk_tie_replaced(w);
     return rc;
 }
 

@@ -91,7 +91,7 @@ struct wpack_writer {
     int stats_isa;                 /* wpk_acc_isa, asked once at open */
     wpk_compressor *zc;            /* zstd state, NULL until the first compressed tensor */
     wpk_shard_set *shards;         /* opt.shard_size: this is a manifest (writer_shards.c) */
-    char **replaced;               /* the shards of the set at path now: removed after the commit */
+    char **replaced;               /* the shards of the set at path now: go with the commit */
     uint32_t nreplaced;
     struct wpk_file_id *replaces;  /* wpack_writer_replaces_fd: the target and its set's shards, */
     uint32_t nreplaces;            /* by device and inode, listed at the first question */
@@ -219,9 +219,10 @@ int wpk_read_back(wpack_writer *w, const wpk_pending_entry *e, uint64_t off, voi
 /* Build and write index + trailer + superblock (writer_index.c). */
 int wpk_write_index(wpack_writer *w);
 
-/* After the commit of the archive at path: remove the replaced set's shards
- * old (wpack_replaced_shards, read before the commit), except files the
+/* Before the commit, the archive complete in its temporary: tie the shards
+ * of the set it replaces (w->replaced) to its rename, so that they go once
+ * it is in place (atomic_file.h, wpk_atomic_add_gone), except files the
  * new archive is or names as its shards (replaced_set.c). */
-void wpk_remove_replaced(const char *path, char **old, uint32_t nold);
+int wpk_tie_replaced(wpack_writer *w);
 
 #endif

@@ -11,24 +11,27 @@
  * atomic_file.h), because their final names
  * ("NAME-0000k-of-0000N.wpack") hold the count, known only at the end.
  * Each shard is fsynced as it is finished (its directory is not: the
- * manifest's commit fsyncs it once, after every rename).
+ * manifest's commit fsyncs it once, after every link and rename).
  * wpack_writer_finish writes and fsyncs the whole manifest first (still a
- * temporary), then renames the shards, then the manifest.
+ * temporary), then links the shards to their names, then renames the
+ * manifest.
  *
- * Replacing a set never puts its files at risk: a shard is renamed only to
- * a name where nothing exists (NAME-0000k-of-0000N.wpack, else
- * NAME-0000k-of-0000N.G.wpack with the smallest free G >= 2; the rename
+ * Replacing a set never puts its files at risk: a shard is put only at a
+ * name where nothing exists (NAME-0000k-of-0000N.wpack, else
+ * NAME-0000k-of-0000N.G.wpack with the smallest free G >= 2; the link
  * refuses to replace), so the old manifest and its shards stay whole
- * until the new manifest's rename, the one step that switches sets. Only
- * after that commit does the writer remove the old set's shards (the ones
- * its manifest named, read before the switch: replaced_set.c, for any
- * archive written over a set). A crash or a failure at any point
- * leaves one whole set, old or new, and at worst unreferenced shard files.
- * Nothing is written twice, and an aborted writer removes every shard it
- * made.
+ * until the new manifest's rename, the one step that switches sets. Each
+ * shard is tied to that rename (wpk_atomic_add_file: it stays linked as
+ * "<manifest temporary>.new-NAME" until then), and so is each shard of
+ * the set replaced (replaced_set.c, for any archive written over a set:
+ * "<manifest temporary>.gone-NAME"): after the rename the new shards stay
+ * and the old ones go, before it the other way round - done by the writer,
+ * or after a kill by the next writer's sweep (atomic_file.h). A crash or a
+ * failure at any point leaves one whole set, old or new, and no file that
+ * the next writer of the same path does not clean up. Nothing is written
+ * twice.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,19 +282,6 @@ static int free_name(wpack_writer *w, uint32_t k)
                      w->path, k + 1);
 }
 
-/* from to to, failing when to exists (RENAME_NOREPLACE; a file system
- * without it: a plain rename, the name was free a moment ago). */
-static int rename_no_replace(const char *from, const char *to)
-{
-#ifdef RENAME_NOREPLACE
-    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
-        return 0;
-    if (errno != EINVAL && errno != ENOSYS)
-        return -1;
-#endif
-    return rename(from, to);
-}
-
 int wpk_shards_finish(wpack_writer *w)
 {
     wpk_shard_set *s = w->shards;
@@ -311,22 +301,16 @@ int wpk_shards_finish(wpack_writer *w)
 int wpk_shards_place(wpack_writer *w)
 {
     wpk_shard_set *s = w->shards;
-    int rc = WPACK_OK;
-    for (uint32_t k = 0; k < s->n && rc == WPACK_OK; k++) {
-        char *path = beside(w->path, s->names[k]);
-        if (!path)
-            rc = wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-        else if (rename_no_replace(s->parts[k], path) != 0)
-            rc = wpk_wfail(w, WPACK_E_IO, "%s: cannot rename shard into place: %s", path,
-                           strerror(errno));
-        else {
-            free(s->parts[k]);
-            s->parts[k] = path; /* removed again if the manifest's rename then fails */
-            path = NULL;
-        }
-        free(path);
+    char err[600];
+    for (uint32_t k = 0; k < s->n; k++) {
+        /* tied to the manifest's rename: removed again if it does not happen */
+        int rc = wpk_atomic_add_file(&w->out, s->parts[k], s->names[k], err, sizeof err);
+        if (rc)
+            return wpk_wfail(w, rc, "shard %u: %s", k + 1, err);
+        free(s->parts[k]);
+        s->parts[k] = NULL; /* the manifest's temporary has it now */
     }
-    return rc;
+    return WPACK_OK;
 }
 
 void wpk_shards_free(wpack_writer *w, int remove_files)

@@ -23,7 +23,8 @@ int wpk_shards_add_block_dtype(wpack_writer *w, const char *name, uint32_t block
  * lengths, checksums) on w. */
 int wpk_shards_finish(wpack_writer *w);
 /* After the manifest is complete and synced, before its rename: the shards
- * go from their temporary names to their final ones. */
+ * get their final names, tied to the manifest's rename (removed again when
+ * it does not happen: atomic_file.h). */
 int wpk_shards_place(wpack_writer *w);
 /* Free the shard state. remove_files (not committed): remove every shard
  * file written. */

@@ -249,6 +249,28 @@ static int changed_under(wpack_archive *ar)
            memcmp(sb, ar->super, WPK_HEADER_SIZE) != 0;
 }
 
+/* A sharded set's manifest that failed to open whole while the path came to
+ * name another file: a writer replaced the set meanwhile (and removed the
+ * old shards once the new manifest was in place). Take the file now at the
+ * path (the new manifest) for the next attempt: a reader gets the old set
+ * or the new one, not an error for the switch. 1 when it did. */
+static int took_new_manifest(wpack_archive *ar, int dirfd, const char *name, unsigned input_flags)
+{
+    struct stat st;
+    char msg[400];
+    int code;
+    if (!(ar->info.required_features & WPK_FEATURE_SHARDS) ||
+        fstatat(dirfd, name, &st, input_flags & WPK_INPUT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0) != 0 ||
+        ((uint64_t)st.st_dev == ar->file_dev && (uint64_t)st.st_ino == ar->file_ino))
+        return 0;
+    int fd = wpk_open_input(dirfd, name, input_flags, &st, &code, msg, sizeof msg);
+    if (fd < 0)
+        return 0;
+    close(ar->fd);
+    ar->fd = fd;
+    return 1;
+}
+
 int wpack_open_file(wpack_archive **out, const char *path, unsigned flags)
 {
     return wpk_open_at(out, AT_FDCWD, path, path, flags, 0);
@@ -276,14 +298,16 @@ int wpk_open_at(wpack_archive **out, int dirfd, const char *name, const char *pa
     ar->fd = wpk_open_input(dirfd, name, input_flags, &st, &code, msg, sizeof msg);
     if (ar->fd < 0)
         return wpk_fail(ar, code, "%s: %s", path, msg);
-    /* An in-place update may commit while we read: retry while the file
-     * keeps changing under us (bounded; a damaged file fails the same way
-     * every time and is reported at once). */
+    /* An in-place update may commit while we read, or a new set replace
+     * the one being opened: retry while the file keeps changing under us
+     * (bounded; a damaged file fails the same way every time and is
+     * reported at once). */
     int rc;
     for (int attempt = 0;; attempt++) {
         memset(ar->super, 0, sizeof ar->super);
         rc = open_once(ar, flags);
-        if (rc == WPACK_OK || attempt == 16 || !changed_under(ar))
+        if (rc == WPACK_OK || attempt == 16 ||
+            (!changed_under(ar) && !took_new_manifest(ar, dirfd, name, input_flags)))
             break;
         reset(ar);
     }

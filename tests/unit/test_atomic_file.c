@@ -184,6 +184,74 @@ static void test_sweep_dir_suffix(void)
     unlink(f);
 }
 
+/* Files tied to a rename (wpk_atomic_add_file, wpk_atomic_add_gone): the
+ * writer's commit keeps the new file and removes the gone one, its abort the
+ * other way round; after a kill (the writer's files left as they were) the
+ * sweep decides by whether the temporary is still there, and removes a
+ * file only while it is the one linked. */
+static void test_tied_files(void)
+{
+    char p[512], err[300], part[600], oldf[512], newf[512], lnk[700];
+    path_of(p, sizeof p, "set.bin");
+    path_of(oldf, sizeof oldf, "set-1.bin");
+    path_of(newf, sizeof newf, "set-1.2.bin");
+    for (int commit = 0; commit < 2; commit++) {
+        touch(p, "old");
+        touch(oldf, "old shard");
+        wpk_atomic a;
+        CHECK(wpk_atomic_open(&a, p, 0, err, sizeof err) == WPACK_OK, "open: %s", err);
+        snprintf(part, sizeof part, "%s.shard-00001", a.tmp);
+        touch(part, "new shard");
+        CHECK(wpk_atomic_add_file(&a, part, "set-1.2.bin", err, sizeof err) == WPACK_OK, "%s", err);
+        char part2[600];
+        snprintf(part2, sizeof part2, "%s.shard-00002", a.tmp);
+        touch(part2, "another");
+        CHECK(wpk_atomic_add_file(&a, part2, "set-1.bin", err, sizeof err) == WPACK_E_EXISTS,
+              "a name taken is not replaced");
+        CHECK(exists(part2), "the file stays where it was");
+        unlink(part2);
+        CHECK(exists(newf) && !exists(part), "the new shard is at its name (and tied)");
+        CHECK(wpk_atomic_add_gone(&a, oldf, err, sizeof err) == WPACK_OK, "%s", err);
+        CHECK(exists(oldf), "a gone file stays until the commit");
+        if (commit)
+            CHECK(wpk_atomic_commit(&a, err, sizeof err) == WPACK_OK, "commit: %s", err);
+        else
+            wpk_atomic_abort(&a);
+        CHECK(exists(newf) == commit && exists(oldf) == !commit, "commit %d: new %d old %d", commit,
+              exists(newf), exists(oldf));
+        CHECK_EQ(count("set.bin.tmp-"), 0);
+        unlink(newf);
+        unlink(oldf);
+    }
+    /* a killed writer's (pid 1 is never ours: its files stay as they were) */
+    char owner[600];
+    snprintf(owner, sizeof owner, "%s.tmp-1-0123456789abcdef", p);
+    for (int renamed = 0; renamed < 2; renamed++) {
+        touch(oldf, "old shard");
+        touch(newf, "new shard");
+        if (!renamed)
+            touch(owner, "manifest");
+        snprintf(lnk, sizeof lnk, "%s.new-set-1.2.bin", owner);
+        CHECK(link(newf, lnk) == 0, "link");
+        snprintf(lnk, sizeof lnk, "%s.gone-set-1.bin", owner);
+        CHECK(link(oldf, lnk) == 0, "link");
+        /* a writer-like link whose NAME is another file: that file stays */
+        char mine[512];
+        path_of(mine, sizeof mine, "mine.bin");
+        touch(mine, "mine");
+        snprintf(lnk, sizeof lnk, "%s.new-mine.bin", owner);
+        touch(lnk, "not mine.bin");
+        wpk_atomic_sweep(p);
+        CHECK(exists(newf) == renamed && exists(oldf) == !renamed, "renamed %d: new %d old %d",
+              renamed, exists(newf), exists(oldf));
+        CHECK(exists(mine), "a file that is not the one linked is kept");
+        CHECK_EQ(count("set.bin.tmp-"), 0);
+        unlink(newf);
+        unlink(oldf);
+        unlink(mine);
+    }
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s/wpack-atomic-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -195,6 +263,7 @@ int main(void)
     RUN(test_abort_keeps_target);
     RUN(test_sweep_dead_not_live);
     RUN(test_sweep_dir_suffix);
+    RUN(test_tied_files);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -380,7 +380,8 @@ static int set_is(const char *name, float v)
  * shards take free names (NAME-0000k-of-0000N.wpack, else .2, .3, ...),
  * the old set stays whole until the new manifest's rename, and only then
  * are the old shards removed. A crash after the shards were placed leaves
- * the old set whole; a user's file at a shard name is never touched. */
+ * the old set whole, and the next writer cleans up after it; a user's file
+ * at a shard name is never touched. */
 static void test_replacing_a_set(void)
 {
     CHECK(write_set("r.wpack", 1, 0) == WPACK_OK, "first set");
@@ -394,14 +395,19 @@ static void test_replacing_a_set(void)
     CHECK_EQ(count_files("^r-0000[123]-of-00003.wpack$"), 3);
     CHECK_EQ(count_files("^r"), 4);
 
-    /* a crash after the new shards were placed: the old set is whole */
+    /* a crash after the new shards were placed: the old set is whole, and
+     * the next writer of the path removes the dead one's shards (tied to
+     * its manifest's temporary) and the links to the old ones */
     CHECK(write_set("r.wpack", 4, 1) == WPACK_OK, "fourth set, prepared only");
     CHECK(set_is("r.wpack", 3), "the third set survives the crash");
     CHECK_EQ(count_files("^r-0000[123]-of-00003.2.wpack$"), 3); /* unreferenced */
+    CHECK_EQ(count_files("^r.wpack.tmp-[0-9]*-[0-9a-f]*.new-r-0000[123]-of-00003.2.wpack$"), 3);
+    CHECK_EQ(count_files("^r.wpack.tmp-[0-9]*-[0-9a-f]*.gone-r-0000[123]-of-00003.wpack$"), 3);
     CHECK(write_set("r.wpack", 5, 0) == WPACK_OK, "fifth set after the crash");
     CHECK(set_is("r.wpack", 5), "the fifth set");
-    CHECK_EQ(count_files("^r-0000[123]-of-00003.3.wpack$"), 3);
+    CHECK_EQ(count_files("^r-0000[123]-of-00003.2.wpack$"), 3); /* the free names again */
     CHECK_EQ(count_files("^r-0000[123]-of-00003.wpack$"), 0); /* the third set's, removed */
+    CHECK_EQ(count_files("^r"), 4); /* and nothing of the crashed writer's is left */
 
     /* a file of the user's at a shard's name */
     char path[512];
