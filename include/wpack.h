@@ -28,14 +28,14 @@
  *    time. The library keeps no state between calls outside its handles.
  *  - Structs never change size (the rule of every wpack library's header).
  *    A struct the caller fills and passes in - wpack_writer_options,
- *    wpack_source, wpack_import_options and wpack_export_options
+ *    wpack_source, wpack_stats_in, wpack_import_options and wpack_export_options
  *    (wpack_import.h), wpack_resolve_options and wpack_externalize_options
  *    (wpack_mlir.h), wpack_remote_options (wpack_remote.h),
  *    wpack_dense_settings (wpack_dense.h) - ends with reserved fields
  *    (reserved_ptr[], reserved[]): a new field takes the place of one of
  *    them, after the old fields, and its zero value keeps the old
- *    behaviour. Fill such a struct with its *_init() call (wpack_source:
- *    all zeros) before setting fields. Every call taking one refuses it
+ *    behaviour. Fill such a struct with its *_init() call (wpack_source,
+ *    wpack_stats_in: all zeros) before setting fields. Every call taking one refuses it
  *    when a reserved field is not zero, with WPACK_E_INVALID_ARGUMENT and
  *    a message naming the struct and the field ("wpack_writer_options:
  *    reserved[0] is not zero ..."): a program built against a newer
@@ -840,6 +840,10 @@ typedef struct wpack_stats_in {
     const uint64_t *hist_counts;
     uint32_t percentile_count;
     const double *percentiles;  /* 2 x percentile_count */
+    /* Zero: start from an all-zero record ("Structs never change size"
+     * above); the calls taking records refuse any other value. */
+    void *reserved_ptr[2];
+    uint64_t reserved[4];
 } wpack_stats_in;
 int wpack_writer_add_stats(wpack_writer *w, const wpack_stats_in *s);
 

@@ -68,6 +68,7 @@ class StatsIn(ctypes.Structure):
         ("variance", c_dblp),
         ("hist_bins", ctypes.c_uint32), ("hist_edges", c_dblp), ("hist_counts", c_u64p),
         ("percentile_count", ctypes.c_uint32), ("percentiles", c_dblp),
+        ("reserved_ptr", ctypes.c_void_p * 2), ("reserved", ctypes.c_uint64 * 4),
     ]
 
 

@@ -129,7 +129,8 @@ static void test_writer_options(void)
     CHECK_EQ(wpack_writer_set_array(w, "arr", WPACK_META_I64, 2, arr), WPACK_OK);
     CHECK_EQ(wpack_writer_set_string(w, "s", "x"), WPACK_OK);
     char err[300];
-    CHECK_EQ(wpack_writer_finish(w, err, sizeof err), WPACK_OK);
+    int frc = wpack_writer_finish(w, err, sizeof err); /* once: CHECK_EQ evaluates twice */
+    CHECK(frc == WPACK_OK, "finish: %s", err);
     snprintf(archive, sizeof archive, "%s", path);
 }
 
@@ -226,6 +227,48 @@ static void test_source(void)
     wpack_close(ar);
     CHECK_EQ(m.closed, 1);
     free(bytes);
+}
+
+/* ---------------------------------------------------------- wpack_stats_in */
+
+static void test_stats_in(void)
+{
+    double v[5] = {-1, 2, 2, 0.5, 1}; /* min max absmax mean variance */
+    wpack_stats_in s;
+    memset(&s, 0, sizeof s);
+    s.key = "m";
+    s.kind = WPACK_STATS_ACTIVATION;
+    s.channels = 1;
+    s.count = 4;
+    s.min = &v[0];
+    s.max = &v[1];
+    s.absmax = &v[2];
+    s.mean = &v[3];
+    s.variance = &v[4];
+    char want[200], err[1024], path[600];
+    wpack_writer *w;
+    CHECK_EQ(wpack_writer_open(&w, p(path, "st.wpack"), NULL), WPACK_OK);
+    for (size_t k = 0; k < NRES(&s); k++) {
+        wpack_stats_in bad = s;
+        SET_RESERVED(&bad, k, "wpack_stats_in", want);
+        CHECK_EQ(wpack_writer_add_stats(w, &bad), WPACK_E_INVALID_ARGUMENT);
+        CHECK(strstr(wpack_writer_errmsg(w), want), "writer: want '%s': '%s'", want,
+              wpack_writer_errmsg(w));
+        err[0] = 0;
+        CHECK_EQ(wpack_update_add_stats(archive, &bad, 1, err, sizeof err),
+                 WPACK_E_INVALID_ARGUMENT);
+        CHECK(strstr(err, want), "update: want '%s': '%s'", want, err);
+    }
+    CHECK_EQ(wpack_writer_add_stats(w, &s), WPACK_OK); /* refused: the writer goes on */
+    int frc = wpack_writer_finish(w, err, sizeof err); /* once: CHECK_EQ evaluates twice */
+    CHECK(frc == WPACK_OK, "finish: %s", err);
+    unlink(path);
+    CHECK_EQ(wpack_update_add_stats(archive, &s, 1, err, sizeof err), WPACK_OK);
+    wpack_archive *ar;
+    wpack_stats got;
+    CHECK_EQ(wpack_open_file(&ar, archive, 0), WPACK_OK);
+    CHECK_EQ(wpack_stats_find(ar, "m", WPACK_STATS_ACTIVATION, &got), WPACK_OK);
+    wpack_close(ar);
 }
 
 /* ------------------------------------------------------------ the resolver */
@@ -432,6 +475,7 @@ int main(void)
     RUN(test_writer_options);
     RUN(test_outputs_zeroed);
     RUN(test_source);
+    RUN(test_stats_in);
     RUN(test_resolve_options);
     RUN(test_externalize_options);
     RUN(test_import_export_options);
