@@ -50,6 +50,19 @@ void wpk_vfmt(char *buf, size_t len, const char *fmt, va_list ap);
 int wpk_fail_in(char *err, size_t errlen, int code, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* The reserved fields of a public struct the caller fills (wpack.h,
+ * "Structs never change size"): WPACK_OK when the nptr pointers and nu64
+ * u64s are all zero, else WPACK_E_INVALID_ARGUMENT with "WHAT: reserved[K]
+ * is not zero (a field of a newer HEADER ...)" in err. Every entry point
+ * taking such a struct calls it, through WPK_RESERVED_CHECK (o: a pointer
+ * to the struct, with arrays reserved_ptr and reserved). */
+int wpk_reserved_check(const char *what, const char *header, void *const *ptr, size_t nptr,
+                       const uint64_t *u64, size_t nu64, char *err, size_t errlen);
+#define WPK_RESERVED_CHECK(o, what, header, err, errlen)                                      \
+    wpk_reserved_check(what, header, (o)->reserved_ptr,                                        \
+                       sizeof (o)->reserved_ptr / sizeof (o)->reserved_ptr[0], (o)->reserved,  \
+                       sizeof (o)->reserved / sizeof (o)->reserved[0], err, errlen)
+
 /* Untrusted text made safe for a terminal or a log (format/text_escape.c,
  * the one rule for messages and the CLI's text output): C0 controls
  * (newline, CR and tab included) and DEL as \x1b, C1 code points and the

@@ -461,13 +461,7 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
     if (opt)
         o = *opt;
     char err[1024] = "";
-    int rc = WPACK_OK;
-    for (size_t k = 0; k < 3; k++) /* reserved: 3, reserved_ptr: 2 */
-        if (o.reserved[k] || (k < 2 && o.reserved_ptr[k])) {
-            wpk_fmt(err, sizeof err, "wpack_export_options: reserved field %zu is not zero "
-                    "(built against a newer wpack_import.h?)", k);
-            rc = WPACK_E_INVALID_ARGUMENT;
-        }
+    int rc = WPK_RESERVED_CHECK(&o, "wpack_export_options", "wpack_import.h", err, sizeof err);
     if (o.flags & ~(uint64_t)(WPACK_EXPORT_NO_COPY_RANGE | WPACK_EXPORT_NO_SYNC)) {
         wpk_fmt(err, sizeof err, "wpack_export_options: unknown flags %#llx (built against a "
                 "newer wpack_import.h?)", (unsigned long long)o.flags);

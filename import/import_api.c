@@ -42,12 +42,9 @@ static int options_take(const wpack_import_options *in, wpack_import_options *o,
     wpack_import_options_init(o);
     if (in)
         *o = *in;
-    for (size_t k = 0; k < 2; k++) /* reserved: 2, reserved_ptr: 2 */
-        if (o->reserved[k] || o->reserved_ptr[k]) {
-            wpk_fmt(err, errlen, "wpack_import_options: reserved field %zu is not zero (built "
-                    "against a newer wpack_import.h?)", k);
-            return WPACK_E_INVALID_ARGUMENT;
-        }
+    int rc = WPK_RESERVED_CHECK(o, "wpack_import_options", "wpack_import.h", err, errlen);
+    if (rc)
+        return rc;
     if (o->cast && o->cast != WPACK_DTYPE_BF16 && o->cast != WPACK_DTYPE_F16) {
         wpk_fmt(err, errlen, "wpack_import_options: cast %d: want 0, WPACK_DTYPE_BF16 or "
                 "WPACK_DTYPE_F16", o->cast);

@@ -30,6 +30,25 @@
  *    threads read a failure's message with wpack_errmsg_copy(), not
  *    wpack_errmsg(). A writer or update handle belongs to one thread at a
  *    time. The library keeps no state between calls outside its handles.
+ *  - Structs never change size (the rule of every wpack library's header).
+ *    A struct the caller fills and passes in - wpack_writer_options,
+ *    wpack_source, wpack_stats_in, wpack_import_options and wpack_export_options
+ *    (wpack_import.h), wpack_resolve_options and wpack_externalize_options
+ *    (wpack_mlir.h), wpack_remote_options (wpack_remote.h),
+ *    wpack_dense_settings (wpack_dense.h) - ends with reserved fields
+ *    (reserved_ptr[], reserved[]): a new field takes the place of one of
+ *    them, after the old fields, and its zero value keeps the old
+ *    behaviour. Fill such a struct with its *_init() call (wpack_source,
+ *    wpack_stats_in: all zeros) before setting fields. Every call taking one refuses it
+ *    when a reserved field is not zero, with WPACK_E_INVALID_ARGUMENT and
+ *    a message naming the struct and the field ("wpack_writer_options:
+ *    reserved[0] is not zero ..."): a program built against a newer
+ *    header asking for something this library does not have.
+ *    wpack_dense_configure() has no message, only the code. A struct the
+ *    library fills - wpack_info, wpack_tensor, wpack_meta, wpack_stats,
+ *    wpack_resolve_result, wpack_externalize_result - has reserved fields
+ *    too, which it sets to zero: a newer library's fields land there,
+ *    inside the caller's struct.
  */
 #ifndef WPACK_H
 #define WPACK_H
@@ -292,6 +311,10 @@ typedef struct wpack_source {
      * requests in flight moves them on without waiting, so its connections
      * do not idle while the caller is busy. */
     void (*idle)(void *user);
+    /* Zero: start from an all-zero struct ("Structs never change size"
+     * above); wpack_open_source refuses any other value. */
+    void *reserved_ptr[4];
+    uint64_t reserved[4];
 } wpack_source;
 int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned flags);
 void wpack_close(wpack_archive *ar);
@@ -322,6 +345,8 @@ typedef struct wpack_info {
     int recovered;              /* 1 when bytes past file_length look like an interrupted
                                  * update (ignored); the superseded generations that
                                  * in-place updates leave and reuse do not count */
+    void *reserved_ptr[2];      /* set to zero; see "Structs never change size" above */
+    uint64_t reserved[4];
 } wpack_info;
 void wpack_get_info(const wpack_archive *ar, wpack_info *info);
 
@@ -355,6 +380,8 @@ typedef struct wpack_tensor {
     uint64_t alias_target;      /* alias: index of the entry it names; external: shard number */
     uint32_t chunk_size;        /* zstd: uncompressed bytes per chunk */
     uint64_t decoded_checksum;  /* zstd: XXH3-64 of the decoded bytes; else = checksum */
+    void *reserved_ptr[2];      /* set to zero; see "Structs never change size" above */
+    uint64_t reserved[4];
 } wpack_tensor;
 
 uint64_t wpack_count(const wpack_archive *ar);
@@ -573,6 +600,8 @@ typedef struct wpack_meta {
     const char *str;            /* string: NUL-terminated, count bytes */
     const void *bytes;          /* bytes: count bytes */
     const void *priv_;          /* private: where array elements are */
+    void *reserved_ptr[2];      /* set to zero; see "Structs never change size" above */
+    uint64_t reserved[4];
 } wpack_meta;
 
 uint64_t wpack_meta_count(const wpack_archive *ar);
@@ -621,6 +650,8 @@ typedef struct wpack_stats {
      * count for all channels), exact when every channel saw as many finite
      * values, as when a weight record's count is the element count. */
     double overall_min, overall_max, overall_absmax, overall_mean, overall_variance;
+    void *reserved_ptr[2];      /* set to zero; see "Structs never change size" above */
+    uint64_t reserved[4];
 } wpack_stats;
 
 uint64_t wpack_stats_count(const wpack_archive *ar);
@@ -695,9 +726,14 @@ typedef struct wpack_writer_options {
      * a sharded set alike. The in-place update (wpack_update_*) always
      * fsyncs: its order of fsyncs is its crash safety. */
     int no_sync;
+    /* Zero (set by wpack_writer_options_init); see "Structs never change
+     * size" above. wpack_writer_open refuses any other value. */
+    void *reserved_ptr[4];
+    uint64_t reserved[4];
 } wpack_writer_options;
 /* The defaults: alignment 4096, weight stats on, no histograms, no
- * compression (but the compression defaults above filled in). */
+ * compression (but the compression defaults above filled in), reserved
+ * fields zero. */
 void wpack_writer_options_init(wpack_writer_options *opt);
 
 /*
@@ -825,6 +861,10 @@ typedef struct wpack_stats_in {
     const uint64_t *hist_counts;
     uint32_t percentile_count;
     const double *percentiles;  /* 2 x percentile_count */
+    /* Zero: start from an all-zero record ("Structs never change size"
+     * above); the calls taking records refuse any other value. */
+    void *reserved_ptr[2];
+    uint64_t reserved[4];
 } wpack_stats_in;
 int wpack_writer_add_stats(wpack_writer *w, const wpack_stats_in *s);
 

@@ -137,6 +137,11 @@ typedef struct wpack_dense_settings {
     long spin_us;           /* idle spin of the default pool (as wpack_pool_create); <0: 5000 */
     long long min_parallel; /* multiply-adds (batch x out x in) below which a call runs on
                                the calling thread alone, any pool; <0: 131072 */
+    /* Zero (set by wpack_dense_settings_init; wpack.h, "Structs never
+     * change size"): wpack_dense_configure refuses any other value with
+     * WPACK_E_INVALID_ARGUMENT and changes nothing. */
+    void *reserved_ptr[4];
+    uint64_t reserved[4];
 } wpack_dense_settings;
 void wpack_dense_settings_init(wpack_dense_settings *s);
 /* Apply s (NULL: the defaults). Make it before forward calls, not while

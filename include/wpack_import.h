@@ -49,12 +49,12 @@
  * stays bounded by the inputs' structure, not their tensor bytes (see
  * import/README.md for the limits of each format).
  *
- * Options structs never change size: new fields take the place of reserved
- * ones, and their zero value keeps the old behaviour. Always fill a struct
- * with its *_options_init() call before setting fields; the calls refuse a
- * struct whose reserved fields are not zero (WPACK_E_INVALID_ARGUMENT: a
- * program built against a newer header asking for something this library
- * does not have).
+ * Options structs never change size (wpack.h, "Structs never change
+ * size"): new fields take the place of reserved ones, and their zero value
+ * keeps the old behaviour. Always fill a struct with its *_options_init()
+ * call before setting fields; the calls refuse a struct whose reserved
+ * fields are not zero (WPACK_E_INVALID_ARGUMENT, the message naming the
+ * struct and the field).
  */
 #ifndef WPACK_IMPORT_H
 #define WPACK_IMPORT_H

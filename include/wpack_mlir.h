@@ -2,6 +2,11 @@
  * wpack_mlir.h - libwpack-mlir: resolve MLIR weight globals to archive
  * entries, externalize inline weights, annotate ops with calibration stats
  * (pkg-config wpack-mlir; needs libwpack).
+ *
+ * The options and result structs never change size (wpack.h, "Structs
+ * never change size"): fill options with their *_options_init() call; the
+ * calls refuse non-zero reserved fields (WPACK_E_INVALID_ARGUMENT, a
+ * diagnostic naming the struct and the field) and set a result's to zero.
  */
 #ifndef WPACK_MLIR_H
 #define WPACK_MLIR_H
@@ -105,6 +110,9 @@ typedef struct wpack_resolve_options {
      * entry costs a few bytes whatever its size: EMIT_INLINE writes it as
      * the splat dense<"0xFILL"> (dense<true>/dense<false> for i1), no blob. */
     uint64_t max_output;
+    /* Zero (set by wpack_resolve_options_init); see the top of this file. */
+    void *reserved_ptr[4];
+    uint64_t reserved[4];
 } wpack_resolve_options;
 
 /* Annotation forms (spec appendix B, "Annotations"). */
@@ -116,7 +124,8 @@ typedef struct wpack_resolve_options {
  * WPACK_ANNOTATE_* value, or -1 for no form. */
 int wpack_annotate_form_from_name(const char *name);
 
-/* Defaults: URI, scope "model", no map, unresolved globals are errors, 3 suggestions. */
+/* Defaults: URI, scope "model", no map, unresolved globals are errors, 3
+ * suggestions, reserved fields zero. */
 void wpack_resolve_options_init(wpack_resolve_options *opt);
 
 typedef struct wpack_resolve_result {
@@ -133,6 +142,8 @@ typedef struct wpack_resolve_result {
     uint64_t uri_other_archive;    /* of those, URIs naming another archive id */
     uint64_t annotated_as_attrs;   /* annotate, form QUANT: ops and globals whose stats
                                       kept the ATTRS form (per-channel, MIN == MAX) */
+    void *reserved_ptr[2];         /* set to zero; see the top of this file */
+    uint64_t reserved[4];
 } wpack_resolve_result;
 
 /*
@@ -194,9 +205,14 @@ typedef struct wpack_externalize_options {
     const char *source_name;       /* the MLIR file's name in messages; NULL: in_path */
     wpack_diag_fn diag;            /* NULL: diagnostics are dropped */
     void *diag_user;
+    /* Zero (set by wpack_externalize_options_init); see the top of this
+     * file. The writer options' reserved fields are checked as well. */
+    void *reserved_ptr[4];
+    uint64_t reserved[4];
 } wpack_externalize_options;
 
-/* Defaults: URI, scope "model", min_bytes 256, default writer options. */
+/* Defaults: URI, scope "model", min_bytes 256, default writer options,
+ * reserved fields zero. */
 void wpack_externalize_options_init(wpack_externalize_options *opt);
 
 typedef struct wpack_externalize_result {
@@ -206,6 +222,8 @@ typedef struct wpack_externalize_result {
     uint64_t kept;                 /* left inline: small, or a type externalize does not take */
     uint64_t resources_dropped;    /* blobs removed from the resources section */
     uint64_t warnings;
+    void *reserved_ptr[2];         /* set to zero; see the top of this file */
+    uint64_t reserved[4];
 } wpack_externalize_result;
 
 /*

@@ -111,9 +111,14 @@ typedef struct wpack_remote_options {
      * removed. Cache write failures (a full disk) only skip caching. */
     const char *cache_dir;
     uint64_t cache_max_bytes;   /* default 10 GiB */
+    /* Zero (set by wpack_remote_options_init; wpack.h, "Structs never
+     * change size"): wpack_open_url refuses any other value
+     * (WPACK_E_INVALID_ARGUMENT, the message naming the field). */
+    void *reserved_ptr[4];
+    uint64_t reserved[4];
 } wpack_remote_options;
 
-/* The defaults above. */
+/* The defaults above, reserved fields zero. */
 void wpack_remote_options_init(wpack_remote_options *opt);
 
 /* 1 when s names a remote archive this library opens: http://, https://,

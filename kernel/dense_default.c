@@ -21,8 +21,7 @@ static atomic_ullong min_parallel = WPK_DENSE_MIN_PARALLEL_DEFAULT;
 
 void wpack_dense_settings_init(wpack_dense_settings *s)
 {
-    s->isa = NULL;
-    s->threads = 0;
+    memset(s, 0, sizeof *s); /* isa NULL, threads 0, the reserved fields */
     s->spin_us = -1;
     s->min_parallel = -1;
 }
@@ -34,6 +33,9 @@ int wpack_dense_configure(const wpack_dense_settings *s)
         wpack_dense_settings_init(&d);
         s = &d;
     }
+    char why[300]; /* no message channel here: the code alone */
+    if (WPK_RESERVED_CHECK(s, "wpack_dense_settings", "wpack_dense.h", why, sizeof why))
+        return WPACK_E_INVALID_ARGUMENT;
     pthread_mutex_lock(&lock);
     pool_threads = s->threads;
     pool_spin_us = s->spin_us;

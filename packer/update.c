@@ -282,6 +282,9 @@ int wpack_update_set_stats(wpack_update *u, const wpack_stats_in *s)
     int rc = name_ok(u, "stats key", s->key);
     if (rc)
         return rc;
+    char why[300];
+    if (WPK_RESERVED_CHECK(s, "wpack_stats_in", "wpack.h", why, sizeof why))
+        return wpk_ufail(u, WPACK_E_INVALID_ARGUMENT, "stats '%s': %s", s->key, why);
     if (s->kind != WPACK_STATS_WEIGHT && s->kind != WPACK_STATS_ACTIVATION)
         return wpk_ufail(u, WPACK_E_STATS, "stats '%s': kind must be weight (%d) or activation (%d)",
                      s->key, WPACK_STATS_WEIGHT, WPACK_STATS_ACTIVATION);

@@ -103,6 +103,9 @@ static int open_writer(wpack_writer **out, const char *path, const wpack_writer_
         w->opt = *opt;
     else
         wpack_writer_options_init(&w->opt);
+    char why[300];
+    if (WPK_RESERVED_CHECK(&w->opt, "wpack_writer_options", "wpack.h", why, sizeof why))
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "%s", why);
     if (!w->opt.alignment)
         w->opt.alignment = WPACK_DEFAULT_ALIGNMENT;
     if (!wpk_is_pow2(w->opt.alignment) || w->opt.alignment < WPACK_MIN_ALIGNMENT ||

@@ -290,9 +290,11 @@ int wpack_writer_add_stats(wpack_writer *w, const wpack_stats_in *s)
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "stats: NULL record");
     if ((rc = wpk_name_ok(w, s->key, "stats key"))) /* the messages below show it as it is */
         return rc;
+    char why[300];
+    if (WPK_RESERVED_CHECK(s, "wpack_stats_in", "wpack.h", why, sizeof why))
+        return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "stats '%s': %s", s->key, why);
     const char *k = s->key;
     uint32_t C = s->channels;
-    char why[200];
     /* The reader's rules (format/stats_rules.c): a bad record fails here, not at open. */
     if ((rc = wpk_stats_shape_rule(s->kind, s->granularity, s->axis, C, s->hist_bins,
                                    s->percentile_count, why, sizeof why)))

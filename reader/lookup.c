@@ -38,6 +38,10 @@ void wpk_fill_tensor(const wpack_archive *ar, uint64_t i, wpack_tensor *t)
     t->fill_size = 0;
     t->alias_target = 0;
     t->chunk_size = 0;
+    for (size_t k = 0; k < sizeof t->reserved_ptr / sizeof t->reserved_ptr[0]; k++)
+        t->reserved_ptr[k] = NULL;
+    for (size_t k = 0; k < sizeof t->reserved / sizeof t->reserved[0]; k++)
+        t->reserved[k] = 0;
     t->name = wpk_str(ar, wpk_ld64(r + WPK_E_NAME_OFF));
     t->name_len = wpk_ld32(r + WPK_E_NAME_LEN_OFF);
     t->index = i;

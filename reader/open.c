@@ -167,6 +167,9 @@ int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned fla
     }
     ar->src = *src;
     ar->src.name = NULL;
+    char why[300];
+    if (WPK_RESERVED_CHECK(src, "wpack_source", "wpack.h", why, sizeof why))
+        return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT, "%s", why);
     if (unknown_flags(ar, src->name, flags))
         return ar->errcode;
     if (src->name && !(ar->path = strdup(src->name)))

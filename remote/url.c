@@ -490,6 +490,8 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
         !copy_str(r, 4, &r->opt.session_token) || !copy_str(r, 5, &r->opt.ca_file) || !copy_str(r, 6, &r->opt.cache_dir) ||
         !(r->given = strdup(url ? url : "")) || !(r->shown = wpack_remote_shown_url(r->given)))
         rc = WPACK_E_NOMEM;
+    else if (WPK_RESERVED_CHECK(opt, "wpack_remote_options", "wpack_remote.h", msg, sizeof msg))
+        rc = WPACK_E_INVALID_ARGUMENT;
     else if (!wpack_remote_is_url(url))
         rc = WPACK_E_INVALID_ARGUMENT, wpk_fmt(msg, sizeof msg, "not an http://, https:// "
                                                                "or s3:// URL");

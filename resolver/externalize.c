@@ -209,6 +209,14 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         wpack_externalize_options_init(&opt);
     wpack_externalize_result res = {0};
     wpk_diag d = {opt.diag, opt.diag_user, opt.source_name ? opt.source_name : in_path, 0, 0, 0};
+    char err[600];
+    if (WPK_RESERVED_CHECK(&opt, "wpack_externalize_options", "wpack_mlir.h", err, sizeof err) ||
+        (opt.writer &&
+         WPK_RESERVED_CHECK(opt.writer, "wpack_externalize_options.writer", "wpack.h", err,
+                            sizeof err))) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INVALID_ARGUMENT, "%s", err);
+        return WPACK_E_INVALID_ARGUMENT; /* before anything is opened */
+    }
     const wpk_emit_mode *mode = wpk_emit_mode_of(opt.emit);
     if (!in_path || !out_path || !archive_path || !mode ||
         !(mode->flags & WPACK_EMIT_CAN_EXTERNALIZE)) {
@@ -225,7 +233,6 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
                       "scope '%s' has a '\"' or '\\', which %s prints unescaped", scope, unescaped);
         return WPACK_E_UNSUPPORTED;
     }
-    char err[600];
     /* three different files, before anything is read or written: the
      * archive or the MLIR renamed over IN, or the MLIR over the new
      * archive, would lose it */

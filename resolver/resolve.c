@@ -261,6 +261,11 @@ int wpk_resolve_run(const wpack_archive *ar, const char *mlir, size_t len,
     const wpack_resolve_options *opt = opt_in ? opt_in : &defaults;
     wpack_resolve_result res = {0};
     wpk_diag d = {opt->diag, opt->diag_user, opt->source_name ? opt->source_name : "<input>", 0, 0, 0};
+    char why[300];
+    if (WPK_RESERVED_CHECK(opt, "wpack_resolve_options", "wpack_mlir.h", why, sizeof why)) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INVALID_ARGUMENT, "%s", why);
+        return WPACK_E_INVALID_ARGUMENT;
+    }
     if (!ar || !write || (!mlir && len) || !wpk_emit_mode_of(opt->emit) ||
         (opt->annotate_form != WPACK_ANNOTATE_ATTRS && opt->annotate_form != WPACK_ANNOTATE_QUANT)) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INVALID_ARGUMENT, "wpack_resolve: bad arguments");

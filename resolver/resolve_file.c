@@ -53,6 +53,10 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
     /* this function's own messages, with their code like the resolver's */
     wpk_diag d = {o.diag, o.diag_user, o.source_name ? o.source_name : "<input>", 0, 0, 0};
     char err[600];
+    if (WPK_RESERVED_CHECK(&o, "wpack_resolve_options", "wpack_mlir.h", err, sizeof err)) {
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INVALID_ARGUMENT, "%s", err);
+        return WPACK_E_INVALID_ARGUMENT; /* before anything is opened */
+    }
     if (!ar || !in_path || !out_path) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_INVALID_ARGUMENT, "wpack_resolve_file: bad arguments");
         return WPACK_E_INVALID_ARGUMENT;

@@ -25,6 +25,7 @@ class Tensor(ctypes.Structure):
         ("data", ctypes.c_void_p), ("fill", ctypes.c_void_p), ("fill_size", ctypes.c_size_t),
         ("alias_target", ctypes.c_uint64), ("chunk_size", ctypes.c_uint32),
         ("decoded_checksum", ctypes.c_uint64),
+        ("reserved_ptr", ctypes.c_void_p * 2), ("reserved", ctypes.c_uint64 * 4),
     ]
 
 
@@ -40,6 +41,7 @@ class Info(ctypes.Structure):
         ("metadata_count", ctypes.c_uint64), ("namemap_count", ctypes.c_uint64),
         ("stats_count", ctypes.c_uint64), ("block_dtype_count", ctypes.c_uint64),
         ("recovered", ctypes.c_int),
+        ("reserved_ptr", ctypes.c_void_p * 2), ("reserved", ctypes.c_uint64 * 4),
     ]
 
 
@@ -54,6 +56,7 @@ class Stats(ctypes.Structure):
         ("overall_min", ctypes.c_double), ("overall_max", ctypes.c_double),
         ("overall_absmax", ctypes.c_double), ("overall_mean", ctypes.c_double),
         ("overall_variance", ctypes.c_double),
+        ("reserved_ptr", ctypes.c_void_p * 2), ("reserved", ctypes.c_uint64 * 4),
     ]
 
 
@@ -65,6 +68,7 @@ class StatsIn(ctypes.Structure):
         ("variance", c_dblp),
         ("hist_bins", ctypes.c_uint32), ("hist_edges", c_dblp), ("hist_counts", c_u64p),
         ("percentile_count", ctypes.c_uint32), ("percentiles", c_dblp),
+        ("reserved_ptr", ctypes.c_void_p * 2), ("reserved", ctypes.c_uint64 * 4),
     ]
 
 
@@ -74,6 +78,7 @@ class Meta(ctypes.Structure):
         ("count", ctypes.c_uint64), ("i64", ctypes.c_int64), ("f64", ctypes.c_double),
         ("boolean", ctypes.c_int), ("str", ctypes.c_void_p), ("bytes", ctypes.c_void_p),
         ("priv_", ctypes.c_void_p),
+        ("reserved_ptr", ctypes.c_void_p * 2), ("reserved", ctypes.c_uint64 * 4),
     ]
 
 
@@ -86,6 +91,7 @@ class WriterOptions(ctypes.Structure):
         ("max_data_bytes", ctypes.c_uint64), ("portable_stats", ctypes.c_int),
         ("no_copy_range", ctypes.c_int), ("executor", ctypes.c_void_p),
         ("no_sync", ctypes.c_int),
+        ("reserved_ptr", ctypes.c_void_p * 4), ("reserved", ctypes.c_uint64 * 4),
     ]
 
 
@@ -140,6 +146,7 @@ class RemoteOptions(ctypes.Structure):
         ("session_token", ctypes.c_char_p), ("ca_file", ctypes.c_char_p),
         ("on_bytes", RemoteOnBytes), ("on_bytes_user", ctypes.c_void_p),
         ("cache_dir", ctypes.c_char_p), ("cache_max_bytes", ctypes.c_uint64),
+        ("reserved_ptr", ctypes.c_void_p * 4), ("reserved", ctypes.c_uint64 * 4),
     ]
 
 
@@ -377,5 +384,5 @@ STRUCTS.update({
     "wpack_tensor": Tensor, "wpack_info": Info, "wpack_stats": Stats,
     "wpack_stats_in": StatsIn, "wpack_meta": Meta, "wpack_writer_options": WriterOptions,
     "wpack_import_options": ImportOptions, "wpack_import_item": ImportItem,
-    "wpack_remote_options": RemoteOptions, "wpack_bytes": Bytes,
+    "wpack_remote_options": RemoteOptions, "wpack_bytes": Bytes, "wpack_executor": Executor,
 })

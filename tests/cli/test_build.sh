@@ -82,6 +82,25 @@ for h in wpack wpack_import wpack_dense wpack_mlir wpack_remote; do
     fi
 done
 
+# Structs never change size (wpack.h, Conventions): every options, settings
+# and result struct of the public headers, the source, the stats record and
+# the reader's output structs end with reserved fields a later field takes the place of
+# (a struct added without them fails here).
+no_reserved=$(awk '
+/^typedef struct [a-z_]+ \{/ { name = $3; body = ""; inside = 1; next }
+inside { body = body $0 "\n" }
+inside && /^\} [a-z_]+;/ {
+    inside = 0
+    if (name ~ /_(options|settings|result)$/ || name ~ /^wpack_(source|stats_in|tensor|info|meta|stats)$/) {
+        seen++
+        if (body !~ /reserved_ptr\[[0-9]+\];/ || body !~ /uint64_t reserved\[[0-9]+\];/)
+            print name
+    }
+}
+END { if (seen < 15) print "only " seen + 0 " structs seen" }' "$ROOT"/include/*.h | tr '\n' ' ')
+[ -z "$no_reserved" ] && pass public_structs_have_reserved_fields ||
+    fail public_structs_have_reserved_fields "$no_reserved"
+
 P="$T/prefix"
 if make -s -C "$ROOT" install BUILD="$(basename "$BUILD_DIR")" PREFIX="$P" OPT="${OPT:--O2 -g}" SAN="${SAN:-}" >"$T/inst.log" 2>&1; then
     pass make_install

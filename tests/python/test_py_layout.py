@@ -49,7 +49,65 @@ def structs_match_the_headers(d):
                 bad.append("%s.%s at C %s, ctypes %d" % (cname, f[0], c["%s.%s" % (cname, f[0])],
                                                           off))
     check(not bad, "; ".join(bad))
-    check(len(_lib.STRUCTS) >= 10, "STRUCTS lists %d structs" % len(_lib.STRUCTS))
+    check(len(_lib.STRUCTS) >= 11, "STRUCTS lists %d structs" % len(_lib.STRUCTS))
+
+
+# wpack.h, "Structs never change size": the structs a caller fills and the
+# ones the library fills end with reserved fields (mirrored here, so that
+# the sizes above match); a new field takes one's place.
+RESERVED = ("wpack_writer_options", "wpack_import_options", "wpack_remote_options",
+            "wpack_stats_in", "wpack_tensor", "wpack_info", "wpack_stats", "wpack_meta")
+
+
+@case
+def structs_end_with_reserved_fields(d):
+    bad = []
+    for cname in RESERVED:
+        names = [f[0] for f in _lib.STRUCTS[cname]._fields_]
+        if "reserved_ptr" not in names or "reserved" not in names:
+            bad.append(cname)
+    check(not bad, "no reserved fields: %s" % ", ".join(bad))
+
+
+@case
+def init_calls_zero_the_reserved_fields(d):
+    inits = [(_lib.WriterOptions, _lib.lib.wpack_writer_options_init),
+             (_lib.ImportOptions, _lib.import_lib().wpack_import_options_init),
+             (_lib.RemoteOptions, _lib.remote_lib().wpack_remote_options_init)]
+    for st, fn in inits:
+        o = st()
+        ctypes.memset(ctypes.byref(o), 0xA5, ctypes.sizeof(st))
+        fn(ctypes.byref(o))
+        check(not any(o.reserved_ptr) and not any(o.reserved),
+              "%s: init left reserved fields set" % st.__name__)
+
+
+@case
+def nonzero_reserved_fields_are_refused(d):
+    # what a program built against a newer header that set a new field
+    # gets from this library: WPACK_E_INVALID_ARGUMENT naming the field
+    lib = _lib.lib
+    o = _lib.WriterOptions()
+    lib.wpack_writer_options_init(ctypes.byref(o))
+    o.reserved[1] = 1
+    w = ctypes.c_void_p()
+    out = os.path.join(d, "r.wpack")
+    rc = lib.wpack_writer_open(ctypes.byref(w), out.encode(), ctypes.byref(o))
+    msg = lib.wpack_writer_errmsg(w).decode()
+    lib.wpack_writer_abort(w)
+    check(rc == wpack.E_INVALID_ARGUMENT and "wpack_writer_options: reserved[1] is not zero" in msg,
+          "writer: %d %r" % (rc, msg))
+    check(not os.path.exists(out), "the refused writer made %s" % out)
+    r = _lib.RemoteOptions()
+    rl = _lib.remote_lib()
+    rl.wpack_remote_options_init(ctypes.byref(r))
+    r.reserved_ptr[3] = 8
+    ar = ctypes.c_void_p()
+    rc = rl.wpack_open_url(ctypes.byref(ar), b"http://127.0.0.1:9/x.wpack", ctypes.byref(r))
+    msg = lib.wpack_errmsg(ar).decode()
+    lib.wpack_close(ar)
+    check(rc == wpack.E_INVALID_ARGUMENT and "wpack_remote_options: reserved_ptr[3] is not zero"
+          in msg, "remote: %d %r" % (rc, msg))
 
 
 @case
