@@ -24,9 +24,14 @@ static int tl_passed, tl_failed, tl_current_failed;
         }                                                                       \
     } while (0)
 
-/* CHECK_EQ for integer-like values, printing both. */
+/* CHECK_EQ for integer-like values, printing both. Each argument is
+ * evaluated once: a failing CHECK_EQ(wpack_writer_finish(w, ...), ...) must
+ * not call it a second time to print it. */
 #define CHECK_EQ(a, b)                                                          \
-    CHECK((long long)(a) == (long long)(b), "%lld != %lld", (long long)(a), (long long)(b))
+    do {                                                                        \
+        long long tl_a_ = (long long)(a), tl_b_ = (long long)(b);               \
+        CHECK(tl_a_ == tl_b_, "%s == %s: %lld != %lld", #a, #b, tl_a_, tl_b_);  \
+    } while (0)
 
 #define RUN(fn)                                                                 \
     do {                                                                        \
