@@ -500,7 +500,10 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         if (!rc)
             rc = wpk_atomic_commit(&t, m, sizeof m);
         wpk_atomic_abort(&t);
-        if (rc)
+        size_t pl = strlen(path); /* the atomic file's messages already start "PATH: " */
+        if (rc && strncmp(m, path, pl) == 0 && m[pl] == ':')
+            wpk_fmt(err, sizeof err, "%s", m);
+        else if (rc)
             wpk_fmt(err, sizeof err, "%s: %s", path, m);
     }
     if (o.err && o.err_size) /* escaped: paths and names in it may hold anything */

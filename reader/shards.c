@@ -28,8 +28,8 @@ void wpk_close_shards(wpack_archive *ar)
 static int shard_array(wpack_archive *ar, const char *key, int elem, uint64_t *n, wpack_meta *m)
 {
     if (wpack_meta_find(ar, key, m) != WPACK_OK || m->type != WPACK_META_ARRAY || m->elem_type != elem)
-        return wpk_fail(ar, WPACK_E_SHARD, "sharded set: metadata '%s' missing or not an %s array", key,
-                        elem == WPACK_META_STRING ? "string" : "i64");
+        return wpk_fail(ar, WPACK_E_SHARD, "sharded set: metadata '%s' missing or not %s array", key,
+                        elem == WPACK_META_STRING ? "a string" : "an i64");
     if (*n == UINT64_MAX)
         *n = m->count;
     if (m->count != *n || !*n || *n > WPK_MAX_SHARDS)

@@ -195,6 +195,13 @@ for c in "convert A.wpack --compress zstd" "cast A.wpack --to f16"; do
     expect_fail "${c%% *}_out_no_dir" "nodir/x\.wpack: cannot create a temporary file beside it.*\[WPACK_E_IO\]" \
         "$WPACK" $c -o nodir/x.wpack
 done
+# export says the path once (it used to prefix the atomic file's "PATH: ..." with PATH again)
+for f in safetensors npz; do
+    "$WPACK" export A.wpack --to $f -o nodir/x.$f >/dev/null 2>"$T/err"
+    [ $? -ne 0 ] && grep -q "^wpack: nodir/x\.$f: cannot create a temporary file beside it" "$T/err" &&
+        [ "$(grep -o 'nodir/x' "$T/err" | wc -l)" = 1 ] && pass export_${f}_out_no_dir ||
+        fail export_${f}_out_no_dir "$(cat "$T/err")"
+done
 
 # --- created files follow the umask (no fixed mode, no umask() in the library)
 mkdir -p um
