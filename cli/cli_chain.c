@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "cli_chain.h"
 #include "internal.h"
+#include "nameset.h"
 #include "npy.h"
 
 static int cfail(char *err, size_t errlen, int code, const char *fmt, ...)
@@ -55,8 +56,32 @@ static uint64_t step_work(const chain_step *s, uint64_t w)
     return sat_add(weight, l->out_features > UINT64_MAX / 8 ? UINT64_MAX : 8 * l->out_features);
 }
 
+/* A step's module path, for the set of layers bound so far. */
+static const uint8_t *step_path(void *ctx, uint64_t item, uint64_t *len)
+{
+    const chain *c = ctx;
+    *len = strlen(c->steps[item].path);
+    return (const uint8_t *)c->steps[item].path;
+}
+
+static int build_steps(const wpack_archive *ar, const char *spec, size_t in_width,
+                       uint64_t work_ratio, chain *c, wpk_nameset *bound, char *err,
+                       size_t errlen);
+
 int chain_build(const wpack_archive *ar, const char *spec, size_t in_width, uint64_t work_ratio,
                 chain *c, char *err, size_t errlen)
+{
+    wpk_nameset bound = {0};
+    int rc = build_steps(ar, spec, in_width, work_ratio, c, &bound, err, errlen);
+    wpk_nameset_free(&bound);
+    return rc;
+}
+
+/* A layer named again (shared weights) reuses the first binding: bound
+ * once, and fetched once from a URL (memory: each distinct layer once). */
+static int build_steps(const wpack_archive *ar, const char *spec, size_t in_width,
+                       uint64_t work_ratio, chain *c, wpk_nameset *bound, char *err,
+                       size_t errlen)
 {
     memset(c, 0, sizeof *c);
     wpack_meta m;
@@ -94,10 +119,18 @@ int chain_build(const wpack_archive *ar, const char *spec, size_t in_width, uint
         if (klen == 4 && strncmp(kind, "relu", 4) == 0) {
             s->relu = 1;
         } else if (klen == 6 && strncmp(kind, "linear", 6) == 0) {
-            char berr[600];
-            int rc = chain_bind(ar, s, berr, sizeof berr);
-            if (rc)
-                return cfail(err, errlen, rc, "layers item '%s': %s", s->path, berr);
+            uint64_t first;
+            if (wpk_nameset_find(bound, step_path, c, (const uint8_t *)s->path, plen, &first)) {
+                s->lin = c->steps[first].lin; /* its fetched[] stay with the first */
+            } else {
+                char berr[600];
+                int rc = chain_bind(ar, s, berr, sizeof berr);
+                if (rc)
+                    return cfail(err, errlen, rc, "layers item '%s': %s", s->path, berr);
+                if (!wpk_nameset_insert(bound, step_path, c, (const uint8_t *)s->path, plen,
+                                        c->n - 1))
+                    return cfail(err, errlen, WPACK_E_NOMEM, "out of memory");
+            }
         } else {
             return cfail(err, errlen, WPACK_E_INVALID_ARGUMENT,
                          "layers item '%.*s': unknown module kind '%.*s' (linear or relu)",

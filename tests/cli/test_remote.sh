@@ -21,8 +21,11 @@ np.save(f"{d}/2.weight.npy", r.standard_normal((3, 8)).astype(np.float32))
 np.save(f"{d}/2.bias.npy", r.standard_normal(3).astype(np.float32))
 np.save(f"{d}/zeros.npy", np.zeros((512, 512), dtype=np.float32))      # compresses
 np.save(f"{d}/x.npy", r.standard_normal((2, 4)).astype(np.float32))
+np.save(f"{d}/u.weight.npy", (r.standard_normal((64, 64)) / 8).astype(np.float32))  # a shared layer
+np.save(f"{d}/xs.npy", r.standard_normal((2, 64)).astype(np.float32))
 PYEOF
 mv "$T/in/x.npy" "$T/x.npy"
+mv "$T/in/xs.npy" "$T/xs.npy"
 expect create_plain "$WPACK" create -q -o "$W/a.wpack" "$T/in" --layers 0,1=relu,2
 expect create_zstd "$WPACK" create -q --compress zstd:3 -o "$W/z.wpack" "$T/in"
 expect create_set "$WPACK" create -q --shard-size 300K -o "$W/set/m.wpack" "$T/in"
@@ -40,6 +43,17 @@ done
 expect run_url "$WPACK" run "$U/a.wpack" --input "$T/x.npy" -o "$T/yu.npy"
 "$WPACK" run "$W/a.wpack" --input "$T/x.npy" -o "$T/yl.npy"
 cmp -s "$T/yu.npy" "$T/yl.npy" && pass run_same_bytes || fail run_same_bytes
+# a layer named four times (shared weights) is fetched once, not once a use
+read -r soff slen <<<"$("$WPACK" inspect --json "$W/a.wpack" | "$PY" -c '
+import json, sys
+for t in json.load(sys.stdin)["tensors"]:
+    if t["name"] == "u.weight": print(t["offset"], t["stored_length"])')"
+: >"$LOGF"
+expect run_url_shared "$WPACK" run "$U/a.wpack" --layers u,u,r=relu,u,u --input "$T/xs.npy" -o "$T/ysu.npy"
+"$WPACK" run "$W/a.wpack" --layers u,u,r=relu,u,u --input "$T/xs.npy" -o "$T/ysl.npy"
+cmp -s "$T/ysu.npy" "$T/ysl.npy" && pass run_shared_same_bytes || fail run_shared_same_bytes
+[ "$(grep -c "\"bytes=$soff-$((soff + slen - 1))\"" "$LOGF")" = 1 ] && pass run_shared_fetched_once ||
+    fail run_shared_fetched_once "u.weight at $soff+$slen: $(cat "$LOGF")"
 
 # resolve: inline blobs come from the fetched (checked) bytes
 cat >"$T/m.mlir" <<'MLIR'
