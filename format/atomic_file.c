@@ -506,10 +506,15 @@ static int tied_name(const char *s)
  * finished shard, packer/writer_shards.c) or ".shard-<n>.tmp-<pid>-<hex>"
  * (a shard being written)? Only these: a name
  * with anything else after a temporary's is not a writer's file (extract's
- * NAME.npy of a tensor named "x.npy.tmp-1-0123456789abcdef" must stay). */
-static int writer_suffix(const char *s)
+ * NAME.npy of a tensor named "x.npy.tmp-1-0123456789abcdef" must stay).
+ * Tied files only when tied_ok: they are made beside one target (a set's
+ * manifest) and settled by its own sweep; a directory's sweep (extract's
+ * NAME.npy files, whose names an archive chooses) leaves them, or a tensor
+ * "x.npy.tmp-1-0123456789abcdef.new-y" extracted as such a name would be
+ * removed by the next extract into that directory. */
+static int writer_suffix(const char *s, int tied_ok)
 {
-    if (*s == 0 || strcmp(s, ".old") == 0 || tied_name(s))
+    if (*s == 0 || strcmp(s, ".old") == 0 || (tied_ok && tied_name(s)))
         return 1;
     if (strncmp(s, ".shard-", 7) != 0)
         return 0;
@@ -528,10 +533,10 @@ static int writer_suffix(const char *s)
 
 /* s follows ".tmp-": the length of "<pid>-<16 hex>" when s starts with it
  * and what follows is a writer's (writer_suffix), else 0. */
-static size_t owner_tail(const char *s)
+static size_t owner_tail(const char *s, int tied_ok)
 {
     size_t i = pid_hex(s);
-    return i && writer_suffix(s + i) ? i : 0;
+    return i && writer_suffix(s + i, tied_ok) ? i : 0;
 }
 
 /* The length of the owning temporary's name at the start of name, or 0
@@ -544,7 +549,7 @@ static size_t owner_len(const char *name, const char *base, const char *suffix)
         size_t b = strlen(base);
         if (strncmp(name, base, b) != 0 || strncmp(name + b, TMP_TAG, tag) != 0)
             return 0;
-        size_t t = owner_tail(name + b + tag);
+        size_t t = owner_tail(name + b + tag, 1);
         return t ? b + tag + t : 0;
     }
     size_t sl = strlen(suffix);
@@ -552,7 +557,7 @@ static size_t owner_len(const char *name, const char *base, const char *suffix)
         size_t at = (size_t)(q - name);
         if (at <= sl || strncmp(q - sl, suffix, sl) != 0)
             continue;
-        size_t t = owner_tail(q + tag);
+        size_t t = owner_tail(q + tag, 0);
         if (t)
             return at + tag + t;
     }

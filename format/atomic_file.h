@@ -27,7 +27,9 @@
  * writer's links are settled by the sweep: temporary still there (and
  * unlocked) means not renamed, temporary gone while a link is still there
  * means renamed (nothing else removes a temporary before its links). NAME
- * is removed only while it is still the file linked.
+ * is removed only while it is still the file linked. Only the sweep of the
+ * one target settles them (wpk_atomic_sweep_dir leaves such names: extract
+ * writes files named after tensors).
  */
 #ifndef WPACK_FORMAT_ATOMIC_FILE_H
 #define WPACK_FORMAT_ATOMIC_FILE_H

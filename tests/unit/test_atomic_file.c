@@ -160,7 +160,7 @@ static void test_sweep_dead_not_live(void)
 
 static void test_sweep_dir_suffix(void)
 {
-    char a[512], b[512], c[512], d[512], e[512], f[512];
+    char a[512], b[512], c[512], d[512], e[512], f[512], g[512], h[512];
     path_of(a, sizeof a, "t.npy.tmp-7-0123456789abcdef");
     path_of(b, sizeof b, "t.txt.tmp-7-0123456789abcdef");
     path_of(c, sizeof c, "u.npy.tmp-7-0123456789abcdeg"); /* not hex: not ours */
@@ -169,6 +169,13 @@ static void test_sweep_dir_suffix(void)
     path_of(d, sizeof d, "v.npy.tmp-7-0123456789abcdef.shard-00002.tmp-7-0123456789abcdef");
     path_of(e, sizeof e, "v.npy.tmp-7-0123456789abcdef.old");
     path_of(f, sizeof f, "v.npy.tmp-7-0123456789abcdef.npy");
+    /* extract's files of tensors "w.npy.tmp-7-0123456789abcdef.new-y" and
+     * ".gone-y": named like a set writer's tied files, which only the sweep
+     * of one target settles */
+    path_of(g, sizeof g, "w.npy.tmp-7-0123456789abcdef.new-y.npy");
+    path_of(h, sizeof h, "w.npy.tmp-7-0123456789abcdef.gone-y.npy");
+    touch(g, "x");
+    touch(h, "x");
     touch(a, "x");
     touch(b, "x");
     touch(c, "x");
@@ -179,9 +186,12 @@ static void test_sweep_dir_suffix(void)
     CHECK(!exists(a) && exists(b) && exists(c), "only the .npy targets' dead temporaries go");
     CHECK(!exists(d) && !exists(e), "a dead writer's shard and .old files go");
     CHECK(exists(f), "a file whose name goes on past a temporary's is kept");
+    CHECK(exists(g) && exists(h), "a directory's sweep keeps files named like tied ones");
     unlink(b);
     unlink(c);
     unlink(f);
+    unlink(g);
+    unlink(h);
 }
 
 /* Files tied to a rename (wpk_atomic_add_file, wpk_atomic_add_gone): the
