@@ -444,8 +444,15 @@ int wpk_atomic_add_gone(wpk_atomic *a, const char *path, char *err, size_t errle
         wpk_fmt(err, errlen, "out of memory");
         return WPACK_E_NOMEM;
     }
-    if (link && linkat(AT_FDCWD, path, AT_FDCWD, link, 0) != 0) {
-        free(link); /* no link (no hard links here): removed after a commit, not after a kill */
+    /* Linked only when the file has the temporary's owner: a sweep settles
+     * only its own user's files, so another's link would outlive the
+     * temporary (removed by its owner's sweep) and the next sweep of the
+     * link's owner would take the missing temporary for a rename and
+     * remove a shard the set at the target still names. */
+    struct stat tst;
+    if (link && (fstat(a->fd, &tst) != 0 || tst.st_uid != st.st_uid ||
+                 linkat(AT_FDCWD, path, AT_FDCWD, link, 0) != 0)) {
+        free(link); /* no link: removed after a commit, not after a kill */
         link = NULL;
     }
     *l = (struct wpk_atomic_link){link, full, st.st_dev, st.st_ino, 1};
