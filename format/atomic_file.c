@@ -571,6 +571,37 @@ static size_t owner_len(const char *name, const char *base, const char *suffix)
     return 0;
 }
 
+/* Before a dead temporary owner (locked by this sweep) is removed: settle
+ * its tied files as not renamed, those a first pass left because the
+ * writer was still alive then (killed in between, a tied file outliving its
+ * temporary would be taken for a rename by the next sweep, which removes
+ * a gone file, a shard of the set still in place). 1 when one is left (not
+ * this user's, or not removed): the temporary then stays. */
+static int tied_left(int dfd, const char *owner)
+{
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), left = 0;
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    size_t n = strlen(owner);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int gone;
+        const char *name = strncmp(de->d_name, owner, n) == 0 ? tied(de->d_name + n, &gone) : NULL;
+        struct stat st;
+        if (!name || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (st.st_uid == geteuid())
+            settle(dfd, de->d_name, name, st.st_dev, st.st_ino, gone, 0, 0);
+        left |= fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    }
+    closedir(d);
+    return left;
+}
+
 /* Remove name when it is a regular file of ours whose owner is gone or
  * unlocked (the writer that held the lock has exited). A tied file
  * (".new-NAME", ".gone-NAME") is settled instead: its writer renamed its
@@ -608,8 +639,8 @@ static void remove_if_dead(int dfd, const char *dir, const char *name, const cha
             ;
         else if (tied_to)
             settle(dfd, name, tied_to, st.st_dev, st.st_ino, gone, 0, 0);
-        else
-            unlinkat(dfd, name, 0);
+        else if (name[strlen(owner)] != 0 || !tied_left(dfd, owner))
+            unlinkat(dfd, name, 0); /* a temporary last, after its tied files */
     }
     close(ofd); /* releases the lock */
 }
