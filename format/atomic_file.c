@@ -444,8 +444,15 @@ int wpk_atomic_add_gone(wpk_atomic *a, const char *path, char *err, size_t errle
         wpk_fmt(err, errlen, "out of memory");
         return WPACK_E_NOMEM;
     }
-    if (link && linkat(AT_FDCWD, path, AT_FDCWD, link, 0) != 0) {
-        free(link); /* no link (no hard links here): removed after a commit, not after a kill */
+    /* Linked only when the file has the temporary's owner: a sweep settles
+     * only its own user's files, so another's link would outlive the
+     * temporary (removed by its owner's sweep) and the next sweep of the
+     * link's owner would take the missing temporary for a rename and
+     * remove a shard the set at the target still names. */
+    struct stat tst;
+    if (link && (fstat(a->fd, &tst) != 0 || tst.st_uid != st.st_uid ||
+                 linkat(AT_FDCWD, path, AT_FDCWD, link, 0) != 0)) {
+        free(link); /* no link: removed after a commit, not after a kill */
         link = NULL;
     }
     *l = (struct wpk_atomic_link){link, full, st.st_dev, st.st_ino, 1};
@@ -506,10 +513,15 @@ static int tied_name(const char *s)
  * finished shard, packer/writer_shards.c) or ".shard-<n>.tmp-<pid>-<hex>"
  * (a shard being written)? Only these: a name
  * with anything else after a temporary's is not a writer's file (extract's
- * NAME.npy of a tensor named "x.npy.tmp-1-0123456789abcdef" must stay). */
-static int writer_suffix(const char *s)
+ * NAME.npy of a tensor named "x.npy.tmp-1-0123456789abcdef" must stay).
+ * Tied files only when tied_ok: they are made beside one target (a set's
+ * manifest) and settled by its own sweep; a directory's sweep (extract's
+ * NAME.npy files, whose names an archive chooses) leaves them, or a tensor
+ * "x.npy.tmp-1-0123456789abcdef.new-y" extracted as such a name would be
+ * removed by the next extract into that directory. */
+static int writer_suffix(const char *s, int tied_ok)
 {
-    if (*s == 0 || strcmp(s, ".old") == 0 || tied_name(s))
+    if (*s == 0 || strcmp(s, ".old") == 0 || (tied_ok && tied_name(s)))
         return 1;
     if (strncmp(s, ".shard-", 7) != 0)
         return 0;
@@ -528,10 +540,10 @@ static int writer_suffix(const char *s)
 
 /* s follows ".tmp-": the length of "<pid>-<16 hex>" when s starts with it
  * and what follows is a writer's (writer_suffix), else 0. */
-static size_t owner_tail(const char *s)
+static size_t owner_tail(const char *s, int tied_ok)
 {
     size_t i = pid_hex(s);
-    return i && writer_suffix(s + i) ? i : 0;
+    return i && writer_suffix(s + i, tied_ok) ? i : 0;
 }
 
 /* The length of the owning temporary's name at the start of name, or 0
@@ -544,7 +556,7 @@ static size_t owner_len(const char *name, const char *base, const char *suffix)
         size_t b = strlen(base);
         if (strncmp(name, base, b) != 0 || strncmp(name + b, TMP_TAG, tag) != 0)
             return 0;
-        size_t t = owner_tail(name + b + tag);
+        size_t t = owner_tail(name + b + tag, 1);
         return t ? b + tag + t : 0;
     }
     size_t sl = strlen(suffix);
@@ -552,11 +564,42 @@ static size_t owner_len(const char *name, const char *base, const char *suffix)
         size_t at = (size_t)(q - name);
         if (at <= sl || strncmp(q - sl, suffix, sl) != 0)
             continue;
-        size_t t = owner_tail(q + tag);
+        size_t t = owner_tail(q + tag, 0);
         if (t)
             return at + tag + t;
     }
     return 0;
+}
+
+/* Before a dead temporary owner (locked by this sweep) is removed: settle
+ * its tied files as not renamed, those a first pass left because the
+ * writer was still alive then (killed in between, a tied file outliving its
+ * temporary would be taken for a rename by the next sweep, which removes
+ * a gone file, a shard of the set still in place). 1 when one is left (not
+ * this user's, or not removed): the temporary then stays. */
+static int tied_left(int dfd, const char *owner)
+{
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), left = 0;
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    size_t n = strlen(owner);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int gone;
+        const char *name = strncmp(de->d_name, owner, n) == 0 ? tied(de->d_name + n, &gone) : NULL;
+        struct stat st;
+        if (!name || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (st.st_uid == geteuid())
+            settle(dfd, de->d_name, name, st.st_dev, st.st_ino, gone, 0, 0);
+        left |= fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    }
+    closedir(d);
+    return left;
 }
 
 /* Remove name when it is a regular file of ours whose owner is gone or
@@ -596,8 +639,8 @@ static void remove_if_dead(int dfd, const char *dir, const char *name, const cha
             ;
         else if (tied_to)
             settle(dfd, name, tied_to, st.st_dev, st.st_ino, gone, 0, 0);
-        else
-            unlinkat(dfd, name, 0);
+        else if (name[strlen(owner)] != 0 || !tied_left(dfd, owner))
+            unlinkat(dfd, name, 0); /* a temporary last, after its tied files */
     }
     close(ofd); /* releases the lock */
 }

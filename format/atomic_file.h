@@ -27,7 +27,9 @@
  * writer's links are settled by the sweep: temporary still there (and
  * unlocked) means not renamed, temporary gone while a link is still there
  * means renamed (nothing else removes a temporary before its links). NAME
- * is removed only while it is still the file linked.
+ * is removed only while it is still the file linked. Only the sweep of the
+ * one target settles them (wpk_atomic_sweep_dir leaves such names: extract
+ * writes files named after tensors).
  */
 #ifndef WPACK_FORMAT_ATOMIC_FILE_H
 #define WPACK_FORMAT_ATOMIC_FILE_H
@@ -131,7 +133,8 @@ int wpk_atomic_add_file(wpk_atomic *a, const char *from, const char *name, char 
  * commit's directory fsync (by the commit, or by the sweep when the writer
  * was killed after its rename). An abort or a failed commit leaves it. Where
  * no link can be made, it is still removed after a commit but not after a
- * kill. WPACK_OK (also when nothing is at path), or WPACK_E_NOMEM. */
+ * kill; so also for a file whose owner is not the temporary's. WPACK_OK
+ * (also when nothing is at path), or WPACK_E_NOMEM. */
 int wpk_atomic_add_gone(wpk_atomic *a, const char *path, char *err, size_t errlen);
 
 /* Close and remove the temporary; nothing happens at the target (the files

@@ -133,6 +133,11 @@ char *wpack_remote_shown_url(const char *url)
     int port_ok = 1;
     for (const char *p = port; p && p < aend; p++)
         port_ok &= *p >= '0' && *p <= '9';
+    /* digits (or none) there but an '@' after the authority: a password
+     * that starts with digits and holds a raw '/', '?' or '#' ("u:12/34@h",
+     * curl takes "u" for the host and 12 for the port): hidden alike */
+    if (port && !at && strchr(aend, '@'))
+        port_ok = 0;
     if (!port_ok) {
         /* not a URL (curl refuses it): from the port on it may be what a
          * password holding a raw '/', '?' or '#' left, so none is shown */

@@ -219,6 +219,35 @@ else
     fail update_set_kills_safe "strace is needed for the kills after each step"
 fi
 
+# ---- a writer killed between the two passes of another run's sweep: the
+# first pass leaves its tied files (its temporary is locked: alive), the
+# second finds the temporary dead. It settles them before it removes the
+# temporary; else a '.gone-' link outlived it, and the next sweep took the
+# missing temporary for a rename and removed a shard of the set in place.
+# The writer is faked (its temporary and one tie, held by flock for 2 s);
+# strace holds the sweep 4 s before its second pass (its rewinddir's lseek).
+if command -v strace >/dev/null && command -v flock >/dev/null; then
+    rm -rf race && mkdir race
+    "$WPACK" create -q --shard-size 70K -o race/s.wpack a || fail race_set
+    tmp=race/s.wpack.tmp-999-0123456789abcdef
+    echo manifest >$tmp
+    sh1=$(cd race && ls | grep -- '-00001-of-')
+    ln race/$sh1 $tmp.gone-$sh1
+    flock $tmp sleep 2 &
+    hpid=$!
+    sleep 0.3
+    echo garbage >race/bad.npy
+    traced -o /dev/null -e trace=lseek -e inject=lseek:delay_enter=4000000:when=2 \
+        "$WPACK" create -q -o race/s.wpack race/bad.npy >/dev/null 2>&1 # fails after its sweep
+    wait $hpid
+    "$WPACK" create -q -o race/s.wpack race/bad.npy >/dev/null 2>&1 # the next sweep
+    [ "$(state race/s.wpack)" = a ] && [ ! -e $tmp ] && [ -z "$(ls race | grep tmp-999)" ] &&
+        pass sweep_race_keeps_set || fail sweep_race_keeps_set "$(state race/s.wpack); $(ls race)"
+    rm -rf race
+else
+    fail sweep_race_keeps_set "strace and flock are needed"
+fi
+
 # ---- readers while the set is replaced: old or new, never an error. The
 # reader is held for a second right after it opened the manifest (strace:
 # delay after its openat of it), while the set is replaced and the old

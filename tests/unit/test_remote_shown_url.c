@@ -38,6 +38,13 @@ static void test_shown(void)
     shown_is("http://user:pa/ss@host/m", "http://user:***");
     shown_is("http://user:pa?ss@host/m", "http://user:***");
     shown_is("http://user:pa#ss@host/m", "http://user:***");
+    /* ... one that starts with digits (a port to curl), or is empty */
+    shown_is("http://user:1234/5678@host/m", "http://user:***");
+    shown_is("http://user:12?34@host/m", "http://user:***");
+    shown_is("http://user:12#34@host/m", "http://user:***");
+    shown_is("http://user:/pass@host/m", "http://user:***");
+    shown_is("http://host:8080/m?to=a@b", "http://host:***"); /* hidden too: cannot tell */
+    shown_is("http://host/users/a@b/m", "http://host/users/a@b/m");
     /* the query: every value, names kept; bare items; empty values */
     shown_is("https://h/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F2026&"
              "X-Amz-Signature=abcdef",
