@@ -36,6 +36,18 @@ def raises(exc_type, fn, *args, code=None, **kw):
     raise AssertionError("%s did not raise %s" % (getattr(fn, "__name__", fn), exc_type.__name__))
 
 
+# Messages must show untrusted text escaped (the library's rule, wpack_text_escape).
+BAD = "e\x1b[31m\n\rX"            # ESC [31m, LF, CR in a path or a name
+SHOWN = r"e\x1b[31m\x0a\x0dX"       # as messages show it
+
+
+def escaped(e, *also):
+    """str(e) holds no control character, shows BAD escaped and each of also."""
+    s = str(e)
+    return (not any(ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 for c in s) and SHOWN in s
+            and all(a in s for a in also))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="wpack-py-")
     try:

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import torch
 
-from pycase import case, check, main, raises
+from pycase import BAD, SHOWN, case, check, escaped, main, raises
 import wpack
 
 
@@ -37,17 +37,6 @@ def pack_torch_and_npz(d):
             hit = [n for n in names if n == k or n.endswith("." + k) or n.endswith("/" + k)]
             check(hit, "npz entry %s missing in %s" % (k, names))
             check(np.array_equal(f.get_tensor(hit[0]), z[k]), "npz entry %s" % k)
-
-
-BAD = "e\x1b[31m\n\rX"            # ESC [31m, LF, CR in a path or a name
-SHOWN = r"e\x1b[31m\x0a\x0dX"       # as messages show it
-
-
-def escaped(e, *also):
-    """str(e) holds no control character, shows BAD escaped and each of also."""
-    s = str(e)
-    return (not any(ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 for c in s) and SHOWN in s
-            and all(a in s for a in also))
 
 
 @case

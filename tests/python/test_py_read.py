@@ -10,7 +10,7 @@ import weakref
 import numpy as np
 import torch
 
-from pycase import case, check, main, raises
+from pycase import BAD, case, check, escaped, main, raises
 import wpack
 from wpack._lib import lib
 
@@ -486,17 +486,6 @@ def small_argument_checks(d):
                timeout_s=2)
     check("not an http" not in str(e) and e.name != "WPACK_E_INVALID_ARGUMENT",
           "upper-case scheme refused: %s" % e)
-
-BAD = "e\x1b[31m\n\rX"            # ESC [31m, LF, CR in a path or a name
-SHOWN = r"e\x1b[31m\x0a\x0dX"       # as messages show it
-
-
-def escaped(e, *also):
-    """str(e) holds no control character, shows BAD escaped and each of also."""
-    s = str(e)
-    return (not any(ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 for c in s) and SHOWN in s
-            and all(a in s for a in also))
-
 
 @case
 def messages_escape_controls(d):
