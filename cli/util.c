@@ -96,8 +96,8 @@ wpack_archive *cli_open_reads(const char *path, int verify)
     /* WPACK_FOLLOW_LINKS=1: a sharded set's shards may be symlinks. */
     const char *fl = getenv("WPACK_FOLLOW_LINKS");
     unsigned flags = fl && *fl && strcmp(fl, "0") != 0 ? WPACK_OPEN_FOLLOW_LINKS : 0;
-    if (verify)
-        flags |= WPACK_OPEN_VERIFY_READS;
+    if (!verify)
+        flags |= WPACK_OPEN_NO_VERIFY_READS;
     int rc = cli_is_url(path) ? cli_open_url(&ar, path, flags) : wpack_open_file(&ar, path, flags);
     if (rc == WPACK_OK) {
         cli_attach_pool(ar);

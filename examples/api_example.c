@@ -39,8 +39,12 @@ int main(int argc, char **argv)
         return 1;
     }
     wpack_tensor t;
-    if (wpack_find(ar, "_param_constant0", &t) == WPACK_OK) {
-        const float *v = t.data; /* points into the mapped file */
+    const void *bytes;
+    uint64_t nbytes;
+    /* the view points into the mapped file, checked against its XXH3 first */
+    if (wpack_find(ar, "_param_constant0", &t) == WPACK_OK &&
+        wpack_tensor_view(ar, t.index, &bytes, &nbytes) == WPACK_OK) {
+        const float *v = bytes;
         printf("%s: %s [%llu, %llu], v[5] = %g\n", t.name, wpack_dtype_name(t.dtype),
                (unsigned long long)t.dims[0], (unsigned long long)t.dims[1], v[5]);
     }

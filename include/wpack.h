@@ -214,17 +214,23 @@ typedef struct wpack_archive wpack_archive;
  * directory). A shard that is not a regular file (a FIFO, a device) is
  * always refused. */
 #define WPACK_OPEN_FOLLOW_LINKS 2u
-/* Verify on read: every call that hands out an entry's bytes first checks
- * them against the entry's XXH3 (the decoded checksum for a compressed
- * tensor) and fails with WPACK_E_CHECKSUM (or WPACK_E_DECODE) instead of
- * handing out corrupt bytes: wpack_read(), wpack_read_ex(),
- * wpack_read_stream(), wpack_tensor_view() and wpack_linear_bind(). Each
- * entry is hashed at most once per open (the result, pass or fail, is
- * remembered per entry, thread-safely); a splat's fill is checked at every
- * open anyway. Not covered: wpack_tensor.data as filled by
- * wpack_tensor_at() / wpack_find(): call wpack_verify_once() before using
- * that pointer. Cost: one XXH3 pass (several GB/s) per entry read. */
+/* Verify on read, the default: every call that hands out an entry's bytes
+ * first checks them against the entry's XXH3 (the decoded checksum for a
+ * compressed tensor) and fails with WPACK_E_CHECKSUM (or WPACK_E_DECODE)
+ * instead of handing out corrupt bytes: wpack_read(), wpack_read_ex(),
+ * wpack_read_stream(), wpack_read_to_fd(), wpack_tensor_view() and
+ * wpack_linear_bind(). Each entry is hashed at most once per open (the
+ * result, pass or fail, is remembered per entry, thread-safely); a splat's
+ * fill is checked at every open anyway. Cost: one XXH3 pass (several GB/s)
+ * over each entry at its first read. WPACK_OPEN_NO_VERIFY_READS opts out
+ * (the bytes are then handed out unchecked unless a call asks with
+ * WPACK_READ_VERIFY); WPACK_OPEN_VERIFY_READS says the default explicitly
+ * (both together: WPACK_E_INVALID_ARGUMENT). Not a hand-out:
+ * wpack_tensor.data as filled by wpack_tensor_at() / wpack_find() says
+ * where the bytes are mapped, unchecked; use wpack_tensor_view() (or call
+ * wpack_verify_once() first) to get them checked. */
 #define WPACK_OPEN_VERIFY_READS 4u
+#define WPACK_OPEN_NO_VERIFY_READS 8u
 
 /*
  * Open an archive file read-only, or a caller's buffer (which must stay
@@ -262,8 +268,8 @@ int wpack_open_memory(wpack_archive **out, const void *buf, size_t len, unsigned
  * against its XXH3 before handing out any byte, whatever the flags (a
  * mismatch is fetched once more, forget() called first, then
  * WPACK_E_CHECKSUM naming the tensor). Two exceptions: a partial read of a
- * plain entry without verification (no WPACK_OPEN_VERIFY_READS, no
- * WPACK_READ_VERIFY) reads only the bytes asked for, unchecked (a part
+ * plain entry without verification (opened with WPACK_OPEN_NO_VERIFY_READS,
+ * no WPACK_READ_VERIFY) reads only the bytes asked for, unchecked (a part
  * cannot be checked alone); and the handle keeps the last entry fetched
  * whole (up to 128 MiB), so reads of it that follow are served from that
  * checked copy without a read(). (And stream_window below: streams of
@@ -374,7 +380,8 @@ typedef struct wpack_tensor {
     uint64_t offset;            /* file offset of the bytes (data, alias) */
     uint64_t stored_length;     /* bytes in the file (0 for splat) */
     uint64_t checksum;          /* XXH3-64 of the stored bytes (of the fill value for splat) */
-    const void *data;           /* zero-copy view; NULL for splat */
+    const void *data;           /* where the bytes are mapped, not checked (NULL for splat and
+                                   without a mapping): wpack_tensor_view() checks them */
     const void *fill;           /* splat: the fill value, one element */
     size_t fill_size;
     uint64_t alias_target;      /* alias: index of the entry it names; external: shard number */
@@ -421,8 +428,8 @@ int wpack_file_identity(const wpack_archive *ar, const char **path, uint64_t *de
 
 /* The zero-copy view of entry i's bytes: *data and *nbytes. A splat or a
  * compressed tensor has no bytes to point at: WPACK_E_NO_VIEW (use
- * wpack_read()). wpack_tensor.data is the same pointer, or NULL. With
- * WPACK_OPEN_VERIFY_READS the entry is checked once first (see
+ * wpack_read()). wpack_tensor.data is the same pointer, or NULL. Unless the
+ * archive was opened with WPACK_OPEN_NO_VERIFY_READS, the entry is checked once first (see
  * wpack_verify_once(); *data and *nbytes are set either way). An entry
  * whose bytes an earlier check of this handle found bad (wpack_verify_once,
  * a verified read) is refused with that error by every call that hands
@@ -438,7 +445,7 @@ int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, ui
  * compressed bytes, WPACK_E_NOMEM. A chunk read only in part is kept
  * decoded (one per archive), so small reads walking through a big chunk
  * decode it once. This call sets no message (the archive is shared between
- * threads), except for a failed check under WPACK_OPEN_VERIFY_READS or an
+ * threads), except for a failed check (verify on read) or an
  * entry found bad before (wpack_tensor_view() above). */
 int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes);
 
@@ -472,11 +479,11 @@ int wpack_set_executor(wpack_archive *ar, const wpack_executor *ex);
 
 /* Flags for wpack_read_ex() and wpack_read_stream() (any other bit:
  * WPACK_E_INVALID_ARGUMENT, as is a NULL dst with nbytes > 0). */
-#define WPACK_READ_VERIFY 1u  /* check the entry's bytes, as WPACK_OPEN_VERIFY_READS does */
+#define WPACK_READ_VERIFY 1u  /* check the entry's bytes even under WPACK_OPEN_NO_VERIFY_READS */
 
 /*
  * wpack_read() that can check what it hands out: with WPACK_READ_VERIFY in
- * flags (or an archive opened with WPACK_OPEN_VERIFY_READS) the entry's
+ * flags (or an archive opened without WPACK_OPEN_NO_VERIFY_READS) the entry's
  * bytes are checked against its checksum before dst is trusted:
  * WPACK_E_CHECKSUM or WPACK_E_DECODE, with a message naming the entry
  * (wpack_errmsg(); several threads failing at once leave one of their
@@ -493,7 +500,7 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
  * 1 MiB: views straight from the mapping (no copy), each zstd chunk decoded
  * once (several at a time on the archive's executor, see
  * wpack_set_executor(); at most 16 MiB or one chunk held), splats expanded. A non-zero return from fn stops the stream and is
- * returned as is. With WPACK_READ_VERIFY (or WPACK_OPEN_VERIFY_READS) each
+ * returned as is. With WPACK_READ_VERIFY (or verify on read, the default) each
  * piece is hashed just before fn gets it and the call returns
  * WPACK_E_CHECKSUM at the end when the bytes do not match (message naming
  * the entry): fn has then seen bad bytes, and the caller must discard what
@@ -522,7 +529,7 @@ int wpack_read_stream(const wpack_archive *ar, uint64_t i, wpack_read_fn fn, voi
  * here are dropped from the process as they are consumed (they stay in the
  * page cache), so memory stays flat whatever the size.
  *
- * With WPACK_READ_VERIFY (or WPACK_OPEN_VERIFY_READS) the bytes are checked
+ * With WPACK_READ_VERIFY (or verify on read, the default) the bytes are checked
  * against the entry's checksum unless this open checked the entry before:
  * what copy_file_range wrote is read back from fd (fd must then be open
  * for reading too, else the bytes go through read and write) and hashed,

@@ -35,12 +35,13 @@ extern "C" {
  * are checked. wpack_dense_configure() may force a path (one the machine
  * lacks makes every call fail with WPACK_E_UNSUPPORTED).
  *
- * Threads: rows are split over a thread pool (wpack_pool below), and small
- * layers run on the calling thread alone. wpack_linear_forward_pool() runs
- * on a pool the caller made; wpack_linear_forward() on the default pool,
- * which is created on its first call that is worth threads (online CPUs, or
- * the count given to wpack_dense_configure()) and lives until
- * wpack_dense_shutdown() joins it. An idle pool thread spins about 5 ms for
+ * Threads: the library starts none unless the caller asks. Rows are split
+ * over a thread pool (wpack_pool below), and small layers run on the
+ * calling thread alone. wpack_linear_forward_pool() runs on a pool the
+ * caller made; wpack_linear_forward() on the default pool, which is the
+ * calling thread alone until wpack_dense_configure() sets threads to 0
+ * (online CPUs) or N > 1; it is then created on the first call that is
+ * worth threads and lives until wpack_dense_shutdown() joins it. An idle pool thread spins about 5 ms for
  * the next call before it sleeps (a core stays busy meanwhile); a pool's
  * spin_us changes that. Calls may be made from any number of threads at
  * once; calls on one pool take turns.
@@ -83,7 +84,10 @@ typedef struct wpack_linear {
 int wpack_linear_bind(const wpack_archive *ar, const char *prefix, wpack_linear *out,
                       char *err, size_t errlen);
 
-/* The same from entries the caller looked up; scale and bias may be NULL. */
+/* The same from entries the caller looked up; scale and bias may be NULL.
+ * Their bytes are not checked here (there is no handle to check them
+ * with): wpack_linear_bind() checks them, or call wpack_tensor_view() on
+ * each entry first. */
 int wpack_linear_from_tensors(const wpack_tensor *weight, const wpack_tensor *scale,
                               const wpack_tensor *bias, wpack_linear *out, char *err,
                               size_t errlen);
@@ -133,7 +137,8 @@ int wpack_linear_forward_pool(wpack_pool *pool, const wpack_linear *l, const flo
  * environment). Defaults from wpack_dense_settings_init(). */
 typedef struct wpack_dense_settings {
     const char *isa;        /* NULL or "": the best path; "scalar", "avx2" or "avx512" forces one */
-    unsigned threads;       /* threads of the default pool; 0: online CPUs */
+    unsigned threads;       /* threads of the default pool, the caller included: 1 (the
+                               default) starts none; 0: online CPUs */
     long spin_us;           /* idle spin of the default pool (as wpack_pool_create); <0: 5000 */
     long long min_parallel; /* multiply-adds (batch x out x in) below which a call runs on
                                the calling thread alone, any pool; <0: 131072 */

@@ -321,7 +321,7 @@ uint64_t wpack_export_size_bound(const wpack_archive *ar, int format);
  * else: WPACK_E_INVALID_ARGUMENT). The output goes to a temporary file
  * beside path, fsynced (unless WPACK_EXPORT_NO_SYNC) and renamed into place: on failure nothing appears
  * at path and an existing file there is untouched. Compressed tensors are
- * decoded chunk by chunk; when ar was opened with WPACK_OPEN_VERIFY_READS
+ * decoded chunk by chunk; unless ar was opened with WPACK_OPEN_NO_VERIFY_READS
  * each tensor's bytes are checked against its XXH3 as they are written
  * (WPACK_E_CHECKSUM naming the tensor). Block-quantized tensors have no
  * equivalent in safetensors, npz and tar, nor has a tensor called "__metadata__" in

@@ -38,8 +38,8 @@ int wpack_emit_from_name(const char *name);
 unsigned wpack_emit_flags(int emit);
 #define WPACK_EMIT_CAN_EXTERNALIZE 1u /* wpack_externalize_file can write it */
 #define WPACK_EMIT_HAS_SCOPE 2u       /* the options' scope is used */
-#define WPACK_EMIT_READS_BYTES 4u     /* the output carries the entries' bytes: open the
-                                         archive with WPACK_OPEN_VERIFY_READS to check them */
+#define WPACK_EMIT_READS_BYTES 4u     /* the output carries the entries' bytes: checked unless the
+                                         archive was opened with WPACK_OPEN_NO_VERIFY_READS */
 
 /* Severity of a resolver diagnostic. */
 #define WPACK_DIAG_ERROR 0

@@ -7,9 +7,10 @@
  * library feeds with range GETs. Everything wpack.h does on a handle works
  * on a remote one, except zero-copy views (there is no mapping): an entry
  * fetched whole is checked against its XXH3 before any byte of it is
- * handed out. A partial wpack_read without verification fetches only the
- * bytes asked for (unchecked); with verification (WPACK_OPEN_VERIFY_READS
- * or WPACK_READ_VERIFY) the entry is fetched whole once and checked, and
+ * handed out. A partial wpack_read without verification (opened with
+ * WPACK_OPEN_NO_VERIFY_READS) fetches only the
+ * bytes asked for (unchecked); with verification (the default, or
+ * WPACK_READ_VERIFY under WPACK_OPEN_NO_VERIFY_READS) the entry is fetched whole once and checked, and
  * the handle keeps that fetch (one entry, up to 128 MiB) for the partial
  * reads that follow; a partial read of an entry no longer kept fetches it
  * whole again and checks it (or reads it from the cache): with

@@ -142,8 +142,9 @@ int wpack_linear_bind(const wpack_archive *ar, const char *prefix, wpack_linear 
     int rb = find_part(ar, prefix, ".bias", &b, name, sizeof name);
     rc = wpack_linear_from_tensors(&w, rs == WPACK_OK ? &s : NULL, rb == WPACK_OK ? &b : NULL, out,
                                    err, errlen);
-    /* The views the kernel will read: under WPACK_OPEN_VERIFY_READS,
-     * wpack_tensor_view checks each entry's bytes once. */
+    /* The views the kernel will read: unless the archive was opened with
+     * WPACK_OPEN_NO_VERIFY_READS, wpack_tensor_view checks each entry's
+     * bytes once. */
     const wpack_tensor *used[3] = {&w, rs == WPACK_OK ? &s : NULL, rb == WPACK_OK ? &b : NULL};
     for (int k = 0; k < 3 && rc == WPACK_OK; k++) {
         const void *p;

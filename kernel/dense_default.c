@@ -1,6 +1,9 @@
 /* dense_default.c - the kernel's process-wide settings and the default pool
  * of wpack_linear_forward: made on its first call that is worth threads,
- * joined by wpack_dense_shutdown(). Nothing here reads the environment:
+ * joined by wpack_dense_shutdown(). Until the caller asks for threads
+ * (wpack_dense_configure with threads != 1) that pool is the calling thread
+ * alone: a library starts no thread of its own accord. Nothing here reads
+ * the environment:
  * the CLI reads WPACK_ISA, WPACK_THREADS, WPACK_SPIN_US and
  * WPACK_DENSE_MIN_PARALLEL and passes them to wpack_dense_configure(). */
 #include <pthread.h>
@@ -15,13 +18,14 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(wpack_pool *) default_pool;
-static unsigned pool_threads;           /* 0: online CPUs */
+static unsigned pool_threads = 1;       /* 1: no worker thread; 0: online CPUs */
 static long pool_spin_us = -1;          /* <0: the pool's default */
 static atomic_ullong min_parallel = WPK_DENSE_MIN_PARALLEL_DEFAULT;
 
 void wpack_dense_settings_init(wpack_dense_settings *s)
 {
-    memset(s, 0, sizeof *s); /* isa NULL, threads 0, the reserved fields */
+    memset(s, 0, sizeof *s); /* isa NULL, the reserved fields */
+    s->threads = 1;          /* the calling thread alone until the caller asks for more */
     s->spin_us = -1;
     s->min_parallel = -1;
 }

@@ -128,11 +128,26 @@ static int validate(wpack_archive *ar, unsigned flags)
  * not ignored: it may ask for a check the caller counts on. */
 static int unknown_flags(wpack_archive *ar, const char *where, unsigned flags)
 {
-    unsigned known = WPACK_OPEN_VERIFY | WPACK_OPEN_FOLLOW_LINKS | WPACK_OPEN_VERIFY_READS;
+    unsigned known = WPACK_OPEN_VERIFY | WPACK_OPEN_FOLLOW_LINKS | WPACK_OPEN_VERIFY_READS |
+                     WPACK_OPEN_NO_VERIFY_READS;
     if (flags & ~known)
         return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT, "%s%sunknown open flags 0x%x",
                         where ? where : "", where ? ": " : "", flags & ~known);
+    if ((flags & WPACK_OPEN_VERIFY_READS) && (flags & WPACK_OPEN_NO_VERIFY_READS))
+        return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT,
+                        "%s%sWPACK_OPEN_VERIFY_READS and WPACK_OPEN_NO_VERIFY_READS together",
+                        where ? where : "", where ? ": " : "");
     return WPACK_OK;
+}
+
+/* Verification on read is on unless the caller opts out: from here on the
+ * handle's WPACK_OPEN_VERIFY_READS bit alone says whether it is on, and
+ * WPACK_OPEN_NO_VERIFY_READS is cleared. */
+static unsigned effective_flags(unsigned flags)
+{
+    if (flags & WPACK_OPEN_NO_VERIFY_READS)
+        return flags & ~(WPACK_OPEN_NO_VERIFY_READS | WPACK_OPEN_VERIFY_READS);
+    return flags | WPACK_OPEN_VERIFY_READS;
 }
 
 int wpack_open_memory(wpack_archive **out, const void *buf, size_t len, unsigned flags)
@@ -143,6 +158,7 @@ int wpack_open_memory(wpack_archive **out, const void *buf, size_t len, unsigned
         return WPACK_E_NOMEM;
     if (unknown_flags(ar, NULL, flags))
         return ar->errcode;
+    flags = effective_flags(flags);
     if (!buf && len)
         return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT, "NULL buffer of %zu bytes", len);
     ar->base = buf;
@@ -172,6 +188,7 @@ int wpack_open_source(wpack_archive **out, const wpack_source *src, unsigned fla
         return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT, "%s", why);
     if (unknown_flags(ar, src->name, flags))
         return ar->errcode;
+    flags = effective_flags(flags);
     if (src->name && !(ar->path = strdup(src->name)))
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
     ar->src.name = ar->path;
@@ -290,6 +307,7 @@ int wpk_open_at(wpack_archive **out, int dirfd, const char *name, const char *pa
         return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT, "wpack_open_file: NULL path");
     if (unknown_flags(ar, path, flags))
         return ar->errcode;
+    flags = effective_flags(flags);
     ar->path = strdup(path);
     if (!ar->path)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");

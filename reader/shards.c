@@ -208,6 +208,9 @@ int wpk_check_shards(wpack_archive *ar)
             rc = wpk_fail(ar, WPACK_E_NOMEM, "out of memory for %llu shards", (unsigned long long)n);
     }
     unsigned input_flags = ar->flags & WPACK_OPEN_FOLLOW_LINKS ? 0 : WPK_INPUT_NOFOLLOW;
+    /* A shard checks what it hands out as the set does (reads through the
+     * set ask for the check per call too, so it is made once either way). */
+    unsigned shard_flags = ar->flags & WPACK_OPEN_VERIFY_READS ? 0 : WPACK_OPEN_NO_VERIFY_READS;
     for (uint64_t s = 0; s < n && rc == WPACK_OK; s++) {
         wpack_meta e, len, sum;
         wpack_meta_elem(ar, &names, s, &e);
@@ -220,8 +223,8 @@ int wpk_check_shards(wpack_archive *ar)
         ar->nshards = (uint32_t)s + 1;
         wpack_archive *sh;
         opening_shard = 1;
-        int src = from_source ? ar->src.open_shard(ar->src.user, e.str, 0, &sh)
-                              : wpk_open_at(&sh, dirfd, e.str, path, 0, input_flags);
+        int src = from_source ? ar->src.open_shard(ar->src.user, e.str, shard_flags, &sh)
+                              : wpk_open_at(&sh, dirfd, e.str, path, shard_flags, input_flags);
         opening_shard = 0;
         ar->shards[s] = sh;
         if (src != WPACK_OK) {

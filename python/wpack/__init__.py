@@ -38,6 +38,7 @@ E_INPUT, E_UNSUPPORTED = 60, 61
 KIND_DATA, KIND_SPLAT, KIND_ALIAS, KIND_EXTERNAL = 1, 2, 3, 4
 CODEC_NONE = 0
 OPEN_VERIFY_READS = 4
+OPEN_NO_VERIFY_READS = 8
 READ_VERIFY = 1
 STATS_WEIGHT, STATS_ACTIVATION = 1, 2
 META_STRING, META_I64, META_F64, META_BOOL, META_BYTES, META_ARRAY = 1, 2, 3, 4, 5, 6
@@ -339,8 +340,9 @@ class safe_open:
     device: "pt" only: tensors are moved there (.to(device)); with "np"
     anything but "cpu" is ValueError (numpy arrays live in host memory).
     verify: True (default) checks every entry's bytes against its XXH3 before
-    any of them is handed out (once per entry and open; WPACK_OPEN_VERIFY_READS);
-    a mismatch raises wpack.Error (WPACK_E_CHECKSUM). False skips the check.
+    any of them is handed out (once per entry and open; the C library's default);
+    a mismatch raises wpack.Error (WPACK_E_CHECKSUM). False skips the check
+    (WPACK_OPEN_NO_VERIFY_READS).
 
     Plain (uncompressed, stored) entries come back zero-copy:
       - "np": a read-only numpy array over the library's mapping of the file.
@@ -426,7 +428,7 @@ class safe_open:
             raise ValueError("URL %s contains a NUL character (C strings end at one)"
                              % _lib.shown_url(path.replace("\0", "%00")))
         _b(path, "path")   # a NUL is refused before any open
-        flags = OPEN_VERIFY_READS if verify else 0
+        flags = 0 if verify else OPEN_NO_VERIFY_READS
         if self._remote:
             self._h = _Handle(_lower_scheme(path), flags,
                               _remote_options(flags, remote_options, aws_env, progress))

@@ -657,7 +657,13 @@ static void test_unknown_flags_refused(void)
     size_t len = 0;
     uint8_t *buf = test_slurp(path, &len);
     CHECK(buf != NULL, "read %s", path);
-    CHECK(wpack_open_memory(&ar, buf, len, 8) == WPACK_E_INVALID_ARGUMENT, "open_memory");
+    CHECK(wpack_open_memory(&ar, buf, len, 0x10) == WPACK_E_INVALID_ARGUMENT, "open_memory");
+    wpack_close(ar);
+    /* asking for verify on read and opting out of it at once is refused */
+    CHECK(wpack_open_memory(&ar, buf, len, WPACK_OPEN_VERIFY_READS | WPACK_OPEN_NO_VERIFY_READS) ==
+                  WPACK_E_INVALID_ARGUMENT &&
+              strstr(wpack_errmsg(ar), "WPACK_OPEN_NO_VERIFY_READS"),
+          "both verify flags: %s", wpack_errmsg(ar));
     wpack_close(ar);
     int closed = 0;
     wpack_source src = {.user = &closed, .close = count_close};

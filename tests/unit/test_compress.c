@@ -192,7 +192,8 @@ static void test_corrupt_and_bomb(void)
     for (uint64_t k = 4; k < c0; k += 7) {
         memcpy(bomb, f, len);
         bomb[off + k] ^= 0x5a;
-        if (wpack_open_memory(&ar, bomb, len, 0) == WPACK_OK) {
+        /* without verify on read: the decoder itself meets the damage */
+        if (wpack_open_memory(&ar, bomb, len, WPACK_OPEN_NO_VERIFY_READS) == WPACK_OK) {
             wpack_find(ar, "comp", &t);
             int rc = wpack_read(ar, t.index, 0, buf, 8192);
             CHECK(rc == WPACK_OK || rc == WPACK_E_DECODE, "read: %d", rc);

@@ -450,7 +450,7 @@ static void test_dense_settings(void)
     memset(&s, 0xa5, sizeof s);
     wpack_dense_settings_init(&s);
     CHECK(RESERVED_ZERO(&s), "init left reserved fields set");
-    CHECK(!s.isa && s.threads == 0 && s.spin_us < 0 && s.min_parallel < 0, "defaults");
+    CHECK(!s.isa && s.threads == 1 && s.spin_us < 0 && s.min_parallel < 0, "defaults");
     s.threads = 3;
     CHECK_EQ(wpack_dense_configure(&s), WPACK_OK);
     CHECK_EQ(wpack_dense_threads(), 3);

@@ -1,5 +1,6 @@
 /* test_shards.c - sharded sets: shards + a manifest of external entries,
  * opened as one archive; every way a shard can go missing or change. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,53 @@ static void test_set_opens_as_one(void)
     wpack_stats s;
     CHECK(wpack_stats_find(ar, "layers.3.weight", WPACK_STATS_WEIGHT, &s) == WPACK_E_NOT_FOUND,
           "manifest stats are its own");
+    wpack_close(ar);
+}
+
+/* Verify on read covers bytes that come from a shard, and opting out at the
+ * manifest opts out for its shards too. */
+static void test_set_verifies_reads(void)
+{
+    const char *shards[] = {"v-00001.wpack", "v-00002.wpack"};
+    CHECK(make_shard(shards[0], 0, 6) == 0 && make_shard(shards[1], 6, 6) == 0, "shards");
+    CHECK(make_manifest("v.wpack", shards, 2, NULL) == 0, "manifest");
+    char sp[512];
+    snprintf(sp, sizeof sp, "%s/%s", dir, shards[1]);
+    wpack_archive *ar;
+    wpack_tensor t;
+    CHECK(wpack_open_file(&ar, sp, WPACK_OPEN_NO_VERIFY_READS) == WPACK_OK &&
+              wpack_find(ar, "layers.9.weight", &t) == WPACK_OK, "shard: %s", wpack_errmsg(ar));
+    uint64_t at = t.offset + 5; /* inside element 1 (9.5f) */
+    wpack_close(ar);
+    int fd = open(sp, O_RDWR);
+    unsigned char byte;
+    CHECK(fd >= 0 && pread(fd, &byte, 1, (off_t)at) == 1, "read %s", sp);
+    byte ^= 0x40;
+    CHECK(pwrite(fd, &byte, 1, (off_t)at) == 1, "flip a data byte of %s", sp);
+    close(fd);
+
+    float v[3];
+    const void *p;
+    uint64_t n;
+    CHECK(open_manifest("v.wpack", &ar) == WPACK_OK, "open: %s", wpack_errmsg(ar));
+    CHECK(wpack_find(ar, "layers.9.weight", &t) == WPACK_OK, "find");
+    CHECK(wpack_read(ar, t.index, 0, v, sizeof v) == WPACK_E_CHECKSUM, "default: read refused");
+    CHECK(strstr(wpack_errmsg(ar), "layers.9.weight") != NULL, "names it: %s", wpack_errmsg(ar));
+    CHECK(wpack_tensor_view(ar, t.index, &p, &n) == WPACK_E_CHECKSUM, "default: view refused");
+    CHECK(wpack_find(ar, "layers.8.weight", &t) == WPACK_OK &&
+              wpack_read(ar, t.index, 0, v, sizeof v) == WPACK_OK && v[1] == 8.5f, "others fine");
+    wpack_close(ar);
+
+    snprintf(sp, sizeof sp, "%s/v.wpack", dir);
+    CHECK(wpack_open_file(&ar, sp, WPACK_OPEN_NO_VERIFY_READS) == WPACK_OK, "open: %s",
+          wpack_errmsg(ar));
+    CHECK(wpack_find(ar, "layers.9.weight", &t) == WPACK_OK, "find");
+    CHECK(wpack_read(ar, t.index, 0, v, sizeof v) == WPACK_OK && v[1] != 9.5f,
+          "opted out: the damaged bytes handed out (%s)", wpack_errmsg(ar));
+    CHECK(wpack_tensor_view(ar, t.index, &p, &n) == WPACK_OK && n == 12,
+          "opted out: the shard's view too (%s)", wpack_errmsg(ar));
+    CHECK(wpack_read_ex(ar, t.index, 0, v, sizeof v, WPACK_READ_VERIFY) == WPACK_E_CHECKSUM,
+          "asked per call: refused");
     wpack_close(ar);
 }
 
@@ -511,6 +559,7 @@ int main(void)
         return 1;
     RUN(test_set_opens_as_one);
     RUN(test_shard_problems);
+    RUN(test_set_verifies_reads);
     RUN(test_writer_streams_a_set);
     RUN(test_writer_set_bool_values);
     RUN(test_aborted_set_leaves_nothing);

@@ -133,7 +133,7 @@ static void test_flag_off_and_on(void)
     unsigned char *b = flipped("a", 1000);
     wpack_archive *ar;
     float buf[256];
-    CHECK(wpack_open_memory(&ar, b, good_len, 0) == WPACK_OK, "open");
+    CHECK(wpack_open_memory(&ar, b, good_len, WPACK_OPEN_NO_VERIFY_READS) == WPACK_OK, "open");
     wpack_tensor t = find(ar, "a");
     CHECK(wpack_read(ar, t.index, 0, buf, sizeof buf) == WPACK_OK, "flag off: handed out");
     CHECK(wpack_read_ex(ar, t.index, 0, buf, sizeof buf, 0) == WPACK_OK, "read_ex without flag");
@@ -146,7 +146,8 @@ static void test_flag_off_and_on(void)
     CHECK(wpack_verify_once(ar, t.index) == WPACK_E_CHECKSUM, "verify_once always checks");
     wpack_close(ar);
 
-    CHECK(wpack_open_memory(&ar, b, good_len, WPACK_OPEN_VERIFY_READS) == WPACK_OK, "open flag");
+    /* verify on read is the default: flags 0 */
+    CHECK(wpack_open_memory(&ar, b, good_len, 0) == WPACK_OK, "open, default flags");
     t = find(ar, "a");
     /* a partial read far from the flipped byte still checks the whole tensor */
     CHECK(wpack_read(ar, t.index, 4 * (NA - 256), buf, sizeof buf) == WPACK_E_CHECKSUM, "partial");
@@ -181,7 +182,7 @@ static void test_zstd_flip(void)
     CHECK(wpack_read(ar, find(ar, "zal").index, 0, buf, 64) == WPACK_E_CHECKSUM, "alias of z");
     CHECK(wpack_read(ar, find(ar, "a").index, 0, buf, 64) == WPACK_OK, "a fine");
     wpack_close(ar);
-    CHECK(wpack_open_memory(&ar, b, good_len, 0) == WPACK_OK, "open");
+    CHECK(wpack_open_memory(&ar, b, good_len, WPACK_OPEN_NO_VERIFY_READS) == WPACK_OK, "open");
     uint8_t *all = malloc(NZ);
     CHECK(wpack_read(ar, find(ar, "z").index, 0, all, NZ) == WPACK_OK, "no flag: handed out");
     CHECK(wpack_read_ex(ar, find(ar, "z").index, 0, all, NZ, WPACK_READ_VERIFY) == WPACK_E_CHECKSUM,
@@ -239,7 +240,7 @@ static void test_known_bad_refused(void)
     unsigned char *b = flipped("a", 1000);
     wpack_archive *ar;
     float buf[256];
-    CHECK(wpack_open_memory(&ar, b, good_len, 0) == WPACK_OK, "open");
+    CHECK(wpack_open_memory(&ar, b, good_len, WPACK_OPEN_NO_VERIFY_READS) == WPACK_OK, "open");
     wpack_tensor t = find(ar, "a");
     CHECK(wpack_verify_once(ar, t.index) == WPACK_E_CHECKSUM, "found bad");
     CHECK(wpack_read(ar, t.index, 0, buf, sizeof buf) == WPACK_E_CHECKSUM, "read refused");
@@ -297,7 +298,7 @@ static void test_stream(void)
 
     /* a bad tensor: every byte goes out, then the mismatch, naming it */
     unsigned char *b = flipped("z", 20);
-    CHECK(wpack_open_memory(&ar, b, good_len, WPACK_OPEN_VERIFY_READS) == WPACK_OK, "open");
+    CHECK(wpack_open_memory(&ar, b, good_len, 0) == WPACK_OK, "open, default flags");
     s = (sink){out, 0, 0, 0, 0};
     CHECK(wpack_read_stream(ar, find(ar, "z").index, collect, &s, 0) == WPACK_E_CHECKSUM, "bad z");
     CHECK(s.got == NZ, "all handed out first (%zu)", s.got);
@@ -306,7 +307,7 @@ static void test_stream(void)
     CHECK(wpack_read_stream(ar, find(ar, "z").index, collect, &s, 0) == WPACK_E_CHECKSUM &&
               s.got == 0, "remembered: nothing handed out the second time");
     wpack_close(ar);
-    CHECK(wpack_open_memory(&ar, b, good_len, 0) == WPACK_OK, "open");
+    CHECK(wpack_open_memory(&ar, b, good_len, WPACK_OPEN_NO_VERIFY_READS) == WPACK_OK, "open");
     s = (sink){out, 0, 0, 0, 0};
     CHECK(wpack_read_stream(ar, find(ar, "z").index, collect, &s, 0) == WPACK_OK, "no verify");
     wpack_close(ar);
@@ -423,7 +424,7 @@ static void test_errmsg_copy_threads(void)
 {
     unsigned char *b = flipped("z", 3);
     wpack_archive *ar;
-    CHECK(wpack_open_memory(&ar, b, good_len, 0) == WPACK_OK, "open");
+    CHECK(wpack_open_memory(&ar, b, good_len, WPACK_OPEN_NO_VERIFY_READS) == WPACK_OK, "open");
     uint64_t zi = find(ar, "z").index;
     CHECK(wpack_verify_once(ar, zi) == WPACK_E_CHECKSUM, "z is bad");
     errmsg_job j[3];
@@ -454,10 +455,10 @@ static void test_linear_bind(void)
     wpack_archive *ar;
     wpack_linear l;
     char err[600];
-    CHECK(wpack_open_memory(&ar, b, good_len, 0) == WPACK_OK, "open");
+    CHECK(wpack_open_memory(&ar, b, good_len, WPACK_OPEN_NO_VERIFY_READS) == WPACK_OK, "open");
     CHECK(wpack_linear_bind(ar, "l", &l, err, sizeof err) == WPACK_OK, "no flag: bound");
     wpack_close(ar);
-    CHECK(wpack_open_memory(&ar, b, good_len, WPACK_OPEN_VERIFY_READS) == WPACK_OK, "open");
+    CHECK(wpack_open_memory(&ar, b, good_len, 0) == WPACK_OK, "open, default flags");
     CHECK(wpack_linear_bind(ar, "l", &l, err, sizeof err) == WPACK_E_CHECKSUM, "bind checks");
     CHECK(strstr(err, "l.weight") != NULL, "names it: %s", err);
     wpack_close(ar);

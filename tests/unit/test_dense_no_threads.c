@@ -1,0 +1,97 @@
+/* test_dense_no_threads.c - the dense library starts no thread unless its
+ * caller asks (the brief's library rule): wpack_linear_forward() on a
+ * layer far above the parallel threshold runs on the calling thread alone
+ * until wpack_dense_configure() sets threads; then the default pool's
+ * workers exist, and wpack_dense_shutdown() joins them. Its own process:
+ * nothing may configure the kernel before the first check. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+#include "wpack.h"
+#include "wpack_dense.h"
+
+/* Threads of this process, from /proc/self/task. */
+static int thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+enum { OUT = 512, IN = 1024 }; /* 512 Ki multiply-adds: 4x the default threshold */
+
+static float W[OUT * IN], X[IN], Y[OUT], Y1[OUT];
+
+static void layer(wpack_linear *l)
+{
+    for (size_t i = 0; i < (size_t)OUT * IN; i++)
+        W[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    for (size_t i = 0; i < IN; i++)
+        X[i] = (float)i / IN;
+    wpack_tensor t;
+    memset(&t, 0, sizeof t);
+    t.name = "w";
+    t.kind = WPACK_KIND_DATA;
+    t.dtype = WPACK_DTYPE_F32;
+    t.rank = 2;
+    t.dims[0] = OUT;
+    t.dims[1] = IN;
+    t.nelems = (uint64_t)OUT * IN;
+    t.nbytes = sizeof W;
+    t.stored_length = sizeof W;
+    t.data = W;
+    char err[300];
+    CHECK(wpack_linear_from_tensors(&t, NULL, NULL, l, err, sizeof err) == WPACK_OK, "%s", err);
+}
+
+static void test_no_thread_by_default(void)
+{
+    wpack_linear l;
+    layer(&l);
+    int before = thread_count();
+    CHECK(before == 1, "%d threads before any call", before);
+    CHECK_EQ(wpack_dense_threads(), 1u);
+    for (int k = 0; k < 5; k++)
+        CHECK(wpack_linear_forward(&l, X, Y1, 1, WPACK_ACT_NONE) == WPACK_OK, "forward");
+    CHECK(thread_count() == 1, "%d threads after forward calls nobody asked threads for",
+          thread_count());
+    /* configure(NULL) keeps the default */
+    CHECK(wpack_dense_configure(NULL) == WPACK_OK, "configure(NULL)");
+    CHECK(wpack_linear_forward(&l, X, Y, 1, WPACK_ACT_NONE) == WPACK_OK, "forward");
+    CHECK(thread_count() == 1, "%d threads after configure(NULL)", thread_count());
+    wpack_dense_shutdown();
+}
+
+static void test_threads_when_asked(void)
+{
+    wpack_linear l;
+    layer(&l);
+    wpack_dense_settings s;
+    wpack_dense_settings_init(&s);
+    CHECK_EQ(s.threads, 1u);
+    s.threads = 3;
+    s.spin_us = 0;
+    CHECK(wpack_dense_configure(&s) == WPACK_OK, "configure threads 3");
+    CHECK_EQ(wpack_dense_threads(), 3u);
+    CHECK(wpack_linear_forward(&l, X, Y, 1, WPACK_ACT_NONE) == WPACK_OK, "forward");
+    CHECK(thread_count() == 3, "%d threads with 3 asked for", thread_count());
+    CHECK(memcmp(Y, Y1, sizeof Y) == 0, "same bits on the pool as alone");
+    wpack_dense_shutdown();
+    CHECK(thread_count() == 1, "%d threads after shutdown", thread_count());
+    CHECK(wpack_dense_configure(NULL) == WPACK_OK, "back to the default");
+}
+
+int main(void)
+{
+    RUN(test_no_thread_by_default);
+    RUN(test_threads_when_asked);
+    return tl_finish();
+}
