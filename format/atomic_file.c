@@ -110,10 +110,12 @@ static const char *kind_of(mode_t m)
  * a symlink of the caller's leads to its target: *real (malloc'd) is the
  * path to replace, else NULL (path itself). *old: the stat of the regular
  * file replaced; st_mode 0 when none. WPACK_OK or WPACK_E_FILE_TYPE /
- * WPACK_E_NOMEM with err set. */
-static int replaceable(const char *path, int follow, char **real, struct stat *old, char *err,
-                       size_t errlen)
+ * WPACK_E_NOMEM with err set, naming shown (path when NULL). */
+static int replaceable(const char *path, const char *shown, int follow, char **real,
+                       struct stat *old, char *err, size_t errlen)
 {
+    if (!shown)
+        shown = path;
     struct stat st;
     *real = NULL;
     old->st_mode = 0;
@@ -140,7 +142,7 @@ static int replaceable(const char *path, int follow, char **real, struct stat *o
         *old = st;
         return WPACK_OK;
     }
-    wpk_fmt(err, errlen, "%s%s%s: %s, not a regular file: not replaced", path, *real ? " -> " : "",
+    wpk_fmt(err, errlen, "%s%s%s: %s, not a regular file: not replaced", shown, *real ? " -> " : "",
             *real ? *real : "", kind_of(st.st_mode));
     free(*real);
     *real = NULL;
@@ -151,7 +153,7 @@ int wpk_atomic_check(const char *path, unsigned flags, char *err, size_t errlen)
 {
     char *real;
     struct stat old;
-    int rc = replaceable(path, (flags & WPK_ATOMIC_FOLLOW_LINK) != 0, &real, &old, err, errlen);
+    int rc = replaceable(path, NULL, (flags & WPK_ATOMIC_FOLLOW_LINK) != 0, &real, &old, err, errlen);
     free(real);
     return rc;
 }
@@ -167,23 +169,28 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
     a->links = NULL;
     a->nlinks = 0;
     a->dir_synced = 0;
+    a->shown = NULL;
     char *real = NULL;
     struct stat old;
-    int rc = replaceable(path, !!(flags & WPK_ATOMIC_FOLLOW_LINK), &real, &old, err, errlen);
+    int rc = replaceable(path, NULL, !!(flags & WPK_ATOMIC_FOLLOW_LINK), &real, &old, err, errlen);
     if (rc)
         return rc;
+    const char *given = path; /* messages name it (and the link's target) */
     if (real)
         path = real; /* the link's target is what gets replaced */
     if (!(flags & WPK_ATOMIC_NO_SWEEP))
         wpk_atomic_sweep(path);
     size_t n = strlen(path), tn = n + sizeof TMP_TAG + 24 + TMP_HEX;
+    size_t sn = strlen(given) + (real ? 4 + n : 0) + 1;
     a->path = real ? real : strdup(path);
     a->tmp = malloc(tn);
-    if (!a->path || !a->tmp) {
+    a->shown = malloc(sn);
+    if (!a->path || !a->tmp || !a->shown) {
         wpk_atomic_abort(a);
-        wpk_fmt(err, errlen, "out of memory");
+        wpk_fmt(err, errlen, "%s: out of memory", given);
         return WPACK_E_NOMEM;
     }
+    snprintf(a->shown, sn, "%s%s%s", given, real ? " -> " : "", real ? real : "");
     for (int attempt = 0; attempt < 64; attempt++) {
         snprintf(a->tmp, tn, "%s" TMP_TAG "%ld-%016llx", path, (long)getpid(),
                  (unsigned long long)random64());
@@ -215,7 +222,7 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
         }
         close(fd); /* a sweeper has it and removes it: take another name */
     }
-    wpk_fmt(err, errlen, "%s: cannot create a temporary file beside it: %s", path,
+    wpk_fmt(err, errlen, "%s: cannot create a temporary file beside it: %s", a->shown,
             strerror(errno ? errno : EEXIST));
     free(a->tmp);
     a->tmp = NULL;
@@ -242,13 +249,13 @@ void wpk_atomic_keep_like(const wpk_atomic *a, int fd)
 int wpk_atomic_sync(wpk_atomic *a, char *err, size_t errlen)
 {
     if (a->fd < 0 || !a->tmp) {
-        wpk_fmt(err, errlen, "%s: no temporary file to finish", a->path ? a->path : "?");
+        wpk_fmt(err, errlen, "%s: no temporary file to finish", a->shown ? a->shown : "?");
         return WPACK_E_STATE;
     }
     if (a->synced || (a->flags & WPK_ATOMIC_NO_SYNC))
         return WPACK_OK;
     if (fsync(a->fd) != 0) {
-        wpk_fmt(err, errlen, "%s: fsync failed: %s", a->path, strerror(errno));
+        wpk_fmt(err, errlen, "%s: fsync failed: %s", a->shown, strerror(errno));
         return WPACK_E_IO;
     }
     a->synced = 1;
@@ -266,11 +273,11 @@ static int put_in_place(wpk_atomic *a, char *err, size_t errlen)
 {
     char *real = NULL; /* a->path is already a link's target: a link now is replaced */
     struct stat old;
-    int rc = replaceable(a->path, 0, &real, &old, err, errlen);
+    int rc = replaceable(a->path, a->shown, 0, &real, &old, err, errlen);
     if (rc)
         return rc;
     if (rename(a->tmp, a->path) != 0) {
-        wpk_fmt(err, errlen, "%s: cannot rename into place: %s", a->path, strerror(errno));
+        wpk_fmt(err, errlen, "%s: cannot rename into place: %s", a->shown, strerror(errno));
         return WPACK_E_IO;
     }
     free(a->tmp);
@@ -283,7 +290,7 @@ static int sync_dir_of(const wpk_atomic *a, char *err, size_t errlen)
 {
     if ((a->flags & (WPK_ATOMIC_NO_SYNC | WPK_ATOMIC_NO_DIR_SYNC)) || sync_dir(a->path) == 0)
         return WPACK_OK;
-    wpk_fmt(err, errlen, "%s: fsync of its directory failed: %s", a->path, strerror(errno));
+    wpk_fmt(err, errlen, "%s: fsync of its directory failed: %s", a->shown, strerror(errno));
     return WPACK_E_IO;
 }
 
@@ -392,11 +399,11 @@ int wpk_atomic_add_file(wpk_atomic *a, const char *from, const char *name, char 
     struct stat st;
     struct wpk_atomic_link *l;
     if (!a->tmp || strchr(name, '/') || !*name) {
-        wpk_fmt(err, errlen, "%s: cannot add '%s' beside it", a->path ? a->path : "?", name);
+        wpk_fmt(err, errlen, "%s: cannot add '%s' beside it", a->shown ? a->shown : "?", name);
         return WPACK_E_STATE;
     }
     if (!(l = new_link(a)) || link_names(a, ".new-", name, &path, &link)) {
-        wpk_fmt(err, errlen, "out of memory");
+        wpk_fmt(err, errlen, "%s: out of memory putting '%s' beside it", a->shown, name);
         return WPACK_E_NOMEM;
     }
     int e = lstat(from, &st) == 0 ? 0 : errno;
@@ -429,7 +436,7 @@ int wpk_atomic_add_gone(wpk_atomic *a, const char *path, char *err, size_t errle
 {
     struct stat st;
     if (!a->tmp) {
-        wpk_fmt(err, errlen, "%s: no temporary file", a->path ? a->path : "?");
+        wpk_fmt(err, errlen, "%s: no temporary file", a->shown ? a->shown : "?");
         return WPACK_E_STATE;
     }
     if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
@@ -441,7 +448,7 @@ int wpk_atomic_add_gone(wpk_atomic *a, const char *path, char *err, size_t errle
     char *full = NULL, *link = NULL;
     struct wpk_atomic_link *l = new_link(a);
     if (!l || (here ? link_names(a, ".gone-", name, &full, &link) : !(full = strdup(path)))) {
-        wpk_fmt(err, errlen, "out of memory");
+        wpk_fmt(err, errlen, "%s: out of memory", path);
         return WPACK_E_NOMEM;
     }
     /* Linked only when the file has the temporary's owner: a sweep settles
@@ -469,7 +476,8 @@ void wpk_atomic_abort(wpk_atomic *a)
         close(a->fd);
     free(a->tmp);
     free(a->path);
-    a->tmp = a->path = NULL;
+    free(a->shown);
+    a->tmp = a->path = a->shown = NULL;
     a->fd = -1;
 }
 

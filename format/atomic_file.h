@@ -37,7 +37,7 @@
 #include <stddef.h>
 
 typedef struct wpk_atomic {
-    char *path;     /* the target */
+    char *path;     /* the target (through a followed symlink: the link's target) */
     char *tmp;      /* the temporary beside it; NULL once committed or aborted */
     int fd;         /* open for writing (and reading back); -1 when none */
     unsigned flags; /* WPK_ATOMIC_* as opened */
@@ -48,6 +48,8 @@ typedef struct wpk_atomic {
     struct wpk_atomic_link *links; /* files tied to the rename (wpk_atomic_add_file/_gone) */
     size_t nlinks;
     int dir_synced;  /* the rename is durable: gone files may go */
+    char *shown;     /* how messages name the target: the caller's path, "PATH -> TARGET"
+                      * through a followed link */
 } wpk_atomic;
 
 /* Give fd (a file written beside a's target, e.g. a shard) the permission
@@ -80,7 +82,11 @@ void wpk_atomic_keep_like(const wpk_atomic *a, int fd);
  * extract's DIR/NAME.npy: nothing is ever written outside DIR). */
 #define WPK_ATOMIC_FOLLOW_LINK 8u
 
-/* Create the temporary for path. A target that exists and is not a regular
+/* Every failure message of these functions names the path it concerns
+ * once, as the caller gave it ("LINK -> TARGET" through a followed link):
+ * callers print it as it is, with no path of their own before it.
+ *
+ * Create the temporary for path. A target that exists and is not a regular
  * file (a device, FIFO, socket or directory; a symlink as above) is never
  * replaced: WPACK_E_FILE_TYPE, checked here and again just before the
  * rename. On failure *a holds nothing to release, err says what and where,

@@ -481,30 +481,28 @@ int wpack_export_file(const wpack_archive *ar, const char *path, int format,
         unsigned rf = (o.flags & WPACK_EXPORT_NO_COPY_RANGE) ? WPACK_READ_NO_COPY_RANGE : 0;
         if (!(o.flags & WPACK_EXPORT_NO_SYNC))
             rf |= WPK_EXPORT_WRITEBACK;
-        wpk_atomic t;
+        wpk_atomic t; /* its messages name path: as they are */
         rc = wpk_atomic_open(&t, path,
                              WPK_ATOMIC_FOLLOW_LINK | ((o.flags & WPACK_EXPORT_NO_SYNC) ? WPK_ATOMIC_NO_SYNC : 0),
-                             m, sizeof m);
-        if (!rc)
+                             err, sizeof err);
+        if (!rc) {
             plan_in_order(ar);
-        if (!rc && format == WPACK_EXPORT_GGUF)
-            rc = gguf_export(ar, t.fd, rf, o.progress, o.progress_user, m, sizeof m);
-        else if (!rc && format >= WPACK_EXPORT_TRT_CALIB)
-            rc = calib_export(ar, t.fd, format, o.warn, o.warn_user, m, sizeof m);
-        else if (!rc && format == WPACK_EXPORT_IRPA)
-            rc = irpa_export(ar, t.fd, rf, o.progress, o.progress_user, m, sizeof m);
-        else if (!rc)
-            rc = format == WPACK_EXPORT_SAFETENSORS
-                     ? export_safetensors(ar, t.fd, rf, &cb, m, sizeof m)
-                     : export_bundle(ar, format, t.fd, &cb, m, sizeof m);
-        if (!rc)
-            rc = wpk_atomic_commit(&t, m, sizeof m);
+            if (format == WPACK_EXPORT_GGUF)
+                rc = gguf_export(ar, t.fd, rf, o.progress, o.progress_user, m, sizeof m);
+            else if (format >= WPACK_EXPORT_TRT_CALIB)
+                rc = calib_export(ar, t.fd, format, o.warn, o.warn_user, m, sizeof m);
+            else if (format == WPACK_EXPORT_IRPA)
+                rc = irpa_export(ar, t.fd, rf, o.progress, o.progress_user, m, sizeof m);
+            else
+                rc = format == WPACK_EXPORT_SAFETENSORS
+                         ? export_safetensors(ar, t.fd, rf, &cb, m, sizeof m)
+                         : export_bundle(ar, format, t.fd, &cb, m, sizeof m);
+            if (rc) /* the format writers' messages name no path */
+                wpk_fmt(err, sizeof err, "%s: %s", path, m);
+            else
+                rc = wpk_atomic_commit(&t, err, sizeof err);
+        }
         wpk_atomic_abort(&t);
-        size_t pl = strlen(path); /* the atomic file's messages already start "PATH: " */
-        if (rc && strncmp(m, path, pl) == 0 && m[pl] == ':')
-            wpk_fmt(err, sizeof err, "%s", m);
-        else if (rc)
-            wpk_fmt(err, sizeof err, "%s: %s", path, m);
     }
     if (o.err && o.err_size) /* escaped: paths and names in it may hold anything */
         wpack_text_escape(o.err, o.err_size, err, strlen(err));

@@ -351,8 +351,8 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     /* 1. the archive, under a temporary name beside NEW */
     rc = wpack_writer_open(&w, archive_path, opt.writer);
     if (rc) {
-        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", archive_path,
-                      w ? wpack_writer_errmsg(w) : "out of memory");
+        /* the writer's message names the archive where it is about it */
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s", w ? wpack_writer_errmsg(w) : "out of memory");
         goto done;
     }
     /* the writer's output cap (max_data_bytes), asked once for all before

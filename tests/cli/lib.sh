@@ -43,6 +43,14 @@ expect_fail() {
     if grep -Eq -- "$pat" "$T/err"; then pass "$name"; else fail "$name" "stderr lacks /$pat/: $(head -c 400 "$T/err")"; fi
 }
 
+# named_once NAME TEXT: the last command's stderr ($T/err) holds TEXT
+# exactly once (a message names its path once, not "PATH: PATH: ...").
+named_once() {
+    local n
+    n=$(grep -oF -- "$2" "$T/err" | wc -l)
+    if [ "$n" -eq 1 ]; then pass "$1"; else fail "$1" "'$2' $n times in: $(head -c 400 "$T/err")"; fi
+}
+
 # expect_hostile_dir DIR EXT MIN: every file DIR/*.EXT is listed in DIR/EXPECT
 # ("file code" lines), at least MIN of them, and `wpack create` of each fails
 # with [code], never by a signal, leaving no output.

@@ -76,6 +76,22 @@ expect help_export "$WPACK" export --help
 expect_fail export_not_archive "" "$WPACK" export "$T/c.npy" --to npz -o "$T/bad.npz"
 [ ! -e "$T/bad.npz" ] && ! ls "$T"/bad.npz.tmp-* >/dev/null 2>&1 && pass export_failure_leaves_nothing || fail export_failure_leaves_nothing
 expect_fail export_missing_dir "cannot create" "$WPACK" export "$T/a.wpack" --to safetensors -o "$T/no/such/dir/a.safetensors"
+named_once export_missing_dir_named_once "no/such/dir/a.safetensors"
+# through a symlink to a file that cannot be replaced (chattr +i: the rename
+# fails, even for root): the message names the user's path and the link's
+# target, each once
+echo old >"$T/imm.safetensors"
+ln -s imm.safetensors "$T/link.safetensors"
+if chattr +i "$T/imm.safetensors" 2>/dev/null; then
+    expect_fail export_rename_fails_link 'link\.safetensors -> [^ ]*/imm\.safetensors: cannot rename into place' \
+        "$WPACK" export "$T/a.wpack" --to safetensors -o "$T/link.safetensors"
+    named_once export_rename_fails_link_once "link.safetensors"
+    named_once export_rename_fails_target_once "imm.safetensors"
+    chattr -i "$T/imm.safetensors"
+else
+    fail export_rename_fails_link "chattr +i is not supported under $T: cannot make a rename fail"
+fi
+rm -f "$T/imm.safetensors" "$T/link.safetensors"
 # non-ASCII names (UTF-8 by the format's rule) in and out of npz and tar, in
 # the CLI's "C" locale: the tar export failed ("Can't translate pathname"),
 # the npz's names were not marked UTF-8 (numpy.load gave 'caf├⌐' for 'café'), and

@@ -55,6 +55,16 @@ if chattr +i "$D/imm.mlir" 2>/dev/null; then
     # the kept archive still opens and holds a.mlir's values
     "$WPACK" verify "$D/m.wpack" >/dev/null 2>&1 && pass old_archive_verifies || fail old_archive_verifies
 
+    named_once mlir_rename_fails_named_once "imm.mlir"
+    # through a symlink (followed: its target is replaced): the message
+    # names the user's path and the target
+    ln -s imm.mlir "$D/mlink.mlir"
+    expect_fail mlir_rename_fails_link 'mlink\.mlir -> [^ ]*/imm\.mlir: cannot rename into place' \
+        "$WPACK" externalize "$T/b.mlir" -o "$D/mlink.mlir" --archive "$D/m.wpack"
+    named_once mlir_rename_fails_link_once "mlink.mlir"
+    cmp -s "$D/m.wpack" "$T/old.wpack" && pass old_archive_kept_link || fail old_archive_kept_link
+    rm -f "$D/mlink.mlir"
+
     # 2. the same with no archive at the path before: none after
     expect_fail mlir_rename_fails_no_old 'imm\.mlir: cannot rename into place' \
         "$WPACK" externalize "$T/b.mlir" -o "$D/imm.mlir" --archive "$D/fresh.wpack"
@@ -85,6 +95,16 @@ rm -f "$D/imm.mlir"
 expect_fail mlir_dir_missing 'nodir/out\.mlir' \
     "$WPACK" externalize "$T/b.mlir" -o "$D/nodir/out.mlir" --archive "$D/m.wpack"
 cmp -s "$D/m.wpack" "$T/old.wpack" && pass old_archive_kept_early || fail old_archive_kept_early
+
+# 4b. the archive cannot be created (its parent is a file): the message
+#    names the archive once (the writer's message names it; externalize put
+#    the path before it again)
+echo x >"$D/afile"
+expect_fail archive_parent_is_file 'afile/m\.wpack: cannot create a temporary file beside it' \
+    "$WPACK" externalize "$T/b.mlir" -o "$D/out.mlir" --archive "$D/afile/m.wpack"
+named_once archive_parent_is_file_named_once "afile/m.wpack"
+cmp -s "$D/out.mlir" "$T/old.mlir" && pass old_mlir_kept_archive_fails || fail old_mlir_kept_archive_fails
+rm -f "$D/afile"
 
 # 5. a read-only directory for the MLIR (root writes anyway: skipped then)
 if [ "$(id -u)" != 0 ]; then

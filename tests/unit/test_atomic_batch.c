@@ -3,11 +3,14 @@
  * wpk_atomic_sync; WPK_ATOMIC_NO_SYNC makes no sync call at all and
  * WPK_ATOMIC_NO_DIR_SYNC skips only the directory's; wpk_atomic_commit_all
  * of N files makes N + 1 fsyncs, and on a failed fsync renames none, on a
- * failed rename keeps the files before it and leaves no temporary.
+ * failed rename keeps the files before it and leaves no temporary. Every
+ * failure message names its path once, the caller's (through a link, the
+ * link and its target).
  *
  * fsync and sync_file_range are defined here: the libraries are linked in
  * statically, so every call of theirs comes here (counted, then done with
- * the system call; fsync can be made to fail on demand). */
+ * the system call; fsync can be made to fail on demand, as can rename and
+ * strdup). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +40,36 @@ int sync_file_range(int fd, off_t off, off_t n, unsigned int flags)
     return (int)syscall(SYS_sync_file_range, fd, off, n, flags);
 }
 
+/* strdup fails while fail_strdup is set (out of memory, on demand); rename
+ * fails with EIO while fail_rename is set. */
+static int fail_strdup, fail_rename;
+
+char *strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = fail_strdup ? NULL : malloc(n);
+    return p ? memcpy(p, s, n) : NULL;
+}
+
+int rename(const char *from, const char *to)
+{
+    if (fail_rename) {
+        errno = EIO;
+        return -1;
+    }
+    return (int)syscall(SYS_renameat, AT_FDCWD, from, AT_FDCWD, to);
+}
+
 static char dir[256];
+
+/* How many times needle occurs in hay. */
+static int times(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *q = strstr(hay, needle); q; q = strstr(q + 1, needle))
+        n++;
+    return n;
+}
 
 static void reset(void)
 {
@@ -217,6 +249,65 @@ static void test_open_refuses_non_regular(void)
     CHECK_EQ(temporaries(), 0);
 }
 
+/* Every failure message names the path it concerns, once, as the caller
+ * gave it: through a followed symlink the link and its target. */
+static void test_messages_name_the_path(void)
+{
+    char err[600], p[512], link[512], target[512];
+    wpk_atomic a;
+    /* out of memory at the open */
+    path_of(p, sizeof p, "oom.bin");
+    fail_strdup = 1;
+    CHECK(wpk_atomic_open(&a, p, WPK_ATOMIC_NO_SWEEP, err, sizeof err) == WPACK_E_NOMEM, "want NOMEM");
+    fail_strdup = 0;
+    CHECK(times(err, p) == 1 && strstr(err, "out of memory"), "names %s once: %s", p, err);
+    /* a parent that is a file */
+    path_of(p, sizeof p, "plain");
+    FILE *f = fopen(p, "w");
+    if (f)
+        fclose(f);
+    path_of(p, sizeof p, "plain/x.bin");
+    CHECK(wpk_atomic_open(&a, p, 0, err, sizeof err) == WPACK_E_IO, "parent is a file");
+    CHECK(times(err, p) == 1, "names %s once: %s", p, err);
+    /* through a link: the rename fails, then the directory's fsync */
+    path_of(target, sizeof target, "target.bin");
+    path_of(link, sizeof link, "link.bin");
+    CHECK(symlink("target.bin", link) == 0, "symlink");
+    f = fopen(target, "w");
+    if (f)
+        fclose(f);
+    for (int step = 0; step < 2; step++) {
+        if (open_with(&a, "link.bin", WPK_ATOMIC_FOLLOW_LINK, "x") != WPACK_OK)
+            return;
+        reset();
+        fail_rename = step == 0;
+        fail_fsync_at = step == 1 ? 2 : 0; /* the file's, then the directory's */
+        CHECK(wpk_atomic_commit(&a, err, sizeof err) == WPACK_E_IO, "step %d: want WPACK_E_IO", step);
+        fail_rename = 0;
+        reset();
+        CHECK(strstr(err, step ? "fsync of its directory failed" : "cannot rename into place"),
+              "step %d: %s", step, err);
+        CHECK(times(err, link) == 1 && times(err, "target.bin") == 1,
+              "step %d: names %s and its target once each: %s", step, link, err);
+    }
+    /* a file tied to the rename, out of memory (not beside the target: strdup'd) */
+    if (open_with(&a, "tied.bin", WPK_ATOMIC_NO_SWEEP, "x") != WPACK_OK)
+        return;
+    char other[512];
+    snprintf(other, sizeof other, "%s/sub", dir);
+    CHECK(mkdir(other, 0700) == 0, "mkdir sub");
+    snprintf(other, sizeof other, "%s/sub/gone.bin", dir);
+    f = fopen(other, "w");
+    if (f)
+        fclose(f);
+    fail_strdup = 1;
+    CHECK(wpk_atomic_add_gone(&a, other, err, sizeof err) == WPACK_E_NOMEM, "add_gone: want NOMEM");
+    fail_strdup = 0;
+    CHECK(times(err, other) == 1, "names %s once: %s", other, err);
+    wpk_atomic_abort(&a);
+    CHECK_EQ(temporaries(), 0);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s/wpack-atomic-batch-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -228,6 +319,7 @@ int main(void)
     RUN(test_commit_all);
     RUN(test_commit_all_failed_fsync);
     RUN(test_commit_all_failed_rename);
+    RUN(test_messages_name_the_path);
     RUN(test_open_refuses_non_regular);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
