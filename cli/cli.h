@@ -43,6 +43,10 @@ int cli_update_stats(const char *archive, const wpack_stats_in *recs, size_t n, 
  * WPACK_THREADS, WPACK_SPIN_US, WPACK_DENSE_MIN_PARALLEL into the dense
  * kernel's settings (main, before any command). */
 void cli_env_apply(void);
+/* Why the dense kernel refused the settings cli_env_apply passed (a bad
+ * WPACK_ISA: "WPACK_ISA: wpack_dense_settings: isa ...: reason"); "" when
+ * it took them. */
+const char *cli_env_dense_error(void);
 /* The CLI's thread pool (WPACK_THREADS, WPACK_SPIN_US), made on first use;
  * NULL when out of memory (then everything runs on one thread). */
 wpack_pool *cli_pool(void);

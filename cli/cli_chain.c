@@ -189,8 +189,9 @@ int chain_run(const chain *c, const float *x, size_t batch, size_t width, float 
             width = ow;
             if (rc) {
                 free(cur);
-                return cfail(err, errlen, rc, "layer '%s': %s%s", s->path, wpack_error_describe(rc),
-                             rc == WPACK_E_UNSUPPORTED ? " (check WPACK_ISA)" : "");
+                const char *why = rc == WPACK_E_UNSUPPORTED ? cli_env_dense_error() : "";
+                return cfail(err, errlen, rc, "layer '%s': %s%s%s", s->path, wpack_error_describe(rc),
+                             *why ? ": " : "", why);
             }
             if (fuse) {
                 i++;

@@ -10,6 +10,7 @@
  * WPACK_THREADS also gives writers their thread count (cli_writer_jobs). */
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,15 @@ static long env_spin_us(void)
     return *end == 0 && us >= 0 && us <= 1000000 ? us : -1;
 }
 
+/* Why the dense kernel refused the environment's settings (a bad
+ * WPACK_ISA); "" when it took them. */
+static char dense_why[300];
+
+const char *cli_env_dense_error(void)
+{
+    return dense_why;
+}
+
 void cli_env_apply(void)
 {
     wpack_dense_settings s;
@@ -55,8 +65,12 @@ void cli_env_apply(void)
         unsigned long long v = strtoull(mp, NULL, 10);
         s.min_parallel = v > LLONG_MAX ? LLONG_MAX : (long long)v;
     }
-    /* a bad WPACK_ISA fails the forward calls ("check WPACK_ISA"), as before */
-    wpack_dense_configure(&s);
+    /* a bad WPACK_ISA fails the forward calls, which then say why */
+    char why[sizeof dense_why - 16];
+    if (wpack_dense_configure_ex(&s, why, sizeof why) == WPACK_E_UNSUPPORTED)
+        snprintf(dense_why, sizeof dense_why, "WPACK_ISA: %s", why); /* the one setting it checks */
+    else
+        snprintf(dense_why, sizeof dense_why, "%s", why);
 }
 
 static wpack_pool *pool;

@@ -44,7 +44,7 @@ int cmd_run(int argc, char **argv)
         } else if (strcmp(argv[i], "--isa") == 0) {
             const char *isa = wpack_dense_isa();
             if (!isa) {
-                cli_error("WPACK_ISA=%s: this machine cannot run that path", getenv("WPACK_ISA"));
+                cli_error("%s", cli_env_dense_error());
                 return CLI_FAIL;
             }
             printf("%s %u\n", isa, wpack_dense_threads());

@@ -32,23 +32,26 @@
  *    time. The library keeps no state between calls outside its handles.
  *  - Structs never change size (the rule of every wpack library's header).
  *    A struct the caller fills and passes in - wpack_writer_options,
- *    wpack_source, wpack_stats_in, wpack_import_options and wpack_export_options
- *    (wpack_import.h), wpack_resolve_options and wpack_externalize_options
- *    (wpack_mlir.h), wpack_remote_options (wpack_remote.h),
- *    wpack_dense_settings (wpack_dense.h) - ends with reserved fields
+ *    wpack_source, wpack_stats_in, wpack_executor, wpack_import_options and
+ *    wpack_export_options (wpack_import.h), wpack_resolve_options and
+ *    wpack_externalize_options (wpack_mlir.h), wpack_remote_options
+ *    (wpack_remote.h), wpack_dense_settings (wpack_dense.h) - ends with reserved fields
  *    (reserved_ptr[], reserved[]): a new field takes the place of one of
  *    them, after the old fields, and its zero value keeps the old
  *    behaviour. Fill such a struct with its *_init() call (wpack_source,
- *    wpack_stats_in: all zeros) before setting fields. Every call taking one refuses it
+ *    wpack_stats_in, wpack_executor: all zeros) before setting fields. Every call taking one refuses it
  *    when a reserved field is not zero, with WPACK_E_INVALID_ARGUMENT and
  *    a message naming the struct and the field ("wpack_writer_options:
  *    reserved[0] is not zero ..."): a program built against a newer
- *    header asking for something this library does not have.
- *    wpack_dense_configure() has no message, only the code. A struct the
+ *    header asking for something this library does not have (the message
+ *    of wpack_set_executor() is wpack_errmsg(ar); wpack_dense_configure()
+ *    has none, wpack_dense_configure_ex() gives it). A struct the
  *    library fills - wpack_info, wpack_tensor, wpack_meta, wpack_stats,
- *    wpack_resolve_result, wpack_externalize_result - has reserved fields
- *    too, which it sets to zero: a newer library's fields land there,
- *    inside the caller's struct.
+ *    wpack_resolve_result, wpack_externalize_result, wpack_linear - has
+ *    reserved fields too, which it sets to zero: a newer library's fields
+ *    land there, inside the caller's struct (a wpack_linear passed back
+ *    to a forward call with one not zero is refused as not filled by the
+ *    bind calls).
  */
 #ifndef WPACK_H
 #define WPACK_H
@@ -468,12 +471,19 @@ int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, 
  * wpack_set_executor copies *ex into the archive (and its shards); NULL
  * detaches (serial again). Call it before reading, not while other threads
  * read ar; the executor must outlive its use by ar (wpack_close, or the next
- * wpack_set_executor). WPACK_E_INVALID_ARGUMENT for a NULL ar or run.
+ * wpack_set_executor). WPACK_E_INVALID_ARGUMENT for a NULL ar or run, and
+ * for a reserved field that is not zero (message in wpack_errmsg(ar); the
+ * archive keeps the executor it had). wpack_writer_options.executor is
+ * checked alike by wpack_writer_open().
  */
 typedef struct wpack_executor {
     void (*run)(void *self, size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
     void *self;
     unsigned threads;
+    /* Zero: start from an all-zero struct ("Structs never change size"
+     * above; wpack_pool_executor() sets them). */
+    void *reserved_ptr[2];
+    uint64_t reserved[2];
 } wpack_executor;
 int wpack_set_executor(wpack_archive *ar, const wpack_executor *ex);
 

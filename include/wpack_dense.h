@@ -70,6 +70,11 @@ typedef struct wpack_linear {
     const void *scale;          /* f32 [out] or NULL */
     int bias_dtype;             /* WPACK_DTYPE_F32/F16/BF16, 0 without bias */
     const void *bias;           /* [out] or NULL */
+    /* Set to zero by the bind calls (wpack.h, "Structs never change
+     * size": a newer library's fields land here); the forward calls refuse
+     * a layer with one that is not zero as not filled by them. */
+    void *reserved_ptr[2];
+    uint64_t reserved[2];
 } wpack_linear;
 
 /*
@@ -97,7 +102,8 @@ int wpack_linear_from_tensors(const wpack_tensor *weight, const wpack_tensor *sc
  * x [batch, in_features] and y [batch, out_features] f32 row-major, any
  * alignment, not overlapping. batch 0 does nothing. act is WPACK_ACT_*.
  * Errors: WPACK_E_INVALID_ARGUMENT (NULL pointers, unknown act, sizes whose
- * product overflows), WPACK_E_DTYPE (a layer not filled by the bind calls),
+ * product overflows), WPACK_E_DTYPE (a layer not filled by the bind calls:
+ * a dtype, pointer or size they never set, a reserved field not zero),
  * WPACK_E_UNSUPPORTED (the configured isa is a path this machine lacks, or
  * junk), WPACK_E_NOMEM (the default pool could not be made).
  * The same inputs give the same bits whatever the pool or thread count, and a row
@@ -144,7 +150,8 @@ typedef struct wpack_dense_settings {
                                the calling thread alone, any pool; <0: 131072 */
     /* Zero (set by wpack_dense_settings_init; wpack.h, "Structs never
      * change size"): wpack_dense_configure refuses any other value with
-     * WPACK_E_INVALID_ARGUMENT and changes nothing. */
+     * WPACK_E_INVALID_ARGUMENT and changes nothing (wpack_dense_configure_ex
+     * says which field). */
     void *reserved_ptr[4];
     uint64_t reserved[4];
 } wpack_dense_settings;
@@ -155,6 +162,11 @@ void wpack_dense_settings_init(wpack_dense_settings *s);
  * this machine lacks returns WPACK_E_UNSUPPORTED, and the forward calls
  * then fail with it until another configure. */
 int wpack_dense_configure(const wpack_dense_settings *s);
+/* The same, with the reason of a failure in err (may be NULL; "" on
+ * success; escaped, as every message): "wpack_dense_settings: reserved[0]
+ * is not zero ...", "wpack_dense_settings: isa 'sse9': unknown SIMD path
+ * ..." or "... this machine lacks that path ...". */
+int wpack_dense_configure_ex(const wpack_dense_settings *s, char *err, size_t errlen);
 
 /* Join and free the default pool (if it was created); a later
  * wpack_linear_forward() makes a new one. Call it when no forward call

@@ -36,10 +36,11 @@ void wpk_dense_rows_avx512(const wpk_dense_job *j, size_t o0, size_t o1);
 /* Which paths the CPU and OS support (CPUID + XGETBV), and the one in use:
  * the best, or the one wpack_dense_configure() forced; -1 when the forced
  * one is unusable. wpk_isa_select: name NULL or "" for the best; an unknown
- * or unsupported name selects -1 and returns WPACK_E_UNSUPPORTED. */
+ * or unsupported name selects -1 and returns WPACK_E_UNSUPPORTED, saying
+ * which in err (escaped). */
 int wpk_isa_supported(int isa);
 int wpk_isa_selected(void);
-int wpk_isa_select(const char *name);
+int wpk_isa_select(const char *name, char *err, size_t errlen);
 const char *wpk_isa_name(int isa);
 /* Run rows [0, out) with a given path on pool (NULL: the caller alone),
  * rows split for `threads` threads. */

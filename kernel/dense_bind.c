@@ -131,6 +131,7 @@ int wpack_linear_bind(const wpack_archive *ar, const char *prefix, wpack_linear 
 {
     if (!ar || !prefix || !out)
         return bind_fail(err, errlen, WPACK_E_INVALID_ARGUMENT, "linear: NULL argument");
+    memset(out, 0, sizeof *out); /* a failed bind leaves no layer a forward call takes */
     char name[WPACK_MAX_NAME + 32];
     wpack_tensor w, s, b;
     int rc = find_part(ar, prefix, ".weight", &w, name, sizeof name);

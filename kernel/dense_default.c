@@ -32,21 +32,30 @@ void wpack_dense_settings_init(wpack_dense_settings *s)
 
 int wpack_dense_configure(const wpack_dense_settings *s)
 {
+    return wpack_dense_configure_ex(s, NULL, 0);
+}
+
+int wpack_dense_configure_ex(const wpack_dense_settings *s, char *err, size_t errlen)
+{
     wpack_dense_settings d;
     if (!s) {
         wpack_dense_settings_init(&d);
         s = &d;
     }
-    char why[300]; /* no message channel here: the code alone */
-    if (WPK_RESERVED_CHECK(s, "wpack_dense_settings", "wpack_dense.h", why, sizeof why))
-        return WPACK_E_INVALID_ARGUMENT;
+    if (err && errlen)
+        err[0] = 0;
+    else
+        errlen = 0; /* no message asked for */
+    int rc = WPK_RESERVED_CHECK(s, "wpack_dense_settings", "wpack_dense.h", err, errlen);
+    if (rc)
+        return rc;
     pthread_mutex_lock(&lock);
     pool_threads = s->threads;
     pool_spin_us = s->spin_us;
     pthread_mutex_unlock(&lock);
     atomic_store(&min_parallel, s->min_parallel < 0 ? WPK_DENSE_MIN_PARALLEL_DEFAULT
                                                     : (unsigned long long)s->min_parallel);
-    return wpk_isa_select(s->isa);
+    return wpk_isa_select(s->isa, err, errlen);
 }
 
 uint64_t wpk_min_parallel(void)

@@ -38,17 +38,29 @@ int wpk_isa_supported(int isa)
     return isa >= 0 && isa < WPK_ISA_COUNT && supported[isa];
 }
 
-int wpk_isa_select(const char *name)
+int wpk_isa_select(const char *name, char *err, size_t errlen)
 {
     pthread_once(&once, detect);
-    int s = -1;
+    int s = -1, known = 0;
     if (!name || !*name)
         s = best();
     for (int i = 0; s < 0 && i < WPK_ISA_COUNT; i++)
-        if (strcmp(name, names[i]) == 0 && supported[i])
-            s = i;
+        if (strcmp(name, names[i]) == 0) {
+            known = 1;
+            s = supported[i] ? i : -1;
+            break;
+        }
     atomic_store(&selected, s);
-    return s < 0 ? WPACK_E_UNSUPPORTED : WPACK_OK;
+    if (s >= 0)
+        return WPACK_OK;
+    if (known)
+        wpk_fmt(err, errlen, "wpack_dense_settings: isa '%s': this machine lacks that path; its "
+                "best is %s", name, names[best()]);
+    else
+        wpk_fmt(err, errlen, "wpack_dense_settings: isa '%.64s': unknown SIMD path: want scalar, "
+                "avx2 or avx512", name);
+    wpk_msg_escape(err, errlen); /* the name may hold anything */
+    return WPACK_E_UNSUPPORTED;
 }
 
 int wpk_isa_selected(void)

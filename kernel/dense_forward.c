@@ -15,7 +15,8 @@ static int valid_layer(const wpack_linear *l)
     if (l->bias && l->bias_dtype != WPACK_DTYPE_F32 && l->bias_dtype != WPACK_DTYPE_F16 &&
         l->bias_dtype != WPACK_DTYPE_BF16)
         return 0;
-    return 1;
+    /* the bind calls zero them: a layer with one set was not filled by them */
+    return WPK_RESERVED_CHECK(l, "wpack_linear", "wpack_dense.h", NULL, 0) == WPACK_OK;
 }
 
 int wpk_linear_forward_on(wpack_pool *pool, const wpack_linear *l, const float *x, float *y,

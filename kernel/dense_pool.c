@@ -308,6 +308,7 @@ static void exec_run(void *self, size_t n, void (*fn)(void *ctx, size_t i), void
 
 void wpack_pool_executor(wpack_pool *pool, wpack_executor *ex)
 {
+    memset(ex, 0, sizeof *ex); /* the reserved fields too */
     ex->run = exec_run;
     ex->self = pool;
     ex->threads = wpack_pool_threads(pool);

@@ -104,7 +104,9 @@ static int open_writer(wpack_writer **out, const char *path, const wpack_writer_
     else
         wpack_writer_options_init(&w->opt);
     char why[300];
-    if (WPK_RESERVED_CHECK(&w->opt, "wpack_writer_options", "wpack.h", why, sizeof why))
+    if (WPK_RESERVED_CHECK(&w->opt, "wpack_writer_options", "wpack.h", why, sizeof why) ||
+        (w->opt.executor && WPK_RESERVED_CHECK(w->opt.executor, "wpack_writer_options.executor",
+                                               "wpack.h", why, sizeof why)))
         return wpk_wfail(w, WPACK_E_INVALID_ARGUMENT, "%s", why);
     if (!w->opt.alignment)
         w->opt.alignment = WPACK_DEFAULT_ALIGNMENT;

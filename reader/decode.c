@@ -99,6 +99,9 @@ int wpack_set_executor(wpack_archive *ar, const wpack_executor *ex)
 {
     if (!ar || !ar->cache || (ex && !ex->run))
         return WPACK_E_INVALID_ARGUMENT;
+    char why[300];
+    if (ex && WPK_RESERVED_CHECK(ex, "wpack_executor", "wpack.h", why, sizeof why))
+        return wpk_fail(ar, WPACK_E_INVALID_ARGUMENT, "%s", why);
     if (ex)
         ar->cache->ex = *ex;
     else

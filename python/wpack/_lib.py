@@ -296,9 +296,11 @@ def import_lib():
 
 
 class Executor(ctypes.Structure):
-    """wpack_executor (wpack.h): filled by wpack_pool_executor."""
+    """wpack_executor (wpack.h): filled by wpack_pool_executor (reserved
+    fields zero: wpack_set_executor refuses any other value)."""
     _fields_ = [("run", ctypes.c_void_p), ("self", ctypes.c_void_p),
-                ("threads", ctypes.c_uint)]
+                ("threads", ctypes.c_uint),
+                ("reserved_ptr", ctypes.c_void_p * 2), ("reserved", ctypes.c_uint64 * 2)]
 
 
 _dense_state = {}

@@ -92,7 +92,16 @@ WPACK_THREADS=1 "$WPACK" run "$T/seed_f32.wpack" --input "$T/seed_x64.npy" -o "$
 # explicit --layers, stdout output, errors
 expect run_explicit_layers "$WPACK" run "$T/seed_f32.wpack" --layers 0,1=relu,2 --input "$T/seed_x1.npy"
 [ "$(wc -w <"$T/out")" = 10 ] && pass run_stdout_10_values || fail run_stdout_10_values "$(cat "$T/out")"
-expect_fail run_bad_isa "WPACK_ISA" env WPACK_ISA=sse9 "$WPACK" run "$T/seed_f32.wpack" --input "$T/seed_x1.npy"
+# a bad WPACK_ISA: the layer's error and `run --isa` say why (wpack_dense_configure_ex)
+expect_fail run_bad_isa "layer '0': .*: WPACK_ISA: wpack_dense_settings: isa 'sse9': unknown SIMD path: want scalar, avx2 or avx512" \
+    env WPACK_ISA=sse9 "$WPACK" run "$T/seed_f32.wpack" --input "$T/seed_x1.npy"
+expect_fail run_isa_bad_isa "WPACK_ISA: wpack_dense_settings: isa 'sse9': unknown SIMD path" \
+    env WPACK_ISA=sse9 "$WPACK" run --isa
+for isa in avx2 avx512; do # a path this machine lacks (none when it has both)
+    case " $(echo $paths) " in *" $isa "*) continue ;; esac
+    expect_fail "run_isa_lacking_$isa" "isa '$isa': this machine lacks that path; its best is" \
+        env WPACK_ISA=$isa "$WPACK" run --isa
+done
 expect_fail run_missing_layer "no entry '9.weight'" "$WPACK" run "$T/seed_f32.wpack" --layers 9 --input "$T/seed_x1.npy"
 expect_fail run_bad_kind "unknown module kind" "$WPACK" run "$T/seed_f32.wpack" --layers 0=gelu --input "$T/seed_x1.npy"
 expect_fail run_width "takes 784 inputs" "$WPACK" run "$T/seed_f32.wpack" --input "$T/deep_x1.npy"

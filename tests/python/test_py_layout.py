@@ -56,7 +56,8 @@ def structs_match_the_headers(d):
 # ones the library fills end with reserved fields (mirrored here, so that
 # the sizes above match); a new field takes one's place.
 RESERVED = ("wpack_writer_options", "wpack_import_options", "wpack_remote_options",
-            "wpack_stats_in", "wpack_tensor", "wpack_info", "wpack_stats", "wpack_meta")
+            "wpack_stats_in", "wpack_executor", "wpack_tensor", "wpack_info", "wpack_stats",
+            "wpack_meta")
 
 
 @case

@@ -454,16 +454,114 @@ static void test_dense_settings(void)
     s.threads = 3;
     CHECK_EQ(wpack_dense_configure(&s), WPACK_OK);
     CHECK_EQ(wpack_dense_threads(), 3);
-    char want[200]; /* no message to compare it with: configure has none */
+    char want[200], err[300];
     for (size_t k = 0; k < NRES(&s); k++) {
         wpack_dense_settings bad = s;
         bad.threads = 5;
         SET_RESERVED(&bad, k, "wpack_dense_settings", want);
         CHECK_EQ(wpack_dense_configure(&bad), WPACK_E_INVALID_ARGUMENT);
         CHECK_EQ(wpack_dense_threads(), 3); /* refused: nothing changed */
+        /* the _ex call says why */
+        strcpy(err, "junk");
+        CHECK_EQ(wpack_dense_configure_ex(&bad, err, sizeof err), WPACK_E_INVALID_ARGUMENT);
+        CHECK(strstr(err, want), "want '%s': '%s'", want, err);
+        CHECK_EQ(wpack_dense_threads(), 3);
     }
+    /* an isa that is no path, with a control character: named, escaped */
+    wpack_dense_settings isa = s;
+    isa.isa = "sse\n9";
+    CHECK_EQ(wpack_dense_configure_ex(&isa, err, sizeof err), WPACK_E_UNSUPPORTED);
+    CHECK(strstr(err, "wpack_dense_settings: isa 'sse\\x0a9': unknown SIMD path"), "'%s'", err);
+    CHECK(!wpack_dense_isa(), "an unknown isa selects none");
+    CHECK_EQ(wpack_dense_configure_ex(&isa, NULL, 0), WPACK_E_UNSUPPORTED); /* no message asked */
+    isa.isa = "scalar";
+    strcpy(err, "junk");
+    CHECK_EQ(wpack_dense_configure_ex(&isa, err, sizeof err), WPACK_OK);
+    CHECK(err[0] == 0, "success leaves no message: '%s'", err);
     CHECK_EQ(wpack_dense_configure(NULL), WPACK_OK);
     wpack_dense_shutdown();
+}
+
+/* wpack_executor: wpack_set_executor and wpack_writer_open (its
+ * options' executor) refuse a reserved field set; wpack_pool_executor
+ * fills them with zeros. */
+static void serial_run(void *self, size_t n, void (*fn)(void *ctx, size_t i), void *ctx)
+{
+    (void)self;
+    for (size_t i = 0; i < n; i++)
+        fn(ctx, i);
+}
+
+static void test_executor(void)
+{
+    wpack_executor ex;
+    memset(&ex, 0xa5, sizeof ex);
+    wpack_pool_executor(NULL, &ex);
+    CHECK(RESERVED_ZERO(&ex), "wpack_pool_executor left reserved fields set");
+    wpack_executor good = {serial_run, NULL, 1};
+    wpack_archive *ar;
+    CHECK_EQ(wpack_open_file(&ar, archive, 0), WPACK_OK);
+    char want[200], path[600];
+    for (size_t k = 0; k < NRES(&good); k++) {
+        wpack_executor bad = good;
+        SET_RESERVED(&bad, k, "wpack_executor", want);
+        CHECK_EQ(wpack_set_executor(ar, &bad), WPACK_E_INVALID_ARGUMENT);
+        CHECK(strstr(wpack_errmsg(ar), want), "want '%s': '%s'", want, wpack_errmsg(ar));
+        wpack_writer_options o;
+        wpack_writer_options_init(&o);
+        o.executor = &bad;
+        wpack_writer *w;
+        char wwant[260];
+        snprintf(wwant, sizeof wwant, "wpack_writer_options.executor: %s",
+                 want + strlen("wpack_executor: "));
+        CHECK_EQ(wpack_writer_open(&w, p(path, "ex.wpack"), &o), WPACK_E_INVALID_ARGUMENT);
+        CHECK(w && strstr(wpack_writer_errmsg(w), wwant), "want '%s': '%s'", wwant,
+              w ? wpack_writer_errmsg(w) : "(no writer)");
+        wpack_writer_abort(w);
+    }
+    CHECK_EQ(wpack_set_executor(ar, &good), WPACK_OK);
+    CHECK_EQ(wpack_set_executor(ar, &ex), WPACK_OK);
+    CHECK_EQ(wpack_set_executor(ar, NULL), WPACK_OK);
+    wpack_close(ar);
+    CHECK(access(path, F_OK) != 0, "a refused writer left %s", path);
+}
+
+/* wpack_linear: the bind calls zero the reserved fields (a newer
+ * library's fields), and the forward calls refuse a layer with one set as
+ * not filled by them. */
+static void test_linear(void)
+{
+    float wv[4] = {1, 2, 3, 4}, x[2] = {1, 1}, y[2];
+    wpack_tensor t;
+    memset(&t, 0, sizeof t);
+    t.name = "lin.weight";
+    t.kind = WPACK_KIND_DATA;
+    t.dtype = WPACK_DTYPE_F32;
+    t.codec = WPACK_CODEC_NONE;
+    t.rank = 2;
+    t.dims[0] = t.dims[1] = 2;
+    t.nelems = 4;
+    t.nbytes = sizeof wv;
+    t.data = wv;
+    wpack_linear l;
+    memset(&l, 0xa5, sizeof l);
+    char err[300] = "", want[200];
+    CHECK_EQ(wpack_linear_from_tensors(&t, NULL, NULL, &l, err, sizeof err), WPACK_OK);
+    CHECK(RESERVED_ZERO(&l), "from_tensors left reserved fields set");
+    CHECK_EQ(wpack_linear_forward(&l, x, y, 1, WPACK_ACT_NONE), WPACK_OK);
+    CHECK(y[0] == 3 && y[1] == 7, "y = %g %g", y[0], y[1]);
+    for (size_t k = 0; k < NRES(&l); k++) {
+        wpack_linear bad = l;
+        SET_RESERVED(&bad, k, "wpack_linear", want);
+        CHECK_EQ(wpack_linear_forward(&bad, x, y, 1, WPACK_ACT_NONE), WPACK_E_DTYPE);
+        CHECK_EQ(wpack_linear_forward_pool(NULL, &bad, x, y, 1, WPACK_ACT_NONE), WPACK_E_DTYPE);
+    }
+    wpack_archive *ar;
+    CHECK_EQ(wpack_open_file(&ar, archive, 0), WPACK_OK);
+    memset(&l, 0xa5, sizeof l);
+    CHECK(wpack_linear_bind(ar, "nothing", &l, err, sizeof err) == WPACK_E_NOT_FOUND, "%s", err);
+    CHECK(RESERVED_ZERO(&l), "a failed bind left reserved fields set");
+    wpack_close(ar);
 }
 
 int main(void)
@@ -481,9 +579,12 @@ int main(void)
     RUN(test_import_export_options);
     RUN(test_remote_options);
     RUN(test_dense_settings);
+    RUN(test_executor);
+    RUN(test_linear);
     char path[600];
     unlink(archive);
     unlink(p(path, "imp.wpack"));
+    unlink(p(path, "ex.wpack"));
     rmdir(dir);
     return tl_finish();
 }
