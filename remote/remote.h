@@ -73,6 +73,10 @@ typedef struct wpk_remote {
     char setup_msg[600];
 } wpk_remote;
 
+/* url.c: the scheme of s in any case (what wpack_remote_is_url tells). */
+enum { WPK_HTTP = 1, WPK_HTTPS, WPK_S3 };
+int wpk_url_scheme(const char *s);
+
 /* url.c: each secret of r's URL (its password, each query value of 4
  * bytes or more, as given and percent-decoded) in text becomes "***":
  * for what a server's error page or curl's own words repeat of it. */

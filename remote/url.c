@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "remote.h"
 
@@ -21,10 +22,35 @@ void wpack_remote_options_init(wpack_remote_options *opt)
     opt->cache_max_bytes = 10ull << 30;
 }
 
+/* The scheme of s, in any case (RFC 3986 3.1: "HTTPS://" is "https://"):
+ * WPK_HTTP, WPK_HTTPS, WPK_S3, or 0 for anything else (a local path). The
+ * one rule of what is a URL: wpack_remote_is_url, the CLI and Python call
+ * it. */
+int wpk_url_scheme(const char *s)
+{
+    if (!s)
+        return 0;
+    if (strncasecmp(s, "http://", 7) == 0)
+        return WPK_HTTP;
+    if (strncasecmp(s, "https://", 8) == 0)
+        return WPK_HTTPS;
+    if (strncasecmp(s, "s3://", 5) == 0)
+        return WPK_S3;
+    return 0;
+}
+
 int wpack_remote_is_url(const char *s)
 {
-    return s && (strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0 ||
-                 strncmp(s, "s3://", 5) == 0);
+    return wpk_url_scheme(s) != 0;
+}
+
+/* The scheme of a URL (before "://") in lower case, in place: curl and
+ * the checks that follow see one spelling. */
+static void lower_scheme(char *url)
+{
+    for (char *p = url; *p && *p != ':'; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
 }
 
 /* libcurl's global setup, once per process (not thread-safe in itself). */
@@ -147,7 +173,7 @@ char *wpack_remote_shown_url(const char *url)
     }
     o = put(o, host, (size_t)(aend - host));
     const char *p = aend;
-    if (strncmp(url, "s3://", 5) == 0) {
+    if (wpk_url_scheme(url) == WPK_S3) {
         strcpy(o, p);
         return out;
     }
@@ -251,7 +277,8 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
     const char *ep = r->opt.s3_endpoint;
     if (ep) {
         const char *hs = strstr(ep, "://");
-        if (!hs || (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0)) {
+        int scheme = wpk_url_scheme(ep);
+        if (scheme != WPK_HTTP && scheme != WPK_HTTPS) {
             free(key);
             char *shown = wpack_remote_shown_url(ep);
             wpk_fmt(msg, msglen, "S3 endpoint '%s' is not an http:// or https:// URL",
@@ -288,7 +315,8 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
     if (!r->host || !r->uri || !r->url)
         goto nomem;
     r->s3 = 1;
-    r->https = strncmp(r->url, "https://", 8) == 0;
+    lower_scheme(r->url);
+    r->https = wpk_url_scheme(r->url) == WPK_HTTPS;
     if (r->opt.access_key && !r->opt.secret_key) {
         wpk_fmt(msg, msglen, "an access key without a secret key");
         return WPACK_E_INVALID_ARGUMENT;
@@ -500,12 +528,12 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     else if (!wpack_remote_is_url(url))
         rc = WPACK_E_INVALID_ARGUMENT, wpk_fmt(msg, sizeof msg, "not an http://, https:// "
                                                                "or s3:// URL");
-    else if (strncmp(url, "s3://", 5) == 0)
+    else if (wpk_url_scheme(url) == WPK_S3)
         rc = s3_target(r, url, msg, sizeof msg);
     else if (!(r->url = strdup(url)))
         rc = WPACK_E_NOMEM;
     else
-        r->https = strncmp(url, "https://", 8) == 0;
+        lower_scheme(r->url), r->https = wpk_url_scheme(url) == WPK_HTTPS;
     if (rc && !*msg)
         wpk_fmt(msg, sizeof msg, "out of memory");
     r->setup_rc = rc; /* a bad URL or options: the open fails with this */

@@ -153,6 +153,29 @@ else
     fail query_progress_redacted "no 'script' (util-linux) to give a pty: cannot check"
 fi
 
+# ---------------- the scheme in any case (RFC 3986 3.1) is a URL, hidden alike
+# (it was taken for a local path: "No such file", the password quoted raw)
+expect scheme_upper_verify "$WPACK" verify "HTTP://127.0.0.1:$NGINX_PORT/a.wpack"
+grep -q "^HTTP://127.0.0.1:$NGINX_PORT/a.wpack: OK" "$T/out" && pass scheme_upper_shown_as_given ||
+    fail scheme_upper_shown_as_given "$(head -c 300 "$T/out")"
+expect scheme_mixed_set "$WPACK" verify "hTtP://127.0.0.1:$NGINX_PORT/set/sh.wpack$Q"
+noleak scheme_mixed_set_redacted "hTtP://127.0.0.1:$NGINX_PORT/set/sh.wpack$QS: OK"
+expect scheme_upper_auth "$WPACK" extract -o "$T/xs" "HTTP://user:pa55:word@127.0.0.1:$BAD_PORT/auth/a.wpack" t1
+cmp -s "$T/xs/t1.npy" "$T/local/t1.npy" && pass scheme_upper_same_bytes || fail scheme_upper_same_bytes
+expect_fail scheme_upper_not_found "HTTP 404" "$WPACK" inspect "Http://user:pa55:word@127.0.0.1:$BAD_PORT/auth/nope.wpack"
+nopass scheme_upper_not_found_redacted
+expect_fail scheme_https_upper_redacted "HTTPS://user:\*\*\*@127.0.0.1:$dead/m.wpack: GET" \
+    "$WPACK" inspect "HTTPS://user:pa55@127.0.0.1:$dead/m.wpack"
+grep -q pa55 "$T/err" && fail scheme_https_upper_no_password "$(cat "$T/err")" || pass scheme_https_upper_no_password
+expect scheme_s3_upper s3 "$WPACK" inspect S3://bucket/set/sh.wpack
+expect scheme_s3_endpoint_upper env AWS_ENDPOINT_URL="HTTP://127.0.0.1:$BAD_PORT/s3" AWS_REGION=eu-west-3 \
+    AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY='secret/TEST+key' "$WPACK" verify s3://bucket/a.wpack
+# a local file whose path starts so is reached as ./HTTPS://... (README)
+mkdir -p "$T/HTTPS:/h"
+cp "$W/a.wpack" "$T/HTTPS:/h/m.wpack"
+expect scheme_local_dot_slash env -C "$T" "$WPACK" verify ./HTTPS://h/m.wpack
+expect_fail scheme_update_refused "a URL is read only" "$WPACK" update "HTTPS://h/m.wpack" --meta k=v
+
 # ------------------------------------ D3: shards next to the manifest's path
 # /query/ wants "?token=a/b" on every request: a '/' in the query is not a
 # path separator, and the query goes to the shards too; a fragment is dropped

@@ -62,9 +62,27 @@ static void test_shown(void)
     shown_is("http://u:p@h:1/m?t=1&u=2#f", "http://u:***@h:1/m?t=***&u=***#***");
     /* s3: a literal key ('?' and '#' part of it) */
     shown_is("s3://bucket/dir/k?x=1#y", "s3://bucket/dir/k?x=1#y");
+    /* the scheme in any case: hidden alike, shown as given */
+    shown_is("HTTPS://user:secret@h/m?t=1#f", "HTTPS://user:***@h/m?t=***#***");
+    shown_is("Http://tok@h/m", "Http://***@h/m");
+    shown_is("S3://bucket/dir/k?x=1#y", "S3://bucket/dir/k?x=1#y");
     /* growth: every part redacted at once, one byte each */
     shown_is("http://@h:x", "http://***@h:***");
     shown_is("http://h/?a&b&c&d&e#f", "http://h/?***&***&***&***&***#***");
+}
+
+/* What is a URL: http, https, s3 in any case (RFC 3986 3.1), nothing else. */
+static void test_is_url(void)
+{
+    const char *yes[] = {"http://h/m", "https://h/m", "s3://b/k", "HTTP://h/m", "HTTPS://u:p@h/m",
+                         "Https://h", "S3://b/k", "hTtPs://h/m"};
+    const char *no[] = {"", "http", "http:/h/m", "./HTTPS://h/m", "ftp://h/m", "file:///m",
+                        "s4://b/k", "httpss://h", " http://h/m", "h/http://m"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        CHECK(wpack_remote_is_url(yes[i]) == 1, "%s: not a URL", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        CHECK(wpack_remote_is_url(no[i]) == 0, "'%s': taken for a URL", no[i]);
+    CHECK(wpack_remote_is_url(NULL) == 0, "NULL");
 }
 
 static void scrubbed_is(const char *url, const char *text, const char *want)
@@ -92,6 +110,7 @@ static void test_scrub(void)
 int main(void)
 {
     RUN(test_shown);
+    RUN(test_is_url);
     RUN(test_scrub);
     return tl_finish();
 }
