@@ -34,6 +34,8 @@ picks the behaviour, the rest names a file under ROOT:
   /zeroflag/F    right, but while ROOT/../zero.flag exists the bodies of
                  ranges past byte 0 are zeros (a server going bad midway)
   /auth/F        right with HTTP Basic credentials "user:pa55:word", else 401
+  / and /F       ROOT/rootset/m.wpack and ROOT/rootset/F as /ok/ (a
+                 sharded set at a URL with no path: "http://host?sig=x")
   /s3/BUCKET/F   S3 path style: AWS Signature Version 4 checked with its own
                  implementation (hmac, hashlib); 403 SignatureDoesNotMatch
                  for a bad one. Credentials: AKIDTEST / secret/TEST+key and
@@ -150,6 +152,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         parts = path_only.split("/", 2)
         mode = parts[1] if len(parts) > 2 else ""
         rest = parts[2] if len(parts) > 2 else ""
+        if len(parts) == 2 and "/" not in parts[1] and ".." not in parts[1]:
+            mode, rest = "ok", "rootset/" + (parts[1] or "m.wpack")
         if mode == "s3":
             why = check_sigv4("GET", self.path, self.headers)
             if why:

@@ -20,6 +20,8 @@ for i in range(3):
 PYEOF
 expect create "$WPACK" create -q -o "$W/a.wpack" "$T/in"
 expect create_set "$WPACK" create -q --shard-size 300K -o "$W/set/sh.wpack" "$T/in"
+mkdir -p "$W/rootset" # remote_server.py's set at a URL with no path
+expect create_root_set "$WPACK" create -q --shard-size 300K -o "$W/rootset/m.wpack" "$T/in"
 "$WPACK" extract -q -o "$T/local" "$W/a.wpack"
 need_nginx "$W"
 need_bad_server "$W" "http://127.0.0.1:$NGINX_PORT"
@@ -185,6 +187,14 @@ expect shard_query_fragment "$WPACK" verify "$B/query/set/sh.wpack?token=a/b#x/y
 grep -q ' 403$' "$T/requests.log" && fail shard_query_every_request "$(grep -c ' 403$' "$T/requests.log") refused" ||
     pass shard_query_every_request
 expect_fail shard_query_wrong "HTTP 403" "$WPACK" verify "$B/query/set/sh.wpack?token=abc"
+# a shard is shown as its URL is requested, hidden alike: with the query,
+# beside a manifest URL with no path (it was "http://m-00001-of-00003.wpack":
+# the manifest's shown name up to its last '/', the scheme's), or with a
+# '/' in a query name (it was "...sh.wpack?a/sh-00001-...")
+expect shard_no_path "$WPACK" inspect "http://u:SEKRIT10@127.0.0.1:$BAD_PORT?sig=SEKRIT11&a/b=SEKRIT12"
+noleak shard_no_path_shown "shard 0: http://u:***@127.0.0.1:$BAD_PORT/m-00001-of-00003.wpack?sig=***&a/b=***, "
+expect shard_query_slash_name "$WPACK" inspect "$N/set/sh.wpack?a/b=SEKRIT13#SEKRIT14"
+noleak shard_query_slash_name_shown "shard 2: $N/set/sh-00003-of-00003.wpack?a/b=***, "
 
 # ------------------------------------- D11e: an open error names the URL once
 once() { # NAME URL REGEX [ENV...]: the open fails with REGEX, the URL named once
