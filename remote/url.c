@@ -271,6 +271,17 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
         return WPACK_E_INVALID_ARGUMENT;
     }
     size_t blen = (size_t)(slash - b);
+    /* A bucket name is letters, digits, '.', '-' (and '_' of old ones): it
+     * goes raw into the host name or the path. "s3://KEY:SECRET@bucket/k"
+     * would send the secret in the Host header or the path (and as HTTP
+     * Basic credentials); a '?' or '#' would end the path. Not echoed: it
+     * may hold a secret (the name shown hides user info). */
+    if (strspn(b, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != blen) {
+        wpk_fmt(msg, msglen, "an S3 bucket name holds only letters, digits, '.', '-' and '_' "
+                "(credentials are options, e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                "never part of an s3:// URL)");
+        return WPACK_E_INVALID_ARGUMENT;
+    }
     char *key = encode(slash + 1, strlen(slash + 1), 1);
     if (!key)
         goto nomem;

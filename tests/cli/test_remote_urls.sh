@@ -63,6 +63,14 @@ s3() {
 expect_fail s3_dotdot_key_literal "HTTP 404 \(not found\).*NoSuchKey" s3 "$WPACK" inspect s3://bucket/sub/../a.wpack
 expect_fail s3_dot_key_literal "HTTP 404 \(not found\).*NoSuchKey" s3 "$WPACK" inspect s3://bucket/./a.wpack
 expect s3_plain_key s3 "$WPACK" inspect s3://bucket/set/sh.wpack
+# credentials in the bucket's place are refused before any request (they
+# went into the request's path or Host header, and as Basic credentials)
+: >"$T/requests.log"
+expect_fail s3_userinfo_refused "an S3 bucket name holds only letters" \
+    s3 "$WPACK" inspect "s3://AKID:SEKRIT0@bucket/a.wpack"
+grep -q SEKRIT0 "$T/err" && fail s3_userinfo_not_shown "$(cat "$T/err")" || pass s3_userinfo_not_shown
+expect_fail s3_bucket_query_refused "an S3 bucket name holds only" s3 "$WPACK" inspect "s3://b?x=1/a.wpack"
+[ -s "$T/requests.log" ] && fail s3_bad_bucket_no_request "$(cat "$T/requests.log")" || pass s3_bad_bucket_no_request
 
 # ------------------------------------------- D2: a password is never shown
 # /auth/ wants Basic "user:pa55:word": the request still carries it
