@@ -411,8 +411,9 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
 {
     wpk_remote *r = j->r;
     char why[600], body[SHOWN + 1];
-    if (j->fatal[0]) {
+    if (j->fatal[0]) { /* it may quote a header (an ETag, a Content-Type) */
         wpk_fmt(msg, msglen, "%s", j->fatal);
+        wpk_remote_scrub(r, msg, msglen);
         return WPACK_E_IO;
     }
     if (c == CURLE_OK && j->status == 206 && j->checked && j->got == j->want)
@@ -474,7 +475,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         j->not_before = now_ms() + (int64_t)(d < 10000 ? d : 10000);
         return -1;
     }
-    wpk_remote_scrub(r, why); /* a body or curl's words repeating the URL's secrets */
+    wpk_remote_scrub(r, why, sizeof why); /* a body or curl's words repeating the URL's secrets */
     wpk_fmt(msg, msglen, "GET bytes %llu-%llu: %s%s", (unsigned long long)j->off,
             (unsigned long long)(j->off + j->len - 1), why,
             j->attempts > 1 ? " (after retries)" : "");

@@ -127,6 +127,11 @@ noleak query_redirect_location_redacted "redirect to $N/a.wpack?X-Amz-Algorithm=
 # a server whose error page repeats the request (percent-decoded)
 expect_fail query_echoed "HTTP 403" "$WPACK" inspect "$B/echo/a.wpack$Q"
 noleak query_echoed_body_scrubbed "denied: /echo/a.wpack?X-Amz-Algorithm="
+# ... short values too (3 bytes and less were shown), after their names
+expect_fail query_short_echoed "HTTP 403" "$WPACK" inspect "$B/echo/a.wpack?t=Zq9&k=7"
+grep -q "Zq9" "$T/err" && fail query_short_echoed_scrubbed "$(cat "$T/err")" ||
+    { grep -qF "denied: /echo/a.wpack?t=***&k=***" "$T/err" && pass query_short_echoed_scrubbed ||
+        fail query_short_echoed_scrubbed "$(cat "$T/err")"; }
 # reads that succeed: every output naming the archive
 expect query_inspect "$WPACK" inspect "$N/a.wpack$Q"
 noleak query_inspect_redacted "$N/a.wpack$QS"
