@@ -94,6 +94,15 @@ expect_fail auth_not_found "HTTP 404" "$WPACK" extract -q -o "$T/xa" "$A/nope.wp
 nopass auth_not_found_redacted
 rm -rf "$T/xa"
 expect auth_extract "$WPACK" extract -o "$T/xa" "$A/a.wpack" t1
+# a redirect to another origin (a second remote_server.py sending /auth/
+# requests on to the first) does not carry the password: 401, not the archive
+rm -f "$T/bad2.port"
+$PY "$TESTS_DIR/cli/remote_server.py" "$W" "$T/bad2.port" "http://127.0.0.1:$BAD_PORT/auth" 2>"$T/bad2.err" &
+SERVER_PIDS="$SERVER_PIDS $!"
+for _ in $(seq 50); do [ -s "$T/bad2.port" ] && break; sleep 0.1; done
+expect_fail redirect_other_origin_no_password "HTTP 401" \
+    "$WPACK" inspect "http://user:pa55:word@127.0.0.1:$(cat "$T/bad2.port")/redirect/a.wpack"
+nopass redirect_other_origin_redacted
 cmp -s "$T/xa/t1.npy" "$T/local/t1.npy" && pass auth_extract_same_bytes || fail auth_extract_same_bytes
 
 # ------------- a query's values, a fragment, a token as user are never shown
