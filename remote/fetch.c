@@ -329,8 +329,11 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     wpk_fmt(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)j->off,
             (unsigned long long)(j->off + j->len - 1));
     int ok = add_header(&l, "Range", range);
-    /* A strong ETag lets the server refuse a changed object (412) itself. */
-    if (ok && !j->probe && r->etag[0] == '"')
+    /* A strong ETag lets the server refuse a changed object (412) itself;
+     * not one cut to fit r->etag (no closing quote): sent cut short, it
+     * failed every read after the open with a 412 */
+    size_t etag_len = strlen(r->etag);
+    if (ok && !j->probe && etag_len >= 2 && r->etag[0] == '"' && r->etag[etag_len - 1] == '"')
         ok = add_header(&l, "If-Match", r->etag);
     if (ok && r->s3 && r->opt.access_key) {
         char date[20];

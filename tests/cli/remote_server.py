@@ -17,6 +17,7 @@ picks the behaviour, the rest names a file under ROOT:
   /flipone/F     as flip, for the first such request only
   /changed/F     ETag "v2" after the first 2 requests (same bytes)
   /changed412/F  as changed, and If-Match honoured (412)
+  /longetag/F    a strong ETag of 302 bytes, If-Match honoured (412)
   /stall/F       headers, then silence for 30 s
   /trickle/F     headers, then 2 bytes a second (every range) for up to 60 s
   /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
@@ -194,6 +195,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode in ("changed", "changed412"):
             etag = '"v1"' if count((mode, rest)) <= 2 else '"v2"'
             if mode == "changed412" and self.headers.get("If-Match") not in (None, etag):
+                self.log(mode, 412)
+                return self.send(412, b"precondition failed")
+        if mode == "longetag":
+            etag = '"' + "e" * 300 + '"'
+            if self.headers.get("If-Match") not in (None, etag):
                 self.log(mode, 412)
                 return self.send(412, b"precondition failed")
         hdr = [("ETag", etag), ("Last-Modified", "Thu, 01 Jan 2026 00:00:00 GMT"),
