@@ -417,7 +417,9 @@ int wpack_prefix_range(const wpack_archive *ar, const char *prefix, uint64_t *fi
  * (never blocking), so is a shard that is a symlink unless
  * WPACK_OPEN_FOLLOW_LINKS; a set naming one file twice is WPACK_E_SHARD. */
 uint32_t wpack_shard_count(const wpack_archive *ar);
-/* Shard s: its path as opened and its own handle (owned by ar). */
+/* Shard s: its path as opened and its own handle (owned by ar). Through a
+ * wpack_source (a URL) the path is the shard handle's own name (the
+ * source's name of it: a URL, credentials hidden). */
 int wpack_shard_at(const wpack_archive *ar, uint32_t s, const char **path,
                    const wpack_archive **shard);
 /* The file ar was opened from: *path as given to wpack_open_file (valid

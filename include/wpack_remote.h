@@ -122,8 +122,11 @@ typedef struct wpack_remote_options {
 /* The defaults above, reserved fields zero. */
 void wpack_remote_options_init(wpack_remote_options *opt);
 
-/* 1 when s names a remote archive this library opens: http://, https://,
- * s3:// (anything else is a local path). */
+/* 1 when s names a remote archive this library opens: it starts with
+ * http://, https:// or s3://, the scheme in any case (RFC 3986 3.1:
+ * "HTTPS://", "S3://" too); anything else is a local path (a file whose
+ * path starts so is reached as "./HTTPS://..."). The wpack CLI and the
+ * Python package ask this function. */
 int wpack_remote_is_url(const char *s);
 
 /* url as wpack shows it (messages, the archive's name, shard paths, a
@@ -141,7 +144,8 @@ int wpack_remote_is_url(const char *s);
 char *wpack_remote_shown_url(const char *url);
 
 /*
- * Open the archive at url (http://, https:// or s3://bucket/key); opt may
+ * Open the archive at url (http://, https:// or s3://bucket/key, the scheme
+ * in any case; shown as given); opt may
  * be NULL (the defaults). Like wpack_open_file(): *out always receives a
  * handle unless memory runs out; on failure wpack_errmsg() says what (the
  * URL, the HTTP status or the curl error; the URL shown with its

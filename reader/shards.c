@@ -227,6 +227,17 @@ int wpk_check_shards(wpack_archive *ar)
                               : wpk_open_at(&sh, dirfd, e.str, path, shard_flags, input_flags);
         opening_shard = 0;
         ar->shards[s] = sh;
+        /* Through a source the shard is named as the source named it (a
+         * URL's query and fragment follow the path: the manifest's name
+         * up to its last '/' and the shard's is no name of it) */
+        if (from_source && sh && sh->path) {
+            if (!(path = strdup(sh->path)))
+                rc = wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
+            else
+                free(ar->shard_paths[s]), ar->shard_paths[s] = path;
+            if (rc)
+                break;
+        }
         if (src != WPACK_OK) {
             /* A FIFO or a link keeps its own code: what to change is the file. */
             int code = src == WPACK_E_FILE_TYPE ? src : WPACK_E_SHARD;

@@ -329,8 +329,11 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     wpk_fmt(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)j->off,
             (unsigned long long)(j->off + j->len - 1));
     int ok = add_header(&l, "Range", range);
-    /* A strong ETag lets the server refuse a changed object (412) itself. */
-    if (ok && !j->probe && r->etag[0] == '"')
+    /* A strong ETag lets the server refuse a changed object (412) itself;
+     * not one cut to fit r->etag (no closing quote): sent cut short, it
+     * failed every read after the open with a 412 */
+    size_t etag_len = strlen(r->etag);
+    if (ok && !j->probe && etag_len >= 2 && r->etag[0] == '"' && r->etag[etag_len - 1] == '"')
         ok = add_header(&l, "If-Match", r->etag);
     if (ok && r->s3 && r->opt.access_key) {
         char date[20];
@@ -411,8 +414,9 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
 {
     wpk_remote *r = j->r;
     char why[600], body[SHOWN + 1];
-    if (j->fatal[0]) {
+    if (j->fatal[0]) { /* it may quote a header (an ETag, a Content-Type) */
         wpk_fmt(msg, msglen, "%s", j->fatal);
+        wpk_remote_scrub(r, msg, msglen);
         return WPACK_E_IO;
     }
     if (c == CURLE_OK && j->status == 206 && j->checked && j->got == j->want)
@@ -474,7 +478,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         j->not_before = now_ms() + (int64_t)(d < 10000 ? d : 10000);
         return -1;
     }
-    wpk_remote_scrub(r, why); /* a body or curl's words repeating the URL's secrets */
+    wpk_remote_scrub(r, why, sizeof why); /* a body or curl's words repeating the URL's secrets */
     wpk_fmt(msg, msglen, "GET bytes %llu-%llu: %s%s", (unsigned long long)j->off,
             (unsigned long long)(j->off + j->len - 1), why,
             j->attempts > 1 ? " (after retries)" : "");

@@ -73,10 +73,17 @@ typedef struct wpk_remote {
     char setup_msg[600];
 } wpk_remote;
 
-/* url.c: each secret of r's URL (its password, each query value of 4
- * bytes or more, as given and percent-decoded) in text becomes "***":
- * for what a server's error page or curl's own words repeat of it. */
-void wpk_remote_scrub(const wpk_remote *r, char *text);
+/* url.c: the scheme of s in any case (what wpack_remote_is_url tells). */
+enum { WPK_HTTP = 1, WPK_HTTPS, WPK_S3 };
+int wpk_url_scheme(const char *s);
+
+/* url.c: each secret of r's URL in text (size bytes) becomes "***", as
+ * given and percent-decoded: for what a server's error page or curl's own
+ * words repeat of it. Its password (or user token) and each query value:
+ * of 4 bytes or more wherever they occur; shorter, only standing alone
+ * (no letter or digit beside it), a query value only after its "NAME="
+ * (a short value is not every such word of the text). */
+void wpk_remote_scrub(const wpk_remote *r, char *text, size_t size);
 
 /* fetch.c: bytes [off, off + n) of the object into dst, in chunks over
  * several connections, retried; checked against the pinned size, ETag and

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "remote.h"
 
@@ -21,10 +22,35 @@ void wpack_remote_options_init(wpack_remote_options *opt)
     opt->cache_max_bytes = 10ull << 30;
 }
 
+/* The scheme of s, in any case (RFC 3986 3.1: "HTTPS://" is "https://"):
+ * WPK_HTTP, WPK_HTTPS, WPK_S3, or 0 for anything else (a local path). The
+ * one rule of what is a URL: wpack_remote_is_url, the CLI and Python call
+ * it. */
+int wpk_url_scheme(const char *s)
+{
+    if (!s)
+        return 0;
+    if (strncasecmp(s, "http://", 7) == 0)
+        return WPK_HTTP;
+    if (strncasecmp(s, "https://", 8) == 0)
+        return WPK_HTTPS;
+    if (strncasecmp(s, "s3://", 5) == 0)
+        return WPK_S3;
+    return 0;
+}
+
 int wpack_remote_is_url(const char *s)
 {
-    return s && (strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0 ||
-                 strncmp(s, "s3://", 5) == 0);
+    return wpk_url_scheme(s) != 0;
+}
+
+/* The scheme of a URL (before "://") in lower case, in place: curl and
+ * the checks that follow see one spelling. */
+static void lower_scheme(char *url)
+{
+    for (char *p = url; *p && *p != ':'; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
 }
 
 /* libcurl's global setup, once per process (not thread-safe in itself). */
@@ -147,7 +173,7 @@ char *wpack_remote_shown_url(const char *url)
     }
     o = put(o, host, (size_t)(aend - host));
     const char *p = aend;
-    if (strncmp(url, "s3://", 5) == 0) {
+    if (wpk_url_scheme(url) == WPK_S3) {
         strcpy(o, p);
         return out;
     }
@@ -180,40 +206,93 @@ char *wpack_remote_shown_url(const char *url)
     return out;
 }
 
-/* s (n bytes) in text replaced by "***" wherever it occurs, as given and
- * percent-decoded; shorter than 4 bytes it is left (it would blank out
- * common words, and no signature or token is that short). */
-static void scrub_one(char *text, const char *s, size_t n)
+/* A letter or a digit (ASCII): what a secret shorter than 4 bytes must
+ * not touch on either side to be taken for it. */
+static int word_byte(char c)
 {
-    char *dec = n >= 4 ? malloc(n + 1) : NULL;
-    if (!dec)
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* The occurrences of f (n bytes) in text that are the secret become "***",
+ * scanning forward once: every one when n >= 4 (a signature, a token, a
+ * password of any use); a shorter one only standing alone (no letter or
+ * digit on either side) and, with ctx, right after ctx ("NAME=" of its
+ * query item: a value "1" is not every "1" of the text). Cut to size bytes
+ * ("***" is longer than a 1- or 2-byte secret); out of memory, the whole
+ * text becomes "***". */
+static void scrub_form(char *text, size_t size, const char *f, size_t n, const char *ctx,
+                       size_t ctxlen)
+{
+    size_t len = strlen(text);
+    if (!n || n > len)
         return;
+    char *out = malloc(3 * len + 1);
+    if (!out) {
+        wpk_fmt(text, size, "***");
+        return;
+    }
+    const char *p = text, *end = text + len, *m;
+    size_t o = 0;
+    while ((m = memmem(p, (size_t)(end - p), f, n))) {
+        int ok = n >= 4 || ((m == text || !word_byte(m[-1])) && !word_byte(m[n]) &&
+                            (!ctx || ((size_t)(m - text) >= ctxlen &&
+                                      memcmp(m - ctxlen, ctx, ctxlen) == 0)));
+        size_t keep = (size_t)(m - p) + (ok ? 0 : 1);
+        memcpy(out + o, p, keep);
+        o += keep;
+        if (ok)
+            memcpy(out + o, "***", 3), o += 3;
+        p = ok ? m + n : m + 1;
+    }
+    memcpy(out + o, p, (size_t)(end - p));
+    o += (size_t)(end - p);
+    if (o >= size)
+        o = size - 1;
+    memcpy(text, out, o);
+    text[o] = 0;
+    free(out);
+}
+
+/* s (n bytes) percent-decoded into out ('+' as a space, as a query's
+ * form encoding has it): its length. */
+static size_t decode(const char *s, size_t n, char *out)
+{
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned hi, lo;
         if (s[i] == '%' && i + 2 < n && sscanf(s + i + 1, "%1x%1x", &hi, &lo) == 2) {
-            dec[k++] = (char)(hi << 4 | lo);
+            out[k++] = (char)(hi << 4 | lo);
             i += 2;
         } else {
-            dec[k++] = s[i] == '+' ? ' ' : s[i];
+            out[k++] = s[i] == '+' ? ' ' : s[i];
         }
     }
-    const char *forms[2] = {s, dec};
-    size_t lens[2] = {n, k};
-    for (int f = 0; f < 2; f++) {
-        char *p;
-        while (lens[f] >= 4 && (p = memmem(text, strlen(text), forms[f], lens[f]))) {
-            memcpy(p, "***", 3);
-            memmove(p + 3, p + lens[f], strlen(p + lens[f]) + 1);
-        }
+    return k;
+}
+
+/* The secret s (n bytes) in text becomes "***", as given and
+ * percent-decoded (scrub_form). ctx (ctxlen bytes, or NULL): what precedes
+ * it in the URL, required before a short one ("NAME=", or the '?' or '&'
+ * of a bare item); a password's or a user token's short form is hidden
+ * wherever it stands alone. */
+static void scrub_one(char *text, size_t size, const char *s, size_t n, const char *ctx,
+                      size_t ctxlen)
+{
+    char *dec = malloc(n + ctxlen + 2), *dctx = dec ? dec + n + 1 : NULL;
+    if (!dec) {
+        wpk_fmt(text, size, "***");
+        return;
     }
+    size_t k = decode(s, n, dec), kc = ctx ? decode(ctx, ctxlen, dctx) : 0;
+    scrub_form(text, size, s, n, ctx, ctxlen);
+    scrub_form(text, size, dec, k, ctx ? dctx : NULL, kc);
     free(dec);
 }
 
-void wpk_remote_scrub(const wpk_remote *r, char *text)
+void wpk_remote_scrub(const wpk_remote *r, char *text, size_t size)
 {
     const char *u = r->url, *auth = u ? strstr(u, "://") : NULL;
-    if (!auth || r->s3)
+    if (!auth || r->s3 || !size)
         return; /* s3: credentials are in headers, never in the URL */
     auth += 3;
     const char *aend = auth + strcspn(auth, "/?#"), *at = NULL;
@@ -223,14 +302,14 @@ void wpk_remote_scrub(const wpk_remote *r, char *text)
     if (at) {
         const char *colon = memchr(auth, ':', (size_t)(at - auth));
         const char *secret = colon ? colon + 1 : auth;
-        scrub_one(text, secret, (size_t)(at - secret));
+        scrub_one(text, size, secret, (size_t)(at - secret), NULL, 0);
     }
     const char *q = strchr(aend, '?');
     for (const char *p = q ? q + 1 : ""; *p && *p != '#';) {
         size_t item = strcspn(p, "&#");
         const char *eq = memchr(p, '=', item);
-        const char *v = eq ? eq + 1 : p;
-        scrub_one(text, v, (size_t)(p + item - v));
+        const char *v = eq ? eq + 1 : p, *ctx = eq ? p : p - 1;
+        scrub_one(text, size, v, (size_t)(p + item - v), ctx, (size_t)(v - ctx));
         p += item + (p[item] == '&');
     }
 }
@@ -245,13 +324,25 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
         return WPACK_E_INVALID_ARGUMENT;
     }
     size_t blen = (size_t)(slash - b);
+    /* A bucket name is letters, digits, '.', '-' (and '_' of old ones): it
+     * goes raw into the host name or the path. "s3://KEY:SECRET@bucket/k"
+     * would send the secret in the Host header or the path (and as HTTP
+     * Basic credentials); a '?' or '#' would end the path. Not echoed: it
+     * may hold a secret (the name shown hides user info). */
+    if (strspn(b, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != blen) {
+        wpk_fmt(msg, msglen, "an S3 bucket name holds only letters, digits, '.', '-' and '_' "
+                "(credentials are options, e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                "never part of an s3:// URL)");
+        return WPACK_E_INVALID_ARGUMENT;
+    }
     char *key = encode(slash + 1, strlen(slash + 1), 1);
     if (!key)
         goto nomem;
     const char *ep = r->opt.s3_endpoint;
     if (ep) {
         const char *hs = strstr(ep, "://");
-        if (!hs || (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0)) {
+        int scheme = wpk_url_scheme(ep);
+        if (scheme != WPK_HTTP && scheme != WPK_HTTPS) {
             free(key);
             char *shown = wpack_remote_shown_url(ep);
             wpk_fmt(msg, msglen, "S3 endpoint '%s' is not an http:// or https:// URL",
@@ -288,7 +379,8 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
     if (!r->host || !r->uri || !r->url)
         goto nomem;
     r->s3 = 1;
-    r->https = strncmp(r->url, "https://", 8) == 0;
+    lower_scheme(r->url);
+    r->https = wpk_url_scheme(r->url) == WPK_HTTPS;
     if (r->opt.access_key && !r->opt.secret_key) {
         wpk_fmt(msg, msglen, "an access key without a secret key");
         return WPACK_E_INVALID_ARGUMENT;
@@ -500,12 +592,12 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     else if (!wpack_remote_is_url(url))
         rc = WPACK_E_INVALID_ARGUMENT, wpk_fmt(msg, sizeof msg, "not an http://, https:// "
                                                                "or s3:// URL");
-    else if (strncmp(url, "s3://", 5) == 0)
+    else if (wpk_url_scheme(url) == WPK_S3)
         rc = s3_target(r, url, msg, sizeof msg);
     else if (!(r->url = strdup(url)))
         rc = WPACK_E_NOMEM;
     else
-        r->https = strncmp(url, "https://", 8) == 0;
+        lower_scheme(r->url), r->https = wpk_url_scheme(url) == WPK_HTTPS;
     if (rc && !*msg)
         wpk_fmt(msg, sizeof msg, "out of memory");
     r->setup_rc = rc; /* a bad URL or options: the open fails with this */

@@ -132,7 +132,6 @@ def version():
 
 # ------------------------------------------------------------------ reading
 
-_URL_SCHEMES = ("http://", "https://", "s3://")
 _REMOTE_OPTIONS = ("connections", "chunk_size", "retries", "retry_delay_ms", "timeout_s",
                    "max_bytes_per_s", "follow_redirects", "s3_region", "s3_endpoint",
                    "access_key", "secret_key", "session_token", "ca_file", "cache",
@@ -147,16 +146,13 @@ _AWS_ENV = {"access_key": ("AWS_ACCESS_KEY_ID",), "secret_key": ("AWS_SECRET_ACC
 
 def is_url(path):
     """True when path names a remote archive safe_open fetches through
-    libwpack-remote: http://, https:// or s3://bucket/key (the scheme in
-    any case, as URLs allow: safe_open passes it on in lower case)."""
-    return isinstance(path, str) and path.lower().startswith(_URL_SCHEMES)
-
-
-def _lower_scheme(url):
-    """url with its scheme in lower case, the only spelling libwpack-remote
-    takes ("HTTP://h/K" -> "http://h/K"; host and key unchanged)."""
-    scheme, sep, rest = url.partition("://")
-    return scheme.lower() + sep + rest
+    libwpack-remote: http://, https:// or s3://bucket/key, the scheme in
+    any case ("HTTPS://h/m" too, as URLs allow; a local file of such a
+    name is reached as "./HTTPS://..."). libwpack-remote's rule
+    (wpack_remote_is_url), loaded only for a path holding "://"."""
+    if not isinstance(path, str) or "://" not in path:
+        return False
+    return bool(_lib.remote_lib().wpack_remote_is_url(path.encode("utf-8", "surrogateescape")))
 
 
 class _Progress:
@@ -430,7 +426,7 @@ class safe_open:
         _b(path, "path")   # a NUL is refused before any open
         flags = 0 if verify else OPEN_NO_VERIFY_READS
         if self._remote:
-            self._h = _Handle(_lower_scheme(path), flags,
+            self._h = _Handle(path, flags,
                               _remote_options(flags, remote_options, aws_env, progress))
         elif remote_options or progress is not None:
             given = sorted(remote_options) + (["progress"] if progress is not None else [])

@@ -17,6 +17,7 @@ picks the behaviour, the rest names a file under ROOT:
   /flipone/F     as flip, for the first such request only
   /changed/F     ETag "v2" after the first 2 requests (same bytes)
   /changed412/F  as changed, and If-Match honoured (412)
+  /longetag/F    a strong ETag of 302 bytes, If-Match honoured (412)
   /stall/F       headers, then silence for 30 s
   /trickle/F     headers, then 2 bytes a second (every range) for up to 60 s
   /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
@@ -34,6 +35,8 @@ picks the behaviour, the rest names a file under ROOT:
   /zeroflag/F    right, but while ROOT/../zero.flag exists the bodies of
                  ranges past byte 0 are zeros (a server going bad midway)
   /auth/F        right with HTTP Basic credentials "user:pa55:word", else 401
+  / and /F       ROOT/rootset/m.wpack and ROOT/rootset/F as /ok/ (a
+                 sharded set at a URL with no path: "http://host?sig=x")
   /s3/BUCKET/F   S3 path style: AWS Signature Version 4 checked with its own
                  implementation (hmac, hashlib); 403 SignatureDoesNotMatch
                  for a bad one. Credentials: AKIDTEST / secret/TEST+key and
@@ -150,6 +153,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         parts = path_only.split("/", 2)
         mode = parts[1] if len(parts) > 2 else ""
         rest = parts[2] if len(parts) > 2 else ""
+        if len(parts) == 2 and "/" not in parts[1] and ".." not in parts[1]:
+            mode, rest = "ok", "rootset/" + (parts[1] or "m.wpack")
         if mode == "s3":
             why = check_sigv4("GET", self.path, self.headers)
             if why:
@@ -190,6 +195,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode in ("changed", "changed412"):
             etag = '"v1"' if count((mode, rest)) <= 2 else '"v2"'
             if mode == "changed412" and self.headers.get("If-Match") not in (None, etag):
+                self.log(mode, 412)
+                return self.send(412, b"precondition failed")
+        if mode == "longetag":
+            etag = '"' + "e" * 300 + '"'
+            if self.headers.get("If-Match") not in (None, etag):
                 self.log(mode, 412)
                 return self.send(412, b"precondition failed")
         hdr = [("ETag", etag), ("Last-Modified", "Thu, 01 Jan 2026 00:00:00 GMT"),

@@ -53,6 +53,9 @@ extract_fails not_found "a.wpack: GET bytes 0-65535: HTTP 404 \(not found\)" "$B
 extract_fails flipped_byte "tensor 't1': fetched bytes hash to [0-9a-f]+ twice.*\[WPACK_E_CHECKSUM\]" "$B/flip/a.wpack"
 extract_fails changed_etag "changed since it was opened \(ETag \"v2\".*at open \"v1\"" "$B/changed/a.wpack"
 extract_fails changed_if_match "HTTP 412 \(the object changed since it was opened" "$B/changed412/a.wpack"
+# a strong ETag longer than the 255 bytes kept: If-Match with it cut short
+# was refused by the server (412) on every read after the open
+extract_same long_etag "$B/longetag/a.wpack"
 extract_fails stalled "[Tt]imeout|timed out" "$B/stall/a.wpack"
 # a server trickling 2 bytes a second is timed out (slower than 1 KiB/s for
 # WPACK_REMOTE_TIMEOUT=2 s), with its retries, well within 20 s

@@ -20,6 +20,8 @@ for i in range(3):
 PYEOF
 expect create "$WPACK" create -q -o "$W/a.wpack" "$T/in"
 expect create_set "$WPACK" create -q --shard-size 300K -o "$W/set/sh.wpack" "$T/in"
+mkdir -p "$W/rootset" # remote_server.py's set at a URL with no path
+expect create_root_set "$WPACK" create -q --shard-size 300K -o "$W/rootset/m.wpack" "$T/in"
 "$WPACK" extract -q -o "$T/local" "$W/a.wpack"
 need_nginx "$W"
 need_bad_server "$W" "http://127.0.0.1:$NGINX_PORT"
@@ -61,6 +63,14 @@ s3() {
 expect_fail s3_dotdot_key_literal "HTTP 404 \(not found\).*NoSuchKey" s3 "$WPACK" inspect s3://bucket/sub/../a.wpack
 expect_fail s3_dot_key_literal "HTTP 404 \(not found\).*NoSuchKey" s3 "$WPACK" inspect s3://bucket/./a.wpack
 expect s3_plain_key s3 "$WPACK" inspect s3://bucket/set/sh.wpack
+# credentials in the bucket's place are refused before any request (they
+# went into the request's path or Host header, and as Basic credentials)
+: >"$T/requests.log"
+expect_fail s3_userinfo_refused "an S3 bucket name holds only letters" \
+    s3 "$WPACK" inspect "s3://AKID:SEKRIT0@bucket/a.wpack"
+grep -q SEKRIT0 "$T/err" && fail s3_userinfo_not_shown "$(cat "$T/err")" || pass s3_userinfo_not_shown
+expect_fail s3_bucket_query_refused "an S3 bucket name holds only" s3 "$WPACK" inspect "s3://b?x=1/a.wpack"
+[ -s "$T/requests.log" ] && fail s3_bad_bucket_no_request "$(cat "$T/requests.log")" || pass s3_bad_bucket_no_request
 
 # ------------------------------------------- D2: a password is never shown
 # /auth/ wants Basic "user:pa55:word": the request still carries it
@@ -84,6 +94,15 @@ expect_fail auth_not_found "HTTP 404" "$WPACK" extract -q -o "$T/xa" "$A/nope.wp
 nopass auth_not_found_redacted
 rm -rf "$T/xa"
 expect auth_extract "$WPACK" extract -o "$T/xa" "$A/a.wpack" t1
+# a redirect to another origin (a second remote_server.py sending /auth/
+# requests on to the first) does not carry the password: 401, not the archive
+rm -f "$T/bad2.port"
+$PY "$TESTS_DIR/cli/remote_server.py" "$W" "$T/bad2.port" "http://127.0.0.1:$BAD_PORT/auth" 2>"$T/bad2.err" &
+SERVER_PIDS="$SERVER_PIDS $!"
+for _ in $(seq 50); do [ -s "$T/bad2.port" ] && break; sleep 0.1; done
+expect_fail redirect_other_origin_no_password "HTTP 401" \
+    "$WPACK" inspect "http://user:pa55:word@127.0.0.1:$(cat "$T/bad2.port")/redirect/a.wpack"
+nopass redirect_other_origin_redacted
 cmp -s "$T/xa/t1.npy" "$T/local/t1.npy" && pass auth_extract_same_bytes || fail auth_extract_same_bytes
 
 # ------------- a query's values, a fragment, a token as user are never shown
@@ -117,6 +136,11 @@ noleak query_redirect_location_redacted "redirect to $N/a.wpack?X-Amz-Algorithm=
 # a server whose error page repeats the request (percent-decoded)
 expect_fail query_echoed "HTTP 403" "$WPACK" inspect "$B/echo/a.wpack$Q"
 noleak query_echoed_body_scrubbed "denied: /echo/a.wpack?X-Amz-Algorithm="
+# ... short values too (3 bytes and less were shown), after their names
+expect_fail query_short_echoed "HTTP 403" "$WPACK" inspect "$B/echo/a.wpack?t=Zq9&k=7"
+grep -q "Zq9" "$T/err" && fail query_short_echoed_scrubbed "$(cat "$T/err")" ||
+    { grep -qF "denied: /echo/a.wpack?t=***&k=***" "$T/err" && pass query_short_echoed_scrubbed ||
+        fail query_short_echoed_scrubbed "$(cat "$T/err")"; }
 # reads that succeed: every output naming the archive
 expect query_inspect "$WPACK" inspect "$N/a.wpack$Q"
 noleak query_inspect_redacted "$N/a.wpack$QS"
@@ -153,6 +177,29 @@ else
     fail query_progress_redacted "no 'script' (util-linux) to give a pty: cannot check"
 fi
 
+# ---------------- the scheme in any case (RFC 3986 3.1) is a URL, hidden alike
+# (it was taken for a local path: "No such file", the password quoted raw)
+expect scheme_upper_verify "$WPACK" verify "HTTP://127.0.0.1:$NGINX_PORT/a.wpack"
+grep -q "^HTTP://127.0.0.1:$NGINX_PORT/a.wpack: OK" "$T/out" && pass scheme_upper_shown_as_given ||
+    fail scheme_upper_shown_as_given "$(head -c 300 "$T/out")"
+expect scheme_mixed_set "$WPACK" verify "hTtP://127.0.0.1:$NGINX_PORT/set/sh.wpack$Q"
+noleak scheme_mixed_set_redacted "hTtP://127.0.0.1:$NGINX_PORT/set/sh.wpack$QS: OK"
+expect scheme_upper_auth "$WPACK" extract -o "$T/xs" "HTTP://user:pa55:word@127.0.0.1:$BAD_PORT/auth/a.wpack" t1
+cmp -s "$T/xs/t1.npy" "$T/local/t1.npy" && pass scheme_upper_same_bytes || fail scheme_upper_same_bytes
+expect_fail scheme_upper_not_found "HTTP 404" "$WPACK" inspect "Http://user:pa55:word@127.0.0.1:$BAD_PORT/auth/nope.wpack"
+nopass scheme_upper_not_found_redacted
+expect_fail scheme_https_upper_redacted "HTTPS://user:\*\*\*@127.0.0.1:$dead/m.wpack: GET" \
+    "$WPACK" inspect "HTTPS://user:pa55@127.0.0.1:$dead/m.wpack"
+grep -q pa55 "$T/err" && fail scheme_https_upper_no_password "$(cat "$T/err")" || pass scheme_https_upper_no_password
+expect scheme_s3_upper s3 "$WPACK" inspect S3://bucket/set/sh.wpack
+expect scheme_s3_endpoint_upper env AWS_ENDPOINT_URL="HTTP://127.0.0.1:$BAD_PORT/s3" AWS_REGION=eu-west-3 \
+    AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY='secret/TEST+key' "$WPACK" verify s3://bucket/a.wpack
+# a local file whose path starts so is reached as ./HTTPS://... (README)
+mkdir -p "$T/HTTPS:/h"
+cp "$W/a.wpack" "$T/HTTPS:/h/m.wpack"
+expect scheme_local_dot_slash env -C "$T" "$WPACK" verify ./HTTPS://h/m.wpack
+expect_fail scheme_update_refused "a URL is read only" "$WPACK" update "HTTPS://h/m.wpack" --meta k=v
+
 # ------------------------------------ D3: shards next to the manifest's path
 # /query/ wants "?token=a/b" on every request: a '/' in the query is not a
 # path separator, and the query goes to the shards too; a fragment is dropped
@@ -162,6 +209,14 @@ expect shard_query_fragment "$WPACK" verify "$B/query/set/sh.wpack?token=a/b#x/y
 grep -q ' 403$' "$T/requests.log" && fail shard_query_every_request "$(grep -c ' 403$' "$T/requests.log") refused" ||
     pass shard_query_every_request
 expect_fail shard_query_wrong "HTTP 403" "$WPACK" verify "$B/query/set/sh.wpack?token=abc"
+# a shard is shown as its URL is requested, hidden alike: with the query,
+# beside a manifest URL with no path (it was "http://m-00001-of-00003.wpack":
+# the manifest's shown name up to its last '/', the scheme's), or with a
+# '/' in a query name (it was "...sh.wpack?a/sh-00001-...")
+expect shard_no_path "$WPACK" inspect "http://u:SEKRIT10@127.0.0.1:$BAD_PORT?sig=SEKRIT11&a/b=SEKRIT12"
+noleak shard_no_path_shown "shard 0: http://u:***@127.0.0.1:$BAD_PORT/m-00001-of-00003.wpack?sig=***&a/b=***, "
+expect shard_query_slash_name "$WPACK" inspect "$N/set/sh.wpack?a/b=SEKRIT13#SEKRIT14"
+noleak shard_query_slash_name_shown "shard 2: $N/set/sh-00003-of-00003.wpack?a/b=***, "
 
 # ------------------------------------- D11e: an open error names the URL once
 once() { # NAME URL REGEX [ENV...]: the open fails with REGEX, the URL named once

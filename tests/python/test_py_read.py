@@ -478,10 +478,12 @@ def small_argument_checks(d):
     e = raises(ValueError, wpack.safe_open, p, device="cuda")
     check("device" in str(e), str(e))
     check(wpack.safe_open(p, device="cpu").keys() == ["a.x", "a.y", "b"], "np on cpu")
-    # is_url and the C library agree: an upper-case scheme is passed on in
-    # lower case (it was refused by libwpack-remote as "not an http:// URL").
-    check(wpack.is_url("HTTP://127.0.0.1:9/x") and wpack._lower_scheme("HTTP://H/K") ==
-          "http://H/K" and wpack._lower_scheme("S3://B/Key") == "s3://B/Key", "schemes")
+    # is_url is the C library's rule: a scheme in any case is a URL (it was
+    # refused by libwpack-remote as "not an http:// URL"), nothing else is.
+    for u in ("HTTP://127.0.0.1:9/x", "Https://h/m", "S3://B/Key", "s3://b/k"):
+        check(wpack.is_url(u), "is_url(%r)" % u)
+    for u in ("./HTTP://h/x", "ftp://h/x", "http:/h/x", "x.wpack", "http", b"http://h/x"):
+        check(not wpack.is_url(u), "not is_url(%r)" % (u,))
     e = raises(wpack.Error, wpack.safe_open, "HTTP://127.0.0.1:9/x.wpack", retries=0,
                timeout_s=2)
     check("not an http" not in str(e) and e.name != "WPACK_E_INVALID_ARGUMENT",

@@ -216,6 +216,14 @@ def remote_errors(d):
                          timeout_s=10) as f:
         raises(wpack.Error, f.get_tensor, "nope", code="WPACK_E_NOT_FOUND")
     check(wpack.is_url("HTTPS://x/y") and not wpack.is_url("x.wpack"), "is_url")
+    # the scheme in any case: passed to the library as given, shown as given
+    mixed = "HtTp://me:s3cret@" + u[len("http://"):]
+    with wpack.safe_open(mixed + "/a.wpack") as f:
+        check(f.keys() and np.array_equal(f.get_tensor("t1"),
+                                          wpack.safe_open(os.path.join(www, "a.wpack"))
+                                          .get_tensor("t1")), "mixed-case scheme reads")
+    e = raises(wpack.Error, wpack.safe_open, mixed + "/missing.wpack")
+    check("s3cret" not in str(e) and "HtTp://me:***@" in str(e) and "404" in str(e), str(e))
     # a password in the URL is never shown: the library's messages and
     # Python's own (a name not found names the archive by its URL)
     ua = u.replace("http://", "http://me:s3cret@")

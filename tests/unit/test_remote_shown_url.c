@@ -62,9 +62,27 @@ static void test_shown(void)
     shown_is("http://u:p@h:1/m?t=1&u=2#f", "http://u:***@h:1/m?t=***&u=***#***");
     /* s3: a literal key ('?' and '#' part of it) */
     shown_is("s3://bucket/dir/k?x=1#y", "s3://bucket/dir/k?x=1#y");
+    /* the scheme in any case: hidden alike, shown as given */
+    shown_is("HTTPS://user:secret@h/m?t=1#f", "HTTPS://user:***@h/m?t=***#***");
+    shown_is("Http://tok@h/m", "Http://***@h/m");
+    shown_is("S3://bucket/dir/k?x=1#y", "S3://bucket/dir/k?x=1#y");
     /* growth: every part redacted at once, one byte each */
     shown_is("http://@h:x", "http://***@h:***");
     shown_is("http://h/?a&b&c&d&e#f", "http://h/?***&***&***&***&***#***");
+}
+
+/* What is a URL: http, https, s3 in any case (RFC 3986 3.1), nothing else. */
+static void test_is_url(void)
+{
+    const char *yes[] = {"http://h/m", "https://h/m", "s3://b/k", "HTTP://h/m", "HTTPS://u:p@h/m",
+                         "Https://h", "S3://b/k", "hTtPs://h/m"};
+    const char *no[] = {"", "http", "http:/h/m", "./HTTPS://h/m", "ftp://h/m", "file:///m",
+                        "s4://b/k", "httpss://h", " http://h/m", "h/http://m"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        CHECK(wpack_remote_is_url(yes[i]) == 1, "%s: not a URL", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        CHECK(wpack_remote_is_url(no[i]) == 0, "'%s': taken for a URL", no[i]);
+    CHECK(wpack_remote_is_url(NULL) == 0, "NULL");
 }
 
 static void scrubbed_is(const char *url, const char *text, const char *want)
@@ -74,7 +92,7 @@ static void scrubbed_is(const char *url, const char *text, const char *want)
     r.url = (char *)url;
     char buf[600];
     strcpy(buf, text);
-    wpk_remote_scrub(&r, buf);
+    wpk_remote_scrub(&r, buf, sizeof buf);
     CHECK(strcmp(buf, want) == 0, "%s in %s: got %s, want %s", url, text, buf, want);
 }
 
@@ -85,13 +103,43 @@ static void test_scrub(void)
                 "denied: /m?X-Amz-Signature=***&sig=***");
     scrubbed_is(u, "sig a/b+c for user pa55word", "sig *** for user ***");
     scrubbed_is(u, "deadbeefdeadbeef", "******");
-    scrubbed_is(u, "x=1 stays (too short to be a secret)", "x=1 stays (too short to be a secret)");
+    /* a short query value: hidden after its name only (the URL echoed),
+     * not every "1" of the text */
+    scrubbed_is(u, "1 stays, x=1 is hidden, x=10 stays", "1 stays, x=*** is hidden, x=10 stays");
+    scrubbed_is("http://h/m?t=ab&x=1&dl&e=",
+                "denied /m?t=ab&x=1&dl&e=: t ab 1 dl HTTP/1.1 127.0.0.1",
+                "denied /m?t=***&x=***&***&e=: t ab 1 dl HTTP/1.1 127.0.0.1");
+    scrubbed_is("http://h/m?t=a%2Fb", "t=a/b and t=a%2Fb", "t=*** and t=***");
+    /* a short password or user token: wherever it stands alone (it was
+     * shown: 3 bytes passed the 4-byte floor) */
+    scrubbed_is("https://u:abc@h/m", "user u password abc rejected; abcdef, xabc, abc1 stay",
+                "user u password *** rejected; abcdef, xabc, abc1 stay");
+    scrubbed_is("https://u:abc@h/m", "abc", "***");
+    scrubbed_is("https://u:7@h/m", "for 7: 17 and 7a stay, u:7@h", "for ***: 17 and 7a stay, u:***@h");
+    scrubbed_is("https://tk@h/m", "token tk refused", "token *** refused");
+    scrubbed_is("https://u:a%40@h/m", "bad a@ and a%40", "bad *** and ***");
     scrubbed_is("https://h/m", "nothing", "nothing");
+}
+
+/* "***" is longer than a 1-byte secret: the text grows, cut to its buffer */
+static void test_scrub_grows(void)
+{
+    wpk_remote r;
+    memset(&r, 0, sizeof r);
+    r.url = (char *)"https://u:x@h/m";
+    char buf[16] = "x x x x x x x x";
+    wpk_remote_scrub(&r, buf, sizeof buf);
+    CHECK(strcmp(buf, "*** *** *** ***") == 0, "got %s", buf);
+    char one[4] = "x x";
+    wpk_remote_scrub(&r, one, sizeof one);
+    CHECK(strcmp(one, "***") == 0, "got %s", one);
 }
 
 int main(void)
 {
     RUN(test_shown);
+    RUN(test_is_url);
     RUN(test_scrub);
+    RUN(test_scrub_grows);
     return tl_finish();
 }
