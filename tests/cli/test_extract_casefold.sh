@@ -7,7 +7,10 @@
 # stays whole, the exit status says it; before, the second rename replaced
 # the first file and extract said it extracted both. Also when the two fall
 # in different commit batches (a small open-file limit), and one alone is
-# extracted as ever. Needs /dev/fuse and python3-fusepy (tools/deps.sh):
+# extracted as ever. The same for externalize's two outputs: OUT.X and
+# out.x not there yet are not one path by name, but one file here: the MLIR
+# is not renamed over the new archive (before: the archive was lost, exit
+# 0). Needs /dev/fuse and python3-fusepy (tools/deps.sh):
 # without them this test FAILS, it does not pass by skipping.
 . "$(dirname "$0")/lib.sh"
 
@@ -89,5 +92,27 @@ holds a.x "[0, 10, 20, 30]" && pass extract_casefold_one_side_data ||
 expect extract_casefold_again "$WPACK" extract -q "$T/cf.wpack" -o "$MNT/out" A.x
 holds a.x "[0, 1, 2, 3]" && pass extract_casefold_again_data ||
     fail extract_casefold_again_data "a.x.npy is not A.x's data"
+
+# --- externalize: -o OUT.X --archive out.x -----------------------------------
+cat >"$MNT/in.mlir" <<'MLIR'
+module {
+  ml_program.global private @w(dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32>) : tensor<8xf32>
+}
+MLIR
+cd "$MNT" || exit 1
+expect_fail externalize_casefold_refused \
+    "OUT\.X and out\.x are one file on this file system.*nothing written, both paths as before.*\[WPACK_E_SAME_FILE\]" \
+    "$WPACK" externalize in.mlir -o OUT.X --archive out.x --min-bytes 1
+[ -z "$(ls -a | grep -v -e '^\.\.\?$' -e '^in\.mlir$' -e '^out$')" ] && pass externalize_casefold_nothing_left ||
+    fail externalize_casefold_nothing_left "$(ls -a | tr '\n' ' ')"
+echo old >"$MNT/out.x"
+expect_fail externalize_casefold_existing "\[WPACK_E_SAME_FILE\]" \
+    "$WPACK" externalize in.mlir -o OUT.X --archive out.x --min-bytes 1
+[ "$(cat "$MNT/out.x")" = old ] && pass externalize_casefold_existing_kept ||
+    fail externalize_casefold_existing_kept "out.x was replaced"
+expect externalize_casefold_apart "$WPACK" externalize -q in.mlir -o OUT.mlir --archive out.x --min-bytes 1
+"$WPACK" verify out.x >/dev/null 2>&1 && grep -q "wpack:" OUT.mlir && pass externalize_casefold_apart_outputs ||
+    fail externalize_casefold_apart_outputs "$(ls | tr '\n' ' ')"
+cd "$T" || exit 1
 
 finish
