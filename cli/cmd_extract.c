@@ -39,6 +39,13 @@ static const char help[] =
     "the total must fit the output cap and the free space (WPACK_E_TOO_LARGE).\n"
     "A refusal creates nothing, not even DIR.\n"
     "\n"
+    "A file system that folds names (case-insensitive or normalizing: ext4\n"
+    "casefold, vfat, exfat, APFS, NTFS) can take two file names for one file\n"
+    "('A.npy', 'a.npy'). No file this run wrote is replaced: before each rename\n"
+    "the target is looked at, and one that is a file of this run (device and\n"
+    "inode) stops the run (WPACK_E_SAME_FILE, naming both tensors and paths)\n"
+    "with the earlier file whole and the files before the refused one in place.\n"
+    "\n"
     "Each file appears whole or not at all (a temporary NAME.npy.tmp-PID-RANDOM\n"
     "beside it, renamed over it; a killed run's temporaries in DIR are removed\n"
     "by the next extract to DIR). A DIR/NAME.npy that is the archive itself, one\n"
@@ -84,6 +91,19 @@ static void file_name(const char *name, size_t n, char *out, size_t len)
  * at most this many at once, within the open-file limit. */
 enum { BATCH_MAX = 1024, BATCH_MIN = 16 };
 
+/* What one run will write, decided before anything is: each selected entry
+ * once, with its file name (without DIR and ".npy"). */
+typedef struct {
+    uint64_t index;
+    char *file;
+} pick;
+
+typedef struct {
+    pick *v;
+    size_t n, cap;
+    unsigned char *seen; /* by entry index: selected twice is written once */
+} pick_list;
+
 typedef struct {
     const char *dir;
     uint64_t files, bytes;
@@ -93,6 +113,9 @@ typedef struct {
     wpk_atomic *pending;   /* written, not yet in place */
     uint64_t *pending_bytes;
     size_t npending, batch;
+    wpk_atomic_run run;    /* the files put in place, by device and inode: tag k is l->v[k] */
+    const wpack_archive *ar;
+    const pick_list *l;
 } extract_state;
 
 /* The files this run may hold open at once: the soft open-file limit less
@@ -120,6 +143,22 @@ static int commit_pending(extract_state *st)
             st->bytes += st->pending_bytes[k];
         }
     st->npending = 0;
+    if (rc == WPACK_E_SAME_FILE && st->run.clash_old < st->l->n && st->run.clash_new < st->l->n) {
+        /* two names the file system takes for one (atomic_file.h) */
+        const pick *o = &st->l->v[st->run.clash_old], *w = &st->l->v[st->run.clash_new];
+        wpack_tensor a, b;
+        wpack_tensor_at(st->ar, o->index, &a);
+        wpack_tensor_at(st->ar, w->index, &b);
+        cli_error("%s: tensors '%s' and '%s' would both be written to one file: this file "
+                  "system takes %s/%s.npy and %s/%s.npy for one name (it ignores case or "
+                  "normalizes names); the file of '%s' is kept, '%s' and the tensors after it "
+                  "are not extracted (extract them one at a time into different directories) "
+                  "[%s]",
+                  st->dir, a.name, b.name, st->dir, o->file, st->dir, w->file, a.name, b.name,
+                  wpack_error_name(rc));
+        st->failed = 1;
+        return 1;
+    }
     if (rc) {
         cli_error("%s [%s]", err, wpack_error_name(rc));
         st->failed = 1;
@@ -127,19 +166,6 @@ static int commit_pending(extract_state *st)
     }
     return 0;
 }
-
-/* What one run will write, decided before anything is: each selected entry
- * once, with its file name (without DIR and ".npy"). */
-typedef struct {
-    uint64_t index;
-    char *file;
-} pick;
-
-typedef struct {
-    pick *v;
-    size_t n, cap;
-    unsigned char *seen; /* by entry index: selected twice is written once */
-} pick_list;
 
 /* 1 when all n bytes were written. */
 static int write_all(int fd, const void *p, size_t n)
@@ -157,8 +183,9 @@ static size_t npy_header_of(const wpack_tensor *t, char *header, size_t len)
 }
 
 static int extract_one(extract_state *st, const wpack_archive *ar, const wpack_tensor *t,
-                       const char *fname)
+                       size_t k)
 {
+    const char *fname = st->l->v[k].file;
     char path[4096], header[1024];
     snprintf(path, sizeof path, "%s/%s.npy", st->dir, fname);
     size_t hlen = npy_header_of(t, header, sizeof header);
@@ -176,6 +203,7 @@ static int extract_one(extract_state *st, const wpack_archive *ar, const wpack_t
     char err[600];
     int rc = wpk_atomic_open(&a, path, st->atomic_flags, err, sizeof err);
     if (rc == WPACK_OK) {
+        wpk_atomic_join(&a, &st->run, k); /* no file of this run is replaced */
         /* The bytes: copied file to file where they are stored plain, read
          * back and checked unless --no-verify (wpack_read_to_fd). */
         int header_ok = write_all(a.fd, header, hlen);
@@ -341,7 +369,7 @@ int cmd_extract(int argc, char **argv)
 {
     const char *path = NULL;
     extract_state st = {".", 0, 0, 0, cli_read_to_fd_flags(), WPK_ATOMIC_NO_SWEEP, NULL, NULL,
-                        0, batch_size()};
+                        0, batch_size(), {0}, NULL, NULL};
     cli_write_opts wo = CLI_WRITE_OPTS_INIT;
     int r;
     const char **pats = calloc((size_t)argc + 1, sizeof *pats);
@@ -390,6 +418,8 @@ int cmd_extract(int argc, char **argv)
         pats[npats++] = "";
     pick_list l = {0};
     uint64_t data = 0;
+    st.ar = ar;
+    st.l = &l;
     struct stat sb;
     int dir_existed = stat(st.dir, &sb) == 0;
     if (!plan(ar, path, st.dir, pats, npats, wo.max_output, &l, &data) ||
@@ -423,12 +453,13 @@ int cmd_extract(int argc, char **argv)
         wpack_tensor_at(ar, l.v[k].index, &t);
         prog.label = t.name;
         cli_progress_update(&prog, 0);
-        if (extract_one(&st, ar, &t, l.v[k].file))
+        if (extract_one(&st, ar, &t, k))
             break;
         prog.done_items++;
         prog.done_bytes += t.nbytes;
     }
     commit_pending(&st); /* also after a failure: the files before it appear, as ever */
+    wpk_atomic_run_free(&st.run);
     free(st.pending);
     free(st.pending_bytes);
     if (l.n && prog.done_items)

@@ -170,6 +170,8 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
     a->nlinks = 0;
     a->dir_synced = 0;
     a->shown = NULL;
+    a->run = NULL;
+    a->tag = 0;
     char *real = NULL;
     struct stat old;
     int rc = replaceable(path, NULL, !!(flags & WPK_ATOMIC_FOLLOW_LINK), &real, &old, err, errlen);
@@ -268,18 +270,121 @@ void wpk_atomic_kick(wpk_atomic *a)
         sync_file_range(a->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint: errors show at fsync */
 }
 
+/* ---- the files of one run (atomic_file.h: wpk_atomic_run) ---- */
+
+struct wpk_atomic_placed {
+    dev_t dev;
+    ino_t ino;
+    unsigned long long tag;
+    int used;
+};
+
+static size_t slot_of(const wpk_atomic_run *r, dev_t dev, ino_t ino)
+{
+    uint64_t h = ((uint64_t)ino ^ ((uint64_t)dev << 32 | (uint64_t)dev >> 32)) * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 17) & (r->cap - 1);
+    while (r->slots[i].used && (r->slots[i].dev != dev || r->slots[i].ino != ino))
+        i = (i + 1) & (r->cap - 1);
+    return i;
+}
+
+/* Room for one more file, at most half full; 0 when out of memory. */
+static int run_reserve(wpk_atomic_run *r)
+{
+    if (r->cap && 2 * (r->n + 1) <= r->cap)
+        return 1;
+    size_t cap = r->cap ? 2 * r->cap : 64;
+    struct wpk_atomic_placed *old = r->slots, *v;
+    if (cap > SIZE_MAX / sizeof *v || !(v = calloc(cap, sizeof *v)))
+        return 0;
+    size_t oldcap = r->cap;
+    r->slots = v;
+    r->cap = cap;
+    for (size_t k = 0; k < oldcap; k++)
+        if (old[k].used)
+            r->slots[slot_of(r, old[k].dev, old[k].ino)] = old[k];
+    free(old);
+    return 1;
+}
+
+static void run_placed(wpk_atomic_run *r, const struct stat *mine, unsigned long long tag);
+
+void wpk_atomic_join(wpk_atomic *a, wpk_atomic_run *run, unsigned long long tag)
+{
+    a->run = run;
+    a->tag = tag;
+}
+
+int wpk_atomic_run_add(wpk_atomic_run *run, unsigned long long dev, unsigned long long ino,
+                       unsigned long long tag)
+{
+    if (!run_reserve(run))
+        return WPACK_E_NOMEM;
+    struct stat st;
+    st.st_dev = (dev_t)dev;
+    st.st_ino = (ino_t)ino;
+    run_placed(run, &st, tag);
+    return WPACK_OK;
+}
+
+void wpk_atomic_run_free(wpk_atomic_run *run)
+{
+    free(run->slots);
+    memset(run, 0, sizeof *run);
+}
+
+/* Before a's rename: is its target (old: lstat'ed, st_mode 0 when no
+ * regular file is there) a file its run already put in place? *mine: a's
+ * own file, recorded by run_placed after the rename (room reserved here). */
+static int run_check(wpk_atomic *a, const struct stat *old, struct stat *mine, char *err,
+                     size_t errlen)
+{
+    wpk_atomic_run *r = a->run;
+    if (fstat(a->fd, mine) != 0) {
+        wpk_fmt(err, errlen, "%s: cannot stat its temporary %s: %s", a->shown, a->tmp,
+                strerror(errno));
+        return WPACK_E_IO;
+    }
+    if (!run_reserve(r)) {
+        wpk_fmt(err, errlen, "%s: out of memory", a->shown);
+        return WPACK_E_NOMEM;
+    }
+    if (!old->st_mode)
+        return WPACK_OK;
+    size_t i = slot_of(r, old->st_dev, old->st_ino);
+    if (!r->slots[i].used)
+        return WPACK_OK;
+    r->clash_old = r->slots[i].tag;
+    r->clash_new = a->tag;
+    wpk_fmt(err, errlen, "%s: is a file this run already wrote under another name (the file "
+            "system takes both names for one, e.g. it ignores case): not replaced", a->shown);
+    return WPACK_E_SAME_FILE;
+}
+
+static void run_placed(wpk_atomic_run *r, const struct stat *mine, unsigned long long tag)
+{
+    size_t i = slot_of(r, mine->st_dev, mine->st_ino);
+    if (!r->slots[i].used)
+        r->n++;
+    r->slots[i] = (struct wpk_atomic_placed){mine->st_dev, mine->st_ino, tag, 1};
+}
+
 /* Rename a's temporary over its target; it has nothing left to remove. */
 static int put_in_place(wpk_atomic *a, char *err, size_t errlen)
 {
     char *real = NULL; /* a->path is already a link's target: a link now is replaced */
-    struct stat old;
+    struct stat old, mine;
     int rc = replaceable(a->path, a->shown, 0, &real, &old, err, errlen);
+    if (rc == WPACK_OK && a->run)
+        rc = run_check(a, &old, &mine, err, errlen);
     if (rc)
         return rc;
     if (rename(a->tmp, a->path) != 0) {
         wpk_fmt(err, errlen, "%s: cannot rename into place: %s", a->shown, strerror(errno));
         return WPACK_E_IO;
     }
+    if (a->run)
+        run_placed(a->run, &mine, a->tag);
     free(a->tmp);
     a->tmp = NULL;
     return WPACK_OK;

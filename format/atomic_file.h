@@ -50,7 +50,38 @@ typedef struct wpk_atomic {
     int dir_synced;  /* the rename is durable: gone files may go */
     char *shown;     /* how messages name the target: the caller's path, "PATH -> TARGET"
                       * through a followed link */
+    struct wpk_atomic_run *run; /* wpk_atomic_join: the run of many outputs it is part of */
+    unsigned long long tag;     /* the caller's name for it in that run */
 } wpk_atomic;
+
+/* The files one run of a command with many outputs put in place (extract's
+ * DIR/NAME.npy: names an archive chooses), by device and inode. Two
+ * different names can be one file: a case-insensitive or normalizing file
+ * system (ext4 casefold, vfat, exfat, APFS, NTFS) takes 'A.npy' and 'a.npy'
+ * for one. Without a guard the second rename would replace the first file
+ * of the same run, its data lost with success. Joined to a run, a commit
+ * first looks at what its target is now: a file this run put in place
+ * (under whatever name) is a collision, refused with WPACK_E_SAME_FILE and
+ * nothing replaced; clash_old and clash_new then hold the tags of the file
+ * in place and of the one refused. No folding rule is assumed: the file
+ * system's own lookup decides. Memory: one slot per file (a hash set). */
+typedef struct wpk_atomic_run {
+    struct wpk_atomic_placed *slots; /* open addressing, at most half full */
+    size_t n, cap;
+    unsigned long long clash_old, clash_new;
+} wpk_atomic_run;
+
+/* Make a (opened, not yet committed) part of run, under tag; the run must
+ * outlive its commit. A zeroed wpk_atomic_run is an empty run. */
+void wpk_atomic_join(wpk_atomic *a, wpk_atomic_run *run, unsigned long long tag);
+
+/* Count a file put in place by other means (its device and inode) as one
+ * of run's. WPACK_OK or WPACK_E_NOMEM. */
+int wpk_atomic_run_add(wpk_atomic_run *run, unsigned long long dev, unsigned long long ino,
+                       unsigned long long tag);
+
+/* Release what the run holds (it is empty again). */
+void wpk_atomic_run_free(wpk_atomic_run *run);
 
 /* Give fd (a file written beside a's target, e.g. a shard) the permission
  * bits, owner and group a's temporary kept from the file it replaces:
@@ -109,7 +140,8 @@ int wpk_atomic_sync(wpk_atomic *a, char *err, size_t errlen);
 void wpk_atomic_kick(wpk_atomic *a);
 
 /* fsync, rename over the target, fsync the directory, close. On failure the
- * temporary is removed. *a is released either way. */
+ * temporary is removed. *a is released either way. A target that is now a
+ * file its run put in place is not replaced (wpk_atomic_run). */
 int wpk_atomic_commit(wpk_atomic *a, char *err, size_t errlen);
 
 /* Commit n files of one directory together, as durable as n commits but

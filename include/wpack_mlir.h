@@ -245,7 +245,10 @@ typedef struct wpack_externalize_result {
  * (device and inode: the same path, a hard link, a symlink, /proc/self/fd/N;
  * two outputs not there yet by directory and name): checked before
  * anything is read or written, else WPACK_E_SAME_FILE naming both paths and
- * nothing is written.
+ * nothing is written. Two names a folding file system takes for one file
+ * ('Out.x', 'out.x' where case is ignored) are caught at the commit: the
+ * MLIR is not renamed over the new archive, which is taken back (the old
+ * file at archive_path put back), WPACK_E_SAME_FILE naming both paths.
  */
 int wpack_externalize_file(const char *in_path, const char *out_path, const char *archive_path,
                            const wpack_externalize_options *opt, wpack_externalize_result *res);

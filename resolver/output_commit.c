@@ -96,7 +96,22 @@ int wpk_commit_outputs(wpack_writer *w, const char *archive_path, wpk_atomic *ou
             keep_old = restore_archive(archive_path, old, had_old, err, errlen) != 0;
         goto fail;
     }
-    rc = wpk_atomic_commit(out, err, errlen);
+    /* the MLIR never over the new archive: a file system that folds names
+     * (case-insensitive) can take two different paths for one file */
+    wpk_atomic_run run = {0};
+    rc = wpk_atomic_run_add(&run, (unsigned long long)new_ar.st_dev,
+                            (unsigned long long)new_ar.st_ino, 0);
+    if (rc == WPACK_OK) {
+        wpk_atomic_join(out, &run, 1);
+        rc = wpk_atomic_commit(out, err, errlen);
+    } else {
+        wpk_fmt(err, errlen, "out of memory");
+    }
+    wpk_atomic_run_free(&run);
+    if (rc == WPACK_E_SAME_FILE)
+        wpk_fmt(err, errlen, "%s and %s are one file on this file system (it takes both names "
+                "for one: it ignores case or normalizes names): nothing written, both paths as "
+                "before", out_path, archive_path);
     if (rc && !is_file(out_path, &new_out))
         keep_old = restore_archive(archive_path, old, had_old, err, errlen) != 0;
     /* else the MLIR is in place too (its directory's fsync failed): both

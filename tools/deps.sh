@@ -5,7 +5,7 @@ set -e
 need="gcc make libc6-dev pkg-config binutils libxxhash-dev libzstd-dev libarchive-dev libjansson-dev libdeflate-dev zlib1g-dev libcurl4-openssl-dev"
 case "${1:-all}" in
 build) ;;
-test | all) need="$need python3 python3-numpy python3-torch python3-pip python3-setuptools mlir-19-tools clang libfuzzer-14-dev libopenblas-dev zstd time nginx strace aria2" ;;
+test | all) need="$need python3 python3-numpy python3-torch python3-pip python3-setuptools mlir-19-tools clang libfuzzer-14-dev libopenblas-dev zstd time nginx strace aria2 fuse3 python3-fusepy" ;;
 esac
 missing=""
 for p in $need; do

@@ -5,7 +5,8 @@
  * of N files makes N + 1 fsyncs, and on a failed fsync renames none, on a
  * failed rename keeps the files before it and leaves no temporary. Every
  * failure message names its path once, the caller's (through a link, the
- * link and its target).
+ * link and its target). A commit joined to a run never replaces a file of
+ * that run that a folding file system takes for its target.
  *
  * fsync and sync_file_range are defined here: the libraries are linked in
  * statically, so every call of theirs comes here (counted, then done with
@@ -51,15 +52,6 @@ char *strdup(const char *s)
     return p ? memcpy(p, s, n) : NULL;
 }
 
-int rename(const char *from, const char *to)
-{
-    if (fail_rename) {
-        errno = EIO;
-        return -1;
-    }
-    return (int)syscall(SYS_renameat, AT_FDCWD, from, AT_FDCWD, to);
-}
-
 static char dir[256];
 
 /* How many times needle occurs in hay. */
@@ -69,6 +61,40 @@ static int times(const char *hay, const char *needle)
     for (const char *q = strstr(hay, needle); q; q = strstr(q + 1, needle))
         n++;
     return n;
+}
+
+/* A case-insensitive directory, simulated: with fold_case set, rename and
+ * lstat of a path in dir take its last component in lower case (the
+ * library's calls come here, as fsync's do). */
+static int fold_case;
+
+static const char *folded(const char *p, char *buf, size_t len)
+{
+    size_t dl = strlen(dir);
+    if (!fold_case || strncmp(p, dir, dl) != 0 || p[dl] != '/' || strchr(p + dl + 1, '/') ||
+        strstr(p, ".tmp-"))
+        return p;
+    snprintf(buf, len, "%s", p);
+    for (char *c = buf + dl + 1; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+    return buf;
+}
+
+int rename(const char *from, const char *to)
+{
+    if (fail_rename) {
+        errno = EIO;
+        return -1;
+    }
+    char b[512];
+    return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, folded(to, b, sizeof b), 0);
+}
+
+int lstat(const char *p, struct stat *st)
+{
+    char b[512];
+    return (int)syscall(SYS_newfstatat, AT_FDCWD, folded(p, b, sizeof b), st, AT_SYMLINK_NOFOLLOW);
 }
 
 static void reset(void)
@@ -233,6 +259,99 @@ static void test_commit_all_failed_rename(void)
     CHECK_EQ(temporaries(), 0);
 }
 
+/* Two names a case-insensitive file system takes for one ("CA", "ca"),
+ * committed in one run (extract's A.weight.npy and a.weight.npy): the
+ * second is refused, naming its path, and the first file stays whole;
+ * clash_old and clash_new tell the caller which two. Without the run the
+ * second rename replaced the first file. A third file of the batch after
+ * the refused one is not put in place; one before it is. Alone (one file
+ * per commit) the same. Then a file that was there before the run is
+ * replaced as ever, folded name or not. */
+static void test_run_refuses_folded_names(void)
+{
+    char err[300] = "", p[512], t[32];
+    wpk_atomic a[4];
+    wpk_atomic_run run = {0};
+    static const char *names[4] = {"x0", "CA", "ca", "x3"};
+    fold_case = 1;
+    for (int k = 0; k < 4; k++) {
+        if (open_with(&a[k], names[k], WPK_ATOMIC_NO_SWEEP, names[k]) != WPACK_OK)
+            return;
+        wpk_atomic_join(&a[k], &run, 10u + (unsigned)k);
+    }
+    CHECK(wpk_atomic_commit_all(a, 4, err, sizeof err) == WPACK_E_SAME_FILE,
+          "want WPACK_E_SAME_FILE: %s", err);
+    CHECK(strstr(err, "/ca: is a file this run already wrote under another name") != NULL,
+          "the message names ca: %s", err);
+    CHECK(run.clash_old == 11 && run.clash_new == 12, "clash tags %llu %llu", run.clash_old,
+          run.clash_new);
+    path_of(p, sizeof p, "ca");
+    text_of(p, t, sizeof t);
+    CHECK(strcmp(t, "CA") == 0, "the first file of the two stays whole: '%s'", t);
+    path_of(p, sizeof p, "x0");
+    text_of(p, t, sizeof t);
+    CHECK(strcmp(t, "x0") == 0, "x0, before the refusal, is in place: '%s'", t);
+    path_of(p, sizeof p, "x3");
+    CHECK(access(p, F_OK) != 0, "x3, after the refusal, is not");
+    CHECK_EQ(temporaries(), 0);
+
+    /* one commit at a time, same run: "Ca" is the file "CA" put in place */
+    run.clash_old = run.clash_new = 0;
+    if (open_with(&a[0], "Ca", WPK_ATOMIC_NO_SWEEP, "Ca") == WPACK_OK) {
+        wpk_atomic_join(&a[0], &run, 20);
+        CHECK(wpk_atomic_commit(&a[0], err, sizeof err) == WPACK_E_SAME_FILE,
+              "single commit: want WPACK_E_SAME_FILE: %s", err);
+        CHECK(run.clash_old == 11 && run.clash_new == 20, "clash tags %llu %llu", run.clash_old,
+              run.clash_new);
+    }
+    path_of(p, sizeof p, "ca");
+    text_of(p, t, sizeof t);
+    CHECK(strcmp(t, "CA") == 0, "still the first file: '%s'", t);
+    wpk_atomic_run_free(&run);
+
+    /* a new run: the file at "ca" is not one of its own, and is replaced */
+    if (open_with(&a[0], "cA", WPK_ATOMIC_NO_SWEEP, "cA") == WPACK_OK) {
+        wpk_atomic_join(&a[0], &run, 30);
+        CHECK(wpk_atomic_commit(&a[0], err, sizeof err) == WPACK_OK, "new run: %s", err);
+    }
+    text_of(p, t, sizeof t);
+    CHECK(strcmp(t, "cA") == 0, "a file of an earlier run is replaced: '%s'", t);
+    CHECK_EQ(temporaries(), 0);
+    wpk_atomic_run_free(&run);
+    fold_case = 0;
+}
+
+/* Many files in one run: the set grows (rehashes) and refuses none of
+ * them, nor forgets one: each name again is refused. */
+static void test_run_many(void)
+{
+    char err[300] = "", name[32];
+    wpk_atomic_run run = {0};
+    wpk_atomic a;
+    enum { M = 300 };
+    int ok = 0, refused = 0;
+    for (int k = 0; k < M; k++) {
+        snprintf(name, sizeof name, "m%d", k);
+        if (open_with(&a, name, WPK_ATOMIC_NO_SWEEP | WPK_ATOMIC_NO_SYNC, name) != WPACK_OK)
+            break;
+        wpk_atomic_join(&a, &run, (unsigned)k);
+        ok += wpk_atomic_commit(&a, err, sizeof err) == WPACK_OK;
+    }
+    CHECK_EQ(ok, M);
+    CHECK_EQ(run.n, M);
+    for (int k = 0; k < M; k++) {
+        snprintf(name, sizeof name, "m%d", k);
+        if (open_with(&a, name, WPK_ATOMIC_NO_SWEEP | WPK_ATOMIC_NO_SYNC, "again") != WPACK_OK)
+            break;
+        wpk_atomic_join(&a, &run, 1000u + (unsigned)k);
+        refused += wpk_atomic_commit(&a, err, sizeof err) == WPACK_E_SAME_FILE &&
+                   run.clash_old == (unsigned)k;
+    }
+    CHECK_EQ(refused, M);
+    CHECK_EQ(temporaries(), 0);
+    wpk_atomic_run_free(&run);
+}
+
 /* A target that is not a regular file is refused at the open: nothing is
  * created beside it (a rename would have replaced a FIFO or a device). */
 static void test_open_refuses_non_regular(void)
@@ -321,6 +440,8 @@ int main(void)
     RUN(test_commit_all_failed_rename);
     RUN(test_messages_name_the_path);
     RUN(test_open_refuses_non_regular);
+    RUN(test_run_refuses_folded_names);
+    RUN(test_run_many);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
