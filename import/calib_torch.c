@@ -26,6 +26,12 @@
 
 #define OBS_MAX 65536u          /* observers in one checkpoint */
 #define OBS_MAX_VALUES (1u << 24)
+/* Values held over all observers: one tensor named by many observers (an
+ * alias, or views of one storage) is converted once per name, so a 2 MB
+ * checkpoint naming one 2^20-value tensor 600 times took 5 GB and 80 s. A
+ * stored value takes at least 2 bytes: the checkpoint's size in values plus
+ * this grace is more than any real checkpoint's observers hold. */
+#define OBS_GRACE_VALUES (1u << 20)
 
 typedef struct {
     char *key;                  /* the observed module's path */
@@ -40,6 +46,7 @@ struct calib_obs {
     size_t nlearn;
     uint64_t buffers;           /* observer buffers (tensors and aliases) */
     uint64_t weight_obs;        /* weight_fake_quant observers */
+    uint64_t values, max_values; /* held in all observers' v[], and the bound */
     char *err;
     size_t errlen;
 };
@@ -115,6 +122,29 @@ static int nomem(calib_obs *set)
     return WPACK_E_NOMEM;
 }
 
+/* n more values for o's field (replacing the ones it had), within the bound. */
+static int hold(calib_obs *set, observer *o, int field, uint64_t n, const char *name)
+{
+    uint64_t now = set->values - o->n[field];
+    if (n > set->max_values - now) {
+        wpk_fmt(set->err, set->errlen, "'%s': the observers would hold more than %llu values "
+                "(the checkpoint's size + 2^20: one tensor named by many observers?)", name,
+                (unsigned long long)set->max_values);
+        return WPACK_E_LIMIT;
+    }
+    free(o->v[field]);
+    o->v[field] = NULL;
+    o->n[field] = 0;
+    set->values = now;
+    double *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return nomem(set);
+    o->v[field] = v;
+    o->n[field] = n;
+    set->values += n;
+    return WPACK_OK;
+}
+
 /* The observer keyed name[0..klen), added when new. */
 static int find(calib_obs *set, const char *name, size_t klen, observer **out)
 {
@@ -156,10 +186,9 @@ static int take_values(calib_obs *set, observer *o, int field, const torch_item 
         return WPACK_E_CHECKSUM;
     }
     *it->storage_checked = 1;
-    free(o->v[field]);
-    o->n[field] = it->nelems;
-    if (!(o->v[field] = malloc((it->nelems ? it->nelems : 1) * sizeof(double))))
-        return nomem(set);
+    int rc = hold(set, o, field, it->nelems, it->name);
+    if (rc)
+        return rc;
     const uint8_t *src = it->storage + it->offset * it->elem_size;
     for (uint64_t k = 0; k < it->nelems; k++) {
         uint8_t b[8];
@@ -171,24 +200,30 @@ static int take_values(calib_obs *set, observer *o, int field, const torch_item 
 }
 
 /* A second name for an observer buffer (one observer shared by two
- * modules): the target's values again. */
-static int take_alias(calib_obs *set, observer *o, int field, const torch_item *it)
+ * modules, or an observer's two fields one tensor): the target's values
+ * again. o is looked up here, after the target (whose lookup may add an
+ * observer and move them all). */
+static int take_alias(calib_obs *set, const char *okey, size_t oklen, int field,
+                      const torch_item *it)
 {
     size_t tk;
     int tf;
     if (classify(it->target, &tk, &tf) != OBS_STAT)
         return WPACK_OK;
-    observer *t;
+    observer *t, *o;
     int rc = find(set, it->target, tk, &t);
-    if (rc || !t->v[tf] || t == o)
+    if (rc || !t->v[tf])
         return rc;
-    double *v = malloc((t->n[tf] ? t->n[tf] : 1) * sizeof *v);
-    if (!v)
-        return nomem(set);
-    memcpy(v, t->v[tf], t->n[tf] * sizeof *v);
-    free(o->v[field]);
-    o->v[field] = v;
-    o->n[field] = t->n[tf];
+    size_t ti = (size_t)(t - set->o);
+    if ((rc = find(set, okey, oklen, &o)))
+        return rc;
+    t = &set->o[ti];
+    if (t == o && tf == field)
+        return WPACK_OK;
+    uint64_t n = t->n[tf];
+    if ((rc = hold(set, o, field, n, it->name))) /* frees o's field only: not t's tf */
+        return rc;
+    memcpy(o->v[field], t->v[tf], n * sizeof *o->v[field]);
     return WPACK_OK;
 }
 
@@ -218,12 +253,11 @@ static int visit(void *user, const torch_item *it)
         set->weight_obs++;
     if (role != OBS_STAT)
         return WPACK_OK;
+    if (it->kind == TORCH_ALIAS)
+        return take_alias(set, it->name, klen, field, it);
     observer *o;
     int rc = find(set, it->name, klen, &o);
-    if (rc)
-        return rc;
-    return it->kind == TORCH_ALIAS ? take_alias(set, o, field, it)
-                                   : take_values(set, o, field, it);
+    return rc ? rc : take_values(set, o, field, it);
 }
 
 /* One observer's record; an observer that never ran (min > max, as
@@ -324,6 +358,7 @@ int calib_obs_scan(const uint8_t *p, size_t len, const char *key, wpk_buf_done_f
     }
     set->err = err;
     set->errlen = errlen;
+    set->max_values = (uint64_t)len + OBS_GRACE_VALUES;
     int rc = torch_scan_buffer_ex(p, len, key, visit, set, done, done_ctx, err, errlen);
     if (rc) {
         calib_obs_free(set);

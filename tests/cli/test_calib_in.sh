@@ -88,6 +88,28 @@ if "$PY" "$TOOL" torch "$T" 2>"$T/torch_err"; then
     "$WPACK" inspect "$T/obs.wpack" | grep -q "activation_post_process" \
         && fail torch_no_observer_tensors || pass torch_no_observer_tensors
     bad plain.pt "plain.pt: torch checkpoint: a torch checkpoint with no torch.ao observer.*\[WPACK_E_STATS\]"
+    # one tensor named by many observers (torch.save keeps it once, the
+    # rest are aliases): converted and held once per name, 40 names of a
+    # 2^20-value tensor took 640 MB from a 2 MB file (600 names: 5 GB, 80 s);
+    # values held are bounded by the checkpoint's size. And an observer whose
+    # min_val and max_val are one tensor was refused ("min_val but no max_val")
+    "$PY" - "$T" <<'PYEOF' && pass torch_shared_files || fail torch_shared_files
+import sys, torch
+t = torch.zeros(1 << 20, dtype=torch.float16)
+sd = {}
+for i in range(40):
+    sd[f"m{i}.activation_post_process.min_val"] = t
+    sd[f"m{i}.activation_post_process.max_val"] = t
+torch.save(sd, sys.argv[1] + "/obs_shared.pt")
+c = torch.tensor([0.5])
+torch.save({"a.activation_post_process.min_val": c, "a.activation_post_process.max_val": c,
+            "b.activation_post_process.min_val": c, "b.activation_post_process.max_val": c},
+           sys.argv[1] + "/obs_one.pt")
+PYEOF
+    bad obs_shared.pt "obs_shared.pt: torch checkpoint: .*would hold more than [0-9]+ values.*\[WPACK_E_LIMIT\]"
+    expect torch_min_is_max "$WPACK" create -q -o "$T/one.wpack" "$T/w.npy" --stats-from "$T/obs_one.pt"
+    check torch_min_is_max_a "$T/one.wpack" a "r['min'] == 0.5 and r['max'] == 0.5"
+    check torch_min_is_max_b "$T/one.wpack" b "r['min'] == 0.5 and r['max'] == 0.5"
 else
     fail torch_files "$(tail -3 "$T/torch_err")"
 fi
