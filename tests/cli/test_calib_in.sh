@@ -89,17 +89,18 @@ if "$PY" "$TOOL" torch "$T" 2>"$T/torch_err"; then
         && fail torch_no_observer_tensors || pass torch_no_observer_tensors
     bad plain.pt "plain.pt: torch checkpoint: a torch checkpoint with no torch.ao observer.*\[WPACK_E_STATS\]"
     # one tensor named by many observers (torch.save keeps it once, the
-    # rest are aliases): converted and held once per name, 40 names of a
-    # 2^20-value tensor took 640 MB from a 2 MB file (600 names: 5 GB, 80 s);
+    # rest are aliases): converted and held once per name, and a record per
+    # name: 40 names of two 2^18-value tensors took 160 MB and wrote 400 MB
+    # of stats from a 1 MB file (600 names of 2^20: 5 GB, 80 s);
     # values held are bounded by the checkpoint's size. And an observer whose
     # min_val and max_val are one tensor was refused ("min_val but no max_val")
     "$PY" - "$T" <<'PYEOF' && pass torch_shared_files || fail torch_shared_files
 import sys, torch
-t = torch.zeros(1 << 20, dtype=torch.float16)
+lo, hi = torch.zeros(1 << 18, dtype=torch.float16), torch.ones(1 << 18, dtype=torch.float16)
 sd = {}
 for i in range(40):
-    sd[f"m{i}.activation_post_process.min_val"] = t
-    sd[f"m{i}.activation_post_process.max_val"] = t
+    sd[f"m{i}.activation_post_process.min_val"] = lo
+    sd[f"m{i}.activation_post_process.max_val"] = hi
 torch.save(sd, sys.argv[1] + "/obs_shared.pt")
 c = torch.tensor([0.5])
 torch.save({"a.activation_post_process.min_val": c, "a.activation_post_process.max_val": c,
@@ -120,6 +121,14 @@ expect update_from "$WPACK" update "$T/u.wpack" --stats-from "$T/imatrix.gguf" -
 check update_kept "$T/u.wpack" fc.weight_in 'r["max"] == 190.5'
 check update_added "$T/u.wpack" X 'r["max"] == 3.75'
 check update_imatrix "$T/u.wpack" blk.0.attn_q.weight 'r["count"] == 8'
+# 100,000 records in one file: each was compared with every record before it
+# (130 s; create 1 s); the session finds a key by hash now
+"$PY" -c "
+with open('$T/many.cache', 'w') as f:
+    f.write('TRT-8601-EntropyCalibration2\n' + ''.join(f't{i}: 3c010204\n' for i in range(100000)))"
+expect update_many_create "$WPACK" create -q -o "$T/many.wpack" "$T/w.npy"
+expect update_many_records timeout 30 "$WPACK" update "$T/many.wpack" --stats-from "$T/many.cache"
+check update_many_last "$T/many.wpack" t99999 'r["max"] > 0'
 # the wpack JSON schema still goes through --stats and --stats-from
 printf '{"version": 1, "stats": [{"key": "m", "kind": "activation", "count": 5, "min": -1, "max": 1, "mean": 0}]}' >"$T/s.json"
 expect wpack_json_stats_from "$WPACK" update "$T/u.wpack" --stats-from "$T/s.json"
