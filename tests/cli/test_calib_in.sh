@@ -74,6 +74,23 @@ check imatrix_gguf_experts "$T/img.wpack" blk.0.ffn_up_exps.weight 'r["variance"
 "$WPACK" inspect "$T/img.wpack" | grep -q "blk.0.ffn_up_exps.weight .*per-channel (4)" \
     && pass imatrix_per_channel || fail imatrix_per_channel "$("$WPACK" inspect "$T/img.wpack" | tail -4)"
 
+# an imatrix GGUF of 60,000 W.in_sum2 / W.counts pairs (6 MB): each pair's
+# tensors were found by a scan of all (n^2: 72 s); by a hash set of names now
+"$PY" - "$T/many.gguf" <<'PYEOF'
+import struct, sys
+def s(b): return struct.pack("<Q", len(b)) + b
+n, tens, data = 60000, [], []
+for i in range(n):
+    for suf in (b".in_sum2", b".counts"):
+        tens.append(s(b"t%07d" % i + suf) + struct.pack("<IQIQ", 1, 1, 0, 4 * len(data)))
+        data.append(struct.pack("<f", 1.0))
+out = b"GGUF" + struct.pack("<IQQ", 3, 2 * n, 2) + s(b"general.type") + struct.pack("<I", 8) + \
+    s(b"imatrix") + s(b"general.alignment") + struct.pack("<II", 4, 4) + b"".join(tens)
+open(sys.argv[1], "wb").write(out + b"\0" * (-len(out) % 4) + b"".join(data))
+PYEOF
+expect imatrix_many_pairs timeout 30 "$WPACK" create -q -o "$T/many_im.wpack" "$T/w.npy" --stats-from "$T/many.gguf"
+check imatrix_many_last "$T/many_im.wpack" t0059999 'r["variance"] == 1'
+
 # --- torch.ao observers in a torch 1.13 checkpoint: min_val/max_val exact
 # (f32), HistogramObserver's bins over [min_val, max_val], per-channel as
 # channels, an observer that never ran gives nothing, other tensors ignored
