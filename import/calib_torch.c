@@ -21,6 +21,7 @@
 #include "calib.h"
 #include "import.h"
 #include "internal.h"
+#include "nameset.h"
 #include "torch_scan.h"
 #include "zipread.h"
 
@@ -35,6 +36,7 @@
 
 typedef struct {
     char *key;                  /* the observed module's path */
+    size_t klen;
     double *v[3];               /* min_val, max_val, histogram */
     uint64_t n[3];
 } observer;
@@ -44,6 +46,9 @@ struct calib_obs {
     size_t n;
     char **learn;               /* fake-quants with learning_enabled: learned scale/zero_point */
     size_t nlearn;
+    /* o's keys and learn's names by hash: a scan per lookup made n
+     * observers n^2 / 2 compares (65,536 of them: 35 s) */
+    wpk_nameset okeys, lkeys;
     uint64_t buffers;           /* observer buffers (tensors and aliases) */
     uint64_t weight_obs;        /* weight_fake_quant observers */
     uint64_t values, max_values; /* held in all observers' v[], and the bound */
@@ -145,14 +150,28 @@ static int hold(calib_obs *set, observer *o, int field, uint64_t n, const char *
     return WPACK_OK;
 }
 
+static const uint8_t *okey(void *ctx, uint64_t item, uint64_t *len)
+{
+    const calib_obs *set = ctx;
+    *len = set->o[item].klen;
+    return (const uint8_t *)set->o[item].key;
+}
+
+static const uint8_t *lkey(void *ctx, uint64_t item, uint64_t *len)
+{
+    const calib_obs *set = ctx;
+    *len = strlen(set->learn[item]);
+    return (const uint8_t *)set->learn[item];
+}
+
 /* The observer keyed name[0..klen), added when new. */
 static int find(calib_obs *set, const char *name, size_t klen, observer **out)
 {
-    for (size_t i = 0; i < set->n; i++)
-        if (strlen(set->o[i].key) == klen && memcmp(set->o[i].key, name, klen) == 0) {
-            *out = &set->o[i];
-            return WPACK_OK;
-        }
+    uint64_t i;
+    if (wpk_nameset_find(&set->okeys, okey, set, (const uint8_t *)name, klen, &i)) {
+        *out = &set->o[i];
+        return WPACK_OK;
+    }
     if (set->n >= OBS_MAX) {
         wpk_fmt(set->err, set->errlen, "more than 65536 observers");
         return WPACK_E_LIMIT;
@@ -164,6 +183,11 @@ static int find(calib_obs *set, const char *name, size_t klen, observer **out)
     memset(&no[set->n], 0, sizeof *no);
     if (!(no[set->n].key = strndup(name, klen)))
         return nomem(set);
+    no[set->n].klen = klen;
+    if (!wpk_nameset_insert(&set->okeys, okey, set, (const uint8_t *)name, klen, set->n)) {
+        free(no[set->n].key);
+        return nomem(set);
+    }
     *out = &no[set->n++];
     return WPACK_OK;
 }
@@ -245,8 +269,17 @@ static int visit(void *user, const torch_item *it)
         if (!nl)
             return set->nlearn < OBS_MAX ? nomem(set) : WPACK_E_LIMIT;
         set->learn = nl;
-        if (!(nl[set->nlearn] = strndup(it->name, (size_t)(last - 1 - it->name))))
+        size_t ll = (size_t)(last - 1 - it->name);
+        uint64_t dup;
+        if (wpk_nameset_find(&set->lkeys, lkey, set, (const uint8_t *)it->name, ll, &dup))
+            return WPACK_OK; /* (an alias of the buffer: the name is there) */
+        if (!(nl[set->nlearn] = strndup(it->name, ll)))
             return nomem(set);
+        if (!wpk_nameset_insert(&set->lkeys, lkey, set, (const uint8_t *)it->name, ll,
+                                set->nlearn)) {
+            free(nl[set->nlearn]);
+            return nomem(set);
+        }
         set->nlearn++;
     }
     if (role == OBS_STATE && field == 0 && is_weight_observer(it->name))
@@ -343,6 +376,8 @@ void calib_obs_free(calib_obs *set)
         free(set->learn[i]);
     free(set->learn);
     free(set->o);
+    wpk_nameset_free(&set->okeys);
+    wpk_nameset_free(&set->lkeys);
     free(set);
 }
 
@@ -382,11 +417,11 @@ int calib_obs_drops(const calib_obs *set, const char *name)
     /* _LearnableFakeQuantize: scale and zero_point are learned parameters,
      * nothing rebuilds them from the observer: they stay tensors. */
     const char *last = strrchr(name, '.');
-    if (strcmp(last, ".scale") == 0 || strcmp(last, ".zero_point") == 0)
-        for (size_t i = 0; i < set->nlearn; i++)
-            if (strlen(set->learn[i]) == (size_t)(last - name) &&
-                memcmp(set->learn[i], name, (size_t)(last - name)) == 0)
-                return 0;
+    uint64_t i;
+    if ((strcmp(last, ".scale") == 0 || strcmp(last, ".zero_point") == 0) &&
+        wpk_nameset_find(&set->lkeys, lkey, (void *)set, (const uint8_t *)name,
+                         (size_t)(last - name), &i))
+        return 0;
     return 1;
 }
 

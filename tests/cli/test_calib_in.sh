@@ -128,6 +128,18 @@ PYEOF
     expect torch_min_is_max "$WPACK" create -q -o "$T/one.wpack" "$T/w.npy" --stats-from "$T/obs_one.pt"
     check torch_min_is_max_a "$T/one.wpack" a "r['min'] == 0.5 and r['max'] == 0.5"
     check torch_min_is_max_b "$T/one.wpack" b "r['min'] == 0.5 and r['max'] == 0.5"
+    # 65,536 observers (the most taken) of one-value ranges: each name was
+    # looked up by a scan of the observers before it (35 s); by hash now
+    "$PY" -c "
+import torch
+lo, hi = torch.tensor([0.0]), torch.tensor([1.0])
+sd = {}
+for i in range(65536):
+    sd[f'm{i}.activation_post_process.min_val'] = lo
+    sd[f'm{i}.activation_post_process.max_val'] = hi
+torch.save(sd, '$T/obs_many.pt')" && pass torch_many_file || fail torch_many_file
+    expect torch_many_observers timeout 20 "$WPACK" create -q -o "$T/many_obs.wpack" "$T/w.npy" --stats-from "$T/obs_many.pt"
+    check torch_many_last "$T/many_obs.wpack" m65535 "r['min'] == 0 and r['max'] == 1"
 else
     fail torch_files "$(tail -3 "$T/torch_err")"
 fi
