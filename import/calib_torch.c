@@ -311,19 +311,20 @@ static int emit_obs(const observer *o, const char *key, stats_sink_fn sink, void
     if (n == 1 && !(o->v[0][0] <= o->v[1][0]))
         return WPACK_OK; /* never ran */
     ++*records;
-    if (n == 1 && !(o->v[2] && o->v[1][0] > o->v[0][0]))
-        return calib_range(sink, ctx, key, o->v[0][0], o->v[1][0], err, errlen);
+    /* no histogram (per-channel observers have none), or one over an empty
+     * range (a constant input: no edges): a range record, per channel along
+     * axis 0 (ch_axis is not in the checkpoint) */
+    if (n > 1 || !(o->v[2] && o->v[1][0] > o->v[0][0]))
+        return calib_ranges(sink, ctx, key, (uint32_t)n, 0, o->v[0], o->v[1], err, errlen);
     double *a = malloc(n * 3 * sizeof *a);
-    /* a histogram over an empty range (a constant input) has no edges */
-    uint32_t bins = n == 1 && o->v[2] && o->v[1][0] > o->v[0][0]
-                        ? (uint32_t)(o->n[2] < UINT32_MAX ? o->n[2] : UINT32_MAX) : 0;
+    uint32_t bins = (uint32_t)(o->n[2] < UINT32_MAX ? o->n[2] : UINT32_MAX);
     double *edges = bins ? malloc((bins + 1) * sizeof *edges) : NULL;
     uint64_t *counts = bins ? malloc(bins * sizeof *counts) : NULL;
     int rc = !a || (bins && (!edges || !counts)) ? WPACK_E_NOMEM : WPACK_OK;
     uint64_t total = 0;
     for (uint64_t c = 0; !rc && c < n; c++) {
         a[c] = fmax(fabs(o->v[0][c]), fabs(o->v[1][c]));
-        a[n + c] = o->v[0][c] + (o->v[1][c] - o->v[0][c]) / 2;
+        a[n + c] = calib_mid(o->v[0][c], o->v[1][c]);
         a[2 * n + c] = 0;
     }
     /* HistogramObserver: bins equal parts of [min_val, max_val], counts as
@@ -340,7 +341,7 @@ static int emit_obs(const observer *o, const char *key, stats_sink_fn sink, void
         }
         counts[b] = (uint64_t)floor(h + 0.5);
         total += counts[b];
-        edges[b] = o->v[0][0] + (o->v[1][0] - o->v[0][0]) * b / bins;
+        edges[b] = o->v[0][0] + (o->v[1][0] / bins - o->v[0][0] / bins) * b; /* finite */
     }
     if (bins)
         edges[bins] = o->v[1][0];

@@ -128,6 +128,21 @@ PYEOF
     expect torch_min_is_max "$WPACK" create -q -o "$T/one.wpack" "$T/w.npy" --stats-from "$T/obs_one.pt"
     check torch_min_is_max_a "$T/one.wpack" a "r['min'] == 0.5 and r['max'] == 0.5"
     check torch_min_is_max_b "$T/one.wpack" b "r['min'] == 0.5 and r['max'] == 0.5"
+    # f64 observers over [-1e308, 1e308]: max - min is inf, so a per-channel
+    # observer's mean and a histogram's edges were inf and the record refused
+    # ("value not finite"); they take the midpoint rule of calib_ranges now
+    "$PY" -c "
+import torch
+f = dict(dtype=torch.float64)
+torch.save({'c.activation_post_process.min_val': torch.tensor([-1e308, 0.0], **f),
+            'c.activation_post_process.max_val': torch.tensor([1e308, 1.0], **f),
+            'h.activation_post_process.min_val': torch.tensor([-1e308], **f),
+            'h.activation_post_process.max_val': torch.tensor([1e308], **f),
+            'h.activation_post_process.histogram': torch.tensor([1.0, 2.0], **f)}, '$T/obs_wide.pt')
+" && pass torch_wide_file || fail torch_wide_file
+    expect torch_wide_range "$WPACK" create -q -o "$T/wide.wpack" "$T/w.npy" --stats-from "$T/obs_wide.pt"
+    check torch_wide_channels "$T/wide.wpack" c "r['mean'] == [0.0, 0.5] and r['max'] == [1e308, 1.0]"
+    check torch_wide_hist "$T/wide.wpack" h "r['histogram']['edges'] == [-1e308, 0.0, 1e308] and r['count'] == 3"
     # 65,536 observers (the most taken) of one-value ranges: each name was
     # looked up by a scan of the observers before it (35 s); by hash now
     "$PY" -c "
