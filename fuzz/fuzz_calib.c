@@ -2,14 +2,16 @@
  * fuzz_calib.c - the calibration-file parsers of import/calib.h (spec
  * appendix A.1): calib_trt_parse (TensorRT cache), calib_ort_parse (ONNX
  * Runtime JSON table), calib_imatrix_dat_sniff and calib_imatrix_dat_parse
- * (llama.cpp legacy .dat) and calib_imatrix_gguf_parse (imatrix GGUF). Each
+ * (llama.cpp legacy .dat), calib_imatrix_gguf_parse (imatrix GGUF) and
+ * calib_torch_parse (torch.ao observers in a torch.save checkpoint). Each
  * parser gets every input, not only what stats_load_file_to would hand it by
  * content, so each also sees the other formats' files.
  *
  * First with a checking sink that holds every record to what the parsers
  * promise: a key NUL-terminated within the input's length, an activation
- * record of one channel (per tensor) or more (per channel), no histogram or
- * percentiles, and per channel the writer's value rules (finite, min <= max,
+ * record of one channel (per tensor) or more (per channel), no histogram
+ * (torch: one of finite ascending edges from min to max, its counts adding
+ * up to the count, on a per-tensor record) or percentiles, and per channel the writer's value rules (finite, min <= max,
  * absmax = max(|min|, |max|), min <= mean <= max, variance >= 0); range-only
  * records (TensorRT, ONNX Runtime) have count 0 and variance 0. A failure
  * has a named code and a message; a 4-byte message buffer gives the same
@@ -31,11 +33,13 @@ static const struct {
     const char *name;
     parse_fn parse;
     int ranges; /* its records come from calib_ranges: range-only */
+    int hist;   /* its records may have a histogram (torch.ao HistogramObserver) */
 } parsers[] = {
-    {"trt", calib_trt_parse, 1},
-    {"ort", calib_ort_parse, 1},
-    {"imatrix dat", calib_imatrix_dat_parse, 0},
-    {"imatrix gguf", calib_imatrix_gguf_parse, 0},
+    {"trt", calib_trt_parse, 1, 0},
+    {"ort", calib_ort_parse, 1, 0},
+    {"imatrix dat", calib_imatrix_dat_parse, 0, 0},
+    {"imatrix gguf", calib_imatrix_gguf_parse, 0, 0},
+    {"torch", calib_torch_parse, 0, 1},
 };
 
 /* The code the checking sink answers with when told to refuse: one no
@@ -45,7 +49,7 @@ static const struct {
 typedef struct {
     const char *parser;
     size_t size;        /* of the input: every key is made of its bytes */
-    int ranges;
+    int ranges, hist;
     uint64_t records;   /* sink calls so far */
     uint64_t refuse_at; /* refuse this record (UINT64_MAX: none) */
 } check_ctx;
@@ -67,9 +71,23 @@ static int check_sink(void *vctx, const wpack_stats_in *s, const char **why)
                 s->granularity, s->axis, n);
     FUZZ_ASSERT(s->min && s->max && s->absmax && s->mean && s->variance,
                 "%s '%s': a NULL value array", c->parser, k);
-    FUZZ_ASSERT(s->hist_bins == 0 && s->percentile_count == 0,
+    FUZZ_ASSERT((s->hist_bins == 0 || (c->hist && n == 1)) && s->percentile_count == 0,
                 "%s '%s': %u bins, %u percentiles", c->parser, k, s->hist_bins,
                 s->percentile_count);
+    /* a histogram: finite ascending edges from min to max, counts adding up to count */
+    uint64_t sum = 0;
+    for (uint32_t b = 0; b < s->hist_bins; b++) {
+        FUZZ_ASSERT(isfinite(s->hist_edges[b]) && isfinite(s->hist_edges[b + 1]) &&
+                        s->hist_edges[b] <= s->hist_edges[b + 1],
+                    "%s '%s': edges %u, %u: %g, %g", c->parser, k, b, b + 1, s->hist_edges[b],
+                    s->hist_edges[b + 1]);
+        sum += s->hist_counts[b];
+    }
+    FUZZ_ASSERT(!s->hist_bins || (s->hist_edges[0] == s->min[0] &&
+                                  s->hist_edges[s->hist_bins] == s->max[0] && sum == s->count),
+                "%s '%s': a histogram over [%g, %g] of %llu for count %llu", c->parser, k,
+                s->hist_edges[0], s->hist_edges[s->hist_bins], (unsigned long long)sum,
+                (unsigned long long)s->count);
     if (c->ranges)
         FUZZ_ASSERT(s->count == 0, "%s '%s': a range-only record with count %llu", c->parser,
                     k, (unsigned long long)s->count);
@@ -113,7 +131,7 @@ static int check_parser(size_t i, const uint8_t *in, size_t size)
     parse_fn parse = parsers[i].parse;
     char err[512];
     err[0] = 0;
-    check_ctx c = {name, size, parsers[i].ranges, 0, UINT64_MAX};
+    check_ctx c = {name, size, parsers[i].ranges, parsers[i].hist, 0, UINT64_MAX};
     int rc = parse(in, size, check_sink, &c, err, sizeof err);
     fuzz_check_message(name, err, sizeof err, rc);
 

@@ -79,6 +79,9 @@ static void check_irpa(const uint8_t *buf, size_t size)
         FUZZ_ASSERT(err[0] && strnlen(err, sizeof err) < sizeof err, "rc %d without a message", rc);
         return;
     }
+    /* the entries of all linked headers fit in the file (60 bytes each) */
+    FUZZ_ASSERT(f.n <= size / IRPA_ENTRY_HEADER_SIZE, "%llu entries from %zu bytes",
+                (unsigned long long)f.n, size);
     for (uint64_t i = 0; i < f.n; i++) {
         const irpa_entry *e = &f.e[i];
         FUZZ_ASSERT(inside(buf, size, e->name, e->name_len) && inside(buf, size, e->meta, e->meta_len),
@@ -86,6 +89,20 @@ static void check_irpa(const uint8_t *buf, size_t size)
         if (e->type == IRPA_DATA) {
             FUZZ_ASSERT(inside(buf, size, buf + e->offset, e->length), "entry bytes outside");
             touch(buf + e->offset, e->length);
+            /* an entry naming another's bytes names all of them, and the first such */
+            const irpa_entry *t = e->alias_of ? &f.e[e->alias_of - 1] : NULL;
+            FUZZ_ASSERT(!t || (e->alias_of - 1 < i && t->type == IRPA_DATA && !t->alias_of &&
+                               t->offset == e->offset && t->length == e->length && e->length),
+                        "entry %llu: alias_of %llu", (unsigned long long)i,
+                        (unsigned long long)e->alias_of);
+            for (uint64_t j = 0; !t && j < i && f.n <= 4096; j++) {
+                const irpa_entry *o = &f.e[j];
+                FUZZ_ASSERT(o->type != IRPA_DATA || !o->length || !e->length ||
+                                o->offset + o->length <= e->offset ||
+                                e->offset + e->length <= o->offset,
+                            "entries %llu and %llu share bytes", (unsigned long long)j,
+                            (unsigned long long)i);
+            }
         } else {
             FUZZ_ASSERT(e->type == IRPA_SPLAT && e->pattern_len && e->pattern_len <= 16 &&
                             e->length % e->pattern_len == 0, "bad splat accepted");

@@ -14,6 +14,10 @@
 #include "wpack_import.h"
 #include "zipread.h"
 
+/* The midpoint of [mn, mx], finite for finite bounds (mx - mn passes
+ * DBL_MAX for a range such as [-1e308, 1e308]). */
+double calib_mid(double mn, double mx);
+
 /* One range-only activation record (TensorRT, ONNX Runtime): count 0, mean
  * the midpoint, variance 0 (spec A.1: placeholders, not observations). */
 int calib_range(stats_sink_fn sink, void *ctx, const char *key, double mn, double mx,

@@ -12,6 +12,12 @@
 #include "manifest_stats.h"
 #include "nameset.h"
 
+double calib_mid(double mn, double mx)
+{
+    double d = mx - mn;
+    return isfinite(d) ? mn + d / 2 : mn / 2 + mx / 2;
+}
+
 int calib_ranges(stats_sink_fn sink, void *ctx, const char *key, uint32_t n, uint32_t axis,
                  const double *mn, const double *mx, char *err, size_t errlen)
 {
@@ -31,11 +37,8 @@ int calib_ranges(stats_sink_fn sink, void *ctx, const char *key, uint32_t n, uin
             free(a);
             return WPACK_E_STATS;
         }
-        /* the midpoint: max - min passes DBL_MAX for a range such as
-         * [-1e308, 1e308], and the mean would be inf; halves do not */
-        double d = mx[c] - mn[c];
         a[c] = fmax(fabs(mn[c]), fabs(mx[c]));
-        a[n + c] = isfinite(d) ? mn[c] + d / 2 : mn[c] / 2 + mx[c] / 2;
+        a[n + c] = calib_mid(mn[c], mx[c]);
         a[2 * (size_t)n + c] = 0;
     }
     wpack_stats_in s = {.key = key, .kind = WPACK_STATS_ACTIVATION,

@@ -21,14 +21,22 @@
 #include "calib.h"
 #include "import.h"
 #include "internal.h"
+#include "nameset.h"
 #include "torch_scan.h"
 #include "zipread.h"
 
 #define OBS_MAX 65536u          /* observers in one checkpoint */
 #define OBS_MAX_VALUES (1u << 24)
+/* Values held over all observers: one tensor named by many observers (an
+ * alias, or views of one storage) is converted once per name, so a 2 MB
+ * checkpoint naming one 2^20-value tensor 600 times took 5 GB and 80 s. A
+ * stored value takes at least 2 bytes: the checkpoint's size in values plus
+ * this grace is more than any real checkpoint's observers hold. */
+#define OBS_GRACE_VALUES (1u << 20)
 
 typedef struct {
     char *key;                  /* the observed module's path */
+    size_t klen;
     double *v[3];               /* min_val, max_val, histogram */
     uint64_t n[3];
 } observer;
@@ -38,8 +46,12 @@ struct calib_obs {
     size_t n;
     char **learn;               /* fake-quants with learning_enabled: learned scale/zero_point */
     size_t nlearn;
+    /* o's keys and learn's names by hash: a scan per lookup made n
+     * observers n^2 / 2 compares (65,536 of them: 35 s) */
+    wpk_nameset okeys, lkeys;
     uint64_t buffers;           /* observer buffers (tensors and aliases) */
     uint64_t weight_obs;        /* weight_fake_quant observers */
+    uint64_t values, max_values; /* held in all observers' v[], and the bound */
     char *err;
     size_t errlen;
 };
@@ -115,14 +127,51 @@ static int nomem(calib_obs *set)
     return WPACK_E_NOMEM;
 }
 
+/* n more values for o's field (replacing the ones it had), within the bound. */
+static int hold(calib_obs *set, observer *o, int field, uint64_t n, const char *name)
+{
+    uint64_t now = set->values - o->n[field];
+    if (n > set->max_values - now) {
+        wpk_fmt(set->err, set->errlen, "'%s': the observers would hold more than %llu values "
+                "(the checkpoint's size + 2^20: one tensor named by many observers?)", name,
+                (unsigned long long)set->max_values);
+        return WPACK_E_LIMIT;
+    }
+    free(o->v[field]);
+    o->v[field] = NULL;
+    o->n[field] = 0;
+    set->values = now;
+    double *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return nomem(set);
+    o->v[field] = v;
+    o->n[field] = n;
+    set->values += n;
+    return WPACK_OK;
+}
+
+static const uint8_t *okey(void *ctx, uint64_t item, uint64_t *len)
+{
+    const calib_obs *set = ctx;
+    *len = set->o[item].klen;
+    return (const uint8_t *)set->o[item].key;
+}
+
+static const uint8_t *lkey(void *ctx, uint64_t item, uint64_t *len)
+{
+    const calib_obs *set = ctx;
+    *len = strlen(set->learn[item]);
+    return (const uint8_t *)set->learn[item];
+}
+
 /* The observer keyed name[0..klen), added when new. */
 static int find(calib_obs *set, const char *name, size_t klen, observer **out)
 {
-    for (size_t i = 0; i < set->n; i++)
-        if (strlen(set->o[i].key) == klen && memcmp(set->o[i].key, name, klen) == 0) {
-            *out = &set->o[i];
-            return WPACK_OK;
-        }
+    uint64_t i;
+    if (wpk_nameset_find(&set->okeys, okey, set, (const uint8_t *)name, klen, &i)) {
+        *out = &set->o[i];
+        return WPACK_OK;
+    }
     if (set->n >= OBS_MAX) {
         wpk_fmt(set->err, set->errlen, "more than 65536 observers");
         return WPACK_E_LIMIT;
@@ -134,6 +183,11 @@ static int find(calib_obs *set, const char *name, size_t klen, observer **out)
     memset(&no[set->n], 0, sizeof *no);
     if (!(no[set->n].key = strndup(name, klen)))
         return nomem(set);
+    no[set->n].klen = klen;
+    if (!wpk_nameset_insert(&set->okeys, okey, set, (const uint8_t *)name, klen, set->n)) {
+        free(no[set->n].key);
+        return nomem(set);
+    }
     *out = &no[set->n++];
     return WPACK_OK;
 }
@@ -156,10 +210,9 @@ static int take_values(calib_obs *set, observer *o, int field, const torch_item 
         return WPACK_E_CHECKSUM;
     }
     *it->storage_checked = 1;
-    free(o->v[field]);
-    o->n[field] = it->nelems;
-    if (!(o->v[field] = malloc((it->nelems ? it->nelems : 1) * sizeof(double))))
-        return nomem(set);
+    int rc = hold(set, o, field, it->nelems, it->name);
+    if (rc)
+        return rc;
     const uint8_t *src = it->storage + it->offset * it->elem_size;
     for (uint64_t k = 0; k < it->nelems; k++) {
         uint8_t b[8];
@@ -171,24 +224,30 @@ static int take_values(calib_obs *set, observer *o, int field, const torch_item 
 }
 
 /* A second name for an observer buffer (one observer shared by two
- * modules): the target's values again. */
-static int take_alias(calib_obs *set, observer *o, int field, const torch_item *it)
+ * modules, or an observer's two fields one tensor): the target's values
+ * again. o is looked up here, after the target (whose lookup may add an
+ * observer and move them all). */
+static int take_alias(calib_obs *set, const char *okey, size_t oklen, int field,
+                      const torch_item *it)
 {
     size_t tk;
     int tf;
     if (classify(it->target, &tk, &tf) != OBS_STAT)
         return WPACK_OK;
-    observer *t;
+    observer *t, *o;
     int rc = find(set, it->target, tk, &t);
-    if (rc || !t->v[tf] || t == o)
+    if (rc || !t->v[tf])
         return rc;
-    double *v = malloc((t->n[tf] ? t->n[tf] : 1) * sizeof *v);
-    if (!v)
-        return nomem(set);
-    memcpy(v, t->v[tf], t->n[tf] * sizeof *v);
-    free(o->v[field]);
-    o->v[field] = v;
-    o->n[field] = t->n[tf];
+    size_t ti = (size_t)(t - set->o);
+    if ((rc = find(set, okey, oklen, &o)))
+        return rc;
+    t = &set->o[ti];
+    if (t == o && tf == field)
+        return WPACK_OK;
+    uint64_t n = t->n[tf];
+    if ((rc = hold(set, o, field, n, it->name))) /* frees o's field only: not t's tf */
+        return rc;
+    memcpy(o->v[field], t->v[tf], n * sizeof *o->v[field]);
     return WPACK_OK;
 }
 
@@ -210,20 +269,28 @@ static int visit(void *user, const torch_item *it)
         if (!nl)
             return set->nlearn < OBS_MAX ? nomem(set) : WPACK_E_LIMIT;
         set->learn = nl;
-        if (!(nl[set->nlearn] = strndup(it->name, (size_t)(last - 1 - it->name))))
+        size_t ll = (size_t)(last - 1 - it->name);
+        uint64_t dup;
+        if (wpk_nameset_find(&set->lkeys, lkey, set, (const uint8_t *)it->name, ll, &dup))
+            return WPACK_OK; /* (an alias of the buffer: the name is there) */
+        if (!(nl[set->nlearn] = strndup(it->name, ll)))
             return nomem(set);
+        if (!wpk_nameset_insert(&set->lkeys, lkey, set, (const uint8_t *)it->name, ll,
+                                set->nlearn)) {
+            free(nl[set->nlearn]);
+            return nomem(set);
+        }
         set->nlearn++;
     }
     if (role == OBS_STATE && field == 0 && is_weight_observer(it->name))
         set->weight_obs++;
     if (role != OBS_STAT)
         return WPACK_OK;
+    if (it->kind == TORCH_ALIAS)
+        return take_alias(set, it->name, klen, field, it);
     observer *o;
     int rc = find(set, it->name, klen, &o);
-    if (rc)
-        return rc;
-    return it->kind == TORCH_ALIAS ? take_alias(set, o, field, it)
-                                   : take_values(set, o, field, it);
+    return rc ? rc : take_values(set, o, field, it);
 }
 
 /* One observer's record; an observer that never ran (min > max, as
@@ -244,19 +311,20 @@ static int emit_obs(const observer *o, const char *key, stats_sink_fn sink, void
     if (n == 1 && !(o->v[0][0] <= o->v[1][0]))
         return WPACK_OK; /* never ran */
     ++*records;
-    if (n == 1 && !(o->v[2] && o->v[1][0] > o->v[0][0]))
-        return calib_range(sink, ctx, key, o->v[0][0], o->v[1][0], err, errlen);
+    /* no histogram (per-channel observers have none), or one over an empty
+     * range (a constant input: no edges): a range record, per channel along
+     * axis 0 (ch_axis is not in the checkpoint) */
+    if (n > 1 || !(o->v[2] && o->v[1][0] > o->v[0][0]))
+        return calib_ranges(sink, ctx, key, (uint32_t)n, 0, o->v[0], o->v[1], err, errlen);
     double *a = malloc(n * 3 * sizeof *a);
-    /* a histogram over an empty range (a constant input) has no edges */
-    uint32_t bins = n == 1 && o->v[2] && o->v[1][0] > o->v[0][0]
-                        ? (uint32_t)(o->n[2] < UINT32_MAX ? o->n[2] : UINT32_MAX) : 0;
+    uint32_t bins = (uint32_t)(o->n[2] < UINT32_MAX ? o->n[2] : UINT32_MAX);
     double *edges = bins ? malloc((bins + 1) * sizeof *edges) : NULL;
     uint64_t *counts = bins ? malloc(bins * sizeof *counts) : NULL;
     int rc = !a || (bins && (!edges || !counts)) ? WPACK_E_NOMEM : WPACK_OK;
     uint64_t total = 0;
     for (uint64_t c = 0; !rc && c < n; c++) {
         a[c] = fmax(fabs(o->v[0][c]), fabs(o->v[1][c]));
-        a[n + c] = o->v[0][c] + (o->v[1][c] - o->v[0][c]) / 2;
+        a[n + c] = calib_mid(o->v[0][c], o->v[1][c]);
         a[2 * n + c] = 0;
     }
     /* HistogramObserver: bins equal parts of [min_val, max_val], counts as
@@ -273,7 +341,7 @@ static int emit_obs(const observer *o, const char *key, stats_sink_fn sink, void
         }
         counts[b] = (uint64_t)floor(h + 0.5);
         total += counts[b];
-        edges[b] = o->v[0][0] + (o->v[1][0] - o->v[0][0]) * b / bins;
+        edges[b] = o->v[0][0] + (o->v[1][0] / bins - o->v[0][0] / bins) * b; /* finite */
     }
     if (bins)
         edges[bins] = o->v[1][0];
@@ -309,6 +377,8 @@ void calib_obs_free(calib_obs *set)
         free(set->learn[i]);
     free(set->learn);
     free(set->o);
+    wpk_nameset_free(&set->okeys);
+    wpk_nameset_free(&set->lkeys);
     free(set);
 }
 
@@ -324,6 +394,7 @@ int calib_obs_scan(const uint8_t *p, size_t len, const char *key, wpk_buf_done_f
     }
     set->err = err;
     set->errlen = errlen;
+    set->max_values = (uint64_t)len + OBS_GRACE_VALUES;
     int rc = torch_scan_buffer_ex(p, len, key, visit, set, done, done_ctx, err, errlen);
     if (rc) {
         calib_obs_free(set);
@@ -347,11 +418,11 @@ int calib_obs_drops(const calib_obs *set, const char *name)
     /* _LearnableFakeQuantize: scale and zero_point are learned parameters,
      * nothing rebuilds them from the observer: they stay tensors. */
     const char *last = strrchr(name, '.');
-    if (strcmp(last, ".scale") == 0 || strcmp(last, ".zero_point") == 0)
-        for (size_t i = 0; i < set->nlearn; i++)
-            if (strlen(set->learn[i]) == (size_t)(last - name) &&
-                memcmp(set->learn[i], name, (size_t)(last - name)) == 0)
-                return 0;
+    uint64_t i;
+    if ((strcmp(last, ".scale") == 0 || strcmp(last, ".zero_point") == 0) &&
+        wpk_nameset_find(&set->lkeys, lkey, (void *)set, (const uint8_t *)name,
+                         (size_t)(last - name), &i))
+        return 0;
     return 1;
 }
 

@@ -43,7 +43,7 @@ static int by_name(const void *a, const void *b)
 
 /* One header at base and its entries, appended to f. */
 static int parse_one(const uint8_t *p, uint64_t size, uint64_t base, irpa_file *f, uint64_t *cap,
-                     uint64_t *next, char *err, size_t errlen)
+                     uint64_t *declared, uint64_t *next, char *err, size_t errlen)
 {
     if (!in_file(base, 0, 32, size))
         return fail(err, errlen, WPACK_E_TRUNCATED, "header at byte %llu is cut short",
@@ -70,6 +70,14 @@ static int parse_one(const uint8_t *p, uint64_t size, uint64_t base, irpa_file *
     if (count > es.len / IRPA_ENTRY_HEADER_SIZE)
         return fail(err, errlen, WPACK_E_LIMIT, "%llu entries cannot fit in an entry table of "
                     "%llu bytes", (unsigned long long)count, (unsigned long long)es.len);
+    /* linked headers may point at one table: bound the entries of them all
+     * by the file, or K headers of one K-entry table give K^2 entries */
+    if (count > size / IRPA_ENTRY_HEADER_SIZE - *declared)
+        return fail(err, errlen, WPACK_E_LIMIT, "header at byte %llu: %llu more entries (%llu "
+                    "before it) cannot fit in a file of %llu bytes", (unsigned long long)base,
+                    (unsigned long long)count, (unsigned long long)*declared,
+                    (unsigned long long)size);
+    *declared += count;
     if (f->n + count > *cap) {
         uint64_t c = f->n + count;
         irpa_entry *v = realloc(f->e, (size_t)(c ? c : 1) * sizeof *v);
@@ -147,15 +155,68 @@ static int parse_one(const uint8_t *p, uint64_t size, uint64_t base, irpa_file *
     return WPACK_OK;
 }
 
+typedef struct {
+    uint64_t off, end, i;
+} extent;
+
+static int by_offset(const void *a, const void *b)
+{
+    const extent *x = a, *y = b;
+    if (x->off != y->off)
+        return x->off < y->off ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* No two data entries share part of their bytes (each copied again, entries
+ * naming one range would make a small file a huge archive); entries naming
+ * the very same bytes get alias_of: the first of them in the file. */
+static int check_overlap(irpa_file *f, char *err, size_t errlen)
+{
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < f->n; i++)
+        n += f->e[i].type == IRPA_DATA && f->e[i].length;
+    if (n < 2)
+        return WPACK_OK;
+    extent *v = malloc((size_t)n * sizeof *v);
+    if (!v)
+        return fail(err, errlen, WPACK_E_NOMEM, "out of memory");
+    n = 0;
+    for (uint64_t i = 0; i < f->n; i++)
+        if (f->e[i].type == IRPA_DATA && f->e[i].length)
+            v[n++] = (extent){f->e[i].offset, f->e[i].offset + f->e[i].length, i};
+    qsort(v, (size_t)n, sizeof *v, by_offset);
+    int rc = WPACK_OK;
+    uint64_t first = 0; /* the first entry of the current range in v */
+    for (uint64_t k = 1; k < n && !rc; k++) {
+        if (v[k].off == v[first].off && v[k].end == v[first].end) {
+            f->e[v[k].i].alias_of = v[first].i + 1;
+            continue;
+        }
+        if (v[k].off < v[first].end) {
+            char x[80], y[80];
+            const irpa_entry *a = &f->e[v[first].i], *b = &f->e[v[k].i];
+            wpk_quote(x, sizeof x, (const char *)a->name, (size_t)a->name_len);
+            wpk_quote(y, sizeof y, (const char *)b->name, (size_t)b->name_len);
+            rc = fail(err, errlen, WPACK_E_OVERLAP, "data entries '%s' and '%s' share part of "
+                      "their bytes", x, y);
+        }
+        first = k;
+    }
+    free(v);
+    return rc;
+}
+
 int irpa_parse(const uint8_t *p, size_t len, irpa_file *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
-    uint64_t base = 0, cap = 0, next = 0;
+    uint64_t base = 0, cap = 0, next = 0, declared = 0;
     int rc;
     /* linked headers: each next offset is > 0 and inside the file, so the
      * chain moves forward and ends */
     for (;;) {
-        if ((rc = parse_one(p, len, base, f, &cap, &next, err, errlen)))
+        if ((rc = parse_one(p, len, base, f, &cap, &declared, &next, err, errlen)))
             break;
         if (!next)
             break;
@@ -181,6 +242,8 @@ int irpa_parse(const uint8_t *p, size_t len, irpa_file *f, char *err, size_t err
             }
         free(v);
     }
+    if (!rc)
+        rc = check_overlap(f, err, errlen);
     if (rc)
         irpa_free(f);
     return rc;
@@ -320,7 +383,72 @@ static int entry_shape(wpk_sink *s, const irpa_entry *x, int *dtype, unsigned *r
     return WPACK_OK;
 }
 
-static int put_entry(wpk_sink *s, const wpk_mapped *m, const irpa_entry *x, const char *name)
+/* name[] of entry x (no NUL inside), allocated; NULL: out of memory or *nul set. */
+static char *entry_name(const irpa_entry *x, int *nul)
+{
+    *nul = memchr(x->name, 0, (size_t)x->name_len) != NULL;
+    char *name = *nul ? NULL : malloc((size_t)x->name_len + 1);
+    if (name) {
+        if (x->name_len)
+            memcpy(name, x->name, (size_t)x->name_len);
+        name[x->name_len] = 0;
+    }
+    return name;
+}
+
+/* A data entry naming the very bytes of an earlier one (t): an alias of it
+ * when it has the same dtype and dims (wpack's export writes aliases so),
+ * else refused: bytes copied once per name would let a small file become a
+ * huge archive. */
+static int put_alias(wpk_sink *s, const irpa_entry *t, const char *name,
+                     int dtype, unsigned rank, const uint64_t *dims)
+{
+    int tdtype;
+    unsigned trank;
+    uint64_t tdims[WPACK_MAX_RANK];
+    int nul, rc = entry_shape(s, t, &tdtype, &trank, tdims);
+    if (rc)
+        return rc;
+    if (tdtype != dtype || trank != rank || memcmp(tdims, dims, rank * sizeof *dims) != 0) {
+        char q[80], r[80];
+        wpk_quote(q, sizeof q, name, strlen(name));
+        wpk_quote(r, sizeof r, (const char *)t->name, (size_t)t->name_len);
+        return wpk_sink_fail(s, WPACK_E_OVERLAP, "irpa: data entry '%s' names the bytes of '%s' "
+                             "with another dtype or shape", q, r);
+    }
+    char *target = entry_name(t, &nul);
+    if (!target)
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory"); /* t had no NUL: imported */
+    rc = wpk_sink_alias(s, name, target);
+    free(target);
+    return rc;
+}
+
+/* The bytes 16-byte splats of the file spell out (*spelled, so far) stay
+ * under the zip-bomb guard of archive_in.c: max_total, and past the grace
+ * max_ratio bytes per byte of the file. A 4 KB file would otherwise ask for
+ * 2^64 bytes. */
+static int splat_room(wpk_sink *s, const wpk_mapped *m, const char *name, uint64_t length,
+                      uint64_t *spelled)
+{
+    uint64_t max_total = s->o && s->o->max_total ? s->o->max_total : WPK_DEFAULT_MAX_TOTAL;
+    uint64_t ratio = s->o && s->o->max_ratio ? s->o->max_ratio : WPK_DEFAULT_MAX_RATIO;
+    uint64_t out = length > UINT64_MAX - *spelled ? UINT64_MAX : *spelled + length;
+    if (out > max_total || (out > WPK_RATIO_GRACE && out / (m->len ? m->len : 1) > ratio)) {
+        char q[80];
+        wpk_quote(q, sizeof q, name, strlen(name));
+        return wpk_sink_fail(s, WPACK_E_LIMIT, "irpa: splat entry '%s': its 16-byte pattern "
+                             "written out makes %llu bytes from a file of %llu (more than %llu "
+                             "in all, or %llu:1): refused as a bomb", q, (unsigned long long)out,
+                             (unsigned long long)m->len, (unsigned long long)max_total,
+                             (unsigned long long)ratio);
+    }
+    *spelled = out;
+    return WPACK_OK;
+}
+
+static int put_entry(wpk_sink *s, const wpk_mapped *m, const irpa_file *f, const irpa_entry *x,
+                     const char *name, uint64_t *spelled)
 {
     int dtype;
     unsigned rank;
@@ -328,8 +456,12 @@ static int put_entry(wpk_sink *s, const wpk_mapped *m, const irpa_entry *x, cons
     int rc = entry_shape(s, x, &dtype, &rank, dims);
     if (rc)
         return rc;
+    if (x->type == IRPA_DATA && x->alias_of)
+        return put_alias(s, &f->e[x->alias_of - 1], name, dtype, rank, dims);
     if (x->type == IRPA_SPLAT && (x->pattern_len < 16 || dtype >= WPACK_DTYPE_BLOCK_BASE))
         return wpk_sink_splat(s, name, dtype, rank, dims, x->pattern);
+    if (x->type == IRPA_SPLAT && (rc = splat_room(s, m, name, x->length, spelled)))
+        return rc;
     rc = wpk_sink_begin(s, name, dtype, rank, dims);
     if (rc)
         return rc;
@@ -361,6 +493,7 @@ int irpa_pack_file(wpk_sink *s, const char *path)
         return rc;
     irpa_file f;
     char err[700];
+    uint64_t spelled = 0; /* bytes of 16-byte splats written out */
     if ((rc = irpa_parse(m.p, m.len, &f, err, sizeof err))) {
         wpk_unmap_file(&m);
         return wpk_sink_fail(s, rc, "%s", err);
@@ -368,20 +501,18 @@ int irpa_pack_file(wpk_sink *s, const char *path)
     for (uint64_t i = 0; i < f.n && !rc; i++) {
         const irpa_entry *x = &f.e[i];
         char q[80];
-        if (memchr(x->name, 0, (size_t)x->name_len)) {
+        int nul;
+        char *name = entry_name(x, &nul);
+        if (nul) {
             wpk_quote(q, sizeof q, (const char *)x->name, (size_t)x->name_len);
             rc = wpk_sink_fail(s, WPACK_E_NAME, "irpa: entry '%s' holds a NUL byte", q);
             break;
         }
-        char *name = malloc((size_t)x->name_len + 1);
         if (!name) {
             rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
             break;
         }
-        if (x->name_len)
-            memcpy(name, x->name, (size_t)x->name_len);
-        name[x->name_len] = 0;
-        rc = put_entry(s, &m, x, name);
+        rc = put_entry(s, &m, &f, x, name, &spelled);
         free(name);
     }
     irpa_free(&f);

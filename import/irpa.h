@@ -42,6 +42,8 @@ typedef struct {
     uint64_t offset;          /* data: absolute file offset of its bytes */
     uint8_t pattern[16];      /* splat */
     uint8_t pattern_len;
+    uint64_t alias_of;        /* data: 1 + the index of the first entry with the very same
+                               * bytes (offset and length), else 0 */
 } irpa_entry;
 
 typedef struct {
@@ -50,7 +52,11 @@ typedef struct {
 } irpa_file;
 
 /* Parse and check every linked header and entry of a whole .irpa buffer;
- * on failure a code and "irpa: ..." in err. */
+ * on failure a code and "irpa: ..." in err. The entries of all headers
+ * together fit in the file (60 bytes each: no K headers sharing one table of
+ * K entries), and no two data entries share part of their bytes: entries
+ * naming the very same bytes are marked (alias_of), others that overlap are
+ * refused (WPACK_E_OVERLAP). */
 int irpa_parse(const uint8_t *p, size_t len, irpa_file *f, char *err, size_t errlen);
 void irpa_free(irpa_file *f);
 

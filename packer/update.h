@@ -4,6 +4,7 @@
 #define WPACK_PACKER_UPDATE_H
 
 #include "buf.h"
+#include "nameset.h"
 #include "wpack.h"
 
 /* A pending metadata string or name-map name (key -> value). */
@@ -17,7 +18,8 @@ struct wpack_update {
     unsigned flags;
     wpack_archive *ar;
     wpack_stats_in *stats;      /* owned deep copies, one per (key, kind) */
-    size_t nstats;
+    size_t nstats, stats_cap;
+    wpk_nameset stats_keys[2];  /* per kind (weight, activation): keys -> index in stats */
     kv *drops;                  /* stats to drop: key, value = kind ("1", "2" or "0": both) */
     size_t ndrops;
     kv *meta, *names;

@@ -39,12 +39,13 @@ typedef struct {
     size_t n;
     size_t *slots;              /* open addressing over recs, SIZE_MAX empty */
     size_t cap;
+    size_t max_key;             /* the longest key: no longer prefix can match */
     size_t cur_op;
     /* the remapping (opt->strip_prefixes, wpack.module_names, opt->module_map_*) */
     const char *const *strips;
     size_t nstrips;
     mod_pair *mods;             /* sorted by from */
-    size_t nmods;
+    size_t nmods, max_from;     /* max_from: the longest from */
     wpk_strbuf scratch;         /* a rewritten name */
     /* the current op: did a name match, did it have any, its longest name */
     int matched, named;
@@ -92,10 +93,13 @@ static const mod_pair *mod_find(const act_table *t, const char *s, size_t n)
                ? &t->mods[lo] : NULL;
 }
 
-/* Each "."-prefix of s[0..n) (and s itself) that is a key gets the op. */
+/* Each "."-prefix of s[0..n) (and s itself) that is a key gets the op.
+ * Only prefixes up to the longest key are hashed: every prefix of a name
+ * of n bytes is n^2 / 2 bytes (a 640 KB location "a.a.a...": 3.4 s, and
+ * 4x that length 16x the time). */
 static void match_path(act_table *t, const char *s, size_t n)
 {
-    for (size_t len = n; len > 0; len--) {
+    for (size_t len = n < t->max_key ? n : t->max_key; len > 0; len--) {
         if (len != n && s[len] != '.')
             continue;
         size_t i = slot_of(t, s, len);
@@ -110,7 +114,7 @@ static void match_path(act_table *t, const char *s, size_t n)
 static void match_mapped(act_table *t, const char *s, size_t n)
 {
     match_path(t, s, n);
-    for (size_t len = n; t->nmods && len > 0; len--) {
+    for (size_t len = n < t->max_from ? n : t->max_from; t->nmods && len > 0; len--) {
         if (len != n && s[len] != '.')
             continue;
         const mod_pair *m = mod_find(t, s, len);
@@ -188,6 +192,9 @@ static int load_mods(act_table *t, const wpack_archive *ar, const wpack_resolve_
         t->nmods++;
     }
     qsort(t->mods, t->nmods, sizeof *t->mods, mod_cmp);
+    for (size_t j = 0; j < t->nmods; j++)
+        if (t->mods[j].from_len > t->max_from)
+            t->max_from = t->mods[j].from_len;
     t->strips = opt->strip_prefixes;
     t->nstrips = opt->strip_prefixes ? opt->strip_count : 0;
     return 0;
@@ -413,6 +420,9 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         if (wpack_stats_at(ar, i, &st) == WPACK_OK && st.kind == WPACK_STATS_ACTIVATION)
             t.recs[t.n++] = (act_rec){i, st.key, strlen(st.key), (size_t)-1};
     }
+    for (size_t i = 0; i < t.n; i++)
+        if (t.recs[i].key_len > t.max_key)
+            t.max_key = t.recs[i].key_len;
     t.cap = 16;
     while (t.cap < 2 * t.n + 2)
         t.cap *= 2;

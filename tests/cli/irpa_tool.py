@@ -172,6 +172,35 @@ def hostile(d):
     put("splat_len_not_multiple.irpa", open(f"{d}/.tmp", "rb").read(), "WPACK_E_INPUT")
     write(f"{d}/.tmp", [{"name": "w", "kind": "data", "data": b"a"}, {"name": "w", "kind": "data", "data": b"b"}])
     put("duplicate_key.irpa", open(f"{d}/.tmp", "rb").read(), "WPACK_E_DUPLICATE")
+    # many entries naming one storage range: each would be copied again
+    # (a 4 KB file as 256 MB); one range is one tensor and its aliases, and
+    # two ranges that only partly overlap are refused, as GGUF's are
+    write(f"{d}/.tmp", [{"name": "a", "kind": "data", "data": b"\1" * 64},
+                        {"name": "b", "kind": "data", "data": b"\2" * 64}])
+    b = bytearray(open(f"{d}/.tmp", "rb").read())
+    struct.pack_into("<Q", b, 96 + 80 + 60, 32)  # b's bytes start inside a's
+    struct.pack_into("<Q", b, 96 + 80 + 52, 0)   # (and need no alignment)
+    put("data_overlap.irpa", bytes(b), "WPACK_E_OVERLAP")
+    # a 16-byte pattern (no dtype that wide: written out in full) 2^28 bytes
+    # long from a 4 KB file: the zip-bomb guard's ratio applies
+    write(f"{d}/.tmp", [{"name": "s", "kind": "splat", "pattern": bytes(range(16)), "length": 2**28}])
+    put("splat16_bomb.irpa", open(f"{d}/.tmp", "rb").read(), "WPACK_E_LIMIT")
+    # K linked headers sharing one table of K entries: K^2 entries from
+    # K x 168 bytes (each header's metadata segment starts one byte further
+    # along a string of letters, and entry j's name is 16 + j long, so every
+    # name differs). Entries are bounded by the file's size over all headers.
+    import random
+    K = 600
+    rnd = random.Random(7)
+    letters = bytes(rnd.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(2 * K + 32))
+    table = b"".join(ENTRY.pack(76, DATA, 0, 0, 16 + j, 0, 0, 0) + struct.pack("<QQ", 0, 0) + b"\0" * 4
+                     for j in range(K))
+    tab_at = 88 * K
+    meta_at = tab_at + len(table)
+    hdrs = b"".join(HDR.pack(b"IRPA", 0, 0, 88, 88 if k < K - 1 else 0, 0, K,
+                             tab_at - 88 * k, len(table), meta_at + k - 88 * k, len(letters) - k,
+                             meta_at - 88 * k, 0) for k in range(K))
+    put("headers_share_table.irpa", hdrs + table + letters, "WPACK_E_LIMIT")
     os.remove(f"{d}/.tmp")
     with open(f"{d}/EXPECT", "w") as f:
         f.write("# file code - written by tests/cli/irpa_tool.py hostile; checked by tests/cli/test_irpa.sh\n")

@@ -74,6 +74,23 @@ check imatrix_gguf_experts "$T/img.wpack" blk.0.ffn_up_exps.weight 'r["variance"
 "$WPACK" inspect "$T/img.wpack" | grep -q "blk.0.ffn_up_exps.weight .*per-channel (4)" \
     && pass imatrix_per_channel || fail imatrix_per_channel "$("$WPACK" inspect "$T/img.wpack" | tail -4)"
 
+# an imatrix GGUF of 60,000 W.in_sum2 / W.counts pairs (6 MB): each pair's
+# tensors were found by a scan of all (n^2: 72 s); by a hash set of names now
+"$PY" - "$T/many.gguf" <<'PYEOF'
+import struct, sys
+def s(b): return struct.pack("<Q", len(b)) + b
+n, tens, data = 60000, [], []
+for i in range(n):
+    for suf in (b".in_sum2", b".counts"):
+        tens.append(s(b"t%07d" % i + suf) + struct.pack("<IQIQ", 1, 1, 0, 4 * len(data)))
+        data.append(struct.pack("<f", 1.0))
+out = b"GGUF" + struct.pack("<IQQ", 3, 2 * n, 2) + s(b"general.type") + struct.pack("<I", 8) + \
+    s(b"imatrix") + s(b"general.alignment") + struct.pack("<II", 4, 4) + b"".join(tens)
+open(sys.argv[1], "wb").write(out + b"\0" * (-len(out) % 4) + b"".join(data))
+PYEOF
+expect imatrix_many_pairs timeout 30 "$WPACK" create -q -o "$T/many_im.wpack" "$T/w.npy" --stats-from "$T/many.gguf"
+check imatrix_many_last "$T/many_im.wpack" t0059999 'r["variance"] == 1'
+
 # --- torch.ao observers in a torch 1.13 checkpoint: min_val/max_val exact
 # (f32), HistogramObserver's bins over [min_val, max_val], per-channel as
 # channels, an observer that never ran gives nothing, other tensors ignored
@@ -88,6 +105,56 @@ if "$PY" "$TOOL" torch "$T" 2>"$T/torch_err"; then
     "$WPACK" inspect "$T/obs.wpack" | grep -q "activation_post_process" \
         && fail torch_no_observer_tensors || pass torch_no_observer_tensors
     bad plain.pt "plain.pt: torch checkpoint: a torch checkpoint with no torch.ao observer.*\[WPACK_E_STATS\]"
+    # one tensor named by many observers (torch.save keeps it once, the
+    # rest are aliases): converted and held once per name, and a record per
+    # name: 40 names of two 2^18-value tensors took 160 MB and wrote 400 MB
+    # of stats from a 1 MB file (600 names of 2^20: 5 GB, 80 s);
+    # values held are bounded by the checkpoint's size. And an observer whose
+    # min_val and max_val are one tensor was refused ("min_val but no max_val")
+    "$PY" - "$T" <<'PYEOF' && pass torch_shared_files || fail torch_shared_files
+import sys, torch
+lo, hi = torch.zeros(1 << 18, dtype=torch.float16), torch.ones(1 << 18, dtype=torch.float16)
+sd = {}
+for i in range(40):
+    sd[f"m{i}.activation_post_process.min_val"] = lo
+    sd[f"m{i}.activation_post_process.max_val"] = hi
+torch.save(sd, sys.argv[1] + "/obs_shared.pt")
+c = torch.tensor([0.5])
+torch.save({"a.activation_post_process.min_val": c, "a.activation_post_process.max_val": c,
+            "b.activation_post_process.min_val": c, "b.activation_post_process.max_val": c},
+           sys.argv[1] + "/obs_one.pt")
+PYEOF
+    bad obs_shared.pt "obs_shared.pt: torch checkpoint: .*would hold more than [0-9]+ values.*\[WPACK_E_LIMIT\]"
+    expect torch_min_is_max "$WPACK" create -q -o "$T/one.wpack" "$T/w.npy" --stats-from "$T/obs_one.pt"
+    check torch_min_is_max_a "$T/one.wpack" a "r['min'] == 0.5 and r['max'] == 0.5"
+    check torch_min_is_max_b "$T/one.wpack" b "r['min'] == 0.5 and r['max'] == 0.5"
+    # f64 observers over [-1e308, 1e308]: max - min is inf, so a per-channel
+    # observer's mean and a histogram's edges were inf and the record refused
+    # ("value not finite"); they take the midpoint rule of calib_ranges now
+    "$PY" -c "
+import torch
+f = dict(dtype=torch.float64)
+torch.save({'c.activation_post_process.min_val': torch.tensor([-1e308, 0.0], **f),
+            'c.activation_post_process.max_val': torch.tensor([1e308, 1.0], **f),
+            'h.activation_post_process.min_val': torch.tensor([-1e308], **f),
+            'h.activation_post_process.max_val': torch.tensor([1e308], **f),
+            'h.activation_post_process.histogram': torch.tensor([1.0, 2.0], **f)}, '$T/obs_wide.pt')
+" && pass torch_wide_file || fail torch_wide_file
+    expect torch_wide_range "$WPACK" create -q -o "$T/wide.wpack" "$T/w.npy" --stats-from "$T/obs_wide.pt"
+    check torch_wide_channels "$T/wide.wpack" c "r['mean'] == [0.0, 0.5] and r['max'] == [1e308, 1.0]"
+    check torch_wide_hist "$T/wide.wpack" h "r['histogram']['edges'] == [-1e308, 0.0, 1e308] and r['count'] == 3"
+    # 65,536 observers (the most taken) of one-value ranges: each name was
+    # looked up by a scan of the observers before it (35 s); by hash now
+    "$PY" -c "
+import torch
+lo, hi = torch.tensor([0.0]), torch.tensor([1.0])
+sd = {}
+for i in range(65536):
+    sd[f'm{i}.activation_post_process.min_val'] = lo
+    sd[f'm{i}.activation_post_process.max_val'] = hi
+torch.save(sd, '$T/obs_many.pt')" && pass torch_many_file || fail torch_many_file
+    expect torch_many_observers timeout 20 "$WPACK" create -q -o "$T/many_obs.wpack" "$T/w.npy" --stats-from "$T/obs_many.pt"
+    check torch_many_last "$T/many_obs.wpack" m65535 "r['min'] == 0 and r['max'] == 1"
 else
     fail torch_files "$(tail -3 "$T/torch_err")"
 fi
@@ -98,6 +165,14 @@ expect update_from "$WPACK" update "$T/u.wpack" --stats-from "$T/imatrix.gguf" -
 check update_kept "$T/u.wpack" fc.weight_in 'r["max"] == 190.5'
 check update_added "$T/u.wpack" X 'r["max"] == 3.75'
 check update_imatrix "$T/u.wpack" blk.0.attn_q.weight 'r["count"] == 8'
+# 100,000 records in one file: each was compared with every record before it
+# (130 s; create 1 s); the session finds a key by hash now
+"$PY" -c "
+with open('$T/many.cache', 'w') as f:
+    f.write('TRT-8601-EntropyCalibration2\n' + ''.join(f't{i}: 3c010204\n' for i in range(100000)))"
+expect update_many_create "$WPACK" create -q -o "$T/many.wpack" "$T/w.npy"
+expect update_many_records timeout 30 "$WPACK" update "$T/many.wpack" --stats-from "$T/many.cache"
+check update_many_last "$T/many.wpack" t99999 'r["max"] > 0'
 # the wpack JSON schema still goes through --stats and --stats-from
 printf '{"version": 1, "stats": [{"key": "m", "kind": "activation", "count": 5, "min": -1, "max": 1, "mean": 0}]}' >"$T/s.json"
 expect wpack_json_stats_from "$WPACK" update "$T/u.wpack" --stats-from "$T/s.json"
