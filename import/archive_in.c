@@ -7,7 +7,8 @@
  * members holding a C-order little-endian .npy skip libarchive: their bytes
  * are read a cached step at a time, CRC-checked and hashed there, and move
  * to the archive inside the kernel (wpk_sink_stream_file), as torch
- * storages do.
+ * storages do. A gzip file is inflated once, here, with zlib checking its
+ * trailers; libarchive reads the inflated tar.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -53,13 +54,156 @@ void wpk_archive_locale_end(wpk_archive_locale *l)
     l->utf8 = (locale_t)0;
 }
 
+/* libarchive never checks a gzip member's trailer (its gzip filter reads
+ * the CRC-32 and length and drops them: "XXX TODO: Verify the length and
+ * CRC"), so a damaged .tar.gz packed silently. zlib checks both: a gzip
+ * file is inflated here, once, and libarchive reads the inflated bytes
+ * through its read callback (gz_read), as a plain tar. Every member is
+ * inflated (a member followed by anything but another gzip header ends the
+ * stream, as in libarchive), what libarchive leaves after the tar's end
+ * too (gz_finish), under the bomb guard; a damaged one fails the input, and
+ * the writer is then aborted: no archive. */
+typedef struct {
+    wpk_sink *s;
+    int fd;
+    uint64_t size, pos;  /* the file's size, the bytes read from it */
+    uint64_t inflated;   /* bytes out of zlib */
+    uint64_t max_total, ratio;
+    z_stream z;
+    uint8_t *in, *out;
+    int done, rc;        /* rc: the failure, its message in the sink */
+} gz_in;
+
+enum { GZ_IN = 1 << 16, GZ_OUT = 1 << 18 };
+
+static int gz_begin(gz_in *g, wpk_sink *s, int fd, uint64_t size, uint64_t max_total,
+                    uint64_t ratio)
+{
+    *g = (gz_in){.s = s, .fd = fd, .size = size, .max_total = max_total, .ratio = ratio};
+    g->in = malloc(GZ_IN);
+    g->out = malloc(GZ_OUT);
+    if (!g->in || !g->out || inflateInit2(&g->z, 15 + 16) != Z_OK) {
+        free(g->in);
+        free(g->out);
+        g->in = g->out = NULL;
+        return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+    }
+    return WPACK_OK;
+}
+
+static void gz_end(gz_in *g)
+{
+    if (!g->in)
+        return;
+    inflateEnd(&g->z);
+    free(g->in);
+    free(g->out);
+    g->in = g->out = NULL;
+}
+
+static long gz_fail(gz_in *g, int rc)
+{
+    g->rc = rc;
+    return -1;
+}
+
+/* The next inflated bytes into g->out: their count (0 at the end, with
+ * g->done set), or -1 with g->rc. */
+static long gz_step(gz_in *g)
+{
+    z_stream *z = &g->z;
+    if (g->rc)
+        return -1;
+    z->next_out = g->out;
+    z->avail_out = GZ_OUT;
+    while (!g->done && z->avail_out == GZ_OUT) {
+        if (z->avail_in == 0) {
+            size_t n = g->size - g->pos < GZ_IN ? (size_t)(g->size - g->pos) : GZ_IN;
+            if (n == 0)
+                return gz_fail(g, wpk_sink_fail(g->s, WPACK_E_INPUT,
+                                                "gzip stream truncated (damaged file)"));
+            if (wpk_pread_all(g->fd, g->in, n, g->pos))
+                return gz_fail(g, wpk_sink_fail(g->s, WPACK_E_IO, "read failed: %s",
+                                                strerror(errno)));
+            g->pos += n;
+            z->next_in = g->in;
+            z->avail_in = (uInt)n;
+        }
+        uInt before = z->avail_out;
+        int zr = inflate(z, Z_NO_FLUSH);
+        g->inflated += before - z->avail_out;
+        if (zr == Z_DATA_ERROR || zr == Z_NEED_DICT || zr == Z_MEM_ERROR) {
+            int check = z->msg && strstr(z->msg, "check") != NULL; /* data or length check */
+            return gz_fail(g, wpk_sink_fail(g->s, check ? WPACK_E_CHECKSUM : WPACK_E_INPUT,
+                                            "gzip stream at byte %llu: %s (damaged file)",
+                                            (unsigned long long)(g->pos - z->avail_in),
+                                            z->msg ? z->msg : "bad data"));
+        }
+        if (g->inflated > g->max_total ||
+            (g->inflated > WPK_RATIO_GRACE && g->inflated / (g->pos ? g->pos : 1) > g->ratio)) {
+            return gz_fail(g, wpk_sink_fail(g->s, WPACK_E_LIMIT,
+                                            "gzip stream expands more than %llu:1 (%llu bytes "
+                                            "out of %llu read): refused as a zip bomb",
+                                            (unsigned long long)g->ratio,
+                                            (unsigned long long)g->inflated,
+                                            (unsigned long long)g->pos));
+        }
+        if (zr == Z_STREAM_END) {
+            uint8_t magic[2];
+            size_t have = z->avail_in;
+            if (have < 2 && g->pos < g->size &&
+                pread(g->fd, magic + have, 2 - have, (off_t)g->pos) != (ssize_t)(2 - have)) {
+                g->done = 1;
+                break;
+            }
+            if (have)
+                magic[0] = z->next_in[0];
+            if (have > 1)
+                magic[1] = z->next_in[1];
+            if ((have < 2 && g->pos >= g->size) || magic[0] != 0x1f || magic[1] != 0x8b)
+                g->done = 1; /* the end, or trailing bytes libarchive ignores too */
+            else
+                inflateReset(z);
+        }
+    }
+    return (long)(GZ_OUT - z->avail_out);
+}
+
+/* libarchive's read callback: the inflated stream. */
+static la_ssize_t gz_read(struct archive *a, void *ctx, const void **buf)
+{
+    gz_in *g = ctx;
+    long n = gz_step(g);
+    *buf = g->out;
+    if (n < 0) /* the message is in the sink; this one is libarchive's */
+        archive_set_error(a, -1 /* ARCHIVE_ERRNO_MISC */, "damaged gzip stream");
+    return n;
+}
+
+/* The rest of the gzip file after the tar's end, which libarchive need not
+ * read: inflated and checked, the output thrown away. */
+static int gz_finish(gz_in *g)
+{
+    while (!g->done)
+        if (gz_step(g) < 0)
+            return g->rc;
+    return g->rc;
+}
+
 typedef struct {
     wpk_sink *s;
     struct archive *a;
     const char *member;
     uint64_t out, max_total, ratio;
     uint64_t stored; /* of out: stored members copied from the map (1:1, no ratio) */
+    gz_in *gz;       /* a gzip file inflated here (libarchive sees a plain tar), or NULL */
 } ar_reader;
+
+/* The failure gz_read gave libarchive (its message in the sink), or 0. */
+static int gz_failed(const ar_reader *r)
+{
+    return r->gz ? r->gz->rc : 0;
+}
 
 /* A zip's mapping and checked central directory (ok 0: not a zip). */
 typedef struct {
@@ -68,13 +212,21 @@ typedef struct {
     int ok;
 } zip_view;
 
-/* Bytes the decompression filters have handed the format reader (member
- * headers, skipped members and data alike), or 0 without a filter (a plain
- * tar or a zip: skipping a member there is a seek, not work). */
-static uint64_t unpacked_bytes(struct archive *a)
+/* Bytes the decompression filters (ours for gzip, libarchive's for the
+ * rest) have handed the format reader (member headers, skipped members and
+ * data alike), or 0 without a filter (a plain tar or a zip: skipping a
+ * member there is a seek, not work). */
+static uint64_t unpacked_bytes(const ar_reader *r)
 {
-    la_int64_t n = archive_filter_count(a) > 1 ? archive_filter_bytes(a, 0) : 0;
-    return n > 0 ? (uint64_t)n : 0;
+    la_int64_t n = archive_filter_count(r->a) > 1 ? archive_filter_bytes(r->a, 0) : 0;
+    uint64_t u = n > 0 ? (uint64_t)n : 0;
+    return r->gz && r->gz->inflated > u ? r->gz->inflated : u;
+}
+
+/* A compression filter is on: skipping a member is inflating it. */
+static int compressed(const ar_reader *r)
+{
+    return r->gz || archive_filter_count(r->a) > 1;
 }
 
 /* The zip-bomb guard, after each piece: the bytes out of the bundle (the
@@ -83,8 +235,8 @@ static uint64_t unpacked_bytes(struct archive *a)
  * read from the file. */
 static int bomb_check(ar_reader *r)
 {
-    uint64_t in = (uint64_t)archive_filter_bytes(r->a, -1);
-    uint64_t inflated = r->out - r->stored, un = unpacked_bytes(r->a);
+    uint64_t in = r->gz ? r->gz->pos : (uint64_t)archive_filter_bytes(r->a, -1);
+    uint64_t inflated = r->out - r->stored, un = unpacked_bytes(r);
     if (un > inflated)
         inflated = un;
     if (r->out > r->max_total || un > r->max_total)
@@ -106,8 +258,9 @@ static long read_member(void *ctx, void *buf, size_t n)
     la_ssize_t k = archive_read_data(r->a, buf, n);
     if (k < 0) {
         char eb[300];
-        wpk_sink_fail(r->s, WPACK_E_INPUT, "member '%s': %s", r->member,
-                      wpk_archive_error(r->a, eb, sizeof eb));
+        if (!gz_failed(r))
+            wpk_sink_fail(r->s, WPACK_E_INPUT, "member '%s': %s", r->member,
+                          wpk_archive_error(r->a, eb, sizeof eb));
         return -1;
     }
     r->out += (uint64_t)k;
@@ -121,7 +274,7 @@ static long read_member(void *ctx, void *buf, size_t n)
  * not archive_read_data: a sparse member's holes are not filled. */
 static int drain_member(ar_reader *r)
 {
-    if (archive_filter_count(r->a) <= 1)
+    if (!compressed(r))
         return WPACK_OK;
     for (;;) {
         const void *b;
@@ -132,8 +285,9 @@ static int drain_member(ar_reader *r)
             return WPACK_OK;
         if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
             char eb[300];
-            return wpk_sink_fail(r->s, WPACK_E_INPUT, "member '%s': %s", r->member,
-                                 wpk_archive_error(r->a, eb, sizeof eb));
+            return gz_failed(r) ? gz_failed(r)
+                                : wpk_sink_fail(r->s, WPACK_E_INPUT, "member '%s': %s", r->member,
+                                                wpk_archive_error(r->a, eb, sizeof eb));
         }
         int rc = bomb_check(r);
         if (rc)
@@ -272,82 +426,6 @@ static int stored_member(ar_reader *r, const zip_view *zv, const wpk_zip_entry *
     return rc;
 }
 
-/* libarchive never checks a gzip member's trailer (its gzip filter reads
- * the CRC-32 and length and drops them: "XXX TODO: Verify the length and
- * CRC"), so a damaged .tar.gz packed silently. zlib checks both: the file
- * is inflated once with it first, every member (a member followed by
- * anything but another gzip header ends the stream, as in libarchive),
- * under the same bomb guard, the output thrown away. */
-static int gzip_verify(wpk_sink *s, int fd, uint64_t size, uint64_t max_total, uint64_t ratio)
-{
-    enum { IN = 1 << 16, OUT = 1 << 18 };
-    uint8_t *in = malloc(IN), *out = malloc(OUT);
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    int rc = in && out && inflateInit2(&z, 15 + 16) == Z_OK ? WPACK_OK : WPACK_E_NOMEM;
-    if (rc) {
-        free(in);
-        free(out);
-        return wpk_sink_fail(s, rc, "out of memory");
-    }
-    uint64_t pos = 0, inflated = 0;
-    for (;;) {
-        if (z.avail_in == 0) {
-            size_t n = size - pos < IN ? (size_t)(size - pos) : IN;
-            if (n == 0) {
-                rc = wpk_sink_fail(s, WPACK_E_INPUT, "gzip stream truncated (damaged file)");
-                break;
-            }
-            if (wpk_pread_all(fd, in, n, pos)) {
-                rc = wpk_sink_fail(s, WPACK_E_IO, "read failed: %s", strerror(errno));
-                break;
-            }
-            pos += n;
-            z.next_in = in;
-            z.avail_in = (uInt)n;
-        }
-        z.next_out = out;
-        z.avail_out = OUT;
-        int zr = inflate(&z, Z_NO_FLUSH);
-        inflated += OUT - z.avail_out;
-        if (zr == Z_DATA_ERROR || zr == Z_NEED_DICT || zr == Z_MEM_ERROR) {
-            int check = z.msg && strstr(z.msg, "check") != NULL; /* data or length check */
-            rc = wpk_sink_fail(s, check ? WPACK_E_CHECKSUM : WPACK_E_INPUT,
-                               "gzip stream at byte %llu: %s (damaged file)",
-                               (unsigned long long)(pos - z.avail_in),
-                               z.msg ? z.msg : "bad data");
-            break;
-        }
-        if (inflated > max_total ||
-            (inflated > WPK_RATIO_GRACE && inflated / (pos ? pos : 1) > ratio)) {
-            rc = wpk_sink_fail(s, WPACK_E_LIMIT,
-                               "gzip stream expands more than %llu:1 (%llu bytes out of %llu "
-                               "read): refused as a zip bomb",
-                               (unsigned long long)ratio, (unsigned long long)inflated,
-                               (unsigned long long)pos);
-            break;
-        }
-        if (zr == Z_STREAM_END) {
-            uint8_t magic[2];
-            size_t have = z.avail_in;
-            if (have < 2 && pos < size &&
-                pread(fd, magic + have, 2 - have, (off_t)pos) != (ssize_t)(2 - have))
-                break;
-            if (have)
-                magic[0] = z.next_in[0];
-            if (have > 1)
-                magic[1] = z.next_in[1];
-            if ((have < 2 && pos >= size) || magic[0] != 0x1f || magic[1] != 0x8b)
-                break; /* the end, or trailing bytes libarchive ignores too */
-            inflateReset(&z);
-        }
-    }
-    inflateEnd(&z);
-    free(in);
-    free(out);
-    return rc;
-}
-
 /* The decompressors that are built into libarchive, and only those:
  * archive_read_support_filter_all (or one of these when libarchive was
  * built without its library) registers external programs, and a few magic
@@ -394,21 +472,25 @@ static int pack_file(wpk_sink *s, const char *path)
         return -fd;
     }
     zip_view zv;
+    gz_in gz = {.in = NULL};
+    ar_reader r = {.s = s, .a = a};
     if ((rc = zip_precheck(s, fd, &zv)))
         goto out;
-    uint64_t max_total = s->o && s->o->max_total ? s->o->max_total : WPK_DEFAULT_MAX_TOTAL;
-    uint64_t ratio = s->o && s->o->max_ratio ? s->o->max_ratio : WPK_DEFAULT_MAX_RATIO;
+    r.max_total = s->o && s->o->max_total ? s->o->max_total : WPK_DEFAULT_MAX_TOTAL;
+    r.ratio = s->o && s->o->max_ratio ? s->o->max_ratio : WPK_DEFAULT_MAX_RATIO;
     uint8_t magic[2];
-    if (!zv.ok && pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
-        (rc = gzip_verify(s, fd, (uint64_t)st.st_size, max_total, ratio)))
-        goto out;
-    if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
-        rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s", wpk_archive_error(a, eb, sizeof eb));
+    if (!zv.ok && pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+        if ((rc = gz_begin(&gz, s, fd, (uint64_t)st.st_size, r.max_total, r.ratio)))
+            goto out;
+        r.gz = &gz;
+    }
+    if ((r.gz ? archive_read_open(a, &gz, NULL, gz_read, NULL)
+              : archive_read_open_fd(a, fd, 1 << 16)) != ARCHIVE_OK) {
+        rc = gz_failed(&r) ? gz_failed(&r)
+                           : wpk_sink_fail(s, WPACK_E_INPUT, "%s",
+                                           wpk_archive_error(a, eb, sizeof eb));
         goto out;
     }
-    ar_reader r = {.s = s, .a = a};
-    r.max_total = max_total;
-    r.ratio = ratio;
     uint64_t found = 0;
     for (;;) {
         struct archive_entry *e;
@@ -416,8 +498,9 @@ static int pack_file(wpk_sink *s, const char *path)
         if (h == ARCHIVE_EOF)
             break;
         if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
-            rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s (truncated or damaged?)",
-                               wpk_archive_error(a, eb, sizeof eb));
+            rc = gz_failed(&r) ? gz_failed(&r)
+                               : wpk_sink_fail(s, WPACK_E_INPUT, "%s (truncated or damaged?)",
+                                               wpk_archive_error(a, eb, sizeof eb));
             goto out;
         }
         const char *mp = archive_entry_pathname(e);
@@ -451,15 +534,20 @@ static int pack_file(wpk_sink *s, const char *path)
         rc = ze ? stored_member(&r, &zv, ze, name) : 1;
         if (rc == 1)
             rc = wpk_npy_stream(s, name, read_member, &r);
+        if (rc && gz_failed(&r)) /* the code (WPACK_E_CHECKSUM, ...), not the stream's E_IO */
+            rc = gz_failed(&r);
         free(name);
         if (rc)
             goto out;
         found++;
     }
+    if (r.gz && (rc = gz_finish(&gz))) /* its last trailers may lie past the tar's end */
+        goto out;
     if (!found)
         rc = wpk_sink_fail(s, WPACK_E_INPUT, "no .npy members in the bundle");
 out:
     archive_read_free(a);
+    gz_end(&gz);
     zip_view_free(&zv);
     close(fd);
     return rc;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "manifest_stats.h"
+#include "torch_scan.h"
 #include "wpack.h"
 #include "wpack_import.h"
 #include "zipread.h"
@@ -49,6 +50,13 @@ int calib_torch_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ct
 typedef struct calib_obs calib_obs;
 int calib_obs_scan(const uint8_t *p, size_t len, const char *key, wpk_buf_done_fn done,
                    void *done_ctx, calib_obs **out, char *err, size_t errlen);
+/* calib_obs_scan in parts, to share one scan with the packer
+ * (torch_scan_buffer_pre): an empty set (NULL: out of memory, said in err,
+ * where the visits' failures go too) and the visitor that fills it. The
+ * values the set holds are bounded by input_len, the checkpoint's size
+ * (+ 2^20: WPACK_E_LIMIT past it). */
+calib_obs *calib_obs_new(size_t input_len, char *err, size_t errlen);
+int calib_obs_visit(void *set, const torch_item *it);
 int calib_obs_drops(const calib_obs *set, const char *name);
 uint64_t calib_obs_buffers(const calib_obs *set);          /* observer buffers seen */
 uint64_t calib_obs_weight_observers(const calib_obs *set); /* weight_fake_quant ones */

@@ -251,7 +251,7 @@ static int take_alias(calib_obs *set, const char *okey, size_t oklen, int field,
     return WPACK_OK;
 }
 
-static int visit(void *user, const torch_item *it)
+int calib_obs_visit(void *user, const torch_item *it)
 {
     calib_obs *set = user;
     size_t klen;
@@ -382,20 +382,28 @@ void calib_obs_free(calib_obs *set)
     free(set);
 }
 
-int calib_obs_scan(const uint8_t *p, size_t len, const char *key, wpk_buf_done_fn done,
-                   void *done_ctx, calib_obs **out, char *err, size_t errlen)
+calib_obs *calib_obs_new(size_t input_len, char *err, size_t errlen)
 {
     calib_obs *set = calloc(1, sizeof *set);
-    *out = NULL;
     err[0] = 0;
     if (!set) {
         wpk_fmt(err, errlen, "out of memory");
-        return WPACK_E_NOMEM;
+        return NULL;
     }
     set->err = err;
     set->errlen = errlen;
-    set->max_values = (uint64_t)len + OBS_GRACE_VALUES;
-    int rc = torch_scan_buffer_ex(p, len, key, visit, set, done, done_ctx, err, errlen);
+    set->max_values = (uint64_t)input_len + OBS_GRACE_VALUES;
+    return set;
+}
+
+int calib_obs_scan(const uint8_t *p, size_t len, const char *key, wpk_buf_done_fn done,
+                   void *done_ctx, calib_obs **out, char *err, size_t errlen)
+{
+    calib_obs *set = calib_obs_new(len, err, errlen);
+    *out = NULL;
+    if (!set)
+        return WPACK_E_NOMEM;
+    int rc = torch_scan_buffer_ex(p, len, key, calib_obs_visit, set, done, done_ctx, err, errlen);
     if (rc) {
         calib_obs_free(set);
         return rc;

@@ -190,14 +190,14 @@ int torch_pack_file(wpk_sink *s, const char *path)
     s->err[0] = 0;
     const char *key = s->o ? s->o->key : NULL;
     int keep = s->o && s->o->keep_observers;
-    /* First the observers alone (a few small buffers): a bad one fails
-     * before any tensor is written. */
-    calib_obs *obs = NULL;
-    rc = calib_obs_scan(m.p, m.len, key, wpk_map_done, &m, &obs, err, sizeof err);
+    /* First the observers alone (a few small buffers), then the tensors, on
+     * one unpickling: a bad observer fails before any tensor is written. */
+    calib_obs *obs = calib_obs_new(m.len, err, sizeof err);
+    rc = obs ? WPACK_OK : WPACK_E_NOMEM;
     if (!rc) {
         tp.obs = keep ? NULL : obs;
-        err[0] = 0;
-        rc = torch_scan_buffer_ex(m.p, m.len, key, visit, &tp, wpk_map_done, &m, err, sizeof err);
+        rc = torch_scan_buffer_pre(m.p, m.len, key, calib_obs_visit, obs, visit, &tp,
+                                   wpk_map_done, &m, err, sizeof err);
     }
     /* A failure inside visit has its message in the sink already. */
     if (rc && !s->err[0])

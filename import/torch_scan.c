@@ -483,7 +483,15 @@ int torch_scan_buffer_ex(const uint8_t *buf, size_t len, const char *key, torch_
                          void *user, wpk_buf_done_fn done, void *done_ctx, char *err,
                          size_t errlen)
 {
-    scan sc = {.buf = buf, .len = len, .err = err, .errlen = errlen, .fn = fn, .user = user};
+    return torch_scan_buffer_pre(buf, len, key, NULL, NULL, fn, user, done, done_ctx, err,
+                                 errlen);
+}
+
+int torch_scan_buffer_pre(const uint8_t *buf, size_t len, const char *key, torch_visit_fn pre,
+                          void *pre_user, torch_visit_fn fn, void *user, wpk_buf_done_fn done,
+                          void *done_ctx, char *err, size_t errlen)
+{
+    scan sc = {.buf = buf, .len = len, .err = err, .errlen = errlen};
     if (errlen)
         err[0] = 0;
     if (torch_is_legacy(buf, len)) {
@@ -536,11 +544,14 @@ int torch_scan_buffer_ex(const uint8_t *buf, size_t len, const char *key, torch_
         goto out;
     sc.plan.kind = TORCH_PLAN;
     sc.plan.name = sc.plan_name ? sc.plan_name : "";
-    if ((rc = fn(user, &sc.plan)))
-        goto out;
-    sc.pass = 2;
-    sc.visits = 0;
-    rc = flatten(&sc, top, 0, 0);
+    sc.pass = 2; /* the visits: pre's, then fn's, over the same checked object */
+    for (int k = pre ? 0 : 1; k < 2; k++) {
+        sc.fn = k ? fn : pre;
+        sc.user = k ? user : pre_user;
+        sc.visits = 0;
+        if ((rc = sc.fn(sc.user, &sc.plan)) || (rc = flatten(&sc, top, 0, 0)))
+            goto out;
+    }
 out:
     pk_free(ps);
     free_scan(&sc);

@@ -21,7 +21,7 @@
  * So a bad file makes fn never run. Everything points into buf.
  *
  * Memory and work are bounded by data.pkl's size: the object is walked
- * twice (check, then visit) and nothing per visited value is kept but the
+ * twice (check, then visit; a third time for a pre visitor) and nothing per visited value is kept but the
  * distinct views; the visits and the bytes of all names are budgeted per
  * byte of data.pkl (a value reached through very many shared paths is
  * refused with WPACK_E_LIMIT before anything is visited).
@@ -103,6 +103,13 @@ int torch_scan_buffer(const uint8_t *buf, size_t len, const char *key, torch_vis
 int torch_scan_buffer_ex(const uint8_t *buf, size_t len, const char *key, torch_visit_fn fn,
                          void *user, wpk_buf_done_fn done, void *done_ctx, char *err,
                          size_t errlen);
+/* The same, visiting everything with pre (the plan, then every item) before
+ * fn, on one unpickling and check: what pre gathers (torch.ao observers) is
+ * known before fn writes anything. A failure of pre stops the scan before
+ * fn runs. */
+int torch_scan_buffer_pre(const uint8_t *buf, size_t len, const char *key, torch_visit_fn pre,
+                          void *pre_user, torch_visit_fn fn, void *user, wpk_buf_done_fn done,
+                          void *done_ctx, char *err, size_t errlen);
 
 /*
  * Hand a tensor's elements to emit in C order, little-endian, in pieces of at

@@ -275,6 +275,13 @@ hostile bomb.npz "refused as a zip bomb"
 hostile zip_wrong_size.npz "wrong size \(read 144, expected 4294967280\) \[WPACK_E_IO\]$"
 hostile zip_fortran_bad_crc.npz "member 'w.npy': ZIP bad CRC"
 hostile gzip_bad_crc.tar.gz "gzip stream at byte [0-9]+: incorrect data check \(damaged file\) \[WPACK_E_CHECKSUM\]"
+# one pass: the tensor is packed before the damaged member after the tar's
+# end is inflated; the half-written archive is discarded, an existing one kept
+hostile gzip_bad_crc_last.tar.gz "gzip stream at byte [0-9]+: incorrect data check \(damaged file\) \[WPACK_E_CHECKSUM\]"
+cp "$T/st.wpack" "$T/h.wpack"
+"$WPACK" create -q -o "$T/h.wpack" "$H/gzip_bad_crc_last.tar.gz" 2>/dev/null
+cmp -s "$T/st.wpack" "$T/h.wpack" && [ "$(ls "$T" | grep -c '^h\.wpack')" = 1 ] &&
+    pass gzip_bad_crc_last_keeps_existing_output || fail gzip_bad_crc_last_keeps_existing_output
 [ -f "$H/bomb.tar.zst" ] && hostile bomb.tar.zst "refused as a zip bomb"
 # magic bytes inside a bundle never start a program: libarchive's external
 # decompressors (lrzip -d, found on $PATH) are not registered

@@ -190,6 +190,11 @@ with tarfile.open(fileobj=tf, mode="w", format=tarfile.USTAR_FORMAT) as t:
 gz = bytearray(gzip.compress(tf.getvalue(), mtime=0))
 gz[-8] ^= 1
 open(f"{D}/gzip_bad_crc.tar.gz", "wb").write(bytes(gz))
+# --- a good .tar.gz member holding the whole tar, then a damaged one: the
+# tensor is packed before the damage is found, past the tar's end
+junk = bytearray(gzip.compress(b"x" * (1 << 20), mtime=0))
+junk[-8] ^= 1
+open(f"{D}/gzip_bad_crc_last.tar.gz", "wb").write(gzip.compress(tf.getvalue(), mtime=0) + bytes(junk))
 # --- bundles
 tf = io.BytesIO()
 with tarfile.open(f"{D}/tar_symlink.tar", "w") as t:

@@ -2,8 +2,11 @@
  * stored zip around a hand-written data.pkl), the zip reader's refusals,
  * views streamed in C order, byte order, aliases, --key, and every
  * truncation of a good file failing cleanly. Also the bf16/f16 casts. */
+#include <dlfcn.h>
+#include <libdeflate.h>
 #include <math.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "bytes.h"
 #include "import.h"
@@ -11,6 +14,27 @@
 #include "testlib.h"
 #include "torch_scan.h"
 #include "zipread.h"
+#include "wpack_import.h"
+
+/* libdeflate's CRC-32 (wpk_crc32's), defined here to count the times
+ * data.pkl is checked: once per scan of a checkpoint. It forwards to
+ * libdeflate's through dlsym(RTLD_NEXT) (main calls libdeflate_adler32 so
+ * that the library stays linked). */
+static const void *count_of;   /* bytes to count (NULL: none) */
+static size_t count_len;
+static int counted;
+
+uint32_t libdeflate_crc32(uint32_t crc, const void *p, size_t n)
+{
+    static uint32_t (*real)(uint32_t, const void *, size_t);
+    if (!real)
+        real = (uint32_t(*)(uint32_t, const void *, size_t))dlsym(RTLD_NEXT, "libdeflate_crc32");
+    if (!real)
+        abort(); /* no libdeflate to forward to: the test cannot run */
+    if (count_of && n == count_len && memcmp(p, count_of, n) == 0)
+        counted++;
+    return real(crc, p, n);
+}
 
 typedef struct {
     const char *name;
@@ -258,8 +282,85 @@ static void test_cast_generic_equals_bit_trick(void)
     CHECK_EQ(bad, 0);
 }
 
+/* torch_scan_buffer_pre: pre sees the plan and every item before fn sees
+ * any; a failing pre stops the scan before fn. */
+static int order_n;
+static int pre_visit(void *user, const torch_item *it)
+{
+    (void)it;
+    int *fail_at = user;
+    order_n++;
+    return *fail_at && order_n == *fail_at ? WPACK_E_STATS : WPACK_OK;
+}
+
+static int main_visit(void *user, const torch_item *it)
+{
+    (void)it;
+    int *first = user;
+    if (!*first)
+        *first = order_n;
+    return WPACK_OK;
+}
+
+static void test_pre_visits_first(void)
+{
+    size_t n = good_zip(NULL, vals);
+    char err[512];
+    int fail_at = 0, first = 0;
+    order_n = 0;
+    int rc = torch_scan_buffer_pre(zipbuf, n, NULL, pre_visit, &fail_at, main_visit, &first,
+                                   NULL, NULL, err, sizeof err);
+    CHECK(rc == WPACK_OK, "rc %d: %s", rc, err);
+    CHECK_EQ(order_n, 6); /* the plan, model.w, .wt, .w2 (an alias), .n, epoch */
+    CHECK_EQ(first, order_n);
+    fail_at = 2;
+    first = 0;
+    order_n = 0;
+    rc = torch_scan_buffer_pre(zipbuf, n, NULL, pre_visit, &fail_at, main_visit, &first, NULL,
+                               NULL, err, sizeof err);
+    CHECK_EQ(rc, WPACK_E_STATS);
+    CHECK_EQ(first, 0);
+}
+
+/* wpack_import_file of a checkpoint unpickles it once: data.pkl's CRC-32
+ * (checked just before) is computed once, not once for the observers and
+ * again for the tensors. */
+static void test_import_scans_once(void)
+{
+    size_t n = good_zip(NULL, vals);
+    char dir[] = "/tmp/wpack-torch-XXXXXX", pt[64], out[64], err[512] = "";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(pt, sizeof pt, "%s/m.pt", dir);
+    snprintf(out, sizeof out, "%s/m.wpack", dir);
+    FILE *f = fopen(pt, "wb");
+    CHECK(f && fwrite(zipbuf, 1, n, f) == n, "write %s", pt);
+    if (f)
+        fclose(f);
+    wpack_writer_options wo;
+    wpack_writer_options_init(&wo);
+    wo.no_sync = 1;
+    wpack_writer *w = NULL;
+    CHECK_EQ(wpack_writer_open(&w, out, &wo), WPACK_OK);
+    wpack_import_options o;
+    wpack_import_options_init(&o);
+    o.err = err;
+    o.err_size = sizeof err;
+    count_of = pkl;
+    count_len = sizeof pkl - 1;
+    counted = 0;
+    int rc = w ? wpack_import_file(w, pt, &o) : WPACK_E_IO;
+    count_of = NULL;
+    CHECK(rc == WPACK_OK, "rc %d: %s", rc, err);
+    CHECK_EQ(counted, 1);
+    if (w)
+        wpack_writer_abort(w);
+    unlink(pt);
+    rmdir(dir);
+}
+
 int main(void)
 {
+    (void)libdeflate_adler32(1, "", 0);
     RUN(test_scan_views_aliases_scalars);
     RUN(test_key_and_byteorder);
     RUN(test_every_truncation_fails_before_visiting);
@@ -268,5 +369,7 @@ int main(void)
     RUN(test_legacy_detected);
     RUN(test_cast_edges);
     RUN(test_cast_generic_equals_bit_trick);
+    RUN(test_pre_visits_first);
+    RUN(test_import_scans_once);
     return tl_finish();
 }
