@@ -125,6 +125,9 @@ torch.save({"a.activation_post_process.min_val": c, "a.activation_post_process.m
            sys.argv[1] + "/obs_one.pt")
 PYEOF
     bad obs_shared.pt "obs_shared.pt: torch checkpoint: .*would hold more than [0-9]+ values.*\[WPACK_E_LIMIT\]"
+    # the same bound when the checkpoint is the input (one parse, observers first)
+    expect_fail obs_shared_as_input "would hold more than [0-9]+ values.*\[WPACK_E_LIMIT\]" \
+        "$WPACK" create -q -o "$T/shared_in.wpack" "$T/obs_shared.pt"
     expect torch_min_is_max "$WPACK" create -q -o "$T/one.wpack" "$T/w.npy" --stats-from "$T/obs_one.pt"
     check torch_min_is_max_a "$T/one.wpack" a "r['min'] == 0.5 and r['max'] == 0.5"
     check torch_min_is_max_b "$T/one.wpack" b "r['min'] == 0.5 and r['max'] == 0.5"
