@@ -50,9 +50,11 @@ int wpk_linear_forward_on(wpack_pool *pool, const wpack_linear *l, const float *
 int wpk_linear_forward_isa(const wpack_linear *l, const float *x, float *y, size_t batch,
                            int act, int isa, unsigned threads);
 
-/* The default pool (dense_default.c), created on first call; NULL when out
- * of memory. And the multiply-adds below which a call runs on the caller. */
-wpack_pool *wpk_default_pool(void);
+/* The default pool (dense_default.c), created on first call: WPACK_OK with
+ * *pool NULL while the settings ask for one thread (no pool is made then,
+ * so that threads configured later still come), WPACK_E_NOMEM. And the
+ * multiply-adds below which a call runs on the caller. */
+int wpk_default_pool(wpack_pool **pool);
 uint64_t wpk_min_parallel(void);
 
 /* Threads of a pool asked for `threads` (0: online CPUs), capped. */

@@ -63,18 +63,24 @@ uint64_t wpk_min_parallel(void)
     return atomic_load_explicit(&min_parallel, memory_order_relaxed);
 }
 
-wpack_pool *wpk_default_pool(void)
+int wpk_default_pool(wpack_pool **pool)
 {
     wpack_pool *p = atomic_load_explicit(&default_pool, memory_order_acquire);
-    if (p)
-        return p;
-    pthread_mutex_lock(&lock);
-    if (!(p = atomic_load(&default_pool))) {
-        p = wpack_pool_create(pool_threads, pool_spin_us);
-        atomic_store_explicit(&default_pool, p, memory_order_release);
+    int rc = WPACK_OK;
+    if (!p) {
+        pthread_mutex_lock(&lock);
+        /* one thread: no pool object, which would keep that count until
+         * wpack_dense_shutdown() and ignore a later configure */
+        if (!(p = atomic_load(&default_pool)) && wpk_pool_size(pool_threads) > 1) {
+            if ((p = wpack_pool_create(pool_threads, pool_spin_us)))
+                atomic_store_explicit(&default_pool, p, memory_order_release);
+            else
+                rc = WPACK_E_NOMEM;
+        }
+        pthread_mutex_unlock(&lock);
     }
-    pthread_mutex_unlock(&lock);
-    return p;
+    *pool = p;
+    return rc;
 }
 
 unsigned wpack_dense_threads(void)

@@ -56,8 +56,10 @@ int wpk_linear_forward_on(wpack_pool *pool, const wpack_linear *l, const float *
 int wpk_linear_forward_isa(const wpack_linear *l, const float *x, float *y, size_t batch,
                            int act, int isa, unsigned threads)
 {
-    return wpk_linear_forward_on(threads > 1 ? wpk_default_pool() : NULL, l, x, y, batch, act,
-                                 isa, threads);
+    wpack_pool *pool = NULL;
+    if (threads > 1)
+        (void)wpk_default_pool(&pool); /* out of memory: the caller alone, as ever */
+    return wpk_linear_forward_on(pool, l, x, y, batch, act, isa, threads);
 }
 
 int wpack_linear_forward_pool(wpack_pool *pool, const wpack_linear *l, const float *x, float *y,
@@ -79,7 +81,7 @@ int wpack_linear_forward(const wpack_linear *l, const float *x, float *y, size_t
     uint64_t work;
     if ((!wpk_mul(batch, l ? l->out_features : 0, &work) ||
          !wpk_mul(work, l ? l->in_features : 0, &work) || work >= wpk_min_parallel()) &&
-        !(pool = wpk_default_pool()))
+        wpk_default_pool(&pool))
         return WPACK_E_NOMEM;
     return wpk_linear_forward_on(pool, l, x, y, batch, act, isa, wpack_pool_threads(pool));
 }

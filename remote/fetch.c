@@ -256,9 +256,10 @@ static const char *xml_field(const job *j, const char *tag, size_t *len)
     return a;
 }
 
-/* Printable text of an error body for the message: an S3 XML error's Code
- * and Message, else the body's start; control bytes and runs of blanks
- * become one space. */
+/* Printable text of an error body (all the snippet holds): an S3 XML
+ * error's Code and Message, else the body's start; control bytes and runs
+ * of blanks become one space. The caller scrubs it, then cuts it to SHOWN:
+ * cut first, a secret the cut went through would show its start. */
 static void snippet_text(const job *j, char *out, size_t outlen)
 {
     size_t code_len = 0, msg_len = 0, k = 0;
@@ -270,8 +271,6 @@ static void snippet_text(const job *j, char *out, size_t outlen)
         parts[0] = (const char *)j->snippet;
         lens[0] = j->snippet_len;
     }
-    if (outlen > SHOWN + 1)
-        outlen = SHOWN + 1;
     for (int p = 0; p < 3; p++)
         for (size_t i = 0; parts[p] && i < lens[p] && k + 1 < outlen; i++) {
             char c = parts[p][i];
@@ -413,7 +412,7 @@ static int retryable_curl(CURLcode c)
 static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
 {
     wpk_remote *r = j->r;
-    char why[600], body[SHOWN + 1];
+    char why[600], body[SNIPPET + 1];
     if (j->fatal[0]) { /* it may quote a header (an ETag, a Content-Type) */
         wpk_fmt(msg, msglen, "%s", j->fatal);
         wpk_remote_scrub(r, msg, msglen);
@@ -459,6 +458,9 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         long s = j->status;
         retry = s >= 500 || s == 429 || s == 408;
         snippet_text(j, body, sizeof body);
+        wpk_remote_scrub(r, body, sizeof body); /* whole, then cut: no secret's start shown */
+        if (strlen(body) > SHOWN)
+            body[SHOWN] = 0;
         const char *hint = s == 404 ? " (not found)"
                            : s == 403 || s == 401 ? " (access denied: check the credentials)"
                            : s == 412 ? " (the object changed since it was opened: ETag differs)"

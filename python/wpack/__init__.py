@@ -19,6 +19,7 @@ import ctypes
 import mmap
 import operator
 import os
+import re
 import stat
 
 import numpy as np
@@ -144,13 +145,18 @@ _AWS_ENV = {"access_key": ("AWS_ACCESS_KEY_ID",), "secret_key": ("AWS_SECRET_ACC
             "s3_endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")}
 
 
+_SCHEME_SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
 def is_url(path):
     """True when path names a remote archive safe_open fetches through
     libwpack-remote: http://, https:// or s3://bucket/key, the scheme in
     any case ("HTTPS://h/m" too, as URLs allow; a local file of such a
     name is reached as "./HTTPS://..."). libwpack-remote's rule
-    (wpack_remote_is_url), loaded only for a path holding "://"."""
-    if not isinstance(path, str) or "://" not in path:
+    (wpack_remote_is_url), loaded only for a path that starts with a
+    scheme's shape (RFC 3986: a letter, then letters, digits, "+", "-",
+    "."; then "://"): a local path needs no libwpack-remote."""
+    if not isinstance(path, str) or not _SCHEME_SHAPE.match(path):
         return False
     return bool(_lib.remote_lib().wpack_remote_is_url(path.encode("utf-8", "surrogateescape")))
 

@@ -141,6 +141,13 @@ expect_fail query_short_echoed "HTTP 403" "$WPACK" inspect "$B/echo/a.wpack?t=Zq
 grep -q "Zq9" "$T/err" && fail query_short_echoed_scrubbed "$(cat "$T/err")" ||
     { grep -qF "denied: /echo/a.wpack?t=***&k=***" "$T/err" && pass query_short_echoed_scrubbed ||
         fail query_short_echoed_scrubbed "$(cat "$T/err")"; }
+# ... and one the message's cut of the page goes through: its start was
+# shown ('...?t=SEKRITTO'), the page cut to 200 bytes before the scrub
+long=$("$PY" -c 'print("n" * 172)')
+expect_fail query_cut_echoed "HTTP 403" "$WPACK" inspect "$B/echo/$long?t=SEKRITTOKEN1234567890"
+grep -q "SEKRIT" "$T/err" && fail query_cut_echoed_scrubbed "$(cat "$T/err")" ||
+    { grep -qF "denied: /echo/$long?t=**" "$T/err" && pass query_cut_echoed_scrubbed ||
+        fail query_cut_echoed_scrubbed "$(cat "$T/err")"; }
 # reads that succeed: every output naming the archive
 expect query_inspect "$WPACK" inspect "$N/a.wpack$Q"
 noleak query_inspect_redacted "$N/a.wpack$QS"

@@ -489,6 +489,34 @@ def small_argument_checks(d):
     check("not an http" not in str(e) and e.name != "WPACK_E_INVALID_ARGUMENT",
           "upper-case scheme refused: %s" % e)
 
+
+@case
+def local_path_with_scheme_text_needs_no_remote_library(d):
+    # "./HTTPS://x/a.wpack" is the documented way to a local file so named,
+    # and a missing libwpack-remote is OSError "for URLs" only: is_url asked
+    # the remote library of any path holding "://", so without it this
+    # local read raised OSError (cannot load libwpack-remote.so).
+    import shutil
+    import subprocess
+    import sys
+    core = os.path.join(d, "core")
+    os.makedirs(core)
+    shutil.copy(wpack._lib.lib_path, os.path.join(core, "libwpack.so.0"))
+    os.makedirs(os.path.join(d, "HTTPS:", "x"))
+    wpack.save_file({"w": np.arange(3, dtype=np.float32)},
+                    os.path.join(d, "HTTPS:", "x", "a.wpack"))
+    probe = ("import wpack\n"
+             "print(wpack.is_url('./HTTPS://x/a.wpack'))\n"
+             "with wpack.safe_open('./HTTPS://x/a.wpack') as f: print(f.get_tensor('w').sum())\n"
+             "try:\n"
+             "    wpack.safe_open('HTTPS://127.0.0.1:9/a.wpack')\n"
+             "except OSError as e: print('OSError', 'libwpack-remote' in str(e))\n")
+    env = dict(os.environ, WPACK_LIBRARY_PATH=core)
+    r = subprocess.run([sys.executable, "-c", probe], cwd=d, env=env, capture_output=True,
+                       text=True, timeout=120)
+    check(r.returncode == 0 and r.stdout.split() == ["False", "3.0", "OSError", "True"],
+          "rc %d out %r err %r" % (r.returncode, r.stdout, r.stderr[-400:]))
+
 @case
 def messages_escape_controls(d):
     """A path with ESC, LF and CR in it reaches no exception raw: missing,

@@ -89,9 +89,34 @@ static void test_threads_when_asked(void)
     CHECK(wpack_dense_configure(NULL) == WPACK_OK, "back to the default");
 }
 
+/* Forward calls first, threads asked for after: a default that made a
+ * one-thread pool object on the first call kept it (threads applied only
+ * when the pool is made), so the threads asked for never came until a
+ * wpack_dense_shutdown() nobody had reason to call. */
+static void test_threads_asked_after_calls(void)
+{
+    wpack_linear l;
+    layer(&l);
+    CHECK(wpack_linear_forward(&l, X, Y1, 1, WPACK_ACT_NONE) == WPACK_OK, "forward");
+    CHECK(thread_count() == 1, "%d threads before any were asked for", thread_count());
+    wpack_dense_settings s;
+    wpack_dense_settings_init(&s);
+    s.threads = 3;
+    s.spin_us = 0;
+    CHECK(wpack_dense_configure(&s) == WPACK_OK, "configure threads 3");
+    CHECK_EQ(wpack_dense_threads(), 3u);
+    CHECK(wpack_linear_forward(&l, X, Y, 1, WPACK_ACT_NONE) == WPACK_OK, "forward");
+    CHECK(thread_count() == 3, "%d threads with 3 asked for after a forward call",
+          thread_count());
+    CHECK(memcmp(Y, Y1, sizeof Y) == 0, "same bits on the pool as alone");
+    wpack_dense_shutdown();
+    CHECK(wpack_dense_configure(NULL) == WPACK_OK, "back to the default");
+}
+
 int main(void)
 {
     RUN(test_no_thread_by_default);
+    RUN(test_threads_asked_after_calls);
     RUN(test_threads_when_asked);
     return tl_finish();
 }
