@@ -9,22 +9,9 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "thread_count.h"
 #include "wpack.h"
 #include "wpack_dense.h"
-
-/* Threads of this process, from /proc/self/task. */
-static int thread_count(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
 
 enum { OUT = 512, IN = 1024 }; /* 512 Ki multiply-adds: 4x the default threshold */
 

@@ -13,22 +13,9 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#include "thread_count.h"
 #include "wpack.h"
 #include "wpack_dense.h"
-
-/* Entries in /proc/self/task: the threads of this process. */
-static int thread_count(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
 
 static void test_create_destroy_joins(void)
 {
