@@ -433,6 +433,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
      * is the server's answer, not a transfer to retry */
     if (c == CURLE_OK && j->status == 206 && !j->checked && !j->got && !check_response(j)) {
         wpk_fmt(msg, msglen, "%s", j->fatal);
+        wpk_remote_scrub(r, msg, msglen); /* it may quote the server's headers */
         return WPACK_E_IO;
     }
     int retry;

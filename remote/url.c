@@ -2,6 +2,7 @@
  * (the reader validates it as any archive); the open's two requests (the
  * first 64 KiB, the last 256 KiB) are kept so that the superblock, the
  * trailer and usually the whole index cost no further request. */
+#include <ctype.h>
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,8 +330,12 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
      * would send the secret in the Host header or the path (and as HTTP
      * Basic credentials); a '?' or '#' would end the path. Not echoed: it
      * may hold a secret (the name shown hides user info). */
-    if (strspn(b, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != blen) {
-        wpk_fmt(msg, msglen, "an S3 bucket name holds only letters, digits, '.', '-' and '_' "
+    if (strspn(b, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != blen ||
+        !isalnum((unsigned char)b[0]) || !isalnum((unsigned char)b[blen - 1])) {
+        /* and starts and ends with a letter or digit (S3's rule): "." and
+         * ".." would be dot segments of a path-style request's path */
+        wpk_fmt(msg, msglen, "an S3 bucket name holds only letters, digits, '.', '-' and '_', "
+                "and starts and ends with a letter or digit "
                 "(credentials are options, e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
                 "never part of an s3:// URL)");
         return WPACK_E_INVALID_ARGUMENT;

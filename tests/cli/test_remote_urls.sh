@@ -70,6 +70,9 @@ expect_fail s3_userinfo_refused "an S3 bucket name holds only letters" \
     s3 "$WPACK" inspect "s3://AKID:SEKRIT0@bucket/a.wpack"
 grep -q SEKRIT0 "$T/err" && fail s3_userinfo_not_shown "$(cat "$T/err")" || pass s3_userinfo_not_shown
 expect_fail s3_bucket_query_refused "an S3 bucket name holds only" s3 "$WPACK" inspect "s3://b?x=1/a.wpack"
+# a bucket "." or ".." would be a dot segment of the path-style path (/../KEY: another bucket)
+expect_fail s3_bucket_dotdot_refused "starts and ends with a letter or digit" s3 "$WPACK" inspect "s3://../a.wpack"
+expect_fail s3_bucket_dot_refused "starts and ends with a letter or digit" s3 "$WPACK" inspect "s3://./a.wpack"
 [ -s "$T/requests.log" ] && fail s3_bad_bucket_no_request "$(cat "$T/requests.log")" || pass s3_bad_bucket_no_request
 
 # ------------------------------------------- D2: a password is never shown
