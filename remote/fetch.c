@@ -163,43 +163,6 @@ static int check_response(job *j)
     return 1;
 }
 
-/* ------------------------------------------------------ the rate cap */
-
-/* max_bytes_per_s is one token bucket for all the connections of a
- * handle: each body piece takes its bytes; at or below zero, receiving
- * pauses (curl keeps the piece and hands it again once resumed) until the
- * refill, at the cap's rate, makes it positive. The bucket holds at most
- * an eighth of a second's worth (16 KiB at least): bursts stay short. */
-static double burst_of(const wpk_remote *r)
-{
-    double b = (double)r->opt.max_bytes_per_s / 8;
-    return b < 16384 ? 16384 : b;
-}
-
-static void refill(wpk_remote *r)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-    if (!r->rate_at_us) {
-        r->rate_tokens = burst_of(r);
-    } else if (us > r->rate_at_us) {
-        r->rate_tokens += (double)(us - r->rate_at_us) * (double)r->opt.max_bytes_per_s / 1e6;
-        if (r->rate_tokens > burst_of(r))
-            r->rate_tokens = burst_of(r);
-    }
-    r->rate_at_us = us;
-}
-
-/* ms until the bucket is positive again (0: it is). */
-static int64_t rate_wait_ms(wpk_remote *r)
-{
-    refill(r);
-    if (r->rate_tokens > 0)
-        return 0;
-    return (int64_t)(-r->rate_tokens * 1000 / (double)r->opt.max_bytes_per_s) + 1;
-}
-
 static size_t on_body(char *p, size_t sz, size_t nm, void *u)
 {
     job *j = u;
@@ -219,7 +182,7 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *u)
         return j->snippet_len < SNIPPET ? n : 0; /* enough to say what it was */
     }
     if (j->r->opt.max_bytes_per_s) {
-        refill(j->r);
+        wpk_rate_refill(j->r);
         if (j->r->rate_tokens <= 0) {
             j->paused = 1;
             return CURL_WRITEFUNC_PAUSE;
@@ -755,12 +718,12 @@ int wpk_batch_wait(wpk_remote *r, wpk_batch *b, uint64_t off, uint64_t n, uint64
             continue;
         int64_t wait = running ? 1000 : next_at == INT64_MAX ? 10 : next_at - now_ms();
         if (r->opt.max_bytes_per_s) { /* resume paused transfers, or wait for tokens */
-            int64_t rw = rate_wait_ms(r);
+            int64_t rw = wpk_rate_wait_ms(r);
             for (unsigned s = 0; s < nslots && rw == 0; s++)
                 if (r->slot[s] && ((job *)r->slot[s])->paused) {
                     ((job *)r->slot[s])->paused = 0;
                     curl_easy_pause(r->easy[s], CURLPAUSE_CONT);
-                    rw = rate_wait_ms(r);
+                    rw = wpk_rate_wait_ms(r);
                 }
             for (unsigned s = 0; s < nslots; s++)
                 if (r->slot[s] && ((job *)r->slot[s])->paused && rw < wait)

@@ -121,6 +121,11 @@ void wpk_remote_kick(wpk_remote *r);
  * pieces of 1 MiB or more, so that one 8 MiB tensor uses every
  * connection rather than one. */
 uint64_t wpk_remote_piece(const wpk_remote *r, uint64_t total);
+/* The rate cap (rate.c): one token bucket for all of r's connections,
+ * refilled at max_bytes_per_s; the ms until it is positive again (0: it
+ * is). */
+void wpk_rate_refill(wpk_remote *r);
+int64_t wpk_rate_wait_ms(wpk_remote *r);
 int wpk_remote_init_handles(wpk_remote *r, char *msg, size_t msglen);
 void wpk_remote_free_handles(wpk_remote *r);
 
