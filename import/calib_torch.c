@@ -43,9 +43,10 @@ typedef struct {
 
 struct calib_obs {
     observer *o;
-    size_t n;
+    size_t n, ocap;             /* capacities double: grown by one, n observers were
+                                   n^2 / 2 copies wherever realloc moves the block */
     char **learn;               /* fake-quants with learning_enabled: learned scale/zero_point */
-    size_t nlearn;
+    size_t nlearn, learncap;
     /* o's keys and learn's names by hash: a scan per lookup made n
      * observers n^2 / 2 compares (65,536 of them: 35 s) */
     wpk_nameset okeys, lkeys;
@@ -176,10 +177,14 @@ static int find(calib_obs *set, const char *name, size_t klen, observer **out)
         wpk_fmt(set->err, set->errlen, "more than 65536 observers");
         return WPACK_E_LIMIT;
     }
-    observer *no = realloc(set->o, (set->n + 1) * sizeof *no);
-    if (!no)
-        return nomem(set);
-    set->o = no;
+    observer *no = set->o;
+    if (set->n == set->ocap) {
+        size_t cap = set->ocap ? set->ocap * 2 : 64; /* <= 2 x OBS_MAX */
+        if (!(no = realloc(set->o, cap * sizeof *no)))
+            return nomem(set);
+        set->o = no;
+        set->ocap = cap;
+    }
     memset(&no[set->n], 0, sizeof *no);
     if (!(no[set->n].key = strndup(name, klen)))
         return nomem(set);
@@ -264,20 +269,25 @@ int calib_obs_visit(void *user, const torch_item *it)
     set->buffers++;
     const char *last = strrchr(it->name, '.') + 1;
     if (role == OBS_STATE && strcmp(last, "learning_enabled") == 0) {
-        char **nl = set->nlearn < OBS_MAX ? realloc(set->learn, (set->nlearn + 1) * sizeof *nl)
-                                          : NULL;
-        if (!nl)
-            return set->nlearn < OBS_MAX ? nomem(set) : WPACK_E_LIMIT;
-        set->learn = nl;
+        if (set->nlearn >= OBS_MAX)
+            return WPACK_E_LIMIT;
+        if (set->nlearn == set->learncap) {
+            size_t cap = set->learncap ? set->learncap * 2 : 16;
+            char **nl = realloc(set->learn, cap * sizeof *nl);
+            if (!nl)
+                return nomem(set);
+            set->learn = nl;
+            set->learncap = cap;
+        }
         size_t ll = (size_t)(last - 1 - it->name);
         uint64_t dup;
         if (wpk_nameset_find(&set->lkeys, lkey, set, (const uint8_t *)it->name, ll, &dup))
             return WPACK_OK; /* (an alias of the buffer: the name is there) */
-        if (!(nl[set->nlearn] = strndup(it->name, ll)))
+        if (!(set->learn[set->nlearn] = strndup(it->name, ll)))
             return nomem(set);
         if (!wpk_nameset_insert(&set->lkeys, lkey, set, (const uint8_t *)it->name, ll,
                                 set->nlearn)) {
-            free(nl[set->nlearn]);
+            free(set->learn[set->nlearn]);
             return nomem(set);
         }
         set->nlearn++;

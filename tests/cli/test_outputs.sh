@@ -369,7 +369,7 @@ expect extract_over_link "$WPACK" extract -q A.wpack -o exl t0
 # archive, the file cut, the reader let go on.
 "$PY" -c "
 import numpy as np
-np.save('big.npy', np.random.default_rng(1).standard_normal((4096, 2048)).astype(np.float32))
+np.save('big.npy', np.random.default_rng(1).standard_normal((4096, 8192)).astype(np.float32))
 " || fail sigbus_input
 for c in "verify" "convert --compress zstd:1 -o trunc.out.wpack"; do
     rm -f trunc.out.wpack
