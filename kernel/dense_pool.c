@@ -215,10 +215,16 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* Only 0 ("the online CPUs") asks the system: sysconf reads
+ * /sys/devices/system/cpu/online on every call, and with the one-thread
+ * default every wpack_linear_forward asks for this size. */
 unsigned wpk_pool_size(unsigned threads)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned n = threads ? threads : cpus > 0 ? (unsigned)cpus : 1;
+    unsigned n = threads;
+    if (n == 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cpus > 0 ? (unsigned)cpus : 1;
+    }
     return n < WPK_POOL_MAX ? n : WPK_POOL_MAX;
 }
 

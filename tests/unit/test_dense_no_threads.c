@@ -5,6 +5,7 @@
  * workers exist, and wpack_dense_shutdown() joins them. Its own process:
  * nothing may configure the kernel before the first check. */
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,8 +101,41 @@ static void test_threads_asked_after_calls(void)
     CHECK(wpack_dense_configure(NULL) == WPACK_OK, "back to the default");
 }
 
+/* Read system calls this process has made so far (/proc/self/io), or -1. */
+static long long read_syscalls(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    if (!f)
+        return -1;
+    char line[128];
+    long long n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "syscr: %lld", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+/* With the one-thread default, a forward call asks the system nothing:
+ * the pool size came from sysconf(_SC_NPROCESSORS_ONLN) on every call,
+ * which opens and reads /sys/devices/system/cpu/online (a few
+ * microseconds, in a call whose small layers take about as long). */
+static void test_forward_reads_nothing(void)
+{
+    wpack_linear l;
+    layer(&l);
+    long long before = read_syscalls();
+    CHECK(before >= 0, "/proc/self/io has no syscr line (kernel without task I/O accounting)");
+    for (int k = 0; k < 200; k++)
+        CHECK(wpack_linear_forward(&l, X, Y, 1, WPACK_ACT_NONE) == WPACK_OK, "forward");
+    long long after = read_syscalls();
+    /* reading /proc/self/io itself takes a few */
+    CHECK(after - before < 20, "%lld read system calls in 200 forward calls", after - before);
+}
+
 int main(void)
 {
+    RUN(test_forward_reads_nothing);
     RUN(test_no_thread_by_default);
     RUN(test_threads_asked_after_calls);
     RUN(test_threads_when_asked);
