@@ -251,7 +251,9 @@ static int entry_size(wpack_archive *ar, const entry_fields *e, uint64_t *nbytes
     for (unsigned d = 0; d < e->rank; d++)
         if (!wpk_mul(n, wpk_ld64(dims + 8 * d), &n))
             return wpk_fail(ar, WPACK_E_OVERFLOW, "tensor '%s': element count overflows", Q);
-    if (block > 1) {
+    /* every block dtype, even one of 1-element blocks: blocks run along
+     * the last dim, which a rank-0 tensor lacks (spec 7.2, M35) */
+    if (e->dtype >= WPACK_DTYPE_BLOCK_BASE) {
         if (e->rank == 0 || wpk_ld64(dims + 8 * (e->rank - 1)) % block)
             return wpk_fail(ar, WPACK_E_SHAPE,
                             "tensor '%s': last dim is not a multiple of the %llu-element block", Q,

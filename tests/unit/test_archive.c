@@ -287,6 +287,12 @@ static void test_writer_rejects(void)
     CHECK(wpack_writer_add_tensor(w, "c", WPACK_DTYPE_F32, 2, big, f, 8) == WPACK_E_OVERFLOW, "ovf");
     CHECK(wpack_writer_write(w, f, 4) == WPACK_E_STATE, "write outside");
     CHECK(wpack_writer_add_splat(w, "s", WPACK_DTYPE_F32, 1, d, f, 2) == WPACK_E_SIZE, "fill size");
+    /* a block dtype tensor has rank >= 1, even with 1-element blocks (spec 7.2) */
+    int one;
+    CHECK_EQ(wpack_writer_add_block_dtype(w, "one", 1, 4, NULL, 0, &one), WPACK_OK);
+    CHECK_EQ(wpack_writer_add_tensor(w, "b0", one, 0, NULL, f, 4), WPACK_E_SHAPE);
+    CHECK_EQ(wpack_writer_add_splat(w, "b0", one, 0, NULL, f, 4), WPACK_E_SHAPE);
+    CHECK_EQ(wpack_writer_add_tensor(w, "b1", one, 1, d, f, 8), WPACK_OK);
     CHECK(wpack_writer_set_i64(w, "k", 1) == WPACK_OK, "meta");
     CHECK(wpack_writer_set_i64(w, "k", 2) == WPACK_E_EXISTS, "meta twice");
     CHECK(wpack_writer_add_name(w, "a", "a") == WPACK_E_EXISTS, "map name = entry name");

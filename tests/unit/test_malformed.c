@@ -720,6 +720,30 @@ static int c_last_extent_short(gimg *m)
     gimg_seal_index(m);
     return 0;
 }
+/* A block dtype of 1-element, 72-byte blocks and quant.q4 (72 bytes) made
+ * rank 0: one element, one block, its size agrees; only the rank is wrong
+ * (spec 7.2, M35: a block dtype tensor has rank >= 1; the reader checked
+ * it only for blocks of more than one element). */
+static int c_block1_rank0(gimg *m)
+{
+    uint8_t *d = gimg_rec(m, WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, 0);
+    wpk_st32(d + WPK_D_BLOCK_ELEMS_OFF, 1);
+    wpk_st32(d + WPK_D_BLOCK_BYTES_OFF, 72);
+    gimg_entry(m, G_Q4)[WPK_E_RANK_OFF] = 0;
+    gimg_seal_index(m);
+    return 0;
+}
+static int c_block1_rank1(gimg *m)
+{
+    /* (control) the same dtype at rank 1, dims [1]: valid */
+    uint8_t *d = gimg_rec(m, WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, 0);
+    wpk_st32(d + WPK_D_BLOCK_ELEMS_OFF, 1);
+    wpk_st32(d + WPK_D_BLOCK_BYTES_OFF, 72);
+    gimg_entry(m, G_Q4)[WPK_E_RANK_OFF] = 1;
+    wpk_st64(gimg_dims(m, gimg_entry(m, G_Q4)), 1);
+    gimg_seal_index(m);
+    return 0;
+}
 static int set_extent(gimg *m, uint64_t k, uint32_t v)
 {
     wpk_st32(g_extent(m, k), v);
@@ -1138,6 +1162,8 @@ static const mcase entry_cases[] = {
     DTYP(0, WPK_D_BLOCK_ELEMS_OFF, 4, 16, WPACK_E_SIZE, "16-element blocks: stored length disagrees"),
     DTYP(0, WPK_D_BLOCK_BYTES_OFF, 4, 9, WPACK_E_SIZE, "9-byte blocks: stored length disagrees"),
     ENT(G_Q4, WPK_E_RANK_OFF, 1, 0, WPACK_E_SHAPE, "block dtype tensor of rank 0"),
+    CUSTOM(c_block1_rank0, WPACK_E_SHAPE, "1-element-block dtype tensor of rank 0"),
+    CUSTOM(c_block1_rank1, WPACK_OK, "(control) 1-element-block dtype tensor of rank 1"),
     DIM(G_Q4, 1, 48, WPACK_E_SHAPE, "block dtype tensor with last dim 48"),
 };
 
