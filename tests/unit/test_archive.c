@@ -534,6 +534,24 @@ static void retype_entry(unsigned char *buf, size_t len, const char *name, int d
     fix_checksums(buf, len, 1);
 }
 
+/* wpack_verify_all's reports: how many, and each code. */
+typedef struct {
+    int n;
+    int code[4];
+    uint64_t entry[4];
+} bad_log;
+
+static void log_bad(void *user, uint64_t entry, int code, const char *message)
+{
+    bad_log *l = user;
+    (void)message;
+    if (l->n < 4) {
+        l->code[l->n] = code;
+        l->entry[l->n] = entry;
+    }
+    l->n++;
+}
+
 /* A compressed bool tensor is checked in the decoding pass, a bool splat by
  * its fill: u8 entries written with other values, then retyped to bool
  * (the data and its decoded checksum stay as they were). */
@@ -574,6 +592,15 @@ static void test_verify_bool_compressed_and_splat(void)
     CHECK_EQ(wpack_verify_entry(ar, t.index), WPACK_E_VALUE);
     CHECK(strstr(wpack_errmsg(ar), "'s.mask'") && strstr(wpack_errmsg(ar), "bool fill is 3"),
           "message: %s", wpack_errmsg(ar));
+    /* wpack_verify_all (wpack verify, WPACK_OPEN_VERIFY) finds both (M51):
+     * it skipped splats, so the bad fill passed every whole-archive check */
+    bad_log bl = {0, {0}, {0}};
+    CHECK_EQ(wpack_verify_all(ar, log_bad, &bl), WPACK_E_VALUE);
+    CHECK(bl.n == 2 && bl.code[0] == WPACK_E_VALUE && bl.code[1] == WPACK_E_VALUE,
+          "%d reports", bl.n);
+    wpack_close(ar);
+    CHECK_EQ(wpack_open_memory(&ar, buf, len, WPACK_OPEN_VERIFY | WPACK_OPEN_NO_VERIFY_READS),
+             WPACK_E_VALUE);
     wpack_close(ar);
     free(buf);
 }
