@@ -349,8 +349,11 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
                             (unsigned long long)e->stored, (unsigned long long)nbytes);
         break;
     case WPACK_KIND_ALIAS:
-        if (e->aux_off || e->aux_len || wpk_ld32(r + WPK_E_CODEC_PARAM_OFF))
-            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': alias entry with aux set", Q);
+        /* codec 1: the chunk size is the target's (M38); codec 0: codec_param
+         * is reserved, checked above under the minor rule (M9) */
+        if (e->aux_off || e->aux_len ||
+            (e->codec == WPACK_CODEC_ZSTD && wpk_ld32(r + WPK_E_CODEC_PARAM_OFF)))
+            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': alias entry with aux or chunk size set", Q);
         break;
     }
     return WPACK_OK;

@@ -206,6 +206,41 @@ static void test_corrupt_and_bomb(void)
     free(f);
 }
 
+/* The index checksum of a changed index, in both headers, both re-sealed. */
+static void reseal(uint8_t *f, size_t len)
+{
+    uint8_t *tr = f + len - WPK_HEADER_SIZE;
+    uint64_t sum = XXH3_64bits(f + wpk_ld64(f + WPK_H_INDEX_OFFSET_OFF),
+                               (size_t)wpk_ld64(f + WPK_H_INDEX_LENGTH_OFF));
+    wpk_st64(f + WPK_H_INDEX_CHECKSUM_OFF, sum);
+    wpk_st64(tr + WPK_H_INDEX_CHECKSUM_OFF, sum);
+    wpk_st64(f + WPK_H_CHECKSUM_OFF, XXH3_64bits(f, WPK_H_CHECKSUM_OFF));
+    wpk_st64(tr + WPK_H_CHECKSUM_OFF, XXH3_64bits(tr, WPK_H_CHECKSUM_OFF));
+}
+
+/* M38: an alias of a compressed entry has no chunks of its own, so its
+ * codec_param is 0 (KIND); the writer writes it so. */
+static void test_alias_codec_param(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/a.wpack", dir);
+    CHECK(write_archive(path, 3, 4096, 5) == 0, "write");
+    size_t len = 0;
+    unsigned char *f = test_slurp(path, &len);
+    const uint8_t *aux;
+    uint8_t *r = (uint8_t *)find_rec(f, "tied", &aux);
+    CHECK(r && r[WPK_E_CODEC_OFF] == WPACK_CODEC_ZSTD && !wpk_ld32(r + WPK_E_CODEC_PARAM_OFF),
+          "the alias carries codec 1 and codec_param 0");
+    if (!r)
+        return;
+    wpk_st32(r + WPK_E_CODEC_PARAM_OFF, 12);
+    reseal(f, len);
+    wpack_archive *ar;
+    CHECK_EQ(wpack_open_memory(&ar, f, len, 0), WPACK_E_KIND);
+    wpack_close(ar);
+    free(f);
+}
+
 static void test_writer_options(void)
 {
     char path[512];
@@ -248,6 +283,7 @@ int main(void)
     }
     RUN(test_roundtrip);
     RUN(test_corrupt_and_bomb);
+    RUN(test_alias_codec_param);
     RUN(test_writer_options);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

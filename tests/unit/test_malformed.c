@@ -744,6 +744,17 @@ static int c_block1_rank1(gimg *m)
     gimg_seal_index(m);
     return 0;
 }
+/* An alias's codec_param is a reserved field with codec 0 (M38, M9): a
+ * newer minor may use it, so it is ignored there (the reader refused it
+ * with KIND whatever the minor). */
+static int c_alias_param_newer_minor(gimg *m)
+{
+    wpk_st16(m->p + WPK_H_MINOR_OFF, NEWER_MINOR);
+    gimg_mirror(m);
+    wpk_st32(gimg_entry(m, G_ALIAS) + WPK_E_CODEC_PARAM_OFF, 12);
+    gimg_seal_index(m);
+    return 0;
+}
 static int set_extent(gimg *m, uint64_t k, uint32_t v)
 {
     wpk_st32(g_extent(m, k), v);
@@ -1152,6 +1163,8 @@ static const mcase entry_cases[] = {
     ENTX(G_ALIAS, WPK_E_CHECKSUM_OFF, 8, OP_XOR, 1, WPACK_E_ALIAS, "alias checksum differs"),
     ENTX(G_ALIAS_SPLAT, WPK_E_CHECKSUM_OFF, 8, OP_XOR, 1, WPACK_E_ALIAS, "alias of a splat, checksum differs"),
     ENT(G_ALIAS, WPK_E_AUX_LEN_OFF, 8, 4, WPACK_E_KIND, "alias with aux"),
+    ENT(G_ALIAS, WPK_E_CODEC_PARAM_OFF, 4, 12, WPACK_E_RESERVED, "alias (codec 0) with codec_param"),
+    CUSTOM(c_alias_param_newer_minor, WPACK_OK, "alias (codec 0) codec_param under a newer minor"),
     DTYP(0, WPK_D_BLOCK_ELEMS_OFF, 4, 0, WPACK_E_DTYPE, "block dtype with 0 elements per block"),
     DTYP(0, WPK_D_BLOCK_BYTES_OFF, 4, 0, WPACK_E_DTYPE, "block dtype with 0 bytes per block"),
     DTYP(0, WPK_D_RESERVED_OFF, 4, 1, WPACK_E_RESERVED, "block dtype reserved field"),
