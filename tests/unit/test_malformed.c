@@ -755,6 +755,43 @@ static int c_alias_param_newer_minor(gimg *m)
     gimg_seal_index(m);
     return 0;
 }
+/* Under a newer minor every reserved field may carry data (spec 4, M9):
+ * each one non-zero is accepted there, as at minor 0 it is RESERVED. The
+ * gaps between sections stay PADDING; the bytes after the last section
+ * are the newer minor's (section 21, point 4). */
+static void newer_minor(gimg *m)
+{
+    wpk_st16(m->p + WPK_H_MINOR_OFF, NEWER_MINOR);
+    gimg_mirror(m);
+}
+#define NEWER_FIELD(fn_, stmt_)                                                                \
+    static int fn_(gimg *m)                                                                   \
+    {                                                                                         \
+        newer_minor(m);                                                                       \
+        stmt_;                                                                                \
+        gimg_seal_index(m);                                                                   \
+        return 0;                                                                             \
+    }
+NEWER_FIELD(c_newer_ixh_reserved, gimg_ix(m)[WPK_INDEX_HEADER_SIZE - 1] = 1)
+NEWER_FIELD(c_newer_entry_reserved, gimg_entry(m, G_F64)[WPK_E_RESERVED_OFF + 3] = 1)
+NEWER_FIELD(c_newer_codec_param, wpk_st32(gimg_entry(m, G_F64) + WPK_E_CODEC_PARAM_OFF, 7))
+NEWER_FIELD(c_newer_splat_param, wpk_st32(gimg_entry(m, G_SPLAT) + WPK_E_CODEC_PARAM_OFF, 7))
+NEWER_FIELD(c_newer_dtype_reserved,
+            wpk_st32(gimg_rec(m, WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, 0) + WPK_D_RESERVED_OFF, 1))
+NEWER_FIELD(c_newer_meta_reserved, wpk_st16(gimg_meta(m, "model.name") + WPK_M_RESERVED_OFF, 1))
+NEWER_FIELD(c_newer_nmap_reserved, wpk_st64(gimg_nmap(m, "p_dense_f32") + WPK_N_RESERVED_OFF, 1))
+NEWER_FIELD(c_newer_stats_reserved,
+            wpk_st16(gimg_stats(m, G_F32, WPACK_STATS_WEIGHT) + WPK_S_RESERVED_OFF, 1))
+static int c_newer_tail(gimg *m)
+{
+    newer_minor(m);
+    return c_stats_tail_garbage(m);
+}
+static int c_newer_gap(gimg *m)
+{
+    newer_minor(m);
+    return c_section_gap_nonzero(m);
+}
 static int set_extent(gimg *m, uint64_t k, uint32_t v)
 {
     wpk_st32(g_extent(m, k), v);
@@ -1305,6 +1342,19 @@ static const mcase stats_cases[] = {
     STAT(G_F64, WS, WPK_S_PCT_OFF, 8, 8, WPACK_E_STATS, "percentile offset without percentiles"),
 };
 
+static const mcase newer_minor_cases[] = {
+    CUSTOM(c_newer_ixh_reserved, WPACK_OK, "index header reserved byte"),
+    CUSTOM(c_newer_entry_reserved, WPACK_OK, "entry reserved byte"),
+    CUSTOM(c_newer_codec_param, WPACK_OK, "codec_param of a codec-0 data entry"),
+    CUSTOM(c_newer_splat_param, WPACK_OK, "codec_param of a splat"),
+    CUSTOM(c_newer_dtype_reserved, WPACK_OK, "block dtype reserved field"),
+    CUSTOM(c_newer_meta_reserved, WPACK_OK, "metadata reserved field"),
+    CUSTOM(c_newer_nmap_reserved, WPACK_OK, "name-map reserved field"),
+    CUSTOM(c_newer_stats_reserved, WPACK_OK, "stats reserved field"),
+    CUSTOM(c_newer_tail, WPACK_OK, "bytes after the last section"),
+    CUSTOM(c_newer_gap, WPACK_E_PADDING, "a gap byte between sections (always checked)"),
+};
+
 /* ================================================================= tests */
 
 static void test_base_valid(void)
@@ -1365,6 +1415,7 @@ static void test_entries(void) { RUN_CASES("entry", entry_cases); }
 static void test_metadata(void) { RUN_CASES("metadata", meta_cases); }
 static void test_namemap(void) { RUN_CASES("namemap", nmap_cases); }
 static void test_stats(void) { RUN_CASES("stats", stats_cases); }
+static void test_newer_minor(void) { RUN_CASES("newer minor", newer_minor_cases); }
 
 /* ------------------------------------------------------------ truncation */
 
@@ -1816,6 +1867,7 @@ int main(void)
     RUN(test_metadata);
     RUN(test_namemap);
     RUN(test_stats);
+    RUN(test_newer_minor);
     RUN(test_truncation);
     RUN(test_appended_garbage);
     RUN(test_next_generation);
