@@ -806,6 +806,14 @@ static int c_extent_range(gimg *m)
     return set_extent(m, 0, (uint32_t)gimg_count(m, WPK_SEC_ENTRIES, WPK_ENTRY_SIZE));
 }
 static int c_extent_huge(gimg *m) { return set_extent(m, 0, UINT32_MAX); }
+/* Two faults: a hole before the third extent (M40) and the sixth naming
+ * the first's entry again (M39). 13.1 step 7 checks the numbers first:
+ * LAYOUT (the reader checked each number as it walked: OVERLAP). */
+static int c_hole_then_twice(gimg *m)
+{
+    c_extents_hole(m);
+    return set_extent(m, 5, wpk_ld32(g_extent(m, 0)));
+}
 static int c_extents_swapped(gimg *m)
 {
     uint32_t a = wpk_ld32(g_extent(m, 0));
@@ -1174,6 +1182,7 @@ static const mcase entry_cases[] = {
     CUSTOM(c_extent_twice, WPACK_E_LAYOUT, "extents list names one entry twice"),
     CUSTOM(c_extent_range, WPACK_E_LAYOUT, "extents list entry = entry count"),
     CUSTOM(c_extent_huge, WPACK_E_LAYOUT, "extents list entry 2^32-1"),
+    CUSTOM(c_hole_then_twice, WPACK_E_LAYOUT, "a hole, then an entry listed twice: numbers first"),
     ENT(G_F64, WPK_E_AUX_OFF, 8, 8, WPACK_E_KIND, "data entry with aux offset"),
     ENT(G_F64, WPK_E_AUX_LEN_OFF, 8, 4, WPACK_E_KIND, "data entry with aux length"),
     ENT(G_F64, WPK_E_TARGET_OFF, 4, 1, WPACK_E_KIND, "data entry with a target"),
