@@ -964,6 +964,18 @@ static int c_stats_unsorted(gimg *m)
     gimg_seal_index(m);
     return 0;
 }
+/* Two faults in one key: out of order and a control byte. M47 checks the
+ * name rule before the order: NAME (the reader checked the order first). */
+static int c_stats_unsorted_bad_name(gimg *m)
+{
+    c_stats_unsorted(m); /* the second of the two records now names dense.bf16 */
+    uint8_t *r = gimg_rec(m, WPK_SEC_STATS, WPK_STATS_REC_SIZE,
+                          (uint64_t)(gimg_stats(m, "dense.f16", WPACK_STATS_WEIGHT) -
+                                     gimg_sec(m, WPK_SEC_STATS)) / WPK_STATS_REC_SIZE + 1);
+    gimg_name_bytes(m, r)[5] = 0x01;
+    gimg_seal_index(m);
+    return 0;
+}
 static int c_stats_kind_order(gimg *m)
 {
     gimg_stats(m, G_F64, WPACK_STATS_ACTIVATION)[WPK_S_KIND_OFF] = 0xfe; /* placeholder */
@@ -1312,6 +1324,7 @@ static const mcase stats_cases[] = {
     NAMEB(WPK_SEC_STATS, G_ACT, AS, 0, "\xc0", WPACK_E_NAME, "key invalid UTF-8"),
     CUSTOM(c_stats_unsorted, WPACK_E_UNSORTED, "keys unsorted"),
     CUSTOM(c_stats_kind_order, WPACK_E_UNSORTED, "same key, kinds out of order"),
+    CUSTOM(c_stats_unsorted_bad_name, WPACK_E_NAME, "key unsorted and with a control byte: name first"),
     STAT(G_F64, AS, WPK_S_KIND_OFF, 1, WS, WPACK_E_DUPLICATE, "same key and kind twice"),
     SAUXF(W_SVAL, G_F64, WS, 0, 5.0, WPACK_E_STATS, "min > max"),
     SAUXF(W_SVAL, G_F64, WS, 16, 5.0, WPACK_E_STATS, "absmax wrong"),
