@@ -112,7 +112,10 @@ int wpack_writer_set_bytes(wpack_writer *w, const char *key, const void *value, 
     uint64_t off = w->aux.len;
     if (len && !wpk_buf_append(&w->aux, value, len))
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-    return add_meta(w, key, WPACK_META_BYTES, 0, off, len);
+    int rc = add_meta(w, key, WPACK_META_BYTES, 0, off, len);
+    if (rc) /* a refused value leaves no bytes between aux items (spec 17 rule 3) */
+        w->aux.len = off;
+    return rc;
 }
 
 int wpack_writer_set_array(wpack_writer *w, const char *key, int elem_type, uint64_t count,

@@ -336,6 +336,36 @@ static void test_writer_rejects(void)
     wpack_writer_abort(w);
 }
 
+/* A refused metadata value leaves nothing in the archive: the bytes of a
+ * set_bytes whose key was refused (set twice, or breaking the name rule)
+ * stayed in aux, unreferenced bytes between aux items (spec 17 rule 3)
+ * that the caller had been told were not taken. */
+static void test_writer_refused_bytes_leave_nothing(void)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "refused.wpack");
+    wpack_writer *w;
+    CHECK(wpack_writer_open(&w, path, NULL) == WPACK_OK, "open");
+    CHECK_EQ(wpack_writer_set_bytes(w, "k", "kept", 4), WPACK_OK);
+    CHECK_EQ(wpack_writer_set_bytes(w, "k", "SECRET-ONE", 10), WPACK_E_EXISTS);
+    CHECK_EQ(wpack_writer_set_bytes(w, "bad\x01key", "SECRET-TWO", 10), WPACK_E_NAME);
+    CHECK_EQ(wpack_writer_set_bytes(w, "k2", "also", 4), WPACK_OK);
+    char err[256];
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "finish: %s", err);
+    size_t len;
+    unsigned char *f = test_slurp(path, &len);
+    CHECK(f != NULL, "read back");
+    for (size_t i = 0; f && i + 6 <= len; i++)
+        CHECK(memcmp(f + i, "SECRET", 6) != 0, "refused bytes at offset %zu", i);
+    wpack_archive *ar;
+    wpack_meta m;
+    CHECK_EQ(wpack_open_memory(&ar, f, len, 0), WPACK_OK);
+    CHECK(wpack_meta_find(ar, "k2", &m) == WPACK_OK && m.count == 4 && !memcmp(m.bytes, "also", 4),
+          "the next value is intact");
+    wpack_close(ar);
+    free(f);
+}
+
 /* A writer that failed keeps saying why: a failed open refuses every call
  * with the open's error (it used to take tensors, returning WPACK_OK, and
  * crashed when the open failed before its buffers existed), and after a
@@ -830,6 +860,7 @@ int main(void)
     RUN(test_auto_stats_and_histogram);
     RUN(test_writer_rejects);
     RUN(test_writer_failed_stays_failed);
+    RUN(test_writer_refused_bytes_leave_nothing);
     RUN(test_writer_messages_escape_names);
     RUN(test_writer_bool_values);
     RUN(test_verify_bool_values);
