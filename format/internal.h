@@ -15,6 +15,11 @@
  * UTF-8 (no overlongs, no surrogates, <= U+10FFFF), no bytes below 0x20 and
  * no 0x7f. Returns NULL when fine, else a short reason. */
 const char *wpk_name_problem(const uint8_t *s, uint64_t len);
+/* A shard file name of a sharded set's manifest (spec 19a): a name under
+ * the rule above that is a plain file name in the manifest's directory (no
+ * '/', not "." or ".."). NULL when fine, else a short reason. The reader
+ * and the writer ask the same question. */
+const char *wpk_shard_name_problem(const char *name, size_t len);
 /* "weight", "activation" or "unknown-kind": how messages name a stats kind
  * (never by its number). */
 const char *wpk_stats_kind_name(int kind);

@@ -63,6 +63,18 @@ const char *wpk_name_problem(const uint8_t *s, uint64_t len)
     return NULL;
 }
 
+const char *wpk_shard_name_problem(const char *name, size_t len)
+{
+    const char *why = wpk_name_problem((const uint8_t *)name, len);
+    if (why)
+        return why;
+    if (memchr(name, '/', len))
+        return "a '/' in a shard name (shards are files beside the manifest)";
+    if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
+        return "'.' or '..' as a shard name";
+    return NULL;
+}
+
 const char *wpk_stats_kind_name(int kind)
 {
     return kind == WPACK_STATS_WEIGHT       ? "weight"

@@ -18,7 +18,10 @@
 
 #include <unistd.h>
 
+#include "bytes.h"
+#include "fix_checksums.h"
 #include "fuzz.h"
+#include "layout.h"
 #include "npy.h"
 #include "wpack.h"
 
@@ -427,7 +430,9 @@ static void write_shard_seed(const shard_seed *s)
 /* Hand-made sets, each broken in one way the reader must refuse (the
  * harness forges lengths, index checksums and entry checksums, so those
  * are right): a manifest from wpack_writer_add_external and set_shards (or
- * set_array) over shard s.wpack (three_tensors, plus a splat). */
+ * set_array) over shard s.wpack (three_tensors, plus a splat). A fault the
+ * writer refuses to write (a shard list or shard number a reader refuses,
+ * spec 19a) is written as a valid stand-in and patched in (forge_list). */
 enum {
     H_ITSELF,        /* the shard is named like the manifest: a set as its own shard */
     H_SLASH,         /* a shard name with a '/' */
@@ -444,6 +449,49 @@ static const char *const hostile_names[] = {
     "hostile-splat.set", "hostile-dims.set", "hostile-changed.set", "hostile-no-lengths.set",
     "hostile-counts.set",
 };
+
+/* Replace the n bytes `from` in the manifest image m[0..len) with `to`
+ * (the first place they occur), or die. */
+static void patch_bytes(uint8_t *m, size_t len, const void *from, const void *to, size_t n)
+{
+    uint8_t *at = memmem(m, len, from, n);
+    if (!at)
+        die("forge", "stand-in bytes not found");
+    memcpy(at, to, n);
+}
+
+/* The faults of the shard list the writer refuses, patched into the
+ * manifest m[0..len) (its checksums re-sealed by the caller). */
+static void forge_list(uint8_t *m, size_t len, int how)
+{
+    if (how == H_SLASH)
+        patch_bytes(m, len, "x_s.wpack", "x/s.wpack", 10);
+    if (how == H_CHANGED) /* one name twice */
+        patch_bytes(m, len, "s.wpack\0t.wpack", "s.wpack\0s.wpack", 16);
+    if (how == H_NO_LENGTHS) /* the lengths array under another key */
+        patch_bytes(m, len, "wpack.shard_lengths", "wpack.shard_lengthz", 20);
+    if (how == H_COUNTS || how == H_TARGET) {
+        /* the lengths array one element long (the checksums follow it in
+         * aux), or the external "bias" in shard 1 of 1 */
+        const uint8_t *ix = m + wpk_ld64(m + WPK_H_INDEX_OFFSET_OFF);
+        int sec = how == H_COUNTS ? WPK_SEC_METADATA : WPK_SEC_ENTRIES;
+        uint32_t size = how == H_COUNTS ? WPK_META_REC_SIZE : WPK_ENTRY_SIZE;
+        const char *name = how == H_COUNTS ? "wpack.shard_lengths" : "bias";
+        uint64_t off = wpk_ld64(ix + WPK_I_SECTIONS_OFF + 16 * sec);
+        uint64_t n = wpk_ld64(ix + WPK_I_SECTIONS_OFF + 16 * sec + 8) / size;
+        const char *strs = (const char *)ix + wpk_ld64(ix + WPK_I_SECTIONS_OFF + 16 * WPK_SEC_STRINGS);
+        uint64_t k = 0;
+        while (k < n && strcmp(strs + wpk_ld64(ix + off + k * size), name) != 0)
+            k++;
+        if (k == n)
+            die("forge", name);
+        uint8_t *r = m + (ix - m) + off + k * size;
+        if (how == H_COUNTS)
+            wpk_st64(r + WPK_M_COUNT_OFF, 2);
+        else
+            wpk_st32(r + WPK_E_TARGET_OFF, 1);
+    }
+}
 
 static void write_hostile_set(int how)
 {
@@ -480,7 +528,7 @@ static void write_hostile_set(int how)
         if (how == H_DIMS && k == 0)
             t.dims[0] = 3, t.dims[1] = 2;
         const char *as = how == H_NOT_IN_SHARD && k == 2 ? "embedding" : names[k];
-        W(wpack_writer_add_external(w, as, how == H_TARGET && k == 1 ? 1 : 0, &t));
+        W(wpack_writer_add_external(w, as, 0, &t));
     }
     if (how == H_SPLAT) {
         wpack_tensor ones;
@@ -492,18 +540,17 @@ static void write_hostile_set(int how)
         t.nbytes = t.stored_length = 16;
         W(wpack_writer_add_external(w, "ones", 0, &t));
     }
-    const char *shard_names[2] = {how == H_ITSELF ? "set.wpack" : how == H_SLASH ? "x/s.wpack" : "s.wpack",
-                                  "s.wpack"};
+    const char *shard_names[2] = {how == H_ITSELF ? "set.wpack" : how == H_SLASH ? "x_s.wpack" : "s.wpack",
+                                  "t.wpack"};
     uint64_t lengths[2] = {info.file_length, info.file_length};
     uint64_t sums[2] = {info.index_checksum, info.index_checksum};
     uint32_t n = how == H_CHANGED ? 2 : 1;
-    if (how == H_NO_LENGTHS || how == H_COUNTS) {
-        int64_t l[2] = {(int64_t)info.file_length, (int64_t)info.file_length};
-        int64_t x[1] = {(int64_t)info.index_checksum};
+    if (how == H_COUNTS) {
+        /* the lengths before the checksums in aux (forge_list lengthens it) */
+        int64_t l[1] = {(int64_t)info.file_length}, x[1] = {(int64_t)info.index_checksum};
         W(wpack_writer_set_array(w, "wpack.shards", WPACK_META_STRING, 1, shard_names));
+        W(wpack_writer_set_array(w, "wpack.shard_lengths", WPACK_META_I64, 1, l));
         W(wpack_writer_set_array(w, "wpack.shard_index_xxh3", WPACK_META_I64, 1, x));
-        if (how == H_COUNTS)
-            W(wpack_writer_set_array(w, "wpack.shard_lengths", WPACK_META_I64, 2, l));
     } else {
         W(wpack_writer_set_shards(w, n, shard_names, lengths, sums));
     }
@@ -513,6 +560,8 @@ static void write_hostile_set(int how)
 
     size_t total;
     uint8_t *out = slurp(mpath, &total);
+    forge_list(out, total, how);
+    fix_checksums(out, total, 0);
     out = append_part(out, &total, spath);
     if (how == H_CHANGED) {
         /* the second part: another archive, written over the first */

@@ -828,7 +828,11 @@ int wpack_writer_add_splat(wpack_writer *w, const char *name, int dtype, unsigne
 int wpack_writer_add_external(wpack_writer *w, const char *name, uint32_t shard,
                               const wpack_tensor *t);
 /* The shard list of a manifest: n shard file names (relative to the
- * manifest's directory), each one's file length and index checksum. */
+ * manifest's directory), each one's file length and index checksum.
+ * wpack_writer_finish refuses with WPACK_E_SHARD what a reader refuses
+ * before it opens a shard (spec 19a): a name with a '/' or a control byte,
+ * "." or "..", a name listed twice, the three arrays of unequal lengths,
+ * an external entry's shard number past the list. */
 int wpack_writer_set_shards(wpack_writer *w, uint32_t n, const char *const *names,
                             const uint64_t *lengths, const uint64_t *index_checksums);
 

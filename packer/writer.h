@@ -157,6 +157,10 @@ const uint8_t *wpk_map_name_of(void *ctx, uint64_t i, uint64_t *len);
 /* At finish: name-map names whose target is a module path go into the
  * metadata array wpack.module_names (writer_meta.c). */
 int wpk_module_names_finish(wpack_writer *w);
+/* At finish, for a manifest (an archive with external entries): its shard
+ * list as a reader checks it before opening any shard (spec 19a): the three
+ * arrays, names a reader takes, no name twice. *n gets the shard count. */
+int wpk_check_shard_list(wpack_writer *w, uint64_t *n);
 
 /* wpack_writer_open with wpk_atomic_open flags (WPK_ATOMIC_NO_SWEEP: a
  * shard of a set, whose name is already its manifest writer's own). */

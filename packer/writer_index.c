@@ -379,24 +379,22 @@ static int build_index(wpack_writer *w, index_builder *ib, uint64_t *order, uint
     return 1;
 }
 
-/* Checks that need every record: references and duplicates. */
-/* Is metadata key `key` set? (linear: the records are sorted by now, which
- * the writer's key hash set does not follow) */
-static int has_meta_key(const wpack_writer *w, const char *key)
-{
-    const wpk_pending_meta *m = (const wpk_pending_meta *)(void *)w->meta.p;
-    for (size_t i = 0; i < w->meta.len / sizeof *m; i++)
-        if (strcmp(wpk_pool_str(w, m[i].key), key) == 0)
-            return 1;
-    return 0;
-}
-
+/* Checks that need every record: references and duplicates. A manifest's
+ * shard list and shard numbers as a reader checks them before it opens a
+ * shard (spec 19a): a set the reader refuses for them is not written. */
 static int check_references(wpack_writer *w)
 {
+    uint64_t shards = 0;
     for (uint64_t i = 0; i < wpk_entry_count(w); i++) {
-        if (wpk_entries(w)[i].kind == WPACK_KIND_EXTERNAL && !has_meta_key(w, "wpack.shards"))
-            return wpk_wfail(w, WPACK_E_SHARD, "external '%s' but no shard list (wpack_writer_set_shards)",
-                             wpk_pool_str(w, wpk_entries(w)[i].name));
+        const wpk_pending_entry *e = &wpk_entries(w)[i];
+        if (e->kind != WPACK_KIND_EXTERNAL)
+            continue;
+        int rc;
+        if (!shards && (rc = wpk_check_shard_list(w, &shards)))
+            return rc;
+        if (e->shard >= shards)
+            return wpk_wfail(w, WPACK_E_SHARD, "external '%s': shard %u, the list has %llu",
+                             wpk_pool_str(w, e->name), e->shard, (unsigned long long)shards);
     }
     const wpk_pending_name *ns = (const wpk_pending_name *)(void *)w->names.p;
     for (size_t i = 0; i < w->names.len / sizeof *ns; i++) {

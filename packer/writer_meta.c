@@ -28,6 +28,67 @@ int wpack_writer_set_shards(wpack_writer *w, uint32_t n, const char *const *name
     return rc;
 }
 
+/* The record of metadata key `key`, or NULL (linear: at finish the records
+ * are sorted, which the writer's key hash set does not follow). */
+static const wpk_pending_meta *meta_named(const wpack_writer *w, const char *key)
+{
+    const wpk_pending_meta *m = (const wpk_pending_meta *)(void *)w->meta.p;
+    for (size_t i = 0; i < w->meta.len / sizeof *m; i++)
+        if (strcmp(wpk_pool_str(w, m[i].key), key) == 0)
+            return &m[i];
+    return NULL;
+}
+
+static int by_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int wpk_check_shard_list(wpack_writer *w, uint64_t *n)
+{
+    static const char *const keys[3] = {"wpack.shards", "wpack.shard_lengths",
+                                        "wpack.shard_index_xxh3"};
+    const wpk_pending_meta *m[3];
+    for (int k = 0; k < 3; k++) {
+        m[k] = meta_named(w, keys[k]);
+        int elem = k ? WPACK_META_I64 : WPACK_META_STRING;
+        if (!m[k] || m[k]->type != WPACK_META_ARRAY || m[k]->elem != elem || !m[k]->count ||
+            m[k]->count > WPK_MAX_SHARDS || m[k]->count != m[0]->count)
+            return wpk_wfail(w, WPACK_E_SHARD,
+                             "sharded set: metadata '%s' missing, not %s array, or not of 1..%u "
+                             "elements like 'wpack.shards' (wpack_writer_set_shards writes the list)",
+                             keys[k], k ? "an i64" : "a string", WPK_MAX_SHARDS);
+    }
+    *n = m[0]->count;
+    const char **names = malloc((size_t)*n * sizeof *names);
+    if (!names)
+        return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    const uint8_t *pairs = w->aux.p + m[0]->value;
+    int rc = WPACK_OK;
+    for (uint64_t s = 0; s < *n && rc == WPACK_OK; s++) {
+        /* string elements: pool references, each name followed by its NUL */
+        names[s] = (const char *)w->strings.p + wpk_ld64(pairs + 16 * s);
+        uint64_t len = wpk_ld64(pairs + 16 * s + 8);
+        const char *why = wpk_shard_name_problem(names[s], (size_t)len);
+        if (why) {
+            char q[256];
+            wpk_quote(q, sizeof q, names[s], (size_t)len);
+            rc = wpk_wfail(w, WPACK_E_SHARD, "sharded set: shard %llu '%s': %s",
+                           (unsigned long long)s, q, why);
+        }
+    }
+    if (rc == WPACK_OK)
+        qsort(names, (size_t)*n, sizeof *names, by_str);
+    for (uint64_t s = 1; s < *n && rc == WPACK_OK; s++)
+        if (strcmp(names[s - 1], names[s]) == 0) {
+            char q[256];
+            wpk_quote(q, sizeof q, names[s], strlen(names[s]));
+            rc = wpk_wfail(w, WPACK_E_SHARD, "sharded set: shard '%s' is listed twice", q);
+        }
+    free(names);
+    return rc;
+}
+
 /* ---- metadata ---- */
 
 static int add_meta(wpack_writer *w, const char *key, int type, int elem, uint64_t value,
@@ -112,7 +173,10 @@ int wpack_writer_set_bytes(wpack_writer *w, const char *key, const void *value, 
     uint64_t off = w->aux.len;
     if (len && !wpk_buf_append(&w->aux, value, len))
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-    return add_meta(w, key, WPACK_META_BYTES, 0, off, len);
+    int rc = add_meta(w, key, WPACK_META_BYTES, 0, off, len);
+    if (rc) /* a refused value leaves no bytes between aux items (spec 17 rule 3) */
+        w->aux.len = off;
+    return rc;
 }
 
 int wpack_writer_set_array(wpack_writer *w, const char *key, int elem_type, uint64_t count,

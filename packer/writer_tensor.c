@@ -47,7 +47,7 @@ static int tensor_size(wpack_writer *w, const char *name, int dtype, unsigned ra
     for (unsigned d = 0; d < rank; d++)
         if (!wpk_mul(n, dims[d], &n))
             return wpk_wfail(w, WPACK_E_OVERFLOW, "tensor '%s': element count overflows", name);
-    if (block > 1) {
+    if (dtype >= WPACK_DTYPE_BLOCK_BASE) { /* rank 0 too with 1-element blocks (spec 7.2) */
         if (!rank || dims[rank - 1] % block)
             return wpk_wfail(w, WPACK_E_SHAPE,
                              "tensor '%s': last dim is not a multiple of the block", name);

@@ -251,7 +251,9 @@ static int entry_size(wpack_archive *ar, const entry_fields *e, uint64_t *nbytes
     for (unsigned d = 0; d < e->rank; d++)
         if (!wpk_mul(n, wpk_ld64(dims + 8 * d), &n))
             return wpk_fail(ar, WPACK_E_OVERFLOW, "tensor '%s': element count overflows", Q);
-    if (block > 1) {
+    /* every block dtype, even one of 1-element blocks: blocks run along
+     * the last dim, which a rank-0 tensor lacks (spec 7.2, M35) */
+    if (e->dtype >= WPACK_DTYPE_BLOCK_BASE) {
         if (e->rank == 0 || wpk_ld64(dims + 8 * (e->rank - 1)) % block)
             return wpk_fail(ar, WPACK_E_SHAPE,
                             "tensor '%s': last dim is not a multiple of the %llu-element block", Q,
@@ -347,8 +349,11 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
                             (unsigned long long)e->stored, (unsigned long long)nbytes);
         break;
     case WPACK_KIND_ALIAS:
-        if (e->aux_off || e->aux_len || wpk_ld32(r + WPK_E_CODEC_PARAM_OFF))
-            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': alias entry with aux set", Q);
+        /* codec 1: the chunk size is the target's (M38); codec 0: codec_param
+         * is reserved, checked above under the minor rule (M9) */
+        if (e->aux_off || e->aux_len ||
+            (e->codec == WPACK_CODEC_ZSTD && wpk_ld32(r + WPK_E_CODEC_PARAM_OFF)))
+            return wpk_fail(ar, WPACK_E_KIND, "tensor '%s': alias entry with aux or chunk size set", Q);
         break;
     }
     return WPACK_OK;
@@ -378,6 +383,9 @@ static int check_alias(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
 #undef Q
 }
 
+/* The extents list (13.1 step 7): every number first (M39), then the walk
+ * (M40, M41), so a list that names a wrong entry is LAYOUT wherever a hole
+ * or an overlap comes before it. */
 static int check_extents(wpack_archive *ar, uint64_t count, uint64_t data_count)
 {
     uint8_t *seen = calloc((size_t)(count / 8 + 1), 1);
@@ -385,39 +393,38 @@ static int check_extents(wpack_archive *ar, uint64_t count, uint64_t data_count)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory checking %llu extents",
                         (unsigned long long)data_count);
     int rc = WPACK_OK;
+    char q[256];
+    entry_fields full;
+    /* Q decodes the whole record of entry i (into its own copy) only for a message */
+#define Q (decode_entry(ar, i, &full), \
+           wpk_quote(q, sizeof q, (const char *)full.name, (size_t)full.name_len), q)
+    for (uint64_t k = 0; k < data_count && rc == WPACK_OK; k++) {
+        uint32_t i = wpk_ld32(ar->sec[WPK_SEC_EXTENTS] + 4 * k);
+        if (i >= count)
+            rc = wpk_fail(ar, WPACK_E_LAYOUT, "extent %llu names entry %u of %llu",
+                          (unsigned long long)k, i, (unsigned long long)count);
+        else if (wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE)[WPK_E_KIND_OFF] != WPACK_KIND_DATA ||
+                 (seen[i / 8] >> (i % 8)) & 1)
+            rc = wpk_fail(ar, WPACK_E_LAYOUT, "extent %llu: tensor '%s' is not a data entry or "
+                                              "is listed twice", (unsigned long long)k, Q);
+        else
+            seen[i / 8] |= (uint8_t)(1u << (i % 8));
+    }
+    free(seen);
     uint64_t cursor = ar->info.data_offset, end = cursor;
     for (uint64_t k = 0; k < data_count && rc == WPACK_OK; k++) {
         uint32_t i = wpk_ld32(ar->sec[WPK_SEC_EXTENTS] + 4 * k);
-        if (i >= count) {
-            rc = wpk_fail(ar, WPACK_E_LAYOUT, "extent %llu names entry %u of %llu",
-                          (unsigned long long)k, i, (unsigned long long)count);
-            break;
-        }
-        /* the three fields this needs; Q decodes the whole record (into
-         * its own copy) only for a message */
         const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE);
-        entry_fields e, full;
-        e.kind = r[WPK_E_KIND_OFF];
-        e.offset = wpk_ld64(r + WPK_E_DATA_OFFSET_OFF);
-        e.stored = wpk_ld64(r + WPK_E_STORED_LEN_OFF);
-        char q[256];
-#define Q (decode_entry(ar, i, &full), \
-           wpk_quote(q, sizeof q, (const char *)full.name, (size_t)full.name_len), q)
-        if (e.kind != WPACK_KIND_DATA || (seen[i / 8] >> (i % 8)) & 1) {
-            rc = wpk_fail(ar, WPACK_E_LAYOUT, "extent %llu: tensor '%s' is not a data entry or "
-                                              "is listed twice", (unsigned long long)k, Q);
-            break;
-        }
-        seen[i / 8] |= (uint8_t)(1u << (i % 8));
-        if (e.offset != cursor) {
+        uint64_t offset = wpk_ld64(r + WPK_E_DATA_OFFSET_OFF);
+        if (offset != cursor) {
             rc = wpk_fail(ar, WPACK_E_OVERLAP,
-                          e.offset < cursor
+                          offset < cursor
                               ? "tensor '%s': bytes at %llu overlap the previous extent (ends %llu)"
                               : "tensor '%s': hole before its bytes at %llu (previous extent ends %llu)",
-                          Q, (unsigned long long)e.offset, (unsigned long long)cursor);
+                          Q, (unsigned long long)offset, (unsigned long long)cursor);
             break;
         }
-        end = e.offset + e.stored;
+        end = offset + wpk_ld64(r + WPK_E_STORED_LEN_OFF);
         /* In the data region (checked per entry), so align_up cannot overflow. */
         wpk_align_up(end, ar->info.alignment, &cursor);
     }
@@ -425,7 +432,6 @@ static int check_extents(wpack_archive *ar, uint64_t count, uint64_t data_count)
         rc = wpk_fail(ar, WPACK_E_LAYOUT, "data region ends at %llu, its last extent at %llu",
                       (unsigned long long)(ar->info.data_offset + ar->info.data_length),
                       (unsigned long long)end);
-    free(seen);
     return rc;
 #undef Q
 }

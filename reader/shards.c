@@ -44,8 +44,7 @@ static int shard_array(wpack_archive *ar, const char *key, int elem, uint64_t *n
 static int shard_name_ok(wpack_archive *ar, const char *name)
 {
     size_t n = strlen(name);
-    if (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
-        wpk_name_problem((const uint8_t *)name, n)) {
+    if (wpk_shard_name_problem(name, n)) {
         char q[256];
         wpk_quote(q, sizeof q, name, n);
         return wpk_fail(ar, WPACK_E_SHARD, "sharded set: shard name '%s' is not a plain file name", q);

@@ -105,26 +105,28 @@ int wpk_check_stats(wpack_archive *ar)
         int kind = r[WPK_S_KIND_OFF], gran = r[WPK_S_GRAN_OFF];
         char q[256];
 #define Q (wpk_quote(q, sizeof q, (const char *)key, (size_t)key_len), q)
-        if (prev) {
-            int c = key_kind_cmp(prev, prev_len, prev_kind, key, key_len, kind);
-            if (c == 0)
-                return wpk_fail(ar, WPACK_E_DUPLICATE, "%s stats '%s' appear twice", wpk_stats_kind_name(kind), Q);
-            if (c > 0)
-                return wpk_fail(ar, WPACK_E_UNSORTED, "stats '%s' out of (key, kind) order", Q);
-        }
-        prev = key;
-        prev_len = key_len;
-        prev_kind = kind;
         /* Keys come in name order, like the entries: one forward walk finds
          * the entry of each key (a merge join, not a search per record). A
-         * key equal to an entry name has passed the name rule already. */
+         * key equal to an entry name has passed the name rule already; an
+         * unsorted key the walk passed by is checked, and is UNSORTED below. */
         int c = 1;
         while (ecur < n &&
                (c = wpk_name_cmp(entry_name(ar, ecur), entry_name_len(ar, ecur), key, key_len)) < 0)
             ecur++;
         int is_entry = ecur < n && c == 0;
+        /* M47 in its order: the reference, the name rule, then the order */
         if (!is_entry && (rc = wpk_name_ref(ar, wpk_ld64(r + WPK_S_KEY_OFF), key_len, "stats key", &key)))
             return rc;
+        if (prev) {
+            int o = key_kind_cmp(prev, prev_len, prev_kind, key, key_len, kind);
+            if (o == 0)
+                return wpk_fail(ar, WPACK_E_DUPLICATE, "%s stats '%s' appear twice", wpk_stats_kind_name(kind), Q);
+            if (o > 0)
+                return wpk_fail(ar, WPACK_E_UNSORTED, "stats '%s' out of (key, kind) order", Q);
+        }
+        prev = key;
+        prev_len = key_len;
+        prev_kind = kind;
         if (ar->info.format_minor <= WPACK_FORMAT_MINOR && wpk_ld16(r + WPK_S_RESERVED_OFF))
             return wpk_fail(ar, WPACK_E_RESERVED, "stats '%s': reserved field not zero", Q);
         uint32_t axis = wpk_ld32(r + WPK_S_AXIS_OFF), channels = wpk_ld32(r + WPK_S_CHANNELS_OFF);

@@ -287,6 +287,12 @@ static void test_writer_rejects(void)
     CHECK(wpack_writer_add_tensor(w, "c", WPACK_DTYPE_F32, 2, big, f, 8) == WPACK_E_OVERFLOW, "ovf");
     CHECK(wpack_writer_write(w, f, 4) == WPACK_E_STATE, "write outside");
     CHECK(wpack_writer_add_splat(w, "s", WPACK_DTYPE_F32, 1, d, f, 2) == WPACK_E_SIZE, "fill size");
+    /* a block dtype tensor has rank >= 1, even with 1-element blocks (spec 7.2) */
+    int one;
+    CHECK_EQ(wpack_writer_add_block_dtype(w, "one", 1, 4, NULL, 0, &one), WPACK_OK);
+    CHECK_EQ(wpack_writer_add_tensor(w, "b0", one, 0, NULL, f, 4), WPACK_E_SHAPE);
+    CHECK_EQ(wpack_writer_add_splat(w, "b0", one, 0, NULL, f, 4), WPACK_E_SHAPE);
+    CHECK_EQ(wpack_writer_add_tensor(w, "b1", one, 1, d, f, 8), WPACK_OK);
     CHECK(wpack_writer_set_i64(w, "k", 1) == WPACK_OK, "meta");
     CHECK(wpack_writer_set_i64(w, "k", 2) == WPACK_E_EXISTS, "meta twice");
     CHECK(wpack_writer_add_name(w, "a", "a") == WPACK_E_EXISTS, "map name = entry name");
@@ -328,6 +334,36 @@ static void test_writer_rejects(void)
     o.alignment = 100;
     CHECK(wpack_writer_open(&w, path, &o) == WPACK_E_ALIGNMENT, "alignment");
     wpack_writer_abort(w);
+}
+
+/* A refused metadata value leaves nothing in the archive: the bytes of a
+ * set_bytes whose key was refused (set twice, or breaking the name rule)
+ * stayed in aux, unreferenced bytes between aux items (spec 17 rule 3)
+ * that the caller had been told were not taken. */
+static void test_writer_refused_bytes_leave_nothing(void)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "refused.wpack");
+    wpack_writer *w;
+    CHECK(wpack_writer_open(&w, path, NULL) == WPACK_OK, "open");
+    CHECK_EQ(wpack_writer_set_bytes(w, "k", "kept", 4), WPACK_OK);
+    CHECK_EQ(wpack_writer_set_bytes(w, "k", "SECRET-ONE", 10), WPACK_E_EXISTS);
+    CHECK_EQ(wpack_writer_set_bytes(w, "bad\x01key", "SECRET-TWO", 10), WPACK_E_NAME);
+    CHECK_EQ(wpack_writer_set_bytes(w, "k2", "also", 4), WPACK_OK);
+    char err[256];
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "finish: %s", err);
+    size_t len;
+    unsigned char *f = test_slurp(path, &len);
+    CHECK(f != NULL, "read back");
+    for (size_t i = 0; f && i + 6 <= len; i++)
+        CHECK(memcmp(f + i, "SECRET", 6) != 0, "refused bytes at offset %zu", i);
+    wpack_archive *ar;
+    wpack_meta m;
+    CHECK_EQ(wpack_open_memory(&ar, f, len, 0), WPACK_OK);
+    CHECK(wpack_meta_find(ar, "k2", &m) == WPACK_OK && m.count == 4 && !memcmp(m.bytes, "also", 4),
+          "the next value is intact");
+    wpack_close(ar);
+    free(f);
 }
 
 /* A writer that failed keeps saying why: a failed open refuses every call
@@ -528,6 +564,24 @@ static void retype_entry(unsigned char *buf, size_t len, const char *name, int d
     fix_checksums(buf, len, 1);
 }
 
+/* wpack_verify_all's reports: how many, and each code. */
+typedef struct {
+    int n;
+    int code[4];
+    uint64_t entry[4];
+} bad_log;
+
+static void log_bad(void *user, uint64_t entry, int code, const char *message)
+{
+    bad_log *l = user;
+    (void)message;
+    if (l->n < 4) {
+        l->code[l->n] = code;
+        l->entry[l->n] = entry;
+    }
+    l->n++;
+}
+
 /* A compressed bool tensor is checked in the decoding pass, a bool splat by
  * its fill: u8 entries written with other values, then retyped to bool
  * (the data and its decoded checksum stay as they were). */
@@ -568,6 +622,15 @@ static void test_verify_bool_compressed_and_splat(void)
     CHECK_EQ(wpack_verify_entry(ar, t.index), WPACK_E_VALUE);
     CHECK(strstr(wpack_errmsg(ar), "'s.mask'") && strstr(wpack_errmsg(ar), "bool fill is 3"),
           "message: %s", wpack_errmsg(ar));
+    /* wpack_verify_all (wpack verify, WPACK_OPEN_VERIFY) finds both (M51):
+     * it skipped splats, so the bad fill passed every whole-archive check */
+    bad_log bl = {0, {0}, {0}};
+    CHECK_EQ(wpack_verify_all(ar, log_bad, &bl), WPACK_E_VALUE);
+    CHECK(bl.n == 2 && bl.code[0] == WPACK_E_VALUE && bl.code[1] == WPACK_E_VALUE,
+          "%d reports", bl.n);
+    wpack_close(ar);
+    CHECK_EQ(wpack_open_memory(&ar, buf, len, WPACK_OPEN_VERIFY | WPACK_OPEN_NO_VERIFY_READS),
+             WPACK_E_VALUE);
     wpack_close(ar);
     free(buf);
 }
@@ -797,6 +860,7 @@ int main(void)
     RUN(test_auto_stats_and_histogram);
     RUN(test_writer_rejects);
     RUN(test_writer_failed_stays_failed);
+    RUN(test_writer_refused_bytes_leave_nothing);
     RUN(test_writer_messages_escape_names);
     RUN(test_writer_bool_values);
     RUN(test_verify_bool_values);

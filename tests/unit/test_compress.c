@@ -10,6 +10,7 @@
 #include "testlib.h"
 #include "wpack.h"
 #include "wpack_dense.h"
+#include "tools/golden_content.h"
 
 static char dir[256];
 
@@ -206,6 +207,30 @@ static void test_corrupt_and_bomb(void)
     free(f);
 }
 
+/* M38: an alias of a compressed entry has no chunks of its own, so its
+ * codec_param is 0 (KIND); the writer writes it so. */
+static void test_alias_codec_param(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/a.wpack", dir);
+    CHECK(write_archive(path, 3, 4096, 5) == 0, "write");
+    size_t len = 0;
+    unsigned char *f = test_slurp(path, &len);
+    const uint8_t *aux;
+    uint8_t *r = (uint8_t *)find_rec(f, "tied", &aux);
+    CHECK(r && r[WPK_E_CODEC_OFF] == WPACK_CODEC_ZSTD && !wpk_ld32(r + WPK_E_CODEC_PARAM_OFF),
+          "the alias carries codec 1 and codec_param 0");
+    if (!r)
+        return;
+    wpk_st32(r + WPK_E_CODEC_PARAM_OFF, 12);
+    gimg m = {f, len};
+    gimg_seal_index(&m);
+    wpack_archive *ar;
+    CHECK_EQ(wpack_open_memory(&ar, f, len, 0), WPACK_E_KIND);
+    wpack_close(ar);
+    free(f);
+}
+
 static void test_writer_options(void)
 {
     char path[512];
@@ -248,6 +273,7 @@ int main(void)
     }
     RUN(test_roundtrip);
     RUN(test_corrupt_and_bomb);
+    RUN(test_alias_codec_param);
     RUN(test_writer_options);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

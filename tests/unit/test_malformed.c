@@ -720,6 +720,78 @@ static int c_last_extent_short(gimg *m)
     gimg_seal_index(m);
     return 0;
 }
+/* A block dtype of 1-element, 72-byte blocks and quant.q4 (72 bytes) made
+ * rank 0: one element, one block, its size agrees; only the rank is wrong
+ * (spec 7.2, M35: a block dtype tensor has rank >= 1; the reader checked
+ * it only for blocks of more than one element). */
+static int c_block1_rank0(gimg *m)
+{
+    uint8_t *d = gimg_rec(m, WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, 0);
+    wpk_st32(d + WPK_D_BLOCK_ELEMS_OFF, 1);
+    wpk_st32(d + WPK_D_BLOCK_BYTES_OFF, 72);
+    gimg_entry(m, G_Q4)[WPK_E_RANK_OFF] = 0;
+    gimg_seal_index(m);
+    return 0;
+}
+static int c_block1_rank1(gimg *m)
+{
+    /* (control) the same dtype at rank 1, dims [1]: valid */
+    uint8_t *d = gimg_rec(m, WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, 0);
+    wpk_st32(d + WPK_D_BLOCK_ELEMS_OFF, 1);
+    wpk_st32(d + WPK_D_BLOCK_BYTES_OFF, 72);
+    gimg_entry(m, G_Q4)[WPK_E_RANK_OFF] = 1;
+    wpk_st64(gimg_dims(m, gimg_entry(m, G_Q4)), 1);
+    gimg_seal_index(m);
+    return 0;
+}
+/* An alias's codec_param is a reserved field with codec 0 (M38, M9): a
+ * newer minor may use it, so it is ignored there (the reader refused it
+ * with KIND whatever the minor). */
+static int c_alias_param_newer_minor(gimg *m)
+{
+    wpk_st16(m->p + WPK_H_MINOR_OFF, NEWER_MINOR);
+    gimg_mirror(m);
+    wpk_st32(gimg_entry(m, G_ALIAS) + WPK_E_CODEC_PARAM_OFF, 12);
+    gimg_seal_index(m);
+    return 0;
+}
+/* Under a newer minor every reserved field may carry data (spec 4, M9):
+ * each one non-zero is accepted there, as at minor 0 it is RESERVED. The
+ * gaps between sections stay PADDING; the bytes after the last section
+ * are the newer minor's (section 21, point 4). */
+static void newer_minor(gimg *m)
+{
+    wpk_st16(m->p + WPK_H_MINOR_OFF, NEWER_MINOR);
+    gimg_mirror(m);
+}
+#define NEWER_FIELD(fn_, stmt_)                                                                \
+    static int fn_(gimg *m)                                                                   \
+    {                                                                                         \
+        newer_minor(m);                                                                       \
+        stmt_;                                                                                \
+        gimg_seal_index(m);                                                                   \
+        return 0;                                                                             \
+    }
+NEWER_FIELD(c_newer_ixh_reserved, gimg_ix(m)[WPK_INDEX_HEADER_SIZE - 1] = 1)
+NEWER_FIELD(c_newer_entry_reserved, gimg_entry(m, G_F64)[WPK_E_RESERVED_OFF + 3] = 1)
+NEWER_FIELD(c_newer_codec_param, wpk_st32(gimg_entry(m, G_F64) + WPK_E_CODEC_PARAM_OFF, 7))
+NEWER_FIELD(c_newer_splat_param, wpk_st32(gimg_entry(m, G_SPLAT) + WPK_E_CODEC_PARAM_OFF, 7))
+NEWER_FIELD(c_newer_dtype_reserved,
+            wpk_st32(gimg_rec(m, WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, 0) + WPK_D_RESERVED_OFF, 1))
+NEWER_FIELD(c_newer_meta_reserved, wpk_st16(gimg_meta(m, "model.name") + WPK_M_RESERVED_OFF, 1))
+NEWER_FIELD(c_newer_nmap_reserved, wpk_st64(gimg_nmap(m, "p_dense_f32") + WPK_N_RESERVED_OFF, 1))
+NEWER_FIELD(c_newer_stats_reserved,
+            wpk_st16(gimg_stats(m, G_F32, WPACK_STATS_WEIGHT) + WPK_S_RESERVED_OFF, 1))
+static int c_newer_tail(gimg *m)
+{
+    newer_minor(m);
+    return c_stats_tail_garbage(m);
+}
+static int c_newer_gap(gimg *m)
+{
+    newer_minor(m);
+    return c_section_gap_nonzero(m);
+}
 static int set_extent(gimg *m, uint64_t k, uint32_t v)
 {
     wpk_st32(g_extent(m, k), v);
@@ -734,6 +806,14 @@ static int c_extent_range(gimg *m)
     return set_extent(m, 0, (uint32_t)gimg_count(m, WPK_SEC_ENTRIES, WPK_ENTRY_SIZE));
 }
 static int c_extent_huge(gimg *m) { return set_extent(m, 0, UINT32_MAX); }
+/* Two faults: a hole before the third extent (M40) and the sixth naming
+ * the first's entry again (M39). 13.1 step 7 checks the numbers first:
+ * LAYOUT (the reader checked each number as it walked: OVERLAP). */
+static int c_hole_then_twice(gimg *m)
+{
+    c_extents_hole(m);
+    return set_extent(m, 5, wpk_ld32(g_extent(m, 0)));
+}
 static int c_extents_swapped(gimg *m)
 {
     uint32_t a = wpk_ld32(g_extent(m, 0));
@@ -881,6 +961,18 @@ static int c_stats_unsorted(gimg *m)
 {
     swap_names(gimg_stats(m, "dense.bf16", WPACK_STATS_WEIGHT),
                gimg_stats(m, "dense.f16", WPACK_STATS_WEIGHT), 0);
+    gimg_seal_index(m);
+    return 0;
+}
+/* Two faults in one key: out of order and a control byte. M47 checks the
+ * name rule before the order: NAME (the reader checked the order first). */
+static int c_stats_unsorted_bad_name(gimg *m)
+{
+    c_stats_unsorted(m); /* the second of the two records now names dense.bf16 */
+    uint8_t *r = gimg_rec(m, WPK_SEC_STATS, WPK_STATS_REC_SIZE,
+                          (uint64_t)(gimg_stats(m, "dense.f16", WPACK_STATS_WEIGHT) -
+                                     gimg_sec(m, WPK_SEC_STATS)) / WPK_STATS_REC_SIZE + 1);
+    gimg_name_bytes(m, r)[5] = 0x01;
     gimg_seal_index(m);
     return 0;
 }
@@ -1102,6 +1194,7 @@ static const mcase entry_cases[] = {
     CUSTOM(c_extent_twice, WPACK_E_LAYOUT, "extents list names one entry twice"),
     CUSTOM(c_extent_range, WPACK_E_LAYOUT, "extents list entry = entry count"),
     CUSTOM(c_extent_huge, WPACK_E_LAYOUT, "extents list entry 2^32-1"),
+    CUSTOM(c_hole_then_twice, WPACK_E_LAYOUT, "a hole, then an entry listed twice: numbers first"),
     ENT(G_F64, WPK_E_AUX_OFF, 8, 8, WPACK_E_KIND, "data entry with aux offset"),
     ENT(G_F64, WPK_E_AUX_LEN_OFF, 8, 4, WPACK_E_KIND, "data entry with aux length"),
     ENT(G_F64, WPK_E_TARGET_OFF, 4, 1, WPACK_E_KIND, "data entry with a target"),
@@ -1128,6 +1221,8 @@ static const mcase entry_cases[] = {
     ENTX(G_ALIAS, WPK_E_CHECKSUM_OFF, 8, OP_XOR, 1, WPACK_E_ALIAS, "alias checksum differs"),
     ENTX(G_ALIAS_SPLAT, WPK_E_CHECKSUM_OFF, 8, OP_XOR, 1, WPACK_E_ALIAS, "alias of a splat, checksum differs"),
     ENT(G_ALIAS, WPK_E_AUX_LEN_OFF, 8, 4, WPACK_E_KIND, "alias with aux"),
+    ENT(G_ALIAS, WPK_E_CODEC_PARAM_OFF, 4, 12, WPACK_E_RESERVED, "alias (codec 0) with codec_param"),
+    CUSTOM(c_alias_param_newer_minor, WPACK_OK, "alias (codec 0) codec_param under a newer minor"),
     DTYP(0, WPK_D_BLOCK_ELEMS_OFF, 4, 0, WPACK_E_DTYPE, "block dtype with 0 elements per block"),
     DTYP(0, WPK_D_BLOCK_BYTES_OFF, 4, 0, WPACK_E_DTYPE, "block dtype with 0 bytes per block"),
     DTYP(0, WPK_D_RESERVED_OFF, 4, 1, WPACK_E_RESERVED, "block dtype reserved field"),
@@ -1138,6 +1233,8 @@ static const mcase entry_cases[] = {
     DTYP(0, WPK_D_BLOCK_ELEMS_OFF, 4, 16, WPACK_E_SIZE, "16-element blocks: stored length disagrees"),
     DTYP(0, WPK_D_BLOCK_BYTES_OFF, 4, 9, WPACK_E_SIZE, "9-byte blocks: stored length disagrees"),
     ENT(G_Q4, WPK_E_RANK_OFF, 1, 0, WPACK_E_SHAPE, "block dtype tensor of rank 0"),
+    CUSTOM(c_block1_rank0, WPACK_E_SHAPE, "1-element-block dtype tensor of rank 0"),
+    CUSTOM(c_block1_rank1, WPACK_OK, "(control) 1-element-block dtype tensor of rank 1"),
     DIM(G_Q4, 1, 48, WPACK_E_SHAPE, "block dtype tensor with last dim 48"),
 };
 
@@ -1227,6 +1324,7 @@ static const mcase stats_cases[] = {
     NAMEB(WPK_SEC_STATS, G_ACT, AS, 0, "\xc0", WPACK_E_NAME, "key invalid UTF-8"),
     CUSTOM(c_stats_unsorted, WPACK_E_UNSORTED, "keys unsorted"),
     CUSTOM(c_stats_kind_order, WPACK_E_UNSORTED, "same key, kinds out of order"),
+    CUSTOM(c_stats_unsorted_bad_name, WPACK_E_NAME, "key unsorted and with a control byte: name first"),
     STAT(G_F64, AS, WPK_S_KIND_OFF, 1, WS, WPACK_E_DUPLICATE, "same key and kind twice"),
     SAUXF(W_SVAL, G_F64, WS, 0, 5.0, WPACK_E_STATS, "min > max"),
     SAUXF(W_SVAL, G_F64, WS, 16, 5.0, WPACK_E_STATS, "absmax wrong"),
@@ -1264,6 +1362,19 @@ static const mcase stats_cases[] = {
     STAT(G_F32, WS, WPK_S_PCT_OFF, 8, 1ull << 63, WPACK_E_BOUNDS, "percentile offset 2^63"),
     STAT(G_F64, WS, WPK_S_HIST_OFF, 8, 8, WPACK_E_STATS, "histogram offset without bins"),
     STAT(G_F64, WS, WPK_S_PCT_OFF, 8, 8, WPACK_E_STATS, "percentile offset without percentiles"),
+};
+
+static const mcase newer_minor_cases[] = {
+    CUSTOM(c_newer_ixh_reserved, WPACK_OK, "index header reserved byte"),
+    CUSTOM(c_newer_entry_reserved, WPACK_OK, "entry reserved byte"),
+    CUSTOM(c_newer_codec_param, WPACK_OK, "codec_param of a codec-0 data entry"),
+    CUSTOM(c_newer_splat_param, WPACK_OK, "codec_param of a splat"),
+    CUSTOM(c_newer_dtype_reserved, WPACK_OK, "block dtype reserved field"),
+    CUSTOM(c_newer_meta_reserved, WPACK_OK, "metadata reserved field"),
+    CUSTOM(c_newer_nmap_reserved, WPACK_OK, "name-map reserved field"),
+    CUSTOM(c_newer_stats_reserved, WPACK_OK, "stats reserved field"),
+    CUSTOM(c_newer_tail, WPACK_OK, "bytes after the last section"),
+    CUSTOM(c_newer_gap, WPACK_E_PADDING, "a gap byte between sections (always checked)"),
 };
 
 /* ================================================================= tests */
@@ -1326,6 +1437,7 @@ static void test_entries(void) { RUN_CASES("entry", entry_cases); }
 static void test_metadata(void) { RUN_CASES("metadata", meta_cases); }
 static void test_namemap(void) { RUN_CASES("namemap", nmap_cases); }
 static void test_stats(void) { RUN_CASES("stats", stats_cases); }
+static void test_newer_minor(void) { RUN_CASES("newer minor", newer_minor_cases); }
 
 /* ------------------------------------------------------------ truncation */
 
@@ -1777,6 +1889,7 @@ int main(void)
     RUN(test_metadata);
     RUN(test_namemap);
     RUN(test_stats);
+    RUN(test_newer_minor);
     RUN(test_truncation);
     RUN(test_appended_garbage);
     RUN(test_next_generation);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#include "tools/golden_content.h"
 #include "wpack.h"
 
 static char dir[256];
@@ -61,11 +62,17 @@ static int make_manifest(const char *name, const char *const *shards, int n, con
         }
         wpack_close(ar);
     }
+    /* An override (a name the writer refuses, for the reader's checks) is
+     * written as a placeholder of its length and patched in afterwards. */
+    char placeholder[256] = "";
     const char *names[8];
     for (int s = 0; s < n; s++)
         names[s] = shards[s];
-    if (override)
-        names[0] = override;
+    if (override) {
+        size_t k = strlen(override);
+        memset(placeholder, 'Q', k < sizeof placeholder ? k : sizeof placeholder - 1);
+        names[0] = placeholder;
+    }
     rc = rc || wpack_writer_set_shards(w, (uint32_t)n, names, lengths, sums) ||
          wpack_writer_add_alias(w, "head.weight", "layers.0.weight") ||
          wpack_writer_add_name(w, "_param_constant7", "layers.7.weight") ||
@@ -79,6 +86,21 @@ static int make_manifest(const char *name, const char *const *shards, int n, con
     rc = wpack_writer_finish(w, err, sizeof err);
     if (rc)
         printf("  finish: %s\n", err);
+    if (!rc && override) {
+        size_t len, k = strlen(placeholder);
+        uint8_t *f = test_slurp(path, &len);
+        uint8_t *at = f ? memmem(f, len, placeholder, k) : NULL;
+        if (at) {
+            memcpy(at, override, k);
+            gimg m = {f, len};
+            gimg_seal_index(&m);
+        }
+        FILE *o = at ? fopen(path, "wb") : NULL;
+        rc = !o || fwrite(f, 1, len, o) != len;
+        if (o)
+            rc |= fclose(o) != 0;
+        free(f);
+    }
     return rc;
 }
 
@@ -216,6 +238,47 @@ static void test_shard_problems(void)
     CHECK(wpack_writer_add_external(w, "x", 0, &t) == WPACK_OK, "external");
     char err[256];
     CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_E_SHARD, "no shard list: %s", err);
+    /* nor a shard list or shard number a reader refuses before it opens a
+     * shard (spec 19a): the writer wrote such manifests */
+    static const struct {
+        const char *n0, *n1;
+        uint32_t shard;
+        const char *why;
+    } bad[] = {
+        {"x/s.wpack", "b.wpack", 0, "a '/'"},
+        {"..", "b.wpack", 0, "'..'"},
+        {"a.wpack", "a\x01.wpack", 0, "control byte"},
+        {"a.wpack", "a.wpack", 0, "listed twice"},
+        {"a.wpack", "b.wpack", 2, "shard 2, the list has 2"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        const char *names[2] = {bad[k].n0, bad[k].n1};
+        uint64_t lens[2] = {512, 512}, sums[2] = {1, 2};
+        CHECK(wpack_writer_open(&w, a, NULL) == WPACK_OK, "writer %zu", k);
+        CHECK_EQ(wpack_writer_set_shards(w, 2, names, lens, sums), WPACK_OK);
+        CHECK_EQ(wpack_writer_add_external(w, "x", bad[k].shard, &t), WPACK_OK);
+        CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_E_SHARD && strstr(err, bad[k].why),
+              "%s: %s", bad[k].why, err);
+        CHECK(access(a, F_OK) != 0, "%s: nothing written", bad[k].why);
+    }
+    /* the arrays set one by one: their lengths must agree */
+    CHECK(wpack_writer_open(&w, a, NULL) == WPACK_OK, "writer (arrays)");
+    const char *one[1] = {"a.wpack"};
+    int64_t two[2] = {512, 512};
+    CHECK_EQ(wpack_writer_set_array(w, "wpack.shards", WPACK_META_STRING, 1, one), WPACK_OK);
+    CHECK_EQ(wpack_writer_set_array(w, "wpack.shard_lengths", WPACK_META_I64, 2, two), WPACK_OK);
+    CHECK_EQ(wpack_writer_set_array(w, "wpack.shard_index_xxh3", WPACK_META_I64, 1, two), WPACK_OK);
+    CHECK_EQ(wpack_writer_add_external(w, "x", 0, &t), WPACK_OK);
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_E_SHARD && strstr(err, "shard_lengths"),
+          "unequal arrays: %s", err);
+    /* (control) a good list */
+    const char *good[2] = {"a.wpack", "b.wpack"};
+    uint64_t lens[2] = {512, 512}, sums[2] = {1, 2};
+    CHECK(wpack_writer_open(&w, a, NULL) == WPACK_OK, "writer (good)");
+    CHECK_EQ(wpack_writer_set_shards(w, 2, good, lens, sums), WPACK_OK);
+    CHECK_EQ(wpack_writer_add_external(w, "x", 1, &t), WPACK_OK);
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "good list: %s", err);
+    unlink(a);
 }
 
 static int count_files(const char *suffix)
