@@ -270,10 +270,13 @@ hostile zip_dotdot_name.pt "has a '..' component"
 hostile zip_absolute_name.pt "has an absolute name"
 hostile zip_symlink.pt "is a symlink \(refused\)"
 hostile legacy_format.pt "legacy \(pre-1.6\).*_use_new_zipfile_serialization=True"
-hostile bomb.npz "refused as a zip bomb"
+# the guard trips inside the member: the bomb's code, not a read error's
+hostile bomb.npz "refused as a zip bomb \[WPACK_E_LIMIT\]$"
 # libarchive's own message, without the newline it ends with
-hostile zip_wrong_size.npz "wrong size \(read 144, expected 4294967280\) \[WPACK_E_IO\]$"
-hostile zip_fortran_bad_crc.npz "member 'w.npy': ZIP bad CRC"
+# (a malformed member, not a read error; a bad CRC is a damaged file, as
+# for a stored member read without libarchive)
+hostile zip_wrong_size.npz "wrong size \(read 144, expected 4294967280\) \[WPACK_E_INPUT\]$"
+hostile zip_fortran_bad_crc.npz "member 'w.npy': ZIP bad CRC.* \[WPACK_E_CHECKSUM\]$"
 hostile gzip_bad_crc.tar.gz "gzip stream at byte [0-9]+: incorrect data check \(damaged file\) \[WPACK_E_CHECKSUM\]"
 # one pass: the tensor is packed before the damaged member after the tar's
 # end is inflated; the half-written archive is discarded, an existing one kept
@@ -282,7 +285,13 @@ cp "$T/st.wpack" "$T/h.wpack"
 "$WPACK" create -q -o "$T/h.wpack" "$H/gzip_bad_crc_last.tar.gz" 2>/dev/null
 cmp -s "$T/st.wpack" "$T/h.wpack" && [ "$(ls "$T" | grep -c '^h\.wpack')" = 1 ] &&
     pass gzip_bad_crc_last_keeps_existing_output || fail gzip_bad_crc_last_keeps_existing_output
-[ -f "$H/bomb.tar.zst" ] && hostile bomb.tar.zst "refused as a zip bomb"
+[ -f "$H/bomb.tar.zst" ] && hostile bomb.tar.zst "refused as a zip bomb \[WPACK_E_LIMIT\]$"
+# a gzip under another layer went through libarchive's gzip filter, which
+# checks no CRC-32: the damaged tar inside packed
+hostile gzip_in_gzip.tar.gz "a gzip stream inside gzip compression: its checksums would not be checked .*\[WPACK_E_UNSUPPORTED\]$"
+hostile gzip_in_xz.tar.xz "a gzip stream inside xz compression: .*\[WPACK_E_UNSUPPORTED\]$"
+# a sparse member's hole (1 GiB in a 2 KB tar) is filled with zeros: the guard
+hostile tar_sparse.tar "member 'w.npy': expands more than 200:1 .*refused as a zip bomb \[WPACK_E_LIMIT\]$"
 # magic bytes inside a bundle never start a program: libarchive's external
 # decompressors (lrzip -d, found on $PATH) are not registered
 mkdir -p "$T/fakebin" && rm -f "$T/ran"
