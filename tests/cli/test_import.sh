@@ -227,6 +227,12 @@ expect import_manifest "$WPACK" create -q -o "$T/man.wpack" "$T/manifest.json"
 "$WPACK" extract -q "$T/man.wpack" -o "$T/x" && cmp -s "$T/x/raw.le.npy" "$T/refraw/raw.le.npy" && cmp -s "$T/x/raw.be.npy" "$T/refraw/raw.le.npy" &&
     pass manifest_values || fail manifest_values
 "$WPACK" inspect "$T/man.wpack" | grep -q 'version = 2' && pass manifest_metadata || fail manifest_metadata
+# a manifest whose JSON does not parse: the message names it once (it said
+# "m.json: m.json: manifest JSON: ...")
+printf '{"tensors": [], "tensors": []}' >"$T/dupkey_manifest.json"
+expect_fail manifest_bad_json "dupkey_manifest.json: manifest JSON: duplicate object key .*\[WPACK_E_INPUT\]$" \
+    "$WPACK" create -q -o "$T/h.wpack" "$T/dupkey_manifest.json"
+named_once manifest_bad_json_named_once "dupkey_manifest.json"
 expect import_stats "$WPACK" create -q -o "$T/stats.wpack" --stats "$T/stats.json" "$T/m.safetensors"
 "$WPACK" inspect --json "$T/stats.wpack" >"$T/j.json"
 $PY - "$T/j.json" <<'PYEOF' && pass stats_records || fail stats_records "$(head -c 600 "$T/j.json")"
