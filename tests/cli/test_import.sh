@@ -269,6 +269,8 @@ hostile view_outside_storage.pt "view reaches element 5 of storage '0' which has
 hostile size_overflow.pt "element count overflows"
 hostile stride_overflow.pt "view reaches element"
 hostile rank_too_high.pt "rank 9 above the 8 limit"
+hostile key_nul.pt "torch: the dict key 'a\\\\x00b' holds a NUL byte: no name can be made of it \[WPACK_E_NAME\]$"
+hostile key_empty.pt "torch: an empty dict key at the top level: no name can be made of it \[WPACK_E_NAME\]$"
 hostile storage_two_dtypes.pt "tensor 'b': storage '0' is read as f16 here but as f32 before"
 hostile zip_truncated.pt "no end-of-central-directory record \(truncated"
 hostile zip_offset_outside.pt "local header at offset [0-9]+ is missing or past the end"

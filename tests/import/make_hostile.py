@@ -85,6 +85,10 @@ torch_zip(f"{D}/stride_overflow.pt",
 torch_zip(f"{D}/storage_two_dtypes.pt", state_dict([("a", tensor("0", 4, 0, [4], [1])),
                                                     ("b", tensor("0", 8, 0, [4], [1], "HalfStorage"))]),
           [("0", f4)])
+# a dict key with a NUL: the name was cut there ('a'), silently; an empty
+# key at the top named its tensor 'tensor' (the bare tensor's name)
+torch_zip(f"{D}/key_nul.pt", state_dict([("a\x00b", tensor("0", 4, 0, [4], [1]))]), [("0", f4)])
+torch_zip(f"{D}/key_empty.pt", state_dict([("", tensor("0", 4, 0, [4], [1]))]), [("0", f4)])
 torch_zip(f"{D}/rank_too_high.pt", state_dict([("w", tensor("0", 4, 0, [1] * 9, [1] * 9))]), [("0", f4)])
 # --- zip structure
 good = state_dict([("w", tensor("0", 4, 0, [4], [1]))])
