@@ -39,6 +39,16 @@ const char *wpk_archive_error(struct archive *a, char *buf, size_t n)
     return buf;
 }
 
+/* The code of libarchive's last failure inside a member: a CRC or checksum
+ * that does not match ("ZIP bad CRC: ..." of a deflated member) is a
+ * damaged file, WPACK_E_CHECKSUM as a stored member's CRC-32 or a gzip
+ * trailer is here; anything else is malformed input. */
+static int archive_code(struct archive *a)
+{
+    const char *m = archive_error_string(a);
+    return m && (strstr(m, "CRC") || strstr(m, "checksum")) ? WPACK_E_CHECKSUM : WPACK_E_INPUT;
+}
+
 void wpk_archive_locale_begin(wpk_archive_locale *l)
 {
     l->utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
@@ -258,13 +268,14 @@ static long read_member(void *ctx, void *buf, size_t n)
     la_ssize_t k = archive_read_data(r->a, buf, n);
     if (k < 0) {
         char eb[300];
-        if (!gz_failed(r))
-            wpk_sink_fail(r->s, WPACK_E_INPUT, "member '%s': %s", r->member,
-                          wpk_archive_error(r->a, eb, sizeof eb));
-        return -1;
+        if (gz_failed(r))
+            return -(long)gz_failed(r);
+        return -(long)wpk_sink_fail(r->s, archive_code(r->a), "member '%s': %s", r->member,
+                                    wpk_archive_error(r->a, eb, sizeof eb));
     }
     r->out += (uint64_t)k;
-    return bomb_check(r) ? -1 : (long)k;
+    int rc = bomb_check(r);
+    return rc ? -(long)rc : (long)k;
 }
 
 /* The rest of the current member, read here under the guard when the
@@ -286,8 +297,8 @@ static int drain_member(ar_reader *r)
         if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
             char eb[300];
             return gz_failed(r) ? gz_failed(r)
-                                : wpk_sink_fail(r->s, WPACK_E_INPUT, "member '%s': %s", r->member,
-                                                wpk_archive_error(r->a, eb, sizeof eb));
+                                : wpk_sink_fail(r->s, archive_code(r->a), "member '%s': %s",
+                                                r->member, wpk_archive_error(r->a, eb, sizeof eb));
         }
         int rc = bomb_check(r);
         if (rc)
@@ -444,6 +455,24 @@ static void support_filters(struct archive *a)
         archive_read_support_filter_zstd(a);
 }
 
+/* libarchive's own gzip filter never checks a member's CRC-32 and length
+ * (gz_in does, for a gzip file): a gzip stream under another layer (a
+ * .tar.gz.gz, a gzip inside a .tar.zst) would pack unchecked, so it is
+ * refused. The filters are chosen at open, outermost last. */
+static int nested_gzip(wpk_sink *s, struct archive *a)
+{
+    int n = archive_filter_count(a);
+    for (int i = 0; i < n; i++)
+        if (archive_filter_code(a, i) == ARCHIVE_FILTER_GZIP) {
+            const char *outer = i + 1 < n ? archive_filter_name(a, i + 1) : NULL;
+            return wpk_sink_fail(s, WPACK_E_UNSUPPORTED,
+                                 "a gzip stream inside %s compression: its checksums would not "
+                                 "be checked (refused; decompress the outer layer first)",
+                                 outer && strcmp(outer, "none") != 0 ? outer : "gzip");
+        }
+    return WPACK_OK;
+}
+
 static int pack_file(wpk_sink *s, const char *path);
 
 int archive_pack_file(wpk_sink *s, const char *path)
@@ -491,6 +520,8 @@ static int pack_file(wpk_sink *s, const char *path)
                                            wpk_archive_error(a, eb, sizeof eb));
         goto out;
     }
+    if ((rc = nested_gzip(s, a)))
+        goto out;
     uint64_t found = 0;
     for (;;) {
         struct archive_entry *e;
@@ -534,7 +565,7 @@ static int pack_file(wpk_sink *s, const char *path)
         rc = ze ? stored_member(&r, &zv, ze, name) : 1;
         if (rc == 1)
             rc = wpk_npy_stream(s, name, read_member, &r);
-        if (rc && gz_failed(&r)) /* the code (WPACK_E_CHECKSUM, ...), not the stream's E_IO */
+        if (rc && gz_failed(&r)) /* the gzip failure underneath, whatever libarchive made of it */
             rc = gz_failed(&r);
         free(name);
         if (rc)

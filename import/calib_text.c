@@ -45,7 +45,7 @@ int calib_trt_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
                     size_t errlen)
 {
     size_t at = 0, line = 0;
-    int rc = WPACK_OK;
+    int rc = WPACK_OK, header = 0;
     while (at < len && !rc) {
         const uint8_t *nl = memchr(p + at, '\n', len - at);
         size_t end = nl ? (size_t)(nl - p) : len, n = end - at;
@@ -54,11 +54,21 @@ int calib_trt_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
         line++;
         if (n && l[n - 1] == '\r')
             n--;
-        if (line == 1) {
+        if (!header) {
+            /* blank lines and blanks before the header are skipped, as
+             * calib_detect.c's sniff skips them (an editor's or a
+             * concatenation's leftovers) */
+            while (n && (*l == ' ' || *l == '\t' || *l == '\r')) {
+                l++;
+                n--;
+            }
+            if (n == 0)
+                continue;
             if (n < 5 || memcmp(l, "TRT-", 4) != 0 || !memchr(l + 4, '-', n - 4)) {
-                wpk_fmt(err, errlen, "line 1: want TRT-<version>-<calibrator>");
+                wpk_fmt(err, errlen, "line %zu: want TRT-<version>-<calibrator>", line);
                 return WPACK_E_STATS;
             }
+            header = 1;
             continue;
         }
         if (n == 0)
@@ -107,8 +117,9 @@ int calib_trt_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
             wpk_fmt(err, errlen, "line %zu %s", line, m);
         free(key);
     }
-    if (!rc && line == 0) {
-        wpk_fmt(err, errlen, "empty file");
+    if (!rc && !header) {
+        wpk_fmt(err, errlen, line ? "no TRT-<version>-<calibrator> line (only blank lines)"
+                                  : "empty file");
         rc = WPACK_E_STATS;
     }
     return rc;

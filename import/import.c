@@ -169,7 +169,7 @@ static int fortran_stream(wpk_sink *s, const char *name, const npy_header *h, wp
             long k = rd(ctx, buf + have, want - have);
             if (k <= 0) {
                 close(fd);
-                return k < 0 ? WPACK_E_IO
+                return k < 0 ? (int)-k
                              : wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: truncated data", name);
             }
             have += (size_t)k;
@@ -183,7 +183,7 @@ static int fortran_stream(wpk_sink *s, const char *name, const npy_header *h, wp
     uint8_t extra;
     long more = rc == WPACK_OK ? rd(ctx, &extra, 1) : 0;
     if (more < 0) /* the reader said why (a zip member's CRC-32 is checked at its end) */
-        rc = WPACK_E_IO;
+        rc = (int)-more;
     else if (more > 0)
         rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: bytes after the array data", name);
     const uint8_t *map = NULL;
@@ -240,7 +240,7 @@ int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx)
     char msg[400];
     long got = rd(ctx, pre, sizeof pre);
     if (got < 0)
-        return WPACK_E_IO;
+        return (int)-got;
     uint64_t hend;
     if (npy_header_extent(pre, (size_t)got, &hend, msg, sizeof msg))
         return wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: %s", name, msg);
@@ -254,7 +254,7 @@ int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx)
     for (size_t have = (size_t)got; have < hend;) {
         long k = rd(ctx, buf + have, (size_t)hend - have);
         if (k < 0) {
-            rc = WPACK_E_IO;
+            rc = (int)-k;
             goto out;
         }
         if (k == 0) {
@@ -282,7 +282,7 @@ int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx)
         while (have < want) {
             long k = rd(ctx, buf + have, want - have);
             if (k < 0) {
-                rc = WPACK_E_IO;
+                rc = (int)-k;
                 goto out;
             }
             if (k == 0) {
@@ -304,7 +304,7 @@ int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx)
     uint8_t extra;
     long k = rd(ctx, &extra, 1);
     if (k < 0) {
-        rc = WPACK_E_IO;
+        rc = (int)-k;
         goto out;
     }
     if (k > 0) {
@@ -330,7 +330,7 @@ static long read_fd(void *ctx, void *buf, size_t n)
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0)
-            wpk_sink_fail(r->s, WPACK_E_IO, "read failed: %s", strerror(errno));
+            return -(long)wpk_sink_fail(r->s, WPACK_E_IO, "read failed: %s", strerror(errno));
         return (long)k;
     }
 }

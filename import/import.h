@@ -190,8 +190,9 @@ int wpk_sink_stream_file(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint64_
 /* wpk_sink_stream_file without a CRC. */
 int wpk_sink_stream_mapped(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint64_t len);
 
-/* A byte source: up to n bytes into buf; 0 at the end, < 0 on error (with
- * the message already in the sink). */
+/* A byte source: up to n bytes into buf; 0 at the end, or on error minus
+ * its WPACK_E_* code (the message already in the sink): a zip bomb found
+ * inside a member is WPACK_E_LIMIT, not a read error. */
 typedef long (*wpk_read_fn)(void *ctx, void *buf, size_t n);
 /* One .npy stream (header, C-order data, nothing after) as tensor name. */
 int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx);

@@ -342,8 +342,11 @@ int manifest_pack_file(wpk_sink *s, const char *path)
     char err[900];
     int code;
     json_t *root = wpk_json_load_input(path, "manifest", s->w, &code, err, sizeof err);
-    if (!root)
-        return wpk_sink_fail(s, code, "%s", err);
+    if (!root) { /* the message starts "PATH: ", as the sink's own do: once is enough */
+        size_t pl = strlen(path);
+        int named = strncmp(err, path, pl) == 0 && err[pl] == ':' && err[pl + 1] == ' ';
+        return wpk_sink_fail(s, code, "%s", named ? err + pl + 2 : err);
+    }
     char *dir = dir_of(path);
     int dirfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     if (dirfd < 0) {

@@ -144,8 +144,8 @@ static int visit(void *user, const torch_item *it)
     case TORCH_STRING:
         if (!(str = strndup(it->s, it->slen)))
             return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
-        rc = strlen(str) == it->slen ? wpk_sink_meta_string(s, it->name, str) : WPACK_OK;
-        free(str); /* a string with a NUL cannot be a metadata string: skipped */
+        rc = wpk_sink_meta_string(s, it->name, str); /* one with a NUL is TORCH_SKIPPED */
+        free(str);
         return rc;
     default:
         return WPACK_OK;

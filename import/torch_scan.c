@@ -332,6 +332,18 @@ static int flatten(scan *sc, const pk_value *v, size_t plen, int depth);
 static int child(scan *sc, const char *c, size_t clen, const pk_value *v, size_t plen, int depth)
 {
     size_t need = plen + (plen ? 1 : 0) + clen;
+    /* The path is a C string: a key "a\0b" named its value 'a' (and "" at
+     * the top, the bare tensor's 'tensor'), silently. */
+    if (!plen && !clen)
+        return sfail(sc, WPACK_E_NAME, "an empty dict key at the top level: no name can be "
+                                       "made of it");
+    if (memchr(c, 0, clen)) {
+        char q[200];
+        wpk_quote(q, sizeof q, c, clen);
+        return sfail(sc, WPACK_E_NAME, "the dict key '%s'%s%.60s%s holds a NUL byte: no name "
+                     "can be made of it", q, plen ? " under '" : "", plen ? sc->path : "",
+                     plen ? "'" : "");
+    }
     if (need > WPACK_MAX_NAME)
         return sfail(sc, WPACK_E_LIMIT, "a name longer than %d bytes under '%.60s'",
                      WPACK_MAX_NAME, sc->path);
@@ -403,9 +415,9 @@ static int flatten(scan *sc, const pk_value *v, size_t plen, int depth)
         it.f = v->f;
         break;
     case PK_STR:
-        it.kind = TORCH_STRING;
-        it.s = v->s;
-        it.slen = v->slen;
+        it.kind = memchr(v->s, 0, v->slen) ? TORCH_SKIPPED : TORCH_STRING;
+        it.s = it.kind == TORCH_STRING ? v->s : "a string with a NUL byte";
+        it.slen = it.kind == TORCH_STRING ? v->slen : strlen(it.s);
         break;
     case PK_BYTES:
     case PK_OPAQUE:

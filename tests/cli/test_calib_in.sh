@@ -201,6 +201,13 @@ bad seed-gguf-counts-past-2-64.gguf "imatrix GGUF: 'blk.0.attn_q.weight': the co
 bad seed-dat-trailing-garbage.dat "imatrix .dat: 29 bytes after the entries are not last_call \+ dataset name \[WPACK_E_STATS\]"
 printf 'TRT-5101\nx: 3c010a14\n' >"$T/no_calibrator.cache" # no -<calibrator> after the version
 bad no_calibrator.cache "TensorRT calibration cache: line 1: want TRT-<version>-<calibrator> \[WPACK_E_STATS\]"
+# blank lines (and blanks) before the header: detection skipped them, then
+# the parser refused the file it had been handed ("line 1: want TRT-...")
+printf '\n \r\n\t\n  TRT-8601-EntropyCalibration2\nfc: 3c23d70a\n' >"$T/blank_first.cache"
+expect trt_blank_lines_first "$WPACK" create -q -o "$T/bl.wpack" "$T/w.npy" --stats-from "$T/blank_first.cache"
+check trt_blank_lines_first_record "$T/bl.wpack" fc 'abs(r["max"] - 1.27) < 1e-6 and r["count"] == 0'
+printf '\n\nTRT-5101\nx: 3c010a14\n' >"$T/blank_no_calibrator.cache" # the file's own line number
+bad blank_no_calibrator.cache "TensorRT calibration cache: line 3: want TRT-<version>-<calibrator> \[WPACK_E_STATS\]"
 # a scale of -0 (bits 80000000) is the range [0, 0], not [+0, -0]
 printf 'TRT-8601-EntropyCalibration2\nfc: 80000000\n' >"$T/negzero.cache"
 expect negzero_create "$WPACK" create -q -o "$T/nz.wpack" "$T/w.npy" --stats-from "$T/negzero.cache"

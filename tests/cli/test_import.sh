@@ -227,6 +227,12 @@ expect import_manifest "$WPACK" create -q -o "$T/man.wpack" "$T/manifest.json"
 "$WPACK" extract -q "$T/man.wpack" -o "$T/x" && cmp -s "$T/x/raw.le.npy" "$T/refraw/raw.le.npy" && cmp -s "$T/x/raw.be.npy" "$T/refraw/raw.le.npy" &&
     pass manifest_values || fail manifest_values
 "$WPACK" inspect "$T/man.wpack" | grep -q 'version = 2' && pass manifest_metadata || fail manifest_metadata
+# a manifest whose JSON does not parse: the message names it once (it said
+# "m.json: m.json: manifest JSON: ...")
+printf '{"tensors": [], "tensors": []}' >"$T/dupkey_manifest.json"
+expect_fail manifest_bad_json "dupkey_manifest.json: manifest JSON: duplicate object key .*\[WPACK_E_INPUT\]$" \
+    "$WPACK" create -q -o "$T/h.wpack" "$T/dupkey_manifest.json"
+named_once manifest_bad_json_named_once "dupkey_manifest.json"
 expect import_stats "$WPACK" create -q -o "$T/stats.wpack" --stats "$T/stats.json" "$T/m.safetensors"
 "$WPACK" inspect --json "$T/stats.wpack" >"$T/j.json"
 $PY - "$T/j.json" <<'PYEOF' && pass stats_records || fail stats_records "$(head -c 600 "$T/j.json")"
@@ -263,6 +269,8 @@ hostile view_outside_storage.pt "view reaches element 5 of storage '0' which has
 hostile size_overflow.pt "element count overflows"
 hostile stride_overflow.pt "view reaches element"
 hostile rank_too_high.pt "rank 9 above the 8 limit"
+hostile key_nul.pt "torch: the dict key 'a\\\\x00b' holds a NUL byte: no name can be made of it \[WPACK_E_NAME\]$"
+hostile key_empty.pt "torch: an empty dict key at the top level: no name can be made of it \[WPACK_E_NAME\]$"
 hostile storage_two_dtypes.pt "tensor 'b': storage '0' is read as f16 here but as f32 before"
 hostile zip_truncated.pt "no end-of-central-directory record \(truncated"
 hostile zip_offset_outside.pt "local header at offset [0-9]+ is missing or past the end"
@@ -270,10 +278,13 @@ hostile zip_dotdot_name.pt "has a '..' component"
 hostile zip_absolute_name.pt "has an absolute name"
 hostile zip_symlink.pt "is a symlink \(refused\)"
 hostile legacy_format.pt "legacy \(pre-1.6\).*_use_new_zipfile_serialization=True"
-hostile bomb.npz "refused as a zip bomb"
+# the guard trips inside the member: the bomb's code, not a read error's
+hostile bomb.npz "refused as a zip bomb \[WPACK_E_LIMIT\]$"
 # libarchive's own message, without the newline it ends with
-hostile zip_wrong_size.npz "wrong size \(read 144, expected 4294967280\) \[WPACK_E_IO\]$"
-hostile zip_fortran_bad_crc.npz "member 'w.npy': ZIP bad CRC"
+# (a malformed member, not a read error; a bad CRC is a damaged file, as
+# for a stored member read without libarchive)
+hostile zip_wrong_size.npz "wrong size \(read 144, expected 4294967280\) \[WPACK_E_INPUT\]$"
+hostile zip_fortran_bad_crc.npz "member 'w.npy': ZIP bad CRC.* \[WPACK_E_CHECKSUM\]$"
 hostile gzip_bad_crc.tar.gz "gzip stream at byte [0-9]+: incorrect data check \(damaged file\) \[WPACK_E_CHECKSUM\]"
 # one pass: the tensor is packed before the damaged member after the tar's
 # end is inflated; the half-written archive is discarded, an existing one kept
@@ -282,7 +293,13 @@ cp "$T/st.wpack" "$T/h.wpack"
 "$WPACK" create -q -o "$T/h.wpack" "$H/gzip_bad_crc_last.tar.gz" 2>/dev/null
 cmp -s "$T/st.wpack" "$T/h.wpack" && [ "$(ls "$T" | grep -c '^h\.wpack')" = 1 ] &&
     pass gzip_bad_crc_last_keeps_existing_output || fail gzip_bad_crc_last_keeps_existing_output
-[ -f "$H/bomb.tar.zst" ] && hostile bomb.tar.zst "refused as a zip bomb"
+[ -f "$H/bomb.tar.zst" ] && hostile bomb.tar.zst "refused as a zip bomb \[WPACK_E_LIMIT\]$"
+# a gzip under another layer went through libarchive's gzip filter, which
+# checks no CRC-32: the damaged tar inside packed
+hostile gzip_in_gzip.tar.gz "a gzip stream inside gzip compression: its checksums would not be checked .*\[WPACK_E_UNSUPPORTED\]$"
+hostile gzip_in_xz.tar.xz "a gzip stream inside xz compression: .*\[WPACK_E_UNSUPPORTED\]$"
+# a sparse member's hole (1 GiB in a 2 KB tar) is filled with zeros: the guard
+hostile tar_sparse.tar "member 'w.npy': expands more than 200:1 .*refused as a zip bomb \[WPACK_E_LIMIT\]$"
 # magic bytes inside a bundle never start a program: libarchive's external
 # decompressors (lrzip -d, found on $PATH) are not registered
 mkdir -p "$T/fakebin" && rm -f "$T/ran"

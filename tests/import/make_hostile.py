@@ -10,6 +10,7 @@ import bz2
 import gzip
 import io
 import json
+import lzma
 import os
 import struct
 import subprocess
@@ -84,6 +85,10 @@ torch_zip(f"{D}/stride_overflow.pt",
 torch_zip(f"{D}/storage_two_dtypes.pt", state_dict([("a", tensor("0", 4, 0, [4], [1])),
                                                     ("b", tensor("0", 8, 0, [4], [1], "HalfStorage"))]),
           [("0", f4)])
+# a dict key with a NUL: the name was cut there ('a'), silently; an empty
+# key at the top named its tensor 'tensor' (the bare tensor's name)
+torch_zip(f"{D}/key_nul.pt", state_dict([("a\x00b", tensor("0", 4, 0, [4], [1]))]), [("0", f4)])
+torch_zip(f"{D}/key_empty.pt", state_dict([("", tensor("0", 4, 0, [4], [1]))]), [("0", f4)])
 torch_zip(f"{D}/rank_too_high.pt", state_dict([("w", tensor("0", 4, 0, [1] * 9, [1] * 9))]), [("0", f4)])
 # --- zip structure
 good = state_dict([("w", tensor("0", 4, 0, [4], [1]))])
@@ -195,6 +200,36 @@ open(f"{D}/gzip_bad_crc.tar.gz", "wb").write(bytes(gz))
 junk = bytearray(gzip.compress(b"x" * (1 << 20), mtime=0))
 junk[-8] ^= 1
 open(f"{D}/gzip_bad_crc_last.tar.gz", "wb").write(gzip.compress(tf.getvalue(), mtime=0) + bytes(junk))
+# --- gzip_bad_crc.tar.gz inside another layer: libarchive's gzip filter read
+# it (zlib checks only the outermost gzip), and the damaged tar packed
+open(f"{D}/gzip_in_gzip.tar.gz", "wb").write(gzip.compress(bytes(gz), mtime=0))
+open(f"{D}/gzip_in_xz.tar.xz", "wb").write(lzma.compress(bytes(gz)))
+
+
+# --- a GNU sparse tar member (type 'S'): 512 bytes stored (the .npy header
+# and zeros), then a hole up to 1 GiB + 128 bytes that libarchive fills with
+# zeros: the bomb guard caught it, with the code of a read error
+def octal(n, w):
+    return ("%0*o" % (w - 1, n)).encode() + b"\0"
+
+
+sp_hdr = b"\x93NUMPY\x01\x00" + struct.pack("<H", 118)
+d = "{'descr': '<f4', 'fortran_order': False, 'shape': (268435456,), }"
+sp_hdr += (d + " " * (118 - len(d) - 1) + "\n").encode()
+sp_data = sp_hdr + bytes(512 - len(sp_hdr))
+sp_real = len(sp_hdr) + (1 << 30)
+h = bytearray(512)
+h[0:5] = b"w.npy"
+h[100:108], h[108:116], h[116:124] = octal(0o644, 8), octal(0, 8), octal(0, 8)
+h[124:136], h[136:148] = octal(len(sp_data), 12), octal(0, 12)
+h[156] = ord("S")
+h[257:265] = b"ustar  \0"
+h[386:398], h[398:410] = octal(0, 12), octal(len(sp_data), 12)  # the data stored
+h[410:422], h[422:434] = octal(sp_real, 12), octal(0, 12)       # a hole to the end
+h[483:495] = octal(sp_real, 12)                                  # the size it unpacks to
+h[148:156] = b" " * 8
+h[148:156] = ("%06o\0 " % sum(h)).encode()
+open(f"{D}/tar_sparse.tar", "wb").write(bytes(h) + sp_data + bytes(1024))
 # --- bundles
 tf = io.BytesIO()
 with tarfile.open(f"{D}/tar_symlink.tar", "w") as t:
