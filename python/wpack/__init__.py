@@ -75,6 +75,21 @@ class Error(Exception):
         self.name = lib.wpack_error_name(self.code).decode()
         super().__init__("%s [%s]" % (_shown(message), self.name))
 
+    def __reduce__(self):
+        # pickle and copy rebuild an exception as cls(*self.args): here that
+        # is one argument, the shown message, not (code, message). Without
+        # this, an Error raised in a multiprocessing worker could not come
+        # back (Pool hung, ProcessPoolExecutor said BrokenProcessPool).
+        return _error_rebuild, (type(self), self.args), self.__dict__
+
+
+def _error_rebuild(cls, args):
+    """An Error (or subclass) with args as they were, not formatted again;
+    .code, .name and the rest come back from the pickled __dict__."""
+    e = cls.__new__(cls)
+    Exception.__init__(e, *args)
+    return e
+
 
 def _shown(text):
     """text escaped by the library's one rule (wpack_text_escape); a

@@ -538,5 +538,32 @@ def messages_escape_controls(d):
     check(wpack.Error(1, r"a\x1b b\q").args[0].startswith(r"a\x1b b\q"), "escaped once")
 
 
+def _load_in_worker(path):
+    return wpack.load_file(path)
+
+
+@case
+def errors_pickle_and_cross_processes(d):
+    # pickle rebuilt an Error as Error(message): TypeError (missing
+    # 'message'), so an Error raised in a worker process never came back:
+    # multiprocessing.Pool's result thread died (apply() hung for good),
+    # ProcessPoolExecutor said BrokenProcessPool.
+    import concurrent.futures
+    import copy
+    import multiprocessing
+    import pickle
+    e = raises(wpack.Error, wpack.safe_open, os.path.join(d, "gone.wpack"), code="WPACK_E_IO")
+    e.note = "kept"
+    for again in (pickle.loads(pickle.dumps(e)), copy.copy(e), copy.deepcopy(e)):
+        check(type(again) is wpack.Error and (again.code, again.name, str(again), again.args,
+                                                again.note) ==
+              (e.code, e.name, str(e), e.args, "kept"), "rebuilt: %r" % (again,))
+    ctx = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as ex:
+        err = ex.submit(_load_in_worker, os.path.join(d, "gone.wpack")).exception(timeout=120)
+    check(isinstance(err, wpack.Error) and err.name == "WPACK_E_IO" and "gone.wpack" in str(err),
+          "from a worker: %r" % (err,))
+
+
 if __name__ == "__main__":
     main()
