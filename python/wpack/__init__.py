@@ -1095,27 +1095,38 @@ class _Writer:
             self.check(lib.wpack_writer_write(self.w, piece.ctypes.data, piece.nbytes))
 
 
-def _as_numpy(x):
-    """(numpy array, wpack dtype code, tie key). The tie key names the
+def _as_numpy(x, name):
+    """(numpy array, wpack dtype code, tie key) of the value save_file
+    writes as `name` (named in every refusal). The tie key names the
     caller's own memory (storage, offset, shape, strides, dtype), or is None
     when there is none to share: a list, a scalar, a converted copy. Keys are
     only compared while the caller's objects are alive (save_file keeps
     them), so an address freed and reused cannot look tied."""
-    mod = type(x).__module__
-    if mod.startswith("torch"):
+    where = "save_file(): tensor %r" % (name,)
+    if type(x).__module__.startswith("torch") and _torch().is_tensor(x):
         torch = _torch()
         t = x.detach()
+        if t.layout != torch.strided:
+            raise Error(E_UNSUPPORTED, "%s: a %s tensor: save t.to_dense()" % (where, t.layout))
+        if t.is_complex():
+            raise Error(E_UNSUPPORTED, "%s: complex tensors are not supported (save "
+                        "torch.view_as_real(t), a real tensor with a last dim of 2)" % where)
+        if t.device.type == "meta":
+            raise Error(E_UNSUPPORTED, "%s: a meta tensor has no data to write" % where)
         key = None
         if t.numel():   # the caller's storage, on whatever device it is
             key = ("pt", str(t.device), t.storage().data_ptr(), t.storage_offset(),
                    tuple(t.shape), tuple(t.stride()), str(t.dtype))
+        if t.is_neg():   # a lazy negation (torch._neg_view): its values, a new tensor
+            t, key = t.resolve_neg(), None
         if t.device.type != "cpu":
             t = t.cpu()
         if t.dtype == torch.bfloat16:
             return t.view(torch.int16).numpy().view(np.uint16), 4, key
         if t.dtype not in (torch.float64, torch.float32, torch.float16, torch.int64,
                            torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool):
-            raise Error(E_UNSUPPORTED, "torch dtype %s is not a wpack dtype" % t.dtype)
+            raise Error(E_UNSUPPORTED, "%s: torch dtype %s is not a wpack dtype"
+                        % (where, t.dtype))
         return t.numpy(), _NP_TO_CODE[np.dtype(t.numpy().dtype)], key
     arr = np.asarray(x)
     fresh = arr is not x and arr.base is None   # np.asarray made a new array
@@ -1125,7 +1136,13 @@ def _as_numpy(x):
     elif arr.dtype in _NP_TO_CODE:
         code = _NP_TO_CODE[arr.dtype]
     else:
-        raise Error(E_UNSUPPORTED, "numpy dtype %s is not a wpack dtype" % arr.dtype)
+        hint = ""
+        if arr.dtype.kind == "c":
+            hint = " (complex: save np.stack([a.real, a.imag], axis=-1))"
+        elif arr.dtype.byteorder == ">" and arr.dtype.newbyteorder("=") in _NP_TO_CODE:
+            hint = " (big-endian: save a.astype(a.dtype.newbyteorder('=')))"
+        raise Error(E_UNSUPPORTED, "%s: numpy dtype %s is not a wpack dtype%s"
+                    % (where, arr.dtype, hint))
     key = None
     if arr.size and not fresh:
         key = ("np", arr.__array_interface__["data"][0], tuple(arr.shape),
@@ -1382,7 +1399,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     durable: True (default); False: no fsync, see above (`wpack create
       --no-sync`), for scratch outputs and benchmarks.
     An unknown option is TypeError; an int option outside its C field's
-    range (a negative size, ...) OverflowError, never wrapped.
+    range (a negative size, ...) OverflowError, never wrapped. A value
+    with no wpack dtype (complex, big-endian, strings, quantized, sparse or
+    meta tensors) is wpack.Error WPACK_E_UNSUPPORTED naming the tensor.
     """
     _check_dtypes(tensors, dtypes)
     wr = _Writer("save_file", path, durable=durable, **options)
@@ -1390,7 +1409,7 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
         seen = {}      # tie key -> the first name written with it
         alive = []     # the objects keyed, alive until the end (see _as_numpy)
         for name, x in tensors.items():
-            arr, code, key = _as_numpy(x)
+            arr, code, key = _as_numpy(x, name)
             if dtypes and name in dtypes:
                 code = _retag(name, arr, code, dtypes[name])
             if key is not None:

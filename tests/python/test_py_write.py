@@ -199,6 +199,34 @@ def writer_errors_leave_nothing(d):
 
 
 @case
+def refused_values_are_named(d):
+    # "numpy dtype complex64 is not a wpack dtype" named no tensor (which of
+    # a state_dict's 500?); a sparse or meta tensor raised torch's own
+    # NotImplementedError, a lazily negated view (torch._neg_view) a
+    # RuntimeError from .numpy().
+    p = os.path.join(d, "n.wpack")
+    ok = torch.ones(2)
+    for bad, says in ((np.ones(2, np.complex64), "complex"),
+                      (torch.ones(2, dtype=torch.complex64), "view_as_real"),
+                      (np.ones(2, ">f4"), "big-endian"),
+                      (np.array(["s"]), "<U1"),
+                      (torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.qint8), "qint8"),
+                      (torch.eye(3).to_sparse(), "to_dense"),
+                      (torch.empty(3, device="meta"), "meta")):
+        e = raises(wpack.Error, wpack.save_file, {"ok": ok, "enc.0.q": bad}, p,
+                   code="WPACK_E_UNSUPPORTED")
+        check("tensor 'enc.0.q'" in str(e) and says in str(e), str(e))
+    check(os.listdir(d) == [], "left behind: %s" % os.listdir(d))
+    # a negated view is written as its values, never tied to what it negates
+    x = torch.arange(4.0)
+    wpack.save_file({"x": x, "neg": torch._neg_view(x), "size": torch.Size([2, 3])}, p)
+    with wpack.safe_open(p) as f:
+        check(f.describe("neg")["kind"] == "data" and
+              np.array_equal(f.get_tensor("neg"), -np.arange(4.0, dtype=np.float32)) and
+              np.array_equal(f.get_tensor("size"), [2, 3]), "neg view / torch.Size")
+
+
+@case
 def stats_records_are_checked_field_by_field(d):
     # The C side reads `channels` values of every field and bins + 1 edges:
     # a short array was read past its end. Each mismatch is refused here,
