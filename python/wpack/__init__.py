@@ -1068,6 +1068,15 @@ class _Writer:
 
     def add_array(self, name, arr, code):
         dims = (ctypes.c_uint64 * max(1, arr.ndim))(*arr.shape)
+        if _repeats_one_element(arr):
+            # torch's expand, numpy's broadcast_to: one element, stored once
+            # as a splat entry, as wpack create stores such a torch view
+            # (written out, an expand of one float to [2^20, 2^20] is 4 TiB)
+            fill = np.ascontiguousarray(arr[(0,) * arr.ndim])
+            self.check(lib.wpack_writer_add_splat(self.w, _b(name, "tensor name"), code,
+                                                  arr.ndim, dims, fill.ctypes.data,
+                                                  fill.nbytes))
+            return
         self.check(lib.wpack_writer_begin_tensor(self.w, _b(name, "tensor name"), code, arr.ndim, dims))
         if arr.size:
             if arr.flags.c_contiguous:
@@ -1093,6 +1102,12 @@ class _Writer:
         for r in range(0, arr.shape[0], rows):
             piece = np.ascontiguousarray(arr[r:r + rows])
             self.check(lib.wpack_writer_write(self.w, piece.ctypes.data, piece.nbytes))
+
+
+def _repeats_one_element(arr):
+    """arr has 2 elements or more, all one in memory: every dim above 1
+    has stride 0 (the rule wpack create applies to torch views)."""
+    return arr.size > 1 and all(st == 0 for n, st in zip(arr.shape, arr.strides) if n > 1)
 
 
 def _as_numpy(x, name):
@@ -1358,6 +1373,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     dtype: tied weights) are written once; the later names become alias
     entries. Only the caller's own arrays and tensors can be tied: values
     converted to new arrays (lists, Python and numpy scalars) never are.
+    An array or tensor that repeats one element (every dim above 1 has
+    stride 0: torch's expand, numpy's broadcast_to) is stored as a splat
+    entry of that element, as `wpack create` stores such torch views.
 
     dtypes: the wpack dtype of each array by name, for what numpy has no
     dtype for: bf16 and f8 read with framework "np" come back as their bit

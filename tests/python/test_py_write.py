@@ -36,6 +36,30 @@ def tied_tensors_become_aliases(d):
 
 
 @case
+def one_element_repeated_is_a_splat(d):
+    # An expand of one element (a mask, a constant buffer) was written out
+    # element by element: torch.ones(1).expand(2**20, 2**20) is 4 TiB, where
+    # wpack create stores the same torch view as a 1-element splat entry.
+    # (max_data_bytes: the old code fails fast, WPACK_E_TOO_LARGE.)
+    p = os.path.join(d, "s.wpack")
+    big = torch.ones(1).expand(2 ** 20, 2 ** 20)
+    sd = {"big": big, "tie": big, "mask": torch.tensor(True).expand(3, 4),
+          "bf": torch.tensor(1.5, dtype=torch.bfloat16).expand(2, 3),
+          "np": np.broadcast_to(np.float16(2.5), (5, 1, 7)),
+          "row": torch.arange(4.0).expand(3, -1), "one": torch.ones(1).expand(1)}
+    wpack.save_file(sd, p, max_data_bytes=1 << 20)
+    check(os.path.getsize(p) < 64 << 10, "size %d" % os.path.getsize(p))
+    with wpack.safe_open(p, framework="pt") as f:
+        kinds = {k: f.describe(k)["kind"] for k in f.keys()}
+        check(kinds == {"big": "splat", "tie": "alias", "mask": "splat", "bf": "splat",
+                        "np": "splat", "row": "data", "one": "data"}, "kinds %s" % kinds)
+        check(torch.equal(f.get_slice("tie")[2:4, 7:9], torch.ones(2, 2)), "big's rows")
+        for k in ("mask", "bf", "row", "one"):
+            check(torch.equal(f.get_tensor(k), sd[k]), k)
+        check(np.array_equal(f.get_tensor("np").numpy(), sd["np"]), "np")
+
+
+@case
 def converted_values_are_never_tied(d):
     # Lists and scalars become new arrays: a freed one's address reused by
     # the next must not make it look tied (c read back as a's values).
@@ -58,7 +82,8 @@ def converted_values_are_never_tied(d):
 @case
 def memory_does_not_grow_with_data(d):
     n = 128 << 20
-    big = np.broadcast_to(np.float32(0.5), (n // 4 // 1024, 1024))  # non-contiguous, no memory
+    # non-contiguous, no memory (one row repeated: one element repeated is a splat)
+    big = np.broadcast_to(np.full(1024, 0.5, np.float32), (n // 4 // 1024, 1024))
     p = os.path.join(d, "big.wpack")
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
