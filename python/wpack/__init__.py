@@ -33,7 +33,7 @@ __all__ = ["Error", "safe_open", "load_file", "save_file", "update_stats", "pack
 
 # Error codes used here (include/wpack.h).
 E_IO, E_INVALID_ARGUMENT, E_NOT_FOUND, E_STATE, E_NO_VIEW = 1, 3, 4, 5, 7
-E_SAME_FILE, E_FILE_TYPE, E_EMPTY = 8, 10, 11
+E_SAME_FILE, E_FILE_TYPE, E_EMPTY, E_NOMEM = 8, 10, 11, 2
 E_INPUT, E_UNSUPPORTED = 60, 61
 
 KIND_DATA, KIND_SPLAT, KIND_ALIAS, KIND_EXTERNAL = 1, 2, 3, 4
@@ -332,6 +332,12 @@ def _torch():
     return torch
 
 
+def _repeats_one_element(arr):
+    """arr has 2 elements or more, all one in memory: every dim above 1
+    has stride 0 (the rule wpack create applies to torch views)."""
+    return arr.size > 1 and all(st == 0 for n, st in zip(arr.shape, arr.strides) if n > 1)
+
+
 def _to_framework(arr, code, framework):
     """numpy array (np dtype from DTYPES) -> the framework's object."""
     if framework == "np":
@@ -341,6 +347,16 @@ def _to_framework(arr, code, framework):
     if code in (11, 12, 13):
         raise Error(E_UNSUPPORTED, "dtype %s has no torch equivalent in this torch; use "
                     "framework='np'" % DTYPES[code][0])
+    if not arr.flags.writeable and _repeats_one_element(arr):
+        # A splat's broadcast view: a tensor of its own, writable (an
+        # expand would share one element among all: t[0] = 1 would set
+        # every element). Zeros come from np.zeros, whose large blocks
+        # cost memory only as their pages are touched.
+        one = arr[(0,) * arr.ndim]
+        full = np.zeros(arr.shape, arr.dtype)
+        if one.tobytes() != bytes(arr.itemsize):
+            full[...] = one
+        arr = full
     if not arr.flags.writeable or any(st < 0 for st in arr.strides):
         arr = arr.copy()   # only "np" mappings are read-only; "pt" ones are private
     if code == 4:
@@ -371,7 +387,11 @@ class safe_open:
         tensors handed out before. Entries of a sharded set's shards are
         copied for "pt".
     Splat, alias, zstd-compressed and sharded entries work through the same
-    calls (aliases resolve to their target; others are read into new arrays).
+    calls (aliases resolve to their target; others are read into new arrays,
+    except a splat, one value repeated, for "np": a read-only
+    np.broadcast_to view of its value, no memory whatever its shape; "pt"
+    fills a tensor, zeros costing memory only as their pages are touched). An entry too large to
+    allocate is wpack.Error WPACK_E_NOMEM naming it.
     bf16 is torch.bfloat16 for "pt" and raw uint16 bit patterns for "np";
     f8 dtypes are raw uint8 for both; block dtypes are their bytes as uint8
     (save_file(..., dtypes={name: describe(name)["dtype"]}) stores bf16
@@ -722,6 +742,11 @@ class safe_open:
     def _zero_copy(self, t, dtype, shape):
         """A zero-copy array of the whole entry, or None if it has no view."""
         h = self._handle()
+        if t.kind == KIND_SPLAT and t.dtype in DTYPES and t.nbytes:
+            # one element read (and checked) and broadcast, read-only: a
+            # 4 KiB archive may declare a splat of terabytes
+            one = self._read_into(t, 0, np.empty(1, dtype=dtype))
+            return np.broadcast_to(one.reshape(()), shape)
         if t.codec != CODEC_NONE or t.kind not in (KIND_DATA, KIND_EXTERNAL):
             return None
         if self._framework == "pt":
@@ -766,12 +791,22 @@ class safe_open:
         """The whole tensor `name` (an entry name or a name-map name) as a
         numpy array ("np") or torch tensor ("pt"); zero-copy when the entry is
         stored plain (see the class doc). Raises wpack.Error (WPACK_E_NOT_FOUND,
-        WPACK_E_CHECKSUM, ...)."""
-        arr, code = self._get_np(name)
-        out = _to_framework(arr, code, self._framework)
+        WPACK_E_CHECKSUM, WPACK_E_NOMEM for an entry too large to allocate,
+        ...)."""
+        try:
+            arr, code = self._get_np(name)
+            out = _to_framework(arr, code, self._framework)
+        except MemoryError:
+            raise self._no_memory(self._find(name), "") from None
         if self._framework == "pt" and self._device != "cpu":
             out = out.to(self._device)
         return out
+
+    def _no_memory(self, t, what):
+        # numpy's MemoryError names no entry; a declared shape is the
+        # archive's say (a zstd entry of terabytes may be a few KiB)
+        return Error(E_NOMEM, "%s: %r%s: cannot allocate memory for its %d bytes"
+                     % (self._handle().path, t.name.decode(), what, t.nbytes))
 
     def get_slice(self, name):
         """A lazy slice object for `name`: index it (`[a:b]`, `[a:b, :, 3]`,
@@ -916,6 +951,12 @@ class _Slice:
         return self._f._dtype_name(self._t.dtype)
 
     def __getitem__(self, key):
+        try:
+            return self._get(key)
+        except MemoryError:
+            raise self._f._no_memory(self._t, " (a slice)") from None
+
+    def _get(self, key):
         f, t, shape = self._f, self._t, self._shape
         if not isinstance(key, tuple):
             key = (key,)
@@ -1102,12 +1143,6 @@ class _Writer:
         for r in range(0, arr.shape[0], rows):
             piece = np.ascontiguousarray(arr[r:r + rows])
             self.check(lib.wpack_writer_write(self.w, piece.ctypes.data, piece.nbytes))
-
-
-def _repeats_one_element(arr):
-    """arr has 2 elements or more, all one in memory: every dim above 1
-    has stride 0 (the rule wpack create applies to torch views)."""
-    return arr.size > 1 and all(st == 0 for n, st in zip(arr.shape, arr.strides) if n > 1)
 
 
 def _as_numpy(x, name):
