@@ -685,10 +685,11 @@ class safe_open:
         return int(lib.wpack_count(self._handle().ptr))
 
     def info(self):
-        """Archive facts as a dict (format version, alignment, generation,
-        file length, index checksum, counts, shard count)."""
+        """Archive facts as a dict of ints (format version, alignment,
+        generation, file length, index checksum, counts, shard count)."""
         i = self._info
-        d = {f: getattr(i, f) for f, _ in _lib.Info._fields_}
+        # the C struct's reserved fields are no facts (ctypes arrays: not JSON)
+        d = {f: int(getattr(i, f)) for f, _ in _lib.Info._fields_ if not f.startswith("reserved")}
         d["shards"] = int(lib.wpack_shard_count(self._handle().ptr))
         return d
 

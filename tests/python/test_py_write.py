@@ -131,6 +131,11 @@ def writer_options(d):
     wpack.save_file({"a": a}, p, alignment=64, compress_level=3, histogram_bins=16)
     with wpack.safe_open(p) as f:
         check(f.info()["alignment"] == 64, "alignment")
+        # the struct's reserved fields came along as ctypes arrays: json.dumps failed
+        import json
+        info = json.loads(json.dumps(f.info()))
+        check(not any(k.startswith("reserved") for k in info) and
+              info["entry_count"] == len(f.keys()) and info["shards"] == 0, "info %s" % info)
         check(f.describe("a")["codec"] == "zstd", "compressed")
         st = f.stats("a")
         check(st["histogram"] is not None and len(st["histogram"][1]) == 16, "histogram")
