@@ -21,6 +21,7 @@ import operator
 import os
 import re
 import stat
+import threading
 
 import numpy as np
 
@@ -243,9 +244,17 @@ def _remote_options(flags, given, use_env, progress=None):
 class _Handle:
     """Owns one wpack_archive*. Every zero-copy view holds a reference to it,
     so wpack_close() runs only when the archive is closed AND the last view
-    is gone (from __del__)."""
+    is gone (from __del__). For framework "pt" it also owns our descriptor
+    of the file and its private mapping (fd, mm; see safe_open._open_pt):
+    a read in another thread holds the handle, so close() cannot take the
+    descriptor from under it (its number reused by another open, the read
+    would map that file)."""
+
+    fd = mm = None
 
     def __init__(self, path, flags, remote=None):
+        self.handed = set()   # entries handed out over mm ("pt")
+        self.lock = threading.Lock()
         p = ctypes.c_void_p()
         # the remote options (their strings and progress callback) live as
         # long as the handle: the C archive calls on_bytes on later reads
@@ -284,6 +293,9 @@ class _Handle:
         p, self.ptr = getattr(self, "ptr", None), None
         if p and lib is not None:   # lib may be gone at interpreter exit
             lib.wpack_close(p)
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
 
 
 def _view_base(handle, addr, nbytes):
@@ -457,8 +469,6 @@ class safe_open:
         self._framework = framework
         self._device = device
         self._verify = bool(verify)
-        self._mm = self._fd = None
-        self._handed = set()   # entries handed out over self._mm ("pt")
         path = os.fspath(path)
         self._remote = is_url(path)
         if self._remote and "\0" in path:   # named as shown: no credential in the message
@@ -507,9 +517,9 @@ class safe_open:
                 if (st.st_dev, st.st_ino) != (now.st_dev, now.st_ino):
                     continue
                 if st.st_size > 0:
-                    self._mm = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE,
-                                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
-                    self._fd, fd = fd, None   # kept for _private_map
+                    h.mm = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE,
+                                     prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                    h.fd, fd = fd, None   # kept for _private_map, closed with h
                 return h
             finally:
                 if fd is not None:
@@ -525,12 +535,9 @@ class safe_open:
 
     def close(self):
         """Close the archive. Arrays and tensors already handed out stay valid
-        (the C handle is freed when the last of them is gone). Idempotent."""
+        (the C handle is freed when the last of them is gone, and reads
+        running in other threads finish). Idempotent."""
         self._h = None
-        self._mm = None
-        fd, self._fd = getattr(self, "_fd", None), None
-        if fd is not None:
-            os.close(fd)
 
     def __del__(self):
         self.close()
@@ -751,21 +758,23 @@ class safe_open:
         if t.codec != CODEC_NONE or t.kind not in (KIND_DATA, KIND_EXTERNAL):
             return None
         if self._framework == "pt":
-            if t.kind != KIND_DATA or self._sharded or self._mm is None:
+            if t.kind != KIND_DATA or self._sharded or h.mm is None:
                 return None
             if self._verify:
                 rc = lib.wpack_verify_once(h.ptr, t.index)
                 if rc != 0:
                     h.fail(rc, "checking %r" % t.name.decode())
             count = int(t.nbytes) // dtype.itemsize
-            if t.index in self._handed:
+            with h.lock:   # one thread only gets an entry's bytes in h.mm
+                first = t.index not in h.handed
+                h.handed.add(t.index)
+            if not first:
                 # Handed out before, so perhaps written into since (the
                 # mapping is private, not read-only): this read gets a
                 # private mapping of its own, the file's verified bytes.
-                buf = _private_map(self._fd, int(t.offset), int(t.nbytes))
+                buf = _private_map(h.fd, int(t.offset), int(t.nbytes))
                 return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
-            self._handed.add(t.index)
-            return np.frombuffer(self._mm, dtype=dtype, count=count,
+            return np.frombuffer(h.mm, dtype=dtype, count=count,
                                  offset=int(t.offset)).reshape(shape)
         data, nbytes = ctypes.c_void_p(), ctypes.c_uint64()
         rc = lib.wpack_tensor_view(h.ptr, t.index, ctypes.byref(data), ctypes.byref(nbytes))

@@ -597,6 +597,61 @@ def splats_cost_no_memory(d):
           "rc %d out %r err %r" % (r.returncode, r.stdout, r.stderr[-300:]))
 
 
+@case
+def close_during_a_read_keeps_its_file(d):
+    # "pt": close() closed the descriptor a read in another thread was about
+    # to map: EBADF, a ctypes ArgumentError, or (its number reused by any
+    # open in between) another file's bytes handed out as the tensor,
+    # unchecked. Here the close and the open happen at that very point.
+    import threading
+    p = os.path.join(d, "c.wpack")
+    w = np.full((64, 64), 7, np.float32)
+    wpack.save_file({"w": w}, p)
+    other = os.path.join(d, "other.bin")
+    with open(other, "wb") as fh:
+        fh.write(b"\x7f" * (1 << 20))
+    f = wpack.safe_open(p, framework="pt")
+    f.get_tensor("w")   # handed out: the next read maps the entry privately
+    real, opened = wpack._private_map, []
+
+    def racing(fd, offset, nbytes):
+        f.close()
+        opened.append(os.open(other, os.O_RDONLY))   # the lowest free number
+        return real(fd, offset, nbytes)
+    wpack._private_map = racing
+    try:
+        got = f.get_tensor("w")
+    finally:
+        wpack._private_map = real
+        for fd in opened:
+            os.close(fd)
+    check(np.array_equal(got.numpy(), w), "another file's bytes: %r" % got[0, :2])
+    raises(wpack.Error, f.get_tensor, "w", code="WPACK_E_STATE")
+    # and with real threads: the data right, or WPACK_E_STATE
+    src = {"t%02d" % i: np.full((32, 32), i, np.float32) for i in range(50)}
+    wpack.save_file(src, p)
+    seen = []
+    for rep in range(40):
+        f = wpack.safe_open(p, framework="pt")
+        for k in src:
+            f.get_tensor(k)
+
+        def reader():
+            try:
+                for k in src:
+                    if not np.array_equal(f.get_tensor(k).numpy(), src[k]):
+                        seen.append("wrong data")
+            except wpack.Error as e:
+                seen.append(e.name)
+            except Exception as e:   # noqa: BLE001 - what the test looks for
+                seen.append(repr(e))
+        t = threading.Thread(target=reader)
+        t.start()
+        f.close()
+        t.join()
+    check(set(seen) <= {"WPACK_E_STATE"}, "outcomes %s" % sorted(set(seen)))
+
+
 def _load_in_worker(path):
     return wpack.load_file(path)
 
