@@ -356,9 +356,6 @@ def _to_framework(arr, code, framework):
         return arr
     torch = _torch()
     arr = np.asarray(arr)   # one element indexed out is a numpy scalar: a 0-d tensor
-    if code in (11, 12, 13):
-        raise Error(E_UNSUPPORTED, "dtype %s has no torch equivalent in this torch; use "
-                    "framework='np'" % DTYPES[code][0])
     if not arr.flags.writeable and _repeats_one_element(arr):
         # A splat's broadcast view: a tensor of its own, writable (an
         # expand would share one element among all: t[0] = 1 would set
@@ -787,10 +784,18 @@ class safe_open:
         buf = _view_base(h, data.value, int(nbytes.value))
         return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
+    def _torch_can_hold(self, t):
+        """Before reading t for "pt": torch 1.13 has no u16/u32/u64."""
+        if self._framework == "pt" and t.dtype in (11, 12, 13):
+            raise Error(E_UNSUPPORTED, "%s: %r: dtype %s has no torch equivalent in this "
+                        "torch; use framework='np'"
+                        % (self._handle().path, t.name.decode(), DTYPES[t.dtype][0]))
+
     def _get_np(self, name):
         t = self._find(name)
         self._follow(t.index)
         t = self._target(t)
+        self._torch_can_hold(t)
         dtype, shape = self._np_dtype_shape(t)
         arr = self._zero_copy(t, dtype, shape)
         if arr is None:
@@ -968,6 +973,7 @@ class _Slice:
 
     def _get(self, key):
         f, t, shape = self._f, self._t, self._shape
+        f._torch_can_hold(t)
         if not isinstance(key, tuple):
             key = (key,)
         if any(isinstance(k, (bool, np.bool_)) for k in key):
