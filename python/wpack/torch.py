@@ -195,8 +195,13 @@ class CalibrationResult(dict):
 
 
 def _first_tensor(out):
+    """The first floating-point tensor of a module's output: the output
+    itself, or found in order in a tuple, list or dict (a Hugging Face
+    ModelOutput is an OrderedDict), nested; None if there is none."""
     if torch.is_tensor(out):
-        return out
+        return out if out.is_floating_point() else None
+    if isinstance(out, dict):
+        out = list(out.values())
     if isinstance(out, (tuple, list)):
         for o in out:
             t = _first_tensor(o)
@@ -307,8 +312,10 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     by module path, so the model itself cannot be measured: modules=[""],
     or a model that is itself a leaf (a bare nn.Linear), raises ValueError
     up front (wrap it: nn.Sequential(model) measures it as "0").
-    The output measured is the module's output tensor (the first tensor of a
-    tuple, e.g. MultiheadAttention's attention output). Fused fast paths
+    The output measured is the module's output tensor: the first
+    floating-point tensor of a tuple, list or dict in order, nested (e.g.
+    MultiheadAttention's attention output, a ModelOutput's first field;
+    integer and bool tensors are passed over). Fused fast paths
     that skip hooks (TransformerEncoderLayer in eval mode) are turned off
     while calibrating (see _NoFastPath).
 
@@ -354,7 +361,7 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     def hook_for(name):
         def hook(mod, inp, out):
             y = _first_tensor(out)
-            if y is None or not y.is_floating_point():
+            if y is None:
                 return
             if phase["hist"] is None:
                 accs[name].add(y)
