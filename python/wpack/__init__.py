@@ -379,7 +379,8 @@ class safe_open:
     safe_open(path, framework="np", verify=True, device="cpu")
 
     framework: "np" gives numpy arrays, "pt" torch tensors.
-    device: "pt" only: tensors are moved there (.to(device)); with "np"
+    device: "pt" only: tensors (of get_tensor and get_slice) are moved there
+    (.to(device)); with "np"
     anything but "cpu" is ValueError (numpy arrays live in host memory).
     verify: True (default) checks every entry's bytes against its XXH3 before
     any of them is handed out (once per entry and open; the C library's default);
@@ -810,9 +811,14 @@ class safe_open:
         ...)."""
         try:
             arr, code = self._get_np(name)
-            out = _to_framework(arr, code, self._framework)
+            return self._out(arr, code)
         except MemoryError:
             raise self._no_memory(self._find(name), "") from None
+
+    def _out(self, arr, code):
+        """What get_tensor and get_slice hand out: the framework's object,
+        for "pt" on the device asked for."""
+        out = _to_framework(arr, code, self._framework)
         if self._framework == "pt" and self._device != "cpu":
             out = out.to(self._device)
         return out
@@ -982,7 +988,7 @@ class _Slice:
                             "use ints, slices or a boolean array" % t.name.decode())
         if not shape or not key or not isinstance(key[0], (int, np.integer, slice)):
             arr, _ = f._get_np(t.name.decode())
-            return _to_framework(arr[key], t.dtype, f._framework)
+            return f._out(arr[key], t.dtype)
         first, rest = key[0], key[1:]
         n0 = shape[0]
         if isinstance(first, slice):
@@ -1011,8 +1017,7 @@ class _Slice:
         else:
             part = f._read_into(t, lo * rowbytes,
                                 np.empty((hi - lo,) + tuple(shape[1:]), dtype=self._dtype))
-        out = part[(local,) + rest]
-        return _to_framework(out, t.dtype, f._framework)
+        return f._out(part[(local,) + rest], t.dtype)
 
 
 def load_file(path, framework="np", verify=True, threads=1, **options):

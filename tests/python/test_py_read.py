@@ -487,6 +487,12 @@ def small_argument_checks(d):
     e = raises(ValueError, wpack.safe_open, p, device="cuda")
     check("device" in str(e), str(e))
     check(wpack.safe_open(p, device="cpu").keys() == ["a.x", "a.y", "b"], "np on cpu")
+    # device= moved get_tensor's tensors only: get_slice's stayed on the CPU
+    # ("meta": a device every torch has)
+    with wpack.safe_open(p, framework="pt", device="meta") as f:
+        got = [f.get_tensor("b"), f.get_slice("b")[0:1], f.get_slice("b")[0],
+               f.get_slice("b")[[0]]]
+        check([str(t.device) for t in got] == ["meta"] * 4, "devices %s" % [t.device for t in got])
     # is_url is the C library's rule: a scheme in any case is a URL (it was
     # refused by libwpack-remote as "not an http:// URL"), nothing else is.
     for u in ("HTTP://127.0.0.1:9/x", "Https://h/m", "S3://B/Key", "s3://b/k"):
