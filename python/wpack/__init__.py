@@ -21,6 +21,7 @@ import operator
 import os
 import re
 import stat
+import threading
 
 import numpy as np
 
@@ -33,7 +34,7 @@ __all__ = ["Error", "safe_open", "load_file", "save_file", "update_stats", "pack
 
 # Error codes used here (include/wpack.h).
 E_IO, E_INVALID_ARGUMENT, E_NOT_FOUND, E_STATE, E_NO_VIEW = 1, 3, 4, 5, 7
-E_SAME_FILE, E_FILE_TYPE, E_EMPTY = 8, 10, 11
+E_SAME_FILE, E_FILE_TYPE, E_EMPTY, E_NOMEM = 8, 10, 11, 2
 E_INPUT, E_UNSUPPORTED = 60, 61
 
 KIND_DATA, KIND_SPLAT, KIND_ALIAS, KIND_EXTERNAL = 1, 2, 3, 4
@@ -74,6 +75,21 @@ class Error(Exception):
         self.code = int(code)
         self.name = lib.wpack_error_name(self.code).decode()
         super().__init__("%s [%s]" % (_shown(message), self.name))
+
+    def __reduce__(self):
+        # pickle and copy rebuild an exception as cls(*self.args): here that
+        # is one argument, the shown message, not (code, message). Without
+        # this, an Error raised in a multiprocessing worker could not come
+        # back (Pool hung, ProcessPoolExecutor said BrokenProcessPool).
+        return _error_rebuild, (type(self), self.args), self.__dict__
+
+
+def _error_rebuild(cls, args):
+    """An Error (or subclass) with args as they were, not formatted again;
+    .code, .name and the rest come back from the pickled __dict__."""
+    e = cls.__new__(cls)
+    Exception.__init__(e, *args)
+    return e
 
 
 def _shown(text):
@@ -228,9 +244,17 @@ def _remote_options(flags, given, use_env, progress=None):
 class _Handle:
     """Owns one wpack_archive*. Every zero-copy view holds a reference to it,
     so wpack_close() runs only when the archive is closed AND the last view
-    is gone (from __del__)."""
+    is gone (from __del__). For framework "pt" it also owns our descriptor
+    of the file and its private mapping (fd, mm; see safe_open._open_pt):
+    a read in another thread holds the handle, so close() cannot take the
+    descriptor from under it (its number reused by another open, the read
+    would map that file)."""
+
+    fd = mm = None
 
     def __init__(self, path, flags, remote=None):
+        self.handed = set()   # entries handed out over mm ("pt")
+        self.lock = threading.Lock()
         p = ctypes.c_void_p()
         # the remote options (their strings and progress callback) live as
         # long as the handle: the C archive calls on_bytes on later reads
@@ -269,6 +293,9 @@ class _Handle:
         p, self.ptr = getattr(self, "ptr", None), None
         if p and lib is not None:   # lib may be gone at interpreter exit
             lib.wpack_close(p)
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
 
 
 def _view_base(handle, addr, nbytes):
@@ -317,15 +344,28 @@ def _torch():
     return torch
 
 
+def _repeats_one_element(arr):
+    """arr has 2 elements or more, all one in memory: every dim above 1
+    has stride 0 (the rule wpack create applies to torch views)."""
+    return arr.size > 1 and all(st == 0 for n, st in zip(arr.shape, arr.strides) if n > 1)
+
+
 def _to_framework(arr, code, framework):
     """numpy array (np dtype from DTYPES) -> the framework's object."""
     if framework == "np":
         return arr
     torch = _torch()
     arr = np.asarray(arr)   # one element indexed out is a numpy scalar: a 0-d tensor
-    if code in (11, 12, 13):
-        raise Error(E_UNSUPPORTED, "dtype %s has no torch equivalent in this torch; use "
-                    "framework='np'" % DTYPES[code][0])
+    if not arr.flags.writeable and _repeats_one_element(arr):
+        # A splat's broadcast view: a tensor of its own, writable (an
+        # expand would share one element among all: t[0] = 1 would set
+        # every element). Zeros come from np.zeros, whose large blocks
+        # cost memory only as their pages are touched.
+        one = arr[(0,) * arr.ndim]
+        full = np.zeros(arr.shape, arr.dtype)
+        if one.tobytes() != bytes(arr.itemsize):
+            full[...] = one
+        arr = full
     if not arr.flags.writeable or any(st < 0 for st in arr.strides):
         arr = arr.copy()   # only "np" mappings are read-only; "pt" ones are private
     if code == 4:
@@ -339,7 +379,8 @@ class safe_open:
     safe_open(path, framework="np", verify=True, device="cpu")
 
     framework: "np" gives numpy arrays, "pt" torch tensors.
-    device: "pt" only: tensors are moved there (.to(device)); with "np"
+    device: "pt" only: tensors (of get_tensor and get_slice) are moved there
+    (.to(device)); with "np"
     anything but "cpu" is ValueError (numpy arrays live in host memory).
     verify: True (default) checks every entry's bytes against its XXH3 before
     any of them is handed out (once per entry and open; the C library's default);
@@ -356,7 +397,11 @@ class safe_open:
         tensors handed out before. Entries of a sharded set's shards are
         copied for "pt".
     Splat, alias, zstd-compressed and sharded entries work through the same
-    calls (aliases resolve to their target; others are read into new arrays).
+    calls (aliases resolve to their target; others are read into new arrays,
+    except a splat, one value repeated, for "np": a read-only
+    np.broadcast_to view of its value, no memory whatever its shape; "pt"
+    fills a tensor, zeros costing memory only as their pages are touched). An entry too large to
+    allocate is wpack.Error WPACK_E_NOMEM naming it.
     bf16 is torch.bfloat16 for "pt" and raw uint16 bit patterns for "np";
     f8 dtypes are raw uint8 for both; block dtypes are their bytes as uint8
     (save_file(..., dtypes={name: describe(name)["dtype"]}) stores bf16
@@ -422,8 +467,6 @@ class safe_open:
         self._framework = framework
         self._device = device
         self._verify = bool(verify)
-        self._mm = self._fd = None
-        self._handed = set()   # entries handed out over self._mm ("pt")
         path = os.fspath(path)
         self._remote = is_url(path)
         if self._remote and "\0" in path:   # named as shown: no credential in the message
@@ -472,9 +515,9 @@ class safe_open:
                 if (st.st_dev, st.st_ino) != (now.st_dev, now.st_ino):
                     continue
                 if st.st_size > 0:
-                    self._mm = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE,
-                                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
-                    self._fd, fd = fd, None   # kept for _private_map
+                    h.mm = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE,
+                                     prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                    h.fd, fd = fd, None   # kept for _private_map, closed with h
                 return h
             finally:
                 if fd is not None:
@@ -490,12 +533,9 @@ class safe_open:
 
     def close(self):
         """Close the archive. Arrays and tensors already handed out stay valid
-        (the C handle is freed when the last of them is gone). Idempotent."""
+        (the C handle is freed when the last of them is gone, and reads
+        running in other threads finish). Idempotent."""
         self._h = None
-        self._mm = None
-        fd, self._fd = getattr(self, "_fd", None), None
-        if fd is not None:
-            os.close(fd)
 
     def __del__(self):
         self.close()
@@ -650,10 +690,11 @@ class safe_open:
         return int(lib.wpack_count(self._handle().ptr))
 
     def info(self):
-        """Archive facts as a dict (format version, alignment, generation,
-        file length, index checksum, counts, shard count)."""
+        """Archive facts as a dict of ints (format version, alignment,
+        generation, file length, index checksum, counts, shard count)."""
         i = self._info
-        d = {f: getattr(i, f) for f, _ in _lib.Info._fields_}
+        # the C struct's reserved fields are no facts (ctypes arrays: not JSON)
+        d = {f: int(getattr(i, f)) for f, _ in _lib.Info._fields_ if not f.startswith("reserved")}
         d["shards"] = int(lib.wpack_shard_count(self._handle().ptr))
         return d
 
@@ -707,24 +748,31 @@ class safe_open:
     def _zero_copy(self, t, dtype, shape):
         """A zero-copy array of the whole entry, or None if it has no view."""
         h = self._handle()
+        if t.kind == KIND_SPLAT and t.dtype in DTYPES and t.nbytes:
+            # one element read (and checked) and broadcast, read-only: a
+            # 4 KiB archive may declare a splat of terabytes
+            one = self._read_into(t, 0, np.empty(1, dtype=dtype))
+            return np.broadcast_to(one.reshape(()), shape)
         if t.codec != CODEC_NONE or t.kind not in (KIND_DATA, KIND_EXTERNAL):
             return None
         if self._framework == "pt":
-            if t.kind != KIND_DATA or self._sharded or self._mm is None:
+            if t.kind != KIND_DATA or self._sharded or h.mm is None:
                 return None
             if self._verify:
                 rc = lib.wpack_verify_once(h.ptr, t.index)
                 if rc != 0:
                     h.fail(rc, "checking %r" % t.name.decode())
             count = int(t.nbytes) // dtype.itemsize
-            if t.index in self._handed:
+            with h.lock:   # one thread only gets an entry's bytes in h.mm
+                first = t.index not in h.handed
+                h.handed.add(t.index)
+            if not first:
                 # Handed out before, so perhaps written into since (the
                 # mapping is private, not read-only): this read gets a
                 # private mapping of its own, the file's verified bytes.
-                buf = _private_map(self._fd, int(t.offset), int(t.nbytes))
+                buf = _private_map(h.fd, int(t.offset), int(t.nbytes))
                 return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
-            self._handed.add(t.index)
-            return np.frombuffer(self._mm, dtype=dtype, count=count,
+            return np.frombuffer(h.mm, dtype=dtype, count=count,
                                  offset=int(t.offset)).reshape(shape)
         data, nbytes = ctypes.c_void_p(), ctypes.c_uint64()
         rc = lib.wpack_tensor_view(h.ptr, t.index, ctypes.byref(data), ctypes.byref(nbytes))
@@ -737,10 +785,18 @@ class safe_open:
         buf = _view_base(h, data.value, int(nbytes.value))
         return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
+    def _torch_can_hold(self, t):
+        """Before reading t for "pt": torch 1.13 has no u16/u32/u64."""
+        if self._framework == "pt" and t.dtype in (11, 12, 13):
+            raise Error(E_UNSUPPORTED, "%s: %r: dtype %s has no torch equivalent in this "
+                        "torch; use framework='np'"
+                        % (self._handle().path, t.name.decode(), DTYPES[t.dtype][0]))
+
     def _get_np(self, name):
         t = self._find(name)
         self._follow(t.index)
         t = self._target(t)
+        self._torch_can_hold(t)
         dtype, shape = self._np_dtype_shape(t)
         arr = self._zero_copy(t, dtype, shape)
         if arr is None:
@@ -751,12 +807,27 @@ class safe_open:
         """The whole tensor `name` (an entry name or a name-map name) as a
         numpy array ("np") or torch tensor ("pt"); zero-copy when the entry is
         stored plain (see the class doc). Raises wpack.Error (WPACK_E_NOT_FOUND,
-        WPACK_E_CHECKSUM, ...)."""
-        arr, code = self._get_np(name)
+        WPACK_E_CHECKSUM, WPACK_E_NOMEM for an entry too large to allocate,
+        ...)."""
+        try:
+            arr, code = self._get_np(name)
+            return self._out(arr, code)
+        except MemoryError:
+            raise self._no_memory(self._find(name), "") from None
+
+    def _out(self, arr, code):
+        """What get_tensor and get_slice hand out: the framework's object,
+        for "pt" on the device asked for."""
         out = _to_framework(arr, code, self._framework)
         if self._framework == "pt" and self._device != "cpu":
             out = out.to(self._device)
         return out
+
+    def _no_memory(self, t, what):
+        # numpy's MemoryError names no entry; a declared shape is the
+        # archive's say (a zstd entry of terabytes may be a few KiB)
+        return Error(E_NOMEM, "%s: %r%s: cannot allocate memory for its %d bytes"
+                     % (self._handle().path, t.name.decode(), what, t.nbytes))
 
     def get_slice(self, name):
         """A lazy slice object for `name`: index it (`[a:b]`, `[a:b, :, 3]`,
@@ -901,7 +972,14 @@ class _Slice:
         return self._f._dtype_name(self._t.dtype)
 
     def __getitem__(self, key):
+        try:
+            return self._get(key)
+        except MemoryError:
+            raise self._f._no_memory(self._t, " (a slice)") from None
+
+    def _get(self, key):
         f, t, shape = self._f, self._t, self._shape
+        f._torch_can_hold(t)
         if not isinstance(key, tuple):
             key = (key,)
         if any(isinstance(k, (bool, np.bool_)) for k in key):
@@ -910,7 +988,7 @@ class _Slice:
                             "use ints, slices or a boolean array" % t.name.decode())
         if not shape or not key or not isinstance(key[0], (int, np.integer, slice)):
             arr, _ = f._get_np(t.name.decode())
-            return _to_framework(arr[key], t.dtype, f._framework)
+            return f._out(arr[key], t.dtype)
         first, rest = key[0], key[1:]
         n0 = shape[0]
         if isinstance(first, slice):
@@ -939,8 +1017,7 @@ class _Slice:
         else:
             part = f._read_into(t, lo * rowbytes,
                                 np.empty((hi - lo,) + tuple(shape[1:]), dtype=self._dtype))
-        out = part[(local,) + rest]
-        return _to_framework(out, t.dtype, f._framework)
+        return f._out(part[(local,) + rest], t.dtype)
 
 
 def load_file(path, framework="np", verify=True, threads=1, **options):
@@ -1053,6 +1130,15 @@ class _Writer:
 
     def add_array(self, name, arr, code):
         dims = (ctypes.c_uint64 * max(1, arr.ndim))(*arr.shape)
+        if _repeats_one_element(arr):
+            # torch's expand, numpy's broadcast_to: one element, stored once
+            # as a splat entry, as wpack create stores such a torch view
+            # (written out, an expand of one float to [2^20, 2^20] is 4 TiB)
+            fill = np.ascontiguousarray(arr[(0,) * arr.ndim])
+            self.check(lib.wpack_writer_add_splat(self.w, _b(name, "tensor name"), code,
+                                                  arr.ndim, dims, fill.ctypes.data,
+                                                  fill.nbytes))
+            return
         self.check(lib.wpack_writer_begin_tensor(self.w, _b(name, "tensor name"), code, arr.ndim, dims))
         if arr.size:
             if arr.flags.c_contiguous:
@@ -1080,27 +1166,38 @@ class _Writer:
             self.check(lib.wpack_writer_write(self.w, piece.ctypes.data, piece.nbytes))
 
 
-def _as_numpy(x):
-    """(numpy array, wpack dtype code, tie key). The tie key names the
+def _as_numpy(x, name):
+    """(numpy array, wpack dtype code, tie key) of the value save_file
+    writes as `name` (named in every refusal). The tie key names the
     caller's own memory (storage, offset, shape, strides, dtype), or is None
     when there is none to share: a list, a scalar, a converted copy. Keys are
     only compared while the caller's objects are alive (save_file keeps
     them), so an address freed and reused cannot look tied."""
-    mod = type(x).__module__
-    if mod.startswith("torch"):
+    where = "save_file(): tensor %r" % (name,)
+    if type(x).__module__.startswith("torch") and _torch().is_tensor(x):
         torch = _torch()
         t = x.detach()
+        if t.layout != torch.strided:
+            raise Error(E_UNSUPPORTED, "%s: a %s tensor: save t.to_dense()" % (where, t.layout))
+        if t.is_complex():
+            raise Error(E_UNSUPPORTED, "%s: complex tensors are not supported (save "
+                        "torch.view_as_real(t), a real tensor with a last dim of 2)" % where)
+        if t.device.type == "meta":
+            raise Error(E_UNSUPPORTED, "%s: a meta tensor has no data to write" % where)
         key = None
         if t.numel():   # the caller's storage, on whatever device it is
             key = ("pt", str(t.device), t.storage().data_ptr(), t.storage_offset(),
                    tuple(t.shape), tuple(t.stride()), str(t.dtype))
+        if t.is_neg():   # a lazy negation (torch._neg_view): its values, a new tensor
+            t, key = t.resolve_neg(), None
         if t.device.type != "cpu":
             t = t.cpu()
         if t.dtype == torch.bfloat16:
             return t.view(torch.int16).numpy().view(np.uint16), 4, key
         if t.dtype not in (torch.float64, torch.float32, torch.float16, torch.int64,
                            torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool):
-            raise Error(E_UNSUPPORTED, "torch dtype %s is not a wpack dtype" % t.dtype)
+            raise Error(E_UNSUPPORTED, "%s: torch dtype %s is not a wpack dtype"
+                        % (where, t.dtype))
         return t.numpy(), _NP_TO_CODE[np.dtype(t.numpy().dtype)], key
     arr = np.asarray(x)
     fresh = arr is not x and arr.base is None   # np.asarray made a new array
@@ -1110,7 +1207,13 @@ def _as_numpy(x):
     elif arr.dtype in _NP_TO_CODE:
         code = _NP_TO_CODE[arr.dtype]
     else:
-        raise Error(E_UNSUPPORTED, "numpy dtype %s is not a wpack dtype" % arr.dtype)
+        hint = ""
+        if arr.dtype.kind == "c":
+            hint = " (complex: save np.stack([a.real, a.imag], axis=-1))"
+        elif arr.dtype.byteorder == ">" and arr.dtype.newbyteorder("=") in _NP_TO_CODE:
+            hint = " (big-endian: save a.astype(a.dtype.newbyteorder('=')))"
+        raise Error(E_UNSUPPORTED, "%s: numpy dtype %s is not a wpack dtype%s"
+                    % (where, arr.dtype, hint))
     key = None
     if arr.size and not fresh:
         key = ("np", arr.__array_interface__["data"][0], tuple(arr.shape),
@@ -1326,6 +1429,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     dtype: tied weights) are written once; the later names become alias
     entries. Only the caller's own arrays and tensors can be tied: values
     converted to new arrays (lists, Python and numpy scalars) never are.
+    An array or tensor that repeats one element (every dim above 1 has
+    stride 0: torch's expand, numpy's broadcast_to) is stored as a splat
+    entry of that element, as `wpack create` stores such torch views.
 
     dtypes: the wpack dtype of each array by name, for what numpy has no
     dtype for: bf16 and f8 read with framework "np" come back as their bit
@@ -1367,7 +1473,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     durable: True (default); False: no fsync, see above (`wpack create
       --no-sync`), for scratch outputs and benchmarks.
     An unknown option is TypeError; an int option outside its C field's
-    range (a negative size, ...) OverflowError, never wrapped.
+    range (a negative size, ...) OverflowError, never wrapped. A value
+    with no wpack dtype (complex, big-endian, strings, quantized, sparse or
+    meta tensors) is wpack.Error WPACK_E_UNSUPPORTED naming the tensor.
     """
     _check_dtypes(tensors, dtypes)
     wr = _Writer("save_file", path, durable=durable, **options)
@@ -1375,7 +1483,7 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
         seen = {}      # tie key -> the first name written with it
         alive = []     # the objects keyed, alive until the end (see _as_numpy)
         for name, x in tensors.items():
-            arr, code, key = _as_numpy(x)
+            arr, code, key = _as_numpy(x, name)
             if dtypes and name in dtypes:
                 code = _retag(name, arr, code, dtypes[name])
             if key is not None:

@@ -208,6 +208,7 @@ _PROTOS = {
     "wpack_writer_begin_tensor": (I, [VP, CP, I, ctypes.c_uint, c_u64p]),
     "wpack_writer_write": (I, [VP, VP, SZ]),
     "wpack_writer_end_tensor": (I, [VP]),
+    "wpack_writer_add_splat": (I, [VP, CP, I, ctypes.c_uint, c_u64p, VP, SZ]),
     "wpack_writer_add_alias": (I, [VP, CP, CP]),
     "wpack_writer_set_string": (I, [VP, CP, CP]),
     "wpack_writer_set_i64": (I, [VP, CP, ctypes.c_int64]),

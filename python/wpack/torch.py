@@ -159,7 +159,19 @@ class _Acc:
         v = y.detach().reshape(-1).double().cpu().numpy()
         v = v[np.isfinite(v)]
         counts, _ = np.histogram(v, bins=edges)
+        if counts.sum() != v.size:   # np.histogram leaves out what is outside
+            self.second_pass_differs("values outside [%r, %r], the first pass's min and max"
+                                     % (edges[0], edges[-1]))
         self.hist = counts if self.hist is None else self.hist + counts
+
+    def second_pass_differs(self, what):
+        # The histogram's counts must add up to the first pass's count (spec
+        # 11): data that changes between passes cannot give a valid record.
+        raise ValueError("calibrate: the histogram pass over batches gave %r %s: batches "
+                         "must give the same data each time they are iterated (a "
+                         "DataLoader with shuffle=True and drop_last=True, or random "
+                         "augmentation, does not); pass a fixed list of batches, or "
+                         "histogram=0" % (self.name, what))
 
     def record(self, edges):
         per = self.axis is not None
@@ -195,8 +207,13 @@ class CalibrationResult(dict):
 
 
 def _first_tensor(out):
+    """The first floating-point tensor of a module's output: the output
+    itself, or found in order in a tuple, list or dict (a Hugging Face
+    ModelOutput is an OrderedDict), nested; None if there is none."""
     if torch.is_tensor(out):
-        return out
+        return out if out.is_floating_point() else None
+    if isinstance(out, dict):
+        out = list(out.values())
     if isinstance(out, (tuple, list)):
         for o in out:
             t = _first_tensor(o)
@@ -307,8 +324,10 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     by module path, so the model itself cannot be measured: modules=[""],
     or a model that is itself a leaf (a bare nn.Linear), raises ValueError
     up front (wrap it: nn.Sequential(model) measures it as "0").
-    The output measured is the module's output tensor (the first tensor of a
-    tuple, e.g. MultiheadAttention's attention output). Fused fast paths
+    The output measured is the module's output tensor: the first
+    floating-point tensor of a tuple, list or dict in order, nested (e.g.
+    MultiheadAttention's attention output, a ModelOutput's first field;
+    integer and bool tensors are passed over). Fused fast paths
     that skip hooks (TransformerEncoderLayer in eval mode) are turned off
     while calibrating (see _NoFastPath).
 
@@ -318,7 +337,9 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     bins between the final min and max (histogram=0: none; 0..2^20, else
     ValueError up front). A histogram
     needs a second pass over batches, so batches must then be re-iterable
-    (a list, a DataLoader), not a one-shot iterator (ValueError).
+    (a list, a DataLoader), not a one-shot iterator (ValueError), and give
+    the same data again: a value outside the first pass's range, or a
+    different count, is ValueError naming the module (nothing is written).
     axis: per-channel stats along that axis of each output (the histogram
     still covers all channels); -8..7, negative counting from the end of
     the output's rank as in torch. It is checked against each module's
@@ -354,7 +375,7 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     def hook_for(name):
         def hook(mod, inp, out):
             y = _first_tensor(out)
-            if y is None or not y.is_floating_point():
+            if y is None:
                 return
             if phase["hist"] is None:
                 accs[name].add(y)
@@ -379,6 +400,11 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
             h.remove()
         for m, t in training.items():
             m.training = t
+    for n, e in edges.items():
+        got = 0 if accs[n].hist is None else int(accs[n].hist.sum())
+        if got != accs[n].n:
+            accs[n].second_pass_differs("%d finite values, the first pass %d"
+                                        % (got, accs[n].n))
     result = CalibrationResult()
     result.no_output = [n for n, a in accs.items() if a.n == 0]
     for n, a in accs.items():

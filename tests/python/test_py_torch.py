@@ -229,6 +229,74 @@ def calibrate_conv_bn_relu_linear(d):
     raises(ValueError, wt.calibrate, m, batches, p, modules=["nope"])
 
 
+class _DictOut(nn.Module):   # the shape of a Hugging Face ModelOutput (an OrderedDict)
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return {"mask": x > 0, "last_hidden_state": self.lin(x) * 2, "aux": x}
+
+
+class _IndexFirst(nn.Module):   # (indices, values), an int tensor first
+    def forward(self, x):
+        v, i = x.topk(2)
+        return [i, (v + 1,)]
+
+
+@case
+def calibrate_measures_dict_and_nested_outputs(d):
+    # A module returning a dict (a Hugging Face encoder's ModelOutput) or
+    # an int tensor before its float one was "no output": only a bare
+    # tensor or a tuple/list whose first tensor was floating-point counted.
+    m = nn.Sequential(_DictOut(), _IndexFirst())
+    m.forward = lambda x: m[1](m[0](x)["last_hidden_state"])
+    batches = [torch.randn(4, 3) for _ in range(2)]
+    p = os.path.join(d, "dict.wpack")
+    res = wt.calibrate(m, batches, p, histogram=8, modules=["0", "1"])
+    check(res.no_output == [] and sorted(res) == ["0", "1"], "no_output %s" % res.no_output)
+    with torch.no_grad():
+        h = [m[0].lin(b) * 2 for b in batches]
+        want = {"0": torch.cat(h), "1": torch.cat([x.topk(2)[0] + 1 for x in h])}
+    for n, v in want.items():
+        v = v.double().numpy()
+        check(res[n]["count"] == v.size and res[n]["min"] == v.min() and
+              res[n]["max"] == v.max() and np.isclose(res[n]["mean"], v.mean()), n)
+
+
+class _Fresh:
+    """Batches that differ each time they are iterated (shuffle + drop_last,
+    random augmentation): larger values (grow) or one batch more (more)."""
+    def __init__(self, grow=False, more=False):
+        self.grow, self.more, self.rounds = grow, more, 0
+
+    def __iter__(self):
+        self.rounds += 1
+        g = torch.Generator().manual_seed(5)
+        s = float(self.rounds) if self.grow else 1.0
+        b = [torch.randn(3, 4, generator=g) * s for _ in range(3)]
+        return iter(b + b[:1] * (self.rounds if self.more else 0))   # more: repeats
+
+
+@case
+def calibrate_histogram_needs_the_same_batches_twice(d):
+    # The histogram pass dropped values outside the first pass's range
+    # (np.histogram does), so its counts no longer added up to `count`:
+    # after both passes, update_stats failed with "histogram counts sum to
+    # 35, count is 36" (WPACK_E_STATS), which says nothing of the cause
+    # (a DataLoader with shuffle=True and drop_last=True is enough).
+    m = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    p = os.path.join(d, "h.wpack")
+    for batches, says in ((_Fresh(grow=True), "outside"),
+                          (_Fresh(more=True), "finite values, the first pass")):
+        e = raises(ValueError, wt.calibrate, m, batches, p, histogram=8)
+        check("'0'" in str(e) and says in str(e) and "shuffle=True" in str(e), str(e))
+        with wpack.safe_open(p) as f:
+            check(not any(s["kind"] == "activation" for s in f.stats()), "stats written")
+    res = wt.calibrate(m, _Fresh(), p, histogram=8)   # the same data twice: fine
+    check(res["0"]["histogram"][1].sum() == res["0"]["count"] == 36, "%s" % res["0"])
+
+
 @case
 def calibrate_transformer_encoder_layer(d):
     layer = nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32, dropout=0.0,

@@ -36,6 +36,30 @@ def tied_tensors_become_aliases(d):
 
 
 @case
+def one_element_repeated_is_a_splat(d):
+    # An expand of one element (a mask, a constant buffer) was written out
+    # element by element: torch.ones(1).expand(2**20, 2**20) is 4 TiB, where
+    # wpack create stores the same torch view as a 1-element splat entry.
+    # (max_data_bytes: the old code fails fast, WPACK_E_TOO_LARGE.)
+    p = os.path.join(d, "s.wpack")
+    big = torch.ones(1).expand(2 ** 20, 2 ** 20)
+    sd = {"big": big, "tie": big, "mask": torch.tensor(True).expand(3, 4),
+          "bf": torch.tensor(1.5, dtype=torch.bfloat16).expand(2, 3),
+          "np": np.broadcast_to(np.float16(2.5), (5, 1, 7)),
+          "row": torch.arange(4.0).expand(3, -1), "one": torch.ones(1).expand(1)}
+    wpack.save_file(sd, p, max_data_bytes=1 << 20)
+    check(os.path.getsize(p) < 64 << 10, "size %d" % os.path.getsize(p))
+    with wpack.safe_open(p, framework="pt") as f:
+        kinds = {k: f.describe(k)["kind"] for k in f.keys()}
+        check(kinds == {"big": "splat", "tie": "alias", "mask": "splat", "bf": "splat",
+                        "np": "splat", "row": "data", "one": "data"}, "kinds %s" % kinds)
+        check(torch.equal(f.get_slice("tie")[2:4, 7:9], torch.ones(2, 2)), "big's rows")
+        for k in ("mask", "bf", "row", "one"):
+            check(torch.equal(f.get_tensor(k), sd[k]), k)
+        check(np.array_equal(f.get_tensor("np").numpy(), sd["np"]), "np")
+
+
+@case
 def converted_values_are_never_tied(d):
     # Lists and scalars become new arrays: a freed one's address reused by
     # the next must not make it look tied (c read back as a's values).
@@ -58,7 +82,8 @@ def converted_values_are_never_tied(d):
 @case
 def memory_does_not_grow_with_data(d):
     n = 128 << 20
-    big = np.broadcast_to(np.float32(0.5), (n // 4 // 1024, 1024))  # non-contiguous, no memory
+    # non-contiguous, no memory (one row repeated: one element repeated is a splat)
+    big = np.broadcast_to(np.full(1024, 0.5, np.float32), (n // 4 // 1024, 1024))
     p = os.path.join(d, "big.wpack")
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
@@ -106,6 +131,11 @@ def writer_options(d):
     wpack.save_file({"a": a}, p, alignment=64, compress_level=3, histogram_bins=16)
     with wpack.safe_open(p) as f:
         check(f.info()["alignment"] == 64, "alignment")
+        # the struct's reserved fields came along as ctypes arrays: json.dumps failed
+        import json
+        info = json.loads(json.dumps(f.info()))
+        check(not any(k.startswith("reserved") for k in info) and
+              info["entry_count"] == len(f.keys()) and info["shards"] == 0, "info %s" % info)
         check(f.describe("a")["codec"] == "zstd", "compressed")
         st = f.stats("a")
         check(st["histogram"] is not None and len(st["histogram"][1]) == 16, "histogram")
@@ -196,6 +226,34 @@ def writer_errors_leave_nothing(d):
     raises(wpack.Error, wpack.update_stats, os.path.join(d, "none.wpack"),
            {"m": {"kind": "activation", "count": 1, "min": 0, "max": 0, "mean": 0}},
            code="WPACK_E_IO")
+
+
+@case
+def refused_values_are_named(d):
+    # "numpy dtype complex64 is not a wpack dtype" named no tensor (which of
+    # a state_dict's 500?); a sparse or meta tensor raised torch's own
+    # NotImplementedError, a lazily negated view (torch._neg_view) a
+    # RuntimeError from .numpy().
+    p = os.path.join(d, "n.wpack")
+    ok = torch.ones(2)
+    for bad, says in ((np.ones(2, np.complex64), "complex"),
+                      (torch.ones(2, dtype=torch.complex64), "view_as_real"),
+                      (np.ones(2, ">f4"), "big-endian"),
+                      (np.array(["s"]), "<U1"),
+                      (torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.qint8), "qint8"),
+                      (torch.eye(3).to_sparse(), "to_dense"),
+                      (torch.empty(3, device="meta"), "meta")):
+        e = raises(wpack.Error, wpack.save_file, {"ok": ok, "enc.0.q": bad}, p,
+                   code="WPACK_E_UNSUPPORTED")
+        check("tensor 'enc.0.q'" in str(e) and says in str(e), str(e))
+    check(os.listdir(d) == [], "left behind: %s" % os.listdir(d))
+    # a negated view is written as its values, never tied to what it negates
+    x = torch.arange(4.0)
+    wpack.save_file({"x": x, "neg": torch._neg_view(x), "size": torch.Size([2, 3])}, p)
+    with wpack.safe_open(p) as f:
+        check(f.describe("neg")["kind"] == "data" and
+              np.array_equal(f.get_tensor("neg"), -np.arange(4.0, dtype=np.float32)) and
+              np.array_equal(f.get_tensor("size"), [2, 3]), "neg view / torch.Size")
 
 
 @case
