@@ -400,8 +400,8 @@ class safe_open:
     calls (aliases resolve to their target; others are read into new arrays,
     except a splat, one value repeated, for "np": a read-only
     np.broadcast_to view of its value, no memory whatever its shape; "pt"
-    fills a tensor, zeros costing memory only as their pages are touched). An entry too large to
-    allocate is wpack.Error WPACK_E_NOMEM naming it.
+    fills a tensor, zeros costing memory only as their pages are touched).
+    An entry too large to allocate is wpack.Error WPACK_E_NOMEM naming it.
     bf16 is torch.bfloat16 for "pt" and raw uint16 bit patterns for "np";
     f8 dtypes are raw uint8 for both; block dtypes are their bytes as uint8
     (save_file(..., dtypes={name: describe(name)["dtype"]}) stores bf16
@@ -694,7 +694,8 @@ class safe_open:
         generation, file length, index checksum, counts, shard count)."""
         i = self._info
         # the C struct's reserved fields are no facts (ctypes arrays: not JSON)
-        d = {f: int(getattr(i, f)) for f, _ in _lib.Info._fields_ if not f.startswith("reserved")}
+        d = {f: int(getattr(i, f)) for f, _ in _lib.Info._fields_
+             if not f.startswith("reserved")}
         d["shards"] = int(lib.wpack_shard_count(self._handle().ptr))
         return d
 
