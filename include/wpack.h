@@ -995,7 +995,11 @@ typedef struct wpack_update wpack_update;
  * only when memory runs out); on failure only wpack_update_errmsg() and
  * wpack_update_abort()/commit() (which fails) may be used. errbuf (may be
  * NULL) receives the message. A previous update that stopped between its
- * two steps is committed first. flags: 0 (others are test hooks). */
+ * two steps is committed first. flags: 0 (others are test hooks).
+ * WPACK_E_SHARD: path is a shard of a sharded set whose manifest (named by
+ * the shard's `wpack.manifest`, beside it) lists it now; the manifest
+ * records the shard's length and index XXH3, so changing it would make the
+ * whole set fail to open. Update the manifest instead. */
 int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, char *errbuf,
                        size_t errlen);
 /* Add a stats record, or replace the archive's record of the same key and

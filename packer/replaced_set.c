@@ -3,13 +3,15 @@
  * wpack_replaced_shards), and their removal once it is in place (tied to
  * its rename: atomic_file.h). One rule
  * for the writer (which removes them) and for callers that must keep their
- * inputs out of that list (the CLI's same-file guard).
+ * inputs out of that list (the CLI's same-file guard); and, from a shard's
+ * side, the set it belongs to (shard_of.h).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shard_of.h"
 #include "writer.h"
 
 int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n)
@@ -145,4 +147,33 @@ int wpk_tie_replaced(wpack_writer *w)
             wpk_wfail(w, rc, "%s", err);
     free(keep);
     return rc;
+}
+
+int wpk_shard_of_set(const wpack_archive *ar, const char *path, char **manifest)
+{
+    *manifest = NULL;
+    wpack_meta m;
+    /* a shard names its manifest by file name, in its own directory */
+    if (!ar || !path || wpack_meta_find(ar, "wpack.manifest", &m) != WPACK_OK ||
+        m.type != WPACK_META_STRING || !m.count || memchr(m.str, '/', (size_t)m.count))
+        return WPACK_OK;
+    struct stat st; /* through a link: the shard's own directory */
+    char *real = lstat(path, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(path, NULL) : NULL;
+    const char *at = real ? real : path, *slash = strrchr(at, '/');
+    size_t dir = slash ? (size_t)(slash + 1 - at) : 0;
+    char *p = malloc(dir + (size_t)m.count + 1);
+    if (!p) {
+        free(real);
+        return WPACK_E_NOMEM;
+    }
+    memcpy(p, at, dir);
+    memcpy(p + dir, m.str, (size_t)m.count + 1);
+    size_t hit;
+    int rc = wpack_replaced_among(p, &at, 1, &hit);
+    free(real);
+    if (rc == WPACK_OK && hit == 0)
+        *manifest = p;
+    else
+        free(p);
+    return rc == WPACK_E_NOMEM ? rc : WPACK_OK;
 }
