@@ -312,6 +312,21 @@ echo junk >ex2.tmp && mkdir -p ex2 && mv ex2.tmp ex2/t0.npy.tmp-5-0123456789abcd
 expect extract_sweeps "$WPACK" extract -q out.wpack -o ex2
 [ "$(ls ex2)" = t0.npy ] && pass extract_dead_temp_removed || fail extract_dead_temp_removed "$(ls ex2)"
 
+# --- an empty output path is a usage error, found before any work: it was
+# taken, the whole output written to a temporary, and only the rename to ""
+# failed ("wpack: : cannot rename into place", exit 1)
+for c in "create -q -o @ t0.npy" "export A.wpack --to npz -o @" "extract -q A.wpack -o @" \
+    "convert A.wpack --compress zstd --output @" "resolve -q E.wpack r.mlir -o @" \
+    "externalize -q i.mlir -o e0.mlir --archive @"; do
+    args=()
+    for a in $c; do [ "$a" = @ ] && args+=("") || args+=("$a"); done
+    "$WPACK" "${args[@]}" >"$T/out" 2>"$T/err"
+    rc=$?
+    { [ $rc -eq 2 ] && grep -q "option .*: an empty path names no file" "$T/err"; } &&
+        pass "empty_output_${c%% *}" || fail "empty_output_${c%% *}" "exit $rc: $(head -c 300 "$T/err")"
+done
+[ ! -e e0.mlir ] && pass empty_output_nothing_written || fail empty_output_nothing_written
+
 # --- what is at OUT: a regular file is replaced; a device, FIFO, socket or
 # directory never is (before, the rename put a regular file in place of a
 # FIFO or device node: `-o /dev/null` as root replaced /dev/null); a symlink
