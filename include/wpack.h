@@ -768,7 +768,9 @@ void wpack_writer_options_init(wpack_writer_options *opt);
  *
  * When path holds a sharded set's manifest (one that opens whole), the
  * new archive replaces the set: once it is in place (not before: a crash
- * leaves the old set whole), the shards the old manifest named are
+ * leaves the old set whole), the shards the old manifest named (and that
+ * name that manifest's file as theirs, wpack.manifest: a copy of a
+ * manifest, or another hard link to it, removes none of its original's) are
  * removed, except any file the new archive names as its own shard; a
  * writer killed after the rename leaves them linked as
  * "path.tmp-PID-RANDOM.gone-SHARD", and the next writer of path removes

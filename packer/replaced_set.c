@@ -14,10 +14,22 @@
 #include "shard_of.h"
 #include "writer.h"
 
-int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n)
+/* Does shard name the manifest file `name` as its own (wpack.manifest)? */
+static int names_manifest(const wpack_archive *shard, const char *name)
 {
-    if (!path || !paths || !n)
-        return WPACK_E_INVALID_ARGUMENT;
+    wpack_meta m;
+    return name && wpack_meta_find(shard, "wpack.manifest", &m) == WPACK_OK &&
+           m.type == WPACK_META_STRING && strcmp(m.str, name) == 0;
+}
+
+/* The shards of the set whose manifest is at path, as opened; with own,
+ * only those that name that manifest's file (through a symlink: its
+ * target's) as theirs. A copy of a manifest (`cp model.wpack
+ * backup.wpack`, or a second hard link) lists its original's shards, which
+ * name the original: replacing the copy removed them, and the set still at
+ * model.wpack lost its data. */
+static int list_shards(const char *path, int own, char ***paths, uint32_t *n)
+{
     *paths = NULL;
     *n = 0;
     wpack_archive *ar;
@@ -25,6 +37,11 @@ int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n)
         wpack_close(ar);
         return WPACK_OK;
     }
+    struct stat st;
+    char *real = own && wpack_shard_count(ar) && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)
+                     ? realpath(path, NULL) : NULL;
+    const char *at = real ? real : path, *slash = strrchr(at, '/');
+    const char *name = own ? (slash ? slash + 1 : at) : NULL;
     uint32_t count = wpack_shard_count(ar);
     char **v = count ? calloc(count, sizeof *v) : NULL;
     int rc = count && !v ? WPACK_E_NOMEM : WPACK_OK;
@@ -32,9 +49,11 @@ int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n)
     for (uint32_t s = 0; s < count && rc == WPACK_OK; s++) {
         const char *p;
         const wpack_archive *shard;
-        if (wpack_shard_at(ar, s, &p, &shard) == WPACK_OK && !(v[k++] = strdup(p)))
+        if (wpack_shard_at(ar, s, &p, &shard) == WPACK_OK && (!own || names_manifest(shard, name)) &&
+            !(v[k++] = strdup(p)))
             rc = WPACK_E_NOMEM;
     }
+    free(real);
     wpack_close(ar);
     if (rc != WPACK_OK) {
         wpack_paths_free(v, k);
@@ -43,6 +62,13 @@ int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n)
     *paths = v;
     *n = k;
     return WPACK_OK;
+}
+
+int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n)
+{
+    if (!path || !paths || !n)
+        return WPACK_E_INVALID_ARGUMENT;
+    return list_shards(path, 1, paths, n);
 }
 
 void wpack_paths_free(char **paths, uint32_t n)
@@ -130,7 +156,7 @@ int wpk_tie_replaced(wpack_writer *w)
      * temporary, beside the target: the same names resolve) and itself */
     char **now = NULL;
     uint32_t nnow = 0, nkeep = 0;
-    if (wpack_replaced_shards(w->out.tmp, &now, &nnow) != WPACK_OK)
+    if (list_shards(w->out.tmp, 0, &now, &nnow) != WPACK_OK)
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     file_id *keep = ids_of(now, nnow, 1, &nkeep);
     wpack_paths_free(now, nnow);
