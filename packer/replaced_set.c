@@ -55,7 +55,7 @@ static int list_shards(const char *path, int own, char ***paths, uint32_t *n)
     }
     free(real);
     wpack_close(ar);
-    if (rc != WPACK_OK) {
+    if (rc != WPACK_OK || !k) { /* none: NULL, as wpack.h says */
         wpack_paths_free(v, k);
         return rc;
     }
