@@ -127,7 +127,10 @@ void cli_on_diag(void *quiet, int severity, const char *message);
  * argument) or `name=value` (or, for a one-letter name, `-xVALUE`), set *value, advance *i past what it used and
  * return 1. A missing value is a usage error: returns -1. */
 int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
-/* "-o OUT" or "--output OUT" at argv[*i]: as cli_opt_value(), into *out. */
+/* A path option (an output): as cli_opt_value(); an empty path is a usage
+ * error (-1, printed). */
+int cli_opt_path(int argc, char **argv, int *i, const char *name, const char **path);
+/* "-o OUT" or "--output OUT" at argv[*i]: as cli_opt_path(), into *out. */
 int cli_opt_output(int argc, char **argv, int *i, const char **out);
 int cli_is_help(const char *arg);
 

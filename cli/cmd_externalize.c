@@ -55,7 +55,7 @@ int cmd_externalize(int argc, char **argv)
             return CLI_OK;
         }
         if ((r = cli_opt_output(argc, argv, &i, &out)) ||
-            (r = cli_opt_value(argc, argv, &i, "--archive", &archive)) ||
+            (r = cli_opt_path(argc, argv, &i, "--archive", &archive)) ||
             (r = cli_opt_value(argc, argv, &i, "--emit", &emit)) ||
             (r = cli_opt_value(argc, argv, &i, "--scope", &scope)) ||
             (r = cli_opt_value(argc, argv, &i, "--min-bytes", &min)) ||

@@ -49,7 +49,9 @@ static const char help[] =
     "Each file appears whole or not at all (a temporary NAME.npy.tmp-PID-RANDOM\n"
     "beside it, renamed over it; a killed run's temporaries in DIR are removed\n"
     "by the next extract to DIR). A DIR/NAME.npy that is the archive itself, one\n"
-    "of its shards or a link to them is refused before anything is written.\n"
+    "of its shards or a link to them is refused before anything is written. A\n"
+    "failure midway leaves the files written before it (each whole) and says\n"
+    "how many.\n"
     "\n"
     "  -o, --output DIR     where to write (created if missing)\n"
     "  --max-output SIZE    cap on the bytes written (default: the larger of\n"
@@ -466,6 +468,9 @@ int cmd_extract(int argc, char **argv)
         cli_progress_done(&prog);
     if (st.failed && !st.files && !dir_existed)
         rmdir(st.dir); /* a failed run leaves no empty directory behind */
+    if (st.failed && st.files) /* not silent about what the failure left */
+        cli_error("extract: %llu of %zu tensors were written to %s before the failure (each whole); "
+                  "the others were not", (unsigned long long)st.files, l.n, st.dir);
     for (size_t k = 0; k < l.n; k++)
         free(l.v[k].file);
     free(l.v);

@@ -28,7 +28,10 @@ static const char help[] =
     "at any moment, the archive opens as the old or the new one. Open readers keep\n"
     "working; one update runs at a time (others wait for its lock). Its fsyncs\n"
     "order that crash safety, so update always fsyncs: it has no --no-sync, and\n"
-    "WPACK_NO_SYNC=1 does not apply to it.\n";
+    "WPACK_NO_SYNC=1 does not apply to it. A shard of a sharded set is refused\n"
+    "(WPACK_E_SHARD: its manifest records the shard's length and index XXH3, so\n"
+    "a changed shard would make the whole set fail to open); update the set\n"
+    "through its manifest, whose stats, metadata and names are the set's.\n";
 
 int cli_update_begin(wpack_update **u, const char *archive, char *err, size_t errlen)
 {

@@ -1,4 +1,5 @@
 /* main.c - `wpack`: dispatch to the subcommands. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -90,6 +91,21 @@ static void on_sigbus(int sig)
     _exit(CLI_FAIL);
 }
 
+/* What a command printed must have reached standard output: `wpack
+ * inspect --json A > f.json` on a full disk (or into a closed stdout) left
+ * a cut f.json and exited 0. A failed write makes the status 1, said once. */
+static int stdout_written(int rc)
+{
+    int e = fflush(stdout) != 0 ? errno : 0;
+    if (!e && !ferror(stdout))
+        return rc;
+    cli_error("writing standard output failed: %s: what was printed is incomplete [%s]",
+              e ? strerror(e) : "a write failed", wpack_error_name(WPACK_E_IO));
+    return rc == CLI_OK ? CLI_FAIL : rc;
+}
+
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
     struct sigaction sa;
@@ -97,6 +113,15 @@ int main(int argc, char **argv)
     sa.sa_handler = on_sigbus;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGBUS, &sa, NULL);
+    /* A file-size limit (ulimit -f) reached: the write fails with EFBIG,
+     * which the writer reports (path, what) and cleans up after, instead
+     * of SIGXFSZ killing the run with no message and its temporary left. */
+    signal(SIGXFSZ, SIG_IGN);
+    return stdout_written(run(argc, argv));
+}
+
+static int run(int argc, char **argv)
+{
     if (argc < 2) {
         fputs(usage, stderr);
         return CLI_USAGE;

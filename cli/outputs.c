@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "path_lock.h"
+#include "shard_of.h"
 #include "same_files.h"
 
 static void add(cli_files *f, const char *path, int kind)
@@ -137,15 +138,23 @@ wpack_archive *cli_open_rewrite(const char *cmd, const char *in, const char *out
     if (!in_place)
         return ar;
     /* !ar: cli_open_checked said why */
-    if (ar && wpack_shard_count(ar))
+    char *set = NULL;
+    if (ar && wpk_shard_of_set(ar, in, &set) != WPACK_OK)
+        cli_error("%s: out of memory [%s]", cmd, wpack_error_name(WPACK_E_NOMEM));
+    else if (ar && wpack_shard_count(ar))
         cli_error("%s: %s is a sharded set: --in-place rewrites single-file archives only "
                   "(use -o) [%s]",
                   cmd, in, wpack_error_name(WPACK_E_UNSUPPORTED));
+    else if (set) /* its manifest records its length and index XXH3 */
+        cli_error("%s: %s is a shard of the set at %s: rewritten in place it would make the "
+                  "whole set fail to open; write a separate archive with -o [%s]",
+                  cmd, in, set, wpack_error_name(WPACK_E_SHARD));
     else if (ar && !*target)
         cli_error("%s: %s: cannot resolve its path: %s [%s]", cmd, in, strerror(resolve_errno),
                   wpack_error_name(WPACK_E_IO));
     else if (ar)
         return ar;
+    free(set);
     wpack_close(ar);
     cli_rewrite_unlock(lock);
     free(*target);

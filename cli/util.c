@@ -145,10 +145,20 @@ int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **
     return 1;
 }
 
+int cli_opt_path(int argc, char **argv, int *i, const char *name, const char **path)
+{
+    int r = cli_opt_value(argc, argv, i, name, path);
+    if (r > 0 && !**path) { /* else all the work is done before the rename to "" fails */
+        cli_error("option %s: an empty path names no file [WPACK_E_INVALID_ARGUMENT]", name);
+        return -1;
+    }
+    return r;
+}
+
 int cli_opt_output(int argc, char **argv, int *i, const char **out)
 {
-    int r = cli_opt_value(argc, argv, i, "-o", out);
-    return r ? r : cli_opt_value(argc, argv, i, "--output", out);
+    int r = cli_opt_path(argc, argv, i, "-o", out);
+    return r ? r : cli_opt_path(argc, argv, i, "--output", out);
 }
 
 uint64_t cli_output_cap(uint64_t input_bytes, uint64_t user_cap)

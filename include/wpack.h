@@ -768,7 +768,9 @@ void wpack_writer_options_init(wpack_writer_options *opt);
  *
  * When path holds a sharded set's manifest (one that opens whole), the
  * new archive replaces the set: once it is in place (not before: a crash
- * leaves the old set whole), the shards the old manifest named are
+ * leaves the old set whole), the shards the old manifest named (and that
+ * name that manifest's file as theirs, wpack.manifest: a copy of a
+ * manifest, or another hard link to it, removes none of its original's) are
  * removed, except any file the new archive names as its own shard; a
  * writer killed after the rename leaves them linked as
  * "path.tmp-PID-RANDOM.gone-SHARD", and the next writer of path removes
@@ -999,7 +1001,11 @@ typedef struct wpack_update wpack_update;
  * only when memory runs out); on failure only wpack_update_errmsg() and
  * wpack_update_abort()/commit() (which fails) may be used. errbuf (may be
  * NULL) receives the message. A previous update that stopped between its
- * two steps is committed first. flags: 0 (others are test hooks). */
+ * two steps is committed first. flags: 0 (others are test hooks).
+ * WPACK_E_SHARD: path is a shard of a sharded set whose manifest (named by
+ * the shard's `wpack.manifest`, beside it) lists it now; the manifest
+ * records the shard's length and index XXH3, so changing it would make the
+ * whole set fail to open. Update the manifest instead. */
 int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, char *errbuf,
                        size_t errlen);
 /* Add a stats record, or replace the archive's record of the same key and

@@ -109,7 +109,8 @@ typedef struct wpack_remote_options {
      * processes sharing the directory), opened with O_NOFOLLOW, regular
      * files only. When the directory's chunk files pass cache_max_bytes,
      * the least recently used (oldest mtime; a reuse refreshes it) are
-     * removed. Cache write failures (a full disk) only skip caching. */
+     * removed: only files named as the cache names them
+     * ("KEY-SIZE-OFF-LEN.chunk", hex) and owned by this user. Cache write failures (a full disk) only skip caching. */
     const char *cache_dir;
     uint64_t cache_max_bytes;   /* default 10 GiB */
     /* Zero (set by wpack_remote_options_init; wpack.h, "Structs never

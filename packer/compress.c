@@ -131,7 +131,7 @@ static int read_stored(wpack_writer *w, void *dst, size_t n, uint64_t at)
 {
     int e = wpk_pread_all(w->fd, dst, n, at);
     if (e)
-        return wpk_wfail(w, WPACK_E_IO, "%s: reading back failed: %s", w->tmp_path,
+        return wpk_wfail(w, WPACK_E_IO, "%s: reading back failed: %s", w->shown,
                          e == ENODATA ? "short read" : strerror(e));
     return WPACK_OK;
 }
@@ -148,7 +148,7 @@ static int decode_chunk(wpack_writer *w, uint64_t at, uint64_t stored_len, int r
         return rc;
     size_t d = ZSTD_decompressDCtx(zc->dctx, dst, raw_len, zc->out, (size_t)stored_len);
     if (ZSTD_isError(d) || d != raw_len)
-        return wpk_wfail(w, WPACK_E_DECODE, "%s: re-reading a compressed chunk failed", w->tmp_path);
+        return wpk_wfail(w, WPACK_E_DECODE, "%s: re-reading a compressed chunk failed", w->shown);
     return WPACK_OK;
 }
 
@@ -171,11 +171,11 @@ static int rewrite_raw(wpack_writer *w, wpk_pending_entry *e)
         rc = decode_chunk(w, e->offset + start, end - start, raw, zc->in, raw_len);
         if (rc == WPACK_OK &&
             pwrite(w->fd, zc->in, raw_len, (off_t)(e->offset + at)) != (ssize_t)raw_len)
-            rc = wpk_wfail(w, WPACK_E_IO, "%s: rewriting tensor '%s' failed: %s", w->tmp_path,
+            rc = wpk_wfail(w, WPACK_E_IO, "%s: rewriting tensor '%s' failed: %s", w->shown,
                            wpk_pool_str(w, e->name), strerror(errno));
     }
     if (rc == WPACK_OK && lseek(w->fd, (off_t)(e->offset + e->nbytes), SEEK_SET) < 0)
-        rc = wpk_wfail(w, WPACK_E_IO, "%s: seek failed: %s", w->tmp_path, strerror(errno));
+        rc = wpk_wfail(w, WPACK_E_IO, "%s: seek failed: %s", w->shown, strerror(errno));
     if (rc)
         w->failed = 1;
     w->pos = e->offset + e->nbytes;

@@ -3,19 +3,33 @@
  * wpack_replaced_shards), and their removal once it is in place (tied to
  * its rename: atomic_file.h). One rule
  * for the writer (which removes them) and for callers that must keep their
- * inputs out of that list (the CLI's same-file guard).
+ * inputs out of that list (the CLI's same-file guard); and, from a shard's
+ * side, the set it belongs to (shard_of.h).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shard_of.h"
 #include "writer.h"
 
-int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n)
+/* Does shard name the manifest file `name` as its own (wpack.manifest)? */
+static int names_manifest(const wpack_archive *shard, const char *name)
 {
-    if (!path || !paths || !n)
-        return WPACK_E_INVALID_ARGUMENT;
+    wpack_meta m;
+    return name && wpack_meta_find(shard, "wpack.manifest", &m) == WPACK_OK &&
+           m.type == WPACK_META_STRING && strcmp(m.str, name) == 0;
+}
+
+/* The shards of the set whose manifest is at path, as opened; with own,
+ * only those that name that manifest's file (through a symlink: its
+ * target's) as theirs. A copy of a manifest (`cp model.wpack
+ * backup.wpack`, or a second hard link) lists its original's shards, which
+ * name the original: replacing the copy removed them, and the set still at
+ * model.wpack lost its data. */
+static int list_shards(const char *path, int own, char ***paths, uint32_t *n)
+{
     *paths = NULL;
     *n = 0;
     wpack_archive *ar;
@@ -23,6 +37,11 @@ int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n)
         wpack_close(ar);
         return WPACK_OK;
     }
+    struct stat st;
+    char *real = own && wpack_shard_count(ar) && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)
+                     ? realpath(path, NULL) : NULL;
+    const char *at = real ? real : path, *slash = strrchr(at, '/');
+    const char *name = own ? (slash ? slash + 1 : at) : NULL;
     uint32_t count = wpack_shard_count(ar);
     char **v = count ? calloc(count, sizeof *v) : NULL;
     int rc = count && !v ? WPACK_E_NOMEM : WPACK_OK;
@@ -30,17 +49,26 @@ int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n)
     for (uint32_t s = 0; s < count && rc == WPACK_OK; s++) {
         const char *p;
         const wpack_archive *shard;
-        if (wpack_shard_at(ar, s, &p, &shard) == WPACK_OK && !(v[k++] = strdup(p)))
+        if (wpack_shard_at(ar, s, &p, &shard) == WPACK_OK && (!own || names_manifest(shard, name)) &&
+            !(v[k++] = strdup(p)))
             rc = WPACK_E_NOMEM;
     }
+    free(real);
     wpack_close(ar);
-    if (rc != WPACK_OK) {
+    if (rc != WPACK_OK || !k) { /* none: NULL, as wpack.h says */
         wpack_paths_free(v, k);
         return rc;
     }
     *paths = v;
     *n = k;
     return WPACK_OK;
+}
+
+int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n)
+{
+    if (!path || !paths || !n)
+        return WPACK_E_INVALID_ARGUMENT;
+    return list_shards(path, 1, paths, n);
 }
 
 void wpack_paths_free(char **paths, uint32_t n)
@@ -128,7 +156,7 @@ int wpk_tie_replaced(wpack_writer *w)
      * temporary, beside the target: the same names resolve) and itself */
     char **now = NULL;
     uint32_t nnow = 0, nkeep = 0;
-    if (wpack_replaced_shards(w->out.tmp, &now, &nnow) != WPACK_OK)
+    if (list_shards(w->out.tmp, 0, &now, &nnow) != WPACK_OK)
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     file_id *keep = ids_of(now, nnow, 1, &nkeep);
     wpack_paths_free(now, nnow);
@@ -145,4 +173,33 @@ int wpk_tie_replaced(wpack_writer *w)
             wpk_wfail(w, rc, "%s", err);
     free(keep);
     return rc;
+}
+
+int wpk_shard_of_set(const wpack_archive *ar, const char *path, char **manifest)
+{
+    *manifest = NULL;
+    wpack_meta m;
+    /* a shard names its manifest by file name, in its own directory */
+    if (!ar || !path || wpack_meta_find(ar, "wpack.manifest", &m) != WPACK_OK ||
+        m.type != WPACK_META_STRING || !m.count || memchr(m.str, '/', (size_t)m.count))
+        return WPACK_OK;
+    struct stat st; /* through a link: the shard's own directory */
+    char *real = lstat(path, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(path, NULL) : NULL;
+    const char *at = real ? real : path, *slash = strrchr(at, '/');
+    size_t dir = slash ? (size_t)(slash + 1 - at) : 0;
+    char *p = malloc(dir + (size_t)m.count + 1);
+    if (!p) {
+        free(real);
+        return WPACK_E_NOMEM;
+    }
+    memcpy(p, at, dir);
+    memcpy(p + dir, m.str, (size_t)m.count + 1);
+    size_t hit;
+    int rc = wpack_replaced_among(p, &at, 1, &hit);
+    free(real);
+    if (rc == WPACK_OK && hit == 0)
+        *manifest = p;
+    else
+        free(p);
+    return rc == WPACK_E_NOMEM ? rc : WPACK_OK;
 }

@@ -34,6 +34,7 @@
 #include "wpack.h"
 #include "reader.h"
 #include "path_lock.h"
+#include "shard_of.h"
 #include "update.h"
 
 /* The flags wpack_update_begin takes: test hooks only, compiled into test
@@ -174,6 +175,19 @@ int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, cha
         }
         close(u->fd); /* releases the lock of the replaced file */
         u->fd = -1;
+    }
+    char *set;
+    if ((rc = wpk_shard_of_set(u->ar, path, &set))) {
+        rc = wpk_ufail(u, rc, "out of memory");
+        goto out;
+    }
+    if (set) {
+        rc = wpk_ufail(u, WPACK_E_SHARD, "%s is a shard of the set at %s, which records its "
+                       "length and index XXH3: changed in place it would make the whole set "
+                       "fail to open; update the set through %s (its stats, metadata and names "
+                       "are the set's)", path, set, set);
+        free(set);
+        goto out;
     }
     const wpack_info *in = &u->ar->info;
     if (in->format_minor > WPACK_FORMAT_MINOR) {

@@ -163,7 +163,8 @@ static int open_writer(wpack_writer **out, const char *path, const wpack_writer_
         w->path = real;
     }
     w->fd = w->out.fd;
-    w->tmp_path = w->out.tmp;
+    if (!(w->shown = strdup(w->out.shown)))
+        return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     /* The superblock is written last (finish); reserve its place and padding. */
     uint64_t data_offset;
     wpk_align_up(WPK_HEADER_SIZE, w->opt.alignment, &data_offset);
@@ -259,6 +260,7 @@ static void free_writer(wpack_writer *w, int remove_shards)
     free(w->obuf);
     free(w->copy_buf);
     free(w->path);
+    free(w->shown);
     free(w);
 }
 

@@ -64,7 +64,8 @@ typedef struct {
 struct wpack_writer {
     char *path;
     wpk_atomic out;                /* the temporary file beside path (atomic_file.h) */
-    char *tmp_path;                /* out.tmp, for messages (not owned) */
+    char *shown;                   /* how messages name the output: the caller's path (not
+                                    * the temporary's), "OUT (shard N)" for a shard */
     int fd;                        /* out.fd */
     int failed;                    /* a write failed: only abort/finish-with-error remain */
     int errcode;

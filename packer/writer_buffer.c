@@ -10,7 +10,7 @@ static int write_all(wpack_writer *w, const void *p, size_t n)
 {
     int err = wpk_write_all(w->fd, p, n);
     if (err) {
-        return wpk_wbreak(w, WPACK_E_IO, "%s: write failed: %s", w->tmp_path, strerror(err));
+        return wpk_wbreak(w, WPACK_E_IO, "%s: write failed: %s", w->shown, strerror(err));
     }
     return WPACK_OK;
 }

@@ -57,7 +57,7 @@ int wpk_copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size
         int64_t k = wpk_copy_range_step(fd, off, w->fd, n);
         if (k < 0)
             return wpk_wbreak(w, WPACK_E_IO, "%s: copying tensor bytes in failed: %s",
-                              w->tmp_path, strerror((int)-k));
+                              w->shown, strerror((int)-k));
         if (k == 0) { /* refused, or the input shrank: the bytes we have are the truth */
             w->copy_refused = 1;
             break;
@@ -70,7 +70,7 @@ int wpk_copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size
     if (n) {
         int err = wpk_write_all(w->fd, src, n);
         if (err)
-            return wpk_wbreak(w, WPACK_E_IO, "%s: write failed: %s", w->tmp_path, strerror(err));
+            return wpk_wbreak(w, WPACK_E_IO, "%s: write failed: %s", w->shown, strerror(err));
         w->pos += n;
     }
     wpk_out_kick(w, w->pos);

@@ -532,7 +532,7 @@ int wpk_write_index(wpack_writer *w)
     encode_header(hdr, WPK_SUPERBLOCK_MAGIC, w, data_end - data_off, index_off, index_len, sum,
                   file_len, n, zstd | shards << 1);
     if (pwrite(w->fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr)
-        return wpk_wfail(w, WPACK_E_IO, "%s: writing the superblock failed: %s", w->tmp_path,
+        return wpk_wfail(w, WPACK_E_IO, "%s: writing the superblock failed: %s", w->shown,
                          strerror(errno));
     return WPACK_OK;
 }

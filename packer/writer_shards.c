@@ -164,11 +164,11 @@ static int open_shard(wpack_writer *w)
     }
     /* Under the manifest's own temporary name: the manifest writer's lock
      * covers the part, and a later run sweeps it if this one dies. */
-    size_t len = strlen(w->tmp_path) + 32;
+    size_t len = strlen(w->out.tmp) + 32;
     char *part = malloc(len);
     if (!part)
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-    snprintf(part, len, "%s.shard-%05u", w->tmp_path, s->n + 1);
+    snprintf(part, len, "%s.shard-%05u", w->out.tmp, s->n + 1);
     s->parts[s->n++] = part;
     /* No fsync of the directory per shard: the manifest's commit, after
      * the shards' renames in the same directory, makes them all durable. */
@@ -178,6 +178,16 @@ static int open_shard(wpack_writer *w)
      * owner the manifest kept from it: a private set's data stays private */
     if (rc == WPACK_OK)
         wpk_atomic_keep_like(&w->out, s->cur->out.fd);
+    /* its messages name the set the user asked for, not the temporary */
+    if (rc == WPACK_OK) {
+        size_t sl = strlen(w->shown) + 32;
+        char *shown = malloc(sl);
+        if (shown) {
+            snprintf(shown, sl, "%s (shard %u)", w->shown, s->n);
+            free(s->cur->shown);
+            s->cur->shown = shown;
+        }
+    }
     if (rc == WPACK_OK)
         rc = wpack_writer_set_string(s->cur, "wpack.manifest", base_name(w->path));
     /* Block dtypes keep their codes: every shard gets the manifest's, in order. */

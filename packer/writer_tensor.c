@@ -283,7 +283,7 @@ int wpack_writer_write_zeros(wpack_writer *w, uint64_t nbytes)
     if (rc)
         return rc;
     if (lseek(w->fd, (off_t)nbytes, SEEK_CUR) < 0)
-        return wpk_wbreak(w, WPACK_E_IO, "%s: seek failed: %s", w->tmp_path, strerror(errno));
+        return wpk_wbreak(w, WPACK_E_IO, "%s: seek failed: %s", w->shown, strerror(errno));
     w->pos += nbytes;
     w->cur_written += nbytes;
     return WPACK_OK;

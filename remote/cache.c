@@ -163,6 +163,25 @@ static int older(const void *a, const void *b)
                                   : (x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec);
 }
 
+/* Is name one name_of gives ("KEY-SIZE-OFF-LEN.chunk", lowercase hex, KEY
+ * 16 digits)? Only those are the cache's: a user's "part-01.chunk" in a
+ * directory given as --cache is never evicted. */
+static int cache_name(const char *name)
+{
+    const char *p = name;
+    for (int field = 0; field < 4; field++) {
+        const char *start = p;
+        while ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))
+            p++;
+        size_t n = (size_t)(p - start);
+        if (field == 0 ? n != 16 : n < 1 || n > 16)
+            return 0;
+        if (field < 3 && *p++ != '-')
+            return 0;
+    }
+    return strcmp(p, SUFFIX) == 0;
+}
+
 /* The directory's chunk files back under cache_max_bytes, oldest first.
  * Files other processes remove meanwhile are simply gone. */
 static void evict(wpk_remote *r)
@@ -181,8 +200,9 @@ static void evict(wpk_remote *r)
     while ((de = readdir(d))) {
         size_t len = strlen(de->d_name), sl = strlen(SUFFIX);
         struct stat st;
-        if (len <= sl || len >= sizeof v->name || strcmp(de->d_name + len - sl, SUFFIX) != 0 ||
-            fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+        if (len <= sl || len >= sizeof v->name || !cache_name(de->d_name) ||
+            fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid())
             continue;
         if (n == cap) {
             cfile *g = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof *v);

@@ -304,4 +304,16 @@ expect_fail ft_extract_fifo_refused "out/d\.npy: a FIFO.*\[WPACK_E_FILE_TYPE\]" 
 [ "$(ls "$T/ft/out")" = d.npy ] && pass ft_nothing_written || fail ft_nothing_written "$(ls "$T/ft/out")"
 cd "$T" || exit 1
 
+# A failure midway leaves the files before it in place (each whole): the
+# run said only what failed, not that files were written (and replaced)
+"$PY" -c "
+import numpy as np
+np.save('$T/a0.npy', np.ones(4, np.float32)); np.save('$T/a1.npy', np.ones(4, np.float32))
+np.save('$T/zbig.npy', np.ones(1 << 18, np.float32))" || fail midway_inputs
+expect midway_archive "$WPACK" create -q -o "$T/mid.wpack" "$T/a0.npy" "$T/a1.npy" "$T/zbig.npy"
+expect_fail extract_midway_says_what_is_left \
+    "^wpack: extract: 2 of 3 tensors were written to .*/mid before the failure" \
+    bash -c 'ulimit -f 256 && exec "$@"' sh "$WPACK" extract -q "$T/mid.wpack" -o "$T/mid"
+[ "$(ls "$T/mid" 2>/dev/null | tr '\n' ' ')" = "a0.npy a1.npy " ] && pass extract_midway_files ||
+    fail extract_midway_files "$(ls "$T/mid" 2>&1)"
 finish

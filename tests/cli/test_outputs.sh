@@ -312,6 +312,21 @@ echo junk >ex2.tmp && mkdir -p ex2 && mv ex2.tmp ex2/t0.npy.tmp-5-0123456789abcd
 expect extract_sweeps "$WPACK" extract -q out.wpack -o ex2
 [ "$(ls ex2)" = t0.npy ] && pass extract_dead_temp_removed || fail extract_dead_temp_removed "$(ls ex2)"
 
+# --- an empty output path is a usage error, found before any work: it was
+# taken, the whole output written to a temporary, and only the rename to ""
+# failed ("wpack: : cannot rename into place", exit 1)
+for c in "create -q -o @ t0.npy" "export A.wpack --to npz -o @" "extract -q A.wpack -o @" \
+    "convert A.wpack --compress zstd --output @" "resolve -q E.wpack r.mlir -o @" \
+    "externalize -q i.mlir -o e0.mlir --archive @"; do
+    args=()
+    for a in $c; do [ "$a" = @ ] && args+=("") || args+=("$a"); done
+    "$WPACK" "${args[@]}" >"$T/out" 2>"$T/err"
+    rc=$?
+    { [ $rc -eq 2 ] && grep -q "option .*: an empty path names no file" "$T/err"; } &&
+        pass "empty_output_${c%% *}" || fail "empty_output_${c%% *}" "exit $rc: $(head -c 300 "$T/err")"
+done
+[ ! -e e0.mlir ] && pass empty_output_nothing_written || fail empty_output_nothing_written
+
 # --- what is at OUT: a regular file is replaced; a device, FIFO, socket or
 # directory never is (before, the rename put a regular file in place of a
 # FIFO or device node: `-o /dev/null` as root replaced /dev/null); a symlink
@@ -361,6 +376,48 @@ mkdir -p exl && echo keep >outside.txt && ln -s ../outside.txt exl/t0.npy
 expect extract_over_link "$WPACK" extract -q A.wpack -o exl t0
 [ ! -L exl/t0.npy ] && [ "$(cat outside.txt)" = keep ] && pass extract_link_not_followed ||
     fail extract_link_not_followed "$(ls -la exl; cat outside.txt)"
+
+# --- no failure is silent -------------------------------------------------
+# Standard output that cannot be written: `inspect --json A > f.json` on a
+# full disk (or into a closed stdout) left a cut f.json and exited 0.
+if [ -w /dev/full ]; then
+    for c in "inspect A.wpack" "inspect --json A.wpack" "verify A.wpack" "--version"; do
+        "$WPACK" $c >/dev/full 2>"$T/err"
+        rc=$?
+        { [ $rc -eq 1 ] && grep -q "writing standard output failed: No space left on device.*\[WPACK_E_IO\]" "$T/err"; } &&
+            pass "stdout_full_${c%% *}" || fail "stdout_full_${c%% *}" "exit $rc: $(head -c 300 "$T/err")"
+    done
+else
+    fail stdout_full "no writable /dev/full here"
+fi
+"$WPACK" inspect A.wpack >&- 2>"$T/err"
+[ $? -eq 1 ] && grep -q "writing standard output failed" "$T/err" && pass stdout_closed ||
+    fail stdout_closed "$(cat "$T/err")"
+# A file-size limit (ulimit -f): SIGXFSZ killed the run (status 153, no
+# message, its temporary left beside OUT). Now the write fails with EFBIG,
+# said with the user's path (messages named the temporary, OUT.tmp-PID-HEX,
+# or a shard's OUT.tmp-...shard-00001.tmp-...), OUT as it was, nothing left.
+"$PY" -c "import numpy as np; np.save('fsz.npy', np.random.default_rng(3).standard_normal(1 << 18).astype(np.float32))" ||
+    fail fsize_input
+expect fsize_archive "$WPACK" create -q -o fsz.wpack fsz.npy
+cp A.wpack fs.wpack
+sum=$(sha256sum <fs.wpack)
+limited() { bash -c 'ulimit -f 256 && exec "$@"' limited "$@"; }
+# fsize NAME PATTERN ARGS...: wpack ARGS under the limit fails saying PATTERN
+fsize() {
+    local name=$1 pat=$2
+    shift 2
+    expect_fail "fsize_$name" "^wpack: (fsz(\.npy)?: )?$pat: File too large \[WPACK_E_IO\]" limited "$WPACK" "$@"
+    grep -q '\.tmp-' "$T/err" && fail "fsize_${name}_names_user_path" "$(cat "$T/err")" || pass "fsize_${name}_names_user_path"
+    [ "$(sha256sum <fs.wpack)" = "$sum" ] && [ -z "$(ls | grep -e '^fs\.wpack\.tmp-' -e '^fs-0')" ] &&
+        pass "fsize_${name}_old_kept" || fail "fsize_${name}_old_kept" "$(ls | grep '^fs')"
+}
+fsize create "fs\.wpack: (copying tensor bytes in|write) failed" create -q -o fs.wpack fsz.npy
+fsize shards "fs\.wpack \(shard 1\): write failed" create -q --shard-size 64K -o fs.wpack fsz.npy t0.npy
+fsize zstd "fs\.wpack: write failed" create -q --compress zstd:1 -o fs.wpack fsz.npy
+fsize convert "fs\.wpack: write failed" convert -q fsz.wpack --compress zstd:1 -o fs.wpack
+fsize export "fs\.wpack: tensor 'fsz': (writing its bytes|write) failed" export -q fsz.wpack --to npz -o fs.wpack
+rm -f fs.wpack fsz.npy fsz.wpack
 
 # --- the archive truncated by another process while it is read -------------
 # Reads go through a map: a page past the new end faults (SIGBUS). The run

@@ -189,6 +189,19 @@ expect bound_on_open "$WPACK" inspect --cache "$C4" --cache-max 64K "$URL"
 total=$(find "$C4" -maxdepth 1 -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 [ "$before" -gt 1 ] && [ "$total" -le 65536 ] && pass cache_bound_on_open ||
     fail cache_bound_on_open "$before files before, $total bytes after"
+# a directory given as --cache may hold the user's own files: eviction takes
+# only the cache's ("KEY-SIZE-OFF-LEN.chunk"); any "*.chunk" went before,
+# oldest first (a user's dataset "part-01.chunk" deleted by a verify)
+C5="$T/cache5"
+mkdir -m 700 "$C5"
+head -c 300000 /dev/urandom >"$C5/part-01.chunk"
+head -c 300000 /dev/urandom >"$C5/0123456789ABCDEF-1-0-1.chunk"
+touch -d 2000-01-01 "$C5"/*.chunk
+sums=$(cat "$C5/part-01.chunk" "$C5/0123456789ABCDEF-1-0-1.chunk" | sha256sum)
+expect user_chunks_extract "$WPACK" extract -q --cache "$C5" --cache-max 512K -o "$T/x5d" "$URL"
+[ "$(cat "$C5/part-01.chunk" "$C5/0123456789ABCDEF-1-0-1.chunk" 2>/dev/null | sha256sum)" = "$sums" ] &&
+    pass user_chunk_files_kept || fail user_chunk_files_kept "$(ls "$C5" | head -5)"
+[ "$(chunk_files "$C5")" -gt 2 ] && pass user_chunks_cache_used || fail user_chunks_cache_used "$(ls "$C5")"
 
 # 6. Two processes sharing a fresh directory.
 C3="$T/cache3"

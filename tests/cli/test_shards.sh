@@ -80,4 +80,20 @@ done
 expect cast_set_selects "$WPACK" cast -q --to bf16 --only 'layers.*' -o "$T/k.wpack" "$T/set/m.wpack"
 [ "$("$WPACK" inspect "$T/k.wpack" | grep -c '^layers\.[0-9]*\.weight *bf16')" = 6 ] && pass cast_set_bf16 ||
     fail cast_set_bf16 "$("$WPACK" inspect "$T/k.wpack" | head -12)"
+# A copy of a manifest (cp m.wpack backup.wpack beside it) or a second hard
+# link to it lists the same shards, which name m.wpack (wpack.manifest) as
+# theirs. Writing over the copy removed them with it: m.wpack, the set the
+# user kept, then failed to open (its data gone). Only shards that name the
+# manifest replaced go; through a symlink that is the link's target.
+mkdir -p "$T/cp"
+expect copy_set "$WPACK" create -q --shard-size 40K -o "$T/cp/m.wpack" "$T/in"
+cp "$T/cp/m.wpack" "$T/cp/backup.wpack" && ln "$T/cp/m.wpack" "$T/cp/hard.wpack" || fail copy_links
+shards=$(ls "$T/cp" | grep -c -- '-of-')
+expect over_manifest_copy "$WPACK" create -q -o "$T/cp/backup.wpack" "$T/in/big.npy"
+expect over_manifest_hard_link "$WPACK" create -q --shard-size 40K -o "$T/cp/hard.wpack" "$T/in"
+[ "$(ls "$T/cp" | grep -c -- '^m-.*-of-')" = "$shards" ] && "$WPACK" verify "$T/cp/m.wpack" >/dev/null 2>&1 &&
+    pass manifest_copy_keeps_original_set || fail manifest_copy_keeps_original_set "$(ls "$T/cp")"
+ln -s m.wpack "$T/cp/lnk.wpack"
+expect over_manifest_symlink "$WPACK" create -q -o "$T/cp/lnk.wpack" "$T/in/big.npy"
+[ -z "$(ls "$T/cp" | grep -- '^m-.*-of-')" ] && pass symlink_target_set_replaced || fail symlink_target_set_replaced "$(ls "$T/cp")"
 finish

@@ -213,4 +213,36 @@ g2=$(field generation "$B")
 expect update_after_stop "$WPACK" update "$B" --meta after=1
 [ "$(pyq "$B" 'd["metadata"].get("after")')" = 1 ] && pass update_after_stop_applied \
     || fail update_after_stop_applied
+# ---- a shard of a sharded set is never changed in place: its manifest
+# records the shard's length and index XXH3, so `update`, `calibrate`,
+# `convert --in-place` or `cast --in-place` of a shard (said success and)
+# made the whole set fail to open [WPACK_E_SHARD]. Refused, the shard
+# byte for byte as it was; the set's own stats and metadata are changed
+# through its manifest.
+mkdir -p "$T/set"
+"$PY" -c "
+import numpy as np
+np.save('$T/set/l0.weight.npy', np.ones((4, 8), np.float32)); np.save('$T/set/l0.bias.npy', np.zeros(4, np.float32))
+np.save('$T/set/t0.npy', np.ones((16, 16), np.float32)); np.save('$T/set/x.npy', np.ones((2, 8), np.float32))" ||
+    fail set_inputs
+expect set_create "$WPACK" create -q --shard-size 1K -o "$T/set/s.wpack" "$T/set/t0.npy" "$T/set/l0.weight.npy" "$T/set/l0.bias.npy"
+ln -s set/s-00002-of-00002.wpack "$T/lnk-shard"
+sum=$(cat "$T"/set/s-0000*.wpack | sha256sum)
+for c in "update:update SHARD --meta a=b" "update_link:update $T/lnk-shard --meta a=b" \
+    "calibrate:calibrate SHARD --layers l0 --input $T/set/x.npy" \
+    "convert_in_place:convert SHARD --compress zstd --in-place" "cast_in_place:cast SHARD --to bf16 --in-place"; do
+    args=${c#*:}
+    expect_fail "shard_${c%%:*}_refused" "is a shard of the set at .*/set/s\.wpack.*whole set fail to open.*\[WPACK_E_SHARD\]" \
+        "$WPACK" ${args//SHARD/$T/set/s-00002-of-00002.wpack}
+    [ "$(cat "$T"/set/s-0000*.wpack | sha256sum)" = "$sum" ] && "$WPACK" verify "$T/set/s.wpack" >/dev/null 2>&1 &&
+        pass "shard_${c%%:*}_set_intact" || fail "shard_${c%%:*}_set_intact" "$(ls "$T/set")"
+done
+expect set_calibrate_through_manifest "$WPACK" calibrate "$T/set/s.wpack" --layers l0 --input "$T/set/x.npy"
+expect set_update_through_manifest "$WPACK" update "$T/set/s.wpack" --meta a=b
+expect set_verifies "$WPACK" verify "$T/set/s.wpack"
+# a shard whose set is gone is an archive like any other
+cp "$T/set/s-00002-of-00002.wpack" "$T/lone.wpack"
+expect lone_shard_copy_updated "$WPACK" update "$T/lone.wpack" --meta a=b
+rm "$T/set/s.wpack"
+expect shard_without_manifest_updated "$WPACK" update "$T/set/s-00002-of-00002.wpack" --meta a=b
 finish

@@ -569,6 +569,13 @@ static void test_archive_replacing_a_set(void)
     CHECK(wpack_replaced_among(path, NULL, 1, &hit) == WPACK_E_INVALID_ARGUMENT, "NULL files");
     CHECK(wpack_replaced_among(NULL, some, 3, &hit) == WPACK_E_INVALID_ARGUMENT, "NULL path");
     CHECK(wpack_replaced_among(path, some, 3, NULL) == WPACK_E_INVALID_ARGUMENT, "NULL hit");
+    /* a second name of the manifest (a hard link, as a copy would be): its
+     * shards name s.wpack, so an archive written there removes none */
+    unlink(other_name);
+    CHECK(link(path, other_name) == 0, "a hard link to the manifest");
+    CHECK(wpack_replaced_shards(other_name, &old, &nold) == WPACK_OK && nold == 0,
+          "a second name of the manifest lists none of the set's shards: %u", nold);
+    wpack_paths_free(old, nold);
     unlink(other_name);
 
     /* killed after prepare: the set is whole */
