@@ -792,6 +792,17 @@ static int c_newer_gap(gimg *m)
     newer_minor(m);
     return c_section_gap_nonzero(m);
 }
+/* Two faults in a data entry: a target (KIND) and a stored length its shape
+ * disagrees with (SIZE). Rule 36 lists the fields the kind does not take
+ * first, as rule 37 does for splats: KIND. */
+static int c_data_target_and_size(gimg *m)
+{
+    uint8_t *r = gimg_entry(m, G_F64);
+    wpk_st32(r + WPK_E_TARGET_OFF, 1);
+    wpk_st64(r + WPK_E_STORED_LEN_OFF, wpk_ld64(r + WPK_E_STORED_LEN_OFF) + 1);
+    gimg_seal_index(m);
+    return 0;
+}
 static int set_extent(gimg *m, uint64_t k, uint32_t v)
 {
     wpk_st32(g_extent(m, k), v);
@@ -1198,6 +1209,8 @@ static const mcase entry_cases[] = {
     ENT(G_F64, WPK_E_AUX_OFF, 8, 8, WPACK_E_KIND, "data entry with aux offset"),
     ENT(G_F64, WPK_E_AUX_LEN_OFF, 8, 4, WPACK_E_KIND, "data entry with aux length"),
     ENT(G_F64, WPK_E_TARGET_OFF, 4, 1, WPACK_E_KIND, "data entry with a target"),
+    CUSTOM(c_data_target_and_size, WPACK_E_KIND,
+           "data entry with a target and a wrong stored length: KIND first"),
     ENT(G_SPLAT, WPK_E_AUX_LEN_OFF, 8, 2, WPACK_E_SIZE, "splat fill 2 bytes for f32"),
     ENT(G_SPLAT, WPK_E_AUX_LEN_OFF, 8, 8, WPACK_E_SIZE, "splat fill 8 bytes for f32"),
     ENT(G_SPLAT, WPK_E_AUX_LEN_OFF, 8, 0, WPACK_E_SIZE, "splat without fill"),
