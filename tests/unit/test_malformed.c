@@ -1390,6 +1390,68 @@ static const mcase newer_minor_cases[] = {
     CUSTOM(c_newer_gap, WPACK_E_PADDING, "a gap byte between sections (always checked)"),
 };
 
+/* ------------------------------------------------- record count limits */
+
+/* Section s grown by n records (copies of its first record, or zeros when
+ * it has none), the later sections and the trailer moved up, everything
+ * re-sealed: M22's limits are on the record counts. */
+static int grow_section(gimg *m, int s, uint32_t size, uint64_t n)
+{
+    uint64_t add = n * size, ioff = wpk_ld64(gimg_sb(m) + WPK_H_INDEX_OFFSET_OFF);
+    uint64_t first = ioff + gimg_sec_off(m, s), len = gimg_sec_len(m, s), at = first + len;
+    uint8_t *p = realloc(m->p, m->len + add);
+    if (!p)
+        return -1;
+    m->p = p;
+    memmove(p + at + add, p + at, m->len - at);
+    for (uint64_t k = 0; k < n; k++) {
+        if (len)
+            memcpy(p + at + k * size, p + first, size);
+        else
+            memset(p + at + k * size, 0, size);
+    }
+    m->len += add;
+    wpk_st64(gimg_sec_field(m, s) + 8, len + add);
+    for (int t = s + 1; t < WPK_SECTION_COUNT; t++)
+        wpk_st64(gimg_sec_field(m, t), gimg_sec_off(m, t) + add);
+    uint8_t *sb = gimg_sb(m);
+    wpk_st64(sb + WPK_H_INDEX_LENGTH_OFF, wpk_ld64(sb + WPK_H_INDEX_LENGTH_OFF) + add);
+    wpk_st64(sb + WPK_H_FILE_LENGTH_OFF, wpk_ld64(sb + WPK_H_FILE_LENGTH_OFF) + add);
+    gimg_mirror(m);
+    gimg_seal_index(m);
+    return 0;
+}
+
+/* 128 block dtype records are valid, 129 are LIMIT (limits are inclusive,
+ * section 15); 2^20 + 1 metadata records are LIMIT before any is read.
+ * (2^31 name-map or stats records would need an index of 48 GiB or more.) */
+static void test_record_limits(void)
+{
+    static const struct {
+        int sec;
+        uint32_t size;
+        uint64_t total;
+        int want;
+        const char *what;
+    } cases[] = {
+        {WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, WPK_MAX_BLOCK_DTYPES, WPACK_OK, "128 block dtypes"},
+        {WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, WPK_MAX_BLOCK_DTYPES + 1, WPACK_E_LIMIT,
+         "129 block dtypes"},
+        {WPK_SEC_METADATA, WPK_META_REC_SIZE, WPK_LIMIT_META + 1, WPACK_E_LIMIT,
+         "2^20 + 1 metadata records"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gimg m = work_copy();
+        uint64_t have = gimg_count(&m, cases[i].sec, cases[i].size);
+        if (have > cases[i].total || grow_section(&m, cases[i].sec, cases[i].size,
+                                                  cases[i].total - have) != 0)
+            CHECK(0, "%s: could not set the case up", cases[i].what);
+        else
+            expect_open(cases[i].what, m.p, m.len, cases[i].want);
+        free(m.p);
+    }
+}
+
 /* ================================================================= tests */
 
 static void test_base_valid(void)
@@ -1903,6 +1965,7 @@ int main(void)
     RUN(test_namemap);
     RUN(test_stats);
     RUN(test_newer_minor);
+    RUN(test_record_limits);
     RUN(test_truncation);
     RUN(test_appended_garbage);
     RUN(test_next_generation);
