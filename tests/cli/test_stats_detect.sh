@@ -5,7 +5,8 @@
 # named "stats" are read as ONNX Runtime tables; unrelated JSON with a
 # "stats" member (or none) is refused naming the file, both kinds wanted and
 # what the file lacks, with [WPACK_E_STATS] and no output; the schema itself
-# (with or without "version", an empty list) is still read.
+# (with or without "version", an empty list) is still read, and so is the
+# example the spec's appendix A shows (taken from the spec's text).
 . "$(dirname "$0")/lib.sh"
 
 "$PY" - "$T" "$TESTS_DIR/cli" 2>"$T/tool_err" <<'PYEOF' && pass make_files || { fail make_files "$(tail -3 "$T/tool_err")"; finish; exit; }
@@ -117,6 +118,29 @@ print(json.dumps({'version': 1, 'stats': [{'key': 'h', 'kind': 'activation', 'co
       'max': 1.0, 'mean': 0.5, 'variance': 0.1, 'histogram': {'edges': [0.0] * (n + 1), 'counts': [0] * n}}]}))" >"$T/hist.json"
 expect_fail hist_over_limit "histogram of 1048577 bins, limit 1048576 \[WPACK_E_LIMIT\]" \
     "$WPACK" create -q -o "$T/h.wpack" "$T/w.npy" --stats-from "$T/hist.json"
+
+# the example of spec appendix A, as the spec shows it: both records go in
+SPEC="$TESTS_DIR/../spec/wpack-format.md"
+"$PY" - "$SPEC" "$T" <<'PYEOF' 2>"$T/err" && pass appendix_a_example_extracted || fail appendix_a_example_extracted "$(tail -2 "$T/err")"
+import sys
+import numpy as np
+s = open(sys.argv[1]).read()
+i = s.index("## Appendix A"); j = s.index("```json", i) + 7; k = s.index("```", j)
+open(sys.argv[2] + "/appendix_a.json", "w").write(s[j:k])
+np.save(sys.argv[2] + "/encoder.layers.0.attn.q_proj.weight.npy", np.zeros((2, 8), np.float32))
+PYEOF
+if "$WPACK" create -q -o "$T/appa.wpack" --stats "$T/appendix_a.json" \
+        "$T/encoder.layers.0.attn.q_proj.weight.npy" 2>"$T/err" &&
+   "$WPACK" inspect --json "$T/appa.wpack" >"$T/appa.json" 2>>"$T/err" &&
+   "$PY" -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = sorted((s['key'], s['kind'], s['count']) for s in d['stats'])
+assert got == [('encoder.layers.0.attn', 'activation', 1048576),
+               ('encoder.layers.0.attn.q_proj.weight', 'weight', 4096)], got" "$T/appa.json" 2>>"$T/err"
+then pass appendix_a_example_reads
+else fail appendix_a_example_reads "$(tail -3 "$T/err")"
+fi
 
 # a JSON input is parsed from one mapping, not read a byte per system call
 # (jansson's json_loadfd: 11 M reads for a 6 MB file); a 300 KB stats file

@@ -294,6 +294,172 @@ static void test_basic_regenerate(void)
     check_regenerated("golden", "v1_basic", golden_write, NULL, 0);
 }
 
+/* ------------------------------------------------- spec section 18 */
+
+/* The worked example of spec section 18: layer.weight [3, 4] then
+ * layer.bias [3], f32, default writer options but the alignment. */
+static int write_example(const char *path, uint32_t alignment)
+{
+    wpack_writer_options o;
+    wpack_writer_options_init(&o);
+    o.alignment = alignment;
+    float wt[12], b[3];
+    for (int i = 0; i < 12; i++)
+        wt[i] = (float)i;
+    for (int i = 0; i < 3; i++)
+        b[i] = (float)i;
+    wpack_writer *w;
+    int rc = wpack_writer_open(&w, path, &o);
+    if (rc == WPACK_OK)
+        rc = golden_add_f32(w, "layer.weight", 2, (uint64_t[]){3, 4}, wt, 12);
+    if (rc == WPACK_OK)
+        rc = golden_add_f32(w, "layer.bias", 1, (uint64_t[]){3}, b, 3);
+    if (rc) {
+        wpack_writer_abort(w);
+        return rc;
+    }
+    char err[256];
+    return wpack_writer_finish(w, err, sizeof err);
+}
+
+#define SPEC18(what, got, want)                                                               \
+    CHECK((uint64_t)(got) == (uint64_t)(want),                                                \
+          "spec section 18, %s: the writer gives %llu, the spec says %llu (a change to the "  \
+          "writer's placement changes the spec's worked example too)",                        \
+          what, (unsigned long long)(got), (unsigned long long)(want))
+
+/* Generation, index place and file length of the archive at path. */
+static void example_info(const char *path, wpack_info *in)
+{
+    wpack_archive *ar;
+    memset(in, 0, sizeof *in);
+    CHECK(wpack_open_file(&ar, path, 0) == WPACK_OK, "open %s: %s", path, wpack_errmsg(ar));
+    wpack_get_info(ar, in);
+    wpack_close(ar);
+}
+
+/* Every number of the section's tables, the same tensors at the default
+ * alignment, the two in-place updates its last paragraph describes, and
+ * the XXH3-64 test vectors of section 1.1. */
+static void test_spec_worked_example(void)
+{
+    CHECK(XXH3_64bits("", 0) == 0x2D06800538D394C2ull, "XXH3-64 of the empty input");
+    CHECK(XXH3_64bits("wpack", 5) == 0x61191C3526B852B0ull, "XXH3-64 of \"wpack\"");
+    char tmp[] = "/tmp/wpack-spec18-XXXXXX", path[512];
+    if (!mkdtemp(tmp)) {
+        CHECK(0, "mkdtemp failed");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/example.wpack", tmp);
+    CHECK(write_example(path, 64) == WPACK_OK, "writing the example");
+    size_t len = 0;
+    uint8_t *f = test_slurp(path, &len);
+    CHECK(f && len == 1104, "the example is %zu bytes, the spec says 1104", len);
+    if (!f || len != 1104) {
+        free(f);
+        unlink(path);
+        rmdir(tmp);
+        return;
+    }
+    gimg m = {f, len};
+    const uint8_t *sb = gimg_sb(&m);
+    SPEC18("major", wpk_ld16(sb + WPK_H_MAJOR_OFF), 1);
+    SPEC18("minor", wpk_ld16(sb + WPK_H_MINOR_OFF), 0);
+    SPEC18("alignment", wpk_ld32(sb + WPK_H_ALIGNMENT_OFF), 64);
+    SPEC18("generation", wpk_ld64(sb + WPK_H_GENERATION_OFF), 1);
+    SPEC18("data_offset", wpk_ld64(sb + WPK_H_DATA_OFFSET_OFF), 128);
+    SPEC18("data_length", wpk_ld64(sb + WPK_H_DATA_LENGTH_OFF), 76);
+    SPEC18("index_offset", wpk_ld64(sb + WPK_H_INDEX_OFFSET_OFF), 208);
+    SPEC18("index_length", wpk_ld64(sb + WPK_H_INDEX_LENGTH_OFF), 768);
+    SPEC18("file_length", wpk_ld64(sb + WPK_H_FILE_LENGTH_OFF), 1104);
+    SPEC18("entry_count", wpk_ld64(sb + WPK_H_ENTRY_COUNT_OFF), 2);
+    CHECK(memcmp(f + 976, WPK_TRAILER_MAGIC, 8) == 0, "spec section 18: the trailer at 976");
+    const uint8_t *ix = gimg_ix(&m);
+    SPEC18("index entry_count", wpk_ld64(ix + WPK_I_ENTRY_COUNT_OFF), 2);
+    SPEC18("data_entry_count", wpk_ld64(ix + WPK_I_DATA_ENTRY_COUNT_OFF), 2);
+    static const uint64_t sec[WPK_SECTION_COUNT][2] = {
+        {256, 160}, {416, 8}, {424, 24}, {448, 75}, {528, 80},
+        {608, 0},   {608, 32}, {640, 0}, {640, 128},
+    };
+    for (int k = 0; k < WPK_SECTION_COUNT; k++) {
+        char what[64];
+        snprintf(what, sizeof what, "section %d offset", k);
+        SPEC18(what, gimg_sec_off(&m, k), sec[k][0]);
+        snprintf(what, sizeof what, "section %d length", k);
+        SPEC18(what, gimg_sec_len(&m, k), sec[k][1]);
+    }
+    static const char strings[] = "layer.weight\0layer.bias\0wpack 0.1.0\0wpack.producer\0"
+                                  "layer.weight\0layer.bias";
+    CHECK(gimg_sec_len(&m, WPK_SEC_STRINGS) == sizeof strings &&
+              memcmp(gimg_sec(&m, WPK_SEC_STRINGS), strings, sizeof strings) == 0,
+          "spec section 18: the strings section");
+    static const struct {
+        uint64_t name_off, dims_index, data_offset, stored;
+    } ent[2] = {{13, 0, 192, 12}, {0, 1, 128, 48}};
+    for (uint64_t i = 0; i < 2; i++) {
+        const uint8_t *r = gimg_rec(&m, WPK_SEC_ENTRIES, WPK_ENTRY_SIZE, i);
+        SPEC18("entry name offset", wpk_ld64(r + WPK_E_NAME_OFF), ent[i].name_off);
+        SPEC18("entry dims_index", wpk_ld64(r + WPK_E_DIMS_OFF), ent[i].dims_index);
+        SPEC18("entry data_offset", wpk_ld64(r + WPK_E_DATA_OFFSET_OFF), ent[i].data_offset);
+        SPEC18("entry stored_length", wpk_ld64(r + WPK_E_STORED_LEN_OFF), ent[i].stored);
+    }
+    const uint8_t *x = gimg_sec(&m, WPK_SEC_EXTENTS), *d = gimg_sec(&m, WPK_SEC_DIMS);
+    SPEC18("extents[0]", wpk_ld32(x), 1);
+    SPEC18("extents[1]", wpk_ld32(x + 4), 0);
+    SPEC18("dims[0]", wpk_ld64(d), 3);
+    SPEC18("dims[1]", wpk_ld64(d + 8), 3);
+    SPEC18("dims[2]", wpk_ld64(d + 16), 4);
+    const uint8_t *mr = gimg_sec(&m, WPK_SEC_METADATA);
+    SPEC18("metadata key offset", wpk_ld64(mr + WPK_M_KEY_OFF), 36);
+    SPEC18("metadata type", mr[WPK_M_TYPE_OFF], WPACK_META_STRING);
+    SPEC18("metadata value", wpk_ld64(mr + WPK_M_VALUE_OFF), 24);
+    SPEC18("metadata count", wpk_ld64(mr + WPK_M_COUNT_OFF), 11);
+    static const struct {
+        uint64_t key_off, count, values_off;
+        double max;
+    } st[2] = {{64, 3, 40, 2}, {51, 12, 0, 11}};
+    for (uint64_t i = 0; i < 2; i++) {
+        const uint8_t *r = gimg_rec(&m, WPK_SEC_STATS, WPK_STATS_REC_SIZE, i);
+        SPEC18("stats key offset", wpk_ld64(r + WPK_S_KEY_OFF), st[i].key_off);
+        SPEC18("stats kind", r[WPK_S_KIND_OFF], WPACK_STATS_WEIGHT);
+        SPEC18("stats count", wpk_ld64(r + WPK_S_COUNT_OFF), st[i].count);
+        SPEC18("stats values offset", wpk_ld64(r + WPK_S_VALUES_OFF), st[i].values_off);
+        CHECK(wpk_ldf64(gimg_aux(&m, st[i].values_off) + 8) == st[i].max,
+              "spec section 18: stats record %llu's max in aux", (unsigned long long)i);
+    }
+    free(f);
+    /* the last paragraph: two in-place updates that change nothing */
+    wpack_info in;
+    for (int k = 0; k < 2; k++) {
+        wpack_update *u;
+        char err[256];
+        int rc = wpack_update_begin(&u, path, 0, err, sizeof err);
+        CHECK(rc == WPACK_OK && wpack_update_commit(u, err, sizeof err) == WPACK_OK,
+              "update %d: %s", k + 1, err);
+        example_info(path, &in);
+        SPEC18("updated generation", in.generation, 2 + k);
+        SPEC18("updated index_offset", in.index_offset, k ? 208 : 1104);
+        SPEC18("updated index_length", in.index_length, 768);
+        SPEC18("updated file_length", in.file_length, k ? 1104 : 2000);
+    }
+    unlink(path);
+    /* the same tensors at the default alignment */
+    CHECK(write_example(path, 0) == WPACK_OK, "writing the example at alignment 4096");
+    example_info(path, &in);
+    SPEC18("4096: data_offset", in.data_offset, 4096);
+    SPEC18("4096: data_length", in.data_length, 4108);
+    SPEC18("4096: index_offset", in.index_offset, 8208);
+    wpack_archive *ar;
+    wpack_tensor t;
+    if (wpack_open_file(&ar, path, 0) == WPACK_OK) {
+        SPEC18("4096: layer.weight offset", wpack_find(ar, "layer.weight", &t) ? 0 : t.offset, 4096);
+        SPEC18("4096: layer.bias offset", wpack_find(ar, "layer.bias", &t) ? 0 : t.offset, 8192);
+    }
+    wpack_close(ar);
+    unlink(path);
+    rmdir(tmp);
+}
+
 /* ------------------------------------------------------------ v11 */
 
 static const char *const v11_shards[3] = {"sharded-00001-of-00003.wpack",
@@ -473,6 +639,7 @@ int main(int argc, char **argv)
     RUN(test_basic_expect);
     RUN(test_basic_values);
     RUN(test_basic_regenerate);
+    RUN(test_spec_worked_example);
     RUN(test_golden_errors);
     RUN(test_v11_compressed_expect);
     RUN(test_v11_sharded_expect);

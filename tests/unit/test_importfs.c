@@ -134,7 +134,7 @@ static void test_one_file_many_slots(void)
     CHECK(names != NULL, "memory");
     if (!names)
         return;
-    static char distinct[N][8];
+    static char distinct[N][16];
     for (int k = 0; k < N; k++) {
         snprintf(distinct[k], sizeof distinct[k], "q%06d", k);
         names[k] = distinct[k];

@@ -792,6 +792,17 @@ static int c_newer_gap(gimg *m)
     newer_minor(m);
     return c_section_gap_nonzero(m);
 }
+/* Two faults in a data entry: a target (KIND) and a stored length its shape
+ * disagrees with (SIZE). Rule 36 lists the fields the kind does not take
+ * first, as rule 37 does for splats: KIND. */
+static int c_data_target_and_size(gimg *m)
+{
+    uint8_t *r = gimg_entry(m, G_F64);
+    wpk_st32(r + WPK_E_TARGET_OFF, 1);
+    wpk_st64(r + WPK_E_STORED_LEN_OFF, wpk_ld64(r + WPK_E_STORED_LEN_OFF) + 1);
+    gimg_seal_index(m);
+    return 0;
+}
 static int set_extent(gimg *m, uint64_t k, uint32_t v)
 {
     wpk_st32(g_extent(m, k), v);
@@ -1198,6 +1209,8 @@ static const mcase entry_cases[] = {
     ENT(G_F64, WPK_E_AUX_OFF, 8, 8, WPACK_E_KIND, "data entry with aux offset"),
     ENT(G_F64, WPK_E_AUX_LEN_OFF, 8, 4, WPACK_E_KIND, "data entry with aux length"),
     ENT(G_F64, WPK_E_TARGET_OFF, 4, 1, WPACK_E_KIND, "data entry with a target"),
+    CUSTOM(c_data_target_and_size, WPACK_E_KIND,
+           "data entry with a target and a wrong stored length: KIND first"),
     ENT(G_SPLAT, WPK_E_AUX_LEN_OFF, 8, 2, WPACK_E_SIZE, "splat fill 2 bytes for f32"),
     ENT(G_SPLAT, WPK_E_AUX_LEN_OFF, 8, 8, WPACK_E_SIZE, "splat fill 8 bytes for f32"),
     ENT(G_SPLAT, WPK_E_AUX_LEN_OFF, 8, 0, WPACK_E_SIZE, "splat without fill"),
@@ -1376,6 +1389,68 @@ static const mcase newer_minor_cases[] = {
     CUSTOM(c_newer_tail, WPACK_OK, "bytes after the last section"),
     CUSTOM(c_newer_gap, WPACK_E_PADDING, "a gap byte between sections (always checked)"),
 };
+
+/* ------------------------------------------------- record count limits */
+
+/* Section s grown by n records (copies of its first record, or zeros when
+ * it has none), the later sections and the trailer moved up, everything
+ * re-sealed: M22's limits are on the record counts. */
+static int grow_section(gimg *m, int s, uint32_t size, uint64_t n)
+{
+    uint64_t add = n * size, ioff = wpk_ld64(gimg_sb(m) + WPK_H_INDEX_OFFSET_OFF);
+    uint64_t first = ioff + gimg_sec_off(m, s), len = gimg_sec_len(m, s), at = first + len;
+    uint8_t *p = realloc(m->p, m->len + add);
+    if (!p)
+        return -1;
+    m->p = p;
+    memmove(p + at + add, p + at, m->len - at);
+    for (uint64_t k = 0; k < n; k++) {
+        if (len)
+            memcpy(p + at + k * size, p + first, size);
+        else
+            memset(p + at + k * size, 0, size);
+    }
+    m->len += add;
+    wpk_st64(gimg_sec_field(m, s) + 8, len + add);
+    for (int t = s + 1; t < WPK_SECTION_COUNT; t++)
+        wpk_st64(gimg_sec_field(m, t), gimg_sec_off(m, t) + add);
+    uint8_t *sb = gimg_sb(m);
+    wpk_st64(sb + WPK_H_INDEX_LENGTH_OFF, wpk_ld64(sb + WPK_H_INDEX_LENGTH_OFF) + add);
+    wpk_st64(sb + WPK_H_FILE_LENGTH_OFF, wpk_ld64(sb + WPK_H_FILE_LENGTH_OFF) + add);
+    gimg_mirror(m);
+    gimg_seal_index(m);
+    return 0;
+}
+
+/* 128 block dtype records are valid, 129 are LIMIT (limits are inclusive,
+ * section 15); 2^20 + 1 metadata records are LIMIT before any is read.
+ * (2^31 name-map or stats records would need an index of 48 GiB or more.) */
+static void test_record_limits(void)
+{
+    static const struct {
+        int sec;
+        uint32_t size;
+        uint64_t total;
+        int want;
+        const char *what;
+    } cases[] = {
+        {WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, WPK_MAX_BLOCK_DTYPES, WPACK_OK, "128 block dtypes"},
+        {WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, WPK_MAX_BLOCK_DTYPES + 1, WPACK_E_LIMIT,
+         "129 block dtypes"},
+        {WPK_SEC_METADATA, WPK_META_REC_SIZE, WPK_LIMIT_META + 1, WPACK_E_LIMIT,
+         "2^20 + 1 metadata records"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gimg m = work_copy();
+        uint64_t have = gimg_count(&m, cases[i].sec, cases[i].size);
+        if (have > cases[i].total || grow_section(&m, cases[i].sec, cases[i].size,
+                                                  cases[i].total - have) != 0)
+            CHECK(0, "%s: could not set the case up", cases[i].what);
+        else
+            expect_open(cases[i].what, m.p, m.len, cases[i].want);
+        free(m.p);
+    }
+}
 
 /* ================================================================= tests */
 
@@ -1890,6 +1965,7 @@ int main(void)
     RUN(test_namemap);
     RUN(test_stats);
     RUN(test_newer_minor);
+    RUN(test_record_limits);
     RUN(test_truncation);
     RUN(test_appended_garbage);
     RUN(test_next_generation);

@@ -300,6 +300,58 @@ static int count_files(const char *suffix)
 /* A streamed bool write with a byte other than 0/1 is refused in a set as
  * in one archive, naming the byte's offset in the tensor, and the writer
  * goes on. */
+/* An external entry's own fields (spec 19a), checked with the entry's
+ * other fields: an aux range or a codec is KIND, a stored length its
+ * shape disagrees with is SIZE, a shard number past the list is SHARD. */
+static void test_external_fields(void)
+{
+    const char *shards[] = {"x-00001.wpack", "x-00002.wpack"};
+    CHECK(make_shard(shards[0], 0, 6) == 0 && make_shard(shards[1], 6, 6) == 0, "shards");
+    static const struct {
+        size_t off;
+        int width;
+        uint64_t value;
+        int want;
+        const char *what;
+    } cases[] = {
+        {WPK_E_AUX_LEN_OFF, 8, 4, WPACK_E_KIND, "aux range"},
+        {WPK_E_CODEC_OFF, 1, WPACK_CODEC_ZSTD, WPACK_E_CODEC, "codec 1 without its feature bit"},
+        {WPK_E_STORED_LEN_OFF, 8, 16, WPACK_E_SIZE, "stored length"},
+        {WPK_E_TARGET_OFF, 4, 7, WPACK_E_SHARD, "shard 7 of 2"},
+        {WPK_E_TARGET_OFF, 4, 1, WPACK_E_SHARD, "the other shard (no such entry there)"},
+        {WPK_E_TARGET_OFF, 4, 0, WPACK_OK, "(control) unchanged"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char path[512];
+        CHECK(make_manifest("x.wpack", shards, 2, NULL) == 0, "manifest");
+        snprintf(path, sizeof path, "%s/x.wpack", dir);
+        size_t len;
+        uint8_t *f = test_slurp(path, &len);
+        gimg m = {f, len};
+        uint8_t *r = f ? gimg_entry(&m, "layers.2.weight") : NULL;
+        CHECK(r && r[WPK_E_KIND_OFF] == WPACK_KIND_EXTERNAL, "%s: the external entry", cases[k].what);
+        if (!r) {
+            free(f);
+            continue;
+        }
+        if (cases[k].width == 1)
+            r[cases[k].off] = (uint8_t)cases[k].value;
+        else if (cases[k].width == 4)
+            wpk_st32(r + cases[k].off, (uint32_t)cases[k].value);
+        else
+            wpk_st64(r + cases[k].off, cases[k].value);
+        gimg_seal_index(&m);
+        FILE *o = fopen(path, "wb");
+        CHECK(o && fwrite(f, 1, len, o) == len && fclose(o) == 0, "rewrite");
+        free(f);
+        wpack_archive *ar;
+        int rc = open_manifest("x.wpack", &ar);
+        CHECK(rc == cases[k].want, "external %s: %s (%s), want %s", cases[k].what,
+              wpack_error_name(rc), wpack_errmsg(ar), wpack_error_name(cases[k].want));
+        wpack_close(ar);
+    }
+}
+
 static void test_writer_set_bool_values(void)
 {
     char path[512];
@@ -629,6 +681,7 @@ int main(void)
         return 1;
     RUN(test_set_opens_as_one);
     RUN(test_shard_problems);
+    RUN(test_external_fields);
     RUN(test_set_verifies_reads);
     RUN(test_writer_streams_a_set);
     RUN(test_writer_set_bool_values);
