@@ -129,6 +129,15 @@ void wpack_remote_options_init(wpack_remote_options *opt);
  * Python package ask this function. */
 int wpack_remote_is_url(const char *s);
 
+/* 1 when s starts with a URL's scheme and "://", any scheme (RFC 3986 3.1:
+ * a letter, then letters, digits, '+', '-' or '.'): "ftp://", "file://",
+ * "gs://" too. The wpack CLI and the Python package take such a name for
+ * a URL, never for a local path: wpack_open_url refuses a scheme it does
+ * not read, the URL shown redacted (wpack_remote_shown_url), where a local
+ * open's "No such file" error quoted "ftp://user:password@host/m" whole.
+ * A local file whose path starts so is reached as "./ftp://...". */
+int wpack_remote_has_scheme(const char *s);
+
 /* url as wpack shows it (messages, the archive's name, shard paths, a
  * redirect's Location), so that no credential a URL carries is ever shown:
  * the password of its user info becomes "***" (http://user:***@host/...),

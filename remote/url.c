@@ -45,6 +45,16 @@ int wpack_remote_is_url(const char *s)
     return wpk_url_scheme(s) != 0;
 }
 
+int wpack_remote_has_scheme(const char *s)
+{
+    if (!s || !isalpha((unsigned char)*s))
+        return 0;
+    size_t n = 1;
+    while (isalnum((unsigned char)s[n]) || s[n] == '+' || s[n] == '-' || s[n] == '.')
+        n++;
+    return strncmp(s + n, "://", 3) == 0;
+}
+
 /* The scheme of a URL (before "://") in lower case, in place: curl and
  * the checks that follow see one spelling. */
 static void lower_scheme(char *url)
@@ -594,6 +604,11 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
         rc = WPACK_E_NOMEM;
     else if (WPK_RESERVED_CHECK(opt, "wpack_remote_options", "wpack_remote.h", msg, sizeof msg))
         rc = WPACK_E_INVALID_ARGUMENT;
+    else if (wpack_remote_has_scheme(url) && !wpack_remote_is_url(url))
+        rc = WPACK_E_INVALID_ARGUMENT,
+        wpk_fmt(msg, sizeof msg, "unsupported URL scheme '%.*s': wpack reads http://, https:// "
+                "and s3:// (a local file whose path starts so is reached as ./%.*s://...)",
+                (int)strcspn(url, ":"), url, (int)strcspn(url, ":"), url);
     else if (!wpack_remote_is_url(url))
         rc = WPACK_E_INVALID_ARGUMENT, wpk_fmt(msg, sizeof msg, "not an http://, https:// "
                                                                "or s3:// URL");

@@ -161,6 +161,12 @@ def is_url(path):
     return bool(_lib.remote_lib().wpack_remote_is_url(path.encode("utf-8", "surrogateescape")))
 
 
+def _has_scheme(path):
+    """path starts with any URL scheme and "://" (wpack_remote_has_scheme)."""
+    return isinstance(path, str) and bool(_SCHEME_SHAPE.match(path)) and bool(
+        _lib.remote_lib().wpack_remote_has_scheme(path.encode("utf-8", "surrogateescape")))
+
+
 class _Progress:
     """The on_bytes callback of one remote archive: adds up the bytes each
     completed request brought and calls progress(total). libwpack-remote
@@ -425,7 +431,10 @@ class safe_open:
         self._mm = self._fd = None
         self._handed = set()   # entries handed out over self._mm ("pt")
         path = os.fspath(path)
-        self._remote = is_url(path)
+        # any "SCHEME://" goes to libwpack-remote, which refuses one it does
+        # not read with the URL redacted (a local open's error quoted
+        # "ftp://user:password@host/m" whole)
+        self._remote = is_url(path) or _has_scheme(path)
         if self._remote and "\0" in path:   # named as shown: no credential in the message
             raise ValueError("URL %s contains a NUL character (C strings end at one)"
                              % _lib.shown_url(path.replace("\0", "%00")))

@@ -175,6 +175,27 @@ noleak password_raw_slash_redacted "http://user:***: not a URL"
 expect_fail s3_endpoint_redacted_fails "is not an http:// or https:// URL" \
     env AWS_ENDPOINT_URL="ftp://me:SEKRIT9@minio:9000/?k=SEKRIT9" "$WPACK" inspect s3://b/k
 noleak s3_endpoint_redacted "'ftp://me:***@minio:9000/?k=***'"
+# a scheme wpack does not read: refused as one, shown redacted (it was
+# taken for a local path, its "No such file" error quoting the password,
+# a token as user name, a query's signature whole), wherever a URL goes
+for cmd in inspect verify "extract -o $T/xf" "export --to safetensors -o $T/xf.st"; do
+    n=${cmd%% *}
+    expect_fail "ftp_refused_$n" "unsupported URL scheme 'ftp'" "$WPACK" $cmd "ftp://user:SEKRIT15@127.0.0.1/m.wpack$Q"
+    noleak "ftp_redacted_$n" "ftp://user:***@127.0.0.1/m.wpack$QS: unsupported URL scheme"
+done
+expect_fail gs_token_refused "unsupported URL scheme 'gs'" "$WPACK" inspect "gs://SEKRIT16tok@bucket/m.wpack"
+noleak gs_token_redacted "gs://***@bucket/m.wpack: unsupported"
+expect_fail file_scheme_refused "unsupported URL scheme 'file'" "$WPACK" verify "file://localhost$W/a.wpack?sig=SEKRIT17"
+noleak file_scheme_redacted "?sig=***: unsupported"
+expect_fail ftp_update_refused "read only" "$WPACK" update "ftp://u:SEKRIT18@h/m.wpack" --meta k=v
+noleak ftp_update_redacted "ftp://u:***@h/m.wpack"
+expect_fail ftp_input_redacted_fails "" "$WPACK" create -q -o "$T/xf.wpack" "ftp://u:SEKRIT19@h/in.npy"
+noleak ftp_input_redacted "ftp://u:***@h/in.npy"
+# ... and a local path that starts so is still reached as ./SCHEME://
+mkdir -p "$T/ftp:/h"
+cp "$W/a.wpack" "$T/ftp:/h/m.wpack"
+expect scheme_ftp_local_dot_slash env -C "$T" "$WPACK" verify ./ftp://h/m.wpack
+
 # on a terminal (a pty: the progress line drawn), success and failure
 if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>&1; then
     rm -rf "$T/xp"

@@ -281,6 +281,14 @@ def url_secrets_never_shown(d):
     hidden(e, "http://***@127.0.0.1:")
     e = raises(ValueError, wpack.safe_open, u + "/a\0.wpack" + _Q)
     hidden(e, "/a%00.wpack" + _QS)
+    # a scheme wpack does not read is refused, shown redacted (it was taken
+    # for a local path: "No such file", the password and token quoted whole)
+    for url, shown in (("ftp://user:SEKRIT7@127.0.0.1/m.wpack" + _Q, "ftp://user:***@127.0.0.1/m.wpack" + _QS),
+                       ("gs://SEKRIT8@bucket/m.wpack", "gs://***@bucket/m.wpack"),
+                       ("file://h/m.wpack?sig=SEKRIT9", "file://h/m.wpack?sig=***")):
+        for fn in (wpack.safe_open, wpack.load_file):
+            e = raises(wpack.Error, fn, url, code="WPACK_E_INVALID_ARGUMENT")
+            hidden(e, shown + ": unsupported URL scheme")
     want = wpack.load_file(os.path.join(www, "a.wpack"))
     for a in ("a.wpack", "set/m.wpack"):
         with wpack.safe_open(u + "/" + a + _Q) as f:

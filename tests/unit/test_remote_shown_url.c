@@ -83,6 +83,16 @@ static void test_is_url(void)
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
         CHECK(wpack_remote_is_url(no[i]) == 0, "'%s': taken for a URL", no[i]);
     CHECK(wpack_remote_is_url(NULL) == 0, "NULL");
+    /* any scheme (RFC 3986 3.1) is a URL's shape: never a local path */
+    const char *shaped[] = {"ftp://h/m", "file:///m", "gs://b/k", "s4://b/k", "HTTP://h",
+                            "a+b-c.d://x", "x1://"};
+    const char *not_shaped[] = {"", "ftp:/h/m", "./ftp://h/m", "1ftp://h", "+a://h", "f_p://h",
+                                " ftp://h", "ftp", "ftp:", "h/ftp://m"};
+    for (size_t i = 0; i < sizeof shaped / sizeof *shaped; i++)
+        CHECK(wpack_remote_has_scheme(shaped[i]) == 1, "%s: no scheme", shaped[i]);
+    for (size_t i = 0; i < sizeof not_shaped / sizeof *not_shaped; i++)
+        CHECK(wpack_remote_has_scheme(not_shaped[i]) == 0, "'%s': taken for a scheme", not_shaped[i]);
+    CHECK(wpack_remote_has_scheme(NULL) == 0, "NULL");
 }
 
 static void scrubbed_is(const char *url, const char *text, const char *want)
