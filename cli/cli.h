@@ -92,7 +92,7 @@ wpack_archive *cli_open_reads(const char *path, int verify);
 int cli_open_url(wpack_archive **ar, const char *url, unsigned flags);
 int cli_is_url(const char *path);
 /* Replace each URL argument (or --option=URL) holding a credential by its
- * redacted form (wpack_remote_shown_url: user:***@host, ?name=***, #***),
+ * redacted form (wpack_remote_shown_url: ***@host, ?name=***, #***),
  * so that no message or output shows it; cli_open_url() still requests
  * the URL as given. main() calls it once. */
 void cli_hide_url_secrets(int argc, char **argv);

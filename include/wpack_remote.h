@@ -140,10 +140,11 @@ int wpack_remote_has_scheme(const char *s);
 
 /* url as wpack shows it (messages, the archive's name, shard paths, a
  * redirect's Location), so that no credential a URL carries is ever shown:
- * the password of its user info becomes "***" (http://user:***@host/...),
- * user info without one (a token as the user name) "***@host", a port
- * that is not a number and all after it (what a password with a raw '/',
- * '?' or '#' leaves: no URL) ":***"; every query value becomes "***" and its names stay
+ * its user info becomes "***" ("http://" "***@host/..."), user name and
+ * password alike (either may be the token: "TOKEN:x-oauth-basic@",
+ * "oauth2:TOKEN@"); a port that is not a number and all after it (what a
+ * password with a raw '/', '?' or '#' leaves: no URL) ":***", the host
+ * before it too when an '@' follows (it is then a user name); every query value becomes "***" and its names stay
  * (?X-Amz-Credential=***&X-Amz-Signature=***, ?sv=***&sig=***: which
  * names carry secrets cannot be known), a query item without '=' "***",
  * a fragment "#***". Scheme, host, port and path stay as given; an

@@ -117,11 +117,12 @@ static char *encode(const char *s, size_t n, int keep_slash)
 }
 
 /* The URL as messages and outputs show it, so that a credential in it
- * never reaches a terminal, a log, a JSON report or an exception: the
- * password of its user info becomes "***" (user:***@host, as curl and git
- * show one), user info without a password (a token as the user name)
- * "***@host", a port that is not a number and all after it (what a
- * password holding a raw '/', '?' or '#' leaves of the URL) ":***"; each value of
+ * never reaches a terminal, a log, a JSON report or an exception: its user
+ * info becomes "***" (***@host), user name and password alike (a token is
+ * either: "TOKEN@", "TOKEN:x-oauth-basic@", "oauth2:TOKEN@"); a port that
+ * is not a number and all after it (what a password holding a raw '/',
+ * '?' or '#' leaves of the URL) ":***", and the host before it too when an
+ * '@' follows (that "host" is the user name); each value of
  * its query "***", its names kept (which names carry secrets cannot be
  * known: X-Amz-Signature, sig, token, ...), a bare item "***"; a fragment
  * "#***". Scheme, host, port and path stay as given. An s3:// key is
@@ -153,10 +154,7 @@ char *wpack_remote_shown_url(const char *url)
             at = p; /* the last one: a password may hold an '@' */
     const char *host = auth;
     if (at) {
-        const char *colon = memchr(auth, ':', (size_t)(at - auth));
-        if (colon)
-            o = put(o, auth, (size_t)(colon + 1 - auth));
-        o = put(o, "***", 3);
+        o = put(o, "***", 3); /* user and password: either may be the token */
         host = at; /* from the '@' */
     }
     /* host[:port]; an IPv6 host is in brackets */
@@ -177,9 +175,12 @@ char *wpack_remote_shown_url(const char *url)
         port_ok = 0;
     if (!port_ok) {
         /* not a URL (curl refuses it): from the port on it may be what a
-         * password holding a raw '/', '?' or '#' left, so none is shown */
-        o = put(o, host, (size_t)(port - host));
-        strcpy(o, "***");
+         * password holding a raw '/', '?' or '#' left, so none is shown;
+         * with an '@' after it, what stands for the host is a user name */
+        if (!at && strchr(aend, '@'))
+            strcpy(o, "***");
+        else
+            strcpy(put(o, host, (size_t)(port - host)), "***");
         return out;
     }
     o = put(o, host, (size_t)(aend - host));
@@ -224,39 +225,81 @@ static int word_byte(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* Bytes a and b are the same byte of a URL: equal, or a space and a '+'
+ * (a query's form encoding). */
+static int same_byte(unsigned char a, unsigned char b)
+{
+    return a == b || ((a == ' ' || a == '+') && (b == ' ' || b == '+'));
+}
+
+/* The length of text at t (up to e) that spells f (n bytes), each of its
+ * bytes raw or as a "%XX" escape in either case ("%2F", "%2f"), or 0: a
+ * server or curl may repeat a secret re-encoded, "a%2Fb" as "a/b" or
+ * "a%2fb", and only its start matched as given (a leak of its first
+ * bytes). */
+static size_t spelled(const char *t, const char *e, const char *f, size_t n)
+{
+    const char *p = t;
+    for (size_t i = 0; i < n; i++) {
+        if (p >= e)
+            return 0;
+        int hi = e - p >= 3 && *p == '%' ? hex_digit(p[1]) : -1;
+        int lo = hi >= 0 ? hex_digit(p[2]) : -1;
+        if (lo >= 0 && same_byte((unsigned char)(hi << 4 | lo), (unsigned char)f[i]))
+            p += 3;
+        else if (same_byte((unsigned char)*p, (unsigned char)f[i]))
+            p++;
+        else
+            return 0;
+    }
+    return (size_t)(p - t);
+}
+
 /* The occurrences of f (n bytes) in text that are the secret become "***",
- * scanning forward once: every one when n >= 4 (a signature, a token, a
- * password of any use); a shorter one only standing alone (no letter or
- * digit on either side) and, with ctx, right after ctx ("NAME=" of its
- * query item: a value "1" is not every "1" of the text). Cut to size bytes
- * ("***" is longer than a 1- or 2-byte secret); out of memory, the whole
- * text becomes "***". */
+ * scanning forward once, each byte raw or escaped (spelled): every one
+ * when n >= 4 (a signature, a token, a password of any use); a shorter one
+ * only standing alone (no letter or digit on either side) and, with ctx,
+ * right after ctx ("NAME=" of its query item: a value "1" is not every "1"
+ * of the text). Cut to size bytes ("***" is longer than a 1- or 2-byte
+ * secret); out of memory, the whole text becomes "***". */
 static void scrub_form(char *text, size_t size, const char *f, size_t n, const char *ctx,
                        size_t ctxlen)
 {
     size_t len = strlen(text);
-    if (!n || n > len)
+    if (!n)
         return;
     char *out = malloc(3 * len + 1);
     if (!out) {
         wpk_fmt(text, size, "***");
         return;
     }
-    const char *p = text, *end = text + len, *m;
+    const char *p = text, *end = text + len;
     size_t o = 0;
-    while ((m = memmem(p, (size_t)(end - p), f, n))) {
-        int ok = n >= 4 || ((m == text || !word_byte(m[-1])) && !word_byte(m[n]) &&
-                            (!ctx || ((size_t)(m - text) >= ctxlen &&
-                                      memcmp(m - ctxlen, ctx, ctxlen) == 0)));
-        size_t keep = (size_t)(m - p) + (ok ? 0 : 1);
-        memcpy(out + o, p, keep);
-        o += keep;
-        if (ok)
-            memcpy(out + o, "***", 3), o += 3;
-        p = ok ? m + n : m + 1;
+    while (p < end) {
+        /* m: where the secret would start; k: its length in the text */
+        size_t c = n < 4 && ctx ? spelled(p, end, ctx, ctxlen) : 0;
+        const char *m = p + c;
+        size_t k = (n >= 4 || !ctx || c) ? spelled(m, end, f, n) : 0;
+        if (k && n < 4 && ((m > text && word_byte(m[-1])) || word_byte(m[k])))
+            k = 0;
+        if (!k) {
+            out[o++] = *p++;
+            continue;
+        }
+        memcpy(out + o, p, c);
+        o += c;
+        memcpy(out + o, "***", 3);
+        o += 3;
+        p = m + k;
     }
-    memcpy(out + o, p, (size_t)(end - p));
-    o += (size_t)(end - p);
     if (o >= size)
         o = size - 1;
     memcpy(text, out, o);
@@ -310,10 +353,11 @@ void wpk_remote_scrub(const wpk_remote *r, char *text, size_t size)
     for (const char *p = auth; p < aend; p++)
         if (*p == '@')
             at = p;
-    if (at) {
+    if (at) { /* the user name too: "TOKEN:x-oauth-basic@", "oauth2:TOKEN@" */
         const char *colon = memchr(auth, ':', (size_t)(at - auth));
-        const char *secret = colon ? colon + 1 : auth;
-        scrub_one(text, size, secret, (size_t)(at - secret), NULL, 0);
+        if (colon)
+            scrub_one(text, size, colon + 1, (size_t)(at - colon - 1), NULL, 0);
+        scrub_one(text, size, auth, (size_t)((colon ? colon : at) - auth), NULL, 0);
     }
     const char *q = strchr(aend, '?');
     for (const char *p = q ? q + 1 : ""; *p && *p != '#';) {

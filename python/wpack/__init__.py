@@ -400,8 +400,8 @@ class safe_open:
     AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION and
     AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, as the wpack CLI reads them;
     without a key, requests are unsigned (a public bucket). Exceptions
-    name a URL redacted (its password, each query value and its fragment
-    as "***": http://user:***@host/m.wpack?sig=***); requests use it as
+    name a URL redacted (its user info, each query value and its fragment
+    as "***": http://***@host/m.wpack?sig=***); requests use it as
     given.
     progress: callable(fetched_bytes), called after each completed HTTP
     request (wpack_remote_options.on_bytes) with the bytes this archive has

@@ -24,6 +24,8 @@ picks the behaviour, the rest names a file under ROOT:
                  as a CDN hands on a token)
   /echo/F?Q      403 with an error page repeating the request's path and
                  query, percent-decoded (a server that echoes a token back)
+  /echolower/F?Q as echo, the request as received with its escapes in
+                 lower case ("%2F" as "%2f": a server normalising them)
   /nocr/F        206 with no Content-Range and no body (ranges past 0)
   /zeroes3/F     an empty F answered as some S3 servers do: 206,
                  "Content-Range: bytes 0-0/0", no body
@@ -170,9 +172,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send(404, b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code>"
                                  b"<Message>The specified key does not exist.</Message></Error>",
                                  [("Content-Type", "application/xml")])
-        if mode == "echo":
+        if mode in ("echo", "echolower"):
             self.log(mode, 403)
-            return self.send(403, ("<p>denied: %s</p>" % urllib.parse.unquote(self.path)).encode(),
+            shown = urllib.parse.unquote(self.path) if mode == "echo" else \
+                re.sub(r"%[0-9A-Fa-f]{2}", lambda m: m.group(0).lower(), self.path)
+            return self.send(403, ("<p>denied: %s</p>" % shown).encode(),
                              [("Content-Type", "text/html")])
         if mode == "query" and query != "token=a/b":
             self.log(mode, 403)
