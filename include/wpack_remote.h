@@ -99,8 +99,9 @@ typedef struct wpack_remote_options {
     void *on_bytes_user;
     /* Optional local chunk cache (NULL: none). Chunks fetched after the open
      * (chunk_size-aligned ranges of the object) are kept in this directory
-     * (created 0700 if missing; refused when it is a symlink, another
-     * user's, or writable by group or others), one file per chunk named by
+     * (created 0700 if missing; refused when it is a symlink, written
+     * "LINK/" too, another user's, or writable by group or others), one
+     * file per chunk (created 0600, whatever the umask) named by
      * the index's XXH3, the object size, the chunk's offset and length: a
      * replaced object (another index) never meets old files. Each file
      * carries the XXH3 of its bytes, checked on every reuse; a bad,
