@@ -22,6 +22,9 @@ picks the behaviour, the rest names a file under ROOT:
   /trickle/F     headers, then 2 bytes a second (every range) for up to 60 s
   /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
                  as a CDN hands on a token)
+  /redirectflood/F  302 to REDIRECT_BASE/F with a chunked body that does not
+                 end, sent as fast as it goes (for up to 60 s)
+  /redirectdrip/F   as redirectflood, 4 KiB a second: above any low-speed limit
   /echo/F?Q      403 with an error page repeating the request's path and
                  query, percent-decoded (a server that echoes a token back)
   /echolower/F?Q as echo, the request as received with its escapes in
@@ -208,6 +211,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send(412, b"precondition failed")
         hdr = [("ETag", etag), ("Last-Modified", "Thu, 01 Jan 2026 00:00:00 GMT"),
                ("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream")]
+        if mode in ("redirectflood", "redirectdrip"):
+            self.log(mode, 302)
+            self.send_response(302)
+            self.send_header("Location", REDIRECT + "/" + rest)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            piece = b"<p>moved</p>" * 340 if mode == "redirectflood" else b"m" * 4096
+            t0 = time.time()
+            try:
+                while time.time() - t0 < 60:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+                    if mode == "redirectdrip":
+                        time.sleep(1)
+            except OSError:
+                pass  # the client gave up: what the test wants
+            self.close_connection = True
+            return
         if mode == "redirect":
             self.log(mode, 302)
             loc = REDIRECT + "/" + rest + ("?" + query if query else "")

@@ -64,6 +64,15 @@ expect_fail trickle_timed_out "[Tt]oo slow|[Tt]imeout|timed out" \
     env WPACK_REMOTE_RETRIES=1 timeout 40 "$WPACK" inspect "$B/trickle/a.wpack"
 took=$(($(date +%s) - start))
 [ "$took" -le 20 ] && pass trickle_bounded_time || fail trickle_bounded_time "$took s"
+# a redirect whose body does not end, fast (past the low-speed limit, no
+# timeout ever fired) or dripping above it: curl reads a redirect's body
+# whole before it follows; the read hung for as long as the server went on.
+# Now at most 1 MiB and WPACK_REMOTE_TIMEOUT (2 s) of it, no retry.
+for m in redirectflood redirectdrip; do
+    start=$SECONDS
+    extract_fails "$m" "HTTP 302: a redirect's body that does not end" "$B/$m/a.wpack"
+    [ $((SECONDS - start)) -lt 40 ] && pass "${m}_bounded" || fail "${m}_bounded" "$((SECONDS - start)) s"
+done
 # a 206 with neither Content-Range nor body: an error at once, not a retry
 : >"$T/requests.log"
 extract_fails no_content_range "HTTP 206 without a valid Content-Range for bytes [0-9]+-[0-9]+" "$B/nocr/a.wpack"
