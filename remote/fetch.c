@@ -76,7 +76,7 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     char range[80];
     wpk_fmt(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)j->off,
             (unsigned long long)(j->off + j->len - 1));
-    int ok = add_header(&l, "Range", range);
+    int ok = add_header(&l, "Range", range) && add_header(&l, "Accept-Encoding", "identity");
     /* A strong ETag lets the server refuse a changed object (412) itself;
      * not one cut to fit r->etag (no closing quote): sent cut short, it
      * failed every read after the open with a 412 */

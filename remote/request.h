@@ -28,6 +28,7 @@ typedef struct {
     int have_range, range_empty, checked; /* range_empty: Content-Range total 0 */
     uint64_t cr_first, cr_last, cr_total;
     char etag[256], lastmod[128], ctype[64];
+    char coding[64];            /* its Content-Encoding ("": none) */
     char location[512];         /* a redirect's Location (cut: for messages only) */
     int64_t resp_at;            /* ms (monotonic) its status line came */
     curl_off_t resp_dl0;        /* the download count then (-1: not seen yet) */

@@ -56,7 +56,7 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
         j->resp_at = wpk_now_ms();
         j->resp_dl0 = -1;
         j->have_range = j->range_empty = 0;
-        j->etag[0] = j->lastmod[0] = j->ctype[0] = j->location[0] = 0;
+        j->etag[0] = j->lastmod[0] = j->ctype[0] = j->location[0] = j->coding[0] = 0;
         j->snippet_len = 0;
     } else if (is_header(p, n, "content-range", &v, &vn)) {
         header_value(v, vn, tmp, sizeof tmp);
@@ -75,6 +75,8 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
         header_value(v, vn, j->lastmod, sizeof j->lastmod);
     } else if (is_header(p, n, "content-type", &v, &vn)) {
         header_value(v, vn, j->ctype, sizeof j->ctype);
+    } else if (is_header(p, n, "content-encoding", &v, &vn)) {
+        header_value(v, vn, j->coding, sizeof j->coding);
     } else if (is_header(p, n, "location", &v, &vn)) {
         header_value(v, vn, j->location, sizeof j->location);
     }
@@ -85,6 +87,16 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
 int wpk_check_response(job *j)
 {
     wpk_remote *r = j->r;
+    /* Requests say "Accept-Encoding: identity"; a range of a gzip (or
+     * other) encoding is a slice of the compressed stream, not the
+     * object's bytes: taken as they came, a short or garbled body, retried
+     * as if it might pass */
+    if (*j->coding && strcasecmp(j->coding, "identity") != 0) {
+        wpk_fmt(j->fatal, sizeof j->fatal, "HTTP 206 with Content-Encoding: %s for bytes "
+                "%llu-%llu: wpack reads the object's own bytes (it asks for identity)", j->coding,
+                (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1));
+        return 0;
+    }
     if (!j->have_range) {
         wpk_fmt(j->fatal, sizeof j->fatal, "HTTP 206 without a valid Content-Range for bytes %llu-%llu",
                 (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1));

@@ -11,6 +11,10 @@ picks the behaviour, the rest names a file under ROOT:
   /truncate/F    right headers, half the body, then closes
   /more/F        206 with more bytes than the Content-Range says
   /wrongrange/F  206 with the Content-Range of another range
+  /gzip/F        206 with the range gzip-compressed (Content-Encoding: gzip),
+                 unless the request says "Accept-Encoding: identity" (ranges
+                 past 0)
+  /gzipalways/F  as gzip, whatever the request says
   /flaky/F       503 for the first 2 requests of each range, then right
   /flip/F        right headers, the middle byte of the body flipped (ranges
                  reaching beyond the first 64 KiB, but for the last request)
@@ -54,6 +58,7 @@ remote_server.py --self-test checks the SigV4 code against AWS's example.
 """
 import base64
 import datetime
+import gzip
 import hashlib
 import hmac
 import http.server
@@ -297,6 +302,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        if a > 0 and (mode == "gzipalways" or
+                      (mode == "gzip" and self.headers.get("Accept-Encoding") != "identity")):
+            return self.send(206, gzip.compress(body), hdr + [cr, ("Content-Encoding", "gzip")])
         if mode == "more" and a > 0:
             return self.send(206, body + b"EXTRA" * 100, hdr + [cr])
         if mode == "trickle":
