@@ -167,6 +167,14 @@ def _has_scheme(path):
         _lib.remote_lib().wpack_remote_has_scheme(path.encode("utf-8", "surrogateescape")))
 
 
+def _refuse_url(path, caller, why):
+    """A URL where only a local path will do: refused, named redacted (the
+    writer's own message quoted "https://user:PASSWORD@host/m" whole)."""
+    if _has_scheme(path):
+        raise Error(E_INVALID_ARGUMENT, "%s: %s(): %s (a local file whose path starts so is "
+                    "named ./PATH)" % (_lib.shown_url(path), caller, why))
+
+
 class _Progress:
     """The on_bytes callback of one remote archive: adds up the bytes each
     completed request brought and calls progress(total). libwpack-remote
@@ -1003,6 +1011,7 @@ class _Writer:
         _check_options(caller, options, _WRITER_OPTIONS)
         self.pool = self.executor = self.w = None
         self.path = os.fspath(path)
+        _refuse_url(self.path, caller, "outputs are local files")
         bpath = _b(self.path, "path")
         opt = _lib.WriterOptions()
         lib.wpack_writer_options_init(ctypes.byref(opt))
@@ -1415,6 +1424,7 @@ def update_stats(path, stats):
     """Add or replace calibration statistics records of the archive at path
     in place (the crash-safe index update: no data is rewritten; open
     readers keep working). stats: as in save_file."""
+    _refuse_url(os.fspath(path), "update_stats", "a URL is read only; update a local copy")
     recs, keep = [], []
     for key, rec in stats.items():
         s, k = _stats_in(key, rec)

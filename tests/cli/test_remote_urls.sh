@@ -196,6 +196,19 @@ expect_fail ftp_update_refused "read only" "$WPACK" update "ftp://u:SEKRIT18@h/m
 noleak ftp_update_redacted "ftp://***@h/m.wpack"
 expect_fail ftp_input_redacted_fails "" "$WPACK" create -q -o "$T/xf.wpack" "ftp://u:SEKRIT19@h/in.npy"
 noleak ftp_input_redacted "ftp://***@h/in.npy"
+# a URL as an output is refused: argv holds it redacted, and extract wrote
+# the tensors under local directories "ftp:" and "***@h" (create, under
+# "http:" when it existed); any scheme, either form of the option
+for o in "-o ftp://u:SEKRIT20@h/x" "--output=https://u:SEKRIT20@h/x" "-o s3://b/x"; do
+    n=${o#*[ =]}; n=${n%%:*}
+    expect_fail "output_url_refused_extract_$n" "is a URL: outputs are local files" \
+        env -C "$T" "$WPACK" extract -q $o "$W/a.wpack"
+    noleak "output_url_redacted_extract_$n" "is a URL"
+    expect_fail "output_url_refused_create_$n" "is a URL: outputs are local files" \
+        env -C "$T" "$WPACK" create -q $o "$T/in"
+done
+ls -d "$T"/ftp: "$T"/https: "$T"/s3: 2>/dev/null && fail output_url_nothing_written "$(find "$T"/*: | head -3)" ||
+    pass output_url_nothing_written
 # ... and a local path that starts so is still reached as ./SCHEME://
 mkdir -p "$T/ftp:/h"
 cp "$W/a.wpack" "$T/ftp:/h/m.wpack"

@@ -289,6 +289,15 @@ def url_secrets_never_shown(d):
         for fn in (wpack.safe_open, wpack.load_file):
             e = raises(wpack.Error, fn, url, code="WPACK_E_INVALID_ARGUMENT")
             hidden(e, shown + ": unsupported URL scheme")
+    # a URL where a local file is written is refused, named redacted (the
+    # writer's "cannot create a temporary file" quoted the password)
+    npy = os.path.join(d, "t.npy")
+    np.save(npy, np.zeros(3, np.float32))
+    for fn, url in ((lambda p: wpack.save_file({"a": np.zeros(3, np.float32)}, p), "ftp://u:SEKRIT10@h/x"),
+                    (lambda p: wpack.pack([npy], p), "https://u:SEKRIT11@h/x"),
+                    (lambda p: wpack.update_stats(p, {}), "http://SEKRIT12tok@h/x")):
+        e = raises(wpack.Error, fn, url, code="WPACK_E_INVALID_ARGUMENT")
+        hidden(e, "://***@h/x: ")
     want = wpack.load_file(os.path.join(www, "a.wpack"))
     for a in ("a.wpack", "set/m.wpack"):
         with wpack.safe_open(u + "/" + a + _Q) as f:
