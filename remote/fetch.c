@@ -201,8 +201,10 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         free(to);
     } else if (c != CURLE_OK && !(c == CURLE_WRITE_ERROR && j->status != 206 && j->status)) {
         retry = retryable_curl(c);
-        wpk_fmt(why, sizeof why, "%s%s%s", curl_easy_strerror(c), *j->errbuf ? ": " : "",
-                j->errbuf);
+        /* curl says "Out of memory" of a header line over its 100 KiB cap */
+        wpk_fmt(why, sizeof why, "%s%s%s%s", curl_easy_strerror(c), *j->errbuf ? ": " : "",
+                j->errbuf, c == CURLE_OUT_OF_MEMORY ? " (or a response header line longer than "
+                "libcurl takes, 100 KiB)" : "");
     } else if (j->status == 206) {
         retry = 1;
         wpk_fmt(why, sizeof why, "short body: %llu of %llu bytes", (unsigned long long)j->got,

@@ -15,6 +15,7 @@ picks the behaviour, the rest names a file under ROOT:
                  unless the request says "Accept-Encoding: identity" (ranges
                  past 0)
   /gzipalways/F  as gzip, whatever the request says
+  /bigheader/F   206 with a 200 KiB header line (ranges past 0)
   /flaky/F       503 for the first 2 requests of each range, then right
   /flip/F        right headers, the middle byte of the body flipped (ranges
                  reaching beyond the first 64 KiB, but for the last request)
@@ -305,6 +306,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if a > 0 and (mode == "gzipalways" or
                       (mode == "gzip" and self.headers.get("Accept-Encoding") != "identity")):
             return self.send(206, gzip.compress(body), hdr + [cr, ("Content-Encoding", "gzip")])
+        if mode == "bigheader" and a > 0:
+            return self.send(206, body, hdr + [cr, ("X-Big", "b" * (200 << 10))])
         if mode == "more" and a > 0:
             return self.send(206, body + b"EXTRA" * 100, hdr + [cr])
         if mode == "trickle":

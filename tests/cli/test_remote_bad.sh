@@ -58,6 +58,8 @@ extract_same gzip_asked_identity "$B/gzip/a.wpack"
 extract_fails gzip_refused "HTTP 206 with Content-Encoding: gzip for bytes [0-9]+-[0-9]+: wpack reads the object's own bytes" "$B/gzipalways/a.wpack"
 [ "$(grep -c '^gzipalways .* 206$' "$T/requests.log")" -eq 2 ] && pass gzip_refused_not_retried ||
     fail gzip_refused_not_retried "$(grep -c '^gzipalways' "$T/requests.log") requests"
+# a header line over libcurl's 100 KiB: curl's "Out of memory" said why
+extract_fails big_header "Out of memory \(or a response header line longer than libcurl takes" "$B/bigheader/a.wpack"
 extract_fails wrong_content_range "asked for bytes [0-9]+-[0-9]+ of the object, the server sent bytes" "$B/wrongrange/a.wpack"
 extract_fails not_found "a.wpack: GET bytes 0-65535: HTTP 404 \(not found\)" "$B/ok/missing/a.wpack"
 extract_fails flipped_byte "tensor 't1': fetched bytes hash to [0-9a-f]+ twice.*\[WPACK_E_CHECKSUM\]" "$B/flip/a.wpack"
