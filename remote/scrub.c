@@ -134,11 +134,76 @@ static void scrub_one(char *text, size_t size, const char *s, size_t n, const ch
     free(dec);
 }
 
+/* s (n bytes) in base64 (RFC 4648, padded) into out (4 * ((n + 2) / 3) + 1
+ * bytes): its length. */
+static size_t base64(const unsigned char *s, size_t n, char *out)
+{
+    static const char d[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0) |
+                     (i + 2 < n ? s[i + 2] : 0);
+        out[k++] = d[v >> 18 & 63];
+        out[k++] = d[v >> 12 & 63];
+        out[k++] = i + 1 < n ? d[v >> 6 & 63] : '=';
+        out[k++] = i + 2 < n ? d[v & 63] : '=';
+    }
+    out[k] = 0;
+    return k;
+}
+
+/* The user info (n bytes, "user[:password]") as curl sends it: HTTP Basic
+ * credentials, base64 of the decoded "user:password" (a server echoing the
+ * Authorization header showed them, encoded only). */
+static void scrub_basic(char *text, size_t size, const char *ui, size_t n)
+{
+    const char *colon = memchr(ui, ':', n);
+    size_t un = colon ? (size_t)(colon - ui) : n;
+    char *plain = malloc(n + 2), *b64 = malloc(4 * ((n + 4) / 3) + 1);
+    if (plain && b64) {
+        size_t k = decode(ui, un, plain);
+        plain[k++] = ':';
+        if (colon)
+            k += decode(colon + 1, n - un - 1, plain + k);
+        size_t m = base64((const unsigned char *)plain, k, b64);
+        while (m > 4 && b64[m - 1] == '=') /* also where the padding was cut */
+            m--;
+        scrub_form(text, size, b64, m, NULL, 0);
+    } else {
+        wpk_fmt(text, size, "***");
+    }
+    free(plain);
+    free(b64);
+}
+
+/* What follows "Signature=" (an S3 Authorization header echoed: the
+ * signature lets its request be replayed for 15 minutes): hex digits. */
+static void scrub_signature(char *text)
+{
+    for (char *p = strstr(text, "Signature="); p; p = strstr(p, "Signature=")) {
+        p += 10;
+        size_t n = strspn(p, "0123456789abcdefABCDEF");
+        if (n >= 3) {
+            memcpy(p, "***", 3);
+            memmove(p + 3, p + n, strlen(p + n) + 1);
+        }
+    }
+}
+
 void wpk_remote_scrub(const wpk_remote *r, char *text, size_t size)
 {
     const char *u = r->url, *auth = u ? strstr(u, "://") : NULL;
-    if (!auth || r->s3 || !size)
-        return; /* s3: credentials are in headers, never in the URL */
+    if (!size)
+        return;
+    if (r->s3) { /* the credentials sent in headers (the secret key is never sent) */
+        const char *sec[] = {r->opt.session_token, r->opt.secret_key};
+        for (int i = 0; i < 2; i++)
+            if (sec[i])
+                scrub_one(text, size, sec[i], strlen(sec[i]), NULL, 0);
+        scrub_signature(text);
+    }
+    if (!auth)
+        return;
     auth += 3;
     const char *aend = auth + strcspn(auth, "/?#"), *at = NULL;
     for (const char *p = auth; p < aend; p++)
@@ -146,10 +211,13 @@ void wpk_remote_scrub(const wpk_remote *r, char *text, size_t size)
             at = p;
     if (at) { /* the user name too: "TOKEN:x-oauth-basic@", "oauth2:TOKEN@" */
         const char *colon = memchr(auth, ':', (size_t)(at - auth));
+        scrub_basic(text, size, auth, (size_t)(at - auth));
         if (colon)
             scrub_one(text, size, colon + 1, (size_t)(at - colon - 1), NULL, 0);
         scrub_one(text, size, auth, (size_t)((colon ? colon : at) - auth), NULL, 0);
     }
+    if (r->s3)
+        return; /* the path is the key, encoded: no query of the caller's */
     const char *q = strchr(aend, '?');
     for (const char *p = q ? q + 1 : ""; *p && *p != '#';) {
         size_t item = strcspn(p, "&#");

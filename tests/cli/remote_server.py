@@ -32,6 +32,9 @@ picks the behaviour, the rest names a file under ROOT:
   /redirectdrip/F   as redirectflood, 4 KiB a second: above any low-speed limit
   /echo/F?Q      403 with an error page repeating the request's path and
                  query, percent-decoded (a server that echoes a token back)
+  /echoheaders/F 400 with a plain-text page listing the request's headers,
+                 by name from z to a (a gateway that echoes them: a session
+                 token, Authorization)
   /echolower/F?Q as echo, the request as received with its escapes in
                  lower case ("%2F" as "%2f": a server normalising them)
   /nocr/F        206 with no Content-Range and no body (ranges past 0)
@@ -181,6 +184,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send(404, b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code>"
                                  b"<Message>The specified key does not exist.</Message></Error>",
                                  [("Content-Type", "application/xml")])
+        if mode == "echoheaders":
+            self.log(mode, 400)
+            return self.send(400, ("bad request; headers: %s" % " | ".join(
+                "%s: %s" % kv for kv in sorted(self.headers.items(), reverse=True,
+                                                 key=lambda kv: kv[0].lower()))).encode(),
+                [("Content-Type", "text/plain")])
         if mode in ("echo", "echolower"):
             self.log(mode, 403)
             shown = urllib.parse.unquote(self.path) if mode == "echo" else \

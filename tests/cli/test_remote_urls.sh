@@ -144,6 +144,15 @@ noleak query_echoed_body_scrubbed "denied: /echo/a.wpack?X-Amz-Algorithm="
 # given nor decoded, and their start (SEKRIT3, AKIASEKRIT1) was shown
 expect_fail query_echoed_lower "HTTP 403" "$WPACK" inspect "$B/echolower/a.wpack$Q"
 noleak query_echoed_lower_scrubbed "denied: /echolower/a.wpack?X-Amz-Algorithm=***&X-Amz-Credential=***&"
+# a gateway echoing the request's headers: an S3 session token (the scrub
+# skipped s3 altogether) and HTTP Basic credentials (base64 of user:password)
+expect_fail s3_headers_echoed "HTTP 400" env AWS_ENDPOINT_URL="$B/echoheaders" AWS_ACCESS_KEY_ID=AKIDTEST \
+    AWS_SECRET_ACCESS_KEY=secret AWS_SESSION_TOKEN=IQoJSEKRIT21tok "$WPACK" inspect s3://bucket/a.wpack
+noleak s3_headers_echoed_scrubbed "x-amz-security-token: *** |"
+expect_fail basic_echoed "HTTP 400" "$WPACK" inspect "http://user:SEKRIT22@127.0.0.1:$BAD_PORT/echoheaders/a.wpack"
+b64=$(printf 'user:SEKRIT22' | base64)
+grep -qF "${b64%%=*}" "$T/err" && fail basic_echoed_scrubbed "$(cat "$T/err")" ||
+    noleak basic_echoed_scrubbed "Authorization: Basic ***"
 # ... short values too (3 bytes and less were shown), after their names
 expect_fail query_short_echoed "HTTP 403" "$WPACK" inspect "$B/echo/a.wpack?t=Zq9&k=7"
 grep -q "Zq9" "$T/err" && fail query_short_echoed_scrubbed "$(cat "$T/err")" ||

@@ -145,6 +145,33 @@ static void test_scrub(void)
     scrubbed_is(q, "t=a%2fb t=a/b t=a%2Fb t=a%252Fb", "t=*** t=*** t=*** t=***");
     scrubbed_is("https://h/m?k=a+b%20c", "k=a b c, k=a%20b+c, k=a+b+c", "k=***, k=***, k=***");
     scrubbed_is("https://u:p%40ss%2Fw0rd@h/m", "p%40SS p%40ss%2fw0rd p@ss/w0rd", "p%40SS *** ***");
+    /* HTTP Basic credentials echoed (base64 of the decoded "user:password",
+     * "user:" for a user alone), with or without their padding */
+    scrubbed_is("https://user:pa55word@h/m", "Authorization: Basic dXNlcjpwYTU1d29yZA==",
+                "Authorization: Basic ***==");
+    scrubbed_is("https://a%40b:c@h/m", "Basic YUBiOmM= YUBiOmM", "Basic ***= ***");
+    scrubbed_is("https://tok3n@h/m", "Basic dG9rM246", "Basic ***");
+}
+
+/* S3: the session token and secret key (sent or signed with in headers)
+ * and an echoed Authorization's signature; an endpoint's user info */
+static void test_scrub_s3(void)
+{
+    wpk_remote r;
+    memset(&r, 0, sizeof r);
+    r.s3 = 1;
+    r.url = (char *)"http://me:pw0rd@127.0.0.1:9000/b/a%3Fb.wpack";
+    r.opt.session_token = "IQoJSEKRIT/tok+en==";
+    r.opt.secret_key = "wJalSEKRIT/K7MDENG";
+    char buf[600] = "x-amz-security-token: IQoJSEKRIT/tok+en== | secret wJalSEKRIT/K7MDENG | "
+                    "Authorization: AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/s3/"
+                    "aws4_request, SignedHeaders=host;range, Signature=5e6bdeadbeef0123 | "
+                    "Basic bWU6cHcwcmQ= | pw0rd | a%3Fb.wpack";
+    wpk_remote_scrub(&r, buf, sizeof buf);
+    const char *want = "x-amz-security-token: *** | secret *** | Authorization: AWS4-HMAC-SHA256 "
+                       "Credential=AKID/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;"
+                       "range, Signature=*** | Basic ***= | *** | a%3Fb.wpack";
+    CHECK(strcmp(buf, want) == 0, "got %s", buf);
 }
 
 /* "***" is longer than a 1-byte secret: the text grows, cut to its buffer */
@@ -167,5 +194,6 @@ int main(void)
     RUN(test_is_url);
     RUN(test_scrub);
     RUN(test_scrub_grows);
+    RUN(test_scrub_s3);
     return tl_finish();
 }
