@@ -86,11 +86,13 @@ wpack_archive *cli_open(const char *path);
  * command with [WPACK_E_CHECKSUM] naming it. */
 wpack_archive *cli_open_reads(const char *path, int verify);
 /* A URL (http://, https://, s3://) where an archive path goes, opened with
- * libwpack-remote and options from the environment (open_url.c). */
+ * libwpack-remote and options from the environment (open_url.c). Any
+ * "SCHEME://" is taken for a URL (wpack_remote_has_scheme): one wpack does
+ * not read is refused there, shown redacted, never opened as a path. */
 int cli_open_url(wpack_archive **ar, const char *url, unsigned flags);
 int cli_is_url(const char *path);
 /* Replace each URL argument (or --option=URL) holding a credential by its
- * redacted form (wpack_remote_shown_url: user:***@host, ?name=***, #***),
+ * redacted form (wpack_remote_shown_url: ***@host, ?name=***, #***),
  * so that no message or output shows it; cli_open_url() still requests
  * the URL as given. main() calls it once. */
 void cli_hide_url_secrets(int argc, char **argv);

@@ -131,7 +131,7 @@ void cli_hide_url_secrets(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *eq = argv[i][0] == '-' ? strchr(argv[i], '=') : NULL;
         const char *url = eq ? eq + 1 : argv[i];
-        if (!wpack_remote_is_url(url))
+        if (!wpack_remote_has_scheme(url)) /* ftp://user:pw@h too: never shown */
             continue;
         size_t head = (size_t)(url - argv[i]);
         char *shown = wpack_remote_shown_url(url), *arg = shown ? malloc(head + strlen(shown) + 1) : NULL;
@@ -208,7 +208,9 @@ int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
     return rc;
 }
 
+/* Any scheme: wpack_open_url refuses one it does not read, naming the URL
+ * redacted (a local open's error quoted it whole). */
 int cli_is_url(const char *path)
 {
-    return wpack_remote_is_url(path);
+    return wpack_remote_has_scheme(path);
 }

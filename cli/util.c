@@ -158,7 +158,17 @@ int cli_opt_path(int argc, char **argv, int *i, const char *name, const char **p
 int cli_opt_output(int argc, char **argv, int *i, const char **out)
 {
     int r = cli_opt_path(argc, argv, i, "-o", out);
-    return r ? r : cli_opt_path(argc, argv, i, "--output", out);
+    if (!r)
+        r = cli_opt_path(argc, argv, i, "--output", out);
+    /* A URL's credentials are hidden in argv (cli_hide_url_secrets), so
+     * the output was the redacted name: extract made the local directories
+     * "ftp:" and "***@h" of "ftp://user:pw@h/x" */
+    if (r > 0 && cli_is_url(*out)) {
+        cli_error("output %s is a URL: outputs are local files (a local path that starts so "
+                  "is written as ./PATH) [%s]", *out, wpack_error_name(WPACK_E_INVALID_ARGUMENT));
+        return -1;
+    }
+    return r;
 }
 
 uint64_t cli_output_cap(uint64_t input_bytes, uint64_t user_cap)

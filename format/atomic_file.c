@@ -196,7 +196,8 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
     for (int attempt = 0; attempt < 64; attempt++) {
         snprintf(a->tmp, tn, "%s" TMP_TAG "%ld-%016llx", path, (long)getpid(),
                  (unsigned long long)random64());
-        int fd = open(a->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+        int fd = open(a->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                      flags & WPK_ATOMIC_PRIVATE ? 0600 : 0666);
         if (fd < 0 && errno == EEXIST)
             continue;
         if (fd < 0)
@@ -213,7 +214,7 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
              * private 0600 archive does not come back 0644, and root
              * rewriting a user's archive leaves it the user's. Set before a
              * byte is written. */
-            if (S_ISREG(old.st_mode)) {
+            if (S_ISREG(old.st_mode) && !(flags & WPK_ATOMIC_PRIVATE)) {
                 a->kept_mode = (old.st_mode & 0777) | S_IFREG; /* nonzero even for 000 */
                 a->kept_uid = (long)old.st_uid;
                 a->kept_gid = (long)old.st_gid;

@@ -112,6 +112,12 @@ void wpk_atomic_keep_like(const wpk_atomic *a, int fd);
  * itself replaced by the new file (names an output derives, such as
  * extract's DIR/NAME.npy: nothing is ever written outside DIR). */
 #define WPK_ATOMIC_FOLLOW_LINK 8u
+/* The file is private: the temporary is created 0600 (not 0666 less the
+ * umask) and takes nothing from a file it replaces. For copies of what
+ * only its user may read or change (the remote chunk cache: a private
+ * model's bytes, which other users could otherwise read or, under a umask
+ * of 0, rewrite). */
+#define WPK_ATOMIC_PRIVATE 16u
 
 /* Every failure message of these functions names the path it concerns
  * once, as the caller gave it ("LINK -> TARGET" through a followed link):

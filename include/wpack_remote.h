@@ -99,8 +99,9 @@ typedef struct wpack_remote_options {
     void *on_bytes_user;
     /* Optional local chunk cache (NULL: none). Chunks fetched after the open
      * (chunk_size-aligned ranges of the object) are kept in this directory
-     * (created 0700 if missing; refused when it is a symlink, another
-     * user's, or writable by group or others), one file per chunk named by
+     * (created 0700 if missing; refused when it is a symlink, written
+     * "LINK/" too, another user's, or writable by group or others), one
+     * file per chunk (created 0600, whatever the umask) named by
      * the index's XXH3, the object size, the chunk's offset and length: a
      * replaced object (another index) never meets old files. Each file
      * carries the XXH3 of its bytes, checked on every reuse; a bad,
@@ -130,12 +131,22 @@ void wpack_remote_options_init(wpack_remote_options *opt);
  * Python package ask this function. */
 int wpack_remote_is_url(const char *s);
 
+/* 1 when s starts with a URL's scheme and "://", any scheme (RFC 3986 3.1:
+ * a letter, then letters, digits, '+', '-' or '.'): "ftp://", "file://",
+ * "gs://" too. The wpack CLI and the Python package take such a name for
+ * a URL, never for a local path: wpack_open_url refuses a scheme it does
+ * not read, the URL shown redacted (wpack_remote_shown_url), where a local
+ * open's "No such file" error quoted "ftp://user:password@host/m" whole.
+ * A local file whose path starts so is reached as "./ftp://...". */
+int wpack_remote_has_scheme(const char *s);
+
 /* url as wpack shows it (messages, the archive's name, shard paths, a
  * redirect's Location), so that no credential a URL carries is ever shown:
- * the password of its user info becomes "***" (http://user:***@host/...),
- * user info without one (a token as the user name) "***@host", a port
- * that is not a number and all after it (what a password with a raw '/',
- * '?' or '#' leaves: no URL) ":***"; every query value becomes "***" and its names stay
+ * its user info becomes "***" ("http://" "***@host/..."), user name and
+ * password alike (either may be the token: "TOKEN:x-oauth-basic@",
+ * "oauth2:TOKEN@"); a port that is not a number and all after it (what a
+ * password with a raw '/', '?' or '#' leaves: no URL) ":***", the host
+ * before it too when an '@' follows (it is then a user name); every query value becomes "***" and its names stay
  * (?X-Amz-Credential=***&X-Amz-Signature=***, ?sv=***&sig=***: which
  * names carry secrets cannot be known), a query item without '=' "***",
  * a fragment "#***". Scheme, host, port and path stay as given; an

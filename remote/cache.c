@@ -8,8 +8,9 @@
  * reuse checks all of it, and a bad file is removed and the chunk fetched
  * again, never returned. Files are written through format/atomic_file.c (a
  * temporary beside it, renamed: processes sharing the directory see whole
- * files or none; not fsynced, see put), opened with O_NOFOLLOW and only used when regular files
- * of this user. No locks: two processes fetching the same chunk both write
+ * files or none; not fsynced, see put), created 0600 whatever the umask
+ * (a private model's bytes: the directory may be one others can enter),
+ * opened with O_NOFOLLOW and only used when regular files of this user. No locks: two processes fetching the same chunk both write
  * it, the last rename wins with the same bytes. Past cache_max_bytes the
  * least recently used files (oldest mtime; a reuse refreshes it) go: the
  * directory is scanned (evict) at each open (a lower --cache-max applies
@@ -47,6 +48,19 @@ int wpk_cache_open(wpk_remote *r, char *msg, size_t msglen)
     if (!*dir) {
         wpk_fmt(msg, msglen, "cache directory: empty path");
         return WPACK_E_INVALID_ARGUMENT;
+    }
+    /* "LINK/" and "LINK/." name the symlink's target, which O_NOFOLLOW
+     * (last component only) then let through: trailing "/" and "/." go,
+     * so that a symlink is refused however it is written. The string is
+     * the handle's own copy (url.c). */
+    for (size_t n = strlen(dir); n > 1;) {
+        char *d = (char *)dir;
+        if (d[n - 1] == '/')
+            d[--n] = 0;
+        else if (n > 2 && d[n - 1] == '.' && d[n - 2] == '/')
+            d[n -= 2] = 0;
+        else
+            break;
     }
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         wpk_fmt(msg, msglen, "cache directory %s: cannot create it: %s", dir, strerror(errno));
@@ -137,8 +151,8 @@ static void put(wpk_remote *r, uint64_t off, uint64_t len, const uint8_t *src)
      * power loss tore is removed and fetched again; a sync per chunk cost
      * the fetch more than the network did. */
     wpk_atomic a;
-    if (wpk_atomic_open(&a, path, WPK_ATOMIC_NO_SWEEP | WPK_ATOMIC_NO_SYNC, err, sizeof err) !=
-        WPACK_OK)
+    if (wpk_atomic_open(&a, path, WPK_ATOMIC_NO_SWEEP | WPK_ATOMIC_NO_SYNC | WPK_ATOMIC_PRIVATE,
+                        err, sizeof err) != WPACK_OK)
         return;
     if (wpk_write_all(a.fd, h, HDR) || wpk_write_all(a.fd, src, (size_t)len)) {
         wpk_atomic_abort(&a);

@@ -1,8 +1,8 @@
 /* fetch.c - range GETs of one remote object: a read is split into chunks
  * fetched over several connections at once (curl multi interface: no
- * threads), each checked as it arrives (status 206, the Content-Range asked
- * for, the size, ETag and Last-Modified pinned at open, never more bytes
- * than the range) and retried with exponential backoff when the failure may
+ * threads), each checked as it arrives (response.c: status 206, the
+ * Content-Range asked for, the size, ETag and Last-Modified pinned at
+ * open, never more bytes than the range) and retried with exponential backoff when the failure may
  * pass (5xx, 429, 408, timeouts, resets, short bodies). Anything else is an
  * error naming the URL and what the server did: nothing unchecked reaches
  * the buffer's owner as good. */
@@ -14,38 +14,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "remote.h"
+#include "request.h"
 
-/* A body of an error response kept for the message (an HTML page, an S3
- * XML error); longer ones are cut off (the transfer is stopped). An S3
- * error's XML declaration and indentation take ~100 bytes before <Code>. */
-#define SNIPPET 1024
-#define SHOWN 200 /* of it in a message */
-
-typedef struct {
-    wpk_remote *r;
-    uint64_t off, len;          /* the range asked for */
-    uint8_t *dst;
-    uint64_t want;              /* bytes expected (probe: as the server announced) */
-    uint64_t got;
-    unsigned attempts;
-    int64_t not_before;         /* ms (monotonic) before which it is not retried */
-    int state;                  /* 0 waiting, 1 running, 2 done */
-    int paused;                 /* receiving paused by the rate cap */
-    int probe;
-    /* the response being received (reset at each status line: redirects) */
-    long status;
-    int have_range, range_empty, checked; /* range_empty: Content-Range total 0 */
-    uint64_t cr_first, cr_last, cr_total;
-    char etag[256], lastmod[128], ctype[64];
-    char location[512];         /* a redirect's Location (cut: for messages only) */
-    char snippet[SNIPPET + 1];
-    size_t snippet_len;
-    char fatal[400];            /* set by a callback: stop, no retry */
-    struct curl_slist *hdrs;
-    char errbuf[CURL_ERROR_SIZE];
-    struct wpk_batch *batch;    /* the batch it belongs to */
-} job;
+#define SHOWN 200 /* of an error body in a message */
 
 /* Requests started together (one read, or one read-ahead step): they run
  * on the handle's connections with every other live batch's, the batch
@@ -59,191 +30,6 @@ struct wpk_batch {
     char msg[600];
     struct wpk_batch *next;     /* the handle's live batches, oldest first */
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* A header value: copied without surrounding blanks and the CRLF. */
-static void header_value(const char *v, size_t n, char *out, size_t outlen)
-{
-    while (n && (*v == ' ' || *v == '\t')) {
-        v++;
-        n--;
-    }
-    while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
-        n--;
-    if (n >= outlen)
-        n = outlen - 1;
-    memcpy(out, v, n);
-    out[n] = 0;
-}
-
-static int is_header(const char *line, size_t n, const char *name, const char **val, size_t *vlen)
-{
-    size_t k = strlen(name);
-    if (n <= k || strncasecmp(line, name, k) != 0 || line[k] != ':')
-        return 0;
-    *val = line + k + 1;
-    *vlen = n - k - 1;
-    return 1;
-}
-
-static size_t on_header(char *p, size_t sz, size_t nm, void *u)
-{
-    job *j = u;
-    size_t n = sz * nm;
-    const char *v;
-    size_t vn;
-    char tmp[300];
-    if (n > 5 && strncmp(p, "HTTP/", 5) == 0) { /* a new response (after a redirect, a 100) */
-        const char *sp = memchr(p, ' ', n);
-        j->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        j->have_range = j->range_empty = 0;
-        j->etag[0] = j->lastmod[0] = j->ctype[0] = j->location[0] = 0;
-        j->snippet_len = 0;
-    } else if (is_header(p, n, "content-range", &v, &vn)) {
-        header_value(v, vn, tmp, sizeof tmp);
-        unsigned long long a, b, t;
-        char end;
-        int k = sscanf(tmp, "bytes %llu-%llu/%llu%c", &a, &b, &t, &end);
-        j->have_range = k == 3 && a <= b && b < t;
-        /* an empty object: total 0 (RFC 9110 "bytes STAR/0", or "bytes 0-0/0" from some S3 servers) */
-        j->range_empty = (k == 3 && t == 0) || strcmp(tmp, "bytes */0") == 0;
-        j->cr_first = a;
-        j->cr_last = b;
-        j->cr_total = t;
-    } else if (is_header(p, n, "etag", &v, &vn)) {
-        header_value(v, vn, j->etag, sizeof j->etag);
-    } else if (is_header(p, n, "last-modified", &v, &vn)) {
-        header_value(v, vn, j->lastmod, sizeof j->lastmod);
-    } else if (is_header(p, n, "content-type", &v, &vn)) {
-        header_value(v, vn, j->ctype, sizeof j->ctype);
-    } else if (is_header(p, n, "location", &v, &vn)) {
-        header_value(v, vn, j->location, sizeof j->location);
-    }
-    return n;
-}
-
-/* The 206 response's headers against what was asked and pinned. */
-static int check_response(job *j)
-{
-    wpk_remote *r = j->r;
-    if (!j->have_range) {
-        wpk_fmt(j->fatal, sizeof j->fatal, "HTTP 206 without a valid Content-Range for bytes %llu-%llu",
-                (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1));
-        return 0;
-    }
-    int ok = j->probe ? j->cr_first == 0 && j->cr_last == (j->cr_total < j->len ? j->cr_total : j->len) - 1
-                      : j->cr_first == j->off && j->cr_last == j->off + j->len - 1 &&
-                            j->cr_total == r->size;
-    if (!ok) {
-        wpk_fmt(j->fatal, sizeof j->fatal,
-                "asked for bytes %llu-%llu%s, the server sent bytes %llu-%llu of %llu",
-                (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1),
-                j->probe ? "" : " of the object", (unsigned long long)j->cr_first,
-                (unsigned long long)j->cr_last, (unsigned long long)j->cr_total);
-        if (!j->probe && j->cr_total != r->size)
-            wpk_fmt(j->fatal, sizeof j->fatal,
-                    "the object changed since it was opened: now %llu bytes, was %llu",
-                    (unsigned long long)j->cr_total, (unsigned long long)r->size);
-        return 0;
-    }
-    if (!j->probe && (strcmp(j->etag, r->etag) != 0 || strcmp(j->lastmod, r->lastmod) != 0)) {
-        wpk_fmt(j->fatal, sizeof j->fatal,
-                "the object changed since it was opened (ETag %s, Last-Modified %s; at open %s, %s)",
-                *j->etag ? j->etag : "none", *j->lastmod ? j->lastmod : "none",
-                *r->etag ? r->etag : "none", *r->lastmod ? r->lastmod : "none");
-        return 0;
-    }
-    j->want = j->cr_last - j->cr_first + 1;
-    return 1;
-}
-
-static size_t on_body(char *p, size_t sz, size_t nm, void *u)
-{
-    job *j = u;
-    size_t n = sz * nm;
-    if (j->status != 206) {
-        if (j->status == 200) { /* the whole object, or an error page: stop at once */
-            wpk_fmt(j->fatal, sizeof j->fatal,
-                    "the server ignored the Range request (HTTP 200%s%s for bytes %llu-%llu); "
-                    "wpack needs range requests (HTTP 206)",
-                    *j->ctype ? ", " : "", j->ctype, (unsigned long long)j->off,
-                    (unsigned long long)(j->off + j->len - 1));
-            return 0;
-        }
-        size_t k = SNIPPET - j->snippet_len < n ? SNIPPET - j->snippet_len : n;
-        memcpy(j->snippet + j->snippet_len, p, k);
-        j->snippet_len += k;
-        return j->snippet_len < SNIPPET ? n : 0; /* enough to say what it was */
-    }
-    if (j->r->opt.max_bytes_per_s) {
-        wpk_rate_refill(j->r);
-        if (j->r->rate_tokens <= 0) {
-            j->paused = 1;
-            return CURL_WRITEFUNC_PAUSE;
-        }
-        j->r->rate_tokens -= (double)n;
-    }
-    if (!j->checked && !(j->checked = check_response(j)))
-        return 0;
-    if (n > j->want - j->got) {
-        wpk_fmt(j->fatal, sizeof j->fatal,
-                "the server sent more than the %llu bytes of range %llu-%llu",
-                (unsigned long long)j->want, (unsigned long long)j->cr_first,
-                (unsigned long long)j->cr_last);
-        return 0;
-    }
-    memcpy(j->dst + j->got, p, n);
-    j->got += n;
-    return n;
-}
-
-/* The text between <tag> and </tag> in the snippet, or NULL. */
-static const char *xml_field(const job *j, const char *tag, size_t *len)
-{
-    char open[24], close[24];
-    wpk_fmt(open, sizeof open, "<%s>", tag);
-    wpk_fmt(close, sizeof close, "</%s>", tag);
-    const char *a = memmem(j->snippet, j->snippet_len, open, strlen(open));
-    if (!a)
-        return NULL;
-    a += strlen(open);
-    const char *end = (const char *)j->snippet + j->snippet_len;
-    const char *b = memmem(a, (size_t)(end - a), close, strlen(close));
-    *len = (size_t)((b ? b : end) - a);
-    return a;
-}
-
-/* Printable text of an error body (all the snippet holds): an S3 XML
- * error's Code and Message, else the body's start; control bytes and runs
- * of blanks become one space. The caller scrubs it, then cuts it to SHOWN:
- * cut first, a secret the cut went through would show its start. */
-static void snippet_text(const job *j, char *out, size_t outlen)
-{
-    size_t code_len = 0, msg_len = 0, k = 0;
-    const char *code = xml_field(j, "Code", &code_len);
-    const char *text = code ? xml_field(j, "Message", &msg_len) : NULL;
-    const char *parts[3] = {code, text ? ": " : NULL, text};
-    size_t lens[3] = {code_len, 2, msg_len};
-    if (!code) {
-        parts[0] = (const char *)j->snippet;
-        lens[0] = j->snippet_len;
-    }
-    for (int p = 0; p < 3; p++)
-        for (size_t i = 0; parts[p] && i < lens[p] && k + 1 < outlen; i++) {
-            char c = parts[p][i];
-            c = c >= 0x20 && c < 0x7f ? c : ' ';
-            if (c != ' ' || (k && out[k - 1] != ' '))
-                out[k++] = c;
-        }
-    out[k] = 0;
-}
-
 /* The slowest a transfer may go (bytes/s) for timeout_s before it is
  * given up: 1 KiB/s, or a connection's share of the rate cap when lower. */
 #define LOW_SPEED 1024
@@ -290,7 +76,7 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     char range[80];
     wpk_fmt(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)j->off,
             (unsigned long long)(j->off + j->len - 1));
-    int ok = add_header(&l, "Range", range);
+    int ok = add_header(&l, "Range", range) && add_header(&l, "Accept-Encoding", "identity");
     /* A strong ETag lets the server refuse a changed object (412) itself;
      * not one cut to fit r->etag (no closing quote): sent cut short, it
      * failed every read after the open with a 412 */
@@ -345,10 +131,13 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
      * ever; below the rate cap's share per connection the floor is that. */
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, low_speed(r));
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)r->opt.timeout_s);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, wpk_on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, wpk_on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, wpk_on_progress);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, j);
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, j->errbuf);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "wpack-remote/0.1");
     /* 256 KiB a receive, not 16 KiB: a sixteenth of the recv and poll calls
@@ -394,7 +183,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         return 0;
     /* a 206 with no body never reached on_body's check: a bad Content-Range
      * is the server's answer, not a transfer to retry */
-    if (c == CURLE_OK && j->status == 206 && !j->checked && !j->got && !check_response(j)) {
+    if (c == CURLE_OK && j->status == 206 && !j->checked && !j->got && !wpk_check_response(j)) {
         wpk_fmt(msg, msglen, "%s", j->fatal);
         wpk_remote_scrub(r, msg, msglen); /* it may quote the server's headers */
         return WPACK_E_IO;
@@ -412,8 +201,10 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         free(to);
     } else if (c != CURLE_OK && !(c == CURLE_WRITE_ERROR && j->status != 206 && j->status)) {
         retry = retryable_curl(c);
-        wpk_fmt(why, sizeof why, "%s%s%s", curl_easy_strerror(c), *j->errbuf ? ": " : "",
-                j->errbuf);
+        /* curl says "Out of memory" of a header line over its 100 KiB cap */
+        wpk_fmt(why, sizeof why, "%s%s%s%s", curl_easy_strerror(c), *j->errbuf ? ": " : "",
+                j->errbuf, c == CURLE_OUT_OF_MEMORY ? " (or a response header line longer than "
+                "libcurl takes, 100 KiB)" : "");
     } else if (j->status == 206) {
         retry = 1;
         wpk_fmt(why, sizeof why, "short body: %llu of %llu bytes", (unsigned long long)j->got,
@@ -421,7 +212,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     } else {
         long s = j->status;
         retry = s >= 500 || s == 429 || s == 408;
-        snippet_text(j, body, sizeof body);
+        wpk_snippet_text(j, body, sizeof body);
         wpk_remote_scrub(r, body, sizeof body); /* whole, then cut: no secret's start shown */
         if (strlen(body) > SHOWN)
             body[SHOWN] = 0;
@@ -441,7 +232,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     }
     if (retry && j->attempts <= j->r->opt.retries) {
         uint64_t d = (uint64_t)r->opt.retry_delay_ms << (j->attempts - 1 < 6 ? j->attempts - 1 : 6);
-        j->not_before = now_ms() + (int64_t)(d < 10000 ? d : 10000);
+        j->not_before = wpk_now_ms() + (int64_t)(d < 10000 ? d : 10000);
         return -1;
     }
     wpk_remote_scrub(r, why, sizeof why); /* a body or curl's words repeating the URL's secrets */
@@ -656,7 +447,7 @@ static int pump(wpk_remote *r, wpk_batch *b, uint64_t *got, int *running, int64_
                 char *msg, size_t msglen)
 {
     unsigned nslots = r->opt.connections;
-    int64_t now = now_ms();
+    int64_t now = wpk_now_ms();
     *next_at = INT64_MAX;
     *running = 0;
     for (unsigned s = 0; s < nslots; s++) {
@@ -716,7 +507,7 @@ int wpk_batch_wait(wpk_remote *r, wpk_batch *b, uint64_t off, uint64_t n, uint64
         int64_t next_at;
         if (pump(r, b, got, &running, &next_at, msg, msglen) || b->rc || covered(b, off, n))
             continue;
-        int64_t wait = running ? 1000 : next_at == INT64_MAX ? 10 : next_at - now_ms();
+        int64_t wait = running ? 1000 : next_at == INT64_MAX ? 10 : next_at - wpk_now_ms();
         if (r->opt.max_bytes_per_s) { /* resume paused transfers, or wait for tokens */
             int64_t rw = wpk_rate_wait_ms(r);
             for (unsigned s = 0; s < nslots && rw == 0; s++)

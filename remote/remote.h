@@ -77,12 +77,15 @@ typedef struct wpk_remote {
 enum { WPK_HTTP = 1, WPK_HTTPS, WPK_S3 };
 int wpk_url_scheme(const char *s);
 
-/* url.c: each secret of r's URL in text (size bytes) becomes "***", as
- * given and percent-decoded: for what a server's error page or curl's own
- * words repeat of it. Its password (or user token) and each query value:
+/* scrub.c: each secret of r's URL in text (size bytes) becomes "***", as
+ * given, percent-decoded or re-encoded (any case of hex): for what a
+ * server's error page or curl's own words repeat of it. Its user name,
+ * password and each query value:
  * of 4 bytes or more wherever they occur; shorter, only standing alone
  * (no letter or digit beside it), a query value only after its "NAME="
- * (a short value is not every such word of the text). */
+ * (a short value is not every such word of the text). And the
+ * credentials of its headers: HTTP Basic (base64 of "user:password"), an
+ * S3 session token and secret key, what follows "Signature=". */
 void wpk_remote_scrub(const wpk_remote *r, char *text, size_t size);
 
 /* fetch.c: bytes [off, off + n) of the object into dst, in chunks over

@@ -45,6 +45,16 @@ int wpack_remote_is_url(const char *s)
     return wpk_url_scheme(s) != 0;
 }
 
+int wpack_remote_has_scheme(const char *s)
+{
+    if (!s || !isalpha((unsigned char)*s))
+        return 0;
+    size_t n = 1;
+    while (isalnum((unsigned char)s[n]) || s[n] == '+' || s[n] == '-' || s[n] == '.')
+        n++;
+    return strncmp(s + n, "://", 3) == 0;
+}
+
 /* The scheme of a URL (before "://") in lower case, in place: curl and
  * the checks that follow see one spelling. */
 static void lower_scheme(char *url)
@@ -107,11 +117,12 @@ static char *encode(const char *s, size_t n, int keep_slash)
 }
 
 /* The URL as messages and outputs show it, so that a credential in it
- * never reaches a terminal, a log, a JSON report or an exception: the
- * password of its user info becomes "***" (user:***@host, as curl and git
- * show one), user info without a password (a token as the user name)
- * "***@host", a port that is not a number and all after it (what a
- * password holding a raw '/', '?' or '#' leaves of the URL) ":***"; each value of
+ * never reaches a terminal, a log, a JSON report or an exception: its user
+ * info becomes "***" (***@host), user name and password alike (a token is
+ * either: "TOKEN@", "TOKEN:x-oauth-basic@", "oauth2:TOKEN@"); a port that
+ * is not a number and all after it (what a password holding a raw '/',
+ * '?' or '#' leaves of the URL) ":***", and the host before it too when an
+ * '@' follows (that "host" is the user name); each value of
  * its query "***", its names kept (which names carry secrets cannot be
  * known: X-Amz-Signature, sig, token, ...), a bare item "***"; a fragment
  * "#***". Scheme, host, port and path stay as given. An s3:// key is
@@ -143,10 +154,7 @@ char *wpack_remote_shown_url(const char *url)
             at = p; /* the last one: a password may hold an '@' */
     const char *host = auth;
     if (at) {
-        const char *colon = memchr(auth, ':', (size_t)(at - auth));
-        if (colon)
-            o = put(o, auth, (size_t)(colon + 1 - auth));
-        o = put(o, "***", 3);
+        o = put(o, "***", 3); /* user and password: either may be the token */
         host = at; /* from the '@' */
     }
     /* host[:port]; an IPv6 host is in brackets */
@@ -167,9 +175,12 @@ char *wpack_remote_shown_url(const char *url)
         port_ok = 0;
     if (!port_ok) {
         /* not a URL (curl refuses it): from the port on it may be what a
-         * password holding a raw '/', '?' or '#' left, so none is shown */
-        o = put(o, host, (size_t)(port - host));
-        strcpy(o, "***");
+         * password holding a raw '/', '?' or '#' left, so none is shown;
+         * with an '@' after it, what stands for the host is a user name */
+        if (!at && strchr(aend, '@'))
+            strcpy(o, "***");
+        else
+            strcpy(put(o, host, (size_t)(port - host)), "***");
         return out;
     }
     o = put(o, host, (size_t)(aend - host));
@@ -205,114 +216,6 @@ char *wpack_remote_shown_url(const char *url)
     }
     *o = 0;
     return out;
-}
-
-/* A letter or a digit (ASCII): what a secret shorter than 4 bytes must
- * not touch on either side to be taken for it. */
-static int word_byte(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-/* The occurrences of f (n bytes) in text that are the secret become "***",
- * scanning forward once: every one when n >= 4 (a signature, a token, a
- * password of any use); a shorter one only standing alone (no letter or
- * digit on either side) and, with ctx, right after ctx ("NAME=" of its
- * query item: a value "1" is not every "1" of the text). Cut to size bytes
- * ("***" is longer than a 1- or 2-byte secret); out of memory, the whole
- * text becomes "***". */
-static void scrub_form(char *text, size_t size, const char *f, size_t n, const char *ctx,
-                       size_t ctxlen)
-{
-    size_t len = strlen(text);
-    if (!n || n > len)
-        return;
-    char *out = malloc(3 * len + 1);
-    if (!out) {
-        wpk_fmt(text, size, "***");
-        return;
-    }
-    const char *p = text, *end = text + len, *m;
-    size_t o = 0;
-    while ((m = memmem(p, (size_t)(end - p), f, n))) {
-        int ok = n >= 4 || ((m == text || !word_byte(m[-1])) && !word_byte(m[n]) &&
-                            (!ctx || ((size_t)(m - text) >= ctxlen &&
-                                      memcmp(m - ctxlen, ctx, ctxlen) == 0)));
-        size_t keep = (size_t)(m - p) + (ok ? 0 : 1);
-        memcpy(out + o, p, keep);
-        o += keep;
-        if (ok)
-            memcpy(out + o, "***", 3), o += 3;
-        p = ok ? m + n : m + 1;
-    }
-    memcpy(out + o, p, (size_t)(end - p));
-    o += (size_t)(end - p);
-    if (o >= size)
-        o = size - 1;
-    memcpy(text, out, o);
-    text[o] = 0;
-    free(out);
-}
-
-/* s (n bytes) percent-decoded into out ('+' as a space, as a query's
- * form encoding has it): its length. */
-static size_t decode(const char *s, size_t n, char *out)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned hi, lo;
-        if (s[i] == '%' && i + 2 < n && sscanf(s + i + 1, "%1x%1x", &hi, &lo) == 2) {
-            out[k++] = (char)(hi << 4 | lo);
-            i += 2;
-        } else {
-            out[k++] = s[i] == '+' ? ' ' : s[i];
-        }
-    }
-    return k;
-}
-
-/* The secret s (n bytes) in text becomes "***", as given and
- * percent-decoded (scrub_form). ctx (ctxlen bytes, or NULL): what precedes
- * it in the URL, required before a short one ("NAME=", or the '?' or '&'
- * of a bare item); a password's or a user token's short form is hidden
- * wherever it stands alone. */
-static void scrub_one(char *text, size_t size, const char *s, size_t n, const char *ctx,
-                      size_t ctxlen)
-{
-    char *dec = malloc(n + ctxlen + 2), *dctx = dec ? dec + n + 1 : NULL;
-    if (!dec) {
-        wpk_fmt(text, size, "***");
-        return;
-    }
-    size_t k = decode(s, n, dec), kc = ctx ? decode(ctx, ctxlen, dctx) : 0;
-    scrub_form(text, size, s, n, ctx, ctxlen);
-    scrub_form(text, size, dec, k, ctx ? dctx : NULL, kc);
-    free(dec);
-}
-
-void wpk_remote_scrub(const wpk_remote *r, char *text, size_t size)
-{
-    const char *u = r->url, *auth = u ? strstr(u, "://") : NULL;
-    if (!auth || r->s3 || !size)
-        return; /* s3: credentials are in headers, never in the URL */
-    auth += 3;
-    const char *aend = auth + strcspn(auth, "/?#"), *at = NULL;
-    for (const char *p = auth; p < aend; p++)
-        if (*p == '@')
-            at = p;
-    if (at) {
-        const char *colon = memchr(auth, ':', (size_t)(at - auth));
-        const char *secret = colon ? colon + 1 : auth;
-        scrub_one(text, size, secret, (size_t)(at - secret), NULL, 0);
-    }
-    const char *q = strchr(aend, '?');
-    for (const char *p = q ? q + 1 : ""; *p && *p != '#';) {
-        size_t item = strcspn(p, "&#");
-        const char *eq = memchr(p, '=', item);
-        const char *v = eq ? eq + 1 : p, *ctx = eq ? p : p - 1;
-        scrub_one(text, size, v, (size_t)(p + item - v), ctx, (size_t)(v - ctx));
-        p += item + (p[item] == '&');
-    }
 }
 
 /* s3://bucket/key to the URL requested, the Host header and the path
@@ -594,6 +497,11 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
         rc = WPACK_E_NOMEM;
     else if (WPK_RESERVED_CHECK(opt, "wpack_remote_options", "wpack_remote.h", msg, sizeof msg))
         rc = WPACK_E_INVALID_ARGUMENT;
+    else if (wpack_remote_has_scheme(url) && !wpack_remote_is_url(url))
+        rc = WPACK_E_INVALID_ARGUMENT,
+        wpk_fmt(msg, sizeof msg, "unsupported URL scheme '%.*s': wpack reads http://, https:// "
+                "and s3:// (a local file whose path starts so is reached as ./%.*s://...)",
+                (int)strcspn(url, ":"), url, (int)strcspn(url, ":"), url);
     else if (!wpack_remote_is_url(url))
         rc = WPACK_E_INVALID_ARGUMENT, wpk_fmt(msg, sizeof msg, "not an http://, https:// "
                                                                "or s3:// URL");

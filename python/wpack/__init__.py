@@ -177,6 +177,20 @@ def is_url(path):
     return bool(_lib.remote_lib().wpack_remote_is_url(path.encode("utf-8", "surrogateescape")))
 
 
+def _has_scheme(path):
+    """path starts with any URL scheme and "://" (wpack_remote_has_scheme)."""
+    return isinstance(path, str) and bool(_SCHEME_SHAPE.match(path)) and bool(
+        _lib.remote_lib().wpack_remote_has_scheme(path.encode("utf-8", "surrogateescape")))
+
+
+def _refuse_url(path, caller, why):
+    """A URL where only a local path will do: refused, named redacted (the
+    writer's own message quoted "https://user:PASSWORD@host/m" whole)."""
+    if _has_scheme(path):
+        raise Error(E_INVALID_ARGUMENT, "%s: %s(): %s (a local file whose path starts so is "
+                    "named ./PATH)" % (_lib.shown_url(path), caller, why))
+
+
 class _Progress:
     """The on_bytes callback of one remote archive: adds up the bytes each
     completed request brought and calls progress(total). libwpack-remote
@@ -439,8 +453,8 @@ class safe_open:
     AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION and
     AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, as the wpack CLI reads them;
     without a key, requests are unsigned (a public bucket). Exceptions
-    name a URL redacted (its password, each query value and its fragment
-    as "***": http://user:***@host/m.wpack?sig=***); requests use it as
+    name a URL redacted (its user info, each query value and its fragment
+    as "***": http://***@host/m.wpack?sig=***); requests use it as
     given.
     progress: callable(fetched_bytes), called after each completed HTTP
     request (wpack_remote_options.on_bytes) with the bytes this archive has
@@ -468,7 +482,10 @@ class safe_open:
         self._device = device
         self._verify = bool(verify)
         path = os.fspath(path)
-        self._remote = is_url(path)
+        # any "SCHEME://" goes to libwpack-remote, which refuses one it does
+        # not read with the URL redacted (a local open's error quoted
+        # "ftp://user:password@host/m" whole)
+        self._remote = is_url(path) or _has_scheme(path)
         if self._remote and "\0" in path:   # named as shown: no credential in the message
             raise ValueError("URL %s contains a NUL character (C strings end at one)"
                              % _lib.shown_url(path.replace("\0", "%00")))
@@ -1072,6 +1089,7 @@ class _Writer:
         _check_options(caller, options, _WRITER_OPTIONS)
         self.pool = self.executor = self.w = None
         self.path = os.fspath(path)
+        _refuse_url(self.path, caller, "outputs are local files")
         bpath = _b(self.path, "path")
         opt = _lib.WriterOptions()
         lib.wpack_writer_options_init(ctypes.byref(opt))
@@ -1515,6 +1533,7 @@ def update_stats(path, stats):
     """Add or replace calibration statistics records of the archive at path
     in place (the crash-safe index update: no data is rewritten; open
     readers keep working). stats: as in save_file."""
+    _refuse_url(os.fspath(path), "update_stats", "a URL is read only; update a local copy")
     recs, keep = [], []
     for key, rec in stats.items():
         s, k = _stats_in(key, rec)

@@ -337,6 +337,7 @@ _IMPORT_PROTOS = {
 _REMOTE_PROTOS = {
     "wpack_remote_options_init": (None, [ctypes.POINTER(RemoteOptions)]),
     "wpack_remote_is_url": (I, [CP]),
+    "wpack_remote_has_scheme": (I, [CP]),
     "wpack_open_url": (I, [ctypes.POINTER(VP), CP, ctypes.POINTER(RemoteOptions)]),
     "wpack_remote_shown_url": (VP, [CP]),
 }

@@ -11,6 +11,11 @@ picks the behaviour, the rest names a file under ROOT:
   /truncate/F    right headers, half the body, then closes
   /more/F        206 with more bytes than the Content-Range says
   /wrongrange/F  206 with the Content-Range of another range
+  /gzip/F        206 with the range gzip-compressed (Content-Encoding: gzip),
+                 unless the request says "Accept-Encoding: identity" (ranges
+                 past 0)
+  /gzipalways/F  as gzip, whatever the request says
+  /bigheader/F   206 with a 200 KiB header line (ranges past 0)
   /flaky/F       503 for the first 2 requests of each range, then right
   /flip/F        right headers, the middle byte of the body flipped (ranges
                  reaching beyond the first 64 KiB, but for the last request)
@@ -22,8 +27,16 @@ picks the behaviour, the rest names a file under ROOT:
   /trickle/F     headers, then 2 bytes a second (every range) for up to 60 s
   /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
                  as a CDN hands on a token)
+  /redirectflood/F  302 to REDIRECT_BASE/F with a chunked body that does not
+                 end, sent as fast as it goes (for up to 60 s)
+  /redirectdrip/F   as redirectflood, 4 KiB a second: above any low-speed limit
   /echo/F?Q      403 with an error page repeating the request's path and
                  query, percent-decoded (a server that echoes a token back)
+  /echoheaders/F 400 with a plain-text page listing the request's headers,
+                 by name from z to a (a gateway that echoes them: a session
+                 token, Authorization)
+  /echolower/F?Q as echo, the request as received with its escapes in
+                 lower case ("%2F" as "%2f": a server normalising them)
   /nocr/F        206 with no Content-Range and no body (ranges past 0)
   /zeroes3/F     an empty F answered as some S3 servers do: 206,
                  "Content-Range: bytes 0-0/0", no body
@@ -49,6 +62,7 @@ remote_server.py --self-test checks the SigV4 code against AWS's example.
 """
 import base64
 import datetime
+import gzip
 import hashlib
 import hmac
 import http.server
@@ -170,9 +184,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send(404, b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code>"
                                  b"<Message>The specified key does not exist.</Message></Error>",
                                  [("Content-Type", "application/xml")])
-        if mode == "echo":
+        if mode == "echoheaders":
+            self.log(mode, 400)
+            return self.send(400, ("bad request; headers: %s" % " | ".join(
+                "%s: %s" % kv for kv in sorted(self.headers.items(), reverse=True,
+                                                 key=lambda kv: kv[0].lower()))).encode(),
+                [("Content-Type", "text/plain")])
+        if mode in ("echo", "echolower"):
             self.log(mode, 403)
-            return self.send(403, ("<p>denied: %s</p>" % urllib.parse.unquote(self.path)).encode(),
+            shown = urllib.parse.unquote(self.path) if mode == "echo" else \
+                re.sub(r"%[0-9A-Fa-f]{2}", lambda m: m.group(0).lower(), self.path)
+            return self.send(403, ("<p>denied: %s</p>" % shown).encode(),
                              [("Content-Type", "text/html")])
         if mode == "query" and query != "token=a/b":
             self.log(mode, 403)
@@ -204,6 +226,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send(412, b"precondition failed")
         hdr = [("ETag", etag), ("Last-Modified", "Thu, 01 Jan 2026 00:00:00 GMT"),
                ("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream")]
+        if mode in ("redirectflood", "redirectdrip"):
+            self.log(mode, 302)
+            self.send_response(302)
+            self.send_header("Location", REDIRECT + "/" + rest)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            piece = b"<p>moved</p>" * 340 if mode == "redirectflood" else b"m" * 4096
+            t0 = time.time()
+            try:
+                while time.time() - t0 < 60:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+                    if mode == "redirectdrip":
+                        time.sleep(1)
+            except OSError:
+                pass  # the client gave up: what the test wants
+            self.close_connection = True
+            return
         if mode == "redirect":
             self.log(mode, 302)
             loc = REDIRECT + "/" + rest + ("?" + query if query else "")
@@ -272,6 +312,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        if a > 0 and (mode == "gzipalways" or
+                      (mode == "gzip" and self.headers.get("Accept-Encoding") != "identity")):
+            return self.send(206, gzip.compress(body), hdr + [cr, ("Content-Encoding", "gzip")])
+        if mode == "bigheader" and a > 0:
+            return self.send(206, body, hdr + [cr, ("X-Big", "b" * (200 << 10))])
         if mode == "more" and a > 0:
             return self.send(206, body + b"EXTRA" * 100, hdr + [cr])
         if mode == "trickle":

@@ -48,6 +48,18 @@ extract_fails content_length_too_long "[Pp]artial|short body" "$B/lielong/a.wpac
 extract_fails content_length_too_short "short body: [0-9]+ of [0-9]+ bytes \(after retries\)" "$B/lieshort/a.wpack"
 extract_fails truncated_body "[Pp]artial|short body" "$B/truncate/a.wpack"
 extract_fails more_bytes_than_range "sent more than the [0-9]+ bytes of range" "$B/more/a.wpack"
+# a server that compresses ranges unless told not to: asked for identity
+# (curl sends no Accept-Encoding, which allows any: the gzip stream was
+# taken for the object's bytes, "short body" and retried)
+extract_same gzip_asked_identity "$B/gzip/a.wpack"
+# ... and one that compresses anyway: said at once, not retried (the
+# open's first request, answered plain, and the one refused)
+: >"$T/requests.log"
+extract_fails gzip_refused "HTTP 206 with Content-Encoding: gzip for bytes [0-9]+-[0-9]+: wpack reads the object's own bytes" "$B/gzipalways/a.wpack"
+[ "$(grep -c '^gzipalways .* 206$' "$T/requests.log")" -eq 2 ] && pass gzip_refused_not_retried ||
+    fail gzip_refused_not_retried "$(grep -c '^gzipalways' "$T/requests.log") requests"
+# a header line over libcurl's 100 KiB: curl's "Out of memory" said why
+extract_fails big_header "Out of memory \(or a response header line longer than libcurl takes" "$B/bigheader/a.wpack"
 extract_fails wrong_content_range "asked for bytes [0-9]+-[0-9]+ of the object, the server sent bytes" "$B/wrongrange/a.wpack"
 extract_fails not_found "a.wpack: GET bytes 0-65535: HTTP 404 \(not found\)" "$B/ok/missing/a.wpack"
 extract_fails flipped_byte "tensor 't1': fetched bytes hash to [0-9a-f]+ twice.*\[WPACK_E_CHECKSUM\]" "$B/flip/a.wpack"
@@ -64,6 +76,15 @@ expect_fail trickle_timed_out "[Tt]oo slow|[Tt]imeout|timed out" \
     env WPACK_REMOTE_RETRIES=1 timeout 40 "$WPACK" inspect "$B/trickle/a.wpack"
 took=$(($(date +%s) - start))
 [ "$took" -le 20 ] && pass trickle_bounded_time || fail trickle_bounded_time "$took s"
+# a redirect whose body does not end, fast (past the low-speed limit, no
+# timeout ever fired) or dripping above it: curl reads a redirect's body
+# whole before it follows; the read hung for as long as the server went on.
+# Now at most 1 MiB and WPACK_REMOTE_TIMEOUT (2 s) of it, no retry.
+for m in redirectflood redirectdrip; do
+    start=$SECONDS
+    extract_fails "$m" "HTTP 302: a redirect's body that does not end" "$B/$m/a.wpack"
+    [ $((SECONDS - start)) -lt 40 ] && pass "${m}_bounded" || fail "${m}_bounded" "$((SECONDS - start)) s"
+done
 # a 206 with neither Content-Range nor body: an error at once, not a retry
 : >"$T/requests.log"
 extract_fails no_content_range "HTTP 206 without a valid Content-Range for bytes [0-9]+-[0-9]+" "$B/nocr/a.wpack"

@@ -236,6 +236,20 @@ n=$(data_ranges)
 ln -s "$C3" "$T/cache-link"
 expect_fail cache_dir_symlink "cache directory .*symlink.*\[WPACK_E_FILE_TYPE\]" \
     "$WPACK" verify --cache "$T/cache-link" "$URL"
+# ... however it is written: "LINK/" and "LINK/." resolve the link (O_NOFOLLOW
+# sees its target as the last component): they were used
+for d in slash:/ slash_dot:/. slashes_dot://./; do
+    expect_fail "cache_dir_symlink_${d%%:*}" "cache directory .*symlink.*\[WPACK_E_FILE_TYPE\]" \
+        "$WPACK" verify --cache "$T/cache-link${d#*:}" "$URL"
+done
+# 8b. Files are private (0600) whatever the umask: a directory others may
+#     enter (0755, allowed) held 0644 chunks any user could read (a private
+#     model's bytes), 0666 ones under umask 0 any user could rewrite.
+mkdir -p "$T/cache755" && chmod 755 "$T/cache755"
+(umask 0 && "$WPACK" verify --cache "$T/cache755" "$URL" >/dev/null 2>"$T/err") && pass cache_umask0_verify ||
+    fail cache_umask0_verify "$(head -c 300 "$T/err")"
+modes=$(find "$T/cache755" -name '*.chunk' -printf '%m\n' | sort -u)
+[ "$modes" = 600 ] && pass cache_files_private || fail cache_files_private "modes: $modes"
 mkdir -p "$T/open" && chmod 777 "$T/open"
 expect_fail cache_dir_world_writable "writable by group or others.*\[WPACK_E_FILE_TYPE\]" \
     "$WPACK" verify --cache "$T/open" "$URL"

@@ -78,9 +78,9 @@ expect_fail s3_bucket_dot_refused "starts and ends with a letter or digit" s3 "$
 # ------------------------------------------- D2: a password is never shown
 # /auth/ wants Basic "user:pa55:word": the request still carries it
 A="http://user:pa55:word@127.0.0.1:$BAD_PORT/auth"
-nopass() { # NAME: neither stdout nor stderr of the last command shows it
-    if grep -q "pa55" "$T/out" "$T/err"; then fail "$1" "$(grep -h pa55 "$T/out" "$T/err" | head -c 300)"
-    elif grep -q 'user:\*\*\*@' "$T/out" "$T/err"; then pass "$1"
+nopass() { # NAME: neither stdout nor stderr of the last command shows it (nor the user name)
+    if grep -Eq "pa55|//user:" "$T/out" "$T/err"; then fail "$1" "$(grep -Eh 'pa55|//user:' "$T/out" "$T/err" | head -c 300)"
+    elif grep -q '//\*\*\*@' "$T/out" "$T/err"; then pass "$1"
     else fail "$1" "the URL is not shown at all: $(head -c 300 "$T/out" "$T/err")"; fi
 }
 expect auth_verify "$WPACK" verify "$A/a.wpack"
@@ -139,6 +139,20 @@ noleak query_redirect_location_redacted "redirect to $N/a.wpack?X-Amz-Algorithm=
 # a server whose error page repeats the request (percent-decoded)
 expect_fail query_echoed "HTTP 403" "$WPACK" inspect "$B/echo/a.wpack$Q"
 noleak query_echoed_body_scrubbed "denied: /echo/a.wpack?X-Amz-Algorithm="
+# ... or re-encoded, its escapes in lower case: the secrets given with
+# escapes (sig=SEKRIT3%2Bx%3D, the credential's %2F) matched neither as
+# given nor decoded, and their start (SEKRIT3, AKIASEKRIT1) was shown
+expect_fail query_echoed_lower "HTTP 403" "$WPACK" inspect "$B/echolower/a.wpack$Q"
+noleak query_echoed_lower_scrubbed "denied: /echolower/a.wpack?X-Amz-Algorithm=***&X-Amz-Credential=***&"
+# a gateway echoing the request's headers: an S3 session token (the scrub
+# skipped s3 altogether) and HTTP Basic credentials (base64 of user:password)
+expect_fail s3_headers_echoed "HTTP 400" env AWS_ENDPOINT_URL="$B/echoheaders" AWS_ACCESS_KEY_ID=AKIDTEST \
+    AWS_SECRET_ACCESS_KEY=secret AWS_SESSION_TOKEN=IQoJSEKRIT21tok "$WPACK" inspect s3://bucket/a.wpack
+noleak s3_headers_echoed_scrubbed "x-amz-security-token: *** |"
+expect_fail basic_echoed "HTTP 400" "$WPACK" inspect "http://user:SEKRIT22@127.0.0.1:$BAD_PORT/echoheaders/a.wpack"
+b64=$(printf 'user:SEKRIT22' | base64)
+grep -qF "${b64%%=*}" "$T/err" && fail basic_echoed_scrubbed "$(cat "$T/err")" ||
+    noleak basic_echoed_scrubbed "Authorization: Basic ***"
 # ... short values too (3 bytes and less were shown), after their names
 expect_fail query_short_echoed "HTTP 403" "$WPACK" inspect "$B/echo/a.wpack?t=Zq9&k=7"
 grep -q "Zq9" "$T/err" && fail query_short_echoed_scrubbed "$(cat "$T/err")" ||
@@ -171,10 +185,44 @@ expect_fail user_token_not_found "HTTP 404" "$WPACK" inspect "http://SEKRIT7tok@
 noleak user_token_redacted "http://***@127.0.0.1:$NGINX_PORT/nope.wpack"
 expect_fail password_raw_slash "not a URL libcurl can parse" \
     "$WPACK" inspect "http://user:pa/SEKRIT8@127.0.0.1:$NGINX_PORT/a.wpack"
-noleak password_raw_slash_redacted "http://user:***: not a URL"
+noleak password_raw_slash_redacted "http://***: not a URL"
 expect_fail s3_endpoint_redacted_fails "is not an http:// or https:// URL" \
     env AWS_ENDPOINT_URL="ftp://me:SEKRIT9@minio:9000/?k=SEKRIT9" "$WPACK" inspect s3://b/k
-noleak s3_endpoint_redacted "'ftp://me:***@minio:9000/?k=***'"
+noleak s3_endpoint_redacted "'ftp://***@minio:9000/?k=***'"
+# a scheme wpack does not read: refused as one, shown redacted (it was
+# taken for a local path, its "No such file" error quoting the password,
+# a token as user name, a query's signature whole), wherever a URL goes
+for cmd in inspect verify "extract -o $T/xf" "export --to safetensors -o $T/xf.st"; do
+    n=${cmd%% *}
+    expect_fail "ftp_refused_$n" "unsupported URL scheme 'ftp'" "$WPACK" $cmd "ftp://user:SEKRIT15@127.0.0.1/m.wpack$Q"
+    noleak "ftp_redacted_$n" "ftp://***@127.0.0.1/m.wpack$QS: unsupported URL scheme"
+done
+expect_fail gs_token_refused "unsupported URL scheme 'gs'" "$WPACK" inspect "gs://SEKRIT16tok@bucket/m.wpack"
+noleak gs_token_redacted "gs://***@bucket/m.wpack: unsupported"
+expect_fail file_scheme_refused "unsupported URL scheme 'file'" "$WPACK" verify "file://localhost$W/a.wpack?sig=SEKRIT17"
+noleak file_scheme_redacted "?sig=***: unsupported"
+expect_fail ftp_update_refused "read only" "$WPACK" update "ftp://u:SEKRIT18@h/m.wpack" --meta k=v
+noleak ftp_update_redacted "ftp://***@h/m.wpack"
+expect_fail ftp_input_redacted_fails "" "$WPACK" create -q -o "$T/xf.wpack" "ftp://u:SEKRIT19@h/in.npy"
+noleak ftp_input_redacted "ftp://***@h/in.npy"
+# a URL as an output is refused: argv holds it redacted, and extract wrote
+# the tensors under local directories "ftp:" and "***@h" (create, under
+# "http:" when it existed); any scheme, either form of the option
+for o in "-o ftp://u:SEKRIT20@h/x" "--output=https://u:SEKRIT20@h/x" "-o s3://b/x"; do
+    n=${o#*[ =]}; n=${n%%:*}
+    expect_fail "output_url_refused_extract_$n" "is a URL: outputs are local files" \
+        env -C "$T" "$WPACK" extract -q $o "$W/a.wpack"
+    noleak "output_url_redacted_extract_$n" "is a URL"
+    expect_fail "output_url_refused_create_$n" "is a URL: outputs are local files" \
+        env -C "$T" "$WPACK" create -q $o "$T/in"
+done
+ls -d "$T"/ftp: "$T"/https: "$T"/s3: 2>/dev/null && fail output_url_nothing_written "$(find "$T"/*: | head -3)" ||
+    pass output_url_nothing_written
+# ... and a local path that starts so is still reached as ./SCHEME://
+mkdir -p "$T/ftp:/h"
+cp "$W/a.wpack" "$T/ftp:/h/m.wpack"
+expect scheme_ftp_local_dot_slash env -C "$T" "$WPACK" verify ./ftp://h/m.wpack
+
 # on a terminal (a pty: the progress line drawn), success and failure
 if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>&1; then
     rm -rf "$T/xp"
@@ -198,7 +246,7 @@ expect scheme_upper_auth "$WPACK" extract -o "$T/xs" "HTTP://user:pa55:word@127.
 cmp -s "$T/xs/t1.npy" "$T/local/t1.npy" && pass scheme_upper_same_bytes || fail scheme_upper_same_bytes
 expect_fail scheme_upper_not_found "HTTP 404" "$WPACK" inspect "Http://user:pa55:word@127.0.0.1:$BAD_PORT/auth/nope.wpack"
 nopass scheme_upper_not_found_redacted
-expect_fail scheme_https_upper_redacted "HTTPS://user:\*\*\*@127.0.0.1:$dead/m.wpack: GET" \
+expect_fail scheme_https_upper_redacted "HTTPS://\*\*\*@127.0.0.1:$dead/m.wpack: GET" \
     "$WPACK" inspect "HTTPS://user:pa55@127.0.0.1:$dead/m.wpack"
 grep -q pa55 "$T/err" && fail scheme_https_upper_no_password "$(cat "$T/err")" || pass scheme_https_upper_no_password
 expect scheme_s3_upper s3 "$WPACK" inspect S3://bucket/set/sh.wpack
@@ -224,7 +272,7 @@ expect_fail shard_query_wrong "HTTP 403" "$WPACK" verify "$B/query/set/sh.wpack?
 # the manifest's shown name up to its last '/', the scheme's), or with a
 # '/' in a query name (it was "...sh.wpack?a/sh-00001-...")
 expect shard_no_path "$WPACK" inspect "http://u:SEKRIT10@127.0.0.1:$BAD_PORT?sig=SEKRIT11&a/b=SEKRIT12"
-noleak shard_no_path_shown "shard 0: http://u:***@127.0.0.1:$BAD_PORT/m-00001-of-00003.wpack?sig=***&a/b=***, "
+noleak shard_no_path_shown "shard 0: http://***@127.0.0.1:$BAD_PORT/m-00001-of-00003.wpack?sig=***&a/b=***, "
 expect shard_query_slash_name "$WPACK" inspect "$N/set/sh.wpack?a/b=SEKRIT13#SEKRIT14"
 noleak shard_query_slash_name_shown "shard 2: $N/set/sh-00003-of-00003.wpack?a/b=***, "
 

@@ -87,6 +87,29 @@ static void test_commit_name_and_mode(void)
     wpk_atomic_abort(&a); /* a released handle: nothing happens */
 }
 
+/* WPK_ATOMIC_PRIVATE: 0600 under any umask, new or replacing a 0666 file
+ * (the chunk cache's files were 0666 under umask 0) */
+static void test_private_mode(void)
+{
+    char p[512], q[512], err[300];
+    path_of(p, sizeof p, "shared.chunk");
+    path_of(q, sizeof q, "new.chunk");
+    touch(p, "old");
+    chmod(p, 0666);
+    mode_t old = umask(0);
+    wpk_atomic a, b;
+    CHECK(wpk_atomic_open(&a, p, WPK_ATOMIC_PRIVATE, err, sizeof err) == WPACK_OK, "open: %s", err);
+    CHECK(wpk_atomic_open(&b, q, WPK_ATOMIC_PRIVATE, err, sizeof err) == WPACK_OK, "open: %s", err);
+    umask(old);
+    struct stat st;
+    CHECK(fstat(a.fd, &st) == 0 && (st.st_mode & 0777) == 0600 && a.kept_mode == 0,
+          "replacing: mode %o", st.st_mode & 0777);
+    CHECK(fstat(b.fd, &st) == 0 && (st.st_mode & 0777) == 0600, "new: mode %o", st.st_mode & 0777);
+    CHECK(wpk_atomic_commit(&a, err, sizeof err) == WPACK_OK, "commit: %s", err);
+    CHECK(wpk_atomic_commit(&b, err, sizeof err) == WPACK_OK, "commit: %s", err);
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600, "committed: mode %o", st.st_mode & 0777);
+}
+
 static void test_abort_keeps_target(void)
 {
     char p[512], err[300];
@@ -302,6 +325,7 @@ int main(void)
         return 1;
     }
     RUN(test_commit_name_and_mode);
+    RUN(test_private_mode);
     RUN(test_abort_keeps_target);
     RUN(test_sweep_dead_not_live);
     RUN(test_sweep_dir_suffix);

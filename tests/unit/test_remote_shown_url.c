@@ -29,21 +29,25 @@ static void test_shown(void)
     shown_is("not a url", "not a url");
     shown_is("", "");
     /* user info */
-    shown_is("https://user:pa55@host/m", "https://user:***@host/m");
-    shown_is("https://user:p@ss@host/m", "https://user:***@host/m");
-    shown_is("https://user:@host/m", "https://user:***@host/m");
+    shown_is("https://user:pa55@host/m", "https://***@host/m");
+    shown_is("https://user:p@ss@host/m", "https://***@host/m");
+    shown_is("https://user:@host/m", "https://***@host/m");
+    /* the user name may be the token: hidden too */
+    shown_is("https://ghp_TOKEN:x-oauth-basic@host/m", "https://***@host/m");
+    shown_is("https://oauth2:glpat-TOKEN@host/m", "https://***@host/m");
     shown_is("https://ghp_token@host/m", "https://***@host/m");
-    shown_is("https://u:p@[::1]:9/m", "https://u:***@[::1]:9/m");
+    shown_is("https://u:p@[::1]:9/m", "https://***@[::1]:9/m");
     /* a password with a raw '/', '?' or '#': no URL, nothing after shown */
-    shown_is("http://user:pa/ss@host/m", "http://user:***");
-    shown_is("http://user:pa?ss@host/m", "http://user:***");
-    shown_is("http://user:pa#ss@host/m", "http://user:***");
+    shown_is("http://user:pa/ss@host/m", "http://***");
+    shown_is("http://user:pa?ss@host/m", "http://***");
+    shown_is("http://user:pa#ss@host/m", "http://***");
     /* ... one that starts with digits (a port to curl), or is empty */
-    shown_is("http://user:1234/5678@host/m", "http://user:***");
-    shown_is("http://user:12?34@host/m", "http://user:***");
-    shown_is("http://user:12#34@host/m", "http://user:***");
-    shown_is("http://user:/pass@host/m", "http://user:***");
-    shown_is("http://host:8080/m?to=a@b", "http://host:***"); /* hidden too: cannot tell */
+    shown_is("http://user:1234/5678@host/m", "http://***");
+    shown_is("http://user:12?34@host/m", "http://***");
+    shown_is("http://user:12#34@host/m", "http://***");
+    shown_is("http://user:/pass@host/m", "http://***");
+    shown_is("http://host:8080/m?to=a@b", "http://***"); /* hidden too: cannot tell */
+    shown_is("http://host:x/m", "http://host:***");
     shown_is("http://host/users/a@b/m", "http://host/users/a@b/m");
     /* the query: every value, names kept; bare items; empty values */
     shown_is("https://h/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F2026&"
@@ -59,11 +63,11 @@ static void test_shown(void)
     shown_is("http://h/m#frag", "http://h/m#***");
     shown_is("http://h/m#", "http://h/m#");
     shown_is("http://h/m?t=1#a?b=c&d", "http://h/m?t=***#***");
-    shown_is("http://u:p@h:1/m?t=1&u=2#f", "http://u:***@h:1/m?t=***&u=***#***");
+    shown_is("http://u:p@h:1/m?t=1&u=2#f", "http://***@h:1/m?t=***&u=***#***");
     /* s3: a literal key ('?' and '#' part of it) */
     shown_is("s3://bucket/dir/k?x=1#y", "s3://bucket/dir/k?x=1#y");
     /* the scheme in any case: hidden alike, shown as given */
-    shown_is("HTTPS://user:secret@h/m?t=1#f", "HTTPS://user:***@h/m?t=***#***");
+    shown_is("HTTPS://user:secret@h/m?t=1#f", "HTTPS://***@h/m?t=***#***");
     shown_is("Http://tok@h/m", "Http://***@h/m");
     shown_is("S3://bucket/dir/k?x=1#y", "S3://bucket/dir/k?x=1#y");
     /* growth: every part redacted at once, one byte each */
@@ -83,6 +87,16 @@ static void test_is_url(void)
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
         CHECK(wpack_remote_is_url(no[i]) == 0, "'%s': taken for a URL", no[i]);
     CHECK(wpack_remote_is_url(NULL) == 0, "NULL");
+    /* any scheme (RFC 3986 3.1) is a URL's shape: never a local path */
+    const char *shaped[] = {"ftp://h/m", "file:///m", "gs://b/k", "s4://b/k", "HTTP://h",
+                            "a+b-c.d://x", "x1://"};
+    const char *not_shaped[] = {"", "ftp:/h/m", "./ftp://h/m", "1ftp://h", "+a://h", "f_p://h",
+                                " ftp://h", "ftp", "ftp:", "h/ftp://m"};
+    for (size_t i = 0; i < sizeof shaped / sizeof *shaped; i++)
+        CHECK(wpack_remote_has_scheme(shaped[i]) == 1, "%s: no scheme", shaped[i]);
+    for (size_t i = 0; i < sizeof not_shaped / sizeof *not_shaped; i++)
+        CHECK(wpack_remote_has_scheme(not_shaped[i]) == 0, "'%s': taken for a scheme", not_shaped[i]);
+    CHECK(wpack_remote_has_scheme(NULL) == 0, "NULL");
 }
 
 static void scrubbed_is(const char *url, const char *text, const char *want)
@@ -101,7 +115,7 @@ static void test_scrub(void)
     const char *u = "https://user:pa55word@h/m?X-Amz-Signature=deadbeef&sig=a%2Fb%2Bc&x=1";
     scrubbed_is(u, "denied: /m?X-Amz-Signature=deadbeef&sig=a%2Fb%2Bc",
                 "denied: /m?X-Amz-Signature=***&sig=***");
-    scrubbed_is(u, "sig a/b+c for user pa55word", "sig *** for user ***");
+    scrubbed_is(u, "sig a/b+c for user pa55word", "sig *** for *** ***");
     scrubbed_is(u, "deadbeefdeadbeef", "******");
     /* a short query value: hidden after its name only (the URL echoed),
      * not every "1" of the text */
@@ -113,12 +127,51 @@ static void test_scrub(void)
     /* a short password or user token: wherever it stands alone (it was
      * shown: 3 bytes passed the 4-byte floor) */
     scrubbed_is("https://u:abc@h/m", "user u password abc rejected; abcdef, xabc, abc1 stay",
-                "user u password *** rejected; abcdef, xabc, abc1 stay");
+                "user *** password *** rejected; abcdef, xabc, abc1 stay");
     scrubbed_is("https://u:abc@h/m", "abc", "***");
-    scrubbed_is("https://u:7@h/m", "for 7: 17 and 7a stay, u:7@h", "for ***: 17 and 7a stay, u:***@h");
+    scrubbed_is("https://u:7@h/m", "for 7: 17 and 7a stay, u:7@h", "for ***: 17 and 7a stay, ***:***@h");
     scrubbed_is("https://tk@h/m", "token tk refused", "token *** refused");
     scrubbed_is("https://u:a%40@h/m", "bad a@ and a%40", "bad *** and ***");
     scrubbed_is("https://h/m", "nothing", "nothing");
+    /* a user name is hidden as a password is: it may be the token */
+    scrubbed_is("https://ghp_T0KEN:x-oauth-basic@h/m", "bad ghp_T0KEN (x-oauth-basic)", "bad *** (***)");
+    /* repeated re-encoded: lower-case hex, escapes where the URL had raw
+     * bytes and raw bytes where it had escapes, '+' for a space (only the
+     * start of the secret was matched and shown, "a%2fb" as "a%2f***") */
+    const char *q = "https://h/m?sig=SEKRIT%2Bx%3D&token=SEKR/a/b&t=a%2Fb";
+    scrubbed_is(q, "sig=SEKRIT%2bx%3d", "sig=***");
+    scrubbed_is(q, "sig=SEKRIT%2Bx=", "sig=***");
+    scrubbed_is(q, "token=SEKR%2fa%2Fb", "token=***");
+    scrubbed_is(q, "t=a%2fb t=a/b t=a%2Fb t=a%252Fb", "t=*** t=*** t=*** t=***");
+    scrubbed_is("https://h/m?k=a+b%20c", "k=a b c, k=a%20b+c, k=a+b+c", "k=***, k=***, k=***");
+    scrubbed_is("https://u:p%40ss%2Fw0rd@h/m", "p%40SS p%40ss%2fw0rd p@ss/w0rd", "p%40SS *** ***");
+    /* HTTP Basic credentials echoed (base64 of the decoded "user:password",
+     * "user:" for a user alone), with or without their padding */
+    scrubbed_is("https://user:pa55word@h/m", "Authorization: Basic dXNlcjpwYTU1d29yZA==",
+                "Authorization: Basic ***==");
+    scrubbed_is("https://a%40b:c@h/m", "Basic YUBiOmM= YUBiOmM", "Basic ***= ***");
+    scrubbed_is("https://tok3n@h/m", "Basic dG9rM246", "Basic ***");
+}
+
+/* S3: the session token and secret key (sent or signed with in headers)
+ * and an echoed Authorization's signature; an endpoint's user info */
+static void test_scrub_s3(void)
+{
+    wpk_remote r;
+    memset(&r, 0, sizeof r);
+    r.s3 = 1;
+    r.url = (char *)"http://me:pw0rd@127.0.0.1:9000/b/a%3Fb.wpack";
+    r.opt.session_token = "IQoJSEKRIT/tok+en==";
+    r.opt.secret_key = "wJalSEKRIT/K7MDENG";
+    char buf[600] = "x-amz-security-token: IQoJSEKRIT/tok+en== | secret wJalSEKRIT/K7MDENG | "
+                    "Authorization: AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/s3/"
+                    "aws4_request, SignedHeaders=host;range, Signature=5e6bdeadbeef0123 | "
+                    "Basic bWU6cHcwcmQ= | pw0rd | a%3Fb.wpack";
+    wpk_remote_scrub(&r, buf, sizeof buf);
+    const char *want = "x-amz-security-token: *** | secret *** | Authorization: AWS4-HMAC-SHA256 "
+                       "Credential=AKID/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;"
+                       "range, Signature=*** | Basic ***= | *** | a%3Fb.wpack";
+    CHECK(strcmp(buf, want) == 0, "got %s", buf);
 }
 
 /* "***" is longer than a 1-byte secret: the text grows, cut to its buffer */
@@ -141,5 +194,6 @@ int main(void)
     RUN(test_is_url);
     RUN(test_scrub);
     RUN(test_scrub_grows);
+    RUN(test_scrub_s3);
     return tl_finish();
 }

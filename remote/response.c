@@ -1,0 +1,231 @@
+/* response.c - what a range request's response is checked against as it
+ * arrives (libcurl's callbacks of fetch.c's jobs): the status, the
+ * Content-Range against the range asked for, the size, ETag and
+ * Last-Modified pinned at open, never more bytes than the range, a
+ * redirect's body bounded; and the text of an error body for messages. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "request.h"
+
+int64_t wpk_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A header value: copied without surrounding blanks and the CRLF. */
+static void header_value(const char *v, size_t n, char *out, size_t outlen)
+{
+    while (n && (*v == ' ' || *v == '\t')) {
+        v++;
+        n--;
+    }
+    while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
+        n--;
+    if (n >= outlen)
+        n = outlen - 1;
+    memcpy(out, v, n);
+    out[n] = 0;
+}
+
+static int is_header(const char *line, size_t n, const char *name, const char **val, size_t *vlen)
+{
+    size_t k = strlen(name);
+    if (n <= k || strncasecmp(line, name, k) != 0 || line[k] != ':')
+        return 0;
+    *val = line + k + 1;
+    *vlen = n - k - 1;
+    return 1;
+}
+
+size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
+{
+    job *j = u;
+    size_t n = sz * nm;
+    const char *v;
+    size_t vn;
+    char tmp[300];
+    if (n > 5 && strncmp(p, "HTTP/", 5) == 0) { /* a new response (after a redirect, a 100) */
+        const char *sp = memchr(p, ' ', n);
+        j->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        j->resp_at = wpk_now_ms();
+        j->resp_dl0 = -1;
+        j->have_range = j->range_empty = 0;
+        j->etag[0] = j->lastmod[0] = j->ctype[0] = j->location[0] = j->coding[0] = 0;
+        j->snippet_len = 0;
+    } else if (is_header(p, n, "content-range", &v, &vn)) {
+        header_value(v, vn, tmp, sizeof tmp);
+        unsigned long long a, b, t;
+        char end;
+        int k = sscanf(tmp, "bytes %llu-%llu/%llu%c", &a, &b, &t, &end);
+        j->have_range = k == 3 && a <= b && b < t;
+        /* an empty object: total 0 (RFC 9110 "bytes STAR/0", or "bytes 0-0/0" from some S3 servers) */
+        j->range_empty = (k == 3 && t == 0) || strcmp(tmp, "bytes */0") == 0;
+        j->cr_first = a;
+        j->cr_last = b;
+        j->cr_total = t;
+    } else if (is_header(p, n, "etag", &v, &vn)) {
+        header_value(v, vn, j->etag, sizeof j->etag);
+    } else if (is_header(p, n, "last-modified", &v, &vn)) {
+        header_value(v, vn, j->lastmod, sizeof j->lastmod);
+    } else if (is_header(p, n, "content-type", &v, &vn)) {
+        header_value(v, vn, j->ctype, sizeof j->ctype);
+    } else if (is_header(p, n, "content-encoding", &v, &vn)) {
+        header_value(v, vn, j->coding, sizeof j->coding);
+    } else if (is_header(p, n, "location", &v, &vn)) {
+        header_value(v, vn, j->location, sizeof j->location);
+    }
+    return n;
+}
+
+/* request.h */
+int wpk_check_response(job *j)
+{
+    wpk_remote *r = j->r;
+    /* Requests say "Accept-Encoding: identity"; a range of a gzip (or
+     * other) encoding is a slice of the compressed stream, not the
+     * object's bytes: taken as they came, a short or garbled body, retried
+     * as if it might pass */
+    if (*j->coding && strcasecmp(j->coding, "identity") != 0) {
+        wpk_fmt(j->fatal, sizeof j->fatal, "HTTP 206 with Content-Encoding: %s for bytes "
+                "%llu-%llu: wpack reads the object's own bytes (it asks for identity)", j->coding,
+                (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1));
+        return 0;
+    }
+    if (!j->have_range) {
+        wpk_fmt(j->fatal, sizeof j->fatal, "HTTP 206 without a valid Content-Range for bytes %llu-%llu",
+                (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1));
+        return 0;
+    }
+    int ok = j->probe ? j->cr_first == 0 && j->cr_last == (j->cr_total < j->len ? j->cr_total : j->len) - 1
+                      : j->cr_first == j->off && j->cr_last == j->off + j->len - 1 &&
+                            j->cr_total == r->size;
+    if (!ok) {
+        wpk_fmt(j->fatal, sizeof j->fatal,
+                "asked for bytes %llu-%llu%s, the server sent bytes %llu-%llu of %llu",
+                (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1),
+                j->probe ? "" : " of the object", (unsigned long long)j->cr_first,
+                (unsigned long long)j->cr_last, (unsigned long long)j->cr_total);
+        if (!j->probe && j->cr_total != r->size)
+            wpk_fmt(j->fatal, sizeof j->fatal,
+                    "the object changed since it was opened: now %llu bytes, was %llu",
+                    (unsigned long long)j->cr_total, (unsigned long long)r->size);
+        return 0;
+    }
+    if (!j->probe && (strcmp(j->etag, r->etag) != 0 || strcmp(j->lastmod, r->lastmod) != 0)) {
+        wpk_fmt(j->fatal, sizeof j->fatal,
+                "the object changed since it was opened (ETag %s, Last-Modified %s; at open %s, %s)",
+                *j->etag ? j->etag : "none", *j->lastmod ? j->lastmod : "none",
+                *r->etag ? r->etag : "none", *r->lastmod ? r->lastmod : "none");
+        return 0;
+    }
+    j->want = j->cr_last - j->cr_first + 1;
+    return 1;
+}
+
+size_t wpk_on_body(char *p, size_t sz, size_t nm, void *u)
+{
+    job *j = u;
+    size_t n = sz * nm;
+    if (j->status != 206) {
+        if (j->status == 200) { /* the whole object, or an error page: stop at once */
+            wpk_fmt(j->fatal, sizeof j->fatal,
+                    "the server ignored the Range request (HTTP 200%s%s for bytes %llu-%llu); "
+                    "wpack needs range requests (HTTP 206)",
+                    *j->ctype ? ", " : "", j->ctype, (unsigned long long)j->off,
+                    (unsigned long long)(j->off + j->len - 1));
+            return 0;
+        }
+        size_t k = SNIPPET - j->snippet_len < n ? SNIPPET - j->snippet_len : n;
+        memcpy(j->snippet + j->snippet_len, p, k);
+        j->snippet_len += k;
+        return j->snippet_len < SNIPPET ? n : 0; /* enough to say what it was */
+    }
+    if (j->r->opt.max_bytes_per_s) {
+        wpk_rate_refill(j->r);
+        if (j->r->rate_tokens <= 0) {
+            j->paused = 1;
+            return CURL_WRITEFUNC_PAUSE;
+        }
+        j->r->rate_tokens -= (double)n;
+    }
+    if (!j->checked && !(j->checked = wpk_check_response(j)))
+        return 0;
+    if (n > j->want - j->got) {
+        wpk_fmt(j->fatal, sizeof j->fatal,
+                "the server sent more than the %llu bytes of range %llu-%llu",
+                (unsigned long long)j->want, (unsigned long long)j->cr_first,
+                (unsigned long long)j->cr_last);
+        return 0;
+    }
+    memcpy(j->dst + j->got, p, n);
+    j->got += n;
+    return n;
+}
+
+/* A redirect's body: curl reads it whole before it follows (to keep the
+ * connection) and never hands it to on_body; one without end, fast enough
+ * for the low-speed limit, held the read for ever. At most REDIR_BODY
+ * bytes and timeout_s seconds, then the request fails (no retry). */
+#define REDIR_BODY ((curl_off_t)1 << 20)
+int wpk_on_progress(void *u, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                    curl_off_t ulnow)
+{
+    job *j = u;
+    (void)dltotal, (void)ultotal, (void)ulnow;
+    if (j->status < 300 || j->status >= 400)
+        return 0;
+    if (j->resp_dl0 < 0 || dlnow < j->resp_dl0)
+        j->resp_dl0 = dlnow;
+    int64_t ms = wpk_now_ms() - j->resp_at;
+    if (dlnow - j->resp_dl0 <= REDIR_BODY && ms <= (int64_t)j->r->opt.timeout_s * 1000)
+        return 0;
+    wpk_fmt(j->fatal, sizeof j->fatal, "HTTP %ld: a redirect's body that does not end "
+            "(%lld bytes in %lld ms; at most %lld bytes and the timeout, %u s, are read)",
+            j->status, (long long)(dlnow - j->resp_dl0), (long long)ms, (long long)REDIR_BODY,
+            j->r->opt.timeout_s);
+    return 1;
+}
+
+/* The text between <tag> and </tag> in the snippet, or NULL. */
+static const char *xml_field(const job *j, const char *tag, size_t *len)
+{
+    char open[24], close[24];
+    wpk_fmt(open, sizeof open, "<%s>", tag);
+    wpk_fmt(close, sizeof close, "</%s>", tag);
+    const char *a = memmem(j->snippet, j->snippet_len, open, strlen(open));
+    if (!a)
+        return NULL;
+    a += strlen(open);
+    const char *end = (const char *)j->snippet + j->snippet_len;
+    const char *b = memmem(a, (size_t)(end - a), close, strlen(close));
+    *len = (size_t)((b ? b : end) - a);
+    return a;
+}
+
+/* request.h; all the snippet holds. */
+void wpk_snippet_text(const job *j, char *out, size_t outlen)
+{
+    size_t code_len = 0, msg_len = 0, k = 0;
+    const char *code = xml_field(j, "Code", &code_len);
+    const char *text = code ? xml_field(j, "Message", &msg_len) : NULL;
+    const char *parts[3] = {code, text ? ": " : NULL, text};
+    size_t lens[3] = {code_len, 2, msg_len};
+    if (!code) {
+        parts[0] = (const char *)j->snippet;
+        lens[0] = j->snippet_len;
+    }
+    for (int p = 0; p < 3; p++)
+        for (size_t i = 0; parts[p] && i < lens[p] && k + 1 < outlen; i++) {
+            char c = parts[p][i];
+            c = c >= 0x20 && c < 0x7f ? c : ' ';
+            if (c != ' ' || (k && out[k - 1] != ' '))
+                out[k++] = c;
+        }
+    out[k] = 0;
+}
