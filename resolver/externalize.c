@@ -273,6 +273,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     cand = malloc((doc->nglobals + 1) * sizeof *cand);
     if (!cand)
         goto nomem;
+    wpk_line_cursor lc = WPK_LINE_CURSOR_INIT; /* the globals come in file order */
     for (size_t i = 0; i < doc->nglobals; i++) {
         const wpk_global *g = &doc->globals[i];
         if (g->value_kind != WPK_VAL_DENSE && g->value_kind != WPK_VAL_RESOURCE)
@@ -333,7 +334,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
                                       sizeof why, &at);
             if (e) {
                 unsigned l, col;
-                wpk_mlir_line_col(buf, len, at, &l, &col);
+                wpk_line_cursor_at(&lc, buf, len, at, &l, &col);
                 wpk_diag_emit(&d, WPACK_DIAG_ERROR, e, "%s:%u:%u: global @%s: %s", d.source, l,
                               col, g->name, why);
                 continue;

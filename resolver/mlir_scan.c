@@ -185,7 +185,7 @@ int wpk_mlir_scan_buffer(const char *buf, size_t len, unsigned flags, wpk_mlir_d
     doc->buf = buf ? buf : "";
     doc->len = buf ? len : 0;
     wpk_scanner sc = {.doc = doc, .flags = flags, .err = errbuf, .errlen = errlen,
-                  .top_stmt = (size_t)-1, .lc_line = 1};
+                  .top_stmt = (size_t)-1, .lc = WPK_LINE_CURSOR_INIT};
     wpk_lex_init(&sc.lx, doc->buf, doc->len, 0);
     int rc = scan_all(&sc);
     if (!rc)

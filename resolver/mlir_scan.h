@@ -136,6 +136,20 @@ const wpk_alias *wpk_mlir_find_alias(const wpk_mlir_doc *doc, wpk_span ref);
 /* 1-based line and column of a byte offset (O(offset)). */
 void wpk_mlir_line_col(const char *buf, size_t len, size_t off, unsigned *line, unsigned *col);
 
+/* The same for many offsets: a cursor counts the newlines from where its
+ * last call stopped, so offsets in increasing order cost O(the bytes
+ * between them) in all (an offset before the last starts again from the
+ * beginning). Messages about thousands of ops or globals need it: one
+ * wpk_mlir_line_col each would read the file once per message. */
+typedef struct wpk_line_cursor {
+    size_t pos;                /* newlines before pos are counted */
+    size_t line_start;         /* the start of the line pos is on */
+    unsigned line;
+} wpk_line_cursor;
+#define WPK_LINE_CURSOR_INIT {0, 0, 1}
+void wpk_line_cursor_at(wpk_line_cursor *c, const char *buf, size_t len, size_t off,
+                        unsigned *line, unsigned *col);
+
 /* Decode an MLIR string literal (with quotes) into a heap NUL-terminated
  * string; *n receives its length. NULL on allocation failure. */
 char *wpk_mlir_decode_string(const char *s, size_t len, size_t *n);

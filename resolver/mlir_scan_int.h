@@ -34,8 +34,8 @@ typedef struct wpk_scanner {
     /* line numbers, counted as globals are found (they come in file
      * order): the last global's start, its line and line start, and the
      * end of its op if that is one line (nothing to count up to there) */
-    size_t lc_pos, lc_line_start, lc_skip;
-    unsigned lc_line;
+    wpk_line_cursor lc;
+    size_t lc_skip;
     size_t nfast;        /* globals the fast path classified */
     char *err;
     size_t errlen;
