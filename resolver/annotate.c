@@ -3,8 +3,9 @@
  *
  * The rule (spec appendix B, "Annotations"): the op that produces module
  * path P's output is the LAST op in program order that
- *   - sits directly in a function body (region depth 2 under a top-level
- *     `module {`, 1 without one; ops in nested regions do not count),
+ *   - sits directly in a function body (one region below the innermost
+ *     module body, or below the top level outside any module; ops in
+ *     nested regions do not count),
  *   - defines at least one result (its statement starts with '%'), and
  *   - has a location that names P or a path under P ("P." prefix), where
  *     the names of a location are those annotate_loc.c reads.
@@ -438,11 +439,10 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     char ops_list[900];
     size_t ops_o = 0;
     ops_list[0] = 0;
-    unsigned fdepth = doc->has_module ? 2 : 1;
     wpk_line_cursor lc = WPK_LINE_CURSOR_INIT; /* ops come in file order */
     for (size_t i = 0; i < doc->nops; i++) {
         const wpk_located_op *op = &doc->ops[i];
-        if (op->depth != fdepth || doc->buf[op->op_start] != '%')
+        if (op->depth != 1 || doc->buf[op->op_start] != '%') /* a function body's, a result */
             continue;
         t.cur_op = i;
         t.matched = t.named = 0;

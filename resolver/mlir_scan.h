@@ -91,7 +91,9 @@ typedef struct wpk_located_op {
                                   or before loc( for ops without a trailing type */
     wpk_span attrs;            /* its discardable attr dict if any (len 0 if none) */
     wpk_span loc;              /* the inside of loc(...) */
-    unsigned depth;            /* region nesting: 0 module body level */
+    unsigned depth;            /* regions below the innermost module body (`module`,
+                                  `builtin.module`, generic "builtin.module") or,
+                                  outside any, the top level: 1 = a function body */
 } wpk_located_op;
 
 typedef struct wpk_mlir_doc {
@@ -108,8 +110,6 @@ typedef struct wpk_mlir_doc {
     wpk_located_op *ops;       /* only when WPK_SCAN_OPS was asked for */
     size_t nops, capops;
     size_t meta_count;         /* {-# ... #-} sections seen */
-    int has_module;            /* the top level is a `module ... {` op (function
-                                  bodies are then at region depth 2, else 1) */
     struct wpk_name_block *names; /* where the globals' names live (freed with the doc) */
     size_t name_blocks;        /* internal: how many blocks names has had */
 } wpk_mlir_doc;

@@ -21,6 +21,9 @@ typedef struct wpk_open_bracket {
     char c;              /* ( [ { < */
     size_t off;
     size_t stmt_start;   /* '{' only: the current statement of this region */
+    size_t region_ix;    /* the innermost '{' at or below this one (SIZE_MAX: none) */
+    unsigned region;     /* of that '{': regions below the innermost module body
+                            (0 the module body, or the top level without one) */
 } wpk_open_bracket;
 
 typedef struct wpk_scanner {

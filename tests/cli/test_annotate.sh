@@ -63,6 +63,24 @@ PYEOF
 if cmp -s "$T/stripped.mlir" "$FIX/annotate_locs.mlir"; then pass annotate_copy_through
 else fail annotate_copy_through "$(diff "$T/stripped.mlir" "$FIX/annotate_locs.mlir" | head -c 600)"; fi
 
+# function bodies one region below the innermost module, however the module
+# is written: the generic form mlir-opt-19 prints ("builtin.module"() ({
+# "func.func"() <{...}> ({ ...), `builtin.module {`, and a module nested in
+# another (their ops were 1 or 2 regions deeper than a top-level `module {`
+# makes them: nothing was annotated, WPACK_E_EMPTY)
+if "$MLIR_OPT" --mlir-print-op-generic --mlir-print-debuginfo "$FIX/annotate_locs.mlir" >"$T/generic.mlir" 2>"$T/err2"; then
+    expect generic_form "$WPACK" resolve -q --annotate "$A" "$T/generic.mlir" -o "$T/generic.out.mlir"
+    annotate_check generic_form_printed "$T/generic.out.mlir" wpack
+else
+    fail generic_form "mlir-opt-19 --mlir-print-op-generic: $(head -c 300 "$T/err2")"
+fi
+sed 's/^module {/builtin.module {/' "$FIX/annotate_locs.mlir" >"$T/bmod.mlir"
+expect builtin_module "$WPACK" resolve -q --annotate "$A" "$T/bmod.mlir" -o "$T/bmod.out.mlir"
+annotate_check builtin_module_printed "$T/bmod.out.mlir" wpack
+sed 's/^module {/module {\nmodule @inner attributes {test.x = 1 : i64} {/; s/^}$/}\n}/' "$FIX/annotate_locs.mlir" >"$T/nested.mlir"
+expect nested_module "$WPACK" resolve -q --annotate "$A" "$T/nested.mlir" -o "$T/nested.out.mlir"
+annotate_check nested_module_printed "$T/nested.out.mlir" wpack
+
 # --attr-prefix: the same attributes under another name; a second prefix adds, never clobbers
 expect attr_prefix "$WPACK" resolve -q --annotate --attr-prefix custom "$A" "$FIX/annotate_locs.mlir" -o "$T/c.mlir"
 annotate_check attr_prefix_printed "$T/c.mlir" custom
