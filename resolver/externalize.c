@@ -281,6 +281,14 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         res.globals++;
         char where[400], why[200];
         wpk_global_where(where, sizeof where, &d, g);
+        /* the symbol becomes the entry's name: checked with its length, as
+         * the writer would see it cut at a NUL (@"w\00x" named entry "w") */
+        const char *bad_name = wpk_name_problem((const uint8_t *)g->name, g->name_len);
+        if (bad_name) {
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_NAME,
+                          "%s: the symbol cannot be an entry name: %s", where, bad_name);
+            continue;
+        }
         candidate c = {.global = i};
         if (wpk_mlir_parse_tensor(buf + g->type_body.off, g->type_body.len, &c.type, why, sizeof why)) {
             res.kept++;

@@ -114,6 +114,11 @@ bad malformed "bad.mlir:2:.*unterminated string" \
     'module {\n  ml_program.global private @w(dense<"0x0102> : tensor<2xi8>) : tensor<2xi8>\n}\n'
 bad duplicate_symbol "global @w: .*(exists|twice|already)" \
     'module {\n  ml_program.global private @w(dense<[1, 2]> : tensor<2xi8>) : tensor<2xi8>\n  ml_program.global private @w(dense<[1, 2]> : tensor<2xi8>) : tensor<2xi8>\n}\n'
+# the symbol becomes the entry name, checked with its length: @"w\00x" was
+# written as entry "w" (the writer took it as a C string; two such globals
+# were "'w' added twice")
+bad nul_symbol "bad.mlir:2:3: global @w\\\\x00x: the symbol cannot be an entry name: NUL byte in name" \
+    'module {\n  ml_program.global private @"w\\00x"(dense<[1, 2]> : tensor<2xi8>) : tensor<2xi8>\n}\n'
 # 100,000 globals with bad splats: every error's line was counted from the
 # start of the file (errors x lines: 40,000 took 20 s, this about 2 min);
 # one cursor now. All are reported, with their own line.
