@@ -97,6 +97,11 @@ int main(int argc, char **argv)
     sa.sa_handler = on_sigbus;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGBUS, &sa, NULL);
+    /* A write past the file size limit (ulimit -f, a batch system's
+     * RLIMIT_FSIZE) raises SIGXFSZ, whose default ends the run with no
+     * message and leaves its temporary behind. Ignored, the write fails
+     * with EFBIG instead: "OUT: ... File too large", temporary removed. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         fputs(usage, stderr);
         return CLI_USAGE;
