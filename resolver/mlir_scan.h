@@ -52,7 +52,8 @@ typedef struct wpk_global {
     size_t name_len;
     wpk_span value;            /* the initial value as written (may be an alias) */
     wpk_span value_body;       /* value after following an alias */
-    wpk_span extern_type;      /* EXTERN: the T of #ml_program.extern : T */
+    wpk_span value_type;       /* EXTERN, DENSE, RESOURCE: the value's own T
+                                  (#ml_program.extern : T, dense<...> : T), alias followed */
     wpk_span type;             /* the global's type as written */
     wpk_span type_body;        /* type after following a type alias */
     wpk_span attrs;            /* discardable attr dict incl. braces, or len 0 */
@@ -67,7 +68,7 @@ typedef struct wpk_global {
     unsigned char value_kind;  /* WPK_VAL_* */
     unsigned char is_mutable;
     unsigned char classified;  /* internal: the scanner's fast path set value_kind,
-                                  value_body, type_body and extern_type already */
+                                  value_body, type_body and value_type already */
 } wpk_global;
 
 /* `#name = value` or `!name = value` at the top level. */

@@ -119,6 +119,13 @@ bad duplicate_symbol "global @w: .*(exists|twice|already)" \
 # were "'w' added twice")
 bad nul_symbol "bad.mlir:2:3: global @w\\\\x00x: the symbol cannot be an entry name: NUL byte in name" \
     'module {\n  ml_program.global private @"w\\00x"(dense<[1, 2]> : tensor<2xi8>) : tensor<2xi8>\n}\n'
+# the value's own type must be the global's (mlir-opt-19 accepts both of
+# these unchecked): the literal was decoded as the global's type, so the i32
+# 1 became the f32 1.0 and 4 elements were stored as 8
+bad value_type_elem "bad.mlir:2:3: global @w: its value's type tensor<4xi32> is not the global's type tensor<4xf32>" \
+    'module {\n  ml_program.global private @w(dense<1> : tensor<4xi32>) : tensor<4xf32>\n}\n'
+bad value_type_dims "global @w: its value's type tensor<4xf32> is not the global's type tensor<8xf32>" \
+    'module {\n  ml_program.global private @w(dense<1.0> : tensor<4xf32>) : tensor<8xf32>\n}\n'
 # 100,000 globals with bad splats: every error's line was counted from the
 # start of the file (errors x lines: 40,000 took 20 s, this about 2 min);
 # one cursor now. All are reported, with their own line.
