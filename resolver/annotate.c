@@ -459,6 +459,11 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     size_t ops_o = 0;
     ops_list[0] = 0;
     wpk_line_cursor lc = WPK_LINE_CURSOR_INIT; /* ops come in file order */
+    wpk_loc_walk lw;
+    if (wpk_loc_walk_init(&lw, doc)) {
+        wpk_loc_walk_free(&lw);
+        goto nomem;
+    }
     for (size_t i = 0; i < doc->nops; i++) {
         const wpk_located_op *op = &doc->ops[i];
         if (op->depth != 1 || doc->buf[op->op_start] != '%') /* a function body's, a result */
@@ -466,7 +471,7 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         t.cur_op = i;
         t.matched = t.named = 0;
         t.sample_len = 0;
-        wpk_loc_names(doc, op->loc, on_name, &t);
+        wpk_loc_names(&lw, op->loc, on_name, &t);
         if (!t.named || t.matched)
             continue;
         if (res->unmatched_ops < 5 && ops_o + 300 < sizeof ops_list) {
@@ -485,6 +490,12 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     }
     free(t.scratch.p);
     t.scratch.p = NULL;
+    wpk_loc_walk_free(&lw);
+    if (lw.over) /* annotating from some names only would pick other ops */
+        wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_INPUT,
+                      "%s: --annotate: the ops' locations refer to location aliases more than "
+                      "%llu times in all (aliases that refer to each other, shared by many ops?); "
+                      "not annotated", d->source, (unsigned long long)lw.max_alias_reads);
     if (t.scratch.failed)
         goto nomem;
     qsort(t.recs, t.n, sizeof *t.recs, rec_by_op);

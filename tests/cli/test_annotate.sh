@@ -125,6 +125,29 @@ PYEOF
 expect long_map_path timeout 20 "$WPACK" resolve -q --annotate --module-map "$T/longmap.json" "$A" "$T/longmap.mlir" -o "$T/longmap.out.mlir"
 annotate_check long_map_path_printed "$T/longmap.out.mlir" wpack
 
+# location aliases that refer to each other: #l1 = loc(fused[#l0, #l0]) ...
+# 40 deep was read 2^40 times (it never ended); an alias is read once per op
+# now, and "0" still names key "0"
+"$PY" - "$T" <<'PYEOF'
+import sys
+d = sys.argv[1]
+al = ['#l0 = loc("x")'] + ['#l%d = loc(fused[#l%d, #l%d])' % (i, i - 1, i - 1) for i in range(1, 40)]
+al += ['#top = loc(fused[#l39, "0"("t.py":3:1)])']
+src = open(d + "/nomod.mlir").read()
+open(d + "/bomb.mlir", "w").write(src.replace('loc("0"("t.py":3:1))', 'loc(#top)') + "\n".join(al) + "\n")
+# ... and 400 ops that each reach 3,000 aliases: reads are bounded over the file
+# (4 x its bytes, at least 2^20): an error, not minutes
+al = ['#a%d_%d = loc("m%d_%d")' % (i, j, i, j) for i in range(60) for j in range(100)]
+al += ['#c0 = loc(fused[%s])' % ", ".join("#a0_%d" % j for j in range(100))]
+al += ['#c%d = loc(fused[%s, #c%d])' % (i, ", ".join("#a%d_%d" % (i, j) for j in range(100)), i - 1) for i in range(1, 60)]
+ops = "".join('  %%w%d = arith.negf %%a : tensor<4xf32> loc(#c59)\n' % i for i in range(400))
+open(d + "/wide.mlir", "w").write(src.replace("  return", ops + "  return") + "\n".join(al) + "\n")
+PYEOF
+expect alias_bomb timeout 20 "$WPACK" resolve -q --annotate "$A" "$T/bomb.mlir" -o "$T/bomb.out.mlir"
+annotate_check alias_bomb_printed "$T/bomb.out.mlir" wpack
+expect_fail alias_reads_bounded "wide.mlir: --annotate: the ops' locations refer to location aliases more than 1048576 times in all.*\[WPACK_E_INPUT\]" \
+    timeout 20 "$WPACK" resolve -q --annotate "$A" "$T/wide.mlir" -o "$T/wide.out.mlir"
+
 # 100,000 activation records, each named by the op on its own line: every
 # annotated op's line number was counted from the start of the file
 # (records x lines: 40,000 took 12 s, this 100,000 about 75 s); one cursor
