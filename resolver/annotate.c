@@ -264,8 +264,12 @@ static int attr_place(const wpk_mlir_doc *doc, const wpk_located_op *op, wpk_spa
     *dict = (wpk_span){0, 0};
     if (t.kind != WPK_TOK_BAREID && t.kind != WPK_TOK_STRING)
         return -1;
+    /* printers that put the attr-dict first: arith.constant, the HLO
+     * constants (`stablehlo.constant {attrs} dense<...> : T`: the ':' there
+     * is the value's, an attr-dict before it does not parse), linalg.* */
     int after_name = t.kind == WPK_TOK_BAREID &&
-                     (tok_word(&lx, t, "arith.constant") ||
+                     (tok_word(&lx, t, "arith.constant") || tok_word(&lx, t, "stablehlo.constant") ||
+                      tok_word(&lx, t, "mhlo.constant") || tok_word(&lx, t, "chlo.constant") ||
                       (t.len > 7 && memcmp(doc->buf + t.off, "linalg.", 7) == 0));
     if (after_name) {
         *insert = t.off + t.len;

@@ -125,6 +125,15 @@ PYEOF
 expect long_map_path timeout 20 "$WPACK" resolve -q --annotate --module-map "$T/longmap.json" "$A" "$T/longmap.mlir" -o "$T/longmap.out.mlir"
 annotate_check long_map_path_printed "$T/longmap.out.mlir" wpack
 
+# the HLO constants print their attr-dict right after the op name; before
+# the ':' of `dense<...> : T` (the value's own type) it does not parse
+# (hlo's parseConstantOp). mlir-opt-19 has no stablehlo dialect: checked as text
+printf 'func.func @f(%%a: tensor<4xf32>) -> tensor<4xf32> {\n  %%0 = stablehlo.constant dense<1.0> : tensor<4xf32> loc("0")\n  %%1 = stablehlo.add %%a, %%0 : tensor<4xf32> loc("1")\n  return %%1 : tensor<4xf32>\n}\n' >"$T/hlo.mlir"
+expect hlo_constant "$WPACK" resolve -q --annotate "$A" "$T/hlo.mlir" -o "$T/hlo.out.mlir"
+grep -q '^  %0 = stablehlo.constant {wpack.min = -23.5 : f32, [^}]*} dense<1.0> : tensor<4xf32> loc("0")$' "$T/hlo.out.mlir" &&
+    grep -q '^  %1 = stablehlo.add %a, %0 {wpack.axis = 1 : i64, [^}]*} : tensor<4xf32> loc("1")$' "$T/hlo.out.mlir" &&
+    pass hlo_constant_placed || fail hlo_constant_placed "$(grep stablehlo "$T/hlo.out.mlir" | cut -c1-200)"
+
 # location aliases that refer to each other: #l1 = loc(fused[#l0, #l0]) ...
 # 40 deep was read 2^40 times (it never ended); an alias is read once per op
 # now, and "0" still names key "0"
