@@ -17,6 +17,7 @@
 
 typedef struct {
     const wpk_mlir_doc *doc;
+    wpk_loc_walk *w;
     wpk_name_fn fn;
     void *user;
     size_t count;
@@ -241,6 +242,16 @@ static void parse_alias(loc_ctx *c, wpk_tok t, int depth)
     const wpk_alias *a = wpk_mlir_find_alias(c->doc, (wpk_span){t.off, t.len});
     if (!a || a->is_type)
         return;
+    wpk_loc_walk *walk = c->w;
+    size_t ix = (size_t)(a - c->doc->aliases);
+    if (walk->seen[ix] == walk->stamp)
+        return; /* read in this call already: its names are known */
+    walk->seen[ix] = walk->stamp;
+    if (walk->alias_reads >= walk->max_alias_reads) {
+        walk->over = 1;
+        return;
+    }
+    walk->alias_reads++;
     wpk_lexer lx;
     wpk_lex_init(&lx, c->doc->buf, a->value.off + a->value.len, a->value.off);
     wpk_tok w = wpk_lex_next(&lx);
@@ -347,9 +358,29 @@ static void parse_loc(loc_ctx *c, wpk_lexer *lx, int depth)
     /* unknown, or something this reader does not know: no names */
 }
 
-size_t wpk_loc_names(const wpk_mlir_doc *doc, wpk_span loc_inner, wpk_name_fn fn, void *user)
+int wpk_loc_walk_init(wpk_loc_walk *w, const wpk_mlir_doc *doc)
 {
-    loc_ctx c = {doc, fn, user, 0};
+    memset(w, 0, sizeof *w);
+    w->doc = doc;
+    w->seen = calloc(doc->naliases + 1, sizeof *w->seen);
+    w->max_alias_reads = doc->len < ((uint64_t)1 << 18) ? (uint64_t)1 << 20 : (uint64_t)doc->len * 4;
+    return w->seen ? 0 : WPACK_E_NOMEM;
+}
+
+void wpk_loc_walk_free(wpk_loc_walk *w)
+{
+    free(w->seen);
+    w->seen = NULL;
+}
+
+size_t wpk_loc_names(wpk_loc_walk *w, wpk_span loc_inner, wpk_name_fn fn, void *user)
+{
+    const wpk_mlir_doc *doc = w->doc;
+    if (++w->stamp == 0) { /* wrapped: no alias may look read in this call */
+        memset(w->seen, 0, (doc->naliases + 1) * sizeof *w->seen);
+        w->stamp = 1;
+    }
+    loc_ctx c = {doc, w, fn, user, 0};
     wpk_lexer lx;
     wpk_lex_init(&lx, doc->buf, loc_inner.off + loc_inner.len, loc_inner.off);
     parse_loc(&c, &lx, 0);

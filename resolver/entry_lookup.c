@@ -12,8 +12,9 @@
 #include "mlir_lex.h"
 #include "resolve_plan.h"
 
-/* The key of #flow.parameter.named<["scope"::]"key">, decoded (heap). */
-static char *param_key(const wpk_mlir_doc *doc, const wpk_global *g)
+/* The key of #flow.parameter.named<["scope"::]"key">, decoded (heap), its
+ * length in *n. */
+static char *param_key(const wpk_mlir_doc *doc, const wpk_global *g, size_t *n)
 {
     wpk_lexer lx;
     wpk_span b = g->value_body;
@@ -36,8 +37,7 @@ static char *param_key(const wpk_mlir_doc *doc, const wpk_global *g)
     }
     if (!wpk_tok_is(&lx, c, '>'))
         return NULL;
-    size_t n;
-    return wpk_mlir_decode_string(doc->buf + s.off, s.len, &n);
+    return wpk_mlir_decode_string(doc->buf + s.off, s.len, n);
 }
 
 int wpk_map_cmp(const void *a, const void *b)
@@ -76,7 +76,8 @@ static char *uri_entry(const char *text, size_t len, uint64_t *id, int *nomem)
         return NULL;
     }
     uint64_t v = 0;
-    int ok = n > 23 && memcmp(u, "wpack:", 6) == 0 && u[22] == '/';
+    /* a NUL (written \00) would cut the name short: no URI */
+    int ok = n > 23 && memcmp(u, "wpack:", 6) == 0 && u[22] == '/' && !memchr(u, 0, n);
     for (size_t i = 6; ok && i < 22; i++) {
         int h = wpk_hex_digit((unsigned char)u[i]);
         ok = h >= 0;
@@ -110,19 +111,26 @@ int wpk_find_entry(const wpack_archive *ar, wpk_entry_index *ix, const uint32_t 
 {
     *lookup_name = NULL;
     if (g->value_kind == WPK_VAL_PARAM) {
-        char *key = param_key(doc, g);
-        if (!key) {
-            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_INPUT,
-                          "%s: cannot read the key of its #flow.parameter.named value", wpk_where(where));
+        size_t kn = 0;
+        char *key = param_key(doc, g, &kn);
+        if (!key || memchr(key, 0, kn)) { /* a NUL would cut the key short */
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_INPUT, "%s: %s", wpk_where(where),
+                          key ? "the key of its #flow.parameter.named value holds a NUL byte, "
+                                "which no entry name can"
+                              : "cannot read the key of its #flow.parameter.named value");
+            free(key);
             return -1;
         }
         *lookup_name = key;
-        uint64_t e = ix ? wpk_entry_index_find(ix, key, strlen(key)) : UINT64_MAX;
+        uint64_t e = ix ? wpk_entry_index_find(ix, key, kn) : UINT64_MAX;
         if (e != UINT64_MAX)
             return wpack_tensor_at(ar, e, t) == WPACK_OK;
         return wpack_find(ar, key, t) == WPACK_OK;
     }
-    const char *m = nmap ? map_lookup(map, nmap, g->name) : NULL;
+    /* a symbol with a NUL (@"w\00x") names no entry, name-map name or
+     * --map key (none has one); as a C string it would be cut to "w" */
+    int has_nul = memchr(g->name, 0, g->name_len) != NULL;
+    const char *m = nmap && !has_nul ? map_lookup(map, nmap, g->name) : NULL;
     /* an earlier --emit uri output: its URI names the entry (--map overrides) */
     if (g->uri_value.len && !m) {
         uint64_t id;
@@ -149,7 +157,9 @@ int wpk_find_entry(const wpack_archive *ar, wpk_entry_index *ix, const uint32_t 
     }
     if (match && match[gi])
         return wpack_tensor_at(ar, match[gi] - 1, t) == WPACK_OK;
-    if (wpack_find(ar, g->name, t) == WPACK_OK) /* the name map (or a name with a NUL) */
+    if (has_nul)
+        return 0;
+    if (wpack_find(ar, g->name, t) == WPACK_OK) /* the name map */
         return 1;
     if (!m)
         return 0;

@@ -273,6 +273,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     cand = malloc((doc->nglobals + 1) * sizeof *cand);
     if (!cand)
         goto nomem;
+    wpk_line_cursor lc = WPK_LINE_CURSOR_INIT; /* the globals come in file order */
     for (size_t i = 0; i < doc->nglobals; i++) {
         const wpk_global *g = &doc->globals[i];
         if (g->value_kind != WPK_VAL_DENSE && g->value_kind != WPK_VAL_RESOURCE)
@@ -307,6 +308,32 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
                           where);
             continue;
         }
+        /* the symbol becomes the entry's name: checked with its length, as
+         * the writer would see it cut at a NUL (@"w\00x" named entry "w") */
+        const char *bad_name = wpk_name_problem((const uint8_t *)g->name, g->name_len);
+        if (bad_name) {
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_NAME,
+                          "%s: the symbol cannot be an entry name: %s", where, bad_name);
+            continue;
+        }
+        /* `dense<...> : T2) : T`: T2 is what MLIR reads the literal as (MLIR
+         * does not check it against T); taking it as T would store other
+         * values (dense<1> : tensor<4xi32> in an f32 global as 1.0f) */
+        if (g->value_type.len &&
+            !(g->value_type.len == g->type_body.len &&
+              memcmp(buf + g->value_type.off, buf + g->type_body.off, g->type_body.len) == 0)) {
+            wpk_mlir_tensor vt;
+            if (wpk_mlir_parse_tensor(buf + g->value_type.off, g->value_type.len, &vt, why,
+                                      sizeof why) || !wpk_mlir_tensor_equal(&vt, &c.type)) {
+                wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_SHAPE,
+                              "%s: its value's type %.*s is not the global's type %.*s", where,
+                              (int)(g->value_type.len > 200 ? 200 : g->value_type.len),
+                              buf + g->value_type.off,
+                              (int)(g->type_body.len > 200 ? 200 : g->type_body.len),
+                              buf + g->type_body.off);
+                continue;
+            }
+        }
         if (unescaped && wpk_name_needs_escape(g->name)) {
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
                           "%s: symbol has a '\"' or '\\', which %s prints unescaped (use --emit uri)",
@@ -333,7 +360,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
                                       sizeof why, &at);
             if (e) {
                 unsigned l, col;
-                wpk_mlir_line_col(buf, len, at, &l, &col);
+                wpk_line_cursor_at(&lc, buf, len, at, &l, &col);
                 wpk_diag_emit(&d, WPACK_DIAG_ERROR, e, "%s:%u:%u: global @%s: %s", d.source, l,
                               col, g->name, why);
                 continue;

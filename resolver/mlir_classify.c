@@ -81,6 +81,34 @@ int wpk_span_starts_word(const char *buf, wpk_span s, const char *w)
              c == '_' || c == '.' || c == '$');
 }
 
+/* The T of `dense<...> : T` / `dense_resource<...> : T`: after the last
+ * ':' outside brackets, found from the end (the value itself may be a
+ * long hex string; a weight's tensor type holds no string: a '"' ends the
+ * search). Len 0 when there is none. */
+static wpk_span trailing_type(const char *buf, wpk_span v)
+{
+    unsigned depth = 0;
+    for (size_t i = v.len; i-- > 0;) {
+        char c = buf[v.off + i];
+        if (c == '>' || c == ')' || c == ']' || c == '}') {
+            depth++;
+        } else if (c == '<' || c == '(' || c == '[' || c == '{') {
+            if (!depth)
+                break;
+            depth--;
+        } else if (c == '"') {
+            break;
+        } else if (c == ':' && !depth) {
+            size_t p = i + 1;
+            while (p < v.len && (buf[v.off + p] == ' ' || buf[v.off + p] == '\t' ||
+                                 buf[v.off + p] == '\n' || buf[v.off + p] == '\r'))
+                p++;
+            return (wpk_span){v.off + p, v.len - p};
+        }
+    }
+    return WPK_SPAN_NONE;
+}
+
 int wpk_scan_classify(wpk_scanner *sc, wpk_global *g)
 {
     const wpk_mlir_doc *d = sc->doc;
@@ -104,7 +132,7 @@ int wpk_scan_classify(wpk_scanner *sc, wpk_global *g)
                 p++;
             if (e - p == g->type.len && g->type.len &&
                 memcmp(d->buf + p, d->buf + g->type.off, g->type.len) == 0) {
-                g->extern_type = follow_alias(d, (wpk_span){p, e - p});
+                g->value_type = follow_alias(d, (wpk_span){p, e - p});
                 return 0;
             }
         }
@@ -113,19 +141,21 @@ int wpk_scan_classify(wpk_scanner *sc, wpk_global *g)
         wpk_lex_next(&sc->lx);
         wpk_tok colon = wpk_lex_next(&sc->lx);
         if (wpk_tok_is(&sc->lx, colon, ':')) {
-            if (wpk_scan_type(sc, &g->extern_type)) {
+            if (wpk_scan_type(sc, &g->value_type)) {
                 sc->lx = save;
                 return sc->failed;
             }
-            g->extern_type = follow_alias(d, g->extern_type);
+            g->value_type = follow_alias(d, g->value_type);
         }
         sc->lx = save;
     } else if (wpk_span_starts_word(d->buf, b, "#flow.parameter.named")) {
         g->value_kind = WPK_VAL_PARAM;
     } else if (wpk_span_starts_word(d->buf, b, "dense_resource")) {
         g->value_kind = WPK_VAL_RESOURCE;
+        g->value_type = follow_alias(d, trailing_type(d->buf, b));
     } else if (wpk_span_starts_word(d->buf, b, "dense")) {
         g->value_kind = WPK_VAL_DENSE;
+        g->value_type = follow_alias(d, trailing_type(d->buf, b));
     } else {
         g->value_kind = WPK_VAL_OTHER;
     }

@@ -136,7 +136,7 @@ static int fast_one(wpk_scanner *sc, size_t at, size_t name_len, int is_util, si
     } else {
         g->value_kind = WPK_VAL_EXTERN;
         g->value = g->value_body = value;
-        g->extern_type = ext;
+        g->value_type = ext;
         g->attrs_insert = ty_end;
     }
     wpk_scan_finish_global(sc, g, ty_end);

@@ -25,21 +25,10 @@ wpk_global *wpk_scan_new_global(wpk_scanner *sc, int form, size_t start)
     g->op.off = start;
     /* its line and column: from the last global's start, skipping a
      * one-line op (the fast path's), the newlines up to start */
-    if (sc->lc_skip > sc->lc_pos && sc->lc_skip <= start)
-        sc->lc_pos = sc->lc_skip;
+    if (sc->lc_skip > sc->lc.pos && sc->lc_skip <= start)
+        sc->lc.pos = sc->lc_skip;
     sc->lc_skip = 0;
-    while (sc->lc_pos < start) {
-        const char *nl = wpk_find_nl(d->buf + sc->lc_pos, start - sc->lc_pos);
-        if (!nl) {
-            sc->lc_pos = start;
-            break;
-        }
-        sc->lc_line++;
-        sc->lc_pos = (size_t)(nl - d->buf) + 1;
-        sc->lc_line_start = sc->lc_pos;
-    }
-    g->line = sc->lc_line;
-    g->col = (unsigned)(start - sc->lc_line_start + 1);
+    wpk_line_cursor_at(&sc->lc, d->buf, d->len, start, &g->line, &g->col);
     return g;
 }
 

@@ -12,13 +12,40 @@
 #include "mlir_scan_int.h"
 #include "wpack.h"
 
+/* Is the statement that a '{' at off belongs to a module: `module`,
+ * `builtin.module` (pretty) or "builtin.module" (generic)? The statement
+ * is the current one of the region around the '{' (its attribute
+ * dictionary counts too, harmlessly: it holds no ops). */
+static int opens_module(const wpk_scanner *sc, size_t off)
+{
+    size_t rix = sc->sp ? sc->stack[sc->sp - 1].region_ix : (size_t)-1;
+    size_t stmt = rix == (size_t)-1 ? sc->top_stmt : sc->stack[rix].stmt_start;
+    if (stmt == (size_t)-1 || stmt >= off)
+        return 0;
+    wpk_span s = {stmt, off - stmt};
+    static const char generic[] = "\"builtin.module\"";
+    return wpk_span_starts_word(sc->doc->buf, s, "module") ||
+           wpk_span_starts_word(sc->doc->buf, s, "builtin.module") ||
+           (s.len >= sizeof generic - 1 && memcmp(sc->doc->buf + stmt, generic, sizeof generic - 1) == 0);
+}
+
 static int push_bracket(wpk_scanner *sc, wpk_tok t)
 {
     if (sc->sp >= WPK_MAX_NESTING)
         return wpk_scan_fail(sc, t.off, "brackets nested deeper than %d", WPK_MAX_NESTING);
     if (!wpk_grow_array((void **)&sc->stack, &sc->cap, sc->sp, sizeof *sc->stack))
         return wpk_scan_nomem(sc);
-    sc->stack[sc->sp++] = (wpk_open_bracket){sc->doc->buf[t.off], t.off, (size_t)-1};
+    char c = sc->doc->buf[t.off];
+    wpk_open_bracket b = {c, t.off, (size_t)-1, (size_t)-1, 0};
+    if (sc->sp) { /* by default, the region of the bracket it is in */
+        b.region_ix = sc->stack[sc->sp - 1].region_ix;
+        b.region = sc->stack[sc->sp - 1].region;
+    }
+    if (c == '{') { /* a region (or a dictionary): one level deeper, or a module's */
+        b.region = opens_module(sc, t.off) ? 0 : b.region + 1;
+        b.region_ix = sc->sp;
+    }
+    sc->stack[sc->sp++] = b;
     return 0;
 }
 
@@ -43,14 +70,6 @@ static int region_level(const wpk_scanner *sc)
     return sc->sp == 0 || sc->stack[sc->sp - 1].c == '{';
 }
 
-static unsigned region_depth(const wpk_scanner *sc)
-{
-    unsigned d = 0;
-    for (size_t i = 0; i < sc->sp; i++)
-        d += sc->stack[i].c == '{';
-    return d;
-}
-
 static int record_loc(wpk_scanner *sc, wpk_tok word)
 {
     wpk_tok open = wpk_lex_next(&sc->lx);
@@ -68,7 +87,7 @@ static int record_loc(wpk_scanner *sc, wpk_tok word)
     op->op_start = start;
     op->attr_insert = word.off;
     op->loc = (wpk_span){open.off + 1, close - open.off - 1};
-    op->depth = region_depth(sc);
+    op->depth = sc->sp ? sc->stack[sc->sp - 1].region : 0;
     return 0;
 }
 
@@ -100,9 +119,6 @@ static int scan_all(wpk_scanner *sc)
         case WPK_TOK_PUNCT: {
             char c = buf[t.off];
             if (c == '(' || c == '[' || c == '{' || c == '<') {
-                if (c == '{' && sc->sp == 0 && sc->top_stmt != (size_t)-1 &&
-                    wpk_span_starts_word(buf, (wpk_span){sc->top_stmt, t.off - sc->top_stmt}, "module"))
-                    sc->doc->has_module = 1;
                 if (push_bracket(sc, t))
                     return sc->failed;
             } else if (c == ')' || c == ']' || c == '}' || c == '>') {
@@ -185,7 +201,7 @@ int wpk_mlir_scan_buffer(const char *buf, size_t len, unsigned flags, wpk_mlir_d
     doc->buf = buf ? buf : "";
     doc->len = buf ? len : 0;
     wpk_scanner sc = {.doc = doc, .flags = flags, .err = errbuf, .errlen = errlen,
-                  .top_stmt = (size_t)-1, .lc_line = 1};
+                  .top_stmt = (size_t)-1, .lc = WPK_LINE_CURSOR_INIT};
     wpk_lex_init(&sc.lx, doc->buf, doc->len, 0);
     int rc = scan_all(&sc);
     if (!rc)

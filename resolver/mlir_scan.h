@@ -52,7 +52,8 @@ typedef struct wpk_global {
     size_t name_len;
     wpk_span value;            /* the initial value as written (may be an alias) */
     wpk_span value_body;       /* value after following an alias */
-    wpk_span extern_type;      /* EXTERN: the T of #ml_program.extern : T */
+    wpk_span value_type;       /* EXTERN, DENSE, RESOURCE: the value's own T
+                                  (#ml_program.extern : T, dense<...> : T), alias followed */
     wpk_span type;             /* the global's type as written */
     wpk_span type_body;        /* type after following a type alias */
     wpk_span attrs;            /* discardable attr dict incl. braces, or len 0 */
@@ -67,7 +68,7 @@ typedef struct wpk_global {
     unsigned char value_kind;  /* WPK_VAL_* */
     unsigned char is_mutable;
     unsigned char classified;  /* internal: the scanner's fast path set value_kind,
-                                  value_body, type_body and extern_type already */
+                                  value_body, type_body and value_type already */
 } wpk_global;
 
 /* `#name = value` or `!name = value` at the top level. */
@@ -91,7 +92,9 @@ typedef struct wpk_located_op {
                                   or before loc( for ops without a trailing type */
     wpk_span attrs;            /* its discardable attr dict if any (len 0 if none) */
     wpk_span loc;              /* the inside of loc(...) */
-    unsigned depth;            /* region nesting: 0 module body level */
+    unsigned depth;            /* regions below the innermost module body (`module`,
+                                  `builtin.module`, generic "builtin.module") or,
+                                  outside any, the top level: 1 = a function body */
 } wpk_located_op;
 
 typedef struct wpk_mlir_doc {
@@ -108,8 +111,6 @@ typedef struct wpk_mlir_doc {
     wpk_located_op *ops;       /* only when WPK_SCAN_OPS was asked for */
     size_t nops, capops;
     size_t meta_count;         /* {-# ... #-} sections seen */
-    int has_module;            /* the top level is a `module ... {` op (function
-                                  bodies are then at region depth 2, else 1) */
     struct wpk_name_block *names; /* where the globals' names live (freed with the doc) */
     size_t name_blocks;        /* internal: how many blocks names has had */
 } wpk_mlir_doc;
@@ -135,6 +136,20 @@ const wpk_alias *wpk_mlir_find_alias(const wpk_mlir_doc *doc, wpk_span ref);
 
 /* 1-based line and column of a byte offset (O(offset)). */
 void wpk_mlir_line_col(const char *buf, size_t len, size_t off, unsigned *line, unsigned *col);
+
+/* The same for many offsets: a cursor counts the newlines from where its
+ * last call stopped, so offsets in increasing order cost O(the bytes
+ * between them) in all (an offset before the last starts again from the
+ * beginning). Messages about thousands of ops or globals need it: one
+ * wpk_mlir_line_col each would read the file once per message. */
+typedef struct wpk_line_cursor {
+    size_t pos;                /* newlines before pos are counted */
+    size_t line_start;         /* the start of the line pos is on */
+    unsigned line;
+} wpk_line_cursor;
+#define WPK_LINE_CURSOR_INIT {0, 0, 1}
+void wpk_line_cursor_at(wpk_line_cursor *c, const char *buf, size_t len, size_t off,
+                        unsigned *line, unsigned *col);
 
 /* Decode an MLIR string literal (with quotes) into a heap NUL-terminated
  * string; *n receives its length. NULL on allocation failure. */

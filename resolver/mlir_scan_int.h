@@ -21,6 +21,9 @@ typedef struct wpk_open_bracket {
     char c;              /* ( [ { < */
     size_t off;
     size_t stmt_start;   /* '{' only: the current statement of this region */
+    size_t region_ix;    /* the innermost '{' at or below this one (SIZE_MAX: none) */
+    unsigned region;     /* of that '{': regions below the innermost module body
+                            (0 the module body, or the top level without one) */
 } wpk_open_bracket;
 
 typedef struct wpk_scanner {
@@ -34,8 +37,8 @@ typedef struct wpk_scanner {
     /* line numbers, counted as globals are found (they come in file
      * order): the last global's start, its line and line start, and the
      * end of its op if that is one line (nothing to count up to there) */
-    size_t lc_pos, lc_line_start, lc_skip;
-    unsigned lc_line;
+    wpk_line_cursor lc;
+    size_t lc_skip;
     size_t nfast;        /* globals the fast path classified */
     char *err;
     size_t errlen;

@@ -5,23 +5,31 @@
 
 #include "mlir_scan_int.h"
 
-void wpk_mlir_line_col(const char *buf, size_t len, size_t off, unsigned *line, unsigned *col)
+void wpk_line_cursor_at(wpk_line_cursor *c, const char *buf, size_t len, size_t off,
+                        unsigned *line, unsigned *col)
 {
     if (off > len)
         off = len;
-    unsigned l = 1;
-    size_t line_start = 0;
-    const char *p = buf, *end = buf + off;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl)
+    if (off < c->pos)
+        *c = (wpk_line_cursor)WPK_LINE_CURSOR_INIT;
+    while (c->pos < off) {
+        const char *nl = wpk_find_nl(buf + c->pos, off - c->pos);
+        if (!nl) {
+            c->pos = off;
             break;
-        l++;
-        line_start = (size_t)(nl - buf) + 1;
-        p = nl + 1;
+        }
+        c->line++;
+        c->pos = (size_t)(nl - buf) + 1;
+        c->line_start = c->pos;
     }
-    *line = l;
-    *col = (unsigned)(off - line_start + 1);
+    *line = c->line;
+    *col = (unsigned)(off - c->line_start + 1);
+}
+
+void wpk_mlir_line_col(const char *buf, size_t len, size_t off, unsigned *line, unsigned *col)
+{
+    wpk_line_cursor c = WPK_LINE_CURSOR_INIT;
+    wpk_line_cursor_at(&c, buf, len, off, line, col);
 }
 
 int wpk_span_is(const char *buf, wpk_span s, const char *w)

@@ -65,9 +65,24 @@ const char *wpk_stats_quant_unfit(const wpack_stats *st);
 /* Names a location names (annotate_loc.c): every NameLoc string inside
  * loc(...) through #loc aliases, fused[...] and callsite(... at ...), and
  * the module paths of a torch_xla JSON name's nn_module_stack. fn gets
- * each name (not NUL-terminated); returns how many. */
+ * each name (not NUL-terminated); returns how many. One walk serves all
+ * the ops of a document: a location alias is read once per call (its
+ * names again would change nothing; `#l2 = loc(fused[#l1, #l1])` nested
+ * 30 deep was 2^30 reads), and at most max_alias_reads times over all
+ * calls (4 x the document's bytes, at least 2^20: ops that each reach
+ * a long chain of aliases are ops x aliases), past which it reads no
+ * more and sets over. */
 typedef void (*wpk_name_fn)(void *user, const char *name, size_t n);
-size_t wpk_loc_names(const wpk_mlir_doc *doc, wpk_span loc_inner, wpk_name_fn fn, void *user);
+typedef struct wpk_loc_walk {
+    const wpk_mlir_doc *doc;
+    uint32_t *seen;             /* per alias: the stamp of the call that read it */
+    uint32_t stamp;
+    uint64_t alias_reads, max_alias_reads;
+    int over;
+} wpk_loc_walk;
+int wpk_loc_walk_init(wpk_loc_walk *w, const wpk_mlir_doc *doc); /* 0 or WPACK_E_NOMEM */
+void wpk_loc_walk_free(wpk_loc_walk *w);
+size_t wpk_loc_names(wpk_loc_walk *w, wpk_span loc_inner, wpk_name_fn fn, void *user);
 
 /* Diagnostics with counts; the first error's code is kept. */
 typedef struct wpk_diag {

@@ -34,16 +34,16 @@ void wpk_check_types(wpk_diag *d, const wpk_mlir_doc *doc, const wpk_global *g,
         return;
     }
     /* the usual `#ml_program.extern : T) : T` spells T twice the same way */
-    int same_text = g->extern_type.len == g->type_body.len &&
-                    wpk_same_bytes(buf + g->extern_type.off, buf + g->type_body.off, g->type_body.len);
-    if (g->value_kind == WPK_VAL_EXTERN && g->extern_type.len && !same_text) {
+    int same_text = g->value_type.len == g->type_body.len &&
+                    wpk_same_bytes(buf + g->value_type.off, buf + g->type_body.off, g->type_body.len);
+    if (g->value_kind == WPK_VAL_EXTERN && g->value_type.len && !same_text) {
         wpk_mlir_tensor et;
-        if (wpk_mlir_parse_tensor(buf + g->extern_type.off, g->extern_type.len, &et, why, sizeof why) ||
+        if (wpk_mlir_parse_tensor(buf + g->value_type.off, g->value_type.len, &et, why, sizeof why) ||
             !wpk_mlir_tensor_equal(&et, type)) {
             wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_SHAPE,
                           "%s: its #ml_program.extern says %.*s but the global's type is %.*s", wpk_where(where),
-                          (int)(g->extern_type.len > 200 ? 200 : g->extern_type.len),
-                          buf + g->extern_type.off, (int)(g->type_body.len > 200 ? 200 : g->type_body.len),
+                          (int)(g->value_type.len > 200 ? 200 : g->value_type.len),
+                          buf + g->value_type.off, (int)(g->type_body.len > 200 ? 200 : g->type_body.len),
                           buf + g->type_body.off);
             *ok = 0;
             return;

@@ -63,6 +63,24 @@ PYEOF
 if cmp -s "$T/stripped.mlir" "$FIX/annotate_locs.mlir"; then pass annotate_copy_through
 else fail annotate_copy_through "$(diff "$T/stripped.mlir" "$FIX/annotate_locs.mlir" | head -c 600)"; fi
 
+# function bodies one region below the innermost module, however the module
+# is written: the generic form mlir-opt-19 prints ("builtin.module"() ({
+# "func.func"() <{...}> ({ ...), `builtin.module {`, and a module nested in
+# another (their ops were 1 or 2 regions deeper than a top-level `module {`
+# makes them: nothing was annotated, WPACK_E_EMPTY)
+if "$MLIR_OPT" --mlir-print-op-generic --mlir-print-debuginfo "$FIX/annotate_locs.mlir" >"$T/generic.mlir" 2>"$T/err2"; then
+    expect generic_form "$WPACK" resolve -q --annotate "$A" "$T/generic.mlir" -o "$T/generic.out.mlir"
+    annotate_check generic_form_printed "$T/generic.out.mlir" wpack
+else
+    fail generic_form "mlir-opt-19 --mlir-print-op-generic: $(head -c 300 "$T/err2")"
+fi
+sed 's/^module {/builtin.module {/' "$FIX/annotate_locs.mlir" >"$T/bmod.mlir"
+expect builtin_module "$WPACK" resolve -q --annotate "$A" "$T/bmod.mlir" -o "$T/bmod.out.mlir"
+annotate_check builtin_module_printed "$T/bmod.out.mlir" wpack
+sed 's/^module {/module {\nmodule @inner attributes {test.x = 1 : i64} {/; s/^}$/}\n}/' "$FIX/annotate_locs.mlir" >"$T/nested.mlir"
+expect nested_module "$WPACK" resolve -q --annotate "$A" "$T/nested.mlir" -o "$T/nested.out.mlir"
+annotate_check nested_module_printed "$T/nested.out.mlir" wpack
+
 # --attr-prefix: the same attributes under another name; a second prefix adds, never clobbers
 expect attr_prefix "$WPACK" resolve -q --annotate --attr-prefix custom "$A" "$FIX/annotate_locs.mlir" -o "$T/c.mlir"
 annotate_check attr_prefix_printed "$T/c.mlir" custom
@@ -89,5 +107,76 @@ open(sys.argv[1], 'w').write(open(sys.argv[2]).read().replace('loc(\"0\"(\"t.py\
 " "$T/long.mlir" "$T/nomod.mlir"
 expect long_location timeout 20 "$WPACK" resolve -q --annotate "$A" "$T/long.mlir" -o "$T/long.out.mlir"
 annotate_check long_location_printed "$T/long.out.mlir" wpack
+
+
+# a 2 MB module path "a.a.a...a" against a --module-map path that differs in
+# its last byte: every "."-prefix was looked up in the map by a binary search
+# comparing up to its length (n^2 / 4 bytes: 1 MB took 17 s, 2 MB about 70 s);
+# the map's sorted paths are narrowed one byte at a time now. The op is still
+# annotated for the "0" of its fused location.
+"$PY" - "$T" <<'PYEOF'
+import json, sys
+d = sys.argv[1]
+name = "a." * 1048575 + "a"
+json.dump({name[:-1] + "q": "1"}, open(d + "/longmap.json", "w"))
+src = open(d + "/nomod.mlir").read()
+open(d + "/longmap.mlir", "w").write(src.replace('loc("0"("t.py":3:1))', 'loc(fused["%s", "0"("t.py":3:1)])' % name))
+PYEOF
+expect long_map_path timeout 20 "$WPACK" resolve -q --annotate --module-map "$T/longmap.json" "$A" "$T/longmap.mlir" -o "$T/longmap.out.mlir"
+annotate_check long_map_path_printed "$T/longmap.out.mlir" wpack
+
+# the HLO constants print their attr-dict right after the op name; before
+# the ':' of `dense<...> : T` (the value's own type) it does not parse
+# (hlo's parseConstantOp). mlir-opt-19 has no stablehlo dialect: checked as text
+printf 'func.func @f(%%a: tensor<4xf32>) -> tensor<4xf32> {\n  %%0 = stablehlo.constant dense<1.0> : tensor<4xf32> loc("0")\n  %%1 = stablehlo.add %%a, %%0 : tensor<4xf32> loc("1")\n  return %%1 : tensor<4xf32>\n}\n' >"$T/hlo.mlir"
+expect hlo_constant "$WPACK" resolve -q --annotate "$A" "$T/hlo.mlir" -o "$T/hlo.out.mlir"
+grep -q '^  %0 = stablehlo.constant {wpack.min = -23.5 : f32, [^}]*} dense<1.0> : tensor<4xf32> loc("0")$' "$T/hlo.out.mlir" &&
+    grep -q '^  %1 = stablehlo.add %a, %0 {wpack.axis = 1 : i64, [^}]*} : tensor<4xf32> loc("1")$' "$T/hlo.out.mlir" &&
+    pass hlo_constant_placed || fail hlo_constant_placed "$(grep stablehlo "$T/hlo.out.mlir" | cut -c1-200)"
+
+# location aliases that refer to each other: #l1 = loc(fused[#l0, #l0]) ...
+# 40 deep was read 2^40 times (it never ended); an alias is read once per op
+# now, and "0" still names key "0"
+"$PY" - "$T" <<'PYEOF'
+import sys
+d = sys.argv[1]
+al = ['#l0 = loc("x")'] + ['#l%d = loc(fused[#l%d, #l%d])' % (i, i - 1, i - 1) for i in range(1, 40)]
+al += ['#top = loc(fused[#l39, "0"("t.py":3:1)])']
+src = open(d + "/nomod.mlir").read()
+open(d + "/bomb.mlir", "w").write(src.replace('loc("0"("t.py":3:1))', 'loc(#top)') + "\n".join(al) + "\n")
+# ... and 400 ops that each reach 3,000 aliases: reads are bounded over the file
+# (4 x its bytes, at least 2^20): an error, not minutes
+al = ['#a%d_%d = loc("m%d_%d")' % (i, j, i, j) for i in range(60) for j in range(100)]
+al += ['#c0 = loc(fused[%s])' % ", ".join("#a0_%d" % j for j in range(100))]
+al += ['#c%d = loc(fused[%s, #c%d])' % (i, ", ".join("#a%d_%d" % (i, j) for j in range(100)), i - 1) for i in range(1, 60)]
+ops = "".join('  %%w%d = arith.negf %%a : tensor<4xf32> loc(#c59)\n' % i for i in range(400))
+open(d + "/wide.mlir", "w").write(src.replace("  return", ops + "  return") + "\n".join(al) + "\n")
+PYEOF
+expect alias_bomb timeout 20 "$WPACK" resolve -q --annotate "$A" "$T/bomb.mlir" -o "$T/bomb.out.mlir"
+annotate_check alias_bomb_printed "$T/bomb.out.mlir" wpack
+expect_fail alias_reads_bounded "wide.mlir: --annotate: the ops' locations refer to location aliases more than 1048576 times in all.*\[WPACK_E_INPUT\]" \
+    timeout 20 "$WPACK" resolve -q --annotate "$A" "$T/wide.mlir" -o "$T/wide.out.mlir"
+
+# 100,000 activation records, each named by the op on its own line: every
+# annotated op's line number was counted from the start of the file
+# (records x lines: 40,000 took 12 s, this 100,000 about 75 s); one cursor
+# through the file now (well under a second)
+"$PY" - "$T" <<'PYEOF'
+import json, sys
+d, k = sys.argv[1], 100000
+st = [{"key": "m%d" % i, "kind": "activation", "count": 4, "min": -1.0, "max": 1.0, "mean": 0.0} for i in range(k)]
+json.dump({"version": 1, "stats": st}, open(d + "/many.json", "w"))
+with open(d + "/many.mlir", "w") as f:
+    f.write("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n")
+    prev = "%a"
+    for i in range(k):
+        f.write('  %%%d = arith.addf %s, %s : tensor<4xf32> loc("m%d")\n' % (i, prev, prev, i))
+        prev = "%%%d" % i
+    f.write("  return %s : tensor<4xf32>\n}\n" % prev)
+PYEOF
+expect many_records_archive "$WPACK" create -q -o "$T/many.wpack" "$T/w0.npy" --stats "$T/many.json"
+expect many_records timeout 30 "$WPACK" resolve -q --annotate "$T/many.wpack" "$T/many.mlir" -o "$T/many.out.mlir"
+[ "$(grep -c 'wpack.min = -1.0 : f32' "$T/many.out.mlir" 2>/dev/null)" = 100000 ] && pass many_records_all ||
+    fail many_records_all "$(grep -c 'wpack.min' "$T/many.out.mlir" 2>/dev/null) ops annotated"
 
 finish

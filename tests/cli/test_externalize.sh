@@ -114,6 +114,32 @@ bad malformed "bad.mlir:2:.*unterminated string" \
     'module {\n  ml_program.global private @w(dense<"0x0102> : tensor<2xi8>) : tensor<2xi8>\n}\n'
 bad duplicate_symbol "global @w: .*(exists|twice|already)" \
     'module {\n  ml_program.global private @w(dense<[1, 2]> : tensor<2xi8>) : tensor<2xi8>\n  ml_program.global private @w(dense<[1, 2]> : tensor<2xi8>) : tensor<2xi8>\n}\n'
+# the symbol becomes the entry name, checked with its length: @"w\00x" was
+# written as entry "w" (the writer took it as a C string; two such globals
+# were "'w' added twice")
+bad nul_symbol "bad.mlir:2:3: global @w\\\\x00x: the symbol cannot be an entry name: NUL byte in name" \
+    'module {\n  ml_program.global private @"w\\00x"(dense<[1, 2]> : tensor<2xi8>) : tensor<2xi8>\n}\n'
+# the value's own type must be the global's (mlir-opt-19 accepts both of
+# these unchecked): the literal was decoded as the global's type, so the i32
+# 1 became the f32 1.0 and 4 elements were stored as 8
+bad value_type_elem "bad.mlir:2:3: global @w: its value's type tensor<4xi32> is not the global's type tensor<4xf32>" \
+    'module {\n  ml_program.global private @w(dense<1> : tensor<4xi32>) : tensor<4xf32>\n}\n'
+bad value_type_dims "global @w: its value's type tensor<4xf32> is not the global's type tensor<8xf32>" \
+    'module {\n  ml_program.global private @w(dense<1.0> : tensor<4xf32>) : tensor<8xf32>\n}\n'
+# 100,000 globals with bad splats: every error's line was counted from the
+# start of the file (errors x lines: 40,000 took 20 s, this about 2 min);
+# one cursor now. All are reported, with their own line.
+"$PY" -c "
+import sys
+with open(sys.argv[1], 'w') as f:
+    f.write('module {\n')
+    for i in range(100000):
+        f.write('  ml_program.global private @g%d(dense<300> : tensor<2xi8>) : tensor<2xi8>\n' % i)
+    f.write('}\n')" "$T/many_bad.mlir"
+expect_fail many_errors "many_bad.mlir:100001:43: global @g99999: 300 does not fit in i8" \
+    timeout 30 "$WPACK" externalize "$T/many_bad.mlir" -o "$T/bad.out" --archive "$T/bad.wpack" --min-bytes 0
+[ "$(grep -c 'does not fit in i8' "$T/err")" = 100000 ] && pass many_errors_all ||
+    fail many_errors_all "$(grep -c 'does not fit' "$T/err") errors"
 # an existing archive at NEW stays as it was when externalize fails
 cp "$T/new.wpack" "$T/bad.wpack.keep"
 printf 'module {\n  ml_program.global private @w(dense<[1, 300]> : tensor<2xi8>) : tensor<2xi8>\n}\n' >"$T/bad.mlir"

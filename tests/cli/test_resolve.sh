@@ -160,6 +160,15 @@ expect mutable_ok "$WPACK" resolve "$A" "$T/e.mlir" -o "$T/e.out"
 grep -q "warning: .*global @fc2.bias: is mutable" "$T/err" && pass mutable_warns || fail mutable_warns "$(cat "$T/err")"
 grep -q "entries not used by any global: '0.bias', '0.weight', 'codes'" "$T/err" && pass unused_listed ||
     fail unused_listed "$(cat "$T/err")"
+# a NUL in a quoted symbol, a parameter key or a URI (written \00) names no
+# entry: as C strings they were cut at the NUL and bound to entry 'codes'
+m 'module {\n  ml_program.global private @"codes\\00evil"(#ml_program.extern : tensor<2xui8>) : tensor<2xui8>\n}\n'
+expect_fail nul_in_symbol "e.mlir:2:3: global @codes\\\\x00evil: no archive entry" "$WPACK" resolve "$A" "$T/e.mlir" -o "$T/e.out"
+m 'module {\n  "ml_program.global"() <{sym_name = "c", type = tensor<2xui8>, value = #flow.parameter.named<"model"::"codes\\00x"> : tensor<2xui8>}> : () -> ()\n}\n'
+expect_fail nul_in_param_key "global @c: the key of its #flow.parameter.named value holds a NUL byte" \
+    "$WPACK" resolve --emit iree "$A" "$T/e.mlir" -o "$T/e.out"
+m 'module {\n  ml_program.global private @c(#ml_program.extern : tensor<2xui8>) : tensor<2xui8> {wpack.uri = "wpack:0000000000000000/codes\\00x"}\n}\n'
+expect_fail nul_in_uri "global @c: its wpack.uri is not a wpack: URI" "$WPACK" resolve "$A" "$T/e.mlir" -o "$T/e.out"
 printf '{"w": "no.such"}' >"$T/bad.json"
 m 'module {\n  ml_program.global private @w(#ml_program.extern : tensor<2xf32>) : tensor<2xf32>\n}\n'
 expect_fail map_target_missing "--map sends it to 'no.such', which is not in the archive" \

@@ -241,6 +241,14 @@ rc=$?
 [ $rc -eq 1 ] && pass full_disk_resolve_rc || fail full_disk_resolve_rc "exit $rc"
 err_has full_disk_resolve_msg "^wpack: $T/big.out.mlir: writing failed: File too large \[WPACK_E_IO\]$"
 no_file full_disk_resolve_nothing_left "$T/big.out.mlir"
+# ... with SIGXFSZ at its default, as under a user's `ulimit -f` or a batch
+# system's RLIMIT_FSIZE: wpack ignores it itself (it ended the run with no
+# message, exit 153, and left OUT.mlir.tmp-* behind)
+( ulimit -f 64; trap - XFSZ; exec "$WPACK" resolve -q --map "$T/bigmap.json" "$C" "$T/big.mlir" -o "$T/big.out.mlir" ) >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] && pass fsize_limit_resolve_rc || fail fsize_limit_resolve_rc "exit $rc"
+err_has fsize_limit_resolve_msg "^wpack: $T/big.out.mlir: writing failed: File too large \[WPACK_E_IO\]$"
+no_file fsize_limit_resolve_nothing_left "$T/big.out.mlir"
 # externalize: the archive write fails ...
 "$PY" -c "
 import sys

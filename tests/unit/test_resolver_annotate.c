@@ -132,14 +132,17 @@ static void test_loc_names(void)
         return;
     CHECK_EQ(d->nops, 2);
     names c = {0};
-    wpk_loc_names(d, d->ops[0].loc, collect, &c);
+    wpk_loc_walk w;
+    CHECK_EQ(wpk_loc_walk_init(&w, d), 0);
+    wpk_loc_names(&w, d->ops[0].loc, collect, &c);
     CHECK_EQ(c.n, 2);
     CHECK(c.n == 2 && strcmp(c.names[0], "inner") == 0 && strcmp(c.names[1], "outer") == 0, "fused/callsite/alias");
     names j = {0};
-    wpk_loc_names(d, d->ops[1].loc, collect, &j);
+    wpk_loc_names(&w, d->ops[1].loc, collect, &j);
     CHECK_EQ(j.n, 2);
     CHECK(j.n == 2 && strcmp(j.names[0], "layers.0") == 0 && strcmp(j.names[1], "layers.0.mlp,a") == 0,
           "nn_module_stack paths: %s %s", j.names[0], j.names[1]);
+    wpk_loc_walk_free(&w);
     wpk_mlir_doc_free(d);
 }
 
