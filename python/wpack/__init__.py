@@ -385,7 +385,9 @@ class safe_open:
     Use as a context manager or call close().
 
     Remote archives: path may be an http://, https:// or s3://bucket/key URL
-    (wpack.is_url), opened through libwpack-remote (wpack_open_url), which
+    (wpack.is_url), opened through libwpack-remote (wpack_open_url; a path
+    starting with any other scheme and "://", such as ftp://, is refused as
+    a URL wpack does not read, never taken for a local file), which
     fetches only the byte ranges asked for (the header and index, then each
     tensor read; reads in keys() order, or planned with read_plan, are
     fetched ahead). There is no mapping, so nothing is zero-copy: get_tensor
@@ -395,7 +397,7 @@ class safe_open:
     and slices of it that follow come from that fetch (entries up to
     128 MiB are kept) or the cache; with verify=False, get_slice fetches
     only the rows' bytes (unchecked: the checksum covers the whole entry).
-    cache=DIR keeps fetched chunks in DIR (created 0700), keyed by the
+    cache=DIR keeps fetched chunks in DIR (created 0700, files 0600), keyed by the
     index's XXH3 and checked on reuse, bounded by cache_max_bytes (10 GiB,
     least recently used removed first); see include/wpack_remote.h.
     Keyword options (wpack_remote_options): connections (8),
