@@ -1451,6 +1451,7 @@ def detect(path):
     "directory", "gguf", "irpa". Anything else raises wpack.Error
     (WPACK_E_INPUT, or WPACK_E_NOT_FOUND / WPACK_E_FILE_TYPE) with the
     library's reason."""
+    _refuse_url(os.fspath(path), "detect", "an input is a local file")
     imp = _lib.import_lib()
     err = ctypes.create_string_buffer(1024)
     kind = imp.wpack_import_detect(_b(os.fspath(path), "path"), err, len(err))
@@ -1615,6 +1616,8 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
             if extra:
                 raise TypeError("pack(): per-input options are prefix and key, not %s"
                                 % ", ".join(sorted(extra)))
+        _refuse_url(os.fspath(spec), "pack", "inputs are local files (wpack fetches no URL "
+                    "to pack it)")
         o = options(per)
 
         def on_item(_user, item_p, o=o):
