@@ -430,7 +430,9 @@ class safe_open:
     Use as a context manager or call close().
 
     Remote archives: path may be an http://, https:// or s3://bucket/key URL
-    (wpack.is_url), opened through libwpack-remote (wpack_open_url), which
+    (wpack.is_url), opened through libwpack-remote (wpack_open_url; a path
+    starting with any other scheme and "://", such as ftp://, is refused as
+    a URL wpack does not read, never taken for a local file), which
     fetches only the byte ranges asked for (the header and index, then each
     tensor read; reads in keys() order, or planned with read_plan, are
     fetched ahead). There is no mapping, so nothing is zero-copy: get_tensor
@@ -440,7 +442,7 @@ class safe_open:
     and slices of it that follow come from that fetch (entries up to
     128 MiB are kept) or the cache; with verify=False, get_slice fetches
     only the rows' bytes (unchecked: the checksum covers the whole entry).
-    cache=DIR keeps fetched chunks in DIR (created 0700), keyed by the
+    cache=DIR keeps fetched chunks in DIR (created 0700, files 0600), keyed by the
     index's XXH3 and checked on reuse, bounded by cache_max_bytes (10 GiB,
     least recently used removed first); see include/wpack_remote.h.
     Keyword options (wpack_remote_options): connections (8),
@@ -1558,6 +1560,7 @@ def detect(path):
     "directory", "gguf", "irpa". Anything else raises wpack.Error
     (WPACK_E_INPUT, or WPACK_E_NOT_FOUND / WPACK_E_FILE_TYPE) with the
     library's reason."""
+    _refuse_url(os.fspath(path), "detect", "an input is a local file")
     imp = _lib.import_lib()
     err = ctypes.create_string_buffer(1024)
     kind = imp.wpack_import_detect(_b(os.fspath(path), "path"), err, len(err))
@@ -1722,6 +1725,8 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
             if extra:
                 raise TypeError("pack(): per-input options are prefix and key, not %s"
                                 % ", ".join(sorted(extra)))
+        _refuse_url(os.fspath(spec), "pack", "inputs are local files (wpack fetches no URL "
+                    "to pack it)")
         o = options(per)
 
         def on_item(_user, item_p, o=o):

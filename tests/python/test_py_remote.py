@@ -295,7 +295,12 @@ def url_secrets_never_shown(d):
     np.save(npy, np.zeros(3, np.float32))
     for fn, url in ((lambda p: wpack.save_file({"a": np.zeros(3, np.float32)}, p), "ftp://u:SEKRIT10@h/x"),
                     (lambda p: wpack.pack([npy], p), "https://u:SEKRIT11@h/x"),
-                    (lambda p: wpack.update_stats(p, {}), "http://SEKRIT12tok@h/x")):
+                    (lambda p: wpack.update_stats(p, {}), "http://SEKRIT12tok@h/x"),
+                    # ... or read as a local input (a presigned link to pack)
+                    (lambda p: wpack.pack([p], os.path.join(d, "o.wpack")), "https://u:SEKRIT13@h/x"),
+                    (lambda p: wpack.pack([(p, {"prefix": "a."})], os.path.join(d, "o.wpack")),
+                     "https://u:SEKRIT14@h/x"),
+                    (wpack.detect, "https://u:SEKRIT15@h/x")):
         e = raises(wpack.Error, fn, url, code="WPACK_E_INVALID_ARGUMENT")
         hidden(e, "://***@h/x: ")
     want = wpack.load_file(os.path.join(www, "a.wpack"))

@@ -75,28 +75,32 @@ static void test_shown(void)
     shown_is("http://h/?a&b&c&d&e#f", "http://h/?***&***&***&***&***#***");
 }
 
-/* What is a URL: http, https, s3 in any case (RFC 3986 3.1), nothing else. */
+/* fn(v[i]) is want for each of the n strings */
+static void each_is(int (*fn)(const char *), const char *const *v, size_t n, int want,
+                    const char *fname)
+{
+    for (size_t i = 0; i < n; i++)
+        CHECK(fn(v[i]) == want, "%s('%s') is not %d", fname, v[i], want);
+    CHECK(fn(NULL) == 0, "%s(NULL)", fname);
+}
+#define EACH_IS(fn, v, want) each_is(fn, v, sizeof v / sizeof *v, want, #fn)
+
+/* What is a URL: http, https, s3 in any case (RFC 3986 3.1), nothing else;
+ * any scheme (RFC 3986 3.1) is a URL's shape, never a local path. */
 static void test_is_url(void)
 {
     const char *yes[] = {"http://h/m", "https://h/m", "s3://b/k", "HTTP://h/m", "HTTPS://u:p@h/m",
                          "Https://h", "S3://b/k", "hTtPs://h/m"};
     const char *no[] = {"", "http", "http:/h/m", "./HTTPS://h/m", "ftp://h/m", "file:///m",
                         "s4://b/k", "httpss://h", " http://h/m", "h/http://m"};
-    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
-        CHECK(wpack_remote_is_url(yes[i]) == 1, "%s: not a URL", yes[i]);
-    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
-        CHECK(wpack_remote_is_url(no[i]) == 0, "'%s': taken for a URL", no[i]);
-    CHECK(wpack_remote_is_url(NULL) == 0, "NULL");
-    /* any scheme (RFC 3986 3.1) is a URL's shape: never a local path */
+    EACH_IS(wpack_remote_is_url, yes, 1);
+    EACH_IS(wpack_remote_is_url, no, 0);
     const char *shaped[] = {"ftp://h/m", "file:///m", "gs://b/k", "s4://b/k", "HTTP://h",
                             "a+b-c.d://x", "x1://"};
     const char *not_shaped[] = {"", "ftp:/h/m", "./ftp://h/m", "1ftp://h", "+a://h", "f_p://h",
                                 " ftp://h", "ftp", "ftp:", "h/ftp://m"};
-    for (size_t i = 0; i < sizeof shaped / sizeof *shaped; i++)
-        CHECK(wpack_remote_has_scheme(shaped[i]) == 1, "%s: no scheme", shaped[i]);
-    for (size_t i = 0; i < sizeof not_shaped / sizeof *not_shaped; i++)
-        CHECK(wpack_remote_has_scheme(not_shaped[i]) == 0, "'%s': taken for a scheme", not_shaped[i]);
-    CHECK(wpack_remote_has_scheme(NULL) == 0, "NULL");
+    EACH_IS(wpack_remote_has_scheme, shaped, 1);
+    EACH_IS(wpack_remote_has_scheme, not_shaped, 0);
 }
 
 static void scrubbed_is(const char *url, const char *text, const char *want)
