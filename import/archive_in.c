@@ -200,6 +200,8 @@ static int gz_finish(gz_in *g)
     return g->rc;
 }
 
+enum { WPK_MEMBER_LABEL = 4200 }; /* "member '...'" of a name up to libarchive's 4 KiB */
+
 typedef struct {
     wpk_sink *s;
     struct archive *a;
@@ -563,8 +565,11 @@ static int pack_file(wpk_sink *s, const char *path)
         }
         const wpk_zip_entry *ze = zv.ok ? wpk_zip_find(&zv.z, mp, strlen(mp)) : NULL;
         rc = ze ? stored_member(&r, &zv, ze, name) : 1;
-        if (rc == 1)
-            rc = wpk_npy_stream(s, name, read_member, &r);
+        if (rc == 1) {
+            char what[WPK_MEMBER_LABEL];
+            wpk_fmt(what, sizeof what, "member '%s'", mp); /* its path, not the tensor name */
+            rc = wpk_npy_stream(s, name, what, read_member, &r);
+        }
         if (rc && gz_failed(&r)) /* the gzip failure underneath, whatever libarchive made of it */
             rc = gz_failed(&r);
         free(name);

@@ -151,15 +151,15 @@ enum { PIECE = 4 << 20 };
  * temporary file (disk, not memory), map it, and emit C order by walking
  * the output with an odometer over the Fortran strides. buf is a PIECE-byte
  * scratch buffer. */
-static int fortran_stream(wpk_sink *s, const char *name, const npy_header *h, wpk_read_fn rd,
-                          void *ctx, uint8_t *buf)
+static int fortran_stream(wpk_sink *s, const char *name, const char *what,
+                          const npy_header *h, wpk_read_fn rd, void *ctx, uint8_t *buf)
 {
     char tmpl[4096];
     const char *dir = s->o ? s->o->temp_dir : NULL; /* the caller's $TMPDIR */
     wpk_fmt(tmpl, sizeof tmpl, "%s/wpack-fortran-XXXXXX", dir && *dir ? dir : "/tmp");
     int fd = mkstemp(tmpl);
     if (fd < 0)
-        return wpk_sink_fail(s, WPACK_E_IO, "%s.npy: no temporary file for the transpose: %s", name,
+        return wpk_sink_fail(s, WPACK_E_IO, "%s: no temporary file for the transpose: %s", what,
                              strerror(errno));
     unlink(tmpl);
     int rc = WPACK_OK;
@@ -170,14 +170,14 @@ static int fortran_stream(wpk_sink *s, const char *name, const npy_header *h, wp
             if (k <= 0) {
                 close(fd);
                 return k < 0 ? (int)-k
-                             : wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: truncated data", name);
+                             : wpk_sink_fail(s, WPACK_E_INPUT, "%s: truncated data", what);
             }
             have += (size_t)k;
         }
         int err = wpk_write_all(fd, buf, want);
         if (err)
-            rc = wpk_sink_fail(s, WPACK_E_IO, "%s.npy: spilling for the transpose failed: %s",
-                               name, strerror(err));
+            rc = wpk_sink_fail(s, WPACK_E_IO, "%s: spilling for the transpose failed: %s",
+                               what, strerror(err));
         left -= want;
     }
     uint8_t extra;
@@ -185,15 +185,15 @@ static int fortran_stream(wpk_sink *s, const char *name, const npy_header *h, wp
     if (more < 0) /* the reader said why (a zip member's CRC-32 is checked at its end) */
         rc = (int)-more;
     else if (more > 0)
-        rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: bytes after the array data", name);
+        rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s: bytes after the array data", what);
     const uint8_t *map = NULL;
     if (rc == WPACK_OK && h->nbytes > SIZE_MAX)
-        rc = wpk_sink_fail(s, WPACK_E_NOMEM, "%s.npy: too large to map", name);
+        rc = wpk_sink_fail(s, WPACK_E_NOMEM, "%s: too large to map", what);
     if (rc == WPACK_OK) {
         map = mmap(NULL, (size_t)h->nbytes, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
             map = NULL;
-            rc = wpk_sink_fail(s, WPACK_E_IO, "%s.npy: mapping for the transpose failed: %s", name,
+            rc = wpk_sink_fail(s, WPACK_E_IO, "%s: mapping for the transpose failed: %s", what,
                                strerror(errno));
         }
     }
@@ -233,7 +233,7 @@ static int fortran_stream(wpk_sink *s, const char *name, const npy_header *h, wp
     return rc ? rc : wpk_sink_end(s);
 }
 
-int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx)
+int wpk_npy_stream(wpk_sink *s, const char *name, const char *what, wpk_read_fn rd, void *ctx)
 {
 
     uint8_t pre[NPY_PREAMBLE_V2];
@@ -243,9 +243,9 @@ int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx)
         return (int)-got;
     uint64_t hend;
     if (npy_header_extent(pre, (size_t)got, &hend, msg, sizeof msg))
-        return wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: %s", name, msg);
+        return wpk_sink_fail(s, WPACK_E_INPUT, "%s: %s", what, msg);
     if (hend < (uint64_t)got)
-        return wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: header shorter than its preamble", name);
+        return wpk_sink_fail(s, WPACK_E_INPUT, "%s: header shorter than its preamble", what);
     uint8_t *buf = malloc(PIECE > hend ? PIECE : (size_t)hend);
     if (!buf)
         return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
@@ -258,21 +258,21 @@ int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx)
             goto out;
         }
         if (k == 0) {
-            rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: truncated inside its header", name);
+            rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s: truncated inside its header", what);
             goto out;
         }
         have += (size_t)k;
     }
     npy_header h;
     if (npy_parse_header(buf, (size_t)hend, &h, msg, sizeof msg)) {
-        rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: %s", name, msg);
+        rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s: %s", what, msg);
         goto out;
     }
     unsigned big = 0;
     for (unsigned k = 0; k < h.rank; k++)
         big += h.dims[k] > 1;
     if (h.fortran_order && big > 1) {
-        rc = fortran_stream(s, name, &h, rd, ctx, buf);
+        rc = fortran_stream(s, name, what, &h, rd, ctx, buf);
         goto out;
     }
     if ((rc = wpk_sink_begin(s, name, h.dtype, h.rank, h.dims)))
@@ -287,7 +287,7 @@ int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx)
             }
             if (k == 0) {
                 rc = wpk_sink_fail(s, WPACK_E_INPUT,
-                                   "%s.npy: truncated: %llu of %llu data bytes missing", name,
+                                   "%s: truncated: %llu of %llu data bytes missing", what,
                                    (unsigned long long)(left - have),
                                    (unsigned long long)h.nbytes);
                 goto out;
@@ -308,7 +308,7 @@ int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx)
         goto out;
     }
     if (k > 0) {
-        rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s.npy: bytes after the array data", name);
+        rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s: bytes after the array data", what);
         goto out;
     }
     rc = wpk_sink_end(s);
@@ -338,7 +338,9 @@ static long read_fd(void *ctx, void *buf, size_t n)
 int npy_sink_pack_fd(wpk_sink *s, const char *name, int fd)
 {
     fd_reader r = {.s = s, .fd = fd};
-    return wpk_npy_stream(s, name, read_fd, &r);
+    char what[WPACK_MAX_NAME + 8];
+    wpk_fmt(what, sizeof what, "%s.npy", name);
+    return wpk_npy_stream(s, name, what, read_fd, &r);
 }
 
 

@@ -194,8 +194,9 @@ int wpk_sink_stream_mapped(wpk_sink *s, const wpk_mapped *m, uint64_t off, uint6
  * its WPACK_E_* code (the message already in the sink): a zip bomb found
  * inside a member is WPACK_E_LIMIT, not a read error. */
 typedef long (*wpk_read_fn)(void *ctx, void *buf, size_t n);
-/* One .npy stream (header, C-order data, nothing after) as tensor name. */
-int wpk_npy_stream(wpk_sink *s, const char *name, wpk_read_fn rd, void *ctx);
+/* One .npy stream (header, C-order data, nothing after) as tensor name;
+ * what names the stream in messages ("member 'enc/0/w.npy'"). */
+int wpk_npy_stream(wpk_sink *s, const char *name, const char *what, wpk_read_fn rd, void *ctx);
 
 /* The importers (each: map or open the file, check it all, then stream). */
 int torch_pack_file(wpk_sink *s, const char *path);

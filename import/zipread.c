@@ -173,10 +173,12 @@ int wpk_zip_open_ex(wpk_zip *z, const uint8_t *buf, size_t len, wpk_buf_done_fn 
     uint64_t cd_off = wpk_ld32(buf + eocd + 16);
     if (wpk_ld16(buf + eocd + 4) != 0 || wpk_ld16(buf + eocd + 6) != 0)
         return fail(err, errlen, "zip: multi-disk (split) archives are not supported");
-    if (count == 0xffff || cd_size == 0xffffffffu || cd_off == 0xffffffffu) {
-        /* zip64: a locator just before the EOCD points at the zip64 EOCD. */
-        if (eocd < 20 || wpk_ld32(buf + eocd - 20) != SIG_LOC64)
-            return fail(err, errlen, "zip: zip64 fields without a zip64 locator");
+    /* zip64: a locator just before the EOCD points at the zip64 EOCD. The
+     * fields at their maximum without one are their own values: Python's
+     * zipfile (numpy.savez) writes exactly 65,535 entries as 0xffff with no
+     * zip64 record, and reads such a file back the same way. */
+    if ((count == 0xffff || cd_size == 0xffffffffu || cd_off == 0xffffffffu) && eocd >= 20 &&
+        wpk_ld32(buf + eocd - 20) == SIG_LOC64) {
         uint64_t e64 = wpk_ld64(buf + eocd - 20 + 8);
         if (!wpk_in_bounds(e64, 56, eocd - 20) || wpk_ld32(buf + e64) != SIG_EOCD64)
             return fail(err, errlen, "zip: zip64 end record at offset %llu is not valid",
@@ -293,6 +295,13 @@ int wpk_zip_open_ex(wpk_zip *z, const uint8_t *buf, size_t len, wpk_buf_done_fn 
     }
     headers_flush(&read);
     z->n = (size_t)count;
+    if (p != end) { /* entries past the count would be listed by other readers, not by us */
+        fail(err, errlen,
+             "zip: the central directory holds %llu bytes after its %llu entries (a count "
+             "that wrapped past 65,535 without zip64?)",
+             (unsigned long long)(end - p), (unsigned long long)count);
+        goto bad;
+    }
     if (overlapping(z, err, errlen))
         goto bad;
     qsort(z->e, z->n, sizeof *z->e, cmp_entry);

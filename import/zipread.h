@@ -6,7 +6,9 @@
  * Deflated entries are listed (for detection) but their bytes are not
  * offered; .npz files go through libarchive instead (archive_in.h).
  *
- * Checked: end-of-central-directory record and its zip64 twin, every
+ * Checked: end-of-central-directory record and its zip64 twin (used when
+ * its locator is there: 0xffff entries without one are 65,535, as Python's
+ * zipfile writes them), a central directory of exactly its count of entries, every
  * central and local header inside the buffer, sizes (zip64 extra fields
  * included) inside the buffer, no encrypted entries, no names that are empty,
  * absolute, hold "..", "\\" or NUL, no symlinks, no duplicate names, no

@@ -331,6 +331,7 @@ else
 fi
 hostile tar_symlink.tar "is a symbolic link, not a file"
 hostile tar_dotdot.tar "'..' path refused"
+hostile tar_member_truncated.tar "member 'enc/0/w.npy': truncated data \[WPACK_E_INPUT\]$"
 hostile st_header_huge.safetensors "header length 200000000 above the 100 MB limit"
 hostile st_overlap.safetensors "an overlap"
 hostile st_hole.safetensors "a hole"

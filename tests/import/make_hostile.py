@@ -237,6 +237,12 @@ with tarfile.open(f"{D}/tar_symlink.tar", "w") as t:
     ti.type = tarfile.SYMTYPE
     ti.linkname = "/etc/passwd"
     t.addfile(ti)
+# a member 3 bytes short: the message named it by its tensor name and
+# '.npy' ('enc.0.w.npy'), not by the path in the tar
+with tarfile.open(f"{D}/tar_member_truncated.tar", "w") as t:
+    ti = tarfile.TarInfo("enc/0/w.npy")
+    ti.size = len(fnpy) - 3
+    t.addfile(ti, io.BytesIO(fnpy[:-3]))
 with tarfile.open(f"{D}/tar_dotdot.tar", "w") as t:
     ti = tarfile.TarInfo("../w.npy")
     ti.size = 4

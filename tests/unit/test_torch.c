@@ -226,6 +226,83 @@ static void test_zip_names_refused(void)
           "duplicate names: %s", err);
 }
 
+/* n empty stored entries "%04x" with an end record saying count (and, with
+ * zip64, a zip64 end record and locator before it, holding the real count);
+ * returns the length of the malloc'ed zip in *out. */
+static size_t many_entries_zip(uint8_t **out, size_t n, uint16_t count, int zip64)
+{
+    size_t cap = n * (30 + 4 + 46 + 4) + 56 + 20 + 22, p = 0;
+    uint8_t *z = calloc(1, cap);
+    if (!z)
+        abort();
+    for (size_t i = 0; i < n; i++, p += 34) {
+        wpk_st32(z + p, 0x04034b50);
+        wpk_st16(z + p + 26, 4);
+        for (int d = 0; d < 4; d++) /* i in 4 hex digits (entries past 65,535 repeat names) */
+            z[p + 30 + (size_t)d] = (uint8_t)"0123456789abcdef"[(i >> (12 - 4 * d)) & 15];
+    }
+    size_t cd = p;
+    for (size_t i = 0; i < n; i++, p += 50) {
+        wpk_st32(z + p, 0x02014b50);
+        wpk_st16(z + p + 28, 4);
+        wpk_st32(z + p + 42, (uint32_t)(i * 34));
+        memcpy(z + p + 46, z + i * 34 + 30, 4);
+    }
+    size_t cd_size = p - cd;
+    if (zip64) {
+        size_t e64 = p;
+        wpk_st32(z + p, 0x06064b50);
+        wpk_st64(z + p + 4, 44);
+        wpk_st64(z + p + 24, n);
+        wpk_st64(z + p + 32, n);
+        wpk_st64(z + p + 40, cd_size);
+        wpk_st64(z + p + 48, cd);
+        p += 56;
+        wpk_st32(z + p, 0x07064b50);
+        wpk_st64(z + p + 8, e64);
+        wpk_st32(z + p + 16, 1);
+        p += 20;
+    }
+    wpk_st32(z + p, 0x06054b50);
+    wpk_st16(z + p + 8, count);
+    wpk_st16(z + p + 10, count);
+    wpk_st32(z + p + 12, (uint32_t)cd_size);
+    wpk_st32(z + p + 16, (uint32_t)cd);
+    *out = z;
+    return p + 22;
+}
+
+/* 65,535 entries: Python's zipfile (numpy.savez) writes the count as 0xffff
+ * with no zip64 record (it adds one only past 65,535) and reads that back;
+ * the reader took 0xffff for "see zip64" and refused the file. */
+static void test_zip_65535_entries(void)
+{
+    uint8_t *z;
+    char err[300];
+    wpk_zip zip;
+    size_t n = many_entries_zip(&z, 65535, 0xffff, 0);
+    CHECK(wpk_zip_open(&zip, z, n, err, sizeof err) == WPACK_OK, "65535 entries: %s", err);
+    CHECK(zip.n == 65535 && wpk_zip_find(&zip, "fffe", 4), "%zu entries", zip.n);
+    wpk_zip_close(&zip);
+    free(z);
+    n = many_entries_zip(&z, 65536, 0xffff, 1); /* past it, the zip64 record counts */
+    CHECK(wpk_zip_open(&zip, z, n, err, sizeof err) == WPACK_OK, "65536 entries: %s", err);
+    CHECK(zip.n == 65536 && wpk_zip_find(&zip, "ffff", 4), "%zu entries", zip.n);
+    wpk_zip_close(&zip);
+    free(z);
+    /* no record, and a count that wrapped: entry 65536 was left out, silently */
+    n = many_entries_zip(&z, 65536, 0xffff, 0);
+    CHECK(wpk_zip_open(&zip, z, n, err, sizeof err) == WPACK_E_INPUT &&
+              strstr(err, "holds 50 bytes after its 65535 entries"),
+          "65536 entries counted 65535: %s", err);
+    free(z);
+    n = many_entries_zip(&z, 65537, 1, 0);
+    CHECK(wpk_zip_open(&zip, z, n, err, sizeof err) == WPACK_E_INPUT &&
+              strstr(err, "after its 1 entries"),
+          "count 1 of 65537: %s", err);
+    free(z);
+}
+
 static void test_legacy_detected(void)
 {
     static const uint8_t legacy[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9,
@@ -366,6 +443,7 @@ int main(void)
     RUN(test_every_truncation_fails_before_visiting);
     RUN(test_damaged_pickle_crc);
     RUN(test_zip_names_refused);
+    RUN(test_zip_65535_entries);
     RUN(test_legacy_detected);
     RUN(test_cast_edges);
     RUN(test_cast_generic_equals_bit_trick);
