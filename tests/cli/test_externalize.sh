@@ -129,13 +129,9 @@ bad value_type_dims "global @w: its value's type tensor<4xf32> is not the global
 # 100,000 globals with bad splats: every error's line was counted from the
 # start of the file (errors x lines: 40,000 took 20 s, this about 2 min);
 # one cursor now. All are reported, with their own line.
-"$PY" -c "
-import sys
-with open(sys.argv[1], 'w') as f:
-    f.write('module {\n')
-    for i in range(100000):
-        f.write('  ml_program.global private @g%d(dense<300> : tensor<2xi8>) : tensor<2xi8>\n' % i)
-    f.write('}\n')" "$T/many_bad.mlir"
+"$PY" -c "import sys; open(sys.argv[1], 'w').write('module {\n' + ''.join(
+    '  ml_program.global private @g%d(dense<300> : tensor<2xi8>) : tensor<2xi8>\n' % i for i in range(100000)) + '}\n')" \
+    "$T/many_bad.mlir"
 expect_fail many_errors "many_bad.mlir:100001:43: global @g99999: 300 does not fit in i8" \
     timeout 30 "$WPACK" externalize "$T/many_bad.mlir" -o "$T/bad.out" --archive "$T/bad.wpack" --min-bytes 0
 [ "$(grep -c 'does not fit in i8' "$T/err")" = 100000 ] && pass many_errors_all ||
