@@ -7,10 +7,14 @@
  * global's value with its tensor type, for tensors up to 1 MiB: a decode
  * that succeeds gives exactly the type's byte count, a failure points inside
  * the input, and a value taken as a splat decodes to its element repeated.
+ * And --annotate's location names (resolver/annotate_loc.c) of every op:
+ * alias reads stay within the walk's bound, each name within the input's
+ * size (a libFuzzer timeout finds a walk that blows up).
  */
 #include "fuzz.h"
 #include "mlir_literal.h"
 #include "mlir_scan.h"
+#include "resolve_int.h"
 
 typedef struct {
     uint64_t got;
@@ -61,6 +65,32 @@ static void check_literal(const char *buf, size_t size, const wpk_global *g)
     }
 }
 
+typedef struct {
+    size_t size, names;
+} name_check;
+
+static void check_name(void *user, const char *s, size_t n)
+{
+    name_check *c = user;
+    (void)s;
+    FUZZ_ASSERT(n <= c->size, "a location name of %zu bytes in %zu", n, c->size);
+    c->names++;
+}
+
+static void check_locs(const wpk_mlir_doc *doc, size_t size)
+{
+    wpk_loc_walk w;
+    if (wpk_loc_walk_init(&w, doc) == 0) {
+        for (size_t i = 0; i < doc->nops; i++) {
+            name_check c = {size, 0};
+            size_t n = wpk_loc_names(&w, doc->ops[i].loc, check_name, &c);
+            FUZZ_ASSERT(n == c.names, "%zu names counted, %zu given", n, c.names);
+        }
+        FUZZ_ASSERT(w.alias_reads <= w.max_alias_reads, "alias reads past the bound");
+    }
+    wpk_loc_walk_free(&w);
+}
+
 static void check_span(wpk_span s, size_t len, const char *what)
 {
     FUZZ_ASSERT(s.off <= len && s.len <= len - s.off, "%s span %zu+%zu outside %zu", what, s.off,
@@ -99,6 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check_span(doc->ops[i].loc, size, "loc");
         for (size_t i = 0; i < doc->nglobals; i++)
             check_literal((const char *)copy, size, &doc->globals[i]);
+        check_locs(doc, size);
         wpk_mlir_doc_free(doc);
     }
     free(copy);

@@ -316,6 +316,10 @@ MLIR_INLINE = {
     "dense-hex": 'module {\n  ml_program.global private mutable @d(dense<"0x0000803F00000040"> : tensor<2xf32>) : tensor<2xf32>\n}\n',
     "resource": 'module {\n  util.global private @r = dense_resource<blob> : tensor<2xf32>\n}\n{-#\n  dialect_resources: {\n    builtin: {\n      blob: "0x040000000000803F00000040"\n    }\n  }\n#-}\n',
     "param": 'module {\n  util.global private @p = #flow.parameter.named<"model"::"w"> : tensor<4xf32>\n}\n',
+    # location aliases that refer to each other twice a level (read once per op)
+    "loc-alias-dag": 'func.func @f(%a: f32) -> f32 {\n  %0 = arith.negf %a : f32 loc(#l9)\n  return %0 : f32\n}\n'
+                     '#l0 = loc("m.0")\n' + "".join('#l%d = loc(fused[#l%d, callsite(#l%d at "x")])\n' % (i, i - 1, i - 1)
+                                                    for i in range(1, 10)),
 }
 
 

@@ -60,23 +60,17 @@ typedef struct {
     size_t sample_len;
 } act_table;
 
-static int span_cmp(const char *a, size_t an, const char *b, size_t bn)
-{
-    int c = memcmp(a, b, an < bn ? an : bn);
-    return c ? c : an < bn ? -1 : an > bn;
-}
-
 static int mod_cmp(const void *a, const void *b)
 {
     const mod_pair *x = a, *y = b;
-    int c = span_cmp(x->from, x->from_len, y->from, y->from_len);
+    int c = wpk_bytes_cmp(x->from, x->from_len, y->from, y->from_len);
     return c ? c : x->order < y->order ? -1 : x->order > y->order;
 }
 
 static int key_cmp(const void *a, const void *b)
 {
     const sorted_key *x = a, *y = b;
-    int c = span_cmp(x->s, x->n, y->s, y->n);
+    int c = wpk_bytes_cmp(x->s, x->n, y->s, y->n);
     return c ? c : x->ix < y->ix ? -1 : x->ix > y->ix;
 }
 

@@ -173,4 +173,7 @@ void wpk_big_free(void *p, size_t bytes);
 /* Does span s hold exactly the bytes of the C string w? */
 int wpk_span_is(const char *buf, wpk_span s, const char *w);
 
+/* Byte order of a[0..an) and b[0..bn) (a prefix first), as memcmp: <0, 0, >0. */
+int wpk_bytes_cmp(const char *a, size_t an, const char *b, size_t bn);
+
 #endif

@@ -32,6 +32,12 @@ void wpk_mlir_line_col(const char *buf, size_t len, size_t off, unsigned *line, 
     wpk_line_cursor_at(&c, buf, len, off, line, col);
 }
 
+int wpk_bytes_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? c : an < bn ? -1 : an > bn;
+}
+
 int wpk_span_is(const char *buf, wpk_span s, const char *w)
 {
     size_t n = strlen(w);
