@@ -222,7 +222,7 @@ expect_fail err_corrupt_path_escaped "corrupt${SHOWN}\.wpack: not a wpack archiv
 escaped_once err_corrupt_path_once
 expect_fail err_missing_path_escaped "nope${SHOWN}\.wpack: " "$WPACK" verify "$T/nope${BAD}.wpack"
 escaped_once err_missing_path_once
-expect_fail err_tar_member_escaped "m\.tar: w${SHOWN}\.npy: not an npy file" "$WPACK" create -q -o "$T/o.wpack" "$T/m.tar"
+expect_fail err_tar_member_escaped "m\.tar: member 'w${SHOWN}\.npy': not an npy file" "$WPACK" create -q -o "$T/o.wpack" "$T/m.tar"
 escaped_once err_tar_member_once
 expect_fail err_st_key_escaped "tensor 'k\\\\q${SHOWN}'" "$WPACK" create -q -o "$T/o.wpack" "$T/s.safetensors"
 escaped_once err_st_key_once
