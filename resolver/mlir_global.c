@@ -23,6 +23,7 @@ wpk_global *wpk_scan_new_global(wpk_scanner *sc, int form, size_t start)
         memset(g, 0, sizeof *g);
     g->form = form;
     g->op.off = start;
+    g->scope = sc->sp ? sc->stack[sc->sp - 1].module : 0;
     /* its line and column: from the last global's start, skipping a
      * one-line op (the fast path's), the newlines up to start */
     if (sc->lc_skip > sc->lc.pos && sc->lc_skip <= start)

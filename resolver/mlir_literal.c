@@ -426,17 +426,41 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
     int bracketed = i < n && s[i] == '[';
     unsigned depth = 0;
     uint64_t count = 0;
+    /* the lists' shape must be T's, as MLIR wants it: a list at depth d
+     * holds dims[d-1] items, lists down to depth rank, numbers there only
+     * (a ragged [[1.0, 2.0, 3.0], [4.0]] for 2x2 was taken as 4 elements) */
+    uint64_t items[WPACK_MAX_RANK + 1];
     for (; i < n && !rc && !o->failed; i++) {
         unsigned char c = s[i];
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',')
             continue;
         if (c == '[') {
-            depth++;
+            if (depth >= t->rank) {
+                wpk_fmt(why, whylen, "lists nested deeper than the type's rank %u", t->rank);
+                rc = WPACK_E_INPUT;
+                break;
+            }
+            if (depth)
+                items[depth]++;
+            items[++depth] = 0;
             continue;
         }
         if (c == ']') {
             if (!depth) {
                 wpk_fmt(why, whylen, "']' without '['");
+                rc = WPACK_E_INPUT;
+                break;
+            }
+            if (!items[depth] && depth < t->rank) {
+                wpk_fmt(why, whylen, "an empty list at depth %u; the type's rank is %u", depth,
+                        t->rank);
+                rc = WPACK_E_INPUT;
+                break;
+            }
+            if (items[depth] != t->dims[depth - 1]) {
+                wpk_fmt(why, whylen, "a list of %llu items at depth %u; the type's dim is %llu",
+                        (unsigned long long)items[depth], depth,
+                        (unsigned long long)t->dims[depth - 1]);
                 rc = WPACK_E_INPUT;
                 break;
             }
@@ -482,6 +506,13 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
         }
         if (!bracketed)
             break; /* a splat: one scalar */
+        if (depth != t->rank) {
+            wpk_fmt(why, whylen, "a number at list depth %u; the type's rank is %u", depth, t->rank);
+            rc = WPACK_E_INPUT;
+            i = st;
+            break;
+        }
+        items[depth]++;
         out_put(o, elem, k.esz);
     }
     if (rc) {

@@ -36,14 +36,18 @@ static int push_bracket(wpk_scanner *sc, wpk_tok t)
     if (!wpk_grow_array((void **)&sc->stack, &sc->cap, sc->sp, sizeof *sc->stack))
         return wpk_scan_nomem(sc);
     char c = sc->doc->buf[t.off];
-    wpk_open_bracket b = {c, t.off, (size_t)-1, (size_t)-1, 0};
+    wpk_open_bracket b = {c, t.off, (size_t)-1, (size_t)-1, 0, 0};
     if (sc->sp) { /* by default, the region of the bracket it is in */
         b.region_ix = sc->stack[sc->sp - 1].region_ix;
         b.region = sc->stack[sc->sp - 1].region;
+        b.module = sc->stack[sc->sp - 1].module;
     }
     if (c == '{') { /* a region (or a dictionary): one level deeper, or a module's */
-        b.region = opens_module(sc, t.off) ? 0 : b.region + 1;
+        int module = opens_module(sc, t.off);
+        b.region = module ? 0 : b.region + 1;
         b.region_ix = sc->sp;
+        if (module && sc->modules < UINT32_MAX)
+            b.module = ++sc->modules; /* its own symbol table */
     }
     sc->stack[sc->sp++] = b;
     return 0;

@@ -69,6 +69,8 @@ typedef struct wpk_global {
     unsigned char is_mutable;
     unsigned char classified;  /* internal: the scanner's fast path set value_kind,
                                   value_body, type_body and value_type already */
+    uint32_t scope;            /* the module (symbol table) it is in: 0 the top level,
+                                  else a number per module body, in file order */
 } wpk_global;
 
 /* `#name = value` or `!name = value` at the top level. */

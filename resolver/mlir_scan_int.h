@@ -24,6 +24,7 @@ typedef struct wpk_open_bracket {
     size_t region_ix;    /* the innermost '{' at or below this one (SIZE_MAX: none) */
     unsigned region;     /* of that '{': regions below the innermost module body
                             (0 the module body, or the top level without one) */
+    uint32_t module;     /* the innermost module body's number (0: none) */
 } wpk_open_bracket;
 
 typedef struct wpk_scanner {
@@ -40,6 +41,7 @@ typedef struct wpk_scanner {
     wpk_line_cursor lc;
     size_t lc_skip;
     size_t nfast;        /* globals the fast path classified */
+    uint32_t modules;    /* module bodies seen (wpk_global.scope) */
     char *err;
     size_t errlen;
     int failed;          /* WPACK_E_INPUT or WPACK_E_NOMEM once failed */

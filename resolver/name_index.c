@@ -64,8 +64,15 @@ static void name_set_put(uint64_t *slot, size_t cap, uint64_t h, size_t i)
     slot[j] = (h & 0xFFFFFFFF00000000ull) | (i + 1);
 }
 
-/* Add global i (i < 2^32 - 1): 1 its name was there already, 0 added,
- * -1 out of memory. */
+/* A global's symbol is unique in its module (symbol table) only: the
+ * same name in two nested modules is two symbols. */
+static uint64_t scoped_hash(const wpk_global *g)
+{
+    return wpk_name_hash(g->name, g->name_len) ^ (g->scope * 0x9E3779B97F4A7C15ull);
+}
+
+/* Add global i (i < 2^32 - 1): 1 its name was there already in its
+ * module, 0 added, -1 out of memory. */
 static int name_set_add(name_set *s, const wpk_mlir_doc *doc, size_t i)
 {
     if ((s->n + 1) * 2 > s->cap) {
@@ -77,19 +84,20 @@ static int name_set_add(name_set *s, const wpk_mlir_doc *doc, size_t i)
             if (!s->slot[j])
                 continue;
             const wpk_global *o = &doc->globals[(s->slot[j] & 0xFFFFFFFFu) - 1];
-            name_set_put(ns, c, wpk_name_hash(o->name, o->name_len), (s->slot[j] & 0xFFFFFFFFu) - 1);
+            name_set_put(ns, c, scoped_hash(o), (s->slot[j] & 0xFFFFFFFFu) - 1);
         }
         wpk_big_free(s->slot, s->cap * sizeof *s->slot);
         s->slot = ns;
         s->cap = c;
     }
     const wpk_global *g = &doc->globals[i];
-    uint64_t h = wpk_name_hash(g->name, g->name_len), tag = h & 0xFFFFFFFF00000000ull;
+    uint64_t h = scoped_hash(g), tag = h & 0xFFFFFFFF00000000ull;
     for (size_t j = h & (s->cap - 1); s->slot[j]; j = (j + 1) & (s->cap - 1)) {
         if ((s->slot[j] & 0xFFFFFFFF00000000ull) != tag)
             continue;
         const wpk_global *o = &doc->globals[(s->slot[j] & 0xFFFFFFFFu) - 1];
-        if (o->name_len == g->name_len && memcmp(o->name, g->name, g->name_len) == 0)
+        if (o->scope == g->scope && o->name_len == g->name_len &&
+            memcmp(o->name, g->name, g->name_len) == 0)
             return 1;
     }
     name_set_put(s->slot, s->cap, h, i);
@@ -107,6 +115,8 @@ static int name_cmp_idx(const void *a, const void *b, void *ctx)
         return c;
     if (x->name_len != y->name_len)
         return x->name_len < y->name_len ? -1 : 1;
+    if (x->scope != y->scope)
+        return x->scope < y->scope ? -1 : 1;
     return x->op.off < y->op.off ? -1 : 1;
 }
 
@@ -125,7 +135,8 @@ void wpk_report_duplicates(wpk_diag *d, const wpk_mlir_doc *doc, int dup)
     size_t first = 0, times = 1; /* the run of one name: its first definition */
     for (size_t i = 1; i < doc->nglobals; i++) {
         const wpk_global *a = &doc->globals[idx[first]], *b = &doc->globals[idx[i]];
-        if (a->name_len != b->name_len || memcmp(a->name, b->name, a->name_len) != 0) {
+        if (a->scope != b->scope || a->name_len != b->name_len ||
+            memcmp(a->name, b->name, a->name_len) != 0) {
             first = i;
             times = 1;
             continue;

@@ -100,8 +100,14 @@ bad out_of_range "bad.mlir:2:42: global @w: 300 does not fit in i8" \
     'module {\n  ml_program.global private @w(dense<[1, 300]> : tensor<2xi8>) : tensor<2xi8>\n}\n'
 bad negative_unsigned "-1 does not fit in ui8" \
     'module {\n  ml_program.global private @w(dense<[1, -1]> : tensor<2xui8>) : tensor<2xui8>\n}\n'
-bad count_mismatch "global @w: 3 elements; the type holds 4" \
+bad count_mismatch "bad.mlir:2:52: global @w: a list of 3 items at depth 1; the type's dim is 4" \
     'module {\n  ml_program.global private @w(dense<[1.0, 2.0, 3.0]> : tensor<4xf32>) : tensor<4xf32>\n}\n'
+# the lists' shape is T's, as MLIR wants it (mlir-opt-19 rejects both): a
+# ragged list with T's element count was stored as if it were T
+bad ragged_list "bad.mlir:2:53: global @w: a list of 3 items at depth 2; the type's dim is 2" \
+    'module {\n  ml_program.global private @w(dense<[[1.0, 2.0, 3.0], [4.0]]> : tensor<2x2xf32>) : tensor<2x2xf32>\n}\n'
+bad list_too_deep "global @w: lists nested deeper than the type's rank 1" \
+    'module {\n  ml_program.global private @w(dense<[[1.0, 2.0]]> : tensor<2xf32>) : tensor<2xf32>\n}\n'
 bad hex_size "hex data has 3 bytes; f32 needs 8" \
     'module {\n  ml_program.global private @w(dense<"0x010203"> : tensor<2xf32>) : tensor<2xf32>\n}\n'
 bad not_a_number "'1.0x' is not a number" \

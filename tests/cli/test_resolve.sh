@@ -169,6 +169,16 @@ expect_fail nul_in_param_key "global @c: the key of its #flow.parameter.named va
     "$WPACK" resolve --emit iree "$A" "$T/e.mlir" -o "$T/e.out"
 m 'module {\n  ml_program.global private @c(#ml_program.extern : tensor<2xui8>) : tensor<2xui8> {wpack.uri = "wpack:0000000000000000/codes\\00x"}\n}\n'
 expect_fail nul_in_uri "global @c: its wpack.uri is not a wpack: URI" "$WPACK" resolve "$A" "$T/e.mlir" -o "$T/e.out"
+# a symbol is unique in its module: the same @fc2.bias in two nested modules
+# is two globals (both resolve, to the one entry; mlir-opt-19 takes it); it
+# was "symbol defined twice". Twice in one module still is an error.
+m 'module {\n  module @a {\n    ml_program.global private @fc2.bias(#ml_program.extern : tensor<2xf32>) : tensor<2xf32>\n  }\n  module @b {\n    ml_program.global private @fc2.bias(#ml_program.extern : tensor<2xf32>) : tensor<2xf32>\n  }\n}\n'
+expect nested_modules_same_symbol "$WPACK" resolve -q --emit inline "$A" "$T/e.mlir" -o "$T/e.out"
+[ "$(grep -c 'dense_resource<fc2.bias>' "$T/e.out" 2>/dev/null)" = 2 ] && "$MLIR_OPT" "$T/e.out" >/dev/null 2>&1 &&
+    pass nested_modules_resolved || fail nested_modules_resolved "$(grep global "$T/e.out" 2>/dev/null)"
+m 'module {\n  module @a {\n    ml_program.global private @fc2.bias(#ml_program.extern : tensor<2xf32>) : tensor<2xf32>\n    ml_program.global private @fc2.bias(#ml_program.extern : tensor<2xf32>) : tensor<2xf32>\n  }\n  ml_program.global private @fc2.bias(#ml_program.extern : tensor<2xf32>) : tensor<2xf32>\n}\n'
+expect_fail nested_module_duplicate "e.mlir:4:5: global @fc2.bias: symbol defined twice \(first at 3:5\)" \
+    "$WPACK" resolve "$A" "$T/e.mlir" -o "$T/e.out"
 printf '{"w": "no.such"}' >"$T/bad.json"
 m 'module {\n  ml_program.global private @w(#ml_program.extern : tensor<2xf32>) : tensor<2xf32>\n}\n'
 expect_fail map_target_missing "--map sends it to 'no.such', which is not in the archive" \

@@ -182,7 +182,7 @@ static int same_global(const wpk_mlir_doc *a, const wpk_mlir_doc *b, size_t i)
            x->value_kind == y->value_kind && SP(value) && SP(value_body) && SP(value_type) &&
            SP(type) && SP(type_body) && SP(attrs) && SP(props) && SP(uri_value) &&
            x->attrs_insert == y->attrs_insert && x->value_insert == y->value_insert &&
-           x->line == y->line && x->col == y->col;
+           x->line == y->line && x->col == y->col && x->scope == y->scope;
 #undef SP
 }
 
