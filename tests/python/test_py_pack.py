@@ -54,12 +54,12 @@ def pack_messages_escape_controls(d):
         ti.size = len(junk)
         tf.addfile(ti, io.BytesIO(junk))
     e = raises(wpack.Error, wpack.pack, [tar], out, code="WPACK_E_INPUT")
-    check(escaped(e, "m.tar: w"), "tar member: %r" % str(e))
+    check(escaped(e, "m.tar: member 'w"), "tar member: %r" % str(e))
     npz = os.path.join(d, "z" + BAD + ".npz")
     with zipfile.ZipFile(npz, "w") as zf:
         zf.writestr("a" + BAD + ".npy", junk)
     e = raises(wpack.Error, wpack.pack, [npz], out, code="WPACK_E_INPUT")
-    check(escaped(e, "z" + SHOWN + ".npz: a" + SHOWN), "npz member: %r" % str(e))
+    check(escaped(e, "z" + SHOWN + ".npz: member 'a" + SHOWN), "npz member: %r" % str(e))
     hdr = json.dumps({"k" + BAD: {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}).encode()
     st = os.path.join(d, "s.safetensors")
     with open(st, "wb") as f:
