@@ -236,7 +236,7 @@ static int shape_bytes(const model *md, int dtype, unsigned rank, const uint64_t
     for (unsigned d = 0; d < rank; d++)
         if (__builtin_mul_overflow(n, dims[d], &n))
             return 0;
-    if (block > 1) {
+    if (dtype >= WPACK_DTYPE_BLOCK_BASE) { /* rank 0 too with 1-element blocks (spec 7.2) */
         if (!rank || dims[rank - 1] % block)
             return 0;
         n /= block;
