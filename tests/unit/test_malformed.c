@@ -724,23 +724,25 @@ static int c_last_extent_short(gimg *m)
  * rank 0: one element, one block, its size agrees; only the rank is wrong
  * (spec 7.2, M35: a block dtype tensor has rank >= 1; the reader checked
  * it only for blocks of more than one element). */
-static int c_block1_rank0(gimg *m)
+static uint8_t *q4_of_1_element_blocks(gimg *m)
 {
     uint8_t *d = gimg_rec(m, WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, 0);
     wpk_st32(d + WPK_D_BLOCK_ELEMS_OFF, 1);
     wpk_st32(d + WPK_D_BLOCK_BYTES_OFF, 72);
-    gimg_entry(m, G_Q4)[WPK_E_RANK_OFF] = 0;
+    return gimg_entry(m, G_Q4);
+}
+static int c_block1_rank0(gimg *m)
+{
+    q4_of_1_element_blocks(m)[WPK_E_RANK_OFF] = 0;
     gimg_seal_index(m);
     return 0;
 }
 static int c_block1_rank1(gimg *m)
 {
     /* (control) the same dtype at rank 1, dims [1]: valid */
-    uint8_t *d = gimg_rec(m, WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, 0);
-    wpk_st32(d + WPK_D_BLOCK_ELEMS_OFF, 1);
-    wpk_st32(d + WPK_D_BLOCK_BYTES_OFF, 72);
-    gimg_entry(m, G_Q4)[WPK_E_RANK_OFF] = 1;
-    wpk_st64(gimg_dims(m, gimg_entry(m, G_Q4)), 1);
+    uint8_t *r = q4_of_1_element_blocks(m);
+    r[WPK_E_RANK_OFF] = 1;
+    wpk_st64(gimg_dims(m, r), 1);
     gimg_seal_index(m);
     return 0;
 }
