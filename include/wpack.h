@@ -682,6 +682,20 @@ double wpack_stats_value(const wpack_stats *s, int which, uint32_t c);
 void wpack_stats_bin(const wpack_stats *s, uint32_t b, double *lo, double *hi, uint64_t *count);
 /* Percentile j < percentile_count: q in [0, 100] and its value. */
 void wpack_stats_percentile(const wpack_stats *s, uint32_t j, double *q, double *value);
+/* The record's arrays in one call each (a binding pays per call: one per
+ * channel is thousands for a wide tensor). The caller gives each buffer and
+ * its length in elements; a buffer shorter than needed is
+ * WPACK_E_INVALID_ARGUMENT with nothing written, as is a NULL one (a
+ * NULL buffer of length 0 is fine when nothing is needed).
+ * values: 5 x channels doubles, row w (WPACK_STAT_*) at values[w * channels]
+ * (what wpack_stats_value() gives one at a time).
+ * edges: hist_bins + 1 (bin b is [edges[b], edges[b + 1])), counts:
+ * hist_bins (none without a histogram).
+ * percentiles: 2 x percentile_count, (q, value) pairs. */
+int wpack_stats_values(const wpack_stats *s, double *values, uint64_t len);
+int wpack_stats_histogram(const wpack_stats *s, double *edges, uint64_t edges_len,
+                          uint64_t *counts, uint64_t counts_len);
+int wpack_stats_percentiles(const wpack_stats *s, double *percentiles, uint64_t len);
 
 /* ------------------------------------------------------------------ writer */
 

@@ -275,3 +275,47 @@ void wpack_stats_percentile(const wpack_stats *s, uint32_t j, double *q, double 
     *q = wpk_ldf64(p + 16 * j);
     *value = wpk_ldf64(p + 16 * j + 8);
 }
+
+/* ---- bulk access: one call per array (spec-free: the same bytes as above) ---- */
+
+/* need elements fit in a buffer of len; out may be NULL only when need is 0 */
+static int fits(const void *out, uint64_t len, uint64_t need)
+{
+    return (need == 0 || out) && need <= len;
+}
+
+int wpack_stats_values(const wpack_stats *s, double *values, uint64_t len)
+{
+    uint64_t n = 5 * (uint64_t)s->channels;   /* channels is 32-bit: no overflow */
+    if (!fits(values, len, n) || (n && !s->priv_[0]))
+        return WPACK_E_INVALID_ARGUMENT;
+    const uint8_t *p = s->priv_[0];
+    for (uint64_t k = 0; k < n; k++)
+        values[k] = wpk_ldf64(p + 8 * k);
+    return WPACK_OK;
+}
+
+int wpack_stats_histogram(const wpack_stats *s, double *edges, uint64_t edges_len,
+                          uint64_t *counts, uint64_t counts_len)
+{
+    const uint8_t *p = s->priv_[1];
+    uint64_t bins = p ? s->hist_bins : 0;
+    if (!fits(edges, edges_len, bins ? bins + 1 : 0) || !fits(counts, counts_len, bins))
+        return WPACK_E_INVALID_ARGUMENT;
+    for (uint64_t b = 0; bins && b <= bins; b++)
+        edges[b] = wpk_ldf64(p + 8 * b);
+    for (uint64_t b = 0; b < bins; b++)
+        counts[b] = wpk_ld64(p + 8 * (bins + 1 + b));
+    return WPACK_OK;
+}
+
+int wpack_stats_percentiles(const wpack_stats *s, double *percentiles, uint64_t len)
+{
+    const uint8_t *p = s->priv_[2];
+    uint64_t n = p ? 2 * (uint64_t)s->percentile_count : 0;
+    if (!fits(percentiles, len, n))
+        return WPACK_E_INVALID_ARGUMENT;
+    for (uint64_t k = 0; k < n; k++)
+        percentiles[k] = wpk_ldf64(p + 8 * k);
+    return WPACK_OK;
+}

@@ -946,33 +946,44 @@ class safe_open:
 
 
 def _stats_dict(s):
+    # one C call per array (values, histogram, percentiles), whatever the
+    # channel and bin counts: a call per channel was thousands of ctypes
+    # calls for a wide tensor
     sp = ctypes.byref(s)
-    C = s.channels
+    C = int(s.channels)
     d = {"key": s.key.decode(), "kind": "weight" if s.kind == STATS_WEIGHT else "activation",
          "granularity": "channel" if s.granularity == 1 else "tensor",
-         "axis": int(s.axis), "channels": int(C), "count": int(s.count)}
+         "axis": int(s.axis), "channels": C, "count": int(s.count)}
+    vals = np.empty(5 * C)
+    _stats_check(lib.wpack_stats_values(sp, _dbl(vals), vals.size), s, "values")
     for w, f in enumerate(("min", "max", "absmax", "mean", "variance")):
         if s.granularity == 1:
-            d[f] = np.array([lib.wpack_stats_value(sp, w, c) for c in range(C)])
+            d[f] = vals[w * C:(w + 1) * C].copy()
         else:
             d[f] = float(getattr(s, f))
     if s.hist_bins:
         edges = np.empty(s.hist_bins + 1)
         counts = np.empty(s.hist_bins, dtype=np.uint64)
-        lo, hi, n = ctypes.c_double(), ctypes.c_double(), ctypes.c_uint64()
-        for b in range(s.hist_bins):
-            lib.wpack_stats_bin(sp, b, ctypes.byref(lo), ctypes.byref(hi), ctypes.byref(n))
-            edges[b], edges[b + 1], counts[b] = lo.value, hi.value, n.value
+        _stats_check(lib.wpack_stats_histogram(
+            sp, _dbl(edges), edges.size,
+            counts.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), counts.size), s, "histogram")
         d["histogram"] = (edges, counts)
     else:
         d["histogram"] = None
-    pct = []
-    q, v = ctypes.c_double(), ctypes.c_double()
-    for j in range(s.percentile_count):
-        lib.wpack_stats_percentile(sp, j, ctypes.byref(q), ctypes.byref(v))
-        pct.append((q.value, v.value))
-    d["percentiles"] = pct
+    pct = np.empty(2 * s.percentile_count)
+    _stats_check(lib.wpack_stats_percentiles(sp, _dbl(pct), pct.size), s, "percentiles")
+    d["percentiles"] = [(float(q), float(v)) for q, v in pct.reshape(-1, 2)]
     return d
+
+
+def _dbl(arr):
+    return arr.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+
+
+def _stats_check(rc, s, what):
+    if rc != 0:   # buffers are sized from the record: a library bug
+        raise Error(rc, "stats '%s': reading its %s: %s"
+                    % (_shown(s.key.decode()), what, _describe(rc)))
 
 
 class _Slice:

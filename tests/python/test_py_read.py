@@ -346,6 +346,143 @@ def stats_written_match_numpy(d):
         check(a["kind"] == "activation" and a["absmax"] == 2.0 and a["variance"] == 0.0, "act")
 
 
+def _stats_one_at_a_time(s):
+    """A record as the per-element calls give it (wpack_stats_value, _bin,
+    _percentile): the reference the bulk calls must equal."""
+    sp, C = ctypes.byref(s), s.channels
+    vals = [[lib.wpack_stats_value(sp, w, c) for c in range(C)] for w in range(5)]
+    lo, hi, n, q, v = (ctypes.c_double(), ctypes.c_double(), ctypes.c_uint64(),
+                       ctypes.c_double(), ctypes.c_double())
+    edges, counts = [], []
+    for b in range(s.hist_bins):
+        lib.wpack_stats_bin(sp, b, ctypes.byref(lo), ctypes.byref(hi), ctypes.byref(n))
+        edges[b:] = [lo.value, hi.value]
+        counts.append(n.value)
+    pct = []
+    for j in range(s.percentile_count):
+        lib.wpack_stats_percentile(sp, j, ctypes.byref(q), ctypes.byref(v))
+        pct.append((q.value, v.value))
+    return vals, edges, counts, pct
+
+
+@case
+def stats_bulk_equals_per_channel_and_calls_c_a_constant_number_of_times(d):
+    # stats() made one ctypes call per channel (5 x 4096 for a 4096-channel
+    # record) and per histogram bin; it now reads each array in one call.
+    # Every kind of record: per-tensor and per-channel, weights and
+    # activations, with and without histogram and percentiles, and the
+    # writer's own weight stats with histograms.
+    C = 4096
+    w = rng.standard_normal((C, 3)).astype(np.float32)
+    x = rng.standard_normal((5, C))
+    hist = np.histogram(x, bins=300)
+    full = {"count": x.size, "min": x.min(), "max": x.max(), "mean": x.mean(),
+            "variance": x.var(), "histogram": (hist[1], hist[0]),
+            "percentiles": [(float(q), float(np.percentile(x, q))) for q in (1, 50, 99.9)]}
+    chan = {"granularity": "channel", "count": x.size, "min": x.min(0), "max": x.max(0),
+            "mean": x.mean(0), "variance": x.var(0)}
+    stats = {"w": dict(chan, kind="weight", axis=0, count=w.size,
+                       min=w.min(1), max=w.max(1), mean=w.mean(1), variance=w.var(1)),
+             "v": dict(full, kind="weight"),
+             "m.out": dict(full, kind="activation"),
+             "m.chan": dict(chan, kind="activation", axis=1,
+                            histogram=(hist[1], hist[0]), percentiles=full["percentiles"]),
+             "m.small": {"kind": "activation", "count": 1, "min": 1.0, "max": 1.0,
+                         "mean": 1.0}}
+    p = os.path.join(d, "s.wpack")
+    wpack.save_file({"w": w, "v": x, "u": x * 2}, p, stats=stats, histogram_bins=64)
+    calls = {}
+    real = {}
+    for fn in ("wpack_stats_value", "wpack_stats_bin", "wpack_stats_percentile",
+               "wpack_stats_values", "wpack_stats_histogram", "wpack_stats_percentiles"):
+        real[fn] = getattr(lib, fn)
+
+        def counted(*a, _fn=fn):
+            calls[_fn] = calls.get(_fn, 0) + 1
+            return real[_fn](*a)
+        setattr(lib, fn, counted)
+    try:
+        with wpack.safe_open(p) as f:
+            got = f.stats()
+    finally:
+        for fn, c in real.items():
+            setattr(lib, fn, c)
+    check(len(got) == 6, [g["key"] for g in got])
+    per_call = sum(calls.get(fn, 0) for fn in
+                   ("wpack_stats_value", "wpack_stats_bin", "wpack_stats_percentile"))
+    check(per_call == 0 and sum(calls.values()) <= 3 * len(got),
+          "C calls for %d records: %s" % (len(got), calls))
+    with wpack.safe_open(p) as f:
+        h = f._handle()
+        kinds = set()
+        for i, g in enumerate(got):
+            s = wpack._lib.Stats()
+            check(lib.wpack_stats_at(h.ptr, i, ctypes.byref(s)) == 0, "record %d" % i)
+            vals, edges, counts, pct = _stats_one_at_a_time(s)
+            for k, name in enumerate(("min", "max", "absmax", "mean", "variance")):
+                want = np.array(vals[k]) if g["granularity"] == "channel" else vals[k][0]
+                check(np.array_equal(g[name], want) and type(g[name]) is type(want),
+                      "%s %s: %r, one at a time %r" % (g["key"], name, g[name], want))
+            if edges:
+                check(np.array_equal(g["histogram"][0], edges) and
+                      np.array_equal(g["histogram"][1], np.array(counts, dtype=np.uint64)),
+                      "%s histogram" % g["key"])
+            else:
+                check(g["histogram"] is None, "%s: no histogram" % g["key"])
+            check(g["percentiles"] == pct, "%s percentiles %r %r" % (g["key"], g["percentiles"], pct))
+            kinds.add((g["kind"], g["granularity"], bool(edges), bool(pct)))
+        check(f.stats("u")["histogram"][0].size == 65, "the writer's weight histogram")
+    check({("weight", "channel", False, False), ("weight", "tensor", True, True),
+           ("weight", "tensor", True, False), ("activation", "tensor", True, True),
+           ("activation", "channel", True, True), ("activation", "tensor", False, False)}
+          <= kinds, kinds)
+
+
+@case
+def stats_bulk_calls_check_their_buffers(d):
+    # wpack_stats_values/_histogram/_percentiles: a short or NULL buffer is
+    # WPACK_E_INVALID_ARGUMENT with nothing written; an exact one is filled.
+    p = os.path.join(d, "s.wpack")
+    x = np.arange(6.0).reshape(2, 3)
+    hist = np.histogram(x, bins=4)
+    wpack.save_file({"x": x}, p, stats={"x": {
+        "kind": "weight", "granularity": "channel", "axis": 1, "count": 6, "min": x.min(0),
+        "max": x.max(0), "mean": x.mean(0), "variance": x.var(0),
+        "histogram": (hist[1], hist[0]), "percentiles": [(50.0, 2.5)]}})
+    dp = ctypes.POINTER(ctypes.c_double)
+    up = ctypes.POINTER(ctypes.c_uint64)
+    with wpack.safe_open(p) as f:
+        s = wpack._lib.Stats()
+        check(lib.wpack_stats_find(f._handle().ptr, b"x", 1, ctypes.byref(s)) == 0, "find")
+        sp = ctypes.byref(s)
+        buf = np.full(16, 7.0)
+        ubuf = np.full(16, 7, dtype=np.uint64)
+        B, U = buf.ctypes.data_as(dp), ubuf.ctypes.data_as(up)
+        for rc in (lib.wpack_stats_values(sp, B, 14), lib.wpack_stats_values(sp, None, 15),
+                   lib.wpack_stats_histogram(sp, B, 4, U, 4),
+                   lib.wpack_stats_histogram(sp, B, 5, U, 3),
+                   lib.wpack_stats_histogram(sp, B, 5, None, 4),
+                   lib.wpack_stats_percentiles(sp, B, 1)):
+            check(rc == wpack.E_INVALID_ARGUMENT, "rc %d" % rc)
+        check((buf == 7).all() and (ubuf == 7).all(), "nothing written: %s %s" % (buf, ubuf))
+        check(lib.wpack_stats_values(sp, B, 15) == 0 and
+              np.array_equal(buf[:15], np.concatenate([x.min(0), x.max(0), np.abs(x).max(0),
+                                                       x.mean(0), x.var(0)])) and buf[15] == 7,
+              "values %s" % buf)
+        check(lib.wpack_stats_histogram(sp, B, 5, U, 4) == 0 and
+              np.array_equal(buf[:5], hist[1]) and np.array_equal(ubuf[:4], hist[0]) and
+              ubuf[4] == 7, "histogram %s %s" % (buf, ubuf))
+        check(lib.wpack_stats_percentiles(sp, B, 2) == 0 and list(buf[:2]) == [50.0, 2.5],
+              "percentiles %s" % buf)
+        s2 = wpack._lib.Stats()   # a record without histogram and percentiles: NULL, 0 is fine
+        wpack.save_file({"y": x}, p + "2", weight_stats=False, stats={"y": {
+            "kind": "weight", "count": 6, "min": 0.0, "max": 5.0, "mean": 2.5}})
+        with wpack.safe_open(p + "2") as g:
+            check(lib.wpack_stats_find(g._handle().ptr, b"y", 1, ctypes.byref(s2)) == 0, "y")
+            check(lib.wpack_stats_histogram(ctypes.byref(s2), None, 0, None, 0) == 0 and
+                  lib.wpack_stats_percentiles(ctypes.byref(s2), None, 0) == 0, "NULL, 0")
+
+
 
 @case
 def special_files_are_refused_alike_for_np_and_pt(d):
