@@ -21,6 +21,7 @@ import operator
 import os
 import re
 import stat
+import sys
 import threading
 
 import numpy as np
@@ -337,14 +338,23 @@ class _Unmap:
             _libc.munmap(self.addr, self.length)
 
 
+# A private writable mapping is charged to the commit limit whole, before
+# any page is written: the default (heuristic) overcommit refuses one larger
+# than RAM + swap, so "pt" could not open a 100 GB archive on a 23 GB machine
+# (OSError ENOMEM). MAP_NORESERVE maps it unaccounted (pages are taken as
+# they are written); strict overcommit (mode 2) ignores the flag, and a
+# mapping refused there falls back to copies (see _open_pt, _zero_copy).
+_MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswith("linux") else 0)
+
+
 def _private_map(fd, offset, nbytes):
     """A writable buffer over nbytes at offset of file fd: a private
     copy-on-write mapping of its own (no descriptor kept, unlike
     mmap.mmap's), unmapped when the buffer is garbage-collected."""
     start = offset - offset % mmap.PAGESIZE
     length = offset - start + nbytes
-    addr = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE, fd,
-                      start)
+    addr = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE,
+                      mmap.MAP_PRIVATE | _MAP_NORESERVE, fd, start)
     if addr is None or addr == ctypes.c_void_p(-1).value:
         e = ctypes.get_errno()
         raise OSError(e, "wpack: cannot map %d bytes: %s" % (nbytes, os.strerror(e)))
@@ -402,14 +412,24 @@ class safe_open:
     (WPACK_OPEN_NO_VERIFY_READS).
 
     Plain (uncompressed, stored) entries come back zero-copy:
-      - "np": a read-only numpy array over the library's mapping of the file.
+      - "np": a read-only numpy array over the library's read-only mapping
+        of the file. numpy refuses to write into it (ValueError, and so
+        does setflags(write=True)), but torch.from_numpy(), torch.as_tensor()
+        and torch.frombuffer() ignore the flag (torch warns, once per
+        process): writing into the tensor they give over such an array
+        kills the process with SIGSEGV. For something writable take a copy
+        (np.array(a), a.copy(), torch.tensor(a)) or open with "pt".
       - "pt": a torch tensor over a private copy-on-write mapping of the file
         (torch has no read-only tensors; writing into it changes only this
-        process's copy, never the file). A later read of the same entry
+        process's copy, never the file): every tensor "pt" hands out is
+        writable. A later read of the same entry
         (again, through an alias, or a slice) gets a private mapping of
         its own: the file's verified bytes, whatever was written into
         tensors handed out before. Entries of a sharded set's shards are
-        copied for "pt".
+        copied for "pt". The mapping is made with MAP_NORESERVE, so an
+        archive larger than RAM + swap opens (written pages take memory
+        as they are written); where the kernel refuses it all the same
+        (strict overcommit, vm.overcommit_memory=2), tensors are copies.
     Splat, alias, zstd-compressed and sharded entries work through the same
     calls (aliases resolve to their target; others are read into new arrays,
     except a splat, one value repeated, for "np": a read-only
@@ -534,8 +554,11 @@ class safe_open:
                 if (st.st_dev, st.st_ino) != (now.st_dev, now.st_ino):
                     continue
                 if st.st_size > 0:
-                    h.mm = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE,
-                                     prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                    try:
+                        h.mm = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE | _MAP_NORESERVE,
+                                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                    except OSError:   # refused (strict overcommit): tensors are copies
+                        return h
                     h.fd, fd = fd, None   # kept for _private_map, closed with h
                 return h
             finally:
@@ -790,7 +813,10 @@ class safe_open:
                 # Handed out before, so perhaps written into since (the
                 # mapping is private, not read-only): this read gets a
                 # private mapping of its own, the file's verified bytes.
-                buf = _private_map(h.fd, int(t.offset), int(t.nbytes))
+                try:
+                    buf = _private_map(h.fd, int(t.offset), int(t.nbytes))
+                except OSError:   # refused (strict overcommit): a copy
+                    return None
                 return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
             return np.frombuffer(h.mm, dtype=dtype, count=count,
                                  offset=int(t.offset)).reshape(shape)

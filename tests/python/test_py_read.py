@@ -132,6 +132,117 @@ def zero_copy_pt_private_mapping(d):
     check(float(t[0]) == 9.0, "tensor after close")
 
 
+_PT_WRITES = r"""
+import sys, numpy as np, torch, wpack
+p, m = sys.argv[1], sys.argv[2]
+n = 0
+def write_all(t):
+    global n
+    if t.numel():
+        t.fill_(True if t.dtype == torch.bool else 1)
+        n += 1
+for path in (p, m):
+    with wpack.safe_open(path, framework="pt") as f:
+        for k in f.keys():
+            write_all(f.get_tensor(k))
+            sl = f.get_slice(k)
+            keys = [(), (Ellipsis,), (None,)]
+            if sl.get_shape():
+                keys += [slice(1, 3), slice(None, None, -1), 0, -1, slice(5, 1, -2),
+                         (slice(None), Ellipsis), slice(100, 200)]
+            for key in keys:
+                write_all(sl[key])
+    for t in wpack.load_file(path, framework="pt").values():
+        write_all(t)
+print("wrote", n)
+"""
+
+
+def _no_core():
+    import resource
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _run_py(d, code, *args):
+    import subprocess
+    import sys
+    script = os.path.join(d, "child.py")
+    with open(script, "w") as fh:
+        fh.write(code)
+    return subprocess.run([sys.executable, script] + list(args), capture_output=True, text=True,
+                          preexec_fn=_no_core)
+
+
+def _file_bytes(d):
+    out = {}
+    for q in sorted(glob.glob(os.path.join(d, "*.wpack"))):
+        with open(q, "rb") as fh:
+            out[q] = fh.read()
+    return out
+
+
+@case
+def pt_tensors_are_all_writable_and_np_copies_are_the_way(d):
+    # torch has no read-only tensors: "pt" must never hand one out over the
+    # library's read-only mapping (a write there is SIGSEGV). Every kind of
+    # entry and every get_slice key shape, written into in a child process
+    # (a crash fails the case instead of ending the run); the files stay as
+    # they were.
+    p, m = os.path.join(d, "all.wpack"), os.path.join(d, "set.wpack")
+    src = {"f32": rng.standard_normal((6, 5)).astype(np.float32),
+           "big": np.zeros((64, 1024), np.float32),
+           "i64.scalar": np.array(-5, dtype=np.int64), "bool": np.array([True, False, True]),
+           "splat": np.broadcast_to(np.float32(2.5), (4, 3)),
+           "f16": np.arange(12, dtype=np.float16).reshape(3, 4)}
+    wpack.save_file(src, p, name_map={"other": "f32"}, compress_level=3, compress_min=4096)
+    with wpack.safe_open(p) as f:
+        check(f.describe("big")["codec"] == "zstd" and f.describe("splat")["kind"] == "splat",
+              "the archive has a zstd entry and a splat")
+    wpack.save_file({"a.w": rng.standard_normal((50, 40)).astype(np.float32),
+                     "b.w": rng.standard_normal((50, 40)).astype(np.float32)},
+                    m, shard_size=8192)
+    before = _file_bytes(d)
+    r = _run_py(d, _PT_WRITES, p, m)
+    check(r.returncode == 0 and "wrote" in r.stdout,
+          "writing into pt tensors: rc %d %s %s" % (r.returncode, r.stdout, r.stderr[-800:]))
+    check(_file_bytes(d) == before, "writing into pt tensors changed a file")
+    # "np": read-only views; numpy refuses writes. The documented ways to
+    # something writable are copies (np.array, .copy(), torch.tensor) or "pt".
+    with wpack.safe_open(p) as f:
+        v = f.get_tensor("f32")
+        check(not v.flags.writeable, "np view writable")
+        raises(ValueError, v.__setitem__, 0, 1.0)
+        raises(ValueError, v.setflags, write=True)
+        for c in (np.array(v), v.copy(), torch.tensor(v)):
+            c[0] = 7
+            check((c[0] == 7).all() and not (v[0] == 7).any(), "a copy is its own")
+    check(_file_bytes(d) == before, "writing into copies changed a file")
+
+
+_NP_FROM_NUMPY = r"""
+import sys, warnings, torch, wpack
+warnings.simplefilter("ignore")
+with wpack.safe_open(sys.argv[1]) as f:
+    t = torch.from_numpy(f.get_tensor("f32"))
+    print("made", flush=True)
+    t[0] = 1
+print("wrote")
+"""
+
+
+@case
+def np_view_through_torch_from_numpy_is_what_the_docs_say(d):
+    # The documented hazard, checked so the doc stays true: torch.from_numpy
+    # ignores numpy's read-only flag (it only warns), and the "np" view is
+    # over a read-only mapping: writing into that tensor is SIGSEGV. (The
+    # case fails, and the docs need changing, the day it is not.)
+    p = os.path.join(d, "a.wpack")
+    wpack.save_file({"f32": np.zeros((64, 64), np.float32)}, p)
+    r = _run_py(d, _NP_FROM_NUMPY, p)
+    check(r.returncode == -11 and "made" in r.stdout and "wrote" not in r.stdout,
+          "rc %d %r %r" % (r.returncode, r.stdout, r.stderr[-300:]))
+
+
 @case
 def views_outlive_close_del_and_gc(d):
     src = {"w": rng.standard_normal((64, 32)).astype(np.float32)}
@@ -610,6 +721,47 @@ def pt_writes_do_not_leak_into_later_reads(d):
         gc.collect()
         after = counts()
     check(after[0] == before[0] and after[1] <= before[1] + 8, "fds/maps %s -> %s" % (before, after))
+
+
+def _memory_bytes():
+    """RAM + swap: the heuristic overcommit's bound on one private mapping."""
+    kib = {}
+    with open("/proc/meminfo") as fh:
+        for line in fh:
+            k, v = line.split(":")
+            kib[k] = int(v.split()[0])
+    return (kib["MemTotal"] + kib.get("SwapTotal", 0)) * 1024
+
+
+@case
+def pt_opens_an_archive_larger_than_memory(d):
+    # framework="pt" mapped the whole file private and writable at open:
+    # the kernel charges such a mapping whole, and the default overcommit
+    # refused one larger than RAM + swap (OSError ENOMEM: an archive bigger
+    # than the machine's memory could not be opened for torch at all).
+    # The big tensor is a hole in the file (write_zeros): no disk used.
+    big = _memory_bytes() + (1 << 30)
+    p = os.path.join(d, "big.wpack")
+    lib.wpack_writer_write_zeros.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    wr = wpack._Writer("test", p, durable=False, weight_stats=False)
+    wr.add_array("a.small", np.arange(4, dtype=np.float32), 2)
+    wr.check(lib.wpack_writer_begin_tensor(wr.w, b"b.big", 14, 1, (ctypes.c_uint64 * 1)(big)))
+    wr.check(lib.wpack_writer_write_zeros(wr.w, big))
+    wr.check(lib.wpack_writer_end_tensor(wr.w))
+    wr.finish()
+    check(os.path.getsize(p) > big, "size %d" % os.path.getsize(p))
+    with wpack.safe_open(p, framework="pt", verify=False) as f:
+        t = f.get_tensor("a.small")
+        t[0] = 9   # writable: private (copy-on-write) or a copy
+        check(t.tolist() == [9, 1, 2, 3], t)
+        check(f.get_tensor("a.small").tolist() == [0, 1, 2, 3], "a second read: the file's bytes")
+        check(f.get_slice("b.big")[big - 3:].tolist() == [0, 0, 0], "the big tensor's end")
+        with open("/proc/sys/vm/overcommit_memory") as fh:
+            strict = fh.read().strip() == "2"
+        if not strict:   # zero-copy still (MAP_NORESERVE), not a copy too big to make
+            b = f.get_tensor("b.big")
+            b[-1] = 5
+            check(tuple(b.shape) == (big,) and int(b[-1]) == 5 and int(b[-2]) == 0, "big")
 
 
 @case
