@@ -2,6 +2,7 @@
 nn.Module (activation statistics written into the archive in place), and
 name maps from traced graphs. Needs torch (import wpack alone does not).
 """
+import collections
 import ctypes
 import functools
 import os
@@ -15,7 +16,7 @@ from . import _int_arg, _MAX_AXIS
 
 _MAX_HIST_BINS = 1 << 20   # the format's limit (spec: Limits)
 
-__all__ = ["save_model", "load_model", "calibrate", "name_map", "CalibrationResult"]
+__all__ = ["save_model", "load_model", "IncompatibleKeys", "calibrate", "name_map", "CalibrationResult"]
 
 
 def save_model(model, path, name_map=None, metadata=None, stats=None, durable=True, **options):
@@ -34,6 +35,11 @@ def _owner(model, key):
     return (model.get_submodule(mod_path) if mod_path else model), attr
 
 
+# What load_model returns: the fields of nn.Module.load_state_dict's result
+# (missing_keys, unexpected_keys), and a pair to unpack, as that one is.
+IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
 def load_model(model, path, strict=True, assign=False, verify=True):
     """Load the archive's tensors into model's parameters and buffers.
 
@@ -47,7 +53,11 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     keeps its parameter count (tied embedding and head stay tied).
     strict=True raises RuntimeError naming
     missing and unexpected keys, like nn.Module.load_state_dict. A shape
-    mismatch always raises RuntimeError. Returns (missing, unexpected).
+    mismatch always raises RuntimeError. Returns the keys not loaded as
+    nn.Module.load_state_dict does: a named tuple (missing_keys: the
+    model's keys the archive lacks, in state_dict order; unexpected_keys:
+    the archive's entries the model lacks, sorted) that also unpacks as
+    `missing, unexpected = load_model(...)`.
     path may be a URL (safe_open's defaults): the tensors are then fetched
     ahead in the order they are loaded (safe_open.read_plan)."""
     sd = model.state_dict(keep_vars=True)
@@ -82,7 +92,7 @@ def load_model(model, path, strict=True, assign=False, verify=True):
             else:
                 with torch.no_grad():
                     cur.copy_(t)
-    return missing, unexpected
+    return IncompatibleKeys(missing, unexpected)
 
 
 # ------------------------------------------------------------ calibration

@@ -91,6 +91,19 @@ def save_and_load_model(d):
     raises(RuntimeError, wt.load_model, small, p)
     missing, unexpected = wt.load_model(nn.Sequential(), p, strict=False)
     check(len(unexpected) == len(m.state_dict()), "unexpected")
+    # reported as nn.Module.load_state_dict reports them: a named tuple of
+    # missing_keys and unexpected_keys (load_model gave a bare pair)
+    part = ConvNet()
+    part.extra = nn.Linear(2, 2)
+    del part.fc
+    r = wt.load_model(part, p, strict=False)
+    want = ConvNet()
+    want.extra = nn.Linear(2, 2)
+    del want.fc
+    want = want.load_state_dict(m.state_dict(), strict=False)
+    check(r.missing_keys == ["extra.weight", "extra.bias"] == want.missing_keys and
+          r.unexpected_keys == ["fc.bias", "fc.weight"] == sorted(want.unexpected_keys), r)
+    check(r == (r.missing_keys, r.unexpected_keys), "still a pair")
     bad = ConvNet()
     bad.fc = nn.Linear(3, 3)
     raises(RuntimeError, wt.load_model, bad, p, strict=False)
