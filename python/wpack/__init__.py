@@ -119,6 +119,17 @@ def _b(s, what):
     return b
 
 
+def _key(s, what):
+    """A name or key the caller gives to be stored (tensor name, metadata
+    key, name-map pair, stats key) as C string bytes: a str (or its UTF-8
+    bytes) only. Anything else went through str() (1 -> "1", None ->
+    "None"): stored under a name that lookups by the caller's own object
+    never find, and {1: a, "1": b} collided (safetensors refuses them too)."""
+    if not isinstance(s, (str, bytes)):
+        raise TypeError("%s %r: want a str, not %s" % (what, s, type(s).__name__))
+    return _b(s, what)
+
+
 def _int_arg(v, ctype, what):
     """v as a Python int that fits the C integer type ctype (a ctypes type,
     which would otherwise wrap it silently): TypeError if v is not an
@@ -1305,7 +1316,11 @@ def _retag(name, arr, code, want):
 
 def _set_metadata(wr, metadata):
     for key, v in (metadata or {}).items():
-        k = _b(key, "metadata key")
+        try:
+            k = _key(key, "metadata key")
+        except TypeError:
+            wr.abort()
+            raise
         if isinstance(v, (bool, np.bool_)):
             rc = lib.wpack_writer_set_bool(wr.w, k, int(bool(v)))
         elif isinstance(v, (int, np.integer)):
@@ -1392,7 +1407,7 @@ def _stats_in(key, rec):
         if rec.get(f) is None:
             raise ValueError("%s: %r is required" % (where, f))
     s = _lib.StatsIn()
-    s.key = _b(key, "stats key")
+    s.key = _key(key, "stats key")
     s.kind = _stats_kind(rec.get("kind", "weight"), where)
     gran = rec.get("granularity")
     if gran is None:
@@ -1502,6 +1517,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     u16, and ml_dtypes' bfloat16 / float8_e4m3fn / float8_e5m2 arrays
     are bf16 / f8e4m3fn / f8e5m2.
 
+    Names and keys (of tensors, metadata, name_map and stats) are str (or
+      UTF-8 bytes): any other type is TypeError (never stored as its str(),
+      1 as "1").
     metadata: {key: str | int | float | bool | bytes | list of one of those}
       stored typed; ints must fit int64 (OverflowError, never wrapped).
       Names, keys and str values (also in lists) must not hold a NUL
@@ -1541,6 +1559,7 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
         seen = {}      # tie key -> the first name written with it
         alive = []     # the objects keyed, alive until the end (see _as_numpy)
         for name, x in tensors.items():
+            _key(name, "tensor name")
             arr, code, key = _as_numpy(x, name)
             if dtypes and name in dtypes:
                 code = _retag(name, arr, code, dtypes[name])
@@ -1556,8 +1575,8 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
                 alive.append((x, arr))
         _set_metadata(wr, metadata)
         for other, entry in (name_map or {}).items():
-            wr.check(lib.wpack_writer_add_name(wr.w, _b(other, "name-map name"),
-                                                 _b(entry, "name-map entry")))
+            wr.check(lib.wpack_writer_add_name(wr.w, _key(other, "name-map name"),
+                                                 _key(entry, "name-map entry")))
         for key, rec in (stats or {}).items():
             s, keep = _stats_in(key, rec)
             wr.check(lib.wpack_writer_add_stats(wr.w, ctypes.byref(s)))

@@ -326,6 +326,31 @@ def nul_characters_are_refused_not_cut(d):
 
 
 @case
+def names_and_keys_that_are_not_str_are_refused(d):
+    # save_file stored str() of any name or key: {1: a} as "1", metadata
+    # {None: 1} as "None", so load_file(p)[1] was a KeyError and {1: a,
+    # "1": b} a duplicate. TypeError naming the field; nothing written.
+    p = os.path.join(d, "k.wpack")
+    a = np.ones(2, np.float32)
+    rec = {"count": 1, "min": 0, "max": 0, "mean": 0}
+    for what, call in (
+            ("tensor name", lambda: wpack.save_file({1: a}, p)),
+            ("tensor name", lambda: wpack.save_file({"w": a, ("w", 2): a}, p)),
+            ("metadata key", lambda: wpack.save_file({"w": a}, p, metadata={None: 1})),
+            ("metadata key", lambda: wpack.save_file({"w": a}, p, metadata={1: "x"})),
+            ("name-map name", lambda: wpack.save_file({"w": a}, p, name_map={7: "w"})),
+            ("name-map entry", lambda: wpack.save_file({"w": a}, p, name_map={"o": 0})),
+            ("stats key", lambda: wpack.save_file({"w": a}, p, stats={0: rec}))):
+        e = raises(TypeError, call)
+        check(what in str(e) and "want a str" in str(e), "%s: %s" % (what, e))
+        check(os.listdir(d) == [], "left behind: %s" % os.listdir(d))
+    raises(TypeError, wpack.update_stats, p, {3: rec})
+    wpack.save_file({"w": a, b"v": a}, p, metadata={b"k": 1})   # UTF-8 bytes are names
+    with wpack.safe_open(p) as f:
+        check(f.keys() == ["v", "w"] and f.metadata()["k"] == 1, f.keys())
+
+
+@case
 def integers_out_of_their_c_range_are_refused(d):
     # ctypes wraps silently: 2**64 + 5 was stored as 5, uint64 max as -1, a
     # negative limit became a huge one (max_ratio=-1: the zip-bomb guard off).
