@@ -550,6 +550,42 @@ def stats_bulk_equals_per_channel_and_calls_c_a_constant_number_of_times(d):
 
 
 @case
+def stats_and_prefix_lookups_read_the_name_map_once(d):
+    # stats(name) and keys(prefix) read the whole name map and metadata
+    # (one ctypes call per pair and array element) on every call: 30 ms a
+    # call with 4000 named tensors, a loop over a model's stats quadratic.
+    # Counted, not timed: after the first lookup, no further reads of them.
+    N = 300
+    src = {"l%03d.w" % i: np.ones(4, np.float32) for i in range(N)}
+    p = os.path.join(d, "n.wpack")
+    wpack.save_file(src, p, name_map={"p_l%03d_w" % i: "l%03d.w" % i for i in range(N)},
+                    metadata={"wpack.module_names": ["m.l%03d" % i for i in range(2 * N)]},
+                    stats={"m.l001": {"kind": "activation", "count": 1, "min": 1.0,
+                                      "max": 1.0, "mean": 1.0}})
+    calls = {}
+    real = {fn: getattr(lib, fn) for fn in ("wpack_namemap_at", "wpack_meta_elem")}
+    for fn in real:
+        def counted(*a, _fn=fn):
+            calls[_fn] = calls.get(_fn, 0) + 1
+            return real[_fn](*a)
+        setattr(lib, fn, counted)
+    try:
+        with wpack.safe_open(p) as f:
+            check(f.stats("p_l005_w")["key"] == "l005.w", "through the name map")
+            first = dict(calls)
+            for i in range(50):
+                check(f.stats("p_l%03d_w" % i)["key"] == "l%03d.w" % i, i)
+                check(f.keys(prefix="p_l%03d_w" % i) == ["l%03d.w" % i], i)
+            check(f.stats("m.l000", kind="activation")["key"] == "m.l001", "module_names pair")
+            check(f.keys("l01") == [], "a prefix is a module path")
+    finally:
+        for fn, c in real.items():
+            setattr(lib, fn, c)
+    check(first.get("wpack_namemap_at") == N and calls == first,
+          "reads: first lookup %s, after 100 more %s" % (first, calls))
+
+
+@case
 def stats_bulk_calls_check_their_buffers(d):
     # wpack_stats_values/_histogram/_percentiles: a short or NULL buffer is
     # WPACK_E_INVALID_ARGUMENT with nothing written; an exact one is filled.
