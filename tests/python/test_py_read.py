@@ -1,6 +1,7 @@
 """wpack Python package, reading: round trips of every dtype checked against
 numpy and torch, zero-copy views and their lifetime, slices, compressed,
 splat, alias and sharded entries, verify-on-read, typed metadata, lookups."""
+import contextlib
 import ctypes
 import gc
 import glob
@@ -458,6 +459,22 @@ def stats_written_match_numpy(d):
         check(a["kind"] == "activation" and a["absmax"] == 2.0 and a["variance"] == 0.0, "act")
 
 
+@contextlib.contextmanager
+def _counting_calls(*names):
+    """Count the calls wpack makes to these C functions (a dict by name)."""
+    calls, real = {}, {fn: getattr(lib, fn) for fn in names}
+    for fn in names:
+        def counted(*a, _fn=fn):
+            calls[_fn] = calls.get(_fn, 0) + 1
+            return real[_fn](*a)
+        setattr(lib, fn, counted)
+    try:
+        yield calls
+    finally:
+        for fn, c in real.items():
+            setattr(lib, fn, c)
+
+
 def _stats_one_at_a_time(s):
     """A record as the per-element calls give it (wpack_stats_value, _bin,
     _percentile): the reference the bulk calls must equal."""
@@ -503,22 +520,11 @@ def stats_bulk_equals_per_channel_and_calls_c_a_constant_number_of_times(d):
                          "mean": 1.0}}
     p = os.path.join(d, "s.wpack")
     wpack.save_file({"w": w, "v": x, "u": x * 2}, p, stats=stats, histogram_bins=64)
-    calls = {}
-    real = {}
-    for fn in ("wpack_stats_value", "wpack_stats_bin", "wpack_stats_percentile",
-               "wpack_stats_values", "wpack_stats_histogram", "wpack_stats_percentiles"):
-        real[fn] = getattr(lib, fn)
-
-        def counted(*a, _fn=fn):
-            calls[_fn] = calls.get(_fn, 0) + 1
-            return real[_fn](*a)
-        setattr(lib, fn, counted)
-    try:
+    with _counting_calls("wpack_stats_value", "wpack_stats_bin", "wpack_stats_percentile",
+                         "wpack_stats_values", "wpack_stats_histogram",
+                         "wpack_stats_percentiles") as calls:
         with wpack.safe_open(p) as f:
             got = f.stats()
-    finally:
-        for fn, c in real.items():
-            setattr(lib, fn, c)
     check(len(got) == 6, [g["key"] for g in got])
     per_call = sum(calls.get(fn, 0) for fn in
                    ("wpack_stats_value", "wpack_stats_bin", "wpack_stats_percentile"))
@@ -563,14 +569,7 @@ def stats_and_prefix_lookups_read_the_name_map_once(d):
                     metadata={"wpack.module_names": ["m.l%03d" % i for i in range(2 * N)]},
                     stats={"m.l001": {"kind": "activation", "count": 1, "min": 1.0,
                                       "max": 1.0, "mean": 1.0}})
-    calls = {}
-    real = {fn: getattr(lib, fn) for fn in ("wpack_namemap_at", "wpack_meta_elem")}
-    for fn in real:
-        def counted(*a, _fn=fn):
-            calls[_fn] = calls.get(_fn, 0) + 1
-            return real[_fn](*a)
-        setattr(lib, fn, counted)
-    try:
+    with _counting_calls("wpack_namemap_at", "wpack_meta_elem") as calls:
         with wpack.safe_open(p) as f:
             check(f.stats("p_l005_w")["key"] == "l005.w", "through the name map")
             first = dict(calls)
@@ -579,9 +578,6 @@ def stats_and_prefix_lookups_read_the_name_map_once(d):
                 check(f.keys(prefix="p_l%03d_w" % i) == ["l%03d.w" % i], i)
             check(f.stats("m.l000", kind="activation")["key"] == "m.l001", "module_names pair")
             check(f.keys("l01") == [], "a prefix is a module path")
-    finally:
-        for fn, c in real.items():
-            setattr(lib, fn, c)
     check(first.get("wpack_namemap_at") == N and calls == first,
           "reads: first lookup %s, after 100 more %s" % (first, calls))
 
