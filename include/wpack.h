@@ -686,7 +686,7 @@ void wpack_stats_percentile(const wpack_stats *s, uint32_t j, double *q, double 
  * channel is thousands for a wide tensor). The caller gives each buffer and
  * its length in elements; a buffer shorter than needed is
  * WPACK_E_INVALID_ARGUMENT with nothing written, as is a NULL one (a
- * NULL buffer of length 0 is fine when nothing is needed).
+ * NULL buffer of length 0 is fine when nothing is needed) or a NULL s.
  * values: 5 x channels doubles, row w (WPACK_STAT_*) at values[w * channels]
  * (what wpack_stats_value() gives one at a time).
  * edges: hist_bins + 1 (bin b is [edges[b], edges[b + 1])), counts:

@@ -276,7 +276,7 @@ void wpack_stats_percentile(const wpack_stats *s, uint32_t j, double *q, double 
     *value = wpk_ldf64(p + 16 * j + 8);
 }
 
-/* ---- bulk access: one call per array (spec-free: the same bytes as above) ---- */
+/* ---- bulk access: one call per array, the same values as the calls above ---- */
 
 /* need elements fit in a buffer of len; out may be NULL only when need is 0 */
 static int fits(const void *out, uint64_t len, uint64_t need)
@@ -286,6 +286,8 @@ static int fits(const void *out, uint64_t len, uint64_t need)
 
 int wpack_stats_values(const wpack_stats *s, double *values, uint64_t len)
 {
+    if (!s)
+        return WPACK_E_INVALID_ARGUMENT;
     uint64_t n = 5 * (uint64_t)s->channels;   /* channels is 32-bit: no overflow */
     if (!fits(values, len, n) || (n && !s->priv_[0]))
         return WPACK_E_INVALID_ARGUMENT;
@@ -298,6 +300,8 @@ int wpack_stats_values(const wpack_stats *s, double *values, uint64_t len)
 int wpack_stats_histogram(const wpack_stats *s, double *edges, uint64_t edges_len,
                           uint64_t *counts, uint64_t counts_len)
 {
+    if (!s)
+        return WPACK_E_INVALID_ARGUMENT;
     const uint8_t *p = s->priv_[1];
     uint64_t bins = p ? s->hist_bins : 0;
     if (!fits(edges, edges_len, bins ? bins + 1 : 0) || !fits(counts, counts_len, bins))
@@ -311,6 +315,8 @@ int wpack_stats_histogram(const wpack_stats *s, double *edges, uint64_t edges_le
 
 int wpack_stats_percentiles(const wpack_stats *s, double *percentiles, uint64_t len)
 {
+    if (!s)
+        return WPACK_E_INVALID_ARGUMENT;
     const uint8_t *p = s->priv_[2];
     uint64_t n = p ? 2 * (uint64_t)s->percentile_count : 0;
     if (!fits(percentiles, len, n))

@@ -606,7 +606,10 @@ def stats_bulk_calls_check_their_buffers(d):
                    lib.wpack_stats_histogram(sp, B, 4, U, 4),
                    lib.wpack_stats_histogram(sp, B, 5, U, 3),
                    lib.wpack_stats_histogram(sp, B, 5, None, 4),
-                   lib.wpack_stats_percentiles(sp, B, 1)):
+                   lib.wpack_stats_percentiles(sp, B, 1),
+                   lib.wpack_stats_values(None, B, 15),
+                   lib.wpack_stats_histogram(None, B, 5, U, 4),
+                   lib.wpack_stats_percentiles(None, B, 2)):
             check(rc == wpack.E_INVALID_ARGUMENT, "rc %d" % rc)
         check((buf == 7).all() and (ubuf == 7).all(), "nothing written: %s %s" % (buf, ubuf))
         check(lib.wpack_stats_values(sp, B, 15) == 0 and
