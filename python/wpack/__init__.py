@@ -124,7 +124,7 @@ def _key(s, what):
     key, name-map pair, stats key) as C string bytes: a str (or its UTF-8
     bytes) only. Anything else went through str() (1 -> "1", None ->
     "None"): stored under a name that lookups by the caller's own object
-    never find, and {1: a, "1": b} collided (safetensors refuses them too)."""
+    never find, and {1: a, "1": b} collided (safetensors takes str keys only)."""
     if not isinstance(s, (str, bytes)):
         raise TypeError("%s %r: want a str, not %s" % (what, s, type(s).__name__))
     return _b(s, what)
