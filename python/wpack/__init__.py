@@ -452,6 +452,10 @@ class safe_open:
     (save_file(..., dtypes={name: describe(name)["dtype"]}) stores bf16
     and f8 bit patterns back as such).
 
+    Names looked up (get_tensor, get_slice, describe, stats, read_plan)
+    are str (or UTF-8 bytes): any other type is TypeError, never its str()
+    (get_tensor(1) is not the entry "1"), and `1 in f` is False.
+
     A local path that is not a regular file (FIFO, directory, device) is
     refused without blocking, wpack.Error WPACK_E_FILE_TYPE; a missing one
     is WPACK_E_IO: the library's error, the same for both frameworks.
@@ -603,7 +607,7 @@ class safe_open:
     def _find(self, name):
         h = self._handle()
         t = _lib.Tensor()
-        rc = lib.wpack_find(h.ptr, _b(name, "name"), ctypes.byref(t))
+        rc = lib.wpack_find(h.ptr, _key(name, "name"), ctypes.byref(t))
         if rc != 0:
             raise Error(rc, "%s: no entry or name-map name %r" % (h.path, name))
         return t
@@ -741,8 +745,8 @@ class safe_open:
     def __contains__(self, name):
         t = _lib.Tensor()
         try:
-            b = _b(name, "name")
-        except ValueError:   # no entry has a NUL in its name
+            b = _key(name, "name")
+        except (ValueError, TypeError):   # no entry has a NUL in its name, nor is 1 "1"
             return False
         return lib.wpack_find(self._handle().ptr, b, ctypes.byref(t)) == 0
 
@@ -985,7 +989,7 @@ class safe_open:
         for key in keys:
             for k in kinds:
                 s = _lib.Stats()
-                if lib.wpack_stats_find(h.ptr, _b(key, "stats key"), k, ctypes.byref(s)) == 0:
+                if lib.wpack_stats_find(h.ptr, _key(key, "stats key"), k, ctypes.byref(s)) == 0:
                     return _stats_dict(s)
         raise Error(E_NOT_FOUND, "%s: no stats record for %r" % (h.path, name_or_module))
 

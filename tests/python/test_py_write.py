@@ -345,9 +345,15 @@ def names_and_keys_that_are_not_str_are_refused(d):
         check(what in str(e) and "want a str" in str(e), "%s: %s" % (what, e))
         check(os.listdir(d) == [], "left behind: %s" % os.listdir(d))
     raises(TypeError, wpack.update_stats, p, {3: rec})
-    wpack.save_file({"w": a, b"v": a}, p, metadata={b"k": 1})   # UTF-8 bytes are names
+    wpack.save_file({"w": a, b"v": a, "1": a}, p, metadata={b"k": 1})   # UTF-8 bytes are names
     with wpack.safe_open(p) as f:
-        check(f.keys() == ["v", "w"] and f.metadata()["k"] == 1, f.keys())
+        check(f.keys() == ["1", "v", "w"] and f.metadata()["k"] == 1, f.keys())
+        # lookups alike: get_tensor(1) found "1", and 1 in f was True
+        for call in (f.get_tensor, f.get_slice, f.describe, f.stats):
+            e = raises(TypeError, call, 1)
+            check("want a str" in str(e), e)
+        check(1 not in f and "1" in f and b"1" in f, "membership")
+        check(np.array_equal(f.get_tensor(b"v"), a), "bytes lookup")
 
 
 @case
