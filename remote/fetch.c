@@ -67,7 +67,7 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     j->status = 0;
     j->got = 0;
     j->checked = 0;
-    j->have_range = j->range_empty = 0;
+    j->have_range = j->range_empty = j->cr_unsat = 0;
     j->fatal[0] = j->errbuf[0] = 0;
     j->snippet_len = 0;
     j->paused = 0;
@@ -172,7 +172,16 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     }
     if (c == CURLE_OK && j->status == 206 && j->checked && j->got == j->want)
         return 0;
-    /* an empty object: nothing to range over (the reader says what it is) */
+    /* an empty object: nothing to range over (the reader says what it is);
+     * a 416 that says the object has bytes ("bytes STAR/N") is no answer to
+     * a range from byte 0 */
+    if (c == CURLE_OK && j->probe && j->status == 416 && j->cr_unsat && j->cr_total) {
+        wpk_fmt(msg, msglen, "GET bytes %llu-%llu: HTTP 416 (range not satisfiable) for an "
+                "object of %llu bytes (Content-Range: bytes */%llu)", (unsigned long long)j->off,
+                (unsigned long long)(j->off + j->len - 1), (unsigned long long)j->cr_total,
+                (unsigned long long)j->cr_total);
+        return WPACK_E_IO;
+    }
     if (c == CURLE_OK && j->probe && (j->status == 416 || (j->status == 206 && j->range_empty && !j->got)))
         return 0;
     /* nginx answers a Range request on a 0-byte file with 200 and no body */
@@ -221,6 +230,12 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
                            : s == 412 ? " (the object changed since it was opened: ETag differs)"
                            : s == 416 ? " (range not satisfiable: the object is shorter than at open)"
                            : "";
+        char now[120] = "";
+        if (s == 416 && j->cr_unsat) /* "bytes STAR/N": what it is now */
+            wpk_fmt(now, sizeof now, " (range not satisfiable: the object is now %llu bytes, "
+                    "was %llu)", (unsigned long long)j->cr_total, (unsigned long long)r->size);
+        if (*now)
+            hint = now;
         if (s >= 300 && s < 400)
             curl_easy_getinfo((CURL *)easy, CURLINFO_REDIRECT_URL, &loc);
         char *to = loc ? wpack_remote_shown_url(loc) : NULL; /* a presigned URL's signature */

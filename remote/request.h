@@ -26,6 +26,7 @@ typedef struct {
     /* the response being received (reset at each status line: redirects) */
     long status;
     int have_range, range_empty, checked; /* range_empty: Content-Range total 0 */
+    int cr_known, cr_unsat;     /* total given (not "*"); "bytes STAR/total" (a 416's) */
     uint64_t cr_first, cr_last, cr_total;
     char etag[256], lastmod[128], ctype[64];
     char coding[64];            /* its Content-Encoding ("": none) */

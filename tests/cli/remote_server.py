@@ -38,6 +38,12 @@ picks the behaviour, the rest names a file under ROOT:
   /echolower/F?Q as echo, the request as received with its escapes in
                  lower case ("%2F" as "%2f": a server normalising them)
   /nocr/F        206 with no Content-Range and no body (ranges past 0)
+  /crcase/F      right, the Content-Range's unit written "Bytes" (RFC 9110:
+                 case-insensitive)
+  /crstar/F      right, the Content-Range "bytes A-B/*" (size unknown;
+                 ranges past 0)
+  /shrunk/F      416 "bytes */100" for ranges past 0 (the object shrank)
+  /lie416/F      416 "bytes */100" for every range, the first one too
   /zeroes3/F     an empty F answered as some S3 servers do: 206,
                  "Content-Range: bytes 0-0/0", no body
   /slow/F        right, each ranged answer sent 0.3 s after the request came;
@@ -269,12 +275,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "nocr" and a > 0:
             self.log(mode, 206)
             return self.send(206, b"", hdr)
-        if a >= size:
+        if a >= size or (mode == "shrunk" and a > 0) or mode == "lie416":
             self.log(mode, 416)
+            if mode in ("shrunk", "lie416"):
+                return self.send(416, b"", [("Content-Range", "bytes */100")])
             return self.send(416, b"", [("Content-Range", "bytes */%d" % size)])
         b = min(b, size - 1)
         body = data[a:b + 1]
         cr = ("Content-Range", "bytes %d-%d/%d" % (a, b, size))
+        if mode == "crcase":
+            cr = ("Content-Range", "Bytes %d-%d/%d" % (a, b, size))
+        if mode == "crstar" and a > 0:
+            cr = ("Content-Range", "bytes %d-%d/*" % (a, b))
         if mode == "wrongrange" and a > 0:
             cr = ("Content-Range", "bytes %d-%d/%d" % (a - 1, b - 1, size))
             body = data[a - 1:b]

@@ -60,6 +60,17 @@ extract_fails gzip_refused "HTTP 206 with Content-Encoding: gzip for bytes [0-9]
     fail gzip_refused_not_retried "$(grep -c '^gzipalways' "$T/requests.log") requests"
 # a header line over libcurl's 100 KiB: curl's "Out of memory" said why
 extract_fails big_header "Out of memory \(or a response header line longer than libcurl takes" "$B/bigheader/a.wpack"
+# RFC 9110: a range unit is case-insensitive ("Bytes" was refused), and a
+# size not known to the server ("bytes A-B/*") does after the open
+extract_same content_range_unit_case "$B/crcase/a.wpack"
+extract_same content_range_size_unknown "$B/crstar/a.wpack"
+# a 416 saying the object's size now ("bytes */100"): said, not retried
+extract_fails range_not_satisfiable_size "HTTP 416 \(range not satisfiable: the object is now 100 bytes, was [0-9]+\)" \
+    "$B/shrunk/a.wpack"
+# ... and at the open's first range, from byte 0: not taken for an empty
+# object ("file is 0 bytes")
+extract_fails range_not_satisfiable_open "GET bytes 0-65535: HTTP 416 \(range not satisfiable\) for an object of 100 bytes" \
+    "$B/lie416/a.wpack"
 extract_fails wrong_content_range "asked for bytes [0-9]+-[0-9]+ of the object, the server sent bytes" "$B/wrongrange/a.wpack"
 extract_fails not_found "a.wpack: GET bytes 0-65535: HTTP 404 \(not found\)" "$B/ok/missing/a.wpack"
 extract_fails flipped_byte "tensor 't1': fetched bytes hash to [0-9a-f]+ twice.*\[WPACK_E_CHECKSUM\]" "$B/flip/a.wpack"
