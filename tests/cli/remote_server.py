@@ -143,7 +143,11 @@ def check_sigv4(method, path, headers):
     if abs((now - t).total_seconds()) > 900 or amz_date[:8] != date:
         return "request time too skewed"
     canon_headers = "".join("%s:%s\n" % (n, " ".join(headers.get(n, "").split())) for n in names)
-    creq = "\n".join([method, path, "", canon_headers, signed, headers.get("x-amz-content-sha256", "")])
+    # the canonical URI as S3 makes it from the key, not the path as sent:
+    # each byte but unreserved ones and '/' as %XX (upper case), once
+    raw, q, _ = path.partition("?")
+    canon = urllib.parse.quote(urllib.parse.unquote_to_bytes(raw), safe="/-_.~") + q
+    creq = "\n".join([method, canon, "", canon_headers, signed, headers.get("x-amz-content-sha256", "")])
     sts = "\n".join(["AWS4-HMAC-SHA256", amz_date, "%s/%s/s3/aws4_request" % (date, region),
                      hashlib.sha256(creq.encode()).hexdigest()])
     want = sigv4_signature(secret, date, region, "s3", sts)

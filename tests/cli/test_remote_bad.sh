@@ -157,4 +157,18 @@ expect s3_session_token s3 AWS_ACCESS_KEY_ID=AKIDTOKEN AWS_SECRET_ACCESS_KEY=tok
 expect_fail s3_token_missing "HTTP 403.*wrong session token" \
     s3 AWS_ACCESS_KEY_ID=AKIDTOKEN AWS_SECRET_ACCESS_KEY=tokensecret "$WPACK" inspect s3://bucket/a.wpack
 expect_fail s3_bad_url "s3://BUCKET/KEY" "$WPACK" inspect s3://bucket-only
+# keys as S3 keeps them: a space, '+', '?', '#', '%', UTF-8, a doubled '/'
+# (the server finds the file by the key decoded, and signs the canonical
+# URI it makes from that key: each byte but unreserved ones and '/' %XX)
+k='k ey/a+b?c#d%25 ü.wpack'
+mkdir -p "$T/www/k ey"
+cp "$T/www/a.wpack" "$T/www/$k"
+n=0
+for key in "$k" "k ey//a+b?c#d%25 ü.wpack"; do
+    n=$((n + 1))
+    rm -rf "$T/xo"
+    expect "s3_key_chars_$n" s3 AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY='secret/TEST+key' \
+        "$WPACK" extract -q -o "$T/xo" "s3://bucket/$key" t1
+    cmp -s "$T/xo/t1.npy" "$T/local/t1.npy" && pass "s3_key_chars_${n}_same" || fail "s3_key_chars_${n}_same"
+done
 finish
