@@ -24,6 +24,8 @@ picks the behaviour, the rest names a file under ROOT:
   /changed412/F  as changed, and If-Match honoured (412)
   /longetag/F    a strong ETag of 302 bytes, If-Match honoured (412)
   /stall/F       headers, then silence for 30 s
+  /headerdrip/F  a status line, then header lines without end (~800 bytes a
+                 second) for up to 60 s (ranges past 0)
   /trickle/F     headers, then 2 bytes a second (every range) for up to 60 s
   /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
                  as a CDN hands on a token)
@@ -348,6 +350,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     time.sleep(1)
             except OSError:
                 pass  # the client gave up: what the test wants
+            self.close_connection = True
+            return
+        if mode == "headerdrip" and a > 0:  # header lines without end, ~800 bytes a second
+            self.send_response(206)
+            self.flush_headers()  # the status line (and Server, Date) out now
+            t0 = time.time()
+            try:
+                while time.time() - t0 < 60:
+                    self.wfile.write(b"X-Drip: b\r\n")
+                    self.wfile.flush()
+                    time.sleep(0.01)
+            except OSError:
+                pass
             self.close_connection = True
             return
         if mode == "stall" and a > 0:

@@ -87,6 +87,13 @@ expect_fail trickle_timed_out "[Tt]oo slow|[Tt]imeout|timed out" \
     env WPACK_REMOTE_RETRIES=1 timeout 40 "$WPACK" inspect "$B/trickle/a.wpack"
 took=$(($(date +%s) - start))
 [ "$took" -le 20 ] && pass trickle_bounded_time || fail trickle_bounded_time "$took s"
+# header lines that never end, at 800 bytes a second: header bytes do not
+# count for the low-speed limit, so that limit times them out too
+start=$(date +%s)
+expect_fail header_drip_timed_out "[Tt]oo slow|[Tt]imeout|timed out" \
+    env WPACK_REMOTE_RETRIES=1 timeout 60 "$WPACK" extract -q -o "$T/xo" "$B/headerdrip/a.wpack" t1
+took=$(($(date +%s) - start))
+[ "$took" -le 30 ] && pass header_drip_bounded_time || fail header_drip_bounded_time "$took s"
 # a redirect whose body does not end, fast (past the low-speed limit, no
 # timeout ever fired) or dripping above it: curl reads a redirect's body
 # whole before it follows; the read hung for as long as the server went on.
