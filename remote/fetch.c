@@ -79,9 +79,9 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     int ok = add_header(&l, "Range", range) && add_header(&l, "Accept-Encoding", "identity");
     /* A strong ETag lets the server refuse a changed object (412) itself;
      * not one cut to fit r->etag (no closing quote): sent cut short, it
-     * failed every read after the open with a 412 */
-    size_t etag_len = strlen(r->etag);
-    if (ok && !j->probe && etag_len >= 2 && r->etag[0] == '"' && r->etag[etag_len - 1] == '"')
+     * failed every read after the open with a 412; nor one outside RFC
+     * 9110's grammar (a bare CR in it injected a header) */
+    if (ok && !j->probe && wpk_strong_etag(r->etag))
         ok = add_header(&l, "If-Match", r->etag);
     if (ok && r->s3 && r->opt.access_key) {
         char date[20];

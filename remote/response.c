@@ -130,6 +130,21 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
     return n;
 }
 
+/* request.h; RFC 9110 8.8.3: DQUOTE *etagc DQUOTE, etagc = %x21 /
+ * %x23-7E / obs-text. */
+int wpk_strong_etag(const char *e)
+{
+    size_t n = strlen(e);
+    if (n < 2 || e[0] != '"' || e[n - 1] != '"')
+        return 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        unsigned char c = (unsigned char)e[i];
+        if (c < 0x21 || c == '"' || c == 0x7f)
+            return 0;
+    }
+    return 1;
+}
+
 /* request.h */
 int wpk_check_response(job *j)
 {

@@ -23,6 +23,8 @@ picks the behaviour, the rest names a file under ROOT:
   /changed/F     ETag "v2" after the first 2 requests (same bytes)
   /changed412/F  as changed, and If-Match honoured (412)
   /longetag/F    a strong ETag of 302 bytes, If-Match honoured (412)
+  /etagctl/F     an ETag holding a bare CR and a header after it; 400 for
+                 a request that carries that header
   /stall/F       headers, then silence for 30 s
   /headerdrip/F  a status line, then header lines without end (~800 bytes a
                  second) for up to 60 s (ranges past 0)
@@ -236,6 +238,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if self.headers.get("If-Match") not in (None, etag):
                 self.log(mode, 412)
                 return self.send(412, b"precondition failed")
+        if mode == "etagctl":
+            # an ETag holding a bare CR: echoed into If-Match, the CR ends
+            # a header line for this parser (as for some proxies)
+            etag = '"v1\rX-Injected: 1"'
+            if "X-Injected" in self.headers:
+                self.log(mode, 400)
+                return self.send(400, b"header injected through If-Match")
         hdr = [("ETag", etag), ("Last-Modified", "Thu, 01 Jan 2026 00:00:00 GMT"),
                ("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream")]
         if mode in ("redirectflood", "redirectdrip"):

@@ -79,6 +79,10 @@ extract_fails changed_if_match "HTTP 412 \(the object changed since it was opene
 # a strong ETag longer than the 255 bytes kept: If-Match with it cut short
 # was refused by the server (412) on every read after the open
 extract_same long_etag "$B/longetag/a.wpack"
+# an ETag that is not RFC 9110's (a control byte in it) is never sent back
+# as If-Match: a bare CR put a header of the server's choice into every
+# read's request (and a redirect's, to another host)
+extract_same etag_control_not_echoed "$B/etagctl/a.wpack"
 extract_fails stalled "[Tt]imeout|timed out" "$B/stall/a.wpack"
 # a server trickling 2 bytes a second is timed out (slower than 1 KiB/s for
 # WPACK_REMOTE_TIMEOUT=2 s), with its retries, well within 20 s

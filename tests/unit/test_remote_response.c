@@ -2,7 +2,8 @@
  * test_remote_response.c - the Content-Range of a 206 as response.c reads
  * it (wpk_on_header, then wpk_check_response): RFC 9110's grammar, the
  * range unit in any case, blanks, "bytes a-b/STAR" (size unknown) and
- * "bytes STAR/n" (a 416's); no sign, no overflow, nothing after. The CLI
+ * "bytes STAR/n" (a 416's); no sign, no overflow, nothing after. And
+ * which ETags may go back as If-Match (wpk_strong_etag). The CLI
  * test test_remote_bad.sh checks the same against a real server.
  */
 #include <stdlib.h>
@@ -110,8 +111,26 @@ static void test_probe(void)
     CHECK(!j.cr_unsat && !j.have_range, "reset");
 }
 
+/* what may go back as If-Match */
+static void test_strong_etag(void)
+{
+    CHECK(wpk_strong_etag("\"v1\""), "plain");
+    CHECK(wpk_strong_etag("\"\""), "empty");
+    CHECK(wpk_strong_etag("\"a!#~\x80\xff\""), "etagc and obs-text");
+    CHECK(!wpk_strong_etag("W/\"v1\""), "weak");
+    CHECK(!wpk_strong_etag("\"v1"), "cut");
+    CHECK(!wpk_strong_etag("v1"), "unquoted");
+    CHECK(!wpk_strong_etag("\""), "one quote");
+    CHECK(!wpk_strong_etag("\"v1\rX-Injected: 1\""), "CR");
+    CHECK(!wpk_strong_etag("\"v 1\""), "blank");
+    CHECK(!wpk_strong_etag("\"v\"1\""), "inner quote");
+    CHECK(!wpk_strong_etag("\"v\x7f\""), "DEL");
+    CHECK(!wpk_strong_etag("\"v\x1b\""), "ESC");
+}
+
 int main(void)
 {
+    RUN(test_strong_etag);
     RUN(test_grammar);
     RUN(test_probe);
     return tl_finish();
