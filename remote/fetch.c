@@ -242,8 +242,10 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         wpk_fmt(why, sizeof why, "HTTP %ld%s%s%s%s%s", s, hint, loc ? ", redirect to " : "",
                 to ? to : loc ? "(out of memory)" : "", *body ? ": " : "", body);
         free(to);
+        /* with redirects followed, a 3xx still here had no Location */
         if (s >= 300 && s < 400 && !loc)
-            wpk_fmt(why, sizeof why, "HTTP %ld (redirects are not followed)", s);
+            wpk_fmt(why, sizeof why, "HTTP %ld (%s)", s, r->opt.follow_redirects && !r->s3
+                    ? "a redirect without a Location to follow" : "redirects are not followed");
     }
     if (retry && j->attempts <= j->r->opt.retries) {
         uint64_t d = (uint64_t)r->opt.retry_delay_ms << (j->attempts - 1 < 6 ? j->attempts - 1 : 6);

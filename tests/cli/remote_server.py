@@ -31,6 +31,7 @@ picks the behaviour, the rest names a file under ROOT:
   /trickle/F     headers, then 2 bytes a second (every range) for up to 60 s
   /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
                  as a CDN hands on a token)
+  /noloc/F       302 without a Location
   /redirectflood/F  302 to REDIRECT_BASE/F with a chunked body that does not
                  end, sent as fast as it goes (for up to 60 s)
   /redirectdrip/F   as redirectflood, 4 KiB a second: above any low-speed limit
@@ -265,6 +266,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 pass  # the client gave up: what the test wants
             self.close_connection = True
             return
+        if mode == "noloc":
+            self.log(mode, 302)
+            return self.send(302, b"")
         if mode == "redirect":
             self.log(mode, 302)
             loc = REDIRECT + "/" + rest + ("?" + query if query else "")

@@ -107,6 +107,10 @@ for m in redirectflood redirectdrip; do
     extract_fails "$m" "HTTP 302: a redirect's body that does not end" "$B/$m/a.wpack"
     [ $((SECONDS - start)) -lt 40 ] && pass "${m}_bounded" || fail "${m}_bounded" "$((SECONDS - start)) s"
 done
+# a 3xx without a Location while redirects are followed: said so (it was
+# "redirects are not followed", which they are)
+extract_fails redirect_without_location "GET bytes 0-65535: HTTP 302 \(a redirect without a Location to follow\)" \
+    "$B/noloc/a.wpack"
 # a 206 with neither Content-Range nor body: an error at once, not a retry
 : >"$T/requests.log"
 extract_fails no_content_range "HTTP 206 without a valid Content-Range for bytes [0-9]+-[0-9]+" "$B/nocr/a.wpack"
