@@ -18,19 +18,24 @@ int64_t wpk_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A header value: copied without surrounding blanks and the CRLF. */
-static void header_value(const char *v, size_t n, char *out, size_t outlen)
+/* A header value: copied without surrounding blanks and the CRLF; cut to
+ * fit out. 1 when whole, 0 when cut. */
+static int header_value(const char *v, size_t n, char *out, size_t outlen)
 {
+    int whole = 1;
     while (n && (*v == ' ' || *v == '\t')) {
         v++;
         n--;
     }
     while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ' || v[n - 1] == '\t'))
         n--;
-    if (n >= outlen)
+    if (n >= outlen) {
         n = outlen - 1;
+        whole = 0;
+    }
     memcpy(out, v, n);
     out[n] = 0;
+    return whole;
 }
 
 static int is_header(const char *line, size_t n, const char *name, const char **val, size_t *vlen)
@@ -114,8 +119,8 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
         j->etag[0] = j->lastmod[0] = j->ctype[0] = j->location[0] = j->coding[0] = 0;
         j->snippet_len = 0;
     } else if (is_header(p, n, "content-range", &v, &vn)) {
-        header_value(v, vn, tmp, sizeof tmp);
-        content_range(j, tmp);
+        /* cut, "bytes 0-9/000...0100" would read as another total: none */
+        content_range(j, header_value(v, vn, tmp, sizeof tmp) ? tmp : "");
     } else if (is_header(p, n, "etag", &v, &vn)) {
         header_value(v, vn, j->etag, sizeof j->etag);
     } else if (is_header(p, n, "last-modified", &v, &vn)) {
