@@ -243,10 +243,23 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
                 "never part of an s3:// URL)");
         return WPACK_E_INVALID_ARGUMENT;
     }
+    /* The region goes into the host name (no endpoint) and the signed
+     * Authorization header: "eu-west-3.evil.example/x" sent the signed
+     * requests to another host, a CR put a header of its own into each
+     * request. AWS's are lowercase letters, digits and '-'; an endpoint's
+     * store may name its own ('_', '.', upper case). */
+    const char *ep = r->opt.s3_endpoint, *rg = r->opt.s3_region;
+    size_t rlen = strlen(rg);
+    if (!rlen || rlen > 64 ||
+        strspn(rg, ep ? "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
+                      : "abcdefghijklmnopqrstuvwxyz0123456789-") != rlen) {
+        wpk_fmt(msg, msglen, "S3 region '%s': want %s (at most 64)", rg,
+                ep ? "letters, digits, '-', '_' and '.'" : "lowercase letters, digits and '-'");
+        return WPACK_E_INVALID_ARGUMENT;
+    }
     char *key = encode(slash + 1, strlen(slash + 1), 1);
     if (!key)
         goto nomem;
-    const char *ep = r->opt.s3_endpoint;
     if (ep) {
         const char *hs = strstr(ep, "://");
         int scheme = wpk_url_scheme(ep);

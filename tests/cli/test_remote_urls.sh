@@ -286,6 +286,13 @@ once() { # NAME URL REGEX [ENV...]: the open fails with REGEX, the URL named onc
 once s3_no_key s3://models/ "s3://models/: an S3 URL is s3://BUCKET/KEY"
 once s3_no_secret s3://b/k "s3://b/k: an access key without a secret key" AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=
 once unparsable "http://[zz/a" "not a URL libcurl can parse"
+# an S3 region is checked: it goes into the host name (the signed requests
+# went to b.s3.eu-west-3.evil.example) and the Authorization header (a CR)
+once s3_region_host s3://b/k "s3://b/k: S3 region 'eu-west-3.evil.example/x': want lowercase letters" \
+    AWS_REGION=eu-west-3.evil.example/x AWS_ENDPOINT_URL= AWS_ENDPOINT_URL_S3=
+once s3_region_header s3://b/k 's3://b/k: S3 region .eu-west-3\\x0dX-Injected: 1.: want letters' \
+    AWS_REGION="$(printf 'eu-west-3\rX-Injected: 1')" AWS_ENDPOINT_URL="$B/s3" AWS_ACCESS_KEY_ID=AKIDTEST \
+    AWS_SECRET_ACCESS_KEY='secret/TEST+key'
 
 # ------------------- D11f: WPACK_REMOTE_RETRIES is checked as the others are
 expect_fail retries_not_a_number "WPACK_REMOTE_RETRIES=abc: want a number of 0 or more" \
