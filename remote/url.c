@@ -218,6 +218,15 @@ char *wpack_remote_shown_url(const char *url)
     return out;
 }
 
+/* No control byte nor DEL in s: fit for a request header's value. */
+static int header_text(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 0;
+    return 1;
+}
+
 /* s3://bucket/key to the URL requested, the Host header and the path
  * signed: path style at an endpoint, else virtual-hosted AWS. */
 static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
@@ -304,6 +313,18 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
     r->https = wpk_url_scheme(r->url) == WPK_HTTPS;
     if (r->opt.access_key && !r->opt.secret_key) {
         wpk_fmt(msg, msglen, "an access key without a secret key");
+        return WPACK_E_INVALID_ARGUMENT;
+    }
+    /* both go into request headers: a control byte (the CR a line of a
+     * credentials file edited on Windows ends with) broke or added one;
+     * not shown (secrets) */
+    const char *ak = r->opt.access_key, *tok = r->opt.session_token;
+    const char *bad = ak && (!header_text(ak) || strpbrk(ak, " ,/")) ? "access key"
+                      : tok && !header_text(tok)                    ? "session token"
+                                                                   : NULL;
+    if (bad) {
+        wpk_fmt(msg, msglen, "the S3 %s holds a control byte%s (a stray CR?)", bad,
+                bad[0] == 'a' ? ", a blank, ',' or '/'" : "");
         return WPACK_E_INVALID_ARGUMENT;
     }
     return WPACK_OK;
