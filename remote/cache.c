@@ -84,7 +84,17 @@ int wpk_cache_open(wpk_remote *r, char *msg, size_t msglen)
         return WPACK_E_FILE_TYPE;
     }
     r->cache_fd = fd;
-    wpk_atomic_sweep_dir(dir, SUFFIX); /* temporaries of killed writers */
+    /* format/atomic_file.c takes paths: the one checked above could be
+     * renamed and replaced (by a symlink to another directory) by whoever
+     * may write its parent, after this check, and the chunks (a private
+     * model's bytes) written there. /proc/self/fd/N names the directory
+     * opened whatever becomes of its path (Linux); without /proc, the path. */
+    struct stat via;
+    wpk_fmt(r->cache_via, sizeof r->cache_via, "/proc/self/fd/%d", fd);
+    if (stat(r->cache_via, &via) != 0 || via.st_dev != st.st_dev || via.st_ino != st.st_ino)
+        r->cache_via[0] = 0;
+    /* temporaries of killed writers */
+    wpk_atomic_sweep_dir(*r->cache_via ? r->cache_via : dir, SUFFIX);
     evict(r); /* the bound holds even when this handle stores nothing */
     return WPACK_OK;
 }
@@ -138,7 +148,8 @@ static void put(wpk_remote *r, uint64_t off, uint64_t len, const uint8_t *src)
         return;
     char name[128], path[4200], err[300];
     name_of(r, off, len, name, sizeof name);
-    if (snprintf(path, sizeof path, "%s/%s", r->opt.cache_dir, name) >= (int)sizeof path)
+    if (snprintf(path, sizeof path, "%s/%s", *r->cache_via ? r->cache_via : r->opt.cache_dir,
+                 name) >= (int)sizeof path)
         return;
     uint8_t h[HDR];
     memcpy(h, MAGIC, 8);

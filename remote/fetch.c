@@ -67,7 +67,7 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     j->status = 0;
     j->got = 0;
     j->checked = 0;
-    j->have_range = j->range_empty = 0;
+    j->have_range = j->range_empty = j->cr_unsat = 0;
     j->fatal[0] = j->errbuf[0] = 0;
     j->snippet_len = 0;
     j->paused = 0;
@@ -79,9 +79,9 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     int ok = add_header(&l, "Range", range) && add_header(&l, "Accept-Encoding", "identity");
     /* A strong ETag lets the server refuse a changed object (412) itself;
      * not one cut to fit r->etag (no closing quote): sent cut short, it
-     * failed every read after the open with a 412 */
-    size_t etag_len = strlen(r->etag);
-    if (ok && !j->probe && etag_len >= 2 && r->etag[0] == '"' && r->etag[etag_len - 1] == '"')
+     * failed every read after the open with a 412; nor one outside RFC
+     * 9110's grammar (a bare CR in it injected a header) */
+    if (ok && !j->probe && wpk_strong_etag(r->etag))
         ok = add_header(&l, "If-Match", r->etag);
     if (ok && r->s3 && r->opt.access_key) {
         char date[20];
@@ -172,7 +172,16 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     }
     if (c == CURLE_OK && j->status == 206 && j->checked && j->got == j->want)
         return 0;
-    /* an empty object: nothing to range over (the reader says what it is) */
+    /* an empty object: nothing to range over (the reader says what it is);
+     * a 416 that says the object has bytes ("bytes STAR/N") is no answer to
+     * a range from byte 0 */
+    if (c == CURLE_OK && j->probe && j->status == 416 && j->cr_unsat && j->cr_total) {
+        wpk_fmt(msg, msglen, "GET bytes %llu-%llu: HTTP 416 (range not satisfiable) for an "
+                "object of %llu bytes (Content-Range: bytes */%llu)", (unsigned long long)j->off,
+                (unsigned long long)(j->off + j->len - 1), (unsigned long long)j->cr_total,
+                (unsigned long long)j->cr_total);
+        return WPACK_E_IO;
+    }
     if (c == CURLE_OK && j->probe && (j->status == 416 || (j->status == 206 && j->range_empty && !j->got)))
         return 0;
     /* nginx answers a Range request on a 0-byte file with 200 and no body */
@@ -221,14 +230,22 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
                            : s == 412 ? " (the object changed since it was opened: ETag differs)"
                            : s == 416 ? " (range not satisfiable: the object is shorter than at open)"
                            : "";
+        char now[120] = "";
+        if (s == 416 && j->cr_unsat) /* "bytes STAR/N": what it is now */
+            wpk_fmt(now, sizeof now, " (range not satisfiable: the object is now %llu bytes, "
+                    "was %llu)", (unsigned long long)j->cr_total, (unsigned long long)r->size);
+        if (*now)
+            hint = now;
         if (s >= 300 && s < 400)
             curl_easy_getinfo((CURL *)easy, CURLINFO_REDIRECT_URL, &loc);
         char *to = loc ? wpack_remote_shown_url(loc) : NULL; /* a presigned URL's signature */
         wpk_fmt(why, sizeof why, "HTTP %ld%s%s%s%s%s", s, hint, loc ? ", redirect to " : "",
                 to ? to : loc ? "(out of memory)" : "", *body ? ": " : "", body);
         free(to);
+        /* with redirects followed, a 3xx still here had no Location */
         if (s >= 300 && s < 400 && !loc)
-            wpk_fmt(why, sizeof why, "HTTP %ld (redirects are not followed)", s);
+            wpk_fmt(why, sizeof why, "HTTP %ld (%s)", s, r->opt.follow_redirects && !r->s3
+                    ? "a redirect without a Location to follow" : "redirects are not followed");
     }
     if (retry && j->attempts <= j->r->opt.retries) {
         uint64_t d = (uint64_t)r->opt.retry_delay_ms << (j->attempts - 1 < 6 ? j->attempts - 1 : 6);

@@ -58,6 +58,7 @@ typedef struct wpk_remote {
     /* cache.c: the chunk cache (opt.cache_dir), used once the open has
      * validated the index, whose XXH3 keys the chunks (cache_key) */
     int cache_fd;               /* the cache directory, or -1 */
+    char cache_via[32];         /* "/proc/self/fd/N" naming it for path calls, or "" */
     int cache_on;
     uint64_t cache_key;
     int cache_scanned;          /* the directory was scanned (evict) at least once */

@@ -26,6 +26,7 @@ typedef struct {
     /* the response being received (reset at each status line: redirects) */
     long status;
     int have_range, range_empty, checked; /* range_empty: Content-Range total 0 */
+    int cr_known, cr_unsat;     /* total given (not "*"); "bytes STAR/total" (a 416's) */
     uint64_t cr_first, cr_last, cr_total;
     char etag[256], lastmod[128], ctype[64];
     char coding[64];            /* its Content-Encoding ("": none) */
@@ -56,6 +57,11 @@ int wpk_on_progress(void *u, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ul
 /* The 206 response's headers against what was asked and pinned: 1 good
  * (j->want set), else 0 and j->fatal says why. */
 int wpk_check_response(job *j);
+/* 1 when e is a strong entity-tag by RFC 9110's grammar (quoted, no
+ * control byte, blank or inner quote), which may be sent as If-Match;
+ * else 0: one cut to fit, a weak one, or one holding a CR (sent back, it
+ * put a header of the server's choice into each request). */
+int wpk_strong_etag(const char *e);
 /* Printable text of an error body (the snippet): an S3 XML error's Code
  * and Message, else the body's start; control bytes and runs of blanks
  * become one space. The caller scrubs it, then cuts it: cut first, a

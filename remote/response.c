@@ -18,19 +18,24 @@ int64_t wpk_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A header value: copied without surrounding blanks and the CRLF. */
-static void header_value(const char *v, size_t n, char *out, size_t outlen)
+/* A header value: copied without surrounding blanks and the CRLF; cut to
+ * fit out. 1 when whole, 0 when cut. */
+static int header_value(const char *v, size_t n, char *out, size_t outlen)
 {
+    int whole = 1;
     while (n && (*v == ' ' || *v == '\t')) {
         v++;
         n--;
     }
-    while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
+    while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ' || v[n - 1] == '\t'))
         n--;
-    if (n >= outlen)
+    if (n >= outlen) {
         n = outlen - 1;
+        whole = 0;
+    }
     memcpy(out, v, n);
     out[n] = 0;
+    return whole;
 }
 
 static int is_header(const char *line, size_t n, const char *name, const char **val, size_t *vlen)
@@ -41,6 +46,61 @@ static int is_header(const char *line, size_t n, const char *name, const char **
     *val = line + k + 1;
     *vlen = n - k - 1;
     return 1;
+}
+
+/* 1*DIGIT at *p into *out (no sign, no blank, no overflow): 1, else 0. */
+static int digits(const char **p, uint64_t *out)
+{
+    const char *s = *p;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    if (s == *p)
+        return 0;
+    *p = s;
+    *out = v;
+    return 1;
+}
+
+/* A Content-Range value (RFC 9110 14.4), exactly its grammar:
+ *   range-unit SP ( first-pos "-" last-pos "/" ( complete-length / "*" )
+ *                 / "*" "/" complete-length )
+ * with the range unit "bytes" in any case ("Bytes 0-9/100" was refused: a
+ * range unit is case-insensitive) and blanks (SP, HTAB) between. sscanf
+ * took a sign ("bytes -1-...") and no blank at all ("bytes0-9/100"). */
+static void content_range(job *j, const char *s)
+{
+    uint64_t a = 0, b = 0, t = 0;
+    int unsat = 0, known = 1;
+    j->have_range = j->range_empty = j->cr_unsat = 0;
+    j->cr_known = 1;
+    if (strncasecmp(s, "bytes", 5) != 0 || (s[5] != ' ' && s[5] != '\t'))
+        return;
+    for (s += 5; *s == ' ' || *s == '\t'; s++)
+        ;
+    if (*s == '*')
+        unsat = 1, s++;
+    else if (!digits(&s, &a) || *s++ != '-' || !digits(&s, &b))
+        return;
+    if (*s++ != '/')
+        return;
+    if (*s == '*' && !unsat)
+        known = 0, s++;
+    else if (!digits(&s, &t))
+        return;
+    if (*s)
+        return;
+    j->cr_first = a;
+    j->cr_last = b;
+    j->cr_total = t;
+    j->cr_known = known;
+    j->cr_unsat = unsat;
+    j->have_range = !unsat && a <= b && (!known || b < t);
+    /* an empty object: total 0 ("bytes STAR/0", or "bytes 0-0/0" from some S3 servers) */
+    j->range_empty = known && t == 0;
 }
 
 size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
@@ -55,20 +115,12 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
         j->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         j->resp_at = wpk_now_ms();
         j->resp_dl0 = -1;
-        j->have_range = j->range_empty = 0;
+        j->have_range = j->range_empty = j->cr_unsat = 0;
         j->etag[0] = j->lastmod[0] = j->ctype[0] = j->location[0] = j->coding[0] = 0;
         j->snippet_len = 0;
     } else if (is_header(p, n, "content-range", &v, &vn)) {
-        header_value(v, vn, tmp, sizeof tmp);
-        unsigned long long a, b, t;
-        char end;
-        int k = sscanf(tmp, "bytes %llu-%llu/%llu%c", &a, &b, &t, &end);
-        j->have_range = k == 3 && a <= b && b < t;
-        /* an empty object: total 0 (RFC 9110 "bytes STAR/0", or "bytes 0-0/0" from some S3 servers) */
-        j->range_empty = (k == 3 && t == 0) || strcmp(tmp, "bytes */0") == 0;
-        j->cr_first = a;
-        j->cr_last = b;
-        j->cr_total = t;
+        /* cut, "bytes 0-9/000...0100" would read as another total: none */
+        content_range(j, header_value(v, vn, tmp, sizeof tmp) ? tmp : "");
     } else if (is_header(p, n, "etag", &v, &vn)) {
         header_value(v, vn, j->etag, sizeof j->etag);
     } else if (is_header(p, n, "last-modified", &v, &vn)) {
@@ -81,6 +133,21 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
         header_value(v, vn, j->location, sizeof j->location);
     }
     return n;
+}
+
+/* request.h; RFC 9110 8.8.3: DQUOTE *etagc DQUOTE, etagc = %x21 /
+ * %x23-7E / obs-text. */
+int wpk_strong_etag(const char *e)
+{
+    size_t n = strlen(e);
+    if (n < 2 || e[0] != '"' || e[n - 1] != '"')
+        return 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        unsigned char c = (unsigned char)e[i];
+        if (c < 0x21 || c == '"' || c == 0x7f)
+            return 0;
+    }
+    return 1;
 }
 
 /* request.h */
@@ -102,16 +169,30 @@ int wpk_check_response(job *j)
                 (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1));
         return 0;
     }
+    /* the open learns the object's size from the total: "bytes 0-N/STAR"
+     * (unknown) will not do there; later, the range asked is enough */
+    if (j->probe && !j->cr_known) {
+        wpk_fmt(j->fatal, sizeof j->fatal, "HTTP 206 for bytes %llu-%llu without the object's "
+                "size (Content-Range: bytes %llu-%llu/*): wpack needs it", (unsigned long long)j->off,
+                (unsigned long long)(j->off + j->len - 1), (unsigned long long)j->cr_first,
+                (unsigned long long)j->cr_last);
+        return 0;
+    }
     int ok = j->probe ? j->cr_first == 0 && j->cr_last == (j->cr_total < j->len ? j->cr_total : j->len) - 1
                       : j->cr_first == j->off && j->cr_last == j->off + j->len - 1 &&
-                            j->cr_total == r->size;
+                            (!j->cr_known || j->cr_total == r->size);
     if (!ok) {
         wpk_fmt(j->fatal, sizeof j->fatal,
                 "asked for bytes %llu-%llu%s, the server sent bytes %llu-%llu of %llu",
                 (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1),
                 j->probe ? "" : " of the object", (unsigned long long)j->cr_first,
                 (unsigned long long)j->cr_last, (unsigned long long)j->cr_total);
-        if (!j->probe && j->cr_total != r->size)
+        if (!j->cr_known) /* "of 0" would be a lie */
+            wpk_fmt(j->fatal, sizeof j->fatal, "asked for bytes %llu-%llu of the object, the "
+                    "server sent bytes %llu-%llu", (unsigned long long)j->off,
+                    (unsigned long long)(j->off + j->len - 1), (unsigned long long)j->cr_first,
+                    (unsigned long long)j->cr_last);
+        else if (!j->probe && j->cr_total != r->size)
             wpk_fmt(j->fatal, sizeof j->fatal,
                     "the object changed since it was opened: now %llu bytes, was %llu",
                     (unsigned long long)j->cr_total, (unsigned long long)r->size);

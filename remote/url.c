@@ -218,6 +218,15 @@ char *wpack_remote_shown_url(const char *url)
     return out;
 }
 
+/* No control byte nor DEL in s: fit for a request header's value. */
+static int header_text(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 0;
+    return 1;
+}
+
 /* s3://bucket/key to the URL requested, the Host header and the path
  * signed: path style at an endpoint, else virtual-hosted AWS. */
 static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
@@ -243,10 +252,23 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
                 "never part of an s3:// URL)");
         return WPACK_E_INVALID_ARGUMENT;
     }
+    /* The region goes into the host name (no endpoint) and the signed
+     * Authorization header: "eu-west-3.evil.example/x" sent the signed
+     * requests to another host, a CR put a header of its own into each
+     * request. AWS's are lowercase letters, digits and '-'; an endpoint's
+     * store may name its own ('_', '.', upper case). */
+    const char *ep = r->opt.s3_endpoint, *rg = r->opt.s3_region;
+    size_t rlen = strlen(rg);
+    if (!rlen || rlen > 64 ||
+        strspn(rg, ep ? "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
+                      : "abcdefghijklmnopqrstuvwxyz0123456789-") != rlen) {
+        wpk_fmt(msg, msglen, "S3 region '%s': want %s (at most 64)", rg,
+                ep ? "letters, digits, '-', '_' and '.'" : "lowercase letters, digits and '-'");
+        return WPACK_E_INVALID_ARGUMENT;
+    }
     char *key = encode(slash + 1, strlen(slash + 1), 1);
     if (!key)
         goto nomem;
-    const char *ep = r->opt.s3_endpoint;
     if (ep) {
         const char *hs = strstr(ep, "://");
         int scheme = wpk_url_scheme(ep);
@@ -291,6 +313,18 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
     r->https = wpk_url_scheme(r->url) == WPK_HTTPS;
     if (r->opt.access_key && !r->opt.secret_key) {
         wpk_fmt(msg, msglen, "an access key without a secret key");
+        return WPACK_E_INVALID_ARGUMENT;
+    }
+    /* both go into request headers: a control byte (the CR a line of a
+     * credentials file edited on Windows ends with) broke or added one;
+     * not shown (secrets) */
+    const char *ak = r->opt.access_key, *tok = r->opt.session_token;
+    const char *bad = ak && (!header_text(ak) || strpbrk(ak, " ,/")) ? "access key"
+                      : tok && !header_text(tok)                    ? "session token"
+                                                                   : NULL;
+    if (bad) {
+        wpk_fmt(msg, msglen, "the S3 %s holds a control byte%s (a stray CR?)", bad,
+                bad[0] == 'a' ? ", a blank, ',' or '/'" : "");
         return WPACK_E_INVALID_ARGUMENT;
     }
     return WPACK_OK;

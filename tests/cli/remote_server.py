@@ -23,10 +23,15 @@ picks the behaviour, the rest names a file under ROOT:
   /changed/F     ETag "v2" after the first 2 requests (same bytes)
   /changed412/F  as changed, and If-Match honoured (412)
   /longetag/F    a strong ETag of 302 bytes, If-Match honoured (412)
+  /etagctl/F     an ETag holding a bare CR and a header after it; 400 for
+                 a request that carries that header
   /stall/F       headers, then silence for 30 s
+  /headerdrip/F  a status line, then header lines without end (~800 bytes a
+                 second) for up to 60 s (ranges past 0)
   /trickle/F     headers, then 2 bytes a second (every range) for up to 60 s
   /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
                  as a CDN hands on a token)
+  /noloc/F       302 without a Location
   /redirectflood/F  302 to REDIRECT_BASE/F with a chunked body that does not
                  end, sent as fast as it goes (for up to 60 s)
   /redirectdrip/F   as redirectflood, 4 KiB a second: above any low-speed limit
@@ -38,6 +43,12 @@ picks the behaviour, the rest names a file under ROOT:
   /echolower/F?Q as echo, the request as received with its escapes in
                  lower case ("%2F" as "%2f": a server normalising them)
   /nocr/F        206 with no Content-Range and no body (ranges past 0)
+  /crcase/F      right, the Content-Range's unit written "Bytes" (RFC 9110:
+                 case-insensitive)
+  /crstar/F      right, the Content-Range "bytes A-B/*" (size unknown;
+                 ranges past 0)
+  /shrunk/F      416 "bytes */100" for ranges past 0 (the object shrank)
+  /lie416/F      416 "bytes */100" for every range, the first one too
   /zeroes3/F     an empty F answered as some S3 servers do: 206,
                  "Content-Range: bytes 0-0/0", no body
   /slow/F        right, each ranged answer sent 0.3 s after the request came;
@@ -137,7 +148,11 @@ def check_sigv4(method, path, headers):
     if abs((now - t).total_seconds()) > 900 or amz_date[:8] != date:
         return "request time too skewed"
     canon_headers = "".join("%s:%s\n" % (n, " ".join(headers.get(n, "").split())) for n in names)
-    creq = "\n".join([method, path, "", canon_headers, signed, headers.get("x-amz-content-sha256", "")])
+    # the canonical URI as S3 makes it from the key, not the path as sent:
+    # each byte but unreserved ones and '/' as %XX (upper case), once
+    raw, q, _ = path.partition("?")
+    canon = urllib.parse.quote(urllib.parse.unquote_to_bytes(raw), safe="/-_.~") + q
+    creq = "\n".join([method, canon, "", canon_headers, signed, headers.get("x-amz-content-sha256", "")])
     sts = "\n".join(["AWS4-HMAC-SHA256", amz_date, "%s/%s/s3/aws4_request" % (date, region),
                      hashlib.sha256(creq.encode()).hexdigest()])
     want = sigv4_signature(secret, date, region, "s3", sts)
@@ -224,6 +239,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if self.headers.get("If-Match") not in (None, etag):
                 self.log(mode, 412)
                 return self.send(412, b"precondition failed")
+        if mode == "etagctl":
+            # an ETag holding a bare CR: echoed into If-Match, the CR ends
+            # a header line for this parser (as for some proxies)
+            etag = '"v1\rX-Injected: 1"'
+            if "X-Injected" in self.headers:
+                self.log(mode, 400)
+                return self.send(400, b"header injected through If-Match")
         hdr = [("ETag", etag), ("Last-Modified", "Thu, 01 Jan 2026 00:00:00 GMT"),
                ("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream")]
         if mode in ("redirectflood", "redirectdrip"):
@@ -244,6 +266,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 pass  # the client gave up: what the test wants
             self.close_connection = True
             return
+        if mode == "noloc":
+            self.log(mode, 302)
+            return self.send(302, b"")
         if mode == "redirect":
             self.log(mode, 302)
             loc = REDIRECT + "/" + rest + ("?" + query if query else "")
@@ -269,12 +294,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "nocr" and a > 0:
             self.log(mode, 206)
             return self.send(206, b"", hdr)
-        if a >= size:
+        if a >= size or (mode == "shrunk" and a > 0) or mode == "lie416":
             self.log(mode, 416)
+            if mode in ("shrunk", "lie416"):
+                return self.send(416, b"", [("Content-Range", "bytes */100")])
             return self.send(416, b"", [("Content-Range", "bytes */%d" % size)])
         b = min(b, size - 1)
         body = data[a:b + 1]
         cr = ("Content-Range", "bytes %d-%d/%d" % (a, b, size))
+        if mode == "crcase":
+            cr = ("Content-Range", "Bytes %d-%d/%d" % (a, b, size))
+        if mode == "crstar" and a > 0:
+            cr = ("Content-Range", "bytes %d-%d/*" % (a, b))
         if mode == "wrongrange" and a > 0:
             cr = ("Content-Range", "bytes %d-%d/%d" % (a - 1, b - 1, size))
             body = data[a - 1:b]
@@ -332,6 +363,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     time.sleep(1)
             except OSError:
                 pass  # the client gave up: what the test wants
+            self.close_connection = True
+            return
+        if mode == "headerdrip" and a > 0:  # header lines without end, ~800 bytes a second
+            self.send_response(206)
+            self.flush_headers()  # the status line (and Server, Date) out now
+            t0 = time.time()
+            try:
+                while time.time() - t0 < 60:
+                    self.wfile.write(b"X-Drip: b\r\n")
+                    self.wfile.flush()
+                    time.sleep(0.01)
+            except OSError:
+                pass
             self.close_connection = True
             return
         if mode == "stall" and a > 0:

@@ -60,6 +60,17 @@ extract_fails gzip_refused "HTTP 206 with Content-Encoding: gzip for bytes [0-9]
     fail gzip_refused_not_retried "$(grep -c '^gzipalways' "$T/requests.log") requests"
 # a header line over libcurl's 100 KiB: curl's "Out of memory" said why
 extract_fails big_header "Out of memory \(or a response header line longer than libcurl takes" "$B/bigheader/a.wpack"
+# RFC 9110: a range unit is case-insensitive ("Bytes" was refused), and a
+# size not known to the server ("bytes A-B/*") does after the open
+extract_same content_range_unit_case "$B/crcase/a.wpack"
+extract_same content_range_size_unknown "$B/crstar/a.wpack"
+# a 416 saying the object's size now ("bytes */100"): said, not retried
+extract_fails range_not_satisfiable_size "HTTP 416 \(range not satisfiable: the object is now 100 bytes, was [0-9]+\)" \
+    "$B/shrunk/a.wpack"
+# ... and at the open's first range, from byte 0: not taken for an empty
+# object ("file is 0 bytes")
+extract_fails range_not_satisfiable_open "GET bytes 0-65535: HTTP 416 \(range not satisfiable\) for an object of 100 bytes" \
+    "$B/lie416/a.wpack"
 extract_fails wrong_content_range "asked for bytes [0-9]+-[0-9]+ of the object, the server sent bytes" "$B/wrongrange/a.wpack"
 extract_fails not_found "a.wpack: GET bytes 0-65535: HTTP 404 \(not found\)" "$B/ok/missing/a.wpack"
 extract_fails flipped_byte "tensor 't1': fetched bytes hash to [0-9a-f]+ twice.*\[WPACK_E_CHECKSUM\]" "$B/flip/a.wpack"
@@ -68,6 +79,10 @@ extract_fails changed_if_match "HTTP 412 \(the object changed since it was opene
 # a strong ETag longer than the 255 bytes kept: If-Match with it cut short
 # was refused by the server (412) on every read after the open
 extract_same long_etag "$B/longetag/a.wpack"
+# an ETag that is not RFC 9110's (a control byte in it) is never sent back
+# as If-Match: a bare CR put a header of the server's choice into every
+# read's request (and a redirect's, to another host)
+extract_same etag_control_not_echoed "$B/etagctl/a.wpack"
 extract_fails stalled "[Tt]imeout|timed out" "$B/stall/a.wpack"
 # a server trickling 2 bytes a second is timed out (slower than 1 KiB/s for
 # WPACK_REMOTE_TIMEOUT=2 s), with its retries, well within 20 s
@@ -76,6 +91,13 @@ expect_fail trickle_timed_out "[Tt]oo slow|[Tt]imeout|timed out" \
     env WPACK_REMOTE_RETRIES=1 timeout 40 "$WPACK" inspect "$B/trickle/a.wpack"
 took=$(($(date +%s) - start))
 [ "$took" -le 20 ] && pass trickle_bounded_time || fail trickle_bounded_time "$took s"
+# header lines that never end, at 800 bytes a second: header bytes do not
+# count for the low-speed limit, so that limit times them out too
+start=$(date +%s)
+expect_fail header_drip_timed_out "[Tt]oo slow|[Tt]imeout|timed out" \
+    env WPACK_REMOTE_RETRIES=1 timeout 60 "$WPACK" extract -q -o "$T/xo" "$B/headerdrip/a.wpack" t1
+took=$(($(date +%s) - start))
+[ "$took" -le 30 ] && pass header_drip_bounded_time || fail header_drip_bounded_time "$took s"
 # a redirect whose body does not end, fast (past the low-speed limit, no
 # timeout ever fired) or dripping above it: curl reads a redirect's body
 # whole before it follows; the read hung for as long as the server went on.
@@ -85,6 +107,10 @@ for m in redirectflood redirectdrip; do
     extract_fails "$m" "HTTP 302: a redirect's body that does not end" "$B/$m/a.wpack"
     [ $((SECONDS - start)) -lt 40 ] && pass "${m}_bounded" || fail "${m}_bounded" "$((SECONDS - start)) s"
 done
+# a 3xx without a Location while redirects are followed: said so (it was
+# "redirects are not followed", which they are)
+extract_fails redirect_without_location "GET bytes 0-65535: HTTP 302 \(a redirect without a Location to follow\)" \
+    "$B/noloc/a.wpack"
 # a 206 with neither Content-Range nor body: an error at once, not a retry
 : >"$T/requests.log"
 extract_fails no_content_range "HTTP 206 without a valid Content-Range for bytes [0-9]+-[0-9]+" "$B/nocr/a.wpack"
@@ -146,4 +172,18 @@ expect s3_session_token s3 AWS_ACCESS_KEY_ID=AKIDTOKEN AWS_SECRET_ACCESS_KEY=tok
 expect_fail s3_token_missing "HTTP 403.*wrong session token" \
     s3 AWS_ACCESS_KEY_ID=AKIDTOKEN AWS_SECRET_ACCESS_KEY=tokensecret "$WPACK" inspect s3://bucket/a.wpack
 expect_fail s3_bad_url "s3://BUCKET/KEY" "$WPACK" inspect s3://bucket-only
+# keys as S3 keeps them: a space, '+', '?', '#', '%', UTF-8, a doubled '/'
+# (the server finds the file by the key decoded, and signs the canonical
+# URI it makes from that key: each byte but unreserved ones and '/' %XX)
+k='k ey/a+b?c#d%25 ü.wpack'
+mkdir -p "$T/www/k ey"
+cp "$T/www/a.wpack" "$T/www/$k"
+n=0
+for key in "$k" "k ey//a+b?c#d%25 ü.wpack"; do
+    n=$((n + 1))
+    rm -rf "$T/xo"
+    expect "s3_key_chars_$n" s3 AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY='secret/TEST+key' \
+        "$WPACK" extract -q -o "$T/xo" "s3://bucket/$key" t1
+    cmp -s "$T/xo/t1.npy" "$T/local/t1.npy" && pass "s3_key_chars_${n}_same" || fail "s3_key_chars_${n}_same"
+done
 finish

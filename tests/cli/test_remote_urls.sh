@@ -286,6 +286,19 @@ once() { # NAME URL REGEX [ENV...]: the open fails with REGEX, the URL named onc
 once s3_no_key s3://models/ "s3://models/: an S3 URL is s3://BUCKET/KEY"
 once s3_no_secret s3://b/k "s3://b/k: an access key without a secret key" AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=
 once unparsable "http://[zz/a" "not a URL libcurl can parse"
+# an S3 region is checked: it goes into the host name (the signed requests
+# went to b.s3.eu-west-3.evil.example) and the Authorization header (a CR)
+once s3_region_host s3://b/k "s3://b/k: S3 region 'eu-west-3.evil.example/x': want lowercase letters" \
+    AWS_REGION=eu-west-3.evil.example/x AWS_ENDPOINT_URL= AWS_ENDPOINT_URL_S3=
+once s3_region_header s3://b/k 's3://b/k: S3 region .eu-west-3\\x0dX-Injected: 1.: want letters' \
+    AWS_REGION="$(printf 'eu-west-3\rX-Injected: 1')" AWS_ENDPOINT_URL="$B/s3" AWS_ACCESS_KEY_ID=AKIDTEST \
+    AWS_SECRET_ACCESS_KEY='secret/TEST+key'
+# ... and so are the access key and session token (not shown: secrets)
+once s3_access_key_cr s3://b/k "s3://b/k: the S3 access key holds a control byte, a blank" \
+    AWS_ACCESS_KEY_ID="$(printf 'AKIDTEST\r')" AWS_ENDPOINT_URL="$B/s3" AWS_SECRET_ACCESS_KEY='secret/TEST+key'
+once s3_session_token_cr s3://b/k "s3://b/k: the S3 session token holds a control byte \(a stray CR\?\)" \
+    AWS_ACCESS_KEY_ID=AKIDTOKEN AWS_SESSION_TOKEN="$(printf 'tok/en=\r')" AWS_ENDPOINT_URL="$B/s3" \
+    AWS_SECRET_ACCESS_KEY=tokensecret
 
 # ------------------- D11f: WPACK_REMOTE_RETRIES is checked as the others are
 expect_fail retries_not_a_number "WPACK_REMOTE_RETRIES=abc: want a number of 0 or more" \

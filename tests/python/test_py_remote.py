@@ -313,6 +313,29 @@ def url_secrets_never_shown(d):
             hidden(e, u + "/" + a + _QS)
     os.unlink(os.path.join(www, "trunc.wpack"))
 
+
+@case
+def cache_dir_swapped_after_open(d):
+    """The cache directory is checked at the open (ours, 0700, no symlink);
+    one renamed away after it and replaced by a symlink to another
+    directory (by whoever may write its parent) does not get the chunks:
+    they were written by path, through the link, into the other directory
+    (a private model's bytes). Written into the directory opened, they are
+    reused from there."""
+    u, _, www = _servers()
+    want = wpack.load_file(os.path.join(www, "a.wpack"))
+    parent = os.path.join(d, "shared")
+    os.mkdir(parent)
+    cache, moved, other = (os.path.join(parent, x) for x in ("c", "c.moved", "other"))
+    os.mkdir(other)
+    with wpack.safe_open(u + "/a.wpack", cache=cache) as f:
+        os.rename(cache, moved)
+        os.symlink("other", cache)
+        check(np.array_equal(f.get_tensor("t1"), want["t1"]), "t1")
+    chunks = lambda p: [x for x in os.listdir(p) if x.endswith(".chunk")]
+    check(chunks(other) == [], ("written through the link", os.listdir(other)))
+    check(chunks(moved), ("none in the directory opened", os.listdir(moved)))
+
 if __name__ == "__main__":
     try:
         main()
