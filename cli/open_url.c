@@ -4,13 +4,15 @@
  * none itself): AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
  * AWS_REGION (or AWS_DEFAULT_REGION), AWS_ENDPOINT_URL_S3 (or
  * AWS_ENDPOINT_URL) for s3://, CURL_CA_BUNDLE (or SSL_CERT_FILE): the CA
- * bundle for https, and WPACK_REMOTE_CONNECTIONS,
+ * bundle for https, the proxy variables as curl reads them (proxy_for;
+ * no_proxy / NO_PROXY), and WPACK_REMOTE_CONNECTIONS,
  * WPACK_REMOTE_CHUNK, WPACK_REMOTE_RETRIES, WPACK_REMOTE_TIMEOUT,
  * WPACK_REMOTE_MAX_RATE, WPACK_REMOTE_REDIRECTS=0 for every URL; and the
  * chunk cache of --cache DIR / --cache-max SIZE (or WPACK_CACHE). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -157,6 +159,21 @@ void cli_hide_url_secrets(int argc, char **argv)
 
 /* The URL to request for one a command was given (argv, redacted; a copy
  * of it matches when no other argument is redacted alike). */
+/* The proxy for url's scheme, from the variables curl reads (the library
+ * reads none): https_proxy / HTTPS_PROXY for https (and s3:// unless its
+ * endpoint is http://), http_proxy for http (lower case only, as curl: a
+ * CGI program's HTTP_PROXY is the client's "Proxy:" header), then
+ * all_proxy / ALL_PROXY; NULL: none. */
+static const char *proxy_for(const char *url, const char *s3_endpoint)
+{
+    const char *target = url;
+    if (strncasecmp(url, "s3://", 5) == 0)
+        target = s3_endpoint ? s3_endpoint : "https://";
+    const char *p = strncasecmp(target, "http://", 7) == 0 ? env("http_proxy", NULL)
+                                                             : env("https_proxy", "HTTPS_PROXY");
+    return p ? p : env("all_proxy", "ALL_PROXY");
+}
+
 static const char *real_url(const char *url)
 {
     const char *real = url;
@@ -182,6 +199,8 @@ int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
     o.s3_endpoint = env("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
     /* a private CA for https, named as curl and OpenSSL name it */
     o.ca_file = env("CURL_CA_BUNDLE", "SSL_CERT_FILE");
+    o.proxy = proxy_for(real_url(url), o.s3_endpoint);
+    o.no_proxy = env("no_proxy", "NO_PROXY");
     uint64_t conns = o.connections, retries = o.retries, timeout = o.timeout_s;
     if (!env_size("WPACK_REMOTE_CONNECTIONS", &conns) || !env_size("WPACK_REMOTE_CHUNK", &o.chunk_size) ||
         !env_size("WPACK_REMOTE_TIMEOUT", &timeout) || !env_size("WPACK_REMOTE_MAX_RATE", &o.max_bytes_per_s) ||

@@ -50,13 +50,13 @@
  * before any byte of it is handed out; one that fails drops the steps, so
  * that its refetch goes to the server.
  *
- * The library reads no environment variable: credentials, region and
- * endpoint come from the options (the wpack CLI reads AWS_ACCESS_KEY_ID,
- * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION
- * and AWS_ENDPOINT_URL and passes them). libcurl, which it calls, does
- * read its own: the proxy variables (http_proxy, https_proxy, all_proxy,
- * no_proxy) route requests through a proxy, and its TLS library may read
- * SSL_CERT_FILE / SSL_CERT_DIR when ca_file is not given. Handles may be used from several
+ * The library reads no environment variable: credentials, region,
+ * endpoint and proxy come from the options (the wpack CLI reads
+ * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION /
+ * AWS_DEFAULT_REGION, AWS_ENDPOINT_URL and the proxy variables and passes
+ * them); libcurl's reading of the proxy variables is turned off. Its TLS
+ * library may still read SSL_CERT_FILE / SSL_CERT_DIR when ca_file is
+ * not given. Handles may be used from several
  * threads; their network reads are serialized per handle. The first open
  * calls curl_global_init() once for the process; libcurl itself may run a
  * short-lived thread to resolve a host name (its threaded resolver).
@@ -114,10 +114,21 @@ typedef struct wpack_remote_options {
      * ("KEY-SIZE-OFF-LEN.chunk", hex) and owned by this user. Cache write failures (a full disk) only skip caching. */
     const char *cache_dir;
     uint64_t cache_max_bytes;   /* default 10 GiB */
+    /* An HTTP(S) proxy for every request ("http://host:port", user:password@
+     * allowed; no port: curl's 1080), NULL or "": none. libcurl's own
+     * reading of http_proxy / https_proxy / all_proxy is turned off: the
+     * caller decides (the wpack CLI and the Python package read those
+     * variables and pass the one for the URL's scheme). With a proxy the
+     * open looks up the proxy's host name, not the URL's (the proxy
+     * resolves that: a host only the proxy's network knows works). */
+    const char *proxy;
+    /* Hosts reached without the proxy: curl's no_proxy list ("a.com,
+     * .b.org,127.0.0.1", "*" for all); NULL: none. */
+    const char *no_proxy;
     /* Zero (set by wpack_remote_options_init; wpack.h, "Structs never
      * change size"): wpack_open_url refuses any other value
      * (WPACK_E_INVALID_ARGUMENT, the message naming the field). */
-    void *reserved_ptr[4];
+    void *reserved_ptr[2];
     uint64_t reserved[4];
 } wpack_remote_options;
 

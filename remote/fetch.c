@@ -146,6 +146,11 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
         curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
     if (r->opt.ca_file)
         curl_easy_setopt(e, CURLOPT_CAINFO, r->opt.ca_file);
+    /* "" is no proxy, and keeps libcurl from reading http_proxy & co.
+     * itself (the library reads no environment; the caller passes them) */
+    curl_easy_setopt(e, CURLOPT_PROXY, r->opt.proxy ? r->opt.proxy : "");
+    if (r->opt.proxy && *r->opt.proxy)
+        curl_easy_setopt(e, CURLOPT_NOPROXY, r->opt.no_proxy ? r->opt.no_proxy : "");
     return WPACK_OK;
 nomem:
     curl_slist_free_all(l);

@@ -41,7 +41,7 @@ typedef struct wpk_remote {
     char *host;                 /* s3: the Host header value signed */
     char *uri;                  /* s3: the encoded path signed */
     wpack_remote_options opt;   /* its strings point into owned copies */
-    char *owned[7];
+    char *owned[9];
     uint64_t size;
     char etag[256];             /* pinned at open ("" when the server sent none) */
     char lastmod[128];

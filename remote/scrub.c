@@ -190,21 +190,15 @@ static void scrub_signature(char *text)
     }
 }
 
-void wpk_remote_scrub(const wpk_remote *r, char *text, size_t size)
+/* The user info of url ("scheme://user:password@host...", or a proxy's
+ * "user:password@host:port"; NULL or none: nothing), in every form a
+ * message may carry it; returns where the authority ends (NULL: no url). */
+static const char *scrub_userinfo(char *text, size_t size, const char *url)
 {
-    const char *u = r->url, *auth = u ? strstr(u, "://") : NULL;
-    if (!size)
-        return;
-    if (r->s3) { /* the credentials sent in headers (the secret key is never sent) */
-        const char *sec[] = {r->opt.session_token, r->opt.secret_key};
-        for (int i = 0; i < 2; i++)
-            if (sec[i])
-                scrub_one(text, size, sec[i], strlen(sec[i]), NULL, 0);
-        scrub_signature(text);
-    }
-    if (!auth)
-        return;
-    auth += 3;
+    if (!url)
+        return NULL;
+    const char *auth = strstr(url, "://");
+    auth = auth ? auth + 3 : url;
     const char *aend = auth + strcspn(auth, "/?#"), *at = NULL;
     for (const char *p = auth; p < aend; p++)
         if (*p == '@')
@@ -216,7 +210,23 @@ void wpk_remote_scrub(const wpk_remote *r, char *text, size_t size)
             scrub_one(text, size, colon + 1, (size_t)(at - colon - 1), NULL, 0);
         scrub_one(text, size, auth, (size_t)((colon ? colon : at) - auth), NULL, 0);
     }
-    if (r->s3)
+    return aend;
+}
+
+void wpk_remote_scrub(const wpk_remote *r, char *text, size_t size)
+{
+    if (!size)
+        return;
+    if (r->s3) { /* the credentials sent in headers (the secret key is never sent) */
+        const char *sec[] = {r->opt.session_token, r->opt.secret_key};
+        for (int i = 0; i < 2; i++)
+            if (sec[i])
+                scrub_one(text, size, sec[i], strlen(sec[i]), NULL, 0);
+        scrub_signature(text);
+    }
+    scrub_userinfo(text, size, r->opt.proxy); /* a proxy's own credentials */
+    const char *aend = scrub_userinfo(text, size, r->url);
+    if (!aend || r->s3)
         return; /* the path is the key, encoded: no query of the caller's */
     const char *q = strchr(aend, '?');
     for (const char *p = q ? q + 1 : ""; *p && *p != '#';) {

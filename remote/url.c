@@ -527,6 +527,7 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     if (!copy_str(r, 0, &r->opt.s3_region) || !copy_str(r, 1, &r->opt.s3_endpoint) ||
         !copy_str(r, 2, &r->opt.access_key) || !copy_str(r, 3, &r->opt.secret_key) ||
         !copy_str(r, 4, &r->opt.session_token) || !copy_str(r, 5, &r->opt.ca_file) || !copy_str(r, 6, &r->opt.cache_dir) ||
+        !copy_str(r, 7, &r->opt.proxy) || !copy_str(r, 8, &r->opt.no_proxy) ||
         !(r->given = strdup(url ? url : "")) || !(r->shown = wpack_remote_shown_url(r->given)))
         rc = WPACK_E_NOMEM;
     else if (WPK_RESERVED_CHECK(opt, "wpack_remote_options", "wpack_remote.h", msg, sizeof msg))

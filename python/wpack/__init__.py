@@ -164,13 +164,32 @@ def version():
 _REMOTE_OPTIONS = ("connections", "chunk_size", "retries", "retry_delay_ms", "timeout_s",
                    "max_bytes_per_s", "follow_redirects", "s3_region", "s3_endpoint",
                    "access_key", "secret_key", "session_token", "ca_file", "cache",
-                   "cache_max_bytes")
+                   "cache_max_bytes", "proxy", "no_proxy")
 # Filled from the environment when not given, as the wpack CLI does (the C
 # library reads no environment).
 _AWS_ENV = {"access_key": ("AWS_ACCESS_KEY_ID",), "secret_key": ("AWS_SECRET_ACCESS_KEY",),
             "session_token": ("AWS_SESSION_TOKEN",),
             "s3_region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
             "s3_endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")}
+
+
+def _env_first(*names):
+    return next((os.environ[n] for n in names if os.environ.get(n)), None)
+
+
+def _proxy_env(url, s3_endpoint):
+    """The proxy for url's scheme from the variables curl reads, as the
+    wpack CLI picks it (cli/open_url.c): https_proxy / HTTPS_PROXY for
+    https and s3:// (unless its endpoint is http://), http_proxy (lower
+    case only) for http, then all_proxy / ALL_PROXY."""
+    target = url
+    if url[:5].lower() == "s3://":
+        target = s3_endpoint or "https://"
+    if target[:7].lower() == "http://":
+        p = _env_first("http_proxy")
+    else:
+        p = _env_first("https_proxy", "HTTPS_PROXY")
+    return p or _env_first("all_proxy", "ALL_PROXY")
 
 
 _SCHEME_SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
@@ -229,7 +248,7 @@ class _Progress:
             raise e
 
 
-def _remote_options(flags, given, use_env, progress=None):
+def _remote_options(url, flags, given, use_env, progress=None):
     _check_options("safe_open", given, _REMOTE_OPTIONS)
     if progress is not None and not callable(progress):
         raise TypeError("safe_open(): progress must be callable(fetched_bytes)")
@@ -244,9 +263,13 @@ def _remote_options(flags, given, use_env, progress=None):
     if use_env:
         for k, names in _AWS_ENV.items():
             if k not in vals:
-                v = next((os.environ[n] for n in names if os.environ.get(n)), None)
+                v = _env_first(*names)
                 if v:
                     vals[k] = v
+        if "proxy" not in vals:
+            vals["proxy"] = _proxy_env(url, vals.get("s3_endpoint"))
+        if "no_proxy" not in vals:
+            vals["no_proxy"] = _env_first("no_proxy", "NO_PROXY")
     o._keep = []
     for k, v in vals.items():
         if v is None:
@@ -256,7 +279,7 @@ def _remote_options(flags, given, use_env, progress=None):
             o._keep.append(b)
             o.cache_dir = b
         elif k in ("s3_region", "s3_endpoint", "access_key", "secret_key", "session_token",
-                 "ca_file"):
+                 "ca_file", "proxy", "no_proxy"):
             b = _b(os.fspath(v) if k == "ca_file" else v, k)
             o._keep.append(b)
             setattr(o, k, b)
@@ -485,11 +508,17 @@ class safe_open:
     max_bytes_per_s (0: no cap), follow_redirects (True) (ints: outside
     their C field's range OverflowError), and for s3://
     s3_region, s3_endpoint ("http://host:port", path style), access_key,
-    secret_key, session_token, ca_file. With aws_env=True (default) the
+    secret_key, session_token, ca_file; proxy ("http://host:port": every
+    request through it; "": none) and no_proxy (hosts reached directly,
+    curl's list). With aws_env=True (default) the
     S3 ones not given come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
     AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION and
-    AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, as the wpack CLI reads them;
-    without a key, requests are unsigned (a public bucket). Exceptions
+    AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, and proxy / no_proxy from the
+    variables curl reads (https_proxy / HTTPS_PROXY for https and s3://,
+    http_proxy for http, else all_proxy / ALL_PROXY; no_proxy / NO_PROXY),
+    as the wpack CLI reads them; aws_env=False reads none (the C library
+    never reads them, nor lets libcurl). Without a key, requests are
+    unsigned (a public bucket). Exceptions
     name a URL redacted (its user info, each query value and its fragment
     as "***": http://***@host/m.wpack?sig=***); requests use it as
     given.
@@ -530,7 +559,7 @@ class safe_open:
         flags = 0 if verify else OPEN_NO_VERIFY_READS
         if self._remote:
             self._h = _Handle(path, flags,
-                              _remote_options(flags, remote_options, aws_env, progress))
+                              _remote_options(path, flags, remote_options, aws_env, progress))
         elif remote_options or progress is not None:
             given = sorted(remote_options) + (["progress"] if progress is not None else [])
             raise TypeError("safe_open(): %s only for a URL (http://, https://, s3://)"

@@ -146,7 +146,8 @@ class RemoteOptions(ctypes.Structure):
         ("session_token", ctypes.c_char_p), ("ca_file", ctypes.c_char_p),
         ("on_bytes", RemoteOnBytes), ("on_bytes_user", ctypes.c_void_p),
         ("cache_dir", ctypes.c_char_p), ("cache_max_bytes", ctypes.c_uint64),
-        ("reserved_ptr", ctypes.c_void_p * 4), ("reserved", ctypes.c_uint64 * 4),
+        ("proxy", ctypes.c_char_p), ("no_proxy", ctypes.c_char_p),
+        ("reserved_ptr", ctypes.c_void_p * 2), ("reserved", ctypes.c_uint64 * 4),
     ]
 
 

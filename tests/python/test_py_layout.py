@@ -102,12 +102,12 @@ def nonzero_reserved_fields_are_refused(d):
     r = _lib.RemoteOptions()
     rl = _lib.remote_lib()
     rl.wpack_remote_options_init(ctypes.byref(r))
-    r.reserved_ptr[3] = 8
+    r.reserved_ptr[1] = 8
     ar = ctypes.c_void_p()
     rc = rl.wpack_open_url(ctypes.byref(ar), b"http://127.0.0.1:9/x.wpack", ctypes.byref(r))
     msg = lib.wpack_errmsg(ar).decode()
     lib.wpack_close(ar)
-    check(rc == wpack.E_INVALID_ARGUMENT and "wpack_remote_options: reserved_ptr[3] is not zero"
+    check(rc == wpack.E_INVALID_ARGUMENT and "wpack_remote_options: reserved_ptr[1] is not zero"
           in msg, "remote: %d %r" % (rc, msg))
 
 
