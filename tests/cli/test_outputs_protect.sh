@@ -10,7 +10,8 @@
 #  2. a write-protected file (no write bit in its mode, chmod a-w) is never
 #     replaced nor updated in place: create/convert/cast -o, --in-place,
 #     update, calibrate and extract refuse it naming the file, exit 1, and
-#     leave it byte for byte. By the mode bits: this holds for root too,
+#     leave it byte for byte; nor is a write-protected shard removed with
+#     the set a new archive replaces. By the mode bits: this holds for root too,
 #     whom access(W_OK) never stops (CI runs as root).
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
@@ -113,6 +114,16 @@ $PY -c "import numpy as np; np.save('rx/l0.bias.npy', np.zeros(1, np.float32))"
 expect_fail ro_extract "l0\.weight\.npy: write-protected" "$WPACK" extract -q A.wpack -o rx
 cmp -s rx/l0.bias.npy bias.before && fail ro_extract_nothing_written "l0.bias.npy rewritten" ||
     pass ro_extract_nothing_written
+# a set whose manifest is writable but a shard write-protected: replacing
+# the set removed the shard (chmod a-w set-0000* did not keep it)
+mkdir -p rs
+expect ro_set_make "$WPACK" create -q --shard-size 100 -o rs/set.wpack l0.weight.npy l0.bias.npy
+chmod 0444 rs/set-00002-of-00002.wpack
+ssum=$(cat rs/* | sha256sum)
+expect_fail ro_set_shard "set-00002-of-00002\.wpack \(a shard of the set .*\): write-protected" \
+    "$WPACK" create -q -o rs/set.wpack l0.weight.npy
+[ "$(cat rs/* | sha256sum)" = "$ssum" ] && [ "$(ls rs | wc -l)" = 3 ] && pass ro_set_kept ||
+    fail ro_set_kept "$(ls rs)"
 # a write bit for anyone is enough (the rule is the mode, not who runs)
 chmod 0644 P.wpack
 expect rw_create "$WPACK" create -q -o P.wpack l0.weight.npy
