@@ -101,6 +101,17 @@ protected ro_convert_in_place "$WPACK" convert P.wpack --compress zstd:1 --in-pl
 protected ro_cast_in_place "$WPACK" cast P.wpack --to bf16 --in-place
 protected ro_update "$WPACK" update P.wpack --meta k=v
 protected ro_calibrate "$WPACK" calibrate P.wpack --layers l0 --input x.npy
+protected ro_export "$WPACK" export A.wpack --to safetensors -o P.wpack
+$PY -c "
+import numpy as np
+w = np.arange(16, dtype=np.float32)
+open('i.mlir', 'w').write('module {\\n  ml_program.global private @w(dense<\"0x%s\"> : tensor<16xf32>) : tensor<16xf32>\\n}\\n' % w.tobytes().hex().upper())"
+protected ro_externalize_archive "$WPACK" externalize -q i.mlir -o r.mlir --archive P.wpack
+[ ! -e r.mlir ] && pass ro_externalize_no_mlir || fail ro_externalize_no_mlir "r.mlir written"
+expect ro_externalize_make "$WPACK" externalize -q i.mlir -o r.mlir --archive X.wpack
+cp r.mlir o.mlir && chmod 0444 o.mlir
+expect_fail ro_resolve "o\.mlir: write-protected \(mode 0444\)" "$WPACK" resolve X.wpack r.mlir -o o.mlir
+cmp -s r.mlir o.mlir && pass ro_resolve_kept || fail ro_resolve_kept "o.mlir changed"
 ln -s P.wpack lnk-P
 protected ro_through_link "$WPACK" create -q -o lnk-P l0.weight.npy
 rm -f lnk-P
