@@ -41,11 +41,12 @@ static const char usage[] =
     "\n"
     "Exit status: 0 success, 1 failure (the message says what and where), 2 usage.\n"
     "An output that is the same file as an input is refused before anything is\n"
-    "read; outputs appear whole or not at all (README: Outputs never destroy\n"
-    "inputs), and are durable (fsynced) when the command ends; --no-sync or\n"
-    "WPACK_NO_SYNC=1 skips the fsyncs of every command that writes a file, but\n"
-    "not of update and calibrate, which change an archive in place (README:\n"
-    "Durability).\n";
+    "read; a write-protected file (no write bit: chmod a-w) is never replaced\n"
+    "nor updated, even by root; outputs appear whole or not at all (README:\n"
+    "Outputs never destroy inputs), and are durable (fsynced) when the command\n"
+    "ends; --no-sync or WPACK_NO_SYNC=1 skips the fsyncs of every command that\n"
+    "writes a file, but not of update and calibrate, which change an archive\n"
+    "in place (README: Durability).\n";
 
 typedef struct {
     const char *name;

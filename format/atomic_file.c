@@ -1,7 +1,8 @@
 /*
  * atomic_file.c - temporary file beside the target, fsync, rename, fsync of
- * the directory (one file, or a batch of one directory's files); and the sweep that removes dead writers' temporaries
- * (atomic_file.h says the naming and the rules).
+ * the directory (one file, or a batch of one directory's files); the files
+ * tied to the rename (atomic_file.h says the naming and the rules;
+ * atomic_sweep.c removes dead writers' files).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,10 +18,33 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "atomic_names.h"
 #include "internal.h"
 
-#define TMP_TAG ".tmp-"
-#define TMP_HEX 16
+
+/* The stem of the temporaries of a target named base (no '/') whose writer's
+ * pid has pidlen digits, into out (NAME_MAX_BYTES + 1 bytes): base itself
+ * when "base.tmp-<pid>-<hex>" leaves TAIL_ROOM within NAME_MAX_BYTES; else
+ * base's head, cut at a UTF-8 character, then its extension (up to EXT_MAX
+ * bytes: ".npy", so a directory's sweep by suffix finds it too). A name the
+ * file system accepts is then an output too (the temporary of a 250-byte
+ * name was 282 bytes: ENAMETOOLONG). The sweep computes the same stems. */
+size_t wpk_atomic_stem(const char *base, size_t pidlen, char *out)
+{
+    size_t n = strlen(base), max = NAME_MAX_BYTES - TAIL_ROOM - (sizeof TMP_TAG - 1) - pidlen - 1 - TMP_HEX;
+    if (n <= max) {
+        memcpy(out, base, n + 1);
+        return n;
+    }
+    const char *dot = strrchr(base, '.');
+    size_t ext = dot && dot != base && strlen(dot) <= EXT_MAX ? strlen(dot) : 0;
+    size_t k = max - ext;
+    while (k > 0 && ((unsigned char)base[k] & 0xC0) == 0x80)
+        k--;
+    memcpy(out, base, k);
+    memcpy(out + k, base + n - ext, ext + 1);
+    return k + ext;
+}
 
 static uint64_t random64(void)
 {
@@ -36,7 +60,7 @@ static uint64_t random64(void)
 }
 
 /* The directory part of path ("." when none), into buf. */
-static void dir_of(const char *path, char *buf, size_t len)
+void wpk_atomic_dir_of(const char *path, char *buf, size_t len)
 {
     const char *slash = strrchr(path, '/');
     if (!slash)
@@ -48,7 +72,7 @@ static void dir_of(const char *path, char *buf, size_t len)
 }
 
 /* fsync the directory dir. */
-static int fsync_dir(const char *dir)
+int wpk_atomic_fsync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -62,8 +86,8 @@ static int fsync_dir(const char *dir)
 static int sync_dir(const char *path)
 {
     char dir[4096];
-    dir_of(path, dir, sizeof dir);
-    return fsync_dir(dir);
+    wpk_atomic_dir_of(path, dir, sizeof dir);
+    return wpk_atomic_fsync_dir(dir);
 }
 
 /* A file tied to the rename of a's temporary (atomic_file.h). */
@@ -75,7 +99,7 @@ struct wpk_atomic_link {
     int gone;        /* 1: goes with the old target; 0: part of the new one */
 };
 
-static int same_file(int dfd, const char *name, dev_t dev, ino_t ino)
+int wpk_atomic_same_file(int dfd, const char *name, dev_t dev, ino_t ino)
 {
     struct stat st;
     return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
@@ -86,10 +110,10 @@ static int same_file(int dfd, const char *name, dev_t dev, ino_t ino)
  * file is removed unless the target was renamed, a gone file only when it
  * was (and that rename is durable); NAME first, then the link (a kill in
  * between leaves the link for the sweep). NAME and link relative to dfd. */
-static void settle(int dfd, const char *link, const char *name, dev_t dev, ino_t ino, int gone,
+void wpk_atomic_settle(int dfd, const char *link, const char *name, dev_t dev, ino_t ino, int gone,
                    int renamed, int durable)
 {
-    if ((gone ? renamed && durable : !renamed) && same_file(dfd, name, dev, ino))
+    if ((gone ? renamed && durable : !renamed) && wpk_atomic_same_file(dfd, name, dev, ino))
         unlinkat(dfd, name, 0);
     if (link)
         unlinkat(dfd, link, 0);
@@ -140,13 +164,30 @@ static int replaceable(const char *path, const char *shown, int follow, char **r
     }
     if (S_ISREG(st.st_mode)) {
         *old = st;
-        return WPACK_OK;
+        int rc = wpk_atomic_writable(shown, *real, st.st_mode, err, errlen);
+        if (rc) {
+            free(*real);
+            *real = NULL;
+        }
+        return rc;
     }
     wpk_fmt(err, errlen, "%s%s%s: %s, not a regular file: not replaced", shown, *real ? " -> " : "",
             *real ? *real : "", kind_of(st.st_mode));
     free(*real);
     *real = NULL;
     return WPACK_E_FILE_TYPE;
+}
+
+int wpk_atomic_writable(const char *path, const char *real, unsigned mode, char *err,
+                        size_t errlen)
+{
+    /* The mode bits, not access(W_OK): root may write anything, and a
+     * user's chmod a-w still means "keep this" (rm asks, cp -i refuses). */
+    if (mode & 0222)
+        return WPACK_OK;
+    wpk_fmt(err, errlen, "%s%s%s: write-protected (mode %04o): not replaced; chmod u+w it or "
+            "remove it first", path, real ? " -> " : "", real ? real : "", mode & 07777);
+    return WPACK_E_IO;
 }
 
 int wpk_atomic_check(const char *path, unsigned flags, char *err, size_t errlen)
@@ -183,6 +224,13 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
     if (!(flags & WPK_ATOMIC_NO_SWEEP))
         wpk_atomic_sweep(path);
     size_t n = strlen(path), tn = n + sizeof TMP_TAG + 24 + TMP_HEX;
+    char pid[24], stem[NAME_MAX_BYTES + 1];
+    const char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash + 1 - path) : 0;
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    const char *use = path + dir; /* a writer's own file (WPK_ATOMIC_OWN_NAME): room was kept */
+    if (!(flags & WPK_ATOMIC_OWN_NAME))
+        wpk_atomic_stem(use, strlen(pid), stem), use = stem;
     size_t sn = strlen(given) + (real ? 4 + n : 0) + 1;
     a->path = real ? real : strdup(path);
     a->tmp = malloc(tn);
@@ -194,7 +242,7 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
     }
     snprintf(a->shown, sn, "%s%s%s", given, real ? " -> " : "", real ? real : "");
     for (int attempt = 0; attempt < 64; attempt++) {
-        snprintf(a->tmp, tn, "%s" TMP_TAG "%ld-%016llx", path, (long)getpid(),
+        snprintf(a->tmp, tn, "%.*s%s" TMP_TAG "%s-%016llx", (int)dir, path, use, pid,
                  (unsigned long long)random64());
         int fd = open(a->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
                       flags & WPK_ATOMIC_PRIVATE ? 0600 : 0666);
@@ -440,7 +488,7 @@ static void settle_links(wpk_atomic *a, int renamed)
 {
     for (size_t k = 0; k < a->nlinks; k++) {
         struct wpk_atomic_link *l = &a->links[k];
-        settle(AT_FDCWD, l->link, l->name, l->dev, l->ino, l->gone, renamed, a->dir_synced);
+        wpk_atomic_settle(AT_FDCWD, l->link, l->name, l->dev, l->ino, l->gone, renamed, a->dir_synced);
         free(l->link);
         free(l->name);
     }
@@ -585,215 +633,4 @@ void wpk_atomic_abort(wpk_atomic *a)
     free(a->shown);
     a->tmp = a->path = a->shown = NULL;
     a->fd = -1;
-}
-
-/* ---- sweeping dead temporaries ---- */
-
-/* The length of "<pid>-<16 hex>" at the start of s (s follows ".tmp-"), or 0. */
-static size_t pid_hex(const char *s)
-{
-    size_t i = 0;
-    while (s[i] >= '0' && s[i] <= '9' && i < 10)
-        i++;
-    if (i == 0 || s[i] != '-')
-        return 0;
-    i++;
-    for (int k = 0; k < TMP_HEX; k++, i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-            return 0;
-    return i;
-}
-
-/* s is what follows a temporary's name: NAME when s is ".new-NAME" (*gone
- * 0) or ".gone-NAME" (*gone 1), a file tied to the rename; else NULL. */
-static const char *tied(const char *s, int *gone)
-{
-    const char *name = strncmp(s, ".new-", 5) == 0 ? s + 5 : strncmp(s, ".gone-", 6) == 0 ? s + 6 : NULL;
-    if (!name || !*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-        return NULL;
-    *gone = s[1] == 'g';
-    return name;
-}
-
-static int tied_name(const char *s)
-{
-    int gone;
-    return tied(s, &gone) != NULL;
-}
-
-/* Is s what a writer puts after its temporary's name in the names of its
- * other files: nothing, ".old" (resolver/output_commit.c's link to the old
- * archive), ".new-NAME" or ".gone-NAME" (tied files), ".shard-<n>" (a
- * finished shard, packer/writer_shards.c) or ".shard-<n>.tmp-<pid>-<hex>"
- * (a shard being written)? Only these: a name
- * with anything else after a temporary's is not a writer's file (extract's
- * NAME.npy of a tensor named "x.npy.tmp-1-0123456789abcdef" must stay).
- * Tied files only when tied_ok: they are made beside one target (a set's
- * manifest) and settled by its own sweep; a directory's sweep (extract's
- * NAME.npy files, whose names an archive chooses) leaves them, or a tensor
- * "x.npy.tmp-1-0123456789abcdef.new-y" extracted as such a name would be
- * removed by the next extract into that directory. */
-static int writer_suffix(const char *s, int tied_ok)
-{
-    if (*s == 0 || strcmp(s, ".old") == 0 || (tied_ok && tied_name(s)))
-        return 1;
-    if (strncmp(s, ".shard-", 7) != 0)
-        return 0;
-    s += 7;
-    size_t d = 0;
-    while (s[d] >= '0' && s[d] <= '9')
-        d++;
-    if (d == 0)
-        return 0;
-    s += d;
-    if (*s == 0)
-        return 1;
-    size_t t = strncmp(s, TMP_TAG, strlen(TMP_TAG)) == 0 ? pid_hex(s + strlen(TMP_TAG)) : 0;
-    return t && s[strlen(TMP_TAG) + t] == 0;
-}
-
-/* s follows ".tmp-": the length of "<pid>-<16 hex>" when s starts with it
- * and what follows is a writer's (writer_suffix), else 0. */
-static size_t owner_tail(const char *s, int tied_ok)
-{
-    size_t i = pid_hex(s);
-    return i && writer_suffix(s + i, tied_ok) ? i : 0;
-}
-
-/* The length of the owning temporary's name at the start of name, or 0
- * when name is not a temporary of a target this sweep covers: base exactly
- * (base != NULL), else any target name ending with suffix. */
-static size_t owner_len(const char *name, const char *base, const char *suffix)
-{
-    size_t tag = strlen(TMP_TAG);
-    if (base) {
-        size_t b = strlen(base);
-        if (strncmp(name, base, b) != 0 || strncmp(name + b, TMP_TAG, tag) != 0)
-            return 0;
-        size_t t = owner_tail(name + b + tag, 1);
-        return t ? b + tag + t : 0;
-    }
-    size_t sl = strlen(suffix);
-    for (const char *q = strstr(name, TMP_TAG); q; q = strstr(q + 1, TMP_TAG)) {
-        size_t at = (size_t)(q - name);
-        if (at <= sl || strncmp(q - sl, suffix, sl) != 0)
-            continue;
-        size_t t = owner_tail(q + tag, 0);
-        if (t)
-            return at + tag + t;
-    }
-    return 0;
-}
-
-/* Before a dead temporary owner (locked by this sweep) is removed: settle
- * its tied files as not renamed, those a first pass left because the
- * writer was still alive then (killed in between, a tied file outliving its
- * temporary would be taken for a rename by the next sweep, which removes
- * a gone file, a shard of the set still in place). 1 when one is left (not
- * this user's, or not removed): the temporary then stays. */
-static int tied_left(int dfd, const char *owner)
-{
-    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), left = 0;
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return 1;
-    }
-    size_t n = strlen(owner);
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        int gone;
-        const char *name = strncmp(de->d_name, owner, n) == 0 ? tied(de->d_name + n, &gone) : NULL;
-        struct stat st;
-        if (!name || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-            continue;
-        if (st.st_uid == geteuid())
-            settle(dfd, de->d_name, name, st.st_dev, st.st_ino, gone, 0, 0);
-        left |= fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-    }
-    closedir(d);
-    return left;
-}
-
-/* Remove name when it is a regular file of ours whose owner is gone or
- * unlocked (the writer that held the lock has exited). A tied file
- * (".new-NAME", ".gone-NAME") is settled instead: its writer renamed its
- * temporary over the target when the temporary is gone and the link still
- * there (its writer and this sweep settle links before they remove a
- * temporary); *synced: the directory was fsynced for a gone file. */
-static void remove_if_dead(int dfd, const char *dir, const char *name, const char *owner,
-                           int *synced)
-{
-    struct stat st, ost;
-    int gone;
-    const char *tied_to = tied(name + strlen(owner), &gone);
-    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-        st.st_uid != geteuid())
-        return;
-    int ofd = openat(dfd, owner, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (ofd < 0) {
-        /* A live writer's files under its name exist only while its own
-         * temporary does: without it they are orphans. */
-        if (errno != ENOENT)
-            return;
-        if (!tied_to) {
-            unlinkat(dfd, name, 0);
-        } else if (same_file(dfd, name, st.st_dev, st.st_ino)) { /* not settled by another */
-            if (gone && !*synced) /* the rename durable before the old file goes */
-                *synced = fsync_dir(dir) == 0;
-            settle(dfd, name, tied_to, st.st_dev, st.st_ino, gone, 1, *synced);
-        }
-        return;
-    }
-    if (fstat(ofd, &ost) == 0 && S_ISREG(ost.st_mode) && ost.st_uid == geteuid() &&
-        flock(ofd, LOCK_EX | LOCK_NB) == 0) {
-        /* still the file we looked at (names are never reused, but check) */
-        if (!same_file(dfd, name, st.st_dev, st.st_ino))
-            ;
-        else if (tied_to)
-            settle(dfd, name, tied_to, st.st_dev, st.st_ino, gone, 0, 0);
-        else if (name[strlen(owner)] != 0 || !tied_left(dfd, owner))
-            unlinkat(dfd, name, 0); /* a temporary last, after its tied files */
-    }
-    close(ofd); /* releases the lock */
-}
-
-/* Two passes: a writer's other files first, then its temporaries (whose
- * absence tells that a tied file's writer committed). */
-static void sweep(const char *dir, const char *base, const char *suffix)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    int dfd = dirfd(d), synced = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        struct dirent *de;
-        rewinddir(d);
-        while ((de = readdir(d))) {
-            size_t n = owner_len(de->d_name, base, suffix);
-            if (!n || (pass == 0) != (de->d_name[n] != 0))
-                continue;
-            char owner[sizeof de->d_name];
-            memcpy(owner, de->d_name, n);
-            owner[n] = 0;
-            remove_if_dead(dfd, dir, de->d_name, owner, &synced);
-        }
-    }
-    closedir(d);
-}
-
-void wpk_atomic_sweep(const char *path)
-{
-    char dir[4096];
-    dir_of(path, dir, sizeof dir);
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    if (*base)
-        sweep(dir, base, NULL);
-}
-
-void wpk_atomic_sweep_dir(const char *dir, const char *suffix)
-{
-    sweep(dir, NULL, suffix ? suffix : "");
 }

@@ -4,7 +4,11 @@
  * target, fsync the directory. Readers see the old file or the whole new
  * one, never a part; a failure or a kill leaves the target as it was.
  *
- * The temporary is "TARGET.tmp-<pid>-<16 hex>", created with
+ * The temporary is "TARGET.tmp-<pid>-<16 hex>" (with a long TARGET name,
+ * one whose temporary would leave less than 49 bytes of NAME_MAX for the
+ * writer's other files below, its head cut at a UTF-8 character and its
+ * extension kept, e.g. "HEAD.npy.tmp-<pid>-<16 hex>": any name the file
+ * system takes is an output, and the sweep knows the shortened names), created with
  * O_CREAT|O_EXCL|O_CLOEXEC and mode 0666 (the process umask applies; when
  * it replaces a regular file, that file's permission bits instead), and
  * its writer holds flock(LOCK_EX) on it for its whole life. A file named
@@ -118,6 +122,11 @@ void wpk_atomic_keep_like(const wpk_atomic *a, int fd);
  * model's bytes, which other users could otherwise read or, under a umask
  * of 0, rewrite). */
 #define WPK_ATOMIC_PRIVATE 16u
+/* The target is itself a writer's file named after its temporary (a shard
+ * "TMP.shard-<n>"): its temporary is "TARGET.tmp-<pid>-<hex>" in full,
+ * never shortened (see the naming above), so the sweep of the set's target
+ * knows it. The manifest's temporary kept room for it. */
+#define WPK_ATOMIC_OWN_NAME 32u
 
 /* Every failure message of these functions names the path it concerns
  * once, as the caller gave it ("LINK -> TARGET" through a followed link):
@@ -125,11 +134,21 @@ void wpk_atomic_keep_like(const wpk_atomic *a, int fd);
  *
  * Create the temporary for path. A target that exists and is not a regular
  * file (a device, FIFO, socket or directory; a symlink as above) is never
- * replaced: WPACK_E_FILE_TYPE, checked here and again just before the
- * rename. On failure *a holds nothing to release, err says what and where,
- * and the result is WPACK_E_FILE_TYPE, WPACK_E_IO or WPACK_E_NOMEM. */
+ * replaced: WPACK_E_FILE_TYPE; nor is a write-protected file
+ * (wpk_atomic_writable): WPACK_E_IO. Both checked here and again just
+ * before the rename. On failure *a holds nothing to release, err says what
+ * and where, and the result is WPACK_E_FILE_TYPE, WPACK_E_IO or
+ * WPACK_E_NOMEM. */
 int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, size_t errlen);
 
+/* A regular file whose mode has no write bit (chmod a-w, 0444) is
+ * write-protected: never replaced (wpk_atomic_open, wpk_atomic_check, and
+ * again before the rename) nor written in place (packer/update.c), even by
+ * root, whom access(W_OK) never stops: the user asked to keep it, as rm
+ * and cp -i respect. WPACK_OK when mode has a write bit, else WPACK_E_IO
+ * with err naming path (and " -> real" when real is not NULL). */
+int wpk_atomic_writable(const char *path, const char *real, unsigned mode, char *err,
+                        size_t errlen);
 /* What wpk_atomic_open checks of the target (flags as it takes them),
  * creating nothing: a command with many outputs refuses one that would be
  * refused before it writes any. WPACK_OK, or as wpk_atomic_open. */

@@ -778,7 +778,13 @@ void wpack_writer_options_init(wpack_writer_options *opt);
  * existing file at path is untouched until the final rename, and stays as
  * it was if the writer is aborted or the process dies. Temporaries of path
  * left by dead writers (killed processes) are removed here; a live
- * writer's are not. opt may be NULL.
+ * writer's are not. opt may be NULL. A regular file at path whose mode
+ * has no write bit (chmod a-w) is write-protected: refused here with
+ * WPACK_E_IO, whoever the caller is (root too); so is, at finish, the
+ * replacement of a sharded set one of whose shards is write-protected
+ * (nothing changed). With a long file name the
+ * temporary's name is shortened (its head and extension: README, Long
+ * names), so any name the file system takes is a path.
  *
  * When path holds a sharded set's manifest (one that opens whole), the
  * new archive replaces the set: once it is in place (not before: a crash
@@ -1019,7 +1025,8 @@ typedef struct wpack_update wpack_update;
  * WPACK_E_SHARD: path is a shard of a sharded set whose manifest (named by
  * the shard's `wpack.manifest`, beside it) lists it now; the manifest
  * records the shard's length and index XXH3, so changing it would make the
- * whole set fail to open. Update the manifest instead. */
+ * whole set fail to open. Update the manifest instead. WPACK_E_IO: path
+ * is write-protected (no write bit in its mode, chmod a-w; root too). */
 int wpack_update_begin(wpack_update **out, const char *path, unsigned flags, char *errbuf,
                        size_t errlen);
 /* Add a stats record, or replace the archive's record of the same key and

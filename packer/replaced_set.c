@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
+#include "internal.h"
 #include "shard_of.h"
 #include "writer.h"
 
@@ -146,6 +148,20 @@ int wpack_writer_replaces_fd(wpack_writer *w, int fd)
         w->replaces_known = 1;
     }
     return is_one_of(&st, w->replaces, w->nreplaces);
+}
+
+int wpk_replaced_writable(wpack_writer *w)
+{
+    struct stat st;
+    for (uint32_t k = 0; k < w->nreplaced; k++) {
+        char shown[600], err[sizeof w->errmsg];
+        if (lstat(w->replaced[k], &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        wpk_fmt(shown, sizeof shown, "%s (a shard of the set %s replaces)", w->replaced[k], w->shown);
+        if (wpk_atomic_writable(shown, NULL, st.st_mode, err, sizeof err))
+            return wpk_wfail(w, WPACK_E_IO, "%s", err);
+    }
+    return WPACK_OK;
 }
 
 int wpk_tie_replaced(wpack_writer *w)

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "buf.h"
 #include "bytes.h"
 #include "wpack.h"
@@ -120,6 +121,9 @@ static int lock_path(wpack_update *u)
 {
     char msg[512];
     int rc = wpk_lock_path(u->path, O_RDWR, &u->fd, msg, sizeof msg);
+    struct stat st;
+    if (rc == WPACK_OK && fstat(u->fd, &st) == 0) /* root opens it O_RDWR all the same */
+        rc = wpk_atomic_writable(u->path, NULL, st.st_mode, msg, sizeof msg);
     return rc ? wpk_ufail(u, rc, "%s", msg) : WPACK_OK;
 }
 

@@ -288,6 +288,8 @@ static int finish_file(wpack_writer *w)
     if (rc == WPACK_OK && !w->replaced &&
         (rc = wpack_replaced_shards(w->path, &w->replaced, &w->nreplaced)))
         wpk_wfail(w, rc, "%s: out of memory listing the set it replaces", w->path);
+    if (rc == WPACK_OK) /* a write-protected shard is not removed with its set */
+        rc = wpk_replaced_writable(w);
     if (rc == WPACK_OK)
         rc = wpk_write_index(w);
     char err[sizeof w->errmsg];

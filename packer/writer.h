@@ -224,6 +224,11 @@ int wpk_read_back(wpack_writer *w, const wpk_pending_entry *e, uint64_t off, voi
 /* Build and write index + trailer + superblock (writer_index.c). */
 int wpk_write_index(wpack_writer *w);
 
+/* WPACK_OK, or WPACK_E_IO (w failed, naming it) when a shard of the set
+ * w replaces (w->replaced) is write-protected (wpk_atomic_writable): a
+ * user's chmod a-w keeps it, as it keeps the manifest (replaced_set.c). */
+int wpk_replaced_writable(wpack_writer *w);
+
 /* Before the commit, the archive complete in its temporary: tie the shards
  * of the set it replaces (w->replaced) to its rename, so that they go once
  * it is in place (atomic_file.h, wpk_atomic_add_gone), except files the

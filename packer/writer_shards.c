@@ -60,18 +60,29 @@ static const char *base_name(const char *path)
 }
 
 /* "dir/model.wpack" -> "model-0000k-of-0000n.wpack" (k counted from 1),
- * or with g >= 2 "model-0000k-of-0000n.g.wpack". */
+ * or with g >= 2 "model-0000k-of-0000n.g.wpack". A stem too long for the
+ * 255-byte NAME_MAX of the common file systems is cut (at a UTF-8
+ * character): a manifest of any name the file system takes has shards. */
 static char *final_name(const char *manifest, uint32_t k, uint32_t n, unsigned g)
 {
     const char *base = base_name(manifest);
     size_t len = strlen(base);
     if (len > 6 && strcmp(base + len - 6, ".wpack") == 0)
         len -= 6;
-    char *s = malloc(len + 48);
-    if (s && g < 2)
-        snprintf(s, len + 48, "%.*s-%05u-of-%05u.wpack", (int)len, base, k + 1, n);
-    else if (s)
-        snprintf(s, len + 48, "%.*s-%05u-of-%05u.%u.wpack", (int)len, base, k + 1, n, g);
+    char tail[64];
+    if (g < 2)
+        snprintf(tail, sizeof tail, "-%05u-of-%05u.wpack", k + 1, n);
+    else
+        snprintf(tail, sizeof tail, "-%05u-of-%05u.%u.wpack", k + 1, n, g);
+    size_t t = strlen(tail);
+    if (len + t > 255) {
+        len = 255 - t;
+        while (len > 0 && ((unsigned char)base[len] & 0xC0) == 0x80)
+            len--;
+    }
+    char *s = malloc(len + t + 1);
+    if (s)
+        snprintf(s, len + t + 1, "%.*s%s", (int)len, base, tail);
     return s;
 }
 
@@ -173,7 +184,7 @@ static int open_shard(wpack_writer *w)
     /* No fsync of the directory per shard: the manifest's commit, after
      * the shards' renames in the same directory, makes them all durable. */
     int rc = wpk_writer_open_flags(&s->cur, part, &s->opt,
-                                   WPK_ATOMIC_NO_SWEEP | WPK_ATOMIC_NO_DIR_SYNC);
+                                   WPK_ATOMIC_NO_SWEEP | WPK_ATOMIC_NO_DIR_SYNC | WPK_ATOMIC_OWN_NAME);
     /* the shards of a set that replaces a file get the permission bits and
      * owner the manifest kept from it: a private set's data stays private */
     if (rc == WPACK_OK)

@@ -181,6 +181,68 @@ static void test_sweep_dead_not_live(void)
     CHECK_EQ(count("swept.bin"), 0);
 }
 
+/* A 255-byte name (NAME_MAX): its temporaries get a shortened stem (the
+ * full one was ENAMETOOLONG), the commit lands at the full name, and the
+ * sweep of that name still removes a dead writer's temporary and its
+ * orphan shard, and keeps a live writer's. */
+static void test_long_name(void)
+{
+    char name[256], p[600], err[300];
+    memset(name, 'L', 249);
+    memcpy(name + 249, ".wpack", 7); /* 255 bytes */
+    path_of(p, sizeof p, name);
+    wpk_atomic a;
+    int rc = wpk_atomic_open(&a, p, 0, err, sizeof err);
+    CHECK(rc == WPACK_OK, "open: %s", err);
+    if (rc != WPACK_OK)
+        return;
+    const char *base = strrchr(a.tmp, '/') + 1;
+    CHECK(strlen(base) <= 255 - 49, "temporary %zu bytes, room for a shard's", strlen(base));
+    CHECK(strncmp(base, "LLLL", 4) == 0 && strstr(base, ".wpack.tmp-") != NULL, "stem: %s", base);
+    CHECK(write(a.fd, "new", 3) == 3, "write");
+    CHECK(wpk_atomic_commit(&a, err, sizeof err) == WPACK_OK, "commit: %s", err);
+    CHECK(exists(p), "in place at the full name");
+    pid_t dead = writer_child(p, 0), live = writer_child(p, 1);
+    CHECK(dead > 0 && live > 0, "children started");
+    waitpid(dead, NULL, 0);
+    CHECK_EQ(count("LLLL"), 3);
+    wpk_atomic_sweep(p);
+    CHECK_EQ(count("LLLL"), 2); /* the target and the live writer's */
+    kill(live, SIGKILL);
+    waitpid(live, NULL, 0);
+    wpk_atomic_sweep(p);
+    CHECK_EQ(count("LLLL"), 1);
+    unlink(p);
+}
+
+/* A write-protected file (no write bit; root too) is not replaced. */
+static void test_write_protected(void)
+{
+    char p[512], err[300];
+    path_of(p, sizeof p, "ro.bin");
+    touch(p, "old");
+    chmod(p, 0444);
+    wpk_atomic a;
+    CHECK(wpk_atomic_check(p, 0, err, sizeof err) == WPACK_E_IO, "check refuses");
+    CHECK(strstr(err, "ro.bin: write-protected (mode 0444)") != NULL, "message: %s", err);
+    if (wpk_atomic_open(&a, p, 0, err, sizeof err) == WPACK_OK) {
+        CHECK(0, "open refuses");
+        wpk_atomic_abort(&a);
+    }
+    CHECK_EQ(count("ro.bin"), 1);
+    chmod(p, 0400 | 0020); /* a write bit for the group is enough */
+    CHECK(wpk_atomic_open(&a, p, 0, err, sizeof err) == WPACK_OK, "open: %s", err);
+    chmod(p, 0444); /* protected while it was written: kept at the rename */
+    CHECK(wpk_atomic_commit(&a, err, sizeof err) == WPACK_E_IO, "commit refuses");
+    FILE *f = fopen(p, "r");
+    char got[8] = "";
+    CHECK(f && fgets(got, sizeof got, f) && strcmp(got, "old") == 0, "kept: '%s'", got);
+    if (f)
+        fclose(f);
+    CHECK_EQ(count("ro.bin"), 1);
+    unlink(p);
+}
+
 static void test_sweep_dir_suffix(void)
 {
     char a[512], b[512], c[512], d[512], e[512], f[512], g[512], h[512];
@@ -329,6 +391,8 @@ int main(void)
     RUN(test_abort_keeps_target);
     RUN(test_sweep_dead_not_live);
     RUN(test_sweep_dir_suffix);
+    RUN(test_long_name);
+    RUN(test_write_protected);
     RUN(test_tied_files);
     RUN(test_gone_of_another_owner);
     char cmd[400];
