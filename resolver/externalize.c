@@ -38,6 +38,7 @@ typedef struct {
     const wpk_resource *res;    /* dense_resource: its blob */
     int splat;                  /* a splat literal: a splat entry of fill */
     unsigned char fill[8];
+    const char *entry;          /* its entry's name (the symbol, or names[]) */
 } candidate;
 
 /* The key of `dense_resource<KEY>` (as written, NUL-terminated, heap). */
@@ -246,6 +247,43 @@ static size_t drop_patches(const wpk_mlir_doc *doc, const unsigned char *drop, w
     return np;
 }
 
+/* The entry name of every candidate (extern_names.c); a module path in
+ * one is checked as the symbols were. 0, or the first error. */
+static int name_entries(const wpk_mlir_doc *doc, candidate *cand, size_t n, wpk_diag *d,
+                        const char *unescaped, char ***names_out)
+{
+    size_t *gix = malloc((n + 1) * sizeof *gix), *lens = malloc((n + 1) * sizeof *lens);
+    char **names = calloc(n + 1, sizeof *names);
+    *names_out = names;
+    if (!gix || !lens || !names) {
+        free(gix);
+        free(lens);
+        return WPACK_E_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        gix[i] = cand[i].global;
+    int rc = wpk_extern_names(doc, gix, n, names, lens, d);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const wpk_global *g = &doc->globals[cand[i].global];
+        cand[i].entry = names[i] ? names[i] : g->name;
+        if (!names[i])
+            continue;
+        char where[400];
+        wpk_global_where(where, sizeof where, d, g);
+        const char *bad = wpk_name_problem((const uint8_t *)names[i], lens[i]);
+        if (bad)
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_NAME,
+                          "%s: its module path cannot be in an entry name: %s", where, bad);
+        else if (unescaped && wpk_name_needs_escape(names[i]))
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
+                          "%s: its module path has a '\"' or '\\', which %s prints unescaped "
+                          "(use --emit uri)", where, unescaped);
+    }
+    free(gix);
+    free(lens);
+    return rc ? rc : d->first_error;
+}
+
 /* --------------------------------------------------------- the call */
 
 int wpack_externalize_file(const char *in_path, const char *out_path, const char *archive_path,
@@ -315,6 +353,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     size_t ncand = 0;
     uint64_t data_bytes = 0;
     res_index rkeys = {NULL, 0};
+    char **names = NULL;
 
     rc = wpk_mlir_scan_buffer(buf, len, 0, &doc, err, sizeof err);
     if (rc) {
@@ -421,6 +460,10 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             data_bytes = sat_add(data_bytes, c.nbytes);
         cand[ncand++] = c;
     }
+    if (!d.first_error && (rc = name_entries(doc, cand, ncand, &d, unescaped, &names))) {
+        if (rc == WPACK_E_NOMEM)
+            goto nomem;
+    }
     if (d.first_error) {
         rc = d.first_error;
         goto done;
@@ -448,7 +491,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         char where[400], why[300];
         wpk_global_where(where, sizeof where, &d, g);
         if (c->splat) { /* one element, however many it stands for */
-            rc = wpack_writer_add_splat(w, g->name, c->dtype, c->type.rank, c->type.dims, c->fill,
+            rc = wpack_writer_add_splat(w, c->entry, c->dtype, c->type.rank, c->type.dims, c->fill,
                                         wpack_dtype_size(c->dtype));
             if (rc) {
                 wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
@@ -458,7 +501,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             res.bytes_moved = sat_add(res.bytes_moved, c->nbytes);
             continue;
         }
-        rc = wpack_writer_begin_tensor(w, g->name, c->dtype, c->type.rank, c->type.dims);
+        rc = wpack_writer_begin_tensor(w, c->entry, c->dtype, c->type.rank, c->type.dims);
         if (rc) {
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
             goto done;
@@ -509,10 +552,10 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         goto nomem;
     for (size_t i = 0; i < ncand; i++) {
         wpack_tensor t;
-        if (wpack_find(ar, doc->globals[cand[i].global].name, &t) != WPACK_OK) {
+        if (wpack_find(ar, cand[i].entry, &t) != WPACK_OK) {
             rc = WPACK_E_STATE;
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "internal error: entry '%s' missing from the new archive",
-                          doc->globals[cand[i].global].name);
+                          cand[i].entry);
             goto done;
         }
         items[i] = (wpk_plan_item){.global = cand[i].global, .entry = t.index,
@@ -576,6 +619,9 @@ done:
     free(items);
     free(cand);
     res_index_free(&rkeys);
+    for (size_t i = 0; names && i < ncand; i++)
+        free(names[i]);
+    free(names);
     wpk_mlir_doc_free(doc);
     wpk_rsv_unmap_file(buf, len);
     if (in_fd >= 0)

@@ -29,6 +29,25 @@ static int opens_module(const wpk_scanner *sc, size_t off)
            (s.len >= sizeof generic - 1 && memcmp(sc->doc->buf + stmt, generic, sizeof generic - 1) == 0);
 }
 
+/* Record the module whose body opens at off (its @name, if the statement
+ * is `module @name` or `builtin.module @name`). */
+static int record_module(wpk_scanner *sc, size_t off, uint32_t parent)
+{
+    wpk_mlir_doc *d = sc->doc;
+    if (!wpk_grow_array((void **)&d->modules, &d->capmodules, d->nmodules, sizeof *d->modules))
+        return wpk_scan_nomem(sc);
+    wpk_module m = {parent, WPK_SPAN_NONE};
+    size_t rix = sc->sp ? sc->stack[sc->sp - 1].region_ix : (size_t)-1;
+    size_t stmt = rix == (size_t)-1 ? sc->top_stmt : sc->stack[rix].stmt_start;
+    wpk_lexer lx;
+    wpk_lex_init(&lx, d->buf, off, stmt);
+    wpk_tok w = wpk_lex_next(&lx), s = wpk_lex_next(&lx);
+    if (w.kind == WPK_TOK_BAREID && s.kind == WPK_TOK_AT)
+        m.sym = (wpk_span){s.off, s.len};
+    d->modules[d->nmodules++] = m;
+    return 0;
+}
+
 static int push_bracket(wpk_scanner *sc, wpk_tok t)
 {
     if (sc->sp >= WPK_MAX_NESTING)
@@ -46,8 +65,11 @@ static int push_bracket(wpk_scanner *sc, wpk_tok t)
         int module = opens_module(sc, t.off);
         b.region = module ? 0 : b.region + 1;
         b.region_ix = sc->sp;
-        if (module && sc->modules < UINT32_MAX)
+        if (module && sc->modules < UINT32_MAX) {
+            if (record_module(sc, t.off, b.module))
+                return sc->failed;
             b.module = ++sc->modules; /* its own symbol table */
+        }
     }
     sc->stack[sc->sp++] = b;
     return 0;
@@ -232,5 +254,6 @@ void wpk_mlir_doc_free(wpk_mlir_doc *doc)
     free(doc->aliases);
     free(doc->resources);
     free(doc->ops);
+    free(doc->modules);
     free(doc);
 }

@@ -192,6 +192,13 @@ const wpk_emit_mode *wpk_emit_mode_of(int emit);
 /* Does s hold a '"' or '\' (which a printer of unescaped names cannot take)? */
 int wpk_name_needs_escape(const char *s);
 
+/* externalize: the entry names of the moved globals doc->globals[globals[i]]
+ * (extern_names.c): names[i] NULL for the symbol itself, else a heap
+ * "module/.../symbol" for a symbol moved from several modules; name_lens[i]
+ * the length either way. 0, or an error code after its diagnostics. */
+int wpk_extern_names(const wpk_mlir_doc *doc, const size_t *globals, size_t n, char **names,
+                     size_t *name_lens, wpk_diag *d);
+
 /* Map each weight global of doc to an entry and check it (resolve.c). On
  * success *items is the plan in file order (wpk_plan_free with the same doc). */
 int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
