@@ -128,6 +128,15 @@ static int gap_has_newline(const char *buf, size_t from, size_t to)
     return 0;
 }
 
+static int record_torch_op(wpk_scanner *sc, wpk_tok t, int generic)
+{
+    wpk_mlir_doc *d = sc->doc;
+    if (!wpk_grow_array((void **)&d->torch_ops, &d->captorch_ops, d->ntorch_ops, sizeof *d->torch_ops))
+        return wpk_scan_nomem(sc);
+    d->torch_ops[d->ntorch_ops++] = (wpk_torch_op){{t.off, t.len}, generic};
+    return 0;
+}
+
 static int scan_all(wpk_scanner *sc)
 {
     const char *buf = sc->doc->buf;
@@ -180,6 +189,9 @@ static int scan_all(wpk_scanner *sc)
                 int fast = !(sc->flags & WPK_SCAN_NO_FAST) && wpk_scan_fast_global(sc, t, 1);
                 if (fast ? sc->failed : wpk_scan_util_pretty(sc, t))
                     return sc->failed;
+            } else if (wpk_scan_word(sc, t, "torch.vtensor.literal") && wpk_scan_peek_is(sc, '(')) {
+                if (record_torch_op(sc, t, 0))
+                    return sc->failed;
             } else if (wpk_scan_word(sc, t, "loc") && wpk_scan_peek_is(sc, '(')) {
                 if (record_loc(sc, t))
                     return sc->failed;
@@ -193,6 +205,9 @@ static int scan_all(wpk_scanner *sc)
                     return sc->failed;
             } else if (wpk_span_is(buf, (wpk_span){t.off, t.len}, "\"util.global\"")) {
                 if (wpk_scan_generic(sc, t, 1))
+                    return sc->failed;
+            } else if (wpk_span_is(buf, (wpk_span){t.off, t.len}, "\"torch.vtensor.literal\"")) {
+                if (record_torch_op(sc, t, 1))
                     return sc->failed;
             }
             break;
@@ -255,5 +270,6 @@ void wpk_mlir_doc_free(wpk_mlir_doc *doc)
     free(doc->resources);
     free(doc->ops);
     free(doc->modules);
+    free(doc->torch_ops);
     free(doc);
 }
