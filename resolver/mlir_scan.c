@@ -72,6 +72,7 @@ static int push_bracket(wpk_scanner *sc, wpk_tok t)
         }
     }
     sc->stack[sc->sp++] = b;
+    sc->angles += c == '<';
     return 0;
 }
 
@@ -87,8 +88,20 @@ static int pop_bracket(wpk_scanner *sc, wpk_tok t)
         return wpk_scan_fail(sc, t.off, "unbalanced brackets: '%c' closes the '%c' opened at %u:%u", c,
                        o->c, l, col);
     }
+    sc->angles -= o->c == '<';
     sc->sp--;
     return 0;
+}
+
+/* A character MLIR's lexer refuses where a token starts ("unexpected
+ * character"): non-ASCII (a UTF-8 byte order mark too), control bytes
+ * other than the blanks, and ~ ; & ' ` \ $. Outside strings and comments
+ * only (the lexer skips those), and not inside '<...>', where a dialect's
+ * own syntax may have any character. */
+static int unexpected_char(unsigned char c)
+{
+    return c >= 0x7f || (c < 0x20 && c != ' ' && c != '\t' && c != '\n' && c != '\r') ||
+           (c && strchr("~;&'`\\$", c));
 }
 
 static int region_level(const wpk_scanner *sc)
@@ -153,6 +166,10 @@ static int scan_all(wpk_scanner *sc)
         switch (t.kind) {
         case WPK_TOK_PUNCT: {
             char c = buf[t.off];
+            if (!sc->angles && unexpected_char((unsigned char)c))
+                return wpk_scan_fail(sc, t.off, "unexpected character 0x%02X%s (mlir-opt refuses it)",
+                                     (unsigned char)c, t.off == 0 && (unsigned char)c == 0xEF
+                                         ? ", a UTF-8 byte order mark" : "");
             if (c == '(' || c == '[' || c == '{' || c == '<') {
                 if (push_bracket(sc, t))
                     return sc->failed;

@@ -123,6 +123,27 @@ expect_fail torch_no_blob "noblob.mlir:3:10: torch.vtensor.literal: dense_resour
 [ ! -e "$T/noblob.out" ] && [ ! -e "$T/noblob.wpack" ] && pass torch_no_blob_nothing_written ||
     fail torch_no_blob_nothing_written
 
+# --- characters MLIR's lexer refuses (outside strings, comments and a
+# dialect's <...> body): a UTF-8 byte order mark, ~ ; non-ASCII, control
+# bytes. wpack copied them into an output mlir-opt refuses; now both refuse,
+# and both accept them inside a dialect attribute's body.
+same_verdict() { # NAME FILE PATTERN(wpack's error, empty: both accept)
+    "$MLIR_OPT" --allow-unregistered-dialect "$2" >/dev/null 2>&1; local m=$?
+    rm -f "$T/ch.out" "$T/ch.wpack"
+    "$WPACK" externalize "$2" -o "$T/ch.out" --archive "$T/ch.wpack" --min-bytes 0 >/dev/null 2>"$T/err"; local w=$?
+    if [ $m -ne 0 ] && [ $w -ne 0 ] && grep -Eq -- "$3" "$T/err"; then pass "$1"
+    elif [ -z "$3" ] && [ $m -eq 0 ] && [ $w -eq 0 ]; then pass "$1"
+    else fail "$1" "mlir-opt rc $m, wpack rc $w: $(head -c 300 "$T/err")"; fi
+}
+{ printf '\357\273\277'; cat "$T/nest.mlir"; } >"$T/bom.mlir"
+same_verdict char_bom "$T/bom.mlir" "bom.mlir:1:1: unexpected character 0xEF, a UTF-8 byte order mark"
+for c in '~' ';' '\001' '\303\251' '$'; do
+    { cat "$T/nest.mlir"; printf "$c\n"; } >"$T/ch.mlir"
+    same_verdict "char_$(printf "$c" | od -An -tx1 | tr -d ' ')" "$T/ch.mlir" "ch.mlir:10:1: unexpected character 0x"
+done
+printf 'module {\n  ml_program.global private @w(dense<[1.0, 2.0]> : tensor<2xf32>) : tensor<2xf32> {x = #foo<a;b~$>}\n}\n' >"$T/ch.mlir"
+same_verdict char_in_dialect_body "$T/ch.mlir" ""
+
 # --- dense literals: mlir-opt-19 and wpack on the same file, case by case
 # (tests/mlir/literal_parity.py): wpack accepted nan, inf, 1e5, .5, +1.0,
 # integers for floats, 0X, -0, missing or extra commas and text after the
