@@ -137,7 +137,7 @@ same_verdict() { # NAME FILE PATTERN(wpack's error, empty: both accept)
 }
 { printf '\357\273\277'; cat "$T/nest.mlir"; } >"$T/bom.mlir"
 same_verdict char_bom "$T/bom.mlir" "bom.mlir:1:1: unexpected character 0xEF, a UTF-8 byte order mark"
-for c in '~' ';' '\001' '\303\251' '$'; do
+for c in '~' ';' '\001' '\303\251' '$' '\014' '\013'; do
     { cat "$T/nest.mlir"; printf "$c\n"; } >"$T/ch.mlir"
     same_verdict "char_$(printf "$c" | od -An -tx1 | tr -d ' ')" "$T/ch.mlir" "ch.mlir:10:1: unexpected character 0x"
 done
