@@ -7,7 +7,8 @@
  * global's value with its tensor type, for tensors up to 1 MiB: a decode
  * that succeeds gives exactly the type's byte count, a failure points inside
  * the input, and a value taken as a splat decodes to its element repeated.
- * And --annotate's location names (resolver/annotate_loc.c) of every op:
+ * Externalize's torch.vtensor.literal reading (resolver/extern_torch.c):
+ * every span inside the input. And --annotate's location names (resolver/annotate_loc.c) of every op:
  * alias reads stay within the walk's bound, each name within the input's
  * size (a libFuzzer timeout finds a walk that blows up).
  */
@@ -127,6 +128,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check_span(doc->resources[i].blob, size, "blob");
         for (size_t i = 0; i < doc->nops; i++)
             check_span(doc->ops[i].loc, size, "loc");
+        for (size_t i = 0; i < doc->nmodules; i++)
+            check_span(doc->modules[i].sym, size, "module sym");
+        for (size_t i = 0; i < doc->ntorch_ops; i++) { /* externalize's torch literals */
+            wpk_torch_lit l;
+            if (!wpk_torch_lit_parse((const char *)copy, size, &doc->torch_ops[i], &l))
+                continue;
+            check_span(l.value, size, "torch value");
+            check_span(l.type, size, "torch type");
+            check_span(l.replace, size, "torch replace");
+            check_span(l.entry, size, "torch entry");
+            check_span(l.attrs, size, "torch attrs");
+            FUZZ_ASSERT(l.attrs_insert <= size, "torch attrs insert point");
+        }
         for (size_t i = 0; i < doc->nglobals; i++)
             check_literal((const char *)copy, size, &doc->globals[i]);
         check_locs(doc, size);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "extern_int.h"
 #include "mlir_literal.h"
 #include "internal.h"
 #include "mlir_lex.h"
@@ -38,84 +39,8 @@ typedef struct {
     const wpk_resource *res;    /* dense_resource: its blob */
     int splat;                  /* a splat literal: a splat entry of fill */
     unsigned char fill[8];
+    const char *entry;          /* its entry's name (the symbol, or names[]) */
 } candidate;
-
-/* The key of `dense_resource<KEY>` (as written, NUL-terminated, heap). */
-static char *resource_key(const char *buf, wpk_span v, size_t *n)
-{
-    wpk_lexer lx;
-    wpk_lex_init(&lx, buf, v.off + v.len, v.off);
-    wpk_lex_next(&lx); /* dense_resource */
-    if (!wpk_tok_is(&lx, wpk_lex_next(&lx), '<'))
-        return NULL;
-    wpk_tok k = wpk_lex_next(&lx);
-    if (k.kind != WPK_TOK_BAREID && k.kind != WPK_TOK_STRING)
-        return NULL;
-    return wpk_mlir_decode_string(buf + k.off, k.len, n);
-}
-
-/* The builtin resources by decoded key, sorted (equal keys in file
- * order): every dense_resource<KEY> is looked up here (decoding every key
- * for each lookup was globals x resources: 20,000 torch-mlir weights, each
- * with its blob, took 6.6 s). */
-typedef struct {
-    char *key;
-    size_t n, ix;
-} res_key;
-
-typedef struct {
-    res_key *v;
-    size_t n;
-} res_index;
-
-static int res_key_cmp(const void *a, const void *b)
-{
-    const res_key *x = a, *y = b;
-    int c = wpk_bytes_cmp(x->key, x->n, y->key, y->n);
-    return c ? c : x->ix < y->ix ? -1 : x->ix > y->ix;
-}
-
-static int res_index_build(const wpk_mlir_doc *doc, res_index *x)
-{
-    x->n = 0;
-    x->v = malloc((doc->nresources + 1) * sizeof *x->v);
-    if (!x->v)
-        return WPACK_E_NOMEM;
-    for (size_t i = 0; i < doc->nresources; i++) {
-        const wpk_resource *r = &doc->resources[i];
-        size_t n;
-        char *k = wpk_mlir_decode_string(doc->buf + r->key.off, r->key.len, &n);
-        if (!k)
-            return WPACK_E_NOMEM;
-        x->v[x->n++] = (res_key){k, n, i};
-    }
-    qsort(x->v, x->n, sizeof *x->v, res_key_cmp);
-    return 0;
-}
-
-static void res_index_free(res_index *x)
-{
-    for (size_t i = 0; x->v && i < x->n; i++)
-        free(x->v[i].key);
-    free(x->v);
-    x->v = NULL;
-}
-
-/* The resource of key (a later definition wins), or NULL. */
-static const wpk_resource *find_resource(const wpk_mlir_doc *doc, const res_index *x,
-                                         const char *key, size_t n)
-{
-    size_t lo = 0, hi = x->n;
-    while (lo < hi) { /* the first above every equal key */
-        size_t mid = lo + (hi - lo) / 2;
-        if (wpk_bytes_cmp(x->v[mid].key, x->v[mid].n, key, n) <= 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo && wpk_bytes_cmp(x->v[lo - 1].key, x->v[lo - 1].n, key, n) == 0
-               ? &doc->resources[x->v[lo - 1].ix] : NULL;
-}
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
@@ -127,123 +52,157 @@ static int writer_sink(void *user, const void *p, size_t n)
     return wpack_writer_write(user, p, n) != WPACK_OK;
 }
 
-/* ------------------------------------------------ dropped resources */
-
+/* A torch.vtensor.literal weight to move (extern_torch.c). */
 typedef struct {
-    const wpk_mlir_doc *doc;
-    const candidate *moved;
-    size_t nmoved;
-    const res_index *keys;
-} ref_ctx;
+    wpk_torch_lit lit;
+    wpk_mlir_tensor type;
+    int dtype;
+    uint64_t nbytes;
+    const wpk_resource *res;
+    char *key;                  /* its entry's name: KEY decoded (heap) */
+    size_t key_len;
+    unsigned line, col;
+    int writes;                 /* the first literal of its KEY writes the entry */
+} torch_cand;
 
-/* Is byte off inside the value of a moved global (those references go)? */
-static int in_moved_value(const ref_ctx *c, size_t off)
+static int tc_cmp(const void *a, const void *b)
 {
-    size_t lo = 0, hi = c->nmoved;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        wpk_span v = c->doc->globals[c->moved[mid].global].value;
-        if (off < v.off)
-            hi = mid;
-        else if (off >= v.off + v.len)
-            lo = mid + 1;
-        else
-            return 1;
+    const torch_cand *x = *(const torch_cand *const *)a, *y = *(const torch_cand *const *)b;
+    int c = wpk_bytes_cmp(x->key, x->key_len, y->key, y->key_len);
+    return c ? c : x->lit.op.off < y->lit.op.off ? -1 : 1;
+}
+
+/* The literals of dense_resource blobs of at least min_bytes, in file
+ * order; literals sharing a KEY share one entry (their types must agree),
+ * and no moved global may have KEY as its entry's name. 0, or
+ * WPACK_E_NOMEM (other problems are diagnostics). */
+static int collect_torch(const wpk_mlir_doc *doc, const wpk_res_index *rk, uint64_t min_bytes,
+                         wpk_diag *d, wpack_externalize_result *res, const candidate *cand,
+                         size_t ncand, torch_cand **out, size_t *nout)
+{
+    torch_cand *tc = calloc(doc->ntorch_ops + 1, sizeof *tc);
+    torch_cand **by = malloc((doc->ntorch_ops + 1) * sizeof *by);
+    *out = tc;
+    *nout = 0;
+    if (!tc || !by) {
+        free(by);
+        return WPACK_E_NOMEM;
     }
+    const char *buf = doc->buf;
+    wpk_line_cursor lc = WPK_LINE_CURSOR_INIT;
+    size_t n = 0;
+    for (size_t i = 0; i < doc->ntorch_ops; i++) {
+        torch_cand c = {0};
+        if (!wpk_torch_lit_parse(buf, doc->len, &doc->torch_ops[i], &c.lit))
+            continue;
+        res->globals++;
+        wpk_line_cursor_at(&lc, buf, doc->len, c.lit.op.off, &c.line, &c.col);
+        char why[200];
+        int ok;
+        if (wpk_mlir_parse_tensor(buf + c.lit.type.off, c.lit.type.len, &c.type, why, sizeof why) ||
+            (c.nbytes = wpk_literal_nbytes(&c.type, &ok), !ok)) {
+            res->kept++;
+            wpk_diag_emit(d, WPACK_DIAG_NOTE, 0, "%s:%u:%u: torch.vtensor.literal: kept inline (type %.*s)",
+                          d->source, c.line, c.col, (int)(c.lit.type.len > 200 ? 200 : c.lit.type.len),
+                          buf + c.lit.type.off);
+            continue;
+        }
+        c.dtype = wpk_literal_dtype(c.type.elem);
+        if (c.nbytes < min_bytes) {
+            res->kept++;
+            continue;
+        }
+        if (!(c.key = wpk_resource_key(buf, c.lit.value, &c.key_len))) {
+            free(by);
+            return WPACK_E_NOMEM;
+        }
+        char q[300];
+        wpk_quote(q, sizeof q, c.key, c.key_len);
+        const char *bad = wpk_name_problem((const uint8_t *)c.key, c.key_len);
+        c.res = wpk_find_resource(doc, rk, c.key, c.key_len);
+        if (!c.res || bad) {
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, bad ? WPACK_E_NAME : WPACK_E_INPUT,
+                          "%s:%u:%u: torch.vtensor.literal: dense_resource<%s> %s%s", d->source,
+                          c.line, c.col, q, bad ? "cannot be an entry name: " : "has no blob in the file's builtin resources",
+                          bad ? bad : "");
+            free(c.key);
+            continue;
+        }
+        tc[n++] = c;
+    }
+    *nout = n;
+    for (size_t i = 0; i < n; i++)
+        by[i] = &tc[i];
+    qsort(by, n, sizeof *by, tc_cmp);
+    for (size_t k = 0; k < n; k++) {
+        torch_cand *c = by[k], *p = k ? by[k - 1] : NULL;
+        if (!p || wpk_bytes_cmp(c->key, c->key_len, p->key, p->key_len)) {
+            c->writes = 1;
+            continue;
+        }
+        if (!wpk_mlir_tensor_equal(&c->type, &p->type))
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_SHAPE,
+                          "%s:%u:%u: torch.vtensor.literal: its resource is read as %.*s at %u:%u",
+                          d->source, c->line, c->col, (int)(p->lit.type.len > 200 ? 200 : p->lit.type.len),
+                          buf + p->lit.type.off, p->line, p->col);
+    }
+    for (size_t i = 0; i < ncand; i++) {
+        size_t lo = 0, hi = n, en = strlen(cand[i].entry);
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            int c = wpk_bytes_cmp(by[mid]->key, by[mid]->key_len, cand[i].entry, en);
+            if (c < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n && wpk_bytes_cmp(by[lo]->key, by[lo]->key_len, cand[i].entry, en) == 0) {
+            char where[400];
+            wpk_global_where(where, sizeof where, d, &doc->globals[cand[i].global]);
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EXISTS,
+                          "%s: its entry '%s' is also the resource of the torch.vtensor.literal at %u:%u",
+                          where, cand[i].entry, by[lo]->line, by[lo]->col);
+        }
+    }
+    free(by);
     return 0;
 }
 
-/* Count the references to resource r outside moved values and blobs:
- * every "dense_resource<KEY" in the text (comments and strings included,
- * which only keeps a blob that could have gone). */
-static void count_refs(const ref_ctx *c, size_t *refs)
+/* The entry name of every candidate (extern_names.c); a module path in
+ * one is checked as the symbols were. 0, or the first error. */
+static int name_entries(const wpk_mlir_doc *doc, candidate *cand, size_t n, wpk_diag *d,
+                        const char *unescaped, char ***names_out)
 {
-    const wpk_mlir_doc *doc = c->doc;
-    static const char pat[] = "dense_resource<";
-    size_t pl = sizeof pat - 1, pos = 0;
-    for (size_t ri = 0; ri <= doc->nresources; ri++) {
-        size_t end = ri < doc->nresources ? doc->resources[ri].blob.off : doc->len;
-        while (pos < end) {
-            const char *hit = memmem(doc->buf + pos, end - pos, pat, pl);
-            if (!hit)
-                break;
-            size_t at = (size_t)(hit - doc->buf);
-            pos = at + pl;
-            if (in_moved_value(c, at))
-                continue;
-            wpk_lexer lx;
-            wpk_lex_init(&lx, doc->buf, doc->len, pos);
-            wpk_tok k = wpk_lex_next(&lx);
-            if (k.kind != WPK_TOK_BAREID && k.kind != WPK_TOK_STRING)
-                continue;
-            size_t kn;
-            char *key = wpk_mlir_decode_string(doc->buf + k.off, k.len, &kn);
-            if (!key)
-                continue;
-            const wpk_resource *r = find_resource(doc, c->keys, key, kn);
-            if (r)
-                refs[r - doc->resources]++;
-            free(key);
-        }
-        if (ri < doc->nresources)
-            pos = doc->resources[ri].blob.off + doc->resources[ri].blob.len;
+    size_t *gix = malloc((n + 1) * sizeof *gix), *lens = malloc((n + 1) * sizeof *lens);
+    char **names = calloc(n + 1, sizeof *names);
+    *names_out = names;
+    if (!gix || !lens || !names) {
+        free(gix);
+        free(lens);
+        return WPACK_E_NOMEM;
     }
-}
-
-static size_t blob_end(const wpk_resource *r)
-{
-    return r->blob.off + r->blob.len + 1; /* the closing quote */
-}
-
-/* Are resources i and i+1 neighbours in one dictionary (only blanks and
- * one ',' between them)? */
-static int same_dict(const wpk_mlir_doc *doc, size_t i)
-{
-    size_t a = blob_end(&doc->resources[i]), b = doc->resources[i + 1].key.off;
-    int commas = 0;
-    for (size_t k = a; k < b; k++) {
-        char c = doc->buf[k];
-        if (c == ',')
-            commas++;
-        else if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-            return 0;
+    for (size_t i = 0; i < n; i++)
+        gix[i] = cand[i].global;
+    int rc = wpk_extern_names(doc, gix, n, names, lens, d);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const wpk_global *g = &doc->globals[cand[i].global];
+        cand[i].entry = names[i] ? names[i] : g->name;
+        if (!names[i])
+            continue;
+        char where[400];
+        wpk_global_where(where, sizeof where, d, g);
+        const char *bad = wpk_name_problem((const uint8_t *)names[i], lens[i]);
+        if (bad)
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_NAME,
+                          "%s: its module path cannot be in an entry name: %s", where, bad);
+        else if (unescaped && wpk_name_needs_escape(names[i]))
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
+                          "%s: its module path has a '\"' or '\\', which %s prints unescaped "
+                          "(use --emit uri)", where, unescaped);
     }
-    return commas == 1;
-}
-
-/* Patches removing the resources marked in drop[] (with their commas). */
-static size_t drop_patches(const wpk_mlir_doc *doc, const unsigned char *drop, wpk_patch *out)
-{
-    size_t np = 0;
-    for (size_t g0 = 0; g0 < doc->nresources;) {
-        size_t g1 = g0;
-        while (g1 + 1 < doc->nresources && same_dict(doc, g1))
-            g1++;
-        for (size_t a = g0; a <= g1;) {
-            if (!drop[a]) {
-                a++;
-                continue;
-            }
-            size_t b = a;
-            while (b + 1 <= g1 && drop[b + 1])
-                b++;
-            size_t from, to;
-            if (b < g1) {
-                from = doc->resources[a].key.off;
-                to = doc->resources[b + 1].key.off;
-            } else if (a > g0) {
-                from = blob_end(&doc->resources[a - 1]);
-                to = blob_end(&doc->resources[b]);
-            } else {
-                from = doc->resources[a].key.off;
-                to = blob_end(&doc->resources[b]);
-            }
-            out[np++] = (wpk_patch){from, to - from, "", 0};
-            a = b + 1;
-        }
-        g0 = g1 + 1;
-    }
-    return np;
+    free(gix);
+    free(lens);
+    return rc ? rc : d->first_error;
 }
 
 /* --------------------------------------------------------- the call */
@@ -314,7 +273,12 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     wpk_atomic out_tmp = {NULL, NULL, -1};
     size_t ncand = 0;
     uint64_t data_bytes = 0;
-    res_index rkeys = {NULL, 0};
+    wpk_res_index rkeys = {NULL, 0};
+    char **names = NULL;
+    torch_cand *tc = NULL;
+    size_t ntc = 0;
+    char **texts = NULL;
+    wpk_span *lits = NULL, *gvals = NULL;
 
     rc = wpk_mlir_scan_buffer(buf, len, 0, &doc, err, sizeof err);
     if (rc) {
@@ -322,7 +286,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         goto done;
     }
     cand = malloc((doc->nglobals + 1) * sizeof *cand);
-    if (!cand || res_index_build(doc, &rkeys))
+    if (!cand || wpk_res_index_build(doc, &rkeys))
         goto nomem;
     wpk_line_cursor lc = WPK_LINE_CURSOR_INIT; /* the globals come in file order */
     for (size_t i = 0; i < doc->nglobals; i++) {
@@ -393,8 +357,8 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         }
         if (g->value_kind == WPK_VAL_RESOURCE) {
             size_t kn;
-            char *key = resource_key(buf, g->value_body, &kn);
-            c.res = key ? find_resource(doc, &rkeys, key, kn) : NULL;
+            char *key = wpk_resource_key(buf, g->value_body, &kn);
+            c.res = key ? wpk_find_resource(doc, &rkeys, key, kn) : NULL;
             if (!c.res) {
                 char q[300];
                 wpk_quote(q, sizeof q, key ? key : "?", key ? kn : 1);
@@ -421,6 +385,16 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             data_bytes = sat_add(data_bytes, c.nbytes);
         cand[ncand++] = c;
     }
+    if (!d.first_error && (rc = name_entries(doc, cand, ncand, &d, unescaped, &names))) {
+        if (rc == WPACK_E_NOMEM)
+            goto nomem;
+    }
+    if (!d.first_error &&
+        collect_torch(doc, &rkeys, opt.min_bytes, &d, &res, cand, ncand, &tc, &ntc))
+        goto nomem;
+    for (size_t i = 0; i < ntc; i++)
+        if (tc[i].writes)
+            data_bytes = sat_add(data_bytes, tc[i].nbytes);
     if (d.first_error) {
         rc = d.first_error;
         goto done;
@@ -448,7 +422,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         char where[400], why[300];
         wpk_global_where(where, sizeof where, &d, g);
         if (c->splat) { /* one element, however many it stands for */
-            rc = wpack_writer_add_splat(w, g->name, c->dtype, c->type.rank, c->type.dims, c->fill,
+            rc = wpack_writer_add_splat(w, c->entry, c->dtype, c->type.rank, c->type.dims, c->fill,
                                         wpack_dtype_size(c->dtype));
             if (rc) {
                 wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
@@ -458,7 +432,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             res.bytes_moved = sat_add(res.bytes_moved, c->nbytes);
             continue;
         }
-        rc = wpack_writer_begin_tensor(w, g->name, c->dtype, c->type.rank, c->type.dims);
+        rc = wpack_writer_begin_tensor(w, c->entry, c->dtype, c->type.rank, c->type.dims);
         if (rc) {
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
             goto done;
@@ -488,6 +462,29 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         res.moved++;
         res.bytes_moved = sat_add(res.bytes_moved, c->nbytes);
     }
+    for (size_t i = 0; i < ntc; i++) {
+        torch_cand *c = &tc[i];
+        char why[300];
+        res.moved++;
+        res.bytes_moved = sat_add(res.bytes_moved, c->nbytes);
+        if (!c->writes)
+            continue;
+        if (!(rc = wpack_writer_begin_tensor(w, c->key, c->dtype, c->type.rank, c->type.dims)))
+            rc = wpk_literal_blob_decode(buf, c->res, &c->type, writer_sink, w, why, sizeof why);
+        else
+            wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
+        if (rc == WPACK_E_IO && wpack_writer_errcode(w)) {
+            rc = wpack_writer_errcode(w);
+            wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
+        }
+        if (!rc && (rc = wpack_writer_end_tensor(w)))
+            wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
+        if (rc) {
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s:%u:%u: torch.vtensor.literal: %s", d.source,
+                          c->line, c->col, why);
+            goto done;
+        }
+    }
     rc = wpack_writer_prepare(w); /* complete and durable, not yet in place */
     if (rc) {
         wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", archive_path, wpack_writer_errmsg(w));
@@ -504,28 +501,56 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     items = calloc(ncand + 1, sizeof *items);
     refs = calloc(doc->nresources + 1, sizeof *refs);
     drop = calloc(doc->nresources + 1, 1);
-    patches = malloc((doc->nresources + 1) * sizeof *patches);
-    if (!items || !refs || !drop || !patches)
+    patches = malloc((doc->nresources + 1 + 3 * ntc) * sizeof *patches);
+    texts = calloc(3 * ntc + 1, sizeof *texts);
+    lits = malloc((ntc + 1) * sizeof *lits);
+    gvals = malloc((ncand + 1) * sizeof *gvals);
+    if (!items || !refs || !drop || !patches || !texts || !lits || !gvals)
         goto nomem;
     for (size_t i = 0; i < ncand; i++) {
         wpack_tensor t;
-        if (wpack_find(ar, doc->globals[cand[i].global].name, &t) != WPACK_OK) {
+        if (wpack_find(ar, cand[i].entry, &t) != WPACK_OK) {
             rc = WPACK_E_STATE;
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "internal error: entry '%s' missing from the new archive",
-                          doc->globals[cand[i].global].name);
+                          cand[i].entry);
             goto done;
         }
         items[i] = (wpk_plan_item){.global = cand[i].global, .entry = t.index,
                                    .entry_name = t.name};
     }
-    ref_ctx rcx = {doc, cand, ncand, &rkeys};
-    count_refs(&rcx, refs);
+    for (size_t i = 0; i < ntc; i++)
+        lits[i] = tc[i].lit.value;
+    for (size_t i = 0; i < ncand; i++) /* the globals' values, in file order */
+        gvals[i] = doc->globals[cand[i].global].value;
+    wpk_count_refs(doc, &rkeys, gvals, ncand, lits, ntc, refs);
     for (size_t i = 0; i < ncand; i++)
         if (cand[i].res && refs[cand[i].res - doc->resources] == 0 && !drop[cand[i].res - doc->resources]) {
             drop[cand[i].res - doc->resources] = 1;
             res.resources_dropped++;
         }
-    size_t npatches = drop_patches(doc, drop, patches);
+    for (size_t i = 0; i < ntc; i++)
+        if (refs[tc[i].res - doc->resources] == 0 && !drop[tc[i].res - doc->resources]) {
+            drop[tc[i].res - doc->resources] = 1;
+            res.resources_dropped++;
+        }
+    size_t npatches = wpk_drop_patches(doc, drop, patches);
+    for (size_t i = 0; i < ntc; i++) {
+        char *uri = NULL;
+        if (opt.emit == WPACK_EMIT_URI) {
+            size_t ul = 24 + 3 * tc[i].key_len;
+            if (!(uri = malloc(ul)) || wpack_entry_uri(ar, tc[i].key, uri, ul)) {
+                free(uri);
+                goto nomem;
+            }
+        }
+        size_t np;
+        int e = wpk_torch_lit_patches(buf, len, &tc[i].lit, tc[i].key, tc[i].key_len, uri,
+                                      patches + npatches, &np, texts + 3 * i);
+        free(uri);
+        if (e)
+            goto nomem;
+        npatches += np;
+    }
 
     /* 3. the IR */
     /* durable or not as the archive is (its writer options' no_sync) */
@@ -575,7 +600,19 @@ done:
     free(refs);
     free(items);
     free(cand);
-    res_index_free(&rkeys);
+    wpk_res_index_free(&rkeys);
+    for (size_t i = 0; names && i < ncand; i++)
+        free(names[i]);
+    for (size_t i = 0; i < ntc; i++) {
+        free(tc[i].key);
+        for (int k = 0; texts && k < 3; k++)
+            free(texts[3 * i + k]);
+    }
+    free(tc);
+    free(texts);
+    free(lits);
+    free(gvals);
+    free(names);
     wpk_mlir_doc_free(doc);
     wpk_rsv_unmap_file(buf, len);
     if (in_fd >= 0)

@@ -30,7 +30,7 @@ enum {
     WPK_C_ID_START = 1,  /* [A-Za-z_] */
     WPK_C_ID = 2,        /* bare-id continuation: [A-Za-z0-9_$.] */
     WPK_C_SUFFIX = 4,    /* suffix-id (after # ! % ^ @): WPK_C_ID or '-' */
-    WPK_C_SPACE = 8,     /* ' ' \t \n \r \f \v */
+    WPK_C_SPACE = 8,     /* ' ' \t \n \r (MLIR's blanks: not \f \v) */
     WPK_C_DIGIT = 16,    /* [0-9] */
     WPK_C_HEX = 32       /* [0-9A-Fa-f] */
 };

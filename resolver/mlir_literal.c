@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bytes.h"
 #include "mlir_literal.h"
@@ -142,63 +143,128 @@ static void store_le(unsigned char *p, uint64_t v, size_t n)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* One literal (NUL-terminated copy in s) to its element bytes. */
-static int encode_literal(const elem_kind *k, const char *s, unsigned char *dst, char *why,
-                          size_t whylen)
+/* What an MLIR token of a dense literal is, as mlir-opt-19's lexer reads it
+ * (mlir/lib/AsmParser/Lexer.cpp): no '+' sign, no "nan"/"inf", a float
+ * needs digits and a '.' ("1e5" and ".5" are not floats there), a hex
+ * integer is "0x" (lower-case x) and hex digits. */
+enum { NUM_BAD, NUM_INT, NUM_HEX, NUM_FLOAT, NUM_TRUE, NUM_FALSE };
+
+static int digits(const char *s, size_t *i)
 {
-    int neg = s[0] == '-';
-    const char *m = s + (s[0] == '-' || s[0] == '+');
-    int hex = m[0] == '0' && (m[1] == 'x' || m[1] == 'X');
-    if (k->is_bool) {
-        if (strcmp(s, "true") == 0 || strcmp(s, "1") == 0) {
-            dst[0] = 1;
-            return 0;
-        }
-        if (strcmp(s, "false") == 0 || strcmp(s, "0") == 0) {
-            dst[0] = 0;
-            return 0;
-        }
-        wpk_fmt(why, whylen, "'%s' is not an i1 value (true, false, 1, 0)", s);
-        return WPACK_E_INPUT;
+    size_t st = *i;
+    while (s[*i] >= '0' && s[*i] <= '9')
+        (*i)++;
+    return *i > st;
+}
+
+static int number_kind(const char *s)
+{
+    if (strcmp(s, "true") == 0)
+        return NUM_TRUE;
+    if (strcmp(s, "false") == 0)
+        return NUM_FALSE;
+    size_t i = 0;
+    if (s[0] == '0' && s[1] == 'x' && wpk_hex_digit((unsigned char)s[2]) >= 0) {
+        for (i = 2; wpk_hex_digit((unsigned char)s[i]) >= 0; i++)
+            ;
+        return s[i] ? NUM_BAD : NUM_HEX;
     }
-    if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0) {
-        wpk_fmt(why, whylen, "'%s' is only an i1 value", s);
-        return WPACK_E_INPUT;
+    if (!digits(s, &i))
+        return NUM_BAD;
+    if (!s[i])
+        return NUM_INT;
+    if (s[i++] != '.')
+        return NUM_BAD;
+    digits(s, &i);
+    if (s[i] == 'e' || s[i] == 'E') {
+        i++;
+        if (s[i] == '-' || s[i] == '+')
+            i++;
+        if (!digits(s, &i))
+            return NUM_BAD;
     }
-    if (k->is_float && hex) {
+    return s[i] ? NUM_BAD : NUM_FLOAT;
+}
+
+/* Why a word is no number, with the MLIR spelling where one is near. */
+static int not_a_number(const elem_kind *k, const char *shown, const char *s, char *why,
+                        size_t whylen)
+{
+    const char *m = s + (s[0] == '+');
+    if (k->is_float && (strcasecmp(m, "nan") == 0 || strcasecmp(m, "inf") == 0 ||
+                        strcasecmp(m, "infinity") == 0))
+        wpk_fmt(why, whylen, "'%s' is not a number in MLIR (NaN and infinities are written as "
+                "bit patterns, e.g. 0x7FC00000 for f32)", shown);
+    else if (s[0] == '+')
+        wpk_fmt(why, whylen, "'%s' is not a number in MLIR (no '+' sign)", shown);
+    else if (k->is_float && strpbrk(s, "eE") && !strchr(s, '.') && s[0] >= '0' && s[0] <= '9')
+        wpk_fmt(why, whylen, "'%s' is not a number in MLIR (a float needs a '.', e.g. 1.0e5)", shown);
+    else if (s[0] == '.')
+        wpk_fmt(why, whylen, "'%s' is not a number in MLIR (a float needs a digit before the '.')",
+                shown);
+    else
+        wpk_fmt(why, whylen, "'%s' is not a number", shown);
+    return WPACK_E_INPUT;
+}
+
+/* One element: the word s (NUL-terminated, no sign; neg: a '-' token came
+ * first) to its bytes, with mlir-opt-19's rules: floats take a float
+ * literal (read as f64, then rounded to the element type to nearest even,
+ * as MLIR's APFloat conversion does) or a 0x bit pattern of at most the
+ * element's width without '-'; integers take decimal or 0x digits that fit
+ * (signless iN -2^(N-1)..2^N-1, siN signed, uiN unsigned and no '-', and
+ * never -0); i1 also true and false. */
+static int encode_literal(const elem_kind *k, int neg, const char *s, unsigned char *dst,
+                          char *why, size_t whylen)
+{
+    char shown[100];
+    wpk_fmt(shown, sizeof shown, "%s%s", neg ? "-" : "", s);
+    int kind = number_kind(s);
+    if (kind == NUM_BAD)
+        return not_a_number(k, shown, s, why, whylen);
+    if (kind == NUM_TRUE || kind == NUM_FALSE) {
+        if (!k->is_bool) {
+            wpk_fmt(why, whylen, "'%s' is only an i1 value", shown);
+            return WPACK_E_INPUT;
+        }
+        if (neg) {
+            wpk_fmt(why, whylen, "'%s' is not an i1 value (true, false or an integer)", shown);
+            return WPACK_E_INPUT;
+        }
+        dst[0] = kind == NUM_TRUE;
+        return 0;
+    }
+    if (k->is_float && kind == NUM_HEX) {
         /* a bit pattern of the element's width */
         char *end;
         errno = 0;
-        unsigned long long v = strtoull(m + 2, &end, 16);
-        if (neg || *end || end == m + 2 || errno || (k->bits < 64 && v >> k->bits)) {
-            wpk_fmt(why, whylen, "'%s' is not a %u-bit float bit pattern", s, k->bits);
+        unsigned long long v = strtoull(s + 2, &end, 16);
+        if (neg) {
+            wpk_fmt(why, whylen, "'%s': a hexadecimal float bit pattern takes no '-'", shown);
+            return WPACK_E_INPUT;
+        }
+        if (errno || (k->bits < 64 && v >> k->bits)) {
+            wpk_fmt(why, whylen, "'%s' is not a %u-bit float bit pattern", shown, k->bits);
             return WPACK_E_INPUT;
         }
         store_le(dst, v, k->esz);
         return 0;
     }
+    if (k->is_float && kind == NUM_INT) {
+        wpk_fmt(why, whylen, "'%s' is an integer; %s elements need a float literal with a '.' "
+                "(%s.0) or a 0x bit pattern", shown, wpack_dtype_name(k->dtype), shown);
+        return WPACK_E_INPUT;
+    }
     if (k->is_float) {
-        char *end;
-        if (k->dtype == WPACK_DTYPE_F32) {
-            float f = strtof(s, &end);
-            if (*end || end == s) {
-                wpk_fmt(why, whylen, "'%s' is not a number", s);
-                return WPACK_E_INPUT;
-            }
-            uint32_t u;
-            memcpy(&u, &f, 4);
-            store_le(dst, u, 4);
-            return 0;
-        }
-        double d = strtod(s, &end);
-        if (*end || end == s) {
-            wpk_fmt(why, whylen, "'%s' is not a number", s);
-            return WPACK_E_INPUT;
-        }
+        double d = strtod(s, NULL); /* the grammar above is strtod's too */
+        if (neg)
+            d = -d;
         if (k->dtype == WPACK_DTYPE_F64) {
             uint64_t u;
             memcpy(&u, &d, 8);
             store_le(dst, u, 8);
+        } else if (k->dtype == WPACK_DTYPE_F32) {
+            store_le(dst, round_minifloat(d, 8, 23), 4);
         } else if (k->dtype == WPACK_DTYPE_F16) {
             store_le(dst, round_minifloat(d, 5, 10), 2);
         } else {
@@ -206,32 +272,97 @@ static int encode_literal(const elem_kind *k, const char *s, unsigned char *dst,
         }
         return 0;
     }
-    /* integers: signless iN takes -2^(N-1) .. 2^N - 1 (as MLIR does) */
-    char *end;
-    errno = 0;
-    unsigned long long mag = strtoull(m + (hex ? 2 : 0), &end, hex ? 16 : 10);
-    if (*end || end == m + (hex ? 2 : 0) || errno || m[0] == '-' || m[0] == '+') {
-        wpk_fmt(why, whylen, "'%s' is not an integer", s);
+    if (kind == NUM_FLOAT) {
+        wpk_fmt(why, whylen, "'%s' is not an integer", shown);
         return WPACK_E_INPUT;
     }
-    unsigned bits = k->bits;
+    unsigned bits = k->is_bool ? 1 : k->bits;
+    const char *sfx = k->is_bool ? "i1" : NULL;
+    char tname[8];
+    if (!sfx) {
+        wpk_fmt(tname, sizeof tname, "%s%u", k->is_signed ? "si" : k->is_unsigned ? "ui" : "i", bits);
+        sfx = tname;
+    }
+    if (neg && k->is_unsigned) {
+        wpk_fmt(why, whylen, "%s does not fit in %s (a negative value)", shown, sfx);
+        return WPACK_E_INPUT;
+    }
+    errno = 0;
+    unsigned long long mag = strtoull(s + (kind == NUM_HEX ? 2 : 0), NULL, kind == NUM_HEX ? 16 : 10);
     uint64_t umax = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
     uint64_t smax = umax >> 1, nmax = smax + 1; /* largest magnitude when negative */
-    int ok = neg ? (!k->is_unsigned && mag <= nmax) : (mag <= (k->is_signed ? smax : umax));
+    /* -0 too: MLIR negates the value and wants the sign bit set */
+    int ok = !errno && (neg ? mag >= 1 && mag <= nmax : mag <= (k->is_signed ? smax : umax));
     if (!ok) {
-        wpk_fmt(why, whylen, "%s does not fit in %s%u", s,
-                k->is_signed ? "si" : k->is_unsigned ? "ui" : "i", bits);
+        wpk_fmt(why, whylen, "%s does not fit in %s", shown, sfx);
         return WPACK_E_INPUT;
     }
     uint64_t v = neg ? (uint64_t)0 - (uint64_t)mag : (uint64_t)mag;
+    if (k->is_bool)
+        v &= 1;
     store_le(dst, v, k->esz);
     return 0;
+}
+
+/* Blanks and // comments from s[*i] on (before n). */
+static void skip_blanks(const unsigned char *s, size_t n, size_t *i)
+{
+    while (*i < n) {
+        unsigned char c = s[*i];
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+            (*i)++;
+        else if (c == '/' && *i + 1 < n && s[*i + 1] == '/')
+            while (*i < n && s[*i] != '\n')
+                (*i)++;
+        else
+            break;
+    }
 }
 
 static int is_lit_char(unsigned char c)
 {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
            c == '-' || c == '+' || c == '.' || c == '_';
+}
+
+/* One element at s[*i]: an optional '-' token (blanks may follow it, as
+ * between any MLIR tokens), then a run of literal characters into lit
+ * (NUL-terminated). 0, or WPACK_E_INPUT with why. */
+static int read_word(const unsigned char *s, size_t n, size_t *i, char *lit, size_t cap, int *neg,
+                     char *why, size_t whylen)
+{
+    *neg = 0;
+    if (*i < n && s[*i] == '-') {
+        *neg = 1;
+        (*i)++;
+        skip_blanks(s, n, i);
+    }
+    size_t st = *i;
+    while (*i < n && is_lit_char(s[*i]))
+        (*i)++;
+    if (*i == st) {
+        wpk_fmt(why, whylen, "expected a number after '-'");
+        return WPACK_E_INPUT;
+    }
+    if (*i - st >= cap) {
+        wpk_fmt(why, whylen, "literal too long");
+        *i = st;
+        return WPACK_E_INPUT;
+    }
+    memcpy(lit, s + st, *i - st);
+    lit[*i - st] = 0;
+    return 0;
+}
+
+/* After the whole value (a splat, a hex string, the outer list): only
+ * blanks and comments up to dense's closing '>'. */
+static int expect_close(const unsigned char *s, size_t n, size_t *i, char *why, size_t whylen)
+{
+    skip_blanks(s, n, i);
+    if (*i < n && s[*i] == '>')
+        return 0;
+    wpk_fmt(why, whylen, "expected '>' after the dense value, found '%c'", *i < n ? s[*i] : ' ');
+    return WPACK_E_INPUT;
 }
 
 /* Hex digits h[0..n) (even n) decoded to the sink. */
@@ -321,7 +452,7 @@ int wpk_literal_splat(const char *buf, wpk_span value, const wpk_mlir_tensor *t,
          * string is looked at, a long one is data */
         size_t look = n - i - 1 < 2 + 16 + 1 ? n - i - 1 : 2 + 16 + 1;
         const unsigned char *q = memchr(s + i + 1, '"', look);
-        if (!q || (size_t)(q - s) < i + 3 || s[i + 1] != '0' || (s[i + 2] | 0x20) != 'x')
+        if (!q || (size_t)(q - s) < i + 3 || s[i + 1] != '0' || s[i + 2] != 'x')
             return 0;
         const unsigned char *h = s + i + 3;
         size_t ndig = (size_t)(q - h);
@@ -329,7 +460,8 @@ int wpk_literal_splat(const char *buf, wpk_span value, const wpk_mlir_tensor *t,
             return 0; /* wpk_literal_decode says what is wrong */
         if (k.is_bool) {
             int b = ndig == 2 ? wpk_hex_digit(h[0]) << 4 | wpk_hex_digit(h[1]) : -1;
-            if (nel > 8 && (b == 0 || b == 0xFF)) {
+            size_t after = (size_t)(q - s) + 1;
+            if (nel > 8 && (b == 0 || b == 0xFF) && !expect_close(s, n, &after, why, whylen)) {
                 elem[0] = b ? 1 : 0;
                 *is_splat = 1;
             }
@@ -337,6 +469,11 @@ int wpk_literal_splat(const char *buf, wpk_span value, const wpk_mlir_tensor *t,
         }
         if (ndig / 2 != k.esz || ndig / 2 == nbytes)
             return 0;
+        size_t after = (size_t)(q - s) + 1;
+        if (expect_close(s, n, &after, why, whylen)) {
+            *where = value.off + after;
+            return WPACK_E_INPUT;
+        }
         for (size_t j = 0; j < k.esz; j++)
             elem[j] = (unsigned char)(wpk_hex_digit(h[2 * j]) << 4 | wpk_hex_digit(h[2 * j + 1]));
         *is_splat = 1;
@@ -344,21 +481,17 @@ int wpk_literal_splat(const char *buf, wpk_span value, const wpk_mlir_tensor *t,
     }
     if (i >= n || s[i] == '[' || !is_lit_char(s[i]))
         return 0; /* a list (or not a literal: wpk_literal_decode says so) */
-    /* one bare scalar */
+    /* one bare scalar, then the end */
     size_t st = i;
-    while (i < n && is_lit_char(s[i]))
-        i++;
     char lit[96];
-    if (i - st >= sizeof lit) {
-        wpk_fmt(why, whylen, "literal too long");
-        *where = value.off + st;
-        return WPACK_E_INPUT;
-    }
-    memcpy(lit, s + st, i - st);
-    lit[i - st] = 0;
-    int rc = encode_literal(&k, lit, elem, why, whylen);
+    int neg;
+    int rc = read_word(s, n, &i, lit, sizeof lit, &neg, why, whylen);
+    if (!rc && (rc = encode_literal(&k, neg, lit, elem, why, whylen)))
+        i = st;
+    if (!rc)
+        rc = expect_close(s, n, &i, why, whylen);
     if (rc) {
-        *where = value.off + st;
+        *where = value.off + i;
         return rc;
     }
     *is_splat = 1;
@@ -397,7 +530,7 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
     if (i < n && s[i] == '"') {
         /* dense<"0x..."> : raw little-endian bytes (one element: a splat, above) */
         const unsigned char *q = memchr(s + i + 1, '"', n - i - 1);
-        if (!q || (size_t)(q - s) < i + 3 || s[i + 1] != '0' || (s[i + 2] | 0x20) != 'x') {
+        if (!q || (size_t)(q - s) < i + 3 || s[i + 1] != '0' || s[i + 2] != 'x') {
             wpk_fmt(why, whylen, "a dense string that is not \"0x...\" hex (string tensors are not weights)");
             *where = value.off + i;
             rc = WPACK_E_UNSUPPORTED;
@@ -407,6 +540,11 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
         size_t ndig = (size_t)(q - h);
         if ((rc = check_hex(h, ndig, why, whylen))) {
             *where = value.off + i;
+            goto done;
+        }
+        size_t after = (size_t)(q - s) + 1;
+        if ((rc = expect_close(s, n, &after, why, whylen))) {
+            *where = value.off + after;
             goto done;
         }
         if (k.is_bool) {
@@ -422,19 +560,37 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
             *where = value.off + i;
         goto done;
     }
-    /* literals: nested [ ... ] lists (a bare scalar is a splat, above) */
-    int bracketed = i < n && s[i] == '[';
+    /* literals: nested [ ... ] lists (a bare scalar is a splat, above),
+     * separated as MLIR wants them: one ',' between items, none first or
+     * last, nothing after the outer list but the closing '>' */
     unsigned depth = 0;
     uint64_t count = 0;
+    int want_item = 1, closed = 0; /* want_item: after a '[' or a ',' */
     /* the lists' shape must be T's, as MLIR wants it: a list at depth d
      * holds dims[d-1] items, lists down to depth rank, numbers there only
      * (a ragged [[1.0, 2.0, 3.0], [4.0]] for 2x2 was taken as 4 elements) */
     uint64_t items[WPACK_MAX_RANK + 1];
-    for (; i < n && !rc && !o->failed; i++) {
+    while (!rc && !o->failed && !closed) {
+        skip_blanks(s, n, &i);
+        if (i >= n || (s[i] == '>' && !depth))
+            break;
         unsigned char c = s[i];
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',')
+        if (c == ',') {
+            if (want_item || !depth) {
+                wpk_fmt(why, whylen, "unexpected ',' in a dense literal");
+                rc = WPACK_E_INPUT;
+                break;
+            }
+            want_item = 1;
+            i++;
             continue;
+        }
         if (c == '[') {
+            if (!want_item) {
+                wpk_fmt(why, whylen, "expected ',' or ']' before '['");
+                rc = WPACK_E_INPUT;
+                break;
+            }
             if (depth >= t->rank) {
                 wpk_fmt(why, whylen, "lists nested deeper than the type's rank %u", t->rank);
                 rc = WPACK_E_INPUT;
@@ -443,11 +599,17 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
             if (depth)
                 items[depth]++;
             items[++depth] = 0;
+            i++;
             continue;
         }
         if (c == ']') {
             if (!depth) {
                 wpk_fmt(why, whylen, "']' without '['");
+                rc = WPACK_E_INPUT;
+                break;
+            }
+            if (want_item && items[depth]) {
+                wpk_fmt(why, whylen, "a ',' before ']' in a dense literal");
                 rc = WPACK_E_INPUT;
                 break;
             }
@@ -465,10 +627,11 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
                 break;
             }
             depth--;
+            want_item = 0;
+            closed = !depth;
+            i++;
             continue;
         }
-        if (c == '>')
-            break;
         if (c == '(') {
             wpk_fmt(why, whylen, "complex elements are not supported");
             rc = WPACK_E_UNSUPPORTED;
@@ -479,21 +642,16 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
             rc = WPACK_E_INPUT;
             break;
         }
-        size_t st = i;
-        while (i < n && is_lit_char(s[i]))
-            i++;
-        char lit[96];
-        size_t len = i - st;
-        if (len >= sizeof lit) {
-            wpk_fmt(why, whylen, "literal too long");
+        if (!want_item || !depth) {
+            wpk_fmt(why, whylen, "expected ',' or ']' before '%c'", c);
             rc = WPACK_E_INPUT;
-            i = st;
             break;
         }
-        memcpy(lit, s + st, len);
-        lit[len] = 0;
-        i--;
-        if ((rc = encode_literal(&k, lit, elem, why, whylen))) {
+        size_t st = i;
+        char lit[96];
+        int neg;
+        if ((rc = read_word(s, n, &i, lit, sizeof lit, &neg, why, whylen)) ||
+            (rc = encode_literal(&k, neg, lit, elem, why, whylen))) {
             i = st;
             break;
         }
@@ -504,8 +662,6 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
             i = st;
             break;
         }
-        if (!bracketed)
-            break; /* a splat: one scalar */
         if (depth != t->rank) {
             wpk_fmt(why, whylen, "a number at list depth %u; the type's rank is %u", depth, t->rank);
             rc = WPACK_E_INPUT;
@@ -513,8 +669,11 @@ int wpk_literal_decode(const char *buf, wpk_span value, const wpk_mlir_tensor *t
             break;
         }
         items[depth]++;
+        want_item = 0;
         out_put(o, elem, k.esz);
     }
+    if (!rc && closed)
+        rc = expect_close(s, n, &i, why, whylen);
     if (rc) {
         *where = value.off + i;
         goto done;

@@ -29,6 +29,25 @@ static int opens_module(const wpk_scanner *sc, size_t off)
            (s.len >= sizeof generic - 1 && memcmp(sc->doc->buf + stmt, generic, sizeof generic - 1) == 0);
 }
 
+/* Record the module whose body opens at off (its @name, if the statement
+ * is `module @name` or `builtin.module @name`). */
+static int record_module(wpk_scanner *sc, size_t off, uint32_t parent)
+{
+    wpk_mlir_doc *d = sc->doc;
+    if (!wpk_grow_array((void **)&d->modules, &d->capmodules, d->nmodules, sizeof *d->modules))
+        return wpk_scan_nomem(sc);
+    wpk_module m = {parent, WPK_SPAN_NONE};
+    size_t rix = sc->sp ? sc->stack[sc->sp - 1].region_ix : (size_t)-1;
+    size_t stmt = rix == (size_t)-1 ? sc->top_stmt : sc->stack[rix].stmt_start;
+    wpk_lexer lx;
+    wpk_lex_init(&lx, d->buf, off, stmt);
+    wpk_tok w = wpk_lex_next(&lx), s = wpk_lex_next(&lx);
+    if (w.kind == WPK_TOK_BAREID && s.kind == WPK_TOK_AT)
+        m.sym = (wpk_span){s.off, s.len};
+    d->modules[d->nmodules++] = m;
+    return 0;
+}
+
 static int push_bracket(wpk_scanner *sc, wpk_tok t)
 {
     if (sc->sp >= WPK_MAX_NESTING)
@@ -46,10 +65,14 @@ static int push_bracket(wpk_scanner *sc, wpk_tok t)
         int module = opens_module(sc, t.off);
         b.region = module ? 0 : b.region + 1;
         b.region_ix = sc->sp;
-        if (module && sc->modules < UINT32_MAX)
+        if (module && sc->modules < UINT32_MAX) {
+            if (record_module(sc, t.off, b.module))
+                return sc->failed;
             b.module = ++sc->modules; /* its own symbol table */
+        }
     }
     sc->stack[sc->sp++] = b;
+    sc->angles += c == '<';
     return 0;
 }
 
@@ -65,8 +88,20 @@ static int pop_bracket(wpk_scanner *sc, wpk_tok t)
         return wpk_scan_fail(sc, t.off, "unbalanced brackets: '%c' closes the '%c' opened at %u:%u", c,
                        o->c, l, col);
     }
+    sc->angles -= o->c == '<';
     sc->sp--;
     return 0;
+}
+
+/* A character MLIR's lexer refuses where a token starts ("unexpected
+ * character"): non-ASCII (a UTF-8 byte order mark too), control bytes
+ * other than the blanks, and ~ ; & ' ` \ $. Outside strings and comments
+ * only (the lexer skips those), and not inside '<...>', where a dialect's
+ * own syntax may have any character. */
+static int unexpected_char(unsigned char c)
+{
+    return c >= 0x7f || (c < 0x20 && c != ' ' && c != '\t' && c != '\n' && c != '\r') ||
+           (c && strchr("~;&'`\\$", c));
 }
 
 static int region_level(const wpk_scanner *sc)
@@ -106,6 +141,15 @@ static int gap_has_newline(const char *buf, size_t from, size_t to)
     return 0;
 }
 
+static int record_torch_op(wpk_scanner *sc, wpk_tok t, int generic)
+{
+    wpk_mlir_doc *d = sc->doc;
+    if (!wpk_grow_array((void **)&d->torch_ops, &d->captorch_ops, d->ntorch_ops, sizeof *d->torch_ops))
+        return wpk_scan_nomem(sc);
+    d->torch_ops[d->ntorch_ops++] = (wpk_torch_op){{t.off, t.len}, generic};
+    return 0;
+}
+
 static int scan_all(wpk_scanner *sc)
 {
     const char *buf = sc->doc->buf;
@@ -122,6 +166,10 @@ static int scan_all(wpk_scanner *sc)
         switch (t.kind) {
         case WPK_TOK_PUNCT: {
             char c = buf[t.off];
+            if (!sc->angles && unexpected_char((unsigned char)c))
+                return wpk_scan_fail(sc, t.off, "unexpected character 0x%02X%s (mlir-opt refuses it)",
+                                     (unsigned char)c, t.off == 0 && (unsigned char)c == 0xEF
+                                         ? ", a UTF-8 byte order mark" : "");
             if (c == '(' || c == '[' || c == '{' || c == '<') {
                 if (push_bracket(sc, t))
                     return sc->failed;
@@ -158,6 +206,9 @@ static int scan_all(wpk_scanner *sc)
                 int fast = !(sc->flags & WPK_SCAN_NO_FAST) && wpk_scan_fast_global(sc, t, 1);
                 if (fast ? sc->failed : wpk_scan_util_pretty(sc, t))
                     return sc->failed;
+            } else if (wpk_scan_word(sc, t, "torch.vtensor.literal") && wpk_scan_peek_is(sc, '(')) {
+                if (record_torch_op(sc, t, 0))
+                    return sc->failed;
             } else if (wpk_scan_word(sc, t, "loc") && wpk_scan_peek_is(sc, '(')) {
                 if (record_loc(sc, t))
                     return sc->failed;
@@ -171,6 +222,9 @@ static int scan_all(wpk_scanner *sc)
                     return sc->failed;
             } else if (wpk_span_is(buf, (wpk_span){t.off, t.len}, "\"util.global\"")) {
                 if (wpk_scan_generic(sc, t, 1))
+                    return sc->failed;
+            } else if (wpk_span_is(buf, (wpk_span){t.off, t.len}, "\"torch.vtensor.literal\"")) {
+                if (record_torch_op(sc, t, 1))
                     return sc->failed;
             }
             break;
@@ -232,5 +286,7 @@ void wpk_mlir_doc_free(wpk_mlir_doc *doc)
     free(doc->aliases);
     free(doc->resources);
     free(doc->ops);
+    free(doc->modules);
+    free(doc->torch_ops);
     free(doc);
 }

@@ -99,6 +99,20 @@ typedef struct wpk_located_op {
                                   outside any, the top level: 1 = a function body */
 } wpk_located_op;
 
+/* A module body (a symbol table): wpk_global.scope N is modules[N-1]. */
+typedef struct wpk_module {
+    uint32_t parent;           /* the scope it is in (0: the top level) */
+    wpk_span sym;              /* its @name as written (pretty `module @a`), or len 0 */
+} wpk_module;
+
+/* A torch-mlir `torch.vtensor.literal` op (region level): its op name token,
+ * pretty `torch.vtensor.literal(...)` or generic `"torch.vtensor.literal"(`.
+ * externalize reads the rest (extern_torch.c). */
+typedef struct wpk_torch_op {
+    wpk_span name;
+    int generic;
+} wpk_torch_op;
+
 typedef struct wpk_mlir_doc {
     const char *buf;
     size_t len;
@@ -112,6 +126,10 @@ typedef struct wpk_mlir_doc {
     size_t nresources, capresources;
     wpk_located_op *ops;       /* only when WPK_SCAN_OPS was asked for */
     size_t nops, capops;
+    wpk_torch_op *torch_ops;   /* torch.vtensor.literal ops, in file order */
+    size_t ntorch_ops, captorch_ops;
+    wpk_module *modules;       /* every module body, in file order */
+    size_t nmodules, capmodules;
     size_t meta_count;         /* {-# ... #-} sections seen */
     struct wpk_name_block *names; /* where the globals' names live (freed with the doc) */
     size_t name_blocks;        /* internal: how many blocks names has had */

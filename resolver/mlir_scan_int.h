@@ -42,6 +42,8 @@ typedef struct wpk_scanner {
     size_t lc_skip;
     size_t nfast;        /* globals the fast path classified */
     uint32_t modules;    /* module bodies seen (wpk_global.scope) */
+    size_t angles;       /* '<' brackets open (a dialect attribute's or type's
+                            body may hold any character: MLIR does not lex it) */
     char *err;
     size_t errlen;
     int failed;          /* WPACK_E_INPUT or WPACK_E_NOMEM once failed */

@@ -192,6 +192,34 @@ const wpk_emit_mode *wpk_emit_mode_of(int emit);
 /* Does s hold a '"' or '\' (which a printer of unescaped names cannot take)? */
 int wpk_name_needs_escape(const char *s);
 
+/* externalize: a torch.vtensor.literal op (extern_torch.c) */
+typedef struct wpk_torch_lit {
+    wpk_span op;                /* its op name token */
+    wpk_span value;             /* dense_resource<KEY> : T */
+    wpk_span type;              /* T */
+    wpk_span replace;           /* pretty: op name to ')'; generic: the op name */
+    wpk_span entry;             /* generic: the `value = ...` dictionary entry */
+    wpk_span attrs;             /* the discardable dictionary, or len 0 */
+    size_t attrs_insert;        /* where " {...}" goes when there is none */
+    int generic, in_attrs;      /* in_attrs: generic, the value in that dictionary */
+} wpk_torch_lit;
+/* 1 when op is a torch.vtensor.literal of a dense_resource (l filled), 0
+ * when not (another value, or a form not read: left as it is). */
+int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk_torch_lit *l);
+/* The edits turning l into torch.vtensor.external.literal(@KEY) (with
+ * wpack.uri = "uri" unless uri is NULL): up to 3 patches into out, their
+ * texts (heap, to free) into texts[0..3). 0 or WPACK_E_NOMEM. */
+int wpk_torch_lit_patches(const char *buf, size_t len, const wpk_torch_lit *l, const char *key,
+                          size_t key_len, const char *uri, wpk_patch *out, size_t *np,
+                          char **texts);
+
+/* externalize: the entry names of the moved globals doc->globals[globals[i]]
+ * (extern_names.c): names[i] NULL for the symbol itself, else a heap
+ * "module/.../symbol" for a symbol moved from several modules; name_lens[i]
+ * the length either way. 0, or an error code after its diagnostics. */
+int wpk_extern_names(const wpk_mlir_doc *doc, const size_t *globals, size_t n, char **names,
+                     size_t *name_lens, wpk_diag *d);
+
 /* Map each weight global of doc to an entry and check it (resolve.c). On
  * success *items is the plan in file order (wpk_plan_free with the same doc). */
 int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
