@@ -487,7 +487,11 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     }
     rc = wpack_writer_prepare(w); /* complete and durable, not yet in place */
     if (rc) {
-        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", archive_path, wpack_writer_errmsg(w));
+        /* the writer's message names the file already, most of them */
+        const char *wm = wpack_writer_errmsg(w);
+        size_t al = strlen(archive_path);
+        int named = strncmp(wm, archive_path, al) == 0 && wm[al] == ':';
+        wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s%s%s", named ? "" : archive_path, named ? "" : ": ", wm);
         goto done;
     }
     rc = wpack_open_file(&ar, wpack_writer_prepared_path(w), 0);

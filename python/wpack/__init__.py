@@ -1537,7 +1537,10 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     power loss or OS crash the new file may be missing, empty or torn (a
     torn archive fails to open) and the file it replaced lost. A sharded
     set whose manifest is at path is replaced as a whole: its shard files
-    are removed once the new archive is in place (not before).
+    are removed once the new archive is in place (not before). A
+    write-protected file at path (no write bit in its mode, root too), or
+    a write-protected shard of the set it replaces, is never replaced:
+    wpack.Error (E_IO, "write-protected"), the file unchanged.
 
     Tensors that are the same memory (same data pointer, shape, strides and
     dtype: tied weights) are written once; the later names become alias

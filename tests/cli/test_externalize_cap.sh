@@ -90,4 +90,11 @@ expect_fail cap_bad_size 'max-output 0: want a size above 0' \
     "$WPACK" externalize c.mlir -o co2.mlir --archive c2.wpack --max-output 0
 "$WPACK" externalize --help | grep -q -- '--max-output SIZE' && pass help_max_output || fail help_max_output
 
+# the archive's write fails (a 4 KiB file size limit): the message names
+# it once (it said "fo.wpack: fo.wpack: write failed")
+{ echo 'module {'; g big 'dense<"0x'"$(head -c 16384 /dev/zero | od -An -v -tx1 | tr -d ' \n' | tr 0 1)"'">' 'tensor<4096xf32>'; echo '}'; } >f.mlir
+expect_fail archive_write_fails "fo.wpack: .*(write|File too large)" \
+    bash -c 'ulimit -f 4; exec "$0" externalize -q f.mlir -o fo.mlir --archive fo.wpack --min-bytes 1' "$WPACK"
+named_once archive_write_fails_named_once "fo.wpack:"
+
 finish

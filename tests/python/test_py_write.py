@@ -473,5 +473,19 @@ def make_install_installs_the_package(d):
           "loaded %r, not the installed library" % r.stdout.strip())
 
 
+@case
+def write_protected_file_is_not_replaced(d):
+    # as the CLI's outputs (format/atomic_file.c): a file whose mode has no
+    # write bit is kept, root too (the mode bits, not access())
+    p = os.path.join(d, "ro.wpack")
+    wpack.save_file({"a": np.ones(3, np.float32)}, p)
+    before = open(p, "rb").read()
+    os.chmod(p, 0o444)
+    e = raises(wpack.Error, wpack.save_file, {"a": np.zeros(3, np.float32)}, p, code="WPACK_E_IO")
+    check("write-protected" in str(e) and "ro.wpack" in str(e), str(e))
+    check(open(p, "rb").read() == before, "the file changed")
+    check(sorted(os.listdir(d)) == ["ro.wpack"], "left: %s" % os.listdir(d))
+
+
 if __name__ == "__main__":
     main()
