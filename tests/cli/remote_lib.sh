@@ -10,6 +10,31 @@ free_port() {
     $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# nginx_conf DIR HTTP_BODY: DIR/nginx.conf for one nginx of this script
+# (in the foreground, its pid, logs and temporary files in DIR), HTTP_BODY
+# inside its http block.
+nginx_conf() {
+    local d=$1 user=""
+    [ "$(id -u)" -eq 0 ] && user="user root root;"
+    cat >"$d/nginx.conf" <<NGX
+worker_processes 1;
+daemon off;
+pid $d/nginx.pid;
+error_log $d/error.log;
+$user
+events { worker_connections 64; }
+http {
+    client_body_temp_path $d/body;
+    proxy_temp_path $d/proxy;
+    fastcgi_temp_path $d/fastcgi;
+    uwsgi_temp_path $d/uwsgi;
+    scgi_temp_path $d/scgi;
+    default_type application/octet-stream;
+$2
+}
+NGX
+}
+
 # start_nginx DIR: serve DIR at http://127.0.0.1:$NGINX_PORT; its access log
 # ($T/nginx/access.log) has one line per request: "METHOD URI RANGE STATUS BYTES";
 # $T/nginx/conn.log: "CONNECTION_ID REQUESTS_ON_IT RANGE STATUS BYTES".
@@ -19,33 +44,16 @@ start_nginx() {
     [ -x "$bin" ] || return 1
     mkdir -p "$T/nginx"
     NGINX_PORT=$(free_port)
-    local user=""
-    [ "$(id -u)" -eq 0 ] && user="user root root;"
-    cat >"$T/nginx/nginx.conf" <<NGX
-worker_processes 1;
-daemon off;
-pid $T/nginx/nginx.pid;
-error_log $T/nginx/error.log;
-$user
-events { worker_connections 64; }
-http {
-    log_format ranges '\$request_method \$uri "\$http_range" \$status \$body_bytes_sent';
+    nginx_conf "$T/nginx" "
+    log_format ranges '\$request_method \$uri \"\$http_range\" \$status \$body_bytes_sent';
     access_log $T/nginx/access.log ranges;
     # the TCP connection of each request (counts connections reused)
-    log_format conns '\$connection \$connection_requests "\$http_range" \$status \$body_bytes_sent';
+    log_format conns '\$connection \$connection_requests \"\$http_range\" \$status \$body_bytes_sent';
     access_log $T/nginx/conn.log conns;
-    client_body_temp_path $T/nginx/body;
-    proxy_temp_path $T/nginx/proxy;
-    fastcgi_temp_path $T/nginx/fastcgi;
-    uwsgi_temp_path $T/nginx/uwsgi;
-    scgi_temp_path $T/nginx/scgi;
-    default_type application/octet-stream;
     server {
         listen 127.0.0.1:$NGINX_PORT;
         root $root;
-    }
-}
-NGX
+    }"
     run_nginx "$bin" "$T/nginx" "$NGINX_PORT"
 }
 
@@ -61,6 +69,14 @@ run_nginx() {
     done
     cat "$d/error.log" "$d/stdout" >&2
     return 1
+}
+
+# serve_small_archive: $T/www/a.wpack (4096 f32) served by need_nginx.
+serve_small_archive() {
+    mkdir -p "$T/www"
+    "$PY" -c 'import numpy as np, sys; np.save(sys.argv[1], np.arange(4096, dtype=np.float32))' "$T/t.npy"
+    expect create "$WPACK" create -q -o "$T/www/a.wpack" "$T/t.npy"
+    need_nginx "$T/www"
 }
 
 # need_nginx DIR: start_nginx DIR and pass nginx_started, or fail it and end
@@ -148,31 +164,14 @@ start_nginx_tls() {
         openssl x509 -req -in "$d/req.pem" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
             -days 2 -extfile "$d/ext" -out "$d/cert.pem" >/dev/null 2>&1 || return 1
     TLS_PORT=$(free_port)
-    local user=""
-    [ "$(id -u)" -eq 0 ] && user="user root root;"
-    cat >"$d/nginx.conf" <<NGX
-worker_processes 1;
-daemon off;
-pid $d/nginx.pid;
-error_log $d/error.log;
-$user
-events { worker_connections 64; }
-http {
+    nginx_conf "$d" "
     access_log $d/access.log;
-    client_body_temp_path $d/body;
-    proxy_temp_path $d/proxy;
-    fastcgi_temp_path $d/fastcgi;
-    uwsgi_temp_path $d/uwsgi;
-    scgi_temp_path $d/scgi;
-    default_type application/octet-stream;
     server {
         listen 127.0.0.1:$TLS_PORT ssl;
         ssl_certificate $d/cert.pem;
         ssl_certificate_key $d/key.pem;
         root $root;
         location /tohttp/ { rewrite ^/tohttp/(.*)\$ http://127.0.0.1:$http_port/\$1 redirect; }
-    }
-}
-NGX
+    }"
     run_nginx "$bin" "$d" "$TLS_PORT"
 }

@@ -8,38 +8,19 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/remote_lib.sh"
 
-mkdir -p "$T/www"
-"$PY" -c 'import numpy as np, sys; np.save(sys.argv[1], np.arange(4096, dtype=np.float32))' "$T/t.npy"
-expect create "$WPACK" create -q -o "$T/www/a.wpack" "$T/t.npy"
-need_nginx "$T/www"
+serve_small_archive
 
 # the proxy: every request it is sent ("GET http://HOST/PATH HTTP/1.1"),
 # logged, then passed to the nginx above
 mkdir -p "$T/proxy"
 PROXY_PORT=$(free_port)
-user=""
-[ "$(id -u)" -eq 0 ] && user="user root root;"
-cat >"$T/proxy/nginx.conf" <<NGX
-worker_processes 1;
-daemon off;
-pid $T/proxy/nginx.pid;
-error_log $T/proxy/error.log;
-$user
-events { worker_connections 64; }
-http {
+nginx_conf "$T/proxy" "
     log_format req '\$request \$status';
     access_log $T/proxy/access.log req;
-    client_body_temp_path $T/proxy/body;
-    proxy_temp_path $T/proxy/tmp;
-    fastcgi_temp_path $T/proxy/fastcgi;
-    uwsgi_temp_path $T/proxy/uwsgi;
-    scgi_temp_path $T/proxy/scgi;
     server {
         listen 127.0.0.1:$PROXY_PORT;
         location / { proxy_pass http://127.0.0.1:$NGINX_PORT; }
-    }
-}
-NGX
+    }"
 if ! run_nginx "$(command -v nginx || echo /usr/sbin/nginx)" "$T/proxy" "$PROXY_PORT"; then
     fail proxy_started "$(head -c 300 "$T/proxy/error.log")"
     finish

@@ -6,10 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/remote_lib.sh"
 
-mkdir -p "$T/www"
-"$PY" -c 'import numpy as np, sys; np.save(sys.argv[1], np.arange(4096, dtype=np.float32))' "$T/t.npy"
-expect create "$WPACK" create -q -o "$T/www/a.wpack" "$T/t.npy"
-need_nginx "$T/www"
+serve_small_archive
 if ! start_nginx_tls "$T/www" "$NGINX_PORT"; then
     fail tls_started "nginx with TLS or openssl missing: $(cat "$T/tls/error.log" 2>/dev/null | head -c 300)"
     finish
