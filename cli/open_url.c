@@ -157,8 +157,6 @@ void cli_hide_url_secrets(int argc, char **argv)
     }
 }
 
-/* The URL to request for one a command was given (argv, redacted; a copy
- * of it matches when no other argument is redacted alike). */
 /* The proxy for url's scheme, from the variables curl reads (the library
  * reads none): https_proxy / HTTPS_PROXY for https (and s3:// unless its
  * endpoint is http://), http_proxy for http (lower case only, as curl: a
@@ -174,6 +172,8 @@ static const char *proxy_for(const char *url, const char *s3_endpoint)
     return p ? p : env("all_proxy", "ALL_PROXY");
 }
 
+/* The URL to request for one a command was given (argv, redacted; a copy
+ * of it matches when no other argument is redacted alike). */
 static const char *real_url(const char *url)
 {
     const char *real = url;

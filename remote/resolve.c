@@ -123,12 +123,10 @@ int wpk_remote_pin_host(wpk_remote *r, char *msg, size_t msglen)
         rc = WPACK_E_IO;
         goto out;
     }
-    if (!(r->resolve = curl_slist_append(NULL, entry)))
-        goto nomem;
-    goto out;
-nomem:
-    wpk_fmt(msg, msglen, "out of memory");
-    rc = WPACK_E_NOMEM;
+    if (!(r->resolve = curl_slist_append(NULL, entry))) {
+        wpk_fmt(msg, msglen, "out of memory");
+        rc = WPACK_E_NOMEM;
+    }
 out:
     curl_free(host);
     curl_free(port);
