@@ -27,6 +27,9 @@ static const char help[] =
     "  --compress zstd[:L]   zstd level L (default 3; 1..22, -7..-1 fast)\n"
     "  --decompress          store every tensor uncompressed (zero-copy views again)\n"
     "  --chunk-size BYTES    uncompressed bytes per chunk, power of two to 64M (1M)\n"
+    "  --chunk-sums BYTES|off  an XXH3 per chunk of this size for each uncompressed\n"
+    "                        tensor larger than it (format 1.2, default 1M): reading\n"
+    "                        part of a tensor checks or fetches only its chunks\n"
     "  --compress-min BYTES  leave tensors smaller than this uncompressed (64K)\n"
     "  --compress-saving P   minimum saving in percent (5)\n"
     "  --align N             data alignment (default: the input's)\n"
@@ -62,6 +65,7 @@ int cmd_convert(int argc, char **argv)
         } else if ((r = cli_opt_value(argc, argv, &i, "--compress", &v)) ||
                    (r = cli_opt_value(argc, argv, &i, "--compress-min", &v)) ||
                    (r = cli_opt_value(argc, argv, &i, "--chunk-size", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--chunk-sums", &v)) ||
                    (r = cli_opt_value(argc, argv, &i, "--compress-saving", &v))) {
             if (r < 0 || !cli_compress_option(a, v, &opt))
                 return CLI_USAGE;

@@ -42,6 +42,9 @@ static const char help[] =
     "                        only if it shrinks by --compress-saving percent (5)\n"
     "  --compress-min BYTES  leave tensors smaller than this uncompressed (64K)\n"
     "  --chunk-size BYTES    uncompressed bytes per chunk, power of two to 64M (1M)\n"
+    "  --chunk-sums BYTES|off  an XXH3 per chunk of this size for each uncompressed\n"
+    "                        tensor larger than it (format 1.2, default 1M): reading\n"
+    "                        part of a tensor checks or fetches only its chunks\n"
     "  --compress-saving P   minimum saving in percent for a tensor to stay compressed\n"
     "  --meta KEY=VALUE      a string metadata entry (repeatable), e.g. model.name=mlp\n"
     "  --layers SPEC         the default module chain of wpack run / calibrate\n"
@@ -220,6 +223,7 @@ int cmd_create(int argc, char **argv)
         } else if ((r = cli_opt_value(argc, argv, &i, "--compress", &v)) ||
                    (r = cli_opt_value(argc, argv, &i, "--compress-min", &v)) ||
                    (r = cli_opt_value(argc, argv, &i, "--chunk-size", &v)) ||
+                   (r = cli_opt_value(argc, argv, &i, "--chunk-sums", &v)) ||
                    (r = cli_opt_value(argc, argv, &i, "--compress-saving", &v))) {
             if (r < 0 || !cli_compress_option(a, v, &opt))
                 goto done;

@@ -344,6 +344,9 @@ static void show_tensor_json(const wpack_archive *ar, const wpack_tensor *t, int
                "\", \"ratio\": %.4f",
                t->chunk_size, t->decoded_checksum,
                t->stored_length ? (double)t->nbytes / (double)t->stored_length : 0.0);
+    uint64_t sums = wpack_tensor_chunk_size(ar, t->index);
+    if (sums) /* format 1.2: one XXH3 per chunk of this many stored bytes */
+        printf(", \"checksum_chunk\": %" PRIu64, sums);
     if (t->kind == WPACK_KIND_EXTERNAL)
         printf(", \"shard\": %" PRIu64, t->alias_target);
     if (t->kind == WPACK_KIND_ALIAS) {
@@ -509,8 +512,10 @@ static void print_header(const char *path, const wpack_info *in)
     cli_human_size(data, sizeof data, in->data_length);
     cli_human_size(index, sizeof index, in->index_length);
     cli_text_escape(stdout, path, strlen(path));
-    printf(": wpack format %u.%u, alignment %u, generation %" PRIu64 "%s\n", in->format_major,
-           in->format_minor, in->alignment, in->generation,
+    printf(": wpack format %u.%u%s, alignment %u, generation %" PRIu64 "%s\n", in->format_major,
+           in->format_minor,
+           in->format_minor >= 2 && (in->optional_features & 1) ? " (chunk checksums)" : "",
+           in->alignment, in->generation,
            in->recovered ? " (an interrupted update was ignored)" : "");
     printf("%" PRIu64 " tensors, data %s, index %s, index xxh3 %016" PRIx64 "\n",
            in->entry_count, data, index, in->index_checksum);

@@ -1,4 +1,5 @@
-/* compress_opts.c - the zstd options shared by create and convert. */
+/* compress_opts.c - the zstd and chunk-checksum options shared by create and
+ * convert. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,17 @@ int cli_compress_option(const char *opt, const char *value, wpack_writer_options
             return 0;
         }
         o->compress_chunk = (uint32_t)n;
+    } else if (strncmp(opt, "--chunk-sums", 12) == 0) {
+        if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0) {
+            o->chunk_sums = 0;
+        } else if (!cli_parse_size(value, &n) || n < WPACK_MIN_CHUNK || n > WPACK_MAX_CHUNK ||
+                   (n & (n - 1))) {
+            cli_error("--chunk-sums %s: want off, or a power of two from 4K to 64M [%s]", value,
+                      wpack_error_name(WPACK_E_INVALID_ARGUMENT));
+            return 0;
+        } else {
+            o->chunk_sums = n;
+        }
     } else if (strncmp(opt, "--compress-saving", 17) == 0) {
         if (!cli_parse_size(value, &n) || n > 100) {
             cli_error("--compress-saving %s: want a percentage 0..100", value);

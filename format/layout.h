@@ -47,7 +47,12 @@
 #define WPK_FEATURE_SHARDS (1ull << 1)
 #define WPK_REQUIRED_KNOWN (WPK_FEATURE_ZSTD | WPK_FEATURE_SHARDS)
 #define WPK_MAX_SHARDS 65536u
-#define WPK_OPTIONAL_KNOWN 0ull
+/* Optional feature bits. 1.2: some uncompressed data entries carry chunk
+ * checksums (codec_param = log2 of the chunk size, entry bytes 72..79 =
+ * aux offset of one XXH3-64 per chunk of the stored bytes). Readers that
+ * do not know it lose nothing but the partial checks. */
+#define WPK_OPT_CHUNK_SUMS (1ull << 0)
+#define WPK_OPTIONAL_KNOWN WPK_OPT_CHUNK_SUMS
 
 /* ---- zstd-compressed entries (codec 1, format 1.1) ----
  * codec_param = log2(chunk size), 12..26 (4 KiB..64 MiB: WPACK_MIN_CHUNK,
@@ -105,8 +110,9 @@ enum {
 #define WPK_E_AUX_OFF 48           /* u64 offset in aux */
 #define WPK_E_AUX_LEN_OFF 56       /* u64 */
 #define WPK_E_TARGET_OFF 64        /* u32 alias target entry number */
-#define WPK_E_CODEC_PARAM_OFF 68   /* u32 reserved for codecs (chunk size log2), zero */
-#define WPK_E_RESERVED_OFF 72      /* 8 bytes, zero */
+#define WPK_E_CODEC_PARAM_OFF 68   /* u32 chunk size log2: zstd (1.1); chunk sums (1.2), else zero */
+#define WPK_E_RESERVED_OFF 72      /* 8 bytes, zero; 1.2: aux offset of the chunk sums */
+#define WPK_E_SUMS_OFF WPK_E_RESERVED_OFF
 
 /* ---- block dtype record (40 bytes) ---- */
 #define WPK_DTYPE_REC_SIZE 40u

@@ -76,9 +76,9 @@ extern "C" {
 /* The newest archive format version this library reads and writes; it
  * reads every 1.x archive (a newer minor only adds optional parts). It
  * writes 1.0 unless an archive uses a 1.1 feature (zstd-compressed tensors,
- * a sharded set). */
+ * a sharded set) or the 1.2 one (chunk checksums: minor 2). */
 #define WPACK_FORMAT_MAJOR 1
-#define WPACK_FORMAT_MINOR 1
+#define WPACK_FORMAT_MINOR 2
 
 /* The library actually linked, which may differ from the header compiled. */
 unsigned wpack_version_number(void);
@@ -96,6 +96,11 @@ const char *wpack_version_string(void);
  * 4 KiB .. 64 MiB. Readers reject bigger chunks at open (WPACK_E_LIMIT). */
 #define WPACK_MIN_CHUNK (4u * 1024u)
 #define WPACK_MAX_CHUNK (64u * 1024u * 1024u)
+/* Bytes per checksummed chunk of an uncompressed tensor (spec: Chunk
+ * checksums, format 1.2) unless the writer is told otherwise: a reader
+ * checks a part of a tensor by hashing (or fetching) only the chunks that
+ * hold it. Same bounds as WPACK_MIN_CHUNK .. WPACK_MAX_CHUNK. */
+#define WPACK_DEFAULT_CHUNK_SUMS (1u * 1024u * 1024u)
 
 /* ------------------------------------------------------------------ errors */
 
@@ -441,6 +446,13 @@ int wpack_file_identity(const wpack_archive *ar, const char **path, uint64_t *de
  * bytes out - view, read, read_ex, read_stream, read_to_fd - with or
  * without verification asked for. */
 int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, uint64_t *nbytes);
+/* The size of entry i's checksummed chunks (format 1.2, spec 19b): > 0
+ * when its bytes (an alias's target's, an external entry's in its shard)
+ * carry one XXH3-64 per chunk of that size, so that a verified
+ * wpack_read_ex() of a part hashes - or, from a URL, fetches - only the
+ * chunks that hold it, each time, instead of the whole entry once. 0: none
+ * (a compressed, splat or small entry, an archive written without them). */
+uint64_t wpack_tensor_chunk_size(const wpack_archive *ar, uint64_t i);
 
 /* Copy nbytes of entry i's logical bytes, starting at byte offset, into dst,
  * whatever its kind and codec: a splat is expanded, a zstd tensor decodes
@@ -762,11 +774,19 @@ typedef struct wpack_writer_options {
     /* Zero (set by wpack_writer_options_init); see "Structs never change
      * size" above. wpack_writer_open refuses any other value. */
     void *reserved_ptr[4];
-    uint64_t reserved[4];
+    /* (In the place of reserved[0].) Chunk checksums (format 1.2): an
+     * uncompressed data tensor larger than this many bytes also gets the XXH3-64 of each chunk of this size
+     * (8 bytes per chunk in the index), so that a reader checks a part of
+     * it (a slice, rows for one host) by hashing or fetching only the
+     * chunks that hold it. A power of two, WPACK_MIN_CHUNK ..
+     * WPACK_MAX_CHUNK; wpack_writer_options_init sets
+     * WPACK_DEFAULT_CHUNK_SUMS; 0: none (the archive stays 1.0/1.1). */
+    uint64_t chunk_sums;
+    uint64_t reserved[3];       /* zero, as reserved_ptr */
 } wpack_writer_options;
 /* The defaults: alignment 4096, weight stats on, no histograms, no
- * compression (but the compression defaults above filled in), reserved
- * fields zero. */
+ * compression (but the compression defaults above filled in), chunk
+ * checksums of 1 MiB chunks, reserved fields zero. */
 void wpack_writer_options_init(wpack_writer_options *opt);
 
 /*

@@ -284,6 +284,20 @@ static int copy_records(pool *p, int sec, uint32_t size, size_t name_off, size_t
     return 1;
 }
 
+/* The chunk checksums of the entries just copied (spec 19b): re-homed too,
+ * their place in the record's bytes 72..79, their size from the entry. */
+static int move_sums(pool *p, wpk_buf *entries)
+{
+    uint64_t n = p->ar->sec_len[WPK_SEC_ENTRIES] / WPK_ENTRY_SIZE;
+    for (uint64_t i = 0; i < n; i++) {
+        wpk_sums s;
+        if (wpk_entry_sums(p->ar, wpk_rec(p->ar, WPK_SEC_ENTRIES, i, WPK_ENTRY_SIZE), &s) &&
+            !move_aux(p, entries->p + i * WPK_ENTRY_SIZE, WPK_E_SUMS_OFF, 8 * s.count))
+            return 0;
+    }
+    return 1;
+}
+
 static item *kv_items(const kv *v, size_t n)
 {
     item *it = malloc((n + 1) * sizeof *it);
@@ -318,6 +332,7 @@ int wpk_update_build_index(wpack_update *u, wpk_buf *out)
     ok = ok &&
          copy_records(&p, WPK_SEC_ENTRIES, WPK_ENTRY_SIZE, WPK_E_NAME_OFF, WPK_E_AUX_OFF,
                       WPK_E_AUX_LEN_OFF, &sec[WPK_SEC_ENTRIES]) &&
+         move_sums(&p, &sec[WPK_SEC_ENTRIES]) &&
          copy_records(&p, WPK_SEC_DTYPES, WPK_DTYPE_REC_SIZE, WPK_D_NAME_OFF, WPK_D_PARAMS_OFF,
                       WPK_D_PARAMS_LEN_OFF, &sec[WPK_SEC_DTYPES]) &&
          wpk_buf_append(&sec[WPK_SEC_EXTENTS], ar->sec[WPK_SEC_EXTENTS],

@@ -52,6 +52,7 @@ void wpack_writer_options_init(wpack_writer_options *opt)
     opt->compress_chunk = 1u << 20;
     opt->compress_min = 64u << 10;
     opt->compress_min_saving = 5;
+    opt->chunk_sums = WPACK_DEFAULT_CHUNK_SUMS;
 }
 
 int wpack_writer_errcode(const wpack_writer *w)
@@ -135,6 +136,9 @@ static int open_writer(wpack_writer **out, const char *path, const wpack_writer_
     if (w->opt.histogram_bins > WPK_LIMIT_HIST_BINS)
         return wpk_wfail(w, WPACK_E_LIMIT, "%u histogram bins, limit %u", w->opt.histogram_bins,
                          WPK_LIMIT_HIST_BINS);
+    int rc;
+    if ((rc = wpk_sums_option(w)))
+        return rc;
     if (w->opt.weight_stats)
         w->stats_isa = wpk_acc_isa(w->opt.portable_stats);
     if (!path)
@@ -146,7 +150,6 @@ static int open_writer(wpack_writer **out, const char *path, const wpack_writer_
     if (!w->path || !w->obuf || !w->hasher)
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
     memcpy(w->path, path, plen + 1);
-    int rc;
     if (w->opt.shard_size && (rc = wpk_shards_init(w)))
         return rc;
     char err[sizeof w->errmsg];
@@ -251,6 +254,8 @@ static void free_writer(wpack_writer *w, int remove_shards)
     wpk_buf_free(&w->names);
     wpk_buf_free(&w->stats);
     wpk_buf_free(&w->dtypes);
+    wpk_buf_free(&w->cur_sums);
+    wpk_hasher_free(w->chunk_hasher);
     free(w->replaces);
     wpk_nameset_free(&w->entry_set);
     wpk_nameset_free(&w->meta_set);

@@ -31,6 +31,8 @@ typedef struct {
     uint64_t nbytes;               /* logical size (stored differs when compressed) */
     uint64_t aux_off, aux_len;     /* splat fill; zstd: decoded checksum + seek table */
     uint8_t codec, chunk_log2;
+    uint8_t sums_log2;             /* chunk checksums (writer_sums.c): chunk size log2, 0: none */
+    uint64_t sums_off;             /* their aux offset */
     uint32_t shard;                /* external: shard number */
     wpk_str_ref target;            /* alias: target name */
     uint64_t sorted;               /* position in name order (at finish) */
@@ -87,6 +89,12 @@ struct wpack_writer {
     int in_tensor;
     uint64_t cur_expected, cur_written;
     wpk_hasher *hasher;
+    /* chunk checksums of the tensor being streamed (writer_sums.c) */
+    uint8_t sums_log2;             /* opt.chunk_sums as log2; 0: none */
+    int cur_sums_on, sums_nomem;
+    wpk_hasher *chunk_hasher;
+    uint64_t chunk_fill;           /* bytes of the current chunk hashed so far */
+    wpk_buf cur_sums;              /* the tensor's chunk sums so far, u64 LE each */
     uint8_t carry[8];              /* a partial element between writes, for stats */
     size_t carry_len;
     int stats_isa;                 /* wpk_acc_isa, asked once at open */
@@ -198,6 +206,16 @@ int wpk_writer_room(wpack_writer *w, const char *what, uint64_t nbytes);
 /* Account nbytes of the streamed tensor e (not sharded): the size check,
  * the checksum and the weight stats; the caller then stores the bytes. */
 int wpk_tensor_take(wpack_writer *w, wpk_pending_entry *e, const void *data, size_t nbytes);
+
+/* Chunk checksums (writer_sums.c): check opt.chunk_sums at open; begin a
+ * tensor of nbytes; hash bytes of the tensor being streamed into its XXH3
+ * and its chunk sums (every byte of a data tensor goes through here once,
+ * in order); at its end (after compression decided its codec), put its
+ * sums into the aux pool when it is stored uncompressed. */
+int wpk_sums_option(wpack_writer *w);
+void wpk_sums_begin(wpack_writer *w, uint64_t nbytes);
+void wpk_tensor_hash(wpack_writer *w, const void *data, size_t n);
+int wpk_sums_end(wpack_writer *w, wpk_pending_entry *e);
 
 /* Start writeback of what is written up to written_to (every 32 MiB). */
 void wpk_out_kick(wpack_writer *w, uint64_t written_to);

@@ -253,6 +253,10 @@ static int build_index(wpack_writer *w, index_builder *ib, uint64_t *order, uint
         r[WPK_E_CODEC_OFF] = e->codec;
         if (e->codec && e->kind == WPACK_KIND_DATA)
             wpk_st32(r + WPK_E_CODEC_PARAM_OFF, e->chunk_log2);
+        if (e->sums_log2 && e->kind == WPACK_KIND_DATA && !e->codec) { /* spec 19b */
+            wpk_st32(r + WPK_E_CODEC_PARAM_OFF, e->sums_log2);
+            wpk_st64(r + WPK_E_SUMS_OFF, e->sums_off);
+        }
         wpk_st64(r + WPK_E_DIMS_OFF, dims_next);
         dims_next += e->rank;
         if (e->kind == WPACK_KIND_EXTERNAL)
@@ -427,19 +431,21 @@ static int check_references(wpack_writer *w)
 
 static void encode_header(uint8_t *h, const char *magic, const wpack_writer *w, uint64_t data_len,
                           uint64_t index_off, uint64_t index_len, uint64_t index_sum,
-                          uint64_t file_len, uint64_t entries, int zstd)
+                          uint64_t file_len, uint64_t entries, int features)
 {
     uint64_t data_off;
     wpk_align_up(WPK_HEADER_SIZE, w->opt.alignment, &data_off);
     memset(h, 0, WPK_HEADER_SIZE);
     wpk_st16(h + WPK_H_MAJOR_OFF, WPACK_FORMAT_MAJOR);
-    /* features: bit 0 zstd, bit 1 sharded; 1.1 only when a 1.1 feature is used */
-    wpk_st16(h + WPK_H_MINOR_OFF, zstd ? 1 : 0);
+    /* features: bit 0 zstd, bit 1 sharded, bit 2 chunk sums; 1.1 only when
+     * a 1.1 feature is used, 1.2 when chunk sums are */
+    wpk_st16(h + WPK_H_MINOR_OFF, features & 4 ? 2 : features ? 1 : 0);
     wpk_st32(h + WPK_H_ENDIAN_OFF, WPK_ENDIAN_MARKER);
     wpk_st32(h + WPK_H_HEADER_SIZE_OFF, WPK_HEADER_SIZE);
     wpk_st32(h + WPK_H_ALIGNMENT_OFF, w->opt.alignment);
-    wpk_st64(h + WPK_H_REQUIRED_OFF, (zstd & 1 ? WPK_FEATURE_ZSTD : 0) |
-                                         (zstd & 2 ? WPK_FEATURE_SHARDS : 0));
+    wpk_st64(h + WPK_H_REQUIRED_OFF, (features & 1 ? WPK_FEATURE_ZSTD : 0) |
+                                         (features & 2 ? WPK_FEATURE_SHARDS : 0));
+    wpk_st64(h + WPK_H_OPTIONAL_OFF, features & 4 ? WPK_OPT_CHUNK_SUMS : 0);
     wpk_st64(h + WPK_H_DATA_OFFSET_OFF, data_off);
     wpk_st64(h + WPK_H_DATA_LENGTH_OFF, data_len);
     wpk_st64(h + WPK_H_ENTRY_COUNT_OFF, entries);
@@ -485,7 +491,7 @@ int wpk_write_index(wpack_writer *w)
 
     /* Data length: up to the end of the last extent (arrival order = offset order). */
     uint64_t data_off, data_end;
-    int zstd = 0, shards = 0;
+    int zstd = 0, shards = 0, sums = 0;
     wpk_align_up(WPK_HEADER_SIZE, w->opt.alignment, &data_off);
     data_end = data_off;
     for (uint64_t i = 0; i < n; i++) {
@@ -493,6 +499,7 @@ int wpk_write_index(wpack_writer *w)
             data_end = wpk_entries(w)[i].offset + wpk_entries(w)[i].stored;
         zstd |= wpk_entries(w)[i].codec != WPACK_CODEC_NONE;
         shards |= wpk_entries(w)[i].kind == WPACK_KIND_EXTERNAL;
+        sums |= wpk_entries(w)[i].sums_log2 != 0;
     }
 
     index_builder ib;
@@ -518,7 +525,7 @@ int wpk_write_index(wpack_writer *w)
     uint64_t file_len = index_off + index_len + WPK_HEADER_SIZE;
     uint8_t hdr[WPK_HEADER_SIZE];
     encode_header(hdr, WPK_TRAILER_MAGIC, w, data_end - data_off, index_off, index_len, sum,
-                  file_len, n, zstd | shards << 1);
+                  file_len, n, zstd | shards << 1 | sums << 2);
     rc = wpk_out_zeros(w, index_off - w->pos);
     if (rc == WPACK_OK)
         rc = wpk_out(w, ib.b.p, ib.b.len);
@@ -530,7 +537,7 @@ int wpk_write_index(wpack_writer *w)
     if (rc)
         return rc;
     encode_header(hdr, WPK_SUPERBLOCK_MAGIC, w, data_end - data_off, index_off, index_len, sum,
-                  file_len, n, zstd | shards << 1);
+                  file_len, n, zstd | shards << 1 | sums << 2);
     if (pwrite(w->fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr)
         return wpk_wfail(w, WPACK_E_IO, "%s: writing the superblock failed: %s", w->shown,
                          strerror(errno));

@@ -34,7 +34,7 @@ typedef struct {
 static void hash_side(void *user, const void *p, size_t n)
 {
     side_ctx *c = user;
-    wpk_hasher_update(c->w->hasher, p, n);
+    wpk_tensor_hash(c->w, p, n);
     wpk_copy_in *ci = c->w->copy_in;
     if (ci && !ci->rc && n)
         ci->rc = wpk_copy_out(c->w, ci->fd, ci->off + (uint64_t)((const uint8_t *)p - c->base),

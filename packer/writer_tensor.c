@@ -147,6 +147,7 @@ int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsi
     w->cur_written = 0;
     w->carry_len = 0;
     wpk_hasher_reset(w->hasher);
+    wpk_sums_begin(w, nbytes);
     if ((rc = wpk_compress_begin(w, e))) {
         w->failed = 1;
         return rc;
@@ -165,7 +166,7 @@ static void hash_and_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t 
         memcpy(w->carry + w->carry_len, p, pre);
         w->carry_len += pre;
         if (w->carry_len < size) {
-            wpk_hasher_update(w->hasher, p, n);
+            wpk_tensor_hash(w, p, n);
             return;
         }
         wpk_acc_feed_isa(&e->acc, e->dtype, w->carry, 1, w->stats_isa);
@@ -173,7 +174,7 @@ static void hash_and_stats(wpack_writer *w, wpk_pending_entry *e, const uint8_t 
     }
     size_t whole = (n - pre) / size;
     if (!wpk_par_hash_stats(w, e, p, n, pre, whole)) {
-        wpk_hasher_update(w->hasher, p, n);
+        wpk_tensor_hash(w, p, n);
         wpk_acc_feed_isa(&e->acc, e->dtype, p + pre, whole, w->stats_isa);
     }
     w->carry_len = n - pre - whole * size;
@@ -201,7 +202,7 @@ int wpk_tensor_take(wpack_writer *w, wpk_pending_entry *e, const void *data, siz
     if (e->has_acc)
         hash_and_stats(w, e, data, nbytes);
     else
-        wpk_hasher_update(w->hasher, data, nbytes);
+        wpk_tensor_hash(w, data, nbytes);
     w->cur_written += nbytes;
     return WPACK_OK;
 }
@@ -275,7 +276,7 @@ int wpack_writer_write_zeros(wpack_writer *w, uint64_t nbytes)
     }
     for (uint64_t left = nbytes; left;) {
         size_t k = left < sizeof zeros ? (size_t)left : sizeof zeros;
-        wpk_hasher_update(w->hasher, zeros, k);
+        wpk_tensor_hash(w, zeros, k);
         left -= k;
     }
     /* Skip over the zeros: the file gets a hole, read back as zeros. */
@@ -307,9 +308,8 @@ int wpack_writer_end_tensor(wpack_writer *w)
                           (unsigned long long)w->cur_expected);
     e->checksum = wpk_hasher_digest(w->hasher);
     w->in_tensor = 0;
-    if (wpk_compress_active(w))
-        return wpk_compress_end(w, e, e->checksum);
-    return WPACK_OK;
+    int rc = wpk_compress_active(w) ? wpk_compress_end(w, e, e->checksum) : WPACK_OK;
+    return rc ? rc : wpk_sums_end(w, e);
 }
 
 int wpack_writer_add_tensor(wpack_writer *w, const char *name, int dtype, unsigned rank,

@@ -287,7 +287,11 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
         return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': zstd codec without the zstd feature bit", Q);
     /* codec 1 on a splat or an external entry is a field its kind does not
      * allow: KIND, in the kind's own check below (spec 19 rule 1, M37). */
-    if (ar->info.format_minor <= WPACK_FORMAT_MINOR &&
+    /* 1.2: an uncompressed data entry's codec_param and bytes 72..79 are
+     * its chunk checksums' size and place when the archive has them (19b) */
+    int sums = wpk_sums_in_force(ar) && e->kind == WPACK_KIND_DATA &&
+               e->codec == WPACK_CODEC_NONE && wpk_ld32(r + WPK_E_CODEC_PARAM_OFF);
+    if (ar->info.format_minor <= WPACK_FORMAT_MINOR && !sums &&
         ((e->codec == WPACK_CODEC_NONE && wpk_ld32(r + WPK_E_CODEC_PARAM_OFF)) ||
          wpk_ld64(r + WPK_E_RESERVED_OFF) != 0))
         return wpk_fail(ar, WPACK_E_RESERVED, "tensor '%s': reserved fields not zero", Q);
@@ -312,6 +316,9 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
             return wpk_fail(ar, WPACK_E_SIZE,
                             "tensor '%s': stored length %llu, shape and dtype need %llu", Q,
                             (unsigned long long)e->stored, (unsigned long long)nbytes);
+        if (sums && (rc = wpk_sums_check_ref(ar, Q, wpk_ld32(r + WPK_E_CODEC_PARAM_OFF), e->stored,
+                                             wpk_ld64(r + WPK_E_SUMS_OFF))))
+            return rc;
         if (e->offset & (ar->info.alignment - 1)) /* a power of two (header check) */
             return wpk_fail(ar, WPACK_E_MISALIGNED,
                             "tensor '%s': offset %llu not a multiple of the alignment %u", Q,

@@ -161,6 +161,7 @@ typedef struct {
     int check_bool;
     uint64_t done, bad_at;
     unsigned bad_value;
+    wpk_sums_cursor *sums;          /* NULL: chunk checksums not checked */
 } check_ctx;
 
 /* Hash each piece just before the caller gets it (it is in cache then). */
@@ -169,6 +170,8 @@ static int check_piece(void *u, const void *p, size_t n)
     check_ctx *c = u;
     if (c->h)
         wpk_hasher_update(c->h, p, n);
+    if (c->sums)
+        wpk_sums_cursor_feed(c->sums, p, n);
     size_t b;
     if (c->check_bool && c->bad_at == UINT64_MAX && (b = wpk_first_bad_bool(p, n)) < n) {
         c->bad_at = c->done + b;
@@ -184,12 +187,26 @@ int wpk_check_stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void 
     wpk_fill_tensor(ar, i, &t);
     if (t.fill) /* a splat: its fill checksum is checked at open */
         mode = 0;
-    check_ctx c = {NULL, fn, user, WPACK_OK, (mode & WPK_CHECK_BOOL) != 0, 0, UINT64_MAX, 0};
+    check_ctx c = {NULL, fn, user, WPACK_OK, (mode & WPK_CHECK_BOOL) != 0, 0, UINT64_MAX, 0, NULL};
     if ((mode & WPK_CHECK_HASH) && !(c.h = wpk_hasher_new()))
         return WPACK_E_NOMEM;
+    /* verify: each chunk checksum too, in the same pass */
+    wpk_sums_cursor sc;
+    wpk_sums sums;
+    const wpack_archive *holder;
+    wpk_hasher *sh = NULL;
+    if (c.h && (mode & WPK_CHECK_SUMS) && wpk_sums_of(ar, &t, &holder, &sums)) {
+        if (!(sh = wpk_hasher_new())) {
+            wpk_hasher_free(c.h);
+            return WPACK_E_NOMEM;
+        }
+        wpk_sums_cursor_init(&sc, &sums, sh);
+        c.sums = &sc;
+    }
     int rc = stream(ar, i, check_piece, &c);
     uint64_t got = c.h ? wpk_hasher_digest(c.h) : 0;
     wpk_hasher_free(c.h);
+    wpk_hasher_free(sh);
     if (rc && rc == c.fn_rc)
         return rc; /* the caller stopped: its own error */
     if (rc)
@@ -198,6 +215,10 @@ int wpk_check_stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void 
         return WPACK_OK;
     if (got != t.decoded_checksum)
         return wpk_bad_hash(ar, &t, got);
+    /* the whole matched, a chunk did not: its sum is wrong, and a partial
+     * read of that chunk would be refused (19b) */
+    if (c.sums && (rc = wpk_sums_cursor_end(c.sums, ar, &t)))
+        return rc;
     wpk_checked_set(ar, owner_of(&t), WPACK_OK);
     if (c.bad_at != UINT64_MAX) {
         char q[256];
@@ -257,6 +278,14 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
     }
     if (wpk_needs_fetch(ar, &t) && t.codec != WPACK_CODEC_ZSTD) /* one checked fetch */
         return wpk_source_read_checked(ar, &t, offset, dst, nbytes);
+    /* a part of a mapped entry with chunk checksums: only its chunks are
+     * hashed, each read (spec 19b) */
+    wpk_sums sums;
+    const wpack_archive *holder;
+    if (known < 0 && t.data && wpk_sums_of(ar, &t, &holder, &sums)) {
+        int rc = wpk_sums_check_mapped(ar, &t, &sums, t.data, offset, nbytes);
+        return rc ? rc : read_raw(ar, i, offset, dst, nbytes);
+    }
     int rc = known < 0 ? wpk_check_stream(ar, i, NULL, NULL, WPK_CHECK_HASH) : WPACK_OK;
     if (rc == WPACK_OK && wpk_needs_fetch(ar, &t)) /* a fetched part: from a checked whole */
         return wpk_source_read_checked(ar, &t, offset, dst, nbytes);

@@ -216,7 +216,42 @@ int wpk_known_check(const wpack_archive *ar, const wpack_tensor *t);
  * returns to stop is returned as is. */
 #define WPK_CHECK_HASH 1
 #define WPK_CHECK_BOOL 2
+#define WPK_CHECK_SUMS 4 /* with HASH: every chunk checksum too (verify) */
 int wpk_check_stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void *user, int mode);
+/* Chunk checksums of an uncompressed data entry (spec 19b, chunk_sums.c):
+ * one XXH3-64 per chunk of 2^log2 of its stored bytes, in the aux section. */
+typedef struct {
+    uint32_t log2;
+    uint64_t count, stored;
+    const uint8_t *at;          /* count u64 LE sums */
+} wpk_sums;
+/* The archive's chunk sums are in force (minor >= 2, optional bit 0). */
+int wpk_sums_in_force(const wpack_archive *ar);
+/* At open: a data entry's chunk size and sums range are valid. */
+int wpk_sums_check_ref(wpack_archive *ar, const char *q, uint32_t log2, uint64_t stored,
+                       uint64_t off);
+/* 1 and *s when validated record rec of ar has chunk sums, else 0. */
+int wpk_entry_sums(const wpack_archive *ar, const uint8_t *rec, wpk_sums *s);
+/* 1 and *s, *holder when t's bytes (its target's, its shard's) have them. */
+int wpk_sums_of(const wpack_archive *ar, const wpack_tensor *t, const wpack_archive **holder,
+                wpk_sums *s);
+/* Bytes [offset, +n) of t checked by the chunks holding them: in the
+ * mapping at data (t's stored bytes), or fetched from holder's source into
+ * dst (a chunk that fails is fetched once more). A mismatch is
+ * WPACK_E_CHECKSUM naming the tensor and the chunk, remembered for t. */
+int wpk_sums_check_mapped(const wpack_archive *ar, const wpack_tensor *t, const wpk_sums *s,
+                          const uint8_t *data, uint64_t offset, size_t n);
+int wpk_sums_fetch(const wpack_archive *ar, const wpack_tensor *t, const wpack_archive *holder,
+                   const wpk_sums *s, uint64_t offset, void *dst, size_t n);
+/* Every chunk of a stream of t's bytes checked as they pass (verify). */
+typedef struct {
+    wpk_sums s;
+    wpk_hasher *h;
+    uint64_t k, fill, bad, got;
+} wpk_sums_cursor;
+void wpk_sums_cursor_init(wpk_sums_cursor *c, const wpk_sums *s, wpk_hasher *h);
+void wpk_sums_cursor_feed(wpk_sums_cursor *c, const void *data, size_t n);
+int wpk_sums_cursor_end(const wpk_sums_cursor *c, const wpack_archive *ar, const wpack_tensor *t);
 /* The decode state of zstd reads (decode.c). */
 int wpk_chunk_cache_new(wpack_archive *ar);
 void wpk_chunk_cache_free(wpack_archive *ar);

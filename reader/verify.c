@@ -39,7 +39,8 @@ int wpack_verify_entry(wpack_archive *ar, uint64_t i)
     /* The logical bytes: the view itself (= the stored bytes), or every
      * chunk decoded once; bool values in the same pass. */
     return wpk_check_stream(ar, i, NULL, NULL,
-                            WPK_CHECK_HASH | (t.dtype == WPACK_DTYPE_BOOL ? WPK_CHECK_BOOL : 0));
+                            WPK_CHECK_HASH | WPK_CHECK_SUMS |
+                                (t.dtype == WPACK_DTYPE_BOOL ? WPK_CHECK_BOOL : 0));
 }
 
 /* The start of the k-th extent in offset order and the end of its bytes. */

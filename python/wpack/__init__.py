@@ -842,6 +842,10 @@ class safe_open:
             h.fail(rc, "reading %r" % t.name.decode())
         return arr
 
+    def _chunk_size(self, t):
+        """Bytes per checksummed chunk of t (format 1.2), or 0."""
+        return int(lib.wpack_tensor_chunk_size(self._handle().ptr, t.index))
+
     def _zero_copy(self, t, dtype, shape):
         """A zero-copy array of the whole entry, or None if it has no view."""
         h = self._handle()
@@ -932,8 +936,12 @@ class safe_open:
     def get_slice(self, name):
         """A lazy slice object for `name`: index it (`[a:b]`, `[a:b, :, 3]`,
         `[i]`) to read only the rows of the first dimension asked for
-        (for zstd entries only the chunks that hold those bytes are decoded;
-        with verify on, the entry is checked once as a whole first). Other
+        (for zstd entries only the chunks that hold those bytes are decoded).
+        With verify on, an entry with chunk checksums (format 1.2, written by
+        default for tensors over 1 MiB) is checked by the chunks that hold
+        the rows only, and the rows come back as a checked copy (from a URL
+        only those chunks are fetched); an entry without them is checked
+        once as a whole first, and the rows are a view where it has one. Other
         indices (arrays, Ellipsis, None first) read the whole tensor and
         index it as numpy does. A single element is a numpy scalar ("np")
         or a 0-d tensor ("pt"), as indexing the whole tensor gives. A bool
@@ -1120,7 +1128,12 @@ class _Slice:
                                  % (int(first), n0))
             lo, hi, local = i, i + 1, 0
         rowbytes = t.nbytes // n0 if n0 else 0
-        whole = f._zero_copy(t, self._dtype, shape)
+        # A part of a tensor with chunk checksums (format 1.2): a checked
+        # copy of its rows, hashing only the chunks that hold them, rather
+        # than a view that hashes (and pages in) the whole tensor first.
+        whole = None
+        if not (f._verify and hi - lo < n0 and f._chunk_size(t)):
+            whole = f._zero_copy(t, self._dtype, shape)
         if whole is not None:
             part = whole[lo:hi]
         else:

@@ -91,7 +91,8 @@ class WriterOptions(ctypes.Structure):
         ("max_data_bytes", ctypes.c_uint64), ("portable_stats", ctypes.c_int),
         ("no_copy_range", ctypes.c_int), ("executor", ctypes.c_void_p),
         ("no_sync", ctypes.c_int),
-        ("reserved_ptr", ctypes.c_void_p * 4), ("reserved", ctypes.c_uint64 * 4),
+        ("reserved_ptr", ctypes.c_void_p * 4), ("chunk_sums", ctypes.c_uint64),
+        ("reserved", ctypes.c_uint64 * 3),
     ]
 
 
@@ -186,6 +187,7 @@ _PROTOS = {
     "wpack_prefix_range": (I, [VP, CP, c_u64p, c_u64p]),
     "wpack_shard_count": (ctypes.c_uint32, [VP]),
     "wpack_tensor_view": (I, [VP, U64, ctypes.POINTER(VP), c_u64p]),
+    "wpack_tensor_chunk_size": (U64, [VP, U64]),
     "wpack_read_ex": (I, [VP, U64, U64, VP, SZ, ctypes.c_uint]),
     "wpack_verify_once": (I, [VP, U64]),
     "wpack_read_plan": (I, [VP, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]),

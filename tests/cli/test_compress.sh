@@ -44,7 +44,9 @@ A = {x["name"]: x.get("decoded_checksum", x["checksum"]) for x in a["tensors"]}
 B = {x["name"]: x["checksum"] for x in b["tensors"]}
 assert A == B, (A, B)
 assert all("codec" not in x for x in b["tensors"])
-assert b["format"] == "1.0"
+# no zstd left; the 4 MiB tensors now carry chunk checksums (1.2)
+assert b["format"] == "1.2", b["format"]
+assert all(x.get("checksum_chunk") == 1 << 20 for x in b["tensors"] if x["nbytes"] > 1 << 20)
 assert [s["key"] for s in a["stats"]] == [s["key"] for s in b["stats"]]
 PYEOF
 expect convert_compress "$WPACK" convert "$T/plain.wpack" --compress zstd -o "$T/z2.wpack"

@@ -1,0 +1,236 @@
+/* chunk_sums.c - chunk checksums (spec 19b, format 1.2): an uncompressed
+ * data entry may carry one XXH3-64 per chunk of 2^codec_param of its
+ * stored bytes, so that a part of it is checked by hashing (or fetching)
+ * only the chunks that hold it, not the whole entry: the rows one host of
+ * a tensor-parallel job loads from a 4 GB embedding, over the network. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "reader.h"
+
+int wpk_sums_in_force(const wpack_archive *ar)
+{
+    return ar->info.format_minor >= 2 && (ar->info.optional_features & WPK_OPT_CHUNK_SUMS);
+}
+
+int wpk_sums_check_ref(wpack_archive *ar, const char *q, uint32_t log2, uint64_t stored,
+                       uint64_t off)
+{
+    if (log2 < WPK_CHUNK_LOG2_MIN)
+        return wpk_fail(ar, WPACK_E_CODEC, "tensor '%s': chunk checksum size 2^%u below 4 KiB", q,
+                        log2);
+    if (log2 > WPK_CHUNK_LOG2_MAX) /* a whole chunk is hashed to check any byte of it */
+        return wpk_fail(ar, WPACK_E_LIMIT, "tensor '%s': chunk checksum size 2^%u above the limit "
+                        "of 2^%u", q, log2, WPK_CHUNK_LOG2_MAX);
+    uint64_t count = (stored >> log2) + ((stored & (((uint64_t)1 << log2) - 1)) != 0);
+    char what[300];
+    wpk_fmt(what, sizeof what, "tensor '%s': chunk checksums", q);
+    return wpk_aux_ref(ar, off, 8 * count, what); /* count < 2^52: 8 * count fits */
+}
+
+int wpk_entry_sums(const wpack_archive *ar, const uint8_t *rec, wpk_sums *s)
+{
+    uint32_t log2 = wpk_ld32(rec + WPK_E_CODEC_PARAM_OFF);
+    if (!wpk_sums_in_force(ar) || rec[WPK_E_KIND_OFF] != WPACK_KIND_DATA ||
+        rec[WPK_E_CODEC_OFF] != WPACK_CODEC_NONE || !log2)
+        return 0;
+    uint64_t stored = wpk_ld64(rec + WPK_E_STORED_LEN_OFF);
+    s->log2 = log2;
+    s->count = (stored >> log2) + ((stored & (((uint64_t)1 << log2) - 1)) != 0);
+    s->stored = stored;
+    s->at = ar->sec[WPK_SEC_AUX] + wpk_ld64(rec + WPK_E_SUMS_OFF);
+    return 1;
+}
+
+int wpk_sums_of(const wpack_archive *ar, const wpack_tensor *t, const wpack_archive **holder,
+                wpk_sums *s)
+{
+    uint64_t own = t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index;
+    const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, own, WPK_ENTRY_SIZE);
+    const wpack_archive *h = wpk_holder(ar, t);
+    if (!h || t->codec != WPACK_CODEC_NONE)
+        return 0;
+    if (h != ar) { /* an external entry: its shard's data entry of the same name */
+        wpack_tensor st;
+        if (wpack_find(h, wpk_str(ar, wpk_ld64(r + WPK_E_NAME_OFF)), &st) != WPACK_OK)
+            return 0;
+        r = wpk_rec(h, WPK_SEC_ENTRIES, st.index, WPK_ENTRY_SIZE);
+    }
+    *holder = h;
+    return wpk_entry_sums(h, r, s);
+}
+
+uint64_t wpack_tensor_chunk_size(const wpack_archive *ar, uint64_t i)
+{
+    if (!ar || i >= ar->info.entry_count)
+        return 0;
+    wpack_tensor t;
+    wpk_fill_tensor(ar, i, &t);
+    const wpack_archive *h;
+    wpk_sums s;
+    return wpk_sums_of(ar, &t, &h, &s) ? (uint64_t)1 << s.log2 : 0;
+}
+
+static uint64_t chunk_sum(const wpk_sums *s, uint64_t k)
+{
+    return wpk_ld64(s->at + 8 * k);
+}
+
+/* Bytes [*a, *b) of chunk k. */
+static void chunk_span(const wpk_sums *s, uint64_t k, uint64_t *a, uint64_t *b)
+{
+    *a = k << s->log2;
+    *b = *a + ((uint64_t)1 << s->log2) < s->stored ? *a + ((uint64_t)1 << s->log2) : s->stored;
+}
+
+static int bad_chunk(const wpack_archive *ar, const wpack_tensor *t, const wpk_sums *s, uint64_t k,
+                     uint64_t got, const char *how)
+{
+    char q[256];
+    uint64_t a, b;
+    chunk_span(s, k, &a, &b);
+    wpk_quote(q, sizeof q, t->name, t->name_len);
+    /* bad bytes are bad for every later call too, whole or part */
+    wpk_checked_set(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index, WPACK_E_CHECKSUM);
+    return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
+                    "tensor '%s': chunk %llu (bytes %llu..%llu) %shashes to %016llx, its chunk "
+                    "checksum is %016llx", q, (unsigned long long)k, (unsigned long long)a,
+                    (unsigned long long)b, how, (unsigned long long)got,
+                    (unsigned long long)chunk_sum(s, k));
+}
+
+int wpk_sums_check_mapped(const wpack_archive *ar, const wpack_tensor *t, const wpk_sums *s,
+                          const uint8_t *data, uint64_t offset, size_t n)
+{
+    if (!n)
+        return WPACK_OK;
+    for (uint64_t k = offset >> s->log2; k <= (offset + n - 1) >> s->log2; k++) {
+        uint64_t a, b;
+        chunk_span(s, k, &a, &b);
+        uint64_t got = wpk_xxh3(data + a, (size_t)(b - a));
+        if (got != chunk_sum(s, k))
+            return bad_chunk(ar, t, s, k, got, "");
+    }
+    return WPACK_OK;
+}
+
+/* Chunks [k0, k1] of t's stored bytes into buf (buf[0] is chunk k0's first
+ * byte), each checked; a chunk that fails is fetched once more (the
+ * source told to forget its copy first), then WPACK_E_CHECKSUM. */
+static int fetch_chunks(const wpack_archive *ar, const wpack_tensor *t, const wpack_archive *h,
+                        const wpk_sums *s, uint64_t k0, uint64_t k1, uint8_t *buf)
+{
+    char q[256], msg[400] = "";
+    uint64_t a0, b0, a1, b1;
+    chunk_span(s, k0, &a0, &b0);
+    chunk_span(s, k1, &a1, &b1);
+    int rc = h->src.read(h->src.user, t->offset + a0, buf, (size_t)(b1 - a0), msg, sizeof msg);
+    for (uint64_t k = k0; rc == WPACK_OK && k <= k1; k++) {
+        uint64_t a, b;
+        chunk_span(s, k, &a, &b);
+        uint8_t *p = buf + (a - a0);
+        uint64_t got = wpk_xxh3(p, (size_t)(b - a));
+        if (got == chunk_sum(s, k))
+            continue;
+        if (h->src.forget) /* a cached copy may be what is wrong: fetch afresh */
+            h->src.forget(h->src.user, t->offset + a, b - a);
+        if ((rc = h->src.read(h->src.user, t->offset + a, p, (size_t)(b - a), msg, sizeof msg)))
+            break;
+        if ((got = wpk_xxh3(p, (size_t)(b - a))) != chunk_sum(s, k))
+            return bad_chunk(ar, t, s, k, got,
+                             "as fetched twice (the source serves other bytes than the archive it "
+                             "opened) ");
+    }
+    if (rc) {
+        wpk_quote(q, sizeof q, t->name, t->name_len);
+        return wpk_fail((wpack_archive *)ar, rc, "tensor '%s': %s", q,
+                        *msg ? msg : wpack_error_describe(rc));
+    }
+    return WPACK_OK;
+}
+
+/* The first or last chunk of a read, when the read covers only part of
+ * it: through a buffer of one chunk, then the part copied out. */
+static int edge_chunk(const wpack_archive *ar, const wpack_tensor *t, const wpack_archive *h,
+                      const wpk_sums *s, uint64_t k, uint64_t offset, uint8_t *dst, size_t n)
+{
+    uint64_t a, b;
+    chunk_span(s, k, &a, &b);
+    uint8_t *buf = malloc((size_t)(b - a));
+    if (!buf) {
+        char q[256];
+        wpk_quote(q, sizeof q, t->name, t->name_len);
+        return wpk_fail((wpack_archive *)ar, WPACK_E_NOMEM, "tensor '%s': out of memory", q);
+    }
+    int rc = fetch_chunks(ar, t, h, s, k, k, buf);
+    if (rc == WPACK_OK) {
+        uint64_t from = offset > a ? offset : a, to = offset + n < b ? offset + n : b;
+        memcpy(dst + (from - offset), buf + (from - a), (size_t)(to - from));
+    }
+    free(buf);
+    return rc;
+}
+
+int wpk_sums_fetch(const wpack_archive *ar, const wpack_tensor *t, const wpack_archive *h,
+                   const wpk_sums *s, uint64_t offset, void *dst, size_t n)
+{
+    if (!n)
+        return WPACK_OK;
+    uint8_t *out = dst;
+    uint64_t k0 = offset >> s->log2, k1 = (offset + n - 1) >> s->log2;
+    uint64_t a0, b0, a1, b1;
+    chunk_span(s, k0, &a0, &b0);
+    chunk_span(s, k1, &a1, &b1);
+    int first_whole = a0 == offset && (b0 <= offset + n);
+    int last_whole = b1 == offset + n;
+    uint64_t in0 = first_whole ? k0 : k0 + 1, in1 = last_whole ? k1 : k1 - 1;
+    int rc = WPACK_OK;
+    if (!first_whole)
+        rc = edge_chunk(ar, t, h, s, k0, offset, out, n);
+    if (rc == WPACK_OK && k1 != k0 && !last_whole)
+        rc = edge_chunk(ar, t, h, s, k1, offset, out, n);
+    /* the chunks the read covers whole: fetched straight into dst, in one
+     * request the source splits over its connections */
+    if (rc == WPACK_OK && in0 <= in1 && in1 != UINT64_MAX && in0 <= k1)
+        rc = fetch_chunks(ar, t, h, s, in0, in1, out + ((in0 << s->log2) - offset));
+    return rc;
+}
+
+void wpk_sums_cursor_init(wpk_sums_cursor *c, const wpk_sums *s, wpk_hasher *h)
+{
+    memset(c, 0, sizeof *c);
+    c->s = *s;
+    c->h = h;
+    c->bad = UINT64_MAX;
+    wpk_hasher_reset(h);
+}
+
+void wpk_sums_cursor_feed(wpk_sums_cursor *c, const void *data, size_t n)
+{
+    const uint8_t *p = data;
+    while (n && c->k < c->s.count) {
+        uint64_t a, b;
+        chunk_span(&c->s, c->k, &a, &b);
+        size_t take = b - a - c->fill < n ? (size_t)(b - a - c->fill) : n;
+        wpk_hasher_update(c->h, p, take);
+        c->fill += take;
+        p += take;
+        n -= take;
+        if (c->fill == b - a) {
+            uint64_t got = wpk_hasher_digest(c->h);
+            if (got != chunk_sum(&c->s, c->k) && c->bad == UINT64_MAX) {
+                c->bad = c->k;
+                c->got = got;
+            }
+            wpk_hasher_reset(c->h);
+            c->fill = 0;
+            c->k++;
+        }
+    }
+}
+
+int wpk_sums_cursor_end(const wpk_sums_cursor *c, const wpack_archive *ar, const wpack_tensor *t)
+{
+    return c->bad == UINT64_MAX ? WPACK_OK : bad_chunk(ar, t, &c->s, c->bad, c->got, "");
+}
