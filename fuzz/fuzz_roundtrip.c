@@ -931,6 +931,15 @@ static void check_archive(const model *md, const char *archive)
     FUZZ_ASSERT(!!(info.required_features & WPK_FEATURE_ZSTD) == any_zstd,
                 "required features %llx, %s compressed tensor", (unsigned long long)info.required_features,
                 any_zstd ? "a" : "no");
+    /* chunk checksums: where they are, the archive says so (1.2, bit 0);
+     * WPACK_OPEN_VERIFY above checked every one against the bytes */
+    int any_sums = 0;
+    for (uint64_t i = 0; i < info.entry_count; i++)
+        any_sums |= wpack_tensor_chunk_size(ar, i) != 0;
+    FUZZ_ASSERT(!!(info.optional_features & 1) == any_sums && (!any_sums || info.format_minor == 2),
+                "optional features %llx, minor %u, %s entry with chunk checksums",
+                (unsigned long long)info.optional_features, info.format_minor,
+                any_sums ? "an" : "no");
     check_meta(md, ar);
     check_map_and_stats(md, ar);
     wpack_close(ar);
@@ -964,6 +973,10 @@ static int options(input *in, wpack_writer_options *opt, int *use_null)
     opt->compress_chunk = chunks[(c >> 3) & 3];
     opt->compress_min = (c >> 5) & 1 ? 0 : 512;
     opt->compress_min_saving = savings[(c >> 6) & 3];
+    /* chunk checksums (format 1.2) of 4 KiB chunks, so that the small
+     * tensors of a program get them; else the default (1 MiB: none here) */
+    if ((c >> 3) & 1)
+        opt->chunk_sums = 4096;
     if (opt->compress_level == 99 || (opt->compress_level && opt->compress_chunk == 3000) ||
         opt->compress_min_saving > 100)
         valid = 0;

@@ -277,6 +277,20 @@ static void zstd(wpack_writer *w)
     W(wpack_writer_add_alias(w, "z.alias", "z.smooth"));
 }
 
+/* Chunk checksums (format 1.2) with 4 KiB chunks: a tensor of three whole
+ * chunks and a short one, its alias, and one of a single chunk (none). */
+static void chunked(wpack_writer *w)
+{
+    static uint8_t bytes[3 * 4096 + 100];
+    rng_state = 7;
+    for (size_t k = 0; k < sizeof bytes; k++)
+        bytes[k] = rng8();
+    W(wpack_writer_add_tensor(w, "c.big", WPACK_DTYPE_U8, 1, (uint64_t[]){sizeof bytes}, bytes,
+                              sizeof bytes));
+    W(wpack_writer_add_tensor(w, "c.small", WPACK_DTYPE_U8, 1, (uint64_t[]){4096}, bytes, 4096));
+    W(wpack_writer_add_alias(w, "c.tied", "c.big"));
+}
+
 static void nothing(wpack_writer *w)
 {
     (void)w;
@@ -287,6 +301,7 @@ typedef struct {
     void (*fill)(wpack_writer *);
     uint32_t alignment, bins;
     int weight_stats, zstd_level;
+    uint64_t chunk_sums; /* 0: the default */
 } archive_seed;
 
 static const archive_seed archives[] = {
@@ -308,6 +323,8 @@ static const archive_seed archives[] = {
     {"seed-aliases-4096.wpk", aliases, 4096, 0, 1},
     {"seed-zstd.wpk", zstd, 64, 0, 1, 1},
     {"seed-zstd-stats.wpk", zstd, 64, 4, 1, 3},
+    {"seed-chunk-sums.wpk", chunked, 64, 0, 1, 0, 4096},
+    {"seed-chunk-sums-zstd.wpk", zstd, 64, 0, 1, 1, 4096},
 };
 
 static void write_archive(const archive_seed *a)
@@ -323,6 +340,8 @@ static void write_archive(const archive_seed *a)
     opt.compress_chunk = 4096;
     opt.compress_min = 0;
     opt.compress_min_saving = 0;
+    if (a->chunk_sums)
+        opt.chunk_sums = a->chunk_sums;
     wpack_writer *w;
     if (wpack_writer_open(&w, path, &opt) != WPACK_OK)
         die(path, wpack_writer_errmsg(w));

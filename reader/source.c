@@ -415,14 +415,8 @@ int wpk_source_read_checked(const wpack_archive *ar, const wpack_tensor *t, uint
     const wpack_archive *sh;
     if (wpk_sums_of(ar, t, &sh, &sums) && wpk_unmapped(sh)) {
         int known = wpk_checked_get(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index);
-        if (known > 0) {
-            char q[256];
-            wpk_quote(q, sizeof q, t->name, t->name_len);
-            return wpk_fail((wpack_archive *)ar, known,
-                            "tensor '%s': %s (found by an earlier check)", q,
-                            wpack_error_describe(known));
-        }
-        return wpk_sums_fetch(ar, t, sh, &sums, offset, dst, n);
+        return known > 0 ? wpk_failed_before(ar, t, known)
+                         : wpk_sums_fetch(ar, t, sh, &sums, offset, dst, n);
     }
     const wpack_archive *h = wpk_holder(ar, t);
     if (t->codec != WPACK_CODEC_ZSTD && h && wpk_unmapped(h) && h->src.stream_window &&

@@ -797,13 +797,15 @@ class safe_open:
 
     def describe(self, name):
         """Entry facts without reading bytes: dict of name, dtype (wpack name),
-        shape, kind ("data"/"splat"/"alias"/"external"), codec, nbytes."""
+        shape, kind ("data"/"splat"/"alias"/"external"), codec, nbytes,
+        checksum_chunk (bytes per checksummed chunk, format 1.2; 0: none)."""
         t = self._find(name)
         kinds = {1: "data", 2: "splat", 3: "alias", 4: "external"}
         return {"name": t.name.decode(), "dtype": self._dtype_name(t.dtype),
                 "shape": tuple(t.dims[k] for k in range(t.rank)),
                 "kind": kinds.get(t.kind, str(t.kind)),
-                "codec": "zstd" if t.codec == 1 else "none", "nbytes": int(t.nbytes)}
+                "codec": "zstd" if t.codec == 1 else "none", "nbytes": int(t.nbytes),
+                "checksum_chunk": self._chunk_size(t)}
 
     def _dtype_name(self, code):
         if code in DTYPES:
@@ -1176,7 +1178,7 @@ _FOLLOW_WINDOW = 256  # entries safe_open plans ahead of reads in name order (_f
 
 _WRITER_OPTIONS = ("alignment", "weight_stats", "histogram_bins", "compress_level",
                    "compress_chunk", "compress_min", "compress_min_saving", "shard_size",
-                   "max_data_bytes", "portable_stats", "threads")
+                   "max_data_bytes", "portable_stats", "threads", "chunk_sums")
 
 
 def _check_options(caller, given, known):
@@ -1206,6 +1208,9 @@ class _Writer:
         opt.weight_stats = 1 if options.get("weight_stats", True) else 0
         opt.portable_stats = 1 if options.get("portable_stats") else 0
         opt.no_sync = 0 if durable else 1
+        if options.get("chunk_sums") is not None:
+            # 0: none; else a power of two 4 KiB..64 MiB (the C writer checks)
+            _set_int(opt, "chunk_sums", options["chunk_sums"], "%s(): chunk_sums" % caller)
         threads = _int_arg(options.get("threads") or 1, ctypes.c_uint32,
                            "%s(): threads" % caller)
         if threads > 1:
@@ -1602,7 +1607,10 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
       max_data_bytes, portable_stats (False; True: the portable C path for
       weight stats, what the CLI does under WPACK_ISA=scalar), threads (1;
       N: weight stats and hashing of large tensors on a pool of N threads,
-      the same bytes, as `wpack create -j N`).
+      the same bytes, as `wpack create -j N`), chunk_sums (bytes per
+      checksummed chunk, default 1 MiB: each tensor larger than that also
+      gets an XXH3 per chunk, so get_slice checks, or fetches from a URL,
+      only the chunks of its rows (format 1.2); 0: none).
     durable: True (default); False: no fsync, see above (`wpack create
       --no-sync`), for scratch outputs and benchmarks.
     An unknown option is TypeError; an int option outside its C field's
@@ -1743,7 +1751,8 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
     writer_options: those of save_file (alignment, histogram_bins,
       compress_level, compress_chunk, compress_min, compress_min_saving,
       shard_size, max_data_bytes, portable_stats, threads: weight statistics
-      and hashing of large tensors on that many threads, the same bytes).
+      and hashing of large tensors on that many threads, the same bytes;
+      chunk_sums).
     durable  True (default): the archive is fsynced, renamed, its directory
                fsynced; False: no fsync (still atomic for other processes,
                but a power loss or OS crash may leave it missing, empty or

@@ -2,11 +2,15 @@
 # test_remote_partial.sh - partial reads of remote tensors fetch only what
 # they need (issue 17), counted in the body bytes of nginx's access log:
 # get_slice with verify off fetches exactly the rows' bytes (plain archive
-# and a sharded set's shard); with verify on the whole tensor is fetched
-# ONCE, checked, and the slices that follow come from that fetch; after
-# another tensor was read, a slice of a checked tensor fetches it whole
-# again and checks it (no cache: a ranged fetch of only its rows could not
-# be checked) or fetches nothing at all (--cache: from the cache files).
+# and a sharded set's shard). With verify on and chunk checksums (format
+# 1.2, the default for tensors over 1 MiB), only the 1 MiB chunks holding
+# the rows are fetched, each checked (a plain archive and a shard of a
+# set). Without chunk checksums (--chunk-sums off) the whole tensor is
+# fetched ONCE, checked, and the slices that follow come from that fetch;
+# after another tensor was read, a slice of a checked tensor fetches it
+# whole again and checks it (no cache: a ranged fetch of only its rows
+# could not be checked) or fetches nothing at all (--cache: from the cache
+# files).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/remote_lib.sh"
 
@@ -19,7 +23,8 @@ np.save(f"{sys.argv[1]}/big.npy", r.standard_normal((1024, 1024)).astype(np.floa
 np.save(f"{sys.argv[1]}/other.npy", r.standard_normal((256, 256)).astype(np.float32))
 np.save(f"{sys.argv[1]}/small.npy", r.standard_normal((4, 4)).astype(np.float32))
 PYEOF
-expect create_plain "$WPACK" create -q -o "$W/a.wpack" "$T/in"
+expect create_plain "$WPACK" create -q --chunk-sums off -o "$W/a.wpack" "$T/in"
+expect create_chunked "$WPACK" create -q -o "$W/c.wpack" "$T/in"
 expect create_set "$WPACK" create -q --shard-size 1M -o "$W/set/m.wpack" "$T/in"
 # compressed in 64 KiB chunks (16 rows each): small integers as f32 shrink
 # ~4x, and its ~1 MiB stored lies outside the bytes an open fetches
@@ -115,6 +120,34 @@ with wpack.safe_open(base + "/a.wpack") as f:
     check("verify_checked_refetched_whole", np.array_equal(got, want[200:204]) and b == 1024 * ROW,
           "%d bytes, want %d" % (b, 1024 * ROW))
 
+# verify on, chunk checksums: the chunks holding the rows, nothing more
+MIB = 1 << 20
+for arch in ("c.wpack", "set/m.wpack"):
+    tag = "chunks_" + ("plain" if arch == "c.wpack" else "shard")
+    with wpack.safe_open(base + "/" + arch) as f:
+        check(tag + "_described", f.describe("big")["checksum_chunk"] == MIB, str(f.describe("big")))
+        for rows, chunks in (((100, 110), 1), ((256, 512), 1), ((200, 300), 2), ((0, 1024), 4),
+                             ((1023, 1024), 1)):
+            clear()
+            got = f.get_slice("big")[rows[0]:rows[1]]
+            n, b = fetched()
+            # (a shard's last chunk may lie in the tail its open fetched)
+            ok = b == chunks * MIB or (tag.endswith("shard") and rows[1] == 1024 and b < chunks * MIB)
+            check("%s_rows_%d_%d" % (tag, rows[0], rows[1]),
+                  np.array_equal(got, want[rows[0]:rows[1]]) and ok,
+                  "%d bytes in %d GETs, want %d chunks" % (b, n, chunks))
+with wpack.safe_open(base + "/c.wpack", cache=cache + "-c", chunk_size=65536) as f:
+    clear()
+    f.get_slice("big")[300:310]
+    n1, b1 = fetched()
+    clear()
+    got = f.get_slice("big")[260:300]           # the same chunk: from the cache
+    n, b = fetched()
+    # (the cache fetches in its own 64 KiB blocks: one more at the ends)
+    check("chunks_cached", np.array_equal(got, want[260:300]) and MIB <= b1 <= MIB + 65536
+          and n == 0,
+          "first %d bytes, then %d GETs" % (b1, n))
+
 # verify on with the cache: after the first fetch, later slices read nothing
 with wpack.safe_open(base + "/a.wpack", cache=cache, chunk_size=65536) as f:
     clear()
@@ -140,6 +173,6 @@ while read -r name verdict why; do
     if [ "$verdict" = ok ]; then pass "$name"; else fail "$name" "$why"; fi
 done <"$T/py.out"
 n=$(grep -c . "$T/py.out" || true)
-[ "$rc" -eq 0 ] && [ "$n" -eq 17 ] && pass python_cases_all_ran ||
-    fail python_cases_all_ran "exit $rc, $n of 17 cases: $(tail -3 "$T/py.err")"
+[ "$rc" -eq 0 ] && [ "$n" -eq 30 ] && pass python_cases_all_ran ||
+    fail python_cases_all_ran "exit $rc, $n of 30 cases: $(tail -3 "$T/py.err")"
 finish

@@ -1019,5 +1019,51 @@ def errors_pickle_and_cross_processes(d):
           "from a worker: %r" % (err,))
 
 
+@case
+def slices_check_only_their_chunks(d):
+    """An entry over 1 MiB has chunk checksums (format 1.2, the default):
+    get_slice with verify on checks only the 1 MiB chunks that hold its
+    rows. A flipped byte in chunk 5 refuses the rows there, while rows of
+    other chunks read fine before it is found (and get_tensor, which checks
+    the whole, refuses it); afterwards the entry is refused as a whole. An
+    archive written with chunk_sums=0 (1.0) checks the whole entry first."""
+    a = np.arange(3 * 1024 * 1024, dtype=np.float32).reshape(3072, 1024)   # 4 KiB rows
+    p = os.path.join(d, "c.wpack")
+    wpack.save_file({"big": a}, p)
+    with wpack.safe_open(p) as f:
+        check(f.info()["format_minor"] == 2, f.info())
+        check(f.describe("big")["checksum_chunk"] == 1 << 20, f.describe("big"))
+    with open(p, "r+b") as fh:
+        at = 4096 + 5 * (1 << 20) + 100      # tensor at 4096; chunk 5
+        fh.seek(at)
+        b = fh.read(1)
+        fh.seek(at)
+        fh.write(bytes([b[0] ^ 1]))
+    for fw in ("np", "pt"):
+        with wpack.safe_open(p, framework=fw) as f:
+            part = f.get_slice("big")[100:200]
+            check(np.array_equal(np.asarray(part), a[100:200]), "rows of chunk 0")
+            part = f.get_slice("big")[1536:1792]          # exactly chunk 6
+            check(np.array_equal(np.asarray(part), a[1536:1792]), "rows of chunk 6")
+            e = raises(wpack.Error, lambda: f.get_slice("big")[1300:1301], code="WPACK_E_CHECKSUM")
+            check("chunk 5" in str(e), str(e))
+            raises(wpack.Error, lambda: f.get_slice("big")[100:200], code="WPACK_E_CHECKSUM")
+        with wpack.safe_open(p, framework=fw) as f:
+            raises(wpack.Error, f.get_tensor, "big", code="WPACK_E_CHECKSUM")
+    q = os.path.join(d, "w.wpack")
+    wpack.save_file({"big": a}, q, chunk_sums=0)
+    with wpack.safe_open(q) as f:
+        check(f.info()["format_minor"] == 0, f.info())
+    with open(q, "r+b") as fh:
+        fh.seek(4096 + 5 * (1 << 20) + 100)
+        fh.write(b"\x55")
+    with wpack.safe_open(q) as f:
+        raises(wpack.Error, lambda: f.get_slice("big")[100:200], code="WPACK_E_CHECKSUM")
+    raises(OverflowError, wpack.save_file, {"big": a}, os.path.join(d, "x.wpack"), chunk_sums=-1)
+    e = raises(wpack.Error, wpack.save_file, {"big": a}, os.path.join(d, "x.wpack"),
+               chunk_sums=5000)
+    check("chunk checksum size 5000" in str(e), str(e))
+
+
 if __name__ == "__main__":
     main()
