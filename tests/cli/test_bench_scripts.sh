@@ -38,6 +38,18 @@ if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
         grep -q 'aria2c: not installed, skipped' "$T/remote.out" && pass remote_aria2c_skip_said ||
             fail remote_aria2c_skip_said
     fi
+    # slices.sh: a tensor-parallel read of 16 MiB by 4 hosts; 16 MiB per
+    # ratio line, and 4 MiB rows fetched as 4 MiB of chunks (plus the opens)
+    if EMB_MB=16 HOSTS=4 RUNS=1 BENCH_DIR=$T bash "$ROOT/bench/remote/slices.sh" "$WPACK" \
+        >"$T/slices.out" 2>&1; then
+        pass slices_runs
+    else
+        fail slices_runs "exit $?: $(tail -c 600 "$T/slices.out")"
+    fi
+    grep -Eq '^speed vs curl .*: chunk checksums [0-9]+\.[0-9]+x, without [0-9]+\.[0-9]+x$' \
+        "$T/slices.out" && pass slices_ratios || fail slices_ratios "$(tail -3 "$T/slices.out")"
+    grep -Eq '^per host: rows 4\.0 MiB; .*chunk checksums 4\.[0-9] MiB, without 16\.[0-9] MiB$' \
+        "$T/slices.out" && pass slices_bytes || fail slices_bytes "$(tail -3 "$T/slices.out")"
 else
     fail remote_runs "nginx is not installed (tools/deps.sh installs it)"
 fi
