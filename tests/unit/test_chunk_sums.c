@@ -354,6 +354,15 @@ static void test_partial_fetched(void)
     CHECK(wpack_read(ar, t.index, CH, out, BIG - CH) == WPACK_OK, "%s", wpack_errmsg(ar));
     CHECK(memcmp(out, big + CH, BIG - CH) == 0, "bytes");
     CHECK_EQ(m.bytes, BIG - CH);
+    /* cut at both ends, two whole chunks between: 4 chunks, no more */
+    m.bytes = 0;
+    CHECK(wpack_read(ar, t.index, CH + 10, out, 3 * CH) == WPACK_OK, "%s", wpack_errmsg(ar));
+    CHECK(memcmp(out, big + CH + 10, 3 * CH) == 0, "bytes");
+    CHECK_EQ(m.bytes, 4 * CH);
+    /* nothing: nothing fetched */
+    m.bytes = 0;
+    CHECK(wpack_read(ar, t.index, 7, out, 0) == WPACK_OK, "%s", wpack_errmsg(ar));
+    CHECK_EQ(m.bytes, 0);
     /* one wrong serving: forgotten and fetched again, the right bytes */
     m.bytes = 0;
     m.flip_at = t.offset + 4 * CH + 1;
