@@ -443,7 +443,11 @@ class safe_open:
     verify: True (default) checks every entry's bytes against its XXH3 before
     any of them is handed out (once per entry and open; the C library's default);
     a mismatch raises wpack.Error (WPACK_E_CHECKSUM). False skips the check
-    (WPACK_OPEN_NO_VERIFY_READS).
+    (WPACK_OPEN_NO_VERIFY_READS). Once per open, as the C library: bytes
+    another process writes into the file in place after their check show
+    in zero-copy arrays and tensors, "np" and "pt" alike, and are not
+    checked again until the archive is opened again (wpack's own writers
+    never change an archive's tensor bytes in place).
 
     Plain (uncompressed, stored) entries come back zero-copy:
       - "np": a read-only numpy array over the library's read-only mapping
@@ -458,8 +462,8 @@ class safe_open:
         process's copy, never the file): every tensor "pt" hands out is
         writable. A later read of the same entry
         (again, through an alias, or a slice) gets a private mapping of
-        its own: the file's verified bytes, whatever was written into
-        tensors handed out before. Entries of a sharded set's shards are
+        its own: the file's bytes, whatever was written into tensors
+        handed out before (checked at the entry's first read; see verify). Entries of a sharded set's shards are
         copied for "pt". The mapping is made with MAP_NORESERVE, so an
         archive larger than RAM + swap opens (written pages take memory
         as they are written); where the kernel refuses it all the same
@@ -866,7 +870,8 @@ class safe_open:
             if not first:
                 # Handed out before, so perhaps written into since (the
                 # mapping is private, not read-only): this read gets a
-                # private mapping of its own, the file's verified bytes.
+                # private mapping of its own, the file's bytes (checked
+                # at the first read, as every view: once per open).
                 try:
                     buf = _private_map(h.fd, int(t.offset), int(t.nbytes))
                 except OSError:   # refused (strict overcommit): a copy
