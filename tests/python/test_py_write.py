@@ -114,14 +114,21 @@ def non_contiguous_arrays_of_any_rank_stream(d):
              "s": base[:, ::2, ::3], "b": np.broadcast_to(np.float32(1), (32, 1024, 1024))}
     for name, arr in cases.items():
         check(not arr.flags.c_contiguous, name)
-        tracemalloc.start()
-        wpack.save_file({name: arr}, p, weight_stats=False, durable=False)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        check(peak < 40 << 20, "%s: Python peak %d MiB for %d MiB written"
-              % (name, peak >> 20, arr.nbytes >> 20))
-        with wpack.safe_open(p) as f:
-            check(np.array_equal(f.get_tensor(name), arr), "%s bytes" % name)
+        saved_in_bounded_memory(p, name, arr)
+
+
+def saved_in_bounded_memory(p, name, arr):
+    """save_file of {name: arr} at p peaks below 40 MiB of Python memory
+    (tracemalloc sees numpy's buffers: a whole copy of arr would show) and
+    reads back equal."""
+    tracemalloc.start()
+    wpack.save_file({name: arr}, p, weight_stats=False, durable=False)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    check(peak < 40 << 20, "%s: Python peak %d MiB for %d MiB written"
+          % (name, peak >> 20, arr.nbytes >> 20))
+    with wpack.safe_open(p) as f:
+        check(np.array_equal(f.get_tensor(name), arr), "%s values" % name)
 
 
 @case
@@ -163,18 +170,10 @@ def big_endian_arrays_are_stored_little_endian(d):
     wpack.save_file(le, q, dtypes={"bits": "bf16"})
     with open(p, "rb") as a, open(q, "rb") as b:
         check(a.read() == b.read(), "a big-endian save differs from the little-endian one")
-    # 64 MiB, swapped in bounded pieces: never a whole copy (tracemalloc
-    # sees numpy's buffers), contiguous and strided alike
+    # 64 MiB, swapped in bounded pieces, contiguous and strided alike
     big = np.arange(16 << 20, dtype=">f4")
-    for name, arr in (("c", big), ("s", big.reshape(4096, 4096)[:, ::2])):
-        tracemalloc.start()
-        wpack.save_file({name: arr}, p, weight_stats=False, durable=False)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        check(peak < 40 << 20, "%s: Python peak %d MiB for %d MiB written"
-              % (name, peak >> 20, arr.nbytes >> 20))
-        with wpack.safe_open(p) as f:
-            check(np.array_equal(f.get_tensor(name), arr), "%s values" % name)
+    saved_in_bounded_memory(p, "c", big)
+    saved_in_bounded_memory(p, "s", big.reshape(4096, 4096)[:, ::2])
 
 
 @case
