@@ -366,9 +366,16 @@ int cmd_create(int argc, char **argv)
                   wpack_error_name(WPACK_E_EMPTY));
         goto done;
     }
+    /* Only files the inputs led to (a directory's .npy, an index's shards:
+     * `within` set) are new: with none, the guard's list is the one just
+     * checked, and checking it again opened an old set at OUT once more. */
+    size_t found = 0;
     for (size_t k = 0; k < l.n; k++)
-        cli_files_in(&guard, l.v[k].path);
-    if (!cli_files_check("create", &guard))
+        if (l.v[k].within) {
+            cli_files_in(&guard, l.v[k].path);
+            found++;
+        }
+    if (found && !cli_files_check("create", &guard))
         goto done;
     if (!l.n)
         cli_warn("no inputs found: writing an empty archive");

@@ -46,7 +46,30 @@ static const char usage[] =
     "Outputs never destroy inputs), and are durable (fsynced) when the command\n"
     "ends; --no-sync or WPACK_NO_SYNC=1 skips the fsyncs of every command that\n"
     "writes a file, but not of update and calibrate, which change an archive\n"
-    "in place (README: Durability).\n";
+    "in place (README: Durability).\n"
+    "\n"
+    /* every variable cli/ reads (tests/cli/test_help_env.sh checks it) */
+    "Environment (read by this CLI only; the libraries read none):\n"
+    "  WPACK_THREADS=N       threads for layers and zstd decoding (default: online\n"
+    "                        CPUs) and for create/cast weight stats (default 1; -j N)\n"
+    "  WPACK_SPIN_US=N       microseconds an idle pool thread spins (default 5000)\n"
+    "  WPACK_ISA=scalar|avx2|avx512  force the dense kernel's path (scalar: also the\n"
+    "                        writer's portable weight-stats path)\n"
+    "  WPACK_DENSE_MIN_PARALLEL=MACS  layers below this size run on one thread\n"
+    "  WPACK_NO_COPY_RANGE=1 copy tensor bytes with read/write, not copy_file_range\n"
+    "  WPACK_NO_SYNC=1       as --no-sync (above)\n"
+    "  WPACK_FOLLOW_LINKS=1  the shards of a sharded set may be symbolic links\n"
+    "  TMPDIR                where create spills Fortran-order bundle members (/tmp)\n"
+    "  URL archives (README: Archives on object stores):\n"
+    "  WPACK_CACHE=DIR       the chunk cache when --cache is not given\n"
+    "  WPACK_REMOTE_CONNECTIONS (8, at most 64), WPACK_REMOTE_CHUNK (bytes, 8M),\n"
+    "  WPACK_REMOTE_RETRIES (4), WPACK_REMOTE_TIMEOUT (seconds, 30),\n"
+    "  WPACK_REMOTE_MAX_RATE (bytes/s, none), WPACK_REMOTE_REDIRECTS=0 (not followed)\n"
+    "  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN  s3:// credentials\n"
+    "  AWS_REGION (or AWS_DEFAULT_REGION), AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL)\n"
+    "  CURL_CA_BUNDLE (or SSL_CERT_FILE)  the CA bundle for https\n"
+    "  https_proxy or HTTPS_PROXY (https, s3), http_proxy (http), all_proxy or\n"
+    "  ALL_PROXY (else), no_proxy or NO_PROXY: proxies, as curl reads them\n";
 
 typedef struct {
     const char *name;

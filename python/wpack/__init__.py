@@ -443,7 +443,11 @@ class safe_open:
     verify: True (default) checks every entry's bytes against its XXH3 before
     any of them is handed out (once per entry and open; the C library's default);
     a mismatch raises wpack.Error (WPACK_E_CHECKSUM). False skips the check
-    (WPACK_OPEN_NO_VERIFY_READS).
+    (WPACK_OPEN_NO_VERIFY_READS). Once per open, as the C library: bytes
+    another process writes into the file in place after their check show
+    in zero-copy arrays and tensors, "np" and "pt" alike, and are not
+    checked again until the archive is opened again (wpack's own writers
+    never change an archive's tensor bytes in place).
 
     Plain (uncompressed, stored) entries come back zero-copy:
       - "np": a read-only numpy array over the library's read-only mapping
@@ -458,8 +462,8 @@ class safe_open:
         process's copy, never the file): every tensor "pt" hands out is
         writable. A later read of the same entry
         (again, through an alias, or a slice) gets a private mapping of
-        its own: the file's verified bytes, whatever was written into
-        tensors handed out before. Entries of a sharded set's shards are
+        its own: the file's bytes, whatever was written into tensors
+        handed out before (checked at the entry's first read; see verify). Entries of a sharded set's shards are
         copied for "pt". The mapping is made with MAP_NORESERVE, so an
         archive larger than RAM + swap opens (written pages take memory
         as they are written); where the kernel refuses it all the same
@@ -872,7 +876,8 @@ class safe_open:
             if not first:
                 # Handed out before, so perhaps written into since (the
                 # mapping is private, not read-only): this read gets a
-                # private mapping of its own, the file's verified bytes.
+                # private mapping of its own, the file's bytes (checked
+                # at the first read, as every view: once per open).
                 try:
                     buf = _private_map(h.fd, int(t.offset), int(t.nbytes))
                 except OSError:   # refused (strict overcommit): a copy
@@ -1258,39 +1263,47 @@ class _Writer:
 
     def add_array(self, name, arr, code):
         dims = (ctypes.c_uint64 * max(1, arr.ndim))(*arr.shape)
+        # wpack stores little-endian: a big-endian array ('>f4', as
+        # np.load of a '>f4' .npy gives) is swapped piece by piece below
+        wire = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
         if _repeats_one_element(arr):
             # torch's expand, numpy's broadcast_to: one element, stored once
             # as a splat entry, as wpack create stores such a torch view
             # (written out, an expand of one float to [2^20, 2^20] is 4 TiB)
-            fill = np.ascontiguousarray(arr[(0,) * arr.ndim])
+            fill = np.ascontiguousarray(arr[(0,) * arr.ndim], dtype=wire)
             self.check(lib.wpack_writer_add_splat(self.w, _b(name, "tensor name"), code,
                                                   arr.ndim, dims, fill.ctypes.data,
                                                   fill.nbytes))
             return
         self.check(lib.wpack_writer_begin_tensor(self.w, _b(name, "tensor name"), code, arr.ndim, dims))
         if arr.size:
-            if arr.flags.c_contiguous:
+            if arr.flags.c_contiguous and wire == arr.dtype:
                 base = arr.ctypes.data
                 for off in range(0, arr.nbytes, _CHUNK):
                     self.check(lib.wpack_writer_write(self.w, base + off,
                                                       min(_CHUNK, arr.nbytes - off)))
             else:
-                self.write_pieces(arr)
+                self.write_pieces(arr, wire)
         self.check(lib.wpack_writer_end_tensor(self.w))
 
-    def write_pieces(self, arr):
-        """The C-order bytes of a non-empty, non-contiguous arr, copied at
-        most _CHUNK bytes at a time (memory stays flat): runs of whole rows
-        of the first dimension, or row by row, recursively, when one row is
+    def write_pieces(self, arr, wire):
+        """The C-order bytes of a non-empty arr that is not C-contiguous or
+        not little-endian, as dtype wire (little-endian), copied at most
+        _CHUNK bytes at a time (memory stays flat): runs of whole rows of
+        the first dimension, or row by row, recursively, when one row is
         larger. (A reshape to 2-D would copy the whole array first.)"""
+        if arr.ndim == 0:   # a 0-d big-endian array: one element
+            piece = np.ascontiguousarray(arr, dtype=wire)
+            self.check(lib.wpack_writer_write(self.w, piece.ctypes.data, piece.nbytes))
+            return
         row = arr.nbytes // arr.shape[0]
         if row > _CHUNK:
             for i in range(arr.shape[0]):
-                self.write_pieces(arr[i])
+                self.write_pieces(arr[i], wire)
             return
         rows = max(1, _CHUNK // row)
         for r in range(0, arr.shape[0], rows):
-            piece = np.ascontiguousarray(arr[r:r + rows])
+            piece = np.ascontiguousarray(arr[r:r + rows], dtype=wire)
             self.check(lib.wpack_writer_write(self.w, piece.ctypes.data, piece.nbytes))
 
 
@@ -1334,12 +1347,12 @@ def _as_numpy(x, name):
         code, arr = ml, arr.view(DTYPES[ml][1])   # ml_dtypes.bfloat16, ...: the same bytes
     elif arr.dtype in _NP_TO_CODE:
         code = _NP_TO_CODE[arr.dtype]
+    elif arr.dtype.byteorder == ">" and arr.dtype.newbyteorder("<") in _NP_TO_CODE:
+        code = _NP_TO_CODE[arr.dtype.newbyteorder("<")]   # swapped as written (add_array)
     else:
         hint = ""
         if arr.dtype.kind == "c":
             hint = " (complex: save np.stack([a.real, a.imag], axis=-1))"
-        elif arr.dtype.byteorder == ">" and arr.dtype.newbyteorder("=") in _NP_TO_CODE:
-            hint = " (big-endian: save a.astype(a.dtype.newbyteorder('=')))"
         raise Error(E_UNSUPPORTED, "%s: numpy dtype %s is not a wpack dtype%s"
                     % (where, arr.dtype, hint))
     key = None
@@ -1546,8 +1559,10 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     """Write {name: numpy array or torch tensor} to a new archive at path.
 
     The bytes stream through the C writer straight from the arrays' memory
-    (one call per 16 MiB; a non-contiguous array is copied 16 MiB at a
-    time): memory does not grow with the data. The archive appears at path
+    (one call per 16 MiB; a non-contiguous array (a slice with steps,
+    Fortran order, ...) is copied in C order 16 MiB at a time, and a
+    big-endian one ('>f4', ...) byte-swapped to wpack's little-endian 16
+    MiB at a time, its values kept): memory does not grow with the data. The archive appears at path
     only when complete and durable (temporary file, fsync, rename, fsync of
     the directory; torch.save does no fsync); on any error nothing is left
     behind. durable=False skips the two fsyncs (as torch.save): other
@@ -1615,7 +1630,7 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
       --no-sync`), for scratch outputs and benchmarks.
     An unknown option is TypeError; an int option outside its C field's
     range (a negative size, ...) OverflowError, never wrapped. A value
-    with no wpack dtype (complex, big-endian, strings, quantized, sparse or
+    with no wpack dtype (complex, strings, objects, quantized, sparse or
     meta tensors) is wpack.Error WPACK_E_UNSUPPORTED naming the tensor.
     """
     _check_dtypes(tensors, dtypes)
