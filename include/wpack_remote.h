@@ -81,7 +81,11 @@ typedef struct wpack_remote_options {
     unsigned retry_delay_ms;    /* first backoff, doubled per attempt (default 250) */
     unsigned timeout_s;         /* a request slower than 1 KiB/s for this long fails (and is
                                  * retried; default 30). With max_bytes_per_s, the floor is at
-                                 * most half a connection's share of it. */
+                                 * most half a connection's share of it. Each request also
+                                 * has a deadline: timeout_s plus its length at 16 KiB/s (or
+                                 * at that half share when lower), 30 s + 512 s for an 8 MiB
+                                 * chunk; past it the request fails and is retried like a
+                                 * timeout, the error naming the range and the deadline. */
     uint64_t max_bytes_per_s;   /* receive rate cap for all connections together (one
                                  * token bucket per handle; 0: none) */
     int follow_redirects;       /* follow 3xx (default 1; never https -> http; not for s3://) */

@@ -40,6 +40,25 @@ static long low_speed(const wpk_remote *r)
     return share >= LOW_SPEED ? LOW_SPEED : share ? (long)share : 1L;
 }
 
+/* The whole of a request, however its bytes come: timeout_s plus its
+ * length at MIN_AVG_RATE (16 KiB/s), or at half a connection's share of
+ * the rate cap when that is lower. The low-speed limit alone let a server
+ * sending just above 1 KiB/s hold an 8 MiB request for over two hours;
+ * now 30 s + 512 s at most (and a retry). In ms, at most ~24 days. */
+#define MIN_AVG_RATE (16 * 1024)
+static uint64_t avg_rate(const wpk_remote *r)
+{
+    uint64_t cap = r->opt.max_bytes_per_s;
+    uint64_t share = cap ? cap / r->opt.connections / 2 : MIN_AVG_RATE;
+    return share >= MIN_AVG_RATE ? MIN_AVG_RATE : share ? share : 1;
+}
+static int64_t deadline_ms(const wpk_remote *r, uint64_t len)
+{
+    uint64_t rate = avg_rate(r), ms = (uint64_t)r->opt.timeout_s * 1000, max = INT32_MAX;
+    uint64_t body = len / rate < max / 1000 ? len * 1000 / rate : max;
+    return (int64_t)(ms + body < max ? ms + body : max);
+}
+
 /* Append "Name: value" to *l: 0 when out of memory. Sized from the value
  * (a session token runs to several KiB): a header is never cut short. */
 static int add_header(struct curl_slist **l, const char *name, const char *value)
@@ -131,6 +150,9 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
      * ever; below the rate cap's share per connection the floor is that. */
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, low_speed(r));
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)r->opt.timeout_s);
+    j->deadline_ms = deadline_ms(r, j->len);
+    j->started_at = wpk_now_ms();
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)j->deadline_ms);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, wpk_on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, wpk_on_body);
@@ -215,10 +237,15 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         free(to);
     } else if (c != CURLE_OK && !(c == CURLE_WRITE_ERROR && j->status != 206 && j->status)) {
         retry = retryable_curl(c);
-        /* curl says "Out of memory" of a header line over its 100 KiB cap */
-        wpk_fmt(why, sizeof why, "%s%s%s%s", curl_easy_strerror(c), *j->errbuf ? ": " : "",
-                j->errbuf, c == CURLE_OUT_OF_MEMORY ? " (or a response header line longer than "
-                "libcurl takes, 100 KiB)" : "");
+        if (c == CURLE_OPERATION_TIMEDOUT && wpk_now_ms() - j->started_at >= j->deadline_ms)
+            wpk_fmt(why, sizeof why, "the request's deadline passed: %llu of %llu bytes in "
+                    "%lld ms (a request may take the timeout, %u s, plus its length at %llu "
+                    "bytes/s)", (unsigned long long)j->got, (unsigned long long)j->len,
+                    (long long)j->deadline_ms, r->opt.timeout_s, (unsigned long long)avg_rate(r));
+        else /* curl says "Out of memory" of a header line over its 100 KiB cap */
+            wpk_fmt(why, sizeof why, "%s%s%s%s", curl_easy_strerror(c), *j->errbuf ? ": " : "",
+                    j->errbuf, c == CURLE_OUT_OF_MEMORY ? " (or a response header line longer "
+                    "than libcurl takes, 100 KiB)" : "");
     } else if (j->status == 206) {
         retry = 1;
         wpk_fmt(why, sizeof why, "short body: %llu of %llu bytes", (unsigned long long)j->got,

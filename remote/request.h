@@ -20,6 +20,8 @@ typedef struct {
     uint64_t got;
     unsigned attempts;
     int64_t not_before;         /* ms (monotonic) before which it is not retried */
+    int64_t started_at;         /* ms (monotonic) the current attempt was started */
+    int64_t deadline_ms;        /* the most an attempt may take (fetch.c: deadline_ms) */
     int state;                  /* 0 waiting, 1 running, 2 done */
     int paused;                 /* receiving paused by the rate cap */
     int probe;

@@ -29,6 +29,9 @@ picks the behaviour, the rest names a file under ROOT:
   /headerdrip/F  a status line, then header lines without end (~800 bytes a
                  second) for up to 60 s (ranges past 0)
   /trickle/F     headers, then 2 bytes a second (every range) for up to 60 s
+  /slowbody/F    headers, then 4 KiB a second (above any low-speed limit)
+                 for ranges past 0 that end before the object does (not the
+                 open's two)
   /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
                  as a CDN hands on a token)
   /noloc/F       302 without a Location
@@ -350,6 +353,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send(206, body, hdr + [cr, ("X-Big", "b" * (200 << 10))])
         if mode == "more" and a > 0:
             return self.send(206, body + b"EXTRA" * 100, hdr + [cr])
+        if mode == "slowbody" and 0 < a and b < size - 1:
+            self.send_response(206)
+            for k, v in hdr + [cr]:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for i in range(0, len(body), 1024):
+                    self.wfile.write(body[i:i + 1024])
+                    self.wfile.flush()
+                    time.sleep(0.25)
+            except OSError:
+                pass  # the client gave up: what the test wants
+            self.close_connection = True
+            return
         if mode == "trickle":
             self.send_response(206)
             for k, v in hdr + [cr]:

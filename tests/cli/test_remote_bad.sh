@@ -91,6 +91,15 @@ expect_fail trickle_timed_out "[Tt]oo slow|[Tt]imeout|timed out" \
     env WPACK_REMOTE_RETRIES=1 timeout 40 "$WPACK" inspect "$B/trickle/a.wpack"
 took=$(($(date +%s) - start))
 [ "$took" -le 20 ] && pass trickle_bounded_time || fail trickle_bounded_time "$took s"
+# a body sent at 4 KiB/s, above the low-speed limit: each request has a
+# deadline (the timeout plus its length at 16 KiB/s: 2 s + 4 s for 64 KiB
+# chunks), then is retried, then the error names the URL, the range and the
+# deadline. Before, each 64 KiB took its 16 s and the read went through (an
+# 8 MiB chunk at 1.1 KiB/s: two hours).
+start=$SECONDS
+expect_fail slow_body_deadline "$B/slowbody/a\.wpack: GET bytes [0-9]+-[0-9]+: the request's deadline passed: [0-9]+ of 65536 bytes in 6000 ms .*\(after retries\)" \
+    env WPACK_REMOTE_RETRIES=1 WPACK_REMOTE_CHUNK=64K timeout 60 "$WPACK" extract -q -o "$T/xo" "$B/slowbody/a.wpack" t1
+[ $((SECONDS - start)) -le 40 ] && pass slow_body_deadline_bounded || fail slow_body_deadline_bounded "$((SECONDS - start)) s"
 # header lines that never end, at 800 bytes a second: header bytes do not
 # count for the low-speed limit, so that limit times them out too
 start=$(date +%s)
