@@ -106,8 +106,10 @@ typedef struct wpack_remote_options {
      * (created 0700 if missing; refused when it is a symlink, written
      * "LINK/" too, another user's, or writable by group or others), one
      * file per chunk (created 0600, whatever the umask) named by
-     * the index's XXH3, the object size, the chunk's offset and length: a
-     * replaced object (another index) never meets old files. Each file
+     * the XXH3 of the index's XXH3 and of the URL's scheme, host, port and
+     * path, the object size, the chunk's offset and length: a replaced
+     * object (another index), or the same index served at another URL
+     * (a copy over other bytes), never meets old files. Each file
      * carries the XXH3 of its bytes, checked on every reuse; a bad,
      * truncated or foreign file is removed and the chunk fetched again.
      * Files are written to a temporary and renamed (atomic for concurrent

@@ -56,7 +56,7 @@ typedef struct wpk_remote {
     uint8_t *tail;              /* bytes [tail_off, tail_off + tail_len) */
     uint64_t tail_off, tail_len;
     /* cache.c: the chunk cache (opt.cache_dir), used once the open has
-     * validated the index, whose XXH3 keys the chunks (cache_key) */
+     * validated the index, whose XXH3 and the URL key the chunks (cache_key) */
     int cache_fd;               /* the cache directory, or -1 */
     char cache_via[32];         /* "/proc/self/fd/N" naming it for path calls, or "" */
     int cache_on;
@@ -161,6 +161,10 @@ void wpk_ra_free(wpk_remote *r);
  * by others). */
 int wpk_cache_open(wpk_remote *r, char *msg, size_t msglen);
 void wpk_cache_close(wpk_remote *r);
+/* *key: the name of r's chunk files, the XXH3 of the index's XXH3 and of
+ * the URL's scheme, host, port and path (never another object's chunks).
+ * 0, or -1 when out of memory (the cache is then not used). */
+int wpk_cache_key(const wpk_remote *r, uint64_t index_xxh3, uint64_t *key);
 /* Bytes [off, off + n) through the cache: the chunk_size-aligned chunks
  * that hold them come from valid cache files or are fetched (and stored). */
 int wpk_cache_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, char *msg,

@@ -501,7 +501,7 @@ class safe_open:
     128 MiB are kept) or the cache; with verify=False, get_slice fetches
     only the rows' bytes (unchecked: the checksum covers the whole entry).
     cache=DIR keeps fetched chunks in DIR (created 0700, files 0600), keyed by the
-    index's XXH3 and checked on reuse, bounded by cache_max_bytes (10 GiB,
+    index's XXH3 and the URL (scheme, host, port, path) and checked on reuse, bounded by cache_max_bytes (10 GiB,
     least recently used removed first); see include/wpack_remote.h.
     Keyword options (wpack_remote_options): connections (8),
     chunk_size (8 MiB), retries (4), retry_delay_ms (250), timeout_s (30;
