@@ -58,8 +58,12 @@
  * library may still read SSL_CERT_FILE / SSL_CERT_DIR when ca_file is
  * not given. Handles may be used from several
  * threads; their network reads are serialized per handle. The first open
- * calls curl_global_init() once for the process; libcurl itself may run a
- * short-lived thread to resolve a host name (its threaded resolver).
+ * calls curl_global_init() once for the process. No thread is started,
+ * libcurl's threaded resolver's neither: host names (the URL's at the
+ * open, or the proxy's; a redirect's target when met, at most 8 per
+ * handle) are looked up on the caller's thread with getaddrinfo() and
+ * handed to libcurl. That lookup is bounded by the system resolver's own
+ * timeouts (resolv.conf), not by timeout_s.
  */
 #ifndef WPACK_REMOTE_H
 #define WPACK_REMOTE_H

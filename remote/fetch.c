@@ -78,6 +78,22 @@ static int add_header(struct curl_slist **l, const char *name, const char *value
     return 1;
 }
 
+/* libcurl is about to look a host name up, on a thread of its own (a
+ * redirect's target: the URL's host was handed to it at the open). A
+ * numeric host needs no thread; a name is refused, looked up by finish
+ * on this thread, and the request made again. */
+static int on_resolve(void *resolver, void *reserved, void *user)
+{
+    job *j = user;
+    char *url = NULL;
+    (void)resolver, (void)reserved;
+    if (curl_easy_getinfo((CURL *)j->easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK && url &&
+        wpk_remote_numeric_lookup(j->r, url))
+        return 0;
+    j->unpinned = 1;
+    return 1;
+}
+
 static int setup(job *j, void *easy, char *msg, size_t msglen)
 {
     wpk_remote *r = j->r;
@@ -90,6 +106,8 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     j->fatal[0] = j->errbuf[0] = 0;
     j->snippet_len = 0;
     j->paused = 0;
+    j->unpinned = 0;
+    j->easy = easy;
     j->want = j->len;
     struct curl_slist *l = NULL;
     char range[80];
@@ -137,6 +155,8 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
         curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     if (r->resolve) /* resolve.c: no resolver thread */
         curl_easy_setopt(e, CURLOPT_RESOLVE, r->resolve);
+    curl_easy_setopt(e, CURLOPT_RESOLVER_START_FUNCTION, on_resolve);
+    curl_easy_setopt(e, CURLOPT_RESOLVER_START_DATA, j);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, l);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     /* never from https down to http */
@@ -199,6 +219,25 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     }
     if (c == CURLE_OK && j->status == 206 && j->checked && j->got == j->want)
         return 0;
+    if (c == CURLE_COULDNT_RESOLVE_HOST && j->unpinned) {
+        /* a redirect's host name: looked up here, then the request again
+         * (not counted as an attempt: the hosts a handle pins are bounded) */
+        char *url = NULL;
+        curl_easy_getinfo((CURL *)easy, CURLINFO_EFFECTIVE_URL, &url);
+        int rc = url ? wpk_remote_pin_redirect(r, url, why, sizeof why) : WPACK_E_IO;
+        if (rc == WPACK_OK) {
+            j->attempts--;
+            j->not_before = 0;
+            return -1;
+        }
+        char *to = url ? wpack_remote_shown_url(url) : NULL;
+        wpk_fmt(msg, msglen, "GET bytes %llu-%llu: the redirect to %s: %s",
+                (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1),
+                to ? to : "(unknown)", url ? why : "no URL");
+        free(to);
+        wpk_remote_scrub(r, msg, msglen);
+        return rc;
+    }
     /* an empty object: nothing to range over (the reader says what it is);
      * a 416 that says the object has bytes ("bytes STAR/N") is no answer to
      * a range from byte 0 */

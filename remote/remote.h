@@ -138,6 +138,14 @@ void wpk_remote_free_handles(wpk_remote *r);
  * resolver thread; nothing for a numeric host. WPACK_OK, or a message. */
 int wpk_remote_pin_host(wpk_remote *r, char *msg, size_t msglen);
 void wpk_remote_unpin_host(wpk_remote *r);
+/* 1 when libcurl's lookup for url (a redirect's target) is of a numeric
+ * host, its own or its proxy's: no thread; else 0 (it must not run). */
+int wpk_remote_numeric_lookup(const wpk_remote *r, const char *url);
+/* Look up url's host (a redirect's target libcurl was refused to look up
+ * itself) and add it to r->resolve, so that the request made again finds
+ * it in curl's cache. An error (msg) for a host looked up before, past 8
+ * such hosts, or a name that does not resolve. */
+int wpk_remote_pin_redirect(wpk_remote *r, const char *url, char *msg, size_t msglen);
 
 /* readahead.c: the plan wpack_read_plan() passes (n pairs off, len: the
  * ranges the reader will read next, in order) replaces the last one.

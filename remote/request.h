@@ -41,6 +41,8 @@ typedef struct {
     struct curl_slist *hdrs;
     char errbuf[CURL_ERROR_SIZE];
     struct wpk_batch *batch;    /* the batch it belongs to */
+    void *easy;                 /* the CURL handle it runs on */
+    int unpinned;               /* libcurl was refused a host name lookup (fetch.c) */
 } job;
 
 /* Milliseconds of the monotonic clock. */

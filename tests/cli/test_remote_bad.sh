@@ -161,6 +161,33 @@ if [ -n "${NGINX_PORT:-}" ]; then
     expect_fail redirect_refused "HTTP 302, redirect to http://localhost:$NGINX_PORT/a.wpack" \
         env WPACK_REMOTE_REDIRECTS=0 "$WPACK" extract -q -o "$T/xo" "$B/redirect/a.wpack" t1
 fi
+# a redirect to another host name is looked up on the calling thread, as
+# the URL's own (the library starts no thread): libcurl's resolver ran a
+# thread for it. "localhost" shows nothing (curl answers it without a
+# lookup): the machine's own name, when /etc/hosts gives it 127.x.
+h=$(hostname)
+if [ -z "${NGINX_PORT:-}" ] || ! getent ahostsv4 "$h" | grep -q '^127\.'; then
+    echo "skip redirect_no_thread: no nginx, or $h is not a loopback name"
+elif ! command -v strace >/dev/null; then
+    echo "skip redirect_no_thread: strace is not installed"
+elif start_bad_server "$T/www" "http://$h:$NGINX_PORT"; then
+    rm -rf "$T/xo"
+    expect redirect_other_name strace -f -qq -e trace=clone,clone3 -o "$T/strace.log" \
+        "$WPACK" extract -q -o "$T/xo" "http://127.0.0.1:$BAD_PORT/redirect/a.wpack" t1
+    cmp -s "$T/xo/t1.npy" "$T/local/t1.npy" && pass redirect_other_name_same_bytes ||
+        fail redirect_other_name_same_bytes
+    ! grep -q clone "$T/strace.log" && pass redirect_no_thread ||
+        fail redirect_no_thread "$(head -c 300 "$T/strace.log")"
+else
+    fail redirect_no_thread "remote_server.py did not start: $(cat "$T/bad.err")"
+fi
+# ... and one that does not resolve is said so, naming the redirect and host
+if start_bad_server "$T/www" "http://no-such-host.invalid:1"; then
+    extract_fails redirect_unresolved "GET bytes 0-65535: the redirect to http://no-such-host\.invalid:1/a\.wpack\?k=\*\*\*: cannot resolve host 'no-such-host\.invalid' \(a redirect's target\)" \
+        "http://127.0.0.1:$BAD_PORT/redirect/a.wpack?k=secret"
+else
+    fail redirect_unresolved "remote_server.py did not start: $(cat "$T/bad.err")"
+fi
 
 # ---------------------------------------------------------------- S3 SigV4
 "$PY" "$TESTS_DIR/cli/remote_server.py" --self-test && pass python_sigv4_matches_aws_example ||
