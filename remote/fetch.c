@@ -276,7 +276,8 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         free(to);
     } else if (c != CURLE_OK && !(c == CURLE_WRITE_ERROR && j->status != 206 && j->status)) {
         retry = retryable_curl(c);
-        if (c == CURLE_OPERATION_TIMEDOUT && wpk_now_ms() - j->started_at >= j->deadline_ms)
+        /* curl's clock is not ours (nor rounded as ours): 100 ms of slack */
+        if (c == CURLE_OPERATION_TIMEDOUT && wpk_now_ms() - j->started_at + 100 >= j->deadline_ms)
             wpk_fmt(why, sizeof why, "the request's deadline passed: %llu of %llu bytes in "
                     "%lld ms (a request may take the timeout, %u s, plus its length at %llu "
                     "bytes/s)", (unsigned long long)j->got, (unsigned long long)j->len,
