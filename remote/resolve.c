@@ -13,9 +13,10 @@
  * made again, which finds it in curl's cache. The lookup itself is the
  * system's getaddrinfo: blocking, bounded by the system resolver's own
  * timeouts (resolv.conf's timeout and attempts), not by timeout_s, which
- * only a thread or an asynchronous resolver could give. Through a proxy (opt.proxy, the URL's host not in
- * opt.no_proxy) the proxy's host is the one looked up: the proxy resolves
- * the URL's, which this machine may not know at all. */
+ * only a thread or an asynchronous resolver could give. Through a proxy
+ * (opt.proxy, the URL's host not in opt.no_proxy) the proxy's host is the
+ * one looked up: the proxy resolves the URL's, which this machine may not
+ * know at all. */
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netdb.h>

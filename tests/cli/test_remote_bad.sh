@@ -165,6 +165,8 @@ fi
 # the URL's own (the library starts no thread): libcurl's resolver ran a
 # thread for it. "localhost" shows nothing (curl answers it without a
 # lookup): the machine's own name, when /etc/hosts gives it 127.x.
+# A thread is a clone with CLONE_THREAD (ASan's leak check clones a
+# tracer at exit that is none, and fails under strace: off for this run).
 h=$(hostname)
 if [ -z "${NGINX_PORT:-}" ] || ! getent ahostsv4 "$h" | grep -q '^127\.'; then
     echo "skip redirect_no_thread: no nginx, or $h is not a loopback name"
@@ -172,11 +174,11 @@ elif ! command -v strace >/dev/null; then
     echo "skip redirect_no_thread: strace is not installed"
 elif start_bad_server "$T/www" "http://$h:$NGINX_PORT"; then
     rm -rf "$T/xo"
-    expect redirect_other_name strace -f -qq -e trace=clone,clone3 -o "$T/strace.log" \
+    expect redirect_other_name env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq -e trace=clone,clone3 -o "$T/strace.log" \
         "$WPACK" extract -q -o "$T/xo" "http://127.0.0.1:$BAD_PORT/redirect/a.wpack" t1
     cmp -s "$T/xo/t1.npy" "$T/local/t1.npy" && pass redirect_other_name_same_bytes ||
         fail redirect_other_name_same_bytes
-    ! grep -q clone "$T/strace.log" && pass redirect_no_thread ||
+    ! grep -q CLONE_THREAD "$T/strace.log" && pass redirect_no_thread ||
         fail redirect_no_thread "$(head -c 300 "$T/strace.log")"
 else
     fail redirect_no_thread "remote_server.py did not start: $(cat "$T/bad.err")"
