@@ -225,6 +225,13 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         char *url = NULL;
         curl_easy_getinfo((CURL *)easy, CURLINFO_EFFECTIVE_URL, &url);
         int rc = url ? wpk_remote_pin_redirect(r, url, why, sizeof why) : WPACK_E_IO;
+        /* pinned (by this request or by another redirected meanwhile), yet
+         * refused again: libcurl would look it up on its own thread */
+        if (rc == WPACK_OK && ++j->repins > 2) {
+            wpk_fmt(why, sizeof why, "its host was looked up, but libcurl would look it up "
+                    "again on a thread of its own");
+            rc = WPACK_E_IO;
+        }
         if (rc == WPACK_OK) {
             j->attempts--;
             j->not_before = 0;

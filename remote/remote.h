@@ -143,8 +143,10 @@ void wpk_remote_unpin_host(wpk_remote *r);
 int wpk_remote_numeric_lookup(const wpk_remote *r, const char *url);
 /* Look up url's host (a redirect's target libcurl was refused to look up
  * itself) and add it to r->resolve, so that the request made again finds
- * it in curl's cache. An error (msg) for a host looked up before, past 8
- * such hosts, or a name that does not resolve. */
+ * it in curl's cache (a host already there, pinned for another request
+ * redirected meanwhile: nothing to do). An error (msg) past 8 such hosts,
+ * or for a name that does not resolve; fetch.c gives up on a request
+ * refused twice after that. */
 int wpk_remote_pin_redirect(wpk_remote *r, const char *url, char *msg, size_t msglen);
 
 /* readahead.c: the plan wpack_read_plan() passes (n pairs off, len: the

@@ -43,6 +43,7 @@ typedef struct {
     struct wpk_batch *batch;    /* the batch it belongs to */
     void *easy;                 /* the CURL handle it runs on */
     int unpinned;               /* libcurl was refused a host name lookup (fetch.c) */
+    unsigned repins;            /* requests made again after such a refusal */
 } job;
 
 /* Milliseconds of the monotonic clock. */

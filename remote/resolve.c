@@ -206,21 +206,20 @@ int wpk_remote_pin_redirect(wpk_remote *r, const char *url, char *msg, size_t ms
         return WPACK_E_IO;
     }
     size_t hl = strlen(host), pl = strlen(port), n = 0;
-    int rc = WPACK_OK;
-    for (struct curl_slist *l = r->resolve; l && rc == WPACK_OK; l = l->next, n++)
-        if (strncasecmp(l->data, host, hl) == 0 && l->data[hl] == ':' &&
-            strncmp(l->data + hl + 1, port, pl) == 0 && l->data[hl + 1 + pl] == ':') {
-            /* looked up already, and libcurl asks again: no second try */
-            wpk_fmt(msg, msglen, "host '%s' was looked up, but libcurl would look it up again "
-                    "on a thread of its own", host);
-            rc = WPACK_E_IO;
-        }
-    if (rc == WPACK_OK && n >= MAX_REDIRECT_HOSTS + 1) {
+    int rc = WPACK_OK, known = 0;
+    /* already pinned (by another request redirected at the same time): the
+     * request is made again and finds it (fetch.c bounds the tries) */
+    for (struct curl_slist *l = r->resolve; l; l = l->next, n++)
+        known |= strncasecmp(l->data, host, hl) == 0 && l->data[hl] == ':' &&
+                 strncmp(l->data + hl + 1, port, pl) == 0 && l->data[hl + 1 + pl] == ':';
+    if (known) {
+        /* nothing to add */
+    } else if (n >= MAX_REDIRECT_HOSTS + 1) {
         wpk_fmt(msg, msglen, "more than %d host names in redirects", MAX_REDIRECT_HOSTS);
         rc = WPACK_E_IO;
-    }
-    if (rc == WPACK_OK)
+    } else {
         rc = pin(r, host, port, " (a redirect's target)", msg, msglen);
+    }
     curl_free(host);
     curl_free(port);
     return rc;

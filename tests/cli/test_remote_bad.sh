@@ -180,6 +180,15 @@ elif start_bad_server "$T/www" "http://$h:$NGINX_PORT"; then
         fail redirect_other_name_same_bytes
     ! grep -q CLONE_THREAD "$T/strace.log" && pass redirect_no_thread ||
         fail redirect_no_thread "$(head -c 300 "$T/strace.log")"
+    # many requests at once, all redirected to that name before any is
+    # pinned: each is made again and finds the one lookup (one request
+    # refused as "looked up already" failed the whole read)
+    rm -rf "$T/xo"
+    expect redirect_other_name_parallel env WPACK_REMOTE_CHUNK=4096 WPACK_REMOTE_CONNECTIONS=8 \
+        "$WPACK" extract -q -o "$T/xo" "http://127.0.0.1:$BAD_PORT/redirect/a.wpack"
+    for f in "$T"/local/*.npy; do
+        cmp -s "$f" "$T/xo/$(basename "$f")" || { fail redirect_other_name_parallel_bytes "$f"; break; }
+    done && pass redirect_other_name_parallel_bytes
 else
     fail redirect_no_thread "remote_server.py did not start: $(cat "$T/bad.err")"
 fi
