@@ -58,8 +58,12 @@
  * library may still read SSL_CERT_FILE / SSL_CERT_DIR when ca_file is
  * not given. Handles may be used from several
  * threads; their network reads are serialized per handle. The first open
- * calls curl_global_init() once for the process; libcurl itself may run a
- * short-lived thread to resolve a host name (its threaded resolver).
+ * calls curl_global_init() once for the process. No thread is started,
+ * libcurl's threaded resolver's neither: host names (the URL's at the
+ * open, or the proxy's; a redirect's target when met, at most 8 per
+ * handle) are looked up on the caller's thread with getaddrinfo() and
+ * handed to libcurl. That lookup is bounded by the system resolver's own
+ * timeouts (resolv.conf), not by timeout_s.
  */
 #ifndef WPACK_REMOTE_H
 #define WPACK_REMOTE_H
@@ -81,7 +85,11 @@ typedef struct wpack_remote_options {
     unsigned retry_delay_ms;    /* first backoff, doubled per attempt (default 250) */
     unsigned timeout_s;         /* a request slower than 1 KiB/s for this long fails (and is
                                  * retried; default 30). With max_bytes_per_s, the floor is at
-                                 * most half a connection's share of it. */
+                                 * most half a connection's share of it. Each request also
+                                 * has a deadline: timeout_s plus its length at 16 KiB/s (or
+                                 * at that half share when lower), 30 s + 512 s for an 8 MiB
+                                 * chunk; past it the request fails and is retried like a
+                                 * timeout, the error naming the range and the deadline. */
     uint64_t max_bytes_per_s;   /* receive rate cap for all connections together (one
                                  * token bucket per handle; 0: none) */
     int follow_redirects;       /* follow 3xx (default 1; never https -> http; not for s3://) */
@@ -102,8 +110,10 @@ typedef struct wpack_remote_options {
      * (created 0700 if missing; refused when it is a symlink, written
      * "LINK/" too, another user's, or writable by group or others), one
      * file per chunk (created 0600, whatever the umask) named by
-     * the index's XXH3, the object size, the chunk's offset and length: a
-     * replaced object (another index) never meets old files. Each file
+     * the XXH3 of the index's XXH3 and of the URL's scheme, host, port and
+     * path, the object size, the chunk's offset and length: a replaced
+     * object (another index), or the same index served at another URL
+     * (a copy over other bytes), never meets old files. Each file
      * carries the XXH3 of its bytes, checked on every reuse; a bad,
      * truncated or foreign file is removed and the chunk fetched again.
      * Files are written to a temporary and renamed (atomic for concurrent

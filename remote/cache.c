@@ -2,8 +2,9 @@
  *
  * The object is cut into chunk_size-aligned chunks; a chunk is kept in one
  * file named "KEY-SIZE-OFF-LEN.chunk" (hex): KEY is the XXH3 of the
- * archive's index (validated by the open), so another archive, or a
- * replaced object, never meets old files. A file is a 48-byte header
+ * archive's index (validated by the open) and of the object's origin
+ * (wpk_cache_key), so another archive, a replaced object, or the same
+ * index served from another place never meets old files. A file is a 48-byte header
  * (magic, KEY, SIZE, OFF, LEN, XXH3 of the bytes) then the LEN bytes; every
  * reuse checks all of it, and a bad file is removed and the chunk fetched
  * again, never returned. Files are written through format/atomic_file.c (a
@@ -20,6 +21,7 @@
  * after every read: at 10,000 chunks a scan per read made extracting a
  * large model quadratic in its size. The chunk a read ended inside stays
  * in memory for the next read, which starts there. */
+#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -97,6 +99,43 @@ int wpk_cache_open(wpk_remote *r, char *msg, size_t msglen)
     wpk_atomic_sweep_dir(*r->cache_via ? r->cache_via : dir, SUFFIX);
     evict(r); /* the bound holds even when this handle stores nothing */
     return WPACK_OK;
+}
+
+/* The index's XXH3 alone let any server name another's chunks: one serving
+ * a copy of a real archive's index (and size) over other bytes had its
+ * bytes cached under the real archive's key, and a later unverified
+ * partial read of the real archive (verify off: only whole entries are
+ * checked) returned them. The origin, scheme://host:port/path of the URL
+ * requested (no user info, query or fragment: a rotating token keeps the
+ * chunks), is hashed in: only the same object's reads share chunks. */
+int wpk_cache_key(const wpk_remote *r, uint64_t index_xxh3, uint64_t *key)
+{
+    CURLU *u = curl_url();
+    char *part[4] = {NULL, NULL, NULL, NULL};
+    static const CURLUPart which[4] = {CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT,
+                                       CURLUPART_PATH};
+    int ok = u && curl_url_set(u, CURLUPART_URL, r->url, 0) == CURLUE_OK;
+    for (int i = 0; ok && i < 4; i++)
+        ok = curl_url_get(u, which[i], &part[i], i == 2 ? CURLU_DEFAULT_PORT : 0) == CURLUE_OK;
+    size_t n = 8 + strlen(r->url) + 8;
+    for (int i = 0; ok && i < 4; i++)
+        n += strlen(part[i]);
+    for (char *c = ok ? part[1] : NULL; c && *c; c++) /* the host in any case */
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+    char *buf = malloc(n);
+    int rc = buf ? 0 : -1;
+    if (buf) {
+        wpk_st64(buf, index_xxh3);
+        int k = ok ? snprintf(buf + 8, n - 8, "%s://%s:%s%s", part[0], part[1], part[2], part[3])
+                   : snprintf(buf + 8, n - 8, "%s", r->url); /* parsed at open: not met */
+        *key = wpk_xxh3(buf, 8 + (size_t)(k > 0 ? k : 0));
+    }
+    free(buf);
+    for (int i = 0; i < 4; i++)
+        curl_free(part[i]);
+    curl_url_cleanup(u);
+    return rc;
 }
 
 void wpk_cache_close(wpk_remote *r)

@@ -40,6 +40,25 @@ static long low_speed(const wpk_remote *r)
     return share >= LOW_SPEED ? LOW_SPEED : share ? (long)share : 1L;
 }
 
+/* The whole of a request, however its bytes come: timeout_s plus its
+ * length at MIN_AVG_RATE (16 KiB/s), or at half a connection's share of
+ * the rate cap when that is lower. The low-speed limit alone let a server
+ * sending just above 1 KiB/s hold an 8 MiB request for over two hours;
+ * now 30 s + 512 s at most (and a retry). In ms, at most ~24 days. */
+#define MIN_AVG_RATE (16 * 1024)
+static uint64_t avg_rate(const wpk_remote *r)
+{
+    uint64_t cap = r->opt.max_bytes_per_s;
+    uint64_t share = cap ? cap / r->opt.connections / 2 : MIN_AVG_RATE;
+    return share >= MIN_AVG_RATE ? MIN_AVG_RATE : share ? share : 1;
+}
+static int64_t deadline_ms(const wpk_remote *r, uint64_t len)
+{
+    uint64_t rate = avg_rate(r), ms = (uint64_t)r->opt.timeout_s * 1000, max = INT32_MAX;
+    uint64_t body = len / rate < max / 1000 ? len * 1000 / rate : max;
+    return (int64_t)(ms + body < max ? ms + body : max);
+}
+
 /* Append "Name: value" to *l: 0 when out of memory. Sized from the value
  * (a session token runs to several KiB): a header is never cut short. */
 static int add_header(struct curl_slist **l, const char *name, const char *value)
@@ -59,6 +78,22 @@ static int add_header(struct curl_slist **l, const char *name, const char *value
     return 1;
 }
 
+/* libcurl is about to look a host name up, on a thread of its own (a
+ * redirect's target: the URL's host was handed to it at the open). A
+ * numeric host needs no thread; a name is refused, looked up by finish
+ * on this thread, and the request made again. */
+static int on_resolve(void *resolver, void *reserved, void *user)
+{
+    job *j = user;
+    char *url = NULL;
+    (void)resolver, (void)reserved;
+    if (curl_easy_getinfo((CURL *)j->easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK && url &&
+        wpk_remote_numeric_lookup(j->r, url))
+        return 0;
+    j->unpinned = 1;
+    return 1;
+}
+
 static int setup(job *j, void *easy, char *msg, size_t msglen)
 {
     wpk_remote *r = j->r;
@@ -71,6 +106,8 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
     j->fatal[0] = j->errbuf[0] = 0;
     j->snippet_len = 0;
     j->paused = 0;
+    j->unpinned = 0;
+    j->easy = easy;
     j->want = j->len;
     struct curl_slist *l = NULL;
     char range[80];
@@ -118,6 +155,8 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
         curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     if (r->resolve) /* resolve.c: no resolver thread */
         curl_easy_setopt(e, CURLOPT_RESOLVE, r->resolve);
+    curl_easy_setopt(e, CURLOPT_RESOLVER_START_FUNCTION, on_resolve);
+    curl_easy_setopt(e, CURLOPT_RESOLVER_START_DATA, j);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, l);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     /* never from https down to http */
@@ -131,6 +170,9 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
      * ever; below the rate cap's share per connection the floor is that. */
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, low_speed(r));
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)r->opt.timeout_s);
+    j->deadline_ms = deadline_ms(r, j->len);
+    j->started_at = wpk_now_ms();
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)j->deadline_ms);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, wpk_on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, wpk_on_body);
@@ -177,6 +219,32 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     }
     if (c == CURLE_OK && j->status == 206 && j->checked && j->got == j->want)
         return 0;
+    if (c == CURLE_COULDNT_RESOLVE_HOST && j->unpinned) {
+        /* a redirect's host name: looked up here, then the request again
+         * (not counted as an attempt: the hosts a handle pins are bounded) */
+        char *url = NULL;
+        curl_easy_getinfo((CURL *)easy, CURLINFO_EFFECTIVE_URL, &url);
+        int rc = url ? wpk_remote_pin_redirect(r, url, why, sizeof why) : WPACK_E_IO;
+        /* pinned (by this request or by another redirected meanwhile), yet
+         * refused again: libcurl would look it up on its own thread */
+        if (rc == WPACK_OK && ++j->repins > 2) {
+            wpk_fmt(why, sizeof why, "its host was looked up, but libcurl would look it up "
+                    "again on a thread of its own");
+            rc = WPACK_E_IO;
+        }
+        if (rc == WPACK_OK) {
+            j->attempts--;
+            j->not_before = 0;
+            return -1;
+        }
+        char *to = url ? wpack_remote_shown_url(url) : NULL;
+        wpk_fmt(msg, msglen, "GET bytes %llu-%llu: the redirect to %s: %s",
+                (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1),
+                to ? to : "(unknown)", url ? why : "no URL");
+        free(to);
+        wpk_remote_scrub(r, msg, msglen);
+        return rc;
+    }
     /* an empty object: nothing to range over (the reader says what it is);
      * a 416 that says the object has bytes ("bytes STAR/N") is no answer to
      * a range from byte 0 */
@@ -215,10 +283,16 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         free(to);
     } else if (c != CURLE_OK && !(c == CURLE_WRITE_ERROR && j->status != 206 && j->status)) {
         retry = retryable_curl(c);
-        /* curl says "Out of memory" of a header line over its 100 KiB cap */
-        wpk_fmt(why, sizeof why, "%s%s%s%s", curl_easy_strerror(c), *j->errbuf ? ": " : "",
-                j->errbuf, c == CURLE_OUT_OF_MEMORY ? " (or a response header line longer than "
-                "libcurl takes, 100 KiB)" : "");
+        /* curl's clock is not ours (nor rounded as ours): 100 ms of slack */
+        if (c == CURLE_OPERATION_TIMEDOUT && wpk_now_ms() - j->started_at + 100 >= j->deadline_ms)
+            wpk_fmt(why, sizeof why, "the request's deadline passed: %llu of %llu bytes in "
+                    "%lld ms (a request may take the timeout, %u s, plus its length at %llu "
+                    "bytes/s)", (unsigned long long)j->got, (unsigned long long)j->len,
+                    (long long)j->deadline_ms, r->opt.timeout_s, (unsigned long long)avg_rate(r));
+        else /* curl says "Out of memory" of a header line over its 100 KiB cap */
+            wpk_fmt(why, sizeof why, "%s%s%s%s", curl_easy_strerror(c), *j->errbuf ? ": " : "",
+                    j->errbuf, c == CURLE_OUT_OF_MEMORY ? " (or a response header line longer "
+                    "than libcurl takes, 100 KiB)" : "");
     } else if (j->status == 206) {
         retry = 1;
         wpk_fmt(why, sizeof why, "short body: %llu of %llu bytes", (unsigned long long)j->got,

@@ -56,7 +56,7 @@ typedef struct wpk_remote {
     uint8_t *tail;              /* bytes [tail_off, tail_off + tail_len) */
     uint64_t tail_off, tail_len;
     /* cache.c: the chunk cache (opt.cache_dir), used once the open has
-     * validated the index, whose XXH3 keys the chunks (cache_key) */
+     * validated the index, whose XXH3 and the URL key the chunks (cache_key) */
     int cache_fd;               /* the cache directory, or -1 */
     char cache_via[32];         /* "/proc/self/fd/N" naming it for path calls, or "" */
     int cache_on;
@@ -138,6 +138,16 @@ void wpk_remote_free_handles(wpk_remote *r);
  * resolver thread; nothing for a numeric host. WPACK_OK, or a message. */
 int wpk_remote_pin_host(wpk_remote *r, char *msg, size_t msglen);
 void wpk_remote_unpin_host(wpk_remote *r);
+/* 1 when libcurl's lookup for url (a redirect's target) is of a numeric
+ * host, its own or its proxy's: no thread; else 0 (it must not run). */
+int wpk_remote_numeric_lookup(const wpk_remote *r, const char *url);
+/* Look up url's host (a redirect's target libcurl was refused to look up
+ * itself) and add it to r->resolve, so that the request made again finds
+ * it in curl's cache (a host already there, pinned for another request
+ * redirected meanwhile: nothing to do). An error (msg) past 8 such hosts,
+ * or for a name that does not resolve; fetch.c gives up on a request
+ * refused twice after that. */
+int wpk_remote_pin_redirect(wpk_remote *r, const char *url, char *msg, size_t msglen);
 
 /* readahead.c: the plan wpack_read_plan() passes (n pairs off, len: the
  * ranges the reader will read next, in order) replaces the last one.
@@ -161,6 +171,10 @@ void wpk_ra_free(wpk_remote *r);
  * by others). */
 int wpk_cache_open(wpk_remote *r, char *msg, size_t msglen);
 void wpk_cache_close(wpk_remote *r);
+/* *key: the name of r's chunk files, the XXH3 of the index's XXH3 and of
+ * the URL's scheme, host, port and path (never another object's chunks).
+ * 0, or -1 when out of memory (the cache is then not used). */
+int wpk_cache_key(const wpk_remote *r, uint64_t index_xxh3, uint64_t *key);
 /* Bytes [off, off + n) through the cache: the chunk_size-aligned chunks
  * that hold them come from valid cache files or are fetched (and stored). */
 int wpk_cache_read(wpk_remote *r, uint64_t off, uint8_t *dst, uint64_t n, char *msg,

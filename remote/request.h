@@ -20,6 +20,8 @@ typedef struct {
     uint64_t got;
     unsigned attempts;
     int64_t not_before;         /* ms (monotonic) before which it is not retried */
+    int64_t started_at;         /* ms (monotonic) the current attempt was started */
+    int64_t deadline_ms;        /* the most an attempt may take (fetch.c: deadline_ms) */
     int state;                  /* 0 waiting, 1 running, 2 done */
     int paused;                 /* receiving paused by the rate cap */
     int probe;
@@ -39,6 +41,9 @@ typedef struct {
     struct curl_slist *hdrs;
     char errbuf[CURL_ERROR_SIZE];
     struct wpk_batch *batch;    /* the batch it belongs to */
+    void *easy;                 /* the CURL handle it runs on */
+    int unpinned;               /* libcurl was refused a host name lookup (fetch.c) */
+    unsigned repins;            /* requests made again after such a refusal */
 } job;
 
 /* Milliseconds of the monotonic clock. */

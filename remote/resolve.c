@@ -1,4 +1,4 @@
-/* resolve.c - the URL's host name looked up on the caller's thread.
+/* resolve.c - host names looked up on the caller's thread.
  *
  * libcurl's resolver (the threaded one in Debian's libcurl) runs every name
  * lookup on a thread it starts, and a library of this project starts no
@@ -6,10 +6,17 @@
  * any read of the library blocks) and hands curl the addresses with
  * CURLOPT_RESOLVE: curl finds them in its cache and never starts its
  * resolver. A numeric host needs no lookup (curl parses it itself). A
- * redirect to another host name (followed unless turned off) is the one
- * lookup left to curl. Through a proxy (opt.proxy, the URL's host not in
- * opt.no_proxy) the proxy's host is the one looked up: the proxy resolves
- * the URL's, which this machine may not know at all. */
+ * redirect to another host name is looked up here too: libcurl calls the
+ * resolver-start callback (fetch.c) before it would start its thread; the
+ * callback refuses any name (the request fails "could not resolve"), the
+ * name is then looked up here (wpk_remote_pin_redirect) and the request
+ * made again, which finds it in curl's cache. The lookup itself is the
+ * system's getaddrinfo: blocking, bounded by the system resolver's own
+ * timeouts (resolv.conf's timeout and attempts), not by timeout_s, which
+ * only a thread or an asynchronous resolver could give. Through a proxy
+ * (opt.proxy, the URL's host not in opt.no_proxy) the proxy's host is the
+ * one looked up: the proxy resolves the URL's, which this machine may not
+ * know at all. */
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netdb.h>
@@ -52,6 +59,52 @@ static int no_proxy_for(const char *list, const char *host)
     return 0;
 }
 
+/* Look host up (getaddrinfo, on this thread) and add "HOST:PORT:ADDR,..."
+ * to r->resolve. what: "" or words saying whose host it is, for the
+ * message. */
+static int pin(wpk_remote *r, const char *host, const char *port, const char *what, char *msg,
+               size_t msglen)
+{
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int g = getaddrinfo(host, port, &hints, &res);
+    if (g != 0) {
+        wpk_fmt(msg, msglen, "cannot resolve host '%s'%s: %s", host, what, gai_strerror(g));
+        return WPACK_E_IO;
+    }
+    /* "HOST:PORT:ADDR[,ADDR]...", IPv6 addresses in brackets */
+    char entry[2048];
+    size_t len = (size_t)snprintf(entry, sizeof entry, "%s:%s:", host, port), n = 0;
+    for (struct addrinfo *a = res; a && len < sizeof entry; a = a->ai_next) {
+        char ip[INET6_ADDRSTRLEN];
+        const void *src = a->ai_family == AF_INET
+                              ? (const void *)&((struct sockaddr_in *)(void *)a->ai_addr)->sin_addr
+                              : (const void *)&((struct sockaddr_in6 *)(void *)a->ai_addr)->sin6_addr;
+        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
+            !inet_ntop(a->ai_family, src, ip, sizeof ip) || strstr(entry + len - n, ip))
+            continue;
+        int k = snprintf(entry + len, sizeof entry - len, a->ai_family == AF_INET6 ? "%s[%s]" : "%s%s",
+                         n ? "," : "", ip);
+        if (k < 0 || (size_t)k >= sizeof entry - len)
+            break; /* the addresses that fit are enough */
+        len += (size_t)k;
+        n += (size_t)k;
+    }
+    freeaddrinfo(res);
+    if (!n) {
+        wpk_fmt(msg, msglen, "host '%s'%s has no IPv4 or IPv6 address", host, what);
+        return WPACK_E_IO;
+    }
+    struct curl_slist *l = curl_slist_append(r->resolve, entry);
+    if (!l) {
+        wpk_fmt(msg, msglen, "out of memory");
+        return WPACK_E_NOMEM;
+    }
+    r->resolve = l;
+    return WPACK_OK;
+}
+
 int wpk_remote_pin_host(wpk_remote *r, char *msg, size_t msglen)
 {
     CURLU *u = curl_url();
@@ -87,46 +140,8 @@ int wpk_remote_pin_host(wpk_remote *r, char *msg, size_t msglen)
         if (curl_url_get(u, CURLUPART_PORT, &port, 0) != CURLUE_OK)
             port = NULL;
     }
-    const char *at_port = port ? port : "1080";
-    if (numeric(host))
-        goto out;
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    int g = getaddrinfo(host, at_port, &hints, &res);
-    if (g != 0) {
-        wpk_fmt(msg, msglen, "cannot resolve host '%s': %s", host, gai_strerror(g));
-        rc = WPACK_E_IO;
-        goto out;
-    }
-    /* "HOST:PORT:ADDR[,ADDR]...", IPv6 addresses in brackets */
-    char entry[2048];
-    size_t len = (size_t)snprintf(entry, sizeof entry, "%s:%s:", host, at_port), n = 0;
-    for (struct addrinfo *a = res; a && len < sizeof entry; a = a->ai_next) {
-        char ip[INET6_ADDRSTRLEN];
-        const void *src = a->ai_family == AF_INET
-                              ? (const void *)&((struct sockaddr_in *)(void *)a->ai_addr)->sin_addr
-                              : (const void *)&((struct sockaddr_in6 *)(void *)a->ai_addr)->sin6_addr;
-        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
-            !inet_ntop(a->ai_family, src, ip, sizeof ip) || strstr(entry + len - n, ip))
-            continue;
-        int k = snprintf(entry + len, sizeof entry - len, a->ai_family == AF_INET6 ? "%s[%s]" : "%s%s",
-                         n ? "," : "", ip);
-        if (k < 0 || (size_t)k >= sizeof entry - len)
-            break; /* the addresses that fit are enough */
-        len += (size_t)k;
-        n += (size_t)k;
-    }
-    freeaddrinfo(res);
-    if (!n) {
-        wpk_fmt(msg, msglen, "host '%s' has no IPv4 or IPv6 address", host);
-        rc = WPACK_E_IO;
-        goto out;
-    }
-    if (!(r->resolve = curl_slist_append(NULL, entry))) {
-        wpk_fmt(msg, msglen, "out of memory");
-        rc = WPACK_E_NOMEM;
-    }
+    if (!numeric(host))
+        rc = pin(r, host, port ? port : "1080", "", msg, msglen);
 out:
     curl_free(host);
     curl_free(port);
@@ -138,4 +153,74 @@ void wpk_remote_unpin_host(wpk_remote *r)
 {
     curl_slist_free_all(r->resolve);
     r->resolve = NULL;
+}
+
+/* The host and port of url (curl_free them): 0, or -1. */
+static int host_port(const char *url, char **host, char **port)
+{
+    CURLU *u = curl_url();
+    *host = *port = NULL;
+    int ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_HOST, host, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_PORT, port, CURLU_DEFAULT_PORT) == CURLUE_OK;
+    curl_url_cleanup(u);
+    if (!ok) {
+        curl_free(*host);
+        curl_free(*port);
+        *host = *port = NULL;
+    }
+    return ok ? 0 : -1;
+}
+
+int wpk_remote_numeric_lookup(const wpk_remote *r, const char *url)
+{
+    char *host, *port, *phost = NULL;
+    if (host_port(url, &host, &port) != 0)
+        return 0;
+    int yes = numeric(host);
+    if (!yes && r->opt.proxy && *r->opt.proxy && !no_proxy_for(r->opt.no_proxy, host)) {
+        /* through the proxy: its host is the one looked up (pinned at the
+         * open unless numeric) */
+        CURLU *u = curl_url();
+        if (u && curl_url_set(u, CURLUPART_URL, r->opt.proxy, CURLU_GUESS_SCHEME) == CURLUE_OK &&
+            curl_url_get(u, CURLUPART_HOST, &phost, 0) == CURLUE_OK)
+            yes = numeric(phost);
+        curl_url_cleanup(u);
+    }
+    curl_free(phost);
+    curl_free(host);
+    curl_free(port);
+    return yes;
+}
+
+/* Host names a handle looks up for redirects, at most (each costs a lookup
+ * and a retry of the request: a server redirecting to ever new names is
+ * stopped here). */
+#define MAX_REDIRECT_HOSTS 8
+
+int wpk_remote_pin_redirect(wpk_remote *r, const char *url, char *msg, size_t msglen)
+{
+    char *host, *port;
+    if (host_port(url, &host, &port) != 0) {
+        wpk_fmt(msg, msglen, "not a URL libcurl can parse");
+        return WPACK_E_IO;
+    }
+    size_t hl = strlen(host), pl = strlen(port), n = 0;
+    int rc = WPACK_OK, known = 0;
+    /* already pinned (by another request redirected at the same time): the
+     * request is made again and finds it (fetch.c bounds the tries) */
+    for (struct curl_slist *l = r->resolve; l; l = l->next, n++)
+        known |= strncasecmp(l->data, host, hl) == 0 && l->data[hl] == ':' &&
+                 strncmp(l->data + hl + 1, port, pl) == 0 && l->data[hl + 1 + pl] == ':';
+    if (known) {
+        /* nothing to add */
+    } else if (n >= MAX_REDIRECT_HOSTS + 1) {
+        wpk_fmt(msg, msglen, "more than %d host names in redirects", MAX_REDIRECT_HOSTS);
+        rc = WPACK_E_IO;
+    } else {
+        rc = pin(r, host, port, " (a redirect's target)", msg, msglen);
+    }
+    curl_free(host);
+    curl_free(port);
+    return rc;
 }

@@ -567,11 +567,10 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     s.stream_window = (uint64_t)r->opt.connections * r->opt.chunk_size / 2;
     int orc = wpack_open_source(out, &s, opt->flags);
     if (orc == WPACK_OK && r->cache_fd >= 0) {
-        /* the index is validated: its XXH3 names this archive's chunks */
+        /* the index is validated: its XXH3 and the URL name this archive's chunks */
         wpack_info in;
         wpack_get_info(*out, &in);
-        r->cache_key = in.index_checksum;
-        r->cache_on = 1;
+        r->cache_on = wpk_cache_key(r, in.index_checksum, &r->cache_key) == 0;
     }
     return orc;
 }

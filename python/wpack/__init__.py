@@ -505,10 +505,11 @@ class safe_open:
     128 MiB are kept) or the cache; with verify=False, get_slice fetches
     only the rows' bytes (unchecked: the checksum covers the whole entry).
     cache=DIR keeps fetched chunks in DIR (created 0700, files 0600), keyed by the
-    index's XXH3 and checked on reuse, bounded by cache_max_bytes (10 GiB,
+    index's XXH3 and the URL (scheme, host, port, path) and checked on reuse, bounded by cache_max_bytes (10 GiB,
     least recently used removed first); see include/wpack_remote.h.
     Keyword options (wpack_remote_options): connections (8),
-    chunk_size (8 MiB), retries (4), retry_delay_ms (250), timeout_s (30),
+    chunk_size (8 MiB), retries (4), retry_delay_ms (250), timeout_s (30;
+    also each request's deadline: timeout_s plus its length at 16 KiB/s),
     max_bytes_per_s (0: no cap), follow_redirects (True) (ints: outside
     their C field's range OverflowError), and for s3://
     s3_region, s3_endpoint ("http://host:port", path style), access_key,

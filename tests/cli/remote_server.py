@@ -29,6 +29,9 @@ picks the behaviour, the rest names a file under ROOT:
   /headerdrip/F  a status line, then header lines without end (~800 bytes a
                  second) for up to 60 s (ranges past 0)
   /trickle/F     headers, then 2 bytes a second (every range) for up to 60 s
+  /slowbody/F    headers, then 4 KiB a second (above any low-speed limit)
+                 for ranges past 0 that end before the object does (not the
+                 open's two)
   /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
                  as a CDN hands on a token)
   /noloc/F       302 without a Location
@@ -168,6 +171,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log(self, mode, status, extra=""):
         with lock, open(LOG, "a") as f:
             f.write("%s %s %s%s\n" % (mode, self.headers.get("Range", "-"), status, extra))
+
+    def drip(self, body, headers, upto, piece, pause):
+        """206 with headers, then the first upto bytes of body, piece bytes
+        every pause seconds; the connection closed after."""
+        self.send_response(206)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            for i in range(0, min(len(body), upto), piece):
+                self.wfile.write(body[i:i + piece])
+                self.wfile.flush()
+                time.sleep(pause)
+        except OSError:
+            pass  # the client gave up: what the test wants
+        self.close_connection = True
 
     def send(self, status, body, headers=(), length=None):
         self.send_response(status)
@@ -350,21 +370,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send(206, body, hdr + [cr, ("X-Big", "b" * (200 << 10))])
         if mode == "more" and a > 0:
             return self.send(206, body + b"EXTRA" * 100, hdr + [cr])
+        if mode == "slowbody" and 0 < a and b < size - 1:
+            return self.drip(body, hdr + [cr], len(body), 1024, 0.25)
         if mode == "trickle":
-            self.send_response(206)
-            for k, v in hdr + [cr]:
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            try:
-                for i in range(0, min(len(body), 120), 2):
-                    self.wfile.write(body[i:i + 2])
-                    self.wfile.flush()
-                    time.sleep(1)
-            except OSError:
-                pass  # the client gave up: what the test wants
-            self.close_connection = True
-            return
+            return self.drip(body, hdr + [cr], 120, 2, 1)
         if mode == "headerdrip" and a > 0:  # header lines without end, ~800 bytes a second
             self.send_response(206)
             self.flush_headers()  # the status line (and Server, Date) out now

@@ -353,6 +353,33 @@ def cache_dir_swapped_after_open(d):
     check(chunks(other) == [], ("written through the link", os.listdir(other)))
     check(chunks(moved), ("none in the directory opened", os.listdir(moved)))
 
+
+@case
+def cache_not_shared_across_objects(d):
+    """Chunks are keyed by the index's XXH3 and the URL's origin: a server
+    serving a copy of a real archive's index over other bytes (the same
+    index and size) seeded the cache under the real archive's key, and a
+    later unverified slice of the real archive (verify=False: only whole
+    entries are checked) returned its bytes. Two objects on nginx: the
+    real a.wpack and a copy, t1's bytes negated, at another path."""
+    u, _, www = _servers()
+    real = open(os.path.join(www, "a.wpack"), "rb").read()
+    want = wpack.load_file(os.path.join(www, "a.wpack"))["t1"]
+    at = real.find(want.tobytes())
+    check(at > 0, "t1's bytes not found stored plain in a.wpack")
+    os.makedirs(os.path.join(www, "copy"), exist_ok=True)
+    with open(os.path.join(www, "copy", "a.wpack"), "wb") as f:
+        f.write(real[:at] + (-want).tobytes() + real[at + want.nbytes:])
+    cache = os.path.join(d, "cache")
+    with wpack.safe_open(u + "/copy/a.wpack", cache=cache, verify=False) as f:
+        check(np.array_equal(f.get_slice("t1")[0:2], -want[0:2]), "the copy's own bytes")
+    with wpack.safe_open(u + "/a.wpack", cache=cache, verify=False) as f:
+        got = f.get_slice("t1")[0:2]
+        check(np.array_equal(got, want[0:2]), ("the copy's bytes returned", got[0, :4]))
+    # the same object through its cache still reuses its chunks
+    with wpack.safe_open(u + "/a.wpack", cache=cache, verify=False) as f:
+        check(np.array_equal(f.get_slice("t1")[0:2], want[0:2]), "reuse")
+
 if __name__ == "__main__":
     try:
         main()
