@@ -464,6 +464,9 @@ static inline char *golden_describe(wpack_archive *ar)
             gstr_add(&s, " codec=%d chunk=%u stored=%llu offset=%llu stored_xxh3=%016llx", t.codec,
                      t.chunk_size, (unsigned long long)t.stored_length,
                      (unsigned long long)t.offset, (unsigned long long)t.checksum);
+        /* 1.2: the size of its checksummed chunks, where it has them */
+        if (wpack_tensor_chunk_size(ar, i))
+            gstr_add(&s, " chunk_sums=%llu", (unsigned long long)wpack_tensor_chunk_size(ar, i));
         if (t.kind == WPACK_KIND_EXTERNAL)
             gstr_add(&s, " shard=%llu offset=%llu", (unsigned long long)t.alias_target,
                      (unsigned long long)t.offset);

@@ -1,8 +1,8 @@
 /*
  * golden_tool.h - what the golden-file generators (make_golden.c,
- * make_golden11.c) share: stop on an I/O error, write a file, check that a
- * written file opens with the expected code, and write an archive with its
- * .expect beside it. Each generator sets golden_tool_name and counts
+ * make_golden11.c, make_golden12.c) share: stop on an I/O error, write a
+ * file, check that a written file opens with the expected code, and write
+ * an archive with its .expect beside it. Each generator sets golden_tool_name and counts
  * mismatches in golden_tool_failures (all files are written anyway).
  */
 #ifndef WPACK_TESTS_GOLDEN_TOOL_H
