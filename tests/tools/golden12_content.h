@@ -37,14 +37,10 @@ static inline int golden12_chunk_sums_write(const char *path, char *err, size_t 
     opt.weight_stats = 0;
     opt.compress_level = 0; /* nothing compressed: no libzstd version in the bytes */
     opt.chunk_sums = G12_CHUNK;
-    wpack_writer *w = NULL;
-    int rc = wpack_writer_open(&w, path, &opt);
-    if (rc) {
-        if (err && errlen)
-            snprintf(err, errlen, "open %s: %s", path, wpack_writer_errmsg(w));
-        wpack_writer_abort(w);
+    wpack_writer *w;
+    int rc = golden_writer_open(&w, path, &opt, err, errlen);
+    if (rc)
         return rc;
-    }
     {
         /* every chunk different, so a sum moved to another chunk is wrong */
         static uint8_t v[G12_CHUNKED_BYTES];
@@ -72,11 +68,7 @@ static inline int golden12_chunk_sums_write(const char *path, char *err, size_t 
     }
     G_TRY(wpack_writer_set_string(w, "wpack.producer", GOLDEN_PRODUCER));
     G_TRY(wpack_writer_set_string(w, "model.name", "golden-chunk-sums"));
-    char buf[600];
-    rc = wpack_writer_finish(w, buf, sizeof buf);
-    if (rc && err && errlen)
-        snprintf(err, errlen, "finish: %s", buf);
-    return rc;
+    return golden_writer_finish(w, err, errlen);
 }
 
 #endif
