@@ -164,7 +164,8 @@ clean:
 golden: lib
 	$(CC) $(CFLAGS_ALL) -Itests -o $(BUILD)/make_golden tests/tools/make_golden.c $(STATICS) $(WPACK_LIBS)
 	$(CC) $(CFLAGS_ALL) -Itests -o $(BUILD)/make_golden11 tests/tools/make_golden11.c $(STATICS) $(WPACK_LIBS)
-	$(BUILD)/make_golden tests && $(BUILD)/make_golden11 tests
+	$(CC) $(CFLAGS_ALL) -Itests -o $(BUILD)/make_golden12 tests/tools/make_golden12.c $(STATICS) $(WPACK_LIBS)
+	$(BUILD)/make_golden tests && $(BUILD)/make_golden11 tests && $(BUILD)/make_golden12 tests
 
 help:
 	@echo "make            the five libraries (libwpack, -import, -dense, -mlir, -remote; .a and .so) and wpack, in $(BUILD)/"

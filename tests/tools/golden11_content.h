@@ -50,14 +50,10 @@ static inline int golden11_compressed_write(const char *path, char *err, size_t 
     opt.compress_chunk = 4096;
     opt.compress_min = 1024;
     opt.compress_min_saving = 5;
-    wpack_writer *w = NULL;
-    int rc = wpack_writer_open(&w, path, &opt);
-    if (rc) {
-        if (err && errlen)
-            snprintf(err, errlen, "open %s: %s", path, wpack_writer_errmsg(w));
-        wpack_writer_abort(w);
+    wpack_writer *w;
+    int rc = golden_writer_open(&w, path, &opt, err, errlen);
+    if (rc)
         return rc;
-    }
     {
         static uint8_t ramp[3000 * 4];
         for (int i = 0; i < 3000; i++) {
@@ -98,11 +94,7 @@ static inline int golden11_compressed_write(const char *path, char *err, size_t 
     G_TRY(wpack_writer_set_string(w, "wpack.producer", GOLDEN_PRODUCER));
     G_TRY(wpack_writer_set_string(w, "model.name", "golden-compressed"));
     G_TRY(wpack_writer_add_name(w, "_param_constant0", G11_RAMP));
-    char buf[600];
-    rc = wpack_writer_finish(w, buf, sizeof buf);
-    if (rc && err && errlen)
-        snprintf(err, errlen, "finish: %s", buf);
-    return rc;
+    return golden_writer_finish(w, err, errlen);
 }
 
 /* A manifest and three shards: shard_size 256 puts each 256-byte tensor in
@@ -114,14 +106,10 @@ static inline int golden11_sharded_write(const char *path, char *err, size_t err
     opt.alignment = GOLDEN_ALIGNMENT;
     opt.weight_stats = 1; /* computed per shard, copied into the manifest */
     opt.shard_size = 256;
-    wpack_writer *w = NULL;
-    int rc = wpack_writer_open(&w, path, &opt);
-    if (rc) {
-        if (err && errlen)
-            snprintf(err, errlen, "open %s: %s", path, wpack_writer_errmsg(w));
-        wpack_writer_abort(w);
+    wpack_writer *w;
+    int rc = golden_writer_open(&w, path, &opt, err, errlen);
+    if (rc)
         return rc;
-    }
     static const char *const names[3] = {"layers.0.weight", "layers.1.weight", "layers.10.weight"};
     for (int k = 0; k < 3; k++) {
         float v[64];
@@ -139,11 +127,7 @@ static inline int golden11_sharded_write(const char *path, char *err, size_t err
     G_TRY(wpack_writer_set_string(w, "wpack.producer", GOLDEN_PRODUCER));
     G_TRY(wpack_writer_set_string(w, "model.name", "golden-sharded"));
     G_TRY(wpack_writer_add_name(w, "_param_constant1", "layers.1.weight"));
-    char buf[600];
-    rc = wpack_writer_finish(w, buf, sizeof buf);
-    if (rc && err && errlen)
-        snprintf(err, errlen, "finish: %s", buf);
-    return rc;
+    return golden_writer_finish(w, err, errlen);
 }
 
 #endif

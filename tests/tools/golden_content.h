@@ -74,6 +74,33 @@ static inline int golden_add_f32(wpack_writer *w, const char *name, unsigned ran
     return wpack_writer_add_tensor(w, name, WPACK_DTYPE_F32, rank, dims, b, 4 * n);
 }
 
+/* Open a writer at path; on failure the message goes to err ("open PATH:
+ * ...", the path cut at 256 bytes) and *w is freed and NULL. What every
+ * golden writer starts with. */
+static inline int golden_writer_open(wpack_writer **w, const char *path,
+                                     const wpack_writer_options *opt, char *err, size_t errlen)
+{
+    *w = NULL;
+    int rc = wpack_writer_open(w, path, opt);
+    if (rc) {
+        if (err && errlen)
+            snprintf(err, errlen, "open %.256s: %s", path, wpack_writer_errmsg(*w));
+        wpack_writer_abort(*w);
+        *w = NULL;
+    }
+    return rc;
+}
+
+/* Finish w; on failure the message goes to err ("finish: ..."). */
+static inline int golden_writer_finish(wpack_writer *w, char *err, size_t errlen)
+{
+    char buf[600];
+    int rc = wpack_writer_finish(w, buf, sizeof buf);
+    if (rc && err && errlen)
+        snprintf(err, errlen, "finish: %s", buf);
+    return rc;
+}
+
 /* Write the golden archive to path. 0 or a wpack error code (message in err). */
 static inline int golden_write(const char *path, char *err, size_t errlen)
 {
@@ -82,14 +109,10 @@ static inline int golden_write(const char *path, char *err, size_t errlen)
     opt.alignment = GOLDEN_ALIGNMENT;
     opt.weight_stats = 1;   /* automatic per-tensor stats of the float tensors */
     opt.histogram_bins = 0;
-    wpack_writer *w = NULL;
-    int rc = wpack_writer_open(&w, path, &opt);
-    if (rc) {
-        if (err && errlen)
-            snprintf(err, errlen, "open %s: %s", path, wpack_writer_errmsg(w));
-        wpack_writer_abort(w);
+    wpack_writer *w;
+    int rc = golden_writer_open(&w, path, &opt, err, errlen);
+    if (rc)
         return rc;
-    }
     /* Data entries, in this order in the data region (arrival = offset order). */
     {
         uint64_t d[2] = {2, 2};
@@ -306,11 +329,7 @@ static inline int golden_write(const char *path, char *err, size_t errlen)
         };
         G_TRY(wpack_writer_add_stats(w, &s));
     }
-    char buf[600];
-    rc = wpack_writer_finish(w, buf, sizeof buf);
-    if (rc && err && errlen)
-        snprintf(err, errlen, "finish: %s", buf);
-    return rc;
+    return golden_writer_finish(w, err, errlen);
 }
 
 /* ============================================================ description */
@@ -464,6 +483,9 @@ static inline char *golden_describe(wpack_archive *ar)
             gstr_add(&s, " codec=%d chunk=%u stored=%llu offset=%llu stored_xxh3=%016llx", t.codec,
                      t.chunk_size, (unsigned long long)t.stored_length,
                      (unsigned long long)t.offset, (unsigned long long)t.checksum);
+        /* 1.2: the size of its checksummed chunks, where it has them */
+        if (wpack_tensor_chunk_size(ar, i))
+            gstr_add(&s, " chunk_sums=%llu", (unsigned long long)wpack_tensor_chunk_size(ar, i));
         if (t.kind == WPACK_KIND_EXTERNAL)
             gstr_add(&s, " shard=%llu offset=%llu", (unsigned long long)t.alias_target,
                      (unsigned long long)t.offset);
