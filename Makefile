@@ -96,8 +96,11 @@ $(WPACK_HOOKS): $(filter-out $(HOOK_SRCS:%.c=$(BUILD)/obj/%.o),$(CLI_OBJS)) $(HO
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(STATICS) $(WPACK_LIBS)
 
-# Unit tests link the five static libraries (and may test their internals).
-$(BUILD)/tests/%: tests/unit/%.c $(HOOK_LIB_OBJS) $(STATICS)
+# Unit tests link the five static libraries (and may test their internals);
+# they include the harness and content headers of tests/, so a change there
+# rebuilds them too (a stale test binary passed after golden_content.h moved).
+UNIT_HEADERS := $(wildcard tests/*.h tests/tools/*.h)
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_HEADERS) $(HOOK_LIB_OBJS) $(STATICS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -DWPACK_HAVE_WRITER -DWPACK_TEST_HOOKS -Itests -o $@ $< $(HOOK_LIB_OBJS) $(STATICS) $(WPACK_LIBS)
 
