@@ -19,8 +19,8 @@
  * `ml_program.global_load_const @KEY` of a global hoisted before its
  * module-level op; with --emit iree a torch literal loads such a global
  * too (torch_c.from_builtin_tensor of the load): IREE loads parameters only
- * into #flow.parameter.named globals. A literal of any other value
- * (dense<...>, no name to give its entry) stays as it is.
+ * into #flow.parameter.named globals. A torch literal of dense<...> has no
+ * name: its entry is torch_literal_<XXH3-64 of the value's text>.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -65,23 +65,35 @@ static wpk_span trim(const char *buf, wpk_span s)
     return s;
 }
 
-/* "dense_resource<KEY> : T": T's span; 0 if value is not that. */
+/* "WORD<...> : T" (dense_resource<KEY>: one key inside): T's span; 0 if
+ * value is not that. */
+static int typed_value(const char *buf, wpk_span v, const char *word, wpk_span *type)
+{
+    size_t end = v.off + v.len;
+    wpk_lexer lx;
+    wpk_lex_init(&lx, buf, end, v.off);
+    wpk_tok t = wpk_lex_next(&lx);
+    if (t.kind != WPK_TOK_BAREID || !wpk_span_is(buf, (wpk_span){t.off, t.len}, word))
+        return 0;
+    wpk_tok o = wpk_lex_next(&lx);
+    size_t e = wpk_tok_is(&lx, o, '<') ? group_end(buf, end, o.off) : 0;
+    if (!e)
+        return 0;
+    if (strcmp(word, "dense_resource") == 0) {
+        t = wpk_lex_next(&lx);
+        if ((t.kind != WPK_TOK_BAREID && t.kind != WPK_TOK_STRING) || t.off + t.len != e)
+            return 0;
+    }
+    wpk_lex_init(&lx, buf, end, e + 1);
+    if (!wpk_tok_is(&lx, wpk_lex_next(&lx), ':'))
+        return 0;
+    *type = trim(buf, (wpk_span){lx.pos, end - lx.pos});
+    return type->len != 0;
+}
+
 static int resource_value(const char *buf, wpk_span v, wpk_span *type)
 {
-    wpk_lexer lx;
-    wpk_lex_init(&lx, buf, v.off + v.len, v.off);
-    wpk_tok t = wpk_lex_next(&lx);
-    if (t.kind != WPK_TOK_BAREID || !wpk_span_is(buf, (wpk_span){t.off, t.len}, "dense_resource"))
-        return 0;
-    if (!wpk_tok_is(&lx, wpk_lex_next(&lx), '<'))
-        return 0;
-    t = wpk_lex_next(&lx);
-    if (t.kind != WPK_TOK_BAREID && t.kind != WPK_TOK_STRING)
-        return 0;
-    if (!wpk_tok_is(&lx, wpk_lex_next(&lx), '>') || !wpk_tok_is(&lx, wpk_lex_next(&lx), ':'))
-        return 0;
-    *type = trim(buf, (wpk_span){lx.pos, v.off + v.len - lx.pos});
-    return type->len != 0;
+    return typed_value(buf, v, "dense_resource", type);
 }
 
 /* An optional attribute dictionary at the lexer's position: recorded in
@@ -129,6 +141,14 @@ static int arith_pretty(const char *buf, size_t len, wpk_torch_lit *l)
     return resource_value(buf, l->value, &l->type);
 }
 
+/* A torch literal's value: a resource, or (l->dense) a dense<...> literal. */
+static int torch_value(const char *buf, wpk_torch_lit *l)
+{
+    if (resource_value(buf, l->value, &l->type))
+        return 1;
+    return l->dense = typed_value(buf, l->value, "dense", &l->type);
+}
+
 int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk_torch_lit *l)
 {
     memset(l, 0, sizeof *l);
@@ -157,7 +177,7 @@ int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk
         wpk_tok t = wpk_lex_peek(&lx);
         if (wpk_tok_is(&lx, t, ':'))
             l->colon = t.off;
-        return resource_value(buf, l->value, &l->type);
+        return torch_value(buf, l);
     }
     /* generic: () [<{props}>] [{attrs}], the value in one of them */
     if (close != open + 1 && trim(buf, (wpk_span){open + 1, close - open - 1}).len)
@@ -200,7 +220,7 @@ int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk
                 l->value = trim(buf, ent[i].value);
                 l->entry = (wpk_span){ent[i].key.off, ent[i].value.off + ent[i].value.len - ent[i].key.off};
                 l->in_attrs = pass == 1;
-                return resource_value(buf, l->value, &l->type);
+                return op->arith ? resource_value(buf, l->value, &l->type) : torch_value(buf, l);
             }
     }
     return 0;

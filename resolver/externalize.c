@@ -58,8 +58,11 @@ typedef struct {
     wpk_mlir_tensor type;
     int dtype;
     uint64_t nbytes;
-    const wpk_resource *res;
-    char *key;                  /* its entry's name: KEY decoded (heap) */
+    const wpk_resource *res;    /* its blob, or NULL: a dense<...> literal */
+    int splat;                  /* dense: a splat literal, a splat entry of fill */
+    unsigned char fill[8];
+    char *key;                  /* its entry's name: KEY decoded, or for a dense
+                                   literal torch_literal_<XXH3 of its text> (heap) */
     size_t key_len;
     unsigned line, col;
     int writes;                 /* the first literal of its KEY writes the entry */
@@ -125,6 +128,30 @@ static int collect_torch(const wpk_mlir_doc *doc, const wpk_res_index *rk, uint6
         c.dtype = wpk_literal_dtype(c.type.elem);
         if (c.nbytes < min_bytes) {
             res->kept++;
+            continue;
+        }
+        if (c.lit.dense) {
+            /* no name: one from its text, stable across runs, the same
+             * for equal literals (which share their entry) */
+            size_t at;
+            int e = wpk_literal_splat(buf, c.lit.value, &c.type, c.fill, &c.splat, why, sizeof why, &at);
+            if (e) {
+                unsigned l, col;
+                wpk_mlir_line_col(buf, doc->len, at, &l, &col);
+                wpk_diag_emit(d, WPACK_DIAG_ERROR, e, "%s:%u:%u: torch.vtensor.literal: %s", d->source,
+                              l, col, why);
+                continue;
+            }
+            char nm[40];
+            wpk_fmt(nm, sizeof nm, "torch_literal_%016llx",
+                    (unsigned long long)wpk_xxh3(buf + c.lit.value.off, c.lit.value.len));
+            if (!(c.key = strdup(nm))) {
+                free(by);
+                return WPACK_E_NOMEM;
+            }
+            c.key_len = strlen(nm);
+            c.hoisting = unescaped != NULL;
+            tc[n++] = c;
             continue;
         }
         if (!(c.key = wpk_resource_key(buf, c.lit.value, &c.key_len))) {
@@ -458,7 +485,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         collect_torch(doc, &rkeys, opt.min_bytes, &d, &res, cand, ncand, unescaped, &tc, &ntc))
         goto nomem;
     for (size_t i = 0; i < ntc; i++)
-        if (tc[i].writes)
+        if (tc[i].writes && !tc[i].splat)
             data_bytes = sat_add(data_bytes, tc[i].nbytes);
     if (d.first_error) {
         rc = d.first_error;
@@ -534,16 +561,24 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         res.bytes_moved = sat_add(res.bytes_moved, c->nbytes);
         if (!c->writes)
             continue;
-        if (!(rc = wpack_writer_begin_tensor(w, c->key, c->dtype, c->type.rank, c->type.dims)))
-            rc = wpk_literal_blob_decode(buf, c->res, &c->type, writer_sink, w, why, sizeof why);
-        else
+        size_t at;
+        if (c->splat) { /* one element, however many it stands for */
+            if ((rc = wpack_writer_add_splat(w, c->key, c->dtype, c->type.rank, c->type.dims, c->fill,
+                                             wpack_dtype_size(c->dtype))))
+                wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
+        } else if ((rc = wpack_writer_begin_tensor(w, c->key, c->dtype, c->type.rank, c->type.dims))) {
             wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
-        if (rc == WPACK_E_IO && wpack_writer_errcode(w)) {
-            rc = wpack_writer_errcode(w);
-            wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
+        } else {
+            rc = c->res ? wpk_literal_blob_decode(buf, c->res, &c->type, writer_sink, w, why, sizeof why)
+                        : wpk_literal_decode(buf, c->lit.value, &c->type, writer_sink, w, why,
+                                             sizeof why, &at);
+            if (rc == WPACK_E_IO && wpack_writer_errcode(w)) {
+                rc = wpack_writer_errcode(w);
+                wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
+            }
+            if (!rc && (rc = wpack_writer_end_tensor(w)))
+                wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
         }
-        if (!rc && (rc = wpack_writer_end_tensor(w)))
-            wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
         if (rc) {
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s:%u:%u: %s: %s", d.source,
                           c->line, c->col, op_label(c), why);
@@ -598,7 +633,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             res.resources_dropped++;
         }
     for (size_t i = 0; i < ntc; i++)
-        if (refs[tc[i].res - doc->resources] == 0 && !drop[tc[i].res - doc->resources]) {
+        if (tc[i].res && refs[tc[i].res - doc->resources] == 0 && !drop[tc[i].res - doc->resources]) {
             drop[tc[i].res - doc->resources] = 1;
             res.resources_dropped++;
         }

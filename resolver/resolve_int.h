@@ -202,6 +202,7 @@ typedef struct wpk_torch_lit {
     wpk_span attrs;             /* the discardable dictionary, or len 0 */
     size_t attrs_insert;        /* where " {...}" goes when there is none */
     int generic, in_attrs;      /* in_attrs: generic, the value in that dictionary */
+    int dense;                  /* torch: the value is dense<...> : T, not a resource */
     int arith;                  /* an arith.constant (its value hoisted to a global) */
     size_t stmt;                /* the op's statement (its result) */
     size_t colon;               /* torch: the ':' of its trailing type, or 0 */

@@ -91,21 +91,25 @@ EOF
 "$MLIR_OPT" --allow-unregistered-dialect "$T/torch.mlir" >/dev/null 2>"$T/err" && pass torch_input_parses ||
     fail torch_input_parses "$(head -c 300 "$T/err")"
 expect torch_externalize "$WPACK" externalize "$T/torch.mlir" -o "$T/torch.out" --archive "$T/torch.wpack" --min-bytes 0
-grep -q "moved 4 of 4 inline globals (48 B) into .*; 0 kept inline, 1 resource blobs dropped" "$T/err" &&
+grep -q "moved 5 of 5 inline globals (64 B) into .*; 0 kept inline, 1 resource blobs dropped" "$T/err" &&
     pass torch_summary || fail torch_summary "$(cat "$T/err")"
 "$MLIR_OPT" --allow-unregistered-dialect "$T/torch.out" >/dev/null 2>"$T/err" && pass torch_output_parses ||
     fail torch_output_parses "$(head -c 300 "$T/err")"
 got=$(entries_hex "$T/torch.wpack" "$T/tx" | tr '\n' ' ')
-[ "$got" = "fc.bias $W2 torch_tensor_4_torch.float32 $W4 " ] && pass torch_entries || fail torch_entries "$got"
+L1=torch_literal_abc62920568b85a3   # XXH3-64 of the text "dense<1.0> : tensor<4xf32>"
+[ "$got" = "fc.bias $W2 $L1 0000803F0000803F0000803F0000803F torch_tensor_4_torch.float32 $W4 " ] &&
+    pass torch_entries || fail torch_entries "$got"
 id=$("$WPACK" inspect "$T/torch.wpack" | grep -o 'index xxh3 [0-9a-f]*' | cut -d' ' -f3)
 U="wpack:$id/torch_tensor_4_torch.float32"
 grep -qF "%0 = \"torch.vtensor.external.literal\"() <{name = @torch_tensor_4_torch.float32}> {wpack.uri = \"$U\"} : () -> !torch.vtensor<[4],f32>" "$T/torch.out" &&
     grep -qF "%1 = \"torch.vtensor.external.literal\"() {name = @torch_tensor_4_torch.float32, wpack.uri = \"$U\", keep = 1 : i64} : () -> " "$T/torch.out" &&
     grep -qF "%2 = \"torch.vtensor.external.literal\"() <{name = @fc.bias}> {wpack.uri = \"wpack:$id/fc.bias\", keep} : () -> " "$T/torch.out" &&
     pass torch_generic_forms || fail torch_generic_forms "$(grep torch.vtensor "$T/torch.out")"
-# the blob only moved literals used goes; one an unmoved op uses stays; dense<> stays
+# the blob only moved literals used goes; one an unmoved op uses stays; a
+# dense<> literal has no name: it gets one from its text's XXH3
 ! grep -q "torch_tensor_4_torch.float32: " "$T/torch.out" && grep -q "fc.bias: \"0x04000000$W2\"" "$T/torch.out" &&
-    grep -qF '<{value = dense<1.0> : tensor<4xf32>}>' "$T/torch.out" && pass torch_blobs || fail torch_blobs "$(tail -8 "$T/torch.out")"
+    grep -qF "%4 = \"torch.vtensor.external.literal\"() <{name = @$L1}> {wpack.uri = \"wpack:$id/$L1\"} : () -> " "$T/torch.out" &&
+    pass torch_blobs || fail torch_blobs "$(tail -8 "$T/torch.out")"
 # the arith.constant of the same blob shares its entry, through a global
 # hoisted into the module before the function
 sed -n 2,3p "$T/torch.out" >"$T/got"
@@ -181,6 +185,51 @@ cmp -s "$T/tg.out" "$T/tg.out2" && pass torch_iree_again_unchanged || fail torch
 sed 's/return %0 :/%wpack.param.9 = "x.y"() : () -> i1\n    return %0 :/' "$T/tg.mlir" >"$T/tgc.mlir"
 expect_fail torch_iree_ssa_taken "tgc.mlir:3:10: torch.vtensor.literal: the file uses %wpack.param. names already" \
     "$WPACK" externalize "$T/tgc.mlir" -o "$T/tgc.out" --archive "$T/tgc.wpack" --min-bytes 0 --emit iree
+
+# --- torch.vtensor.literal(dense<...>) has no name: one of at least
+# --min-bytes moves as entry torch_literal_<XXH3-64 of the value's text, from
+# "dense<" to the end of its type, 16 hex digits>: stable across runs, the
+# same for equal literals (they share the entry); smaller ones stay
+cat >"$T/td.mlir" <<'EOF'
+module {
+  func.func @main() -> !torch.vtensor<[4],f32> {
+    %0 = "torch.vtensor.literal"() <{value = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>}> : () -> !torch.vtensor<[4],f32>
+    %1 = "torch.vtensor.literal"() <{value = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>}> {keep} : () -> !torch.vtensor<[4],f32>
+    %2 = "torch.vtensor.literal"() <{value = dense<"0x0000803F000000400000404000008040"> : tensor<4xf32>}> : () -> !torch.vtensor<[4],f32>
+    %3 = "torch.vtensor.literal"() <{value = dense<1.5> : tensor<4xf32>}> : () -> !torch.vtensor<[4],f32>
+    %4 = "torch.vtensor.literal"() <{value = dense<1> : tensor<1xsi64>}> : () -> !torch.vtensor<[1],si64>
+    return %0 : !torch.vtensor<[4],f32>
+  }
+}
+EOF
+"$MLIR_OPT" --allow-unregistered-dialect "$T/td.mlir" >/dev/null 2>"$T/err" && pass torch_dense_input_parses ||
+    fail torch_dense_input_parses "$(head -c 300 "$T/err")"
+expect torch_dense "$WPACK" externalize "$T/td.mlir" -o "$T/td.out" --archive "$T/td.wpack" --min-bytes 16
+grep -q "moved 4 of 5 inline globals (64 B) into .*; 1 kept inline, 0 resource blobs dropped" "$T/err" &&
+    pass torch_dense_summary || fail torch_dense_summary "$(cat "$T/err")"
+got=$(entries_hex "$T/td.wpack" "$T/dx" | tr '\n' ' ')
+D1=torch_literal_83f6ba69f4c7f868 D2=torch_literal_d8cabe308dcbb029 D3=torch_literal_389b137a2627b9e6
+[ "$got" = "$D3 0000C03F0000C03F0000C03F0000C03F $D1 $W4 $D2 $W4 " ] && pass torch_dense_entries ||
+    fail torch_dense_entries "$got"
+grep -c "name = @$D1}" "$T/td.out" | grep -qx 2 && grep -qF '<{value = dense<1> : tensor<1xsi64>}>' "$T/td.out" &&
+    pass torch_dense_shared_and_small_kept || fail torch_dense_shared_and_small_kept "$(cat "$T/td.out")"
+"$MLIR_OPT" --allow-unregistered-dialect "$T/td.out" >/dev/null 2>"$T/err" && pass torch_dense_output_parses ||
+    fail torch_dense_output_parses "$(head -c 300 "$T/err")"
+expect torch_dense_rerun "$WPACK" externalize -q "$T/td.mlir" -o "$T/td.out2" --archive "$T/td2.wpack" --min-bytes 16
+cmp -s "$T/td.out" "$T/td.out2" && cmp -s "$T/td.wpack" "$T/td2.wpack" && pass torch_dense_stable ||
+    fail torch_dense_stable
+expect torch_dense_iree "$WPACK" externalize -q "$T/td.mlir" -o "$T/td.iree" --archive "$T/tdi.wpack" --min-bytes 16 --emit iree
+grep -qxF "  ml_program.global private @$D1(#flow.parameter.named<\"model\"::\"$D1\"> : tensor<4xf32>) : tensor<4xf32>" "$T/td.iree" &&
+    "$MLIR_OPT" --allow-unregistered-dialect "$T/td.iree" >/dev/null 2>"$T/err" && pass torch_dense_iree_form ||
+    fail torch_dense_iree_form "$(head -c 300 "$T/err"; head -5 "$T/td.iree")"
+# a literal mlir-opt refuses (2 items for 4): refused with its line:col, nothing written
+sed 's/dense<1.5>/dense<[1.0, 2.0]>/' "$T/td.mlir" >"$T/tdbad.mlir"
+"$MLIR_OPT" --allow-unregistered-dialect "$T/tdbad.mlir" >/dev/null 2>&1 && fail torch_dense_bad_refused_by_mlir_opt ||
+    pass torch_dense_bad_refused_by_mlir_opt
+expect_fail torch_dense_bad "tdbad.mlir:6:" \
+    "$WPACK" externalize "$T/tdbad.mlir" -o "$T/tdbad.out" --archive "$T/tdbad.wpack" --min-bytes 16
+[ ! -e "$T/tdbad.out" ] && [ ! -e "$T/tdbad.wpack" ] && pass torch_dense_bad_nothing_written ||
+    fail torch_dense_bad_nothing_written
 expect torch_pretty_uri "$WPACK" externalize -q "$T/pretty.mlir" -o "$T/pretty.out" --archive "$T/pretty.wpack" --min-bytes 0
 grep -q '    %1 = torch.vtensor.external.literal(@w_1) {wpack.uri = "wpack:[0-9a-f]*/w_1", a} : !torch.vtensor<\[4\],f32>$' "$T/pretty.out" &&
     pass torch_pretty_uri_form || fail torch_pretty_uri_form "$(cat "$T/pretty.out")"
