@@ -298,17 +298,20 @@ int wpk_torch_lit_patches(const char *buf, size_t len, const wpk_torch_lit *l, c
 }
 
 /* Text inserted at `at` putting `line` on a line of its own, with at's
- * indentation (or followed by a blank when at does not start its line). */
+ * indentation (or between blanks when at does not start its line). */
 static void line_before(wpk_strbuf *g, const char *buf, size_t at, const wpk_strbuf *line)
 {
     size_t ls = at;
     while (ls > 0 && (buf[ls - 1] == ' ' || buf[ls - 1] == '\t'))
         ls--;
+    int own_line = ls == 0 || buf[ls - 1] == '\n';
+    if (!own_line && ls == at) /* right after a '{': one blank each side */
+        wpk_sb_puts(g, " ");
     wpk_sb_put(g, line->p ? line->p : "", line->n);
-    if (ls == 0 || buf[ls - 1] == '\n') {
+    if (own_line) {
         wpk_sb_puts(g, "\n");
         wpk_sb_put(g, buf + ls, at - ls);
-    } else {
+    } else if (buf[at] != ' ' && buf[at] != '\t') {
         wpk_sb_puts(g, " ");
     }
 }

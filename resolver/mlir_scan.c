@@ -152,12 +152,19 @@ static int record_torch_op(wpk_scanner *sc, wpk_tok t, int generic, int arith)
     size_t top = sc->top_stmt;
     for (size_t i = sc->sp; i-- > 0;)
         if (sc->stack[i].c == '{' && sc->stack[i].region == 0) {
-            top = sc->stack[i].stmt_start;
+            /* no statement started on a line of its own yet: right after the '{' */
+            top = sc->stack[i].stmt_start != (size_t)-1 ? sc->stack[i].stmt_start : sc->stack[i].off + 1;
             break;
         }
+    if (top == (size_t)-1)
+        top = 0; /* the top level (no module around): the file's start */
     size_t stmt = *wpk_scan_stmt_slot(sc);
-    d->torch_ops[d->ntorch_ops++] = (wpk_torch_op){{t.off, t.len}, stmt == (size_t)-1 ? t.off : stmt, top, sc->sp ? sc->stack[sc->sp - 1].module : 0,
-                                                   (unsigned char)generic, (unsigned char)arith};
+    d->torch_ops[d->ntorch_ops++] = (wpk_torch_op){{t.off, t.len},
+                                                   stmt == (size_t)-1 ? t.off : stmt,
+                                                   top,
+                                                   sc->sp ? sc->stack[sc->sp - 1].module : 0,
+                                                   (unsigned char)generic,
+                                                   (unsigned char)arith};
     return 0;
 }
 

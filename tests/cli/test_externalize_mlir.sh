@@ -311,6 +311,12 @@ printf 'func.func @f() -> tensor<4xf32> {\n  %%0 = arith.constant dense_resource
 expect arith_top "$WPACK" externalize -q "$T/top.mlir" -o "$T/top.out" --archive "$T/top.wpack" --min-bytes 0
 head -1 "$T/top.out" | grep -q '^ml_program.global private @w(#ml_program.extern : tensor<4xf32>) : tensor<4xf32> {wpack.uri' &&
     "$MLIR_OPT" "$T/top.out" >/dev/null 2>"$T/err" && pass arith_top_level || fail arith_top_level "$(head -c 300 "$T/err"; head -3 "$T/top.out")"
+# the function on the line of `module {`: the global goes right after the '{'
+printf 'module { func.func @f() -> tensor<4xf32> {\n    %%0 = arith.constant dense_resource<w> : tensor<4xf32>\n    return %%0 : tensor<4xf32>\n  }\n}\n{-#\n  dialect_resources: {\n    builtin: {\n      w: "0x04000000%s"\n    }\n  }\n#-}\n' "$W4" >"$T/oneline.mlir"
+expect arith_one_line "$WPACK" externalize -q "$T/oneline.mlir" -o "$T/oneline.out" --archive "$T/oneline.wpack" --min-bytes 0
+head -1 "$T/oneline.out" | grep -q '^module { ml_program.global private @w(#ml_program.extern : tensor<4xf32>) : tensor<4xf32> {wpack.uri = "[^"]*"} func.func @f()' &&
+    "$MLIR_OPT" "$T/oneline.out" >/dev/null 2>"$T/err" && pass arith_one_line_module ||
+    fail arith_one_line_module "$(head -c 300 "$T/err"; head -2 "$T/oneline.out")"
 # a global of the module already named KEY: an error, nothing written
 printf 'module {\n  ml_program.global private @w(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>\n  func.func @f() -> tensor<4xf32> {\n    %%0 = arith.constant dense_resource<w> : tensor<4xf32>\n    return %%0 : tensor<4xf32>\n  }\n}\n{-#\n  dialect_resources: {\n    builtin: {\n      w: "0x04000000%s"\n    }\n  }\n#-}\n' "$W4" >"$T/clash.mlir"
 expect_fail arith_symbol_taken "clash.mlir:2:3: global @w: its symbol is the resource of the arith.constant at 4:10" \
