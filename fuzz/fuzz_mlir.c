@@ -7,8 +7,9 @@
  * global's value with its tensor type, for tensors up to 1 MiB: a decode
  * that succeeds gives exactly the type's byte count, a failure points inside
  * the input, and a value taken as a splat decodes to its element repeated.
- * Externalize's torch.vtensor.literal reading (resolver/extern_torch.c):
- * every span inside the input. And --annotate's location names (resolver/annotate_loc.c) of every op:
+ * Externalize's torch.vtensor.literal and arith.constant reading
+ * (resolver/extern_torch.c): every span inside the input, the insertion
+ * points of a load and a hoisted global before the op. And --annotate's location names (resolver/annotate_loc.c) of every op:
  * alias reads stay within the walk's bound, each name within the input's
  * size (a libFuzzer timeout finds a walk that blows up).
  */
@@ -140,6 +141,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check_span(l.entry, size, "torch entry");
             check_span(l.attrs, size, "torch attrs");
             FUZZ_ASSERT(l.attrs_insert <= size, "torch attrs insert point");
+            /* where a load and a hoisted global go, and the rewritten type's ':' */
+            FUZZ_ASSERT(l.stmt <= l.op.off && l.top_stmt <= l.op.off, "statement starts after the op");
+            FUZZ_ASSERT(l.colon < size && l.fn_open < size, "torch ':' or '(' outside the input");
         }
         for (size_t i = 0; i < doc->nglobals; i++)
             check_literal((const char *)copy, size, &doc->globals[i]);

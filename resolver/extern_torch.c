@@ -14,8 +14,13 @@
  *   %0 = torch.vtensor.external.literal(@KEY) {wpack.uri = "..."} : !torch.vtensor<...>
  *   %0 = "torch.vtensor.external.literal"() <{name = @KEY}> {wpack.uri = "..."} : () -> ...
  *
- * (wpack.uri with --emit uri only). A literal of any other value
- * (dense<...>, no name to give its entry) stays as it is.
+ * (--emit uri). An arith.constant of a dense_resource<KEY> (the same
+ * blobs after lowering) cannot hold a reference: it becomes
+ * `ml_program.global_load_const @KEY` of a global hoisted before its
+ * module-level op; with --emit iree a torch literal loads such a global
+ * too (torch_c.from_builtin_tensor of the load): IREE loads parameters only
+ * into #flow.parameter.named globals. A torch literal of dense<...> has no
+ * name: its entry is torch_literal_<XXH3-64 of the value's text>.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -60,23 +65,88 @@ static wpk_span trim(const char *buf, wpk_span s)
     return s;
 }
 
-/* "dense_resource<KEY> : T": T's span; 0 if value is not that. */
+/* "WORD<...> : T" (dense_resource<KEY>: one key inside): T's span; 0 if
+ * value is not that. */
+static int typed_value(const char *buf, wpk_span v, const char *word, wpk_span *type)
+{
+    size_t end = v.off + v.len;
+    wpk_lexer lx;
+    wpk_lex_init(&lx, buf, end, v.off);
+    wpk_tok t = wpk_lex_next(&lx);
+    if (t.kind != WPK_TOK_BAREID || !wpk_span_is(buf, (wpk_span){t.off, t.len}, word))
+        return 0;
+    wpk_tok o = wpk_lex_next(&lx);
+    size_t e = wpk_tok_is(&lx, o, '<') ? group_end(buf, end, o.off) : 0;
+    if (!e)
+        return 0;
+    if (strcmp(word, "dense_resource") == 0) {
+        t = wpk_lex_next(&lx);
+        if ((t.kind != WPK_TOK_BAREID && t.kind != WPK_TOK_STRING) || t.off + t.len != e)
+            return 0;
+    }
+    wpk_lex_init(&lx, buf, end, e + 1);
+    if (!wpk_tok_is(&lx, wpk_lex_next(&lx), ':'))
+        return 0;
+    *type = trim(buf, (wpk_span){lx.pos, end - lx.pos});
+    return type->len != 0;
+}
+
 static int resource_value(const char *buf, wpk_span v, wpk_span *type)
 {
+    return typed_value(buf, v, "dense_resource", type);
+}
+
+/* An optional attribute dictionary at the lexer's position: recorded in
+ * l->attrs, the lexer moved past it. 0 when it does not close. */
+static int take_attrs(const char *buf, size_t len, wpk_lexer *lx, wpk_torch_lit *l)
+{
+    wpk_tok t = wpk_lex_peek(lx);
+    if (!wpk_tok_is(lx, t, '{'))
+        return 1;
+    size_t e = group_end(buf, len, t.off);
+    if (!e)
+        return 0;
+    l->attrs = (wpk_span){t.off, e + 1 - t.off};
+    wpk_lex_init(lx, buf, len, e + 1);
+    return 1;
+}
+
+/* Pretty `arith.constant [{attrs}] dense_resource<KEY> : tensor<...>`: the
+ * value runs to the end of the tensor type (a type alias is not read). */
+static int arith_pretty(const char *buf, size_t len, wpk_torch_lit *l)
+{
     wpk_lexer lx;
-    wpk_lex_init(&lx, buf, v.off + v.len, v.off);
+    wpk_lex_init(&lx, buf, len, l->op.off + l->op.len);
+    if (!take_attrs(buf, len, &lx, l))
+        return 0;
     wpk_tok t = wpk_lex_next(&lx);
+    size_t vstart = t.off;
     if (t.kind != WPK_TOK_BAREID || !wpk_span_is(buf, (wpk_span){t.off, t.len}, "dense_resource"))
         return 0;
-    if (!wpk_tok_is(&lx, wpk_lex_next(&lx), '<'))
+    wpk_tok o = wpk_lex_next(&lx);
+    size_t e = wpk_tok_is(&lx, o, '<') ? group_end(buf, len, o.off) : 0;
+    if (!e)
+        return 0;
+    wpk_lex_init(&lx, buf, len, e + 1);
+    if (!wpk_tok_is(&lx, wpk_lex_next(&lx), ':'))
         return 0;
     t = wpk_lex_next(&lx);
-    if (t.kind != WPK_TOK_BAREID && t.kind != WPK_TOK_STRING)
+    if (t.kind != WPK_TOK_BAREID || !wpk_span_is(buf, (wpk_span){t.off, t.len}, "tensor"))
         return 0;
-    if (!wpk_tok_is(&lx, wpk_lex_next(&lx), '>') || !wpk_tok_is(&lx, wpk_lex_next(&lx), ':'))
+    o = wpk_lex_next(&lx);
+    if (!wpk_tok_is(&lx, o, '<') || !(e = group_end(buf, len, o.off)))
         return 0;
-    *type = trim(buf, (wpk_span){lx.pos, v.off + v.len - lx.pos});
-    return type->len != 0;
+    l->value = (wpk_span){vstart, e + 1 - vstart};
+    l->replace = (wpk_span){l->op.off, e + 1 - l->op.off};
+    return resource_value(buf, l->value, &l->type);
+}
+
+/* A torch literal's value: a resource, or (l->dense) a dense<...> literal. */
+static int torch_value(const char *buf, wpk_torch_lit *l)
+{
+    if (resource_value(buf, l->value, &l->type))
+        return 1;
+    return l->dense = typed_value(buf, l->value, "dense", &l->type);
 }
 
 int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk_torch_lit *l)
@@ -84,6 +154,12 @@ int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk
     memset(l, 0, sizeof *l);
     l->generic = op->generic;
     l->op = op->name;
+    l->arith = op->arith;
+    l->top_stmt = op->top_stmt;
+    l->stmt = op->stmt;
+    l->scope = op->scope;
+    if (op->arith && !op->generic)
+        return arith_pretty(buf, len, l);
     size_t open = op->name.off + op->name.len;
     while (open < len && strchr(" \t\r\n", buf[open]))
         open++;
@@ -96,14 +172,12 @@ int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk
         l->replace = (wpk_span){op->name.off, close + 1 - op->name.off};
         l->attrs_insert = close + 1;
         wpk_lex_init(&lx, buf, len, close + 1);
+        if (!take_attrs(buf, len, &lx, l))
+            return 0;
         wpk_tok t = wpk_lex_peek(&lx);
-        if (wpk_tok_is(&lx, t, '{')) {
-            size_t e = group_end(buf, len, t.off);
-            if (!e)
-                return 0;
-            l->attrs = (wpk_span){t.off, e + 1 - t.off};
-        }
-        return resource_value(buf, l->value, &l->type);
+        if (wpk_tok_is(&lx, t, ':'))
+            l->colon = t.off;
+        return torch_value(buf, l);
     }
     /* generic: () [<{props}>] [{attrs}], the value in one of them */
     if (close != open + 1 && trim(buf, (wpk_span){open + 1, close - open - 1}).len)
@@ -125,13 +199,13 @@ int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk
         if (!wpk_tok_is(&lx, wpk_lex_next(&lx), '>'))
             return 0;
         l->attrs_insert = lx.pos;
-        t = wpk_lex_peek(&lx);
     }
-    if (wpk_tok_is(&lx, t, '{')) {
-        size_t e = group_end(buf, len, t.off);
-        if (!e)
-            return 0;
-        l->attrs = (wpk_span){t.off, e + 1 - t.off};
+    if (!take_attrs(buf, len, &lx, l))
+        return 0;
+    wpk_tok c = wpk_lex_next(&lx), f = wpk_lex_next(&lx);
+    if (wpk_tok_is(&lx, c, ':') && wpk_tok_is(&lx, f, '(')) {
+        l->colon = c.off;
+        l->fn_open = f.off;
     }
     wpk_dict_entry ent[16];
     size_t n, dclose;
@@ -146,7 +220,7 @@ int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk
                 l->value = trim(buf, ent[i].value);
                 l->entry = (wpk_span){ent[i].key.off, ent[i].value.off + ent[i].value.len - ent[i].key.off};
                 l->in_attrs = pass == 1;
-                return resource_value(buf, l->value, &l->type);
+                return op->arith ? resource_value(buf, l->value, &l->type) : torch_value(buf, l);
             }
     }
     return 0;
@@ -220,5 +294,180 @@ int wpk_torch_lit_patches(const char *buf, size_t len, const wpk_torch_lit *l, c
         out[(*np)++] = (wpk_patch){l->entry.off, l->entry.len, b.p, b.n};
     if (c.p)
         out[(*np)++] = (wpk_patch){uoff, ulen, c.p, c.n};
+    return 0;
+}
+
+/* Text inserted at `at` putting `line` on a line of its own, with at's
+ * indentation (or between blanks when at does not start its line). */
+static void line_before(wpk_strbuf *g, const char *buf, size_t at, const wpk_strbuf *line)
+{
+    size_t ls = at;
+    while (ls > 0 && (buf[ls - 1] == ' ' || buf[ls - 1] == '\t'))
+        ls--;
+    int own_line = ls == 0 || buf[ls - 1] == '\n';
+    if (!own_line && ls == at) /* right after a '{': one blank each side */
+        wpk_sb_puts(g, " ");
+    wpk_sb_put(g, line->p ? line->p : "", line->n);
+    if (own_line) {
+        wpk_sb_puts(g, "\n");
+        wpk_sb_put(g, buf + ls, at - ls);
+    } else if (buf[at] != ' ' && buf[at] != '\t') {
+        wpk_sb_puts(g, " ");
+    }
+}
+
+/* The hoisted global: ml_program.global private @KEY(VALUE) : T [{wpack.uri}]. */
+static void hoisted_global(wpk_strbuf *g, const char *buf, const wpk_torch_lit *l,
+                           const char *key, size_t key_len, const char *uri, const char *scope)
+{
+    wpk_sb_puts(g, "ml_program.global private ");
+    put_symbol(g, key, key_len);
+    if (uri) {
+        wpk_sb_puts(g, "(#ml_program.extern : ");
+    } else {
+        wpk_sb_puts(g, "(#flow.parameter.named<\"");
+        wpk_sb_puts(g, scope);
+        wpk_sb_puts(g, "\"::\"");
+        wpk_sb_put(g, key, key_len);
+        wpk_sb_puts(g, "\"> : ");
+    }
+    wpk_sb_put(g, buf + l->type.off, l->type.len);
+    wpk_sb_puts(g, ") : ");
+    wpk_sb_put(g, buf + l->type.off, l->type.len);
+    if (uri) {
+        wpk_sb_puts(g, " {wpack.uri = \"");
+        wpk_sb_puts(g, uri);
+        wpk_sb_puts(g, "\"}");
+    }
+}
+
+/* texts[0..3) = the buffers' texts; all freed and WPACK_E_NOMEM when one
+ * ran out of memory. */
+static int take_texts(const wpk_strbuf *s, char **texts)
+{
+    int failed = s[0].failed || s[1].failed || s[2].failed;
+    for (int k = 0; k < 3; k++) {
+        texts[k] = failed ? NULL : s[k].p;
+        if (failed)
+            free(s[k].p);
+    }
+    return failed ? WPACK_E_NOMEM : 0;
+}
+
+int wpk_const_patches(const char *buf, size_t len, const wpk_torch_lit *l, const char *key,
+                      size_t key_len, const char *uri, const char *scope, int hoist,
+                      wpk_patch *out, size_t *np, char **texts)
+{
+    wpk_strbuf g = {0}, a = {0}, b = {0};
+    *np = 0;
+    if (hoist) { /* the global, on a line of its own with the op's indentation */
+        wpk_strbuf line = {0};
+        hoisted_global(&line, buf, l, key, key_len, uri, scope);
+        line_before(&g, buf, l->top_stmt, &line);
+        g.failed |= line.failed;
+        free(line.p);
+    }
+    if (!l->generic) {
+        wpk_sb_puts(&a, "ml_program.global_load_const ");
+        put_symbol(&a, key, key_len);
+        wpk_sb_puts(&a, " : ");
+        wpk_sb_put(&a, buf + l->type.off, l->type.len);
+        if (l->attrs.len) { /* its printer puts the attr-dict after the type */
+            wpk_sb_puts(&a, " ");
+            wpk_sb_put(&a, buf + l->attrs.off, l->attrs.len);
+        }
+    } else {
+        wpk_sb_puts(&a, "\"ml_program.global_load_const\"");
+        wpk_sb_puts(&b, "global = ");
+        put_symbol(&b, key, key_len);
+    }
+    (void)len;
+    wpk_strbuf all[3] = {g, a, b};
+    if (take_texts(all, texts))
+        return WPACK_E_NOMEM;
+    if (hoist)
+        out[(*np)++] = (wpk_patch){l->top_stmt, 0, g.p, g.n};
+    out[(*np)++] = (wpk_patch){l->replace.off, l->replace.len, a.p, a.n};
+    if (l->generic)
+        out[(*np)++] = (wpk_patch){l->entry.off, l->entry.len, b.p, b.n};
+    return 0;
+}
+
+/* attrs without its entry e (and one comma beside it); empty when e was
+ * its only entry. */
+static void attrs_without(wpk_strbuf *a, const char *buf, wpk_span attrs, wpk_span e)
+{
+    size_t from = e.off, to = e.off + e.len, end = attrs.off + attrs.len - 1; /* the '}' */
+    size_t k = to;
+    while (k < end && strchr(" \t\r\n", buf[k]))
+        k++;
+    if (k < end && buf[k] == ',') { /* an entry follows: up to it */
+        to = k + 1;
+        while (to < end && strchr(" \t\r\n", buf[to]))
+            to++;
+    } else { /* the last: from the comma before it */
+        k = from;
+        while (k > attrs.off + 1 && strchr(" \t\r\n", buf[k - 1]))
+            k--;
+        if (buf[k - 1] == ',')
+            from = k - 1;
+        else
+            return; /* the only entry: no dictionary */
+    }
+    wpk_sb_puts(a, " ");
+    wpk_sb_put(a, buf + attrs.off, from - attrs.off);
+    wpk_sb_put(a, buf + to, attrs.off + attrs.len - to);
+}
+
+int wpk_torch_param_patches(const char *buf, size_t len, const wpk_torch_lit *l, const char *key,
+                            size_t key_len, const char *scope, int hoist, const char *ssa,
+                            wpk_patch *out, size_t *np, char **texts)
+{
+    *np = 0;
+    if (!l->colon || (l->generic && !l->fn_open) || l->stmt >= l->op.off)
+        return WPACK_E_UNSUPPORTED;
+    wpk_strbuf g = {0}, ld = {0}, a = {0}, line = {0};
+    if (hoist) {
+        hoisted_global(&line, buf, l, key, key_len, NULL, scope);
+        line_before(&g, buf, l->top_stmt, &line);
+        free(line.p);
+        line = (wpk_strbuf){0};
+    }
+    /* the load, on a line of its own before the op's statement */
+    wpk_sb_puts(&line, "%");
+    wpk_sb_puts(&line, ssa);
+    wpk_sb_puts(&line, " = ml_program.global_load_const ");
+    put_symbol(&line, key, key_len);
+    wpk_sb_puts(&line, " : ");
+    wpk_sb_put(&line, buf + l->type.off, l->type.len);
+    line_before(&ld, buf, l->stmt, &line);
+    /* the op: `torch_c.from_builtin_tensor %ssa {attrs} : T -> R` (pretty),
+     * `"torch_c.from_builtin_tensor"(%ssa) {attrs} : (T) -> R` (generic);
+     * R stays where it is */
+    wpk_sb_puts(&a, l->generic ? "\"torch_c.from_builtin_tensor\"(%" : "torch_c.from_builtin_tensor %");
+    wpk_sb_puts(&a, ssa);
+    if (l->generic)
+        wpk_sb_puts(&a, ")");
+    if (l->in_attrs) {
+        attrs_without(&a, buf, l->attrs, l->entry);
+    } else if (l->attrs.len) {
+        wpk_sb_puts(&a, " ");
+        wpk_sb_put(&a, buf + l->attrs.off, l->attrs.len);
+    }
+    wpk_sb_puts(&a, l->generic ? " : (" : " : ");
+    wpk_sb_put(&a, buf + l->type.off, l->type.len);
+    if (!l->generic)
+        wpk_sb_puts(&a, " ->");
+    (void)len;
+    g.failed |= line.failed;
+    free(line.p);
+    wpk_strbuf all[3] = {g, ld, a};
+    if (take_texts(all, texts))
+        return WPACK_E_NOMEM;
+    if (hoist)
+        out[(*np)++] = (wpk_patch){l->top_stmt, 0, g.p, g.n};
+    out[(*np)++] = (wpk_patch){l->stmt, 0, ld.p, ld.n};
+    size_t end = l->generic ? l->fn_open + 1 : l->colon + 1;
+    out[(*np)++] = (wpk_patch){l->op.off, end - l->op.off, a.p, a.n};
     return 0;
 }

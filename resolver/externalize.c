@@ -58,18 +58,36 @@ typedef struct {
     wpk_mlir_tensor type;
     int dtype;
     uint64_t nbytes;
-    const wpk_resource *res;
-    char *key;                  /* its entry's name: KEY decoded (heap) */
+    const wpk_resource *res;    /* its blob, or NULL: a dense<...> literal */
+    int splat;                  /* dense: a splat literal, a splat entry of fill */
+    unsigned char fill[8];
+    char *key;                  /* its entry's name: KEY decoded, or for a dense
+                                   literal torch_literal_<XXH3 of its text> (heap) */
     size_t key_len;
     unsigned line, col;
     int writes;                 /* the first literal of its KEY writes the entry */
+    int hoisting;               /* loads a global @KEY: an arith.constant, or a torch
+                                   literal with --emit iree */
+    int hoists;                 /* the first of those of its KEY in its module puts
+                                   the global there */
 } torch_cand;
+
+static const char *op_label(const torch_cand *c)
+{
+    return c->lit.arith ? "arith.constant" : "torch.vtensor.literal";
+}
 
 static int tc_cmp(const void *a, const void *b)
 {
     const torch_cand *x = *(const torch_cand *const *)a, *y = *(const torch_cand *const *)b;
     int c = wpk_bytes_cmp(x->key, x->key_len, y->key, y->key_len);
-    return c ? c : x->lit.op.off < y->lit.op.off ? -1 : 1;
+    if (c)
+        return c;
+    if (x->hoisting != y->hoisting) /* the others first, then by module */
+        return x->hoisting ? 1 : -1;
+    if (x->hoisting && x->lit.scope != y->lit.scope)
+        return x->lit.scope < y->lit.scope ? -1 : 1;
+    return x->lit.op.off < y->lit.op.off ? -1 : 1;
 }
 
 /* The literals of dense_resource blobs of at least min_bytes, in file
@@ -78,7 +96,7 @@ static int tc_cmp(const void *a, const void *b)
  * WPACK_E_NOMEM (other problems are diagnostics). */
 static int collect_torch(const wpk_mlir_doc *doc, const wpk_res_index *rk, uint64_t min_bytes,
                          wpk_diag *d, wpack_externalize_result *res, const candidate *cand,
-                         size_t ncand, torch_cand **out, size_t *nout)
+                         size_t ncand, const char *unescaped, torch_cand **out, size_t *nout)
 {
     torch_cand *tc = calloc(doc->ntorch_ops + 1, sizeof *tc);
     torch_cand **by = malloc((doc->ntorch_ops + 1) * sizeof *by);
@@ -102,14 +120,38 @@ static int collect_torch(const wpk_mlir_doc *doc, const wpk_res_index *rk, uint6
         if (wpk_mlir_parse_tensor(buf + c.lit.type.off, c.lit.type.len, &c.type, why, sizeof why) ||
             (c.nbytes = wpk_literal_nbytes(&c.type, &ok), !ok)) {
             res->kept++;
-            wpk_diag_emit(d, WPACK_DIAG_NOTE, 0, "%s:%u:%u: torch.vtensor.literal: kept inline (type %.*s)",
-                          d->source, c.line, c.col, (int)(c.lit.type.len > 200 ? 200 : c.lit.type.len),
+            wpk_diag_emit(d, WPACK_DIAG_NOTE, 0, "%s:%u:%u: %s: kept inline (type %.*s)",
+                          d->source, c.line, c.col, op_label(&c), (int)(c.lit.type.len > 200 ? 200 : c.lit.type.len),
                           buf + c.lit.type.off);
             continue;
         }
         c.dtype = wpk_literal_dtype(c.type.elem);
         if (c.nbytes < min_bytes) {
             res->kept++;
+            continue;
+        }
+        if (c.lit.dense) {
+            /* no name: one from its text, stable across runs, the same
+             * for equal literals (which share their entry) */
+            size_t at;
+            int e = wpk_literal_splat(buf, c.lit.value, &c.type, c.fill, &c.splat, why, sizeof why, &at);
+            if (e) {
+                unsigned l, col;
+                wpk_mlir_line_col(buf, doc->len, at, &l, &col);
+                wpk_diag_emit(d, WPACK_DIAG_ERROR, e, "%s:%u:%u: torch.vtensor.literal: %s", d->source,
+                              l, col, why);
+                continue;
+            }
+            char nm[40];
+            wpk_fmt(nm, sizeof nm, "torch_literal_%016llx",
+                    (unsigned long long)wpk_xxh3(buf + c.lit.value.off, c.lit.value.len));
+            if (!(c.key = strdup(nm))) {
+                free(by);
+                return WPACK_E_NOMEM;
+            }
+            c.key_len = strlen(nm);
+            c.hoisting = unescaped != NULL;
+            tc[n++] = c;
             continue;
         }
         if (!(c.key = wpk_resource_key(buf, c.lit.value, &c.key_len))) {
@@ -122,9 +164,34 @@ static int collect_torch(const wpk_mlir_doc *doc, const wpk_res_index *rk, uint6
         c.res = wpk_find_resource(doc, rk, c.key, c.key_len);
         if (!c.res || bad) {
             wpk_diag_emit(d, WPACK_DIAG_ERROR, bad ? WPACK_E_NAME : WPACK_E_INPUT,
-                          "%s:%u:%u: torch.vtensor.literal: dense_resource<%s> %s%s", d->source,
-                          c.line, c.col, q, bad ? "cannot be an entry name: " : "has no blob in the file's builtin resources",
+                          "%s:%u:%u: %s: dense_resource<%s> %s%s", d->source,
+                          c.line, c.col, op_label(&c), q, bad ? "cannot be an entry name: " : "has no blob in the file's builtin resources",
                           bad ? bad : "");
+            free(c.key);
+            continue;
+        }
+        c.hoisting = c.lit.arith || unescaped;
+        if (unescaped && wpk_name_needs_escape(c.key)) {
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
+                          "%s:%u:%u: %s: dense_resource<%s> has a '\"' or '\\', which %s "
+                          "prints unescaped (use --emit uri)", d->source, c.line, c.col, op_label(&c), q,
+                          unescaped);
+            free(c.key);
+            continue;
+        }
+        if (c.hoisting && !c.lit.arith &&
+            (!c.lit.colon || (c.lit.generic && !c.lit.fn_open) || c.lit.stmt >= c.lit.op.off)) {
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
+                          "%s:%u:%u: torch.vtensor.literal: no `%%v = ... : TYPE` statement read around "
+                          "it (--emit %s makes it a load of a global)", d->source, c.line, c.col,
+                          unescaped);
+            free(c.key);
+            continue;
+        }
+        if (c.hoisting && !c.lit.arith && memmem(buf, doc->len, "%wpack.param.", 13)) {
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EXISTS,
+                          "%s:%u:%u: torch.vtensor.literal: the file uses %%wpack.param. names already, "
+                          "which --emit %s gives its loads", d->source, c.line, c.col, unescaped);
             free(c.key);
             continue;
         }
@@ -136,14 +203,16 @@ static int collect_torch(const wpk_mlir_doc *doc, const wpk_res_index *rk, uint6
     qsort(by, n, sizeof *by, tc_cmp);
     for (size_t k = 0; k < n; k++) {
         torch_cand *c = by[k], *p = k ? by[k - 1] : NULL;
-        if (!p || wpk_bytes_cmp(c->key, c->key_len, p->key, p->key_len)) {
+        int first = !p || wpk_bytes_cmp(c->key, c->key_len, p->key, p->key_len);
+        c->hoists = c->hoisting && (first || !p->hoisting || p->lit.scope != c->lit.scope);
+        if (first) {
             c->writes = 1;
             continue;
         }
         if (!wpk_mlir_tensor_equal(&c->type, &p->type))
             wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_SHAPE,
-                          "%s:%u:%u: torch.vtensor.literal: its resource is read as %.*s at %u:%u",
-                          d->source, c->line, c->col, (int)(p->lit.type.len > 200 ? 200 : p->lit.type.len),
+                          "%s:%u:%u: %s: its resource is read as %.*s at %u:%u",
+                          d->source, c->line, c->col, op_label(c), (int)(p->lit.type.len > 200 ? 200 : p->lit.type.len),
                           buf + p->lit.type.off, p->line, p->col);
     }
     for (size_t i = 0; i < ncand; i++) {
@@ -160,9 +229,32 @@ static int collect_torch(const wpk_mlir_doc *doc, const wpk_res_index *rk, uint6
             char where[400];
             wpk_global_where(where, sizeof where, d, &doc->globals[cand[i].global]);
             wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EXISTS,
-                          "%s: its entry '%s' is also the resource of the torch.vtensor.literal at %u:%u",
-                          where, cand[i].entry, by[lo]->line, by[lo]->col);
+                          "%s: its entry '%s' is also the resource of the %s at %u:%u",
+                          where, cand[i].entry, op_label(by[lo]), by[lo]->line, by[lo]->col);
         }
+    }
+    /* a hoisted global takes its KEY as symbol: no other global of its
+     * module may have it */
+    for (size_t i = 0; i < doc->nglobals; i++) {
+        const wpk_global *g = &doc->globals[i];
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (wpk_bytes_cmp(by[mid]->key, by[mid]->key_len, g->name, g->name_len) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (; lo < n && wpk_bytes_cmp(by[lo]->key, by[lo]->key_len, g->name, g->name_len) == 0; lo++)
+            if (by[lo]->hoists && by[lo]->lit.scope == g->scope) {
+                char where[400];
+                wpk_global_where(where, sizeof where, d, &doc->globals[i]);
+                wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EXISTS,
+                              "%s: its symbol is the resource of the %s at %u:%u, "
+                              "whose global would take that name", where, op_label(by[lo]), by[lo]->line,
+                              by[lo]->col);
+                break;
+            }
     }
     free(by);
     return 0;
@@ -390,10 +482,10 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             goto nomem;
     }
     if (!d.first_error &&
-        collect_torch(doc, &rkeys, opt.min_bytes, &d, &res, cand, ncand, &tc, &ntc))
+        collect_torch(doc, &rkeys, opt.min_bytes, &d, &res, cand, ncand, unescaped, &tc, &ntc))
         goto nomem;
     for (size_t i = 0; i < ntc; i++)
-        if (tc[i].writes)
+        if (tc[i].writes && !tc[i].splat)
             data_bytes = sat_add(data_bytes, tc[i].nbytes);
     if (d.first_error) {
         rc = d.first_error;
@@ -469,19 +561,27 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         res.bytes_moved = sat_add(res.bytes_moved, c->nbytes);
         if (!c->writes)
             continue;
-        if (!(rc = wpack_writer_begin_tensor(w, c->key, c->dtype, c->type.rank, c->type.dims)))
-            rc = wpk_literal_blob_decode(buf, c->res, &c->type, writer_sink, w, why, sizeof why);
-        else
+        size_t at;
+        if (c->splat) { /* one element, however many it stands for */
+            if ((rc = wpack_writer_add_splat(w, c->key, c->dtype, c->type.rank, c->type.dims, c->fill,
+                                             wpack_dtype_size(c->dtype))))
+                wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
+        } else if ((rc = wpack_writer_begin_tensor(w, c->key, c->dtype, c->type.rank, c->type.dims))) {
             wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
-        if (rc == WPACK_E_IO && wpack_writer_errcode(w)) {
-            rc = wpack_writer_errcode(w);
-            wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
+        } else {
+            rc = c->res ? wpk_literal_blob_decode(buf, c->res, &c->type, writer_sink, w, why, sizeof why)
+                        : wpk_literal_decode(buf, c->lit.value, &c->type, writer_sink, w, why,
+                                             sizeof why, &at);
+            if (rc == WPACK_E_IO && wpack_writer_errcode(w)) {
+                rc = wpack_writer_errcode(w);
+                wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
+            }
+            if (!rc && (rc = wpack_writer_end_tensor(w)))
+                wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
         }
-        if (!rc && (rc = wpack_writer_end_tensor(w)))
-            wpk_fmt(why, sizeof why, "%s", wpack_writer_errmsg(w));
         if (rc) {
-            wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s:%u:%u: torch.vtensor.literal: %s", d.source,
-                          c->line, c->col, why);
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s:%u:%u: %s: %s", d.source,
+                          c->line, c->col, op_label(c), why);
             goto done;
         }
     }
@@ -533,7 +633,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             res.resources_dropped++;
         }
     for (size_t i = 0; i < ntc; i++)
-        if (refs[tc[i].res - doc->resources] == 0 && !drop[tc[i].res - doc->resources]) {
+        if (tc[i].res && refs[tc[i].res - doc->resources] == 0 && !drop[tc[i].res - doc->resources]) {
             drop[tc[i].res - doc->resources] = 1;
             res.resources_dropped++;
         }
@@ -548,9 +648,23 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             }
         }
         size_t np;
-        int e = wpk_torch_lit_patches(buf, len, &tc[i].lit, tc[i].key, tc[i].key_len, uri,
-                                      patches + npatches, &np, texts + 3 * i);
+        char ssa[40];
+        wpk_fmt(ssa, sizeof ssa, "wpack.param.%zu", i);
+        int e = tc[i].lit.arith
+                    ? wpk_const_patches(buf, len, &tc[i].lit, tc[i].key, tc[i].key_len, uri, scope,
+                                        tc[i].hoists, patches + npatches, &np, texts + 3 * i)
+                : tc[i].hoisting
+                    ? wpk_torch_param_patches(buf, len, &tc[i].lit, tc[i].key, tc[i].key_len, scope,
+                                              tc[i].hoists, ssa, patches + npatches, &np, texts + 3 * i)
+                    : wpk_torch_lit_patches(buf, len, &tc[i].lit, tc[i].key, tc[i].key_len, uri,
+                                            patches + npatches, &np, texts + 3 * i);
         free(uri);
+        if (e == WPACK_E_UNSUPPORTED) { /* checked before anything is written: cannot happen */
+            rc = e;
+            wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s:%u:%u: torch.vtensor.literal: its form is not read",
+                          d.source, tc[i].line, tc[i].col);
+            goto done;
+        }
         if (e)
             goto nomem;
         npatches += np;

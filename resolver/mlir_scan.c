@@ -141,12 +141,30 @@ static int gap_has_newline(const char *buf, size_t from, size_t to)
     return 0;
 }
 
-static int record_torch_op(wpk_scanner *sc, wpk_tok t, int generic)
+static int record_torch_op(wpk_scanner *sc, wpk_tok t, int generic, int arith)
 {
     wpk_mlir_doc *d = sc->doc;
+    if (arith && !sc->sp)
+        return 0; /* in no region of an op: no constant to hoist */
     if (!wpk_grow_array((void **)&d->torch_ops, &d->captorch_ops, d->ntorch_ops, sizeof *d->torch_ops))
         return wpk_scan_nomem(sc);
-    d->torch_ops[d->ntorch_ops++] = (wpk_torch_op){{t.off, t.len}, generic};
+    /* the statement of the innermost module body (region 0), else the top level's */
+    size_t top = sc->top_stmt;
+    for (size_t i = sc->sp; i-- > 0;)
+        if (sc->stack[i].c == '{' && sc->stack[i].region == 0) {
+            /* no statement started on a line of its own yet: right after the '{' */
+            top = sc->stack[i].stmt_start != (size_t)-1 ? sc->stack[i].stmt_start : sc->stack[i].off + 1;
+            break;
+        }
+    if (top == (size_t)-1)
+        top = 0; /* the top level (no module around): the file's start */
+    size_t stmt = *wpk_scan_stmt_slot(sc);
+    d->torch_ops[d->ntorch_ops++] = (wpk_torch_op){{t.off, t.len},
+                                                   stmt == (size_t)-1 ? t.off : stmt,
+                                                   top,
+                                                   sc->sp ? sc->stack[sc->sp - 1].module : 0,
+                                                   (unsigned char)generic,
+                                                   (unsigned char)arith};
     return 0;
 }
 
@@ -207,7 +225,10 @@ static int scan_all(wpk_scanner *sc)
                 if (fast ? sc->failed : wpk_scan_util_pretty(sc, t))
                     return sc->failed;
             } else if (wpk_scan_word(sc, t, "torch.vtensor.literal") && wpk_scan_peek_is(sc, '(')) {
-                if (record_torch_op(sc, t, 0))
+                if (record_torch_op(sc, t, 0, 0))
+                    return sc->failed;
+            } else if (wpk_scan_word(sc, t, "arith.constant")) {
+                if (record_torch_op(sc, t, 0, 1))
                     return sc->failed;
             } else if (wpk_scan_word(sc, t, "loc") && wpk_scan_peek_is(sc, '(')) {
                 if (record_loc(sc, t))
@@ -224,7 +245,10 @@ static int scan_all(wpk_scanner *sc)
                 if (wpk_scan_generic(sc, t, 1))
                     return sc->failed;
             } else if (wpk_span_is(buf, (wpk_span){t.off, t.len}, "\"torch.vtensor.literal\"")) {
-                if (record_torch_op(sc, t, 1))
+                if (record_torch_op(sc, t, 1, 0))
+                    return sc->failed;
+            } else if (wpk_span_is(buf, (wpk_span){t.off, t.len}, "\"arith.constant\"")) {
+                if (record_torch_op(sc, t, 1, 1))
                     return sc->failed;
             }
             break;

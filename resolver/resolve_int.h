@@ -202,6 +202,13 @@ typedef struct wpk_torch_lit {
     wpk_span attrs;             /* the discardable dictionary, or len 0 */
     size_t attrs_insert;        /* where " {...}" goes when there is none */
     int generic, in_attrs;      /* in_attrs: generic, the value in that dictionary */
+    int dense;                  /* torch: the value is dense<...> : T, not a resource */
+    int arith;                  /* an arith.constant (its value hoisted to a global) */
+    size_t stmt;                /* the op's statement (its result) */
+    size_t colon;               /* torch: the ':' of its trailing type, or 0 */
+    size_t fn_open;             /* torch generic: the '(' of `: () -> R`, or 0 */
+    size_t top_stmt;            /* where a hoisted global goes */
+    uint32_t scope;             /* arith: its module (wpk_global.scope) */
 } wpk_torch_lit;
 /* 1 when op is a torch.vtensor.literal of a dense_resource (l filled), 0
  * when not (another value, or a form not read: left as it is). */
@@ -209,6 +216,24 @@ int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk
 /* The edits turning l into torch.vtensor.external.literal(@KEY) (with
  * wpack.uri = "uri" unless uri is NULL): up to 3 patches into out, their
  * texts (heap, to free) into texts[0..3). 0 or WPACK_E_NOMEM. */
+/* The edits turning an arith.constant l into `ml_program.global_load_const
+ * @KEY` and, when hoist, putting `ml_program.global private @KEY(VALUE) : T`
+ * before its module-level op: VALUE `#ml_program.extern : T` with
+ * {wpack.uri = "uri"} (uri not NULL), else #flow.parameter.named<"scope"::"KEY">.
+ * Up to 3 patches and texts, as wpk_torch_lit_patches. */
+int wpk_const_patches(const char *buf, size_t len, const wpk_torch_lit *l, const char *key,
+                      size_t key_len, const char *uri, const char *scope, int hoist,
+                      wpk_patch *out, size_t *np, char **texts);
+/* --emit iree: the edits turning torch literal l into a load of the
+ * hoisted global @KEY (put there when hoist, as wpk_const_patches) and
+ * `torch_c.from_builtin_tensor`, the form IREE's torch input takes for a
+ * parameter (its torch-to-iree pipeline does not lower
+ * torch.vtensor.external.literal); the load's value is %<ssa>. Up to 3
+ * patches and texts. 0, WPACK_E_NOMEM, or WPACK_E_UNSUPPORTED (a form
+ * not read). */
+int wpk_torch_param_patches(const char *buf, size_t len, const wpk_torch_lit *l, const char *key,
+                            size_t key_len, const char *scope, int hoist, const char *ssa,
+                            wpk_patch *out, size_t *np, char **texts);
 int wpk_torch_lit_patches(const char *buf, size_t len, const wpk_torch_lit *l, const char *key,
                           size_t key_len, const char *uri, wpk_patch *out, size_t *np,
                           char **texts);

@@ -92,6 +92,9 @@ b = r.standard_normal(8).astype(np.float32)
 resources.append(f'      blob_shared: "0x04000000{b.tobytes().hex().upper()}"')
 globals_.append("  ml_program.global private @res_shared(dense_resource<blob_shared> : tensor<8xf32>) : tensor<8xf32> {keep.me}")
 np.save(f"{d}/npy/res_shared.npy", b); moved["res_shared"] = "res_shared"
+# ... and with an arith.constant (hoisted to a global @blob_shared, entry
+# blob_shared) and an attribute of the function (which keeps the blob)
+np.save(f"{d}/npy/blob_shared.npy", b); moved["blob_shared"] = "blob_shared"
 # through an attribute alias
 a = np.arange(12, dtype=np.float32) / 8
 np.save(f"{d}/npy/aliased.npy", a); moved["aliased"] = "aliased"
@@ -100,7 +103,7 @@ with open(f"{d}/dense.mlir", "w") as f:
     f.write("#w_alias = dense<" + lit(a, ffmt) + "> : tensor<12xf32>\n")
     f.write("module {\n" + "\n".join(globals_) + "\n")
     f.write("  ml_program.global private @aliased(#w_alias) : tensor<12xf32>\n")
-    f.write("  func.func @f() -> tensor<8xf32> {\n"
+    f.write("  func.func @f() -> tensor<8xf32> attributes {w.ref = dense_resource<blob_shared> : tensor<8xf32>} {\n"
             "    %0 = arith.constant dense_resource<blob_shared> : tensor<8xf32>\n"
             "    return %0 : tensor<8xf32>\n  }\n}\n")
     f.write("{-#\n  dialect_resources: {\n    builtin: {\n" + ",\n".join(resources) + "\n    }\n  }\n#-}\n")
