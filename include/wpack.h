@@ -450,7 +450,8 @@ int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, ui
  * when its bytes (an alias's target's, an external entry's in its shard)
  * carry one XXH3-64 per chunk of that size, so that a verified
  * wpack_read_ex() of a part hashes - or, from a URL, fetches - only the
- * chunks that hold it, each time, instead of the whole entry once. 0: none
+ * chunks that hold it instead of the whole entry (a mapped chunk once per
+ * open, as a whole entry; a fetched one at each read). 0: none
  * (a compressed, splat or small entry, an archive written without them). */
 uint64_t wpack_tensor_chunk_size(const wpack_archive *ar, uint64_t i);
 

@@ -3,6 +3,7 @@
  * stored bytes, so that a part of it is checked by hashing (or fetching)
  * only the chunks that hold it, not the whole entry: the rows one host of
  * a tensor-parallel job loads from a 4 GB embedding, over the network. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,74 @@ static int bad_chunk(const wpack_archive *ar, const wpack_tensor *t, const wpk_s
                     (unsigned long long)chunk_sum(s, k));
 }
 
+/* ------------------------------------------------ chunks checked before */
+
+/* A set of the addresses of mapped chunks that matched their checksums
+ * (open addressing; the key is the chunk's first byte's address + 1). Its
+ * memory is bounded: at WPK_MARKS_MAX slots it is emptied and starts over
+ * (the chunks are hashed again: correct, only slower). Bytes of a mapping
+ * are the open file's, as for the per-entry marks (read.c): checked once
+ * per open. */
+#define WPK_MARKS_MAX ((size_t)1 << 16)
+
+struct wpk_chunk_marks {
+    pthread_mutex_t lock;
+    uintptr_t *slot;        /* NULL until the first mark */
+    size_t used;
+};
+
+int wpk_chunk_marks_new(wpack_archive *ar)
+{
+    if (!(ar->marks = calloc(1, sizeof *ar->marks)))
+        return WPACK_E_NOMEM;
+    pthread_mutex_init(&ar->marks->lock, NULL);
+    return WPACK_OK;
+}
+
+void wpk_chunk_marks_free(wpack_archive *ar)
+{
+    if (!ar->marks)
+        return;
+    pthread_mutex_destroy(&ar->marks->lock);
+    free(ar->marks->slot);
+    free(ar->marks);
+    ar->marks = NULL;
+}
+
+static size_t mark_home(uintptr_t key)
+{
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 48) & (WPK_MARKS_MAX - 1);
+}
+
+/* 1 when the chunk at p was marked; with set, mark it (0 returned). */
+static int marked(struct wpk_chunk_marks *m, const uint8_t *p, int set)
+{
+    if (!m)
+        return 0;
+    uintptr_t key = (uintptr_t)p + 1;
+    int hit = 0;
+    pthread_mutex_lock(&m->lock);
+    if (!m->slot && set)
+        m->slot = calloc(WPK_MARKS_MAX, sizeof *m->slot);
+    if (m->slot) {
+        if (set && m->used >= WPK_MARKS_MAX / 4 * 3) { /* full enough: start over */
+            memset(m->slot, 0, WPK_MARKS_MAX * sizeof *m->slot);
+            m->used = 0;
+        }
+        size_t i = mark_home(key);
+        while (m->slot[i] && m->slot[i] != key)
+            i = (i + 1) & (WPK_MARKS_MAX - 1);
+        hit = m->slot[i] == key;
+        if (set && !hit) {
+            m->slot[i] = key;
+            m->used++;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return hit;
+}
+
 int wpk_sums_check_mapped(const wpack_archive *ar, const wpack_tensor *t, const wpk_sums *s,
                           const uint8_t *data, uint64_t offset, size_t n)
 {
@@ -108,9 +177,12 @@ int wpk_sums_check_mapped(const wpack_archive *ar, const wpack_tensor *t, const 
     for (uint64_t k = offset >> s->log2; k <= (offset + n - 1) >> s->log2; k++) {
         uint64_t a, b;
         chunk_span(s, k, &a, &b);
+        if (marked(ar->marks, data + a, 0))
+            continue;
         uint64_t got = wpk_xxh3(data + a, (size_t)(b - a));
         if (got != chunk_sum(s, k))
             return bad_chunk(ar, t, s, k, got, "");
+        marked(ar->marks, data + a, 1);
     }
     return WPACK_OK;
 }

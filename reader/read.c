@@ -17,7 +17,8 @@ int wpk_reads_init(wpack_archive *ar)
     /* one byte per entry: bounded by the index's 80 bytes per entry */
     uint64_t n = ar->info.entry_count ? ar->info.entry_count : 1;
     ar->checked = calloc((size_t)n, 1);
-    if (!ar->checked || wpk_chunk_cache_new(ar) != WPACK_OK || wpk_kept_new(ar) != WPACK_OK)
+    if (!ar->checked || wpk_chunk_cache_new(ar) != WPACK_OK || wpk_kept_new(ar) != WPACK_OK ||
+        wpk_chunk_marks_new(ar) != WPACK_OK)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory for the read state of %llu entries",
                         (unsigned long long)n);
     return WPACK_OK;
@@ -29,6 +30,7 @@ void wpk_reads_free(wpack_archive *ar)
     ar->checked = NULL;
     wpk_chunk_cache_free(ar);
     wpk_kept_free(ar);
+    wpk_chunk_marks_free(ar);
 }
 
 void wpk_checked_set(const wpack_archive *ar, uint64_t i, int rc)
@@ -279,7 +281,7 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
     if (wpk_needs_fetch(ar, &t) && t.codec != WPACK_CODEC_ZSTD) /* one checked fetch */
         return wpk_source_read_checked(ar, &t, offset, dst, nbytes);
     /* a part of a mapped entry with chunk checksums: only its chunks are
-     * hashed, each read (spec 19b) */
+     * hashed, each once per open (spec 19b) */
     wpk_sums sums;
     const wpack_archive *holder;
     if (known < 0 && t.data && wpk_sums_of(ar, &t, &holder, &sums)) {

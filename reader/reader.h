@@ -51,6 +51,7 @@ struct wpack_archive {
     wpack_source src;
     int src_rc;
     struct wpk_kept *kept;      /* the last entry fetched whole from a source (source.c) */
+    struct wpk_chunk_marks *marks; /* mapped chunks found good by their checksums (chunk_sums.c) */
 };
 
 /* Archive bytes come through a caller's source with no mapping: no views;
@@ -252,6 +253,11 @@ typedef struct {
 void wpk_sums_cursor_init(wpk_sums_cursor *c, const wpk_sums *s, wpk_hasher *h);
 void wpk_sums_cursor_feed(wpk_sums_cursor *c, const void *data, size_t n);
 int wpk_sums_cursor_end(const wpk_sums_cursor *c, const wpack_archive *ar, const wpack_tensor *t);
+/* The chunks of mapped bytes already checked by their chunk checksums, per
+ * handle (so repeated reads of rows - embedding lookups - hash a chunk once
+ * per open, as whole entries are): made at open, freed at close. */
+int wpk_chunk_marks_new(wpack_archive *ar);
+void wpk_chunk_marks_free(wpack_archive *ar);
 /* The decode state of zstd reads (decode.c). */
 int wpk_chunk_cache_new(wpack_archive *ar);
 void wpk_chunk_cache_free(wpack_archive *ar);

@@ -198,6 +198,33 @@ static void test_partial_mapped(void)
     free(c);
 }
 
+/* A chunk is hashed once per open (as a whole entry is): bytes changed in
+ * the caller's buffer after their chunk was checked go unseen by reads of
+ * that handle (row lookups do not hash 1 MiB each), a new open sees them;
+ * chunks not checked yet are still hashed. */
+static void test_once_per_open(void)
+{
+    uint8_t *c = copy_arc();
+    wpack_archive *ar;
+    CHECK(wpack_open_memory(&ar, c, arc_len, 0) == WPACK_OK, "open");
+    wpack_tensor t;
+    wpack_find(ar, "big", &t);
+    uint8_t out[64];
+    CHECK(wpack_read(ar, t.index, CH + 5, out, 8) == WPACK_OK, "%s", wpack_errmsg(ar));
+    c[t.offset + CH + 100] ^= 1; /* chunk 1, checked */
+    c[t.offset + 2 * CH + 100] ^= 1; /* chunk 2, not yet */
+    CHECK(wpack_read(ar, t.index, CH + 90, out, 20) == WPACK_OK, "checked before: %s",
+          wpack_errmsg(ar));
+    CHECK(out[10] == (uint8_t)(big[CH + 100] ^ 1), "the bytes as they are now");
+    CHECK(wpack_read(ar, t.index, 2 * CH, out, 8) == WPACK_E_CHECKSUM, "chunk 2 hashed");
+    wpack_close(ar);
+    c[t.offset + 2 * CH + 100] ^= 1;
+    CHECK(wpack_open_memory(&ar, c, arc_len, 0) == WPACK_OK, "reopen");
+    CHECK(wpack_read(ar, t.index, CH + 5, out, 8) == WPACK_E_CHECKSUM, "new open, new check");
+    wpack_close(ar);
+    free(c);
+}
+
 /* A chunk sum that disagrees with bytes whose whole checksum is right:
  * verify reports it; a whole read passes; a part of that chunk does not. */
 static void test_wrong_sum(void)
@@ -424,6 +451,7 @@ int main(void)
         return 2;
     RUN(test_written);
     RUN(test_partial_mapped);
+    RUN(test_once_per_open);
     RUN(test_wrong_sum);
     RUN(test_rules);
     RUN(test_partial_fetched);
