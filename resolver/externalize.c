@@ -209,6 +209,19 @@ static int collect_torch(const wpk_mlir_doc *doc, const wpk_res_index *rk, uint6
             c->writes = 1;
             continue;
         }
+        /* a dense literal's name is a hash of its text: another text (an
+         * XXH3 collision, which a crafted file can make) or a resource
+         * named like it would silently share its entry */
+        if (c->lit.dense != p->lit.dense ||
+            (c->lit.dense && (c->lit.value.len != p->lit.value.len ||
+                              memcmp(buf + c->lit.value.off, buf + p->lit.value.off,
+                                     c->lit.value.len) != 0))) {
+            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EXISTS,
+                          "%s:%u:%u: %s: its entry name '%.*s' is also that of another value at "
+                          "%u:%u", d->source, c->line, c->col, op_label(c),
+                          (int)(c->key_len > 200 ? 200 : c->key_len), c->key, p->line, p->col);
+            continue;
+        }
         if (!wpk_mlir_tensor_equal(&c->type, &p->type))
             wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_SHAPE,
                           "%s:%u:%u: %s: its resource is read as %.*s at %u:%u",

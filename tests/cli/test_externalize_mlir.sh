@@ -230,6 +230,28 @@ expect_fail torch_dense_bad "tdbad.mlir:6:" \
     "$WPACK" externalize "$T/tdbad.mlir" -o "$T/tdbad.out" --archive "$T/tdbad.wpack" --min-bytes 16
 [ ! -e "$T/tdbad.out" ] && [ ! -e "$T/tdbad.wpack" ] && pass torch_dense_bad_nothing_written ||
     fail torch_dense_bad_nothing_written
+# a resource named as a dense literal's entry would share that entry with
+# other bytes (so would another text of the same XXH3): refused, naming both
+cat >"$T/tdclash.mlir" <<EOF
+module {
+  func.func @main() -> !torch.vtensor<[4],f32> {
+    %0 = "torch.vtensor.literal"() <{value = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>}> : () -> !torch.vtensor<[4],f32>
+    %1 = "torch.vtensor.literal"() <{value = dense_resource<$D1> : tensor<4xf32>}> : () -> !torch.vtensor<[4],f32>
+    return %0 : !torch.vtensor<[4],f32>
+  }
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      $D1: "0x040000000000A0400000C0400000E04000000041"
+    }
+  }
+#-}
+EOF
+expect_fail torch_dense_name_taken "tdclash.mlir:4:10: torch.vtensor.literal: its entry name '$D1' is also that of another value at 3:10" \
+    "$WPACK" externalize "$T/tdclash.mlir" -o "$T/tdclash.out" --archive "$T/tdclash.wpack" --min-bytes 0
+[ ! -e "$T/tdclash.out" ] && [ ! -e "$T/tdclash.wpack" ] && pass torch_dense_name_taken_nothing_written ||
+    fail torch_dense_name_taken_nothing_written
 expect torch_pretty_uri "$WPACK" externalize -q "$T/pretty.mlir" -o "$T/pretty.out" --archive "$T/pretty.wpack" --min-bytes 0
 grep -q '    %1 = torch.vtensor.external.literal(@w_1) {wpack.uri = "wpack:[0-9a-f]*/w_1", a} : !torch.vtensor<\[4\],f32>$' "$T/pretty.out" &&
     pass torch_pretty_uri_form || fail torch_pretty_uri_form "$(cat "$T/pretty.out")"
