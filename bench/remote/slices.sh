@@ -36,6 +36,13 @@ TIME=/usr/bin/time
 WPACK=$(realpath "${1:-$ROOT/build/wpack}")
 [ -x "$WPACK" ] || { echo "slices.sh: no wpack at $WPACK (run make)" >&2; exit 1; }
 LIBDIR=$(dirname "$WPACK")
+# a sanitizer build's libraries (test_bench_scripts under ASan) load into
+# Python only after the ASan runtime, as tests/cli/lib.sh's py_wpack does
+PRELOAD=
+if ldd "$WPACK" 2>/dev/null | grep -q libasan; then
+    PRELOAD=$(${CC:-cc} -print-file-name=libasan.so)
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+fi
 
 WORK=$(mktemp -d "${BENCH_DIR:-/tmp}/wpack-bench-slices.XXXXXX")
 T=$WORK TESTS_DIR=$ROOT/tests
@@ -92,7 +99,7 @@ for rep in $(seq "$RUNS"); do
         timed curl curl -sS -f -r "$a-$b" -o /dev/null "$BASE/sums.wpack"
         for v in sums whole; do
             : >"$LOG"
-            WPACK_LIBRARY_PATH="$LIBDIR" PYTHONPATH="$ROOT/python" \
+            WPACK_LIBRARY_PATH="$LIBDIR" PYTHONPATH="$ROOT/python" LD_PRELOAD="$PRELOAD" \
                 "$PY" "$WORK/host.py" "$BASE/$v.wpack" "$lo" "$hi" >>"$WORK/t.$v"
             sleep 0.2 # nginx logs a request just after its response
             [ "$rep" -gt 1 ] || echo "$(logged)" >>"$WORK/bytes.$v"
