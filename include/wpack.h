@@ -451,8 +451,10 @@ int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, ui
  * carry one XXH3-64 per chunk of that size, so that a verified
  * wpack_read_ex() of a part hashes - or, from a URL, fetches - only the
  * chunks that hold it instead of the whole entry (a mapped chunk once per
- * open, as a whole entry; a fetched one at each read). 0: none
- * (a compressed, splat or small entry, an archive written without them). */
+ * open, as a whole entry; a fetched one at each read). A zstd entry's
+ * chunks are its zstd chunks, each checked once decoded (only those
+ * holding the part are fetched and decoded). 0: none (a splat, an entry of
+ * one chunk, an archive written without them). */
 uint64_t wpack_tensor_chunk_size(const wpack_archive *ar, uint64_t i);
 
 /* Copy nbytes of entry i's logical bytes, starting at byte offset, into dst,
@@ -776,10 +778,12 @@ typedef struct wpack_writer_options {
      * size" above. wpack_writer_open refuses any other value. */
     void *reserved_ptr[4];
     /* (In the place of reserved[0].) Chunk checksums (format 1.2): an
-     * uncompressed data tensor larger than this many bytes also gets the XXH3-64 of each chunk of this size
-     * (8 bytes per chunk in the index), so that a reader checks a part of
-     * it (a slice, rows for one host) by hashing or fetching only the
-     * chunks that hold it. A power of two, WPACK_MIN_CHUNK ..
+     * uncompressed data tensor larger than this many bytes also gets the
+     * XXH3-64 of each chunk of this size (8 bytes per chunk in the
+     * index), so that a reader checks a part of it (a slice, rows for one
+     * host) by hashing or fetching only the chunks that hold it; a zstd
+     * tensor of more than one zstd chunk gets one per decoded zstd chunk
+     * (compress_chunk). A power of two, WPACK_MIN_CHUNK ..
      * WPACK_MAX_CHUNK; wpack_writer_options_init sets
      * WPACK_DEFAULT_CHUNK_SUMS; 0: none (the archive stays 1.0/1.1). */
     uint64_t chunk_sums;

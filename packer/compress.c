@@ -81,6 +81,11 @@ int wpk_compress_begin(wpack_writer *w, wpk_pending_entry *e)
     return WPACK_OK;
 }
 
+unsigned wpk_compress_chunk_log2(const wpack_writer *w)
+{
+    return (unsigned)__builtin_ctzll(w->zc->chunk);
+}
+
 /* Compress the buffered chunk and write it (raw if it would not shrink). */
 static int emit_chunk(wpack_writer *w)
 {

@@ -91,6 +91,7 @@ struct wpack_writer {
     wpk_hasher *hasher;
     /* chunk checksums of the tensor being streamed (writer_sums.c) */
     uint8_t sums_log2;             /* opt.chunk_sums as log2; 0: none */
+    uint8_t cur_log2;              /* the tensor's: sums_log2, or its zstd chunk's */
     int cur_sums_on, sums_nomem;
     wpk_hasher *chunk_hasher;
     uint64_t chunk_fill;           /* bytes of the current chunk hashed so far */
@@ -208,12 +209,13 @@ int wpk_writer_room(wpack_writer *w, const char *what, uint64_t nbytes);
 int wpk_tensor_take(wpack_writer *w, wpk_pending_entry *e, const void *data, size_t nbytes);
 
 /* Chunk checksums (writer_sums.c): check opt.chunk_sums at open; begin a
- * tensor of nbytes; hash bytes of the tensor being streamed into its XXH3
+ * tensor of nbytes whose chunks are 2^log2 bytes (sums_log2, or the zstd
+ * chunk of a tensor being compressed: then its decoded chunks); hash bytes of the tensor being streamed into its XXH3
  * and its chunk sums (every byte of a data tensor goes through here once,
  * in order); at its end (after compression decided its codec), put its
  * sums into the aux pool when it is stored uncompressed. */
 int wpk_sums_option(wpack_writer *w);
-void wpk_sums_begin(wpack_writer *w, uint64_t nbytes);
+void wpk_sums_begin(wpack_writer *w, uint64_t nbytes, unsigned log2);
 void wpk_tensor_hash(wpack_writer *w, const void *data, size_t n);
 int wpk_sums_end(wpack_writer *w, wpk_pending_entry *e);
 
@@ -232,6 +234,8 @@ int wpk_out_flush(wpack_writer *w);
  * saved too little. */
 int wpk_compress_begin(wpack_writer *w, wpk_pending_entry *e);
 int wpk_compress_active(const wpack_writer *w);
+/* log2 of the zstd chunk size of the tensor being compressed. */
+unsigned wpk_compress_chunk_log2(const wpack_writer *w);
 int wpk_compress_write(wpack_writer *w, const uint8_t *p, size_t n);
 int wpk_compress_end(wpack_writer *w, wpk_pending_entry *e, uint64_t decoded_checksum);
 void wpk_compress_free(wpk_compressor *zc);

@@ -253,8 +253,9 @@ static int build_index(wpack_writer *w, index_builder *ib, uint64_t *order, uint
         r[WPK_E_CODEC_OFF] = e->codec;
         if (e->codec && e->kind == WPACK_KIND_DATA)
             wpk_st32(r + WPK_E_CODEC_PARAM_OFF, e->chunk_log2);
-        if (e->sums_log2 && e->kind == WPACK_KIND_DATA && !e->codec) { /* spec 19b */
-            wpk_st32(r + WPK_E_CODEC_PARAM_OFF, e->sums_log2);
+        if (e->sums_log2 && e->kind == WPACK_KIND_DATA) { /* spec 19b */
+            if (!e->codec) /* codec 1: codec_param is the zstd chunk, the same */
+                wpk_st32(r + WPK_E_CODEC_PARAM_OFF, e->sums_log2);
             wpk_st64(r + WPK_E_SUMS_OFF, e->sums_off);
         }
         wpk_st64(r + WPK_E_DIMS_OFF, dims_next);

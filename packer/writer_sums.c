@@ -31,10 +31,11 @@ int wpk_sums_option(wpack_writer *w)
     return WPACK_OK;
 }
 
-void wpk_sums_begin(wpack_writer *w, uint64_t nbytes)
+void wpk_sums_begin(wpack_writer *w, uint64_t nbytes, unsigned log2)
 {
     /* a tensor of one chunk or less: its own checksum is its chunk's */
-    w->cur_sums_on = w->sums_log2 && nbytes > ((uint64_t)1 << w->sums_log2);
+    w->cur_log2 = (uint8_t)log2;
+    w->cur_sums_on = w->sums_log2 && nbytes > ((uint64_t)1 << log2);
     w->cur_sums.len = 0;
     w->chunk_fill = 0;
     w->sums_nomem = 0;
@@ -56,7 +57,7 @@ void wpk_tensor_hash(wpack_writer *w, const void *data, size_t n)
     if (!w->cur_sums_on)
         return;
     const uint8_t *p = data;
-    const uint64_t chunk = (uint64_t)1 << w->sums_log2;
+    const uint64_t chunk = (uint64_t)1 << w->cur_log2;
     while (n) {
         size_t take = chunk - w->chunk_fill < n ? (size_t)(chunk - w->chunk_fill) : n;
         if (!w->chunk_fill && take == chunk) { /* a whole chunk in hand: one call */
@@ -85,15 +86,16 @@ int wpk_sums_end(wpack_writer *w, wpk_pending_entry *e)
     if (w->sums_nomem)
         return wpk_wbreak(w, WPACK_E_NOMEM, "tensor '%s': out of memory for its chunk checksums",
                           wpk_pool_str(w, e->name));
-    if (e->codec != WPACK_CODEC_NONE)
-        return WPACK_OK;
-    uint64_t chunk = (uint64_t)1 << w->sums_log2;
-    if (w->cur_sums.len / 8 != e->stored / chunk + (e->stored % chunk != 0))
+    /* logical bytes, cut as the zstd chunks are when compressed (their
+     * seek table is in aux already: the sums' offset is never 0) */
+    uint64_t chunk = (uint64_t)1 << w->cur_log2;
+    if (w->cur_sums.len / 8 != e->nbytes / chunk + (e->nbytes % chunk != 0) ||
+        (e->codec != WPACK_CODEC_NONE && (e->chunk_log2 != w->cur_log2 || !w->aux.len)))
         return wpk_wbreak(w, WPACK_E_STATE, "internal: tensor '%s': %zu chunk checksums for %llu bytes",
                           wpk_pool_str(w, e->name), w->cur_sums.len / 8,
-                          (unsigned long long)e->stored);
+                          (unsigned long long)e->nbytes);
     e->sums_off = w->aux.len;
-    e->sums_log2 = w->sums_log2;
+    e->sums_log2 = w->cur_log2;
     if (!wpk_buf_append(&w->aux, w->cur_sums.p, w->cur_sums.len))
         return wpk_wbreak(w, WPACK_E_NOMEM, "out of memory");
     return WPACK_OK;

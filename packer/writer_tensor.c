@@ -147,11 +147,12 @@ int wpack_writer_begin_tensor(wpack_writer *w, const char *name, int dtype, unsi
     w->cur_written = 0;
     w->carry_len = 0;
     wpk_hasher_reset(w->hasher);
-    wpk_sums_begin(w, nbytes);
     if ((rc = wpk_compress_begin(w, e))) {
         w->failed = 1;
         return rc;
     }
+    /* compressed: one checksum per zstd chunk of decoded bytes (19b) */
+    wpk_sums_begin(w, nbytes, wpk_compress_active(w) ? wpk_compress_chunk_log2(w) : w->sums_log2);
     return WPACK_OK;
 }
 

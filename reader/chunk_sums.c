@@ -33,14 +33,22 @@ int wpk_sums_check_ref(wpack_archive *ar, const char *q, uint32_t log2, uint64_t
 int wpk_entry_sums(const wpack_archive *ar, const uint8_t *rec, wpk_sums *s)
 {
     uint32_t log2 = wpk_ld32(rec + WPK_E_CODEC_PARAM_OFF);
+    uint64_t off = wpk_ld64(rec + WPK_E_SUMS_OFF);
+    int codec = rec[WPK_E_CODEC_OFF];
     if (!wpk_sums_in_force(ar) || rec[WPK_E_KIND_OFF] != WPACK_KIND_DATA ||
-        rec[WPK_E_CODEC_OFF] != WPACK_CODEC_NONE || !log2)
+        (codec == WPACK_CODEC_NONE ? !log2 : !off))
         return 0;
     uint64_t stored = wpk_ld64(rec + WPK_E_STORED_LEN_OFF);
     s->log2 = log2;
-    s->count = (stored >> log2) + ((stored & (((uint64_t)1 << log2) - 1)) != 0);
-    s->stored = stored;
-    s->at = ar->sec[WPK_SEC_AUX] + wpk_ld64(rec + WPK_E_SUMS_OFF);
+    s->codec = codec;
+    if (codec == WPACK_CODEC_NONE) {
+        s->count = (stored >> log2) + ((stored & (((uint64_t)1 << log2) - 1)) != 0);
+        s->stored = stored;
+    } else { /* one per zstd chunk (the seek table's ends); the logical size: the caller's */
+        s->count = (wpk_ld64(rec + WPK_E_AUX_LEN_OFF) - 8) / 8;
+        s->stored = 0;
+    }
+    s->at = ar->sec[WPK_SEC_AUX] + off;
     return 1;
 }
 
@@ -50,7 +58,7 @@ int wpk_sums_of(const wpack_archive *ar, const wpack_tensor *t, const wpack_arch
     uint64_t own = t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index;
     const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, own, WPK_ENTRY_SIZE);
     const wpack_archive *h = wpk_holder(ar, t);
-    if (!h || t->codec != WPACK_CODEC_NONE)
+    if (!h)
         return 0;
     if (h != ar) { /* an external entry: its shard's data entry of the same name */
         wpack_tensor st;
@@ -59,7 +67,11 @@ int wpk_sums_of(const wpack_archive *ar, const wpack_tensor *t, const wpack_arch
         r = wpk_rec(h, WPK_SEC_ENTRIES, st.index, WPK_ENTRY_SIZE);
     }
     *holder = h;
-    return wpk_entry_sums(h, r, s);
+    if (!wpk_entry_sums(h, r, s))
+        return 0;
+    if (s->codec != WPACK_CODEC_NONE) /* its chunks cut the logical bytes */
+        s->stored = t->nbytes;
+    return 1;
 }
 
 uint64_t wpack_tensor_chunk_size(const wpack_archive *ar, uint64_t i)
@@ -95,7 +107,7 @@ static int bad_chunk(const wpack_archive *ar, const wpack_tensor *t, const wpk_s
     /* bad bytes are bad for every later call too, whole or part */
     wpk_checked_set(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index, WPACK_E_CHECKSUM);
     return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
-                    "tensor '%s': chunk %llu (bytes %llu..%llu) %shashes to %016llx, its chunk "
+                    "tensor '%s': chunk %llu (bytes %llu..%llu) %s%016llx, its chunk "
                     "checksum is %016llx", q, (unsigned long long)k, (unsigned long long)a,
                     (unsigned long long)b, how, (unsigned long long)got,
                     (unsigned long long)chunk_sum(s, k));
@@ -181,7 +193,7 @@ int wpk_sums_check_mapped(const wpack_archive *ar, const wpack_tensor *t, const 
             continue;
         uint64_t got = wpk_xxh3(data + a, (size_t)(b - a));
         if (got != chunk_sum(s, k))
-            return bad_chunk(ar, t, s, k, got, "");
+            return bad_chunk(ar, t, s, k, got, "hashes to ");
         marked(ar->marks, data + a, 1);
     }
     return WPACK_OK;
@@ -212,7 +224,7 @@ static int fetch_chunks(const wpack_archive *ar, const wpack_tensor *t, const wp
         if ((got = wpk_xxh3(p, (size_t)(b - a))) != chunk_sum(s, k))
             return bad_chunk(ar, t, s, k, got,
                              "as fetched twice (the source serves other bytes than the archive it "
-                             "opened) ");
+                             "opened) hashes to ");
     }
     if (rc) {
         wpk_quote(q, sizeof q, t->name, t->name_len);
@@ -304,5 +316,95 @@ void wpk_sums_cursor_feed(wpk_sums_cursor *c, const void *data, size_t n)
 
 int wpk_sums_cursor_end(const wpk_sums_cursor *c, const wpack_archive *ar, const wpack_tensor *t)
 {
-    return c->bad == UINT64_MAX ? WPACK_OK : bad_chunk(ar, t, &c->s, c->bad, c->got, "");
+    return c->bad == UINT64_MAX ? WPACK_OK : bad_chunk(ar, t, &c->s, c->bad, c->got, "hashes to ");
+}
+
+/* ------------------------------------------------ zstd entries */
+
+/* Chunk k decoded into tmp (its whole logical size), from the mapping or
+ * from part (the fetched stored bytes from part_off on); *got: its XXH3.
+ * WPACK_E_DECODE when it does not decode to its size. */
+static int decode_chunk(const wpack_archive *ar, const uint8_t *rec, const wpk_sums *s, uint64_t k,
+                        const uint8_t *part, uint64_t part_off, uint8_t *tmp, uint64_t *got)
+{
+    uint64_t a, b;
+    chunk_span(s, k, &a, &b);
+    int rc = part ? wpk_read_zstd_part(ar, rec, part, part_off, s->stored, a, tmp, (size_t)(b - a))
+                  : wpk_read_zstd(ar, rec, s->stored, a, tmp, (size_t)(b - a));
+    if (rc == WPACK_OK)
+        *got = wpk_xxh3(tmp, (size_t)(b - a));
+    return rc;
+}
+
+/* The part of chunk k (decoded in tmp) that [offset, +n) holds, to dst. */
+static void copy_part(const wpk_sums *s, uint64_t k, const uint8_t *tmp, uint64_t offset,
+                      uint8_t *dst, size_t n)
+{
+    uint64_t a, b;
+    chunk_span(s, k, &a, &b);
+    uint64_t lo = offset > a ? offset : a, hi = offset + n < b ? offset + n : b;
+    memcpy(dst + (lo - offset), tmp + (lo - a), (size_t)(hi - lo));
+}
+
+int wpk_sums_read_zstd(const wpack_archive *ar, const wpack_tensor *t, const wpack_archive *h,
+                       const wpk_sums *s, uint64_t offset, void *dst, size_t n)
+{
+    if (!n)
+        return WPACK_OK;
+    char q[256];
+    wpk_quote(q, sizeof q, t->name, t->name_len);
+    const uint8_t *rec = wpk_rec(ar, WPK_SEC_ENTRIES,
+                                 t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index,
+                                 WPK_ENTRY_SIZE);
+    uint64_t k0 = offset >> s->log2, k1 = (offset + n - 1) >> s->log2, a, b, got = 0;
+    chunk_span(s, k0, &a, &b);
+    size_t cap = (size_t)(k0 == k1 ? b - a : (uint64_t)1 << s->log2);
+    uint8_t *tmp = malloc(cap ? cap : 1), *part = NULL;
+    uint64_t from = 0, to = 0;
+    int fetched = wpk_unmapped(h), rc = WPACK_OK;
+    if (fetched) { /* the stored bytes of those chunks only */
+        wpk_zstd_stored_span(ar, rec, s->stored, offset, n, &from, &to);
+        part = tmp ? malloc((size_t)(to - from) ? (size_t)(to - from) : 1) : NULL;
+    }
+    if (!tmp || (fetched && !part)) {
+        free(tmp);
+        return wpk_fail((wpack_archive *)ar, WPACK_E_NOMEM, "tensor '%s': out of memory", q);
+    }
+    uint64_t k = k0;
+    for (int attempt = 0; fetched && attempt < 2; attempt++) {
+        char msg[400] = "";
+        if (attempt && h->src.forget) /* a cached copy may be what is wrong */
+            h->src.forget(h->src.user, t->offset + from, to - from);
+        if ((rc = h->src.read(h->src.user, t->offset + from, part, (size_t)(to - from), msg,
+                              sizeof msg))) {
+            rc = wpk_fail((wpack_archive *)ar, rc, "tensor '%s': %s", q,
+                          *msg ? msg : wpack_error_describe(rc));
+            break;
+        }
+        for (k = k0; k <= k1; k++) {
+            if ((rc = decode_chunk(ar, rec, s, k, part, from, tmp, &got)) || got != chunk_sum(s, k))
+                break;
+            copy_part(s, k, tmp, offset, dst, n);
+        }
+        if (k > k1 || (rc && rc != WPACK_E_DECODE)) /* all good, or no answer from the bytes */
+            break;
+    }
+    /* mapped: decoded and hashed at each read (the decoding costs more
+     * than the hash: no marks) */
+    if (!fetched)
+        for (k = k0; rc == WPACK_OK && k <= k1; k++) {
+            if ((rc = decode_chunk(ar, rec, s, k, NULL, 0, tmp, &got)) == WPACK_OK) {
+                if (got != chunk_sum(s, k))
+                    break;
+                copy_part(s, k, tmp, offset, dst, n);
+            }
+        }
+    free(part);
+    free(tmp);
+    if (rc == WPACK_E_DECODE)
+        return wpk_read_failed(ar, t, rc);
+    if (rc == WPACK_OK && k <= k1) /* chunk k decoded to other bytes (twice, fetched) */
+        return bad_chunk(ar, t, s, k, got, fetched ? "as fetched twice decodes to bytes hashing to "
+                                                   : "decodes to bytes hashing to ");
+    return rc;
 }

@@ -289,9 +289,10 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
      * allow: KIND, in the kind's own check below (spec 19 rule 1, M37). */
     /* 1.2: an uncompressed data entry's codec_param and bytes 72..79 are
      * its chunk checksums' size and place when the archive has them (19b) */
-    int sums = wpk_sums_in_force(ar) && e->kind == WPACK_KIND_DATA &&
-               e->codec == WPACK_CODEC_NONE && wpk_ld32(r + WPK_E_CODEC_PARAM_OFF);
-    if (ar->info.format_minor <= WPACK_FORMAT_MINOR && !sums &&
+    int in_force = wpk_sums_in_force(ar) && e->kind == WPACK_KIND_DATA;
+    int sums = in_force && e->codec == WPACK_CODEC_NONE && wpk_ld32(r + WPK_E_CODEC_PARAM_OFF);
+    int zsums = in_force && e->codec == WPACK_CODEC_ZSTD && wpk_ld64(r + WPK_E_SUMS_OFF);
+    if (ar->info.format_minor <= WPACK_FORMAT_MINOR && !sums && !zsums &&
         ((e->codec == WPACK_CODEC_NONE && wpk_ld32(r + WPK_E_CODEC_PARAM_OFF)) ||
          wpk_ld64(r + WPK_E_RESERVED_OFF) != 0))
         return wpk_fail(ar, WPACK_E_RESERVED, "tensor '%s': reserved fields not zero", Q);
@@ -311,6 +312,10 @@ static int check_entry(wpack_archive *ar, uint64_t i, const entry_fields *e, uin
         if (e->codec == WPACK_CODEC_ZSTD &&
             (rc = wpk_check_seek_table(ar, Q, wpk_ld32(r + WPK_E_CODEC_PARAM_OFF), nbytes,
                                        e->stored, e->aux_off, e->aux_len)))
+            return rc;
+        /* a zstd entry's sums: one per chunk of its seek table (19b) */
+        if (zsums && (rc = wpk_sums_check_ref(ar, Q, wpk_ld32(r + WPK_E_CODEC_PARAM_OFF), nbytes,
+                                              wpk_ld64(r + WPK_E_SUMS_OFF))))
             return rc;
         if (e->codec == WPACK_CODEC_NONE && e->stored != nbytes)
             return wpk_fail(ar, WPACK_E_SIZE,

@@ -288,6 +288,9 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
         int rc = wpk_sums_check_mapped(ar, &t, &sums, t.data, offset, nbytes);
         return rc ? rc : read_raw(ar, i, offset, dst, nbytes);
     }
+    /* a part of a zstd entry with them: only its chunks decoded (fetched) */
+    if (known < 0 && t.codec == WPACK_CODEC_ZSTD && wpk_sums_of(ar, &t, &holder, &sums))
+        return wpk_sums_read_zstd(ar, &t, holder, &sums, offset, dst, nbytes);
     int rc = known < 0 ? wpk_check_stream(ar, i, NULL, NULL, WPK_CHECK_HASH) : WPACK_OK;
     if (rc == WPACK_OK && wpk_needs_fetch(ar, &t)) /* a fetched part: from a checked whole */
         return wpk_source_read_checked(ar, &t, offset, dst, nbytes);

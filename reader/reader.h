@@ -223,7 +223,8 @@ int wpk_check_stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void 
  * one XXH3-64 per chunk of 2^log2 of its stored bytes, in the aux section. */
 typedef struct {
     uint32_t log2;
-    uint64_t count, stored;
+    int codec;                  /* 0: of stored bytes; 1 (zstd): of decoded chunks */
+    uint64_t count, stored;     /* stored: the bytes the chunks cut (zstd: logical) */
     const uint8_t *at;          /* count u64 LE sums */
 } wpk_sums;
 /* The archive's chunk sums are in force (minor >= 2, optional bit 0). */
@@ -244,6 +245,12 @@ int wpk_sums_check_mapped(const wpack_archive *ar, const wpack_tensor *t, const 
                           const uint8_t *data, uint64_t offset, size_t n);
 int wpk_sums_fetch(const wpack_archive *ar, const wpack_tensor *t, const wpack_archive *holder,
                    const wpk_sums *s, uint64_t offset, void *dst, size_t n);
+/* Bytes [offset, +n) of a zstd entry with chunk sums: only the chunks
+ * holding them decoded (fetched: only their stored bytes, fetched once
+ * more when one fails), each checked against its sum before any of it is
+ * copied out. WPACK_E_CHECKSUM / WPACK_E_DECODE name the tensor. */
+int wpk_sums_read_zstd(const wpack_archive *ar, const wpack_tensor *t, const wpack_archive *holder,
+                       const wpk_sums *s, uint64_t offset, void *dst, size_t n);
 /* Every chunk of a stream of t's bytes checked as they pass (verify). */
 typedef struct {
     wpk_sums s;

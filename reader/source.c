@@ -413,7 +413,7 @@ int wpk_source_read_checked(const wpack_archive *ar, const wpack_tensor *t, uint
      * checked (spec 19b), straight into dst but for partial end chunks */
     wpk_sums sums;
     const wpack_archive *sh;
-    if (wpk_sums_of(ar, t, &sh, &sums) && wpk_unmapped(sh)) {
+    if (t->codec == WPACK_CODEC_NONE && wpk_sums_of(ar, t, &sh, &sums) && wpk_unmapped(sh)) {
         int known = wpk_checked_get(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index);
         return known > 0 ? wpk_failed_before(ar, t, known)
                          : wpk_sums_fetch(ar, t, sh, &sums, offset, dst, n);

@@ -946,9 +946,10 @@ class safe_open:
         `[i]`) to read only the rows of the first dimension asked for
         (for zstd entries only the chunks that hold those bytes are decoded).
         With verify on, an entry with chunk checksums (format 1.2, written by
-        default for tensors over 1 MiB) is checked by the chunks that hold
-        the rows only, and the rows come back as a checked copy (from a URL
-        only those chunks are fetched); an entry without them is checked
+        default for tensors over 1 MiB; a zstd entry's per decoded zstd
+        chunk) is checked by the chunks that hold the rows only, and the
+        rows come back as a checked copy (from a URL only those chunks are
+        fetched); an entry without them is checked
         once as a whole first, and the rows are a view where it has one. Other
         indices (arrays, Ellipsis, None first) read the whole tensor and
         index it as numpy does. A single element is a numpy scalar ("np")

@@ -13,7 +13,8 @@ np.save(f"{d}/tiny.npy", np.ones(4, np.float32))
 PYEOF
 expect create_compressed "$WPACK" create -q -o "$T/z.wpack" --compress zstd:5 --chunk-size 64K --compress-saving 10 "$T/in"
 expect inspect_compressed "$WPACK" inspect "$T/z.wpack"
-grep -q "wpack format 1.1" "$T/out" && pass format_1_1 || fail format_1_1
+# zstd (1.1) with a checksum per decoded zstd chunk (1.2, optional)
+grep -q "wpack format 1.2 (chunk checksums)" "$T/out" && pass format_1_2 || fail format_1_2 "$(head -1 "$T/out")"
 grep -q "zstd: .* stored for 4.0 MiB, ratio" "$T/out" && pass inspect_shows_ratio || fail inspect_shows_ratio "$(cat "$T/out")"
 grep -q "zstd tensors: .* stored for .* logical, ratio" "$T/out" && pass inspect_total_ratio || fail inspect_total_ratio
 "$WPACK" inspect --json "$T/z.wpack" >"$T/z.json"

@@ -298,32 +298,45 @@ def slices_read_rows(d):
 def compressed_reads_only_range(d):
     # A slice of a compressed entry reads a byte range (wpack_read_ex with an
     # offset): here shown by a corrupt chunk outside the range being ignored
-    # when verify=False, and caught with verify on.
+    # when verify=False. With verify on and chunk checksums (1.2, one per
+    # decoded zstd chunk: the default) only the chunks of the rows are
+    # decoded and checked, so rows before the damage read and rows in it do
+    # not; without them (chunk_sums=0) the whole entry is checked first.
     a = np.arange(4096 * 8, dtype=np.float32).reshape(32, 1024)  # 4 KiB rows
-    p = os.path.join(d, "c.wpack")
-    wpack.save_file({"a": a}, p, compress_level=1, compress_chunk=4096, compress_min=0,
-                    weight_stats=False)
-    with wpack.safe_open(p) as f:
-        check(f.describe("a")["codec"] == "zstd", "not compressed")
-        check(np.array_equal(f.get_tensor("a"), a), "compressed whole read")
-        check(np.array_equal(f.get_slice("a")[3:5], a[3:5]), "compressed slice")
-        t = f._at(0)
-        last = t.offset + t.stored_length
-    # Damage the last stored bytes (the last chunk's frame or the seek table end).
-    with open(p, "r+b") as fh:
-        fh.seek(last - 40)
-        b = bytearray(fh.read(8))
-        fh.seek(last - 40)
-        fh.write(bytes(x ^ 0xFF for x in b))
-    e = raises(wpack.Error, lambda: wpack.safe_open(p).get_slice("a")[0:1])
-    check(e.name in ("WPACK_E_CHECKSUM", "WPACK_E_DECODE"), e.name)
-    raw = wpack.safe_open(p, verify=False)
-    try:
-        whole = raw.get_tensor("a")
-        check(not np.array_equal(whole, a), "damage not seen in a whole unverified read")
-    except wpack.Error as e2:
-        check(e2.name == "WPACK_E_DECODE", e2.name)
-    check(np.array_equal(raw.get_slice("a")[0:2], a[0:2]), "the rows before the damage")
+    for sums in (None, 0):
+        p = os.path.join(d, "c%s.wpack" % sums)
+        wpack.save_file({"a": a}, p, compress_level=1, compress_chunk=4096, compress_min=0,
+                        weight_stats=False, chunk_sums=sums)
+        with wpack.safe_open(p) as f:
+            check(f.describe("a")["codec"] == "zstd", "not compressed")
+            check(f.describe("a")["checksum_chunk"] == (4096 if sums is None else 0),
+                  f.describe("a"))
+            check(np.array_equal(f.get_tensor("a"), a), "compressed whole read")
+            check(np.array_equal(f.get_slice("a")[3:5], a[3:5]), "compressed slice")
+            t = f._at(0)
+            last = t.offset + t.stored_length
+        # Damage the last stored bytes (the last chunk's frame).
+        with open(p, "r+b") as fh:
+            fh.seek(last - 40)
+            b = bytearray(fh.read(8))
+            fh.seek(last - 40)
+            fh.write(bytes(x ^ 0xFF for x in b))
+        if sums is None:
+            with wpack.safe_open(p) as f:
+                check(np.array_equal(f.get_slice("a")[0:2], a[0:2]), "rows before the damage")
+                e = raises(wpack.Error, lambda: f.get_slice("a")[31:32])
+                check(e.name in ("WPACK_E_CHECKSUM", "WPACK_E_DECODE"), e.name)
+            e = raises(wpack.Error, lambda: wpack.safe_open(p).get_tensor("a"))
+        else:
+            e = raises(wpack.Error, lambda: wpack.safe_open(p).get_slice("a")[0:1])
+        check(e.name in ("WPACK_E_CHECKSUM", "WPACK_E_DECODE"), e.name)
+        raw = wpack.safe_open(p, verify=False)
+        try:
+            whole = raw.get_tensor("a")
+            check(not np.array_equal(whole, a), "damage not seen in a whole unverified read")
+        except wpack.Error as e2:
+            check(e2.name == "WPACK_E_DECODE", e2.name)
+        check(np.array_equal(raw.get_slice("a")[0:2], a[0:2]), "the rows before the damage")
 
 
 @case

@@ -50,6 +50,7 @@ static inline int golden11_compressed_write(const char *path, char *err, size_t 
     opt.compress_chunk = 4096;
     opt.compress_min = 1024;
     opt.compress_min_saving = 5;
+    opt.chunk_sums = 0; /* the 1.1 form: no 1.2 chunk checksums (golden v12 has them) */
     wpack_writer *w;
     int rc = golden_writer_open(&w, path, &opt, err, errlen);
     if (rc)

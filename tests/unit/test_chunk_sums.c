@@ -417,6 +417,108 @@ static void test_partial_fetched(void)
     wpack_close(ar);
 }
 
+/* A zstd entry (4 KiB chunks) gets one sum per decoded chunk: a verified
+ * part decodes only its chunks and checks each (mapped), or fetches only
+ * their stored bytes (a source); a chunk whose sum disagrees is refused,
+ * its neighbours are not. */
+static uint8_t zdata[5 * CH + 300];
+
+static void test_zstd(void)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/z.wpack", dir);
+    for (size_t k = 0; k < sizeof zdata; k++)
+        zdata[k] = (uint8_t)(k / 97);
+    wpack_writer_options o;
+    wpack_writer_options_init(&o);
+    o.alignment = 64;
+    o.chunk_sums = CH;
+    o.compress_level = 3;
+    o.compress_chunk = CH;
+    o.compress_min = 0;
+    wpack_writer *w;
+    uint64_t dz = sizeof zdata;
+    char err[600];
+    CHECK(wpack_writer_open(&w, path, &o) == WPACK_OK, "open");
+    CHECK(wpack_writer_add_tensor(w, "z", WPACK_DTYPE_U8, 1, &dz, zdata, sizeof zdata) == WPACK_OK,
+          "%s", wpack_writer_errmsg(w));
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "%s", err);
+    size_t len;
+    uint8_t *img = slurp_path(path, &len);
+    if (!img)
+        return;
+    wpack_archive *ar;
+    CHECK(wpack_open_memory(&ar, img, len, 0) == WPACK_OK, "open %s", wpack_errmsg(ar));
+    wpack_tensor t;
+    wpack_find(ar, "z", &t);
+    CHECK(t.codec == WPACK_CODEC_ZSTD && t.stored_length < t.nbytes, "compressed");
+    CHECK_EQ(wpack_tensor_chunk_size(ar, t.index), CH);
+    CHECK(wpack_verify_all(ar, NULL, NULL) == WPACK_OK, "%s", wpack_errmsg(ar));
+    wpack_close(ar);
+    /* the sum of chunk 3 changed (re-sealed): parts of 0..2 and 4..5 read, 3 not */
+    uint8_t *r = rec_of(img, "z");
+    uint64_t ioff = wpk_ld64(img + WPK_H_INDEX_OFFSET_OFF);
+    uint8_t *aux = img + ioff + wpk_ld64(img + ioff + WPK_I_SECTIONS_OFF + 16 * WPK_SEC_AUX);
+    CHECK(wpk_ld64(r + WPK_E_SUMS_OFF) != 0, "sums at a non-zero offset");
+    for (uint64_t k = 0; k < 6; k++)
+        CHECK_EQ(wpk_ld64(aux + wpk_ld64(r + WPK_E_SUMS_OFF) + 8 * k),
+                 XXH3_64bits(zdata + k * CH, k < 5 ? CH : 300));
+    uint8_t *c = malloc(len);
+    memcpy(c, img, len);
+    uint8_t *caux = c + ioff + wpk_ld64(c + ioff + WPK_I_SECTIONS_OFF + 16 * WPK_SEC_AUX);
+    caux[wpk_ld64(rec_of(c, "z") + WPK_E_SUMS_OFF) + 8 * 3] ^= 1;
+    reseal(c, len);
+    uint8_t out[3 * CH];
+    CHECK(wpack_open_memory(&ar, c, len, 0) == WPACK_OK, "open %s", wpack_errmsg(ar));
+    CHECK(wpack_read(ar, t.index, 10, out, 3 * CH - 10) == WPACK_OK, "%s", wpack_errmsg(ar));
+    CHECK(memcmp(out, zdata + 10, 3 * CH - 10) == 0, "bytes");
+    CHECK(wpack_read(ar, t.index, 4 * CH + 7, out, CH) == WPACK_OK, "%s", wpack_errmsg(ar));
+    CHECK(memcmp(out, zdata + 4 * CH + 7, CH) == 0, "bytes");
+    CHECK(wpack_read(ar, t.index, 3 * CH + 5, out, 1) == WPACK_E_CHECKSUM, "chunk 3");
+    CHECK(strstr(wpack_errmsg(ar), "chunk 3 (bytes 12288..16384) decodes to bytes hashing to"),
+          "%s", wpack_errmsg(ar));
+    CHECK(wpack_read(ar, t.index, 0, out, 1) == WPACK_E_CHECKSUM, "remembered");
+    wpack_close(ar);
+    CHECK(wpack_open_memory(&ar, c, len, 0) == WPACK_OK, "open");
+    CHECK(wpack_verify_entry(ar, t.index) == WPACK_E_CHECKSUM, "verify finds it");
+    wpack_close(ar);
+    free(c);
+    /* through a source: the stored bytes of the chunks asked for, no more */
+    count_src m = {img, len};
+    if ((ar = open_counted(&m))) {
+        uint64_t s1 = wpk_ld64(aux + wpk_ld64(r + WPK_E_AUX_OFF) + 8 + 8 * 1) & ~WPK_CHUNK_RAW;
+        uint64_t s0 = wpk_ld64(aux + wpk_ld64(r + WPK_E_AUX_OFF) + 8) & ~WPK_CHUNK_RAW;
+        CHECK(wpack_read(ar, t.index, CH + 1, out, 100) == WPACK_OK, "%s", wpack_errmsg(ar));
+        CHECK(memcmp(out, zdata + CH + 1, 100) == 0, "bytes");
+        CHECK_EQ(m.bytes, s1 - s0);
+        /* a wrong serving: fetched again; always wrong: refused */
+        m.bytes = 0;
+        m.flip_at = t.offset + s0 + (s1 - s0) / 2;
+        m.flips = 1;
+        CHECK(wpack_read(ar, t.index, CH, out, CH) == WPACK_OK, "%s", wpack_errmsg(ar));
+        CHECK(memcmp(out, zdata + CH, CH) == 0, "bytes");
+        CHECK_EQ(m.bytes, 2 * (s1 - s0));
+        m.flips = -1;
+        int rc = wpack_read(ar, t.index, CH, out, 8);
+        CHECK(rc == WPACK_E_CHECKSUM || rc == WPACK_E_DECODE, "always wrong: %s", wpack_error_name(rc));
+        CHECK(strstr(wpack_errmsg(ar), "tensor 'z'"), "%s", wpack_errmsg(ar));
+        wpack_close(ar);
+    }
+    free(img);
+    /* an in-place update keeps them (after the seek table: never offset 0) */
+    wpack_update *u;
+    CHECK(wpack_update_begin(&u, path, 0, err, sizeof err) == WPACK_OK, "%s", err);
+    CHECK(wpack_update_set_string(u, "note", "x") == WPACK_OK, "set");
+    CHECK(wpack_update_commit(u, err, sizeof err) == WPACK_OK, "%s", err);
+    CHECK(wpack_open_file(&ar, path, 0) == WPACK_OK, "%s", wpack_errmsg(ar));
+    wpack_find(ar, "z", &t);
+    CHECK_EQ(wpack_tensor_chunk_size(ar, t.index), CH);
+    CHECK(wpack_read(ar, t.index, 5 * CH, out, 300) == WPACK_OK, "%s", wpack_errmsg(ar));
+    CHECK(memcmp(out, zdata + 5 * CH, 300) == 0, "bytes");
+    CHECK(wpack_verify_all(ar, NULL, NULL) == WPACK_OK, "%s", wpack_errmsg(ar));
+    wpack_close(ar);
+}
+
 /* An in-place update rewrites the index: the sums move with it. */
 static void test_update_keeps(void)
 {
@@ -456,6 +558,7 @@ int main(void)
     RUN(test_rules);
     RUN(test_partial_fetched);
     RUN(test_update_keeps);
+    RUN(test_zstd);
     free(arc);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
