@@ -5,7 +5,8 @@
 # and a sharded set's shard). With verify on and chunk checksums (format
 # 1.2, the default for tensors over 1 MiB), only the 1 MiB chunks holding
 # the rows are fetched, each checked (a plain archive and a shard of a
-# set). Without chunk checksums (--chunk-sums off) the whole tensor is
+# set); of a zstd tensor, the stored bytes of its zstd chunks holding the
+# rows, each decoded and checked. Without chunk checksums (--chunk-sums off) the whole tensor is
 # fetched ONCE, checked, and the slices that follow come from that fetch;
 # after another tensor was read, a slice of a checked tensor fetches it
 # whole again and checks it (no cache: a ranged fetch of only its rows
@@ -83,7 +84,7 @@ for arch in ("a.wpack", "set/m.wpack"):
               "%d bytes" % b)
 
 # a compressed tensor, verify off: only the chunks holding the rows (their
-# stored bytes, as the seek table says), decoded; verify on: all of it
+# stored bytes, as the seek table says), decoded; a whole read: all of it
 zwant = wpack.safe_open(www + "/z.wpack").get_tensor("ramp")
 with wpack.safe_open(base + "/z.wpack", verify=False) as f:
     clear()
@@ -97,6 +98,15 @@ with wpack.safe_open(base + "/z.wpack", verify=False) as f:
     n, b = fetched()
     check("zstd_noverify_whole", np.array_equal(got, zwant) and b <= zstored,
           "%d bytes of %d" % (b, zstored))
+
+# verify on, with its chunk checksums (one per decoded 64 KiB chunk): only
+# the chunks holding the rows are fetched, decoded and checked
+with wpack.safe_open(base + "/z.wpack") as f:
+    clear()
+    got = f.get_slice("ramp")[500:510]
+    n, b = fetched()
+    check("zstd_verify_chunks_only", np.array_equal(got, zwant[500:510]) and 0 < b < zstored // 8,
+          "%d bytes of %d stored, in %d GETs" % (b, zstored, n))
 
 # verify on (the default): the whole tensor once, then slices from it
 with wpack.safe_open(base + "/a.wpack") as f:
@@ -173,6 +183,6 @@ while read -r name verdict why; do
     if [ "$verdict" = ok ]; then pass "$name"; else fail "$name" "$why"; fi
 done <"$T/py.out"
 n=$(grep -c . "$T/py.out" || true)
-[ "$rc" -eq 0 ] && [ "$n" -eq 30 ] && pass python_cases_all_ran ||
-    fail python_cases_all_ran "exit $rc, $n of 30 cases: $(tail -3 "$T/py.err")"
+[ "$rc" -eq 0 ] && [ "$n" -eq 31 ] && pass python_cases_all_ran ||
+    fail python_cases_all_ran "exit $rc, $n of 31 cases: $(tail -3 "$T/py.err")"
 finish
