@@ -31,6 +31,12 @@ static inline int wpk_same_bytes(const void *a, const void *b, size_t n)
     return x == y;
 }
 
+/* Chunks of 2^log2 bytes (log2 < 64) that cover n bytes: the last may be short. */
+static inline uint64_t wpk_chunk_count(uint64_t n, unsigned log2)
+{
+    return (n >> log2) + ((n & (((uint64_t)1 << log2) - 1)) != 0);
+}
+
 /* A bool tensor's bytes must be 0 or 1 (spec 21.17): the offset of the
  * first other byte in p[0..n), or n when all are fine. 8 bytes a step. */
 static inline size_t wpk_first_bad_bool(const uint8_t *p, size_t n)

@@ -88,8 +88,7 @@ int wpk_sums_end(wpack_writer *w, wpk_pending_entry *e)
                           wpk_pool_str(w, e->name));
     /* logical bytes, cut as the zstd chunks are when compressed (their
      * seek table is in aux already: the sums' offset is never 0) */
-    uint64_t chunk = (uint64_t)1 << w->cur_log2;
-    if (w->cur_sums.len / 8 != e->nbytes / chunk + (e->nbytes % chunk != 0) ||
+    if (w->cur_sums.len / 8 != wpk_chunk_count(e->nbytes, w->cur_log2) ||
         (e->codec != WPACK_CODEC_NONE && (e->chunk_log2 != w->cur_log2 || !w->aux.len)))
         return wpk_wbreak(w, WPACK_E_STATE, "internal: tensor '%s': %zu chunk checksums for %llu bytes",
                           wpk_pool_str(w, e->name), w->cur_sums.len / 8,

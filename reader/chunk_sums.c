@@ -24,7 +24,7 @@ int wpk_sums_check_ref(wpack_archive *ar, const char *q, uint32_t log2, uint64_t
     if (log2 > WPK_CHUNK_LOG2_MAX) /* a whole chunk is hashed to check any byte of it */
         return wpk_fail(ar, WPACK_E_LIMIT, "tensor '%s': chunk checksum size 2^%u above the limit "
                         "of 2^%u", q, log2, WPK_CHUNK_LOG2_MAX);
-    uint64_t count = (stored >> log2) + ((stored & (((uint64_t)1 << log2) - 1)) != 0);
+    uint64_t count = wpk_chunk_count(stored, log2);
     char what[300];
     wpk_fmt(what, sizeof what, "tensor '%s': chunk checksums", q);
     return wpk_aux_ref(ar, off, 8 * count, what); /* count < 2^52: 8 * count fits */
@@ -42,7 +42,7 @@ int wpk_entry_sums(const wpack_archive *ar, const uint8_t *rec, wpk_sums *s)
     s->log2 = log2;
     s->codec = codec;
     if (codec == WPACK_CODEC_NONE) {
-        s->count = (stored >> log2) + ((stored & (((uint64_t)1 << log2) - 1)) != 0);
+        s->count = wpk_chunk_count(stored, log2);
         s->stored = stored;
     } else { /* one per zstd chunk (the seek table's ends); the logical size: the caller's */
         s->count = (wpk_ld64(rec + WPK_E_AUX_LEN_OFF) - 8) / 8;
@@ -55,7 +55,7 @@ int wpk_entry_sums(const wpack_archive *ar, const uint8_t *rec, wpk_sums *s)
 int wpk_sums_of(const wpack_archive *ar, const wpack_tensor *t, const wpack_archive **holder,
                 wpk_sums *s)
 {
-    uint64_t own = t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index;
+    uint64_t own = wpk_owner_of(t);
     const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, own, WPK_ENTRY_SIZE);
     const wpack_archive *h = wpk_holder(ar, t);
     if (!h)
@@ -105,7 +105,7 @@ static int bad_chunk(const wpack_archive *ar, const wpack_tensor *t, const wpk_s
     chunk_span(s, k, &a, &b);
     wpk_quote(q, sizeof q, t->name, t->name_len);
     /* bad bytes are bad for every later call too, whole or part */
-    wpk_checked_set(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index, WPACK_E_CHECKSUM);
+    wpk_checked_set(ar, wpk_owner_of(t), WPACK_E_CHECKSUM);
     return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
                     "tensor '%s': chunk %llu (bytes %llu..%llu) %s%016llx, its chunk "
                     "checksum is %016llx", q, (unsigned long long)k, (unsigned long long)a,
@@ -268,16 +268,17 @@ int wpk_sums_fetch(const wpack_archive *ar, const wpack_tensor *t, const wpack_a
     chunk_span(s, k1, &a1, &b1);
     int first_whole = a0 == offset && (b0 <= offset + n);
     int last_whole = b1 == offset + n;
-    uint64_t in0 = first_whole ? k0 : k0 + 1, in1 = last_whole ? k1 : k1 - 1;
+    /* the chunks the read covers whole: [first, end) */
+    uint64_t first = first_whole ? k0 : k0 + 1, end = last_whole ? k1 + 1 : k1;
     int rc = WPACK_OK;
     if (!first_whole)
         rc = edge_chunk(ar, t, h, s, k0, offset, out, n);
     if (rc == WPACK_OK && k1 != k0 && !last_whole)
         rc = edge_chunk(ar, t, h, s, k1, offset, out, n);
-    /* the chunks the read covers whole: fetched straight into dst, in one
-     * request the source splits over its connections */
-    if (rc == WPACK_OK && in0 <= in1 && in1 != UINT64_MAX && in0 <= k1)
-        rc = fetch_chunks(ar, t, h, s, in0, in1, out + ((in0 << s->log2) - offset));
+    /* fetched straight into dst, in one request the source splits over
+     * its connections */
+    if (rc == WPACK_OK && first < end)
+        rc = fetch_chunks(ar, t, h, s, first, end - 1, out + ((first << s->log2) - offset));
     return rc;
 }
 
@@ -354,7 +355,7 @@ int wpk_sums_read_zstd(const wpack_archive *ar, const wpack_tensor *t, const wpa
     char q[256];
     wpk_quote(q, sizeof q, t->name, t->name_len);
     const uint8_t *rec = wpk_rec(ar, WPK_SEC_ENTRIES,
-                                 t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index,
+                                 wpk_owner_of(t),
                                  WPK_ENTRY_SIZE);
     uint64_t k0 = offset >> s->log2, k1 = (offset + n - 1) >> s->log2, a, b, got = 0;
     chunk_span(s, k0, &a, &b);

@@ -48,19 +48,13 @@ int wpk_checked_get(const wpack_archive *ar, uint64_t i)
     return m == MARK_UNKNOWN ? -1 : m == MARK_PASSED ? WPACK_OK : (int)m;
 }
 
-/* The entry whose bytes entry i shows (an alias shows its target's). */
-static uint64_t owner_of(const wpack_tensor *t)
-{
-    return t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index;
-}
-
 /* Messages are set under the handle's lock, so a shared handle may take
  * them; a failed check is the one thing a reader call reports this way. */
 int wpk_bad_hash(const wpack_archive *ar, const wpack_tensor *t, uint64_t got)
 {
     char q[256];
     wpk_quote(q, sizeof q, t->name, t->name_len);
-    wpk_checked_set(ar, owner_of(t), WPACK_E_CHECKSUM);
+    wpk_checked_set(ar, wpk_owner_of(t), WPACK_E_CHECKSUM);
     if (t->codec == WPACK_CODEC_ZSTD)
         return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
                         "tensor '%s': decoded bytes hash to %016llx, expected %016llx", q,
@@ -74,7 +68,7 @@ int wpk_read_failed(const wpack_archive *ar, const wpack_tensor *t, int rc)
 {
     char q[256];
     wpk_quote(q, sizeof q, t->name, t->name_len);
-    wpk_checked_set(ar, owner_of(t), rc);
+    wpk_checked_set(ar, wpk_owner_of(t), rc);
     if (rc != WPACK_E_DECODE && wpk_needs_fetch(ar, t))
         return rc; /* the fetch (source.c) set a message naming the tensor */
     if (rc == WPACK_E_DECODE)
@@ -96,7 +90,7 @@ int wpk_failed_before(const wpack_archive *ar, const wpack_tensor *t, int rc)
 
 int wpk_known_check(const wpack_archive *ar, const wpack_tensor *t)
 {
-    return t->fill ? WPACK_OK : wpk_checked_get(ar, owner_of(t));
+    return t->fill ? WPACK_OK : wpk_checked_get(ar, wpk_owner_of(t));
 }
 
 /* ---------------------------------------------------------- reading bytes */
@@ -114,7 +108,7 @@ static int read_raw(const wpack_archive *ar, uint64_t i, uint64_t offset, void *
     if (wpk_needs_fetch(ar, &t))
         return wpk_source_read(ar, &t, offset, dst, nbytes);
     if (t.codec == WPACK_CODEC_ZSTD)
-        return wpk_read_zstd(ar, wpk_rec(ar, WPK_SEC_ENTRIES, owner_of(&t), WPK_ENTRY_SIZE), t.nbytes,
+        return wpk_read_zstd(ar, wpk_rec(ar, WPK_SEC_ENTRIES, wpk_owner_of(&t), WPK_ENTRY_SIZE), t.nbytes,
                              offset, dst, nbytes);
     if (t.data) {
         memcpy(dst, (const uint8_t *)t.data + offset, nbytes);
@@ -136,7 +130,7 @@ static int stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void *us
     if (wpk_needs_fetch(ar, &t))
         return wpk_source_stream(ar, &t, fn, user);
     if (t.codec == WPACK_CODEC_ZSTD)
-        return wpk_stream_zstd(ar, wpk_rec(ar, WPK_SEC_ENTRIES, owner_of(&t), WPK_ENTRY_SIZE),
+        return wpk_stream_zstd(ar, wpk_rec(ar, WPK_SEC_ENTRIES, wpk_owner_of(&t), WPK_ENTRY_SIZE),
                                t.nbytes, fn, user);
     uint8_t *buf = NULL;
     if (!t.data && !(buf = malloc(t.nbytes < WPK_PIECE ? (size_t)t.nbytes + 1 : WPK_PIECE)))
@@ -221,7 +215,7 @@ int wpk_check_stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void 
      * read of that chunk would be refused (19b) */
     if (c.sums && (rc = wpk_sums_cursor_end(c.sums, ar, &t)))
         return rc;
-    wpk_checked_set(ar, owner_of(&t), WPACK_OK);
+    wpk_checked_set(ar, wpk_owner_of(&t), WPACK_OK);
     if (c.bad_at != UINT64_MAX) {
         char q[256];
         wpk_quote(q, sizeof q, t.name, t.name_len);
@@ -245,7 +239,7 @@ int wpack_verify_once(const wpack_archive *ar, uint64_t i)
     wpk_fill_tensor(ar, i, &t);
     if (t.fill)
         return WPACK_OK;
-    int known = wpk_checked_get(ar, owner_of(&t));
+    int known = wpk_checked_get(ar, wpk_owner_of(&t));
     if (known >= 0)
         return known ? wpk_failed_before(ar, &t, known) : WPACK_OK;
     return wpk_check_stream(ar, i, NULL, NULL, WPK_CHECK_HASH);
@@ -275,7 +269,7 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
         uint64_t got = wpk_xxh3(dst, nbytes);
         if (got != t.decoded_checksum)
             return wpk_bad_hash(ar, &t, got);
-        wpk_checked_set(ar, owner_of(&t), WPACK_OK);
+        wpk_checked_set(ar, wpk_owner_of(&t), WPACK_OK);
         return WPACK_OK;
     }
     if (wpk_needs_fetch(ar, &t) && t.codec != WPACK_CODEC_ZSTD) /* one checked fetch */

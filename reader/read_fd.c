@@ -143,7 +143,7 @@ static int copy_direct(const wpack_archive *ar, const wpack_tensor *t, const wpa
         if (got != t->decoded_checksum)
             rc = wpk_bad_hash(ar, t, got);
         else
-            wpk_checked_set(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index,
+            wpk_checked_set(ar, wpk_owner_of(t),
                             WPACK_OK);
     }
     wpk_hasher_free(c.h);
@@ -203,7 +203,7 @@ int wpack_read_to_fd(const wpack_archive *ar, uint64_t i, int fd, unsigned flags
                         "wpack_read_to_fd: fd %d or flags %#x", fd, flags);
     wpack_tensor t;
     wpk_fill_tensor(ar, i, &t);
-    uint64_t owner = t.kind == WPACK_KIND_ALIAS ? t.alias_target : t.index;
+    uint64_t owner = wpk_owner_of(&t);
     int verify = (flags & WPACK_READ_VERIFY) || (ar->flags & WPACK_OPEN_VERIFY_READS);
     int known = wpk_known_check(ar, &t);
     if (known > 0) /* found bad before: refused, verifying or not */

@@ -194,6 +194,12 @@ int wpk_source_stream(const wpack_archive *ar, const wpack_tensor *t, wpk_piece_
  * fetch of only those bytes, which nothing could check. */
 int wpk_source_read_checked(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset,
                             void *dst, size_t n);
+/* The entry whose bytes t shows: an alias shows its target's. */
+static inline uint64_t wpk_owner_of(const wpack_tensor *t)
+{
+    return t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index;
+}
+
 /* The archive holding entry t's stored bytes: ar, or the shard of an
  * external entry (an alias's target decides). NULL when there is none
  * (source.c). */

@@ -21,7 +21,7 @@
 
 const wpack_archive *wpk_holder(const wpack_archive *ar, const wpack_tensor *t)
 {
-    uint64_t own = t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index;
+    uint64_t own = wpk_owner_of(t);
     const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, own, WPK_ENTRY_SIZE);
     if (r[WPK_E_KIND_OFF] != WPACK_KIND_EXTERNAL)
         return ar;
@@ -63,7 +63,7 @@ int wpk_fetch_stored(const wpack_archive *ar, const wpack_tensor *t, uint8_t *ds
             h->src.forget(h->src.user, t->offset, t->stored_length);
     }
     /* remembered: no part of it is handed out later either (source_read) */
-    wpk_checked_set(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index, WPACK_E_CHECKSUM);
+    wpk_checked_set(ar, wpk_owner_of(t), WPACK_E_CHECKSUM);
     return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
                     "tensor '%s': fetched bytes hash to %016llx twice, the index says %016llx "
                     "(the source serves other bytes than the archive it opened)",
@@ -193,7 +193,7 @@ static void keep(const wpack_archive *ar, const wpack_tensor *t, uint8_t *buf, s
 /* The record that describes t's codec and seek table (an alias's target). */
 static const uint8_t *owner_rec(const wpack_archive *ar, const wpack_tensor *t)
 {
-    uint64_t own = t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index;
+    uint64_t own = wpk_owner_of(t);
     return wpk_rec(ar, WPK_SEC_ENTRIES, own, WPK_ENTRY_SIZE);
 }
 
@@ -231,7 +231,7 @@ static int zstd_part(const wpack_archive *ar, const wpack_tensor *t, const wpack
         return -1;
     char q[256], msg[400] = "";
     wpk_quote(q, sizeof q, t->name, t->name_len);
-    int known = wpk_checked_get(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index);
+    int known = wpk_checked_get(ar, wpk_owner_of(t));
     if (known > 0)
         return wpk_fail((wpack_archive *)ar, known, "tensor '%s': %s (found by an earlier check)", q,
                         wpack_error_describe(known));
@@ -281,7 +281,7 @@ int wpk_source_read(const wpack_archive *ar, const wpack_tensor *t, uint64_t off
          * unless a whole fetch of the entry already failed its check */
         char q[256], msg[400] = "";
         wpk_quote(q, sizeof q, t->name, t->name_len);
-        int known = wpk_checked_get(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index);
+        int known = wpk_checked_get(ar, wpk_owner_of(t));
         if (known > 0)
             return wpk_fail((wpack_archive *)ar, known, "tensor '%s': %s (found by an earlier check)",
                             q, wpack_error_describe(known));
@@ -313,7 +313,7 @@ static int stream_windows(const wpack_archive *ar, const wpack_tensor *t,
 {
     char q[256], msg[400] = "";
     wpk_quote(q, sizeof q, t->name, t->name_len);
-    uint64_t own = t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index;
+    uint64_t own = wpk_owner_of(t);
     int known = wpk_checked_get(ar, own);
     if (known > 0)
         return wpk_fail((wpack_archive *)ar, known, "tensor '%s': %s (found by an earlier check)",
@@ -414,7 +414,7 @@ int wpk_source_read_checked(const wpack_archive *ar, const wpack_tensor *t, uint
     wpk_sums sums;
     const wpack_archive *sh;
     if (t->codec == WPACK_CODEC_NONE && wpk_sums_of(ar, t, &sh, &sums) && wpk_unmapped(sh)) {
-        int known = wpk_checked_get(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index);
+        int known = wpk_checked_get(ar, wpk_owner_of(t));
         return known > 0 ? wpk_failed_before(ar, t, known)
                          : wpk_sums_fetch(ar, t, sh, &sums, offset, dst, n);
     }
@@ -429,7 +429,7 @@ int wpk_source_read_checked(const wpack_archive *ar, const wpack_tensor *t, uint
         rc = whole_then_part(ar, t, offset, dst, n);
     }
     if (rc == WPACK_OK)
-        wpk_checked_set(ar, t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index, WPACK_OK);
+        wpk_checked_set(ar, wpk_owner_of(t), WPACK_OK);
     return rc;
 }
 
