@@ -446,6 +446,22 @@ int wpack_file_identity(const wpack_archive *ar, const char **path, uint64_t *de
  * bytes out - view, read, read_ex, read_stream, read_to_fd - with or
  * without verification asked for. */
 int wpack_tensor_view(const wpack_archive *ar, uint64_t i, const void **data, uint64_t *nbytes);
+/* A zero-copy view of nbytes of entry i's bytes from byte offset: *data
+ * points into the mapping, valid while the archive is open, as
+ * wpack_tensor_view()'s. Unless the archive was opened with
+ * WPACK_OPEN_NO_VERIFY_READS, an entry with chunk checksums (format 1.2,
+ * wpack_tensor_chunk_size() > 0) has only the chunks that hold the part
+ * checked (each once per open, as by wpack_read_ex()), not the whole entry:
+ * the rows of a tensor-parallel shard are viewed without paging in, or
+ * hashing, the rest. An entry without them is checked whole, once
+ * (wpack_verify_once()). WPACK_E_NO_VIEW when the entry has no bytes to
+ * point at (compressed, a splat, a URL: use wpack_read_ex());
+ * WPACK_E_INVALID_ARGUMENT when the part passes the entry's end;
+ * WPACK_E_CHECKSUM for a bad chunk (the message names it and its bytes);
+ * an entry found bad before is refused, verifying or not. *data is NULL
+ * after any error. */
+int wpack_tensor_view_range(const wpack_archive *ar, uint64_t i, uint64_t offset,
+                            uint64_t nbytes, const void **data);
 /* The size of entry i's checksummed chunks (format 1.2, spec 19b): > 0
  * when its bytes (an alias's target's, an external entry's in its shard)
  * carry one XXH3-64 per chunk of that size, so that a verified

@@ -291,6 +291,33 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
     return rc ? rc : read_raw(ar, i, offset, dst, nbytes);
 }
 
+int wpack_tensor_view_range(const wpack_archive *ar, uint64_t i, uint64_t offset,
+                            uint64_t nbytes, const void **data)
+{
+    *data = NULL;
+    if (i >= ar->info.entry_count)
+        return WPACK_E_NOT_FOUND;
+    wpack_tensor t;
+    wpk_fill_tensor(ar, i, &t);
+    if (!t.data)
+        return WPACK_E_NO_VIEW;
+    if (!wpk_in_bounds(offset, nbytes, t.nbytes))
+        return WPACK_E_INVALID_ARGUMENT;
+    int known = wpk_known_check(ar, &t);
+    if (known > 0) /* found bad before: refused, verifying or not */
+        return wpk_failed_before(ar, &t, known);
+    int rc = WPACK_OK;
+    wpk_sums sums;
+    const wpack_archive *holder;
+    if (known < 0 && (ar->flags & WPACK_OPEN_VERIFY_READS))
+        rc = wpk_sums_of(ar, &t, &holder, &sums)
+                 ? wpk_sums_check_mapped(ar, &t, &sums, t.data, offset, (size_t)nbytes)
+                 : wpack_verify_once(ar, i);
+    if (rc == WPACK_OK)
+        *data = (const uint8_t *)t.data + offset;
+    return rc;
+}
+
 int wpack_read(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes)
 {
     return wpack_read_ex(ar, i, offset, dst, nbytes, 0);

@@ -870,22 +870,7 @@ class safe_open:
                 rc = lib.wpack_verify_once(h.ptr, t.index)
                 if rc != 0:
                     h.fail(rc, "checking %r" % t.name.decode())
-            count = int(t.nbytes) // dtype.itemsize
-            with h.lock:   # one thread only gets an entry's bytes in h.mm
-                first = t.index not in h.handed
-                h.handed.add(t.index)
-            if not first:
-                # Handed out before, so perhaps written into since (the
-                # mapping is private, not read-only): this read gets a
-                # private mapping of its own, the file's bytes (checked
-                # at the first read, as every view: once per open).
-                try:
-                    buf = _private_map(h.fd, int(t.offset), int(t.nbytes))
-                except OSError:   # refused (strict overcommit): a copy
-                    return None
-                return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
-            return np.frombuffer(h.mm, dtype=dtype, count=count,
-                                 offset=int(t.offset)).reshape(shape)
+            return self._pt_view(t, 0, int(t.nbytes), dtype, shape)
         data, nbytes = ctypes.c_void_p(), ctypes.c_uint64()
         rc = lib.wpack_tensor_view(h.ptr, t.index, ctypes.byref(data), ctypes.byref(nbytes))
         if rc == E_NO_VIEW:
@@ -896,6 +881,53 @@ class safe_open:
             return None
         buf = _view_base(h, data.value, int(nbytes.value))
         return np.frombuffer(buf, dtype=dtype).reshape(shape)
+
+    def _pt_view(self, t, off, n, dtype, shape):
+        """For "pt": n bytes from off of plain entry t (checked by the
+        caller) as an array over the archive's private mapping, or over a
+        private mapping of its own when the entry was handed out before;
+        None when that mapping is refused."""
+        h = self._handle()
+        count = n // dtype.itemsize
+        with h.lock:   # one thread only gets an entry's bytes in h.mm
+            first = t.index not in h.handed
+            h.handed.add(t.index)
+        if not first:
+            # Handed out before, so perhaps written into since (the
+            # mapping is private, not read-only): this read gets a
+            # private mapping of its own, the file's bytes (checked
+            # at the first read, as every view: once per open).
+            try:
+                buf = _private_map(h.fd, int(t.offset) + off, n)
+            except OSError:   # refused (strict overcommit): a copy
+                return None
+            return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
+        return np.frombuffer(h.mm, dtype=dtype, count=count,
+                             offset=int(t.offset) + off).reshape(shape)
+
+    def _zero_copy_rows(self, t, dtype, shape, lo, hi):
+        """A zero-copy array of rows [lo, hi) of a plain entry with chunk
+        checksums, with only the chunks that hold them checked (each once
+        per open); None if it has no view."""
+        h = self._handle()
+        if t.codec != CODEC_NONE or t.kind not in (KIND_DATA, KIND_EXTERNAL):
+            return None
+        if self._framework == "pt" and (t.kind != KIND_DATA or self._sharded or h.mm is None):
+            return None
+        rowbytes = int(t.nbytes) // shape[0]
+        off, n = lo * rowbytes, (hi - lo) * rowbytes
+        rows = (hi - lo,) + tuple(shape[1:])
+        data = ctypes.c_void_p()
+        rc = lib.wpack_tensor_view_range(h.ptr, t.index, off, n, ctypes.byref(data))
+        if rc == E_NO_VIEW:
+            return None
+        if rc != 0:
+            h.fail(rc, "viewing rows %d..%d of %r" % (lo, hi, t.name.decode()))
+        if n == 0:
+            return np.empty(rows, dtype=dtype)
+        if self._framework == "pt":
+            return self._pt_view(t, off, n, dtype, rows)
+        return np.frombuffer(_view_base(h, data.value, n), dtype=dtype).reshape(rows)
 
     def _torch_can_hold(self, t):
         """Before reading t for "pt": torch 1.13 has no u16/u32/u64."""
@@ -947,10 +979,12 @@ class safe_open:
         (for zstd entries only the chunks that hold those bytes are decoded).
         With verify on, an entry with chunk checksums (format 1.2, written by
         default for tensors over 1 MiB; a zstd entry's per decoded zstd
-        chunk) is checked by the chunks that hold the rows only, and the
-        rows come back as a checked copy (from a URL only those chunks are
-        fetched); an entry without them is checked
-        once as a whole first, and the rows are a view where it has one. Other
+        chunk) is checked by the chunks that hold the rows only (each once
+        per open), and the rows are a zero-copy view where the entry is
+        stored plain in a local archive, else a checked copy (from a URL
+        only those chunks are fetched, from a zstd entry only they are
+        decoded); an entry without them is checked once as a whole first,
+        and the rows are a view where it has one. Other
         indices (arrays, Ellipsis, None first) read the whole tensor and
         index it as numpy does. A single element is a numpy scalar ("np")
         or a 0-d tensor ("pt"), as indexing the whole tensor gives. A bool
@@ -1137,15 +1171,15 @@ class _Slice:
                                  % (int(first), n0))
             lo, hi, local = i, i + 1, 0
         rowbytes = t.nbytes // n0 if n0 else 0
-        # A part of a tensor with chunk checksums (format 1.2): a checked
-        # copy of its rows, hashing only the chunks that hold them, rather
-        # than a view that hashes (and pages in) the whole tensor first.
-        whole = None
-        if not (f._verify and hi - lo < n0 and f._chunk_size(t)):
-            whole = f._zero_copy(t, self._dtype, shape)
-        if whole is not None:
-            part = whole[lo:hi]
+        # A part of a tensor with chunk checksums (format 1.2): a view of
+        # its rows with only the chunks that hold them hashed, rather than a
+        # view that hashes (and pages in) the whole tensor first.
+        if f._verify and hi - lo < n0 and f._chunk_size(t):
+            part = f._zero_copy_rows(t, self._dtype, shape, lo, hi)
         else:
+            whole = f._zero_copy(t, self._dtype, shape)
+            part = None if whole is None else whole[lo:hi]
+        if part is None:
             part = f._read_into(t, lo * rowbytes,
                                 np.empty((hi - lo,) + tuple(shape[1:]), dtype=self._dtype))
         return f._out(part[(local,) + rest], t.dtype)

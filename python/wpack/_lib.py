@@ -188,6 +188,7 @@ _PROTOS = {
     "wpack_shard_count": (ctypes.c_uint32, [VP]),
     "wpack_tensor_view": (I, [VP, U64, ctypes.POINTER(VP), c_u64p]),
     "wpack_tensor_chunk_size": (U64, [VP, U64]),
+    "wpack_tensor_view_range": (I, [VP, U64, U64, U64, ctypes.POINTER(VP)]),
     "wpack_read_ex": (I, [VP, U64, U64, VP, SZ, ctypes.c_uint]),
     "wpack_verify_once": (I, [VP, U64]),
     "wpack_read_plan": (I, [VP, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]),

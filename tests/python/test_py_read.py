@@ -1078,5 +1078,41 @@ def slices_check_only_their_chunks(d):
     check("chunk checksum size 5000" in str(e), str(e))
 
 
+
+@case
+def slices_with_chunk_sums_are_views(d):
+    """With verify on, rows of a plain entry with chunk checksums are a
+    zero-copy view (wpack_tensor_view_range), not a copy: "np" rows see a
+    byte changed in the file through another descriptor, are read-only and
+    outlive close; "pt" rows are writable, a write stays in the process
+    (the file and a second slice of the same rows keep the file's bytes).
+    An empty slice keeps its shape."""
+    a = np.arange(3 * 1024 * 1024, dtype=np.float32).reshape(3072, 1024)   # 4 KiB rows
+    p = os.path.join(d, "v.wpack")
+    wpack.save_file({"big": a}, p)
+    f = wpack.safe_open(p)
+    part = f.get_slice("big")[1000:1100]
+    check(np.array_equal(part, a[1000:1100]) and not part.flags.writeable, "np rows, read-only")
+    check(f.get_slice("big")[5:5].shape == (0, 1024), "empty slice")
+    with open(p, "r+b") as fh:
+        fh.seek(4096 + 1050 * 4096)
+        fh.write(np.float32(-7.5).tobytes())
+    check(part[50, 0] == -7.5, "the view sees the file's byte: zero-copy (got %r)" % part[50, 0])
+    f.close()
+    check(part[50, 0] == -7.5 and part[0, 1] == a[1000, 1], "the view outlives close")
+    with open(p, "r+b") as fh:
+        fh.seek(4096 + 1050 * 4096)
+        fh.write(a[1050, 0].tobytes())
+    before = _file_bytes(d)
+    with wpack.safe_open(p, framework="pt") as g:
+        rows = g.get_slice("big")[2000:2010]
+        rows[0, 0] = -1.0
+        again = g.get_slice("big")[2000:2010]
+        check(float(again[0, 0]) == a[2000, 0] and float(rows[0, 0]) == -1.0,
+              "pt: a write stays in its tensor")
+        check(np.array_equal(g.get_tensor("big").numpy()[2000:2010], a[2000:2010]),
+              "pt: the whole tensor after a slice was written into")
+    check(_file_bytes(d) == before, "writing into pt rows changed the file")
+
 if __name__ == "__main__":
     main()

@@ -27,7 +27,7 @@ static uint8_t big[BIG];
 static uint8_t *arc;             /* the archive written by write_archive */
 static size_t arc_len;
 
-/* big (chunked), small (one chunk: none), alias of big, z (compressed: none). */
+/* big (chunked), small (one chunk: none), alias of big. */
 static int write_archive(const char *path, uint64_t chunk_sums)
 {
     wpack_writer_options o;
@@ -194,6 +194,49 @@ static void test_partial_mapped(void)
     /* no verification asked for: the bytes as they are */
     CHECK(wpack_open_memory(&ar, c, arc_len, WPACK_OPEN_NO_VERIFY_READS) == WPACK_OK, "open");
     CHECK(wpack_read(ar, t.index, 3 * CH, out, CH) == WPACK_OK, "unverified");
+    wpack_close(ar);
+    free(c);
+}
+
+/* A view of a part (wpack_tensor_view_range): only its chunks are
+ * checked, so rows away from a bad chunk are viewed, zero-copy; a part
+ * touching it is refused, and so is every view after; no chunk sums: the
+ * whole entry is checked. */
+static void test_view_range(void)
+{
+    uint8_t *c = copy_arc();
+    wpack_tensor t, small;
+    wpack_archive *ar;
+    CHECK(wpack_open_memory(&ar, c, arc_len, 0) == WPACK_OK, "open");
+    wpack_find(ar, "big", &t);
+    wpack_find(ar, "small", &small);
+    uint64_t big_at = t.offset, small_at = small.offset;
+    wpack_close(ar);
+    c[big_at + 3 * CH + 7] ^= 1; /* chunk 3 of big */
+    c[small_at + 99] ^= 1;       /* small: one chunk, no sums */
+    CHECK(wpack_open_memory(&ar, c, arc_len, 0) == WPACK_OK, "open");
+    const void *p = (const void *)1;
+    CHECK(wpack_tensor_view_range(ar, t.index, 10, 3 * CH - 10, &p) == WPACK_OK, "%s",
+          wpack_errmsg(ar));
+    CHECK(p == c + big_at + 10, "zero-copy: a pointer into the buffer");
+    CHECK(wpack_tensor_view_range(ar, t.index, 4 * CH, CH + 100, &p) == WPACK_OK, "last chunks");
+    CHECK(memcmp(p, big + 4 * CH, CH + 100) == 0, "bytes");
+    CHECK(wpack_tensor_view_range(ar, t.index, 0, BIG + 1, &p) == WPACK_E_INVALID_ARGUMENT && !p,
+          "past the end");
+    CHECK(wpack_tensor_view_range(ar, t.index, UINT64_MAX, 2, &p) == WPACK_E_INVALID_ARGUMENT,
+          "offset overflow");
+    CHECK(wpack_tensor_view_range(ar, t.index, 3 * CH + 4095, 1, &p) == WPACK_E_CHECKSUM && !p,
+          "chunk 3");
+    CHECK(strstr(wpack_errmsg(ar), "chunk 3 (bytes 12288..16384)"), "%s", wpack_errmsg(ar));
+    CHECK(wpack_tensor_view_range(ar, t.index, 0, 8, &p) == WPACK_E_CHECKSUM, "remembered");
+    /* no chunk sums: the whole entry, once */
+    CHECK(wpack_tensor_view_range(ar, small.index, 0, 8, &p) == WPACK_E_CHECKSUM, "small");
+    CHECK(wpack_tensor_view_range(ar, 1u << 20, 0, 8, &p) == WPACK_E_NOT_FOUND, "no entry");
+    wpack_close(ar);
+    /* verification off: as the bytes are, the bad chunk too */
+    CHECK(wpack_open_memory(&ar, c, arc_len, WPACK_OPEN_NO_VERIFY_READS) == WPACK_OK, "open");
+    CHECK(wpack_tensor_view_range(ar, t.index, 3 * CH, CH, &p) == WPACK_OK, "unverified");
+    CHECK(((const uint8_t *)p)[7] == (uint8_t)(big[3 * CH + 7] ^ 1), "the bytes as they are");
     wpack_close(ar);
     free(c);
 }
@@ -453,6 +496,8 @@ static void test_zstd(void)
     wpack_find(ar, "z", &t);
     CHECK(t.codec == WPACK_CODEC_ZSTD && t.stored_length < t.nbytes, "compressed");
     CHECK_EQ(wpack_tensor_chunk_size(ar, t.index), CH);
+    const void *p = (const void *)1;
+    CHECK(wpack_tensor_view_range(ar, t.index, 0, 8, &p) == WPACK_E_NO_VIEW && !p, "no view");
     CHECK(wpack_verify_all(ar, NULL, NULL) == WPACK_OK, "%s", wpack_errmsg(ar));
     wpack_close(ar);
     /* the sum of chunk 3 changed (re-sealed): parts of 0..2 and 4..5 read, 3 not */
@@ -553,6 +598,7 @@ int main(void)
         return 2;
     RUN(test_written);
     RUN(test_partial_mapped);
+    RUN(test_view_range);
     RUN(test_once_per_open);
     RUN(test_wrong_sum);
     RUN(test_rules);
