@@ -10,7 +10,8 @@
 #     --cache-max: in README's "Archives on object stores" section instead);
 #   - every option of CMD's README synopsis is in `wpack CMD --help`;
 #   - CMD's parser accepts every option its help defines (no "unknown
-#     option"), and refuses a bogus one (so that check can fail).
+#     option"), and refuses a bogus one (so that check can fail);
+#   - every variable of wpack --help's Environment section is in README.md.
 # WPACK_DOC_README overrides the README read (the test's own self-check).
 . "$(dirname "$0")/lib.sh"
 
@@ -108,5 +109,20 @@ else
     fail doc_options_agree "$(grep PROBLEM "$T/report" | head -c 2000)"
 fi
 grep -v '^PROBLEM' "$T/report" | head -c 3000
+
+# Every variable of wpack --help's Environment section (test_help_env.sh
+# keeps that list equal to the code's) is named in README.md too.
+vars=$(sed -n '/^Environment/,$p' "$T/help" | grep -oE '\b([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9]|TMPDIR)\b' | sort -u)
+missing=""
+for v in $vars; do
+    grep -qE "(^|[^A-Za-z0-9_])$v([^A-Za-z0-9_]|\$)" "$README" || missing="$missing $v"
+done
+if [ "$(echo $vars | wc -w)" -lt 20 ]; then
+    fail doc_env_vars "only $(echo $vars | wc -w) variables found in wpack --help: $vars"
+elif [ -n "$missing" ]; then
+    fail doc_env_vars "in wpack --help, not in README.md:$missing"
+else
+    pass doc_env_vars
+fi
 
 finish
