@@ -500,9 +500,12 @@ class safe_open:
     fetched ahead). There is no mapping, so nothing is zero-copy: get_tensor
     and get_slice return new arrays (writable). Every entry fetched whole is
     checked against its XXH3 before any byte is handed out, whatever verify
-    says; with verify on, get_slice fetches and checks the whole entry once,
-    and slices of it that follow come from that fetch (entries up to
-    128 MiB are kept) or the cache; with verify=False, get_slice fetches
+    says; with verify on, get_slice of an entry with chunk checksums
+    (format 1.2, the default for tensors over 1 MiB) fetches and checks
+    only the chunks that hold the rows; of one without them it fetches and
+    checks the whole entry once, and slices of it that follow come from
+    that fetch (entries up to 128 MiB are kept) or the cache; with
+    verify=False, get_slice fetches
     only the rows' bytes (unchecked: the checksum covers the whole entry).
     cache=DIR keeps fetched chunks in DIR (created 0700, files 0600), keyed by the
     index's XXH3 and the URL (scheme, host, port, path) and checked on reuse, bounded by cache_max_bytes (10 GiB,

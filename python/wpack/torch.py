@@ -25,7 +25,7 @@ def save_model(model, path, name_map=None, metadata=None, stats=None, durable=Tr
     name -> state_dict key}, e.g. from wpack.torch.name_map(), recorded so
     `wpack resolve` and safe_open find the weights under the graph's
     names. durable=False: no fsync (as torch.save; see wpack.save_file).
-    Other arguments as for wpack.save_file."""
+    metadata, stats and the other arguments as for wpack.save_file."""
     save_file(model.state_dict(), path, metadata=metadata, name_map=name_map, stats=stats,
               durable=durable, **options)
 
@@ -59,7 +59,10 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     the archive's entries the model lacks, sorted) that also unpacks as
     `missing, unexpected = load_model(...)`.
     path may be a URL (safe_open's defaults): the tensors are then fetched
-    ahead in the order they are loaded (safe_open.read_plan)."""
+    ahead in the order they are loaded (safe_open.read_plan).
+    verify: as safe_open's: True (default) checks each tensor's bytes
+    against its XXH3 before loading it (wpack.Error WPACK_E_CHECKSUM
+    naming it on a mismatch); False skips the check."""
     sd = model.state_dict(keep_vars=True)
     with safe_open(path, framework="pt", verify=verify) as f:
         names = set(f.keys())
