@@ -67,8 +67,8 @@ static void hashed_names_taken(const wpk_mlir_doc *doc, wpk_ext_op **by, size_t 
             unsigned l, col;
             wpk_mlir_line_col(buf, doc->len, at - 1 - quoted, &l, &col);
             wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EXISTS,
-                          "%s:%u:%u: the symbol @%.*s is in the file already: it is the entry and "
-                          "symbol the %s at %u:%u would get", d->source, l, col, (int)(e - at), hit,
+                          "%s:%u:%u: the symbol @%.*s is in the file already; the %s at %u:%u "
+                          "would take it for its entry and symbol", d->source, l, col, (int)(e - at), hit,
                           wpk_ext_op_label(by[f]), by[f]->line, by[f]->col);
             return;
         }
