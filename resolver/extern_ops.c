@@ -49,7 +49,10 @@ static void hashed_names_taken(const wpk_mlir_doc *doc, wpk_ext_op **by, size_t 
 {
     static const char *const pre[] = {"torch_literal_", "dense_literal_"};
     const char *buf = doc->buf;
-    for (int k = 0; k < 2; k++) {
+    int any = 0;
+    for (size_t i = 0; i < n && !any; i++)
+        any = by[i]->lit.dense;
+    for (int k = 0; any && k < 2; k++) {
         size_t pl = strlen(pre[k]);
         for (size_t pos = 0; pos < doc->len;) {
             const char *hit = memmem(buf + pos, doc->len - pos, pre[k], pl);

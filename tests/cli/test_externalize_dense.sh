@@ -7,12 +7,7 @@
 # with numpy's reading of the literal's text (extern_dense_cases.py), for
 # f32, bf16, f16, i8, i1 and i64, element lists, hex and splats.
 . "$(dirname "$0")/lib.sh"
-MLIR_OPT=${MLIR_OPT:-$(command -v mlir-opt-19 || echo /usr/lib/llvm-19/bin/mlir-opt)}
-if ! [ -x "$MLIR_OPT" ]; then
-    fail mlir_opt "mlir-opt-19 not found: these cases compare with it"
-    finish
-    exit 1
-fi
+need_mlir_opt
 CASES="$TESTS_DIR/cli/extern_dense_cases.py"
 
 # check_entries NAME OUT.mlir EXPECT ARCHIVE ENTRIES: every op of EXPECT
