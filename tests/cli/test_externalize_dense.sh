@@ -93,6 +93,14 @@ for mode in uri iree; do
     check_entries "hlo_generic_$mode" "$T/hg.$mode" "$T/hlo_generic.expect" "$T/hg.$mode.wpack" 18
 done
 
+# one text in two modules (two symbol tables): one entry, a global in each
+printf 'module {\n  module @a {\n    func.func @f() -> tensor<4xf32> {\n      %%0 = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>\n      return %%0 : tensor<4xf32>\n    }\n  }\n  module @b {\n    func.func @g() -> tensor<4xf32> {\n      %%0 = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>\n      return %%0 : tensor<4xf32>\n    }\n  }\n}\n' >"$T/two.mlir"
+expect two_modules "$WPACK" externalize "$T/two.mlir" -o "$T/two.out" --archive "$T/two.wpack" --min-bytes 16
+[ "$(grep -c '^    ml_program.global private @dense_literal_83f6ba69f4c7f868(#ml_program.extern' "$T/two.out")" = 2 ] &&
+    [ "$("$WPACK" inspect "$T/two.wpack" | grep -c '^dense_literal_83f6ba69f4c7f868 ')" = 1 ] &&
+    "$MLIR_OPT" "$T/two.out" >/dev/null 2>"$T/err" && pass two_modules_one_entry ||
+    fail two_modules_one_entry "$(head -c 300 "$T/err"; cat "$T/two.out")"
+
 # --- hostile input: each an error naming FILE:LINE:COL (never a signal),
 # nothing written; a huge shape is bounded by --max-output before anything
 # is decoded, a splat of it is one element
