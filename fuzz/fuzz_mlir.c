@@ -7,9 +7,10 @@
  * global's value with its tensor type, for tensors up to 1 MiB: a decode
  * that succeeds gives exactly the type's byte count, a failure points inside
  * the input, and a value taken as a splat decodes to its element repeated.
- * Externalize's torch.vtensor.literal and arith.constant reading
- * (resolver/extern_torch.c): every span inside the input, the insertion
- * points of a load and a hoisted global before the op. And --annotate's location names (resolver/annotate_loc.c) of every op:
+ * Externalize's torch.vtensor.literal and constant op (arith, stablehlo,
+ * mhlo) reading (resolver/extern_torch.c): every span inside the input,
+ * the insertion points of a load and a hoisted global before the op, and
+ * a dense<...> value decoded as a global's. And --annotate's location names (resolver/annotate_loc.c) of every op:
  * alias reads stay within the walk's bound, each name within the input's
  * size (a libFuzzer timeout finds a walk that blows up).
  */
@@ -34,13 +35,13 @@ static int count_bytes(void *user, const void *data, size_t n)
     return 0;
 }
 
-static void check_literal(const char *buf, size_t size, const wpk_global *g)
+/* value (`dense<...> : T` as written) read as a tensor of type ty */
+static void check_literal(const char *buf, size_t size, wpk_span value, wpk_span ty)
 {
     wpk_mlir_tensor t;
     char why[300];
     int ok;
-    if (!g->value_body.len || !g->type_body.len ||
-        wpk_mlir_parse_tensor(buf + g->type_body.off, g->type_body.len, &t, why, sizeof why))
+    if (!value.len || !ty.len || wpk_mlir_parse_tensor(buf + ty.off, ty.len, &t, why, sizeof why))
         return;
     uint64_t nbytes = wpk_literal_nbytes(&t, &ok);
     if (!ok || nbytes > (1u << 20) || !nbytes)
@@ -48,7 +49,7 @@ static void check_literal(const char *buf, size_t size, const wpk_global *g)
     unsigned char elem[8];
     int is_splat = 0;
     size_t where = 0;
-    int src = wpk_literal_splat(buf, g->value_body, &t, elem, &is_splat, why, sizeof why, &where);
+    int src = wpk_literal_splat(buf, value, &t, elem, &is_splat, why, sizeof why, &where);
     FUZZ_ASSERT(where <= size, "splat check points at %zu of %zu", where, size);
     decoded d = {0, NULL, 1, 0};
     if (!src && is_splat) {
@@ -56,7 +57,7 @@ static void check_literal(const char *buf, size_t size, const wpk_global *g)
         int dt = wpk_literal_dtype(t.elem); /* i1 comes out one byte an element */
         d.esize = dt == WPACK_DTYPE_BOOL ? 1 : wpack_dtype_size(dt);
     }
-    int rc = wpk_literal_decode(buf, g->value_body, &t, count_bytes, &d, why, sizeof why, &where);
+    int rc = wpk_literal_decode(buf, value, &t, count_bytes, &d, why, sizeof why, &where);
     if (rc) {
         FUZZ_ASSERT(where <= size, "decode error points at %zu of %zu", where, size);
         FUZZ_ASSERT(why[0], "decode error %d without a reason", rc);
@@ -144,9 +145,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             /* where a load and a hoisted global go, and the rewritten type's ':' */
             FUZZ_ASSERT(l.stmt <= l.op.off && l.top_stmt <= l.op.off, "statement starts after the op");
             FUZZ_ASSERT(l.colon < size && l.fn_open < size, "torch ':' or '(' outside the input");
+            check_span(l.result, size, "constant result type");
+            if (l.dense) /* a dense<...> literal: decoded as a global's */
+                check_literal((const char *)copy, size, l.value, l.type);
         }
         for (size_t i = 0; i < doc->nglobals; i++)
-            check_literal((const char *)copy, size, &doc->globals[i]);
+            check_literal((const char *)copy, size, doc->globals[i].value_body, doc->globals[i].type_body);
         check_locs(doc, size);
         wpk_mlir_doc_free(doc);
     }

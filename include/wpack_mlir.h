@@ -185,11 +185,13 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
  * hex dense<"0x...">, or dense_resource<KEY> with its blob in the file's
  * builtin resources - and whose tensor holds at least min_bytes bytes moves
  * into a new archive (so do torch-mlir's torch.vtensor.literal and an
- * arith.constant of a dense_resource<KEY>: entry KEY, and a torch literal
- * of dense<...>: entry torch_literal_<XXH3-64 of its text>; a torch literal
- * becomes torch.vtensor.external.literal(@KEY) in uri mode, an
- * arith.constant, and in iree mode a torch literal, a load of a global @KEY
- * put before its function): one entry per global, named by its
+ * arith.constant of a dense_resource<KEY>: entry KEY, a torch literal
+ * of dense<...>: entry torch_literal_<XXH3-64 of its text>, and an
+ * arith.constant, stablehlo.constant or mhlo.constant of dense<...>: entry
+ * dense_literal_<XXH3-64 of its text>; a torch literal becomes
+ * torch.vtensor.external.literal(@KEY) in uri mode, a constant, and in
+ * iree mode a torch literal, a load of a global @KEY put before its
+ * function): one entry per global, named by its
  * symbol (by "module/.../symbol" for a symbol moved from several nested
  * modules), of the
  * global's element type (f16 bf16 f32 f64 i1 i8..i64 si* ui*; signless

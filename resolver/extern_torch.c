@@ -96,6 +96,16 @@ static int resource_value(const char *buf, wpk_span v, wpk_span *type)
     return typed_value(buf, v, "dense_resource", type);
 }
 
+/* A literal's value: a resource (not in a stablehlo or mhlo constant), or
+ * (l->dense) a dense<...> literal. */
+static int torch_value(const char *buf, wpk_torch_lit *l)
+{
+    int hlo = l->kind == WPK_OP_STABLEHLO || l->kind == WPK_OP_MHLO;
+    if (!hlo && resource_value(buf, l->value, &l->type))
+        return 1;
+    return l->dense = typed_value(buf, l->value, "dense", &l->type);
+}
+
 /* An optional attribute dictionary at the lexer's position: recorded in
  * l->attrs, the lexer moved past it. 0 when it does not close. */
 static int take_attrs(const char *buf, size_t len, wpk_lexer *lx, wpk_torch_lit *l)
@@ -111,8 +121,11 @@ static int take_attrs(const char *buf, size_t len, wpk_lexer *lx, wpk_torch_lit 
     return 1;
 }
 
-/* Pretty `arith.constant [{attrs}] dense_resource<KEY> : tensor<...>`: the
- * value runs to the end of the tensor type (a type alias is not read). */
+/* Pretty `arith.constant [{attrs}] dense_resource<KEY> : tensor<...>` or
+ * `OP [{attrs}] dense<...> : tensor<...>` (OP arith.constant,
+ * stablehlo.constant or mhlo.constant, whose printers put the attr-dict
+ * first): the value runs to the end of the tensor type (a type alias is not
+ * read). */
 static int arith_pretty(const char *buf, size_t len, wpk_torch_lit *l)
 {
     wpk_lexer lx;
@@ -121,7 +134,9 @@ static int arith_pretty(const char *buf, size_t len, wpk_torch_lit *l)
         return 0;
     wpk_tok t = wpk_lex_next(&lx);
     size_t vstart = t.off;
-    if (t.kind != WPK_TOK_BAREID || !wpk_span_is(buf, (wpk_span){t.off, t.len}, "dense_resource"))
+    if (t.kind != WPK_TOK_BAREID ||
+        !(wpk_span_is(buf, (wpk_span){t.off, t.len}, "dense") ||
+          (l->kind == WPK_OP_ARITH && wpk_span_is(buf, (wpk_span){t.off, t.len}, "dense_resource"))))
         return 0;
     wpk_tok o = wpk_lex_next(&lx);
     size_t e = wpk_tok_is(&lx, o, '<') ? group_end(buf, len, o.off) : 0;
@@ -138,15 +153,24 @@ static int arith_pretty(const char *buf, size_t len, wpk_torch_lit *l)
         return 0;
     l->value = (wpk_span){vstart, e + 1 - vstart};
     l->replace = (wpk_span){l->op.off, e + 1 - l->op.off};
-    return resource_value(buf, l->value, &l->type);
+    return torch_value(buf, l);
 }
 
-/* A torch literal's value: a resource, or (l->dense) a dense<...> literal. */
-static int torch_value(const char *buf, wpk_torch_lit *l)
+/* Generic `: () -> R`: l->result = R when it is a builtin tensor<...>. */
+static void result_type(const char *buf, size_t len, wpk_torch_lit *l)
 {
-    if (resource_value(buf, l->value, &l->type))
-        return 1;
-    return l->dense = typed_value(buf, l->value, "dense", &l->type);
+    size_t e = group_end(buf, len, l->fn_open);
+    if (!e)
+        return;
+    wpk_lexer lx;
+    wpk_lex_init(&lx, buf, len, e + 1);
+    if (wpk_lex_next(&lx).kind != WPK_TOK_ARROW)
+        return;
+    wpk_tok t = wpk_lex_next(&lx), o = wpk_lex_next(&lx);
+    if (t.kind != WPK_TOK_BAREID || !wpk_span_is(buf, (wpk_span){t.off, t.len}, "tensor") ||
+        !wpk_tok_is(&lx, o, '<') || !(e = group_end(buf, len, o.off)))
+        return;
+    l->result = (wpk_span){t.off, e + 1 - t.off};
 }
 
 int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk_torch_lit *l)
@@ -158,6 +182,7 @@ int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk
     l->top_stmt = op->top_stmt;
     l->stmt = op->stmt;
     l->scope = op->scope;
+    l->kind = op->kind;
     if (op->arith && !op->generic)
         return arith_pretty(buf, len, l);
     size_t open = op->name.off + op->name.len;
@@ -206,6 +231,7 @@ int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk
     if (wpk_tok_is(&lx, c, ':') && wpk_tok_is(&lx, f, '(')) {
         l->colon = c.off;
         l->fn_open = f.off;
+        result_type(buf, len, l);
     }
     wpk_dict_entry ent[16];
     size_t n, dclose;
@@ -220,7 +246,7 @@ int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk
                 l->value = trim(buf, ent[i].value);
                 l->entry = (wpk_span){ent[i].key.off, ent[i].value.off + ent[i].value.len - ent[i].key.off};
                 l->in_attrs = pass == 1;
-                return op->arith ? resource_value(buf, l->value, &l->type) : torch_value(buf, l);
+                return torch_value(buf, l);
             }
     }
     return 0;

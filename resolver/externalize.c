@@ -31,17 +31,6 @@ void wpack_externalize_options_init(wpack_externalize_options *opt)
     opt->min_bytes = 256;
 }
 
-typedef struct {
-    size_t global;
-    wpk_mlir_tensor type;
-    int dtype;
-    uint64_t nbytes;
-    const wpk_resource *res;    /* dense_resource: its blob */
-    int splat;                  /* a splat literal: a splat entry of fill */
-    unsigned char fill[8];
-    const char *entry;          /* its entry's name (the symbol, or names[]) */
-} candidate;
-
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
@@ -52,230 +41,9 @@ static int writer_sink(void *user, const void *p, size_t n)
     return wpack_writer_write(user, p, n) != WPACK_OK;
 }
 
-/* A torch.vtensor.literal weight to move (extern_torch.c). */
-typedef struct {
-    wpk_torch_lit lit;
-    wpk_mlir_tensor type;
-    int dtype;
-    uint64_t nbytes;
-    const wpk_resource *res;    /* its blob, or NULL: a dense<...> literal */
-    int splat;                  /* dense: a splat literal, a splat entry of fill */
-    unsigned char fill[8];
-    char *key;                  /* its entry's name: KEY decoded, or for a dense
-                                   literal torch_literal_<XXH3 of its text> (heap) */
-    size_t key_len;
-    unsigned line, col;
-    int writes;                 /* the first literal of its KEY writes the entry */
-    int hoisting;               /* loads a global @KEY: an arith.constant, or a torch
-                                   literal with --emit iree */
-    int hoists;                 /* the first of those of its KEY in its module puts
-                                   the global there */
-} torch_cand;
-
-static const char *op_label(const torch_cand *c)
-{
-    return c->lit.arith ? "arith.constant" : "torch.vtensor.literal";
-}
-
-static int tc_cmp(const void *a, const void *b)
-{
-    const torch_cand *x = *(const torch_cand *const *)a, *y = *(const torch_cand *const *)b;
-    int c = wpk_bytes_cmp(x->key, x->key_len, y->key, y->key_len);
-    if (c)
-        return c;
-    if (x->hoisting != y->hoisting) /* the others first, then by module */
-        return x->hoisting ? 1 : -1;
-    if (x->hoisting && x->lit.scope != y->lit.scope)
-        return x->lit.scope < y->lit.scope ? -1 : 1;
-    return x->lit.op.off < y->lit.op.off ? -1 : 1;
-}
-
-/* The literals of dense_resource blobs of at least min_bytes, in file
- * order; literals sharing a KEY share one entry (their types must agree),
- * and no moved global may have KEY as its entry's name. 0, or
- * WPACK_E_NOMEM (other problems are diagnostics). */
-static int collect_torch(const wpk_mlir_doc *doc, const wpk_res_index *rk, uint64_t min_bytes,
-                         wpk_diag *d, wpack_externalize_result *res, const candidate *cand,
-                         size_t ncand, const char *unescaped, torch_cand **out, size_t *nout)
-{
-    torch_cand *tc = calloc(doc->ntorch_ops + 1, sizeof *tc);
-    torch_cand **by = malloc((doc->ntorch_ops + 1) * sizeof *by);
-    *out = tc;
-    *nout = 0;
-    if (!tc || !by) {
-        free(by);
-        return WPACK_E_NOMEM;
-    }
-    const char *buf = doc->buf;
-    wpk_line_cursor lc = WPK_LINE_CURSOR_INIT;
-    size_t n = 0;
-    for (size_t i = 0; i < doc->ntorch_ops; i++) {
-        torch_cand c = {0};
-        if (!wpk_torch_lit_parse(buf, doc->len, &doc->torch_ops[i], &c.lit))
-            continue;
-        res->globals++;
-        wpk_line_cursor_at(&lc, buf, doc->len, c.lit.op.off, &c.line, &c.col);
-        char why[200];
-        int ok;
-        if (wpk_mlir_parse_tensor(buf + c.lit.type.off, c.lit.type.len, &c.type, why, sizeof why) ||
-            (c.nbytes = wpk_literal_nbytes(&c.type, &ok), !ok)) {
-            res->kept++;
-            wpk_diag_emit(d, WPACK_DIAG_NOTE, 0, "%s:%u:%u: %s: kept inline (type %.*s)",
-                          d->source, c.line, c.col, op_label(&c), (int)(c.lit.type.len > 200 ? 200 : c.lit.type.len),
-                          buf + c.lit.type.off);
-            continue;
-        }
-        c.dtype = wpk_literal_dtype(c.type.elem);
-        if (c.nbytes < min_bytes) {
-            res->kept++;
-            continue;
-        }
-        if (c.lit.dense) {
-            /* no name: one from its text, stable across runs, the same
-             * for equal literals (which share their entry) */
-            size_t at;
-            int e = wpk_literal_splat(buf, c.lit.value, &c.type, c.fill, &c.splat, why, sizeof why, &at);
-            if (e) {
-                unsigned l, col;
-                wpk_mlir_line_col(buf, doc->len, at, &l, &col);
-                wpk_diag_emit(d, WPACK_DIAG_ERROR, e, "%s:%u:%u: torch.vtensor.literal: %s", d->source,
-                              l, col, why);
-                continue;
-            }
-            char nm[40];
-            wpk_fmt(nm, sizeof nm, "torch_literal_%016llx",
-                    (unsigned long long)wpk_xxh3(buf + c.lit.value.off, c.lit.value.len));
-            if (!(c.key = strdup(nm))) {
-                free(by);
-                return WPACK_E_NOMEM;
-            }
-            c.key_len = strlen(nm);
-            c.hoisting = unescaped != NULL;
-            tc[n++] = c;
-            continue;
-        }
-        if (!(c.key = wpk_resource_key(buf, c.lit.value, &c.key_len))) {
-            free(by);
-            return WPACK_E_NOMEM;
-        }
-        char q[300];
-        wpk_quote(q, sizeof q, c.key, c.key_len);
-        const char *bad = wpk_name_problem((const uint8_t *)c.key, c.key_len);
-        c.res = wpk_find_resource(doc, rk, c.key, c.key_len);
-        if (!c.res || bad) {
-            wpk_diag_emit(d, WPACK_DIAG_ERROR, bad ? WPACK_E_NAME : WPACK_E_INPUT,
-                          "%s:%u:%u: %s: dense_resource<%s> %s%s", d->source,
-                          c.line, c.col, op_label(&c), q, bad ? "cannot be an entry name: " : "has no blob in the file's builtin resources",
-                          bad ? bad : "");
-            free(c.key);
-            continue;
-        }
-        c.hoisting = c.lit.arith || unescaped;
-        if (unescaped && wpk_name_needs_escape(c.key)) {
-            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
-                          "%s:%u:%u: %s: dense_resource<%s> has a '\"' or '\\', which %s "
-                          "prints unescaped (use --emit uri)", d->source, c.line, c.col, op_label(&c), q,
-                          unescaped);
-            free(c.key);
-            continue;
-        }
-        if (c.hoisting && !c.lit.arith &&
-            (!c.lit.colon || (c.lit.generic && !c.lit.fn_open) || c.lit.stmt >= c.lit.op.off)) {
-            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_UNSUPPORTED,
-                          "%s:%u:%u: torch.vtensor.literal: no `%%v = ... : TYPE` statement read around "
-                          "it (--emit %s makes it a load of a global)", d->source, c.line, c.col,
-                          unescaped);
-            free(c.key);
-            continue;
-        }
-        if (c.hoisting && !c.lit.arith && memmem(buf, doc->len, "%wpack.param.", 13)) {
-            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EXISTS,
-                          "%s:%u:%u: torch.vtensor.literal: the file uses %%wpack.param. names already, "
-                          "which --emit %s gives its loads", d->source, c.line, c.col, unescaped);
-            free(c.key);
-            continue;
-        }
-        tc[n++] = c;
-    }
-    *nout = n;
-    for (size_t i = 0; i < n; i++)
-        by[i] = &tc[i];
-    qsort(by, n, sizeof *by, tc_cmp);
-    for (size_t k = 0; k < n; k++) {
-        torch_cand *c = by[k], *p = k ? by[k - 1] : NULL;
-        int first = !p || wpk_bytes_cmp(c->key, c->key_len, p->key, p->key_len);
-        c->hoists = c->hoisting && (first || !p->hoisting || p->lit.scope != c->lit.scope);
-        if (first) {
-            c->writes = 1;
-            continue;
-        }
-        /* a dense literal's name is a hash of its text: another text (an
-         * XXH3 collision, which a crafted file can make) or a resource
-         * named like it would silently share its entry */
-        if (c->lit.dense != p->lit.dense ||
-            (c->lit.dense && (c->lit.value.len != p->lit.value.len ||
-                              memcmp(buf + c->lit.value.off, buf + p->lit.value.off,
-                                     c->lit.value.len) != 0))) {
-            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EXISTS,
-                          "%s:%u:%u: %s: its entry name '%.*s' is also that of another value at "
-                          "%u:%u", d->source, c->line, c->col, op_label(c),
-                          (int)(c->key_len > 200 ? 200 : c->key_len), c->key, p->line, p->col);
-            continue;
-        }
-        if (!wpk_mlir_tensor_equal(&c->type, &p->type))
-            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_SHAPE,
-                          "%s:%u:%u: %s: its resource is read as %.*s at %u:%u",
-                          d->source, c->line, c->col, op_label(c), (int)(p->lit.type.len > 200 ? 200 : p->lit.type.len),
-                          buf + p->lit.type.off, p->line, p->col);
-    }
-    for (size_t i = 0; i < ncand; i++) {
-        size_t lo = 0, hi = n, en = strlen(cand[i].entry);
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            int c = wpk_bytes_cmp(by[mid]->key, by[mid]->key_len, cand[i].entry, en);
-            if (c < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < n && wpk_bytes_cmp(by[lo]->key, by[lo]->key_len, cand[i].entry, en) == 0) {
-            char where[400];
-            wpk_global_where(where, sizeof where, d, &doc->globals[cand[i].global]);
-            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EXISTS,
-                          "%s: its entry '%s' is also the resource of the %s at %u:%u",
-                          where, cand[i].entry, op_label(by[lo]), by[lo]->line, by[lo]->col);
-        }
-    }
-    /* a hoisted global takes its KEY as symbol: no other global of its
-     * module may have it */
-    for (size_t i = 0; i < doc->nglobals; i++) {
-        const wpk_global *g = &doc->globals[i];
-        size_t lo = 0, hi = n;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (wpk_bytes_cmp(by[mid]->key, by[mid]->key_len, g->name, g->name_len) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        for (; lo < n && wpk_bytes_cmp(by[lo]->key, by[lo]->key_len, g->name, g->name_len) == 0; lo++)
-            if (by[lo]->hoists && by[lo]->lit.scope == g->scope) {
-                char where[400];
-                wpk_global_where(where, sizeof where, d, &doc->globals[i]);
-                wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EXISTS,
-                              "%s: its symbol is the resource of the %s at %u:%u, "
-                              "whose global would take that name", where, op_label(by[lo]), by[lo]->line,
-                              by[lo]->col);
-                break;
-            }
-    }
-    free(by);
-    return 0;
-}
-
 /* The entry name of every candidate (extern_names.c); a module path in
  * one is checked as the symbols were. 0, or the first error. */
-static int name_entries(const wpk_mlir_doc *doc, candidate *cand, size_t n, wpk_diag *d,
+static int name_entries(const wpk_mlir_doc *doc, wpk_ext_cand *cand, size_t n, wpk_diag *d,
                         const char *unescaped, char ***names_out)
 {
     size_t *gix = malloc((n + 1) * sizeof *gix), *lens = malloc((n + 1) * sizeof *lens);
@@ -367,7 +135,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         return rc;
     }
     wpk_mlir_doc *doc = NULL;
-    candidate *cand = NULL;
+    wpk_ext_cand *cand = NULL;
     wpk_plan_item *items = NULL;
     wpk_patch *patches = NULL;
     size_t *refs = NULL;
@@ -380,7 +148,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     uint64_t data_bytes = 0;
     wpk_res_index rkeys = {NULL, 0};
     char **names = NULL;
-    torch_cand *tc = NULL;
+    wpk_ext_op *tc = NULL;
     size_t ntc = 0;
     char **texts = NULL;
     wpk_span *lits = NULL, *gvals = NULL;
@@ -401,7 +169,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         res.globals++;
         char where[400], why[200];
         wpk_global_where(where, sizeof where, &d, g);
-        candidate c = {.global = i};
+        wpk_ext_cand c = {.global = i};
         if (wpk_mlir_parse_tensor(buf + g->type_body.off, g->type_body.len, &c.type, why, sizeof why)) {
             res.kept++;
             wpk_diag_emit(&d, WPACK_DIAG_NOTE, 0, "%s: kept inline (type %.*s: %s)", where,
@@ -495,7 +263,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
             goto nomem;
     }
     if (!d.first_error &&
-        collect_torch(doc, &rkeys, opt.min_bytes, &d, &res, cand, ncand, unescaped, &tc, &ntc))
+        wpk_extern_collect_ops(doc, &rkeys, opt.min_bytes, &d, &res, cand, ncand, unescaped, &tc, &ntc))
         goto nomem;
     for (size_t i = 0; i < ntc; i++)
         if (tc[i].writes && !tc[i].splat)
@@ -522,7 +290,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         goto done;
     }
     for (size_t i = 0; i < ncand; i++) {
-        candidate *c = &cand[i];
+        wpk_ext_cand *c = &cand[i];
         const wpk_global *g = &doc->globals[c->global];
         char where[400], why[300];
         wpk_global_where(where, sizeof where, &d, g);
@@ -568,7 +336,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         res.bytes_moved = sat_add(res.bytes_moved, c->nbytes);
     }
     for (size_t i = 0; i < ntc; i++) {
-        torch_cand *c = &tc[i];
+        wpk_ext_op *c = &tc[i];
         char why[300];
         res.moved++;
         res.bytes_moved = sat_add(res.bytes_moved, c->nbytes);
@@ -594,7 +362,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         }
         if (rc) {
             wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s:%u:%u: %s: %s", d.source,
-                          c->line, c->col, op_label(c), why);
+                          c->line, c->col, wpk_ext_op_label(c), why);
             goto done;
         }
     }

@@ -141,9 +141,10 @@ static int gap_has_newline(const char *buf, size_t from, size_t to)
     return 0;
 }
 
-static int record_torch_op(wpk_scanner *sc, wpk_tok t, int generic, int arith)
+static int record_torch_op(wpk_scanner *sc, wpk_tok t, int generic, int kind)
 {
     wpk_mlir_doc *d = sc->doc;
+    int arith = kind != WPK_OP_TORCH;
     if (arith && !sc->sp)
         return 0; /* in no region of an op: no constant to hoist */
     if (!wpk_grow_array((void **)&d->torch_ops, &d->captorch_ops, d->ntorch_ops, sizeof *d->torch_ops))
@@ -164,7 +165,8 @@ static int record_torch_op(wpk_scanner *sc, wpk_tok t, int generic, int arith)
                                                    top,
                                                    sc->sp ? sc->stack[sc->sp - 1].module : 0,
                                                    (unsigned char)generic,
-                                                   (unsigned char)arith};
+                                                   (unsigned char)arith,
+                                                   (unsigned char)kind};
     return 0;
 }
 
@@ -228,7 +230,13 @@ static int scan_all(wpk_scanner *sc)
                 if (record_torch_op(sc, t, 0, 0))
                     return sc->failed;
             } else if (wpk_scan_word(sc, t, "arith.constant")) {
-                if (record_torch_op(sc, t, 0, 1))
+                if (record_torch_op(sc, t, 0, WPK_OP_ARITH))
+                    return sc->failed;
+            } else if (wpk_scan_word(sc, t, "stablehlo.constant")) {
+                if (record_torch_op(sc, t, 0, WPK_OP_STABLEHLO))
+                    return sc->failed;
+            } else if (wpk_scan_word(sc, t, "mhlo.constant")) {
+                if (record_torch_op(sc, t, 0, WPK_OP_MHLO))
                     return sc->failed;
             } else if (wpk_scan_word(sc, t, "loc") && wpk_scan_peek_is(sc, '(')) {
                 if (record_loc(sc, t))
@@ -248,7 +256,13 @@ static int scan_all(wpk_scanner *sc)
                 if (record_torch_op(sc, t, 1, 0))
                     return sc->failed;
             } else if (wpk_span_is(buf, (wpk_span){t.off, t.len}, "\"arith.constant\"")) {
-                if (record_torch_op(sc, t, 1, 1))
+                if (record_torch_op(sc, t, 1, WPK_OP_ARITH))
+                    return sc->failed;
+            } else if (wpk_span_is(buf, (wpk_span){t.off, t.len}, "\"stablehlo.constant\"")) {
+                if (record_torch_op(sc, t, 1, WPK_OP_STABLEHLO))
+                    return sc->failed;
+            } else if (wpk_span_is(buf, (wpk_span){t.off, t.len}, "\"mhlo.constant\"")) {
+                if (record_torch_op(sc, t, 1, WPK_OP_MHLO))
                     return sc->failed;
             }
             break;

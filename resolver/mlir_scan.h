@@ -105,10 +105,12 @@ typedef struct wpk_module {
     wpk_span sym;              /* its @name as written (pretty `module @a`), or len 0 */
 } wpk_module;
 
-/* A torch-mlir `torch.vtensor.literal` op or an `arith.constant` (region
- * level): its op name token, pretty `torch.vtensor.literal(...)` /
- * `arith.constant ...` or generic `"torch.vtensor.literal"(` /
- * `"arith.constant"(`. externalize reads the rest (extern_torch.c). */
+/* A torch-mlir `torch.vtensor.literal` op or a constant op (`arith.constant`,
+ * `stablehlo.constant`, `mhlo.constant`; region level): its op name token,
+ * pretty `torch.vtensor.literal(...)` / `arith.constant ...` or generic
+ * `"torch.vtensor.literal"(` / `"arith.constant"(`. externalize reads the
+ * rest (extern_torch.c). */
+enum { WPK_OP_TORCH = 0, WPK_OP_ARITH, WPK_OP_STABLEHLO, WPK_OP_MHLO };
 typedef struct wpk_torch_op {
     wpk_span name;
     size_t stmt;               /* its own statement's start (its result) */
@@ -116,7 +118,8 @@ typedef struct wpk_torch_op {
                                   the top level): where a hoisted global goes */
     uint32_t scope;            /* its module, as wpk_global.scope */
     unsigned char generic;
-    unsigned char arith;       /* an arith.constant */
+    unsigned char arith;       /* a constant op (its value is hoisted to a global) */
+    unsigned char kind;        /* WPK_OP_* */
 } wpk_torch_op;
 
 typedef struct wpk_mlir_doc {
@@ -132,7 +135,7 @@ typedef struct wpk_mlir_doc {
     size_t nresources, capresources;
     wpk_located_op *ops;       /* only when WPK_SCAN_OPS was asked for */
     size_t nops, capops;
-    wpk_torch_op *torch_ops;   /* torch.vtensor.literal and arith.constant ops, in file order */
+    wpk_torch_op *torch_ops;   /* torch.vtensor.literal and constant ops, in file order */
     size_t ntorch_ops, captorch_ops;
     wpk_module *modules;       /* every module body, in file order */
     size_t nmodules, capmodules;

@@ -192,7 +192,7 @@ const wpk_emit_mode *wpk_emit_mode_of(int emit);
 /* Does s hold a '"' or '\' (which a printer of unescaped names cannot take)? */
 int wpk_name_needs_escape(const char *s);
 
-/* externalize: a torch.vtensor.literal op (extern_torch.c) */
+/* externalize: a torch.vtensor.literal op or a constant op (extern_torch.c) */
 typedef struct wpk_torch_lit {
     wpk_span op;                /* its op name token */
     wpk_span value;             /* dense_resource<KEY> : T */
@@ -209,9 +209,14 @@ typedef struct wpk_torch_lit {
     size_t fn_open;             /* torch generic: the '(' of `: () -> R`, or 0 */
     size_t top_stmt;            /* where a hoisted global goes */
     uint32_t scope;             /* arith: its module (wpk_global.scope) */
+    int kind;                   /* WPK_OP_* */
+    wpk_span result;            /* generic: R of `: () -> R` when R is a builtin
+                                   tensor<...>; len 0: another type, or none read */
 } wpk_torch_lit;
-/* 1 when op is a torch.vtensor.literal of a dense_resource (l filled), 0
- * when not (another value, or a form not read: left as it is). */
+/* 1 when op is a torch.vtensor.literal of a dense_resource or dense<...>,
+ * or a constant op of one (l filled; stablehlo and mhlo constants of
+ * dense<...> only), 0 when not (another value, or a form not read: left
+ * as it is). */
 int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk_torch_lit *l);
 /* The edits turning l into torch.vtensor.external.literal(@KEY) (with
  * wpack.uri = "uri" unless uri is NULL): up to 3 patches into out, their

@@ -86,6 +86,17 @@ finish() {
     [ "$tl_failed" -eq 0 ]
 }
 
+# need_mlir_opt: MLIR_OPT is mlir-opt-19, or the test fails here (the
+# cases compare with it) and exits.
+need_mlir_opt() {
+    MLIR_OPT=${MLIR_OPT:-$(command -v mlir-opt-19 || echo /usr/lib/llvm-19/bin/mlir-opt)}
+    if ! [ -x "$MLIR_OPT" ]; then
+        fail mlir_opt "mlir-opt-19 not found: these cases compare with it"
+        finish
+        exit 1
+    fi
+}
+
 # py_wpack ARGS...: $PY with the wpack package over the libraries of the
 # build under test ($WPACK's directory), the ASan runtime preloaded when
 # that build is sanitized (Python's own allocations not leak-checked).

@@ -5,12 +5,7 @@
 # move; dense literals mlir-opt refuses are refused (line:col), the ones it
 # takes are read as it reads them (each case runs both on the same input).
 . "$(dirname "$0")/lib.sh"
-MLIR_OPT=${MLIR_OPT:-$(command -v mlir-opt-19 || echo /usr/lib/llvm-19/bin/mlir-opt)}
-if ! [ -x "$MLIR_OPT" ]; then
-    fail mlir_opt "mlir-opt-19 not found: these cases compare with it"
-    finish
-    exit 1
-fi
+need_mlir_opt
 
 # entries as "FILE HEX" lines (extract writes NAME.npy, a "/" as %2F; numpy reads them)
 entries_hex() { # ARCHIVE DIR
