@@ -162,6 +162,12 @@ int wpk_extern_collect_ops(const wpk_mlir_doc *doc, const wpk_res_index *rk, uin
                               wpk_ext_op_label(&c), why);
                 continue;
             }
+            if (c.lit.arith && c.splat) {
+                /* a splat constant's text is short whatever its size, and a
+                 * compiler folds it (a fill) where a load would hide it */
+                res->kept++;
+                continue;
+            }
             char nm[40];
             wpk_fmt(nm, sizeof nm, "%s_literal_%016llx", c.lit.arith ? "dense" : "torch",
                     (unsigned long long)wpk_xxh3(buf + c.lit.value.off, c.lit.value.len));
