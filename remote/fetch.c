@@ -17,6 +17,9 @@
 #include "request.h"
 
 #define SHOWN 200 /* of an error body in a message */
+/* The longest Retry-After waited for (or timeout_s, if longer): a server
+ * asking for more fails the request at once. */
+#define RETRY_AFTER_MOST_S 60u
 
 /* Requests started together (one read, or one read-ahead step): they run
  * on the handle's connections with every other live batch's, the batch
@@ -270,7 +273,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         wpk_remote_scrub(r, msg, msglen); /* it may quote the server's headers */
         return WPACK_E_IO;
     }
-    int retry;
+    int retry, http_retry = 0;
     char *loc = NULL;
     if (c == CURLE_UNSUPPORTED_PROTOCOL && r->https && j->status >= 300 && j->status < 400 &&
         j->location[0]) {
@@ -300,6 +303,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     } else {
         long s = j->status;
         retry = s >= 500 || s == 429 || s == 408;
+        http_retry = retry;
         wpk_snippet_text(j, body, sizeof body);
         wpk_remote_scrub(r, body, sizeof body); /* whole, then cut: no secret's start shown */
         if (strlen(body) > SHOWN)
@@ -328,8 +332,29 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     }
     if (retry && j->attempts <= j->r->opt.retries) {
         uint64_t d = (uint64_t)r->opt.retry_delay_ms << (j->attempts - 1 < 6 ? j->attempts - 1 : 6);
-        j->not_before = wpk_now_ms() + (int64_t)(d < 10000 ? d : 10000);
-        return -1;
+        d = d < 10000 ? d : 10000;
+        /* a 429 or 503 may say how long to wait (Retry-After: seconds or a
+         * date; curl reads both): waited for, up to a bound, or the request
+         * fails now rather than sooner again (a throttled store would
+         * only refuse it again) */
+        curl_off_t after = 0;
+        uint64_t most = r->opt.timeout_s > RETRY_AFTER_MOST_S ? r->opt.timeout_s : RETRY_AFTER_MOST_S;
+        if (http_retry && curl_easy_getinfo((CURL *)easy, CURLINFO_RETRY_AFTER, &after) == CURLE_OK &&
+            after > 0) {
+            if ((uint64_t)after > most) {
+                size_t k = strlen(why);
+                wpk_fmt(why + k, sizeof why - k, " (the server asks to retry after %lld s "
+                        "(Retry-After), longer than wpack waits: %llu s)", (long long)after,
+                        (unsigned long long)most);
+                retry = 0;
+            } else if ((uint64_t)after * 1000 > d) {
+                d = (uint64_t)after * 1000;
+            }
+        }
+        if (retry) {
+            j->not_before = wpk_now_ms() + (int64_t)d;
+            return -1;
+        }
     }
     wpk_remote_scrub(r, why, sizeof why); /* a body or curl's words repeating the URL's secrets */
     wpk_fmt(msg, msglen, "GET bytes %llu-%llu: %s%s", (unsigned long long)j->off,

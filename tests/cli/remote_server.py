@@ -17,6 +17,12 @@ picks the behaviour, the rest names a file under ROOT:
   /gzipalways/F  as gzip, whatever the request says
   /bigheader/F   206 with a 200 KiB header line (ranges past 0)
   /flaky/F       503 for the first 2 requests of each range, then right
+  /busy429/F     429 with "Retry-After: 2" for the first request of each
+                 range, then right; logged with a 4th field, the time
+                 (seconds, monotonic)
+  /busydate/F    as busy429, a 503 whose Retry-After is an HTTP date 3 s
+                 ahead
+  /busylong/F    503 with "Retry-After: 3600" for every request
   /flip/F        right headers, the middle byte of the body flipped (ranges
                  reaching beyond the first 64 KiB, but for the last request)
   /flipone/F     as flip, for the first such request only
@@ -76,6 +82,7 @@ remote_server.py --self-test checks the SigV4 code against AWS's example.
 """
 import base64
 import datetime
+import email.utils
 import gzip
 import hashlib
 import hmac
@@ -300,6 +307,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.log(mode, 200)
             return self.send(200, b"<html><body><h1>Service temporarily unavailable</h1></body></html>",
                              [("Content-Type", "text/html")])
+        if mode in ("busy429", "busydate") and n == 1:
+            self.log(mode, 429 if mode == "busy429" else 503, " %.3f" % time.monotonic())
+            when = "2" if mode == "busy429" else \
+                email.utils.formatdate(time.time() + 3, usegmt=True)
+            return self.send(429 if mode == "busy429" else 503, b"<html>slow down</html>",
+                             [("Content-Type", "text/html"), ("Retry-After", when)])
+        if mode == "busylong":
+            self.log(mode, 503)
+            return self.send(503, b"<html>come back tomorrow</html>",
+                             [("Content-Type", "text/html"), ("Retry-After", "3600")])
         if mode == "flaky" and n <= 2:
             self.log(mode, 503)
             return self.send(503, b"<html>busy</html>", [("Content-Type", "text/html")])
@@ -337,6 +354,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(0.3)
             with lock:
                 inflight[0] -= 1
+        elif mode in ("busy429", "busydate"):
+            self.log(mode, 206, " %.3f" % time.monotonic())
         else:
             self.log(mode, 206)
         if mode == "lielong" and a > 0:

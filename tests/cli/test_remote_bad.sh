@@ -153,6 +153,34 @@ cp "$T/www/a.wpack" "$T/www/c.wpack"
 WPACK_REMOTE_RETRIES=1 extract_fails retries_run_out "GET bytes 0-65535: HTTP 503: <html>busy</html> \(after retries\)" \
     "$B/flaky/b.wpack"
 WPACK_REMOTE_RETRIES=0 extract_fails retries_zero "HTTP 503" "$B/flaky/c.wpack"
+# a 429 or 503 that says how long to wait (Retry-After): each range asked
+# again no sooner (2 s; a date 3 s ahead, cut to the second: over 2 s),
+# not after the backoff (about 1 s here); one asking for an hour fails at
+# once, saying so
+for m in busy429 busydate; do
+    : >"$T/requests.log"
+    extract_same "retry_after_$m" "$B/$m/a.wpack"
+    "$PY" - "$T/requests.log" "$m" 1.9 <<'PYEOF' && pass "retry_after_${m}_waited" || fail "retry_after_${m}_waited" "$(cat "$T/requests.log")"
+import sys
+log, mode, least = sys.argv[1], sys.argv[2], float(sys.argv[3])
+first, gaps = {}, []
+for line in open(log):
+    w = line.split()
+    if w[0] != mode or len(w) != 4:
+        continue
+    rng, status, t = w[1], w[2], float(w[3])
+    if status != "206":
+        first[rng] = t
+    elif rng in first:
+        gaps.append(t - first.pop(rng))
+print(mode, "gaps", gaps)
+sys.exit(0 if gaps and not first and min(gaps) >= least else 1)
+PYEOF
+done
+start=$SECONDS
+extract_fails retry_after_too_long "HTTP 503: <html>come back tomorrow</html> \(the server asks to retry after 3600 s \(Retry-After\), longer than wpack waits: 60 s\)" \
+    "$B/busylong/a.wpack"
+[ $((SECONDS - start)) -lt 20 ] && pass retry_after_too_long_at_once || fail retry_after_too_long_at_once "$((SECONDS - start)) s"
 
 # a redirect to another server (nginx): followed, unless turned off
 if [ -n "${NGINX_PORT:-}" ]; then
