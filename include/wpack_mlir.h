@@ -185,7 +185,8 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
  * hex dense<"0x...">, or dense_resource<KEY> with its blob in the file's
  * builtin resources - and whose tensor holds at least min_bytes bytes moves
  * into a new archive (so do torch-mlir's torch.vtensor.literal and an
- * arith.constant of a dense_resource<KEY>: entry KEY, a torch literal
+ * arith, stablehlo or mhlo constant of a dense_resource<KEY>: entry KEY, a
+ * torch literal
  * of dense<...>: entry torch_literal_<XXH3-64 of its text>, and an
  * arith.constant, stablehlo.constant or mhlo.constant of dense<...> (not
  * a splat: a fill stays): entry dense_literal_<XXH3-64 of its text>; a

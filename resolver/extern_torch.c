@@ -14,8 +14,8 @@
  *   %0 = torch.vtensor.external.literal(@KEY) {wpack.uri = "..."} : !torch.vtensor<...>
  *   %0 = "torch.vtensor.external.literal"() <{name = @KEY}> {wpack.uri = "..."} : () -> ...
  *
- * (--emit uri). An arith.constant of a dense_resource<KEY> (the same
- * blobs after lowering) cannot hold a reference: it becomes
+ * (--emit uri). An arith, stablehlo or mhlo constant of a
+ * dense_resource<KEY> (the same blobs after lowering) cannot hold a reference: it becomes
  * `ml_program.global_load_const @KEY` of a global hoisted before its
  * module-level op; with --emit iree a torch literal loads such a global
  * too (torch_c.from_builtin_tensor of the load): IREE loads parameters only
@@ -96,12 +96,10 @@ static int resource_value(const char *buf, wpk_span v, wpk_span *type)
     return typed_value(buf, v, "dense_resource", type);
 }
 
-/* A literal's value: a resource (not in a stablehlo or mhlo constant), or
- * (l->dense) a dense<...> literal. */
+/* A literal's value: a resource, or (l->dense) a dense<...> literal. */
 static int torch_value(const char *buf, wpk_torch_lit *l)
 {
-    int hlo = l->kind == WPK_OP_STABLEHLO || l->kind == WPK_OP_MHLO;
-    if (!hlo && resource_value(buf, l->value, &l->type))
+    if (resource_value(buf, l->value, &l->type))
         return 1;
     return l->dense = typed_value(buf, l->value, "dense", &l->type);
 }
@@ -121,11 +119,12 @@ static int take_attrs(const char *buf, size_t len, wpk_lexer *lx, wpk_torch_lit 
     return 1;
 }
 
-/* Pretty `arith.constant [{attrs}] dense_resource<KEY> : tensor<...>` or
+/* Pretty `OP [{attrs}] dense_resource<KEY> : tensor<...>` or
  * `OP [{attrs}] dense<...> : tensor<...>` (OP arith.constant,
  * stablehlo.constant or mhlo.constant, whose printers put the attr-dict
- * first): the value runs to the end of the tensor type (a type alias is not
- * read). */
+ * first; torch-mlir's stablehlo pipeline turns a torch literal's resource
+ * into a stablehlo.constant of it): the value runs to the end of the tensor
+ * type (a type alias is not read). */
 static int arith_pretty(const char *buf, size_t len, wpk_torch_lit *l)
 {
     wpk_lexer lx;
@@ -136,7 +135,7 @@ static int arith_pretty(const char *buf, size_t len, wpk_torch_lit *l)
     size_t vstart = t.off;
     if (t.kind != WPK_TOK_BAREID ||
         !(wpk_span_is(buf, (wpk_span){t.off, t.len}, "dense") ||
-          (l->kind == WPK_OP_ARITH && wpk_span_is(buf, (wpk_span){t.off, t.len}, "dense_resource"))))
+          wpk_span_is(buf, (wpk_span){t.off, t.len}, "dense_resource")))
         return 0;
     wpk_tok o = wpk_lex_next(&lx);
     size_t e = wpk_tok_is(&lx, o, '<') ? group_end(buf, len, o.off) : 0;

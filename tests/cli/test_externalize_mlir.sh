@@ -323,6 +323,41 @@ expect arith_iree "$WPACK" externalize -q "$T/ar.mlir" -o "$T/ar.iree" --archive
 grep -qxF '  ml_program.global private @w.a(#flow.parameter.named<"p"::"w.a"> : tensor<4xf32>) : tensor<4xf32>' "$T/ar.iree" &&
     "$MLIR_OPT" --allow-unregistered-dialect "$T/ar.iree" >/dev/null 2>"$T/err" &&
     pass arith_iree_form || fail arith_iree_form "$(head -c 300 "$T/err"; head -4 "$T/ar.iree")"
+# stablehlo.constant / mhlo.constant of a dense_resource<KEY> (torch-mlir's
+# stablehlo pipeline lowers a torch literal's blob so): the same hoisted
+# global and load (the output has no stablehlo op left: mlir-opt-19 checks it)
+cat >"$T/hr.mlir" <<EOF
+module {
+  func.func @main() -> tensor<4xf32> {
+    %0 = stablehlo.constant dense_resource<w.a> : tensor<4xf32>
+    %1 = "stablehlo.constant"() <{value = dense_resource<w_b> : tensor<4xf32>}> : () -> tensor<4xf32>
+    %2 = "mhlo.constant"() {value = dense_resource<w.a> : tensor<4xf32>} : () -> tensor<4xf32>
+    "func.return"(%0) : (tensor<4xf32>) -> ()
+  }
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      w.a: "0x04000000$W4",
+      w_b: "0x04000000$W4"
+    }
+  }
+#-}
+EOF
+expect hlo_resource_uri "$WPACK" externalize "$T/hr.mlir" -o "$T/hr.out" --archive "$T/hr.wpack" --min-bytes 16
+grep -q "moved 3 of 3 inline globals (48 B) into .*; 0 kept inline, 2 resource blobs dropped" "$T/err" &&
+    pass hlo_resource_summary || fail hlo_resource_summary "$(cat "$T/err")"
+got=$(entries_hex "$T/hr.wpack" "$T/hx" | tr '\n' ' ')
+[ "$got" = "w.a $W4 w_b $W4 " ] && pass hlo_resource_entries || fail hlo_resource_entries "$got"
+grep -qxF '    %0 = ml_program.global_load_const @w.a : tensor<4xf32>' "$T/hr.out" &&
+    grep -qxF '    %1 = "ml_program.global_load_const"() <{global = @w_b}> : () -> tensor<4xf32>' "$T/hr.out" &&
+    grep -qxF '    %2 = "ml_program.global_load_const"() {global = @w.a} : () -> tensor<4xf32>' "$T/hr.out" &&
+    ! grep -q '0x04000000' "$T/hr.out" && "$MLIR_OPT" "$T/hr.out" >/dev/null 2>"$T/err" &&
+    pass hlo_resource_form || fail hlo_resource_form "$(head -c 300 "$T/err"; cat "$T/hr.out")"
+expect hlo_resource_iree "$WPACK" externalize -q "$T/hr.mlir" -o "$T/hr.iree" --archive "$T/hri.wpack" --min-bytes 16 --emit iree --scope p
+grep -qxF '  ml_program.global private @w_b(#flow.parameter.named<"p"::"w_b"> : tensor<4xf32>) : tensor<4xf32>' "$T/hr.iree" &&
+    "$MLIR_OPT" --allow-unregistered-dialect "$T/hr.iree" >/dev/null 2>"$T/err" &&
+    pass hlo_resource_iree_form || fail hlo_resource_iree_form "$(head -c 300 "$T/err"; head -4 "$T/hr.iree")"
 # no module: the global goes at the top level, before the function
 printf 'func.func @f() -> tensor<4xf32> {\n  %%0 = arith.constant dense_resource<w> : tensor<4xf32>\n  return %%0 : tensor<4xf32>\n}\n{-#\n  dialect_resources: {\n    builtin: {\n      w: "0x04000000%s"\n    }\n  }\n#-}\n' "$W4" >"$T/top.mlir"
 expect arith_top "$WPACK" externalize -q "$T/top.mlir" -o "$T/top.out" --archive "$T/top.wpack" --min-bytes 0
