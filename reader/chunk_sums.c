@@ -55,8 +55,7 @@ int wpk_entry_sums(const wpack_archive *ar, const uint8_t *rec, wpk_sums *s)
 int wpk_sums_of(const wpack_archive *ar, const wpack_tensor *t, const wpack_archive **holder,
                 wpk_sums *s)
 {
-    uint64_t own = wpk_owner_of(t);
-    const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, own, WPK_ENTRY_SIZE);
+    const uint8_t *r = wpk_owner_rec(ar, t);
     const wpack_archive *h = wpk_holder(ar, t);
     if (!h)
         return 0;
@@ -354,9 +353,7 @@ int wpk_sums_read_zstd(const wpack_archive *ar, const wpack_tensor *t, const wpa
         return WPACK_OK;
     char q[256];
     wpk_quote(q, sizeof q, t->name, t->name_len);
-    const uint8_t *rec = wpk_rec(ar, WPK_SEC_ENTRIES,
-                                 wpk_owner_of(t),
-                                 WPK_ENTRY_SIZE);
+    const uint8_t *rec = wpk_owner_rec(ar, t);
     uint64_t k0 = offset >> s->log2, k1 = (offset + n - 1) >> s->log2, a, b, got = 0;
     chunk_span(s, k0, &a, &b);
     size_t cap = (size_t)(k0 == k1 ? b - a : (uint64_t)1 << s->log2);

@@ -108,8 +108,7 @@ static int read_raw(const wpack_archive *ar, uint64_t i, uint64_t offset, void *
     if (wpk_needs_fetch(ar, &t))
         return wpk_source_read(ar, &t, offset, dst, nbytes);
     if (t.codec == WPACK_CODEC_ZSTD)
-        return wpk_read_zstd(ar, wpk_rec(ar, WPK_SEC_ENTRIES, wpk_owner_of(&t), WPK_ENTRY_SIZE), t.nbytes,
-                             offset, dst, nbytes);
+        return wpk_read_zstd(ar, wpk_owner_rec(ar, &t), t.nbytes, offset, dst, nbytes);
     if (t.data) {
         memcpy(dst, (const uint8_t *)t.data + offset, nbytes);
         return WPACK_OK;
@@ -130,8 +129,7 @@ static int stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void *us
     if (wpk_needs_fetch(ar, &t))
         return wpk_source_stream(ar, &t, fn, user);
     if (t.codec == WPACK_CODEC_ZSTD)
-        return wpk_stream_zstd(ar, wpk_rec(ar, WPK_SEC_ENTRIES, wpk_owner_of(&t), WPK_ENTRY_SIZE),
-                               t.nbytes, fn, user);
+        return wpk_stream_zstd(ar, wpk_owner_rec(ar, &t), t.nbytes, fn, user);
     uint8_t *buf = NULL;
     if (!t.data && !(buf = malloc(t.nbytes < WPK_PIECE ? (size_t)t.nbytes + 1 : WPK_PIECE)))
         return WPACK_E_NOMEM;

@@ -143,8 +143,7 @@ static int copy_direct(const wpack_archive *ar, const wpack_tensor *t, const wpa
         if (got != t->decoded_checksum)
             rc = wpk_bad_hash(ar, t, got);
         else
-            wpk_checked_set(ar, wpk_owner_of(t),
-                            WPACK_OK);
+            wpk_checked_set(ar, wpk_owner_of(t), WPACK_OK);
     }
     wpk_hasher_free(c.h);
     free(c.buf);

@@ -200,6 +200,12 @@ static inline uint64_t wpk_owner_of(const wpack_tensor *t)
     return t->kind == WPACK_KIND_ALIAS ? t->alias_target : t->index;
 }
 
+/* The record of that entry: its codec, seek table, chunk sums, shard. */
+static inline const uint8_t *wpk_owner_rec(const wpack_archive *ar, const wpack_tensor *t)
+{
+    return wpk_rec(ar, WPK_SEC_ENTRIES, wpk_owner_of(t), WPK_ENTRY_SIZE);
+}
+
 /* The archive holding entry t's stored bytes: ar, or the shard of an
  * external entry (an alias's target decides). NULL when there is none
  * (source.c). */

@@ -21,8 +21,7 @@
 
 const wpack_archive *wpk_holder(const wpack_archive *ar, const wpack_tensor *t)
 {
-    uint64_t own = wpk_owner_of(t);
-    const uint8_t *r = wpk_rec(ar, WPK_SEC_ENTRIES, own, WPK_ENTRY_SIZE);
+    const uint8_t *r = wpk_owner_rec(ar, t);
     if (r[WPK_E_KIND_OFF] != WPACK_KIND_EXTERNAL)
         return ar;
     uint32_t s = wpk_ld32(r + WPK_E_TARGET_OFF);
@@ -190,13 +189,6 @@ static void keep(const wpack_archive *ar, const wpack_tensor *t, uint8_t *buf, s
     scratch_give(ar, old, old_cap);
 }
 
-/* The record that describes t's codec and seek table (an alias's target). */
-static const uint8_t *owner_rec(const wpack_archive *ar, const wpack_tensor *t)
-{
-    uint64_t own = wpk_owner_of(t);
-    return wpk_rec(ar, WPK_SEC_ENTRIES, own, WPK_ENTRY_SIZE);
-}
-
 /* Part of t from the kept fetch: 1 (*rc set) when t is the one kept. */
 static int from_kept(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset, void *dst,
                      size_t n, int *rc)
@@ -210,7 +202,7 @@ static int from_kept(const wpack_archive *ar, const wpack_tensor *t, uint64_t of
     if (hit) {
         *rc = WPACK_OK;
         if (t->codec == WPACK_CODEC_ZSTD)
-            *rc = wpk_read_zstd_in(ar, owner_rec(ar, t), k->buf, t->nbytes, offset, dst, n);
+            *rc = wpk_read_zstd_in(ar, wpk_owner_rec(ar, t), k->buf, t->nbytes, offset, dst, n);
         else if (n)
             memcpy(dst, k->buf + offset, n);
     }
@@ -226,7 +218,7 @@ static int zstd_part(const wpack_archive *ar, const wpack_tensor *t, const wpack
                      uint64_t offset, void *dst, size_t n)
 {
     uint64_t from, to;
-    wpk_zstd_stored_span(ar, owner_rec(ar, t), t->nbytes, offset, n, &from, &to);
+    wpk_zstd_stored_span(ar, wpk_owner_rec(ar, t), t->nbytes, offset, n, &from, &to);
     if (to - from > t->stored_length / 2)
         return -1;
     char q[256], msg[400] = "";
@@ -243,7 +235,7 @@ static int zstd_part(const wpack_archive *ar, const wpack_tensor *t, const wpack
         rc = wpk_fail((wpack_archive *)ar, rc, "tensor '%s': %s", q,
                       *msg ? msg : wpack_error_describe(rc));
     else
-        rc = wpk_read_zstd_part(ar, owner_rec(ar, t), part, from, t->nbytes, offset, dst, n);
+        rc = wpk_read_zstd_part(ar, wpk_owner_rec(ar, t), part, from, t->nbytes, offset, dst, n);
     free(part);
     return rc;
 }
@@ -259,7 +251,7 @@ static int whole_then_part(const wpack_archive *ar, const wpack_tensor *t, uint6
     if (rc)
         return rc;
     if (t->codec == WPACK_CODEC_ZSTD)
-        rc = wpk_read_zstd_in(ar, owner_rec(ar, t), buf, t->nbytes, offset, dst, n);
+        rc = wpk_read_zstd_in(ar, wpk_owner_rec(ar, t), buf, t->nbytes, offset, dst, n);
     else if (n)
         memcpy(dst, buf + offset, n);
     keep(ar, t, buf, cap);
@@ -372,7 +364,7 @@ int wpk_source_stream(const wpack_archive *ar, const wpack_tensor *t, wpk_piece_
     if (rc)
         return rc;
     if (t->codec == WPACK_CODEC_ZSTD) {
-        rc = wpk_stream_zstd_in(ar, owner_rec(ar, t), buf, t->nbytes, fn, user);
+        rc = wpk_stream_zstd_in(ar, wpk_owner_rec(ar, t), buf, t->nbytes, fn, user);
     } else {
         for (uint64_t done = 0; rc == WPACK_OK && done < t->nbytes; done += WPK_PIECE) {
             rc = fn(user, buf + done,
