@@ -186,14 +186,12 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
  * builtin resources - and whose tensor holds at least min_bytes bytes moves
  * into a new archive (so do torch-mlir's torch.vtensor.literal and an
  * arith, stablehlo or mhlo constant of a dense_resource<KEY>: entry KEY, a
- * torch literal
- * of dense<...>: entry torch_literal_<XXH3-64 of its text>, and an
- * arith.constant, stablehlo.constant or mhlo.constant of dense<...> (not
- * a splat: a fill stays): entry dense_literal_<XXH3-64 of its text>; a
- * torch literal becomes
- * torch.vtensor.external.literal(@KEY) in uri mode, a constant, and in
- * iree mode a torch literal, a load of a global @KEY put before its
- * function): one entry per global, named by its
+ * torch literal of dense<...>: entry torch_literal_<XXH3-64 of its text>,
+ * and an arith.constant, stablehlo.constant or mhlo.constant of dense<...>
+ * (not a splat: a fill stays): entry dense_literal_<XXH3-64 of its text>;
+ * a torch literal becomes torch.vtensor.external.literal(@KEY) in uri
+ * mode, a constant, and in iree mode a torch literal, a load of a global
+ * @KEY put before its function): one entry per global, named by its
  * symbol (by "module/.../symbol" for a symbol moved from several nested
  * modules), of the
  * global's element type (f16 bf16 f32 f64 i1 i8..i64 si* ui*; signless

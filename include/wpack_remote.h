@@ -29,8 +29,9 @@
  * between reads), each
  * retried with exponential backoff on 5xx, 429, timeouts, resets and short
  * bodies (a 429 or 503 with Retry-After: no sooner than it says, up to
- * 60 s or timeout_s if longer; a longer one fails the request at once). A server that ignores Range (HTTP 200), answers with another
- * range, another ETag, more or fewer bytes than asked, or an error page is
+ * 60 s or timeout_s if longer; a longer one fails the request at once).
+ * A server that ignores Range (HTTP 200), answers with another range,
+ * another ETag, more or fewer bytes than asked, or an error page is
  * an error naming the URL and what it did. wpack_read_stream() and
  * wpack_read_to_fd() of a tensor larger than connections x chunk_size / 2
  * fetch it in windows of that size, hashed as they arrive (memory stays

@@ -505,16 +505,15 @@ class safe_open:
     only the chunks that hold the rows; of one without them it fetches and
     checks the whole entry once, and slices of it that follow come from
     that fetch (entries up to 128 MiB are kept) or the cache; with
-    verify=False, get_slice fetches
-    only the rows' bytes (unchecked: the checksum covers the whole entry).
+    verify=False, get_slice fetches only the rows' bytes (unchecked: the checksum covers the whole entry).
     cache=DIR keeps fetched chunks in DIR (created 0700, files 0600), keyed by the
     index's XXH3 and the URL (scheme, host, port, path) and checked on reuse, bounded by cache_max_bytes (10 GiB,
     least recently used removed first); see include/wpack_remote.h.
     Keyword options (wpack_remote_options): connections (8),
     chunk_size (8 MiB), retries (4), retry_delay_ms (250; a 429 or 503
     with Retry-After waits what it says, up to 60 s or timeout_s if
-    longer, else fails at once), timeout_s (30;
-    also each request's deadline: timeout_s plus its length at 16 KiB/s),
+    longer, else fails at once), timeout_s (30; also each request's
+    deadline: timeout_s plus its length at 16 KiB/s),
     max_bytes_per_s (0: no cap), follow_redirects (True) (ints: outside
     their C field's range OverflowError), and for s3://
     s3_region, s3_endpoint ("http://host:port", path style), access_key,
@@ -989,8 +988,7 @@ class safe_open:
         stored plain in a local archive, else a checked copy (from a URL
         only those chunks are fetched, from a zstd entry only they are
         decoded); an entry without them is checked once as a whole first,
-        and the rows are a view where it has one. Other
-        indices (arrays, Ellipsis, None first) read the whole tensor and
+        and the rows are a view where it has one. Other indices (arrays, Ellipsis, None first) read the whole tensor and
         index it as numpy does. A single element is a numpy scalar ("np")
         or a 0-d tensor ("pt"), as indexing the whole tensor gives. A bool
         index (True/False) is refused (TypeError). It also has get_shape()
