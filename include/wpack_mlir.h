@@ -191,7 +191,8 @@ int wpack_resolve_file(const wpack_archive *ar, const char *in_path, const char 
  * (not a splat: a fill stays): entry dense_literal_<XXH3-64 of its text>;
  * a torch literal becomes torch.vtensor.external.literal(@KEY) in uri
  * mode, a constant, and in iree mode a torch literal, a load of a global
- * @KEY put before its function): one entry per global, named by its
+ * @KEY put before its function, @KEY_N with a note when the file has a
+ * symbol @KEY already): one entry per global, named by its
  * symbol (by "module/.../symbol" for a symbol moved from several nested
  * modules), of the
  * global's element type (f16 bf16 f32 f64 i1 i8..i64 si* ui*; signless

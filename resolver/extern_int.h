@@ -60,6 +60,10 @@ typedef struct {
                                    literal with --emit iree */
     int hoists;                 /* the first of those of its KEY in its module puts
                                    the global there */
+    const char *sym;            /* the global's symbol when not KEY (the file
+                                   mentions @KEY already), or NULL */
+    size_t sym_len;
+    int sym_owned;              /* sym is this op's to free (one of its KEY's) */
 } wpk_ext_op;
 
 /* The op name of c (for messages). */

@@ -8,6 +8,7 @@
  * dense_literal_<...> for a constant op, equal texts sharing one entry.
  * Here they are read, checked and named; externalize.c writes them.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,42 +41,152 @@ static size_t find_key(wpk_ext_op **by, size_t n, const char *k, size_t kn)
     return lo < n && wpk_bytes_cmp(by[lo]->key, by[lo]->key_len, k, kn) == 0 ? lo : n;
 }
 
-/* A hashed name (torch_literal_ / dense_literal_ + 16 hex digits) becomes
- * a symbol: a file that mentions @KEY already (a function, a global of
- * another module, a use of one) would get a second definition or a
- * reference to another thing. One pass over the text, whatever the number
- * of names; the first such mention is an error. */
-static void hashed_names_taken(const wpk_mlir_doc *doc, wpk_ext_op **by, size_t n, wpk_diag *d)
+/* The symbols the text mentions: every @name and @"name" (decoded), found
+ * with memchr, so one in a string or a comment counts too (it only costs a
+ * rename that was not needed). Sorted; bare names point into the text,
+ * quoted ones into *arena. */
+typedef struct {
+    const char *p;
+    size_t n;
+} sym_span;
+
+static int span_cmp(const void *a, const void *b)
 {
-    static const char *const pre[] = {"torch_literal_", "dense_literal_"};
+    const sym_span *x = a, *y = b;
+    return wpk_bytes_cmp(x->p, x->n, y->p, y->n);
+}
+
+static int hex_value(char c)
+{
+    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+}
+
+/* The end of the quoted symbol whose '"' is at q (the byte after its
+ * closing quote), or 0 when it is not closed on its line; *n its decoded
+ * length, written to out when out is not NULL. */
+static size_t quoted_sym(const char *buf, size_t len, size_t q, char *out, size_t *n)
+{
+    *n = 0;
+    for (size_t i = q + 1; i < len && buf[i] != '\n'; i++) {
+        char c = buf[i];
+        if (c == '"')
+            return i + 1;
+        if (c == '\\' && i + 1 < len) {
+            char e = buf[++i];
+            if ((wpk_char_class[(unsigned char)e] & WPK_C_HEX) && i + 1 < len &&
+                (wpk_char_class[(unsigned char)buf[i + 1]] & WPK_C_HEX)) {
+                c = (char)(hex_value(e) << 4 | hex_value(buf[i + 1]));
+                i++;
+            } else {
+                c = e == 'n' ? '\n' : e == 't' ? '\t' : e;
+            }
+        }
+        if (out)
+            out[*n] = c;
+        (*n)++;
+    }
+    return 0;
+}
+
+static int mentions(const wpk_mlir_doc *doc, sym_span **out, size_t *nout, char **arena)
+{
     const char *buf = doc->buf;
-    int any = 0;
-    for (size_t i = 0; i < n && !any; i++)
-        any = by[i]->lit.dense;
-    for (int k = 0; any && k < 2; k++) {
-        size_t pl = strlen(pre[k]);
-        for (size_t pos = 0; pos < doc->len;) {
-            const char *hit = memmem(buf + pos, doc->len - pos, pre[k], pl);
-            if (!hit)
-                break;
-            size_t at = (size_t)(hit - buf), e = at + pl + 16;
-            pos = at + 1;
-            int quoted = at >= 2 && buf[at - 1] == '"' && buf[at - 2] == '@';
-            if ((!quoted && (at < 1 || buf[at - 1] != '@')) || e > doc->len ||
-                (e < doc->len && (quoted ? buf[e] != '"' : (wpk_char_class[(unsigned char)buf[e]] & WPK_C_ID))))
-                continue;
-            size_t f = find_key(by, n, hit, e - at);
-            if (f == n || !by[f]->lit.dense)
-                continue;
-            unsigned l, col;
-            wpk_mlir_line_col(buf, doc->len, at - 1 - quoted, &l, &col);
-            wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EXISTS,
-                          "%s:%u:%u: the symbol @%.*s is in the file already; the %s at %u:%u "
-                          "would take it for its entry and symbol", d->source, l, col, (int)(e - at), hit,
-                          wpk_ext_op_label(by[f]), by[f]->line, by[f]->col);
-            return;
+    size_t count = 0, quoted = 0, n;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t k = 0, a = 0;
+        for (const char *at = memchr(buf, '@', doc->len); at;
+             at = memchr(at + 1, '@', doc->len - (size_t)(at + 1 - buf))) {
+            size_t i = (size_t)(at - buf) + 1, e = i;
+            if (i < doc->len && buf[i] == '"') {
+                if (!quoted_sym(buf, doc->len, i, pass ? *arena + a : NULL, &n))
+                    continue;
+                if (pass)
+                    (*out)[k] = (sym_span){*arena + a, n};
+                a += n;
+            } else {
+                while (e < doc->len && (wpk_char_class[(unsigned char)buf[e]] & WPK_C_SUFFIX))
+                    e++;
+                if (e == i)
+                    continue;
+                if (pass)
+                    (*out)[k] = (sym_span){buf + i, e - i};
+            }
+            k++;
+        }
+        if (!pass) {
+            count = k;
+            quoted = a;
+            *out = malloc((count + 1) * sizeof **out);
+            *arena = malloc(quoted + 1);
+            if (!*out || !*arena)
+                return WPACK_E_NOMEM;
         }
     }
+    qsort(*out, count, sizeof **out, span_cmp);
+    *nout = count;
+    return 0;
+}
+
+static int mentioned(const sym_span *m, size_t nm, const char *k, size_t kn)
+{
+    sym_span key = {k, kn};
+    return bsearch(&key, m, nm, sizeof *m, span_cmp) != NULL;
+}
+
+/* A hoisted global's symbol is its KEY unless the file mentions @KEY
+ * already (a function, a global of its module or another, a use of one,
+ * the global of an earlier run): that KEY's global is @KEY_N then, the
+ * first N that the file does not mention and that is no other KEY (such
+ * names are unique: N has no '_'). Its entry keeps the name KEY. One pass
+ * over the text, whatever the number of KEYs. */
+static int name_hoisted_globals(const wpk_mlir_doc *doc, wpk_ext_op **by, size_t n, wpk_diag *d)
+{
+    int any = 0;
+    for (size_t i = 0; i < n && !any; i++)
+        any = by[i]->hoisting;
+    if (!any)
+        return 0;
+    sym_span *m = NULL;
+    char *arena = NULL;
+    size_t nm = 0;
+    int rc = mentions(doc, &m, &nm, &arena);
+    for (size_t k = 0; !rc && k < n;) {
+        size_t e = k + 1;
+        int hoisting = by[k]->hoisting;
+        while (e < n && wpk_bytes_cmp(by[e]->key, by[e]->key_len, by[k]->key, by[k]->key_len) == 0)
+            hoisting |= by[e++]->hoisting;
+        if (hoisting && mentioned(m, nm, by[k]->key, by[k]->key_len)) {
+            size_t cap = by[k]->key_len + 24, sl = 0;
+            char *sym = malloc(cap);
+            if (!sym) {
+                rc = WPACK_E_NOMEM;
+                break;
+            }
+            for (unsigned long long num = 1;; num++) {
+                memcpy(sym, by[k]->key, by[k]->key_len);
+                sl = by[k]->key_len + (size_t)snprintf(sym + by[k]->key_len, 24, "_%llu", num);
+                if (!mentioned(m, nm, sym, sl) && find_key(by, n, sym, sl) == n)
+                    break;
+            }
+            for (size_t j = k; j < e; j++) {
+                by[j]->sym = sym;
+                by[j]->sym_len = sl;
+                by[j]->sym_owned = j == k;
+            }
+            size_t h = k; /* the note names the first op that loads the global */
+            while (!by[h]->hoisting)
+                h++;
+            wpk_diag_emit(d, WPACK_DIAG_NOTE, 0, "%s:%u:%u: the symbol @%.*s is in the file already; "
+                          "the global of entry '%.*s' is @%.*s", d->source, by[h]->line, by[h]->col,
+                          (int)(by[k]->key_len > 200 ? 200 : by[k]->key_len), by[k]->key,
+                          (int)(by[k]->key_len > 200 ? 200 : by[k]->key_len), by[k]->key,
+                          (int)(sl > 200 ? 200 : sl), sym);
+        }
+        k = e;
+    }
+    free(m);
+    free(arena);
+    return rc;
 }
 
 static int tc_cmp(const void *a, const void *b)
@@ -265,25 +376,8 @@ int wpk_extern_collect_ops(const wpk_mlir_doc *doc, const wpk_res_index *rk, uin
                           wpk_ext_op_label(by[f]), by[f]->line, by[f]->col);
         }
     }
-    /* a hoisted global takes its KEY as symbol: no other global of its
-     * module may have it */
-    for (size_t i = 0; i < doc->nglobals; i++) {
-        const wpk_global *g = &doc->globals[i];
-        size_t f = find_key(by, n, g->name, g->name_len);
-        for (; f < n && wpk_bytes_cmp(by[f]->key, by[f]->key_len, g->name, g->name_len) == 0; f++)
-            if (by[f]->hoists && by[f]->lit.scope == g->scope) {
-                char where[400];
-                wpk_global_where(where, sizeof where, d, &doc->globals[i]);
-                wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_EXISTS,
-                              "%s: its symbol is the %s of the %s at %u:%u, whose global would take "
-                              "that name", where, by[f]->lit.dense ? "name" : "resource",
-                              wpk_ext_op_label(by[f]), by[f]->line, by[f]->col);
-                break;
-            }
-    }
-    if (!d->first_error)
-        hashed_names_taken(doc, by, n, d);
+    int rc = name_hoisted_globals(doc, by, n, d);
     free(by);
-    return 0;
+    return rc;
 }
 

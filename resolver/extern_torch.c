@@ -343,17 +343,17 @@ static void line_before(wpk_strbuf *g, const char *buf, size_t at, const wpk_str
 
 /* The hoisted global: ml_program.global private @KEY(VALUE) : T [{wpack.uri}]. */
 static void hoisted_global(wpk_strbuf *g, const char *buf, const wpk_torch_lit *l,
-                           const char *key, size_t key_len, const char *uri, const char *scope)
+                           const wpk_hoist_name *hn, const char *uri, const char *scope)
 {
     wpk_sb_puts(g, "ml_program.global private ");
-    put_symbol(g, key, key_len);
+    put_symbol(g, hn->sym, hn->sym_len);
     if (uri) {
         wpk_sb_puts(g, "(#ml_program.extern : ");
     } else {
         wpk_sb_puts(g, "(#flow.parameter.named<\"");
         wpk_sb_puts(g, scope);
         wpk_sb_puts(g, "\"::\"");
-        wpk_sb_put(g, key, key_len);
+        wpk_sb_put(g, hn->key, hn->key_len);
         wpk_sb_puts(g, "\"> : ");
     }
     wpk_sb_put(g, buf + l->type.off, l->type.len);
@@ -379,22 +379,22 @@ static int take_texts(const wpk_strbuf *s, char **texts)
     return failed ? WPACK_E_NOMEM : 0;
 }
 
-int wpk_const_patches(const char *buf, size_t len, const wpk_torch_lit *l, const char *key,
-                      size_t key_len, const char *uri, const char *scope, int hoist,
-                      wpk_patch *out, size_t *np, char **texts)
+int wpk_const_patches(const char *buf, size_t len, const wpk_torch_lit *l, const wpk_hoist_name *hn,
+                      const char *uri, const char *scope, int hoist, wpk_patch *out, size_t *np,
+                      char **texts)
 {
     wpk_strbuf g = {0}, a = {0}, b = {0};
     *np = 0;
     if (hoist) { /* the global, on a line of its own with the op's indentation */
         wpk_strbuf line = {0};
-        hoisted_global(&line, buf, l, key, key_len, uri, scope);
+        hoisted_global(&line, buf, l, hn, uri, scope);
         line_before(&g, buf, l->top_stmt, &line);
         g.failed |= line.failed;
         free(line.p);
     }
     if (!l->generic) {
         wpk_sb_puts(&a, "ml_program.global_load_const ");
-        put_symbol(&a, key, key_len);
+        put_symbol(&a, hn->sym, hn->sym_len);
         wpk_sb_puts(&a, " : ");
         wpk_sb_put(&a, buf + l->type.off, l->type.len);
         if (l->attrs.len) { /* its printer puts the attr-dict after the type */
@@ -404,7 +404,7 @@ int wpk_const_patches(const char *buf, size_t len, const wpk_torch_lit *l, const
     } else {
         wpk_sb_puts(&a, "\"ml_program.global_load_const\"");
         wpk_sb_puts(&b, "global = ");
-        put_symbol(&b, key, key_len);
+        put_symbol(&b, hn->sym, hn->sym_len);
     }
     (void)len;
     wpk_strbuf all[3] = {g, a, b};
@@ -444,8 +444,8 @@ static void attrs_without(wpk_strbuf *a, const char *buf, wpk_span attrs, wpk_sp
     wpk_sb_put(a, buf + to, attrs.off + attrs.len - to);
 }
 
-int wpk_torch_param_patches(const char *buf, size_t len, const wpk_torch_lit *l, const char *key,
-                            size_t key_len, const char *scope, int hoist, const char *ssa,
+int wpk_torch_param_patches(const char *buf, size_t len, const wpk_torch_lit *l,
+                            const wpk_hoist_name *hn, const char *scope, int hoist, const char *ssa,
                             wpk_patch *out, size_t *np, char **texts)
 {
     *np = 0;
@@ -453,7 +453,7 @@ int wpk_torch_param_patches(const char *buf, size_t len, const wpk_torch_lit *l,
         return WPACK_E_UNSUPPORTED;
     wpk_strbuf g = {0}, ld = {0}, a = {0}, line = {0};
     if (hoist) {
-        hoisted_global(&line, buf, l, key, key_len, NULL, scope);
+        hoisted_global(&line, buf, l, hn, NULL, scope);
         line_before(&g, buf, l->top_stmt, &line);
         free(line.p);
         line = (wpk_strbuf){0};
@@ -462,7 +462,7 @@ int wpk_torch_param_patches(const char *buf, size_t len, const wpk_torch_lit *l,
     wpk_sb_puts(&line, "%");
     wpk_sb_puts(&line, ssa);
     wpk_sb_puts(&line, " = ml_program.global_load_const ");
-    put_symbol(&line, key, key_len);
+    put_symbol(&line, hn->sym, hn->sym_len);
     wpk_sb_puts(&line, " : ");
     wpk_sb_put(&line, buf + l->type.off, l->type.len);
     line_before(&ld, buf, l->stmt, &line);

@@ -431,12 +431,14 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         size_t np;
         char ssa[40];
         wpk_fmt(ssa, sizeof ssa, "wpack.param.%zu", i);
+        wpk_hoist_name hn = {tc[i].key, tc[i].key_len, tc[i].sym ? tc[i].sym : tc[i].key,
+                             tc[i].sym ? tc[i].sym_len : tc[i].key_len};
         int e = tc[i].lit.arith
-                    ? wpk_const_patches(buf, len, &tc[i].lit, tc[i].key, tc[i].key_len, uri, scope,
-                                        tc[i].hoists, patches + npatches, &np, texts + 3 * i)
+                    ? wpk_const_patches(buf, len, &tc[i].lit, &hn, uri, scope, tc[i].hoists,
+                                        patches + npatches, &np, texts + 3 * i)
                 : tc[i].hoisting
-                    ? wpk_torch_param_patches(buf, len, &tc[i].lit, tc[i].key, tc[i].key_len, scope,
-                                              tc[i].hoists, ssa, patches + npatches, &np, texts + 3 * i)
+                    ? wpk_torch_param_patches(buf, len, &tc[i].lit, &hn, scope, tc[i].hoists, ssa,
+                                              patches + npatches, &np, texts + 3 * i)
                     : wpk_torch_lit_patches(buf, len, &tc[i].lit, tc[i].key, tc[i].key_len, uri,
                                             patches + npatches, &np, texts + 3 * i);
         free(uri);
@@ -504,6 +506,8 @@ done:
         free(names[i]);
     for (size_t i = 0; i < ntc; i++) {
         free(tc[i].key);
+        if (tc[i].sym_owned)
+            free((char *)tc[i].sym);
         for (int k = 0; texts && k < 3; k++)
             free(texts[3 * i + k]);
     }

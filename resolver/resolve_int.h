@@ -221,23 +221,31 @@ int wpk_torch_lit_parse(const char *buf, size_t len, const wpk_torch_op *op, wpk
 /* The edits turning l into torch.vtensor.external.literal(@KEY) (with
  * wpack.uri = "uri" unless uri is NULL): up to 3 patches into out, their
  * texts (heap, to free) into texts[0..3). 0 or WPACK_E_NOMEM. */
+/* A hoisted global's entry KEY and its symbol SYM (KEY unless the file
+ * has a symbol of that name already). */
+typedef struct wpk_hoist_name {
+    const char *key;
+    size_t key_len;
+    const char *sym;
+    size_t sym_len;
+} wpk_hoist_name;
 /* The edits turning an arith.constant l into `ml_program.global_load_const
- * @KEY` and, when hoist, putting `ml_program.global private @KEY(VALUE) : T`
+ * @SYM` and, when hoist, putting `ml_program.global private @SYM(VALUE) : T`
  * before its module-level op: VALUE `#ml_program.extern : T` with
  * {wpack.uri = "uri"} (uri not NULL), else #flow.parameter.named<"scope"::"KEY">.
  * Up to 3 patches and texts, as wpk_torch_lit_patches. */
-int wpk_const_patches(const char *buf, size_t len, const wpk_torch_lit *l, const char *key,
-                      size_t key_len, const char *uri, const char *scope, int hoist,
-                      wpk_patch *out, size_t *np, char **texts);
+int wpk_const_patches(const char *buf, size_t len, const wpk_torch_lit *l, const wpk_hoist_name *hn,
+                      const char *uri, const char *scope, int hoist, wpk_patch *out, size_t *np,
+                      char **texts);
 /* --emit iree: the edits turning torch literal l into a load of the
- * hoisted global @KEY (put there when hoist, as wpk_const_patches) and
+ * hoisted global @SYM (put there when hoist, as wpk_const_patches) and
  * `torch_c.from_builtin_tensor`, the form IREE's torch input takes for a
  * parameter (its torch-to-iree pipeline does not lower
  * torch.vtensor.external.literal); the load's value is %<ssa>. Up to 3
  * patches and texts. 0, WPACK_E_NOMEM, or WPACK_E_UNSUPPORTED (a form
  * not read). */
-int wpk_torch_param_patches(const char *buf, size_t len, const wpk_torch_lit *l, const char *key,
-                            size_t key_len, const char *scope, int hoist, const char *ssa,
+int wpk_torch_param_patches(const char *buf, size_t len, const wpk_torch_lit *l,
+                            const wpk_hoist_name *hn, const char *scope, int hoist, const char *ssa,
                             wpk_patch *out, size_t *np, char **texts);
 int wpk_torch_lit_patches(const char *buf, size_t len, const wpk_torch_lit *l, const char *key,
                           size_t key_len, const char *uri, wpk_patch *out, size_t *np,

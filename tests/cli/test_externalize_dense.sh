@@ -150,20 +150,37 @@ grep -q 'keep.mlir:3:10: stablehlo.constant: kept inline (its result type is not
     fail kept_unchanged "$(cat "$T/err")"
 
 # --- names: dense_literal_ + the XXH3-64 of "dense<[1.0, 2.0, 3.0, 4.0]> :
-# tensor<4xf32>" taken already by a global of the module, a function, a
-# resource, or a moved global: each an error naming both places
+# tensor<4xf32>" taken already by a moved global or a resource: each an
+# error naming both places (two values, one entry name). Taken as a symbol
+# only (a global left as it is, a function, bare or quoted): the entry keeps
+# the name and its global is @NAME_1 (mlir-opt-19 checks the output)
 K=dense_literal_83f6ba69f4c7f868
 clash() { # NAME PATTERN (the file is $T/clash.mlir)
     rm -f "$T/clash.out" "$T/clash.wpack"
     expect_fail "$1" "$2" "$WPACK" externalize "$T/clash.mlir" -o "$T/clash.out" --archive "$T/clash.wpack" --min-bytes 0
     nothing_at "${1}_nothing_written" "$T/clash.out" "$T/clash.wpack"
 }
+renamed() { # NAME SYMBOL LINE:COL (the file is $T/clash.mlir)
+    rm -f "$T/clash.out" "$T/clash.wpack"
+    expect "$1" "$WPACK" externalize "$T/clash.mlir" -o "$T/clash.out" --archive "$T/clash.wpack" --min-bytes 0
+    grep -qF "clash.mlir:$3: the symbol @$K is in the file already; the global of entry '$K' is @$2" "$T/err" &&
+        grep -q "^  ml_program.global private @$2(#ml_program.extern : tensor<4xf32>) : tensor<4xf32> {wpack.uri = \"wpack:[0-9a-f]*/$K\"}\$" "$T/clash.out" &&
+        grep -qF "ml_program.global_load_const @$2 : tensor<4xf32>" "$T/clash.out" &&
+        [ "$(entries_of "$T/clash.wpack")" = "$K" ] && pass "${1}_form" ||
+        fail "${1}_form" "$(cat "$T/err" "$T/clash.out")"
+    "$MLIR_OPT" --allow-unregistered-dialect "$T/clash.out" >/dev/null 2>"$T/err" && pass "${1}_verifies" ||
+        fail "${1}_verifies" "$(head -c 300 "$T/err")"
+}
+entries_of() { "$WPACK" inspect --json "$1" | "$PY" -c 'import json,sys; print(" ".join(e["name"] for e in json.load(sys.stdin)["tensors"]))'; }
 printf 'module {\n  ml_program.global private @%s(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>\n  func.func @f() -> tensor<4xf32> {\n    %%0 = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>\n    return %%0 : tensor<4xf32>\n  }\n}\n' $K >"$T/clash.mlir"
-clash name_global "clash.mlir:2:3: global @$K: its symbol is the name of the arith.constant at 4:10, whose global would take that name \[WPACK_E_EXISTS\]"
-printf 'module {\n  func.func @%s() { return }\n  func.func @f() -> tensor<4xf32> {\n    %%0 = stablehlo.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>\n    return %%0 : tensor<4xf32>\n  }\n}\n' $K >"$T/clash.mlir"
-clash name_function "clash.mlir:2:13: the symbol @$K is in the file already; the stablehlo.constant at 4:10 would take it for its entry and symbol \[WPACK_E_EXISTS\]"
+renamed name_global "${K}_1" 4:10
+printf 'module {\n  func.func @%s() { return }\n  func.func @%s_1() { return }\n  func.func @f() -> tensor<4xf32> {\n    %%0 = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>\n    return %%0 : tensor<4xf32>\n  }\n}\n' $K $K >"$T/clash.mlir"
+renamed name_function "${K}_2" 5:10
 sed -i "s/@$K()/@\"$K\"()/" "$T/clash.mlir"
-clash name_function_quoted "clash.mlir:2:13: the symbol @$K is in the file already"
+renamed name_function_quoted "${K}_2" 5:10
+sed -i "s/@\"$K\"()/@\"dense_literal_83f6ba69f4c7f86\\\\38\"()/" "$T/clash.mlir"
+grep -qF '@"dense_literal_83f6ba69f4c7f86\38"()' "$T/clash.mlir" || fail name_function_escaped_setup
+renamed name_function_escaped "${K}_2" 5:10
 printf 'module {\n  ml_program.global private @%s(dense<[5.0, 2.0, 3.0, 4.0]> : tensor<4xf32>) : tensor<4xf32>\n  func.func @f() -> tensor<4xf32> {\n    %%0 = "mhlo.constant"() {value = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>} : () -> tensor<4xf32>\n    return %%0 : tensor<4xf32>\n  }\n}\n' $K >"$T/clash.mlir"
 clash name_moved_global "clash.mlir:2:3: global @$K: its entry '$K' is also the name of the mhlo.constant at 4:10"
 printf 'module {\n  func.func @f() -> tensor<4xf32> {\n    %%0 = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>\n    %%1 = arith.constant dense_resource<%s> : tensor<4xf32>\n    return %%0 : tensor<4xf32>\n  }\n}\n{-#\n  dialect_resources: {\n    builtin: {\n      %s: "0x040000000000A0400000C0400000E04000000041"\n    }\n  }\n#-}\n' $K $K >"$T/clash.mlir"
