@@ -182,6 +182,13 @@ size_t wpk_drop_patches(const wpk_mlir_doc *doc, const unsigned char *drop, wpk_
             } else {
                 from = doc->resources[a].key.off;
                 to = blob_end(&doc->resources[b]);
+                /* the whole dictionary: its line goes too, so that no line
+                 * of blanks is left between the braces */
+                size_t k = from;
+                while (k > 0 && (doc->buf[k - 1] == ' ' || doc->buf[k - 1] == '\t'))
+                    k--;
+                if (k > 0 && doc->buf[k - 1] == '\n')
+                    from = k - 1 - (k >= 2 && doc->buf[k - 2] == '\r');
             }
             out[np++] = (wpk_patch){from, to - from, "", 0};
             a = b + 1;

@@ -425,6 +425,10 @@ expect symbol_taken_uri "$WPACK" externalize "$T/taken.mlir" -o "$T/taken.out" -
     grep -qF '"ml_program.global_load_const"() {global = @free} : () -> tensor<4xf32>' "$T/taken.out" &&
     "$MLIR_OPT" --allow-unregistered-dialect "$T/taken.out" >/dev/null 2>"$T/err2" && pass symbol_taken_uri_renamed ||
     fail symbol_taken_uri_renamed "$(cat "$T/err" "$T/err2" "$T/taken.out")"
+# every blob moved: the builtin dictionary is left empty, with no line of
+# blanks between its braces (there was one: the last blob's indentation)
+! grep -q '^[[:blank:]]\+$' "$T/taken.out" && grep -A1 '^    builtin: {$' "$T/taken.out" | tail -1 | grep -qx '    }' &&
+    pass symbol_taken_resources_emptied || fail symbol_taken_resources_emptied "$(tail -8 "$T/taken.out" | cat -A)"
 got=$(entries_hex "$T/taken.wpack" "$T/tx" | tr '\n' ' ')
 [ "$got" = "free $W4 main $W4 w.1 $W4 " ] && pass symbol_taken_entries || fail symbol_taken_entries "$got"
 expect symbol_taken_inline "$WPACK" resolve -q "$T/taken.wpack" "$T/taken.out" -o "$T/taken.back" --emit inline
