@@ -153,8 +153,16 @@ static int replaceable(const char *path, const char *shown, int follow, char **r
         }
         if (!(*real = realpath(path, NULL)) || stat(*real, &st) != 0) {
             int e = errno;
-            wpk_fmt(err, errlen, "%s: a symlink whose target %s: not replaced", path,
-                    e == ENOENT ? "does not exist" : strerror(e));
+            struct stat to;
+            /* /dev/stdout onto a pipe: /proc/self/fd/1 leads to "pipe:[N]",
+             * which has no path; say what it is, not that it is missing */
+            if (e == ENOENT && stat(path, &to) == 0)
+                wpk_fmt(err, errlen, "%s: a symlink to %s that has no path of its own (a pipe, "
+                        "socket or deleted file): not replaced; give a file name", path,
+                        S_ISREG(to.st_mode) ? "a file" : kind_of(to.st_mode));
+            else
+                wpk_fmt(err, errlen, "%s: a symlink whose target %s: not replaced", path,
+                        e == ENOENT ? "does not exist" : strerror(e));
             free(*real);
             *real = NULL;
             return e == ENOMEM ? WPACK_E_NOMEM : WPACK_E_FILE_TYPE;

@@ -374,7 +374,8 @@ static void bound_add(uint64_t *total, uint64_t add)
  * an irpa only those of entries with bytes there) and 4 KiB of header
  * records (npy header, tar/zip headers and padding, safetensors JSON
  * entry, GGUF tensor info, irpa entry and metadata), plus its name 6 times
- * (an npz holds it twice, '/' and '%' escaped to 3 bytes). Per metadata
+ * (an npz holds it twice, '/' and '%' escaped to 3 bytes); in a GGUF its
+ * padding to the alignment too. Per metadata
  * value: in safetensors a JSON string, key and value escaped (a control
  * byte to 6 bytes); an array is JSON made a JSON string (each element's
  * bytes escaped twice: 12); the GGUF KV is smaller. */
@@ -388,6 +389,14 @@ static uint64_t tensors_bound(const wpack_archive *ar, int format)
         uint64_t bytes = format == WPACK_EXPORT_IRPA && irpa_export_no_bytes(&t) ? 0 : t.nbytes;
         bound_add(&total, bytes);
         bound_add(&total, 4096 + 6 * (uint64_t)t.name_len);
+    }
+    if (format == WPACK_EXPORT_GGUF || !format) {
+        /* GGUF pads each tensor and the data section's start to its
+         * alignment, which the archive's general.alignment may set to 2^30:
+         * an 860 KB archive of 200 tensors exported 200 GiB of zeros */
+        uint64_t pad = gguf_export_alignment(ar) - 1;
+        uint64_t n = wpack_count(ar) + 1;
+        bound_add(&total, pad && n > UINT64_MAX / pad ? UINT64_MAX : n * pad);
     }
     for (uint64_t i = 0; i < wpack_meta_count(ar); i++) {
         wpack_meta m;

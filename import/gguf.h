@@ -126,6 +126,13 @@ void gguf_free(gguf_file *g);
 /* Bytes of one scalar of a fixed-size GGUF type (0 for string, array, unknown). */
 size_t gguf_scalar_size(uint32_t type);
 
+/* The data alignment gguf_export writes ar with: its metadata
+ * general.alignment (an integer power of two up to 2^30), else 32. Every
+ * tensor's bytes and the data section's start are padded to it, so a small
+ * archive asking for 2^30 would be a GiB of zeros a tensor: the export's
+ * size bound counts it (export.c). */
+uint32_t gguf_export_alignment(const wpack_archive *ar);
+
 /* An archive written as GGUF v3 to fd (import/gguf_export.c); read_flags
  * for wpk_export_copy_fd. */
 typedef void (*gguf_done_fn)(void *user, const wpack_tensor *t);

@@ -223,6 +223,32 @@ static int kv_record(const wpack_archive *ar, wpack_meta *order, wpack_meta *typ
            order->count == types->count;
 }
 
+/* The alignment general.alignment (m) asks for in *align; readers take it
+ * only as a u32 power of two. */
+static int meta_alignment(const wpack_meta *m, uint32_t *align, char *err, size_t errlen)
+{
+    if (m->type != WPACK_META_I64)
+        return efail(err, errlen, WPACK_E_ALIGNMENT,
+                     "metadata general.alignment is not an integer (set it with the API "
+                     "or Python as an int; `wpack update --meta` sets strings)");
+    if (m->i64 <= 0 || m->i64 > (1LL << 30) || (m->i64 & (m->i64 - 1)))
+        return efail(err, errlen, WPACK_E_ALIGNMENT,
+                     "metadata general.alignment is not a power of two up to 2^30");
+    *align = (uint32_t)m->i64;
+    return WPACK_OK;
+}
+
+uint32_t gguf_export_alignment(const wpack_archive *ar)
+{
+    wpack_meta m;
+    uint32_t align = GGUF_DEFAULT_ALIGNMENT;
+    char err[160];
+    if (wpack_meta_find(ar, "general.alignment", &m) != WPACK_OK ||
+        meta_alignment(&m, &align, err, sizeof err) != WPACK_OK)
+        return GGUF_DEFAULT_ALIGNMENT; /* none, or one gguf_export refuses */
+    return align;
+}
+
 /* The KVs, counting them first (n_kv precedes them). pass 0: count only. */
 static int put_metadata(out_t *o, const wpack_archive *ar, int pass, uint64_t *n_kv,
                         uint32_t *align, char *err, size_t errlen)
@@ -256,20 +282,9 @@ static int put_metadata(out_t *o, const wpack_archive *ar, int pass, uint64_t *n
         if (type == -2)
             type = default_type(&m);
         if (strcmp(m.key, "general.alignment") == 0) {
-            /* readers take it only as a u32 power of two */
-            if (m.type != WPACK_META_I64) {
-                rc = efail(err, errlen, WPACK_E_ALIGNMENT,
-                           "metadata general.alignment is not an integer (set it with the API "
-                           "or Python as an int; `wpack update --meta` sets strings)");
+            if ((rc = meta_alignment(&m, align, err, errlen)))
                 break;
-            }
-            if (m.i64 <= 0 || m.i64 > (1LL << 30) || (m.i64 & (m.i64 - 1))) {
-                rc = efail(err, errlen, WPACK_E_ALIGNMENT,
-                           "metadata general.alignment is not a power of two up to 2^30");
-                break;
-            }
             type = GGUF_T_U32;
-            *align = (uint32_t)m.i64;
         }
         ++*n_kv;
         if (pass)

@@ -311,7 +311,8 @@ void wpack_export_options_init(wpack_export_options *opt);
 
 /* An upper bound on the bytes wpack_export_file writes for ar in format
  * (WPACK_EXPORT_*): every tensor's logical bytes plus its header records,
- * and the metadata GGUF writes as KVs; for WPACK_EXPORT_IRPA a splat that
+ * and the metadata GGUF writes as KVs and its padding to the archive's
+ * general.alignment (up to 2^30 a tensor); for WPACK_EXPORT_IRPA a splat that
  * stays a splat entry and an alias count only their entry, not their
  * expanded bytes. Any other format value: a bound for every format.
  * Check it against free space or a cap before exporting. */

@@ -51,6 +51,24 @@ nothing_at huge_commands_wrote_nothing zh zd.wpack zc.wpack zb.wpack
 expect extract_zstd_huge_small_only "$WPACK" extract -q "$R/zstd_huge.wpack" -o zs small
 if [ "$(ls zs 2>/dev/null)" = "small.npy" ]; then pass extract_small_only_file; else fail extract_small_only_file "$(ls zs 2>&1)"; fi
 
+# GGUF pads every tensor to the archive's general.alignment (up to 2^30):
+# 200 one-float tensors asking for 2^30 were 200 GiB of zeros from an
+# 860 KB archive, written until the disk filled; the bound counts the padding.
+if py_wpack - "$T/galign.wpack" <<'PY'
+import sys, numpy as np, wpack
+wpack.save_file({"t%03d" % i: np.ones(1, np.float32) for i in range(200)}, sys.argv[1],
+                metadata={"general.alignment": 1 << 30})
+PY
+then
+    expect_fail export_gguf_align_huge 'galign\.gguf would get 201\.0 GiB .*from [0-9.]+ KiB of input, above the default cap of 1\.0 GiB.*\[WPACK_E_TOO_LARGE\]' \
+        "$WPACK" export "$T/galign.wpack" --to gguf -o galign.gguf
+    nothing_at export_gguf_align_huge_wrote_nothing galign.gguf
+    # the other formats do not pad to it
+    expect export_npz_align_meta_small "$WPACK" export -q "$T/galign.wpack" --to npz -o galign.npz
+else
+    fail made_galign "py_wpack failed"
+fi
+
 # --max-output lowers and raises the cap; an 8 MiB splat is really written.
 expect_fail extract_max_output_1m 's8 would get 8\.0 MiB \([0-9]+ bytes\), above --max-output 1\.0 MiB \(1048576 bytes\).*\[WPACK_E_TOO_LARGE\]' \
     "$WPACK" extract "$R/splat_8m.wpack" -o s8 --max-output 1M

@@ -343,6 +343,10 @@ for k in fifo dir dangling.wpack; do
 done
 [ -p kinds/fifo ] && [ -d kinds/dir ] && [ -L kinds/dangling.wpack ] && [ ! -e kinds/nowhere.wpack ] &&
     pass out_kinds_kept || fail out_kinds_kept "$(ls -la kinds)"
+# -o /dev/stdout onto a pipe: /proc/self/fd/1 leads to "pipe:[N]", no path;
+# refused saying so (it said the link's target "does not exist")
+expect_fail out_stdout_pipe_refused "/dev/stdout: a symlink to a FIFO that has no path of its own.*not replaced; give a file name \[WPACK_E_FILE_TYPE\]" \
+    bash -c 'set -o pipefail; "$0" create -q -o /dev/stdout t0.npy | cat' "$WPACK"
 expect_fail export_fifo_refused "FIFO, not a regular file: not replaced" \
     timeout 20 "$WPACK" export A.wpack --to safetensors -o kinds/fifo
 expect_fail resolve_fifo_refused "FIFO, not a regular file: not replaced" \
