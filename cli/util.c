@@ -249,20 +249,22 @@ void cli_json_string(FILE *f, const char *s, size_t n)
         else if (c < 0x80)
             fputc(c, f);
         else {
-            /* Valid UTF-8 is copied, except C1 (U+0080..U+009F), escaped as
-             * JSON allows, so a terminal showing the JSON is safe too.
-             * Archive text is valid UTF-8; other bytes (a path given on the
-             * command line) cannot be JSON text and become U+FFFD. */
-            size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-            if (k > n - i || wpk_name_problem(p + i, k)) {
-                fputs("\\ufffd", f);
-                continue;
-            }
-            if (c == 0xc2 && p[i + 1] < 0xa0)
-                fprintf(f, "\\u%04x", p[i + 1]);
+            /* Valid UTF-8 is copied, except what the text output escapes
+             * (C1 controls, bidirectional controls: wpk_text_step's rule),
+             * written as a JSON escape of the code point, so that a
+             * terminal showing the JSON is safe too and a name cannot
+             * reorder what follows it. Archive text is valid UTF-8; other
+             * bytes (a path given on the command line) cannot be JSON text
+             * and become U+FFFD. */
+            char esc[8];
+            size_t take, e = wpk_text_step(s + i, n - i, &take, esc);
+            if (!e)
+                fwrite(p + i, 1, take, f);
+            else if (esc[1] == 'u')
+                fwrite(esc, 1, e, f);
             else
-                fwrite(p + i, 1, k, f);
-            i += k - 1;
+                fputs("\\ufffd", f);
+            i += take - 1;
         }
     }
     fputc('"', f);

@@ -42,7 +42,7 @@ json.dump({"version": 1, "stats": recs}, open(f"{t}/stats.json", "w"))
 # the overall values of layers.10.w, by numpy over the raw values
 json.dump({"mean": w10.mean(), "variance": w10.var(), "std": w10.std()}, open(f"{t}/w10.json", "w"))
 PYEOF
-TITLE="x${ESC}]0;pwned"$'\a'"y${ESC}[2J"$'\xc2\x9b'"31m"
+TITLE="x${ESC}]0;pwned"$'\a'"y${ESC}[2J"$'\xc2\x9b'"31m"$'\xe2\x80\xae'"z"
 expect create "$WPACK" create -q -o "$T/a.wpack" --stats "$T/stats.json" --meta "title=$TITLE" \
     --meta "layers.2.note=two" --meta $'k\xc2\x9d=v' --name p_l2=layers.2.w --name $'p\xc2\x9b=layers.10.w' "$T/m"
 
@@ -152,19 +152,20 @@ raw_controls() { # FILE: exit 0 if it holds ESC, BEL, DEL or a C1 code point
     $PY -c "
 import re, sys
 b = open(sys.argv[1], 'rb').read()
-sys.exit(0 if re.search(rb'[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]', b) else 1)" "$1"
+sys.exit(0 if re.search(rb'[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]', b) else 1)" "$1"
 }
 raw_controls "$T/all.txt" && fail text_has_no_controls "$(grep -a title "$T/all.txt" | od -c | head -3)" || pass text_has_no_controls
-grep -qF 'title = x\x1b]0;pwned\x07y\x1b[2J\u009b31m' "$T/all.txt" && pass meta_value_escaped ||
+grep -qF 'title = x\x1b]0;pwned\x07y\x1b[2J\u009b31m\u202ez' "$T/all.txt" && pass meta_value_escaped ||
     fail meta_value_escaped "$(grep -a title "$T/all.txt")"
 grep -q '^x\\u009b2J ' "$T/all.txt" && pass name_c1_escaped || fail name_c1_escaped
 grep -qF '  k\u009d = v' "$T/all.txt" && pass meta_key_c1_escaped || fail meta_key_c1_escaped
 grep -qF '  p\u009b -> layers.10.w' "$T/all.txt" && pass namemap_c1_escaped || fail namemap_c1_escaped
 grep -qF '  head\u0085 ' "$T/all.txt" && pass stats_key_c1_escaped || fail stats_key_c1_escaped
 
-# --- --json stays exact (C1 and controls as JSON escapes)
+# --- --json stays exact (C1, bidirectional and other controls as JSON
+# escapes; a raw U+202E in a name reordered a terminal's view of the JSON)
 raw_controls "$T/a.json" && fail json_has_no_controls || pass json_has_no_controls
-grep -qF '"title": "x\u001b]0;pwned\u0007y\u001b[2J\u009b31m"' "$T/a.json" && pass json_escapes ||
+grep -qF '"title": "x\u001b]0;pwned\u0007y\u001b[2J\u009b31m\u202ez"' "$T/a.json" && pass json_escapes ||
     fail json_escapes "$(grep title "$T/a.json")"
 $PY - "$T/a.json" "$TITLE" <<'PYEOF' && pass json_exact || fail json_exact
 import json, sys, os
