@@ -637,6 +637,9 @@ class safe_open:
         self.close()
 
     def _handle(self):
+        # Callers keep the handle in a local for as long as they use its
+        # pointer: lib.f(self._handle().ptr) drops it before f runs, and a
+        # close() in another thread then frees the archive under f.
         if self._h is None:
             raise Error(E_STATE, "archive is closed")
         return self._h
@@ -648,6 +651,7 @@ class safe_open:
         rc = lib.wpack_find(h.ptr, _key(name, "name"), ctypes.byref(t))
         if rc != 0:
             raise Error(rc, "%s: no entry or name-map name %r" % (h.path, name))
+        t.handle = h   # its name points into the archive: kept alive with it
         return t
 
     def _at(self, i):
@@ -656,6 +660,7 @@ class safe_open:
         rc = lib.wpack_tensor_at(h.ptr, i, ctypes.byref(t))
         if rc != 0:
             h.fail(rc, "entry %d" % i)
+        t.handle = h   # as in _find
         return t
 
     def _verify_all(self, threads):
@@ -719,7 +724,8 @@ class safe_open:
             self._plan([])
             start = end = 0
         if sequential and not end:
-            start, end = index, min(index + _FOLLOW_WINDOW, lib.wpack_count(self._handle().ptr))
+            h = self._handle()
+            start, end = index, min(index + _FOLLOW_WINDOW, lib.wpack_count(h.ptr))
             self._plan([self._at(i) for i in range(start, end)])
         self._following = (start, end)
 
@@ -786,13 +792,15 @@ class safe_open:
             b = _key(name, "name")
         except (ValueError, TypeError):   # no entry has a NUL in its name, nor is 1 "1"
             return False
-        return lib.wpack_find(self._handle().ptr, b, ctypes.byref(t)) == 0
+        h = self._handle()
+        return lib.wpack_find(h.ptr, b, ctypes.byref(t)) == 0
 
     def __iter__(self):
         return iter(self.keys())
 
     def __len__(self):
-        return int(lib.wpack_count(self._handle().ptr))
+        h = self._handle()
+        return int(lib.wpack_count(h.ptr))
 
     def info(self):
         """Archive facts as a dict of ints (format version, alignment,
@@ -801,7 +809,8 @@ class safe_open:
         # the C struct's reserved fields are no facts (ctypes arrays: not JSON)
         d = {f: int(getattr(i, f)) for f, _ in _lib.Info._fields_
              if not f.startswith("reserved")}
-        d["shards"] = int(lib.wpack_shard_count(self._handle().ptr))
+        h = self._handle()
+        d["shards"] = int(lib.wpack_shard_count(h.ptr))
         return d
 
     def describe(self, name):
@@ -822,7 +831,8 @@ class safe_open:
         name = ctypes.c_char_p()
         be, bb = ctypes.c_uint32(), ctypes.c_uint32()
         pp, pl = ctypes.c_void_p(), ctypes.c_uint64()
-        if lib.wpack_block_dtype_at(self._handle().ptr, code - 128, ctypes.byref(name),
+        h = self._handle()
+        if lib.wpack_block_dtype_at(h.ptr, code - 128, ctypes.byref(name),
                                     ctypes.byref(be), ctypes.byref(bb), ctypes.byref(pp),
                                     ctypes.byref(pl)) == 0:
             return name.value.decode()
@@ -855,7 +865,8 @@ class safe_open:
 
     def _chunk_size(self, t):
         """Bytes per checksummed chunk of t (format 1.2), or 0."""
-        return int(lib.wpack_tensor_chunk_size(self._handle().ptr, t.index))
+        h = self._handle()
+        return int(lib.wpack_tensor_chunk_size(h.ptr, t.index))
 
     def _zero_copy(self, t, dtype, shape):
         """A zero-copy array of the whole entry, or None if it has no view."""
