@@ -151,6 +151,46 @@ def load_model_assign_keeps_ties(d):
     check(m4.fc.weight is not m4.emb.weight, "untied stays untied")
 
 
+class WithExtraState(nn.Module):
+    """A module whose extra state is a tensor (TransformerEngine keeps its
+    fp8 metadata so): state_dict() stores it under "_extra_state"."""
+
+    def __init__(self, n=2):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.scale = torch.zeros(n)
+
+    def get_extra_state(self):
+        return self.scale.clone()
+
+    def set_extra_state(self, state):
+        self.scale = state.clone()
+
+
+@case
+def load_model_gives_extra_state_back(d):
+    # load_model copied into the tensor get_extra_state() had returned (a
+    # throwaway: nothing loaded) or, with assign=True, set an attribute
+    # "_extra_state": set_extra_state was never called and the state was
+    # lost without a word. load_state_dict gives it back through
+    # set_extra_state, whatever its size.
+    m = nn.Sequential(WithExtraState(3))
+    m[0].scale = torch.tensor([1.5, -2.0, 4.0])
+    p = os.path.join(d, "x.wpack")
+    wt.save_model(m, p)
+    with wpack.safe_open(p) as f:
+        check("0._extra_state" in f.keys(), "saved: %s" % f.keys())
+    for assign, n in ((False, 3), (True, 3), (False, 2), (True, 2)):   # 2: no shape check
+        m2 = nn.Sequential(WithExtraState(n))
+        r = wt.load_model(m2, p, assign=assign)
+        what = "assign=%s, size %d" % (assign, n)
+        check(r == ([], []), "%s: %s" % (what, r))
+        check(torch.equal(m2[0].scale, m[0].scale),
+              "%s: the extra state not given back: %s" % (what, m2[0].scale))
+        check(torch.equal(m2[0].lin.weight, m[0].lin.weight), "%s: weights" % what)
+        check("_extra_state" not in vars(m2[0]), "%s: set as an attribute" % what)
+
+
 @case
 def calibrate_arguments_checked_up_front(d):
     m = ConvNet()
