@@ -55,7 +55,8 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     """Load the archive's tensors into model's parameters and buffers.
 
     assign=False (default) copies each tensor into the existing parameter
-    (dtype and device of the model kept). assign=True replaces them with
+    (dtype and device of the model kept; a parameter on the meta device
+    takes nothing: a warning names it). assign=True replaces them with
     zero-copy tensors over a private copy-on-write mapping of the file
     (training may write to them; the file never changes), Parameters
     keeping their requires_grad. Ties are kept: keys that are one
@@ -111,6 +112,10 @@ def load_model(model, path, strict=True, assign=False, verify=True):
                 mod, attr = _owner(model, key)
                 setattr(mod, attr, obj)
             else:
+                if cur.is_meta:   # copy_ into it does nothing: as torch >= 2.1, said
+                    warnings.warn("load_model(%s): %s is a meta tensor in the model: copying "
+                                  "into it is a no-op (nothing loaded); use assign=True"
+                                  % (path, key), stacklevel=2)
                 with torch.no_grad():
                     cur.copy_(t)
     return IncompatibleKeys(missing, unexpected)

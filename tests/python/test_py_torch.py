@@ -192,6 +192,25 @@ def load_model_gives_extra_state_back(d):
 
 
 @case
+def load_model_into_meta_parameters_warns(d):
+    # copy_ into a meta tensor does nothing: load_model returned as if the
+    # weights were loaded (torch >= 2.1's load_state_dict warns so too).
+    m = nn.Sequential(nn.Linear(3, 2))
+    p = os.path.join(d, "m.wpack")
+    wt.save_model(m, p)
+    meta = nn.Sequential(nn.Linear(3, 2, device="meta"))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        wt.load_model(meta, p)
+    said = " ".join(str(x.message) for x in w)
+    check("0.weight is a meta tensor" in said and "assign=True" in said, "warnings: %r" % said)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        wt.load_model(meta, p, assign=True)
+    check(not w and torch.equal(meta[0].weight, m[0].weight), "assign=True loads it, quietly")
+
+
+@case
 def calibrate_arguments_checked_up_front(d):
     m = ConvNet()
     batches = [torch.randn(2, 3, 8, 8) for _ in range(3)]
