@@ -1062,8 +1062,11 @@ class safe_open:
         "channel"), axis, channels, count, min, max, absmax, mean, variance
         (floats, or numpy arrays per channel), histogram ((edges, counts)
         numpy arrays, or None), percentiles [(q, value)]. Without a name: a
-        list of every record. Missing: wpack.Error WPACK_E_NOT_FOUND."""
+        list of every record (of that kind, if kind is given). Missing:
+        wpack.Error WPACK_E_NOT_FOUND."""
         h = self._handle()
+        kinds = (STATS_WEIGHT, STATS_ACTIVATION) if kind is None else \
+            (_stats_kind(kind, "stats()"),)
         if name_or_module is None:
             out = []
             for i in range(lib.wpack_stats_count(h.ptr)):
@@ -1071,10 +1074,9 @@ class safe_open:
                 rc = lib.wpack_stats_at(h.ptr, i, ctypes.byref(s))
                 if rc != 0:
                     h.fail(rc, "stats record %d" % i)
-                out.append(_stats_dict(s))
+                if s.kind in kinds:
+                    out.append(_stats_dict(s))
             return out
-        kinds = (STATS_WEIGHT, STATS_ACTIVATION) if kind is None else \
-            (_stats_kind(kind, "stats()"),)
         keys = [name_or_module]
         nm, pairs = self._names()
         if name_or_module in nm:

@@ -470,6 +470,11 @@ def stats_written_match_numpy(d):
         check(np.array_equal(c["max"], x.max(0)) and np.allclose(c["variance"], x.var(0)), "vals")
         a = f.stats("mod.a", kind="activation")
         check(a["kind"] == "activation" and a["absmax"] == 2.0 and a["variance"] == 0.0, "act")
+        # stats(kind=...) without a name gave every record, and any kind at all
+        # ("activations", a typo) was taken without a word
+        check([r["key"] for r in f.stats(kind="activation")] == ["mod.a"], "activation records")
+        check(sorted(r["key"] for r in f.stats(kind="weight")) == ["x", "y"], "weight records")
+        raises(ValueError, f.stats, kind="activations")
 
 
 @contextlib.contextmanager
