@@ -110,10 +110,12 @@ def _describe(code):
 
 
 def _b(s, what):
-    """s as the bytes of a C string (str: UTF-8). A NUL inside would end
-    the string early in C (a name, key, value or path silently cut short):
-    ValueError naming `what`."""
-    b = s if isinstance(s, bytes) else str(s).encode("utf-8")
+    """s as the bytes of a C string (str: UTF-8, with a byte that is not
+    UTF-8, which os.fsdecode gives in a file name as U+DC80..U+DCFF, back
+    as that byte, as os.fsencode does). A NUL inside would end the string
+    early in C (a name, key, value or path silently cut short): ValueError
+    naming `what`."""
+    b = s if isinstance(s, bytes) else str(s).encode("utf-8", "surrogateescape")
     if b"\0" in b:
         raise ValueError("%s %r contains a NUL character (C strings end at one)" % (what, s))
     return b
