@@ -338,6 +338,10 @@ class _Handle:
         msg = buf.value.decode("utf-8", "replace")
         if not msg or code != rc:
             msg = "%s: %s: %s" % (self.path, what, _describe(rc))
+        elif _shown(self.path) not in msg:
+            # a read's message names the entry ("tensor 'w': checksum
+            # mismatch ..."), not the archive: which of the files loaded?
+            msg = "%s: %s" % (self.path, msg)
         raise Error(rc, msg)
 
     def __del__(self):
@@ -670,16 +674,17 @@ class safe_open:
         entry once: the handle remembers the result)."""
         from concurrent.futures import ThreadPoolExecutor
         h = self._handle()
-        n = int(lib.wpack_count(h.ptr))
+        # an alias's bytes are its target's: checked (and named) as the target
+        idx = [i for i in range(int(lib.wpack_count(h.ptr))) if self._at(i).kind != KIND_ALIAS]
         with ThreadPoolExecutor(max_workers=threads) as ex:
-            rcs = list(ex.map(lambda i: lib.wpack_verify_once(h.ptr, i), range(n)))
-        bad = next((i for i, rc in enumerate(rcs) if rc != 0), None)
+            rcs = list(ex.map(lambda i: lib.wpack_verify_once(h.ptr, i), idx))
+        bad = next(((i, rc) for i, rc in zip(idx, rcs) if rc != 0), None)
         if bad is not None:
             # The handle keeps one message, the last failure's on any thread:
             # ask again for the first failed entry alone (the handle remembers
             # the result), so the message is that entry's.
-            rc = lib.wpack_verify_once(h.ptr, bad)
-            h.fail(rc or rcs[bad], "checking %r" % self._at(bad).name.decode())
+            rc = lib.wpack_verify_once(h.ptr, bad[0])
+            h.fail(rc or bad[1], "checking %r" % self._at(bad[0]).name.decode())
 
     def read_plan(self, names=None):
         """A hint before reading the tensors `names` (entry or name-map

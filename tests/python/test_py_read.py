@@ -740,6 +740,27 @@ def threaded_verify_names_the_failing_entry(d):
     for _ in range(5):
         e = raises(wpack.Error, wpack.load_file, p, threads=2, code="WPACK_E_CHECKSUM")
         check("'a'" in str(e) and "'z'" not in str(e), "threads=2: %s" % e)
+    # The message named the entry but not the archive (which of the files
+    # a loop loads?), and threads=2 named an alias sorted before its
+    # target ("0alias", whose bytes are "a"'s) where the serial load
+    # names "a".
+    q = os.path.join(d, "tied.wpack")
+    a = np.arange(64, dtype=np.float32)
+    wpack.save_file({"a": a, "0alias": a}, q, weight_stats=False)
+    with wpack.safe_open(q) as f:
+        check(f.describe("0alias")["kind"] == "alias", "tied")
+        off = int(f._find("a").offset) + 8
+    with open(q, "r+b") as fh:
+        fh.seek(off)
+        fh.write(b"\xff")
+    for fw in ("np", "pt"):
+        for threads in (1, 2):
+            e = raises(wpack.Error, wpack.load_file, q, framework=fw, threads=threads,
+                       code="WPACK_E_CHECKSUM")
+            check(str(e).startswith(q + ": tensor 'a'"), "%s, threads=%d: %s" % (fw, threads, e))
+    with wpack.safe_open(q) as f:
+        e = raises(wpack.Error, f.get_slice("a").__getitem__, slice(0, 2))
+        check(str(e).startswith(q + ": "), "a slice: %s" % e)
 
 
 @case
