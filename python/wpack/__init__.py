@@ -697,7 +697,10 @@ class safe_open:
         key after the other in keys() order plans the next 256 entries
         itself (from the second read in a row; a read out of that window
         drops it); a plan given here replaces that until it is dropped. Raises wpack.Error
-        (WPACK_E_NOT_FOUND) for an unknown name, giving no plan."""
+        (WPACK_E_NOT_FOUND) for an unknown name, giving no plan. One name
+        (a str) is a list of one."""
+        if isinstance(names, (str, bytes)):   # not its characters, one by one
+            names = [names]
         self._plan([self._find(name) for name in names or ()])
         self._user_plan = bool(names)
         self._following = (0, 0)
