@@ -1255,11 +1255,19 @@ def _check_options(caller, given, known):
                         % (caller, ", ".join(sorted(bad)), ", ".join(known)))
 
 
+def _check_writer_options(caller, options):
+    _check_options(caller, options, _WRITER_OPTIONS)
+    if options.get("histogram_bins") and not options.get("weight_stats", True):
+        # the histograms are the weight stats': none would be written
+        raise Error(E_INVALID_ARGUMENT, "%s(): histogram_bins needs weight_stats "
+                    "(as wpack create --histogram refuses --no-stats)" % caller)
+
+
 class _Writer:
     """One wpack_writer. caller names the public function in errors."""
 
     def __init__(self, caller, path, durable=True, **options):
-        _check_options(caller, options, _WRITER_OPTIONS)
+        _check_writer_options(caller, options)
         self.pool = self.executor = self.w = None
         self.path = os.fspath(path)
         _refuse_url(self.path, caller, "outputs are local files")
@@ -1678,7 +1686,8 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
       WPACK_E_STATS).
     options: alignment, weight_stats (True: min/max/mean/variance of each
       float tensor, about a third of save_file's CPU time; False skips them),
-      histogram_bins (0),
+      histogram_bins (0; needs weight_stats, else wpack.Error
+      WPACK_E_INVALID_ARGUMENT, as wpack create),
       compress_level (0: off; zstd level), compress_chunk, compress_min,
       compress_min_saving (percent, 5), shard_size (>0: a sharded set),
       max_data_bytes, portable_stats (False; True: the portable C path for
@@ -1846,14 +1855,12 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
     raised by progress or warn is re-raised when the input being imported
     is done (the import is then abandoned).
     """
-    _check_options("pack", writer_options, _WRITER_OPTIONS)
+    _check_writer_options("pack", dict(writer_options, weight_stats=weight_stats))
     _int_arg(max_output or 0, ctypes.c_uint64, "pack(): max_output")
     if cast not in _CASTS:
         raise Error(E_INVALID_ARGUMENT, "pack(): cast=%r: want 'bf16' or 'f16'" % (cast,))
     if only and not cast:
         raise Error(E_INVALID_ARGUMENT, "pack(): only= needs cast=")
-    if writer_options.get("histogram_bins") and not weight_stats:
-        raise Error(E_INVALID_ARGUMENT, "pack(): histogram_bins needs weight_stats")
     if writer_options.get("shard_size") and writer_options.get("compress_level"):
         raise Error(E_INVALID_ARGUMENT, "pack(): shard_size stores shards uncompressed; "
                     "drop compress_level")

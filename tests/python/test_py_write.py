@@ -199,6 +199,16 @@ def writer_options(d):
     e = raises(wpack.Error, wpack.save_file, {"a": a}, p, max_data_bytes=1000,
                code="WPACK_E_TOO_LARGE")
     check("a" in str(e), "message names the tensor: %s" % e)
+    # histogram_bins with weight_stats=False wrote no histogram, without a
+    # word (pack and wpack create refuse it); nothing written
+    os.unlink(p)
+    e = raises(wpack.Error, wpack.save_file, {"a": a}, p, weight_stats=False, histogram_bins=8,
+               code="WPACK_E_INVALID_ARGUMENT")
+    check("save_file(): histogram_bins needs weight_stats" in str(e) and not os.path.exists(p),
+          str(e))
+    e = raises(wpack.Error, wpack.pack, [], p, weight_stats=False, histogram_bins=8,
+               code="WPACK_E_INVALID_ARGUMENT")
+    check("pack(): histogram_bins needs weight_stats" in str(e), str(e))
 
 
 @case
