@@ -267,8 +267,11 @@ def _targets(model, modules):
     """Modules to hook: the named ones (a str: one name; duplicates once),
     or every leaf. A MultiheadAttention counts as a leaf: it calls its
     out_proj's weights directly, so hooks on out_proj would never fire."""
-    named = dict(model.named_modules())
     if modules is not None:
+        # every path, a module registered under two names (shared) too:
+        # named_modules() lists it once, and modules=["second.path"] was
+        # "no such module"
+        named = dict(model.named_modules(remove_duplicate=False))
         if isinstance(modules, str):
             modules = [modules]
         modules = list(dict.fromkeys(modules))   # in order, each once

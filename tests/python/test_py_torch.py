@@ -242,6 +242,14 @@ def calibrate_arguments_checked_up_front(d):
     two = wt.calibrate(m, batches, p, histogram=0, modules=["fc", "fc"])
     check(list(one) == ["fc"] and one["fc"]["count"] == 2 * 5 * 3, "str modules: %s" % one)
     check(two["fc"]["count"] == one["fc"]["count"], "duplicates counted twice")
+    # A module registered under two paths (shared) is found by either:
+    # named_modules() lists it once, so its second path was "no such module".
+    shared = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    shared.add_module("again", shared[0])
+    q = os.path.join(d, "shared.wpack")
+    res = wt.calibrate(shared, [torch.randn(3, 4)], q, histogram=0, modules=["again"])
+    check(list(res) == ["again"] and res["again"]["count"] == 2 * 12,   # run twice
+          "shared: %s" % dict(res))
     # The records have the fields and types safe_open.stats() returns.
     for hist in (0, 8):
         res = wt.calibrate(m, batches, p, histogram=hist, modules=["fc"])
