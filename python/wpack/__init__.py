@@ -110,10 +110,12 @@ def _describe(code):
 
 
 def _b(s, what):
-    """s as the bytes of a C string (str: UTF-8). A NUL inside would end
-    the string early in C (a name, key, value or path silently cut short):
-    ValueError naming `what`."""
-    b = s if isinstance(s, bytes) else str(s).encode("utf-8")
+    """s as the bytes of a C string (str: UTF-8, with a byte that is not
+    UTF-8, which os.fsdecode gives in a file name as U+DC80..U+DCFF, back
+    as that byte, as os.fsencode does). A NUL inside would end the string
+    early in C (a name, key, value or path silently cut short): ValueError
+    naming `what`."""
+    b = s if isinstance(s, bytes) else str(s).encode("utf-8", "surrogateescape")
     if b"\0" in b:
         raise ValueError("%s %r contains a NUL character (C strings end at one)" % (what, s))
     return b
@@ -336,6 +338,10 @@ class _Handle:
         msg = buf.value.decode("utf-8", "replace")
         if not msg or code != rc:
             msg = "%s: %s: %s" % (self.path, what, _describe(rc))
+        elif _shown(self.path) not in msg:
+            # a read's message names the entry ("tensor 'w': checksum
+            # mismatch ..."), not the archive: which of the files loaded?
+            msg = "%s: %s" % (self.path, msg)
         raise Error(rc, msg)
 
     def __del__(self):
@@ -637,6 +643,9 @@ class safe_open:
         self.close()
 
     def _handle(self):
+        # Callers keep the handle in a local for as long as they use its
+        # pointer: lib.f(self._handle().ptr) drops it before f runs, and a
+        # close() in another thread then frees the archive under f.
         if self._h is None:
             raise Error(E_STATE, "archive is closed")
         return self._h
@@ -648,6 +657,7 @@ class safe_open:
         rc = lib.wpack_find(h.ptr, _key(name, "name"), ctypes.byref(t))
         if rc != 0:
             raise Error(rc, "%s: no entry or name-map name %r" % (h.path, name))
+        t.handle = h   # its name points into the archive: kept alive with it
         return t
 
     def _at(self, i):
@@ -656,6 +666,7 @@ class safe_open:
         rc = lib.wpack_tensor_at(h.ptr, i, ctypes.byref(t))
         if rc != 0:
             h.fail(rc, "entry %d" % i)
+        t.handle = h   # as in _find
         return t
 
     def _verify_all(self, threads):
@@ -663,16 +674,17 @@ class safe_open:
         entry once: the handle remembers the result)."""
         from concurrent.futures import ThreadPoolExecutor
         h = self._handle()
-        n = int(lib.wpack_count(h.ptr))
+        # an alias's bytes are its target's: checked (and named) as the target
+        idx = [i for i in range(int(lib.wpack_count(h.ptr))) if self._at(i).kind != KIND_ALIAS]
         with ThreadPoolExecutor(max_workers=threads) as ex:
-            rcs = list(ex.map(lambda i: lib.wpack_verify_once(h.ptr, i), range(n)))
-        bad = next((i for i, rc in enumerate(rcs) if rc != 0), None)
+            rcs = list(ex.map(lambda i: lib.wpack_verify_once(h.ptr, i), idx))
+        bad = next(((i, rc) for i, rc in zip(idx, rcs) if rc != 0), None)
         if bad is not None:
             # The handle keeps one message, the last failure's on any thread:
             # ask again for the first failed entry alone (the handle remembers
             # the result), so the message is that entry's.
-            rc = lib.wpack_verify_once(h.ptr, bad)
-            h.fail(rc or rcs[bad], "checking %r" % self._at(bad).name.decode())
+            rc = lib.wpack_verify_once(h.ptr, bad[0])
+            h.fail(rc or bad[1], "checking %r" % self._at(bad[0]).name.decode())
 
     def read_plan(self, names=None):
         """A hint before reading the tensors `names` (entry or name-map
@@ -685,7 +697,10 @@ class safe_open:
         key after the other in keys() order plans the next 256 entries
         itself (from the second read in a row; a read out of that window
         drops it); a plan given here replaces that until it is dropped. Raises wpack.Error
-        (WPACK_E_NOT_FOUND) for an unknown name, giving no plan."""
+        (WPACK_E_NOT_FOUND) for an unknown name, giving no plan. One name
+        (a str) is a list of one."""
+        if isinstance(names, (str, bytes)):   # not its characters, one by one
+            names = [names]
         self._plan([self._find(name) for name in names or ()])
         self._user_plan = bool(names)
         self._following = (0, 0)
@@ -719,7 +734,8 @@ class safe_open:
             self._plan([])
             start = end = 0
         if sequential and not end:
-            start, end = index, min(index + _FOLLOW_WINDOW, lib.wpack_count(self._handle().ptr))
+            h = self._handle()
+            start, end = index, min(index + _FOLLOW_WINDOW, lib.wpack_count(h.ptr))
             self._plan([self._at(i) for i in range(start, end)])
         self._following = (start, end)
 
@@ -786,13 +802,15 @@ class safe_open:
             b = _key(name, "name")
         except (ValueError, TypeError):   # no entry has a NUL in its name, nor is 1 "1"
             return False
-        return lib.wpack_find(self._handle().ptr, b, ctypes.byref(t)) == 0
+        h = self._handle()
+        return lib.wpack_find(h.ptr, b, ctypes.byref(t)) == 0
 
     def __iter__(self):
         return iter(self.keys())
 
     def __len__(self):
-        return int(lib.wpack_count(self._handle().ptr))
+        h = self._handle()
+        return int(lib.wpack_count(h.ptr))
 
     def info(self):
         """Archive facts as a dict of ints (format version, alignment,
@@ -801,7 +819,8 @@ class safe_open:
         # the C struct's reserved fields are no facts (ctypes arrays: not JSON)
         d = {f: int(getattr(i, f)) for f, _ in _lib.Info._fields_
              if not f.startswith("reserved")}
-        d["shards"] = int(lib.wpack_shard_count(self._handle().ptr))
+        h = self._handle()
+        d["shards"] = int(lib.wpack_shard_count(h.ptr))
         return d
 
     def describe(self, name):
@@ -822,7 +841,8 @@ class safe_open:
         name = ctypes.c_char_p()
         be, bb = ctypes.c_uint32(), ctypes.c_uint32()
         pp, pl = ctypes.c_void_p(), ctypes.c_uint64()
-        if lib.wpack_block_dtype_at(self._handle().ptr, code - 128, ctypes.byref(name),
+        h = self._handle()
+        if lib.wpack_block_dtype_at(h.ptr, code - 128, ctypes.byref(name),
                                     ctypes.byref(be), ctypes.byref(bb), ctypes.byref(pp),
                                     ctypes.byref(pl)) == 0:
             return name.value.decode()
@@ -855,7 +875,8 @@ class safe_open:
 
     def _chunk_size(self, t):
         """Bytes per checksummed chunk of t (format 1.2), or 0."""
-        return int(lib.wpack_tensor_chunk_size(self._handle().ptr, t.index))
+        h = self._handle()
+        return int(lib.wpack_tensor_chunk_size(h.ptr, t.index))
 
     def _zero_copy(self, t, dtype, shape):
         """A zero-copy array of the whole entry, or None if it has no view."""
@@ -1051,8 +1072,11 @@ class safe_open:
         "channel"), axis, channels, count, min, max, absmax, mean, variance
         (floats, or numpy arrays per channel), histogram ((edges, counts)
         numpy arrays, or None), percentiles [(q, value)]. Without a name: a
-        list of every record. Missing: wpack.Error WPACK_E_NOT_FOUND."""
+        list of every record (of that kind, if kind is given). Missing:
+        wpack.Error WPACK_E_NOT_FOUND."""
         h = self._handle()
+        kinds = (STATS_WEIGHT, STATS_ACTIVATION) if kind is None else \
+            (_stats_kind(kind, "stats()"),)
         if name_or_module is None:
             out = []
             for i in range(lib.wpack_stats_count(h.ptr)):
@@ -1060,10 +1084,9 @@ class safe_open:
                 rc = lib.wpack_stats_at(h.ptr, i, ctypes.byref(s))
                 if rc != 0:
                     h.fail(rc, "stats record %d" % i)
-                out.append(_stats_dict(s))
+                if s.kind in kinds:
+                    out.append(_stats_dict(s))
             return out
-        kinds = (STATS_WEIGHT, STATS_ACTIVATION) if kind is None else \
-            (_stats_kind(kind, "stats()"),)
         keys = [name_or_module]
         nm, pairs = self._names()
         if name_or_module in nm:
@@ -1232,11 +1255,19 @@ def _check_options(caller, given, known):
                         % (caller, ", ".join(sorted(bad)), ", ".join(known)))
 
 
+def _check_writer_options(caller, options):
+    _check_options(caller, options, _WRITER_OPTIONS)
+    if options.get("histogram_bins") and not options.get("weight_stats", True):
+        # the histograms are the weight stats': none would be written
+        raise Error(E_INVALID_ARGUMENT, "%s(): histogram_bins needs weight_stats "
+                    "(as wpack create --histogram refuses --no-stats)" % caller)
+
+
 class _Writer:
     """One wpack_writer. caller names the public function in errors."""
 
     def __init__(self, caller, path, durable=True, **options):
-        _check_options(caller, options, _WRITER_OPTIONS)
+        _check_writer_options(caller, options)
         self.pool = self.executor = self.w = None
         self.path = os.fspath(path)
         _refuse_url(self.path, caller, "outputs are local files")
@@ -1655,7 +1686,8 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
       WPACK_E_STATS).
     options: alignment, weight_stats (True: min/max/mean/variance of each
       float tensor, about a third of save_file's CPU time; False skips them),
-      histogram_bins (0),
+      histogram_bins (0; needs weight_stats, else wpack.Error
+      WPACK_E_INVALID_ARGUMENT, as wpack create),
       compress_level (0: off; zstd level), compress_chunk, compress_min,
       compress_min_saving (percent, 5), shard_size (>0: a sharded set),
       max_data_bytes, portable_stats (False; True: the portable C path for
@@ -1823,14 +1855,12 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
     raised by progress or warn is re-raised when the input being imported
     is done (the import is then abandoned).
     """
-    _check_options("pack", writer_options, _WRITER_OPTIONS)
+    _check_writer_options("pack", dict(writer_options, weight_stats=weight_stats))
     _int_arg(max_output or 0, ctypes.c_uint64, "pack(): max_output")
     if cast not in _CASTS:
         raise Error(E_INVALID_ARGUMENT, "pack(): cast=%r: want 'bf16' or 'f16'" % (cast,))
     if only and not cast:
         raise Error(E_INVALID_ARGUMENT, "pack(): only= needs cast=")
-    if writer_options.get("histogram_bins") and not weight_stats:
-        raise Error(E_INVALID_ARGUMENT, "pack(): histogram_bins needs weight_stats")
     if writer_options.get("shard_size") and writer_options.get("compress_level"):
         raise Error(E_INVALID_ARGUMENT, "pack(): shard_size stores shards uncompressed; "
                     "drop compress_level")

@@ -357,7 +357,7 @@ def shown_url(url):
     """url as the library shows it (its password, query values and
     fragment as "***"): wpack_remote_shown_url, so that Python's own
     messages hide them too."""
-    p = remote_lib().wpack_remote_shown_url(url.encode())
+    p = remote_lib().wpack_remote_shown_url(url.encode("utf-8", "surrogateescape"))
     if not p:
         return "<URL>"
     try:

@@ -35,6 +35,17 @@ def _owner(model, key):
     return (model.get_submodule(mod_path) if mod_path else model), attr
 
 
+def _extra_states(model):
+    """{state_dict key: module} of the modules that take their extra state
+    back (set_extra_state overridden), as nn.Module.load_state_dict gives it
+    them. Its state_dict value is whatever get_extra_state returned (a
+    tensor, for wpack to store one): copy_() into that returned object, or
+    setattr of "_extra_state", would drop it silently."""
+    suffix = getattr(torch.nn.modules.module, "_EXTRA_STATE_KEY_SUFFIX", "_extra_state")
+    return {(name + "." if name else "") + suffix: mod for name, mod in model.named_modules()
+            if type(mod).set_extra_state is not torch.nn.Module.set_extra_state}
+
+
 # What load_model returns: the fields of nn.Module.load_state_dict's result
 # (missing_keys, unexpected_keys), and a pair to unpack, as that one is.
 IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
@@ -44,13 +55,17 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     """Load the archive's tensors into model's parameters and buffers.
 
     assign=False (default) copies each tensor into the existing parameter
-    (dtype and device of the model kept). assign=True replaces them with
+    (dtype and device of the model kept; a parameter on the meta device
+    takes nothing: a warning names it). assign=True replaces them with
     zero-copy tensors over a private copy-on-write mapping of the file
     (training may write to them; the file never changes), Parameters
     keeping their requires_grad. Ties are kept: keys that are one
     Parameter (or buffer) in the model, or one entry in the archive (an
     alias and its target), are all given one new object, so the model
     keeps its parameter count (tied embedding and head stay tied).
+    A module's extra state (the "_extra_state" key of a module whose
+    get_extra_state returns a tensor) is given to its set_extra_state, as
+    nn.Module.load_state_dict does, whatever its shape.
     strict=True raises RuntimeError naming
     missing and unexpected keys, like nn.Module.load_state_dict. A shape
     mismatch always raises RuntimeError. Returns the keys not loaded as
@@ -64,6 +79,7 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     against its XXH3 before loading it (wpack.Error WPACK_E_CHECKSUM
     naming it on a mismatch); False skips the check."""
     sd = model.state_dict(keep_vars=True)
+    extra = _extra_states(model)
     with safe_open(path, framework="pt", verify=verify) as f:
         names = set(f.keys())
         missing = [k for k in sd if k not in names]
@@ -76,6 +92,9 @@ def load_model(model, path, strict=True, assign=False, verify=True):
         assigned = {}   # ("model", id) / ("archive", entry, is Parameter) -> object given
         for key, cur in sd.items():
             if key not in names:
+                continue
+            if key in extra:   # as load_state_dict: the module takes it (its size may change)
+                extra[key].set_extra_state(f.get_tensor(key))
                 continue
             is_param = isinstance(cur, torch.nn.Parameter)
             ties = [("model", id(cur)), ("archive", f._target(f._find(key)).index, is_param)]
@@ -93,6 +112,10 @@ def load_model(model, path, strict=True, assign=False, verify=True):
                 mod, attr = _owner(model, key)
                 setattr(mod, attr, obj)
             else:
+                if cur.is_meta:   # copy_ into it does nothing: as torch >= 2.1, said
+                    warnings.warn("load_model(%s): %s is a meta tensor in the model: copying "
+                                  "into it is a no-op (nothing loaded); use assign=True"
+                                  % (path, key), stacklevel=2)
                 with torch.no_grad():
                     cur.copy_(t)
     return IncompatibleKeys(missing, unexpected)
@@ -244,8 +267,11 @@ def _targets(model, modules):
     """Modules to hook: the named ones (a str: one name; duplicates once),
     or every leaf. A MultiheadAttention counts as a leaf: it calls its
     out_proj's weights directly, so hooks on out_proj would never fire."""
-    named = dict(model.named_modules())
     if modules is not None:
+        # every path, a module registered under two names (shared) too:
+        # named_modules() lists it once, and modules=["second.path"] was
+        # "no such module"
+        named = dict(model.named_modules(remove_duplicate=False))
         if isinstance(modules, str):
             modules = [modules]
         modules = list(dict.fromkeys(modules))   # in order, each once

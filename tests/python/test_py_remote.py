@@ -159,6 +159,10 @@ def load_file_reads_ahead(d):
     with wpack.safe_open(path) as f:
         f.read_plan(f.keys())  # local: nothing changes
         check(np.array_equal(f.get_tensor("n000"), small["n000"]), "local")
+        # one name is one name: read_plan("n000") looked up "n", "0", ...
+        # (WPACK_E_NOT_FOUND for "n", a name never asked for)
+        f.read_plan("n000")
+        f.read_plan(b"n001")
     os.unlink(path)
     # wpack.torch.load_model of a URL plans its reads the same way
     import wpack.torch as wt

@@ -151,6 +151,65 @@ def load_model_assign_keeps_ties(d):
     check(m4.fc.weight is not m4.emb.weight, "untied stays untied")
 
 
+class WithExtraState(nn.Module):
+    """A module whose extra state is a tensor (TransformerEngine keeps its
+    fp8 metadata so): state_dict() stores it under "_extra_state"."""
+
+    def __init__(self, n=2):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.scale = torch.zeros(n)
+
+    def get_extra_state(self):
+        return self.scale.clone()
+
+    def set_extra_state(self, state):
+        self.scale = state.clone()
+
+
+@case
+def load_model_gives_extra_state_back(d):
+    # load_model copied into the tensor get_extra_state() had returned (a
+    # throwaway: nothing loaded) or, with assign=True, set an attribute
+    # "_extra_state": set_extra_state was never called and the state was
+    # lost without a word. load_state_dict gives it back through
+    # set_extra_state, whatever its size.
+    m = nn.Sequential(WithExtraState(3))
+    m[0].scale = torch.tensor([1.5, -2.0, 4.0])
+    p = os.path.join(d, "x.wpack")
+    wt.save_model(m, p)
+    with wpack.safe_open(p) as f:
+        check("0._extra_state" in f.keys(), "saved: %s" % f.keys())
+    for assign, n in ((False, 3), (True, 3), (False, 2), (True, 2)):   # 2: no shape check
+        m2 = nn.Sequential(WithExtraState(n))
+        r = wt.load_model(m2, p, assign=assign)
+        what = "assign=%s, size %d" % (assign, n)
+        check(r == ([], []), "%s: %s" % (what, r))
+        check(torch.equal(m2[0].scale, m[0].scale),
+              "%s: the extra state not given back: %s" % (what, m2[0].scale))
+        check(torch.equal(m2[0].lin.weight, m[0].lin.weight), "%s: weights" % what)
+        check("_extra_state" not in vars(m2[0]), "%s: set as an attribute" % what)
+
+
+@case
+def load_model_into_meta_parameters_warns(d):
+    # copy_ into a meta tensor does nothing: load_model returned as if the
+    # weights were loaded (torch >= 2.1's load_state_dict warns so too).
+    m = nn.Sequential(nn.Linear(3, 2))
+    p = os.path.join(d, "m.wpack")
+    wt.save_model(m, p)
+    meta = nn.Sequential(nn.Linear(3, 2, device="meta"))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        wt.load_model(meta, p)
+    said = " ".join(str(x.message) for x in w)
+    check("0.weight is a meta tensor" in said and "assign=True" in said, "warnings: %r" % said)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        wt.load_model(meta, p, assign=True)
+    check(not w and torch.equal(meta[0].weight, m[0].weight), "assign=True loads it, quietly")
+
+
 @case
 def calibrate_arguments_checked_up_front(d):
     m = ConvNet()
@@ -183,6 +242,14 @@ def calibrate_arguments_checked_up_front(d):
     two = wt.calibrate(m, batches, p, histogram=0, modules=["fc", "fc"])
     check(list(one) == ["fc"] and one["fc"]["count"] == 2 * 5 * 3, "str modules: %s" % one)
     check(two["fc"]["count"] == one["fc"]["count"], "duplicates counted twice")
+    # A module registered under two paths (shared) is found by either:
+    # named_modules() lists it once, so its second path was "no such module".
+    shared = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    shared.add_module("again", shared[0])
+    q = os.path.join(d, "shared.wpack")
+    res = wt.calibrate(shared, [torch.randn(3, 4)], q, histogram=0, modules=["again"])
+    check(list(res) == ["again"] and res["again"]["count"] == 2 * 12,   # run twice
+          "shared: %s" % dict(res))
     # The records have the fields and types safe_open.stats() returns.
     for hist in (0, 8):
         res = wt.calibrate(m, batches, p, histogram=hist, modules=["fc"])

@@ -199,6 +199,16 @@ def writer_options(d):
     e = raises(wpack.Error, wpack.save_file, {"a": a}, p, max_data_bytes=1000,
                code="WPACK_E_TOO_LARGE")
     check("a" in str(e), "message names the tensor: %s" % e)
+    # histogram_bins with weight_stats=False wrote no histogram, without a
+    # word (pack and wpack create refuse it); nothing written
+    os.unlink(p)
+    e = raises(wpack.Error, wpack.save_file, {"a": a}, p, weight_stats=False, histogram_bins=8,
+               code="WPACK_E_INVALID_ARGUMENT")
+    check("save_file(): histogram_bins needs weight_stats" in str(e) and not os.path.exists(p),
+          str(e))
+    e = raises(wpack.Error, wpack.pack, [], p, weight_stats=False, histogram_bins=8,
+               code="WPACK_E_INVALID_ARGUMENT")
+    check("pack(): histogram_bins needs weight_stats" in str(e), str(e))
 
 
 @case
@@ -375,6 +385,41 @@ def nul_characters_are_refused_not_cut(d):
         check(m["b"] == b"a\x00b" and m["l"] == [b"\x00", b"x"], "bytes kept whole: %s" % m)
         check("w\x00x" not in f and "w" in f, "lookup of a name with a NUL")
         raises(ValueError, f.get_tensor, "w\x00x")
+
+
+@case
+def paths_that_are_not_utf8_work(d):
+    # A file name with a byte that is not UTF-8 (os.listdir, glob and
+    # os.fsdecode give it as "\udce9"): every path was UnicodeEncodeError
+    # (save_file, safe_open, load_file, update_stats, pack, detect),
+    # though the C library takes any bytes as open() does.
+    import torch
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    p = os.path.join(d, os.fsdecode(b"caf\xe9.wpack"))
+    wpack.save_file({"a": a}, p)
+    check(os.path.exists(os.fsencode(p)), "no file with that byte: %s" % os.listdir(d))
+    for fw in ("np", "pt"):
+        with wpack.safe_open(p, framework=fw) as f:
+            check(np.array_equal(np.asarray(f.get_tensor("a")), a), fw)
+    check(np.array_equal(wpack.load_file(p)["a"], a), "load_file")
+    wpack.update_stats(p, {"m": {"kind": "activation", "count": 1, "min": 0.0, "max": 0.0,
+                                 "mean": 0.0}})
+    with wpack.safe_open(p) as f:
+        check(f.stats("m")["count"] == 1, "update_stats")
+    src = os.path.join(d, os.fsdecode(b"ck\xe9.pt"))
+    with open(os.fsencode(src), "wb") as fh:   # torch.save takes no such str
+        torch.save({"w": torch.ones(3)}, fh)
+    check(wpack.detect(src) == "torch", "detect")
+    out = os.path.join(d, os.fsdecode(b"pk\xe9.wpack"))
+    wpack.pack(src, out)
+    check(np.array_equal(wpack.load_file(out)["w"], np.ones(3, np.float32)), "pack")
+    e = raises(wpack.Error, wpack.safe_open, os.path.join(d, os.fsdecode(b"n\xe9.wpack")),
+               code="WPACK_E_IO")
+    check("n\\xe9.wpack" in str(e), "the missing name shown escaped: %s" % e)
+    # a URL so named is refused as any URL output is (its redaction raised
+    # UnicodeEncodeError)
+    raises(wpack.Error, wpack.save_file, {"a": a}, "https://h/" + os.fsdecode(b"\xe9.wpack"),
+           code="WPACK_E_INVALID_ARGUMENT")
 
 
 @case
