@@ -1741,14 +1741,16 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
 def update_stats(path, stats):
     """Add or replace calibration statistics records of the archive at path
     in place (the crash-safe index update: no data is rewritten; open
-    readers keep working). stats: as in save_file."""
+    readers keep working). stats: as in save_file; an empty one writes
+    nothing but still checks that path is an archive (wpack.Error if not)."""
     _refuse_url(os.fspath(path), "update_stats", "a URL is read only; update a local copy")
     recs, keep = [], []
     for key, rec in stats.items():
         s, k = _stats_in(key, rec)
         recs.append(s)
         keep.append(k)
-    if not recs:
+    if not recs:  # no new generation for nothing, but no silent pass either
+        safe_open(path).close()
         return
     arr = (_lib.StatsIn * len(recs))(*recs)
     buf = ctypes.create_string_buffer(1024)

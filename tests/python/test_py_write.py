@@ -288,6 +288,13 @@ def writer_errors_leave_nothing(d):
     raises(wpack.Error, wpack.update_stats, os.path.join(d, "none.wpack"),
            {"m": {"kind": "activation", "count": 1, "min": 0, "max": 0, "mean": 0}},
            code="WPACK_E_IO")
+    # no records: nothing to write, but a missing or broken archive is
+    # still an error (it returned as if updated)
+    raises(wpack.Error, wpack.update_stats, os.path.join(d, "none.wpack"), {})
+    with open(os.path.join(d, "junk.wpack"), "wb") as f:
+        f.write(b"not an archive" * 100)
+    raises(wpack.Error, wpack.update_stats, os.path.join(d, "junk.wpack"), {})
+    os.unlink(os.path.join(d, "junk.wpack"))
 
 
 @case
