@@ -99,14 +99,14 @@ static void chunk_span(const wpk_sums *s, uint64_t k, uint64_t *a, uint64_t *b)
 static int bad_chunk(const wpack_archive *ar, const wpack_tensor *t, const wpk_sums *s, uint64_t k,
                      uint64_t got, const char *how)
 {
-    char q[256];
+    char q[768];
     uint64_t a, b;
     chunk_span(s, k, &a, &b);
-    wpk_quote(q, sizeof q, t->name, t->name_len);
+    wpk_entry_label(ar, t, q, sizeof q);
     /* bad bytes are bad for every later call too, whole or part */
     wpk_checked_set(ar, wpk_owner_of(t), WPACK_E_CHECKSUM);
     return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
-                    "tensor '%s': chunk %llu (bytes %llu..%llu) %s%016llx, its chunk "
+                    "%s: chunk %llu (bytes %llu..%llu) %s%016llx, its chunk "
                     "checksum is %016llx", q, (unsigned long long)k, (unsigned long long)a,
                     (unsigned long long)b, how, (unsigned long long)got,
                     (unsigned long long)chunk_sum(s, k));

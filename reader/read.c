@@ -48,43 +48,55 @@ int wpk_checked_get(const wpack_archive *ar, uint64_t i)
     return m == MARK_UNKNOWN ? -1 : m == MARK_PASSED ? WPACK_OK : (int)m;
 }
 
+void wpk_entry_label(const wpack_archive *ar, const wpack_tensor *t, char *buf, size_t len)
+{
+    char q[256];
+    wpk_quote(q, sizeof q, t->name, t->name_len);
+    const uint8_t *r = wpk_owner_rec(ar, t);
+    uint32_t s = r[WPK_E_KIND_OFF] == WPACK_KIND_EXTERNAL ? wpk_ld32(r + WPK_E_TARGET_OFF) : UINT32_MAX;
+    if (s < ar->nshards && ar->shard_paths && ar->shard_paths[s])
+        wpk_fmt(buf, len, "tensor '%s' (shard %s)", q, ar->shard_paths[s]);
+    else
+        wpk_fmt(buf, len, "tensor '%s'", q);
+}
+
 /* Messages are set under the handle's lock, so a shared handle may take
  * them; a failed check is the one thing a reader call reports this way. */
 int wpk_bad_hash(const wpack_archive *ar, const wpack_tensor *t, uint64_t got)
 {
-    char q[256];
-    wpk_quote(q, sizeof q, t->name, t->name_len);
+    char q[768];
+    wpk_entry_label(ar, t, q, sizeof q);
     wpk_checked_set(ar, wpk_owner_of(t), WPACK_E_CHECKSUM);
     if (t->codec == WPACK_CODEC_ZSTD)
         return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
-                        "tensor '%s': decoded bytes hash to %016llx, expected %016llx", q,
+                        "%s: decoded bytes hash to %016llx, expected %016llx", q,
                         (unsigned long long)got, (unsigned long long)t->decoded_checksum);
     return wpk_fail((wpack_archive *)ar, WPACK_E_CHECKSUM,
-                    "tensor '%s': checksum mismatch (stored %016llx, bytes hash to %016llx)", q,
+                    "%s: checksum mismatch (stored %016llx, bytes hash to %016llx)", q,
                     (unsigned long long)t->checksum, (unsigned long long)got);
 }
 
 int wpk_read_failed(const wpack_archive *ar, const wpack_tensor *t, int rc)
 {
-    char q[256];
-    wpk_quote(q, sizeof q, t->name, t->name_len);
+    char q[768];
+    wpk_entry_label(ar, t, q, sizeof q);
     wpk_checked_set(ar, wpk_owner_of(t), rc);
     if (rc != WPACK_E_DECODE && wpk_needs_fetch(ar, t))
         return rc; /* the fetch (source.c) set a message naming the tensor */
     if (rc == WPACK_E_DECODE)
         return wpk_fail((wpack_archive *)ar, rc,
-                        "tensor '%s': a compressed chunk does not decode to its declared size, "
+                        "%s: a compressed chunk does not decode to its declared size, "
                         "or has bytes after its frame", q);
-    return wpk_fail((wpack_archive *)ar, rc, "tensor '%s': cannot decode: %s", q,
+    return wpk_fail((wpack_archive *)ar, rc, "%s: cannot decode: %s", q,
                     wpack_error_describe(rc));
 }
 
 /* A check that failed before, reported again. */
 int wpk_failed_before(const wpack_archive *ar, const wpack_tensor *t, int rc)
 {
-    char q[256];
-    wpk_quote(q, sizeof q, t->name, t->name_len);
-    return wpk_fail((wpack_archive *)ar, rc, "tensor '%s': %s (found by an earlier check)", q,
+    char q[768];
+    wpk_entry_label(ar, t, q, sizeof q);
+    return wpk_fail((wpack_archive *)ar, rc, "%s: %s (found by an earlier check)", q,
                     wpack_error_describe(rc));
 }
 

@@ -210,6 +210,10 @@ static inline const uint8_t *wpk_owner_rec(const wpack_archive *ar, const wpack_
  * external entry (an alias's target decides). NULL when there is none
  * (source.c). */
 const wpack_archive *wpk_holder(const wpack_archive *ar, const wpack_tensor *t);
+/* "tensor 'NAME'" for a message, with " (shard PATH)" after it when t's
+ * bytes are in a shard of a set: a damaged byte of a 500 GB set is then
+ * one file to fetch again, not a search (read.c). len >= 64. */
+void wpk_entry_label(const wpack_archive *ar, const wpack_tensor *t, char *buf, size_t len);
 /* A check's failures, each setting the message naming the entry and
  * remembering the result (read.c): bytes that hash to got; a read or
  * decode that failed with rc; a failure found before (rc). */

@@ -29,10 +29,10 @@ int wpack_verify_entry(wpack_archive *ar, uint64_t i)
          * fetch checks the stored bytes itself) */
         uint64_t got = wpk_xxh3(ar->base + t.offset, (size_t)t.stored_length);
         if (got != t.checksum) {
-            char q[256];
-            wpk_quote(q, sizeof q, t.name, t.name_len);
+            char q[768];
+            wpk_entry_label(ar, &t, q, sizeof q);
             return wpk_fail(ar, WPACK_E_CHECKSUM,
-                            "tensor '%s': checksum mismatch (stored %016llx, bytes hash to %016llx)",
+                            "%s: checksum mismatch (stored %016llx, bytes hash to %016llx)",
                             q, (unsigned long long)t.checksum, (unsigned long long)got);
         }
     }

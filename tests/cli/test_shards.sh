@@ -57,6 +57,26 @@ rm "$T/set/$first"
 expect_fail missing_shard "$first.*No such file" "$WPACK" inspect "$T/set/m.wpack"
 cp "$T/saved" "$T/set/$first"
 expect restored_shard "$WPACK" verify "$T/set/m.wpack"
+# a damaged byte in a shard: the message names the shard file, not only the
+# tensor (it named the tensor, leaving the search through the set's files)
+cp -r "$T/set" "$T/dmg"
+shard_of_big=$($PY - "$T/dmg" <<'PYEOF'
+import json, subprocess, sys, os
+d = json.loads(subprocess.run([os.environ["WPACK"], "inspect", "--json", sys.argv[1] + "/m.wpack"],
+                              capture_output=True, check=True).stdout)
+t = [t for t in d["tensors"] if t["name"] == "big"][0]
+name = d["metadata"]["wpack.shards"][t["shard"]]
+with open(os.path.join(sys.argv[1], name), "r+b") as f:
+    f.seek(t["offset"] + 100)
+    b = f.read(1)
+    f.seek(t["offset"] + 100)
+    f.write(bytes([b[0] ^ 1]))
+print(name)
+PYEOF
+)
+expect_fail damaged_shard_named "tensor 'big' \(shard .*/dmg/$shard_of_big\): checksum mismatch" "$WPACK" verify "$T/dmg/m.wpack"
+expect_fail damaged_shard_named_extract "tensor 'big' \(shard .*/dmg/$shard_of_big\): checksum mismatch" \
+    "$WPACK" extract -q -o "$T/dmgx" "$T/dmg/m.wpack" big
 expect_fail shard_size_usage "want a byte count" "$WPACK" create -q --shard-size 0 -o "$T/z.wpack" "$T/in"
 
 # convert -o / cast -o of a set: one archive holding every entry's own bytes
