@@ -336,12 +336,13 @@ class _Handle:
         buf = ctypes.create_string_buffer(1024)
         code = lib.wpack_errmsg_copy(self.ptr, buf, len(buf))
         msg = buf.value.decode("utf-8", "replace")
+        where = _shown(self.path)   # escaped, as the library's messages are
         if not msg or code != rc:
-            msg = "%s: %s: %s" % (self.path, what, _describe(rc))
-        elif _shown(self.path) not in msg:
+            msg = "%s: %s: %s" % (where, what, _describe(rc))
+        elif where not in msg:
             # a read's message names the entry ("tensor 'w': checksum
             # mismatch ..."), not the archive: which of the files loaded?
-            msg = "%s: %s" % (self.path, msg)
+            msg = "%s: %s" % (where, msg)
         raise Error(rc, msg)
 
     def __del__(self):
