@@ -59,15 +59,51 @@ static size_t dir_len(const char *path)
     return slash ? (size_t)(slash - path) + 1 : 0;
 }
 
-static int shard_path(wpack_archive *ar, const char *name, char **out)
+static int shard_path(wpack_archive *ar, const char *dir, const char *name, char **out)
 {
-    size_t dir = dir_len(ar->path);
-    *out = malloc(dir + strlen(name) + 1);
+    size_t dl = strlen(dir);
+    *out = malloc(dl + strlen(name) + 1);
     if (!*out)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
-    memcpy(*out, ar->path, dir);
-    strcpy(*out + dir, name);
+    memcpy(*out, dir, dl);
+    strcpy(*out + dl, name);
     return WPACK_OK;
+}
+
+/* The set's directory ("" or ending in '/', heap; NULL: out of memory):
+ * the manifest path's. A manifest opened through a symlink whose directory
+ * has no file named like the first shard is read beside the file the link
+ * leads to: `create -o link` writes the set there (it replaces the link's
+ * target), and the set read through the same link must open. A snapshot of
+ * links (a link per file, the shards' links beside the manifest's) keeps
+ * the link's directory. */
+static char *set_dir(const char *path, const char *first)
+{
+    char *dir = strndup(path, dir_len(path));
+    struct stat st;
+    if (!dir || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || strchr(first, '/') ||
+        !strcmp(first, ".") || !strcmp(first, ".."))
+        return dir;
+    int beside = -1;
+    char *probe = malloc(strlen(dir) + strlen(first) + 1), *real = NULL, *rdir = NULL;
+    if (probe) {
+        strcpy(probe, dir);
+        strcat(probe, first);
+        beside = lstat(probe, &st) == 0;
+    }
+    if (beside == 0 && (real = realpath(path, NULL)) && (rdir = strndup(real, dir_len(real)))) {
+        free(probe);
+        probe = malloc(strlen(rdir) + strlen(first) + 1);
+        if (probe && (strcpy(probe, rdir), strcat(probe, first), lstat(probe, &st) == 0)) {
+            free(dir);
+            dir = rdir;
+            rdir = NULL;
+        }
+    }
+    free(probe);
+    free(real);
+    free(rdir);
+    return dir;
 }
 
 typedef struct {
@@ -188,8 +224,12 @@ int wpk_check_shards(wpack_archive *ar)
         return rc;
     /* Shard names are resolved in the manifest's directory, without
      * following links unless the caller asked (WPACK_OPEN_FOLLOW_LINKS). */
-    char *dir = from_source ? NULL : strndup(ar->path, dir_len(ar->path));
-    if (!dir && !from_source)
+    wpack_meta first = {0};
+    if (n)
+        wpack_meta_elem(ar, &names, 0, &first);
+    char *dir = from_source ? strndup(ar->path, dir_len(ar->path))
+                            : set_dir(ar->path, first.str ? first.str : "");
+    if (!dir)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
     int dirfd = from_source ? -1 : open(*dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0 && !from_source) {
@@ -198,7 +238,6 @@ int wpk_check_shards(wpack_archive *ar)
         free(dir);
         return rc;
     }
-    free(dir);
     rc = distinct_shards(ar, dirfd, &names, n);
     if (rc == WPACK_OK) {
         ar->shards = calloc((size_t)n, sizeof *ar->shards);
@@ -216,7 +255,7 @@ int wpk_check_shards(wpack_archive *ar)
         wpack_meta_elem(ar, &lengths, s, &len);
         wpack_meta_elem(ar, &sums, s, &sum);
         char *path;
-        if ((rc = shard_path(ar, e.str, &path)))
+        if ((rc = shard_path(ar, dir, e.str, &path)))
             break;
         ar->shard_paths[s] = path;
         ar->nshards = (uint32_t)s + 1;
@@ -252,6 +291,7 @@ int wpk_check_shards(wpack_archive *ar)
     }
     if (dirfd >= 0)
         close(dirfd);
+    free(dir);
     if (rc)
         return rc;
     for (uint64_t i = 0; i < ar->info.entry_count; i++) {

@@ -57,6 +57,21 @@ rm "$T/set/$first"
 expect_fail missing_shard "$first.*No such file" "$WPACK" inspect "$T/set/m.wpack"
 cp "$T/saved" "$T/set/$first"
 expect restored_shard "$WPACK" verify "$T/set/m.wpack"
+# a set written through a symlink (-o replaces the link's target, and the
+# shards go beside it) opens through the same link too, from any directory;
+# it failed with "shard 0: .../lnk/m-00001-of-...: cannot open"
+mkdir -p "$T/lnk" "$T/real"
+"$WPACK" create -q -o "$T/real/m.wpack" "$T/in/big.npy"
+ln -s ../real/m.wpack "$T/lnk/m.wpack"
+expect create_through_link "$WPACK" create -q --shard-size 40K -o "$T/lnk/m.wpack" "$T/in"
+[ -L "$T/lnk/m.wpack" ] && [ "$(ls "$T/lnk")" = m.wpack ] && ls "$T/real" | grep -q 'm-00001-of-' &&
+    pass link_kept_set_beside_target || fail link_kept_set_beside_target "$(ls -l "$T/lnk" "$T/real")"
+expect verify_through_link "$WPACK" verify "$T/lnk/m.wpack"
+grep -q "OK: 7 tensors" "$T/out" && pass verify_through_link_all || fail verify_through_link_all "$(cat "$T/out")"
+(cd "$T/lnk" && "$WPACK" extract -q -o "$T/lnkx" m.wpack big) >"$T/out" 2>"$T/err" &&
+    cmp -s "$T/lnkx/big.npy" "$T/x/big.npy" && pass extract_through_link_relative ||
+    fail extract_through_link_relative "$(cat "$T/err")"
+expect verify_target "$WPACK" verify "$T/real/m.wpack"
 # a damaged byte in a shard: the message names the shard file, not only the
 # tensor (it named the tensor, leaving the search through the set's files)
 cp -r "$T/set" "$T/dmg"
