@@ -14,6 +14,7 @@
  *   activation_post_process_N.{...}                            FX (top level)
  * `ch_axis`, `quant_min/max`, dtype and qscheme are constructor arguments,
  * not buffers: no checkpoint has them. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,6 +356,24 @@ static int emit_obs(const observer *o, const char *key, stats_sink_fn sink, void
     }
     if (bins)
         edges[bins] = o->v[1][0];
+    if (!rc && total) {
+        /* the histogram holds the values seen: mean and population variance
+         * from its bin midpoints (within a bin's width of the true ones), not
+         * the range-only placeholders, which a count > 0 would pass off as
+         * observed. Weights count/total and halved differences keep every
+         * sum finite; a variance past DBL_MAX (a range near 2e308) is capped */
+        double mean = 0, v = 0;
+        for (uint32_t b = 0; b < bins; b++)
+            mean += (double)counts[b] / (double)total * (edges[b] / 2 + edges[b + 1] / 2);
+        mean = fmax(o->v[0][0], fmin(o->v[1][0], mean));
+        for (uint32_t b = 0; b < bins; b++) {
+            double d = edges[b] / 4 + edges[b + 1] / 4 - mean / 2;
+            if (counts[b])
+                v += (double)counts[b] / (double)total * d * d;
+        }
+        a[n] = mean;
+        a[2 * n] = fmin(4 * v, DBL_MAX);
+    }
     if (!rc) {
         /* per-channel: axis 0, as ch_axis is not in the checkpoint */
         wpack_stats_in s = {.key = key, .kind = WPACK_STATS_ACTIVATION,

@@ -144,12 +144,14 @@ def torch_files(d):
     x = torch.randn(8, 4)
     with torch.no_grad():
         m.fc.activation_post_process(m.fc(x))
-        m.relu.activation_post_process(torch.relu(m.fc(x)))
+        r = torch.relu(m.fc(x))
+        m.relu.activation_post_process(r)
         m.conv.activation_post_process(m.conv(torch.randn(3, 2, 5)))
     sd = m.state_dict()
     torch.save(sd, os.path.join(d, "obs.pt"))
     torch.save({"w": torch.ones(2)}, os.path.join(d, "plain.pt"))
     exp = {k: sd[k].tolist() for k in sd if "activation_post_process" in k and "eps" not in k}
+    exp["relu_data"] = [r.double().mean().item(), r.double().var(unbiased=False).item()]
     with open(os.path.join(d, "obs.json"), "w") as f:
         json.dump(exp, f)
 
