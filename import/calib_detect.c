@@ -28,12 +28,14 @@ int calib_ranges(stats_sink_fn sink, void *ctx, const char *key, uint32_t n, uin
     }
     for (uint32_t c = 0; c < n; c++) {
         if (!(mn[c] <= mx[c]) || !isfinite(mn[c]) || !isfinite(mx[c])) {
+            /* say which: [1e+39, 2] read as "not finite" when it is inverted */
+            const char *why = !isfinite(mn[c]) || !isfinite(mx[c]) ? "is not finite"
+                                                                   : "has min above max";
             if (n == 1)
-                wpk_fmt(err, errlen, "'%s': range [%g, %g] is not finite and ordered", key,
-                        mn[c], mx[c]);
+                wpk_fmt(err, errlen, "'%s': range [%g, %g] %s", key, mn[c], mx[c], why);
             else
-                wpk_fmt(err, errlen, "'%s': channel %u: range [%g, %g] is not finite and "
-                        "ordered", key, c, mn[c], mx[c]);
+                wpk_fmt(err, errlen, "'%s': channel %u: range [%g, %g] %s", key, c, mn[c], mx[c],
+                        why);
             free(a);
             return WPACK_E_STATS;
         }

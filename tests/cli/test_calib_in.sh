@@ -244,7 +244,7 @@ check bom_record "$T/bom.wpack" m 'r["max"] == 1'
 printf '{"fc": [NaN, 1.0]}' >"$T/nan_ort.json"
 bad nan_ort.json "invalid token near 'NaN'.*JSON has no NaN or Infinity.*\[WPACK_E_STATS\]"
 bad bad_ort.json "ONNX Runtime calibration table: 'x': want \[min, max\].*\[WPACK_E_STATS\]"
-bad inverted_ort.json "'x': range \[2, 1\] is not finite and ordered \[WPACK_E_STATS\]"
+bad inverted_ort.json "'x': range \[2, 1\] has min above max \[WPACK_E_STATS\]"
 bad trunc.dat "imatrix .dat: entry 0: name length out of the file \[WPACK_E_STATS\]"
 bad random.bin "random.bin: not calibration data: want .*\[WPACK_E_STATS\]"
 bad model_not_imatrix.gguf "imatrix GGUF: a GGUF file without general.type = imatrix.*\[WPACK_E_STATS\]"
