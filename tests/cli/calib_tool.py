@@ -131,6 +131,7 @@ def torch_files(d):
     import torch
     from torch.ao.quantization import HistogramObserver, MinMaxObserver, PerChannelMinMaxObserver
 
+    torch.manual_seed(0)  # before the layers: their initial weights are random too
     m = torch.nn.Module()
     m.fc = torch.nn.Linear(4, 3)
     m.fc.activation_post_process = MinMaxObserver()
@@ -140,7 +141,6 @@ def torch_files(d):
     m.conv.activation_post_process = PerChannelMinMaxObserver(ch_axis=1)
     m.idle = torch.nn.Identity()
     m.idle.activation_post_process = MinMaxObserver()  # never runs: +inf / -inf
-    torch.manual_seed(0)
     x = torch.randn(8, 4)
     with torch.no_grad():
         m.fc.activation_post_process(m.fc(x))
@@ -151,7 +151,14 @@ def torch_files(d):
     torch.save(sd, os.path.join(d, "obs.pt"))
     torch.save({"w": torch.ones(2)}, os.path.join(d, "plain.pt"))
     exp = {k: sd[k].tolist() for k in sd if "activation_post_process" in k and "eps" not in k}
-    exp["relu_data"] = [r.double().mean().item(), r.double().var(unbiased=False).item()]
+    exp["relu_data"] = [r.double().mean().item(), r.double().var(unbiased=False).item(), r.numel()]
+    # the histogram's own moments over its bin midpoints (torch.histc may
+    # leave out a value at the top edge, so its total can be below numel)
+    h = sd["relu.activation_post_process.histogram"].double()
+    lo, hi = sd["relu.activation_post_process.min_val"].double(), sd["relu.activation_post_process.max_val"].double()
+    mids = lo + (hi - lo) * (torch.arange(16, dtype=torch.float64) + 0.5) / 16
+    mean = (h * mids).sum() / h.sum()
+    exp["relu_hist"] = [mean.item(), (h * (mids - mean) ** 2).sum().item() / h.sum().item(), h.sum().item()]
     with open(os.path.join(d, "obs.json"), "w") as f:
         json.dump(exp, f)
 
