@@ -837,7 +837,11 @@ void wpack_writer_options_init(wpack_writer_options *opt);
  * "path.tmp-PID-RANDOM.gone-SHARD", and the next writer of path removes
  * them. A
  * caller that reads inputs should keep those shards out of them
- * (wpack_replaced_among); the CLI refuses them.
+ * (wpack_replaced_among); the CLI refuses them. When path holds a shard of
+ * a set (its manifest, named by the shard's wpack.manifest, opens whole
+ * and lists it), the open fails with WPACK_E_SHARD and nothing is written:
+ * the manifest records the shard's length and index XXH3, and the file
+ * replaced would make the whole set fail to open.
  *
  * Like the reader, *out receives a handle even on failure (for its message)
  * unless memory runs out; free a failed one with wpack_writer_abort().

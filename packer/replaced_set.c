@@ -24,21 +24,16 @@ static int names_manifest(const wpack_archive *shard, const char *name)
            m.type == WPACK_META_STRING && strcmp(m.str, name) == 0;
 }
 
-/* The shards of the set whose manifest is at path, as opened; with own,
- * only those that name that manifest's file (through a symlink: its
- * target's) as theirs. A copy of a manifest (`cp model.wpack
- * backup.wpack`, or a second hard link) lists its original's shards, which
- * name the original: replacing the copy removed them, and the set still at
- * model.wpack lost its data. */
-static int list_shards(const char *path, int own, char ***paths, uint32_t *n)
+/* The shards of the set ar, opened from path, as opened; with own, only
+ * those that name that manifest's file (through a symlink: its target's)
+ * as theirs. A copy of a manifest (`cp model.wpack backup.wpack`, or a
+ * second hard link) lists its original's shards, which name the original:
+ * replacing the copy removed them, and the set still at model.wpack lost
+ * its data. */
+static int shards_of(const wpack_archive *ar, const char *path, int own, char ***paths, uint32_t *n)
 {
     *paths = NULL;
     *n = 0;
-    wpack_archive *ar;
-    if (wpack_open_file(&ar, path, 0) != WPACK_OK) { /* nothing there, or not a whole set */
-        wpack_close(ar);
-        return WPACK_OK;
-    }
     struct stat st;
     char *real = own && wpack_shard_count(ar) && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)
                      ? realpath(path, NULL) : NULL;
@@ -56,7 +51,6 @@ static int list_shards(const char *path, int own, char ***paths, uint32_t *n)
             rc = WPACK_E_NOMEM;
     }
     free(real);
-    wpack_close(ar);
     if (rc != WPACK_OK || !k) { /* none: NULL, as wpack.h says */
         wpack_paths_free(v, k);
         return rc;
@@ -64,6 +58,19 @@ static int list_shards(const char *path, int own, char ***paths, uint32_t *n)
     *paths = v;
     *n = k;
     return WPACK_OK;
+}
+
+/* shards_of the set whose manifest is at path (none: nothing there, or not a whole set). */
+static int list_shards(const char *path, int own, char ***paths, uint32_t *n)
+{
+    *paths = NULL;
+    *n = 0;
+    wpack_archive *ar;
+    int rc = WPACK_OK;
+    if (wpack_open_file(&ar, path, 0) == WPACK_OK)
+        rc = shards_of(ar, path, own, paths, n);
+    wpack_close(ar);
+    return rc;
 }
 
 int wpack_replaced_shards(const char *path, char ***paths, uint32_t *n)
@@ -128,24 +135,37 @@ int wpack_replaced_among(const char *path, const char *const *files, size_t n, s
     return WPACK_OK;
 }
 
+/* w->replaces: the files of the set at w->path, which ar was opened from
+ * (NULL: nothing there, or not a whole set), and the target itself. */
+static int know_replaces(wpack_writer *w, const wpack_archive *ar)
+{
+    char **old = NULL;
+    uint32_t nold = 0;
+    if (ar && shards_of(ar, w->path, 1, &old, &nold) != WPACK_OK)
+        return WPACK_E_NOMEM;
+    w->replaces = ids_of(old, nold, 1, &w->nreplaces);
+    wpack_paths_free(old, nold);
+    if (!w->replaces)
+        return WPACK_E_NOMEM;
+    struct stat t; /* the target itself (w->path is a link's target already) */
+    if (stat(w->path, &t) == 0)
+        w->replaces[w->nreplaces++] = (file_id){t.st_dev, t.st_ino};
+    w->replaces_known = 1;
+    return WPACK_OK;
+}
+
 int wpack_writer_replaces_fd(wpack_writer *w, int fd)
 {
     struct stat st;
     if (!w || !w->path || fstat(fd, &st) != 0)
         return 0;
     if (!w->replaces_known) {
-        char **old = NULL;
-        uint32_t nold = 0;
-        if (wpack_replaced_shards(w->path, &old, &nold) != WPACK_OK)
+        wpack_archive *ar;
+        int opened = wpack_open_file(&ar, w->path, 0) == WPACK_OK;
+        int rc = know_replaces(w, opened ? ar : NULL);
+        wpack_close(ar);
+        if (rc)
             return 0;
-        w->replaces = ids_of(old, nold, 1, &w->nreplaces);
-        wpack_paths_free(old, nold);
-        if (!w->replaces)
-            return 0;
-        struct stat t; /* the target itself (w->path is a link's target already) */
-        if (stat(w->path, &t) == 0)
-            w->replaces[w->nreplaces++] = (file_id){t.st_dev, t.st_ino};
-        w->replaces_known = 1;
     }
     return is_one_of(&st, w->replaces, w->nreplaces);
 }
@@ -188,6 +208,33 @@ int wpk_tie_replaced(wpack_writer *w)
             (rc = wpk_atomic_add_gone(&w->out, w->replaced[k], err, sizeof err)))
             wpk_wfail(w, rc, "%s", err);
     free(keep);
+    return rc;
+}
+
+int wpk_refuse_shard_target(wpack_writer *w)
+{
+    struct stat st;
+    wpack_archive *ar;
+    if (lstat(w->path, &st) != 0 || !S_ISREG(st.st_mode))
+        return WPACK_OK; /* nothing there to replace (a link was resolved by the open) */
+    /* not an archive, or a broken one: not a shard a set needs */
+    int opened = wpack_open_file(&ar, w->path, 0) == WPACK_OK;
+    char *set = NULL;
+    int rc = opened ? wpk_shard_of_set(ar, w->path, &set) : WPACK_OK;
+    /* opened once: what importers' guard needs of it too (a set's files) */
+    if (rc == WPACK_OK && !set && !w->replaces_known)
+        rc = know_replaces(w, opened ? ar : NULL);
+    wpack_close(ar);
+    if (rc)
+        return wpk_wfail(w, rc, "%s: out of memory", w->shown);
+    if (set) {
+        rc = wpk_wfail(w, WPACK_E_SHARD,
+                       "%s is a shard of the set at %s, which records its length and index "
+                       "XXH3: replaced, it would make the whole set fail to open; nothing was "
+                       "written (write to another name, or replace the set through %s)",
+                       w->shown, set, set);
+        free(set);
+    }
     return rc;
 }
 

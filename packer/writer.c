@@ -168,6 +168,8 @@ static int open_writer(wpack_writer **out, const char *path, const wpack_writer_
     w->fd = w->out.fd;
     if (!(w->shown = strdup(w->out.shown)))
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
+    if ((rc = wpk_refuse_shard_target(w)))
+        return rc;
     /* The superblock is written last (finish); reserve its place and padding. */
     uint64_t data_offset;
     wpk_align_up(WPK_HEADER_SIZE, w->opt.alignment, &data_offset);

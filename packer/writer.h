@@ -251,6 +251,12 @@ int wpk_write_index(wpack_writer *w);
  * user's chmod a-w keeps it, as it keeps the manifest (replaced_set.c). */
 int wpk_replaced_writable(wpack_writer *w);
 
+/* WPACK_OK, or WPACK_E_SHARD (w failed, naming the set) when the file at
+ * w->path is now a shard of a set (shard_of.h): replaced, it would leave
+ * that set's manifest failing to open, its data unreachable; or
+ * WPACK_E_NOMEM (replaced_set.c). */
+int wpk_refuse_shard_target(wpack_writer *w);
+
 /* Before the commit, the archive complete in its temporary: tie the shards
  * of the set it replaces (w->replaced) to its rename, so that they go once
  * it is in place (atomic_file.h, wpk_atomic_add_gone), except files the

@@ -52,8 +52,7 @@ void wpk_entry_label(const wpack_archive *ar, const wpack_tensor *t, char *buf, 
 {
     char q[256];
     wpk_quote(q, sizeof q, t->name, t->name_len);
-    const uint8_t *r = wpk_owner_rec(ar, t);
-    uint32_t s = r[WPK_E_KIND_OFF] == WPACK_KIND_EXTERNAL ? wpk_ld32(r + WPK_E_TARGET_OFF) : UINT32_MAX;
+    uint32_t s = wpk_shard_slot(ar, t);
     if (s < ar->nshards && ar->shard_paths && ar->shard_paths[s])
         wpk_fmt(buf, len, "tensor '%s' (shard %s)", q, ar->shard_paths[s]);
     else

@@ -206,6 +206,9 @@ static inline const uint8_t *wpk_owner_rec(const wpack_archive *ar, const wpack_
     return wpk_rec(ar, WPK_SEC_ENTRIES, wpk_owner_of(t), WPK_ENTRY_SIZE);
 }
 
+/* The shard slot of entry t's stored bytes (an alias's target decides);
+ * UINT32_MAX when they are in ar itself (source.c). */
+uint32_t wpk_shard_slot(const wpack_archive *ar, const wpack_tensor *t);
 /* The archive holding entry t's stored bytes: ar, or the shard of an
  * external entry (an alias's target decides). NULL when there is none
  * (source.c). */

@@ -59,15 +59,33 @@ static size_t dir_len(const char *path)
     return slash ? (size_t)(slash - path) + 1 : 0;
 }
 
+/* DIR (a prefix: "" or ending in '/') followed by NAME, heap; NULL: out of memory. */
+static char *path_join(const char *dir, const char *name)
+{
+    size_t dl = strlen(dir), nl = strlen(name);
+    char *p = malloc(dl + nl + 1);
+    if (p) {
+        memcpy(p, dir, dl);
+        memcpy(p + dl, name, nl + 1);
+    }
+    return p;
+}
+
 static int shard_path(wpack_archive *ar, const char *dir, const char *name, char **out)
 {
-    size_t dl = strlen(dir);
-    *out = malloc(dl + strlen(name) + 1);
-    if (!*out)
+    if (!(*out = path_join(dir, name)))
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
-    memcpy(*out, dir, dl);
-    strcpy(*out + dl, name);
     return WPACK_OK;
+}
+
+/* 1: DIR NAME exists (any type, links not followed), 0: not, -1: out of memory. */
+static int present_in(const char *dir, const char *name)
+{
+    char *p = path_join(dir, name);
+    struct stat st;
+    int r = p ? lstat(p, &st) == 0 : -1;
+    free(p);
+    return r;
 }
 
 /* The set's directory ("" or ending in '/', heap; NULL: out of memory):
@@ -82,26 +100,15 @@ static char *set_dir(const char *path, const char *first)
     char *dir = strndup(path, dir_len(path));
     struct stat st;
     if (!dir || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || strchr(first, '/') ||
-        !strcmp(first, ".") || !strcmp(first, ".."))
+        !strcmp(first, ".") || !strcmp(first, "..") || present_in(dir, first) != 0)
         return dir;
-    int beside = -1;
-    char *probe = malloc(strlen(dir) + strlen(first) + 1), *real = NULL, *rdir = NULL;
-    if (probe) {
-        strcpy(probe, dir);
-        strcat(probe, first);
-        beside = lstat(probe, &st) == 0;
-    }
-    if (beside == 0 && (real = realpath(path, NULL)) && (rdir = strndup(real, dir_len(real)))) {
-        free(probe);
-        probe = malloc(strlen(rdir) + strlen(first) + 1);
-        if (probe && (strcpy(probe, rdir), strcat(probe, first), lstat(probe, &st) == 0)) {
-            free(dir);
-            dir = rdir;
-            rdir = NULL;
-        }
-    }
-    free(probe);
+    char *real = realpath(path, NULL);
+    char *rdir = real ? strndup(real, dir_len(real)) : NULL;
     free(real);
+    if (rdir && present_in(rdir, first) == 1) {
+        free(dir);
+        return rdir;
+    }
     free(rdir);
     return dir;
 }

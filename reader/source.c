@@ -19,12 +19,17 @@
 #include "bytes.h"
 #include "reader.h"
 
-const wpack_archive *wpk_holder(const wpack_archive *ar, const wpack_tensor *t)
+uint32_t wpk_shard_slot(const wpack_archive *ar, const wpack_tensor *t)
 {
     const uint8_t *r = wpk_owner_rec(ar, t);
-    if (r[WPK_E_KIND_OFF] != WPACK_KIND_EXTERNAL)
+    return r[WPK_E_KIND_OFF] == WPACK_KIND_EXTERNAL ? wpk_ld32(r + WPK_E_TARGET_OFF) : UINT32_MAX;
+}
+
+const wpack_archive *wpk_holder(const wpack_archive *ar, const wpack_tensor *t)
+{
+    uint32_t s = wpk_shard_slot(ar, t);
+    if (s == UINT32_MAX)
         return ar;
-    uint32_t s = wpk_ld32(r + WPK_E_TARGET_OFF);
     return s < ar->nshards ? ar->shards[s] : NULL;
 }
 

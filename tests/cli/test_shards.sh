@@ -48,10 +48,21 @@ assert len(ext) == 7 and all("shard" in t for t in ext)
 assert len(d["metadata"]["wpack.shards"]) == len(set(t["shard"] for t in ext))
 assert d["name_map"] == {"p_big": "big"}
 PYEOF
-# a shard replaced by a different archive: refused, naming it
+# create -o onto a shard of a set: refused (the manifest records the
+# shard's length and index XXH3; it was replaced and the set broke)
 first=$(ls "$T/set" | grep 'of-' | head -1)
 cp "$T/set/$first" "$T/saved"
-"$WPACK" create -q -o "$T/set/$first" "$T/in/big.npy"
+expect_fail create_onto_shard "$first is a shard of the set at .*m\.wpack.*whole set fail to open.*nothing was written.*\[WPACK_E_SHARD\]" \
+    "$WPACK" create -q -o "$T/set/$first" "$T/in/big.npy"
+cmp -s "$T/set/$first" "$T/saved" && "$WPACK" verify "$T/set/m.wpack" >/dev/null 2>&1 \
+    && [ -z "$(ls -a "$T/set" | grep -v 'wpack$' | grep -v '^\.*$')" ] \
+    && pass create_onto_shard_keeps_set || fail create_onto_shard_keeps_set "$(ls -a "$T/set")"
+ln -s "$first" "$T/set/to_shard.wpack"
+expect_fail create_onto_shard_link "to_shard.wpack -> .*$first is a shard of the set at .*\[WPACK_E_SHARD\]" \
+    "$WPACK" create -q -o "$T/set/to_shard.wpack" "$T/in/big.npy"
+rm "$T/set/to_shard.wpack"
+# a shard replaced by a different archive: refused, naming it
+"$WPACK" create -q -o "$T/other.wpack" "$T/in/big.npy" && cp "$T/other.wpack" "$T/set/$first"
 expect_fail changed_shard "shard .*$first changed" "$WPACK" verify "$T/set/m.wpack"
 rm "$T/set/$first"
 expect_fail missing_shard "$first.*No such file" "$WPACK" inspect "$T/set/m.wpack"

@@ -591,5 +591,24 @@ def write_protected_file_is_not_replaced(d):
     check(sorted(os.listdir(d)) == ["ro.wpack"], "left: %s" % os.listdir(d))
 
 
+@case
+def save_file_onto_a_shard_refused(d):
+    # A shard's length and index XXH3 are in its set's manifest: save_file
+    # over it made the whole set fail to open (WPACK_E_SHARD at every read).
+    import subprocess
+    src = os.path.join(d, "a.npy")
+    np.save(src, np.arange(40000, dtype=np.float32))
+    np.save(os.path.join(d, "b.npy"), np.ones(40000, np.float32))
+    subprocess.run([os.environ["WPACK"], "create", "-q", "--shard-size", "100K", "-o",
+                    os.path.join(d, "set.wpack"), src, os.path.join(d, "b.npy")], check=True)
+    shard = os.path.join(d, sorted(n for n in os.listdir(d) if "-of-" in n)[0])
+    before = open(shard, "rb").read()
+    e = raises(wpack.Error, wpack.save_file, {"x": np.zeros(3, np.float32)}, shard, code="WPACK_E_SHARD")
+    check("is a shard of the set at" in str(e) and "set.wpack" in str(e), str(e))
+    check(open(shard, "rb").read() == before, "shard changed")
+    with wpack.safe_open(os.path.join(d, "set.wpack")) as f:
+        check(np.array_equal(f.get_tensor("a"), np.arange(40000, dtype=np.float32)), "set broken")
+
+
 if __name__ == "__main__":
     main()
