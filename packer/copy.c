@@ -44,8 +44,9 @@ int wpk_copy_data(const wpack_archive *ar, wpack_writer *w, const wpack_tensor *
 int wpk_copy_meta(const wpack_archive *ar, wpack_writer *w, const wpack_meta *m)
 {
     if (!strcmp(m->key, "wpack.shards") || !strcmp(m->key, "wpack.shard_lengths") ||
-        !strcmp(m->key, "wpack.shard_index_xxh3"))
-        return WPACK_OK; /* the source's layout (writer_meta.c sets the copy's own) */
+        !strcmp(m->key, "wpack.shard_index_xxh3") || !strcmp(m->key, "wpack.manifest"))
+        return WPACK_OK; /* the source's layout (the writer sets the copy's own): a copy of a
+                          * shard is no shard of that set */
     switch (m->type) {
     case WPACK_META_STRING: return wpack_writer_set_string(w, m->key, m->str);
     case WPACK_META_I64: return wpack_writer_set_i64(w, m->key, m->i64);

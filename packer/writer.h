@@ -171,6 +171,14 @@ int wpk_module_names_finish(wpack_writer *w);
  * list as a reader checks it before opening any shard (spec 19a): the three
  * arrays, names a reader takes, no name twice. *n gets the shard count. */
 int wpk_check_shard_list(wpack_writer *w, uint64_t *n);
+/* The record of metadata key `key`, or NULL (linear: at finish the records
+ * are sorted, which the writer's key hash set does not follow; writer_meta.c). */
+const wpk_pending_meta *wpk_meta_named(const wpack_writer *w, const char *key);
+/* The metadata keys the spec defines, as readers take them (wpack.producer,
+ * wpack.layers, wpack.manifest strings; wpack.module_names pairs; a shard
+ * list whole when any of its keys is set: *shards its length, else 0):
+ * WPACK_OK, or WPACK_E_METADATA / WPACK_E_SHARD, w failed (reserved_meta.c). */
+int wpk_check_reserved_meta(wpack_writer *w, uint64_t *shards);
 
 /* wpack_writer_open with wpk_atomic_open flags (WPK_ATOMIC_NO_SWEEP: a
  * shard of a set, whose name is already its manifest writer's own). */

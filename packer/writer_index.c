@@ -390,11 +390,13 @@ static int build_index(wpack_writer *w, index_builder *ib, uint64_t *order, uint
 static int check_references(wpack_writer *w)
 {
     uint64_t shards = 0;
+    int rc = wpk_check_reserved_meta(w, &shards);
+    if (rc)
+        return rc;
     for (uint64_t i = 0; i < wpk_entry_count(w); i++) {
         const wpk_pending_entry *e = &wpk_entries(w)[i];
         if (e->kind != WPACK_KIND_EXTERNAL)
             continue;
-        int rc;
         if (!shards && (rc = wpk_check_shard_list(w, &shards)))
             return rc;
         if (e->shard >= shards)

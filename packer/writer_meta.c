@@ -28,9 +28,7 @@ int wpack_writer_set_shards(wpack_writer *w, uint32_t n, const char *const *name
     return rc;
 }
 
-/* The record of metadata key `key`, or NULL (linear: at finish the records
- * are sorted, which the writer's key hash set does not follow). */
-static const wpk_pending_meta *meta_named(const wpack_writer *w, const char *key)
+const wpk_pending_meta *wpk_meta_named(const wpack_writer *w, const char *key)
 {
     const wpk_pending_meta *m = (const wpk_pending_meta *)(void *)w->meta.p;
     for (size_t i = 0; i < w->meta.len / sizeof *m; i++)
@@ -50,7 +48,7 @@ int wpk_check_shard_list(wpack_writer *w, uint64_t *n)
                                         "wpack.shard_index_xxh3"};
     const wpk_pending_meta *m[3];
     for (int k = 0; k < 3; k++) {
-        m[k] = meta_named(w, keys[k]);
+        m[k] = wpk_meta_named(w, keys[k]);
         int elem = k ? WPACK_META_I64 : WPACK_META_STRING;
         if (!m[k] || m[k]->type != WPACK_META_ARRAY || m[k]->elem != elem || !m[k]->count ||
             m[k]->count > WPK_MAX_SHARDS || m[k]->count != m[0]->count)

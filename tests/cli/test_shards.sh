@@ -61,6 +61,10 @@ ln -s "$first" "$T/set/to_shard.wpack"
 expect_fail create_onto_shard_link "to_shard.wpack -> .*$first is a shard of the set at .*\[WPACK_E_SHARD\]" \
     "$WPACK" create -q -o "$T/set/to_shard.wpack" "$T/in/big.npy"
 rm "$T/set/to_shard.wpack"
+# a copy of a shard is no shard: it does not name the set's manifest
+expect convert_a_shard "$WPACK" convert -q --compress zstd "$T/set/$first" -o "$T/shard_copy.wpack"
+"$WPACK" inspect "$T/shard_copy.wpack" | grep -q "wpack.manifest" \
+    && fail convert_a_shard_no_manifest_key || pass convert_a_shard_no_manifest_key
 # a shard replaced by a different archive: refused, naming it
 "$WPACK" create -q -o "$T/other.wpack" "$T/in/big.npy" && cp "$T/other.wpack" "$T/set/$first"
 expect_fail changed_shard "shard .*$first changed" "$WPACK" verify "$T/set/m.wpack"
