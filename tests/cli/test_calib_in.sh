@@ -272,4 +272,21 @@ expect_fail create_same_stats_twice "activation stats 'extra' added twice \[WPAC
     "$WPACK" create -q -o "$T/two2.wpack" "$T/w.npy" --stats "$T/extra.json" --stats "$T/extra.json"
 nothing_at create_same_stats_twice_nothing "$T/two2.wpack"
 
+# --- imatrix .dat: an entry with nval 0 is named, with what is wrong (it
+# said "entry 1: ncall/nval missing, negative or past the file end")
+"$PY" - "$T" <<'PYEOF'
+import struct, sys
+def ent(name, ncall, vals):
+    return struct.pack("<i", len(name)) + name + struct.pack("<ii", ncall, len(vals)) + \
+        struct.pack("<%df" % len(vals), *vals)
+tail = struct.pack("<i", 10) + struct.pack("<i", 4) + b"data"
+empty = struct.pack("<i", 19) + b"blk.0.attn_k.weight" + struct.pack("<ii", 2, 0)
+open(sys.argv[1] + "/nval0.dat", "wb").write(struct.pack("<i", 2) + ent(b"blk.0.attn_q.weight", 2, [2.0, 8.0]) + empty + tail)
+open(sys.argv[1] + "/ncall_neg.dat", "wb").write(struct.pack("<i", 1) + ent(b"w", -1, [2.0]) + tail)
+open(sys.argv[1] + "/nval_past.dat", "wb").write(struct.pack("<i", 1) + struct.pack("<i", 1) + b"w" + struct.pack("<ii", 2, 9) + b"\0" * 8)
+PYEOF
+bad nval0.dat "nval0.dat: imatrix .dat: entry 1 'blk.0.attn_k.weight': nval is 0: no values \(one per input column\) \[WPACK_E_STATS\]"
+bad ncall_neg.dat "ncall_neg.dat: imatrix .dat: entry 0 'w': ncall -1 is negative \[WPACK_E_STATS\]"
+bad nval_past.dat "nval_past.dat: imatrix .dat: entry 0 'w': 9 values \(nval\) run past the file end \[WPACK_E_STATS\]"
+
 finish
