@@ -165,7 +165,7 @@ int calib_ort_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
     int rc = WPACK_OK;
     const char *key;
     json_t *v;
-    if (!json_is_object(map) || json_object_size(map) == 0) {
+    if (!json_is_object(map)) { /* empty: no record, which the caller refuses */
         wpk_fmt(err, errlen, "want an object of tensor name -> [min, max] or "
                 "{\"lowest\": .., \"highest\": ..}");
         rc = WPACK_E_STATS;

@@ -272,6 +272,29 @@ expect_fail create_same_stats_twice "activation stats 'extra' added twice \[WPAC
     "$WPACK" create -q -o "$T/two2.wpack" "$T/w.npy" --stats "$T/extra.json" --stats "$T/extra.json"
 nothing_at create_same_stats_twice_nothing "$T/two2.wpack"
 
+# --- a file that holds no entries is refused, naming the file (it added
+# nothing and reported success: a TensorRT cache of only its header line)
+printf 'TRT-8601-EntropyCalibration2\n' >"$T/header_only.cache"
+bad header_only.cache "header_only.cache: TensorRT calibration cache: holds no entries, nothing to add \(a header line and no '<tensor name>: <hex>' line\) \[WPACK_E_STATS\]"
+printf 'TRT-8601-EntropyCalibration2\r\n\r\n\n' >"$T/header_blank.cache"
+bad header_blank.cache "header_blank.cache: TensorRT calibration cache: holds no entries.*\[WPACK_E_STATS\]"
+cp "$T/u.wpack" "$T/u_before.wpack"
+expect_fail update_header_only "header_only.cache: TensorRT calibration cache: holds no entries.*\[WPACK_E_STATS\]" \
+    "$WPACK" update "$T/u.wpack" --stats-from "$T/header_only.cache"
+cmp -s "$T/u.wpack" "$T/u_before.wpack" && pass update_header_only_unchanged || fail update_header_only_unchanged
+printf '{"CLS": "TensorsData", "data": {}, "calibration_method": "MinMax"}' >"$T/ort_empty_td.json"
+bad ort_empty_td.json "ort_empty_td.json: ONNX Runtime calibration table: holds no entries.*\[WPACK_E_STATS\]"
+if "$PY" -c "
+import torch
+inf = float('inf')   # MinMaxObserver's start: an observer that never ran
+torch.save({'fc.activation_post_process.min_val': torch.tensor(inf),
+            'fc.activation_post_process.max_val': torch.tensor(-inf),
+            'fc.weight': torch.ones(2, 2)}, '$T/obs_idle.pt')" 2>"$T/torch_err"; then
+    bad obs_idle.pt "obs_idle.pt: torch checkpoint: holds no entries, nothing to add \(its torch.ao observers never ran.*\[WPACK_E_STATS\]"
+else
+    fail obs_idle_file "$(tail -2 "$T/torch_err")"
+fi
+
 # --- imatrix .dat: an entry with nval 0 is named, with what is wrong (it
 # said "entry 1: ncall/nval missing, negative or past the file end")
 "$PY" - "$T" <<'PYEOF'
