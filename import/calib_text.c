@@ -270,6 +270,8 @@ int calib_export(const wpack_archive *ar, int fd, int format, wpack_import_warn_
                 rc = WPACK_E_UNSUPPORTED;
                 break;
             }
+            /* never -0: overall_absmax is fmax(|min|, |max|), +0 for a zero
+             * range, so a zero scale is 00000000 (spec A.1) */
             float scale = (float)(s.overall_absmax / 127.0);
             uint32_t bits;
             memcpy(&bits, &scale, 4);

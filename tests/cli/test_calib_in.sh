@@ -312,4 +312,22 @@ bad nval0.dat "nval0.dat: imatrix .dat: entry 1 'blk.0.attn_k.weight': nval is 0
 bad ncall_neg.dat "ncall_neg.dat: imatrix .dat: entry 0 'w': ncall -1 is negative \[WPACK_E_STATS\]"
 bad nval_past.dat "nval_past.dat: imatrix .dat: entry 0 'w': 9 values \(nval\) run past the file end \[WPACK_E_STATS\]"
 
+# --- a scale of 0: 00000000 comes back byte for byte; -0 (80000000, a
+# writer's sign bit of a zero) reads as 0 and comes back as 00000000, the
+# normalisation spec A.1 names; a record whose stored range is -0 (wpack
+# JSON) exports 00000000 too, never 80000000
+printf 'TRT-8601-EntropyCalibration2\nfc: 00000000\nrelu: 3c010204\n' >"$T/zero.cache"
+printf 'TRT-8601-EntropyCalibration2\nfc: 80000000\nrelu: 3c010204\n' >"$T/negzero2.cache"
+for f in zero negzero2; do
+    expect "zero_scale_${f}_in" "$WPACK" create -q -o "$T/$f.wpack" "$T/w.npy" --stats-from "$T/$f.cache"
+    expect "zero_scale_${f}_out" "$WPACK" export -q "$T/$f.wpack" --to trt-calib -o "$T/${f}_out.cache"
+    cmp -s "$T/${f}_out.cache" "$T/zero.cache" && pass "zero_scale_${f}_round_trip" ||
+        fail "zero_scale_${f}_round_trip" "$(cat "$T/${f}_out.cache")"
+done
+check zero_scale_range "$T/negzero2.wpack" fc 'r["min"] == 0 and r["max"] == 0 and r["count"] == 0'
+printf '{"version": 1, "stats": [{"key": "fc", "kind": "activation", "count": 1, "min": -0.0, "max": -0.0, "absmax": -0.0, "mean": -0.0}]}' >"$T/negzero.json"
+expect zero_scale_json_in "$WPACK" create -q -o "$T/nzj.wpack" "$T/w.npy" --stats "$T/negzero.json"
+expect zero_scale_json_out "$WPACK" export -q "$T/nzj.wpack" --to trt-calib -o "$T/nzj.cache"
+[ "$(tail -1 "$T/nzj.cache")" = "fc: 00000000" ] && pass zero_scale_json_positive || fail zero_scale_json_positive "$(cat "$T/nzj.cache")"
+
 finish
