@@ -167,13 +167,12 @@ static int once(void *ctx, const wpack_stats_in *s, const char **why)
     return o->sink ? o->sink(o->ctx, s, why) : WPACK_OK;
 }
 
-static int load_file_once(const char *path, stats_sink_fn sink, void *ctx, char *err,
-                          size_t errlen);
+static int load_file_once(const char *path, once_sink *o, char *err, size_t errlen);
 
 int stats_load_file_to(const char *path, stats_sink_fn sink, void *ctx, char *err, size_t errlen)
 {
     once_sink o = {.sink = sink, .ctx = ctx};
-    int rc = load_file_once(path, once, &o, err, errlen);
+    int rc = load_file_once(path, &o, err, errlen);
     for (uint64_t i = 0; i < o.n; i++)
         free(o.names[i]);
     free(o.names);
@@ -181,9 +180,10 @@ int stats_load_file_to(const char *path, stats_sink_fn sink, void *ctx, char *er
     return rc;
 }
 
-static int load_file_once(const char *path, stats_sink_fn sink, void *ctx, char *err,
-                          size_t errlen)
+static int load_file_once(const char *path, once_sink *o, char *err, size_t errlen)
 {
+    stats_sink_fn sink = once;
+    void *ctx = o;
     char msg[900] = "";
     wpk_sink tmp;
     wpk_sink_init(&tmp, NULL, msg, sizeof msg);
@@ -200,15 +200,17 @@ static int load_file_once(const char *path, stats_sink_fn sink, void *ctx, char 
     size_t len = m.len - bom, i = 0;
     while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
         i++;
-    const char *kind = NULL;
+    const char *kind = NULL, *none = ""; /* none: why a good file gave no record */
     if (len - i >= 4 && memcmp(p + i, "TRT-", 4) == 0) {
         kind = "TensorRT calibration cache";
+        none = " (a header line and no '<tensor name>: <hex>' line)";
         rc = calib_trt_parse(p, len, sink, ctx, msg, sizeof msg);
     } else if (m.len >= 4 && memcmp(m.p, "GGUF", 4) == 0) {
         kind = "imatrix GGUF";
         rc = calib_imatrix_gguf_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
     } else if (m.len >= 4 && memcmp(m.p, "PK\x03\x04", 4) == 0) {
         kind = "torch checkpoint";
+        none = " (its torch.ao observers never ran: min_val above max_val)";
         rc = calib_torch_parse(m.p, m.len, sink, ctx, msg, sizeof msg);
     } else if (i < len && p[i] == '{') {
         char why[300];
@@ -220,8 +222,10 @@ static int load_file_once(const char *path, stats_sink_fn sink, void *ctx, char 
              * not in "stats[i] 'key': ..." */
             if (strncmp(msg, path, strlen(path)) != 0)
                 kind = "wpack stats JSON";
+            none = " (\"stats\" is an empty list)";
         } else if (jk == JSON_ORT) {
             kind = "ONNX Runtime calibration table";
+            none = " (its \"data\" names no tensor)";
             rc = calib_ort_parse(p, len, sink, ctx, msg, sizeof msg);
         } else {
             rc = WPACK_E_STATS;
@@ -239,6 +243,13 @@ static int load_file_once(const char *path, stats_sink_fn sink, void *ctx, char 
                 "imatrix (.dat or GGUF) or a torch checkpoint with torch.ao observers");
     }
     wpk_unmap_file(&m);
+    if (!rc && o->n == 0) {
+        /* nothing silent: a file given as calibration data that adds nothing
+         * is the wrong file or a failed run, whatever its kind (spec A.1;
+         * none of wpack's own exporters writes such a file) */
+        rc = WPACK_E_STATS;
+        wpk_fmt(msg, sizeof msg, "holds no entries, nothing to add%s", none);
+    }
     if (rc && kind)
         wpk_fmt(err, errlen, "%s: %s: %s", path, kind, msg);
     else if (rc && strncmp(msg, path, strlen(path)) == 0)

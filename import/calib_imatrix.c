@@ -95,16 +95,29 @@ static int dat_walk(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
         return WPACK_E_STATS;
     }
     for (int32_t e = 0; e < n; e++) {
-        int32_t nl, ncall, nval;
+        int32_t nl, ncall = 0, nval = 0;
         if (!rd_i32(&r, &nl) || nl <= 0 || (size_t)nl > r.len - r.at) {
             wpk_fmt(err, errlen, "entry %d: name length out of the file", e);
             return WPACK_E_STATS;
         }
         const uint8_t *name = p + r.at;
         r.at += (size_t)nl;
-        if (!rd_i32(&r, &ncall) || !rd_i32(&r, &nval) || ncall < 0 || nval <= 0 ||
-            (size_t)nval > (r.len - r.at) / 4) {
-            wpk_fmt(err, errlen, "entry %d: ncall/nval missing, negative or past the file end", e);
+        /* each fault said as it is, naming the entry (its name up to a NUL,
+         * which has its own check below) */
+        char why[120] = "";
+        if (!rd_i32(&r, &ncall) || !rd_i32(&r, &nval))
+            wpk_fmt(why, sizeof why, "ncall and nval past the file end");
+        else if (ncall < 0)
+            wpk_fmt(why, sizeof why, "ncall %d is negative", ncall);
+        else if (nval == 0)
+            wpk_fmt(why, sizeof why, "nval is 0: no values (one per input column)");
+        else if (nval < 0)
+            wpk_fmt(why, sizeof why, "nval %d is negative", nval);
+        else if ((size_t)nval > (r.len - r.at) / 4)
+            wpk_fmt(why, sizeof why, "%d values (nval) run past the file end", nval);
+        if (*why) {
+            wpk_fmt(err, errlen, "entry %d '%.*s': %s", e, nl < 200 ? nl : 200,
+                    (const char *)name, why);
             return WPACK_E_STATS;
         }
         const uint8_t *vals = p + r.at;

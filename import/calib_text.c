@@ -165,7 +165,7 @@ int calib_ort_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
     int rc = WPACK_OK;
     const char *key;
     json_t *v;
-    if (!json_is_object(map) || json_object_size(map) == 0) {
+    if (!json_is_object(map)) { /* empty: no record, which the caller refuses */
         wpk_fmt(err, errlen, "want an object of tensor name -> [min, max] or "
                 "{\"lowest\": .., \"highest\": ..}");
         rc = WPACK_E_STATS;
@@ -270,6 +270,8 @@ int calib_export(const wpack_archive *ar, int fd, int format, wpack_import_warn_
                 rc = WPACK_E_UNSUPPORTED;
                 break;
             }
+            /* never -0: overall_absmax is fmax(|min|, |max|), +0 for a zero
+             * range, so a zero scale is 00000000 (spec A.1) */
             float scale = (float)(s.overall_absmax / 127.0);
             uint32_t bits;
             memcpy(&bits, &scale, 4);

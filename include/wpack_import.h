@@ -145,7 +145,8 @@ typedef struct wpack_import_options {
      * import/README.md) or, by content, a TensorRT calibration cache, an ONNX
      * Runtime calibration table (JSON) or a llama.cpp imatrix (.dat or GGUF),
      * as spec appendix A.1 says; a record replaces the automatic weight statistics
-     * of its key, and a bad one fails naming "stats[i] 'key'". */
+     * of its key, and a bad one fails naming "stats[i] 'key'"; a file
+     * that gives no record fails too (WPACK_E_STATS, "holds no entries"). */
     const char *stats_file;
     /* After the input and stats_file: name_map_count pairs, other name ->
      * entry, as wpack_writer_add_name (an entry may be a module path with

@@ -1820,7 +1820,8 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
       max_ratio, max_total  bundle expansion limits (0: 200:1, 1 TiB)
       max_output  the most tensor bytes the archive may hold (0: 1000 x the
                inputs' size, at least 1 GiB, as the CLI) [--max-output]
-      stats_file  calibration statistics JSON (import/README.md) [--stats]
+      stats_file  calibration statistics JSON (import/README.md), or any file
+               --stats-from takes; one that gives no record is refused [--stats]
       name_map {other name: entry or module path} [--name OTHER=ENTRY]
       metadata {key: value}, typed as in save_file (str values are what
                --meta KEY=VALUE stores); layers: wpack.layers [--layers]

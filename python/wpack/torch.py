@@ -353,7 +353,12 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     """Measure every leaf module's output on batches and write the stats into
     the archive at path in place (activation stats keyed by module path,
     through the crash-safe index update; no data rewritten). If path does not
-    exist, model.state_dict() is saved there first (save_model).
+    exist, model.state_dict() is saved there with the stats in one atomic
+    write (save_model) once every batch has run: a calibration that fails
+    (a batch raising, a second pass that differs) writes nothing, at a new
+    path or an existing one. The model saved is as it is after the batches
+    (a forward in eval mode under no_grad changes no parameter; a buffer a
+    module updates itself, such as a torch.ao observer's, is saved updated).
 
     model runs in eval mode under torch.no_grad() (its training flags are
     restored afterwards); each batch is passed as model(batch), model(*batch)
@@ -405,8 +410,9 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
                          % histogram)
     path = os.fspath(path)
     targets = _targets(model, modules)
-    if not os.path.exists(path):
-        save_model(model, path)
+    # saved at the end, with the stats: saved here, a batch that raised left
+    # an archive of the weights without them, as if calibrated
+    new = not os.path.exists(path)
     accs = {name: _Acc(name, axis) for name, _ in targets}
     training = {m: m.training for m in model.modules()}
     phase = {"hist": None}
@@ -451,7 +457,11 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
             result[n] = a.record(edges.get(n))
     if result.no_output:
         warnings.warn("wpack.torch.calibrate: no output from %s" % ", ".join(result.no_output))
-    update_stats(path, {n: r for n, r in result.items()})
+    records = {n: r for n, r in result.items()}
+    if new:
+        save_model(model, path, stats=records)
+    else:
+        update_stats(path, records)
     return result
 
 

@@ -272,4 +272,62 @@ expect_fail create_same_stats_twice "activation stats 'extra' added twice \[WPAC
     "$WPACK" create -q -o "$T/two2.wpack" "$T/w.npy" --stats "$T/extra.json" --stats "$T/extra.json"
 nothing_at create_same_stats_twice_nothing "$T/two2.wpack"
 
+# --- a file that holds no entries is refused, naming the file (it added
+# nothing and reported success: a TensorRT cache of only its header line)
+printf 'TRT-8601-EntropyCalibration2\n' >"$T/header_only.cache"
+bad header_only.cache "header_only.cache: TensorRT calibration cache: holds no entries, nothing to add \(a header line and no '<tensor name>: <hex>' line\) \[WPACK_E_STATS\]"
+printf 'TRT-8601-EntropyCalibration2\r\n\r\n\n' >"$T/header_blank.cache"
+bad header_blank.cache "header_blank.cache: TensorRT calibration cache: holds no entries.*\[WPACK_E_STATS\]"
+cp "$T/u.wpack" "$T/u_before.wpack"
+expect_fail update_header_only "header_only.cache: TensorRT calibration cache: holds no entries.*\[WPACK_E_STATS\]" \
+    "$WPACK" update "$T/u.wpack" --stats-from "$T/header_only.cache"
+cmp -s "$T/u.wpack" "$T/u_before.wpack" && pass update_header_only_unchanged || fail update_header_only_unchanged
+printf '{"CLS": "TensorsData", "data": {}, "calibration_method": "MinMax"}' >"$T/ort_empty_td.json"
+bad ort_empty_td.json "ort_empty_td.json: ONNX Runtime calibration table: holds no entries.*\[WPACK_E_STATS\]"
+if "$PY" -c "
+import torch
+inf = float('inf')   # MinMaxObserver's start: an observer that never ran
+torch.save({'fc.activation_post_process.min_val': torch.tensor(inf),
+            'fc.activation_post_process.max_val': torch.tensor(-inf),
+            'fc.weight': torch.ones(2, 2)}, '$T/obs_idle.pt')" 2>"$T/torch_err"; then
+    bad obs_idle.pt "obs_idle.pt: torch checkpoint: holds no entries, nothing to add \(its torch.ao observers never ran.*\[WPACK_E_STATS\]"
+else
+    fail obs_idle_file "$(tail -2 "$T/torch_err")"
+fi
+
+# --- imatrix .dat: an entry with nval 0 is named, with what is wrong (it
+# said "entry 1: ncall/nval missing, negative or past the file end")
+"$PY" - "$T" <<'PYEOF'
+import struct, sys
+def ent(name, ncall, vals):
+    return struct.pack("<i", len(name)) + name + struct.pack("<ii", ncall, len(vals)) + \
+        struct.pack("<%df" % len(vals), *vals)
+tail = struct.pack("<i", 10) + struct.pack("<i", 4) + b"data"
+empty = struct.pack("<i", 19) + b"blk.0.attn_k.weight" + struct.pack("<ii", 2, 0)
+open(sys.argv[1] + "/nval0.dat", "wb").write(struct.pack("<i", 2) + ent(b"blk.0.attn_q.weight", 2, [2.0, 8.0]) + empty + tail)
+open(sys.argv[1] + "/ncall_neg.dat", "wb").write(struct.pack("<i", 1) + ent(b"w", -1, [2.0]) + tail)
+open(sys.argv[1] + "/nval_past.dat", "wb").write(struct.pack("<i", 1) + struct.pack("<i", 1) + b"w" + struct.pack("<ii", 2, 9) + b"\0" * 8)
+PYEOF
+bad nval0.dat "nval0.dat: imatrix .dat: entry 1 'blk.0.attn_k.weight': nval is 0: no values \(one per input column\) \[WPACK_E_STATS\]"
+bad ncall_neg.dat "ncall_neg.dat: imatrix .dat: entry 0 'w': ncall -1 is negative \[WPACK_E_STATS\]"
+bad nval_past.dat "nval_past.dat: imatrix .dat: entry 0 'w': 9 values \(nval\) run past the file end \[WPACK_E_STATS\]"
+
+# --- a scale of 0: 00000000 comes back byte for byte; -0 (80000000, a
+# writer's sign bit of a zero) reads as 0 and comes back as 00000000, the
+# normalisation spec A.1 names; a record whose stored range is -0 (wpack
+# JSON) exports 00000000 too, never 80000000
+printf 'TRT-8601-EntropyCalibration2\nfc: 00000000\nrelu: 3c010204\n' >"$T/zero.cache"
+printf 'TRT-8601-EntropyCalibration2\nfc: 80000000\nrelu: 3c010204\n' >"$T/negzero2.cache"
+for f in zero negzero2; do
+    expect "zero_scale_${f}_in" "$WPACK" create -q -o "$T/$f.wpack" "$T/w.npy" --stats-from "$T/$f.cache"
+    expect "zero_scale_${f}_out" "$WPACK" export -q "$T/$f.wpack" --to trt-calib -o "$T/${f}_out.cache"
+    cmp -s "$T/${f}_out.cache" "$T/zero.cache" && pass "zero_scale_${f}_round_trip" ||
+        fail "zero_scale_${f}_round_trip" "$(cat "$T/${f}_out.cache")"
+done
+check zero_scale_range "$T/negzero2.wpack" fc 'r["min"] == 0 and r["max"] == 0 and r["count"] == 0'
+printf '{"version": 1, "stats": [{"key": "fc", "kind": "activation", "count": 1, "min": -0.0, "max": -0.0, "absmax": -0.0, "mean": -0.0}]}' >"$T/negzero.json"
+expect zero_scale_json_in "$WPACK" create -q -o "$T/nzj.wpack" "$T/w.npy" --stats "$T/negzero.json"
+expect zero_scale_json_out "$WPACK" export -q "$T/nzj.wpack" --to trt-calib -o "$T/nzj.cache"
+[ "$(tail -1 "$T/nzj.cache")" = "fc: 00000000" ] && pass zero_scale_json_positive || fail zero_scale_json_positive "$(cat "$T/nzj.cache")"
+
 finish

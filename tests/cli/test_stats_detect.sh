@@ -5,8 +5,9 @@
 # named "stats" are read as ONNX Runtime tables; unrelated JSON with a
 # "stats" member (or none) is refused naming the file, both kinds wanted and
 # what the file lacks, with [WPACK_E_STATS] and no output; the schema itself
-# (with or without "version", an empty list) is still read, and so is the
-# example the spec's appendix A shows (taken from the spec's text).
+# (with or without "version") is still read, and so is the example the
+# spec's appendix A shows (taken from the spec's text); with an empty list
+# it is recognised and refused as holding no entries.
 . "$(dirname "$0")/lib.sh"
 
 "$PY" - "$T" "$TESTS_DIR/cli" 2>"$T/tool_err" <<'PYEOF' && pass make_files || { fail make_files "$(tail -3 "$T/tool_err")"; finish; exit; }
@@ -67,7 +68,16 @@ ranges ort_td_tensor_named_stats ort_td.json '{"stats": [-1.5, 2.5], "input": [-
 ranges ort_only_stats ort_only_stats.json '{"stats": [-3.0, 3.0]}'
 ranges wpack_schema wpack.json '{"m": [-1, 1]}'
 ranges wpack_schema_no_version wpack_nover.json '{"m": [-1, 1]}'
-ranges wpack_schema_empty wpack_empty.json '{}'
+# the schema with an empty list is still the schema, and like every
+# calibration file that holds no entries it is refused (spec A.1; it added
+# nothing and said nothing), by --stats-from and --stats, leaving nothing
+for opt in --stats-from --stats; do
+    n=wpack_schema_empty_${opt#--}
+    n=${n//-/_}
+    expect_fail "$n" "$T/wpack_empty.json: wpack stats JSON: holds no entries, nothing to add \(\"stats\" is an empty list\) \[WPACK_E_STATS\]" \
+        "$WPACK" create -q -o "$T/e.wpack" "$T/w.npy" "$opt" "$T/wpack_empty.json"
+    nothing_at "${n}_no_output" "$T/e.wpack"
+done
 
 NEITHER='neither wpack stats \(\{"version": 1, "stats": \[\{"key": \.\.\}, \.\.\]\}\) nor an ONNX Runtime calibration table \(\{tensor name: \[min, max\], \.\.\} or TensorsData\)'
 # refused NAME FILE REGEX: create --stats-from and --stats both fail with

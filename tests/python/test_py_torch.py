@@ -371,10 +371,57 @@ def calibrate_histogram_needs_the_same_batches_twice(d):
                           (_Fresh(more=True), "finite values, the first pass")):
         e = raises(ValueError, wt.calibrate, m, batches, p, histogram=8)
         check("'0'" in str(e) and says in str(e) and "shuffle=True" in str(e), str(e))
-        with wpack.safe_open(p) as f:
-            check(not any(s["kind"] == "activation" for s in f.stats()), "stats written")
+        check(not os.path.exists(p), "an archive written")   # nothing, not even the weights
     res = wt.calibrate(m, _Fresh(), p, histogram=8)   # the same data twice: fine
     check(res["0"]["histogram"][1].sum() == res["0"]["count"] == 36, "%s" % res["0"])
+
+
+class _FailsAt(nn.Module):
+    """A user's module whose forward raises at its n-th call."""
+    def __init__(self, n):
+        super().__init__()
+        self.fc, self.n, self.calls = nn.Linear(3, 2), n, 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls == self.n:
+            raise RuntimeError("batch %d: the user's forward failed" % self.calls)
+        return self.fc(x)
+
+
+@case
+def calibrate_that_fails_writes_nothing(d):
+    # The model was saved to a new path before the batches ran: a forward
+    # raising at the 2nd batch left an archive of the weights without
+    # their stats, as if calibrated (and a rerun then took it as existing).
+    batches = [torch.randn(2, 3) for _ in range(3)]
+    p = os.path.join(d, "new.wpack")
+    m = nn.Sequential(_FailsAt(2))
+    e = raises(RuntimeError, wt.calibrate, m, batches, p, histogram=0)
+    check("batch 2" in str(e) and m[0].calls == 2, str(e))
+    check(os.listdir(d) == [], "left after a failed calibration: %s" % os.listdir(d))
+    # a histogram's second pass failing: nothing either
+    m = nn.Sequential(_FailsAt(len(batches) + 2))
+    raises(RuntimeError, wt.calibrate, m, batches, p, histogram=4)
+    check(os.listdir(d) == [], "left after a failed second pass: %s" % os.listdir(d))
+    # An existing archive (the user's) is unchanged, byte for byte
+    q = os.path.join(d, "mine.wpack")
+    m = nn.Sequential(_FailsAt(0))   # never fails
+    wt.calibrate(m, batches, q, histogram=4)
+    with open(q, "rb") as f:
+        before = f.read()
+    m[0].calls, m[0].n = 0, 2
+    raises(RuntimeError, wt.calibrate, m, batches, q, histogram=0)
+    with open(q, "rb") as f:
+        check(f.read() == before, "the existing archive changed")
+    check(sorted(os.listdir(d)) == ["mine.wpack"], "left: %s" % os.listdir(d))
+    # A calibration that succeeds at a new path writes the weights and the
+    # stats at once: one generation, both there
+    with wpack.safe_open(q) as f:
+        check(f.info()["generation"] == 1, "generation %d" % f.info()["generation"])
+        check(f.keys() == sorted(m.state_dict()), "weights %s" % f.keys())
+        st = f.stats("0.fc", kind="activation")   # the leaf
+        check(st["count"] == 3 * 2 * 2 and st["histogram"] is not None, "%s" % st)
 
 
 @case
