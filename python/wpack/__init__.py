@@ -1739,11 +1739,26 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
         raise
 
 
+def _check_updatable(path):
+    """wpack.Error unless an update of the archive at path could start now:
+    what the update would refuse (not an archive, a shard of a set, a
+    write-protected file, a newer format) is refused here, writing nothing
+    (an update an earlier one left half-done is completed, as any update
+    does first)."""
+    u = ctypes.c_void_p()
+    buf = ctypes.create_string_buffer(1024)
+    rc = lib.wpack_update_begin(ctypes.byref(u), _b(os.fspath(path), "path"), 0, buf, len(buf))
+    lib.wpack_update_abort(u)
+    if rc != 0:
+        raise Error(rc, buf.value.decode("utf-8", "replace"))
+
+
 def update_stats(path, stats):
     """Add or replace calibration statistics records of the archive at path
     in place (the crash-safe index update: no data is rewritten; open
     readers keep working). stats: as in save_file; an empty one writes
-    nothing but still checks that path is an archive (wpack.Error if not)."""
+    nothing but still checks that path is an archive that could be updated
+    (wpack.Error if not: not an archive, a shard of a set, write-protected)."""
     _refuse_url(os.fspath(path), "update_stats", "a URL is read only; update a local copy")
     recs, keep = [], []
     for key, rec in stats.items():
@@ -1751,7 +1766,7 @@ def update_stats(path, stats):
         recs.append(s)
         keep.append(k)
     if not recs:  # no new generation for nothing, but no silent pass either
-        safe_open(path).close()
+        _check_updatable(path)
         return
     arr = (_lib.StatsIn * len(recs))(*recs)
     buf = ctypes.create_string_buffer(1024)

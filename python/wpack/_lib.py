@@ -229,6 +229,8 @@ _PROTOS = {
     "wpack_writer_finish": (I, [VP, CP, SZ]),
     "wpack_writer_abort": (None, [VP]),
     "wpack_update_add_stats": (I, [CP, ctypes.POINTER(StatsIn), SZ, CP, SZ]),
+    "wpack_update_begin": (I, [ctypes.POINTER(VP), CP, ctypes.c_uint, CP, SZ]),
+    "wpack_update_abort": (None, [VP]),
 }
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from . import Error, safe_open, save_file, update_stats
-from . import _int_arg, _MAX_AXIS
+from . import _check_updatable, _int_arg, _shown, _MAX_AXIS, E_IO
 
 _MAX_HIST_BINS = 1 << 20   # the format's limit (spec: Limits)
 
@@ -359,6 +359,9 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     path or an existing one. The model saved is as it is after the batches
     (a forward in eval mode under no_grad changes no parameter; a buffer a
     module updates itself, such as a torch.ao observer's, is saved updated).
+    A path the write would refuse (a missing directory; an existing file
+    that is no archive, a shard of a set or write-protected) raises
+    wpack.Error before any batch runs.
 
     model runs in eval mode under torch.no_grad() (its training flags are
     restored afterwards); each batch is passed as model(batch), model(*batch)
@@ -413,6 +416,13 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     # saved at the end, with the stats: saved here, a batch that raised left
     # an archive of the weights without them, as if calibrated
     new = not os.path.exists(path)
+    # what the write at the end would refuse, refused before the batches run
+    # (a long calibration ran for nothing into a missing directory)
+    if not new:
+        _check_updatable(path)
+    elif not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise Error(E_IO, "%s: calibrate: its directory does not exist: nothing was run or written"
+                    % _shown(path))
     accs = {name: _Acc(name, axis) for name, _ in targets}
     training = {m: m.training for m in model.modules()}
     phase = {"hist": None}

@@ -425,6 +425,35 @@ def calibrate_that_fails_writes_nothing(d):
 
 
 @case
+def calibrate_refuses_up_front_what_it_could_not_write(d):
+    # What the write at the end refuses was found only after every batch
+    # had run (hours, on a real model): a missing directory, a file that is
+    # no archive, a write-protected archive. Now no batch runs.
+    batches = [torch.randn(2, 3) for _ in range(2)]
+    m = nn.Sequential(_FailsAt(0))
+    e = raises(wpack.Error, wt.calibrate, m, batches, os.path.join(d, "no", "m.wpack"),
+               histogram=0, code="WPACK_E_IO")
+    check("its directory does not exist" in str(e) and m[0].calls == 0, "%s, %d calls" % (e, m[0].calls))
+    junk = os.path.join(d, "junk.wpack")
+    with open(junk, "wb") as f:
+        f.write(b"not an archive" * 100)
+    e = raises(wpack.Error, wt.calibrate, m, batches, junk, histogram=0)
+    check("junk.wpack" in str(e) and m[0].calls == 0, "%s, %d calls" % (e, m[0].calls))
+    ro = os.path.join(d, "ro.wpack")
+    wt.calibrate(m, batches, ro, histogram=0)
+    os.chmod(ro, 0o444)
+    with open(ro, "rb") as f:
+        before = f.read()
+    m[0].calls = 0
+    e = raises(wpack.Error, wt.calibrate, m, batches, ro, histogram=0, code="WPACK_E_IO")
+    check("write-protected" in str(e) and m[0].calls == 0, "%s, %d calls" % (e, m[0].calls))
+    with open(ro, "rb") as f:
+        check(f.read() == before, "the write-protected archive changed")
+    e = raises(wpack.Error, wpack.update_stats, ro, {}, code="WPACK_E_IO")
+    check("write-protected" in str(e), str(e))
+
+
+@case
 def calibrate_transformer_encoder_layer(d):
     layer = nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32, dropout=0.0,
                                        batch_first=True)
