@@ -210,6 +210,22 @@ static int retryable_curl(CURLcode c)
            c == CURLE_HTTP2 || c == CURLE_HTTP2_STREAM;
 }
 
+/* Text for a message that may repeat secrets: those of the URL asked for
+ * (wpk_remote_scrub), and those of the URL a redirect led to or names: a
+ * CDN's presigned URL, its signature in the query, was shown redacted as
+ * "redirect to", then whole in the error page or the 302's own "moved
+ * here" link that followed it. */
+static void scrub(job *j, void *easy, char *text, size_t size)
+{
+    char *u = NULL;
+    wpk_remote_scrub(j->r, text, size);
+    if (curl_easy_getinfo((CURL *)easy, CURLINFO_EFFECTIVE_URL, &u) == CURLE_OK && u)
+        wpk_remote_scrub_url(text, size, u);
+    u = NULL;
+    if (curl_easy_getinfo((CURL *)easy, CURLINFO_REDIRECT_URL, &u) == CURLE_OK && u)
+        wpk_remote_scrub_url(text, size, u);
+}
+
 /* A finished transfer: 0 done, -1 to be retried, else an error code (msg). */
 static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
 {
@@ -217,7 +233,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
     char why[600], body[SNIPPET + 1];
     if (j->fatal[0]) { /* it may quote a header (an ETag, a Content-Type) */
         wpk_fmt(msg, msglen, "%s", j->fatal);
-        wpk_remote_scrub(r, msg, msglen);
+        scrub(j, easy, msg, msglen);
         return WPACK_E_IO;
     }
     if (c == CURLE_OK && j->status == 206 && j->checked && j->got == j->want)
@@ -245,7 +261,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
                 (unsigned long long)j->off, (unsigned long long)(j->off + j->len - 1),
                 to ? to : "(unknown)", url ? why : "no URL");
         free(to);
-        wpk_remote_scrub(r, msg, msglen);
+        scrub(j, easy, msg, msglen);
         return rc;
     }
     /* an empty object: nothing to range over (the reader says what it is);
@@ -270,7 +286,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
      * is the server's answer, not a transfer to retry */
     if (c == CURLE_OK && j->status == 206 && !j->checked && !j->got && !wpk_check_response(j)) {
         wpk_fmt(msg, msglen, "%s", j->fatal);
-        wpk_remote_scrub(r, msg, msglen); /* it may quote the server's headers */
+        scrub(j, easy, msg, msglen); /* it may quote the server's headers */
         return WPACK_E_IO;
     }
     int retry, http_retry = 0;
@@ -305,7 +321,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         retry = s >= 500 || s == 429 || s == 408;
         http_retry = retry;
         wpk_snippet_text(j, body, sizeof body);
-        wpk_remote_scrub(r, body, sizeof body); /* whole, then cut: no secret's start shown */
+        scrub(j, easy, body, sizeof body); /* whole, then cut: no secret's start shown */
         if (strlen(body) > SHOWN)
             body[SHOWN] = 0;
         const char *hint = s == 404 ? " (not found)"
@@ -356,7 +372,7 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
             return -1;
         }
     }
-    wpk_remote_scrub(r, why, sizeof why); /* a body or curl's words repeating the URL's secrets */
+    scrub(j, easy, why, sizeof why); /* a body or curl's words repeating the URL's secrets */
     wpk_fmt(msg, msglen, "GET bytes %llu-%llu: %s%s", (unsigned long long)j->off,
             (unsigned long long)(j->off + j->len - 1), why,
             j->attempts > 1 ? " (after retries)" : "");

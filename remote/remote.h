@@ -88,6 +88,10 @@ int wpk_url_scheme(const char *s);
  * credentials of its headers: HTTP Basic (base64 of "user:password"), an
  * S3 session token and secret key, what follows "Signature=". */
 void wpk_remote_scrub(const wpk_remote *r, char *text, size_t size);
+/* scrub.c: the same for the user info and query values of url, an
+ * http(s) URL or a relative one (a redirect's target: a CDN's presigned
+ * URL, its signature in the query); NULL: nothing. */
+void wpk_remote_scrub_url(char *text, size_t size, const char *url);
 
 /* fetch.c: bytes [off, off + n) of the object into dst, in chunks over
  * several connections, retried; checked against the pinned size, ETag and

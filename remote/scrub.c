@@ -225,9 +225,17 @@ void wpk_remote_scrub(const wpk_remote *r, char *text, size_t size)
         scrub_signature(text);
     }
     scrub_userinfo(text, size, r->opt.proxy); /* a proxy's own credentials */
-    const char *aend = scrub_userinfo(text, size, r->url);
-    if (!aend || r->s3)
-        return; /* the path is the key, encoded: no query of the caller's */
+    if (r->s3) /* the path is the key, encoded: no query of the caller's */
+        scrub_userinfo(text, size, r->url);
+    else
+        wpk_remote_scrub_url(text, size, r->url);
+}
+
+void wpk_remote_scrub_url(char *text, size_t size, const char *url)
+{
+    const char *aend = scrub_userinfo(text, size, url);
+    if (!aend || !size)
+        return;
     const char *q = strchr(aend, '?');
     for (const char *p = q ? q + 1 : ""; *p && *p != '#';) {
         size_t item = strcspn(p, "&#");

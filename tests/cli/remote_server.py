@@ -41,6 +41,9 @@ picks the behaviour, the rest names a file under ROOT:
   /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
                  as a CDN hands on a token)
   /noloc/F       302 without a Location
+  /presigned/F   302 to /echo/F?X-Amz-Signature=SEKRIT7f00&token=SEKRIT8 on
+                 this server (a query of the server's own: a CDN's presigned
+                 URL), the body a "moved here" link repeating it
   /redirectflood/F  302 to REDIRECT_BASE/F with a chunked body that does not
                  end, sent as fast as it goes (for up to 60 s)
   /redirectdrip/F   as redirectflood, 4 KiB a second: above any low-speed limit
@@ -296,6 +299,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "noloc":
             self.log(mode, 302)
             return self.send(302, b"")
+        if mode == "presigned":
+            self.log(mode, 302)
+            loc = "/echo/" + rest + "?X-Amz-Signature=SEKRIT7f00&token=SEKRIT8"
+            return self.send(302, ('<a href="%s">moved here</a>' % loc).encode(),
+                             [("Location", loc), ("Content-Type", "text/html")])
         if mode == "redirect":
             self.log(mode, 302)
             loc = REDIRECT + "/" + rest + ("?" + query if query else "")

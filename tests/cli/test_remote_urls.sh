@@ -139,6 +139,14 @@ noleak query_redirect_location_redacted "redirect to $N/a.wpack?X-Amz-Algorithm=
 # a server whose error page repeats the request (percent-decoded)
 expect_fail query_echoed "HTTP 403" "$WPACK" inspect "$B/echo/a.wpack$Q"
 noleak query_echoed_body_scrubbed "denied: /echo/a.wpack?X-Amz-Algorithm="
+# ... or the query of a URL the server redirected to (a presigned URL):
+# shown redacted as the redirect's target, then whole in the page that
+# followed, the 302's own "moved here" link or the target's error page
+expect_fail presigned_not_followed "HTTP 302, redirect to .*/echo/a.wpack[?]X-Amz-Signature=[*][*][*]&token=[*][*][*]" \
+    env WPACK_REMOTE_REDIRECTS=0 "$WPACK" inspect "$B/presigned/a.wpack"
+noleak presigned_not_followed_body_scrubbed "moved here"
+expect_fail presigned_followed "HTTP 403" "$WPACK" inspect "$B/presigned/a.wpack"
+noleak presigned_followed_body_scrubbed "denied: /echo/a.wpack?X-Amz-Signature=***&token=***"
 # ... or re-encoded, its escapes in lower case: the secrets given with
 # escapes (sig=SEKRIT3%2Bx%3D, the credential's %2F) matched neither as
 # given nor decoded, and their start (SEKRIT3, AKIASEKRIT1) was shown
