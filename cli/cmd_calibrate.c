@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "cli_chain.h"
+#include "weightstats.h"
 
 static const char help[] =
     "usage: wpack calibrate ARCHIVE [--layers SPEC] --input SAMPLES.npy [--histogram N]\n"
@@ -163,13 +164,10 @@ int cmd_calibrate(int argc, char **argv)
                 rc = WPACK_E_NOMEM;
                 break;
             }
-            double lo = a->min, hi = a->max;
-            if (!(hi > lo)) {
-                lo -= 0.5;
-                hi += 0.5;
-            }
-            for (uint64_t b = 0; b <= bins; b++)
-                a->edges[b] = b == bins ? hi : lo + (hi - lo) * (double)b / (double)bins;
+            /* the writer's edges (spec decision 14): a constant output gets
+             * a range that still spans it at any magnitude (+-0.5 is no
+             * change from 2^53 on) */
+            wpk_hist_edges(a->min, a->max, a->bins, a->edges);
         }
         c.pass = 2;
         if (rc == WPACK_OK)

@@ -170,6 +170,30 @@ for name in seed deep; do
     expect "calibrate_${name}_verify" "$WPACK" verify "$T/${name}_cal.wpack"
     grep -q '"generation": 2' "$T/cal.json" && pass "calibrate_${name}_generation" || fail "calibrate_${name}_generation"
 done
+# a constant output of large magnitude (a dead layer's bias of 1e17): the
+# histogram's range around it is spec decision 14's [v - |v|/1024, v + |v|/1024],
+# not +-0.5, which is no change at 1e17 (the update refused its edges before)
+"$PY" - "$T" <<'PYEOF' || fail const_inputs
+import sys, os, numpy as np
+t = sys.argv[1]
+os.makedirs(f"{t}/const", exist_ok=True)
+np.save(f"{t}/const/l.weight.npy", np.zeros((2, 3), np.float32))
+np.save(f"{t}/const/l.bias.npy", np.array([1e17, 1e17], np.float32))
+np.save(f"{t}/const_x.npy", np.ones((4, 3), np.float32))
+PYEOF
+expect const_create "$WPACK" create -q -o "$T/const.wpack" "$T/const"
+expect calibrate_const_large "$WPACK" calibrate "$T/const.wpack" --layers l,r=relu --input "$T/const_x.npy" --histogram 4
+"$WPACK" inspect --json "$T/const.wpack" >"$T/const.json"
+"$PY" - "$T/const.json" <<'PYEOF' && pass calibrate_const_edges || fail calibrate_const_edges "$(head -c 300 "$T/const.json")"
+import sys, json, numpy as np
+v = float(np.float32(1e17))
+for key in ("l", "r"):
+    s = [s for s in json.load(open(sys.argv[1]))["stats"] if s["key"] == key and s["kind"] == "activation"][0]
+    e, c = s["histogram"]["edges"], s["histogram"]["counts"]
+    assert e[0] == v - v / 1024 and e[-1] == v + v / 1024 and sum(c) == 8, (e, c)
+    assert c == list(np.histogram([v] * 8, bins=e)[0]), (e, c)
+PYEOF
+
 # stopped between the append and the superblock rewrite: opens as the new one
 cp "$T/seed_f32.wpack" "$T/crash.wpack"
 expect_fail calibrate_stop_after_append "stopped after the append" env WPACK_UPDATE_STOP_AFTER=append \
