@@ -6,6 +6,8 @@
 
 #include "cli.h"
 #include "cli_chain.h"
+#include "nameset.h"
+#include "weightstats.h"
 
 static const char help[] =
     "usage: wpack calibrate ARCHIVE [--layers SPEC] --input SAMPLES.npy [--histogram N]\n"
@@ -15,8 +17,9 @@ static const char help[] =
     "samples and channels: min, max, absmax, mean, population variance, count\n"
     "of finite values, and with --histogram an N-bin histogram over [min, max]\n"
     "(a second pass). A Linear's output is before a following ReLU; the ReLU's\n"
-    "path gets its own record. Existing activation stats of the same path are\n"
-    "replaced. The archive is updated in place (as by wpack update): a new index\n"
+    "path gets its own record; a module named more than once (a shared layer)\n"
+    "gets one record of all its outputs. Existing activation stats of the same\n"
+    "path are replaced. The archive is updated in place (as by wpack update): a new index\n"
     "generation holding only the live records is written where it overlaps\n"
     "nothing in use (the space of superseded generations is reused; the file\n"
     "never shrinks) and the superblock rewritten; tensor data is never\n"
@@ -38,13 +41,40 @@ typedef struct {
 
 typedef struct {
     acc *a;
-    int pass; /* 1: moments, 2: histogram */
+    size_t *first; /* step -> the first step of its module path: one record a path */
+    int pass;      /* 1: moments, 2: histogram */
 } calib;
+
+static const uint8_t *step_path(void *ctx, uint64_t item, uint64_t *len)
+{
+    const chain *ch = ctx;
+    *len = strlen(ch->steps[item].path);
+    return (const uint8_t *)ch->steps[item].path;
+}
+
+/* first[s]: the first step naming step s's module path. A module that runs
+ * more than once (a shared layer) gets one record of all its outputs, as a
+ * torch forward hook on it sees them; 0 when out of memory. */
+static int first_steps(const chain *ch, size_t *first)
+{
+    wpk_nameset seen = {0};
+    int ok = 1;
+    for (size_t s = 0; ok && s < ch->n; s++) {
+        const uint8_t *p = (const uint8_t *)ch->steps[s].path;
+        uint64_t f, len = strlen(ch->steps[s].path);
+        if (wpk_nameset_find(&seen, step_path, (void *)ch, p, len, &f))
+            first[s] = (size_t)f;
+        else if ((ok = wpk_nameset_insert(&seen, step_path, (void *)ch, p, len, s)))
+            first[s] = s;
+    }
+    wpk_nameset_free(&seen);
+    return ok;
+}
 
 static void observe(void *user, size_t step, const float *y, size_t batch, size_t width)
 {
     calib *c = user;
-    acc *a = &c->a[step];
+    acc *a = &c->a[c->first[step]];
     size_t n = batch * width;
     for (size_t i = 0; i < n; i++) {
         double v = y[i];
@@ -136,19 +166,21 @@ int cmd_calibrate(int argc, char **argv)
     chain ch;
     float *x = NULL;
     size_t n, width;
-    calib c = {NULL, 1};
+    calib c = {NULL, NULL, 1};
+    size_t nrec = 0;
     wpack_stats_in *recs = NULL;
     double *vals = NULL;
     memset(&ch, 0, sizeof ch);
     int rc = chain_read_npy(args.input, &x, &n, &width, err, sizeof err);
     if (rc == WPACK_OK)
         rc = chain_build(ar, args.spec, width, args.work_ratio, &ch, err, sizeof err);
-    if (rc == WPACK_OK && !(c.a = calloc(ch.n, sizeof *c.a)))
+    if (rc == WPACK_OK && (!(c.a = calloc(ch.n, sizeof *c.a)) ||
+                           !(c.first = calloc(ch.n, sizeof *c.first)) || !first_steps(&ch, c.first)))
         rc = WPACK_E_NOMEM;
     if (rc == WPACK_OK)
         rc = run_pass(&ch, x, n, width, (size_t)bs, &c, err, sizeof err);
     for (size_t s = 0; rc == WPACK_OK && s < ch.n; s++)
-        if (c.a[s].count == 0) {
+        if (c.first[s] == s && c.a[s].count == 0) {
             snprintf(err, sizeof err, "module '%s': no finite outputs to take statistics of",
                      ch.steps[s].path);
             rc = WPACK_E_STATS;
@@ -156,6 +188,8 @@ int cmd_calibrate(int argc, char **argv)
     if (rc == WPACK_OK && bins) {
         for (size_t s = 0; s < ch.n && rc == WPACK_OK; s++) {
             acc *a = &c.a[s];
+            if (c.first[s] != s)
+                continue;
             a->bins = (uint32_t)bins;
             a->edges = malloc((bins + 1) * sizeof *a->edges);
             a->counts = calloc(bins, sizeof *a->counts);
@@ -163,13 +197,10 @@ int cmd_calibrate(int argc, char **argv)
                 rc = WPACK_E_NOMEM;
                 break;
             }
-            double lo = a->min, hi = a->max;
-            if (!(hi > lo)) {
-                lo -= 0.5;
-                hi += 0.5;
-            }
-            for (uint64_t b = 0; b <= bins; b++)
-                a->edges[b] = b == bins ? hi : lo + (hi - lo) * (double)b / (double)bins;
+            /* the writer's edges (spec decision 14): a constant output gets
+             * a range that still spans it at any magnitude (+-0.5 is no
+             * change from 2^53 on) */
+            wpk_hist_edges(a->min, a->max, a->bins, a->edges);
         }
         c.pass = 2;
         if (rc == WPACK_OK)
@@ -183,7 +214,9 @@ int cmd_calibrate(int argc, char **argv)
     }
     for (size_t s = 0; rc == WPACK_OK && s < ch.n; s++) {
         acc *a = &c.a[s];
-        double *vv = vals + 5 * s;
+        if (c.first[s] != s)
+            continue;
+        double *vv = vals + 5 * nrec;
         vv[0] = a->min;
         vv[1] = a->max;
         vv[2] = fmax(fabs(a->min), fabs(a->max));
@@ -192,20 +225,20 @@ int cmd_calibrate(int argc, char **argv)
         wpack_stats_in in = {ch.steps[s].path, WPACK_STATS_ACTIVATION, WPACK_GRAN_TENSOR, 0, 1,
                              a->count, &vv[0], &vv[1], &vv[2], &vv[3], &vv[4], a->bins, a->edges,
                              a->counts, 0, NULL};
-        recs[s] = in;
+        recs[nrec++] = in;
     }
     wpack_close(ar); /* the update reopens the file itself */
     ar = NULL;
     if (rc == WPACK_OK)
-        rc = cli_update_stats(archive, recs, ch.n, err, sizeof err);
+        rc = cli_update_stats(archive, recs, nrec, err, sizeof err);
     if (rc == WPACK_E_NOMEM)
         snprintf(err, sizeof err, "out of memory");
     if (rc)
         cli_error("%s [%s]", err, wpack_error_name(rc));
     else
-        for (size_t s = 0; s < ch.n; s++)
+        for (size_t s = 0; s < nrec; s++)
             cli_line(stdout, "%s: min %.9g max %.9g mean %.9g variance %.9g count %llu",
-                     ch.steps[s].path, recs[s].min[0], recs[s].max[0], recs[s].mean[0],
+                     recs[s].key, recs[s].min[0], recs[s].max[0], recs[s].mean[0],
                      recs[s].variance[0], (unsigned long long)recs[s].count);
     if (c.a)
         for (size_t s = 0; s < ch.n; s++) {
@@ -213,6 +246,7 @@ int cmd_calibrate(int argc, char **argv)
             free(c.a[s].counts);
         }
     free(c.a);
+    free(c.first);
     free(recs);
     free(vals);
     chain_free(&ch);

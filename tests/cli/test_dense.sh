@@ -141,6 +141,31 @@ for _ in range(24):
 y = np.load(f"{t}/shared_y.npy")
 assert y.shape == x.shape and np.allclose(y, x, rtol=1e-4, atol=1e-5), np.abs(y - x).max()
 PYEOF
+# calibrating the shared chain: one record per module path, of all 24 of
+# its outputs (what a torch forward hook on the module sees), not the last
+cp "$T/shared.wpack" "$T/shared_cal.wpack"
+expect shared_calibrate "$WPACK" calibrate "$T/shared_cal.wpack" --input "$T/shared_x.npy" --histogram 8
+[ "$(grep -c '^l: ' "$T/out")" = 1 ] && pass shared_calibrate_one_line || fail shared_calibrate_one_line "$(head -c 300 "$T/out")"
+"$WPACK" inspect --json "$T/shared_cal.wpack" >"$T/shared_cal.json"
+"$PY" - "$T" <<'PYEOF' && pass shared_calibrate_all_outputs || fail shared_calibrate_all_outputs
+import sys, json, numpy as np
+t = sys.argv[1]
+w, b = np.load(f"{t}/shared/l.weight.npy"), np.load(f"{t}/shared/l.bias.npy")
+x = np.load(f"{t}/shared_x.npy").astype(np.float64)
+outs = {"l": [], "r": []}
+for _ in range(24):
+    x = x @ w.T.astype(np.float64) + b
+    outs["l"].append(x)
+    x = np.maximum(x, 0)
+    outs["r"].append(x)
+got = {s["key"]: s for s in json.load(open(f"{t}/shared_cal.json"))["stats"] if s["kind"] == "activation"}
+for key, o in outs.items():
+    v, s = np.concatenate(o).ravel(), got[key]
+    assert s["count"] == v.size == 24 * 5 * 64, (key, s["count"])
+    assert sum(s["histogram"]["counts"]) == v.size, key
+    for f, ref in (("min", v.min()), ("max", v.max()), ("mean", v.mean()), ("variance", v.var())):
+        assert abs(s[f] - ref) <= 1e-4 * max(abs(ref), 1e-3), (key, f, s[f], ref)
+PYEOF
 expect big_create "$WPACK" create -q -o "$T/big.wpack" --layers "$(rep l 20000)" "$T/big"
 start=$(date +%s%N)
 expect_fail big_run_refused "layers: by item [0-9]+ of 20000 \('l'\).* above 64 x .*--max-work-ratio N\) \[WPACK_E_LIMIT\]" \
@@ -170,6 +195,30 @@ for name in seed deep; do
     expect "calibrate_${name}_verify" "$WPACK" verify "$T/${name}_cal.wpack"
     grep -q '"generation": 2' "$T/cal.json" && pass "calibrate_${name}_generation" || fail "calibrate_${name}_generation"
 done
+# a constant output of large magnitude (a dead layer's bias of 1e17): the
+# histogram's range around it is spec decision 14's [v - |v|/1024, v + |v|/1024],
+# not +-0.5, which is no change at 1e17 (the update refused its edges before)
+"$PY" - "$T" <<'PYEOF' || fail const_inputs
+import sys, os, numpy as np
+t = sys.argv[1]
+os.makedirs(f"{t}/const", exist_ok=True)
+np.save(f"{t}/const/l.weight.npy", np.zeros((2, 3), np.float32))
+np.save(f"{t}/const/l.bias.npy", np.array([1e17, 1e17], np.float32))
+np.save(f"{t}/const_x.npy", np.ones((4, 3), np.float32))
+PYEOF
+expect const_create "$WPACK" create -q -o "$T/const.wpack" "$T/const"
+expect calibrate_const_large "$WPACK" calibrate "$T/const.wpack" --layers l,r=relu --input "$T/const_x.npy" --histogram 4
+"$WPACK" inspect --json "$T/const.wpack" >"$T/const.json"
+"$PY" - "$T/const.json" <<'PYEOF' && pass calibrate_const_edges || fail calibrate_const_edges "$(head -c 300 "$T/const.json")"
+import sys, json, numpy as np
+v = float(np.float32(1e17))
+for key in ("l", "r"):
+    s = [s for s in json.load(open(sys.argv[1]))["stats"] if s["key"] == key and s["kind"] == "activation"][0]
+    e, c = s["histogram"]["edges"], s["histogram"]["counts"]
+    assert e[0] == v - v / 1024 and e[-1] == v + v / 1024 and sum(c) == 8, (e, c)
+    assert c == list(np.histogram([v] * 8, bins=e)[0]), (e, c)
+PYEOF
+
 # stopped between the append and the superblock rewrite: opens as the new one
 cp "$T/seed_f32.wpack" "$T/crash.wpack"
 expect_fail calibrate_stop_after_append "stopped after the append" env WPACK_UPDATE_STOP_AFTER=append \
