@@ -149,8 +149,8 @@ enum { PIECE = 4 << 20 };
 
 /* A Fortran-order member of a stream: spill its bytes to an unlinked
  * temporary file (disk, not memory), map it, and emit C order by walking
- * the output with an odometer over the Fortran strides. buf is a PIECE-byte
- * scratch buffer. */
+ * the output with an odometer over the Fortran strides. buf is a scratch
+ * buffer of min(PIECE, h->nbytes) bytes. */
 static int fortran_stream(wpk_sink *s, const char *name, const char *what,
                           const npy_header *h, wpk_read_fn rd, void *ctx, uint8_t *buf)
 {
@@ -246,7 +246,10 @@ int wpk_npy_stream(wpk_sink *s, const char *name, const char *what, wpk_read_fn 
         return wpk_sink_fail(s, WPACK_E_INPUT, "%s: %s", what, msg);
     if (hend < (uint64_t)got)
         return wpk_sink_fail(s, WPACK_E_INPUT, "%s: header shorter than its preamble", what);
-    uint8_t *buf = malloc(PIECE > hend ? PIECE : (size_t)hend);
+    /* sized to the header now, to the data (at most a PIECE) once parsed:
+     * 4 MiB per member, 70,000 empty members of a 78 KB .tar.xz, kept an
+     * ASan build in mmap/munmap for 10 minutes (1.5 s without) */
+    uint8_t *buf = malloc((size_t)hend);
     if (!buf)
         return wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
     memcpy(buf, pre, (size_t)got);
@@ -267,6 +270,15 @@ int wpk_npy_stream(wpk_sink *s, const char *name, const char *what, wpk_read_fn 
     if (npy_parse_header(buf, (size_t)hend, &h, msg, sizeof msg)) {
         rc = wpk_sink_fail(s, WPACK_E_INPUT, "%s: %s", what, msg);
         goto out;
+    }
+    size_t need = h.nbytes < PIECE ? (size_t)h.nbytes : PIECE;
+    if (need > hend) {
+        uint8_t *grown = realloc(buf, need);
+        if (!grown) {
+            rc = wpk_sink_fail(s, WPACK_E_NOMEM, "out of memory");
+            goto out;
+        }
+        buf = grown;
     }
     unsigned big = 0;
     for (unsigned k = 0; k < h.rank; k++)
