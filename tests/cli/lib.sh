@@ -81,6 +81,15 @@ same_with_copy_range() {
     pass "$name"
 }
 
+# cpu_limit SECS CMD...: CMD with SECS seconds of CPU time (RLIMIT_CPU:
+# SIGXCPU past it) and 10 x SECS of wall time. Bounds a case's work without
+# failing it on a loaded machine, where an ASan build's wall time was 4x
+# its CPU time (`timeout 30` of a 12 s run).
+cpu_limit() {
+    local s=$1; shift
+    ( ulimit -t "$s" && exec timeout $((s * 10)) "$@" )
+}
+
 finish() {
     echo "# passed $tl_passed failed $tl_failed"
     [ "$tl_failed" -eq 0 ]

@@ -58,12 +58,13 @@ start_nginx() {
 }
 
 # run_nginx BIN DIR PORT: nginx with DIR/nginx.conf in the background (a
-# server of this script), then wait until PORT answers; its logs on failure.
+# server of this script), then wait until PORT answers (up to about a
+# minute: a loaded CI machine), its logs on failure.
 run_nginx() {
     local bin=$1 d=$2 port=$3
     "$bin" -e "$d/error.log" -p "$d" -c "$d/nginx.conf" >"$d/stdout" 2>&1 &
     SERVER_PIDS="$SERVER_PIDS $!"
-    for _ in $(seq 50); do
+    for _ in $(seq 300); do
         $PY -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && return 0
         sleep 0.1
     done
@@ -90,12 +91,13 @@ need_nginx() {
     pass nginx_started
 }
 
-# start_bad_server ROOT [REDIRECT_BASE]: remote_server.py at $BAD_PORT.
+# start_bad_server ROOT [REDIRECT_BASE]: remote_server.py at $BAD_PORT
+# (waits up to 30 s for its port file).
 start_bad_server() {
     rm -f "$T/bad.port"
     $PY "$TESTS_DIR/cli/remote_server.py" "$1" "$T/bad.port" "${2:-}" 2>"$T/bad.err" &
     SERVER_PIDS="$SERVER_PIDS $!"
-    for _ in $(seq 50); do
+    for _ in $(seq 300); do
         [ -s "$T/bad.port" ] && BAD_PORT=$(cat "$T/bad.port") && return 0
         sleep 0.1
     done

@@ -105,7 +105,7 @@ import sys
 loc = '0' + '.a' * 1250000
 open(sys.argv[1], 'w').write(open(sys.argv[2]).read().replace('loc(\"0\"(\"t.py\":3:1))', 'loc(\"%s\"(\"t.py\":3:1))' % loc))
 " "$T/long.mlir" "$T/nomod.mlir"
-expect long_location timeout 20 "$WPACK" resolve -q --annotate "$A" "$T/long.mlir" -o "$T/long.out.mlir"
+expect long_location cpu_limit 20 "$WPACK" resolve -q --annotate "$A" "$T/long.mlir" -o "$T/long.out.mlir"
 annotate_check long_location_printed "$T/long.out.mlir" wpack
 
 
@@ -122,7 +122,7 @@ json.dump({name[:-1] + "q": "1"}, open(d + "/longmap.json", "w"))
 src = open(d + "/nomod.mlir").read()
 open(d + "/longmap.mlir", "w").write(src.replace('loc("0"("t.py":3:1))', 'loc(fused["%s", "0"("t.py":3:1)])' % name))
 PYEOF
-expect long_map_path timeout 20 "$WPACK" resolve -q --annotate --module-map "$T/longmap.json" "$A" "$T/longmap.mlir" -o "$T/longmap.out.mlir"
+expect long_map_path cpu_limit 20 "$WPACK" resolve -q --annotate --module-map "$T/longmap.json" "$A" "$T/longmap.mlir" -o "$T/longmap.out.mlir"
 annotate_check long_map_path_printed "$T/longmap.out.mlir" wpack
 
 # the HLO constants print their attr-dict right after the op name; before
@@ -152,10 +152,10 @@ al += ['#c%d = loc(fused[%s, #c%d])' % (i, ", ".join("#a%d_%d" % (i, j) for j in
 ops = "".join('  %%w%d = arith.negf %%a : tensor<4xf32> loc(#c59)\n' % i for i in range(400))
 open(d + "/wide.mlir", "w").write(src.replace("  return", ops + "  return") + "\n".join(al) + "\n")
 PYEOF
-expect alias_bomb timeout 20 "$WPACK" resolve -q --annotate "$A" "$T/bomb.mlir" -o "$T/bomb.out.mlir"
+expect alias_bomb cpu_limit 20 "$WPACK" resolve -q --annotate "$A" "$T/bomb.mlir" -o "$T/bomb.out.mlir"
 annotate_check alias_bomb_printed "$T/bomb.out.mlir" wpack
 expect_fail alias_reads_bounded "wide.mlir: --annotate: the ops' locations refer to location aliases more than 1048576 times in all.*\[WPACK_E_INPUT\]" \
-    timeout 20 "$WPACK" resolve -q --annotate "$A" "$T/wide.mlir" -o "$T/wide.out.mlir"
+    cpu_limit 20 "$WPACK" resolve -q --annotate "$A" "$T/wide.mlir" -o "$T/wide.out.mlir"
 
 # 100,000 activation records, each named by the op on its own line: every
 # annotated op's line number was counted from the start of the file
@@ -175,7 +175,7 @@ with open(d + "/many.mlir", "w") as f:
     f.write("  return %s : tensor<4xf32>\n}\n" % prev)
 PYEOF
 expect many_records_archive "$WPACK" create -q -o "$T/many.wpack" "$T/w0.npy" --stats "$T/many.json"
-expect many_records timeout 30 "$WPACK" resolve -q --annotate "$T/many.wpack" "$T/many.mlir" -o "$T/many.out.mlir"
+expect many_records cpu_limit 30 "$WPACK" resolve -q --annotate "$T/many.wpack" "$T/many.mlir" -o "$T/many.out.mlir"
 [ "$(grep -c 'wpack.min = -1.0 : f32' "$T/many.out.mlir" 2>/dev/null)" = 100000 ] && pass many_records_all ||
     fail many_records_all "$(grep -c 'wpack.min' "$T/many.out.mlir" 2>/dev/null) ops annotated"
 

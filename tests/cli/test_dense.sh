@@ -171,7 +171,9 @@ start=$(date +%s%N)
 expect_fail big_run_refused "layers: by item [0-9]+ of 20000 \('l'\).* above 64 x .*--max-work-ratio N\) \[WPACK_E_LIMIT\]" \
     timeout 60 "$WPACK" run "$T/big.wpack" --input "$T/big_x.npy" -o "$T/big_y.npy"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
-[ "$ms" -lt 2000 ] && pass big_run_refused_quickly || fail big_run_refused_quickly "${ms} ms"
+# (0.34 s seen under ASan while a build ran; the bound is loose for a loaded CI
+# machine and still far below the 10 s per row of running the chain)
+[ "$ms" -lt 5000 ] && pass big_run_refused_quickly || fail big_run_refused_quickly "${ms} ms"
 [ ! -e "$T/big_y.npy" ] && pass big_run_wrote_nothing || fail big_run_wrote_nothing
 expect_fail big_calibrate_refused "--max-work-ratio.*\[WPACK_E_LIMIT\]" \
     timeout 60 "$WPACK" calibrate "$T/big.wpack" --input "$T/big_x.npy"

@@ -144,7 +144,7 @@ bad value_type_dims "global @w: its value's type tensor<4xf32> is not the global
     '  ml_program.global private @g%d(dense<300> : tensor<2xi8>) : tensor<2xi8>\n' % i for i in range(100000)) + '}\n')" \
     "$T/many_bad.mlir"
 expect_fail many_errors "many_bad.mlir:100001:43: global @g99999: 300 does not fit in i8" \
-    timeout 30 "$WPACK" externalize "$T/many_bad.mlir" -o "$T/bad.out" --archive "$T/bad.wpack" --min-bytes 0
+    cpu_limit 30 "$WPACK" externalize "$T/many_bad.mlir" -o "$T/bad.out" --archive "$T/bad.wpack" --min-bytes 0
 [ "$(grep -c 'does not fit in i8' "$T/err")" = 100000 ] && pass many_errors_all ||
     fail many_errors_all "$(grep -c 'does not fit' "$T/err") errors"
 # 60,000 globals each with its own resource blob (torch-mlir's form): every
@@ -156,7 +156,7 @@ expect_fail many_errors "many_bad.mlir:100001:43: global @g99999: 300 does not f
     for i in range(k)) + '}\n{-#\n  dialect_resources: {\n    builtin: {\n' + ',\n'.join(
     '      torch_tensor_%d_torch.float32: \"0x04000000%s\"' % (i, '%08X' % i * 16) for i in range(k)) + '\n    }\n  }\n#-}\n')" \
     "$T/many_res.mlir"
-expect many_resources timeout 30 "$WPACK" externalize -q "$T/many_res.mlir" -o "$T/many_res.out" --archive "$T/many_res.wpack" --min-bytes 64 --no-stats
+expect many_resources cpu_limit 30 "$WPACK" externalize -q "$T/many_res.mlir" -o "$T/many_res.out" --archive "$T/many_res.wpack" --min-bytes 64 --no-stats
 ! grep -q torch_tensor "$T/many_res.out" && "$MLIR_OPT" "$T/many_res.out" >/dev/null 2>&1 && pass many_resources_dropped ||
     fail many_resources_dropped "$(grep -c torch_tensor "$T/many_res.out" 2>/dev/null) blob lines left"
 # an existing archive at NEW stays as it was when externalize fails

@@ -36,7 +36,7 @@ trap 'unmount; rm -rf "$T"' EXIT
 
 "$PY" "$TESTS_DIR/cli/casefold_fs.py" "$T/back" "$MNT" 2>"$T/fuse.err" &
 fuse_pid=$!
-for _ in $(seq 100); do
+for _ in $(seq 300); do
     grep -q " $MNT fuse" /proc/mounts && break
     kill -0 "$fuse_pid" 2>/dev/null || break
     sleep 0.1

@@ -54,9 +54,11 @@ pass s3rver_installed
 LOGF="$T/s3.log"
 mkdir -p "$T/s3data"
 node "$S3DIR/serve.js" "$T/s3data" "$T/s3.port" "$KEY" "$SECRET" "$LOGF" >"$T/s3.out" 2>&1 &
-SERVER_PIDS="$SERVER_PIDS $!"
-for _ in $(seq 100); do
+s3pid=$!
+SERVER_PIDS="$SERVER_PIDS $s3pid"
+for _ in $(seq 600); do # node and s3rver load slowly on a busy machine
     [ -s "$T/s3.port" ] && break
+    kill -0 "$s3pid" 2>/dev/null || break
     sleep 0.1
 done
 if [ ! -s "$T/s3.port" ]; then

@@ -102,7 +102,7 @@ expect auth_extract "$WPACK" extract -o "$T/xa" "$A/a.wpack" t1
 rm -f "$T/bad2.port"
 $PY "$TESTS_DIR/cli/remote_server.py" "$W" "$T/bad2.port" "http://127.0.0.1:$BAD_PORT/auth" 2>"$T/bad2.err" &
 SERVER_PIDS="$SERVER_PIDS $!"
-for _ in $(seq 50); do [ -s "$T/bad2.port" ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -s "$T/bad2.port" ] && break; sleep 0.1; done
 expect_fail redirect_other_origin_no_password "HTTP 401" \
     "$WPACK" inspect "http://user:pa55:word@127.0.0.1:$(cat "$T/bad2.port")/redirect/a.wpack"
 nopass redirect_other_origin_redacted

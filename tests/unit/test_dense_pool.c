@@ -260,13 +260,19 @@ static void test_no_spin(void)
             usleep(2000); /* let the worker fall asleep between some calls */
     }
     CHECK(bad == 0, "%d calls without spinning failed or differed", bad);
-    double most = 0;
-    for (int i = 0; i < 3; i++) {
+    /* The least of 5 tries: a worker that spins does so after every call
+     * (the default spin: at least 2.8 ms of each 100 ms), while a busy
+     * machine now and then bills a single try 3-4 ms (the most of 3 went
+     * over 3 ms in 2 of 10 runs; about 0.2 ms as a rule, the least 0.15) */
+    double least = 1, most = 0;
+    for (int i = 0; i < 5; i++) {
         double c = idle_cpu_after_call(p);
+        least = c < least ? c : least;
         most = c > most ? c : most;
     }
-    printf("  idle CPU after a call, spin_us 0: up to %.2f ms in 100 ms\n", most * 1e3);
-    CHECK(most < 0.003, "%.2f ms of CPU in 100 ms idle with spin_us 0", most * 1e3);
+    printf("  idle CPU after a call, spin_us 0: %.2f to %.2f ms in 100 ms\n", least * 1e3,
+           most * 1e3);
+    CHECK(least < 0.001, "%.2f ms of CPU (at least) in 100 ms idle with spin_us 0", least * 1e3);
     wpack_pool_destroy(p);
 }
 
