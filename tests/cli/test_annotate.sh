@@ -183,13 +183,15 @@ expect many_records timeout 30 "$WPACK" resolve -q --annotate "$T/many.wpack" "$
 # payload op ({ arith.addf }): their attr-dict follows outs(...) (and reduce's
 # dimensions = [...]). mlir-opt-19 prints the long form's region arguments on
 # a line of their own, `(%in: f32, ...) {`: a continuation of the op, whose
-# location comes after the region.
+# location comes after the region. So does a generic op's type wrapped
+# onto a line of its own.
 cat >"$T/mapred.json" <<'J'
 {"version": 1, "stats": [
  {"key": "m1", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5},
  {"key": "m2", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5},
  {"key": "r1", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5},
- {"key": "r2", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5}]}
+ {"key": "r2", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5},
+ {"key": "g1", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5}]}
 J
 cat >"$T/mapred.mlir" <<'EOF'
 func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4x4xf32>) -> tensor<4xf32> {
@@ -205,15 +207,18 @@ func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4x4xf32>) -> tenso
       %s = arith.addf %in, %init : f32
       linalg.yield %s : f32
     } loc("r2")
-  return %3 : tensor<4xf32>
+  %4 = "arith.addf"(%3, %3) <{fastmath = #arith.fastmath<none>}>
+    : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc("g1")
+  return %4 : tensor<4xf32>
 }
 EOF
 expect mapred_archive "$WPACK" create -q -o "$T/mapred.wpack" "$T/w0.npy" --stats "$T/mapred.json"
 expect mapred_annotate "$WPACK" resolve --annotate --allow-missing "$T/mapred.wpack" "$T/mapred.mlir" -o "$T/mapred.out.mlir"
-grep -q "annotated 4 ops with activation stats" "$T/err" && pass mapred_all_found || fail mapred_all_found "$(cat "$T/err")"
+grep -q "annotated 5 ops with activation stats" "$T/err" && pass mapred_all_found || fail mapred_all_found "$(cat "$T/err")"
 if "$MLIR_OPT" "$T/mapred.out.mlir" >"$T/mapred.printed" 2>"$T/err2"; then
     [ "$(grep -c 'linalg\.\(map\|reduce\).*wpack.min = -1' "$T/mapred.printed")" = 4 ] &&
-        grep -q 'linalg.map ins.*{keep = 1 : i32, wpack.absmax' "$T/mapred.printed" && pass mapred_parsed ||
+        grep -q 'linalg.map ins.*{keep = 1 : i32, wpack.absmax' "$T/mapred.printed" &&
+        grep -q 'arith.addf %reduced_1, %reduced_1 {wpack.absmax' "$T/mapred.printed" && pass mapred_parsed ||
         fail mapred_parsed "$(grep linalg "$T/mapred.printed")"
 else
     fail mapred_parsed "mlir-opt-19 rejected it: $(head -c 300 "$T/err2")"
