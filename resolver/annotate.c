@@ -241,6 +241,56 @@ static int tok_word(const wpk_lexer *lx, wpk_tok t, const char *w)
     return t.kind == WPK_TOK_BAREID && wpk_span_is(lx->buf, (wpk_span){t.off, t.len}, w);
 }
 
+static int map_reduce_name(const wpk_lexer *lx, wpk_tok t)
+{
+    return tok_word(lx, t, "linalg.map") || tok_word(lx, t, "linalg.reduce");
+}
+
+/* Skip the bracket group that open starts; the offset just past its closer,
+ * or (size_t)-1 when the op ends first. */
+static size_t skip_group(wpk_lexer *lx, wpk_tok open)
+{
+    unsigned depth = 0;
+    for (wpk_tok t = open; t.kind != WPK_TOK_EOF && t.kind != WPK_TOK_ERROR; t = wpk_lex_next(lx)) {
+        if (t.kind != WPK_TOK_PUNCT)
+            continue;
+        char c = lx->buf[t.off];
+        depth += c == '(' || c == '[' || c == '{' || c == '<';
+        if (c == ')' || c == ']' || c == '}' || c == '>')
+            if (--depth == 0)
+                return t.off + 1;
+    }
+    return (size_t)-1;
+}
+
+/* linalg.map and linalg.reduce read a '{' after their name as the short
+ * form's payload op (`linalg.reduce { arith.addf } ins(..)`): their
+ * attr-dict follows `outs(...)` and reduce's `dimensions = [...]`, before
+ * the region's `(%in: T, ...)`. The offset it goes at, or (size_t)-1. */
+static size_t map_reduce_place(wpk_lexer *lx)
+{
+    wpk_tok t = wpk_lex_next(lx);
+    if (wpk_tok_is(lx, t, '{') && skip_group(lx, t) != (size_t)-1)
+        t = wpk_lex_next(lx); /* the short form's payload */
+    while (t.kind == WPK_TOK_BAREID && !tok_word(lx, t, "outs")) { /* ins(...) */
+        t = wpk_lex_next(lx);
+        if (!wpk_tok_is(lx, t, '(') || skip_group(lx, t) == (size_t)-1)
+            return (size_t)-1;
+        t = wpk_lex_next(lx);
+    }
+    if (!tok_word(lx, t, "outs") || !wpk_tok_is(lx, t = wpk_lex_next(lx), '('))
+        return (size_t)-1;
+    size_t end = skip_group(lx, t);
+    wpk_tok p = wpk_lex_peek(lx);
+    if (end != (size_t)-1 && tok_word(lx, p, "dimensions")) {
+        wpk_lex_next(lx);
+        if (!wpk_tok_is(lx, wpk_lex_next(lx), '=') || !wpk_tok_is(lx, t = wpk_lex_next(lx), '['))
+            return (size_t)-1;
+        end = skip_group(lx, t);
+    }
+    return end;
+}
+
 /* Where the attr-dict of op goes: *dict (len 0 if it has none) and, for
  * a new one, *insert with its lead/trail spacing. 0, or -1 when the op
  * has no place this reader knows. */
@@ -261,14 +311,18 @@ static int attr_place(const wpk_mlir_doc *doc, const wpk_located_op *op, wpk_spa
     /* printers that put the attr-dict first: arith.constant, the HLO
      * constants (`stablehlo.constant {attrs} dense<...> : T`: the ':' there
      * is the value's, an attr-dict before it does not parse), linalg.* */
-    int after_name = t.kind == WPK_TOK_BAREID &&
+    int after_name = t.kind == WPK_TOK_BAREID && !map_reduce_name(&lx, t) &&
                      (tok_word(&lx, t, "arith.constant") || tok_word(&lx, t, "stablehlo.constant") ||
                       tok_word(&lx, t, "mhlo.constant") || tok_word(&lx, t, "chlo.constant") ||
                       (t.len > 7 && memcmp(doc->buf + t.off, "linalg.", 7) == 0));
-    if (after_name) {
-        *insert = t.off + t.len;
+    int map_reduce = map_reduce_name(&lx, t);
+    if (after_name || map_reduce) {
+        *insert = map_reduce ? map_reduce_place(&lx) : t.off + t.len;
+        if (*insert == (size_t)-1)
+            return -1;
         *lead = " ";
         *trail = "";
+        /* a dict there (after map/reduce's outs, a region would follow its args) */
         wpk_tok p = wpk_lex_peek(&lx);
         if (wpk_tok_is(&lx, p, '{')) {
             wpk_dict_entry e[1];

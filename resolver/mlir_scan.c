@@ -181,7 +181,11 @@ static int scan_all(wpk_scanner *sc)
             return wpk_scan_fail(sc, sc->lx.err_off, "%s", sc->lx.err);
         int line_first = t.off == 0 || sc->prev_end == 0 ||
                          gap_has_newline(buf, sc->prev_end, t.off);
-        if (region_level(sc) && line_first && !(t.kind == WPK_TOK_PUNCT && strchr(")]}>", buf[t.off])))
+        /* A statement starts with a value, an op name, a generic op's string,
+         * a block label or an alias; a line starting with punctuation or
+         * "->" continues the one before (`} -> T loc(..)`, mlir-opt's
+         * `(%in: f32, ...) {` of linalg.reduce/map, `module @m` then `{`). */
+        if (region_level(sc) && line_first && t.kind != WPK_TOK_PUNCT && t.kind != WPK_TOK_ARROW)
             *wpk_scan_stmt_slot(sc) = t.off;
         switch (t.kind) {
         case WPK_TOK_PUNCT: {

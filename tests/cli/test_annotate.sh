@@ -179,4 +179,49 @@ expect many_records cpu_limit 30 "$WPACK" resolve -q --annotate "$T/many.wpack" 
 [ "$(grep -c 'wpack.min = -1.0 : f32' "$T/many.out.mlir" 2>/dev/null)" = 100000 ] && pass many_records_all ||
     fail many_records_all "$(grep -c 'wpack.min' "$T/many.out.mlir" 2>/dev/null) ops annotated"
 
+# linalg.map and linalg.reduce read a '{' after their name as the short form's
+# payload op ({ arith.addf }): their attr-dict follows outs(...) (and reduce's
+# dimensions = [...]). mlir-opt-19 prints the long form's region arguments on
+# a line of their own, `(%in: f32, ...) {`: a continuation of the op, whose
+# location comes after the region. So does a generic op's type wrapped
+# onto a line of its own.
+cat >"$T/mapred.json" <<'J'
+{"version": 1, "stats": [
+ {"key": "m1", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5},
+ {"key": "m2", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5},
+ {"key": "r1", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5},
+ {"key": "r2", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5},
+ {"key": "g1", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5}]}
+J
+cat >"$T/mapred.mlir" <<'EOF'
+func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4x4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %0 = linalg.map { arith.addf } ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) loc("m1")
+  %1 = linalg.map ins(%0 : tensor<4xf32>) outs(%e : tensor<4xf32>) {keep = 1 : i32}
+    (%in: f32) {
+      linalg.yield %in : f32
+    } loc("m2")
+  %2 = linalg.reduce { arith.addf } ins(%c : tensor<4x4xf32>) outs(%e : tensor<4xf32>) dimensions = [1] loc("r1")
+  %3 = linalg.reduce ins(%c : tensor<4x4xf32>) outs(%2 : tensor<4xf32>) dimensions = [1]
+    (%in: f32, %init: f32) {
+      %s = arith.addf %in, %init : f32
+      linalg.yield %s : f32
+    } loc("r2")
+  %4 = "arith.addf"(%3, %3) <{fastmath = #arith.fastmath<none>}>
+    : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc("g1")
+  return %4 : tensor<4xf32>
+}
+EOF
+expect mapred_archive "$WPACK" create -q -o "$T/mapred.wpack" "$T/w0.npy" --stats "$T/mapred.json"
+expect mapred_annotate "$WPACK" resolve --annotate --allow-missing "$T/mapred.wpack" "$T/mapred.mlir" -o "$T/mapred.out.mlir"
+grep -q "annotated 5 ops with activation stats" "$T/err" && pass mapred_all_found || fail mapred_all_found "$(cat "$T/err")"
+if "$MLIR_OPT" "$T/mapred.out.mlir" >"$T/mapred.printed" 2>"$T/err2"; then
+    [ "$(grep -c 'linalg\.\(map\|reduce\).*wpack.min = -1' "$T/mapred.printed")" = 4 ] &&
+        grep -q 'linalg.map ins.*{keep = 1 : i32, wpack.absmax' "$T/mapred.printed" &&
+        grep -q 'arith.addf %reduced_1, %reduced_1 {wpack.absmax' "$T/mapred.printed" && pass mapred_parsed ||
+        fail mapred_parsed "$(grep linalg "$T/mapred.printed")"
+else
+    fail mapred_parsed "mlir-opt-19 rejected it: $(head -c 300 "$T/err2")"
+fi
+
 finish

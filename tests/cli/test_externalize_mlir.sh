@@ -40,6 +40,13 @@ got=$(entries_hex "$T/nest.wpack" "$T/nx" | tr '\n' ' ')
 grep -q '@w(#ml_program.extern : tensor<2xf32>) : tensor<2xf32> {wpack.uri = "wpack:[0-9a-f]*/a%2Fw"}' "$T/nest.out" &&
     grep -q '{wpack.uri = "wpack:[0-9a-f]*/b%2Fw"}' "$T/nest.out" && grep -q '{wpack.uri = "wpack:[0-9a-f]*/v"}' "$T/nest.out" &&
     pass nested_uris || fail nested_uris "$(cat "$T/nest.out")"
+# a module's '{' on the line after `module @a` (as hand-written or reformatted
+# IR has it) opens that module's body all the same
+sed 's/^  module @\([ab]\) {$/  module @\1\n  {/' "$T/nest.mlir" >"$T/nest_nl.mlir"
+grep -q '^  {$' "$T/nest_nl.mlir" && "$MLIR_OPT" "$T/nest_nl.mlir" >/dev/null 2>&1 &&
+    expect nested_brace_next_line "$WPACK" externalize "$T/nest_nl.mlir" -o "$T/nest_nl.out" --archive "$T/nest_nl.wpack" --min-bytes 0 &&
+    [ "$(entries_hex "$T/nest_nl.wpack" "$T/nnx" | tr '\n' ' ')" = "$got" ] && pass nested_brace_next_line_entries ||
+    fail nested_brace_next_line_entries "$(cat "$T/err" 2>/dev/null)"
 # and back: resolve --emit inline puts each module's own values back
 expect nested_resolve "$WPACK" resolve -q "$T/nest.wpack" "$T/nest.out" -o "$T/nest.back" --emit inline
 "$MLIR_OPT" --mlir-print-elementsattrs-with-hex-if-larger=0 "$T/nest.back" >"$T/p" 2>"$T/err" &&
