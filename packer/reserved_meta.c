@@ -13,12 +13,6 @@
 #include "bytes.h"
 #include "writer.h"
 
-/* The j-th string of a string array's record (a NUL-terminated pool string). */
-static const char *elem_str(const wpack_writer *w, const wpk_pending_meta *m, uint64_t j)
-{
-    return (const char *)w->strings.p + wpk_ld64(w->aux.p + m->value + 16 * j);
-}
-
 static int want_string(wpack_writer *w, const char *key)
 {
     const wpk_pending_meta *m = wpk_meta_named(w, key);
@@ -40,10 +34,12 @@ static int check_module_names(wpack_writer *w)
                          "metadata 'wpack.module_names' is reserved (spec section 9): an array of "
                          "strings [other, key, ...], an even number of them");
     for (uint64_t j = 0; j < m->count; j++) {
-        const char *s = elem_str(w, m, j), *why = wpk_name_problem((const uint8_t *)s, strlen(s));
-        if (why || (j >= 2 && j % 2 == 0 && strcmp(elem_str(w, m, j - 2), s) >= 0)) {
+        size_t len;
+        const char *s = wpk_meta_elem_str(w, m, j, &len);
+        const char *why = wpk_name_problem((const uint8_t *)s, len);
+        if (why || (j >= 2 && j % 2 == 0 && strcmp(wpk_meta_elem_str(w, m, j - 2, NULL), s) >= 0)) {
             char q[256];
-            wpk_quote(q, sizeof q, s, strlen(s));
+            wpk_quote(q, sizeof q, s, len);
             return wpk_wfail(w, WPACK_E_METADATA,
                              "metadata 'wpack.module_names' element %llu '%s': %s",
                              (unsigned long long)j, q,

@@ -174,6 +174,10 @@ int wpk_check_shard_list(wpack_writer *w, uint64_t *n);
 /* The record of metadata key `key`, or NULL (linear: at finish the records
  * are sorted, which the writer's key hash set does not follow; writer_meta.c). */
 const wpk_pending_meta *wpk_meta_named(const wpack_writer *w, const char *key);
+/* The j-th string of a string-array metadata record and its length (len may
+ * be NULL); the string is NUL-terminated in the writer's pool. */
+const char *wpk_meta_elem_str(const wpack_writer *w, const wpk_pending_meta *m, uint64_t j,
+                              size_t *len);
 /* The metadata keys the spec defines, as readers take them (wpack.producer,
  * wpack.layers, wpack.manifest strings; wpack.module_names pairs; a shard
  * list whole when any of its keys is set: *shards its length, else 0):

@@ -37,6 +37,17 @@ const wpk_pending_meta *wpk_meta_named(const wpack_writer *w, const char *key)
     return NULL;
 }
 
+const char *wpk_meta_elem_str(const wpack_writer *w, const wpk_pending_meta *m, uint64_t j,
+                              size_t *len)
+{
+    /* a string array's value is (pool offset, length) pairs, each string
+     * followed by its NUL in the pool */
+    const uint8_t *pair = w->aux.p + m->value + 16 * j;
+    if (len)
+        *len = (size_t)wpk_ld64(pair + 8);
+    return (const char *)w->strings.p + wpk_ld64(pair);
+}
+
 static int by_str(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -61,16 +72,14 @@ int wpk_check_shard_list(wpack_writer *w, uint64_t *n)
     const char **names = malloc((size_t)*n * sizeof *names);
     if (!names)
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-    const uint8_t *pairs = w->aux.p + m[0]->value;
     int rc = WPACK_OK;
     for (uint64_t s = 0; s < *n && rc == WPACK_OK; s++) {
-        /* string elements: pool references, each name followed by its NUL */
-        names[s] = (const char *)w->strings.p + wpk_ld64(pairs + 16 * s);
-        uint64_t len = wpk_ld64(pairs + 16 * s + 8);
-        const char *why = wpk_shard_name_problem(names[s], (size_t)len);
+        size_t len;
+        names[s] = wpk_meta_elem_str(w, m[0], s, &len);
+        const char *why = wpk_shard_name_problem(names[s], len);
         if (why) {
             char q[256];
-            wpk_quote(q, sizeof q, names[s], (size_t)len);
+            wpk_quote(q, sizeof q, names[s], len);
             rc = wpk_wfail(w, WPACK_E_SHARD, "sharded set: shard %llu '%s': %s",
                            (unsigned long long)s, q, why);
         }

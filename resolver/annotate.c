@@ -311,11 +311,11 @@ static int attr_place(const wpk_mlir_doc *doc, const wpk_located_op *op, wpk_spa
     /* printers that put the attr-dict first: arith.constant, the HLO
      * constants (`stablehlo.constant {attrs} dense<...> : T`: the ':' there
      * is the value's, an attr-dict before it does not parse), linalg.* */
-    int after_name = t.kind == WPK_TOK_BAREID && !map_reduce_name(&lx, t) &&
+    int map_reduce = map_reduce_name(&lx, t);
+    int after_name = t.kind == WPK_TOK_BAREID && !map_reduce &&
                      (tok_word(&lx, t, "arith.constant") || tok_word(&lx, t, "stablehlo.constant") ||
                       tok_word(&lx, t, "mhlo.constant") || tok_word(&lx, t, "chlo.constant") ||
                       (t.len > 7 && memcmp(doc->buf + t.off, "linalg.", 7) == 0));
-    int map_reduce = map_reduce_name(&lx, t);
     if (after_name || map_reduce) {
         *insert = map_reduce ? map_reduce_place(&lx) : t.off + t.len;
         if (*insert == (size_t)-1)
