@@ -278,8 +278,32 @@ void wpack_writer_abort(wpack_writer *w)
     free_writer(w, 1);
 }
 
+/* A failure while finishing is about the output as a whole (its metadata,
+ * index, the set it replaces): the message names it, unless it does. */
+static void name_output(wpack_writer *w)
+{
+    if (!w->shown || strstr(w->errmsg, w->shown))
+        return;
+    char shown[256], msg[sizeof w->errmsg];
+    wpack_text_escape(shown, sizeof shown, w->shown, strlen(w->shown));
+    if (strstr(w->errmsg, shown))
+        return;
+    wpk_fmt(msg, sizeof msg, "%s: %s", shown, w->errmsg);
+    memcpy(w->errmsg, msg, sizeof msg);
+}
+
+static int finish_steps(wpack_writer *w);
+
 /* Everything up to a durable, complete temporary file. */
 static int finish_file(wpack_writer *w)
+{
+    int rc = finish_steps(w);
+    if (rc)
+        name_output(w);
+    return rc;
+}
+
+static int finish_steps(wpack_writer *w)
 {
     int rc = w->fd < 0 ? (w->errcode ? w->errcode : WPACK_E_STATE) : wpk_writer_usable(w);
     if (rc == WPACK_OK && !w->failed &&

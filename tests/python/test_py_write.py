@@ -610,5 +610,16 @@ def save_file_onto_a_shard_refused(d):
         check(np.array_equal(f.get_tensor("a"), np.arange(40000, dtype=np.float32)), "set broken")
 
 
+@case
+def finish_error_names_the_output(d):
+    # reserved metadata is checked when the writer finishes: the error says
+    # which file was being written, not only which key
+    out = os.path.join(d, "named.wpack")
+    e = raises(wpack.Error, wpack.save_file, {"x": np.zeros(3, np.float32)}, out,
+               metadata={"wpack.shards": "x"}, code="WPACK_E_SHARD")
+    check(str(e).startswith(out + ": sharded set: metadata 'wpack.shards'"), str(e))
+    check(not os.path.exists(out), "a file was written")
+
+
 if __name__ == "__main__":
     main()
