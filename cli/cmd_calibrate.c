@@ -11,6 +11,7 @@
 
 static const char help[] =
     "usage: wpack calibrate ARCHIVE [--layers SPEC] --input SAMPLES.npy [--histogram N]\n"
+    "                       [--max-output SIZE]\n"
     "\n"
     "Runs SAMPLES [n, in] through the modules of SPEC (as in wpack run) and\n"
     "stores, for each module path, the statistics of its output over all\n"
@@ -29,6 +30,10 @@ static const char help[] =
     "  --no-verify do not check the weights' bytes against their XXH3 before use\n"
     "              (checked by default, once each: a mismatch fails naming the\n"
     "              tensor and the archive is left as it was)\n"
+    "  --max-output SIZE  the most bytes of histograms (counts and edges, held in\n"
+    "              memory and added to the index) --histogram may ask for across\n"
+    "              the records (default: the larger of 1 GiB and 1000 x ARCHIVE's\n"
+    "              size; K/M/G suffixes); above it nothing runs\n"
     CHAIN_WORK_HELP;
 
 typedef struct {
@@ -120,11 +125,31 @@ static int run_pass(const chain *ch, const float *x, size_t n, size_t width, siz
     return WPACK_OK;
 }
 
+/* A histogram's counts and edges, per record, in memory and in the index:
+ * a 900 KB archive naming 3000 one-element Linears asked for 48 GiB with
+ * --histogram 1048576. Checked before the forward pass, as the cap of every
+ * command's output (out_cap.c). */
+static int histograms_fit(const chain *ch, const size_t *first, uint64_t bins, const char *archive,
+                          const wpack_archive *ar, uint64_t max_output)
+{
+    uint64_t records = 0;
+    for (size_t s = 0; s < ch->n; s++)
+        records += first[s] == s;
+    uint64_t per = (2 * bins + 1) * sizeof(double), need;
+    if (records && per > UINT64_MAX / records)
+        need = UINT64_MAX;
+    else
+        need = records * per;
+    char what[64];
+    snprintf(what, sizeof what, "calibrate --histogram %llu", (unsigned long long)bins);
+    return cli_check_output(what, archive, need, cli_input_bytes(ar), max_output, 1);
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
     const char *v;
     chain_args args = CHAIN_ARGS_INIT;
-    uint64_t bins = 0, bs = 256;
+    uint64_t bins = 0, bs = 256, max_output = 0;
     int r;
     for (int i = 1; i < argc;) {
         if (cli_is_help(argv[i])) {
@@ -144,6 +169,9 @@ int cmd_calibrate(int argc, char **argv)
                 cli_error("--batch %s: want 1 to 1048576", v);
                 return CLI_USAGE;
             }
+        } else if ((r = cli_max_output_opt(argc, argv, &i, &max_output))) {
+            if (r < 0)
+                return CLI_USAGE;
         } else if ((r = chain_arg(argc, argv, &i, "calibrate", &args)) < 0) {
             return CLI_USAGE;
         }
@@ -177,6 +205,11 @@ int cmd_calibrate(int argc, char **argv)
     if (rc == WPACK_OK && (!(c.a = calloc(ch.n, sizeof *c.a)) ||
                            !(c.first = calloc(ch.n, sizeof *c.first)) || !first_steps(&ch, c.first)))
         rc = WPACK_E_NOMEM;
+    int said = 0; /* the failure is on stderr already */
+    if (rc == WPACK_OK && bins && !histograms_fit(&ch, c.first, bins, archive, ar, max_output)) {
+        rc = WPACK_E_TOO_LARGE;
+        said = 1;
+    }
     if (rc == WPACK_OK)
         rc = run_pass(&ch, x, n, width, (size_t)bs, &c, err, sizeof err);
     for (size_t s = 0; rc == WPACK_OK && s < ch.n; s++)
@@ -233,9 +266,9 @@ int cmd_calibrate(int argc, char **argv)
         rc = cli_update_stats(archive, recs, nrec, err, sizeof err);
     if (rc == WPACK_E_NOMEM)
         snprintf(err, sizeof err, "out of memory");
-    if (rc)
+    if (rc && !said)
         cli_error("%s [%s]", err, wpack_error_name(rc));
-    else
+    else if (!rc)
         for (size_t s = 0; s < nrec; s++)
             cli_line(stdout, "%s: min %.9g max %.9g mean %.9g variance %.9g count %llu",
                      recs[s].key, recs[s].min[0], recs[s].max[0], recs[s].mean[0],

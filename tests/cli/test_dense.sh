@@ -184,6 +184,28 @@ expect shared_run_100_raised "$WPACK" run "$T/shared.wpack" --layers "$(rep l,r=
 expect_fail max_work_ratio_zero "want a positive integer" \
     "$WPACK" run "$T/shared.wpack" --max-work-ratio 0 --input "$T/shared_x.npy"
 
+# Histograms cost (2 x bins + 1) x 8 bytes per record, in memory and in the
+# index: a small archive of 3000 one-element Linears with --histogram
+# 1048576 asked for 47 GiB (10 GB of memory in 45 s, then out of memory).
+# Refused before the forward pass against the output cap, naming the
+# figures; --max-output raises or lowers it; few bins still run.
+"$PY" - "$T" <<'PYEOF' || fail many_layers_inputs
+import sys, numpy as np
+t = sys.argv[1]
+np.savez(f"{t}/many.npz", **{f"{i}.weight": np.ones((1, 1), np.float32) for i in range(3000)})
+np.save(f"{t}/many_x.npy", np.ones((4, 1), np.float32))
+PYEOF
+many=$("$PY" -c 'print(",".join(str(i) for i in range(3000)))')
+expect many_create "$WPACK" create -q -o "$T/many.wpack" --align 64 --layers "$many" "$T/many.npz"
+cp "$T/many.wpack" "$T/many.before"
+expect_fail many_histograms_refused \
+    "calibrate --histogram 1048576: .*many\.wpack would get 46\.9 GiB .*above the default cap of 1\.0 GiB.*--max-output SIZE.*\[WPACK_E_TOO_LARGE\]" \
+    bash -c 'ulimit -v 4000000; exec timeout 120 "$@"' _ "$WPACK" calibrate "$T/many.wpack" --input "$T/many_x.npy" --histogram 1048576
+cmp -s "$T/many.wpack" "$T/many.before" && pass many_histograms_archive_kept || fail many_histograms_archive_kept
+expect_fail many_histograms_below_max_output "above --max-output 64\.0 KiB" \
+    "$WPACK" calibrate "$T/many.wpack" --input "$T/many_x.npy" --histogram 4 --max-output 64K
+expect many_histograms_few_bins "$WPACK" calibrate "$T/many.wpack" --input "$T/many_x.npy" --histogram 4
+
 # calibrate: torch's min/max/mean/variance of each module's output
 for name in seed deep; do
     cp "$T/${name}_f32.wpack" "$T/${name}_cal.wpack"
