@@ -170,6 +170,44 @@ static int record_torch_op(wpk_scanner *sc, wpk_tok t, int generic, int kind)
     return 0;
 }
 
+static int word_is(const char *buf, wpk_tok t, const char *w)
+{
+    return t.len == strlen(w) && memcmp(buf + t.off, w, t.len) == 0;
+}
+
+/* Whether the first token of a line starts a statement: a value (%), a
+ * block label, a generic op's string, an alias, or an op name. A line
+ * starting with punctuation, "->", @sym or a number continues the one
+ * before (`} -> T loc(..)`, mlir-opt's `(%in: f32, ...) {` of linalg.map,
+ * `module @m` then `{`). So does a keyword of an op's custom form wrapped
+ * onto its own line: a bare word without a '.' followed by punctuation
+ * (`outs(%e : T)`, `dimensions = [1]`, `attributes {..}`, a type
+ * `tensor<4xf32>`), or scf.for's `to` / `step`. The dot-less op names a
+ * region may use (`return`, `module`, `call @f`) are not followed by
+ * punctuation. */
+static int starts_statement(wpk_scanner *sc, wpk_tok t)
+{
+    const char *buf = sc->doc->buf;
+    switch (t.kind) {
+    case WPK_TOK_PUNCT:
+    case WPK_TOK_ARROW:
+    case WPK_TOK_AT:
+    case WPK_TOK_NUMBER:
+    case WPK_TOK_META_END:
+        return 0;
+    case WPK_TOK_BAREID:
+        break;
+    default:
+        return 1;
+    }
+    if (memchr(buf + t.off, '.', t.len) || word_is(buf, t, "module") || word_is(buf, t, "return"))
+        return 1;
+    if (word_is(buf, t, "to") || word_is(buf, t, "step") || word_is(buf, t, "into"))
+        return 0;
+    wpk_tok next = wpk_lex_peek(&sc->lx);
+    return next.kind != WPK_TOK_PUNCT && next.kind != WPK_TOK_ARROW;
+}
+
 static int scan_all(wpk_scanner *sc)
 {
     const char *buf = sc->doc->buf;
@@ -181,11 +219,7 @@ static int scan_all(wpk_scanner *sc)
             return wpk_scan_fail(sc, sc->lx.err_off, "%s", sc->lx.err);
         int line_first = t.off == 0 || sc->prev_end == 0 ||
                          gap_has_newline(buf, sc->prev_end, t.off);
-        /* A statement starts with a value, an op name, a generic op's string,
-         * a block label or an alias; a line starting with punctuation or
-         * "->" continues the one before (`} -> T loc(..)`, mlir-opt's
-         * `(%in: f32, ...) {` of linalg.reduce/map, `module @m` then `{`). */
-        if (region_level(sc) && line_first && t.kind != WPK_TOK_PUNCT && t.kind != WPK_TOK_ARROW)
+        if (region_level(sc) && line_first && starts_statement(sc, t))
             *wpk_scan_stmt_slot(sc) = t.off;
         switch (t.kind) {
         case WPK_TOK_PUNCT: {

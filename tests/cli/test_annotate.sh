@@ -224,4 +224,50 @@ else
     fail mapred_parsed "mlir-opt-19 rejected it: $(head -c 300 "$T/err2")"
 fi
 
+# Keywords of an op's custom form wrapped onto lines of their own (outs(...),
+# dimensions = [..], ins(...), scf.for's `to`/`step`, a type) continue the
+# op's statement; a line's dot-less `return` still starts one. Wrapped like
+# this, no op was found ("no op annotated").
+cat >"$T/wrap.json" <<'J'
+{"version": 1, "stats": [
+ {"key": "mm", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5},
+ {"key": "r1", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5},
+ {"key": "m1", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5},
+ {"key": "cs", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5}]}
+J
+cat >"$T/wrap.mlir" <<'EOF'
+func.func @f(%a: tensor<4x4xf32>, %c: tensor<4x4xf32>, %n: index) -> tensor<?xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %0 = linalg.matmul ins(%a, %c : tensor<4x4xf32>, tensor<4x4xf32>)
+         outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32> loc("mm")
+  %2 = linalg.reduce { arith.addf } ins(%0 : tensor<4x4xf32>)
+         outs(%e : tensor<4xf32>)
+         dimensions = [1] loc("r1")
+  %3 = linalg.map { arith.addf }
+         ins(%2, %2 : tensor<4xf32>, tensor<4xf32>)
+         outs(%e : tensor<4xf32>) loc("m1")
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %4 = scf.for %i = %c0
+         to %n
+         step %c1 iter_args(%acc = %3) ->
+         (tensor<4xf32>) {
+    scf.yield %acc : tensor<4xf32>
+  }
+  %5 = tensor.cast %4 : tensor<4xf32>
+         to tensor<?xf32> loc("cs")
+  return
+    %5 : tensor<?xf32>
+}
+EOF
+expect wrap_archive "$WPACK" create -q -o "$T/wrap.wpack" "$T/w0.npy" --stats "$T/wrap.json"
+expect wrap_annotate "$WPACK" resolve --annotate --allow-missing "$T/wrap.wpack" "$T/wrap.mlir" -o "$T/wrap.out.mlir"
+grep -q "annotated 4 ops with activation stats" "$T/err" && pass wrap_all_found || fail wrap_all_found "$(cat "$T/err")"
+if "$MLIR_OPT" "$T/wrap.out.mlir" >"$T/wrap.printed" 2>"$T/err2"; then
+    [ "$(grep -c '\(linalg\.\(matmul\|map\|reduce\)\|tensor\.cast\).*wpack.min = -1' "$T/wrap.printed")" = 4 ] &&
+        pass wrap_parsed || fail wrap_parsed "$(grep 'linalg\|tensor.cast' "$T/wrap.printed")"
+else
+    fail wrap_parsed "mlir-opt-19 rejected it: $(head -c 300 "$T/err2")"
+fi
+
 finish
