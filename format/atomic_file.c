@@ -233,8 +233,7 @@ int wpk_atomic_open(wpk_atomic *a, const char *path, unsigned flags, char *err, 
         wpk_atomic_sweep(path);
     size_t n = strlen(path), tn = n + sizeof TMP_TAG + 24 + TMP_HEX;
     char pid[24], stem[NAME_MAX_BYTES + 1];
-    const char *slash = strrchr(path, '/');
-    size_t dir = slash ? (size_t)(slash + 1 - path) : 0;
+    size_t dir = wpk_dir_len(path);
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
     const char *use = path + dir; /* a writer's own file (WPK_ATOMIC_OWN_NAME): room was kept */
     if (!(flags & WPK_ATOMIC_OWN_NAME))
@@ -523,16 +522,11 @@ static int rename_no_replace(const char *from, const char *to)
 static int link_names(const wpk_atomic *a, const char *tag, const char *name, char **path,
                       char **link)
 {
-    const char *slash = strrchr(a->path, '/');
-    size_t dir = slash ? (size_t)(slash - a->path) + 1 : 0, n = strlen(name);
-    const char *tslash = strrchr(a->tmp, '/');
-    size_t tbase = strlen(tslash ? tslash + 1 : a->tmp);
-    *path = malloc(dir + n + 1);
+    size_t n = strlen(name), tbase = strlen(a->tmp + wpk_dir_len(a->tmp));
+    *path = wpk_path_beside(a->path, name, n);
     *link = NULL;
     if (!*path)
         return WPACK_E_NOMEM;
-    memcpy(*path, a->path, dir);
-    memcpy(*path + dir, name, n + 1);
     if (tbase + strlen(tag) + n > 255) /* NAME_MAX of the common file systems */
         return WPACK_OK;
     size_t tl = strlen(a->tmp);

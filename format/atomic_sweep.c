@@ -14,6 +14,7 @@
 
 #include "atomic_file.h"
 #include "atomic_names.h"
+#include "internal.h"
 
 /* ---- sweeping dead temporaries ---- */
 
@@ -237,8 +238,7 @@ void wpk_atomic_sweep(const char *path)
 {
     char dir[4096];
     wpk_atomic_dir_of(path, dir, sizeof dir);
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
+    const char *base = path + wpk_dir_len(path);
     if (!*base || strlen(base) > NAME_MAX_BYTES)
         return;
     covered *c = malloc(sizeof *c);

@@ -137,6 +137,13 @@ int wpk_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
  * nothing: fall back to read/write; -errno for a real failure. */
 int64_t wpk_copy_range_step(int in, uint64_t off, int out, size_t n);
 
+/* format/path_beside.c. The length of PATH's directory part, its trailing
+ * '/' included ("dir/x" -> 4, "x" -> 0), and NAME (name_len bytes) in that
+ * directory, malloc'd ("dir/NAME"; NULL: out of memory). A PATH that is a
+ * directory prefix ("" or ending in '/') gives that prefix + NAME. */
+size_t wpk_dir_len(const char *path);
+char *wpk_path_beside(const char *path, const char *name, size_t name_len);
+
 /* Open a file whose name came from input (format/open_input.c): name
  * relative to dirfd (AT_FDCWD: the working directory), O_RDONLY|O_NONBLOCK|
  * O_CLOEXEC so that a FIFO cannot block, and only a regular file is taken.

@@ -248,15 +248,12 @@ int wpk_shard_of_set(const wpack_archive *ar, const char *path, char **manifest)
         return WPACK_OK;
     struct stat st; /* through a link: the shard's own directory */
     char *real = lstat(path, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(path, NULL) : NULL;
-    const char *at = real ? real : path, *slash = strrchr(at, '/');
-    size_t dir = slash ? (size_t)(slash + 1 - at) : 0;
-    char *p = malloc(dir + (size_t)m.count + 1);
+    const char *at = real ? real : path;
+    char *p = wpk_path_beside(at, m.str, (size_t)m.count);
     if (!p) {
         free(real);
         return WPACK_E_NOMEM;
     }
-    memcpy(p, at, dir);
-    memcpy(p + dir, m.str, (size_t)m.count + 1);
     size_t hit;
     int rc = wpack_replaced_among(p, &at, 1, &hit);
     free(real);

@@ -40,6 +40,7 @@
 
 #include "copy.h"
 #include "writer_shards.h"
+#include "internal.h"
 
 struct wpk_shard_set {
     wpack_writer_options opt;  /* for each shard: the caller's, without sharding */
@@ -55,8 +56,7 @@ struct wpk_shard_set {
 
 static const char *base_name(const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
+    return path + wpk_dir_len(path);
 }
 
 /* "dir/model.wpack" -> "model-0000k-of-0000n.wpack" (k counted from 1),

@@ -52,28 +52,9 @@ static int shard_name_ok(wpack_archive *ar, const char *name)
     return WPACK_OK;
 }
 
-/* The manifest's directory as a prefix of shard paths ("" or "dir/"). */
-static size_t dir_len(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? (size_t)(slash - path) + 1 : 0;
-}
-
-/* DIR (a prefix: "" or ending in '/') followed by NAME, heap; NULL: out of memory. */
-static char *path_join(const char *dir, const char *name)
-{
-    size_t dl = strlen(dir), nl = strlen(name);
-    char *p = malloc(dl + nl + 1);
-    if (p) {
-        memcpy(p, dir, dl);
-        memcpy(p + dl, name, nl + 1);
-    }
-    return p;
-}
-
 static int shard_path(wpack_archive *ar, const char *dir, const char *name, char **out)
 {
-    if (!(*out = path_join(dir, name)))
+    if (!(*out = wpk_path_beside(dir, name, strlen(name))))
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
     return WPACK_OK;
 }
@@ -81,7 +62,7 @@ static int shard_path(wpack_archive *ar, const char *dir, const char *name, char
 /* 1: DIR NAME exists (any type, links not followed), 0: not, -1: out of memory. */
 static int present_in(const char *dir, const char *name)
 {
-    char *p = path_join(dir, name);
+    char *p = wpk_path_beside(dir, name, strlen(name));
     struct stat st;
     int r = p ? lstat(p, &st) == 0 : -1;
     free(p);
@@ -97,13 +78,13 @@ static int present_in(const char *dir, const char *name)
  * the link's directory. */
 static char *set_dir(const char *path, const char *first)
 {
-    char *dir = strndup(path, dir_len(path));
+    char *dir = strndup(path, wpk_dir_len(path));
     struct stat st;
     if (!dir || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || strchr(first, '/') ||
         !strcmp(first, ".") || !strcmp(first, "..") || present_in(dir, first) != 0)
         return dir;
     char *real = realpath(path, NULL);
-    char *rdir = real ? strndup(real, dir_len(real)) : NULL;
+    char *rdir = real ? strndup(real, wpk_dir_len(real)) : NULL;
     free(real);
     if (rdir && present_in(rdir, first) == 1) {
         free(dir);
@@ -234,7 +215,7 @@ int wpk_check_shards(wpack_archive *ar)
     wpack_meta first = {0};
     if (n)
         wpack_meta_elem(ar, &names, 0, &first);
-    char *dir = from_source ? strndup(ar->path, dir_len(ar->path))
+    char *dir = from_source ? strndup(ar->path, wpk_dir_len(ar->path))
                             : set_dir(ar->path, first.str ? first.str : "");
     if (!dir)
         return wpk_fail(ar, WPACK_E_NOMEM, "out of memory");
