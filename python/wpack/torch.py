@@ -539,7 +539,11 @@ def name_map(graph, model=None):
       0-element tensor has no storage address: it matches only when the
       node's object is the model's own tensor object (symbolic_trace; a
       make_fx copy of an empty tensor is not matched).
-      Names equal to their key are left out. model is required.
+      Names equal to their key are left out, and so are names that are
+      state_dict keys themselves (a second Parameter or buffer over a
+      tied weight's storage: its own entry, an alias of the same bytes;
+      a node named after another key: that key's entry). model is
+      required.
       Tested for real with torch 1.13's make_fx and symbolic_trace.
     - a torch.export ExportedProgram or its graph_signature: each lifted
       parameter or buffer placeholder name maps to its target (the
@@ -559,7 +563,8 @@ def name_map(graph, model=None):
     if model is None:
         raise TypeError("name_map(graph_module, model): model is required for a GraphModule")
     by_id, by_obj = {}, {}
-    for key, t in model.state_dict(keep_vars=True).items():
+    sd = model.state_dict(keep_vars=True)
+    for key, t in sd.items():
         by_obj.setdefault(id(t), key)
         i = _ident(t)
         if i is not None:
@@ -577,6 +582,10 @@ def name_map(graph, model=None):
         if key is None:
             continue
         for name in (node.target, node.name):
-            if name != key:
+            # A name that is a state_dict key already names its own entry:
+            # mapped elsewhere it would shadow that entry (save_model then
+            # refused the map: WPACK_E_EXISTS), and a second key over the
+            # same storage (a tie) is an alias entry of the same bytes.
+            if name != key and name not in sd:
                 out[name] = key
     return out

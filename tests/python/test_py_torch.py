@@ -572,5 +572,42 @@ def name_maps_from_graphs(d):
     raises(TypeError, wt.name_map, gm)
 
 
+class SharedStorage(nn.Module):
+    """Two Parameters and a buffer over one storage (a tie that is not one
+    object), and a parameter named as symbolic_trace names the node of
+    another ("lin_weight" for lin.weight)."""
+    def __init__(self):
+        super().__init__()
+        w = torch.randn(4, 3)
+        self.a = nn.Parameter(w)
+        self.b = nn.Parameter(w)
+        self.register_buffer("c", self.a.data)
+        self.lin = nn.Linear(3, 4, bias=False)
+        self.lin_weight = nn.Parameter(torch.randn(4, 3))
+
+    def forward(self, x):
+        return F.linear(x, self.b) + F.linear(x, self.c) + F.linear(x, self.lin.weight) \
+            + F.linear(x, self.lin_weight)
+
+
+@case
+def name_map_leaves_out_names_that_are_state_dict_keys(d):
+    # name_map gave {"b": "a", "c": "a", "lin_weight": "lin.weight", ...}:
+    # "b", "c" and "lin_weight" are entries of their own, so save_model
+    # refused its own map (WPACK_E_EXISTS: the name already names an entry).
+    m = SharedStorage()
+    gm = torch.fx.symbolic_trace(m)
+    nm = wt.name_map(gm, m)
+    sd = m.state_dict()
+    check(not set(nm) & set(sd), "names that are keys: %s" % nm)
+    p = os.path.join(d, "shared.wpack")
+    wt.save_model(m, p, name_map=nm)
+    with wpack.safe_open(p, framework="pt") as f:
+        check(f.name_map() == nm, "stored map %s" % f.name_map())
+        for name in ("b", "c", "lin_weight", "lin.weight"):
+            check(torch.equal(f.get_tensor(name), sd[name]), "entry %s" % name)
+        for g, k in nm.items():
+            check(torch.equal(f.get_tensor(g), sd[k]), "lookup %s" % g)
+
 if __name__ == "__main__":
     main()
