@@ -81,12 +81,16 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     sd = model.state_dict(keep_vars=True)
     extra = _extra_states(model)
     with safe_open(path, framework="pt", verify=verify) as f:
+        # the archive as its own messages show it: a URL redacted (its
+        # password and query were quoted whole), a bytes path as text,
+        # control characters escaped
+        where = _shown(f._handle().path)
         names = set(f.keys())
         missing = [k for k in sd if k not in names]
         unexpected = sorted(names - set(sd))
         if strict and (missing or unexpected):
             raise RuntimeError("load_model(%s): missing keys %s, unexpected keys %s"
-                               % (path, missing, unexpected))
+                               % (where, missing, unexpected))
         if f._remote:  # a URL: fetched ahead in the order read below
             f.read_plan([k for k in sd if k in names])
         assigned = {}   # ("model", id) / ("archive", entry, is Parameter) -> object given
@@ -102,7 +106,7 @@ def load_model(model, path, strict=True, assign=False, verify=True):
             t = f.get_tensor(key) if obj is None else obj
             if tuple(t.shape) != tuple(cur.shape):
                 raise RuntimeError("load_model(%s): %s has shape %s in the archive, %s in "
-                                   "the model" % (path, key, tuple(t.shape), tuple(cur.shape)))
+                                   "the model" % (where, key, tuple(t.shape), tuple(cur.shape)))
             if assign:
                 if obj is None:
                     obj = torch.nn.Parameter(t, requires_grad=cur.requires_grad) \
@@ -115,7 +119,7 @@ def load_model(model, path, strict=True, assign=False, verify=True):
                 if cur.is_meta:   # copy_ into it does nothing: as torch >= 2.1, said
                     warnings.warn("load_model(%s): %s is a meta tensor in the model: copying "
                                   "into it is a no-op (nothing loaded); use assign=True"
-                                  % (path, key), stacklevel=2)
+                                  % (where, key), stacklevel=2)
                 with torch.no_grad():
                     cur.copy_(t)
     return IncompatibleKeys(missing, unexpected)
