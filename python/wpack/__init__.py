@@ -121,6 +121,16 @@ def _b(s, what):
     return b
 
 
+def _fspath(p):
+    """A path argument (str, bytes or os.PathLike) as str: bytes decoded as
+    os.fsdecode does (a byte that is not UTF-8 as U+DC80..U+DCFF, which _b
+    gives back as that byte), so messages show it as a path, not b'...'
+    (os.fspath alone kept bytes: a message naming such a path was
+    AttributeError). Whether a path is a URL is asked of os.fspath(p):
+    bytes never are (is_url)."""
+    return os.fsdecode(os.fspath(p))
+
+
 def _key(s, what):
     """A name or key the caller gives to be stored (tensor name, metadata
     key, name-map pair, stats key) as C string bytes: a str (or its UTF-8
@@ -277,12 +287,12 @@ def _remote_options(url, flags, given, use_env, progress=None):
         if v is None:
             continue
         if k == "cache":  # the directory of the chunk cache
-            b = _b(os.fspath(v), "cache")
+            b = _b(_fspath(v), "cache")
             o._keep.append(b)
             o.cache_dir = b
         elif k in ("s3_region", "s3_endpoint", "access_key", "secret_key", "session_token",
                  "ca_file", "proxy", "no_proxy"):
-            b = _b(os.fspath(v) if k == "ca_file" else v, k)
+            b = _b(_fspath(v) if k == "ca_file" else v, k)
             o._keep.append(b)
             setattr(o, k, b)
         elif k == "follow_redirects":
@@ -316,7 +326,7 @@ class _Handle:
         else:
             rc = lib.wpack_open_file(ctypes.byref(p), _b(path, "path"), flags)
         # a URL as the library shows it: a credential in it never in a message
-        shown = _lib.shown_url(os.fspath(path)) if remote is not None else os.fspath(path)
+        shown = _lib.shown_url(_fspath(path)) if remote is not None else _fspath(path)
         if rc != 0:
             msg = lib.wpack_errmsg(p).decode("utf-8", "replace") if p else _describe(rc)
             lib.wpack_close(p)
@@ -563,11 +573,11 @@ class safe_open:
         self._framework = framework
         self._device = device
         self._verify = bool(verify)
-        path = os.fspath(path)
+        raw, path = os.fspath(path), _fspath(path)
         # any "SCHEME://" goes to libwpack-remote, which refuses one it does
         # not read with the URL redacted (a local open's error quoted
-        # "ftp://user:password@host/m" whole)
-        self._remote = is_url(path) or _has_scheme(path)
+        # "ftp://user:password@host/m" whole); a bytes path is local
+        self._remote = is_url(raw) or _has_scheme(raw)
         if self._remote and "\0" in path:   # named as shown: no credential in the message
             raise ValueError("URL %s contains a NUL character (C strings end at one)"
                              % _lib.shown_url(path.replace("\0", "%00")))
@@ -1270,8 +1280,8 @@ class _Writer:
     def __init__(self, caller, path, durable=True, **options):
         _check_writer_options(caller, options)
         self.pool = self.executor = self.w = None
-        self.path = os.fspath(path)
-        _refuse_url(self.path, caller, "outputs are local files")
+        self.path = _fspath(path)
+        _refuse_url(os.fspath(path), caller, "outputs are local files")
         bpath = _b(self.path, "path")
         opt = _lib.WriterOptions()
         lib.wpack_writer_options_init(ctypes.byref(opt))
@@ -1747,7 +1757,7 @@ def _check_updatable(path):
     does first)."""
     u = ctypes.c_void_p()
     buf = ctypes.create_string_buffer(1024)
-    rc = lib.wpack_update_begin(ctypes.byref(u), _b(os.fspath(path), "path"), 0, buf, len(buf))
+    rc = lib.wpack_update_begin(ctypes.byref(u), _b(_fspath(path), "path"), 0, buf, len(buf))
     lib.wpack_update_abort(u)
     if rc != 0:
         raise Error(rc, buf.value.decode("utf-8", "replace"))
@@ -1770,7 +1780,7 @@ def update_stats(path, stats):
         return
     arr = (_lib.StatsIn * len(recs))(*recs)
     buf = ctypes.create_string_buffer(1024)
-    rc = lib.wpack_update_add_stats(_b(os.fspath(path), "path"), arr, len(recs), buf, len(buf))
+    rc = lib.wpack_update_add_stats(_b(_fspath(path), "path"), arr, len(recs), buf, len(buf))
     if rc != 0:
         raise Error(rc, buf.value.decode("utf-8", "replace"))
 
@@ -1788,7 +1798,7 @@ def detect(path):
     _refuse_url(os.fspath(path), "detect", "an input is a local file")
     imp = _lib.import_lib()
     err = ctypes.create_string_buffer(1024)
-    kind = imp.wpack_import_detect(_b(os.fspath(path), "path"), err, len(err))
+    kind = imp.wpack_import_detect(_b(_fspath(path), "path"), err, len(err))
     if kind == 0:
         msg = err.value.decode("utf-8", "replace")
         code = E_INPUT
@@ -1796,7 +1806,7 @@ def detect(path):
             code = E_NOT_FOUND
         elif "not a regular file" in msg:
             code = E_FILE_TYPE
-        raise Error(code, msg or "%s: not a recognised input" % os.fspath(path))
+        raise Error(code, msg or "%s: not a recognised input" % _fspath(path))
     return imp.wpack_import_kind_name(kind).decode()
 
 
@@ -1923,7 +1933,7 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         o.keep_observers = 1 if keep_observers else 0
         _set_int(o, "max_ratio", max_ratio or 0, "pack(): max_ratio")
         _set_int(o, "max_total", max_total or 0, "pack(): max_total")
-        o.temp_dir = _b(os.fspath(temp_dir), "temp_dir") if temp_dir else None
+        o.temp_dir = _b(_fspath(temp_dir), "temp_dir") if temp_dir else None
         o.warn = warn_cb
         o.err = ctypes.cast(err, ctypes.c_void_p)
         o.err_size = len(err)
@@ -1960,12 +1970,12 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
                           it.name, int(it.bytes), o))
             return 0
 
-        rc = imp.wpack_import_list(_b(os.fspath(spec), "input"), ctypes.byref(o),
+        rc = imp.wpack_import_list(_b(_fspath(spec), "input"), ctypes.byref(o),
                                    _lib.ImportItemFn(on_item), None)
         check_pending()
         if rc != 0:
             raise Error(rc, err.value.decode("utf-8", "replace")
-                        or "%s: %s" % (os.fspath(spec), _describe(rc)))
+                        or "%s: %s" % (_fspath(spec), _describe(rc)))
     for p, _, _, _ in items + [(stats_file, None, 0, None)]:
         # (a missing stats_file is the library's error, whether path exists or not)
         if p and os.path.exists(path) and os.path.exists(p) and os.path.samefile(p, path):
@@ -2016,7 +2026,7 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         if stats_file or name_map:
             o = options({})
             if stats_file:
-                o.stats_file = _b(os.fspath(stats_file), "stats_file")
+                o.stats_file = _b(_fspath(stats_file), "stats_file")
             pairs = list((name_map or {}).items())
             if pairs:
                 o.name_map_other = _cstrs([a for a, _ in pairs], keep, "name-map name")

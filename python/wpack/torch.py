@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from . import Error, safe_open, save_file, update_stats
-from . import _check_updatable, _int_arg, _shown, _MAX_AXIS, E_IO
+from . import _check_updatable, _fspath, _int_arg, _shown, _MAX_AXIS, E_IO
 
 _MAX_HIST_BINS = 1 << 20   # the format's limit (spec: Limits)
 
@@ -426,7 +426,7 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
         _check_updatable(path)
     elif not os.path.isdir(os.path.dirname(os.path.abspath(path))):
         raise Error(E_IO, "%s: calibrate: its directory does not exist: nothing was run or written"
-                    % _shown(path))
+                    % _shown(_fspath(path)))
     accs = {name: _Acc(name, axis) for name, _ in targets}
     training = {m: m.training for m in model.modules()}
     phase = {"hist": None}
