@@ -156,7 +156,10 @@ class _Acc:
             raise ValueError("calibrate: %r's output rank changed between batches (%d, then "
                              "%d): axis %d is not one channel axis"
                              % (self.name, self.rank, y.dim(), self.axis))
-        return y.movedim(self.axis, 0).reshape(y.shape[self.axis], -1).double()
+        # (not reshape(C, -1): an empty batch along the axis, C = 0, left
+        # -1 ambiguous and torch raised 'cannot reshape tensor of 0 elements')
+        c = y.shape[self.axis]
+        return y.movedim(self.axis, 0).reshape(c, y.numel() // max(c, 1)).double()
 
     def add(self, y):
         self.calls += 1

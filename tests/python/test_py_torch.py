@@ -503,6 +503,22 @@ def calibrate_transformer_encoder_with_padding(d):
     compare(res, outs, 8, "encoder")
 
 
+@case
+def calibrate_takes_empty_batches_per_channel(d):
+    # An empty batch counts nothing. Per channel along the batch axis it
+    # raised torch's "cannot reshape tensor of 0 elements into shape [0, -1]"
+    # (reshape(C, -1) with C = 0).
+    m = nn.Sequential(nn.Linear(3, 5), nn.ReLU())
+    xs = [torch.randn(4, 3) for _ in range(3)]
+    for axis in (0, 1, -1):
+        want = wt.calibrate(m, xs, os.path.join(d, "w%d.wpack" % axis), axis=axis)
+        got = wt.calibrate(m, [torch.randn(0, 3)] + xs + [torch.randn(0, 3)],
+                           os.path.join(d, "g%d.wpack" % axis), axis=axis)
+        for n in ("0", "1"):
+            check(got[n]["count"] == want[n]["count"] == 60, "count %s" % got[n]["count"])
+            for k in ("min", "max", "mean", "variance"):
+                check(np.array_equal(got[n][k], want[n][k]), "axis %d %s %s" % (axis, n, k))
+
 class Block(nn.Module):
     def __init__(self):
         super().__init__()
