@@ -1401,6 +1401,9 @@ def _as_numpy(x, name):
         t = x.detach()
         if t.layout != torch.strided:
             raise Error(E_UNSUPPORTED, "%s: a %s tensor: save t.to_dense()" % (where, t.layout))
+        if getattr(t, "is_nested", False):   # strided, but no sizes: torch raised its own error
+            raise Error(E_UNSUPPORTED, "%s: a nested tensor: save its tensors (t.unbind()) "
+                        "one by one" % where)
         if t.is_complex():
             raise Error(E_UNSUPPORTED, "%s: complex tensors are not supported (save "
                         "torch.view_as_real(t), a real tensor with a last dim of 2)" % where)
@@ -1421,7 +1424,10 @@ def _as_numpy(x, name):
             raise Error(E_UNSUPPORTED, "%s: torch dtype %s is not a wpack dtype"
                         % (where, t.dtype))
         return t.numpy(), _NP_TO_CODE[np.dtype(t.numpy().dtype)], key
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as e:   # a ragged list, ...: numpy names no tensor
+        raise type(e)("%s: %s" % (where, e)) from None
     fresh = arr is not x and arr.base is None   # np.asarray made a new array
     ml = _ML_DTYPES.get(arr.dtype.name)
     if ml is not None and arr.dtype.itemsize == DTYPES[ml][1]().itemsize:
@@ -1712,8 +1718,10 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
       --no-sync`), for scratch outputs and benchmarks.
     An unknown option is TypeError; an int option outside its C field's
     range (a negative size, ...) OverflowError, never wrapped. A value
-    with no wpack dtype (complex, strings, objects, quantized, sparse or
-    meta tensors) is wpack.Error WPACK_E_UNSUPPORTED naming the tensor.
+    with no wpack dtype (complex, strings, objects, quantized, sparse,
+    nested or meta tensors) is wpack.Error WPACK_E_UNSUPPORTED naming the
+    tensor; a value numpy cannot make an array of (a ragged list) is
+    numpy's ValueError or TypeError, naming the tensor.
     """
     _check_dtypes(tensors, dtypes)
     wr = _Writer("save_file", path, durable=durable, **options)

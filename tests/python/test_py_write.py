@@ -297,6 +297,13 @@ def writer_errors_leave_nothing(d):
     os.unlink(os.path.join(d, "junk.wpack"))
 
 
+def _nested():
+    import warnings
+    with warnings.catch_warnings():   # "prototype stage" in torch 1.13
+        warnings.simplefilter("ignore")
+        return torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+
+
 @case
 def refused_values_are_named(d):
     # "numpy dtype complex64 is not a wpack dtype" named no tensor (which of
@@ -311,10 +318,15 @@ def refused_values_are_named(d):
                       (np.array(["s"]), "<U1"),
                       (torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.qint8), "qint8"),
                       (torch.eye(3).to_sparse(), "to_dense"),
-                      (torch.empty(3, device="meta"), "meta")):
+                      (torch.empty(3, device="meta"), "meta"),
+                      # torch's "Internal error: NestedTensorImpl doesn't support sizes"
+                      (_nested(), "nested")):
         e = raises(wpack.Error, wpack.save_file, {"ok": ok, "enc.0.q": bad}, p,
                    code="WPACK_E_UNSUPPORTED")
         check("tensor 'enc.0.q'" in str(e) and says in str(e), str(e))
+    # numpy's own refusal of a ragged list named no tensor
+    e = raises(ValueError, wpack.save_file, {"ok": ok, "enc.0.r": [[1, 2], [3]]}, p)
+    check(str(e).startswith("save_file(): tensor 'enc.0.r': "), str(e))
     check(os.listdir(d) == [], "left behind: %s" % os.listdir(d))
     # a negated view is written as its values, never tied to what it negates
     x = torch.arange(4.0)
