@@ -63,6 +63,9 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     Parameter (or buffer) in the model, or one entry in the archive (an
     alias and its target), are all given one new object, so the model
     keeps its parameter count (tied embedding and head stay tied).
+    A lazy module's uninitialized parameters and buffers (nn.LazyLinear
+    before its first forward) take the archive's shapes, as
+    load_state_dict materializes them.
     A module's extra state (the "_extra_state" key of a module whose
     get_extra_state returns a tensor) is given to its set_extra_state, as
     nn.Module.load_state_dict does, whatever its shape.
@@ -101,10 +104,14 @@ def load_model(model, path, strict=True, assign=False, verify=True):
                 extra[key].set_extra_state(f.get_tensor(key))
                 continue
             is_param = isinstance(cur, torch.nn.Parameter)
+            # a lazy module's parameter (nn.LazyLinear before its first
+            # forward) has no shape yet: it takes the archive's, as
+            # load_state_dict materializes it (its shape raised RuntimeError)
+            lazy = torch.nn.parameter.is_lazy(cur)
             ties = [("model", id(cur)), ("archive", f._target(f._find(key)).index, is_param)]
             obj = next((assigned[k] for k in ties if k in assigned), None) if assign else None
             t = f.get_tensor(key) if obj is None else obj
-            if tuple(t.shape) != tuple(cur.shape):
+            if not lazy and tuple(t.shape) != tuple(cur.shape):
                 raise RuntimeError("load_model(%s): %s has shape %s in the archive, %s in "
                                    "the model" % (where, key, tuple(t.shape), tuple(cur.shape)))
             if assign:
@@ -116,6 +123,8 @@ def load_model(model, path, strict=True, assign=False, verify=True):
                 mod, attr = _owner(model, key)
                 setattr(mod, attr, obj)
             else:
+                if lazy:
+                    cur.materialize(t.shape)   # the model's dtype and device kept
                 if cur.is_meta:   # copy_ into it does nothing: as torch >= 2.1, said
                     warnings.warn("load_model(%s): %s is a meta tensor in the model: copying "
                                   "into it is a no-op (nothing loaded); use assign=True"

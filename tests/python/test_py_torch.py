@@ -192,6 +192,36 @@ def load_model_gives_extra_state_back(d):
 
 
 @case
+def load_model_materializes_lazy_modules(d):
+    # load_state_dict gives a lazy module's uninitialized parameters and
+    # buffers the checkpoint's shapes; load_model raised torch's "Can't
+    # access the shape of an uninitialized parameter" for both copy and assign.
+    def lazy():
+        import warnings
+        with warnings.catch_warnings():   # "a new feature under heavy development"
+            warnings.simplefilter("ignore")
+            return nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d())
+    m = lazy()
+    m(torch.randn(5, 3))   # initialized: Linear(3, 4), BatchNorm1d(4), running stats updated
+    m.eval()
+    p = os.path.join(d, "lazy.wpack")
+    wt.save_model(m, p)
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        want = m(x)
+    for assign in (False, True):
+        m2 = lazy()
+        r = wt.load_model(m2, p, assign=assign)
+        check(r == ([], []), "keys %s" % (r,))
+        for k, v in m.state_dict().items():
+            got = m2.state_dict()[k]
+            check(got.shape == v.shape and got.dtype == v.dtype and torch.equal(got, v),
+                  "assign=%s %s" % (assign, k))
+        m2.eval()
+        with torch.no_grad():
+            check(torch.equal(m2(x), want), "assign=%s forward" % assign)
+
+@case
 def load_model_into_meta_parameters_warns(d):
     # copy_ into a meta tensor does nothing: load_model returned as if the
     # weights were loaded (torch >= 2.1's load_state_dict warns so too).
