@@ -1987,7 +1987,8 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
     for p, _, _, _ in items + [(stats_file, None, 0, None)]:
         # (a missing stats_file is the library's error, whether path exists or not)
         if p and os.path.exists(path) and os.path.exists(p) and os.path.samefile(p, path):
-            raise Error(E_SAME_FILE, "pack(): the output %s is the input %s" % (path, p))
+            raise Error(E_SAME_FILE, "pack(): the output %s is the input %s"
+                        % (_shown(_fspath(path)), _shown(p)))
     if not items and not allow_empty:
         raise Error(E_EMPTY, "pack(): no input files found: nothing written; "
                     "allow_empty=True writes an empty archive")

@@ -900,6 +900,10 @@ def bytes_paths_are_named_as_text(d):
     check(isinstance(e, wpack.Error) and str(e).startswith(d + "/no/m.wpack: calibrate"), repr(e))
     e = raises(RuntimeError, wt.load_model, m, os.fsencode(p), verify=False)
     check(str(e).startswith("load_model(%s): missing keys" % shown), str(e))
+    npy = os.path.join(d, "a.npy")
+    np.save(npy, np.zeros(2))
+    e = raises(wpack.Error, wpack.pack, [npy], os.fsencode(npy), code="WPACK_E_SAME_FILE")
+    check(str(e).startswith("pack(): the output %s is the input %s" % (npy, npy)), str(e))
 
 @case
 def local_path_with_scheme_text_needs_no_remote_library(d):
