@@ -1459,17 +1459,23 @@ def _check_dtypes(tensors, dtypes):
                              % (name, want, ", ".join(_CODE_BY_NAME)))
 
 
+_UNSIGNED = (11, 12, 13, 14)   # u64 u32 u16 u8: bit patterns dtypes= may retag
+
+
 def _retag(name, arr, code, want):
-    """The wpack dtype code of arr stored as `want` (save_file's dtypes=):
-    its own, or the bits of an unsigned array of the same item size (bf16
-    and f8 read with framework "np" are uint16 / uint8)."""
+    """The wpack dtype code of arr (wpack dtype code) stored as `want`
+    (save_file's dtypes=): its own, or the bits of an unsigned array of the
+    same item size (bf16 and f8 read with framework "np" are uint16 /
+    uint8). The code, not arr's numpy dtype, says what the value is: a
+    torch.bfloat16 tensor (or an ml_dtypes one) is carried as uint16 but
+    is bf16, and its bits stored as f16 or i16 were other numbers."""
     w = _CODE_BY_NAME[want]
     if w == code:
         return w
-    if arr.dtype.kind == "u" and arr.dtype.itemsize == np.dtype(DTYPES[w][1]).itemsize:
+    if code in _UNSIGNED and arr.dtype.itemsize == np.dtype(DTYPES[w][1]).itemsize:
         return w
-    raise ValueError("save_file(): dtypes[%r]=%r: a %s array is not %s; give its bit patterns "
-                     "as uint%d" % (name, want, arr.dtype, want,
+    raise ValueError("save_file(): dtypes[%r]=%r: a %s value is not %s; give its bit patterns "
+                     "as uint%d" % (name, want, DTYPES[code][0], want,
                                     8 * np.dtype(DTYPES[w][1]).itemsize))
 
 
@@ -1676,7 +1682,8 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     unless told, e.g. dtypes={"w": "bf16"} (safe_open.describe(name)
     ["dtype"] says what an entry was). An unsigned array is stored as any
     wpack dtype of its item size, bits unchanged; otherwise a dtype must
-    be the array's own (ValueError, as for a name not in tensors or an
+    be the array's own (a torch.bfloat16 or ml_dtypes tensor is bf16,
+    never retagged) (ValueError, as for a name not in tensors or an
     unknown dtype). Without dtypes: torch bfloat16 is bf16, numpy uint16
     u16, and ml_dtypes' bfloat16 / float8_e4m3fn / float8_e5m2 arrays
     are bf16 / f8e4m3fn / f8e5m2.

@@ -539,6 +539,19 @@ def np_round_trip_keeps_bf16_and_f8(d):
                     ({"a": "f8e4m3fn"}, ValueError), ({"f": "bf16"}, ValueError)):
         raises(exc, wpack.save_file, {"a": u, "f": np.ones(2, np.float32)}, q, dtypes=dt)
         check(not os.path.exists(q), "written despite dtypes=%s" % dt)
+    # Only unsigned bit patterns are retagged: a torch.bfloat16 tensor (carried
+    # as uint16) was stored as f16 or i16 bits, other numbers (1.0 read 1.875)
+    bf = torch.tensor([1.0, 2.0, -3.5]).bfloat16()
+    for want in ("f16", "i16", "u16"):
+        e = raises(ValueError, wpack.save_file, {"w": bf}, q, dtypes={"w": want})
+        check("a bf16 value is not %s" % want in str(e), str(e))
+        check(not os.path.exists(q), "written despite dtypes=%s" % want)
+    wpack.save_file({"w": bf, "u": torch.tensor([0, 1], dtype=torch.uint8)}, q,
+                    dtypes={"w": "bf16", "u": "bool"})
+    with wpack.safe_open(q, framework="pt") as f:
+        check(torch.equal(f.get_tensor("w"), bf) and f.get_tensor("u").dtype == torch.bool,
+              "bf16 as itself, u8 bits as bool")
+    os.remove(q)
     try:
         import ml_dtypes
     except ImportError:
