@@ -1396,7 +1396,12 @@ def _as_numpy(x, name):
     only compared while the caller's objects are alive (save_file keeps
     them), so an address freed and reused cannot look tied."""
     where = "save_file(): tensor %r" % (name,)
-    if type(x).__module__.startswith("torch") and _torch().is_tensor(x):
+    # any torch.Tensor, a subclass defined elsewhere too (a Parameter
+    # subclass of a quantization library, as_subclass): asking its class's
+    # module missed those, and np.asarray() then refused bf16 and a tensor
+    # that requires grad. torch needs no import here: a tensor means it is.
+    torch_mod = sys.modules.get("torch")
+    if torch_mod is not None and isinstance(x, torch_mod.Tensor):
         torch = _torch()
         t = x.detach()
         if t.layout != torch.strided:

@@ -297,6 +297,34 @@ def writer_errors_leave_nothing(d):
     os.unlink(os.path.join(d, "junk.wpack"))
 
 
+class _MyTensor(torch.Tensor):
+    pass
+
+
+class _MyParameter(torch.nn.Parameter):
+    pass
+
+
+@case
+def tensor_subclasses_are_tensors(d):
+    # A torch.Tensor subclass defined outside torch (a Parameter subclass of a
+    # quantization library, as_subclass) was taken for an array-like: bf16
+    # was refused ("Got unsupported ScalarType BFloat16") and one that
+    # requires grad raised RuntimeError from .numpy().
+    p = os.path.join(d, "sub.wpack")
+    base = torch.arange(6.0).reshape(2, 3)
+    vals = {"f32": base.as_subclass(_MyTensor), "bf16": base.bfloat16().as_subclass(_MyTensor),
+            "grad": torch.ones(3, requires_grad=True).as_subclass(_MyTensor),
+            "param": _MyParameter(base.t()), "param_bf16": _MyParameter(base.bfloat16())}
+    ts = dict(vals, tied=vals["param_bf16"])
+    wpack.save_file(ts, p)
+    with wpack.safe_open(p, framework="pt") as f:
+        for k, v in ts.items():
+            got = f.get_tensor(k)
+            check(got.dtype == v.dtype and torch.equal(got, v.detach().as_subclass(torch.Tensor)),
+                  "%s: %s" % (k, got))
+        check(f.describe("tied")["kind"] == "alias", "tied subclass tensors: one entry")
+
 def _nested():
     import warnings
     with warnings.catch_warnings():   # "prototype stage" in torch 1.13
