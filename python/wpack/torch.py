@@ -454,8 +454,17 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
                 accs[name].add_hist(y, phase["hist"][name])
         return hook
 
-    handles = [mod.register_forward_hook(hook_for(name)) for name, mod in targets]
+    handles = []
     try:
+        # inside the try: a module that refuses a hook (a ScriptModule) left
+        # the hooks registered before it on the model, run by every later
+        # forward
+        for name, mod in targets:
+            try:
+                handles.append(mod.register_forward_hook(hook_for(name)))
+            except RuntimeError as e:   # torch's says not which module
+                raise RuntimeError("calibrate: cannot hook module %r (%s): %s; leave it out "
+                                   "with modules=[...]" % (name, type(mod).__name__, e)) from e
         model.eval()
         with torch.no_grad(), _NoFastPath(model):
             for b in batches:

@@ -549,6 +549,20 @@ def calibrate_takes_empty_batches_per_channel(d):
             for k in ("min", "max", "mean", "variance"):
                 check(np.array_equal(got[n][k], want[n][k]), "axis %d %s %s" % (axis, n, k))
 
+@case
+def calibrate_leaves_no_hook_when_one_is_refused(d):
+    # A ScriptModule refuses forward hooks: the hooks registered on the
+    # modules before it stayed on the model (every later forward ran them),
+    # and torch's message named no module.
+    m = nn.Sequential(nn.Linear(3, 3), torch.jit.script(nn.Linear(3, 3)), nn.ReLU())
+    p = os.path.join(d, "s.wpack")
+    e = raises(RuntimeError, wt.calibrate, m, [torch.randn(2, 3)], p)
+    check("module '1'" in str(e) and "ScriptModule" in str(e), str(e))
+    check(all(not mod._forward_hooks for mod in m.modules()), "hooks left on the model")
+    check(not os.path.exists(p) and m.training, "written, or left in eval mode")
+    res = wt.calibrate(m, [torch.randn(2, 3)], p, modules=["0", "2"])
+    check(sorted(res) == ["0", "2"], "the others measured: %s" % sorted(res))
+
 class Block(nn.Module):
     def __init__(self):
         super().__init__()
