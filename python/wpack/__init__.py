@@ -121,6 +121,16 @@ def _b(s, what):
     return b
 
 
+def _fspath(p):
+    """A path argument (str, bytes or os.PathLike) as str: bytes decoded as
+    os.fsdecode does (a byte that is not UTF-8 as U+DC80..U+DCFF, which _b
+    gives back as that byte), so messages show it as a path, not b'...'
+    (os.fspath alone kept bytes: a message naming such a path was
+    AttributeError). Whether a path is a URL is asked of os.fspath(p):
+    bytes never are (is_url)."""
+    return os.fsdecode(os.fspath(p))
+
+
 def _key(s, what):
     """A name or key the caller gives to be stored (tensor name, metadata
     key, name-map pair, stats key) as C string bytes: a str (or its UTF-8
@@ -277,12 +287,12 @@ def _remote_options(url, flags, given, use_env, progress=None):
         if v is None:
             continue
         if k == "cache":  # the directory of the chunk cache
-            b = _b(os.fspath(v), "cache")
+            b = _b(_fspath(v), "cache")
             o._keep.append(b)
             o.cache_dir = b
         elif k in ("s3_region", "s3_endpoint", "access_key", "secret_key", "session_token",
                  "ca_file", "proxy", "no_proxy"):
-            b = _b(os.fspath(v) if k == "ca_file" else v, k)
+            b = _b(_fspath(v) if k == "ca_file" else v, k)
             o._keep.append(b)
             setattr(o, k, b)
         elif k == "follow_redirects":
@@ -316,7 +326,7 @@ class _Handle:
         else:
             rc = lib.wpack_open_file(ctypes.byref(p), _b(path, "path"), flags)
         # a URL as the library shows it: a credential in it never in a message
-        shown = _lib.shown_url(os.fspath(path)) if remote is not None else os.fspath(path)
+        shown = _lib.shown_url(_fspath(path)) if remote is not None else _fspath(path)
         if rc != 0:
             msg = lib.wpack_errmsg(p).decode("utf-8", "replace") if p else _describe(rc)
             lib.wpack_close(p)
@@ -563,11 +573,11 @@ class safe_open:
         self._framework = framework
         self._device = device
         self._verify = bool(verify)
-        path = os.fspath(path)
+        raw, path = os.fspath(path), _fspath(path)
         # any "SCHEME://" goes to libwpack-remote, which refuses one it does
         # not read with the URL redacted (a local open's error quoted
-        # "ftp://user:password@host/m" whole)
-        self._remote = is_url(path) or _has_scheme(path)
+        # "ftp://user:password@host/m" whole); a bytes path is local
+        self._remote = is_url(raw) or _has_scheme(raw)
         if self._remote and "\0" in path:   # named as shown: no credential in the message
             raise ValueError("URL %s contains a NUL character (C strings end at one)"
                              % _lib.shown_url(path.replace("\0", "%00")))
@@ -1270,8 +1280,8 @@ class _Writer:
     def __init__(self, caller, path, durable=True, **options):
         _check_writer_options(caller, options)
         self.pool = self.executor = self.w = None
-        self.path = os.fspath(path)
-        _refuse_url(self.path, caller, "outputs are local files")
+        self.path = _fspath(path)
+        _refuse_url(os.fspath(path), caller, "outputs are local files")
         bpath = _b(self.path, "path")
         opt = _lib.WriterOptions()
         lib.wpack_writer_options_init(ctypes.byref(opt))
@@ -1386,11 +1396,19 @@ def _as_numpy(x, name):
     only compared while the caller's objects are alive (save_file keeps
     them), so an address freed and reused cannot look tied."""
     where = "save_file(): tensor %r" % (name,)
-    if type(x).__module__.startswith("torch") and _torch().is_tensor(x):
+    # any torch.Tensor, a subclass defined elsewhere too (a Parameter
+    # subclass of a quantization library, as_subclass): asking its class's
+    # module missed those, and np.asarray() then refused bf16 and a tensor
+    # that requires grad. torch needs no import here: a tensor means it is.
+    torch_mod = sys.modules.get("torch")
+    if torch_mod is not None and isinstance(x, torch_mod.Tensor):
         torch = _torch()
         t = x.detach()
         if t.layout != torch.strided:
             raise Error(E_UNSUPPORTED, "%s: a %s tensor: save t.to_dense()" % (where, t.layout))
+        if getattr(t, "is_nested", False):   # strided, but no sizes: torch raised its own error
+            raise Error(E_UNSUPPORTED, "%s: a nested tensor: save its tensors (t.unbind()) "
+                        "one by one" % where)
         if t.is_complex():
             raise Error(E_UNSUPPORTED, "%s: complex tensors are not supported (save "
                         "torch.view_as_real(t), a real tensor with a last dim of 2)" % where)
@@ -1411,7 +1429,10 @@ def _as_numpy(x, name):
             raise Error(E_UNSUPPORTED, "%s: torch dtype %s is not a wpack dtype"
                         % (where, t.dtype))
         return t.numpy(), _NP_TO_CODE[np.dtype(t.numpy().dtype)], key
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as e:   # a ragged list, ...: numpy names no tensor
+        raise type(e)("%s: %s" % (where, e)) from None
     fresh = arr is not x and arr.base is None   # np.asarray made a new array
     ml = _ML_DTYPES.get(arr.dtype.name)
     if ml is not None and arr.dtype.itemsize == DTYPES[ml][1]().itemsize:
@@ -1443,17 +1464,23 @@ def _check_dtypes(tensors, dtypes):
                              % (name, want, ", ".join(_CODE_BY_NAME)))
 
 
+_UNSIGNED = (11, 12, 13, 14)   # u64 u32 u16 u8: bit patterns dtypes= may retag
+
+
 def _retag(name, arr, code, want):
-    """The wpack dtype code of arr stored as `want` (save_file's dtypes=):
-    its own, or the bits of an unsigned array of the same item size (bf16
-    and f8 read with framework "np" are uint16 / uint8)."""
+    """The wpack dtype code of arr (wpack dtype code) stored as `want`
+    (save_file's dtypes=): its own, or the bits of an unsigned array of the
+    same item size (bf16 and f8 read with framework "np" are uint16 /
+    uint8). The code, not arr's numpy dtype, says what the value is: a
+    torch.bfloat16 tensor (or an ml_dtypes one) is carried as uint16 but
+    is bf16, and its bits stored as f16 or i16 were other numbers."""
     w = _CODE_BY_NAME[want]
     if w == code:
         return w
-    if arr.dtype.kind == "u" and arr.dtype.itemsize == np.dtype(DTYPES[w][1]).itemsize:
+    if code in _UNSIGNED and arr.dtype.itemsize == np.dtype(DTYPES[w][1]).itemsize:
         return w
-    raise ValueError("save_file(): dtypes[%r]=%r: a %s array is not %s; give its bit patterns "
-                     "as uint%d" % (name, want, arr.dtype, want,
+    raise ValueError("save_file(): dtypes[%r]=%r: a %s value is not %s; give its bit patterns "
+                     "as uint%d" % (name, want, DTYPES[code][0], want,
                                     8 * np.dtype(DTYPES[w][1]).itemsize))
 
 
@@ -1660,7 +1687,8 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     unless told, e.g. dtypes={"w": "bf16"} (safe_open.describe(name)
     ["dtype"] says what an entry was). An unsigned array is stored as any
     wpack dtype of its item size, bits unchanged; otherwise a dtype must
-    be the array's own (ValueError, as for a name not in tensors or an
+    be the array's own (a torch.bfloat16 or ml_dtypes tensor is bf16,
+    never retagged) (ValueError, as for a name not in tensors or an
     unknown dtype). Without dtypes: torch bfloat16 is bf16, numpy uint16
     u16, and ml_dtypes' bfloat16 / float8_e4m3fn / float8_e5m2 arrays
     are bf16 / f8e4m3fn / f8e5m2.
@@ -1702,8 +1730,10 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
       --no-sync`), for scratch outputs and benchmarks.
     An unknown option is TypeError; an int option outside its C field's
     range (a negative size, ...) OverflowError, never wrapped. A value
-    with no wpack dtype (complex, strings, objects, quantized, sparse or
-    meta tensors) is wpack.Error WPACK_E_UNSUPPORTED naming the tensor.
+    with no wpack dtype (complex, strings, objects, quantized, sparse,
+    nested or meta tensors) is wpack.Error WPACK_E_UNSUPPORTED naming the
+    tensor; a value numpy cannot make an array of (a ragged list) is
+    numpy's ValueError or TypeError, naming the tensor.
     """
     _check_dtypes(tensors, dtypes)
     wr = _Writer("save_file", path, durable=durable, **options)
@@ -1747,7 +1777,7 @@ def _check_updatable(path):
     does first)."""
     u = ctypes.c_void_p()
     buf = ctypes.create_string_buffer(1024)
-    rc = lib.wpack_update_begin(ctypes.byref(u), _b(os.fspath(path), "path"), 0, buf, len(buf))
+    rc = lib.wpack_update_begin(ctypes.byref(u), _b(_fspath(path), "path"), 0, buf, len(buf))
     lib.wpack_update_abort(u)
     if rc != 0:
         raise Error(rc, buf.value.decode("utf-8", "replace"))
@@ -1770,7 +1800,7 @@ def update_stats(path, stats):
         return
     arr = (_lib.StatsIn * len(recs))(*recs)
     buf = ctypes.create_string_buffer(1024)
-    rc = lib.wpack_update_add_stats(_b(os.fspath(path), "path"), arr, len(recs), buf, len(buf))
+    rc = lib.wpack_update_add_stats(_b(_fspath(path), "path"), arr, len(recs), buf, len(buf))
     if rc != 0:
         raise Error(rc, buf.value.decode("utf-8", "replace"))
 
@@ -1788,7 +1818,7 @@ def detect(path):
     _refuse_url(os.fspath(path), "detect", "an input is a local file")
     imp = _lib.import_lib()
     err = ctypes.create_string_buffer(1024)
-    kind = imp.wpack_import_detect(_b(os.fspath(path), "path"), err, len(err))
+    kind = imp.wpack_import_detect(_b(_fspath(path), "path"), err, len(err))
     if kind == 0:
         msg = err.value.decode("utf-8", "replace")
         code = E_INPUT
@@ -1796,7 +1826,7 @@ def detect(path):
             code = E_NOT_FOUND
         elif "not a regular file" in msg:
             code = E_FILE_TYPE
-        raise Error(code, msg or "%s: not a recognised input" % os.fspath(path))
+        raise Error(code, msg or "%s: not a recognised input" % _fspath(path))
     return imp.wpack_import_kind_name(kind).decode()
 
 
@@ -1923,7 +1953,7 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         o.keep_observers = 1 if keep_observers else 0
         _set_int(o, "max_ratio", max_ratio or 0, "pack(): max_ratio")
         _set_int(o, "max_total", max_total or 0, "pack(): max_total")
-        o.temp_dir = _b(os.fspath(temp_dir), "temp_dir") if temp_dir else None
+        o.temp_dir = _b(_fspath(temp_dir), "temp_dir") if temp_dir else None
         o.warn = warn_cb
         o.err = ctypes.cast(err, ctypes.c_void_p)
         o.err_size = len(err)
@@ -1960,16 +1990,17 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
                           it.name, int(it.bytes), o))
             return 0
 
-        rc = imp.wpack_import_list(_b(os.fspath(spec), "input"), ctypes.byref(o),
+        rc = imp.wpack_import_list(_b(_fspath(spec), "input"), ctypes.byref(o),
                                    _lib.ImportItemFn(on_item), None)
         check_pending()
         if rc != 0:
             raise Error(rc, err.value.decode("utf-8", "replace")
-                        or "%s: %s" % (os.fspath(spec), _describe(rc)))
+                        or "%s: %s" % (_fspath(spec), _describe(rc)))
     for p, _, _, _ in items + [(stats_file, None, 0, None)]:
         # (a missing stats_file is the library's error, whether path exists or not)
         if p and os.path.exists(path) and os.path.exists(p) and os.path.samefile(p, path):
-            raise Error(E_SAME_FILE, "pack(): the output %s is the input %s" % (path, p))
+            raise Error(E_SAME_FILE, "pack(): the output %s is the input %s"
+                        % (_shown(_fspath(path)), _shown(p)))
     if not items and not allow_empty:
         raise Error(E_EMPTY, "pack(): no input files found: nothing written; "
                     "allow_empty=True writes an empty archive")
@@ -2016,7 +2047,7 @@ def pack(inputs, path, *, prefix=None, key=None, cast=None, only=None, weight_st
         if stats_file or name_map:
             o = options({})
             if stats_file:
-                o.stats_file = _b(os.fspath(stats_file), "stats_file")
+                o.stats_file = _b(_fspath(stats_file), "stats_file")
             pairs = list((name_map or {}).items())
             if pairs:
                 o.name_map_other = _cstrs([a for a, _ in pairs], keep, "name-map name")

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from . import Error, safe_open, save_file, update_stats
-from . import _check_updatable, _int_arg, _shown, _MAX_AXIS, E_IO
+from . import _check_updatable, _fspath, _int_arg, _shown, _MAX_AXIS, E_IO
 
 _MAX_HIST_BINS = 1 << 20   # the format's limit (spec: Limits)
 
@@ -63,6 +63,9 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     Parameter (or buffer) in the model, or one entry in the archive (an
     alias and its target), are all given one new object, so the model
     keeps its parameter count (tied embedding and head stay tied).
+    A lazy module's uninitialized parameters and buffers (nn.LazyLinear
+    before its first forward) take the archive's shapes, as
+    load_state_dict materializes them.
     A module's extra state (the "_extra_state" key of a module whose
     get_extra_state returns a tensor) is given to its set_extra_state, as
     nn.Module.load_state_dict does, whatever its shape.
@@ -81,12 +84,16 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     sd = model.state_dict(keep_vars=True)
     extra = _extra_states(model)
     with safe_open(path, framework="pt", verify=verify) as f:
+        # the archive as its own messages show it: a URL redacted (its
+        # password and query were quoted whole), a bytes path as text,
+        # control characters escaped
+        where = _shown(f._handle().path)
         names = set(f.keys())
         missing = [k for k in sd if k not in names]
         unexpected = sorted(names - set(sd))
         if strict and (missing or unexpected):
             raise RuntimeError("load_model(%s): missing keys %s, unexpected keys %s"
-                               % (path, missing, unexpected))
+                               % (where, missing, unexpected))
         if f._remote:  # a URL: fetched ahead in the order read below
             f.read_plan([k for k in sd if k in names])
         assigned = {}   # ("model", id) / ("archive", entry, is Parameter) -> object given
@@ -97,12 +104,16 @@ def load_model(model, path, strict=True, assign=False, verify=True):
                 extra[key].set_extra_state(f.get_tensor(key))
                 continue
             is_param = isinstance(cur, torch.nn.Parameter)
+            # a lazy module's parameter (nn.LazyLinear before its first
+            # forward) has no shape yet: it takes the archive's, as
+            # load_state_dict materializes it (its shape raised RuntimeError)
+            lazy = torch.nn.parameter.is_lazy(cur)
             ties = [("model", id(cur)), ("archive", f._target(f._find(key)).index, is_param)]
             obj = next((assigned[k] for k in ties if k in assigned), None) if assign else None
             t = f.get_tensor(key) if obj is None else obj
-            if tuple(t.shape) != tuple(cur.shape):
+            if not lazy and tuple(t.shape) != tuple(cur.shape):
                 raise RuntimeError("load_model(%s): %s has shape %s in the archive, %s in "
-                                   "the model" % (path, key, tuple(t.shape), tuple(cur.shape)))
+                                   "the model" % (where, key, tuple(t.shape), tuple(cur.shape)))
             if assign:
                 if obj is None:
                     obj = torch.nn.Parameter(t, requires_grad=cur.requires_grad) \
@@ -112,10 +123,12 @@ def load_model(model, path, strict=True, assign=False, verify=True):
                 mod, attr = _owner(model, key)
                 setattr(mod, attr, obj)
             else:
+                if lazy:
+                    cur.materialize(t.shape)   # the model's dtype and device kept
                 if cur.is_meta:   # copy_ into it does nothing: as torch >= 2.1, said
                     warnings.warn("load_model(%s): %s is a meta tensor in the model: copying "
                                   "into it is a no-op (nothing loaded); use assign=True"
-                                  % (path, key), stacklevel=2)
+                                  % (where, key), stacklevel=2)
                 with torch.no_grad():
                     cur.copy_(t)
     return IncompatibleKeys(missing, unexpected)
@@ -152,7 +165,10 @@ class _Acc:
             raise ValueError("calibrate: %r's output rank changed between batches (%d, then "
                              "%d): axis %d is not one channel axis"
                              % (self.name, self.rank, y.dim(), self.axis))
-        return y.movedim(self.axis, 0).reshape(y.shape[self.axis], -1).double()
+        # (not reshape(C, -1): an empty batch along the axis, C = 0, left
+        # -1 ambiguous and torch raised 'cannot reshape tensor of 0 elements')
+        c = y.shape[self.axis]
+        return y.movedim(self.axis, 0).reshape(c, y.numel() // max(c, 1)).double()
 
     def add(self, y):
         self.calls += 1
@@ -422,7 +438,7 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
         _check_updatable(path)
     elif not os.path.isdir(os.path.dirname(os.path.abspath(path))):
         raise Error(E_IO, "%s: calibrate: its directory does not exist: nothing was run or written"
-                    % _shown(path))
+                    % _shown(_fspath(path)))
     accs = {name: _Acc(name, axis) for name, _ in targets}
     training = {m: m.training for m in model.modules()}
     phase = {"hist": None}
@@ -438,8 +454,17 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
                 accs[name].add_hist(y, phase["hist"][name])
         return hook
 
-    handles = [mod.register_forward_hook(hook_for(name)) for name, mod in targets]
+    handles = []
     try:
+        # inside the try: a module that refuses a hook (a ScriptModule) left
+        # the hooks registered before it on the model, run by every later
+        # forward
+        for name, mod in targets:
+            try:
+                handles.append(mod.register_forward_hook(hook_for(name)))
+            except RuntimeError as e:   # torch's says not which module
+                raise RuntimeError("calibrate: cannot hook module %r (%s): %s; leave it out "
+                                   "with modules=[...]" % (name, type(mod).__name__, e)) from e
         model.eval()
         with torch.no_grad(), _NoFastPath(model):
             for b in batches:
@@ -539,7 +564,11 @@ def name_map(graph, model=None):
       0-element tensor has no storage address: it matches only when the
       node's object is the model's own tensor object (symbolic_trace; a
       make_fx copy of an empty tensor is not matched).
-      Names equal to their key are left out. model is required.
+      Names equal to their key are left out, and so are names that are
+      state_dict keys themselves (a second Parameter or buffer over a
+      tied weight's storage: its own entry, an alias of the same bytes;
+      a node named after another key: that key's entry). model is
+      required.
       Tested for real with torch 1.13's make_fx and symbolic_trace.
     - a torch.export ExportedProgram or its graph_signature: each lifted
       parameter or buffer placeholder name maps to its target (the
@@ -559,7 +588,8 @@ def name_map(graph, model=None):
     if model is None:
         raise TypeError("name_map(graph_module, model): model is required for a GraphModule")
     by_id, by_obj = {}, {}
-    for key, t in model.state_dict(keep_vars=True).items():
+    sd = model.state_dict(keep_vars=True)
+    for key, t in sd.items():
         by_obj.setdefault(id(t), key)
         i = _ident(t)
         if i is not None:
@@ -577,6 +607,10 @@ def name_map(graph, model=None):
         if key is None:
             continue
         for name in (node.target, node.name):
-            if name != key:
+            # A name that is a state_dict key already names its own entry:
+            # mapped elsewhere it would shadow that entry (save_model then
+            # refused the map: WPACK_E_EXISTS), and a second key over the
+            # same storage (a tie) is an alias entry of the same bytes.
+            if name != key and name not in sd:
                 out[name] = key
     return out

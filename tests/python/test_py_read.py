@@ -871,6 +871,41 @@ def small_argument_checks(d):
 
 
 @case
+def bytes_paths_are_named_as_text(d):
+    # A bytes path (os.fsencode's, here with a byte that is not UTF-8) opened
+    # and wrote as a str path does, but a failure that named it was
+    # AttributeError ('bytes' object has no attribute 'encode') for a
+    # checksum mismatch, and other messages showed it as b'...'.
+    import pathlib
+    import wpack.torch as wt
+    p = os.path.join(d, "b\udcff.wpack")
+    wpack.save_file({"w": np.arange(10, dtype=np.float32)}, os.fsencode(p))
+    with open(p, "r+b") as fh:
+        fh.seek(wpack.safe_open(p).info()["data_offset"])
+        fh.write(b"\x01")
+    shown = os.path.join(d, "b\\xff.wpack")
+    for fw in ("np", "pt"):
+        for path in (os.fsencode(p), pathlib.Path(p)):
+            e = raises(wpack.Error, wpack.safe_open(path, framework=fw).get_tensor, "w",
+                       code="WPACK_E_CHECKSUM")
+            check(str(e).startswith(shown + ": tensor 'w': checksum mismatch"), str(e))
+            e = raises(wpack.Error, wpack.safe_open(path, framework=fw).get_tensor, "x",
+                       code="WPACK_E_NOT_FOUND")
+            check(str(e).startswith(shown + ": no entry"), str(e))
+            check(wpack.safe_open(path, framework=fw, verify=False).keys() == ["w"], fw)
+    e = raises(wpack.Error, wpack.load_file, os.fsencode(p), code="WPACK_E_CHECKSUM")
+    check(str(e).startswith(shown + ": "), str(e))
+    m = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    e = raises(Exception, wt.calibrate, m, [torch.ones(1, 2)], os.fsencode(d + "/no/m.wpack"))
+    check(isinstance(e, wpack.Error) and str(e).startswith(d + "/no/m.wpack: calibrate"), repr(e))
+    e = raises(RuntimeError, wt.load_model, m, os.fsencode(p), verify=False)
+    check(str(e).startswith("load_model(%s): missing keys" % shown), str(e))
+    npy = os.path.join(d, "a.npy")
+    np.save(npy, np.zeros(2))
+    e = raises(wpack.Error, wpack.pack, [npy], os.fsencode(npy), code="WPACK_E_SAME_FILE")
+    check(str(e).startswith("pack(): the output %s is the input %s" % (npy, npy)), str(e))
+
+@case
 def local_path_with_scheme_text_needs_no_remote_library(d):
     # "./HTTPS://x/a.wpack" is the documented way to a local file so named,
     # and a missing libwpack-remote is OSError "for URLs" only: is_url asked

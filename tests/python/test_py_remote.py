@@ -332,6 +332,18 @@ def url_secrets_never_shown(d):
             hidden(e, u + "/" + a + _QS)
             e = raises(wpack.Error, f.stats, "nope")
             hidden(e, u + "/" + a + _QS)
+    # load_model's own RuntimeErrors (keys missing, a shape that differs)
+    # quoted the URL as given: password and query values whole
+    import wpack.torch as wt
+    url = u.replace("http://", "http://SEKRIT16@") + "/a.wpack" + _Q
+    m = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    e = raises(RuntimeError, wt.load_model, m, url)
+    hidden(e, "load_model(http://***@127.0.0.1:")
+    check("missing keys ['0.weight', '0.bias']" in str(e) and _QS in str(e), str(e))
+    m = torch.nn.Module()
+    m.t0 = torch.nn.Parameter(torch.zeros(3))
+    e = raises(RuntimeError, wt.load_model, m, url, strict=False)
+    hidden(e, "/a.wpack" + _QS + "): t0 has shape (256, 256)")
     os.unlink(os.path.join(www, "trunc.wpack"))
 
 

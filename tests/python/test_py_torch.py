@@ -192,6 +192,36 @@ def load_model_gives_extra_state_back(d):
 
 
 @case
+def load_model_materializes_lazy_modules(d):
+    # load_state_dict gives a lazy module's uninitialized parameters and
+    # buffers the checkpoint's shapes; load_model raised torch's "Can't
+    # access the shape of an uninitialized parameter" for both copy and assign.
+    def lazy():
+        import warnings
+        with warnings.catch_warnings():   # "a new feature under heavy development"
+            warnings.simplefilter("ignore")
+            return nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d())
+    m = lazy()
+    m(torch.randn(5, 3))   # initialized: Linear(3, 4), BatchNorm1d(4), running stats updated
+    m.eval()
+    p = os.path.join(d, "lazy.wpack")
+    wt.save_model(m, p)
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        want = m(x)
+    for assign in (False, True):
+        m2 = lazy()
+        r = wt.load_model(m2, p, assign=assign)
+        check(r == ([], []), "keys %s" % (r,))
+        for k, v in m.state_dict().items():
+            got = m2.state_dict()[k]
+            check(got.shape == v.shape and got.dtype == v.dtype and torch.equal(got, v),
+                  "assign=%s %s" % (assign, k))
+        m2.eval()
+        with torch.no_grad():
+            check(torch.equal(m2(x), want), "assign=%s forward" % assign)
+
+@case
 def load_model_into_meta_parameters_warns(d):
     # copy_ into a meta tensor does nothing: load_model returned as if the
     # weights were loaded (torch >= 2.1's load_state_dict warns so too).
@@ -503,6 +533,36 @@ def calibrate_transformer_encoder_with_padding(d):
     compare(res, outs, 8, "encoder")
 
 
+@case
+def calibrate_takes_empty_batches_per_channel(d):
+    # An empty batch counts nothing. Per channel along the batch axis it
+    # raised torch's "cannot reshape tensor of 0 elements into shape [0, -1]"
+    # (reshape(C, -1) with C = 0).
+    m = nn.Sequential(nn.Linear(3, 5), nn.ReLU())
+    xs = [torch.randn(4, 3) for _ in range(3)]
+    for axis in (0, 1, -1):
+        want = wt.calibrate(m, xs, os.path.join(d, "w%d.wpack" % axis), axis=axis)
+        got = wt.calibrate(m, [torch.randn(0, 3)] + xs + [torch.randn(0, 3)],
+                           os.path.join(d, "g%d.wpack" % axis), axis=axis)
+        for n in ("0", "1"):
+            check(got[n]["count"] == want[n]["count"] == 60, "count %s" % got[n]["count"])
+            for k in ("min", "max", "mean", "variance"):
+                check(np.array_equal(got[n][k], want[n][k]), "axis %d %s %s" % (axis, n, k))
+
+@case
+def calibrate_leaves_no_hook_when_one_is_refused(d):
+    # A ScriptModule refuses forward hooks: the hooks registered on the
+    # modules before it stayed on the model (every later forward ran them),
+    # and torch's message named no module.
+    m = nn.Sequential(nn.Linear(3, 3), torch.jit.script(nn.Linear(3, 3)), nn.ReLU())
+    p = os.path.join(d, "s.wpack")
+    e = raises(RuntimeError, wt.calibrate, m, [torch.randn(2, 3)], p)
+    check("module '1'" in str(e) and "ScriptModule" in str(e), str(e))
+    check(all(not mod._forward_hooks for mod in m.modules()), "hooks left on the model")
+    check(not os.path.exists(p) and m.training, "written, or left in eval mode")
+    res = wt.calibrate(m, [torch.randn(2, 3)], p, modules=["0", "2"])
+    check(sorted(res) == ["0", "2"], "the others measured: %s" % sorted(res))
+
 class Block(nn.Module):
     def __init__(self):
         super().__init__()
@@ -571,6 +631,43 @@ def name_maps_from_graphs(d):
                               "b_bn_running_mean": "bn.running_mean"}, "export signature")
     raises(TypeError, wt.name_map, gm)
 
+
+class SharedStorage(nn.Module):
+    """Two Parameters and a buffer over one storage (a tie that is not one
+    object), and a parameter named as symbolic_trace names the node of
+    another ("lin_weight" for lin.weight)."""
+    def __init__(self):
+        super().__init__()
+        w = torch.randn(4, 3)
+        self.a = nn.Parameter(w)
+        self.b = nn.Parameter(w)
+        self.register_buffer("c", self.a.data)
+        self.lin = nn.Linear(3, 4, bias=False)
+        self.lin_weight = nn.Parameter(torch.randn(4, 3))
+
+    def forward(self, x):
+        return F.linear(x, self.b) + F.linear(x, self.c) + F.linear(x, self.lin.weight) \
+            + F.linear(x, self.lin_weight)
+
+
+@case
+def name_map_leaves_out_names_that_are_state_dict_keys(d):
+    # name_map gave {"b": "a", "c": "a", "lin_weight": "lin.weight", ...}:
+    # "b", "c" and "lin_weight" are entries of their own, so save_model
+    # refused its own map (WPACK_E_EXISTS: the name already names an entry).
+    m = SharedStorage()
+    gm = torch.fx.symbolic_trace(m)
+    nm = wt.name_map(gm, m)
+    sd = m.state_dict()
+    check(not set(nm) & set(sd), "names that are keys: %s" % nm)
+    p = os.path.join(d, "shared.wpack")
+    wt.save_model(m, p, name_map=nm)
+    with wpack.safe_open(p, framework="pt") as f:
+        check(f.name_map() == nm, "stored map %s" % f.name_map())
+        for name in ("b", "c", "lin_weight", "lin.weight"):
+            check(torch.equal(f.get_tensor(name), sd[name]), "entry %s" % name)
+        for g, k in nm.items():
+            check(torch.equal(f.get_tensor(g), sd[k]), "lookup %s" % g)
 
 if __name__ == "__main__":
     main()

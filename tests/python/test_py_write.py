@@ -297,6 +297,41 @@ def writer_errors_leave_nothing(d):
     os.unlink(os.path.join(d, "junk.wpack"))
 
 
+class _MyTensor(torch.Tensor):
+    pass
+
+
+class _MyParameter(torch.nn.Parameter):
+    pass
+
+
+@case
+def tensor_subclasses_are_tensors(d):
+    # A torch.Tensor subclass defined outside torch (a Parameter subclass of a
+    # quantization library, as_subclass) was taken for an array-like: bf16
+    # was refused ("Got unsupported ScalarType BFloat16") and one that
+    # requires grad raised RuntimeError from .numpy().
+    p = os.path.join(d, "sub.wpack")
+    base = torch.arange(6.0).reshape(2, 3)
+    vals = {"f32": base.as_subclass(_MyTensor), "bf16": base.bfloat16().as_subclass(_MyTensor),
+            "grad": torch.ones(3, requires_grad=True).as_subclass(_MyTensor),
+            "param": _MyParameter(base.t()), "param_bf16": _MyParameter(base.bfloat16())}
+    ts = dict(vals, tied=vals["param_bf16"])
+    wpack.save_file(ts, p)
+    with wpack.safe_open(p, framework="pt") as f:
+        for k, v in ts.items():
+            got = f.get_tensor(k)
+            check(got.dtype == v.dtype and torch.equal(got, v.detach().as_subclass(torch.Tensor)),
+                  "%s: %s" % (k, got))
+        check(f.describe("tied")["kind"] == "alias", "tied subclass tensors: one entry")
+
+def _nested():
+    import warnings
+    with warnings.catch_warnings():   # "prototype stage" in torch 1.13
+        warnings.simplefilter("ignore")
+        return torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+
+
 @case
 def refused_values_are_named(d):
     # "numpy dtype complex64 is not a wpack dtype" named no tensor (which of
@@ -311,10 +346,15 @@ def refused_values_are_named(d):
                       (np.array(["s"]), "<U1"),
                       (torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.qint8), "qint8"),
                       (torch.eye(3).to_sparse(), "to_dense"),
-                      (torch.empty(3, device="meta"), "meta")):
+                      (torch.empty(3, device="meta"), "meta"),
+                      # torch's "Internal error: NestedTensorImpl doesn't support sizes"
+                      (_nested(), "nested")):
         e = raises(wpack.Error, wpack.save_file, {"ok": ok, "enc.0.q": bad}, p,
                    code="WPACK_E_UNSUPPORTED")
         check("tensor 'enc.0.q'" in str(e) and says in str(e), str(e))
+    # numpy's own refusal of a ragged list named no tensor
+    e = raises(ValueError, wpack.save_file, {"ok": ok, "enc.0.r": [[1, 2], [3]]}, p)
+    check(str(e).startswith("save_file(): tensor 'enc.0.r': "), str(e))
     check(os.listdir(d) == [], "left behind: %s" % os.listdir(d))
     # a negated view is written as its values, never tied to what it negates
     x = torch.arange(4.0)
@@ -527,6 +567,19 @@ def np_round_trip_keeps_bf16_and_f8(d):
                     ({"a": "f8e4m3fn"}, ValueError), ({"f": "bf16"}, ValueError)):
         raises(exc, wpack.save_file, {"a": u, "f": np.ones(2, np.float32)}, q, dtypes=dt)
         check(not os.path.exists(q), "written despite dtypes=%s" % dt)
+    # Only unsigned bit patterns are retagged: a torch.bfloat16 tensor (carried
+    # as uint16) was stored as f16 or i16 bits, other numbers (1.0 read 1.875)
+    bf = torch.tensor([1.0, 2.0, -3.5]).bfloat16()
+    for want in ("f16", "i16", "u16"):
+        e = raises(ValueError, wpack.save_file, {"w": bf}, q, dtypes={"w": want})
+        check("a bf16 value is not %s" % want in str(e), str(e))
+        check(not os.path.exists(q), "written despite dtypes=%s" % want)
+    wpack.save_file({"w": bf, "u": torch.tensor([0, 1], dtype=torch.uint8)}, q,
+                    dtypes={"w": "bf16", "u": "bool"})
+    with wpack.safe_open(q, framework="pt") as f:
+        check(torch.equal(f.get_tensor("w"), bf) and f.get_tensor("u").dtype == torch.bool,
+              "bf16 as itself, u8 bits as bool")
+    os.remove(q)
     try:
         import ml_dtypes
     except ImportError:
