@@ -283,7 +283,9 @@ int wpk_npy_stream(wpk_sink *s, const char *name, const char *what, wpk_read_fn 
     unsigned big = 0;
     for (unsigned k = 0; k < h.rank; k++)
         big += h.dims[k] > 1;
-    if (h.fortran_order && big > 1) {
+    /* an empty array has no order to undo (and a 0-byte spill cannot be
+     * mapped: shape (2, 0, 3) in an .npz failed with EINVAL) */
+    if (h.fortran_order && big > 1 && h.nbytes) {
         rc = fortran_stream(s, name, what, &h, rd, ctx, buf);
         goto out;
     }

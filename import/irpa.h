@@ -54,7 +54,9 @@ typedef struct {
 /* Parse and check every linked header and entry of a whole .irpa buffer;
  * on failure a code and "irpa: ..." in err. The entries of all headers
  * together fit in the file (60 bytes each: no K headers sharing one table of
- * K entries), and no two data entries share part of their bytes: entries
+ * K entries), so do their names (a name is a reference into the metadata
+ * segment: entries naming the same bytes are refused, WPACK_E_LIMIT), and
+ * no two data entries share part of their bytes: entries
  * naming the very same bytes are marked (alias_of), others that overlap are
  * refused (WPACK_E_OVERLAP). */
 int irpa_parse(const uint8_t *p, size_t len, irpa_file *f, char *err, size_t errlen);

@@ -39,7 +39,7 @@
 #define TORCH_MAX_VISITS (1u << 24)   /* values visited while flattening (shared subtrees) */
 #define TORCH_VISITS_PER_BYTE 2u      /* ... and at most this many per byte of data.pkl */
 #define TORCH_VISITS_FLOOR (1u << 16) /*     plus this many */
-#define TORCH_NAME_BYTES_PER_BYTE 32u /* bytes of all names per byte of data.pkl */
+#define TORCH_NAME_BYTES_PER_BYTE 32u /* bytes of all names and strings per byte of data.pkl */
 #define TORCH_NAME_BYTES_FLOOR (16u << 20) /* plus this many */
 
 typedef enum {

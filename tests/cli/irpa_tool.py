@@ -201,6 +201,17 @@ def hostile(d):
                              tab_at - 88 * k, len(table), meta_at + k - 88 * k, len(letters) - k,
                              meta_at - 88 * k, 0) for k in range(K))
     put("headers_share_table.irpa", hdrs + table + letters, "WPACK_E_LIMIT")
+    # names are references into the metadata segment: 2000 empty data
+    # entries naming windows of one 16,000-byte run of letters, each a
+    # distinct name of ~15.9 KB. The names took 30 MB (a 30 MB archive from
+    # 172 KB), and at 4 MB names the duplicate check's sort ran for minutes.
+    # The names of all entries together are bounded by the file's size.
+    L, N = 16000, 2000
+    table = b"".join(ENTRY.pack(76, DATA, 0, j % 64, L - 64 - j, 0, 0, 0) + struct.pack("<QQ", 0, 0)
+                     + b"\0" * 4 for j in range(N))
+    hdr = HDR.pack(b"IRPA", 0, 0, 88, 0, 0, N, 96, len(table), 96 + len(table), L,
+                   96 + len(table) + L, 0)
+    put("names_share_bytes.irpa", hdr + b"\0" * 8 + table + b"n" * L, "WPACK_E_LIMIT")
     os.remove(f"{d}/.tmp")
     with open(f"{d}/EXPECT", "w") as f:
         f.write("# file code - written by tests/cli/irpa_tool.py hostile; checked by tests/cli/test_irpa.sh\n")

@@ -34,6 +34,7 @@ refused() {
 
 for f in torch_expand_4tib torch_expand_small torch_expand_partial torch_views_256 \
          torch_memo_paths_16e6 torch_memo_paths_16e5 torch_ordereddict_copies torch_memo_index \
+         torch_memo_strings \
          torch_complex torch_quantized torch_quantized_channel torch_ckpt_bytes_bigint \
          torch_ckpt_bytes_p4; do
     [ -s "$R/$f.pt" ] || fail "input $f.pt" "missing (run tests/hostile/round2/make_torch.py)"
@@ -134,6 +135,11 @@ refused "OrderedDict copies of one list" \
 refused "memo index 4M in a tiny pickle" \
     "pickle: memo index 4000000 above the [0-9]+ limit \(the pickle's size \+ 256.*\[WPACK_E_LIMIT\]$" \
     "$R/torch_memo_index.pt"
+# strings count with the names: one memoised string under 2,000 keys was
+# 128 MB of metadata written from an 82 KB checkpoint
+refused "one 64 KiB string under 2,000 keys" \
+    "torch: the names and strings of this checkpoint's values would take more than [0-9]+ bytes \(32 per byte of the [0-9]+-byte data.pkl.*shared subtrees or strings.*\[WPACK_E_LIMIT\]$" \
+    "$R/torch_memo_strings.pt"
 
 # ---- issue 13.7: refusals that say what, skips that say which key ----
 refused "complex tensor" \

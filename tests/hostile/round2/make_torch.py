@@ -14,6 +14,7 @@ again to regenerate the committed files.
   torch_memo_paths_16e5.pt  the same with 16^5 paths (1M aliases)
   torch_ordereddict_copies.pt  a 1000-pair list copied into OrderedDict 20,000 times
   torch_memo_index.pt       LONG_BINPUT 4,000,000 in a 30-byte pickle (a 32 MB memo table)
+  torch_memo_strings.pt     one 64 KiB string under 2,000 keys (128 MB of metadata strings)
   torch_complex.pt          a complex64 tensor
   torch_quantized.pt        a per-tensor quantized tensor (quint8)
   torch_quantized_channel.pt  a per-channel quantized tensor (qint8)
@@ -125,3 +126,12 @@ od = (b"\x80\x02ccollections\nOrderedDict\nq\x00](" + pairs + b"eq\x01" +
 torch_zip(path("torch_ordereddict_copies.pt"), od, [])
 
 torch_zip(path("torch_memo_index.pt"), b"\x80\x02}r" + struct.pack("<I", 4000000) + b".", [])
+
+# A tensor, and one 64 KiB string memoised, then under 2,000 keys (2 bytes
+# each): 128 MB of metadata strings from an 82 KB file. Strings count against the names'
+# budget (32 bytes per byte of data.pkl, at least 16 MiB).
+big = b"s" * (64 << 10)
+memo_str = (b"\x80\x02}(" + su("w") + tensor_f32("0", 1, [1], [1]) + su("k0") + b"X" +
+            struct.pack("<I", len(big)) + big + b"q\x00")
+memo_str += b"".join(su("k%d" % i) + b"h\x00" for i in range(1, 2000)) + b"u."
+torch_zip(path("torch_memo_strings.pt"), memo_str, [("0", one)])
