@@ -455,8 +455,9 @@ class safe_open:
 
     framework: "np" gives numpy arrays, "pt" torch tensors.
     device: "pt" only: tensors (of get_tensor and get_slice) are moved there
-    (.to(device)); with "np"
-    anything but "cpu" is ValueError (numpy arrays live in host memory).
+    (.to(device)); a device torch cannot name is ValueError at the open; with
+    "np" anything but "cpu" (or "cpu:N") is ValueError (numpy arrays live in
+    host memory).
     verify: True (default) checks every entry's bytes against its XXH3 before
     any of them is handed out (once per entry and open; the C library's default);
     a mismatch raises wpack.Error (WPACK_E_CHECKSUM). False skips the check
@@ -566,8 +567,11 @@ class safe_open:
         if framework not in ("np", "pt"):
             raise ValueError("framework must be 'np' or 'pt', not %r" % (framework,))
         if framework == "pt":
-            _torch()
-        elif str(device) != "cpu":
+            try:  # a device torch cannot name is refused here, not at the first read
+                device = _torch().device(device)
+            except (RuntimeError, TypeError, ValueError) as e:
+                raise ValueError("safe_open(): device=%r: %s" % (device, e)) from None
+        elif str(device) != "cpu" and not str(device).startswith("cpu:"):
             raise ValueError("safe_open(): device=%r is for framework='pt'; numpy arrays "
                              "live in host memory" % (device,))
         self._framework = framework
@@ -999,7 +1003,7 @@ class safe_open:
         """What get_tensor and get_slice hand out: the framework's object,
         for "pt" on the device asked for."""
         out = _to_framework(arr, code, self._framework)
-        if self._framework == "pt" and self._device != "cpu":
+        if self._framework == "pt" and self._device.type != "cpu":
             out = out.to(self._device)
         return out
 
