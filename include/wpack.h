@@ -916,7 +916,8 @@ int wpack_writer_add_block_dtype(wpack_writer *w, const char *name, uint32_t blo
 /* Metadata: one value per key; setting a key twice is WPACK_E_EXISTS.
  * Keys the spec defines (wpack.producer, wpack.layers, wpack.manifest,
  * wpack.module_names, the shard list: spec section 9) in another type or
- * form fail the finish (WPACK_E_METADATA; WPACK_E_SHARD for a shard list);
+ * form are refused as they are set (WPACK_E_METADATA) and fail the finish
+ * too (a shard list, three keys, is checked whole there: WPACK_E_SHARD);
  * other wpack.* keys are kept as given. */
 int wpack_writer_set_string(wpack_writer *w, const char *key, const char *value);
 int wpack_writer_set_i64(wpack_writer *w, const char *key, int64_t value);

@@ -49,21 +49,41 @@ static int check_module_names(wpack_writer *w)
     return WPACK_OK;
 }
 
+/* wpack.manifest: a shard's manifest, a file name beside it */
+static int check_manifest(wpack_writer *w)
+{
+    const wpk_pending_meta *manifest = wpk_meta_named(w, "wpack.manifest");
+    int rc = want_string(w, "wpack.manifest");
+    if (rc || !manifest)
+        return rc;
+    const char *s = (const char *)w->strings.p + manifest->value, *why;
+    if ((why = wpk_shard_name_problem(s, (size_t)manifest->count))) {
+        char q[256];
+        wpk_quote(q, sizeof q, s, (size_t)manifest->count);
+        return wpk_wfail(w, WPACK_E_METADATA, "metadata 'wpack.manifest' '%s': %s", q, why);
+    }
+    return WPACK_OK;
+}
+
+int wpk_check_reserved_key(wpack_writer *w, const char *key)
+{
+    if (strncmp(key, "wpack.", 6) != 0)
+        return WPACK_OK;
+    if (strcmp(key, "wpack.producer") == 0 || strcmp(key, "wpack.layers") == 0)
+        return want_string(w, key);
+    if (strcmp(key, "wpack.manifest") == 0)
+        return check_manifest(w);
+    if (strcmp(key, "wpack.module_names") == 0)
+        return check_module_names(w);
+    return WPACK_OK; /* the shard list is whole only at finish */
+}
+
 int wpk_check_reserved_meta(wpack_writer *w, uint64_t *shards)
 {
     int rc;
     if ((rc = want_string(w, "wpack.producer")) || (rc = want_string(w, "wpack.layers")) ||
-        (rc = want_string(w, "wpack.manifest")) || (rc = check_module_names(w)))
+        (rc = check_manifest(w)) || (rc = check_module_names(w)))
         return rc;
-    const wpk_pending_meta *manifest = wpk_meta_named(w, "wpack.manifest");
-    if (manifest) { /* a shard's manifest: a file name beside it */
-        const char *s = (const char *)w->strings.p + manifest->value, *why;
-        if ((why = wpk_shard_name_problem(s, (size_t)manifest->count))) {
-            char q[256];
-            wpk_quote(q, sizeof q, s, (size_t)manifest->count);
-            return wpk_wfail(w, WPACK_E_METADATA, "metadata 'wpack.manifest' '%s': %s", q, why);
-        }
-    }
     /* any part of a shard list: the whole list, as a reader checks it */
     *shards = 0;
     if (wpk_meta_named(w, "wpack.shards") || wpk_meta_named(w, "wpack.shard_lengths") ||

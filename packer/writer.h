@@ -183,6 +183,10 @@ const char *wpk_meta_elem_str(const wpack_writer *w, const wpk_pending_meta *m, 
  * list whole when any of its keys is set: *shards its length, else 0):
  * WPACK_OK, or WPACK_E_METADATA / WPACK_E_SHARD, w failed (reserved_meta.c). */
 int wpk_check_reserved_meta(wpack_writer *w, uint64_t *shards);
+/* The same rules for one key, as it is set (a caller learns of a bad
+ * value then, not after streaming every tensor); the shard list, set as
+ * three keys, is checked whole at finish only. */
+int wpk_check_reserved_key(wpack_writer *w, const char *key);
 
 /* wpack_writer_open with wpk_atomic_open flags (WPK_ATOMIC_NO_SWEEP: a
  * shard of a set, whose name is already its manifest writer's own). */

@@ -122,7 +122,7 @@ static int add_meta(wpack_writer *w, const char *key, int type, int elem, uint64
     if (!wpk_buf_append(&w->meta, &m, sizeof m) ||
         !wpk_nameset_insert(&w->meta_set, wpk_meta_key_of, w, (const uint8_t *)key, m.key.len, idx))
         return wpk_wfail(w, WPACK_E_NOMEM, "out of memory");
-    return WPACK_OK;
+    return wpk_check_reserved_key(w, key); /* a bad value stays refused at finish too */
 }
 
 /* A metadata string value: valid UTF-8 without NUL, pooled. */

@@ -1742,6 +1742,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     _check_dtypes(tensors, dtypes)
     wr = _Writer("save_file", path, durable=durable, **options)
     try:
+        # metadata first: a value the writer refuses (a reserved wpack.* key
+        # of the wrong form) is refused before any tensor streams
+        _set_metadata(wr, metadata)
         seen = {}      # tie key -> the first name written with it
         alive = []     # the objects keyed, alive until the end (see _as_numpy)
         for name, x in tensors.items():
@@ -1759,7 +1762,6 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
             if key is not None:
                 seen[key] = name
                 alive.append((x, arr))
-        _set_metadata(wr, metadata)
         for other, entry in (name_map or {}).items():
             wr.check(lib.wpack_writer_add_name(wr.w, _key(other, "name-map name"),
                                                  _key(entry, "name-map entry")))

@@ -152,11 +152,15 @@ expect_fail bool_npy_byte_7 "tensor 'bad': bool byte 2 .* is 7; bools are 0 or 1
     "$WPACK" create -q -o "$T/bools.wpack" "$T/bools/bad.npy"
 cmp -s "$T/bools.wpack" "$T/bools.before" && pass bool_refusal_keeps_out || fail bool_refusal_keeps_out
 
-# --- a failure at finish (metadata the format reserves, checked once every
-# tensor is in) names the output it was writing, as every other failure does
-expect_fail finish_error_names_output "^wpack: $T/rsv\.wpack: metadata 'wpack\.manifest' '\.\./x': a '/'" \
-    "$WPACK" create -q -o "$T/rsv.wpack" --meta wpack.manifest=../x "$T/bools/mask.npy"
+# --- a failure at finish (a shard list, whole only once every key is in)
+# names the output it was writing, as every other failure does; a reserved
+# key of the wrong form is refused as it is set, naming the option
+expect_fail finish_error_names_output "^wpack: $T/rsv\.wpack: sharded set: metadata 'wpack\.shards'" \
+    "$WPACK" create -q -o "$T/rsv.wpack" --meta wpack.shards=x "$T/bools/mask.npy"
 nothing_at finish_error_writes_nothing "$T/rsv.wpack"
+expect_fail reserved_meta_refused_as_set "^wpack: --meta wpack\.manifest=\.\./x: metadata 'wpack\.manifest' '\.\./x': a '/'" \
+    "$WPACK" create -q -o "$T/rsv.wpack" --meta wpack.manifest=../x "$T/bools/mask.npy"
+nothing_at reserved_meta_writes_nothing "$T/rsv.wpack"
 
 # --- progress: shown on a terminal, not in a pipe
 # (create counts its input files: "1/1 tensors" for a checkpoint of 200 was wrong)

@@ -672,6 +672,12 @@ def finish_error_names_the_output(d):
                metadata={"wpack.shards": "x"}, code="WPACK_E_SHARD")
     check(str(e).startswith(out + ": sharded set: metadata 'wpack.shards'"), str(e))
     check(not os.path.exists(out), "a file was written")
+    # a reserved key of the wrong form is refused before any tensor is
+    # taken (a value save_file cannot take would be a TypeError)
+    e = raises(wpack.Error, wpack.save_file, {"x": "not an array"}, out,
+               metadata={"wpack.layers": 3}, code="WPACK_E_METADATA")
+    check("'wpack.layers' is reserved" in str(e), str(e))
+    check(not os.path.exists(out), "a file was written")
 
 
 if __name__ == "__main__":
