@@ -134,4 +134,28 @@ if command -v tar >/dev/null; then
         || fail utf8_tar_clean_for_gnu_tar "$(head -c 300 "$T/err")"
 fi
 
+# every metadata value reaches __metadata__: an array of bytes was written
+# '[null,null]' and the nan / inf elements of an array of reals were dropped
+# ('[1.5]' for [1.5, nan, inf]); now bytes elements are hex like a bytes
+# value and a real JSON cannot hold is the string a real value becomes
+py_wpack - "$T/md.wpack" <<'PYEOF' || fail md_arrays_input
+import sys, numpy as np, wpack
+wpack.save_file({"w": np.arange(3, dtype=np.float32)}, sys.argv[1], metadata={
+    "bytes_arr": [b"\x00\x01", b"\xff"], "f_arr": [1.5, float("nan"), float("inf"), -0.25],
+    "ctl": "a\x01\"b\\\u00e9", "b": b"\x00\xff", "f": float("-inf")})
+PYEOF
+expect md_arrays_export "$WPACK" export -q "$T/md.wpack" --to safetensors -o "$T/md.safetensors"
+got=$("$PY" - "$T/md.safetensors" <<'PYEOF' 2>&1
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+m = json.loads(b[8:8 + n])["__metadata__"]
+assert json.loads(m["bytes_arr"]) == ["0001", "ff"], m
+assert json.loads(m["f_arr"]) == [1.5, "nan", "inf", -0.25], m
+assert m["ctl"] == "a\x01\"b\\\u00e9" and m["b"] == "00ff" and m["f"] == "-inf", m
+print("same")
+PYEOF
+)
+[ "$got" = same ] && pass md_arrays_every_element || fail md_arrays_every_element "$got"
+
 finish
