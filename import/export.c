@@ -210,6 +210,8 @@ static int export_safetensors(const wpack_archive *ar, int fd, unsigned read_fla
         goto out;
     }
     uint64_t nm = wpack_meta_count(ar);
+    char big_key[200] = ""; /* the largest metadata value, named if the header is too big */
+    size_t big_len = 0;
     for (uint64_t i = 0; i < nm; i++) {
         wpack_meta m;
         if ((rc = wpack_meta_at(ar, i, &m)))
@@ -218,6 +220,10 @@ static int export_safetensors(const wpack_archive *ar, int fd, unsigned read_fla
         if ((rc = meta_string(ar, &m, &s, err, errlen)))
             goto out;
         json_t *js = json_string(s);
+        if (strlen(s) >= big_len) {
+            big_len = strlen(s);
+            wpk_fmt(big_key, sizeof big_key, "%s", m.key);
+        }
         free(s);
         if (!js || json_object_set_new(meta, m.key, js)) { /* no value is left out unsaid */
             wpk_fmt(err, errlen, "metadata '%s': cannot be made a JSON string", m.key);
@@ -255,6 +261,16 @@ static int export_safetensors(const wpack_archive *ar, int fd, unsigned read_fla
         goto out;
     }
     size_t hl = strlen(h), padded = (hl + 7) / 8 * 8;
+    if (padded > SAFETENSORS_MAX_HEADER) { /* strict readers (and wpack create) refuse it */
+        wpk_fmt(err, errlen, "the safetensors header (metadata and tensor entries as JSON, "
+                "control characters escaped to 6 bytes) would be %zu bytes, above the %llu "
+                "safetensors readers take%s%s%s", padded,
+                (unsigned long long)SAFETENSORS_MAX_HEADER, big_key[0] ? "; the largest "
+                "metadata value is '" : "", big_key, big_key[0] ? "'" : "");
+        free(h);
+        rc = WPACK_E_LIMIT;
+        goto out;
+    }
     uint8_t lenb[8];
     wpk_st64(lenb, padded);
     int ok = write_all(fd, lenb, 8) && write_all(fd, h, hl) &&

@@ -158,4 +158,17 @@ PYEOF
 )
 [ "$got" = same ] && pass md_arrays_every_element || fail md_arrays_every_element "$got"
 
+# a header past safetensors' 100 MB limit is refused: 17 MiB of control
+# characters in one metadata value, each escaped to 6 bytes, made a 107 MB
+# header that strict readers and `wpack create` refuse, written with exit 0
+py_wpack - "$T/bighdr.wpack" <<'PYEOF' || fail big_header_input
+import sys, numpy as np, wpack
+wpack.save_file({"w": np.arange(3, dtype=np.float32)}, sys.argv[1], metadata={"blob": "\x01" * (17 << 20)},
+                durable=False)
+PYEOF
+expect_fail big_header_refused "header .* above the 100000000 .*'blob'.*WPACK_E_LIMIT" \
+    "$WPACK" export -q "$T/bighdr.wpack" --to safetensors -o "$T/bighdr.safetensors" --no-sync
+nothing_at big_header_nothing_written "$T/bighdr.safetensors"
+rm -f "$T/bighdr.wpack"
+
 finish
