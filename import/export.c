@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,54 +30,109 @@ static int write_all(int fd, const void *p, size_t n)
     return wpk_write_all(fd, p, n) == 0;
 }
 
-/* A metadata value as the string safetensors wants. */
-static char *meta_string(const wpack_archive *ar, const wpack_meta *m)
+/* v in the shortest form that reads back the same ("nan", "inf", "-inf"
+ * for those). */
+static void real_text(double v, char *buf, size_t len)
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, len, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+}
+
+/* n bytes as lowercase hex, NUL-terminated; NULL when out of memory. */
+static char *hex_text(const void *p, uint64_t n)
+{
+    char *s = n < (SIZE_MAX - 1) / 2 ? malloc((size_t)n * 2 + 1) : NULL;
+    for (uint64_t i = 0; s && i < n; i++)
+        snprintf(s + 2 * i, 3, "%02x", ((const uint8_t *)p)[i]);
+    if (s)
+        s[n * 2] = 0;
+    return s;
+}
+
+/* One array element as JSON: bytes as a hex string like a bytes value, a
+ * real JSON cannot hold (nan, inf) as the string a real value becomes. */
+static json_t *elem_json(const wpack_meta *e)
+{
+    char buf[64], *hex;
+    json_t *v;
+    switch (e->type) {
+    case WPACK_META_STRING: return json_string(e->str);
+    case WPACK_META_I64: return json_integer(e->i64);
+    case WPACK_META_BOOL: return json_boolean(e->boolean);
+    case WPACK_META_F64:
+        if (isfinite(e->f64))
+            return json_real(e->f64);
+        real_text(e->f64, buf, sizeof buf);
+        return json_string(buf);
+    case WPACK_META_BYTES:
+        hex = hex_text(e->bytes, e->count);
+        v = hex ? json_string(hex) : NULL;
+        free(hex);
+        return v;
+    default:
+        return NULL;
+    }
+}
+
+/* A metadata value as the string safetensors wants, in *out (malloc'd). */
+static int meta_string(const wpack_archive *ar, const wpack_meta *m, char **out, char *err,
+                       size_t errlen)
 {
     char buf[64];
+    *out = NULL;
     switch (m->type) {
     case WPACK_META_STRING:
-        return strdup(m->str);
+        *out = strdup(m->str);
+        break;
     case WPACK_META_I64:
         snprintf(buf, sizeof buf, "%lld", (long long)m->i64);
-        return strdup(buf);
+        *out = strdup(buf);
+        break;
     case WPACK_META_F64:
-        for (int prec = 1; prec <= 17; prec++) { /* shortest that reads back the same */
-            snprintf(buf, sizeof buf, "%.*g", prec, m->f64);
-            if (strtod(buf, NULL) == m->f64)
-                break;
-        }
-        return strdup(buf);
+        real_text(m->f64, buf, sizeof buf);
+        *out = strdup(buf);
+        break;
     case WPACK_META_BOOL:
-        return strdup(m->boolean ? "true" : "false");
-    case WPACK_META_BYTES: {
-        char *s = malloc(m->count * 2 + 1);
-        if (!s)
-            return NULL;
-        for (uint64_t i = 0; i < m->count; i++)
-            snprintf(s + 2 * i, 3, "%02x", ((const uint8_t *)m->bytes)[i]);
-        s[m->count * 2] = 0;
-        return s;
-    }
+        *out = strdup(m->boolean ? "true" : "false");
+        break;
+    case WPACK_META_BYTES:
+        *out = hex_text(m->bytes, m->count);
+        break;
     case WPACK_META_ARRAY: {
         json_t *a = json_array();
         for (uint64_t j = 0; a && j < m->count; j++) {
             wpack_meta e;
-            if (wpack_meta_elem(ar, m, j, &e))
-                break;
-            json_t *v = e.type == WPACK_META_STRING ? json_string(e.str)
-                        : e.type == WPACK_META_I64  ? json_integer(e.i64)
-                        : e.type == WPACK_META_F64  ? json_real(e.f64)
-                        : e.type == WPACK_META_BOOL ? json_boolean(e.boolean)
-                                                    : json_null();
-            json_array_append_new(a, v);
+            int rc = wpack_meta_elem(ar, m, j, &e);
+            if (rc) {
+                json_decref(a);
+                wpk_fmt(err, errlen, "metadata '%s' element %llu: %s", m->key,
+                        (unsigned long long)j, wpack_errmsg(ar));
+                return rc;
+            }
+            json_t *v = elem_json(&e);
+            if (!v || json_array_append_new(a, v)) { /* no element is left out unsaid */
+                json_decref(a);
+                wpk_fmt(err, errlen, "metadata '%s' element %llu: cannot be made JSON", m->key,
+                        (unsigned long long)j);
+                return WPACK_E_METADATA;
+            }
         }
-        char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+        *out = a ? json_dumps(a, JSON_COMPACT) : NULL;
         json_decref(a);
-        return s;
+        break;
     }
     default:
-        return strdup("");
+        wpk_fmt(err, errlen, "metadata '%s': type %d has no safetensors form", m->key, m->type);
+        return WPACK_E_UNSUPPORTED;
     }
+    if (!*out) {
+        wpk_fmt(err, errlen, "metadata '%s': out of memory", m->key);
+        return WPACK_E_NOMEM;
+    }
+    return WPACK_OK;
 }
 
 static int check_exportable(const wpack_archive *ar, const wpack_tensor *t, char *err,
@@ -154,17 +210,26 @@ static int export_safetensors(const wpack_archive *ar, int fd, unsigned read_fla
         goto out;
     }
     uint64_t nm = wpack_meta_count(ar);
+    char big_key[200] = ""; /* the largest metadata value, named if the header is too big */
+    size_t big_len = 0;
     for (uint64_t i = 0; i < nm; i++) {
         wpack_meta m;
         if ((rc = wpack_meta_at(ar, i, &m)))
             goto out;
-        char *s = meta_string(ar, &m);
-        if (!s) {
-            rc = WPACK_E_NOMEM;
+        char *s;
+        if ((rc = meta_string(ar, &m, &s, err, errlen)))
+            goto out;
+        json_t *js = json_string(s);
+        if (strlen(s) >= big_len) {
+            big_len = strlen(s);
+            wpk_fmt(big_key, sizeof big_key, "%s", m.key);
+        }
+        free(s);
+        if (!js || json_object_set_new(meta, m.key, js)) { /* no value is left out unsaid */
+            wpk_fmt(err, errlen, "metadata '%s': cannot be made a JSON string", m.key);
+            rc = WPACK_E_METADATA;
             goto out;
         }
-        json_object_set_new(meta, m.key, json_string(s));
-        free(s);
     }
     if (nm)
         json_object_set(root, "__metadata__", meta);
@@ -196,6 +261,16 @@ static int export_safetensors(const wpack_archive *ar, int fd, unsigned read_fla
         goto out;
     }
     size_t hl = strlen(h), padded = (hl + 7) / 8 * 8;
+    if (padded > SAFETENSORS_MAX_HEADER) { /* strict readers (and wpack create) refuse it */
+        wpk_fmt(err, errlen, "the safetensors header (metadata and tensor entries as JSON, "
+                "control characters escaped to 6 bytes) would be %zu bytes, above the %llu "
+                "safetensors readers take%s%s%s", padded,
+                (unsigned long long)SAFETENSORS_MAX_HEADER, big_key[0] ? "; the largest "
+                "metadata value is '" : "", big_key, big_key[0] ? "'" : "");
+        free(h);
+        rc = WPACK_E_LIMIT;
+        goto out;
+    }
     uint8_t lenb[8];
     wpk_st64(lenb, padded);
     int ok = write_all(fd, lenb, 8) && write_all(fd, h, hl) &&

@@ -104,26 +104,31 @@ int irpa_export(const wpack_archive *ar, int fd, unsigned read_flags, irpa_done_
                                  &bb, &params, &plen) == WPACK_OK &&
             strlen(bn) < 64 && !strpbrk(bn, "/[") && plen <= 32)
             dn = bn;
-        if (dn) {
-            size_t o = 0;
-            meta_add(p, &o, "wpack:%s", dn);
-            if (dn == bn) { /* a block dtype: its geometry and params travel along */
-                meta_add(p, &o, "/%u/%u/", be, bb);
-                for (uint64_t k = 0; k < plen; k++)
-                    meta_add(p, &o, "%02x", ((const uint8_t *)params)[k]);
-            }
-            meta_add(p, &o, "[");
-            for (unsigned k = 0; k < p->t.rank; k++)
-                meta_add(p, &o, k ? ",%llu" : "%llu", (unsigned long long)p->t.dims[k]);
-            meta_add(p, &o, "]");
-            if (o >= sizeof p->meta) { /* cannot happen within IRPA_META_MAX's bound */
-                wpk_fmt(err, errlen, "irpa: entry '%s': its dtype and dims take more than %d bytes",
-                        p->t.name, IRPA_META_MAX - 1);
-                rc = WPACK_E_LIMIT;
-                break;
-            }
-            p->meta_len = o;
+        if (!dn) { /* without its "wpack:" metadata it would come back as raw u8 */
+            wpk_fmt(err, errlen, "irpa: entry '%s': block dtype '%s' cannot be written in the "
+                    "entry's metadata (a name of at most 63 bytes without '/' or '[', params "
+                    "of at most 32 bytes)", p->t.name, bn ? bn : "?");
+            rc = WPACK_E_UNSUPPORTED;
+            break;
         }
+        size_t o = 0;
+        meta_add(p, &o, "wpack:%s", dn);
+        if (dn == bn) { /* a block dtype: its geometry and params travel along */
+            meta_add(p, &o, "/%u/%u/", be, bb);
+            for (uint64_t k = 0; k < plen; k++)
+                meta_add(p, &o, "%02x", ((const uint8_t *)params)[k]);
+        }
+        meta_add(p, &o, "[");
+        for (unsigned k = 0; k < p->t.rank; k++)
+            meta_add(p, &o, k ? ",%llu" : "%llu", (unsigned long long)p->t.dims[k]);
+        meta_add(p, &o, "]");
+        if (o >= sizeof p->meta) { /* cannot happen within IRPA_META_MAX's bound */
+            wpk_fmt(err, errlen, "irpa: entry '%s': its dtype and dims take more than %d bytes",
+                    p->t.name, IRPA_META_MAX - 1);
+            rc = WPACK_E_LIMIT;
+            break;
+        }
+        p->meta_len = o;
         p->splat = splat_entry(&p->t);
     }
     /* an alias is the same splat, or shares its target's bytes */

@@ -327,7 +327,8 @@ uint64_t wpack_export_size_bound(const wpack_archive *ar, int format);
  * each tensor's bytes are checked against its XXH3 as they are written
  * (WPACK_E_CHECKSUM naming the tensor). Block-quantized tensors have no
  * equivalent in safetensors, npz and tar, nor has a tensor called "__metadata__" in
- * safetensors: WPACK_E_UNSUPPORTED naming the tensor. opt NULL: the
+ * safetensors: WPACK_E_UNSUPPORTED naming the tensor. A safetensors header
+ * above 100 MB (what its readers take) is WPACK_E_LIMIT. opt NULL: the
  * defaults. */
 int wpack_export_file(const wpack_archive *ar, const char *path, int format,
                       const wpack_export_options *opt);

@@ -134,4 +134,41 @@ if command -v tar >/dev/null; then
         || fail utf8_tar_clean_for_gnu_tar "$(head -c 300 "$T/err")"
 fi
 
+# every metadata value reaches __metadata__: an array of bytes was written
+# '[null,null]' and the nan / inf elements of an array of reals were dropped
+# ('[1.5]' for [1.5, nan, inf]); now bytes elements are hex like a bytes
+# value and a real JSON cannot hold is the string a real value becomes
+py_wpack - "$T/md.wpack" <<'PYEOF' || fail md_arrays_input
+import sys, numpy as np, wpack
+wpack.save_file({"w": np.arange(3, dtype=np.float32)}, sys.argv[1], metadata={
+    "bytes_arr": [b"\x00\x01", b"\xff"], "f_arr": [1.5, float("nan"), float("inf"), -0.25],
+    "ctl": "a\x01\"b\\\u00e9", "b": b"\x00\xff", "f": float("-inf")})
+PYEOF
+expect md_arrays_export "$WPACK" export -q "$T/md.wpack" --to safetensors -o "$T/md.safetensors"
+got=$("$PY" - "$T/md.safetensors" <<'PYEOF' 2>&1
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+m = json.loads(b[8:8 + n])["__metadata__"]
+assert json.loads(m["bytes_arr"]) == ["0001", "ff"], m
+assert json.loads(m["f_arr"]) == [1.5, "nan", "inf", -0.25], m
+assert m["ctl"] == "a\x01\"b\\\u00e9" and m["b"] == "00ff" and m["f"] == "-inf", m
+print("same")
+PYEOF
+)
+[ "$got" = same ] && pass md_arrays_every_element || fail md_arrays_every_element "$got"
+
+# a header past safetensors' 100 MB limit is refused: 17 MiB of control
+# characters in one metadata value, each escaped to 6 bytes, made a 107 MB
+# header that strict readers and `wpack create` refuse, written with exit 0
+py_wpack - "$T/bighdr.wpack" <<'PYEOF' || fail big_header_input
+import sys, numpy as np, wpack
+wpack.save_file({"w": np.arange(3, dtype=np.float32)}, sys.argv[1], metadata={"blob": "\x01" * (17 << 20)},
+                durable=False)
+PYEOF
+expect_fail big_header_refused "header .* above the 100000000 .*'blob'.*WPACK_E_LIMIT" \
+    "$WPACK" export -q "$T/bighdr.wpack" --to safetensors -o "$T/bighdr.safetensors" --no-sync
+nothing_at big_header_nothing_written "$T/bighdr.safetensors"
+rm -f "$T/bighdr.wpack"
+
 finish

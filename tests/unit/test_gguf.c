@@ -14,6 +14,7 @@
 #include "import.h"
 #include "irpa.h"
 #include "testlib.h"
+#include "wpack_import.h"
 
 typedef struct {
     uint8_t b[4096];
@@ -246,6 +247,57 @@ static void test_irpa_meta_longest(void)
     rmdir(dir);
 }
 
+/* A block dtype the entry metadata "wpack:NAME/ELEMS/BYTES/HEX[DIMS]" cannot
+ * name ('/' or '[' in its name, 64 bytes or more, params over 32 bytes) is
+ * refused naming the entry and the dtype: the irpa was written without
+ * metadata for it, and `wpack create` read it back as u8 [36]. */
+static void test_irpa_export_unnamed_block_dtype(void)
+{
+    static const struct {
+        const char *name;
+        size_t plen;
+        int ok;
+    } cases[] = {{"q/x", 0, 0},  {"q[x", 0, 0},  {"q_ok", 32, 1}, {"q_big", 33, 0},
+                 {"qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq", 0, 1},
+                 {"qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq", 0, 0}};
+    char dir[] = "/tmp/wpack-irpa-XXXXXX", in[300], out[300], err[1024];
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(in, sizeof in, "%s/b.wpack", dir);
+    snprintf(out, sizeof out, "%s/b.irpa", dir);
+    uint8_t data[36] = {1, 2, 3}, params[33] = {7};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        wpack_writer *w = NULL;
+        int q = 0;
+        CHECK_EQ(wpack_writer_open(&w, in, NULL), WPACK_OK);
+        CHECK_EQ(wpack_writer_add_block_dtype(w, cases[k].name, 32, 18, params, cases[k].plen, &q),
+                 WPACK_OK);
+        CHECK_EQ(wpack_writer_add_tensor(w, "w", q, 2, (uint64_t[]){2, 32}, data, sizeof data),
+                 WPACK_OK);
+        CHECK_EQ(wpack_writer_finish(w, err, sizeof err), WPACK_OK);
+        wpack_archive *ar = NULL;
+        CHECK_EQ(wpack_open_file(&ar, in, 0), WPACK_OK);
+        wpack_export_options o;
+        wpack_export_options_init(&o);
+        o.flags = WPACK_EXPORT_NO_SYNC;
+        o.err = err;
+        o.err_size = sizeof err;
+        err[0] = 0;
+        unlink(out);
+        int rc = wpack_export_file(ar, out, WPACK_EXPORT_IRPA, &o);
+        if (cases[k].ok) {
+            CHECK(rc == WPACK_OK, "%s: %s", cases[k].name, err);
+        } else {
+            CHECK(rc == WPACK_E_UNSUPPORTED && strstr(err, "entry 'w'") &&
+                      strstr(err, cases[k].name) && access(out, F_OK) != 0,
+                  "%s: rc %d: %s", cases[k].name, rc, err);
+        }
+        wpack_close(ar);
+        unlink(in);
+    }
+    unlink(out);
+    rmdir(dir);
+}
+
 int main(void)
 {
     RUN(test_parse_valid);
@@ -254,5 +306,6 @@ int main(void)
     RUN(test_import_block_dtypes);
     RUN(test_irpa_meta);
     RUN(test_irpa_meta_longest);
+    RUN(test_irpa_export_unnamed_block_dtype);
     return tl_finish();
 }
