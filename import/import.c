@@ -100,8 +100,9 @@ int wpk_import_detect(const char *path, int *code, char *err, size_t errlen)
         }
         return kind;
     }
-    if (len >= 9 && b[8] == '{' && wpk_ld64(b) <= SAFETENSORS_MAX_HEADER &&
-        wpk_ld64(b) + 8 <= size)
+    /* a header above the reader's limit is still a safetensors file: the
+     * reader refuses it saying so (WPACK_E_LIMIT), not "not recognised" */
+    if (len >= 9 && b[8] == '{' && wpk_ld64(b) <= size && wpk_ld64(b) + 8 <= size)
         return WPK_IN_SAFETENSORS;
     if ((len >= 2 && b[0] == 0x1f && b[1] == 0x8b) ||
         (len >= 4 && wpk_ld32(b) == 0xfd2fb528u) ||
