@@ -48,8 +48,8 @@ int calib_torch_parse(const uint8_t *p, size_t len, stats_sink_fn sink, void *ct
  * scale and zero_point), emit the records (keys under prefix; summary: one
  * line naming them) and free. */
 typedef struct calib_obs calib_obs;
-int calib_obs_scan(const uint8_t *p, size_t len, const char *key, wpk_buf_done_fn done,
-                   void *done_ctx, calib_obs **out, char *err, size_t errlen);
+int calib_obs_scan(const uint8_t *p, size_t len, const char *key, wpk_zip_read_fn read,
+                   void *read_ctx, calib_obs **out, char *err, size_t errlen);
 /* calib_obs_scan in parts, to share one scan with the packer
  * (torch_scan_buffer_pre): an empty set (NULL: out of memory, said in err,
  * where the visits' failures go too) and the visitor that fills it. The

@@ -425,14 +425,14 @@ calib_obs *calib_obs_new(size_t input_len, char *err, size_t errlen)
     return set;
 }
 
-int calib_obs_scan(const uint8_t *p, size_t len, const char *key, wpk_buf_done_fn done,
-                   void *done_ctx, calib_obs **out, char *err, size_t errlen)
+int calib_obs_scan(const uint8_t *p, size_t len, const char *key, wpk_zip_read_fn read,
+                   void *read_ctx, calib_obs **out, char *err, size_t errlen)
 {
     calib_obs *set = calib_obs_new(len, err, errlen);
     *out = NULL;
     if (!set)
         return WPACK_E_NOMEM;
-    int rc = torch_scan_buffer_ex(p, len, key, calib_obs_visit, set, done, done_ctx, err, errlen);
+    int rc = torch_scan_buffer_ex(p, len, key, calib_obs_visit, set, read, read_ctx, err, errlen);
     if (rc) {
         calib_obs_free(set);
         return rc;

@@ -219,8 +219,9 @@ static int put_tensor(wpk_sink *s, const wpk_mapped *m, const gguf_file *g, cons
     int dtype, rc = dtype_of(s, t->type, &dtype);
     if (rc || (rc = wpk_sink_begin(s, name, dtype, t->n_dims, dims)))
         return rc;
-    /* GGUF tensor bytes are stored as wpack stores them: unless cast, the
-     * kernel copies them (copy_file_range) while the writer hashes the mapping */
+    /* GGUF tensor bytes are stored as wpack stores them: unless cast, each
+     * step is read, hashed and written (or copied by the kernel where its
+     * offset lines up with the archive's; writer_copy.c) */
     if ((rc = wpk_sink_stream_mapped(s, m, g->data_start + t->offset, t->nbytes)))
         return rc;
     return wpk_sink_end(s);

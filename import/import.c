@@ -89,7 +89,7 @@ int wpk_import_detect(const char *path, int *code, char *err, size_t errlen)
         int kind = WPK_IN_ZIP;
         if (wpk_map_file(&tmp, path, &m) == WPACK_OK) {
             wpk_zip z;
-            if (wpk_zip_open_ex(&z, m.p, m.len, wpk_map_done, &m, e2, sizeof e2) == WPACK_OK) {
+            if (wpk_zip_open_ex(&z, m.p, m.len, wpk_map_read, &m, e2, sizeof e2) == WPACK_OK) {
                 for (size_t i = 0; i < z.n; i++)
                     if (z.e[i].name_len > 9 &&
                         memcmp(z.e[i].name + z.e[i].name_len - 9, "/data.pkl", 9) == 0)

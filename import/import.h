@@ -166,8 +166,10 @@ void wpk_unmap_file(wpk_mapped *m);
  * process (they stay in the page cache), so mapped inputs do not grow the
  * resident set. A page dropped that is read again is faulted back in. */
 void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len);
-/* wpk_map_release as a wpk_buf_done_fn (zipread.h); m is a wpk_mapped. */
-void wpk_map_done(void *m, uint64_t off, uint64_t len);
+/* n bytes at off of m's file into dst, with pread (from the mapping when
+ * there is no descriptor): a wpk_zip_read_fn (zipread.h); m is a wpk_mapped.
+ * 0 or an errno, ENODATA when the file ends first. */
+int wpk_map_read(void *m, uint64_t off, void *dst, size_t n);
 
 /* wpk_sink_write of n bytes inside m's mapping (data points into m->p):
  * bytes kept as they are move from m's file to the archive in the kernel. */
@@ -176,8 +178,8 @@ int wpk_sink_write_mapped(wpk_sink *s, const wpk_mapped *m, const void *data, si
  * next part, with progress. Read with pread a step of WPK_READ_STEP at a
  * time into a buffer that stays in cache; the CRC-32 (when crc is not NULL:
  * *crc is updated, for zip members), the writer's XXH3 and weight stats
- * read it there, and the writer copies the same bytes from m's file with
- * copy_file_range. Hashing the mapping instead cost ~4x the CPU time (page
+ * read it there, and the writer writes that step or copies the same bytes
+ * from m's file with copy_file_range (writer_copy.c says when). Hashing the mapping instead cost ~4x the CPU time (page
  * faults and TLB misses; writer_copy.c). The mapping is not touched, so
  * memory stays flat however large the tensor; a file that shrank is an
  * error (WPACK_E_IO), not a SIGBUS. Without a file (fd < 0): pieces of

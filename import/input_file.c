@@ -108,9 +108,15 @@ void wpk_map_release(const wpk_mapped *m, uint64_t off, uint64_t len)
         madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
-void wpk_map_done(void *m, uint64_t off, uint64_t len)
+int wpk_map_read(void *m, uint64_t off, void *dst, size_t n)
 {
-    wpk_map_release(m, off, len);
+    const wpk_mapped *mp = m;
+    if (mp->fd >= 0)
+        return wpk_pread_all(mp->fd, dst, n, off);
+    if (!wpk_in_bounds(off, n, mp->len))
+        return ENODATA;
+    memcpy(dst, mp->p + off, n);
+    return 0;
 }
 
 /* The JSON document of an input file (opened with the input rules), or NULL

@@ -133,9 +133,9 @@ static int pack_c(packer *pk, int fd)
 
 /* C order, native little-endian: hand the writer the file (fd) and the
  * offsets alone; it reads each step into a buffer that stays in cache,
- * hashes it there and moves the bytes to the archive inside the kernel
- * (copy_file_range; writer_copy.c says why not from a mapping). Memory stays
- * flat whatever the file size. */
+ * hashes it there and writes it (or has the kernel copy it where the file's
+ * and the archive's offsets line up; writer_copy.c says why, and why not
+ * from a mapping). Memory stays flat whatever the file size. */
 static int pack_c_direct(packer *pk, int fd)
 {
     uint64_t off = pk->h->data_offset, end = off + pk->h->nbytes;

@@ -197,7 +197,7 @@ int torch_pack_file(wpk_sink *s, const char *path)
     if (!rc) {
         tp.obs = keep ? NULL : obs;
         rc = torch_scan_buffer_pre(m.p, m.len, key, calib_obs_visit, obs, visit, &tp,
-                                   wpk_map_done, &m, err, sizeof err);
+                                   wpk_map_read, &m, err, sizeof err);
     }
     /* A failure inside visit has its message in the sink already. */
     if (rc && !s->err[0])

@@ -494,16 +494,16 @@ int torch_scan_buffer(const uint8_t *buf, size_t len, const char *key, torch_vis
 }
 
 int torch_scan_buffer_ex(const uint8_t *buf, size_t len, const char *key, torch_visit_fn fn,
-                         void *user, wpk_buf_done_fn done, void *done_ctx, char *err,
+                         void *user, wpk_zip_read_fn read, void *read_ctx, char *err,
                          size_t errlen)
 {
-    return torch_scan_buffer_pre(buf, len, key, NULL, NULL, fn, user, done, done_ctx, err,
+    return torch_scan_buffer_pre(buf, len, key, NULL, NULL, fn, user, read, read_ctx, err,
                                  errlen);
 }
 
 int torch_scan_buffer_pre(const uint8_t *buf, size_t len, const char *key, torch_visit_fn pre,
-                          void *pre_user, torch_visit_fn fn, void *user, wpk_buf_done_fn done,
-                          void *done_ctx, char *err, size_t errlen)
+                          void *pre_user, torch_visit_fn fn, void *user, wpk_zip_read_fn read,
+                          void *read_ctx, char *err, size_t errlen)
 {
     scan sc = {.buf = buf, .len = len, .err = err, .errlen = errlen};
     if (errlen)
@@ -513,7 +513,7 @@ int torch_scan_buffer_pre(const uint8_t *buf, size_t len, const char *key, torch
         return WPACK_E_UNSUPPORTED;
     }
     char zerr[600];
-    int rc = wpk_zip_open_ex(&sc.zip, buf, len, done, done_ctx, zerr, sizeof zerr);
+    int rc = wpk_zip_open_ex(&sc.zip, buf, len, read, read_ctx, zerr, sizeof zerr);
     if (rc) {
         wpk_fmt(err, errlen, "torch: %s", zerr);
         return rc;

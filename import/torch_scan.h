@@ -98,18 +98,18 @@ typedef int (*torch_visit_fn)(void *user, const torch_item *it);
  */
 int torch_scan_buffer(const uint8_t *buf, size_t len, const char *key, torch_visit_fn fn,
                       void *user, char *err, size_t errlen);
-/* The same, telling done (zipread.h) when the zip's local headers have been
- * read (buf is a mapped file whose pages should not pile up). */
+/* The same, reading the zip's local headers with read (zipread.h: buf is a
+ * mapped file, each header read through it a page fault). */
 int torch_scan_buffer_ex(const uint8_t *buf, size_t len, const char *key, torch_visit_fn fn,
-                         void *user, wpk_buf_done_fn done, void *done_ctx, char *err,
+                         void *user, wpk_zip_read_fn read, void *read_ctx, char *err,
                          size_t errlen);
 /* The same, visiting everything with pre (the plan, then every item) before
  * fn, on one unpickling and check: what pre gathers (torch.ao observers) is
  * known before fn writes anything. A failure of pre stops the scan before
  * fn runs. */
 int torch_scan_buffer_pre(const uint8_t *buf, size_t len, const char *key, torch_visit_fn pre,
-                          void *pre_user, torch_visit_fn fn, void *user, wpk_buf_done_fn done,
-                          void *done_ctx, char *err, size_t errlen);
+                          void *pre_user, torch_visit_fn fn, void *user, wpk_zip_read_fn read,
+                          void *read_ctx, char *err, size_t errlen);
 
 /*
  * Hand a tensor's elements to emit in C order, little-endian, in pieces of at

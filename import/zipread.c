@@ -1,4 +1,5 @@
 /* zipread.c - the central directory of an in-memory zip, checked field by field. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,31 +128,20 @@ static int overlapping(const wpk_zip *z, char *err, size_t errlen)
     return bad;
 }
 
-/* Local headers read and not yet reported to done: [lo, hi), count. */
-typedef struct {
-    wpk_buf_done_fn done;
-    void *ctx;
-    uint64_t lo, hi;
-    unsigned count;
-} headers_read;
-
-#define HEADERS_PER_REPORT 64 /* one report (a madvise) per 64 members */
-
-static void headers_flush(headers_read *h)
+/* The local header of e (30 bytes and its name: nlen, already bounded by
+ * WPK_ZIP_MAX_NAME) into out, from buf or through read. 0, or an errno. */
+#define LOCAL_MAX (30 + WPK_ZIP_MAX_NAME)
+static int local_header(const uint8_t *buf, size_t len, wpk_zip_read_fn read, void *ctx,
+                        uint64_t off, uint32_t nlen, uint8_t *out)
 {
-    if (h->done && h->count)
-        h->done(h->ctx, h->lo, h->hi - h->lo);
-    h->count = 0;
-}
-
-static void headers_add(headers_read *h, uint64_t off, uint64_t end)
-{
-    if (!h->done)
-        return;
-    h->lo = h->count && h->lo < off ? h->lo : off;
-    h->hi = h->count && h->hi > end ? h->hi : end;
-    if (++h->count == HEADERS_PER_REPORT)
-        headers_flush(h);
+    size_t n = 30 + (size_t)nlen;
+    if (!wpk_in_bounds(off, n, len))
+        n = (size_t)(len - off); /* the caller checked off + 30 <= len */
+    if (!read) {
+        memcpy(out, buf + off, n);
+        return 0;
+    }
+    return read(ctx, off, out, n);
 }
 
 int wpk_zip_open(wpk_zip *z, const uint8_t *buf, size_t len, char *err, size_t errlen)
@@ -159,11 +149,11 @@ int wpk_zip_open(wpk_zip *z, const uint8_t *buf, size_t len, char *err, size_t e
     return wpk_zip_open_ex(z, buf, len, NULL, NULL, err, errlen);
 }
 
-int wpk_zip_open_ex(wpk_zip *z, const uint8_t *buf, size_t len, wpk_buf_done_fn done, void *ctx,
+int wpk_zip_open_ex(wpk_zip *z, const uint8_t *buf, size_t len, wpk_zip_read_fn read, void *ctx,
                     char *err, size_t errlen)
 {
     memset(z, 0, sizeof *z);
-    headers_read read = {.done = done, .ctx = ctx};
+    uint8_t *l = NULL; /* one local header at a time */
     size_t eocd;
     if (!find_eocd(buf, len, &eocd))
         return fail(err, errlen,
@@ -196,8 +186,13 @@ int wpk_zip_open_ex(wpk_zip *z, const uint8_t *buf, size_t len, wpk_buf_done_fn 
         return fail(err, errlen, "zip: %llu entries in a %llu-byte central directory",
                     (unsigned long long)count, (unsigned long long)cd_size);
     z->e = calloc(count ? (size_t)count : 1, sizeof *z->e);
-    if (!z->e)
+    l = malloc(LOCAL_MAX);
+    if (!z->e || !l) {
+        free(z->e);
+        free(l);
+        z->e = NULL;
         return fail(err, errlen, "zip: out of memory for %llu entries", (unsigned long long)count);
+    }
     z->buf = buf;
     z->len = len;
     uint64_t p = cd_off, end = cd_off + cd_size;
@@ -262,15 +257,21 @@ int wpk_zip_open_ex(wpk_zip *z, const uint8_t *buf, size_t len, wpk_buf_done_fn 
             x += 4 + sz;
         }
         /* The local header: its own name and extra lengths decide where data starts. */
-        if (!wpk_in_bounds(e->local_offset, 30, len) ||
-            wpk_ld32(buf + e->local_offset) != SIG_LOCAL) {
+        int rerr = wpk_in_bounds(e->local_offset, 30, len)
+                       ? local_header(buf, len, read, ctx, e->local_offset, nlen, l)
+                       : ENODATA;
+        if (rerr && rerr != ENODATA) {
+            fail(err, errlen, "zip: entry '%s': local header at offset %llu cannot be read: %s",
+                 q, (unsigned long long)e->local_offset, strerror(rerr));
+            goto bad;
+        }
+        if (rerr || wpk_ld32(l) != SIG_LOCAL) {
             fail(err, errlen,
                  "zip: entry '%s': local header at offset %llu is missing or past the end of "
                  "the file",
                  q, (unsigned long long)e->local_offset);
             goto bad;
         }
-        const uint8_t *l = buf + e->local_offset;
         uint64_t data = e->local_offset + 30 + wpk_ld16(l + 26) + wpk_ld16(l + 28);
         if (wpk_ld16(l + 26) != nlen || !wpk_in_bounds(e->local_offset + 30, nlen, len) ||
             memcmp(l + 30, e->name, nlen) != 0) {
@@ -290,10 +291,8 @@ int wpk_zip_open_ex(wpk_zip *z, const uint8_t *buf, size_t len, wpk_buf_done_fn 
             goto bad;
         }
         e->data_offset = data;
-        headers_add(&read, e->local_offset, e->local_offset + 30 + nlen);
         p += 46 + (uint64_t)nlen + xlen + clen;
     }
-    headers_flush(&read);
     z->n = (size_t)count;
     if (p != end) { /* entries past the count would be listed by other readers, not by us */
         fail(err, errlen,
@@ -304,6 +303,8 @@ int wpk_zip_open_ex(wpk_zip *z, const uint8_t *buf, size_t len, wpk_buf_done_fn 
     }
     if (overlapping(z, err, errlen))
         goto bad;
+    free(l);
+    l = NULL;
     qsort(z->e, z->n, sizeof *z->e, cmp_entry);
     for (size_t i = 1; i < z->n; i++)
         if (cmp_entry(&z->e[i - 1], &z->e[i]) == 0) {
@@ -314,6 +315,7 @@ int wpk_zip_open_ex(wpk_zip *z, const uint8_t *buf, size_t len, wpk_buf_done_fn 
         }
     return WPACK_OK;
 bad:
+    free(l);
     wpk_zip_close(z);
     return WPACK_E_INPUT;
 }

@@ -872,9 +872,11 @@ int wpack_writer_write(wpack_writer *w, const void *data, size_t nbytes);
  * stats read them there; NULL: they are read with pread, a cache-sized step
  * just before that step is copied (faster than reading a mapping). Where
  * the bytes go to the archive as they are (not compressed, not sharded)
- * they move with copy_file_range, inside the kernel; where the kernel or
- * file system refuses it (another file system, an old kernel), with read
- * and write. */
+ * and sit at the same offset in a 4 KiB page as in the archive, they move
+ * with copy_file_range, inside the kernel (or shared, on a file system with
+ * reflinks); elsewhere, or where the kernel or file system refuses it
+ * (another file system, an old kernel), the step just read and hashed is
+ * written (cheaper than the kernel's copy of pages that do not line up). */
 int wpack_writer_write_from_fd(wpack_writer *w, const void *data, int fd, uint64_t off,
                                size_t nbytes);
 int wpack_writer_end_tensor(wpack_writer *w);

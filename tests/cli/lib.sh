@@ -81,6 +81,27 @@ same_with_copy_range() {
     pass "$name"
 }
 
+# copy_range_used NAME yes|no ARGS...: under strace, `wpack create ARGS`
+# moves bytes with copy_file_range (yes) or never calls it (no). The writer
+# calls it only where the input's bytes sit at the same offset in a 4 KiB
+# page as in the archive (writer_copy.c): elsewhere write() of the step it
+# read is cheaper. A visible skip without strace.
+copy_range_used() {
+    local name=$1 want=$2 got; shift 2
+    if ! command -v strace >/dev/null 2>&1; then echo "skip $name: no strace"; return; fi
+    rm -f "$T/cr.wpack"
+    # LeakSanitizer cannot run under ptrace (an ASan build would fail at exit)
+    if ! ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+        strace -f -e trace=copy_file_range -o "$T/trace" "$WPACK" create -q -o "$T/cr.wpack" "$@" 2>"$T/err"; then
+        fail "$name" "$(head -c 300 "$T/err")"
+        return
+    fi
+    if grep -q "copy_file_range(.*= [1-9]" "$T/trace"; then got=yes
+    elif grep -q "copy_file_range(" "$T/trace"; then got="called, nothing copied"
+    else got=no; fi
+    [ "$got" = "$want" ] && pass "$name" || fail "$name" "copy_file_range: $got (want $want)"
+}
+
 # cpu_limit SECS CMD...: CMD with SECS seconds of CPU time (RLIMIT_CPU:
 # SIGXCPU past it) and 10 x SECS of wall time. Bounds a case's work without
 # failing it on a loaded machine, where an ASan build's wall time was 4x
