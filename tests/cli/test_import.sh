@@ -367,6 +367,21 @@ hostile st_duplicate.safetensors "duplicate object key"
 hostile st_bad_dtype.safetensors "dtype 'F4' not supported"
 hostile manifest_traversal/manifest.json "must be a relative path without '..'"
 hostile manifest_offset.json "run past the end of"
+# a safetensors header above the 100 MB limit, in a file without the
+# extension (found by content; a sparse file: refused on
+# its length, nothing past the header is read) is named as one, not "not a
+# recognised input"
+"$PY" - "$T/bighdr.st" <<'PYEOF'
+import struct, sys
+n = 100_000_130
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", n) + b'{"__metadata__": {"blob": "')
+    f.truncate(8 + n)
+PYEOF
+expect_fail safetensors_big_header_named "bighdr\.st: safetensors: header length 100000130 above the 100 MB limit \[WPACK_E_LIMIT\]" \
+    "$WPACK" create -q -o "$T/bighdr.wpack" "$T/bighdr.st"
+rm -f "$T/bighdr.st"
+
 # an existing output survives a failed import untouched
 cp "$T/st.wpack" "$T/h.wpack"
 "$WPACK" create -q -o "$T/h.wpack" "$H/pickle_os_system.pt" 2>/dev/null
