@@ -854,8 +854,14 @@ def small_argument_checks(d):
     check(wpack.safe_open(p, device="cpu").keys() == ["a.x", "a.y", "b"], "np on cpu")
     check(wpack.safe_open(p, device="cpu:0").keys() == ["a.x", "a.y", "b"], "np on cpu:0")
     # a device torch cannot name: refused at the open, not inside get_tensor
-    e = raises(ValueError, wpack.safe_open, p, framework="pt", device="nonsense")
-    check("device='nonsense'" in str(e), str(e))
+    # (torch parses it by throwing a C++ exception, which aborts a Python that
+    # has the ASan runtime preloaded: its __cxa_throw interceptor finds no
+    # libstdc++ to call)
+    if "libasan" in os.environ.get("LD_PRELOAD", ""):
+        print("# note: small_argument_checks: device='nonsense' not checked under ASan")
+    else:
+        e = raises(ValueError, wpack.safe_open, p, framework="pt", device="nonsense")
+        check("device='nonsense'" in str(e), str(e))
     with wpack.safe_open(p, framework="pt", device="cpu:0") as f:
         check(str(f.get_tensor("b").device) == "cpu", "pt on cpu:0")
     # device= moved get_tensor's tensors only: get_slice's stayed on the CPU
