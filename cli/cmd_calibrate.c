@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "cli.h"
 #include "cli_chain.h"
 #include "nameset.h"
@@ -136,10 +137,8 @@ static int histograms_fit(const chain *ch, const size_t *first, uint64_t bins, c
     for (size_t s = 0; s < ch->n; s++)
         records += first[s] == s;
     uint64_t per = (2 * bins + 1) * sizeof(double), need;
-    if (records && per > UINT64_MAX / records)
+    if (!wpk_mul(records, per, &need))
         need = UINT64_MAX;
-    else
-        need = records * per;
     char what[64];
     snprintf(what, sizeof what, "calibrate --histogram %llu", (unsigned long long)bins);
     return cli_check_output(what, archive, need, cli_input_bytes(ar), max_output, 1);

@@ -282,9 +282,9 @@ void wpack_writer_abort(wpack_writer *w)
  * index, the set it replaces): the message names it, unless it does. */
 static void name_output(wpack_writer *w)
 {
-    if (!w->shown || strstr(w->errmsg, w->shown))
+    if (!w->shown)
         return;
-    char shown[256], msg[sizeof w->errmsg];
+    char shown[256], msg[sizeof w->errmsg]; /* the message is escaped: compare escaped */
     wpack_text_escape(shown, sizeof shown, w->shown, strlen(w->shown));
     if (strstr(w->errmsg, shown))
         return;
