@@ -138,10 +138,19 @@ static int meta_string(const wpack_archive *ar, const wpack_meta *m, char **out,
 static int check_exportable(const wpack_archive *ar, const wpack_tensor *t, char *err,
                             size_t errlen)
 {
-    (void)ar;
     if (!wpack_dtype_size(t->dtype)) {
-        wpk_fmt(err, errlen, "tensor '%s': block-quantized dtype %d has no equivalent outside wpack",
-                t->name, t->dtype);
+        const char *block = NULL;
+        if (t->dtype < WPACK_DTYPE_BLOCK_BASE ||
+            wpack_block_dtype_at(ar, (uint64_t)(t->dtype - WPACK_DTYPE_BLOCK_BASE), &block, NULL,
+                                 NULL, NULL, NULL))
+            block = NULL;
+        if (block)
+            wpk_fmt(err, errlen,
+                    "tensor '%s': block-quantized dtype '%s' has no equivalent outside wpack",
+                    t->name, block);
+        else
+            wpk_fmt(err, errlen, "tensor '%s': dtype %d has no equivalent outside wpack", t->name,
+                    t->dtype);
         return WPACK_E_UNSUPPORTED;
     }
     return WPACK_OK;

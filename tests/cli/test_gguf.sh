@@ -67,6 +67,10 @@ want = np.random.RandomState(1).randint(0, 256, 108, dtype=np.uint8)
 sys.exit(0 if a.dtype == np.uint8 and (a.ravel() == want).all() else 1)
 " && pass q4_0_bytes || fail q4_0_bytes
 
+# a block dtype has no safetensors/npz form: the refusal names it
+expect_fail export_block_dtype_named "tensor 'blk\.0\.attn_[a-z]\.weight': block-quantized dtype 'ggml\.q[0-9]_0' has no equivalent.*\[WPACK_E_UNSUPPORTED\]" \
+    "$WPACK" export -q "$T/m.wpack" --to safetensors -o "$T/q.safetensors"
+
 # --- out: byte for byte
 expect export_v3 "$WPACK" export -q "$T/m.wpack" --to gguf -o "$T/back.gguf"
 cmp -s "$T/base.gguf" "$T/back.gguf" && pass roundtrip_v3_identical || fail roundtrip_v3_identical
