@@ -202,7 +202,7 @@ int cmd_update(int argc, char **argv)
     wpack_get_info(ar, &in);
     char size[32];
     cli_human_size(size, sizeof size, in.index_length);
-    cli_line(stdout, "%s: generation %llu: %zu change%s; %llu stats, %llu metadata, %llu names; index %s",
+    cli_line(stdout, "%s: generation %llu: %zu option%s applied; %llu stats, %llu metadata, %llu names; index %s",
            archive, (unsigned long long)in.generation, n, n == 1 ? "" : "s",
            (unsigned long long)in.stats_count, (unsigned long long)in.metadata_count,
            (unsigned long long)in.namemap_count, size);

@@ -76,7 +76,7 @@ grep -q -- '--drop-stats' "$T/out" && pass update_help_text || fail update_help_
 "$WPACK" --help | grep -q '^  update ' && pass update_in_command_list || fail update_in_command_list
 
 expect update_meta_add "$WPACK" update "$B" --meta model.source=hub/x
-grep -q 'generation 2' "$T/out" && pass update_summary_line || fail update_summary_line "$(cat "$T/out")"
+grep -q 'generation 2: 1 option applied; ' "$T/out" && pass update_summary_line || fail update_summary_line "$(cat "$T/out")"
 [ "$(pyq "$B" 'd["metadata"]["model.source"]')" = hub/x ] && pass meta_added || fail meta_added
 expect update_meta_replace "$WPACK" update "$B" --meta model.name=second
 [ "$(pyq "$B" '(d["metadata"]["model.name"], len(d["metadata"]))')" = "('second', 4)" ] \
