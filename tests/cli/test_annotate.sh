@@ -193,6 +193,19 @@ cat >"$T/mapred.json" <<'J'
  {"key": "r2", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5},
  {"key": "g1", "kind": "activation", "count": 4, "min": -1.0, "max": 2.0, "mean": 0.5}]}
 J
+# annotate_parsed NAME COUNT: an archive with NAME.json's stats annotates
+# NAME.mlir, COUNT ops are annotated, and mlir-opt-19 prints the output into
+# NAME.printed (else NAME_parsed fails and it returns 1)
+annotate_parsed() {
+    expect "$1_archive" "$WPACK" create -q -o "$T/$1.wpack" "$T/w0.npy" --stats "$T/$1.json"
+    expect "$1_annotate" "$WPACK" resolve --annotate --allow-missing "$T/$1.wpack" "$T/$1.mlir" \
+        -o "$T/$1.out.mlir"
+    grep -q "annotated $2 ops with activation stats" "$T/err" && pass "$1_all_found" ||
+        fail "$1_all_found" "$(cat "$T/err")"
+    "$MLIR_OPT" "$T/$1.out.mlir" >"$T/$1.printed" 2>"$T/err2" && return 0
+    fail "$1_parsed" "mlir-opt-19 rejected it: $(head -c 300 "$T/err2")"
+    return 1
+}
 cat >"$T/mapred.mlir" <<'EOF'
 func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4x4xf32>) -> tensor<4xf32> {
   %e = tensor.empty() : tensor<4xf32>
@@ -212,16 +225,11 @@ func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4x4xf32>) -> tenso
   return %4 : tensor<4xf32>
 }
 EOF
-expect mapred_archive "$WPACK" create -q -o "$T/mapred.wpack" "$T/w0.npy" --stats "$T/mapred.json"
-expect mapred_annotate "$WPACK" resolve --annotate --allow-missing "$T/mapred.wpack" "$T/mapred.mlir" -o "$T/mapred.out.mlir"
-grep -q "annotated 5 ops with activation stats" "$T/err" && pass mapred_all_found || fail mapred_all_found "$(cat "$T/err")"
-if "$MLIR_OPT" "$T/mapred.out.mlir" >"$T/mapred.printed" 2>"$T/err2"; then
+if annotate_parsed mapred 5; then
     [ "$(grep -c 'linalg\.\(map\|reduce\).*wpack.min = -1' "$T/mapred.printed")" = 4 ] &&
         grep -q 'linalg.map ins.*{keep = 1 : i32, wpack.absmax' "$T/mapred.printed" &&
         grep -q 'arith.addf %reduced_1, %reduced_1 {wpack.absmax' "$T/mapred.printed" && pass mapred_parsed ||
         fail mapred_parsed "$(grep linalg "$T/mapred.printed")"
-else
-    fail mapred_parsed "mlir-opt-19 rejected it: $(head -c 300 "$T/err2")"
 fi
 
 # Keywords of an op's custom form wrapped onto lines of their own (outs(...),
@@ -260,14 +268,9 @@ func.func @f(%a: tensor<4x4xf32>, %c: tensor<4x4xf32>, %n: index) -> tensor<?xf3
     %5 : tensor<?xf32>
 }
 EOF
-expect wrap_archive "$WPACK" create -q -o "$T/wrap.wpack" "$T/w0.npy" --stats "$T/wrap.json"
-expect wrap_annotate "$WPACK" resolve --annotate --allow-missing "$T/wrap.wpack" "$T/wrap.mlir" -o "$T/wrap.out.mlir"
-grep -q "annotated 4 ops with activation stats" "$T/err" && pass wrap_all_found || fail wrap_all_found "$(cat "$T/err")"
-if "$MLIR_OPT" "$T/wrap.out.mlir" >"$T/wrap.printed" 2>"$T/err2"; then
+if annotate_parsed wrap 4; then
     [ "$(grep -c '\(linalg\.\(matmul\|map\|reduce\)\|tensor\.cast\).*wpack.min = -1' "$T/wrap.printed")" = 4 ] &&
         pass wrap_parsed || fail wrap_parsed "$(grep 'linalg\|tensor.cast' "$T/wrap.printed")"
-else
-    fail wrap_parsed "mlir-opt-19 rejected it: $(head -c 300 "$T/err2")"
 fi
 
 finish
