@@ -528,7 +528,8 @@ int wpack_set_executor(wpack_archive *ar, const wpack_executor *ex);
  * wpack_read() that can check what it hands out: with WPACK_READ_VERIFY in
  * flags (or an archive opened without WPACK_OPEN_NO_VERIFY_READS) the entry's
  * bytes are checked against its checksum before dst is trusted:
- * WPACK_E_CHECKSUM or WPACK_E_DECODE, with a message naming the entry
+ * WPACK_E_CHECKSUM or WPACK_E_DECODE (WPACK_E_VALUE: a bool byte other
+ * than 0 or 1, spec 21.17), with a message naming the entry
  * (wpack_errmsg(); several threads failing at once leave one of their
  * messages). A read of the whole tensor hashes what it copied, in one pass;
  * a partial read checks the whole tensor once (wpack_verify_once()), so a

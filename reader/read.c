@@ -169,6 +169,27 @@ typedef struct {
     wpk_sums_cursor *sums;          /* NULL: chunk checksums not checked */
 } check_ctx;
 
+/* Bool bytes other than 0 and 1 are refused where bytes are checked (spec
+ * 21.17): at is the first such byte's offset in the tensor. */
+static int bad_bool(const wpack_archive *ar, const wpack_tensor *t, uint64_t at, unsigned value)
+{
+    char q[256];
+    wpk_quote(q, sizeof q, t->name, t->name_len);
+    return wpk_fail((wpack_archive *)ar, WPACK_E_VALUE,
+                    "tensor '%s': bool byte %llu is %u; bools are 0 or 1", q,
+                    (unsigned long long)at, value);
+}
+
+/* The bytes [offset, offset + n) of t handed out by a checked read. */
+static int check_bools(const wpack_archive *ar, const wpack_tensor *t, uint64_t offset,
+                       const void *p, size_t n)
+{
+    if (t->dtype != WPACK_DTYPE_BOOL)
+        return WPACK_OK;
+    size_t b = wpk_first_bad_bool(p, n);
+    return b < n ? bad_bool(ar, t, offset + b, ((const uint8_t *)p)[b]) : WPACK_OK;
+}
+
 /* Hash each piece just before the caller gets it (it is in cache then). */
 static int check_piece(void *u, const void *p, size_t n)
 {
@@ -190,9 +211,12 @@ int wpk_check_stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void 
 {
     wpack_tensor t;
     wpk_fill_tensor(ar, i, &t);
-    if (t.fill) /* a splat: its fill checksum is checked at open */
-        mode = 0;
-    check_ctx c = {NULL, fn, user, WPACK_OK, (mode & WPK_CHECK_BOOL) != 0, 0, UINT64_MAX, 0, NULL};
+    if (mode & WPK_CHECK_HASH) /* a checked read hands out only 0 and 1 as bools */
+        mode |= WPK_CHECK_BOOL;
+    if (t.fill) /* a splat: its fill checksum is checked at open, not its value */
+        mode &= WPK_CHECK_BOOL;
+    int check_bool = (mode & WPK_CHECK_BOOL) && t.dtype == WPACK_DTYPE_BOOL;
+    check_ctx c = {NULL, fn, user, WPACK_OK, check_bool, 0, UINT64_MAX, 0, NULL};
     if ((mode & WPK_CHECK_HASH) && !(c.h = wpk_hasher_new()))
         return WPACK_E_NOMEM;
     /* verify: each chunk checksum too, in the same pass */
@@ -217,21 +241,16 @@ int wpk_check_stream(const wpack_archive *ar, uint64_t i, wpk_piece_fn fn, void 
     if (rc)
         return wpk_read_failed(ar, &t, rc);
     if (!c.h)
-        return WPACK_OK;
+        return c.bad_at != UINT64_MAX ? bad_bool(ar, &t, c.bad_at, c.bad_value) : WPACK_OK;
     if (got != t.decoded_checksum)
         return wpk_bad_hash(ar, &t, got);
     /* the whole matched, a chunk did not: its sum is wrong, and a partial
      * read of that chunk would be refused (19b) */
     if (c.sums && (rc = wpk_sums_cursor_end(c.sums, ar, &t)))
         return rc;
+    if (c.bad_at != UINT64_MAX) /* not marked passed: every checked read refuses it */
+        return bad_bool(ar, &t, c.bad_at, c.bad_value);
     wpk_checked_set(ar, wpk_owner_of(&t), WPACK_OK);
-    if (c.bad_at != UINT64_MAX) {
-        char q[256];
-        wpk_quote(q, sizeof q, t.name, t.name_len);
-        return wpk_fail((wpack_archive *)ar, WPACK_E_VALUE,
-                        "tensor '%s': bool byte %llu is %u; bools are 0 or 1", q,
-                        (unsigned long long)c.bad_at, c.bad_value);
-    }
     return WPACK_OK;
 }
 
@@ -254,8 +273,22 @@ int wpack_verify_once(const wpack_archive *ar, uint64_t i)
     return wpk_check_stream(ar, i, NULL, NULL, WPK_CHECK_HASH);
 }
 
+static int read_checked(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst,
+                        size_t nbytes, unsigned flags);
+
 int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst, size_t nbytes,
                   unsigned flags)
+{
+    int rc = read_checked(ar, i, offset, dst, nbytes, flags);
+    if (rc || !verifying(ar, flags))
+        return rc;
+    wpack_tensor t;
+    wpk_fill_tensor(ar, i, &t);
+    return check_bools(ar, &t, offset, dst, nbytes);
+}
+
+static int read_checked(const wpack_archive *ar, uint64_t i, uint64_t offset, void *dst,
+                        size_t nbytes, unsigned flags)
 {
     if (i >= ar->info.entry_count)
         return WPACK_E_NOT_FOUND;
@@ -278,6 +311,8 @@ int wpack_read_ex(const wpack_archive *ar, uint64_t i, uint64_t offset, void *ds
         uint64_t got = wpk_xxh3(dst, nbytes);
         if (got != t.decoded_checksum)
             return wpk_bad_hash(ar, &t, got);
+        if ((rc = check_bools(ar, &t, 0, dst, nbytes)))
+            return rc; /* not marked passed (see wpk_check_stream) */
         wpk_checked_set(ar, wpk_owner_of(&t), WPACK_OK);
         return WPACK_OK;
     }
@@ -322,6 +357,8 @@ int wpack_tensor_view_range(const wpack_archive *ar, uint64_t i, uint64_t offset
         rc = wpk_sums_of(ar, &t, &holder, &sums)
                  ? wpk_sums_check_mapped(ar, &t, &sums, t.data, offset, (size_t)nbytes)
                  : wpack_verify_once(ar, i);
+    if (rc == WPACK_OK && (ar->flags & WPACK_OPEN_VERIFY_READS))
+        rc = check_bools(ar, &t, offset, (const uint8_t *)t.data + offset, (size_t)nbytes);
     if (rc == WPACK_OK)
         *data = (const uint8_t *)t.data + offset;
     return rc;
@@ -344,5 +381,8 @@ int wpack_read_stream(const wpack_archive *ar, uint64_t i, wpack_read_fn fn, voi
     int known = wpk_known_check(ar, &t);
     if (known > 0) /* found bad before: refused, verifying or not */
         return wpk_failed_before(ar, &t, known);
-    return wpk_check_stream(ar, i, fn, user, verifying(ar, flags) && known < 0 ? WPK_CHECK_HASH : 0);
+    int mode = 0;
+    if (verifying(ar, flags)) /* bools each time: entries may share checked bytes */
+        mode = (known < 0 ? WPK_CHECK_HASH : 0) | WPK_CHECK_BOOL;
+    return wpk_check_stream(ar, i, fn, user, mode);
 }

@@ -507,6 +507,53 @@ static void test_writer_bool_values(void)
     wpack_close(ar);
 }
 
+static int count_bytes(void *user, const void *p, size_t n)
+{
+    (void)p;
+    *(size_t *)user += n;
+    return 0;
+}
+
+/* A checked read hands out bools only as 0 and 1: whole, in part, streamed,
+ * as a view, a second time (the hash passed, the values did not); a part
+ * read without chunk checksums checks the whole tensor, so any part is
+ * refused; an unchecked read hands out the bytes as they are (spec 21.17).
+ * b.mask's byte 257 is 0x80 in buf. */
+static void check_reads_refuse_bad_bools(const unsigned char *buf, size_t len)
+{
+    wpack_archive *ar;
+    wpack_tensor t;
+    uint8_t out[300];
+    CHECK_EQ(wpack_open_memory(&ar, buf, len, WPACK_OPEN_NO_VERIFY_READS), WPACK_OK);
+    CHECK_EQ(wpack_find(ar, "b.mask", &t), WPACK_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        CHECK_EQ(wpack_read_ex(ar, t.index, 0, out, 300, WPACK_READ_VERIFY), WPACK_E_VALUE);
+        CHECK(strstr(wpack_errmsg(ar), "'b.mask'") && strstr(wpack_errmsg(ar), "bool byte 257 is 128"),
+              "whole read, pass %d: %s", pass, wpack_errmsg(ar));
+    }
+    CHECK_EQ(wpack_read_ex(ar, t.index, 250, out, 10, WPACK_READ_VERIFY), WPACK_E_VALUE);
+    CHECK(strstr(wpack_errmsg(ar), "bool byte 257 is 128"), "part: %s", wpack_errmsg(ar));
+    CHECK_EQ(wpack_read_ex(ar, t.index, 0, out, 250, WPACK_READ_VERIFY), WPACK_E_VALUE);
+    size_t seen = 0;
+    CHECK_EQ(wpack_read_stream(ar, t.index, count_bytes, &seen, WPACK_READ_VERIFY), WPACK_E_VALUE);
+    FILE *f = tmpfile();
+    CHECK(f != NULL, "tmpfile");
+    if (f) {
+        CHECK_EQ(wpack_read_to_fd(ar, t.index, fileno(f), WPACK_READ_VERIFY), WPACK_E_VALUE);
+        fclose(f);
+    }
+    CHECK_EQ(wpack_read_ex(ar, t.index, 0, out, 300, 0), WPACK_OK);
+    CHECK(out[257] == 0x80, "a plain read: the bytes as stored");
+    wpack_close(ar);
+    CHECK_EQ(wpack_open_memory(&ar, buf, len, 0), WPACK_OK); /* reads checked by default */
+    CHECK_EQ(wpack_find(ar, "b.mask", &t), WPACK_OK);
+    const void *view;
+    CHECK_EQ(wpack_tensor_view_range(ar, t.index, 200, 100, &view), WPACK_E_VALUE);
+    CHECK(view == NULL, "no view of a bad bool");
+    CHECK_EQ(wpack_read_ex(ar, t.index, 0, out, 300, 0), WPACK_E_VALUE);
+    wpack_close(ar);
+}
+
 /* Another writer's archive may hold bool bytes other than 0/1 (checksums
  * right): a plain open takes it, verification names the byte (VALUE). */
 static void test_verify_bool_values(void)
@@ -546,6 +593,7 @@ static void test_verify_bool_values(void)
     wpack_archive *ar2;
     CHECK_EQ(wpack_open_memory(&ar2, buf, len, WPACK_OPEN_VERIFY), WPACK_E_VALUE);
     wpack_close(ar2);
+    check_reads_refuse_bad_bools(buf, len);
     free(buf);
 }
 
