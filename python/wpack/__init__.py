@@ -600,6 +600,7 @@ class safe_open:
             self._h = self._open_pt(path, flags)
         else:
             self._h = _Handle(path, flags)
+        self._shown = self._h.path   # as messages name it (a URL redacted)
         info = _lib.Info()
         lib.wpack_get_info(self._h.ptr, ctypes.byref(info))
         self._info = info
@@ -653,7 +654,9 @@ class safe_open:
     def close(self):
         """Close the archive. Arrays and tensors already handed out stay valid
         (the C handle is freed when the last of them is gone, and reads
-        running in other threads finish). Idempotent."""
+        running in other threads finish). Idempotent. Any call on it (or
+        on a get_slice object of it) afterwards raises wpack.Error
+        WPACK_E_STATE naming the archive."""
         self._h = None
 
     def __del__(self):
@@ -663,8 +666,8 @@ class safe_open:
         # Callers keep the handle in a local for as long as they use its
         # pointer: lib.f(self._handle().ptr) drops it before f runs, and a
         # close() in another thread then frees the archive under f.
-        if self._h is None:
-            raise Error(E_STATE, "archive is closed")
+        if self._h is None:   # which one: a program may have many open and closed
+            raise Error(E_STATE, "%s: the archive is closed" % self._shown)
         return self._h
 
     # -- lookups

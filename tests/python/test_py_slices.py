@@ -1,6 +1,6 @@
 """wpack Python package, get_slice edge cases: block dtypes (shape in
 elements, slices of whole rows and blocks or a refusal naming the tensor),
-the size a failed slice quotes, and indices as numpy takes them."""
+the size a failed slice quotes, and use after close."""
 import os
 import subprocess
 import sys
@@ -123,6 +123,21 @@ def failed_slice_quotes_its_own_size(d):
           "its %d bytes" % half in lines[0], lines[0])
     # [rows, 0]: 2 MiB (1 << 19 floats): allocated, no error
     check(lines[1] == "no-error", lines[1])
+
+
+@case
+def use_after_close_names_the_archive(d):
+    # "archive is closed [WPACK_E_STATE]": which of the program's archives?
+    p = os.path.join(d, "closed.wpack")
+    wpack.save_file({"a": np.ones((2, 2), np.float32)}, p)
+    for fw in ("np", "pt"):
+        f = wpack.safe_open(p, framework=fw)
+        s = f.get_slice("a")
+        f.close()
+        for fn in (f.keys, f.metadata, f.info, lambda: f.get_tensor("a"), lambda: s[0],
+                   lambda: "a" in f, lambda: len(f)):
+            e = raises(wpack.Error, fn, code="WPACK_E_STATE")
+            check(str(e).startswith(p + ": the archive is closed"), str(e))
 
 
 if __name__ == "__main__":
