@@ -666,9 +666,10 @@ class safe_open:
         # Callers keep the handle in a local for as long as they use its
         # pointer: lib.f(self._handle().ptr) drops it before f runs, and a
         # close() in another thread then frees the archive under f.
-        if self._h is None:   # which one: a program may have many open and closed
+        h = self._h   # read once: a close() in another thread may run between two reads
+        if h is None:   # which one: a program may have many open and closed
             raise Error(E_STATE, "%s: the archive is closed" % self._shown)
-        return self._h
+        return h
 
     # -- lookups
     def _find(self, name):

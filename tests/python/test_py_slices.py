@@ -139,6 +139,31 @@ def use_after_close_names_the_archive(d):
             e = raises(wpack.Error, fn, code="WPACK_E_STATE")
             check(str(e).startswith(p + ": the archive is closed"), str(e))
 
+    # a close() in another thread between _handle()'s check and its return
+    # (the GIL switches between any two bytecodes) gave None: AttributeError
+    # "'NoneType' object has no attribute 'ptr'", not WPACK_E_STATE. Here
+    # the close happens at that point: every read of _h closes the archive.
+
+    class ClosedWhileRead(wpack.safe_open):
+        armed = False
+
+        @property
+        def _h(self):
+            h = self.__dict__.get("_real")
+            if self.armed:
+                self.__dict__["_real"] = None
+            return h
+
+        @_h.setter
+        def _h(self, h):
+            self.__dict__["_real"] = h
+
+    for fw in ("np", "pt"):
+        f = ClosedWhileRead(p, framework=fw)
+        f.armed = True
+        for fn in (lambda: f.get_tensor("a"), f.keys, lambda: f.describe("a")):
+            f.__dict__["_real"] = wpack.safe_open(p, framework=fw)._h
+            raises(wpack.Error, fn, code="WPACK_E_STATE")
 
 if __name__ == "__main__":
     main()
