@@ -15,6 +15,7 @@ The API follows safetensors::
 
 Every C failure is raised as wpack.Error (.code, .name, message).
 """
+import collections.abc
 import ctypes
 import mmap
 import operator
@@ -1843,6 +1844,8 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
       only the chunks of its rows (format 1.2); 0: none).
     durable: True (default); False: no fsync, see above (`wpack create
       --no-sync`), for scratch outputs and benchmarks.
+    tensors, metadata, name_map, stats and dtypes that are not dicts
+    (mappings) are TypeError, before the output is started.
     An unknown option is TypeError; an int option outside its C field's
     range (a negative size, ...) OverflowError, never wrapped. A value
     with no wpack dtype (complex, strings, objects, quantized, sparse,
@@ -1850,6 +1853,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     tensor; a value numpy cannot make an array of (a ragged list) is
     numpy's ValueError or TypeError, naming the tensor.
     """
+    for what, v in (("tensors", tensors), ("metadata", metadata), ("name_map", name_map),
+                    ("stats", stats), ("dtypes", dtypes)):
+        _mapping("save_file", what, v)
     _check_dtypes(tensors, dtypes)
     wr = _Writer("save_file", path, durable=durable, **options)
     try:
@@ -1886,6 +1892,15 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
         raise
 
 
+def _mapping(caller, what, v):
+    """TypeError unless v is a mapping (or None where optional): a list of
+    pairs was AttributeError "'list' object has no attribute 'items'",
+    after the output had been started."""
+    if v is not None and not isinstance(v, collections.abc.Mapping):
+        raise TypeError("%s(): %s must be a dict (name -> value), not %s"
+                        % (caller, what, type(v).__name__))
+
+
 def _check_updatable(path):
     """wpack.Error unless an update of the archive at path could start now:
     what the update would refuse (not an archive, a shard of a set, a
@@ -1906,6 +1921,9 @@ def update_stats(path, stats):
     readers keep working). stats: as in save_file; an empty one writes
     nothing but still checks that path is an archive that could be updated
     (wpack.Error if not: not an archive, a shard of a set, write-protected)."""
+    _mapping("update_stats", "stats", stats)
+    if stats is None:
+        raise TypeError("update_stats(): stats must be a dict (key -> record), not None")
     _refuse_url(os.fspath(path), "update_stats", "a URL is read only; update a local copy")
     recs, keep = [], []
     for key, rec in stats.items():
