@@ -121,6 +121,10 @@ def load_model_reads_stand_ins_one_at_a_time(d):
 def load_model_raises_a_failed_read_as_itself(d):
     # torch's copy_ wraps what reading a stand-in raises in its RuntimeError;
     # load_model raises the wpack.Error (which tensor, which check)
+    if ASAN:   # raised inside torch's dispatch: a C++ exception, which aborts under ASan
+        print("# note: load_model_raises_a_failed_read_as_itself: not run under ASan "
+              "(torch's C++ exceptions abort there)")
+        return
     p = os.path.join(d, "bad.wpack")
     wpack.save_file({"0.weight": (torch.arange(4096) % 7).float().reshape(64, 64)}, p,
                     compress_level=1, compress_min=0, weight_stats=False)
@@ -149,6 +153,10 @@ def load_model_raises_a_failed_read_as_itself(d):
 def load_model_stand_ins_after_the_load_read_nothing(d):
     # a hook that keeps a stand-in past the load: using it then is a
     # wpack.Error (the archive is closed), never a read of a closed handle
+    if ASAN:   # raised inside torch's dispatch: a C++ exception, which aborts under ASan
+        print("# note: load_model_stand_ins_after_the_load_read_nothing: not run under ASan "
+              "(torch's C++ exceptions abort there)")
+        return
     kept = []
 
     def keep(state, prefix, *rest):
