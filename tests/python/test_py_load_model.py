@@ -10,12 +10,13 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from pycase import case, check, main, raises
+from pycase import ASAN, asan_note, case, check, main, raises
 import wpack
 import wpack.torch as wt
 
 torch.manual_seed(25)
-ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
+# a stand-in's read raising inside torch's dispatch is a C++ exception there
+_CXX = "an exception raised inside torch's dispatch is a C++ exception, which aborts there"
 
 
 class Renamed(nn.Module):
@@ -121,9 +122,7 @@ def load_model_reads_stand_ins_one_at_a_time(d):
 def load_model_raises_a_failed_read_as_itself(d):
     # torch's copy_ wraps what reading a stand-in raises in its RuntimeError;
     # load_model raises the wpack.Error (which tensor, which check)
-    if ASAN:   # raised inside torch's dispatch: a C++ exception, which aborts under ASan
-        print("# note: load_model_raises_a_failed_read_as_itself: not run under ASan "
-              "(torch's C++ exceptions abort there)")
+    if asan_note("load_model_raises_a_failed_read_as_itself", _CXX):
         return
     p = os.path.join(d, "bad.wpack")
     wpack.save_file({"0.weight": (torch.arange(4096) % 7).float().reshape(64, 64)}, p,
@@ -153,9 +152,7 @@ def load_model_raises_a_failed_read_as_itself(d):
 def load_model_stand_ins_after_the_load_read_nothing(d):
     # a hook that keeps a stand-in past the load: using it then is a
     # wpack.Error (the archive is closed), never a read of a closed handle
-    if ASAN:   # raised inside torch's dispatch: a C++ exception, which aborts under ASan
-        print("# note: load_model_stand_ins_after_the_load_read_nothing: not run under ASan "
-              "(torch's C++ exceptions abort there)")
+    if asan_note("load_model_stand_ins_after_the_load_read_nothing", _CXX):
         return
     kept = []
 
