@@ -15,6 +15,7 @@ The API follows safetensors::
 
 Every C failure is raised as wpack.Error (.code, .name, message).
 """
+import collections.abc
 import ctypes
 import mmap
 import operator
@@ -493,9 +494,11 @@ class safe_open:
     fills a tensor, zeros costing memory only as their pages are touched).
     An entry too large to allocate is wpack.Error WPACK_E_NOMEM naming it.
     bf16 is torch.bfloat16 for "pt" and raw uint16 bit patterns for "np";
-    f8 dtypes are raw uint8 for both; block dtypes are their bytes as uint8
-    (save_file(..., dtypes={name: describe(name)["dtype"]}) stores bf16
-    and f8 bit patterns back as such).
+    f8 dtypes are raw uint8 for both; block dtypes (ggml.q4_0, ...) are
+    their bytes as flat uint8, (nbytes,), while describe() and
+    get_slice().get_shape() give their shape in elements, as wpack
+    inspect does (save_file(..., dtypes={name: describe(name)["dtype"]})
+    stores bf16 and f8 bit patterns back as such).
 
     Names looked up (get_tensor, get_slice, describe, stats, read_plan)
     are str (or UTF-8 bytes): any other type is TypeError, never its str()
@@ -598,6 +601,7 @@ class safe_open:
             self._h = self._open_pt(path, flags)
         else:
             self._h = _Handle(path, flags)
+        self._shown = self._h.path   # as messages name it (a URL redacted)
         info = _lib.Info()
         lib.wpack_get_info(self._h.ptr, ctypes.byref(info))
         self._info = info
@@ -651,7 +655,9 @@ class safe_open:
     def close(self):
         """Close the archive. Arrays and tensors already handed out stay valid
         (the C handle is freed when the last of them is gone, and reads
-        running in other threads finish). Idempotent."""
+        running in other threads finish). Idempotent. Any call on it (or
+        on a get_slice object of it) afterwards raises wpack.Error
+        WPACK_E_STATE naming the archive."""
         self._h = None
 
     def __del__(self):
@@ -661,9 +667,10 @@ class safe_open:
         # Callers keep the handle in a local for as long as they use its
         # pointer: lib.f(self._handle().ptr) drops it before f runs, and a
         # close() in another thread then frees the archive under f.
-        if self._h is None:
-            raise Error(E_STATE, "archive is closed")
-        return self._h
+        h = self._h   # read once: a close() in another thread may run between two reads
+        if h is None:   # which one: a program may have many open and closed
+            raise Error(E_STATE, "%s: the archive is closed" % self._shown)
+        return h
 
     # -- lookups
     def _find(self, name):
@@ -853,15 +860,20 @@ class safe_open:
     def _dtype_name(self, code):
         if code in DTYPES:
             return DTYPES[code][0]
+        block = self._block_dtype(code)
+        return block[0] if block else "dtype%d" % code
+
+    def _block_dtype(self, code):
+        """(name, block_elems, block_bytes) of block dtype `code`, or None."""
         name = ctypes.c_char_p()
         be, bb = ctypes.c_uint32(), ctypes.c_uint32()
         pp, pl = ctypes.c_void_p(), ctypes.c_uint64()
         h = self._handle()
-        if lib.wpack_block_dtype_at(h.ptr, code - 128, ctypes.byref(name),
-                                    ctypes.byref(be), ctypes.byref(bb), ctypes.byref(pp),
-                                    ctypes.byref(pl)) == 0:
-            return name.value.decode()
-        return "dtype%d" % code
+        if code < 128 or lib.wpack_block_dtype_at(h.ptr, code - 128, ctypes.byref(name),
+                                                  ctypes.byref(be), ctypes.byref(bb),
+                                                  ctypes.byref(pp), ctypes.byref(pl)) != 0:
+            return None
+        return name.value.decode(), int(be.value), int(bb.value)
 
     # -- tensor bytes
     def _target(self, t):
@@ -1007,11 +1019,13 @@ class safe_open:
             out = out.to(self._device)
         return out
 
-    def _no_memory(self, t, what):
+    def _no_memory(self, t, what, nbytes=None):
         # numpy's MemoryError names no entry; a declared shape is the
-        # archive's say (a zstd entry of terabytes may be a few KiB)
+        # archive's say (a zstd entry of terabytes may be a few KiB).
+        # nbytes: what was being allocated (a slice's), if not the entry
         return Error(E_NOMEM, "%s: %r%s: cannot allocate memory for its %d bytes"
-                     % (self._handle().path, t.name.decode(), what, t.nbytes))
+                     % (self._handle().path, t.name.decode(), what,
+                        t.nbytes if nbytes is None else nbytes))
 
     def get_slice(self, name):
         """A lazy slice object for `name`: index it (`[a:b]`, `[a:b, :, 3]`,
@@ -1028,7 +1042,14 @@ class safe_open:
         index it as numpy does. A single element is a numpy scalar ("np")
         or a 0-d tensor ("pt"), as indexing the whole tensor gives. A bool
         index (True/False) is refused (TypeError). It also has get_shape()
-        and get_dtype()."""
+        (in elements) and get_dtype().
+        A block dtype's slice (ggml.q4_0, ...: blocks of elements along the
+        last dimension) is the bytes of the rows asked for as flat uint8,
+        the form get_tensor gives the whole entry: dimension 0 by an int or
+        a slice of any step, every other dimension whole (':' or '...');
+        for rank 1, whose rows are the blocks, a slice of step 1 that starts
+        and ends on a block's edge. An index that would cut a block is
+        wpack.Error WPACK_E_UNSUPPORTED naming the tensor."""
         return _Slice(self, self._find(name))
 
     def metadata(self):
@@ -1163,20 +1184,75 @@ class _Slice:
         self._f = f
         self._t = f._target(t)
         self._dtype, self._shape = f._np_dtype_shape(self._t)
+        # a block dtype's elements (its logical shape, as describe() and
+        # wpack inspect give it); _shape is then its bytes, (nbytes,)
+        self._block = f._block_dtype(self._t.dtype) if self._t.dtype not in DTYPES else None
+        self._dims = tuple(int(self._t.dims[k]) for k in range(self._t.rank))
 
     def get_shape(self):
-        """The tensor's shape as a list."""
-        return list(self._shape)
+        """The tensor's shape as a list: its elements, as describe() gives
+        it (for a block dtype too, whose get_tensor is its bytes)."""
+        return list(self._dims)
 
     def get_dtype(self):
-        """The wpack dtype name ("f32", "bf16", ...)."""
+        """The wpack dtype name ("f32", "bf16", "ggml.q4_0", ...)."""
         return self._f._dtype_name(self._t.dtype)
 
     def __getitem__(self, key):
         try:
+            if self._block is not None:
+                return self._get_block(key)
             return self._get(key)
-        except MemoryError:
+        except MemoryError:   # the whole entry was being read (indices other than rows)
             raise self._f._no_memory(self._t, " (a slice)") from None
+
+    def _rows(self, first, n0):
+        """(lo, hi, local) for index `first` (an int or a slice) of a
+        dimension of n0: the rows [lo, hi) to read and the index that
+        picks the ones asked for among them."""
+        if isinstance(first, slice):
+            idx = range(*first.indices(n0))
+            if len(idx) == 0:
+                return 0, 0, slice(0, 0)
+            if idx.step > 0:
+                return idx[0], idx[-1] + 1, slice(0, idx[-1] + 1 - idx[0], idx.step)
+            lo, hi = idx[-1], idx[0] + 1
+            return lo, hi, slice(hi - 1 - lo, None, idx.step)
+        i = int(first)
+        if i < 0:
+            i += n0
+        if not 0 <= i < n0:
+            raise IndexError("index %d is out of bounds for dimension 0 of size %d"
+                             % (int(first), n0))
+        return i, i + 1, 0
+
+    def _read_rows(self, dtype, shape, lo, hi):
+        """Rows [lo, hi) of the entry seen as `shape` (its bytes as rows of
+        shape[1:]): a view where it has one, else a checked copy."""
+        f, t = self._f, self._t
+        n0 = shape[0]
+        rowbytes = t.nbytes // n0 if n0 else 0
+        # A part of a tensor with chunk checksums (format 1.2): a view of
+        # its rows with only the chunks that hold them hashed, rather than a
+        # view that hashes (and pages in) the whole tensor first.
+        if f._verify and hi - lo < n0 and f._chunk_size(t):
+            part = f._zero_copy_rows(t, dtype, shape, lo, hi)
+        else:
+            whole = f._zero_copy(t, dtype, shape)
+            part = None if whole is None else whole[lo:hi]
+        if part is None:
+            try:
+                buf = np.empty((hi - lo,) + tuple(shape[1:]), dtype=dtype)
+            except MemoryError:
+                raise f._no_memory(t, " (a slice)", (hi - lo) * rowbytes) from None
+            part = f._read_into(t, lo * rowbytes, buf)
+        return part
+
+    def _out(self, part):
+        try:
+            return self._f._out(part, self._t.dtype)
+        except MemoryError:   # "pt" fills a splat's rows: the slice's bytes
+            raise self._f._no_memory(self._t, " (a slice)", part.nbytes) from None
 
     def _get(self, key):
         f, t, shape = self._f, self._t, self._shape
@@ -1191,39 +1267,75 @@ class _Slice:
             arr, _ = f._get_np(t.name.decode())
             return f._out(arr[key], t.dtype)
         first, rest = key[0], key[1:]
-        n0 = shape[0]
-        if isinstance(first, slice):
-            idx = range(*first.indices(n0))
-            if len(idx) == 0:
-                lo = hi = 0
-                local = slice(0, 0)
-            elif idx.step > 0:
-                lo, hi = idx[0], idx[-1] + 1
-                local = slice(0, hi - lo, idx.step)
-            else:
-                lo, hi = idx[-1], idx[0] + 1
-                local = slice(hi - 1 - lo, None, idx.step)
+        lo, hi, local = self._rows(first, shape[0])
+        part = self._read_rows(self._dtype, shape, lo, hi)
+        return self._out(part[(local,) + rest])
+
+    def _get_block(self, key):
+        """A block dtype's slice: the bytes of whole rows (dimension 0, any
+        step; for rank 1, whole blocks, step 1), every other dimension
+        whole, as flat uint8 (the form get_tensor gives the whole entry);
+        anything else, which would cut a block, wpack.Error
+        WPACK_E_UNSUPPORTED naming the tensor."""
+        t, dims = self._t, self._dims
+        bname, be, bb = self._block
+        name = t.name.decode()
+
+        def refuse(why):
+            return Error(E_UNSUPPORTED, "%s: get_slice(%r)[%s]: %r is of block dtype %s (%d "
+                         "elements in %d bytes), whose slices are the bytes of whole rows%s: "
+                         "%s" % (self._f._handle().path, name, _key_text(key), name, bname,
+                                 be, bb, " of whole blocks" if len(dims) == 1 else "", why))
+
+        parts = list(key) if isinstance(key, tuple) else [key]
+        if any(isinstance(k, (bool, np.bool_)) for k in parts):
+            raise TypeError("get_slice(%r)[...]: bool indices are not supported; "
+                            "use ints or slices" % name)
+        if sum(k is Ellipsis for k in parts) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        if Ellipsis in parts:
+            at = parts.index(Ellipsis)
+            parts[at:at + 1] = [slice(None)] * max(len(dims) - (len(parts) - 1), 0)
+        for k in parts:
+            if not isinstance(k, (int, np.integer, slice)):
+                raise refuse("index %r is not an int, a slice or '...'" % (k,))
+        if len(parts) > len(dims):
+            raise IndexError("too many indices for tensor %r: it is %d-dimensional, but %d "
+                             "were indexed" % (name, len(dims), len(parts)))
+        parts += [slice(None)] * (len(dims) - len(parts))
+        for d, k in enumerate(parts[1:], 1):
+            if not isinstance(k, slice) or range(*k.indices(dims[d])) != range(dims[d]):
+                raise refuse("dimension %d must be whole (':')" % d)
+        lo, hi, local = self._rows(parts[0], dims[0])
+        if len(dims) == 1:   # dimension 0 is the blocks': the rows are blocks
+            if isinstance(local, slice) and local.step not in (None, 1) and hi - lo > 1:
+                raise refuse("step %d would reorder or skip elements inside blocks"
+                             % local.step)
+            if isinstance(local, int) or lo % be or hi % be:
+                raise refuse("elements %d..%d do not start and end on a block's edge"
+                             % (lo, hi))
+            nrows, lo, hi, local = dims[0] // be, lo // be, hi // be, slice(None)
         else:
-            i = int(first)
-            if i < 0:
-                i += n0
-            if not 0 <= i < n0:
-                raise IndexError("index %d is out of bounds for dimension 0 of size %d"
-                                 % (int(first), n0))
-            lo, hi, local = i, i + 1, 0
-        rowbytes = t.nbytes // n0 if n0 else 0
-        # A part of a tensor with chunk checksums (format 1.2): a view of
-        # its rows with only the chunks that hold them hashed, rather than a
-        # view that hashes (and pages in) the whole tensor first.
-        if f._verify and hi - lo < n0 and f._chunk_size(t):
-            part = f._zero_copy_rows(t, self._dtype, shape, lo, hi)
+            nrows = dims[0]
+        rowbytes = t.nbytes // nrows if nrows else 0
+        shape = (nrows, rowbytes)
+        if hi == lo:
+            part = np.empty((0, rowbytes), np.uint8)
         else:
-            whole = f._zero_copy(t, self._dtype, shape)
-            part = None if whole is None else whole[lo:hi]
-        if part is None:
-            part = f._read_into(t, lo * rowbytes,
-                                np.empty((hi - lo,) + tuple(shape[1:]), dtype=self._dtype))
-        return f._out(part[(local,) + rest], t.dtype)
+            part = self._read_rows(np.dtype(np.uint8), shape, lo, hi)
+        return self._out(np.ascontiguousarray(part[local]).reshape(-1))
+
+
+def _key_text(key):
+    """An index as it was written: "0:2, ..." for (slice(0, 2), Ellipsis)."""
+    def one(k):
+        if k is Ellipsis:
+            return "..."
+        if isinstance(k, slice):
+            text = ":".join("" if v is None else str(v) for v in (k.start, k.stop))
+            return text + ("" if k.step is None else ":%s" % k.step)
+        return repr(k)
+    return ", ".join(one(k) for k in (key if isinstance(key, tuple) else (key,)))
 
 
 def load_file(path, framework="np", verify=True, threads=1, **options):
@@ -1732,6 +1844,8 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
       only the chunks of its rows (format 1.2); 0: none).
     durable: True (default); False: no fsync, see above (`wpack create
       --no-sync`), for scratch outputs and benchmarks.
+    tensors, metadata, name_map, stats and dtypes that are not dicts
+    (mappings) are TypeError, before the output is started.
     An unknown option is TypeError; an int option outside its C field's
     range (a negative size, ...) OverflowError, never wrapped. A value
     with no wpack dtype (complex, strings, objects, quantized, sparse,
@@ -1739,6 +1853,9 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
     tensor; a value numpy cannot make an array of (a ragged list) is
     numpy's ValueError or TypeError, naming the tensor.
     """
+    for what, v in (("tensors", tensors), ("metadata", metadata), ("name_map", name_map),
+                    ("stats", stats), ("dtypes", dtypes)):
+        _mapping("save_file", what, v)
     _check_dtypes(tensors, dtypes)
     wr = _Writer("save_file", path, durable=durable, **options)
     try:
@@ -1775,6 +1892,15 @@ def save_file(tensors, path, metadata=None, name_map=None, stats=None, durable=T
         raise
 
 
+def _mapping(caller, what, v):
+    """TypeError unless v is a mapping (or None where optional): a list of
+    pairs was AttributeError "'list' object has no attribute 'items'",
+    after the output had been started."""
+    if v is not None and not isinstance(v, collections.abc.Mapping):
+        raise TypeError("%s(): %s must be a dict (name -> value), not %s"
+                        % (caller, what, type(v).__name__))
+
+
 def _check_updatable(path):
     """wpack.Error unless an update of the archive at path could start now:
     what the update would refuse (not an archive, a shard of a set, a
@@ -1795,6 +1921,9 @@ def update_stats(path, stats):
     readers keep working). stats: as in save_file; an empty one writes
     nothing but still checks that path is an archive that could be updated
     (wpack.Error if not: not an archive, a shard of a set, write-protected)."""
+    _mapping("update_stats", "stats", stats)
+    if stats is None:
+        raise TypeError("update_stats(): stats must be a dict (key -> record), not None")
     _refuse_url(os.fspath(path), "update_stats", "a URL is read only; update a local copy")
     recs, keep = [], []
     for key, rec in stats.items():

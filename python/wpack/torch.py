@@ -54,28 +54,46 @@ IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "
 def load_model(model, path, strict=True, assign=False, verify=True):
     """Load the archive's tensors into model's parameters and buffers.
 
-    assign=False (default) copies each tensor into the existing parameter
-    (dtype and device of the model kept; a parameter on the meta device
-    takes nothing: a warning names it). assign=True replaces them with
-    zero-copy tensors over a private copy-on-write mapping of the file
-    (training may write to them; the file never changes), Parameters
-    keeping their requires_grad. Ties are kept: keys that are one
-    Parameter (or buffer) in the model, or one entry in the archive (an
-    alias and its target), are all given one new object, so the model
-    keeps its parameter count (tied embedding and head stay tied).
-    A lazy module's uninitialized parameters and buffers (nn.LazyLinear
-    before its first forward) take the archive's shapes, as
-    load_state_dict materializes them.
-    A module's extra state (the "_extra_state" key of a module whose
-    get_extra_state returns a tensor) is given to its set_extra_state, as
-    nn.Module.load_state_dict does, whatever its shape.
-    strict=True raises RuntimeError naming
-    missing and unexpected keys, like nn.Module.load_state_dict. A shape
-    mismatch always raises RuntimeError. Returns the keys not loaded as
-    nn.Module.load_state_dict does: a named tuple (missing_keys: the
-    model's keys the archive lacks, in state_dict order; unexpected_keys:
-    the archive's entries the model lacks, sorted) that also unpacks as
-    `missing, unexpected = load_model(...)`.
+    assign=False (default) is model.load_state_dict(state, strict) with
+    the archive as the state: torch's own load, so everything it runs
+    runs (load_state_dict pre- and post-hooks, a module's own
+    _load_from_state_dict such as BatchNorm's, a lazy module's
+    materialization, set_extra_state), strict=True raises RuntimeError
+    naming missing and unexpected keys after loading the rest, as torch
+    does, a shape mismatch raises RuntimeError whatever strict says, and
+    the model keeps its dtypes and devices. Memory stays low: an entry
+    stored plain in a local archive is a zero-copy tensor over a private
+    mapping of the file (free until read, pages of the file as copy_
+    reads them); any other entry (zstd, splat, sharded, from a URL) and
+    an entry the model has no key for are stand-ins (a torch.Tensor
+    subclass with the entry's shape and dtype, on the meta device) that
+    read the entry each time a torch function or tensor method uses them,
+    so one such entry at a time is in memory, never all. Hooks see them
+    as tensors; a stand-in kept past load_model reads nothing (wpack.Error
+    WPACK_E_STATE: the archive is closed). An entry that fails its check
+    (or cannot be read) raises its wpack.Error (torch would wrap it in its
+    RuntimeError). A parameter on the meta device takes nothing (torch's
+    copy_ into it is a no-op): a warning names it.
+
+    assign=True (torch 1.13's load_state_dict has no assign) replaces the
+    parameters and buffers with zero-copy tensors over a private
+    copy-on-write mapping of the file (training may write to them; the
+    file never changes), Parameters keeping their requires_grad; it runs
+    no load_state_dict hook nor a module's _load_from_state_dict (it sets
+    each tensor itself). Ties are kept: keys that are one Parameter (or
+    buffer) in the model, or one entry in the archive (an alias and its
+    target), are all given one new object, so the model keeps its
+    parameter count (tied embedding and head stay tied). A lazy module's
+    uninitialized parameters and buffers take the archive's shapes, and a
+    module's extra state goes to its set_extra_state, as with assign=False;
+    strict=True raises RuntimeError naming missing and unexpected keys
+    before anything is assigned.
+
+    Returns the keys not loaded as nn.Module.load_state_dict does: a named
+    tuple (missing_keys: the model's keys the archive lacks; unexpected_keys:
+    the archive's entries the model lacks) that also unpacks as
+    `missing, unexpected = load_model(...)`. RuntimeErrors start
+    "load_model(PATH): " (a URL redacted).
     path may be a URL (safe_open's defaults): the tensors are then fetched
     ahead in the order they are loaded (safe_open.read_plan).
     verify: as safe_open's: True (default) checks each tensor's bytes
@@ -88,50 +106,133 @@ def load_model(model, path, strict=True, assign=False, verify=True):
         # password and query were quoted whole), a bytes path as text,
         # control characters escaped
         where = _shown(f._handle().path)
-        names = set(f.keys())
-        missing = [k for k in sd if k not in names]
-        unexpected = sorted(names - set(sd))
-        if strict and (missing or unexpected):
-            raise RuntimeError("load_model(%s): missing keys %s, unexpected keys %s"
-                               % (where, missing, unexpected))
+        names = f.keys()
         if f._remote:  # a URL: fetched ahead in the order read below
-            f.read_plan([k for k in sd if k in names])
-        assigned = {}   # ("model", id) / ("archive", entry, is Parameter) -> object given
-        for key, cur in sd.items():
-            if key not in names:
-                continue
-            if key in extra:   # as load_state_dict: the module takes it (its size may change)
-                extra[key].set_extra_state(f.get_tensor(key))
-                continue
-            is_param = isinstance(cur, torch.nn.Parameter)
-            # a lazy module's parameter (nn.LazyLinear before its first
-            # forward) has no shape yet: it takes the archive's, as
-            # load_state_dict materializes it (its shape raised RuntimeError)
-            lazy = torch.nn.parameter.is_lazy(cur)
-            ties = [("model", id(cur)), ("archive", f._target(f._find(key)).index, is_param)]
-            obj = next((assigned[k] for k in ties if k in assigned), None) if assign else None
-            t = f.get_tensor(key) if obj is None else obj
-            if not lazy and tuple(t.shape) != tuple(cur.shape):
-                raise RuntimeError("load_model(%s): %s has shape %s in the archive, %s in "
-                                   "the model" % (where, key, tuple(t.shape), tuple(cur.shape)))
-            if assign:
-                if obj is None:
-                    obj = torch.nn.Parameter(t, requires_grad=cur.requires_grad) \
-                        if is_param else t
-                for k in ties:
-                    assigned.setdefault(k, obj)
-                mod, attr = _owner(model, key)
-                setattr(mod, attr, obj)
-            else:
-                if lazy:
-                    cur.materialize(t.shape)   # the model's dtype and device kept
-                if cur.is_meta:   # copy_ into it does nothing: as torch >= 2.1, said
-                    warnings.warn("load_model(%s): %s is a meta tensor in the model: copying "
-                                  "into it is a no-op (nothing loaded); use assign=True"
-                                  % (where, key), stacklevel=2)
-                with torch.no_grad():
-                    cur.copy_(t)
+            have = set(names)
+            f.read_plan([k for k in sd if k in have])
+        if not assign:
+            return _load_state(model, f, sd, extra, names, strict, where)
+        return _assign(model, f, sd, extra, set(names), strict, where)
+
+
+def _assign(model, f, sd, extra, names, strict, where):
+    """load_model(assign=True): each tensor set in the model (see there)."""
+    missing = [k for k in sd if k not in names]
+    unexpected = sorted(names - set(sd))
+    if strict and (missing or unexpected):
+        raise RuntimeError("load_model(%s): missing keys %s, unexpected keys %s"
+                           % (where, missing, unexpected))
+    assigned = {}   # ("model", id) / ("archive", entry, is Parameter) -> object given
+    for key, cur in sd.items():
+        if key not in names:
+            continue
+        if key in extra:   # as load_state_dict: the module takes it (its size may change)
+            extra[key].set_extra_state(f.get_tensor(key))
+            continue
+        is_param = isinstance(cur, torch.nn.Parameter)
+        # a lazy module's parameter (nn.LazyLinear before its first
+        # forward) has no shape yet: it takes the archive's, as
+        # load_state_dict materializes it (its shape raised RuntimeError)
+        lazy = torch.nn.parameter.is_lazy(cur)
+        ties = [("model", id(cur)), ("archive", f._target(f._find(key)).index, is_param)]
+        obj = next((assigned[k] for k in ties if k in assigned), None)
+        t = f.get_tensor(key) if obj is None else obj
+        if not lazy and tuple(t.shape) != tuple(cur.shape):
+            raise RuntimeError("load_model(%s): %s has shape %s in the archive, %s in "
+                               "the model" % (where, key, tuple(t.shape), tuple(cur.shape)))
+        if obj is None:
+            obj = torch.nn.Parameter(t, requires_grad=cur.requires_grad) if is_param else t
+        for k in ties:
+            assigned.setdefault(k, obj)
+        mod, attr = _owner(model, key)
+        setattr(mod, attr, obj)
     return IncompatibleKeys(missing, unexpected)
+
+
+def _load_state(model, f, sd, extra, names, strict, where):
+    """load_model(assign=False): model.load_state_dict over the archive."""
+    have = set(names)
+    for key, cur in sd.items():
+        if key in have and not torch.nn.parameter.is_lazy(cur) and cur.is_meta:
+            # copy_ into it does nothing: as torch >= 2.1, said
+            warnings.warn("load_model(%s): %s is a meta tensor in the model: copying "
+                          "into it is a no-op (nothing loaded); use assign=True"
+                          % (where, key), stacklevel=3)
+    failed = []   # what a stand-in's read raised (torch's copy_ wraps it in a RuntimeError)
+    state = collections.OrderedDict()
+    for key in names:
+        t = f._target(f._find(key))
+        if key in extra or (key in sd and _maps(f, t)):
+            state[key] = f.get_tensor(key)   # zero-copy (or extra state: kept by its module)
+        else:
+            state[key] = _Entry(f, key, t, failed)
+    try:
+        r = model.load_state_dict(state, strict=strict)
+    except RuntimeError as e:
+        if failed:
+            raise failed[0] from e
+        raise RuntimeError("load_model(%s): %s" % (where, e)) from None
+    return IncompatibleKeys(list(r.missing_keys), list(r.unexpected_keys))
+
+
+def _maps(f, t):
+    """safe_open(framework="pt").get_tensor of entry t is zero-copy (a
+    private mapping of the file, no memory until written)."""
+    return (t.kind == _KIND_DATA and t.codec == 0 and not f._remote and not f._sharded and
+            f._handle().mm is not None)
+
+
+_KIND_DATA = 1
+# torch dtypes of the stand-ins (by wpack dtype code); one torch lacks
+# (u16, u32, u64) gets a placeholder of its size: reading it raises
+_TORCH_DTYPES = {1: torch.float64, 2: torch.float32, 3: torch.float16, 4: torch.bfloat16,
+                 5: torch.uint8, 6: torch.uint8, 7: torch.int64, 8: torch.int32, 9: torch.int16,
+                 10: torch.int8, 11: torch.int64, 12: torch.int32, 13: torch.int16,
+                 14: torch.uint8, 15: torch.bool}
+# what a stand-in answers without reading its entry
+_T = torch.Tensor
+_METADATA = {_T.shape.__get__, _T.size, _T.dim, _T.ndim.__get__, _T.dtype.__get__, _T.numel,
+             _T.nelement, _T.__len__, _T.requires_grad.__get__}
+
+
+class _Entry(torch.Tensor):
+    """An archive entry in load_model's state: a meta tensor of its shape and
+    dtype that reads the entry (safe_open.get_tensor) whenever a torch
+    function or tensor method other than shape, size, dim, dtype or numel
+    uses it; the tensor read is dropped after that use."""
+
+    @staticmethod
+    def __new__(cls, f, key, t, failed):
+        code = t.dtype
+        shape = (int(t.nbytes),) if code not in _TORCH_DTYPES else \
+            tuple(int(t.dims[k]) for k in range(t.rank))
+        e = torch.Tensor._make_subclass(
+            cls, torch.empty(shape, dtype=_TORCH_DTYPES.get(code, torch.uint8), device="meta"))
+        e._wpack = (f, key, failed)
+        return e
+
+    def _read(self):
+        f, key, failed = self._wpack
+        try:
+            return f.get_tensor(key)
+        except Exception as err:
+            failed.append(err)
+            raise
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _METADATA:
+            with torch._C.DisableTorchFunction():
+                return func(*args, **kwargs)
+
+        def real(x):
+            if isinstance(x, _Entry):
+                return x._read()
+            if isinstance(x, (list, tuple)):
+                return type(x)(real(y) for y in x)
+            return x
+        return func(*real(args), **{k: real(v) for k, v in kwargs.items()})
 
 
 # ------------------------------------------------------------ calibration

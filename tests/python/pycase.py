@@ -48,6 +48,31 @@ def escaped(e, *also):
             and all(a in s for a in also))
 
 
+ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")   # a sanitized build's run
+
+
+def asan_note(name, why):
+    """True (after printing a visible "# note" line) when running under ASan:
+    the case `name` returns without checking, for the reason `why`."""
+    if ASAN:
+        print("# note: %s: not run under ASan (%s)" % (name, why))
+    return ASAN
+
+
+def run_capped(code, *args, timeout=300):
+    """Run python `code` (argv: args) in a child whose large allocations
+    fail as on a small machine: its address space capped at 8 GiB, or under
+    ASan (whose shadow needs more) its allocator returning NULL instead.
+    Returns the subprocess.CompletedProcess (text output)."""
+    import subprocess
+    cap = "" if ASAN else ("import resource\n"
+                           "resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))\n")
+    env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") +
+               ":allocator_may_return_null=1")
+    return subprocess.run([sys.executable, "-c", cap + code] + list(args), env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="wpack-py-")
     try:

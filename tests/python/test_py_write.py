@@ -680,5 +680,25 @@ def finish_error_names_the_output(d):
     check(not os.path.exists(out), "a file was written")
 
 
+@case
+def arguments_that_are_not_dicts_are_type_errors(d):
+    # save_file([("w", x)], p) was AttributeError "'list' object has no
+    # attribute 'items'" (so were metadata, name_map, stats as lists of
+    # pairs, and update_stats(p, None))
+    p = os.path.join(d, "m.wpack")
+    x = np.ones(3, np.float32)
+    for kw in ({"tensors": [("w", x)]}, {"metadata": [("k", 1)]}, {"name_map": [("o", "w")]},
+               {"stats": [("w", {})]}, {"dtypes": [("w", "f32")]}):
+        args = dict({"tensors": {"w": x}}, **kw)
+        e = raises(TypeError, wpack.save_file, args.pop("tensors"), p, **args)
+        what = next(iter(kw))
+        check(str(e) == "save_file(): %s must be a dict (name -> value), not list" % what, str(e))
+        check(not os.listdir(d), "nothing written: %s" % os.listdir(d))
+    wpack.save_file({"w": x}, p)
+    for bad in (None, [("w", {})]):
+        e = raises(TypeError, wpack.update_stats, p, bad)
+        check(str(e).startswith("update_stats(): stats must be a dict"), str(e))
+
+
 if __name__ == "__main__":
     main()
