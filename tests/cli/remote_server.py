@@ -28,6 +28,10 @@ picks the behaviour, the rest names a file under ROOT:
   /flipone/F     as flip, for the first such request only
   /changed/F     ETag "v2" after the first 2 requests (same bytes)
   /changed412/F  as changed, and If-Match honoured (412)
+  /changedlong/F as changed, the ETags 303 bytes long and alike in their
+                 first 302 (no If-Match: longer than the client keeps)
+  /lmchanged/F   as changed, the ETag the same and Last-Modified a day later
+  /lmlong/F      as lmchanged, Last-Modified 200 bytes, the change at the end
   /longetag/F    a strong ETag of 302 bytes, If-Match honoured (412)
   /etagctl/F     an ETag holding a bare CR and a header after it; 400 for
                  a request that carries that header
@@ -264,6 +268,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if mode == "changed412" and self.headers.get("If-Match") not in (None, etag):
                 self.log(mode, 412)
                 return self.send(412, b"precondition failed")
+        later = mode in ("changedlong", "lmchanged", "lmlong") and count((mode, rest)) > 2
+        if mode == "changedlong":
+            etag = '"' + "e" * 300 + ("2" if later else "1") + '"'
+        lastmod = "Thu, 01 Jan 2026 00:00:00 GMT"
+        if mode == "lmchanged" and later:
+            lastmod = "Fri, 02 Jan 2026 00:00:00 GMT"
+        if mode == "lmlong":
+            lastmod = "Thu, 01 Jan 2026 00:00:00 GMT" + " " * 170 + ("2" if later else "1")
         if mode == "longetag":
             etag = '"' + "e" * 300 + '"'
             if self.headers.get("If-Match") not in (None, etag):
@@ -276,7 +288,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if "X-Injected" in self.headers:
                 self.log(mode, 400)
                 return self.send(400, b"header injected through If-Match")
-        hdr = [("ETag", etag), ("Last-Modified", "Thu, 01 Jan 2026 00:00:00 GMT"),
+        hdr = [("ETag", etag), ("Last-Modified", lastmod),
                ("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream")]
         if mode in ("redirectflood", "redirectdrip"):
             self.log(mode, 302)

@@ -76,6 +76,11 @@ extract_fails not_found "a.wpack: GET bytes 0-65535: HTTP 404 \(not found\)" "$B
 extract_fails flipped_byte "tensor 't1': fetched bytes hash to [0-9a-f]+ twice.*\[WPACK_E_CHECKSUM\]" "$B/flip/a.wpack"
 extract_fails changed_etag "changed since it was opened \(ETag \"v2\".*at open \"v1\"" "$B/changed/a.wpack"
 extract_fails changed_if_match "HTTP 412 \(the object changed since it was opened" "$B/changed412/a.wpack"
+extract_fails changed_last_modified "changed since it was opened \(ETag \"v1\", Last-Modified Fri, 02 Jan.*at open \"v1\", Thu, 01 Jan" "$B/lmchanged/a.wpack"
+# ETag and Last-Modified values longer than the client keeps are compared
+# whole: cut, an object replaced mid-read passed as the one opened
+extract_fails changed_long_etag "changed since it was opened \(they differ past the part shown: ETag \"e+\.\.\., Last" "$B/changedlong/a.wpack"
+extract_fails changed_long_last_modified "changed since it was opened \(they differ past the part shown: .*Last-Modified Thu, 01 Jan 2026" "$B/lmlong/a.wpack"
 # a strong ETag longer than the 255 bytes kept: If-Match with it cut short
 # was refused by the server (412) on every read after the open
 extract_same long_etag "$B/longetag/a.wpack"
