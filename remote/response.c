@@ -147,7 +147,15 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
     } else if (is_header(p, n, "content-type", &v, &vn)) {
         header_value(v, vn, j->ctype, sizeof j->ctype);
     } else if (is_header(p, n, "content-encoding", &v, &vn)) {
-        header_value(v, vn, j->coding, sizeof j->coding);
+        /* header lines of one name make one list (RFC 9110 5.3): kept as
+         * the last alone, "gzip" then "identity" passed as identity and
+         * the gzip body was retried as a short one */
+        size_t k = strlen(j->coding);
+        header_value(v, vn, tmp, sizeof tmp);
+        if (!k)
+            wpk_fmt(j->coding, sizeof j->coding, "%s", tmp);
+        else if (*tmp && strcasecmp(tmp, "identity") != 0)
+            wpk_fmt(j->coding + k, sizeof j->coding - k, ", %s", tmp);
     } else if (is_header(p, n, "location", &v, &vn)) {
         header_value(v, vn, j->location, sizeof j->location);
     }

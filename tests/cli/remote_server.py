@@ -15,6 +15,8 @@ picks the behaviour, the rest names a file under ROOT:
                  unless the request says "Accept-Encoding: identity" (ranges
                  past 0)
   /gzipalways/F  as gzip, whatever the request says
+  /gziptwice/F   as gzipalways, with a second Content-Encoding line,
+                 "identity" (one list with the first: gzip)
   /bigheader/F   206 with a 200 KiB header line (ranges past 0)
   /flaky/F       503 for the first 2 requests of each range, then right
   /busy429/F     429 with "Retry-After: 2" for the first request of each
@@ -405,6 +407,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if a > 0 and (mode == "gzipalways" or
                       (mode == "gzip" and self.headers.get("Accept-Encoding") != "identity")):
             return self.send(206, gzip.compress(body), hdr + [cr, ("Content-Encoding", "gzip")])
+        if mode == "gziptwice" and a > 0:
+            return self.send(206, gzip.compress(body), hdr + [cr, ("Content-Encoding", "gzip"),
+                                                               ("Content-Encoding", "identity")])
         if mode == "bigheader" and a > 0:
             return self.send(206, body, hdr + [cr, ("X-Big", "b" * (200 << 10))])
         if mode == "more" and a > 0:

@@ -200,8 +200,40 @@ static void test_pinned_whole(void)
     CHECK(!same_object("\"v1\"", c, "\"v1\"", d), "a long Last-Modified, changed at its end");
 }
 
+/* Content-Encoding lines: one list (RFC 9110 5.3), refused unless all
+ * identity */
+static int coding_ok(const char *first, const char *second)
+{
+    job j;
+    wpk_remote r;
+    char line[200];
+    feed(&j, &r, 10, 10, 100, "bytes 10-19/100");
+    const char *v[2] = {first, second};
+    for (int k = 0; k < 2; k++)
+        if (v[k]) {
+            snprintf(line, sizeof line, "Content-Encoding: %s\r\n", v[k]);
+            wpk_on_header(line, 1, strlen(line), &j);
+        }
+    int ok = wpk_check_response(&j);
+    CHECK(ok || strstr(j.fatal, "Content-Encoding"), "'%s' '%s': %s", first, second, j.fatal);
+    return ok;
+}
+
+static void test_coding(void)
+{
+    CHECK(coding_ok(NULL, NULL), "none");
+    CHECK(coding_ok("identity", NULL), "identity");
+    CHECK(coding_ok("IDENTITY", "identity"), "identity twice");
+    CHECK(!coding_ok("gzip", NULL), "gzip");
+    CHECK(!coding_ok("identity, gzip", NULL), "a list");
+    /* the last line alone was kept: gzip passed as identity */
+    CHECK(!coding_ok("gzip", "identity"), "gzip, then identity");
+    CHECK(!coding_ok("identity", "br"), "identity, then br");
+}
+
 int main(void)
 {
+    RUN(test_coding);
     RUN(test_pinned_whole);
     RUN(test_strong_etag);
     RUN(test_grammar);
