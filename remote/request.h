@@ -35,6 +35,7 @@ typedef struct {
     char coding[64];            /* its Content-Encoding ("": none) */
     char location[512];         /* a redirect's Location (cut: for messages only) */
     int64_t resp_at;            /* ms (monotonic) its status line came */
+    long resp_redirects;        /* redirects followed then (CURLINFO_REDIRECT_COUNT) */
     curl_off_t resp_dl0;        /* the download count then (-1: not seen yet) */
     char snippet[SNIPPET + 1];
     size_t snippet_len;

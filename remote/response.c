@@ -121,6 +121,16 @@ static void content_range(job *j, const char *s)
     j->range_empty = known && t == 0;
 }
 
+/* How many redirects the job's transfer has followed (0 without a handle:
+ * the unit tests). */
+static long redirects_followed(const job *j)
+{
+    long n = 0;
+    if (!j->easy || curl_easy_getinfo((CURL *)j->easy, CURLINFO_REDIRECT_COUNT, &n) != CURLE_OK)
+        return 0;
+    return n;
+}
+
 size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
 {
     job *j = u;
@@ -133,6 +143,7 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
         j->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         j->resp_at = wpk_now_ms();
         j->resp_dl0 = -1;
+        j->resp_redirects = redirects_followed(j);
         j->have_range = j->range_empty = j->cr_unsat = 0;
         j->etag[0] = j->lastmod[0] = j->ctype[0] = j->location[0] = j->coding[0] = 0;
         j->etag_sum = j->lastmod_sum = 0;
@@ -297,6 +308,12 @@ int wpk_on_progress(void *u, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ul
     job *j = u;
     (void)dltotal, (void)ultotal, (void)ulnow;
     if (j->status < 300 || j->status >= 400)
+        return 0;
+    /* followed: the status is the 3xx's until the target answers, and a
+     * target slow to answer was taken for a redirect body without end,
+     * failed at once and never retried; the request's own limits (the
+     * connect timeout, the low-speed limit, the deadline) apply to it */
+    if (redirects_followed(j) > j->resp_redirects)
         return 0;
     if (j->resp_dl0 < 0 || dlnow < j->resp_dl0)
         j->resp_dl0 = dlnow;

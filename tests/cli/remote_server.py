@@ -46,6 +46,10 @@ picks the behaviour, the rest names a file under ROOT:
                  open's two)
   /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
                  as a CDN hands on a token)
+  /toslow/F      302 to /slowonce/F on this server
+  /slowonce/F    right, but the first request of each range past 0 gets
+                 no answer for 5 s, then the connection closed (a
+                 redirect's target slow once: a cold CDN)
   /noloc/F       302 without a Location
   /presigned/F   302 to /echo/F?X-Amz-Signature=SEKRIT7f00&token=SEKRIT8 on
                  this server (a query of the server's own: a CDN's presigned
@@ -310,6 +314,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 pass  # the client gave up: what the test wants
             self.close_connection = True
             return
+        if mode == "toslow":
+            self.log(mode, 302)
+            return self.send(302, b"", [("Location", "/slowonce/" + rest)])
         if mode == "noloc":
             self.log(mode, 302)
             return self.send(302, b"")
@@ -368,6 +375,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "wrongrange" and a > 0:
             cr = ("Content-Range", "bytes %d-%d/%d" % (a - 1, b - 1, size))
             body = data[a - 1:b]
+        if mode == "slowonce" and a > 0 and n == 1:
+            time.sleep(5)  # the client has given up (its timeout: 2 s): no answer
+            self.close_connection = True
+            return
         if mode == "slow":  # then answered as /ok/
             with lock:
                 inflight[0] += 1
