@@ -563,6 +563,8 @@ static void on_done(wpk_remote *r, unsigned s, CURLcode c, uint64_t *got)
             r->size = j->checked ? j->cr_total : 0;
             memcpy(r->etag, j->etag, sizeof r->etag);
             memcpy(r->lastmod, j->lastmod, sizeof r->lastmod);
+            r->etag_sum = j->etag_sum;
+            r->lastmod_sum = j->lastmod_sum;
         }
     } else if (f == -1) {
         j->state = 0; /* again after its backoff */

@@ -45,6 +45,7 @@ typedef struct wpk_remote {
     uint64_t size;
     char etag[256];             /* pinned at open ("" when the server sent none) */
     char lastmod[128];
+    uint64_t etag_sum, lastmod_sum; /* of the whole values: compared (response.c) */
     pthread_mutex_t lock;       /* one read at a time per object */
     void *multi;                /* CURLM */
     void **easy;                /* opt.connections CURL handles, kept for their connections */

@@ -31,9 +31,11 @@ typedef struct {
     int cr_known, cr_unsat;     /* total given (not "*"); "bytes STAR/total" (a 416's) */
     uint64_t cr_first, cr_last, cr_total;
     char etag[256], lastmod[128], ctype[64];
+    uint64_t etag_sum, lastmod_sum; /* XXH3 of the whole values (0: none; response.c) */
     char coding[64];            /* its Content-Encoding ("": none) */
     char location[512];         /* a redirect's Location (cut: for messages only) */
     int64_t resp_at;            /* ms (monotonic) its status line came */
+    long resp_redirects;        /* redirects followed then (CURLINFO_REDIRECT_COUNT) */
     curl_off_t resp_dl0;        /* the download count then (-1: not seen yet) */
     char snippet[SNIPPET + 1];
     size_t snippet_len;

@@ -18,17 +18,24 @@ int64_t wpk_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A header value without surrounding blanks and the CRLF. */
+static void trim(const char **v, size_t *n)
+{
+    while (*n && (**v == ' ' || **v == '\t')) {
+        (*v)++;
+        (*n)--;
+    }
+    while (*n && ((*v)[*n - 1] == '\r' || (*v)[*n - 1] == '\n' || (*v)[*n - 1] == ' ' ||
+                  (*v)[*n - 1] == '\t'))
+        (*n)--;
+}
+
 /* A header value: copied without surrounding blanks and the CRLF; cut to
  * fit out. 1 when whole, 0 when cut. */
 static int header_value(const char *v, size_t n, char *out, size_t outlen)
 {
     int whole = 1;
-    while (n && (*v == ' ' || *v == '\t')) {
-        v++;
-        n--;
-    }
-    while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
+    trim(&v, &n);
     if (n >= outlen) {
         n = outlen - 1;
         whole = 0;
@@ -36,6 +43,17 @@ static int header_value(const char *v, size_t n, char *out, size_t outlen)
     memcpy(out, v, n);
     out[n] = 0;
     return whole;
+}
+
+/* A value pinned at open (ETag, Last-Modified): its text, cut to fit out,
+ * for messages and If-Match, and the XXH3 of all of it, which is what is
+ * compared: compared as cut, two ETags alike in their first 255 bytes let
+ * an object replaced mid-read pass as the one opened. */
+static void pinned_value(const char *v, size_t n, char *out, size_t outlen, uint64_t *sum)
+{
+    header_value(v, n, out, outlen);
+    trim(&v, &n);
+    *sum = wpk_xxh3(v, n) | 1; /* 0: no such header */
 }
 
 static int is_header(const char *line, size_t n, const char *name, const char **val, size_t *vlen)
@@ -103,6 +121,16 @@ static void content_range(job *j, const char *s)
     j->range_empty = known && t == 0;
 }
 
+/* How many redirects the job's transfer has followed (0 without a handle:
+ * the unit tests). */
+static long redirects_followed(const job *j)
+{
+    long n = 0;
+    if (!j->easy || curl_easy_getinfo((CURL *)j->easy, CURLINFO_REDIRECT_COUNT, &n) != CURLE_OK)
+        return 0;
+    return n;
+}
+
 size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
 {
     job *j = u;
@@ -115,20 +143,30 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
         j->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         j->resp_at = wpk_now_ms();
         j->resp_dl0 = -1;
+        j->resp_redirects = redirects_followed(j);
         j->have_range = j->range_empty = j->cr_unsat = 0;
         j->etag[0] = j->lastmod[0] = j->ctype[0] = j->location[0] = j->coding[0] = 0;
+        j->etag_sum = j->lastmod_sum = 0;
         j->snippet_len = 0;
     } else if (is_header(p, n, "content-range", &v, &vn)) {
         /* cut, "bytes 0-9/000...0100" would read as another total: none */
         content_range(j, header_value(v, vn, tmp, sizeof tmp) ? tmp : "");
     } else if (is_header(p, n, "etag", &v, &vn)) {
-        header_value(v, vn, j->etag, sizeof j->etag);
+        pinned_value(v, vn, j->etag, sizeof j->etag, &j->etag_sum);
     } else if (is_header(p, n, "last-modified", &v, &vn)) {
-        header_value(v, vn, j->lastmod, sizeof j->lastmod);
+        pinned_value(v, vn, j->lastmod, sizeof j->lastmod, &j->lastmod_sum);
     } else if (is_header(p, n, "content-type", &v, &vn)) {
         header_value(v, vn, j->ctype, sizeof j->ctype);
     } else if (is_header(p, n, "content-encoding", &v, &vn)) {
-        header_value(v, vn, j->coding, sizeof j->coding);
+        /* header lines of one name make one list (RFC 9110 5.3): kept as
+         * the last alone, "gzip" then "identity" passed as identity and
+         * the gzip body was retried as a short one */
+        size_t k = strlen(j->coding);
+        header_value(v, vn, tmp, sizeof tmp);
+        if (!k)
+            wpk_fmt(j->coding, sizeof j->coding, "%s", tmp);
+        else if (*tmp && strcasecmp(tmp, "identity") != 0)
+            wpk_fmt(j->coding + k, sizeof j->coding - k, ", %s", tmp);
     } else if (is_header(p, n, "location", &v, &vn)) {
         header_value(v, vn, j->location, sizeof j->location);
     }
@@ -149,6 +187,9 @@ int wpk_strong_etag(const char *e)
     }
     return 1;
 }
+
+/* The most of a pinned value a message shows. */
+#define SHOWN_PIN 64
 
 /* request.h */
 int wpk_check_response(job *j)
@@ -198,11 +239,18 @@ int wpk_check_response(job *j)
                     (unsigned long long)j->cr_total, (unsigned long long)r->size);
         return 0;
     }
-    if (!j->probe && (strcmp(j->etag, r->etag) != 0 || strcmp(j->lastmod, r->lastmod) != 0)) {
+    if (!j->probe && (j->etag_sum != r->etag_sum || j->lastmod_sum != r->lastmod_sum)) {
+        /* each value shown up to SHOWN_PIN bytes: a long one hid the rest */
+        const char *v[4] = {j->etag, j->lastmod, r->etag, r->lastmod};
+        char shown[4][SHOWN_PIN + 4];
+        for (int i = 0; i < 4; i++)
+            wpk_fmt(shown[i], sizeof shown[i], !*v[i] ? "none" : strlen(v[i]) > SHOWN_PIN
+                    ? "%.*s..." : "%.*s", SHOWN_PIN, v[i]);
+        int alike = strcmp(shown[0], shown[2]) == 0 && strcmp(shown[1], shown[3]) == 0;
         wpk_fmt(j->fatal, sizeof j->fatal,
-                "the object changed since it was opened (ETag %s, Last-Modified %s; at open %s, %s)",
-                *j->etag ? j->etag : "none", *j->lastmod ? j->lastmod : "none",
-                *r->etag ? r->etag : "none", *r->lastmod ? r->lastmod : "none");
+                "the object changed since it was opened (%sETag %s, Last-Modified %s; at open "
+                "%s, %s)", alike ? "they differ past the part shown: " : "", shown[0], shown[1],
+                shown[2], shown[3]);
         return 0;
     }
     j->want = j->cr_last - j->cr_first + 1;
@@ -260,6 +308,12 @@ int wpk_on_progress(void *u, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ul
     job *j = u;
     (void)dltotal, (void)ultotal, (void)ulnow;
     if (j->status < 300 || j->status >= 400)
+        return 0;
+    /* followed: the status is the 3xx's until the target answers, and a
+     * target slow to answer was taken for a redirect body without end,
+     * failed at once and never retried; the request's own limits (the
+     * connect timeout, the low-speed limit, the deadline) apply to it */
+    if (redirects_followed(j) > j->resp_redirects)
         return 0;
     if (j->resp_dl0 < 0 || dlnow < j->resp_dl0)
         j->resp_dl0 = dlnow;

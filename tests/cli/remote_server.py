@@ -15,6 +15,8 @@ picks the behaviour, the rest names a file under ROOT:
                  unless the request says "Accept-Encoding: identity" (ranges
                  past 0)
   /gzipalways/F  as gzip, whatever the request says
+  /gziptwice/F   as gzipalways, with a second Content-Encoding line,
+                 "identity" (one list with the first: gzip)
   /bigheader/F   206 with a 200 KiB header line (ranges past 0)
   /flaky/F       503 for the first 2 requests of each range, then right
   /busy429/F     429 with "Retry-After: 2" for the first request of each
@@ -28,6 +30,10 @@ picks the behaviour, the rest names a file under ROOT:
   /flipone/F     as flip, for the first such request only
   /changed/F     ETag "v2" after the first 2 requests (same bytes)
   /changed412/F  as changed, and If-Match honoured (412)
+  /changedlong/F as changed, the ETags 303 bytes long and alike in their
+                 first 302 (no If-Match: longer than the client keeps)
+  /lmchanged/F   as changed, the ETag the same and Last-Modified a day later
+  /lmlong/F      as lmchanged, Last-Modified 200 bytes, the change at the end
   /longetag/F    a strong ETag of 302 bytes, If-Match honoured (412)
   /etagctl/F     an ETag holding a bare CR and a header after it; 400 for
                  a request that carries that header
@@ -40,6 +46,10 @@ picks the behaviour, the rest names a file under ROOT:
                  open's two)
   /redirect/F?Q  302 to REDIRECT_BASE/F?Q (another server; the query carried,
                  as a CDN hands on a token)
+  /toslow/F      302 to /slowonce/F on this server
+  /slowonce/F    right, but the first request of each range past 0 gets
+                 no answer for 5 s, then the connection closed (a
+                 redirect's target slow once: a cold CDN)
   /noloc/F       302 without a Location
   /presigned/F   302 to /echo/F?X-Amz-Signature=SEKRIT7f00&token=SEKRIT8 on
                  this server (a query of the server's own: a CDN's presigned
@@ -264,6 +274,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if mode == "changed412" and self.headers.get("If-Match") not in (None, etag):
                 self.log(mode, 412)
                 return self.send(412, b"precondition failed")
+        later = mode in ("changedlong", "lmchanged", "lmlong") and count((mode, rest)) > 2
+        if mode == "changedlong":
+            etag = '"' + "e" * 300 + ("2" if later else "1") + '"'
+        lastmod = "Thu, 01 Jan 2026 00:00:00 GMT"
+        if mode == "lmchanged" and later:
+            lastmod = "Fri, 02 Jan 2026 00:00:00 GMT"
+        if mode == "lmlong":
+            lastmod = "Thu, 01 Jan 2026 00:00:00 GMT" + " " * 170 + ("2" if later else "1")
         if mode == "longetag":
             etag = '"' + "e" * 300 + '"'
             if self.headers.get("If-Match") not in (None, etag):
@@ -276,7 +294,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if "X-Injected" in self.headers:
                 self.log(mode, 400)
                 return self.send(400, b"header injected through If-Match")
-        hdr = [("ETag", etag), ("Last-Modified", "Thu, 01 Jan 2026 00:00:00 GMT"),
+        hdr = [("ETag", etag), ("Last-Modified", lastmod),
                ("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream")]
         if mode in ("redirectflood", "redirectdrip"):
             self.log(mode, 302)
@@ -296,6 +314,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 pass  # the client gave up: what the test wants
             self.close_connection = True
             return
+        if mode == "toslow":
+            self.log(mode, 302)
+            return self.send(302, b"", [("Location", "/slowonce/" + rest)])
         if mode == "noloc":
             self.log(mode, 302)
             return self.send(302, b"")
@@ -354,6 +375,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "wrongrange" and a > 0:
             cr = ("Content-Range", "bytes %d-%d/%d" % (a - 1, b - 1, size))
             body = data[a - 1:b]
+        if mode == "slowonce" and a > 0 and n == 1:
+            time.sleep(5)  # the client has given up (its timeout: 2 s): no answer
+            self.close_connection = True
+            return
         if mode == "slow":  # then answered as /ok/
             with lock:
                 inflight[0] += 1
@@ -393,6 +418,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if a > 0 and (mode == "gzipalways" or
                       (mode == "gzip" and self.headers.get("Accept-Encoding") != "identity")):
             return self.send(206, gzip.compress(body), hdr + [cr, ("Content-Encoding", "gzip")])
+        if mode == "gziptwice" and a > 0:
+            return self.send(206, gzip.compress(body), hdr + [cr, ("Content-Encoding", "gzip"),
+                                                               ("Content-Encoding", "identity")])
         if mode == "bigheader" and a > 0:
             return self.send(206, body, hdr + [cr, ("X-Big", "b" * (200 << 10))])
         if mode == "more" and a > 0:

@@ -3,7 +3,8 @@
  * it (wpk_on_header, then wpk_check_response): RFC 9110's grammar, the
  * range unit in any case, blanks, "bytes a-b/STAR" (size unknown) and
  * "bytes STAR/n" (a 416's); no sign, no overflow, nothing after. And
- * which ETags may go back as If-Match (wpk_strong_etag). The CLI
+ * which ETags may go back as If-Match (wpk_strong_etag), and ETag and
+ * Last-Modified compared whole against those pinned at open. The CLI
  * test test_remote_bad.sh checks the same against a real server.
  */
 #include <stdlib.h>
@@ -139,8 +140,101 @@ static void test_strong_etag(void)
     CHECK(!wpk_strong_etag("\"v\x1b\""), "ESC");
 }
 
+/* A later response with these ETag and Last-Modified header lines (NULL:
+ * none), for bytes 10-19 of the 100-byte object pinned with pin_etag and
+ * pin_lastmod: accepted or not. */
+static int same_object(const char *pin_etag, const char *pin_lastmod, const char *etag,
+                       const char *lastmod)
+{
+    static char line[2][1200];
+    job j;
+    wpk_remote r;
+    feed(&j, &r, 0, 65536, 0, "bytes 0-99/100"); /* the open's probe */
+    for (int k = 0; k < 2; k++)
+        if ((k ? pin_lastmod : pin_etag)) {
+            snprintf(line[k], sizeof line[k], "%s: %s\r\n", k ? "Last-Modified" : "ETag",
+                     k ? pin_lastmod : pin_etag);
+            wpk_on_header(line[k], 1, strlen(line[k]), &j);
+        }
+    CHECK(wpk_check_response(&j), "probe: %s", j.fatal);
+    job later;
+    wpk_remote kept = r;
+    memcpy(kept.etag, j.etag, sizeof kept.etag); /* as fetch.c's on_done */
+    memcpy(kept.lastmod, j.lastmod, sizeof kept.lastmod);
+    kept.etag_sum = j.etag_sum;
+    kept.lastmod_sum = j.lastmod_sum;
+    feed(&later, &r, 10, 10, 100, "bytes 10-19/100");
+    later.r = &kept;
+    kept.size = 100;
+    for (int k = 0; k < 2; k++)
+        if ((k ? lastmod : etag)) {
+            snprintf(line[k], sizeof line[k], "%s: %s\r\n", k ? "Last-Modified" : "ETag",
+                     k ? lastmod : etag);
+            wpk_on_header(line[k], 1, strlen(line[k]), &later);
+        }
+    return wpk_check_response(&later);
+}
+
+static void test_pinned_whole(void)
+{
+    const char *lm = "Thu, 01 Jan 2026 00:00:00 GMT";
+    CHECK(same_object("\"v1\"", lm, "\"v1\"", lm), "the same");
+    CHECK(same_object("\"v1\"", lm, "  \"v1\"\t", lm), "blanks around");
+    CHECK(!same_object("\"v1\"", lm, "\"v2\"", lm), "another ETag");
+    CHECK(!same_object("\"v1\"", lm, NULL, lm), "ETag gone");
+    CHECK(!same_object(NULL, lm, "\"v1\"", lm), "ETag new");
+    CHECK(!same_object("\"v1\"", lm, "\"v1\"", "Fri, 02 Jan 2026 00:00:00 GMT"), "Last-Modified");
+    /* alike in all the bytes kept (255 of an ETag, 127 of a Last-Modified):
+     * compared as cut, the object replaced mid-read passed as the same */
+    char a[400], b[400];
+    memset(a, 'e', sizeof a);
+    a[0] = '"', a[398] = '"', a[399] = 0;
+    memcpy(b, a, sizeof a);
+    b[397] = 'f';
+    CHECK(same_object(a, lm, a, lm), "a long ETag, the same");
+    CHECK(!same_object(a, lm, b, lm), "a long ETag, changed at its end");
+    char c[300], d[300];
+    snprintf(c, sizeof c, "%s%0250d", lm, 1);
+    snprintf(d, sizeof d, "%s%0250d", lm, 2);
+    CHECK(same_object("\"v1\"", c, "\"v1\"", c), "a long Last-Modified, the same");
+    CHECK(!same_object("\"v1\"", c, "\"v1\"", d), "a long Last-Modified, changed at its end");
+}
+
+/* Content-Encoding lines: one list (RFC 9110 5.3), refused unless all
+ * identity */
+static int coding_ok(const char *first, const char *second)
+{
+    job j;
+    wpk_remote r;
+    char line[200];
+    feed(&j, &r, 10, 10, 100, "bytes 10-19/100");
+    const char *v[2] = {first, second};
+    for (int k = 0; k < 2; k++)
+        if (v[k]) {
+            snprintf(line, sizeof line, "Content-Encoding: %s\r\n", v[k]);
+            wpk_on_header(line, 1, strlen(line), &j);
+        }
+    int ok = wpk_check_response(&j);
+    CHECK(ok || strstr(j.fatal, "Content-Encoding"), "'%s' '%s': %s", first, second, j.fatal);
+    return ok;
+}
+
+static void test_coding(void)
+{
+    CHECK(coding_ok(NULL, NULL), "none");
+    CHECK(coding_ok("identity", NULL), "identity");
+    CHECK(coding_ok("IDENTITY", "identity"), "identity twice");
+    CHECK(!coding_ok("gzip", NULL), "gzip");
+    CHECK(!coding_ok("identity, gzip", NULL), "a list");
+    /* the last line alone was kept: gzip passed as identity */
+    CHECK(!coding_ok("gzip", "identity"), "gzip, then identity");
+    CHECK(!coding_ok("identity", "br"), "identity, then br");
+}
+
 int main(void)
 {
+    RUN(test_coding);
+    RUN(test_pinned_whole);
     RUN(test_strong_etag);
     RUN(test_grammar);
     RUN(test_probe);
