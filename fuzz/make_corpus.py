@@ -6,6 +6,9 @@ archives, npy_format_header seeds and round-trip programs):
                                   wpack share, versions 1.0/2.0/3.0, Fortran
                                   order, big-endian, 0-d, empty, rank 8)
   DIR/fuzz_npy/seed-bad-*.npy     hand-made headers the parser must reject
+  DIR/fuzz_response/seed-*        a request and a server's answer (header
+                                  lines, body): good ranges, wrong ones,
+                                  encodings, redirects, error bodies
   DIR/fuzz_*/golden-*, hostile-*, cli-*
                                   copies of files under tests/golden,
                                   tests/hostile and tests/cli: archives go to
@@ -163,6 +166,49 @@ def copy_tests(root, corpus):
     print("make_corpus.py: copied %d test files, skipped %d above max_len" % (copied, skipped))
 
 
+def response_seeds(out):
+    """fuzz_response: a request (probe flag, first byte, length - 1, size
+    past the range) then a server's answer, each a case of
+    tests/cli/test_remote_bad.sh or remote_server.py."""
+    def case(name, headers, body=b"", probe=False, off=10, length=10, rest=80):
+        req = bytes([1 if probe else 0]) + struct.pack("<Q", off) + \
+            struct.pack("<H", length - 1) + struct.pack("<Q", rest)[:5]
+        lines = b"".join(h.encode("latin-1") + b"\r\n" for h in headers) + b"\r\n"
+        write(os.path.join(out, "seed-" + name), req + lines + body)
+    ok = ["HTTP/1.1 206 Partial Content", "Content-Range: bytes 10-19/100",
+          "ETag: \"abc\"", "Last-Modified: Sun, 06 Dec 2026 10:00:00 GMT",
+          "Content-Type: application/octet-stream"]
+    case("206", ok, b"0123456789")
+    case("206-long-body", ok, b"0123456789" * 3)
+    case("206-short-body", ok, b"01234")
+    case("probe", ["HTTP/1.1 206 Partial Content", "Content-Range: bytes 0-9/100"],
+         b"0123456789", probe=True, off=0)
+    case("probe-star", ["HTTP/1.1 206 Partial Content", "Content-Range: bytes 0-9/*"],
+         b"0123456789", probe=True, off=0)
+    case("probe-empty", ["HTTP/1.1 206 Partial Content", "Content-Range: bytes */0"],
+         probe=True, off=0)
+    case("whole-200", ["HTTP/1.1 200 OK", "Content-Type: text/html"], b"<html>" * 50)
+    case("wrong-range", ["HTTP/1.1 206 Partial Content", "Content-Range: bytes 0-9/100"],
+         b"0123456789")
+    case("range-overflow", ["HTTP/1.1 206 Partial Content",
+                            "Content-Range: bytes 10-19/184467440737095516160"], b"0123456789")
+    case("no-range", ["HTTP/1.1 206 Partial Content"], b"0123456789")
+    case("gzip", ok + ["Content-Encoding: gzip"], b"\x1f\x8b" + b"\0" * 8)
+    case("gzip-then-identity", ok + ["Content-Encoding: gzip", "Content-Encoding: identity"],
+         b"0123456789")
+    case("long-etag", ok[:2] + ["ETag: \"" + "e" * 400 + "\""], b"0123456789")
+    case("redirect-then-206", ["HTTP/1.1 302 Found", "Location: http://127.0.0.1:1/x",
+                               "Content-Length: 0", ""] + ok, b"0123456789")
+    case("control-chars", ["HTTP/1.1 206 Partial Content", "Content-Range: bytes 10-19/100",
+                           "Content-Encoding: \x1b[31mx\xc2\x9b", "Content-Type: \x07\xff"],
+         b"0123456789")
+    case("s3-error", ["HTTP/1.1 403 Forbidden", "Content-Type: application/xml"],
+         b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code>"
+         b"<Message>Access \x1b denied</Message></Error>")
+    case("s3-error-unclosed", ["HTTP/1.1 404 Not Found"], b"<Error><Code>NoSuchKey")
+    case("snippet-long", ["HTTP/1.1 500 Oops"], b"x" * 3000)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_corpus.py DIR")
@@ -171,6 +217,9 @@ def main():
     os.makedirs(npy, exist_ok=True)
     numpy_seeds(npy)
     bad_seeds(npy)
+    response = os.path.join(corpus, "fuzz_response")
+    os.makedirs(response, exist_ok=True)
+    response_seeds(response)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     copy_tests(root, corpus)
 
