@@ -81,6 +81,25 @@ same_with_copy_range() {
     pass "$name"
 }
 
+# make_page_gguf PATH SEED: a GGUF with general.alignment 4096 and its
+# tensors (f32 700x300, f16 900x200, random from SEED) at page offsets: the
+# offsets of the archive made from it (wpack's default alignment), so its
+# bytes line up in a page both ways (wpk_pages_line_up).
+make_page_gguf() {
+    "$PY" - "$1" "$TESTS_DIR/cli" "$2" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+import numpy as np
+import gguf_tool as g
+r = np.random.RandomState(int(sys.argv[3]))
+kvs = [("general.architecture", g.STRING, "llama"), ("general.alignment", g.U32, 4096)]
+g.write(sys.argv[1], kvs,
+        [("a.f32", 0, [700, 300], r.standard_normal(700 * 300).astype(np.float32).tobytes()),
+         ("b.f16", 1, [900, 200], r.standard_normal(900 * 200).astype(np.float16).tobytes())],
+        alignment=4096)
+PY
+}
+
 # copy_range_used NAME yes|no ARGS...: under strace, `wpack create ARGS`
 # moves bytes with copy_file_range (yes) or never calls it (no). The writer
 # calls it only where the input's bytes sit at the same offset in a 4 KiB

@@ -110,18 +110,7 @@ PY
 )
 copy_range_used_by "export_safetensors_on_line_only_$st_want" "$st_want" \
     "$WPACK" export -q "$T/a.wpack" --to safetensors -o "$T/s.st"
-"$PY" - "$T" "$SRC/tests/cli" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[2])
-import numpy as np
-import gguf_tool as g
-r = np.random.RandomState(25)
-kvs = [("general.architecture", g.STRING, "llama"), ("general.alignment", g.U32, 4096)]
-g.write(f"{sys.argv[1]}/page.gguf", kvs,
-        [("a.f32", 0, [700, 300], r.standard_normal(700 * 300).astype(np.float32).tobytes()),
-         ("b.f16", 1, [900, 200], r.standard_normal(900 * 200).astype(np.float16).tobytes())],
-        alignment=4096)
-PY
+make_page_gguf "$T/page.gguf" 25
 "$WPACK" create -q -o "$T/page.wpack" "$T/page.gguf" 2>"$T/err" || fail create_page_gguf "$(head -c 300 "$T/err")"
 rm -f "$T/page.out.gguf"
 copy_range_used_by export_on_line_copied yes "$WPACK" export -q "$T/page.wpack" --to gguf -o "$T/page.out.gguf"
