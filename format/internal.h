@@ -136,6 +136,10 @@ int wpk_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
  * here (EXDEV, EINVAL, ENOSYS, EOPNOTSUPP, EBADF, ETXTBSY) or copies
  * nothing: fall back to read/write; -errno for a real failure. */
 int64_t wpk_copy_range_step(int in, uint64_t off, int out, size_t n);
+/* Whether copy_file_range is worth calling from in_off to out_off: only
+ * where the two lie at the same place in a 4 KiB page (write_all.c says
+ * why); elsewhere write the bytes (already read to hash them) instead. */
+int wpk_pages_line_up(uint64_t in_off, uint64_t out_off);
 
 /* format/path_beside.c. The length of PATH's directory part, its trailing
  * '/' included ("dir/x" -> 4, "x" -> 0), and NAME (name_len bytes) in that

@@ -565,9 +565,11 @@ int wpack_read_stream(const wpack_archive *ar, uint64_t i, wpack_read_fn fn, voi
  * that writes them to a file (extract, export). The stored bytes of an
  * uncompressed entry of an archive file move inside the kernel
  * (copy_file_range, the archive file reopened by its path and checked to
- * be the same file), falling back to pread and write when the kernel
- * refuses (another file system, an old kernel, an fd that is not a regular
- * file, WPACK_READ_NO_COPY_RANGE) or the file was replaced. Compressed
+ * be the same file) where fd's offset and the entry's offset in the archive
+ * lie at the same place in a 4 KiB page, and go through pread and write
+ * elsewhere (cheaper than the kernel's copy of split pages), when the
+ * kernel refuses (another file system, an old kernel, an fd that is not a
+ * regular file, WPACK_READ_NO_COPY_RANGE) or the file was replaced. Compressed
  * tensors, splats, small entries and archives in memory or behind a source
  * stream as wpack_read_stream() does. Pages of the archive's mapping read
  * here are dropped from the process as they are consumed (they stay in the
@@ -577,7 +579,8 @@ int wpack_read_stream(const wpack_archive *ar, uint64_t i, wpack_read_fn fn, voi
  * against the entry's checksum unless this open checked the entry before:
  * what copy_file_range wrote is read back from fd (fd must then be open
  * for reading too, else the bytes go through read and write) and hashed,
- * so the check covers exactly the bytes fd received. A mismatch returns
+ * and what goes through read and write is hashed as it is written, so the
+ * check covers exactly the bytes fd received. A mismatch returns
  * WPACK_E_CHECKSUM at the end (message naming the entry) and fd holds bad
  * bytes: the caller discards them, as with wpack_read_stream().
  *

@@ -13,7 +13,7 @@
  * fault and a TLB miss), over a pread buffer in L2 at tens of GB/s (user
  * 0.02 s, plus 0.05 s of kernel memcpy for the pread). So: pread, hash,
  * then out, a cache-sized step at a time. Out is copy_file_range where the
- * input's and the archive's offsets line up in a page (pages_line_up), and
+ * input's and the archive's offsets line up in a page (wpk_pages_line_up), and
  * write() of the step just hashed elsewhere, which is nearly every tensor
  * (the archive's data is page-aligned, an input's seldom is): there the
  * kernel's copy cost more than writing the cached step (below). An earlier
@@ -56,28 +56,9 @@ static int read_at(wpack_writer *w, int fd, uint64_t off, uint8_t *buf, size_t n
     return WPACK_OK;
 }
 
-/* copy_file_range only where the input and output offsets lie at the same
- * place in a 4 KiB page: only there can a file system share the blocks
- * (reflink) or the kernel copy whole pages. Elsewhere (nearly every tensor:
- * the archive's data sits at page multiples by default, a .npy's starts
- * 128 bytes in, a zip member's or a GGUF tensor's anywhere) the kernel's
- * copy (splice, each output page from two input pages) cost 1.4-2x the
- * system time of write() of the step just read and hashed, still in cache:
- * 1 GiB in 256 KiB steps, ext4 on the 2-CPU EPYC VM, kernel 6.18, pread +
- * XXH3 + copy_file_range 0.37-0.50 s of system time against 0.25-0.27 s
- * with write() (0.24-0.30 s with the offsets lined up, where
- * copy_file_range stays). Not measured: a network file system that copies
- * on the server, where copy_file_range might win at any offset. */
-#define PAGE_LINE (4096u)
-
-static int pages_line_up(uint64_t in_off, uint64_t out_off)
-{
-    return in_off % PAGE_LINE == out_off % PAGE_LINE;
-}
-
 int wpk_copy_out(wpack_writer *w, int fd, uint64_t off, const uint8_t *src, size_t n)
 {
-    while (n && !w->copy_refused && pages_line_up(off, w->pos)) {
+    while (n && !w->copy_refused && wpk_pages_line_up(off, w->pos)) {
         int64_t k = wpk_copy_range_step(fd, off, w->fd, n);
         if (k < 0)
             return wpk_wbreak(w, WPACK_E_IO, "%s: copying tensor bytes in failed: %s",

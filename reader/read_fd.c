@@ -1,21 +1,25 @@
 /* read_fd.c - wpack_read_to_fd: an entry's bytes to a file (extract,
  * export). Stored bytes of an archive file move file to file inside the
- * kernel (copy_file_range); when they must be checked, what landed in the
+ * kernel (copy_file_range) where the archive's and the output's offsets
+ * line up in a page (wpk_pages_line_up, format/write_all.c: the rule the
+ * writer follows too); when they must be checked, what landed in the
  * output is read back and hashed, so the check covers exactly the bytes the
- * caller gets even if the archive file changed under us. Nothing here
- * touches the mapping, and what the stream path reads from it is dropped
- * from the process as it goes: memory stays flat whatever the size.
+ * caller gets even if the archive file changed under us. Where the offsets
+ * do not line up (nearly every .npy extracted: its data starts 128 bytes
+ * in; most safetensors tensors), a step is read with pread, hashed and
+ * written: the kernel's copy of split pages cost more system time than
+ * writing the step just read, still in cache, and the bytes checked are
+ * again the bytes written. Nothing here touches the mapping, and what the
+ * stream path reads from it is dropped from the process as it goes: memory
+ * stays flat whatever the size.
  *
  * Why read back, and in small steps: hashing the source before copying it
  * (a pread, or the mapping) checks bytes that copy_file_range then reads
  * again from the archive file, so a file changed in between would hand the
- * caller bytes nobody checked; writing the checked buffer with write()
- * closes that gap but cost 3-4x the system time of copy_file_range on the
- * 2-CPU EPYC VM (bench/pack README "Where the time goes"). Reading back a
- * STEP that was just copied finds it in the CPU's cache (the kernel's memcpy
- * just wrote it), so the check costs one cached pread and XXH3 of it: with
- * 8 MiB steps the read-back missed the cache and took a fifth of extract's
- * time. */
+ * caller bytes nobody checked. Reading back a STEP that was just copied
+ * finds it in the CPU's cache (the kernel's memcpy just wrote it), so the
+ * check costs one cached pread and XXH3 of it: with 8 MiB steps the
+ * read-back missed the cache and took a fifth of extract's time. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -77,11 +81,13 @@ static int copy_rw(copier *c, uint64_t n)
     return WPACK_OK;
 }
 
-/* n bytes with copy_file_range (then read back and hashed when checking),
- * the rest by copy_rw once the kernel refuses or copies nothing. */
+/* n bytes with copy_file_range (then read back and hashed when checking)
+ * while the offsets line up in a page, the rest by copy_rw: where they do
+ * not (both move by the same count: a tensor that starts off the line
+ * stays off it), or once the kernel refuses or copies nothing. */
 static int copy_range(copier *c, uint64_t n)
 {
-    while (n && c->use_range) {
+    while (n && c->use_range && wpk_pages_line_up(c->in_off, c->out_pos)) {
         size_t want = n < COPY_STEP ? (size_t)n : COPY_STEP;
         int64_t k = wpk_copy_range_step(c->in, c->in_off, c->out, want);
         if (k < 0)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # copy_hash.sh - the bytes-moving paths against cp, CPU time and wall time:
 # `create --no-stats` from every input kind, `extract` and `export --to
-# safetensors`, each by one or two wpack binaries (e.g. before and after a
+# safetensors` (durable, and with --no-sync: the like-for-like peer of
+# cp), each by one or two wpack binaries (e.g. before and after a
 # change), interleaved (each repetition runs every command once, in turn),
 # medians of REPS. A benchmark, not a test: it never fails on a slow figure.
 #
@@ -10,7 +11,9 @@
 #        BENCH_DIR (default /tmp; needs ~8x BENCH_SIZE), BENCH_INPUTS (a
 #        directory of inputs kept from an earlier run: not removed), BENCH_PRELOAD (an
 #        LD_PRELOAD for the timed commands, e.g. the no-fsync shim of
-#        HELPERS.md: for analysis only, never for reported figures)
+#        HELPERS.md: for analysis only, never for reported figures),
+#        BENCH_KINDS (the inputs `create` runs from, default all six; empty:
+#        only extract and export, from the safetensors input alone)
 # Printed per command: median wall s, median CPU s (user+sys), median peak
 # RSS MiB, and "cp wall / wall" (1.00: as fast as cp).
 set -eu
@@ -26,14 +29,16 @@ WORK=$(mktemp -d "${BENCH_DIR:-/tmp}/wpack-copyhash.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 IN=${BENCH_INPUTS:-$WORK/in}
-if [ ! -e "$IN/model.irpa" ]; then
+KINDS=${BENCH_KINDS-model.pt model.safetensors model.npz npy model.gguf model.irpa}
+if [ ! -e "$IN/model.safetensors" ]; then
     echo "== inputs: $SIZE bytes in $IN" >&2
     "$PY" "$HERE/make_inputs.py" "$IN" "$SIZE" 400 >&2
-    "$PY" "$HERE/../gguf/make_gguf.py" "$IN/model.gguf" "$SIZE" >&2
 fi
+case " $KINDS " in *" model.gguf "*) [ -e "$IN/model.gguf" ] ||
+    "$PY" "$HERE/../gguf/make_gguf.py" "$IN/model.gguf" "$SIZE" >&2 ;; esac
 "$NEW" create -q --no-stats -o "$WORK/arc.wpack" "$IN/model.safetensors"
-[ -e "$IN/model.irpa" ] || "$NEW" export "$WORK/arc.wpack" --to irpa -o "$IN/model.irpa" >/dev/null
-KINDS="model.pt model.safetensors model.npz npy model.gguf model.irpa"
+case " $KINDS " in *" model.irpa "*) [ -e "$IN/model.irpa" ] ||
+    "$NEW" export "$WORK/arc.wpack" --to irpa -o "$IN/model.irpa" >/dev/null ;; esac
 
 # run LABEL CMD...: one timed run, appended to $WORK/times as "LABEL wall cpu rssKiB"
 run() {
@@ -47,6 +52,7 @@ run() {
 
 bins() { echo "new:$NEW${OLD:+ old:$OLD}"; }
 cat "$IN"/model.* "$IN"/npy/* "$WORK/arc.wpack" >/dev/null # page cache
+echo "== load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for rep in $(seq "$REPS"); do
     echo "== repetition $rep/$REPS (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     for k in $KINDS; do
@@ -63,6 +69,10 @@ for rep in $(seq "$REPS"); do
         run "${b%%:*}/extract" "${b#*:}" extract -q "$WORK/arc.wpack" -o "$WORK/ex"
         rm -rf "$WORK/ex"
         run "${b%%:*}/export" "${b#*:}" export "$WORK/arc.wpack" --to safetensors -o "$WORK/ex.st"
+        rm -f "$WORK/ex.st"
+        run "${b%%:*}/extract_nosync" "${b#*:}" extract -q --no-sync "$WORK/arc.wpack" -o "$WORK/ex"
+        rm -rf "$WORK/ex"
+        run "${b%%:*}/export_nosync" "${b#*:}" export --no-sync "$WORK/arc.wpack" --to safetensors -o "$WORK/ex.st"
         rm -f "$WORK/ex.st"
     done
 done

@@ -81,18 +81,44 @@ same_with_copy_range() {
     pass "$name"
 }
 
+# make_page_gguf PATH SEED: a GGUF with general.alignment 4096 and its
+# tensors (f32 700x300, f16 900x200, random from SEED) at page offsets: the
+# offsets of the archive made from it (wpack's default alignment), so its
+# bytes line up in a page both ways (wpk_pages_line_up).
+make_page_gguf() {
+    "$PY" - "$1" "$TESTS_DIR/cli" "$2" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+import numpy as np
+import gguf_tool as g
+r = np.random.RandomState(int(sys.argv[3]))
+kvs = [("general.architecture", g.STRING, "llama"), ("general.alignment", g.U32, 4096)]
+g.write(sys.argv[1], kvs,
+        [("a.f32", 0, [700, 300], r.standard_normal(700 * 300).astype(np.float32).tobytes()),
+         ("b.f16", 1, [900, 200], r.standard_normal(900 * 200).astype(np.float16).tobytes())],
+        alignment=4096)
+PY
+}
+
 # copy_range_used NAME yes|no ARGS...: under strace, `wpack create ARGS`
 # moves bytes with copy_file_range (yes) or never calls it (no). The writer
 # calls it only where the input's bytes sit at the same offset in a 4 KiB
-# page as in the archive (writer_copy.c): elsewhere write() of the step it
-# read is cheaper. A visible skip without strace.
+# page as in the archive (wpk_pages_line_up): elsewhere write() of the step
+# it read is cheaper. A visible skip without strace.
 copy_range_used() {
+    local name=$1 want=$2; shift 2
+    rm -f "$T/cr.wpack"
+    copy_range_used_by "$name" "$want" "$WPACK" create -q -o "$T/cr.wpack" "$@"
+}
+
+# copy_range_used_by NAME yes|no CMD...: the same for any command (extract,
+# export: wpack_read_to_fd follows the same rule).
+copy_range_used_by() {
     local name=$1 want=$2 got; shift 2
     if ! command -v strace >/dev/null 2>&1; then echo "skip $name: no strace"; return; fi
-    rm -f "$T/cr.wpack"
     # LeakSanitizer cannot run under ptrace (an ASan build would fail at exit)
     if ! ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-        strace -f -e trace=copy_file_range -o "$T/trace" "$WPACK" create -q -o "$T/cr.wpack" "$@" 2>"$T/err"; then
+        strace -f -e trace=copy_file_range -o "$T/trace" "$@" 2>"$T/err"; then
         fail "$name" "$(head -c 300 "$T/err")"
         return
     fi

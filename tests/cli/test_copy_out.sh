@@ -2,7 +2,8 @@
 # test_copy_out.sh - extract and export move stored tensor bytes file to
 # file (wpack_read_to_fd, issue 19): the same outputs, byte for byte, with
 # copy_file_range and without it (WPACK_NO_COPY_RANGE=1), across file
-# systems (EXDEV: read/write) and from a compressed archive; numpy reads
+# systems (EXDEV: read/write) and from a compressed archive; copy_file_range
+# only where the offsets line up in a page (strace); numpy reads
 # back the arrays that went in; a damaged stored tensor is caught on every
 # path (no output, the user's file kept); stored npz members (copied from
 # the map) give the archive libarchive's deflated path gives, and a bad CRC
@@ -87,23 +88,39 @@ print("ok", len(names))
 PY
 then pass numpy_reads_back; else fail numpy_reads_back "$(tail -c 300 "$T/out")"; fi
 
-# The fast path is taken (strace sees copy_file_range copy bytes), and not
-# under WPACK_NO_COPY_RANGE=1.
-if command -v strace >/dev/null 2>&1; then
-    rm -rf "$T/xs"
-    strace -f -e trace=copy_file_range -o "$T/trace" "$WPACK" extract -q "$T/a.wpack" -o "$T/xs" 2>/dev/null
-    grep -q "copy_file_range(.*= [1-9]" "$T/trace" && pass extract_fast_path_taken ||
-        fail extract_fast_path_taken "$(head -c 300 "$T/trace")"
-    strace -f -e trace=copy_file_range -o "$T/trace" "$WPACK" export -q "$T/a.wpack" --to safetensors -o "$T/s.st" 2>/dev/null
-    grep -q "copy_file_range(.*= [1-9]" "$T/trace" && pass export_fast_path_taken ||
-        fail export_fast_path_taken "$(head -c 300 "$T/trace")"
-    rm -rf "$T/xs"
-    WPACK_NO_COPY_RANGE=1 strace -f -e trace=copy_file_range -o "$T/trace" "$WPACK" extract -q "$T/a.wpack" -o "$T/xs" 2>/dev/null
-    grep -q "copy_file_range(" "$T/trace" && fail extract_no_copy_range "copy_file_range called" ||
-        pass extract_no_copy_range
-else
-    echo "skip fast_path_taken: no strace"
-fi
+# copy_file_range where the archive's and the output's offsets line up in a
+# page, and only there (wpk_pages_line_up, the writer's rule): the archive's
+# data sits at page multiples, a .npy's 128 bytes into its file, so extract
+# writes each step it read; export to safetensors copies the tensors whose
+# data starts at a page multiple of its file, if any; a GGUF aligned to 4096
+# exports with copy_file_range, and back to the input's exact bytes (also
+# across file systems: EXDEV, then pread/write). Never under
+# WPACK_NO_COPY_RANGE=1.
+rm -rf "$T/xs"
+copy_range_used_by extract_off_line_written no "$WPACK" extract -q "$T/a.wpack" -o "$T/xs"
+st_want=$("$PY" - "$T/export.safetensors" <<'PY'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    head = json.loads(f.read(n))
+on_line = [k for k, e in head.items() if k != "__metadata__" and
+           e["data_offsets"][1] - e["data_offsets"][0] >= 65536 and (8 + n + e["data_offsets"][0]) % 4096 == 0]
+print("yes" if on_line else "no")
+PY
+)
+copy_range_used_by "export_safetensors_on_line_only_$st_want" "$st_want" \
+    "$WPACK" export -q "$T/a.wpack" --to safetensors -o "$T/s.st"
+make_page_gguf "$T/page.gguf" 25
+"$WPACK" create -q -o "$T/page.wpack" "$T/page.gguf" 2>"$T/err" || fail create_page_gguf "$(head -c 300 "$T/err")"
+rm -f "$T/page.out.gguf"
+copy_range_used_by export_on_line_copied yes "$WPACK" export -q "$T/page.wpack" --to gguf -o "$T/page.out.gguf"
+cmp -s "$T/page.gguf" "$T/page.out.gguf" && pass export_on_line_same || fail export_on_line_same
+rm -f "$T/page.out.gguf"
+WPACK_NO_COPY_RANGE=1 copy_range_used_by export_on_line_no_copy_range no \
+    "$WPACK" export -q "$T/page.wpack" --to gguf -o "$T/page.out.gguf"
+cmp -s "$T/page.gguf" "$T/page.out.gguf" && pass export_on_line_plain_same || fail export_on_line_plain_same
+rm -rf "$T/xs"
+WPACK_NO_COPY_RANGE=1 copy_range_used_by extract_no_copy_range no "$WPACK" extract -q "$T/a.wpack" -o "$T/xs"
 
 # Across file systems (outputs on /dev/shm, archive under $T): EXDEV, then
 # pread/write; the same bytes.
@@ -120,6 +137,12 @@ if [ -d /dev/shm ] && [ "$(stat -c %d /dev/shm)" != "$(stat -c %d "$T")" ]; then
         pass cross_fs_export
     else
         fail cross_fs_export "$(head -c 300 "$T/err")"
+    fi
+    if "$WPACK" export -q "$T/page.wpack" --to gguf -o "$S/page.gguf" 2>"$T/err" &&
+        cmp -s "$S/page.gguf" "$T/page.gguf"; then
+        pass cross_fs_export_on_line
+    else
+        fail cross_fs_export_on_line "$(head -c 300 "$T/err")"
     fi
 else
     echo "skip cross_fs: /dev/shm is missing or on the same file system as $T"

@@ -82,18 +82,7 @@ PY
 # copy_file_range where the tensors sit at page offsets (a GGUF aligned to
 # 4096, as the archive is); where they do not (alignment 32, irpa's 64),
 # each step read to hash it is written instead, and never with the option.
-"$PY" - "$T" "$TOOLS" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[2])
-import numpy as np
-import gguf_tool as g
-r = np.random.RandomState(24)
-kvs = [("general.architecture", g.STRING, "llama"), ("general.alignment", g.U32, 4096)]
-g.write(f"{sys.argv[1]}/page.gguf", kvs,
-        [("a.f32", 0, [700, 300], r.standard_normal(700 * 300).astype(np.float32).tobytes()),
-         ("b.f16", 1, [900, 200], r.standard_normal(900 * 200).astype(np.float16).tobytes())],
-        alignment=4096)
-PY
+make_page_gguf "$T/page.gguf" 24
 same_with_copy_range same_page_gguf "$T/page.gguf"
 copy_range_used fast_path_gguf yes "$T/page.gguf"
 copy_range_used misaligned_written_gguf no "$T/mix.gguf"

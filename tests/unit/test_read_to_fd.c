@@ -1,7 +1,8 @@
 /*
  * test_read_to_fd.c - wpack_read_to_fd (issue 19): every kind of output fd
  * gets the entry's exact bytes (a regular file read-write, write-only,
- * O_APPEND, a pipe), with copy_file_range and without it, from a file, a
+ * O_APPEND, a pipe), at offsets that line up in a page with the archive's
+ * data and that do not, with copy_file_range and without it, from a file, a
  * memory buffer, an alias and a splat; the file offset advances by nbytes;
  * a damaged stored tensor is WPACK_E_CHECKSUM on every path; an archive
  * file replaced after open is served from the mapping; bad arguments are
@@ -56,8 +57,11 @@ static int expected(const wpack_archive *ar, const char *name, unsigned char *ou
     return wpack_read(ar, t.index, 0, out, *n) == WPACK_OK;
 }
 
-/* Entry name to a file opened with oflags (after a 3-byte prefix), flags. */
-static void one(const wpack_archive *ar, const char *name, int oflags, unsigned flags)
+/* Entry name to a file opened with oflags after a prefix of pre bytes
+ * (3: the offsets do not line up in a page, pread/write; 4096 or 0: they
+ * do, copy_file_range), flags. */
+static void one_at(const wpack_archive *ar, const char *name, int oflags, unsigned flags,
+                   size_t pre)
 {
     char out[300];
     snprintf(out, sizeof out, "%s/out", dir);
@@ -66,23 +70,32 @@ static void one(const wpack_archive *ar, const char *name, int oflags, unsigned 
     CHECK(fd >= 0, "open %s", out);
     if (fd < 0)
         return;
-    CHECK(write(fd, "abc", 3) == 3, "prefix");
+    unsigned char prefix[4096];
+    for (size_t i = 0; i < sizeof prefix; i++)
+        prefix[i] = (unsigned char)("abc"[i % 3]);
+    CHECK(write(fd, prefix, pre) == (ssize_t)pre, "prefix");
     wpack_tensor t;
     CHECK_EQ(wpack_find(ar, name, &t), WPACK_OK);
     int rc = wpack_read_to_fd(ar, t.index, fd, flags);
-    CHECK(rc == WPACK_OK, "%s oflags %#x flags %u: %s", name, oflags, flags, wpack_errmsg(ar));
-    CHECK_EQ(lseek(fd, 0, SEEK_CUR), 3 + (long long)t.nbytes);
+    CHECK(rc == WPACK_OK, "%s oflags %#x flags %u prefix %zu: %s", name, oflags, flags, pre,
+          wpack_errmsg(ar));
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), (long long)pre + (long long)t.nbytes);
     close(fd);
     size_t n = 0, m = 0;
     unsigned char *got = test_slurp(out, &n), *want = malloc(N * 4 + 64);
     CHECK(got && want && expected(ar, name, want, &m), "read back");
     if (got && want) {
-        CHECK_EQ(n, 3 + m);
-        CHECK(memcmp(got, "abc", 3) == 0 && memcmp(got + 3, want, m) == 0, "%s: bytes differ",
-              name);
+        CHECK_EQ(n, pre + m);
+        CHECK(memcmp(got, prefix, pre) == 0 && memcmp(got + pre, want, m) == 0,
+              "%s prefix %zu: bytes differ", name, pre);
     }
     free(got);
     free(want);
+}
+
+static void one(const wpack_archive *ar, const char *name, int oflags, unsigned flags)
+{
+    one_at(ar, name, oflags, flags, 3);
 }
 
 static void test_outputs(void)
@@ -95,7 +108,10 @@ static void test_outputs(void)
         for (int k = 0; k < 4; k++)
             for (int o = 0; o < 3; o++)
                 for (unsigned f = 0; f < 2; f++)
-                    one(ar, names[k], oflags[o], f ? WPACK_READ_NO_COPY_RANGE : WPACK_READ_VERIFY);
+                    for (size_t p = 0; p < 3; p++) /* off the page line, on it, at 0 */
+                        one_at(ar, names[k], oflags[o],
+                               f ? WPACK_READ_NO_COPY_RANGE : WPACK_READ_VERIFY,
+                               (size_t[]){3, 4096, 0}[p]);
         wpack_close(ar);
     }
 }
@@ -161,10 +177,12 @@ static void test_damaged_and_replaced(void)
     CHECK(f && fwrite(buf, 1, (size_t)st.st_size, f) == (size_t)st.st_size, "write");
     if (f)
         fclose(f);
-    for (unsigned flags = 0; flags < 2; flags++) {
+    for (unsigned flags = 0; flags < 3; flags++) { /* copy_file_range, read/write, off the line */
         CHECK_EQ(wpack_open_file(&ar, bad, 0), WPACK_OK);
         int fd = open(out, O_CREAT | O_TRUNC | O_RDWR, 0644);
-        unsigned rf = WPACK_READ_VERIFY | (flags ? WPACK_READ_NO_COPY_RANGE : 0);
+        if (flags == 2)
+            CHECK(write(fd, "abc", 3) == 3, "prefix");
+        unsigned rf = WPACK_READ_VERIFY | (flags == 1 ? WPACK_READ_NO_COPY_RANGE : 0);
         CHECK_EQ(wpack_read_to_fd(ar, t.index, fd, rf), WPACK_E_CHECKSUM);
         CHECK(strstr(wpack_errmsg(ar), "'big'") != NULL, "message: %s", wpack_errmsg(ar));
         /* remembered: the alias fails too, before writing anything */
