@@ -216,7 +216,9 @@ int wpack_read_to_fd(const wpack_archive *ar, uint64_t i, int fd, unsigned flags
     if (!verify)
         known = WPACK_OK; /* below: -1 asks for the hash */
     const wpack_archive *h = wpk_holder(ar, &t);
-    if (t.codec == WPACK_CODEC_NONE && t.data && t.nbytes >= COPY_MIN) {
+    /* a checked bool tensor streams: each byte is checked to be 0 or 1 */
+    int bools = verify && t.dtype == WPACK_DTYPE_BOOL;
+    if (t.codec == WPACK_CODEC_NONE && t.data && t.nbytes >= COPY_MIN && !bools) {
         int in = reopen(h);
         if (in >= 0) {
             int rc = copy_direct(ar, &t, h, in, fd, flags, known < 0);
@@ -236,7 +238,8 @@ int wpack_read_to_fd(const wpack_archive *ar, uint64_t i, int fd, unsigned flags
             c.nchunks = (t.nbytes + t.chunk_size - 1) / t.chunk_size;
         }
     }
-    int rc = wpk_check_stream(ar, i, put_piece, &c, known < 0 ? WPK_CHECK_HASH : 0);
+    int rc = wpk_check_stream(ar, i, put_piece, &c,
+                              (known < 0 ? WPK_CHECK_HASH : 0) | (bools ? WPK_CHECK_BOOL : 0));
     if (rc == WPACK_E_IO && c.err)
         return put_failed(ar, &t, c.err);
     return rc;

@@ -597,6 +597,48 @@ static void test_verify_bool_values(void)
     free(buf);
 }
 
+/* A bool tensor big enough for wpack_read_to_fd to copy inside the kernel
+ * (64 KiB and more) is streamed instead when checked, so its bytes are
+ * checked to be 0 or 1: copied, the 2 went out. */
+static void test_read_to_fd_checks_big_bools(void)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "bigbools.wpack");
+    wpack_writer *w;
+    CHECK(wpack_writer_open(&w, path, NULL) == WPACK_OK, "open");
+    static uint8_t v[100000];
+    uint64_t d[1] = {sizeof v};
+    CHECK_EQ(wpack_writer_add_tensor(w, "m", WPACK_DTYPE_BOOL, 1, d, v, sizeof v), WPACK_OK);
+    char err[512];
+    CHECK(wpack_writer_finish(w, err, sizeof err) == WPACK_OK, "finish: %s", err);
+    wpack_archive *ar;
+    wpack_tensor t;
+    CHECK(wpack_open_file(&ar, path, 0) == WPACK_OK && wpack_find(ar, "m", &t) == WPACK_OK,
+          "find m");
+    uint64_t at = t.offset + 77777;
+    wpack_close(ar);
+    size_t len;
+    unsigned char *buf = test_slurp(path, &len);
+    CHECK(buf && at < len, "read back");
+    if (!buf || at >= len)
+        return;
+    buf[at] = 2;
+    fix_checksums(buf, len, 1);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(buf, 1, len, f) == len && fclose(f) == 0, "write back");
+    free(buf);
+    CHECK_EQ(wpack_open_file(&ar, path, 0), WPACK_OK);
+    CHECK_EQ(wpack_find(ar, "m", &t), WPACK_OK);
+    FILE *out = tmpfile();
+    CHECK(out != NULL, "tmpfile");
+    if (out) {
+        CHECK_EQ(wpack_read_to_fd(ar, t.index, fileno(out), 0), WPACK_E_VALUE);
+        CHECK(strstr(wpack_errmsg(ar), "bool byte 77777 is 2"), "message: %s", wpack_errmsg(ar));
+        fclose(out);
+    }
+    wpack_close(ar);
+}
+
 /* Set entry `name`'s dtype code in the raw archive buf, checksums refreshed. */
 static void retype_entry(unsigned char *buf, size_t len, const char *name, int dtype)
 {
@@ -913,6 +955,7 @@ int main(void)
     RUN(test_writer_bool_values);
     RUN(test_verify_bool_values);
     RUN(test_verify_bool_compressed_and_splat);
+    RUN(test_read_to_fd_checks_big_bools);
     RUN(test_atomic_replace);
     RUN(test_open_errors_name_the_file);
     RUN(test_unknown_flags_refused);
