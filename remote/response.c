@@ -139,8 +139,13 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
     size_t vn;
     char tmp[300];
     if (n > 5 && strncmp(p, "HTTP/", 5) == 0) { /* a new response (after a redirect, a 100) */
-        const char *sp = memchr(p, ' ', n);
-        j->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        /* the line is not NUL-terminated (curl's header callback): the
+         * status's digits are read within it (strtol ran past its end) */
+        const char *sp = memchr(p, ' ', n), *end = p + n;
+        j->status = 0;
+        for (const char *d = sp ? sp + 1 : end; d < end && *d >= '0' && *d <= '9' &&
+                                               j->status < 1000; d++)
+            j->status = j->status * 10 + (*d - '0');
         j->resp_at = wpk_now_ms();
         j->resp_dl0 = -1;
         j->resp_redirects = redirects_followed(j);
