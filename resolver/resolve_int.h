@@ -115,8 +115,13 @@ size_t wpk_uri_encode(const char *name, size_t n, char *buf, size_t len);
 char *wpk_uri_put(char *d, const char *name, size_t n);
 
 /* Up to k entry names closest to name by edit distance (ties by name
- * order) into out[] (indexes); returns how many. */
-size_t wpk_closest_entries(const wpack_archive *ar, const char *name, uint64_t *out, size_t k);
+ * order) into out[] (indexes); returns how many. *budget: the edit-distance
+ * cells left to spend (wpk_suggest_budget), charged here; a scan that would
+ * pass it gives none, and so does every later one. */
+size_t wpk_closest_entries(const wpack_archive *ar, const char *name, uint64_t *out, size_t k,
+                           uint64_t *budget);
+/* The cells all of one run's suggestions may cost: linear in the archive. */
+uint64_t wpk_suggest_budget(const wpack_archive *ar);
 
 typedef struct wpk_emitter {
     const wpk_mlir_doc *doc;
