@@ -68,16 +68,16 @@ const char *wpk_stats_quant_unfit(const wpack_stats *st);
  * each name (not NUL-terminated); returns how many. One walk serves all
  * the ops of a document: a location alias is read once per call (its
  * names again would change nothing; `#l2 = loc(fused[#l1, #l1])` nested
- * 30 deep was 2^30 reads), and at most max_alias_reads times over all
- * calls (4 x the document's bytes, at least 2^20: ops that each reach
- * a long chain of aliases are ops x aliases), past which it reads no
- * more and sets over. */
+ * 30 deep was 2^30 reads), and at most max_alias_bytes of alias text
+ * over all calls (16 x the document's bytes, at least 2^24: ops that each
+ * reach a long chain of aliases, or one long alias, are ops x aliases),
+ * past which it reads no more and sets over. */
 typedef void (*wpk_name_fn)(void *user, const char *name, size_t n);
 typedef struct wpk_loc_walk {
     const wpk_mlir_doc *doc;
     uint32_t *seen;             /* per alias: the stamp of the call that read it */
     uint32_t stamp;
-    uint64_t alias_reads, max_alias_reads;
+    uint64_t alias_bytes, max_alias_bytes; /* alias text read, and its bound */
     int over;
 } wpk_loc_walk;
 int wpk_loc_walk_init(wpk_loc_walk *w, const wpk_mlir_doc *doc); /* 0 or WPACK_E_NOMEM */
