@@ -89,7 +89,7 @@ static void check_locs(const wpk_mlir_doc *doc, size_t size)
             size_t n = wpk_loc_names(&w, doc->ops[i].loc, check_name, &c);
             FUZZ_ASSERT(n == c.names, "%zu names counted, %zu given", n, c.names);
         }
-        FUZZ_ASSERT(w.alias_reads <= w.max_alias_reads, "alias reads past the bound");
+        FUZZ_ASSERT(w.alias_bytes <= w.max_alias_bytes, "alias bytes read past the bound");
     }
     wpk_loc_walk_free(&w);
 }

@@ -151,10 +151,15 @@ enum { PIECE = 4 << 20 };
 /* A Fortran-order member of a stream: spill its bytes to an unlinked
  * temporary file (disk, not memory), map it, and emit C order by walking
  * the output with an odometer over the Fortran strides. buf is a scratch
- * buffer of min(PIECE, h->nbytes) bytes. */
+ * buffer of min(PIECE, h->nbytes) bytes. The tensor is begun first: the
+ * output cap, the name and a duplicate are checked before a byte is spilled
+ * (a member past --max-output filled $TMPDIR before it was refused). */
 static int fortran_stream(wpk_sink *s, const char *name, const char *what,
                           const npy_header *h, wpk_read_fn rd, void *ctx, uint8_t *buf)
 {
+    int rc = wpk_sink_begin(s, name, h->dtype, h->rank, h->dims);
+    if (rc)
+        return rc;
     char tmpl[4096];
     const char *dir = s->o ? s->o->temp_dir : NULL; /* the caller's $TMPDIR */
     wpk_fmt(tmpl, sizeof tmpl, "%s/wpack-fortran-XXXXXX", dir && *dir ? dir : "/tmp");
@@ -163,7 +168,6 @@ static int fortran_stream(wpk_sink *s, const char *name, const char *what,
         return wpk_sink_fail(s, WPACK_E_IO, "%s: no temporary file for the transpose: %s", what,
                              strerror(errno));
     unlink(tmpl);
-    int rc = WPACK_OK;
     for (uint64_t left = h->nbytes; left && rc == WPACK_OK;) {
         size_t want = left < PIECE ? (size_t)left : PIECE, have = 0;
         while (have < want) {
@@ -199,8 +203,6 @@ static int fortran_stream(wpk_sink *s, const char *name, const char *what,
         }
     }
     close(fd);
-    if (rc == WPACK_OK)
-        rc = wpk_sink_begin(s, name, h->dtype, h->rank, h->dims);
     /* stride[k] of dim k in the file (Fortran: the first dim varies fastest) */
     uint64_t stride[WPACK_MAX_RANK], idx[WPACK_MAX_RANK] = {0}, off = 0;
     size_t es = h->elem_size, per = PIECE / es;

@@ -545,9 +545,9 @@ int wpk_annotate_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     wpk_loc_walk_free(&lw);
     if (lw.over) /* annotating from some names only would pick other ops */
         wpk_diag_emit(d, WPACK_DIAG_ERROR, WPACK_E_INPUT,
-                      "%s: --annotate: the ops' locations refer to location aliases more than "
-                      "%llu times in all (aliases that refer to each other, shared by many ops?); "
-                      "not annotated", d->source, (unsigned long long)lw.max_alias_reads);
+                      "%s: --annotate: the ops' locations read more than %llu bytes of location "
+                      "aliases in all (aliases that refer to each other, or long ones shared by "
+                      "many ops?); not annotated", d->source, (unsigned long long)lw.max_alias_bytes);
     if (t.scratch.failed)
         goto nomem;
     qsort(t.recs, t.n, sizeof *t.recs, rec_by_op);

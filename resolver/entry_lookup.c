@@ -173,12 +173,12 @@ int wpk_find_entry(const wpack_archive *ar, wpk_entry_index *ix, const uint32_t 
 }
 
 void wpk_report_unresolved(wpk_diag *d, const wpack_archive *ar, wpk_lazy_where *where,
-                           const char *name, unsigned k, int severity, int suggest)
+                           const char *name, unsigned k, int severity, uint64_t *budget)
 {
     char list[1200] = "";
-    if (suggest) {
+    if (budget) {
         uint64_t best[16];
-        size_t n = wpk_closest_entries(ar, name, best, k);
+        size_t n = wpk_closest_entries(ar, name, best, k, budget);
         size_t o = 0;
         for (size_t i = 0; i < n && o < sizeof list - 300; i++) {
             wpack_tensor t;

@@ -135,6 +135,7 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
     char other_where[400] = "";
     wpk_type_cache tc = {NULL, 0, {{0}, 0, {0}}, -1, 0};
     unsigned k = opt->max_suggestions ? opt->max_suggestions : 3;
+    uint64_t budget = wpk_suggest_budget(ar);
     for (size_t i = 0; i < doc->nglobals; i++) {
         const wpk_global *g = &doc->globals[i];
         if (!is_weight_global(g))
@@ -160,7 +161,8 @@ int wpk_resolve_plan(const wpack_archive *ar, const wpk_mlir_doc *doc,
         if (found == 0) {
             res->missing++;
             int sev = opt->allow_missing ? WPACK_DIAG_WARNING : WPACK_DIAG_ERROR;
-            wpk_report_unresolved(d, ar, where, lookup ? lookup : g->name, k, sev, suggested++ < 50);
+            wpk_report_unresolved(d, ar, where, lookup ? lookup : g->name, k, sev,
+                                  suggested++ < 50 ? &budget : NULL);
         }
         free(lookup);
         if (found != 1)

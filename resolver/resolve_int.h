@@ -68,16 +68,16 @@ const char *wpk_stats_quant_unfit(const wpack_stats *st);
  * each name (not NUL-terminated); returns how many. One walk serves all
  * the ops of a document: a location alias is read once per call (its
  * names again would change nothing; `#l2 = loc(fused[#l1, #l1])` nested
- * 30 deep was 2^30 reads), and at most max_alias_reads times over all
- * calls (4 x the document's bytes, at least 2^20: ops that each reach
- * a long chain of aliases are ops x aliases), past which it reads no
- * more and sets over. */
+ * 30 deep was 2^30 reads), and at most max_alias_bytes of alias text
+ * over all calls (16 x the document's bytes, at least 2^24: ops that each
+ * reach a long chain of aliases, or one long alias, are ops x aliases),
+ * past which it reads no more and sets over. */
 typedef void (*wpk_name_fn)(void *user, const char *name, size_t n);
 typedef struct wpk_loc_walk {
     const wpk_mlir_doc *doc;
     uint32_t *seen;             /* per alias: the stamp of the call that read it */
     uint32_t stamp;
-    uint64_t alias_reads, max_alias_reads;
+    uint64_t alias_bytes, max_alias_bytes; /* alias text read, and its bound */
     int over;
 } wpk_loc_walk;
 int wpk_loc_walk_init(wpk_loc_walk *w, const wpk_mlir_doc *doc); /* 0 or WPACK_E_NOMEM */
@@ -115,8 +115,13 @@ size_t wpk_uri_encode(const char *name, size_t n, char *buf, size_t len);
 char *wpk_uri_put(char *d, const char *name, size_t n);
 
 /* Up to k entry names closest to name by edit distance (ties by name
- * order) into out[] (indexes); returns how many. */
-size_t wpk_closest_entries(const wpack_archive *ar, const char *name, uint64_t *out, size_t k);
+ * order) into out[] (indexes); returns how many. *budget: the edit-distance
+ * cells left to spend (wpk_suggest_budget), charged here; a scan that would
+ * pass it gives none, and so does every later one. */
+size_t wpk_closest_entries(const wpack_archive *ar, const char *name, uint64_t *out, size_t k,
+                           uint64_t *budget);
+/* The cells all of one run's suggestions may cost: linear in the archive. */
+uint64_t wpk_suggest_budget(const wpack_archive *ar);
 
 typedef struct wpk_emitter {
     const wpk_mlir_doc *doc;

@@ -89,9 +89,10 @@ int wpk_find_entry(const wpack_archive *ar, wpk_entry_index *ix, const uint32_t 
                    const wpk_mlir_doc *doc, const wpk_global *g, const wpk_map_pair *map,
                    size_t nmap, wpack_tensor *t, char **lookup_name, uint64_t *uri_id,
                    wpk_diag *d, wpk_lazy_where *where);
-/* An unresolved global, with up to k closest entry names when suggest. */
+/* An unresolved global, with up to k closest entry names when budget is
+ * not NULL (the DP cells left for suggestions: wpk_closest_entries). */
 void wpk_report_unresolved(wpk_diag *d, const wpack_archive *ar, wpk_lazy_where *where,
-                           const char *name, unsigned k, int severity, int suggest);
+                           const char *name, unsigned k, int severity, uint64_t *budget);
 
 /* ---------------------------------------------------------- type_check.c */
 

@@ -144,18 +144,26 @@ al = ['#l0 = loc("x")'] + ['#l%d = loc(fused[#l%d, #l%d])' % (i, i - 1, i - 1) f
 al += ['#top = loc(fused[#l39, "0"("t.py":3:1)])']
 src = open(d + "/nomod.mlir").read()
 open(d + "/bomb.mlir", "w").write(src.replace('loc("0"("t.py":3:1))', 'loc(#top)') + "\n".join(al) + "\n")
-# ... and 400 ops that each reach 3,000 aliases: reads are bounded over the file
-# (4 x its bytes, at least 2^20): an error, not minutes
+# ... and 400 ops that each reach 3,000 aliases: alias text read is bounded
+# over the file (16 x its bytes, at least 16 MiB): an error, not minutes
 al = ['#a%d_%d = loc("m%d_%d")' % (i, j, i, j) for i in range(60) for j in range(100)]
 al += ['#c0 = loc(fused[%s])' % ", ".join("#a0_%d" % j for j in range(100))]
 al += ['#c%d = loc(fused[%s, #c%d])' % (i, ", ".join("#a%d_%d" % (i, j) for j in range(100)), i - 1) for i in range(1, 60)]
 ops = "".join('  %%w%d = arith.negf %%a : tensor<4xf32> loc(#c59)\n' % i for i in range(400))
 open(d + "/wide.mlir", "w").write(src.replace("  return", ops + "  return") + "\n".join(al) + "\n")
+# ... and 5,000 ops sharing one 1 MB torch_xla JSON location: the bound
+# counts the alias's bytes, not one per read (5 GB of lexing, 40 s)
+big = '#big = loc("{\\22stack_trace\\22: \\22%s\\22, \\22nn_module_stack\\22: \\22k,0,Linear\\22}"("t.py":2:1))' % ("x" * 1000000)
+ops = "".join('  %%w%d = arith.negf %%a : tensor<4xf32> loc(#big)\n' % i for i in range(5000))
+open(d + "/long.mlir", "w").write(src.replace("  return", ops + "  return") + big + "\n")
 PYEOF
 expect alias_bomb cpu_limit 20 "$WPACK" resolve -q --annotate "$A" "$T/bomb.mlir" -o "$T/bomb.out.mlir"
 annotate_check alias_bomb_printed "$T/bomb.out.mlir" wpack
-expect_fail alias_reads_bounded "wide.mlir: --annotate: the ops' locations refer to location aliases more than 1048576 times in all.*\[WPACK_E_INPUT\]" \
+expect_fail alias_reads_bounded "wide.mlir: --annotate: the ops' locations read more than 16777216 bytes of location aliases in all.*\[WPACK_E_INPUT\]" \
     cpu_limit 20 "$WPACK" resolve -q --annotate "$A" "$T/wide.mlir" -o "$T/wide.out.mlir"
+expect_fail alias_bytes_bounded "long.mlir: --annotate: the ops' locations read more than [0-9]+ bytes of location aliases in all.*\[WPACK_E_INPUT\]" \
+    cpu_limit 20 "$WPACK" resolve -q --annotate "$A" "$T/long.mlir" -o "$T/long.out.mlir"
+rm -f "$T/long.mlir"
 
 # 100,000 activation records, each named by the op on its own line: every
 # annotated op's line number was counted from the start of the file

@@ -240,6 +240,24 @@ for f in fempty fempty_z; do
         fail "import_${f}_fortran_npz" "$(head -c 300 "$T/err")"
     fi
 done
+# a Fortran-order member past --max-output is refused before it is spilled
+# for the transpose: with no usable $TMPDIR the cap must be what is reported
+# (the spill came first, and filled $TMPDIR with bytes about to be refused)
+$PY - "$T" <<'PYEOF'
+import io, sys, tarfile, zipfile, numpy as np
+t = sys.argv[1]
+a = np.asfortranarray(np.arange(512 * 1024, dtype="<f4").reshape(512, 1024))
+b = io.BytesIO(); np.save(b, a); d = b.getvalue()
+with tarfile.open(f"{t}/fbig.tar", "w", format=tarfile.USTAR_FORMAT) as tf:
+    ti = tarfile.TarInfo("w.npy"); ti.size = len(d); tf.addfile(ti, io.BytesIO(d))
+with zipfile.ZipFile(f"{t}/fbig.npz", "w", zipfile.ZIP_DEFLATED) as z:
+    z.writestr("w.npy", d)
+PYEOF
+for f in fbig.tar fbig.npz; do
+    TMPDIR="$T/no-such-dir" expect_fail "fortran_cap_before_spill_${f#*.}" \
+        "tensor 'w': 2097152 bytes would bring the tensor data past the output cap of 1048576 bytes.*\[WPACK_E_TOO_LARGE\]" \
+        "$WPACK" create -q -o "$T/fbig.wpack" --max-output 1M "$T/$f"
+done
 if command -v zstd >/dev/null; then
     tar -C "$T" -cf - ref | zstd -q -o "$T/b.tar.zst"
     rm -rf "$T/x"

@@ -124,6 +124,27 @@ m 'module {\n  ml_program.global private @fc2.wieght(#ml_program.extern : tensor
 expect_fail unresolved_suggests "e.mlir:2:3: global @fc2.wieght: no archive entry.*closest entries: 'fc2.weight'" \
     "$WPACK" resolve "$A" "$T/e.mlir" -o "$T/e.out"
 [ -e "$T/e.out" ] && fail nothing_written_on_error "output exists" || pass nothing_written_on_error
+# suggestions cost work linear in the archive: 50 missing 250-byte names
+# against 8,000 entries of 250 random bytes (no two close, so no distance
+# stops early) took minutes of edit-distance rows (7 for 20,000 entries)
+$PY - "$T" <<'PYEOF'
+import json, random, struct, sys
+t = sys.argv[1]
+def nm(i):
+    r = random.Random(i)
+    return "".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(250))
+h = json.dumps({nm(i): {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]} for i in range(8000)}).encode()
+open(f"{t}/far.safetensors", "wb").write(struct.pack("<Q", len(h)) + h)
+with open(f"{t}/far.mlir", "w") as f:
+    f.write("module {\n")
+    for j in range(50):
+        f.write(f"  ml_program.global private @{nm(10**7 + j)}(#ml_program.extern : tensor<0xf32>) : tensor<0xf32>\n")
+    f.write("}\n")
+PYEOF
+"$WPACK" create -q -o "$T/far.wpack" "$T/far.safetensors" || fail far_names_made
+expect_fail suggestions_bounded "far.mlir:51:3: global @.*: no archive entry" \
+    cpu_limit 30 "$WPACK" resolve "$T/far.wpack" "$T/far.mlir" -o "$T/far.out.mlir"
+rm -f "$T/far.safetensors" "$T/far.wpack"
 expect allow_missing "$WPACK" resolve -q --allow-missing "$A" "$T/e.mlir" -o "$T/e.out"
 cmp -s "$T/e.mlir" "$T/e.out" && grep -q "left unresolved" "$T/err" && pass allow_missing_untouched ||
     fail allow_missing_untouched "output differs or no warning"
