@@ -192,7 +192,7 @@ static int extract_one(extract_state *st, const wpack_archive *ar, const wpack_t
     snprintf(path, sizeof path, "%s/%s.npy", st->dir, fname);
     size_t hlen = npy_header_of(t, header, sizeof header);
     if (!hlen) {
-        cli_error("tensor '%s': cannot make a .npy header [%s]", t->name,
+        cli_error("tensor '%s': cannot make a .npy header: " NPY_NO_HEADER_WHY " [%s]", t->name,
                   wpack_error_name(WPACK_E_UNSUPPORTED));
         st->failed = 1;
         return 1;
@@ -330,8 +330,8 @@ static int plan(const wpack_archive *ar, const char *path, const char *dir, cons
         wpack_tensor_at(ar, l->v[i].index, &t);
         size_t hlen = npy_header_of(&t, header, sizeof header);
         if (!hlen) {
-            cli_error("tensor '%s': cannot make a .npy header: nothing extracted [%s]", t.name,
-                      wpack_error_name(WPACK_E_UNSUPPORTED));
+            cli_error("tensor '%s': cannot make a .npy header: " NPY_NO_HEADER_WHY
+                      "; nothing extracted [%s]", t.name, wpack_error_name(WPACK_E_UNSUPPORTED));
             return 0;
         }
         uint64_t add = t.nbytes + hlen; /* nbytes < 2^63: checked at open */

@@ -397,7 +397,8 @@ static int write_bundle(const wpack_archive *ar, int format, int fd, const done_
             break;
         size_t hl = npy_format_header(header, sizeof header, t.dtype, t.rank, t.dims);
         if (!hl) {
-            wpk_fmt(err, errlen, "tensor '%s': cannot make a .npy header", t.name);
+            wpk_fmt(err, errlen, "tensor '%s': cannot make a .npy header: " NPY_NO_HEADER_WHY,
+                    t.name);
             rc = WPACK_E_UNSUPPORTED;
             break;
         }

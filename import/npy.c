@@ -380,6 +380,27 @@ static int classify_descr(const uint8_t *d, size_t n, size_t where, npy_header *
 
 /* ------------------------------------------------- after the dict: comments */
 
+/* Like numpy, the product of the non-zero dims (times the element size)
+ * must not overflow even when another dim is zero, so the answer does not
+ * depend on dim order: what the parser takes and the formatter writes. */
+static int shape_fits(unsigned rank, const uint64_t *dims, size_t elem_size, uint64_t *nelems,
+                      uint64_t *nbytes)
+{
+    uint64_t ne = 1, nb;
+    int zero = 0;
+    for (unsigned k = 0; k < rank; k++) {
+        if (dims[k] == 0)
+            zero = 1;
+        else if (!wpk_mul(ne, dims[k], &ne))
+            return 0;
+    }
+    if (!wpk_mul(ne, elem_size, &nb))
+        return 0;
+    *nelems = zero ? 0 : ne;
+    *nbytes = zero ? 0 : nb;
+    return 1;
+}
+
 /* "# wpack dtype bf16 (raw bits)": the comment npy_format_header writes.
  * Only taken when the stored type is the raw type that dtype is written as. */
 static void apply_dtype_comment(const uint8_t *c, size_t n, npy_header *h)
@@ -627,23 +648,8 @@ int npy_parse_header(const void *buf, size_t len, npy_header *h, char *err, size
     if (comment)
         apply_dtype_comment(comment, comment_len, h);
 
-    /* Like numpy, the product of the non-zero dims must not overflow even
-     * when another dim is zero; so the result does not depend on dim order. */
-    uint64_t ne = 1, nb;
-    int zero = 0;
-    for (unsigned k = 0; k < h->rank; k++) {
-        if (h->dims[k] == 0)
-            zero = 1;
-        else if (!wpk_mul(ne, h->dims[k], &ne))
-            goto overflow;
-    }
-    if (!wpk_mul(ne, h->elem_size, &nb))
-        goto overflow;
-    h->nelems = zero ? 0 : ne;
-    h->nbytes = zero ? 0 : nb;
-    return WPACK_OK;
-
-overflow:;
+    if (shape_fits(h->rank, h->dims, h->elem_size, &h->nelems, &h->nbytes))
+        return WPACK_OK;
     char s[WPACK_MAX_RANK * 24 + 8];
     format_shape(s, sizeof s, h->rank, h->dims);
     wpk_fmt(err, errlen, "header byte %zu: shape overflows: %s x %zu-byte elements is more than "
@@ -689,8 +695,10 @@ size_t npy_format_header(char *buf, size_t buflen, int dtype, unsigned rank,
                          const uint64_t *dims)
 {
     const char *descr = npy_descr_for(dtype);
-    if (!descr || rank > WPACK_MAX_RANK || (rank && !dims))
-        return 0;
+    uint64_t ne, nb;
+    if (!descr || rank > WPACK_MAX_RANK || (rank && !dims) ||
+        !shape_fits(rank, dims, wpack_dtype_size(dtype), &ne, &nb))
+        return 0; /* a shape like (2^62, 0) of f32: numpy and the parser refuse it */
     char shape[WPACK_MAX_RANK * 24 + 8], comment[48] = "";
     format_shape(shape, sizeof shape, rank, dims);
     const char *raw = raw_bits_name(dtype);

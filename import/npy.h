@@ -97,7 +97,9 @@ int npy_pack_fd(wpack_writer *w, const char *name, const char *path, int fd,
  * Write a v1.0 header (v2.0 if it does not fit in 65535 bytes) for a C-order
  * little-endian array of dtype/rank/dims to buf; returns the header length
  * (a multiple of 64, ending in '\n': the array bytes follow it) or 0 when buf
- * is too small, dtype is not a built-in dtype, or rank > WPACK_MAX_RANK.
+ * is too small, dtype is not a built-in dtype, rank > WPACK_MAX_RANK, or
+ * the product of the non-zero dims and the element size overflows 64 bits
+ * (a shape numpy and npy_parse_header refuse, even with a zero dim).
  * bf16 is written as '<u2', f8e4m3fn and f8e5m2 as '|u1', with a comment
  * after the dict naming the real dtype ("  # wpack dtype bf16 (raw bits)"),
  * which numpy ignores and npy_parse_header reads back. bool is '|b1', which
@@ -106,6 +108,9 @@ int npy_pack_fd(wpack_writer *w, const char *name, const char *path, int fd,
  */
 size_t npy_format_header(char *buf, size_t buflen, int dtype, unsigned rank,
                          const uint64_t *dims);
+/* Why npy_format_header refused a built-in dtype's tensor, for messages. */
+#define NPY_NO_HEADER_WHY "its shape has non-zero dims whose product overflows 64 bits " \
+                          "(numpy refuses such a shape even with a zero dim)"
 
 /* The descr npy_format_header writes for a dtype ("<f4", "|b1", ...), or NULL. */
 const char *npy_descr_for(int dtype);

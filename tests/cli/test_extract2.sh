@@ -334,4 +334,25 @@ expect_fail extract_midway_says_what_is_left \
     bash -c 'ulimit -f 256 && exec "$@"' sh "$WPACK" extract -q "$T/mid.wpack" -o "$T/mid"
 [ "$(ls "$T/mid" 2>/dev/null | tr '\n' ' ')" = "a0.npy a1.npy " ] && pass extract_midway_files ||
     fail extract_midway_files "$(ls "$T/mid" 2>&1)"
+
+# A zero-size tensor whose other dims overflow 64 bits (2^62 x 0 f32, taken
+# from a safetensors file: 0 bytes) has no .npy form numpy or wpack reads
+# back: extract and export to npz refuse it by name, before writing anything
+# (they wrote a .npy that `create` then refused)
+"$PY" - "$T/zero.safetensors" <<'EOF'
+import json, struct, sys
+h = json.dumps({"big": {"dtype": "F32", "shape": [4611686018427387904, 0],
+                        "data_offsets": [0, 0]},
+                "ok": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + b"\0\0\x80\x3f")
+EOF
+expect zero_overflow_create "$WPACK" create -q -o "$T/zero.wpack" "$T/zero.safetensors"
+expect_fail zero_overflow_extract "tensor 'big': cannot make a .npy header: its shape has non-zero dims whose product overflows.*nothing extracted \[WPACK_E_UNSUPPORTED\]" \
+    "$WPACK" extract -q "$T/zero.wpack" -o "$T/zx"
+[ -z "$(ls "$T/zx" 2>/dev/null)" ] && pass zero_overflow_nothing_extracted ||
+    fail zero_overflow_nothing_extracted "$(ls "$T/zx")"
+expect_fail zero_overflow_export_npz "tensor 'big': cannot make a .npy header: its shape has non-zero dims" \
+    "$WPACK" export -q "$T/zero.wpack" --to npz -o "$T/z.npz"
+[ ! -e "$T/z.npz" ] && pass zero_overflow_no_npz || fail zero_overflow_no_npz
+expect zero_overflow_extract_other "$WPACK" extract -q "$T/zero.wpack" -o "$T/zo" ok
 finish
