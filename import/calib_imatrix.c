@@ -132,8 +132,12 @@ static int dat_walk(const uint8_t *p, size_t len, stats_sink_fn sink, void *ctx,
                                                              : "out of memory");
             rc = key && ms ? WPACK_E_STATS : WPACK_E_NOMEM;
         }
-        for (int32_t c = 0; !rc && c < nval; c++)
-            ms[c] = ncall ? (double)ldf32(vals + 4 * (size_t)c) / ncall : 0;
+        for (int32_t c = 0; !rc && c < nval; c++) {
+            /* ncall 0 (no rows): a range of 0, but a bad value is still
+             * refused (emit), as with rows */
+            double v = ldf32(vals + 4 * (size_t)c);
+            ms[c] = ncall ? v / ncall : isfinite(v) && v >= 0 ? 0 : v;
+        }
         if (!rc)
             rc = emit(sink, ctx, key, ms, NULL, (uint32_t)nval, (uint64_t)ncall, err, errlen);
         free(key);

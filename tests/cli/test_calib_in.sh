@@ -306,10 +306,16 @@ tail = struct.pack("<i", 10) + struct.pack("<i", 4) + b"data"
 empty = struct.pack("<i", 19) + b"blk.0.attn_k.weight" + struct.pack("<ii", 2, 0)
 open(sys.argv[1] + "/nval0.dat", "wb").write(struct.pack("<i", 2) + ent(b"blk.0.attn_q.weight", 2, [2.0, 8.0]) + empty + tail)
 open(sys.argv[1] + "/ncall_neg.dat", "wb").write(struct.pack("<i", 1) + ent(b"w", -1, [2.0]) + tail)
+open(sys.argv[1] + "/ncall0_nan.dat", "wb").write(struct.pack("<i", 1) + ent(b"w", 0, [2.0, float("nan")]) + tail)
+open(sys.argv[1] + "/ncall0_neg.dat", "wb").write(struct.pack("<i", 1) + ent(b"w", 0, [-3.0]) + tail)
 open(sys.argv[1] + "/nval_past.dat", "wb").write(struct.pack("<i", 1) + struct.pack("<i", 1) + b"w" + struct.pack("<ii", 2, 9) + b"\0" * 8)
 PYEOF
 bad nval0.dat "nval0.dat: imatrix .dat: entry 1 'blk.0.attn_k.weight': nval is 0: no values \(one per input column\) \[WPACK_E_STATS\]"
 bad ncall_neg.dat "ncall_neg.dat: imatrix .dat: entry 0 'w': ncall -1 is negative \[WPACK_E_STATS\]"
+# ncall 0 (no rows): the values are still checked (NaN and negative sums
+# were stored as a range of 0)
+bad ncall0_nan.dat "ncall0_nan.dat: imatrix .dat: 'w': column 1: sum of squares nan is negative or not finite \[WPACK_E_STATS\]"
+bad ncall0_neg.dat "ncall0_neg.dat: imatrix .dat: 'w': column 0: sum of squares -3 is negative or not finite \[WPACK_E_STATS\]"
 bad nval_past.dat "nval_past.dat: imatrix .dat: entry 0 'w': 9 values \(nval\) run past the file end \[WPACK_E_STATS\]"
 
 # --- a scale of 0: 00000000 comes back byte for byte; -0 (80000000, a
