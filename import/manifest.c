@@ -341,9 +341,12 @@ int manifest_pack_file(wpk_sink *s, const char *path)
 {
     char err[900];
     int code;
-    json_t *root = wpk_json_load_input(path, "manifest", s->w, &code, err, sizeof err);
+    /* a safetensors index comes here too (its "weight_map" tells, once read) */
+    size_t pl = strlen(path), il = strlen(".index.json");
+    const char *what = pl >= il && strcmp(path + pl - il, ".index.json") == 0
+                           ? "safetensors index" : "manifest";
+    json_t *root = wpk_json_load_input(path, what, s->w, &code, err, sizeof err);
     if (!root) { /* the message starts "PATH: ", as the sink's own do: once is enough */
-        size_t pl = strlen(path);
         int named = strncmp(err, path, pl) == 0 && err[pl] == ':' && err[pl + 1] == ' ';
         return wpk_sink_fail(s, code, "%s", named ? err + pl + 2 : err);
     }

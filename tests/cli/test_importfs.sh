@@ -186,6 +186,10 @@ refused hf_tensor_in_other_shard "weight_map puts tensor 'enc.b' in .*model-0000
 refused hf_shard_traversal "weight_map\['enc.w'\] must be a shard file name" \
     "$G/hf_traversal/model.safetensors.index.json"
 refused hf_metadata_conflict "__metadata__ 'format' differs" "$G/hf_meta_conflict/model.safetensors.index.json"
+# an index that is not JSON is named as one (it said "manifest JSON")
+mkdir -p "$G/hf_badjson" && printf '{"weight_map": {' >"$G/hf_badjson/model.safetensors.index.json"
+refused hf_index_bad_json "model.safetensors.index.json: safetensors index JSON: .*\[WPACK_E_INPUT\]" \
+    "$G/hf_badjson/model.safetensors.index.json"
 
 # --- point 3: 300,000 empty safetensors tensors (17 MB); peak RSS
 rm -rf "$O" && mkdir -p "$O"
