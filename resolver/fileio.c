@@ -109,6 +109,11 @@ int wpk_fd_sink_copy(void *user, size_t off, size_t n)
     wpk_fd_sink *s = user;
     if (s->in_fd < 0 || wpk_fd_sink_flush(s))
         return 1;
+    /* the page-line rule (format/write_all.c): off it, the caller's write
+     * from the mapping costs less than the kernel's copy of split pages */
+    off_t at = lseek(s->fd, 0, SEEK_CUR);
+    if (at < 0 || !wpk_pages_line_up((uint64_t)off, (uint64_t)at))
+        return 1;
     size_t done = 0;
     while (done < n) {
         int64_t c = wpk_copy_range_step(s->in_fd, off + done, s->fd, n - done);
