@@ -1293,8 +1293,10 @@ class _Slice:
                             "use ints or slices" % name)
         if sum(k is Ellipsis for k in parts) > 1:
             raise IndexError("an index can only have a single ellipsis ('...')")
-        if Ellipsis in parts:
-            at = parts.index(Ellipsis)
+        # by identity: `in` and index() compare with ==, which a numpy
+        # array index answers elementwise (ValueError, not this refusal)
+        at = next((i for i, k in enumerate(parts) if k is Ellipsis), None)
+        if at is not None:
             parts[at:at + 1] = [slice(None)] * max(len(dims) - (len(parts) - 1), 0)
         for k in parts:
             if not isinstance(k, (int, np.integer, slice)):

@@ -84,7 +84,10 @@ def block_dtype_slices_that_cut_a_block_are_refused(d):
                                ("w1", slice(None, None, -1), "step -1"),
                                ("w1", slice(0, 128, 2), "step 2"),
                                ("w2", None, "index None"),
-                               ("w2", [0, 1], "index [0, 1]")):
+                               ("w2", [0, 1], "index [0, 1]"),
+                               # an array index: refused, not ValueError from
+                               # comparing it with '...'
+                               ("w2", (np.array([0, 1]), Ellipsis), "index array")):
             e = raises(wpack.Error, f.get_slice(name).__getitem__, key,
                        code="WPACK_E_UNSUPPORTED")
             check("q.wpack: get_slice(%r)" % name in str(e) and "ggml.q4_0" in str(e) and
