@@ -19,18 +19,11 @@
  * at most the length asked, the size known); every message is a C string
  * of its buffer; the snippet's text is printable ASCII.
  */
+#include "bytes.h"
 #include "fuzz.h"
 #include "request.h"
 
 #define REQUEST_BYTES 16
-
-static uint64_t le(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-    for (int k = n - 1; k >= 0; k--)
-        v = v << 8 | p[k];
-    return v;
-}
 
 static void feed_headers(job *j, char *p, size_t n, size_t *used)
 {
@@ -58,9 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&j, 0, sizeof j);
     j.r = &r;
     j.probe = data[0] & 1;
-    j.off = j.probe ? 0 : le(data + 1, 8) & ((1ull << 40) - 1);
-    j.len = le(data + 9, 2) + 1;
-    r.size = j.probe ? 0 : j.off + j.len + le(data + 11, 5);
+    j.off = j.probe ? 0 : wpk_ld64(data + 1) & ((1ull << 40) - 1);
+    j.len = (uint64_t)wpk_ld16(data + 9) + 1;
+    r.size = j.probe ? 0 : j.off + j.len + (wpk_ld32(data + 11) | (uint64_t)data[15] << 32);
     j.want = j.len;
     j.dst = malloc((size_t)j.len);
     if (!j.dst)
