@@ -152,7 +152,7 @@ static int hdr_array_body(hdr_text *h, const wpack_archive *ar, const wpack_meta
             return rc;
         }
         char buf[32], *text = NULL;
-        if (j && hdr_puts(h, ","))
+        if (j && (bad = hdr_puts(h, ",")))
             break;
         if (e.type == WPACK_META_I64) {
             snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, (json_int_t)e.i64);
