@@ -117,7 +117,8 @@ static void print_block_dtypes(const wpack_archive *ar, const wpack_info *in, in
         printf("%s]", in->block_dtype_count ? "\n  " : "");
 }
 
-/* A splat's fill value as text. */
+/* A splat's fill value as text: a number for the ints and f32/f64, else its
+ * bytes in memory order (0x...). */
 static void fill_text(const wpack_tensor *t, char *buf, size_t len)
 {
     const unsigned char *p = t->fill;
@@ -130,6 +131,9 @@ static void fill_text(const wpack_tensor *t, char *buf, size_t len)
     case WPACK_DTYPE_I32: { int32_t x; memcpy(&x, p, 4); snprintf(buf, len, "%" PRId32, x); return; }
     case WPACK_DTYPE_I16: { int16_t x; memcpy(&x, p, 2); snprintf(buf, len, "%d", x); return; }
     case WPACK_DTYPE_I8: snprintf(buf, len, "%d", (signed char)p[0]); return;
+    case WPACK_DTYPE_U64: { uint64_t x; memcpy(&x, p, 8); snprintf(buf, len, "%" PRIu64, x); return; }
+    case WPACK_DTYPE_U32: { uint32_t x; memcpy(&x, p, 4); snprintf(buf, len, "%" PRIu32, x); return; }
+    case WPACK_DTYPE_U16: { uint16_t x; memcpy(&x, p, 2); snprintf(buf, len, "%u", x); return; }
     case WPACK_DTYPE_U8: case WPACK_DTYPE_BOOL: snprintf(buf, len, "%u", p[0]); return;
     default: is_float = 0;
     }

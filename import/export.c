@@ -77,62 +77,147 @@ static json_t *elem_json(const wpack_meta *e)
     }
 }
 
-/* A metadata value as the string safetensors wants, in *out (malloc'd). */
-static int meta_string(const wpack_archive *ar, const wpack_meta *m, char **out, char *err,
-                       size_t errlen)
+/* The safetensors header as it is built: JSON text, put piece by piece
+ * (json_dump_callback's form), never a JSON tree of the metadata (a tree of
+ * a 16 Mi-element array took some 50 bytes an element). Past `limit` the
+ * pieces are only counted (`over`), so memory stays under the limit
+ * whatever the archive holds, and the size refused can still be told. */
+typedef struct {
+    char *p;
+    size_t len, cap, limit;
+    int over, nomem;
+} hdr_text;
+
+static int hdr_put(const char *s, size_t n, void *user)
+{
+    hdr_text *h = user;
+    if (!h->over && (n > h->limit - h->len))
+        h->over = 1;
+    if (!h->over && h->len + n > h->cap) {
+        size_t cap = h->cap ? h->cap : 1u << 16;
+        while (cap < h->len + n)
+            cap = cap > h->limit / 2 ? h->limit : cap * 2;
+        char *q = realloc(h->p, cap);
+        if (!q) {
+            h->nomem = 1;
+            return -1;
+        }
+        h->p = q;
+        h->cap = cap;
+    }
+    if (!h->over && n)
+        memcpy(h->p + h->len, s, n);
+    h->len += n;
+    return 0;
+}
+
+static int hdr_puts(hdr_text *h, const char *s)
+{
+    return hdr_put(s, strlen(s), h);
+}
+
+/* v (consumed) as compact JSON; -1 when v is NULL (not valid UTF-8, or out of memory). */
+static int hdr_json(hdr_text *h, json_t *v)
+{
+    int rc = v ? json_dump_callback(v, hdr_put, h, JSON_COMPACT | JSON_ENCODE_ANY) : -1;
+    json_decref(v);
+    return rc;
+}
+
+/* The n bytes at s as the inside of a JSON string (escaped, no quotes). */
+static int hdr_str_body(hdr_text *h, const char *s, size_t n)
+{
+    size_t at = h->len;
+    if (hdr_json(h, json_stringn(s, n)))
+        return -1;
+    if (!h->over) /* drop the opening quote; the closing one goes with len */
+        memmove(h->p + at, h->p + at + 1, h->len - at - 2);
+    h->len -= 2;
+    return 0;
+}
+
+/* An array value as the text of a JSON array, put as the inside of a JSON
+ * string, element by element: integers and booleans as they are (nothing
+ * to escape), the others through elem_json. */
+static int hdr_array_body(hdr_text *h, const wpack_archive *ar, const wpack_meta *m, char *err,
+                          size_t errlen)
+{
+    int bad = hdr_puts(h, "[");
+    for (uint64_t j = 0; j < m->count && !bad; j++) {
+        wpack_meta e;
+        int rc = wpack_meta_elem(ar, m, j, &e);
+        if (rc) {
+            wpk_fmt(err, errlen, "metadata '%s' element %llu: %s", m->key,
+                    (unsigned long long)j, wpack_errmsg(ar));
+            return rc;
+        }
+        char buf[32], *text = NULL;
+        if (j && (bad = hdr_puts(h, ",")))
+            break;
+        if (e.type == WPACK_META_I64) {
+            snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, (json_int_t)e.i64);
+            bad = hdr_puts(h, buf);
+        } else if (e.type == WPACK_META_BOOL) {
+            bad = hdr_puts(h, e.boolean ? "true" : "false");
+        } else {
+            json_t *v = elem_json(&e);
+            text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+            json_decref(v);
+            bad = !text || hdr_str_body(h, text, strlen(text));
+            free(text);
+        }
+        if (bad && !h->nomem) { /* no element is left out unsaid */
+            wpk_fmt(err, errlen, "metadata '%s' element %llu: cannot be made JSON", m->key,
+                    (unsigned long long)j);
+            return WPACK_E_METADATA;
+        }
+    }
+    return bad || hdr_puts(h, "]") ? WPACK_E_NOMEM : WPACK_OK;
+}
+
+/* A metadata value as the JSON string safetensors wants. */
+static int hdr_meta_value(hdr_text *h, const wpack_archive *ar, const wpack_meta *m, char *err,
+                          size_t errlen)
 {
     char buf[64];
-    *out = NULL;
+    char *s = NULL;
     switch (m->type) {
+    case WPACK_META_ARRAY: {
+        int rc = hdr_puts(h, "\"") ? WPACK_E_NOMEM : hdr_array_body(h, ar, m, err, errlen);
+        return rc ? rc : hdr_puts(h, "\"") ? WPACK_E_NOMEM : WPACK_OK;
+    }
     case WPACK_META_STRING:
-        *out = strdup(m->str);
+        s = strdup(m->str);
         break;
     case WPACK_META_I64:
         snprintf(buf, sizeof buf, "%lld", (long long)m->i64);
-        *out = strdup(buf);
+        s = strdup(buf);
         break;
     case WPACK_META_F64:
         real_text(m->f64, buf, sizeof buf);
-        *out = strdup(buf);
+        s = strdup(buf);
         break;
     case WPACK_META_BOOL:
-        *out = strdup(m->boolean ? "true" : "false");
+        s = strdup(m->boolean ? "true" : "false");
         break;
     case WPACK_META_BYTES:
-        *out = hex_text(m->bytes, m->count);
+        s = hex_text(m->bytes, m->count);
         break;
-    case WPACK_META_ARRAY: {
-        json_t *a = json_array();
-        for (uint64_t j = 0; a && j < m->count; j++) {
-            wpack_meta e;
-            int rc = wpack_meta_elem(ar, m, j, &e);
-            if (rc) {
-                json_decref(a);
-                wpk_fmt(err, errlen, "metadata '%s' element %llu: %s", m->key,
-                        (unsigned long long)j, wpack_errmsg(ar));
-                return rc;
-            }
-            json_t *v = elem_json(&e);
-            if (!v || json_array_append_new(a, v)) { /* no element is left out unsaid */
-                json_decref(a);
-                wpk_fmt(err, errlen, "metadata '%s' element %llu: cannot be made JSON", m->key,
-                        (unsigned long long)j);
-                return WPACK_E_METADATA;
-            }
-        }
-        *out = a ? json_dumps(a, JSON_COMPACT) : NULL;
-        json_decref(a);
-        break;
-    }
     default:
         wpk_fmt(err, errlen, "metadata '%s': type %d has no safetensors form", m->key, m->type);
         return WPACK_E_UNSUPPORTED;
     }
-    if (!*out) {
+    if (!s) {
         wpk_fmt(err, errlen, "metadata '%s': out of memory", m->key);
         return WPACK_E_NOMEM;
     }
-    return WPACK_OK;
+    json_t *v = json_string(s);
+    free(s);
+    if (!v) { /* no value is left out unsaid */
+        wpk_fmt(err, errlen, "metadata '%s': cannot be made a JSON string", m->key);
+        return WPACK_E_METADATA;
+    }
+    return hdr_json(h, v) ? WPACK_E_NOMEM : WPACK_OK;
 }
 
 static int check_exportable(const wpack_archive *ar, const wpack_tensor *t, char *err,
@@ -209,87 +294,87 @@ static void tensor_done(const done_cb *cb, const wpack_tensor *t)
         cb->fn(cb->user, t);
 }
 
-static int export_safetensors(const wpack_archive *ar, int fd, unsigned read_flags,
-                              const done_cb *cb, char *err, size_t errlen)
+/* The header's text: {"__metadata__":{KEY:VALUE,...},NAME:{"dtype":..,
+ * "shape":[..],"data_offsets":[b,e]},...}, what json_dumps(JSON_COMPACT)
+ * of the same object gives, keys in the archive's (name) order. */
+static int safetensors_header(const wpack_archive *ar, hdr_text *h, char *big_key, size_t big_size,
+                              char *err, size_t errlen)
 {
-    json_t *root = json_object(), *meta = json_object();
-    int rc = WPACK_OK;
-    if (!root || !meta) {
-        rc = WPACK_E_NOMEM;
-        goto out;
-    }
-    uint64_t nm = wpack_meta_count(ar);
-    char big_key[200] = ""; /* the largest metadata value, named if the header is too big */
+    uint64_t nm = wpack_meta_count(ar), n = wpack_count(ar), at = 0;
     size_t big_len = 0;
-    for (uint64_t i = 0; i < nm; i++) {
+    int rc = hdr_puts(h, nm ? "{\"__metadata__\":{" : "{") ? WPACK_E_NOMEM : WPACK_OK;
+    for (uint64_t i = 0; i < nm && !rc; i++) {
         wpack_meta m;
         if ((rc = wpack_meta_at(ar, i, &m)))
-            goto out;
-        char *s;
-        if ((rc = meta_string(ar, &m, &s, err, errlen)))
-            goto out;
-        json_t *js = json_string(s);
-        if (strlen(s) >= big_len) {
-            big_len = strlen(s);
-            wpk_fmt(big_key, sizeof big_key, "%s", m.key);
-        }
-        free(s);
-        if (!js || json_object_set_new(meta, m.key, js)) { /* no value is left out unsaid */
+            return rc;
+        if ((i && hdr_puts(h, ",")) || hdr_json(h, json_string(m.key)) || hdr_puts(h, ":")) {
             wpk_fmt(err, errlen, "metadata '%s': cannot be made a JSON string", m.key);
-            rc = WPACK_E_METADATA;
-            goto out;
+            return h->nomem ? WPACK_E_NOMEM : WPACK_E_METADATA;
+        }
+        size_t from = h->len;
+        if ((rc = hdr_meta_value(h, ar, &m, err, errlen)))
+            return rc;
+        if (h->len - from >= big_len) {
+            big_len = h->len - from;
+            wpk_fmt(big_key, big_size, "%s", m.key);
         }
     }
-    if (nm)
-        json_object_set(root, "__metadata__", meta);
-    uint64_t n = wpack_count(ar), at = 0;
+    if (nm && hdr_puts(h, "}"))
+        return WPACK_E_NOMEM;
     for (uint64_t i = 0; i < n; i++) {
         wpack_tensor t;
         if ((rc = wpack_tensor_at(ar, i, &t)) || (rc = check_exportable(ar, &t, err, errlen)))
-            goto out;
+            return rc;
         if (strcmp(t.name, "__metadata__") == 0) {
             wpk_fmt(err, errlen, "a tensor called '__metadata__' cannot be written to safetensors");
-            rc = WPACK_E_UNSUPPORTED;
-            goto out;
+            return WPACK_E_UNSUPPORTED;
         }
-        json_t *shape = json_array(), *o = json_object();
+        json_t *shape = json_array(), *offs = json_array();
         for (unsigned k = 0; k < t.rank; k++)
             json_array_append_new(shape, json_integer((json_int_t)t.dims[k]));
-        json_object_set_new(o, "dtype", json_string(st_dtype_name(t.dtype)));
-        json_object_set_new(o, "shape", shape);
-        json_t *offs = json_array();
         json_array_append_new(offs, json_integer((json_int_t)at));
         json_array_append_new(offs, json_integer((json_int_t)(at + t.nbytes)));
-        json_object_set_new(o, "data_offsets", offs);
-        json_object_set_new(root, t.name, o);
+        json_t *o = json_pack("{s:s,s:o,s:o}", "dtype", st_dtype_name(t.dtype), "shape", shape,
+                              "data_offsets", offs);
+        if (((nm || i) && hdr_puts(h, ",")) || hdr_json(h, json_string(t.name)) ||
+            hdr_puts(h, ":") || hdr_json(h, o)) {
+            wpk_fmt(err, errlen, "tensor '%s': cannot be made a JSON key", t.name);
+            return h->nomem ? WPACK_E_NOMEM : WPACK_E_NAME;
+        }
         at += t.nbytes;
     }
-    char *h = json_dumps(root, JSON_COMPACT);
-    if (!h) {
+    return hdr_puts(h, "}") ? WPACK_E_NOMEM : WPACK_OK;
+}
+
+static int export_safetensors(const wpack_archive *ar, int fd, unsigned read_flags,
+                              const done_cb *cb, char *err, size_t errlen)
+{
+    hdr_text h = {.limit = SAFETENSORS_MAX_HEADER};
+    char big_key[200] = ""; /* the largest metadata value, named if the header is too big */
+    int rc = safetensors_header(ar, &h, big_key, sizeof big_key, err, errlen);
+    if (h.nomem)
         rc = WPACK_E_NOMEM;
-        goto out;
-    }
-    size_t hl = strlen(h), padded = (hl + 7) / 8 * 8;
-    if (padded > SAFETENSORS_MAX_HEADER) { /* strict readers (and wpack create) refuse it */
+    size_t padded = (h.len + 7) / 8 * 8;
+    if (!rc && (h.over || padded > SAFETENSORS_MAX_HEADER)) {
+        /* strict readers (and wpack create) refuse it */
         wpk_fmt(err, errlen, "the safetensors header (metadata and tensor entries as JSON, "
                 "control characters escaped to 6 bytes) would be %zu bytes, above the %llu "
                 "safetensors readers take%s%s%s", padded,
                 (unsigned long long)SAFETENSORS_MAX_HEADER, big_key[0] ? "; the largest "
                 "metadata value is '" : "", big_key, big_key[0] ? "'" : "");
-        free(h);
         rc = WPACK_E_LIMIT;
-        goto out;
     }
-    uint8_t lenb[8];
-    wpk_st64(lenb, padded);
-    int ok = write_all(fd, lenb, 8) && write_all(fd, h, hl) &&
-             write_all(fd, "        ", padded - hl);
-    free(h);
-    if (!ok) {
-        wpk_fmt(err, errlen, "write failed: %s", strerror(errno));
-        rc = WPACK_E_IO;
-        goto out;
+    if (!rc) {
+        uint8_t lenb[8];
+        wpk_st64(lenb, padded);
+        if (!write_all(fd, lenb, 8) || !write_all(fd, h.p, h.len) ||
+            !write_all(fd, "        ", padded - h.len)) {
+            wpk_fmt(err, errlen, "write failed: %s", strerror(errno));
+            rc = WPACK_E_IO;
+        }
     }
+    free(h.p);
+    uint64_t n = wpack_count(ar);
     for (uint64_t i = 0; i < n && !rc; i++) {
         wpack_tensor t;
         if (!(rc = wpack_tensor_at(ar, i, &t)))
@@ -297,11 +382,8 @@ static int export_safetensors(const wpack_archive *ar, int fd, unsigned read_fla
         if (!rc)
             tensor_done(cb, &t);
     }
-out:
     if (rc && !err[0])
         wpk_fmt(err, errlen, "%s", wpack_error_describe(rc));
-    json_decref(meta);
-    json_decref(root);
     return rc;
 }
 

@@ -14,7 +14,9 @@
  *     data (76 B): {u64 offset, u64 length} in the storage segment
  * IREE's builder puts the entry segment at 96, the metadata segment right
  * after it, the storage segment 64-aligned after that with each data entry's
- * bytes 64-aligned, and pads the file to 4096 bytes.
+ * bytes 64-aligned (with no data entry, right after the metadata: the
+ * segment takes its first data entry's alignment, else 1), and pads the
+ * file to 4096 bytes.
  */
 #ifndef WPACK_IMPORT_IRPA_H
 #define WPACK_IMPORT_IRPA_H

@@ -152,8 +152,13 @@ int irpa_export(const wpack_archive *ar, int fd, unsigned read_flags, irpa_done_
     for (uint64_t i = 0; i < n && !rc; i++)
         if (v[i].t.kind == WPACK_KIND_ALIAS && v[i].t.alias_target < n)
             v[i].store = v[v[i].t.alias_target].store;
+    /* as IREE's builder: the storage segment takes the alignment of its
+     * first data entry (64), or 1 when there is none (splats only) */
+    int any_data = 0;
+    for (uint64_t i = 0; i < n; i++)
+        any_data |= !v[i].splat;
     uint64_t es_off = align_up(IRPA_HEADER_SIZE, IRPA_ENTRY_ALIGNMENT), ms_off = es_off + entries,
-             ss_off = align_up(ms_off + meta, IRPA_DATA_ALIGNMENT);
+             ss_off = align_up(ms_off + meta, any_data ? IRPA_DATA_ALIGNMENT : 1);
     sink_t o = {fd, 0, 0};
     uint8_t h[IRPA_HEADER_SIZE] = {0};
     memcpy(h, "IRPA", 4);

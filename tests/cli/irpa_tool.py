@@ -48,7 +48,11 @@ def write(path, entries, file_align=4096):
             table += struct.pack("<QQ", off, len(e.get("data", b"")))
     es = (96, len(table))
     ms = (96 + len(table), len(meta))
-    ss = (up(ms[0] + ms[1], 64), len(storage))
+    # the builder aligns the storage segment to its first data entry's
+    # minimum_alignment (64), to 1 when there is none (irpa_builder.c
+    # storage_alignment): an archive of splats only has it right after the metadata
+    data = any(e["kind"] != "splat" for e in entries)
+    ss = (up(ms[0] + ms[1], 64 if data else 1), len(storage))
     hdr = HDR.pack(b"IRPA", 0, 0, 88, 0, 0, len(entries), *es, *ms, *ss)
     out = hdr + b"\0" * 8 + table + meta
     out += b"\0" * (ss[0] - len(out)) + storage
@@ -122,6 +126,7 @@ def make(d):
         {"name": "f.scalar", "kind": "data", "meta": b"wpack:f64[]", "data": struct.pack("<d", 2.5)},
     ]
     write(f"{d}/ref.irpa", ref)
+    write(f"{d}/ref_splats.irpa", [e for e in ref if e["kind"] == "splat"])
 
 
 def hostile(d):

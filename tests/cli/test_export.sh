@@ -171,4 +171,50 @@ expect_fail big_header_refused "header .* above the 100000000 .*'blob'.*WPACK_E_
 nothing_at big_header_nothing_written "$T/bighdr.safetensors"
 rm -f "$T/bighdr.wpack"
 
+
+# a large metadata array is written without a JSON tree of its elements: a
+# GGUF u8 array of 8 Mi elements (an i64 array of 64 MiB in the archive, 30
+# MB of JSON text) took 460 MB of RSS, a jansson value per element, through
+# --to safetensors; now its text is put straight into the header, so the
+# peak is the archive's mapping plus the header (bound 200 MiB)
+"$PY" - "$T/arr.gguf" <<'PYEOF' || fail big_array_input
+import struct, sys, numpy as np
+def gstr(s): return struct.pack("<Q", len(s)) + s.encode()
+n = 8 << 20
+out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, 1, 1))
+out += gstr("big.arr") + struct.pack("<IIQ", 9, 0, n) + (np.arange(n) % 251).astype(np.uint8).tobytes()
+out += gstr("w") + struct.pack("<IQIQ", 1, 8, 0, 0)
+out += b"\0" * (-len(out) % 32) + np.arange(8, dtype=np.float32).tobytes()
+open(sys.argv[1], "wb").write(out)
+PYEOF
+expect big_array_create "$WPACK" create -q --no-sync -o "$T/arr.wpack" "$T/arr.gguf"
+if [ ! -x /usr/bin/time ]; then
+    fail big_array_rss "/usr/bin/time is missing (apt-get install time)"
+elif ! /usr/bin/time -f %M -o "$T/rss" "$WPACK" export -q --no-sync "$T/arr.wpack" --to safetensors \
+        -o "$T/arr.safetensors" 2>"$T/err"; then
+    fail big_array_export "$(head -c 300 "$T/err")"
+else
+    kib=$(tail -n1 "$T/rss")
+    if ldd "$WPACK" 2>/dev/null | grep -q 'libasan\|libubsan'; then
+        echo "skip big_array_rss: sanitizer build (peak RSS $kib KiB)"
+    elif [ "$kib" -lt $((200 << 10)) ]; then
+        pass big_array_rss
+    else
+        fail big_array_rss "peak RSS $kib KiB (bound $((200 << 10)))"
+    fi
+    got=$("$PY" - "$T/arr.safetensors" <<'PYEOF' 2>&1
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+a = json.loads(h["__metadata__"]["big.arr"])
+assert len(a) == 8 << 20 and a[:3] == [0, 1, 2] and a[-1] == ((8 << 20) - 1) % 251, a[:3]
+assert h["w"] == {"dtype": "F32", "shape": [8], "data_offsets": [0, 32]}, h["w"]
+print("same")
+PYEOF
+)
+    [ "$got" = same ] && pass big_array_values || fail big_array_values "$got"
+fi
+rm -f "$T/arr.gguf" "$T/arr.wpack" "$T/arr.safetensors"
+
 finish
