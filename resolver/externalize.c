@@ -152,6 +152,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     size_t ntc = 0;
     char **texts = NULL;
     wpk_span *lits = NULL, *gvals = NULL;
+    size_t *first_of = NULL; /* per resource: 1 + its first candidate, or 0 */
 
     rc = wpk_mlir_scan_buffer(buf, len, 0, &doc, err, sizeof err);
     if (rc) {
@@ -159,7 +160,8 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         goto done;
     }
     cand = malloc((doc->nglobals + 1) * sizeof *cand);
-    if (!cand || wpk_res_index_build(doc, &rkeys))
+    first_of = calloc(doc->nresources + 1, sizeof *first_of);
+    if (!cand || !first_of || wpk_res_index_build(doc, &rkeys))
         goto nomem;
     wpk_line_cursor lc = WPK_LINE_CURSOR_INIT; /* the globals come in file order */
     for (size_t i = 0; i < doc->nglobals; i++) {
@@ -254,7 +256,20 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
                 continue;
             }
         }
-        if (!c.splat) /* what the archive's data will hold (a splat: nothing) */
+        /* A blob that several globals name (MLIR shares one between equal
+         * constants) is written once for the type of the first: the others
+         * of that type become aliases of its entry. Copied per global, 2,000
+         * globals of one 1 MiB blob made a 2 GiB archive out of a 2.2 MB
+         * file; read as another type, it is written again, and counts. */
+        if (c.res) {
+            size_t r = (size_t)(c.res - doc->resources), f = first_of[r];
+            if (!f)
+                first_of[r] = ncand + 1;
+            else if (wpk_mlir_tensor_equal(&cand[f - 1].type, &c.type))
+                c.alias_of = f;
+        }
+        if (!c.splat && !c.alias_of) /* what the archive's data will hold (a splat,
+                                        an alias: nothing) */
             data_bytes = sat_add(data_bytes, c.nbytes);
         cand[ncand++] = c;
     }
@@ -294,9 +309,12 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         const wpk_global *g = &doc->globals[c->global];
         char where[400], why[300];
         wpk_global_where(where, sizeof where, &d, g);
-        if (c->splat) { /* one element, however many it stands for */
-            rc = wpack_writer_add_splat(w, c->entry, c->dtype, c->type.rank, c->type.dims, c->fill,
-                                        wpack_dtype_size(c->dtype));
+        if (c->splat || c->alias_of) { /* one element, however many it stands for;
+                                           or another name of an entry */
+            rc = c->alias_of ? wpack_writer_add_alias(w, c->entry, cand[c->alias_of - 1].entry)
+                             : wpack_writer_add_splat(w, c->entry, c->dtype, c->type.rank,
+                                                      c->type.dims, c->fill,
+                                                      wpack_dtype_size(c->dtype));
             if (rc) {
                 wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
                 goto done;
@@ -501,6 +519,7 @@ done:
     free(refs);
     free(items);
     free(cand);
+    free(first_of);
     wpk_res_index_free(&rkeys);
     for (size_t i = 0; names && i < ncand; i++)
         free(names[i]);
