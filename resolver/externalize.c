@@ -78,6 +78,49 @@ static int name_entries(const wpk_mlir_doc *doc, wpk_ext_cand *cand, size_t n, w
     return rc ? rc : d->first_error;
 }
 
+/* Where a candidate's bytes come from: its blob, or its literal's text
+ * (one text for every global naming an attribute alias `#w = dense<...>`). */
+typedef struct {
+    uint64_t src;
+    size_t ix;
+} src_ref;
+
+static int by_src(const void *a, const void *b)
+{
+    const src_ref *x = a, *y = b;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return (x->ix > y->ix) - (x->ix < y->ix);
+}
+
+/* Globals whose values are one blob or one literal's text are written once
+ * for the type of the first of them: the others of that type become aliases
+ * of its entry (alias_of). Copied per global, 2,000 globals of one 1 MiB
+ * blob (MLIR shares one between equal constants) or of one `#w = dense<...>`
+ * made a 2 GiB archive out of a 2.2 MB file; read as another type, a blob
+ * is written again, and counts. 0, or WPACK_E_NOMEM. */
+static int mark_shared(const wpk_mlir_doc *doc, wpk_ext_cand *cand, size_t n)
+{
+    src_ref *v = malloc((n + 1) * sizeof *v);
+    if (!v)
+        return WPACK_E_NOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!cand[i].splat) /* a splat entry costs nothing */
+            v[k++] = (src_ref){cand[i].res ? 2 * (uint64_t)(cand[i].res - doc->resources) + 1
+                                           : 2 * (uint64_t)doc->globals[cand[i].global].value_body.off,
+                               i};
+    qsort(v, k, sizeof *v, by_src);
+    for (size_t i = 1, first = 0; i < k; i++) {
+        if (v[i].src != v[first].src)
+            first = i;
+        else if (wpk_mlir_tensor_equal(&cand[v[first].ix].type, &cand[v[i].ix].type))
+            cand[v[i].ix].alias_of = v[first].ix + 1;
+    }
+    free(v);
+    return WPACK_OK;
+}
+
 /* --------------------------------------------------------- the call */
 
 int wpack_externalize_file(const char *in_path, const char *out_path, const char *archive_path,
@@ -152,7 +195,6 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
     size_t ntc = 0;
     char **texts = NULL;
     wpk_span *lits = NULL, *gvals = NULL;
-    size_t *first_of = NULL; /* per resource: 1 + its first candidate, or 0 */
 
     rc = wpk_mlir_scan_buffer(buf, len, 0, &doc, err, sizeof err);
     if (rc) {
@@ -160,8 +202,7 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         goto done;
     }
     cand = malloc((doc->nglobals + 1) * sizeof *cand);
-    first_of = calloc(doc->nresources + 1, sizeof *first_of);
-    if (!cand || !first_of || wpk_res_index_build(doc, &rkeys))
+    if (!cand || wpk_res_index_build(doc, &rkeys))
         goto nomem;
     wpk_line_cursor lc = WPK_LINE_CURSOR_INIT; /* the globals come in file order */
     for (size_t i = 0; i < doc->nglobals; i++) {
@@ -256,23 +297,14 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
                 continue;
             }
         }
-        /* A blob that several globals name (MLIR shares one between equal
-         * constants) is written once for the type of the first: the others
-         * of that type become aliases of its entry. Copied per global, 2,000
-         * globals of one 1 MiB blob made a 2 GiB archive out of a 2.2 MB
-         * file; read as another type, it is written again, and counts. */
-        if (c.res) {
-            size_t r = (size_t)(c.res - doc->resources), f = first_of[r];
-            if (!f)
-                first_of[r] = ncand + 1;
-            else if (wpk_mlir_tensor_equal(&cand[f - 1].type, &c.type))
-                c.alias_of = f;
-        }
-        if (!c.splat && !c.alias_of) /* what the archive's data will hold (a splat,
-                                        an alias: nothing) */
-            data_bytes = sat_add(data_bytes, c.nbytes);
         cand[ncand++] = c;
     }
+    if (mark_shared(doc, cand, ncand))
+        goto nomem;
+    for (size_t i = 0; i < ncand; i++) /* what the archive's data will hold (a splat,
+                                          an alias: nothing) */
+        if (!cand[i].splat && !cand[i].alias_of)
+            data_bytes = sat_add(data_bytes, cand[i].nbytes);
     if (!d.first_error && (rc = name_entries(doc, cand, ncand, &d, unescaped, &names))) {
         if (rc == WPACK_E_NOMEM)
             goto nomem;
@@ -519,7 +551,6 @@ done:
     free(refs);
     free(items);
     free(cand);
-    free(first_of);
     wpk_res_index_free(&rkeys);
     for (size_t i = 0; names && i < ncand; i++)
         free(names[i]);

@@ -2,11 +2,12 @@
 # test_externalize_cap.sh - `externalize` cannot turn bytes into terabytes:
 # a splat literal (a bare scalar, hex of one element, i1 0x00/0xFF) becomes a
 # splat entry of the archive (one element: a 150-byte dense<1.0> of 4 TiB
-# gives a 5 KB archive), a dense_resource blob named by globals of one type
-# is written once (the others alias its entry), and the tensor bytes the
-# archive would hold are checked before anything is written against the cap of extract and export
-# (the larger of 1 GiB and 1000 x IN.mlir, --max-output SIZE), with
-# WPACK_E_TOO_LARGE and neither output written.
+# gives a 5 KB archive), a dense_resource blob or an attribute alias named
+# by globals of one type is written once (the others alias its entry), and
+# the tensor bytes the archive would hold are checked before anything is
+# written against the cap of extract and export (the larger of 1 GiB and
+# 1000 x IN.mlir, --max-output SIZE), with WPACK_E_TOO_LARGE and neither
+# output written.
 . "$(dirname "$0")/lib.sh"
 MLIR_OPT=${MLIR_OPT:-$(command -v mlir-opt-19 || echo /usr/lib/llvm-19/bin/mlir-opt)}
 # A regression must fail here, not fill the disk: no file above 64 MiB.
@@ -111,6 +112,18 @@ expect shared_blob "$WPACK" externalize -q sh.mlir -o sho.mlir --archive sh.wpac
     fail shared_blob_aliases "$(cat sh.txt err)"
 [ "$(wc -c <sh.wpack)" -lt 200000 ] && pass shared_blob_written_twice ||
     fail shared_blob_written_twice "$(wc -c <sh.wpack) bytes"
+# one literal that 3 globals name through an attribute alias: one entry
+{
+    printf '#lit = dense<"0x%s"> : tensor<16384xf32>\nmodule {\n' \
+        "$(head -c 65536 /dev/zero | tr '\0' '\2' | od -An -v -tx1 | tr -d ' \n')"
+    for s in a0 a1 a2; do printf '  ml_program.global private @%s(#lit) : tensor<16384xf32>\n' "$s"; done
+    echo '}'
+} >la.mlir
+expect shared_literal "$WPACK" externalize -q la.mlir -o lao.mlir --archive la.wpack --max-output 65536
+"$WPACK" inspect la.wpack >la.txt 2>&1
+[ "$(grep -Ec '^a[12] +f32 .* alias ' la.txt)" = 2 ] && grep -Eq '^a0 +f32 .*\[16384\]' la.txt &&
+    pass shared_literal_aliases || fail shared_literal_aliases "$(cat la.txt)"
+"$MLIR_OPT" lao.mlir >/dev/null 2>&1 && pass shared_literal_ir || fail shared_literal_ir "$("$MLIR_OPT" lao.mlir 2>&1 | head -3)"
 # and back: every global gets the blob's values
 expect shared_blob_round_trip "$WPACK" resolve -q sh.wpack sho.mlir -o shb.mlir --emit inline
 [ "$(grep -Ec '^      (r[012]|other): "0x[0-9A-Fa-f]{8}01010101' shb.mlir)" = 4 ] && pass shared_blob_round_trip_values ||
