@@ -203,17 +203,26 @@ static int write_blob(wpk_out *o, const wpack_archive *ar, uint64_t entry)
     return o->rc;
 }
 
-static int item_entry_cmp(const void *x, const void *y)
+/* An item and the entry holding its bytes: an alias's target (same dtype
+ * and shape), else its own entry. */
+typedef struct {
+    uint64_t bytes_of;
+    wpk_plan_item *it;
+} blob_ref;
+
+static int blob_ref_cmp(const void *x, const void *y)
 {
-    const wpk_plan_item *a = *(wpk_plan_item *const *)x, *b = *(wpk_plan_item *const *)y;
-    if (a->entry != b->entry)
-        return a->entry < b->entry ? -1 : 1;
-    return a->global < b->global ? -1 : a->global > b->global;
+    const blob_ref *a = x, *b = y;
+    if (a->bytes_of != b->bytes_of)
+        return a->bytes_of < b->bytes_of ? -1 : 1;
+    return a->it->global < b->it->global ? -1 : a->it->global > b->it->global;
 }
 
-/* Give every item but the splats its resource key (shared entries share
- * one); returns the items sorted by entry in *order for writing the blobs,
- * and how many blobs there are in *nblobs. */
+/* Give every item but the splats its resource key (items of one entry, or
+ * of an entry and its aliases, share one: 2,000 aliases of one 1 MiB entry
+ * were 4 GiB of hex); returns the items sorted by the entry holding their
+ * bytes in *order for writing the blobs (one blob per key), and how many
+ * blobs there are in *nblobs. */
 static int assign_keys(wpk_emitter *e, key_set *keys, wpk_plan_item ***order, size_t *nblobs)
 {
     const wpk_mlir_doc *doc = e->doc;
@@ -227,14 +236,25 @@ static int assign_keys(wpk_emitter *e, key_set *keys, wpk_plan_item ***order, si
         }
     }
     wpk_plan_item **v = malloc((e->nitems ? e->nitems : 1) * sizeof *v);
-    if (!v)
+    blob_ref *r = malloc((e->nitems ? e->nitems : 1) * sizeof *r);
+    if (!v || !r) {
+        free(v);
+        free(r);
         return WPACK_E_NOMEM;
-    for (size_t i = 0; i < e->nitems; i++)
-        v[i] = &e->items[i];
-    qsort(v, e->nitems, sizeof *v, item_entry_cmp);
+    }
     for (size_t i = 0; i < e->nitems; i++) {
         wpack_tensor t;
-        if (i && v[i]->entry == v[i - 1]->entry) {
+        uint64_t at = e->items[i].entry;
+        if (wpack_tensor_at(e->ar, at, &t) == WPACK_OK && t.kind == WPACK_KIND_ALIAS)
+            at = t.alias_target;
+        r[i] = (blob_ref){at, &e->items[i]};
+    }
+    qsort(r, e->nitems, sizeof *r, blob_ref_cmp);
+    for (size_t i = 0; i < e->nitems; i++)
+        v[i] = r[i].it;
+    for (size_t i = 0; i < e->nitems; i++) {
+        wpack_tensor t;
+        if (i && r[i].bytes_of == r[i - 1].bytes_of) {
             v[i]->key = v[i - 1]->key;
             continue;
         }
@@ -246,16 +266,18 @@ static int assign_keys(wpk_emitter *e, key_set *keys, wpk_plan_item ***order, si
         v[i]->key = make_key(keys, v[i]->entry_name);
         if (!v[i]->key) {
             free(v);
+            free(r);
             return WPACK_E_NOMEM;
         }
     }
+    free(r);
     *order = v;
     return 0;
 }
 
 
 /* The state of --emit inline: the keys in the file and ours, and the
- * items sorted by entry (one blob an entry). */
+ * items sorted by the entry holding their bytes (one blob a key). */
 typedef struct {
     key_set keys;
     wpk_plan_item **order;
@@ -289,7 +311,7 @@ void wpk_inline_append(wpk_out *o, void *state)
     wpk_emit_out(o, head, sizeof head - 1);
     int first = 1;
     for (size_t i = 0; i < s->n && !o->rc; i++) {
-        if ((i && s->order[i]->entry == s->order[i - 1]->entry) || !s->order[i]->key)
+        if ((i && s->order[i]->key == s->order[i - 1]->key) || !s->order[i]->key)
             continue;
         wpk_emit_out(o, first ? "      " : ",\n      ", first ? 6 : 8);
         first = 0;

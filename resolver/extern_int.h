@@ -35,6 +35,8 @@ typedef struct {
     int dtype;
     uint64_t nbytes;
     const wpk_resource *res;    /* dense_resource: its blob */
+    size_t alias_of;            /* 1 + the candidate whose entry this one names (the
+                                   first of its blob or literal text, of its type), or 0 */
     int splat;                  /* a splat literal: a splat entry of fill */
     unsigned char fill[8];
     const char *entry;          /* its entry's name (the symbol, or names[]) */

@@ -78,6 +78,49 @@ static int name_entries(const wpk_mlir_doc *doc, wpk_ext_cand *cand, size_t n, w
     return rc ? rc : d->first_error;
 }
 
+/* Where a candidate's bytes come from: its blob, or its literal's text
+ * (one text for every global naming an attribute alias `#w = dense<...>`). */
+typedef struct {
+    uint64_t src;
+    size_t ix;
+} src_ref;
+
+static int by_src(const void *a, const void *b)
+{
+    const src_ref *x = a, *y = b;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return (x->ix > y->ix) - (x->ix < y->ix);
+}
+
+/* Globals whose values are one blob or one literal's text are written once
+ * for the type of the first of them: the others of that type become aliases
+ * of its entry (alias_of). Copied per global, 2,000 globals of one 1 MiB
+ * blob (MLIR shares one between equal constants) or of one `#w = dense<...>`
+ * made a 2 GiB archive out of a 2.2 MB file; read as another type, a blob
+ * is written again, and counts. 0, or WPACK_E_NOMEM. */
+static int mark_shared(const wpk_mlir_doc *doc, wpk_ext_cand *cand, size_t n)
+{
+    src_ref *v = malloc((n + 1) * sizeof *v);
+    if (!v)
+        return WPACK_E_NOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!cand[i].splat) /* a splat entry costs nothing */
+            v[k++] = (src_ref){cand[i].res ? 2 * (uint64_t)(cand[i].res - doc->resources) + 1
+                                           : 2 * (uint64_t)doc->globals[cand[i].global].value_body.off,
+                               i};
+    qsort(v, k, sizeof *v, by_src);
+    for (size_t i = 1, first = 0; i < k; i++) {
+        if (v[i].src != v[first].src)
+            first = i;
+        else if (wpk_mlir_tensor_equal(&cand[v[first].ix].type, &cand[v[i].ix].type))
+            cand[v[i].ix].alias_of = v[first].ix + 1;
+    }
+    free(v);
+    return WPACK_OK;
+}
+
 /* --------------------------------------------------------- the call */
 
 int wpack_externalize_file(const char *in_path, const char *out_path, const char *archive_path,
@@ -254,10 +297,14 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
                 continue;
             }
         }
-        if (!c.splat) /* what the archive's data will hold (a splat: nothing) */
-            data_bytes = sat_add(data_bytes, c.nbytes);
         cand[ncand++] = c;
     }
+    if (mark_shared(doc, cand, ncand))
+        goto nomem;
+    for (size_t i = 0; i < ncand; i++) /* what the archive's data will hold (a splat,
+                                          an alias: nothing) */
+        if (!cand[i].splat && !cand[i].alias_of)
+            data_bytes = sat_add(data_bytes, cand[i].nbytes);
     if (!d.first_error && (rc = name_entries(doc, cand, ncand, &d, unescaped, &names))) {
         if (rc == WPACK_E_NOMEM)
             goto nomem;
@@ -294,9 +341,12 @@ int wpack_externalize_file(const char *in_path, const char *out_path, const char
         const wpk_global *g = &doc->globals[c->global];
         char where[400], why[300];
         wpk_global_where(where, sizeof where, &d, g);
-        if (c->splat) { /* one element, however many it stands for */
-            rc = wpack_writer_add_splat(w, c->entry, c->dtype, c->type.rank, c->type.dims, c->fill,
-                                        wpack_dtype_size(c->dtype));
+        if (c->splat || c->alias_of) { /* one element, however many it stands for;
+                                           or another name of an entry */
+            rc = c->alias_of ? wpack_writer_add_alias(w, c->entry, cand[c->alias_of - 1].entry)
+                             : wpack_writer_add_splat(w, c->entry, c->dtype, c->type.rank,
+                                                      c->type.dims, c->fill,
+                                                      wpack_dtype_size(c->dtype));
             if (rc) {
                 wpk_diag_emit(&d, WPACK_DIAG_ERROR, rc, "%s: %s", where, wpack_writer_errmsg(w));
                 goto done;

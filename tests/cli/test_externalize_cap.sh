@@ -2,10 +2,12 @@
 # test_externalize_cap.sh - `externalize` cannot turn bytes into terabytes:
 # a splat literal (a bare scalar, hex of one element, i1 0x00/0xFF) becomes a
 # splat entry of the archive (one element: a 150-byte dense<1.0> of 4 TiB
-# gives a 5 KB archive), and the tensor bytes the archive would hold are
-# checked before anything is written against the cap of extract and export
-# (the larger of 1 GiB and 1000 x IN.mlir, --max-output SIZE), with
-# WPACK_E_TOO_LARGE and neither output written.
+# gives a 5 KB archive), a dense_resource blob or an attribute alias named
+# by globals of one type is written once (the others alias its entry), and
+# the tensor bytes the archive would hold are checked before anything is
+# written against the cap of extract and export (the larger of 1 GiB and
+# 1000 x IN.mlir, --max-output SIZE), with WPACK_E_TOO_LARGE and neither
+# output written.
 . "$(dirname "$0")/lib.sh"
 MLIR_OPT=${MLIR_OPT:-$(command -v mlir-opt-19 || echo /usr/lib/llvm-19/bin/mlir-opt)}
 # A regression must fail here, not fill the disk: no file above 64 MiB.
@@ -89,6 +91,49 @@ expect cap_splat_free "$WPACK" externalize -q c.mlir -o co.mlir --archive c.wpac
 expect_fail cap_bad_size 'max-output 0: want a size above 0' \
     "$WPACK" externalize c.mlir -o co2.mlir --archive c2.wpack --max-output 0
 "$WPACK" externalize --help | grep -q -- '--max-output SIZE' && pass help_max_output || fail help_max_output
+
+# --- a blob many globals share --------------------------------------------
+# One 64 KiB dense_resource blob named by 3 globals of its type and one of
+# another shape: its bytes are written once for the type (the others are
+# aliases of the first: 4,000 globals of one 1 MiB blob made a 4 GiB archive
+# out of a 2 MB file), and once more for the other type, which counts.
+{
+    echo 'module {'
+    for s in r0 r1 r2; do g "$s" 'dense_resource<blob>' 'tensor<16384xf32>'; done
+    g other 'dense_resource<blob>' 'tensor<128x128xf32>'
+    echo '}'
+    printf '{-#\n  dialect_resources: {\n    builtin: {\n      blob: "0x04000000%s"\n    }\n  }\n#-}\n' \
+        "$(head -c 65536 /dev/zero | tr '\0' '\1' | od -An -v -tx1 | tr -d ' \n')"
+} >sh.mlir
+expect shared_blob "$WPACK" externalize -q sh.mlir -o sho.mlir --archive sh.wpack --max-output 131072
+"$WPACK" inspect sh.wpack >sh.txt 2>&1
+{ grep -Eq '^r0 +f32 .*\[16384\]' sh.txt && grep -Eq '^other +f32 .*\[128, 128\]' sh.txt &&
+    [ "$(grep -Ec '^r[12] +f32 .* alias ' sh.txt)" = 2 ]; } && pass shared_blob_aliases ||
+    fail shared_blob_aliases "$(cat sh.txt err)"
+[ "$(wc -c <sh.wpack)" -lt 200000 ] && pass shared_blob_written_twice ||
+    fail shared_blob_written_twice "$(wc -c <sh.wpack) bytes"
+# one literal that 3 globals name through an attribute alias: one entry
+{
+    printf '#lit = dense<"0x%s"> : tensor<16384xf32>\nmodule {\n' \
+        "$(head -c 65536 /dev/zero | tr '\0' '\2' | od -An -v -tx1 | tr -d ' \n')"
+    for s in a0 a1 a2; do printf '  ml_program.global private @%s(#lit) : tensor<16384xf32>\n' "$s"; done
+    echo '}'
+} >la.mlir
+expect shared_literal "$WPACK" externalize -q la.mlir -o lao.mlir --archive la.wpack --max-output 65536
+"$WPACK" inspect la.wpack >la.txt 2>&1
+[ "$(grep -Ec '^a[12] +f32 .* alias ' la.txt)" = 2 ] && grep -Eq '^a0 +f32 .*\[16384\]' la.txt &&
+    pass shared_literal_aliases || fail shared_literal_aliases "$(cat la.txt)"
+"$MLIR_OPT" lao.mlir >/dev/null 2>&1 && pass shared_literal_ir || fail shared_literal_ir "$("$MLIR_OPT" lao.mlir 2>&1 | head -3)"
+# and back: every global gets the blob's values, and the aliases share
+# their target's blob (128 KiB of hex each: 4 blobs would pass the cap)
+expect shared_blob_round_trip "$WPACK" resolve -q sh.wpack sho.mlir -o shb.mlir --emit inline --max-output 300000
+[ "$(grep -Ec '^      (r[012]|other): "0x[0-9A-Fa-f]{8}01010101' shb.mlir)" = 2 ] &&
+    [ "$(grep -c '(dense_resource<r0> : tensor<16384xf32>)' shb.mlir)" = 3 ] &&
+    grep -q '@other(dense_resource<other> : tensor<128x128xf32>)' shb.mlir && pass shared_blob_round_trip_values ||
+    fail shared_blob_round_trip_values "$(cut -c1-160 shb.mlir)"
+"$MLIR_OPT" shb.mlir >/dev/null 2>&1 && pass shared_blob_round_trip_ir ||
+    fail shared_blob_round_trip_ir "$("$MLIR_OPT" shb.mlir 2>&1 | head -3)"
+"$MLIR_OPT" sho.mlir >/dev/null 2>&1 && pass shared_blob_ir || fail shared_blob_ir "$("$MLIR_OPT" sho.mlir 2>&1 | head -3)"
 
 # the archive's write fails (a 4 KiB file size limit): the message names
 # it once (it said "fo.wpack: fo.wpack: write failed")
