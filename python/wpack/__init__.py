@@ -17,6 +17,7 @@ Every C failure is raised as wpack.Error (.code, .name, message).
 """
 import collections.abc
 import ctypes
+import errno
 import mmap
 import operator
 import os
@@ -30,7 +31,8 @@ import numpy as np
 from . import _lib
 from ._lib import lib
 
-__all__ = ["Error", "safe_open", "load_file", "save_file", "update_stats", "pack", "detect", "is_url",
+__all__ = ["Error", "FileNotFound", "NotADirectory", "IsADirectory", "PermissionDenied",
+           "OSFailure", "safe_open", "load_file", "save_file", "update_stats", "pack", "detect", "is_url",
            "version",
            "DTYPES"]
 
@@ -71,7 +73,24 @@ class Error(Exception):
     The message holds no control character: the paths and names it quotes
     are escaped as the library escapes them (ESC as \\x1b, a newline as
     \\x0a, C1 and bidirectional controls as \\u009b, bytes that are not
-    UTF-8 as \\xff), so printing or logging it is safe."""
+    UTF-8 as \\xff), so printing or logging it is safe.
+
+    A path that cannot be opened or created for an OS reason (WPACK_E_IO
+    with the system's reason: a missing file or directory, a file where a
+    directory should be, no permission) is also the OSError Python raises
+    for it, with .errno and .strerror: `except FileNotFoundError` catches
+    a missing archive as it does for safetensors and torch.load (the
+    classes are FileNotFound, NotADirectory, IsADirectory,
+    PermissionDenied and, for any other errno, OSFailure, each a
+    subclass of Error and of that OSError); str(e) stays the library's
+    message."""
+
+    def __new__(cls, code=0, message="", *rest):
+        if cls is Error:   # the flavour of the failure, if it is an OS one
+            n = _os_errno(code, message)
+            if n is not None:
+                cls = _OS_FLAVOURS.get(n, OSFailure)
+        return super().__new__(cls)
 
     def __init__(self, code, message):
         self.code = int(code)
@@ -92,6 +111,69 @@ def _error_rebuild(cls, args):
     e = cls.__new__(cls)
     Exception.__init__(e, *args)
     return e
+
+
+# Library messages of an OS failure end with the system's reason,
+# strerror(errno): in this process os.strerror gives the same text
+# (one C library, one locale), so the errno comes back from it. The C
+# API has no errno to ask for.
+_STRERROR = {}
+
+
+def _os_errno(code, message):
+    """The errno of a WPACK_E_IO failure whose message ends with its
+    strerror (detect's missing input: WPACK_E_NOT_FOUND), else None."""
+    if code not in (E_IO, E_NOT_FOUND) or not isinstance(message, str):
+        return None
+    if not _STRERROR:
+        _STRERROR.update((os.strerror(n), n) for n in errno.errorcode)
+    head, sep, reason = message.rpartition(": ")
+    return _STRERROR.get(reason) if sep else None
+
+
+class _OSFlavour(Error):
+    """What the OS flavours of Error share: errno and strerror set, the
+    library's message as str(e) (OSError's own str would be "[Errno 2]
+    No such file or directory", naming no file), errno kept by pickle."""
+
+    def __init__(self, code, message):
+        super().__init__(code, message)
+        # OSError's __init__ does nothing for a class with its own __new__
+        self.args = ("%s [%s]" % (_shown(message), self.name),)
+        self.errno = _os_errno(code, message)
+        self.strerror = os.strerror(self.errno) if self.errno is not None else None
+
+    def __str__(self):
+        return Exception.__str__(self)
+
+    def __reduce__(self):
+        rebuild, args, state = super().__reduce__()
+        return rebuild, args, dict(state, errno=self.errno, strerror=self.strerror)
+
+
+class FileNotFound(_OSFlavour, FileNotFoundError):
+    """wpack.Error for a missing file or directory (ENOENT)."""
+
+
+class NotADirectory(_OSFlavour, NotADirectoryError):
+    """wpack.Error for a file where a directory should be (ENOTDIR)."""
+
+
+class IsADirectory(_OSFlavour, IsADirectoryError):
+    """wpack.Error for a directory where a file should be (EISDIR)."""
+
+
+class PermissionDenied(_OSFlavour, PermissionError):
+    """wpack.Error for a path without the permission asked (EACCES, EPERM)."""
+
+
+class OSFailure(_OSFlavour, OSError):
+    """wpack.Error for any other OS failure (EIO, ENOSPC, EROFS, ...)."""
+
+
+_OS_FLAVOURS = {errno.ENOENT: FileNotFound, errno.ENOTDIR: NotADirectory,
+                errno.EISDIR: IsADirectory, errno.EACCES: PermissionDenied,
+                errno.EPERM: PermissionDenied}
 
 
 def _shown(text):
@@ -506,7 +588,9 @@ class safe_open:
 
     A local path that is not a regular file (FIFO, directory, device) is
     refused without blocking, wpack.Error WPACK_E_FILE_TYPE; a missing one
-    is WPACK_E_IO: the library's error, the same for both frameworks.
+    is WPACK_E_IO, and also a FileNotFoundError (wpack.FileNotFound, with
+    .errno, as safetensors and torch.load raise for a missing file; see
+    wpack.Error): the library's error, the same for both frameworks.
 
     Views stay valid after close() (or leaving the `with`): the archive is
     really closed when the last view is garbage-collected.

@@ -1,0 +1,101 @@
+"""wpack Python package: exceptions as a Python (safetensors, torch) user
+catches them. A path that cannot be opened or created for an OS reason is
+a wpack.Error that is also the OSError Python raises for that errno
+(FileNotFoundError, NotADirectoryError, ...), as safetensors' safe_open
+and torch.load raise FileNotFoundError for a missing file."""
+import copy
+import errno
+import os
+import pickle
+
+import numpy as np
+import torch
+
+from pycase import case, check, main, raises
+import wpack
+import wpack.torch as wt
+
+
+def _is_os_error(e, cls, code, path):
+    check(isinstance(e, cls) and isinstance(e, wpack.Error) and isinstance(e, OSError),
+          "%s: %r is not a wpack.Error and %s" % (path, e, cls.__name__))
+    want = {FileNotFoundError: errno.ENOENT, NotADirectoryError: errno.ENOTDIR}[cls]
+    check(e.errno == want and e.strerror == os.strerror(want),
+          "errno %r strerror %r" % (e.errno, e.strerror))
+    check(e.name == code, "code %s, want %s" % (e.name, code))
+    # the library's message as before: the path, what failed, the code
+    check(path in str(e) and str(e).endswith("[%s]" % code) and "[Errno" not in str(e),
+          "message: %s" % e)
+
+
+@case
+def missing_files_are_file_not_found_errors(d):
+    # `except FileNotFoundError` (what safetensors' safe_open and
+    # torch.load raise for a missing file) did not catch wpack's: a plain
+    # wpack.Error, no OSError at all
+    gone = os.path.join(d, "gone.wpack")
+    stats = {"x": {"count": 1, "min": 0.0, "max": 1.0, "mean": 0.5}}
+    for what, fn, code in (
+            ("safe_open np", lambda: wpack.safe_open(gone), "WPACK_E_IO"),
+            ("safe_open pt", lambda: wpack.safe_open(gone, framework="pt"), "WPACK_E_IO"),
+            ("load_file", lambda: wpack.load_file(gone), "WPACK_E_IO"),
+            ("load_model", lambda: wt.load_model(torch.nn.Linear(2, 2), gone), "WPACK_E_IO"),
+            ("update_stats", lambda: wpack.update_stats(gone, stats), "WPACK_E_IO"),
+            ("pack", lambda: wpack.pack([os.path.join(d, "gone.pt")], gone), "WPACK_E_IO"),
+            ("detect", lambda: wpack.detect(os.path.join(d, "gone.pt")), "WPACK_E_NOT_FOUND"),
+            ("save_file", lambda: wpack.save_file({"a": np.ones(2)},
+                                                   os.path.join(d, "no", "dir.wpack")),
+             "WPACK_E_IO")):
+        try:
+            fn()
+        except FileNotFoundError as e:
+            _is_os_error(e, FileNotFoundError, code, d)
+        except Exception as e:   # noqa: B902 - the failure being tested
+            raise AssertionError("%s: %r is not a FileNotFoundError" % (what, e)) from None
+        else:
+            raise AssertionError("%s did not raise" % what)
+
+
+@case
+def a_file_used_as_a_directory_is_not_a_directory_error(d):
+    f = os.path.join(d, "file")
+    with open(f, "w") as out:
+        out.write("x")
+    inside = os.path.join(f, "m.wpack")
+    for fn in (lambda: wpack.safe_open(inside), lambda: wpack.safe_open(inside, framework="pt"),
+               lambda: wpack.save_file({"a": np.ones(2)}, inside)):
+        e = raises(NotADirectoryError, fn)
+        _is_os_error(e, NotADirectoryError, "WPACK_E_IO", inside)
+
+
+@case
+def os_flavoured_errors_pickle_and_copy(d):
+    # an Error sent back from a worker process keeps its class and errno
+    e = raises(FileNotFoundError, wpack.safe_open, os.path.join(d, "gone.wpack"))
+    for again in (pickle.loads(pickle.dumps(e)), copy.copy(e), copy.deepcopy(e)):
+        check(type(again) is type(e) and (again.code, again.name, str(again), again.args,
+                                          again.errno, again.strerror) ==
+              (e.code, e.name, str(e), e.args, e.errno, e.strerror), "rebuilt: %r" % (again,))
+
+
+@case
+def other_failures_stay_plain_errors(d):
+    # only an OS failure is an OSError: a file that is no archive, a
+    # missing tensor, a directory refused by type are not
+    p = os.path.join(d, "junk")
+    with open(p, "wb") as out:
+        out.write(b"not an archive" * 100)
+    e = raises(wpack.Error, wpack.safe_open, p, code="WPACK_E_BAD_MAGIC")
+    check(not isinstance(e, OSError), "bad magic is %r" % (e,))
+    good = os.path.join(d, "m.wpack")
+    wpack.save_file({"a": np.ones(2, np.float32)}, good)
+    with wpack.safe_open(good) as f:
+        e = raises(wpack.Error, f.get_tensor, "No such file or directory", code="WPACK_E_NOT_FOUND")
+        check(not isinstance(e, OSError), "a missing tensor is %r" % (e,))
+    check(type(wpack.Error(wpack.E_IO, "x: cannot open: Input/output error")) is not wpack.Error
+          and type(wpack.Error(wpack.E_INVALID_ARGUMENT, "x: No such file or directory"))
+          is wpack.Error, "only WPACK_E_IO (and detect's WPACK_E_NOT_FOUND) carry an errno")
+
+
+if __name__ == "__main__":
+    main()
