@@ -1519,7 +1519,12 @@ class _Writer:
     def fail(self, rc):
         msg = lib.wpack_writer_errmsg(self.w).decode("utf-8", "replace") if self.w else ""
         self.abort()
-        raise Error(rc, msg or "%s: %s" % (self.path, _describe(rc)))
+        where = _shown(self.path)   # escaped, as the library's messages are
+        if msg and where not in msg:
+            # a refused tensor, metadata key or record is named alone
+            # ("tensor '': empty name"): which output was it?
+            msg = "%s: %s" % (where, msg)
+        raise Error(rc, msg or "%s: %s" % (where, _describe(rc)))
 
     def check(self, rc):
         if rc != 0:

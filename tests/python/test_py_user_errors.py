@@ -11,7 +11,7 @@ import pickle
 import numpy as np
 import torch
 
-from pycase import case, check, main, raises
+from pycase import BAD, SHOWN, case, check, escaped, main, raises
 import wpack
 import wpack.torch as wt
 
@@ -95,6 +95,36 @@ def other_failures_stay_plain_errors(d):
     check(type(wpack.Error(wpack.E_IO, "x: cannot open: Input/output error")) is not wpack.Error
           and type(wpack.Error(wpack.E_INVALID_ARGUMENT, "x: No such file or directory"))
           is wpack.Error, "only WPACK_E_IO (and detect's WPACK_E_NOT_FOUND) carry an errno")
+
+
+
+@case
+def writer_refusals_name_the_output(d):
+    # a tensor, metadata key or stats record the writer refused was named
+    # without the archive ("tensor '': empty name"): which of the files a
+    # conversion script writes was it?
+    p = os.path.join(d, "out.wpack")
+    o = np.ones(2, np.float32)
+    for fn, code, also in (
+            (lambda: wpack.save_file({"": o}, p), "WPACK_E_NAME", "tensor ''"),
+            (lambda: wpack.save_file({"a": np.ones((1,) * 9)}, p), "WPACK_E_RANK", "tensor 'a'"),
+            (lambda: wpack.save_file({"a": o}, p, metadata={"": 1}), "WPACK_E_NAME", "metadata"),
+            (lambda: wpack.save_file({"a": o}, p, metadata={"wpack.layers": 3}),
+             "WPACK_E_METADATA", "wpack.layers"),
+            (lambda: wpack.save_file({"a": o, "b": o + 1}, p, name_map={"b": "a"}),
+             "WPACK_E_EXISTS", "'b'"),
+            (lambda: wpack.save_file({"a": o}, p, stats={"a": {"count": 1, "min": 2.0,
+                                                               "max": 1.0, "mean": 0.0}}),
+             "WPACK_E_STATS", "stats 'a'"),
+            (lambda: wt.save_model(torch.nn.Linear(2, 2), p, metadata={"": 1}), "WPACK_E_NAME",
+             "metadata")):
+        e = raises(wpack.Error, fn, code=code)
+        check(p in str(e) and also in str(e), "%s: %s names no output or no %s" % (code, e, also))
+        check(str(e).count(p) == 1, "named twice: %s" % e)
+        check(not os.path.exists(p), "an archive was left at %s" % p)
+    bad = os.path.join(d, BAD + ".wpack")   # named once, escaped as the library does
+    e = raises(wpack.Error, wpack.save_file, {"": o}, bad, code="WPACK_E_NAME")
+    check(escaped(e, "tensor ''") and str(e).count(SHOWN) == 1, "shown: %s" % e)
 
 
 if __name__ == "__main__":
