@@ -85,9 +85,10 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     target), are all given one new object, so the model keeps its
     parameter count (tied embedding and head stay tied). A lazy module's
     uninitialized parameters and buffers take the archive's shapes, and a
-    module's extra state goes to its set_extra_state, as with assign=False;
-    strict=True raises RuntimeError naming missing and unexpected keys
-    before anything is assigned.
+    module's extra state goes to its set_extra_state, as with assign=False.
+    What load_state_dict would refuse (strict=True: missing and unexpected
+    keys; any shape mismatch) raises the RuntimeError assign=False raises,
+    in torch's words, before anything is assigned.
 
     Returns the keys not loaded as nn.Module.load_state_dict does: a named
     tuple (missing_keys: the model's keys the archive lacks; unexpected_keys:
@@ -119,9 +120,26 @@ def _assign(model, f, sd, extra, names, strict, where):
     """load_model(assign=True): each tensor set in the model (see there)."""
     missing = [k for k in sd if k not in names]
     unexpected = sorted(names - set(sd))
-    if strict and (missing or unexpected):
-        raise RuntimeError("load_model(%s): missing keys %s, unexpected keys %s"
-                           % (where, missing, unexpected))
+    # Everything load_state_dict would refuse, refused before anything is
+    # assigned (a mismatch found halfway left the model half replaced), in
+    # its words: the same RuntimeError as assign=False
+    errors = []
+    for key, cur in sd.items():
+        if key in names and key not in extra and not torch.nn.parameter.is_lazy(cur):
+            shape = torch.Size(f._np_dtype_shape(f._target(f._find(key)))[1])
+            if shape != cur.shape:
+                errors.append("size mismatch for %s: copying a param with shape %s from "
+                              "checkpoint, the shape in current model is %s."
+                              % (key, shape, cur.shape))
+    if strict and unexpected:
+        errors.insert(0, "Unexpected key(s) in state_dict: %s. "
+                      % ", ".join('"%s"' % k for k in unexpected))
+    if strict and missing:
+        errors.insert(0, "Missing key(s) in state_dict: %s. "
+                      % ", ".join('"%s"' % k for k in missing))
+    if errors:
+        raise RuntimeError("load_model(%s): Error(s) in loading state_dict for %s:\n\t%s"
+                           % (where, type(model).__name__, "\n\t".join(errors)))
     assigned = {}   # ("model", id) / ("archive", entry, is Parameter) -> object given
     for key, cur in sd.items():
         if key not in names:
@@ -137,9 +155,6 @@ def _assign(model, f, sd, extra, names, strict, where):
         ties = [("model", id(cur)), ("archive", f._target(f._find(key)).index, is_param)]
         obj = next((assigned[k] for k in ties if k in assigned), None)
         t = f.get_tensor(key) if obj is None else obj
-        if not lazy and tuple(t.shape) != tuple(cur.shape):
-            raise RuntimeError("load_model(%s): %s has shape %s in the archive, %s in "
-                               "the model" % (where, key, tuple(t.shape), tuple(cur.shape)))
         if obj is None:
             obj = torch.nn.Parameter(t, requires_grad=cur.requires_grad) if is_param else t
         for k in ties:
