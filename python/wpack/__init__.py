@@ -1125,7 +1125,8 @@ class safe_open:
         and the rows are a view where it has one. Other indices (arrays, Ellipsis, None first) read the whole tensor and
         index it as numpy does. A single element is a numpy scalar ("np")
         or a 0-d tensor ("pt"), as indexing the whole tensor gives. A bool
-        index (True/False) is refused (TypeError). It also has get_shape()
+        index (True/False) is refused (TypeError); an index out of range
+        (or too many) is IndexError naming the archive, tensor and index. It also has get_shape()
         (in elements) and get_dtype().
         A block dtype's slice (ggml.q4_0, ...: blocks of elements along the
         last dimension) is the bytes of the rows asked for as flat uint8,
@@ -1289,6 +1290,9 @@ class _Slice:
             return self._get(key)
         except MemoryError:   # the whole entry was being read (indices other than rows)
             raise self._f._no_memory(self._t, " (a slice)") from None
+        except IndexError as e:   # ours or numpy's: named as get_tensor's errors are
+            raise IndexError("%s: get_slice(%r)[%s]: %s" % (
+                _shown(self._f._shown), self._t.name.decode(), _key_text(key), e)) from None
 
     def _rows(self, first, n0):
         """(lo, hi, local) for index `first` (an int or a slice) of a

@@ -127,5 +127,24 @@ def writer_refusals_name_the_output(d):
     check(escaped(e, "tensor ''") and str(e).count(SHOWN) == 1, "shown: %s" % e)
 
 
+@case
+def slice_index_errors_name_the_tensor(d):
+    # get_slice(name)[key] out of range said "index 50 is out of bounds for
+    # dimension 0 of size 4" (or numpy's words): which of a loader's many
+    # slices, of which archive? (get_tensor's errors name both)
+    p = os.path.join(d, "m.wpack")
+    wpack.save_file({"w": np.ones((4, 3), np.float32), "z": np.zeros((4, 3), np.float32)}, p,
+                    compress_level=3, compress_min=0)
+    for fw in ("np", "pt"):
+        with wpack.safe_open(p, framework=fw) as f:
+            for name in ("w", "z"):
+                for key, shown in ((50, "[50]"), ((0, 9), "[0, 9]"), ((Ellipsis, 9), "[..., 9]"),
+                                   ([0, 9], "[[0, 9]]"), ((0, 0, 0), "[0, 0, 0]")):
+                    e = raises(IndexError, f.get_slice(name).__getitem__, key)
+                    check(p in str(e) and "get_slice(%r)%s" % (name, shown) in str(e) and
+                          ("out of bounds" in str(e) or "too many indices" in str(e)),
+                          "%s %s %r: %s" % (fw, name, key, e))
+
+
 if __name__ == "__main__":
     main()
