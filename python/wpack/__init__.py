@@ -1441,7 +1441,12 @@ def load_file(path, framework="np", verify=True, threads=1, **options):
     Hashing is what a verified
     load costs (~0.2 s per GiB on one core); 2 threads took ~35% off here.
     A failed check raises wpack.Error (WPACK_E_CHECKSUM) naming the tensor,
-    as without threads."""
+    as without threads.
+
+    An alias and its target are one array or tensor in the dict (tied
+    weights come back tied, as torch.load gives them: for "pt" a write
+    into one shows in the other, never in the file; save_file of the dict
+    writes the alias again)."""
     threads = int(threads)
     if threads < 1:
         raise ValueError("load_file(): threads must be >= 1, not %d" % threads)
@@ -1451,7 +1456,16 @@ def load_file(path, framework="np", verify=True, threads=1, **options):
         keys = f.keys()
         if f._remote:
             f.read_plan(keys)  # fetched ahead, in the order read below
-        return {k: f.get_tensor(k) for k in keys}
+        out, by_entry = {}, {}
+        for k in keys:
+            # an alias is its target's tensor, tied as torch.load gives
+            # tied weights (get_tensor would give "pt" a second private
+            # mapping: untied, and save_file would write it twice)
+            target = f._target(f._find(k)).index
+            if target not in by_entry:
+                by_entry[target] = f.get_tensor(k)
+            out[k] = by_entry[target]
+        return out
 
 
 # ------------------------------------------------------------------ writing
