@@ -176,6 +176,14 @@ _OS_FLAVOURS = {errno.ENOENT: FileNotFound, errno.ENOTDIR: NotADirectory,
                 errno.EPERM: PermissionDenied}
 
 
+def _os_error(code, message, n):
+    """Error(code, message) as the OS flavour of errno n: for a failure
+    found in Python (os.stat), whose message has no strerror to read."""
+    e = _OS_FLAVOURS.get(n, OSFailure)(code, message)
+    e.errno, e.strerror = n, os.strerror(n)
+    return e
+
+
 def _shown(text):
     """text escaped by the library's one rule (wpack_text_escape); a
     library message, escaped already, comes back as it is."""

@@ -4,6 +4,7 @@ name maps from traced graphs. Needs torch (import wpack alone does not).
 """
 import collections
 import ctypes
+import errno
 import functools
 import os
 import warnings
@@ -11,8 +12,8 @@ import warnings
 import numpy as np
 import torch
 
-from . import Error, safe_open, save_file, update_stats
-from . import _check_updatable, _fspath, _int_arg, _shown, _MAX_AXIS, E_IO
+from . import safe_open, save_file, update_stats
+from . import _check_updatable, _fspath, _int_arg, _os_error, _shown, _MAX_AXIS, E_IO
 
 _MAX_HIST_BINS = 1 << 20   # the format's limit (spec: Limits)
 
@@ -491,9 +492,9 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     path or an existing one. The model saved is as it is after the batches
     (a forward in eval mode under no_grad changes no parameter; a buffer a
     module updates itself, such as a torch.ao observer's, is saved updated).
-    A path the write would refuse (a missing directory; an existing file
-    that is no archive, a shard of a set or write-protected) raises
-    wpack.Error before any batch runs.
+    A path the write would refuse (a missing directory: FileNotFoundError,
+    as save_file's; an existing file that is no archive, a shard of a set
+    or write-protected) raises wpack.Error before any batch runs.
 
     model runs in eval mode under torch.no_grad() (its training flags are
     restored afterwards); each batch is passed as model(batch), model(*batch)
@@ -553,8 +554,13 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     if not new:
         _check_updatable(path)
     elif not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-        raise Error(E_IO, "%s: calibrate: its directory does not exist: nothing was run or written"
-                    % _shown(_fspath(path)))
+        try:   # why not: FileNotFoundError or NotADirectoryError, as save_file's
+            os.stat(os.path.dirname(os.path.abspath(path)))
+            why = errno.ENOTDIR
+        except OSError as e:
+            why = e.errno
+        raise _os_error(E_IO, "%s: calibrate: its directory does not exist: nothing was run or "
+                        "written" % _shown(_fspath(path)), why)
     accs = {name: _Acc(name, axis) for name, _ in targets}
     training = {m: m.training for m in model.modules()}
     phase = {"hist": None}

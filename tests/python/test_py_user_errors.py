@@ -146,5 +146,21 @@ def slice_index_errors_name_the_tensor(d):
                           "%s %s %r: %s" % (fw, name, key, e))
 
 
+@case
+def calibrate_into_a_missing_directory_is_file_not_found(d):
+    # calibrate refuses a path it could not write before running the
+    # batches: a plain wpack.Error, where save_file into the same missing
+    # directory is a FileNotFoundError
+    m = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    f = os.path.join(d, "file")
+    with open(f, "w") as out:
+        out.write("x")
+    for path, cls in ((os.path.join(d, "no", "m.wpack"), FileNotFoundError),
+                      (os.path.join(f, "m.wpack"), NotADirectoryError)):
+        e = raises(cls, wt.calibrate, m, [torch.ones(1, 2)], path)
+        _is_os_error(e, cls, "WPACK_E_IO", path)
+        check("nothing was run or written" in str(e), str(e))
+
+
 if __name__ == "__main__":
     main()
