@@ -32,7 +32,7 @@ from . import _lib
 from ._lib import lib
 
 __all__ = ["Error", "FileNotFound", "NotADirectory", "IsADirectory", "PermissionDenied",
-           "OSFailure", "safe_open", "load_file", "save_file", "update_stats", "pack", "detect", "is_url",
+           "OSFailure", "InvalidArgument", "NotFound", "safe_open", "load_file", "save_file", "update_stats", "pack", "detect", "is_url",
            "version",
            "DTYPES"]
 
@@ -83,13 +83,22 @@ class Error(Exception):
     classes are FileNotFound, NotADirectory, IsADirectory,
     PermissionDenied and, for any other errno, OSFailure, each a
     subclass of Error and of that OSError); str(e) stays the library's
-    message."""
+    message. Likewise WPACK_E_INVALID_ARGUMENT (a bad option value:
+    pack(cast="bfloat16"), chunk_sums=3, an ftp:// URL) is also a
+    ValueError (wpack.InvalidArgument), and WPACK_E_NOT_FOUND (a name
+    not in the archive: get_tensor("nope"), stats, describe) also a
+    KeyError (wpack.NotFound), with the same message (not KeyError's
+    quoted repr of it)."""
 
     def __new__(cls, code=0, message="", *rest):
-        if cls is Error:   # the flavour of the failure, if it is an OS one
+        if cls is Error:   # the flavour of the failure: the builtin it also is
             n = _os_errno(code, message)
             if n is not None:
                 cls = _OS_FLAVOURS.get(n, OSFailure)
+            elif code == E_INVALID_ARGUMENT:
+                cls = InvalidArgument
+            elif code == E_NOT_FOUND:
+                cls = NotFound
         return super().__new__(cls)
 
     def __init__(self, code, message):
@@ -129,6 +138,24 @@ def _os_errno(code, message):
         _STRERROR.update((os.strerror(n), n) for n in errno.errorcode)
     head, sep, reason = message.rpartition(": ")
     return _STRERROR.get(reason) if sep else None
+
+
+class _Flavour(Error):
+    """An Error that is also a builtin exception (ValueError, KeyError):
+    str(e) stays the library's message (KeyError's own str would quote
+    it as a repr)."""
+
+    def __str__(self):
+        return Exception.__str__(self)
+
+
+class InvalidArgument(_Flavour, ValueError):
+    """wpack.Error WPACK_E_INVALID_ARGUMENT: a bad argument value."""
+
+
+class NotFound(_Flavour, KeyError):
+    """wpack.Error WPACK_E_NOT_FOUND: a name (tensor, stats record, key)
+    that is not there."""
 
 
 class _OSFlavour(Error):

@@ -92,9 +92,11 @@ def other_failures_stay_plain_errors(d):
     with wpack.safe_open(good) as f:
         e = raises(wpack.Error, f.get_tensor, "No such file or directory", code="WPACK_E_NOT_FOUND")
         check(not isinstance(e, OSError), "a missing tensor is %r" % (e,))
-    check(type(wpack.Error(wpack.E_IO, "x: cannot open: Input/output error")) is not wpack.Error
-          and type(wpack.Error(wpack.E_INVALID_ARGUMENT, "x: No such file or directory"))
-          is wpack.Error, "only WPACK_E_IO (and detect's WPACK_E_NOT_FOUND) carry an errno")
+    check(isinstance(wpack.Error(wpack.E_IO, "x: cannot open: Input/output error"), OSError)
+          and not isinstance(wpack.Error(wpack.E_INVALID_ARGUMENT, "x: No such file or directory"),
+                             OSError),
+          "only WPACK_E_IO (and detect's WPACK_E_NOT_FOUND) carry an errno")
+    check(type(wpack.Error(wpack.E_IO, "x: short read")) is wpack.Error, "no errno, no OSError")
 
 
 
@@ -160,6 +162,46 @@ def calibrate_into_a_missing_directory_is_file_not_found(d):
         e = raises(cls, wt.calibrate, m, [torch.ones(1, 2)], path)
         _is_os_error(e, cls, "WPACK_E_IO", path)
         check("nothing was run or written" in str(e), str(e))
+
+
+@case
+def bad_argument_values_are_value_errors(d):
+    # a bad option value (pack's cast="bfloat16", a chunk_sums that is no
+    # power of two, an unknown URL scheme) was a wpack.Error only:
+    # `except ValueError`, what Python raises for a bad value, missed it
+    p = os.path.join(d, "m.wpack")
+    a = {"a": np.ones(3)}
+    for fn in (lambda: wpack.pack([], p, cast="bfloat16", allow_empty=True),
+               lambda: wpack.pack([], p, only=["*.weight"], allow_empty=True),
+               lambda: wpack.save_file(a, p, chunk_sums=3),
+               lambda: wpack.save_file(a, p, compress_level=99),
+               lambda: wpack.save_file(a, p, histogram_bins=4, weight_stats=False),
+               lambda: wpack.safe_open("ftp://host/m.wpack")):
+        e = raises(ValueError, fn)
+        check(isinstance(e, wpack.Error) and e.name == "WPACK_E_INVALID_ARGUMENT" and
+              str(e).endswith("[WPACK_E_INVALID_ARGUMENT]"), "%r" % (e,))
+        check(type(pickle.loads(pickle.dumps(e))) is type(e), "pickled: %r" % (e,))
+
+
+@case
+def unknown_names_are_key_errors(d):
+    # get_tensor("nope") is a lookup by key: `except KeyError` (what a dict,
+    # and load_file's dict, raise) missed wpack's WPACK_E_NOT_FOUND
+    p = os.path.join(d, "m.wpack")
+    wpack.save_file({"a": np.ones(3, np.float32)}, p)
+    for fw in ("np", "pt"):
+        with wpack.safe_open(p, framework=fw) as f:
+            for fn in (f.get_tensor, f.get_slice, f.describe, f.stats, f.read_plan):
+                e = raises(KeyError, fn, "nope")
+                check(isinstance(e, wpack.Error) and e.name == "WPACK_E_NOT_FOUND", "%r" % (e,))
+                # str() as every Error's, not KeyError's repr of it ("'...'")
+                check(str(e).startswith(p) and "'nope'" in str(e) and
+                      str(e).endswith("[WPACK_E_NOT_FOUND]"), "%s: %s" % (fn.__name__, e))
+                again = pickle.loads(pickle.dumps(e))
+                check(type(again) is type(e) and str(again) == str(e), "pickled: %r" % (again,))
+    # a missing file is no KeyError, a found name no error
+    e = raises(FileNotFoundError, wpack.detect, os.path.join(d, "gone.pt"))
+    check(not isinstance(e, KeyError), "a missing file is %r" % (e,))
 
 
 if __name__ == "__main__":
