@@ -136,14 +136,14 @@ def _os_errno(code, message):
         return None
     if not _STRERROR:
         _STRERROR.update((os.strerror(n), n) for n in errno.errorcode)
-    head, sep, reason = message.rpartition(": ")
+    _, sep, reason = message.rpartition(": ")
     return _STRERROR.get(reason) if sep else None
 
 
 class _Flavour(Error):
-    """An Error that is also a builtin exception (ValueError, KeyError):
-    str(e) stays the library's message (KeyError's own str would quote
-    it as a repr)."""
+    """An Error that is also a builtin exception (ValueError, KeyError,
+    an OSError): str(e) stays the library's message (KeyError's own str
+    would quote it as a repr, OSError's show "[Errno 2] ...")."""
 
     def __str__(self):
         return Exception.__str__(self)
@@ -158,7 +158,7 @@ class NotFound(_Flavour, KeyError):
     that is not there."""
 
 
-class _OSFlavour(Error):
+class _OSFlavour(_Flavour):
     """What the OS flavours of Error share: errno and strerror set, the
     library's message as str(e) (OSError's own str would be "[Errno 2]
     No such file or directory", naming no file), errno kept by pickle."""
@@ -169,9 +169,6 @@ class _OSFlavour(Error):
         self.args = ("%s [%s]" % (_shown(message), self.name),)
         self.errno = _os_errno(code, message)
         self.strerror = os.strerror(self.errno) if self.errno is not None else None
-
-    def __str__(self):
-        return Exception.__str__(self)
 
     def __reduce__(self):
         rebuild, args, state = super().__reduce__()
