@@ -12,12 +12,26 @@ import warnings
 import numpy as np
 import torch
 
-from . import safe_open, save_file, update_stats
+from . import load_file as _load_file, safe_open, save_file as _save_file, update_stats
 from . import _check_updatable, _fspath, _int_arg, _os_error, _shown, _MAX_AXIS, E_IO
 
 _MAX_HIST_BINS = 1 << 20   # the format's limit (spec: Limits)
 
-__all__ = ["save_model", "load_model", "IncompatibleKeys", "calibrate", "name_map", "CalibrationResult"]
+__all__ = ["save_model", "load_model", "IncompatibleKeys", "calibrate", "name_map", "CalibrationResult",
+           "load_file", "save_file"]
+
+
+def load_file(path, device="cpu", **options):
+    """safetensors.torch.load_file's call for wpack: every tensor of the
+    archive at path as {name: torch.Tensor} on device, i.e.
+    wpack.load_file(path, framework="pt", device=device, **options)
+    (zero-copy where it is; options: verify, threads, and safe_open's
+    for a URL)."""
+    return _load_file(path, framework="pt", device=device, **options)
+
+
+# safetensors.torch.save_file's call is wpack.save_file's already
+save_file = _save_file
 
 
 def save_model(model, path, name_map=None, metadata=None, stats=None, durable=True, **options):
@@ -27,7 +41,7 @@ def save_model(model, path, name_map=None, metadata=None, stats=None, durable=Tr
     `wpack resolve` and safe_open find the weights under the graph's
     names. durable=False: no fsync (as torch.save; see wpack.save_file).
     metadata, stats and the other arguments as for wpack.save_file."""
-    save_file(model.state_dict(), path, metadata=metadata, name_map=name_map, stats=stats,
+    _save_file(model.state_dict(), path, metadata=metadata, name_map=name_map, stats=stats,
               durable=durable, **options)
 
 

@@ -204,5 +204,22 @@ def unknown_names_are_key_errors(d):
     check(not isinstance(e, KeyError), "a missing file is %r" % (e,))
 
 
+@case
+def wpack_torch_has_safetensors_torch_load_and_save_file(d):
+    # "from safetensors.torch import load_file, save_file" is how torch
+    # users load and save; "from wpack.torch import ..." was ImportError
+    from wpack.torch import load_file, save_file
+    p = os.path.join(d, "m.wpack")
+    sd = {"w": torch.randn(3, 4), "b": torch.zeros(4, dtype=torch.bfloat16)}
+    save_file(sd, p, metadata={"format": "pt"})
+    got = load_file(p)
+    check(set(got) == set(sd) and all(torch.is_tensor(v) and torch.equal(v, sd[k])
+                                      for k, v in got.items()), "load_file: %r" % (got,))
+    got = load_file(p, device="cpu")
+    check(all(v.device.type == "cpu" for v in got.values()), "device")
+    with wpack.safe_open(p) as f:
+        check(f.metadata()["format"] == "pt", "metadata")
+
+
 if __name__ == "__main__":
     main()
