@@ -17,6 +17,7 @@ Every C failure is raised as wpack.Error (.code, .name, message).
 """
 import collections.abc
 import ctypes
+import errno
 import mmap
 import operator
 import os
@@ -30,7 +31,8 @@ import numpy as np
 from . import _lib
 from ._lib import lib
 
-__all__ = ["Error", "safe_open", "load_file", "save_file", "update_stats", "pack", "detect", "is_url",
+__all__ = ["Error", "FileNotFound", "NotADirectory", "IsADirectory", "PermissionDenied",
+           "OSFailure", "InvalidArgument", "NotFound", "safe_open", "load_file", "save_file", "update_stats", "pack", "detect", "is_url",
            "version",
            "DTYPES"]
 
@@ -71,7 +73,33 @@ class Error(Exception):
     The message holds no control character: the paths and names it quotes
     are escaped as the library escapes them (ESC as \\x1b, a newline as
     \\x0a, C1 and bidirectional controls as \\u009b, bytes that are not
-    UTF-8 as \\xff), so printing or logging it is safe."""
+    UTF-8 as \\xff), so printing or logging it is safe.
+
+    A path that cannot be opened or created for an OS reason (WPACK_E_IO
+    with the system's reason: a missing file or directory, a file where a
+    directory should be, no permission) is also the OSError Python raises
+    for it, with .errno and .strerror: `except FileNotFoundError` catches
+    a missing archive as it does for safetensors and torch.load (the
+    classes are FileNotFound, NotADirectory, IsADirectory,
+    PermissionDenied and, for any other errno, OSFailure, each a
+    subclass of Error and of that OSError); str(e) stays the library's
+    message. Likewise WPACK_E_INVALID_ARGUMENT (a bad option value:
+    pack(cast="bfloat16"), chunk_sums=3, an ftp:// URL) is also a
+    ValueError (wpack.InvalidArgument), and WPACK_E_NOT_FOUND (a name
+    not in the archive: get_tensor("nope"), stats, describe) also a
+    KeyError (wpack.NotFound), with the same message (not KeyError's
+    quoted repr of it)."""
+
+    def __new__(cls, code=0, message="", *rest):
+        if cls is Error:   # the flavour of the failure: the builtin it also is
+            n = _os_errno(code, message)
+            if n is not None:
+                cls = _OS_FLAVOURS.get(n, OSFailure)
+            elif code == E_INVALID_ARGUMENT:
+                cls = InvalidArgument
+            elif code == E_NOT_FOUND:
+                cls = NotFound
+        return super().__new__(cls)
 
     def __init__(self, code, message):
         self.code = int(code)
@@ -91,6 +119,92 @@ def _error_rebuild(cls, args):
     .code, .name and the rest come back from the pickled __dict__."""
     e = cls.__new__(cls)
     Exception.__init__(e, *args)
+    return e
+
+
+# Library messages of an OS failure end with the system's reason,
+# strerror(errno): in this process os.strerror gives the same text
+# (one C library, one locale), so the errno comes back from it. The C
+# API has no errno to ask for.
+_STRERROR = {}
+
+
+def _os_errno(code, message):
+    """The errno of a WPACK_E_IO failure whose message ends with its
+    strerror (detect's missing input: WPACK_E_NOT_FOUND), else None."""
+    if code not in (E_IO, E_NOT_FOUND) or not isinstance(message, str):
+        return None
+    if not _STRERROR:
+        _STRERROR.update((os.strerror(n), n) for n in errno.errorcode)
+    _, sep, reason = message.rpartition(": ")
+    return _STRERROR.get(reason) if sep else None
+
+
+class _Flavour(Error):
+    """An Error that is also a builtin exception (ValueError, KeyError,
+    an OSError): str(e) stays the library's message (KeyError's own str
+    would quote it as a repr, OSError's show "[Errno 2] ...")."""
+
+    def __str__(self):
+        return Exception.__str__(self)
+
+
+class InvalidArgument(_Flavour, ValueError):
+    """wpack.Error WPACK_E_INVALID_ARGUMENT: a bad argument value."""
+
+
+class NotFound(_Flavour, KeyError):
+    """wpack.Error WPACK_E_NOT_FOUND: a name (tensor, stats record, key)
+    that is not there."""
+
+
+class _OSFlavour(_Flavour):
+    """What the OS flavours of Error share: errno and strerror set, the
+    library's message as str(e) (OSError's own str would be "[Errno 2]
+    No such file or directory", naming no file), errno kept by pickle."""
+
+    def __init__(self, code, message):
+        super().__init__(code, message)
+        # OSError's __init__ does nothing for a class with its own __new__
+        self.args = ("%s [%s]" % (_shown(message), self.name),)
+        self.errno = _os_errno(code, message)
+        self.strerror = os.strerror(self.errno) if self.errno is not None else None
+
+    def __reduce__(self):
+        rebuild, args, state = super().__reduce__()
+        return rebuild, args, dict(state, errno=self.errno, strerror=self.strerror)
+
+
+class FileNotFound(_OSFlavour, FileNotFoundError):
+    """wpack.Error for a missing file or directory (ENOENT)."""
+
+
+class NotADirectory(_OSFlavour, NotADirectoryError):
+    """wpack.Error for a file where a directory should be (ENOTDIR)."""
+
+
+class IsADirectory(_OSFlavour, IsADirectoryError):
+    """wpack.Error for a directory where a file should be (EISDIR)."""
+
+
+class PermissionDenied(_OSFlavour, PermissionError):
+    """wpack.Error for a path without the permission asked (EACCES, EPERM)."""
+
+
+class OSFailure(_OSFlavour, OSError):
+    """wpack.Error for any other OS failure (EIO, ENOSPC, EROFS, ...)."""
+
+
+_OS_FLAVOURS = {errno.ENOENT: FileNotFound, errno.ENOTDIR: NotADirectory,
+                errno.EISDIR: IsADirectory, errno.EACCES: PermissionDenied,
+                errno.EPERM: PermissionDenied}
+
+
+def _os_error(code, message, n):
+    """Error(code, message) as the OS flavour of errno n: for a failure
+    found in Python (os.stat), whose message has no strerror to read."""
+    e = _OS_FLAVOURS.get(n, OSFailure)(code, message)
+    e.errno, e.strerror = n, os.strerror(n)
     return e
 
 
@@ -506,7 +620,9 @@ class safe_open:
 
     A local path that is not a regular file (FIFO, directory, device) is
     refused without blocking, wpack.Error WPACK_E_FILE_TYPE; a missing one
-    is WPACK_E_IO: the library's error, the same for both frameworks.
+    is WPACK_E_IO, and also a FileNotFoundError (wpack.FileNotFound, with
+    .errno, as safetensors and torch.load raise for a missing file; see
+    wpack.Error): the library's error, the same for both frameworks.
 
     Views stay valid after close() (or leaving the `with`): the archive is
     really closed when the last view is garbage-collected.
@@ -1041,7 +1157,8 @@ class safe_open:
         and the rows are a view where it has one. Other indices (arrays, Ellipsis, None first) read the whole tensor and
         index it as numpy does. A single element is a numpy scalar ("np")
         or a 0-d tensor ("pt"), as indexing the whole tensor gives. A bool
-        index (True/False) is refused (TypeError). It also has get_shape()
+        index (True/False) is refused (TypeError); an index out of range
+        (or too many) is IndexError naming the archive, tensor and index. It also has get_shape()
         (in elements) and get_dtype().
         A block dtype's slice (ggml.q4_0, ...: blocks of elements along the
         last dimension) is the bytes of the rows asked for as flat uint8,
@@ -1205,6 +1322,9 @@ class _Slice:
             return self._get(key)
         except MemoryError:   # the whole entry was being read (indices other than rows)
             raise self._f._no_memory(self._t, " (a slice)") from None
+        except IndexError as e:   # ours or numpy's: named as get_tensor's errors are
+            raise IndexError("%s: get_slice(%r)[%s]: %s" % (
+                _shown(self._f._shown), self._t.name.decode(), _key_text(key), e)) from None
 
     def _rows(self, first, n0):
         """(lo, hi, local) for index `first` (an int or a slice) of a
@@ -1353,7 +1473,12 @@ def load_file(path, framework="np", verify=True, threads=1, **options):
     Hashing is what a verified
     load costs (~0.2 s per GiB on one core); 2 threads took ~35% off here.
     A failed check raises wpack.Error (WPACK_E_CHECKSUM) naming the tensor,
-    as without threads."""
+    as without threads.
+
+    An alias and its target are one array or tensor in the dict (tied
+    weights come back tied, as torch.load gives them: for "pt" a write
+    into one shows in the other, never in the file; save_file of the dict
+    writes the alias again)."""
     threads = int(threads)
     if threads < 1:
         raise ValueError("load_file(): threads must be >= 1, not %d" % threads)
@@ -1363,7 +1488,16 @@ def load_file(path, framework="np", verify=True, threads=1, **options):
         keys = f.keys()
         if f._remote:
             f.read_plan(keys)  # fetched ahead, in the order read below
-        return {k: f.get_tensor(k) for k in keys}
+        out, by_entry = {}, {}
+        for k in keys:
+            # an alias is its target's tensor, tied as torch.load gives
+            # tied weights (get_tensor would give "pt" a second private
+            # mapping: untied, and save_file would write it twice)
+            target = f._target(f._find(k)).index
+            if target not in by_entry:
+                by_entry[target] = f.get_tensor(k)
+            out[k] = by_entry[target]
+        return out
 
 
 # ------------------------------------------------------------------ writing
@@ -1435,7 +1569,12 @@ class _Writer:
     def fail(self, rc):
         msg = lib.wpack_writer_errmsg(self.w).decode("utf-8", "replace") if self.w else ""
         self.abort()
-        raise Error(rc, msg or "%s: %s" % (self.path, _describe(rc)))
+        where = _shown(self.path)   # escaped, as the library's messages are
+        if msg and where not in msg:
+            # a refused tensor, metadata key or record is named alone
+            # ("tensor '': empty name"): which output was it?
+            msg = "%s: %s" % (where, msg)
+        raise Error(rc, msg or "%s: %s" % (where, _describe(rc)))
 
     def check(self, rc):
         if rc != 0:

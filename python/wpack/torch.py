@@ -4,6 +4,7 @@ name maps from traced graphs. Needs torch (import wpack alone does not).
 """
 import collections
 import ctypes
+import errno
 import functools
 import os
 import warnings
@@ -11,12 +12,26 @@ import warnings
 import numpy as np
 import torch
 
-from . import Error, safe_open, save_file, update_stats
-from . import _check_updatable, _fspath, _int_arg, _shown, _MAX_AXIS, E_IO
+from . import load_file as _load_file, safe_open, save_file as _save_file, update_stats
+from . import _check_updatable, _fspath, _int_arg, _os_error, _shown, _MAX_AXIS, E_IO
 
 _MAX_HIST_BINS = 1 << 20   # the format's limit (spec: Limits)
 
-__all__ = ["save_model", "load_model", "IncompatibleKeys", "calibrate", "name_map", "CalibrationResult"]
+__all__ = ["save_model", "load_model", "IncompatibleKeys", "calibrate", "name_map", "CalibrationResult",
+           "load_file", "save_file"]
+
+
+def load_file(path, device="cpu", **options):
+    """safetensors.torch.load_file's call for wpack: every tensor of the
+    archive at path as {name: torch.Tensor} on device, i.e.
+    wpack.load_file(path, framework="pt", device=device, **options)
+    (zero-copy where it is; options: verify, threads, and safe_open's
+    for a URL)."""
+    return _load_file(path, framework="pt", device=device, **options)
+
+
+# safetensors.torch.save_file's call is wpack.save_file's already
+save_file = _save_file
 
 
 def save_model(model, path, name_map=None, metadata=None, stats=None, durable=True, **options):
@@ -26,7 +41,7 @@ def save_model(model, path, name_map=None, metadata=None, stats=None, durable=Tr
     `wpack resolve` and safe_open find the weights under the graph's
     names. durable=False: no fsync (as torch.save; see wpack.save_file).
     metadata, stats and the other arguments as for wpack.save_file."""
-    save_file(model.state_dict(), path, metadata=metadata, name_map=name_map, stats=stats,
+    _save_file(model.state_dict(), path, metadata=metadata, name_map=name_map, stats=stats,
               durable=durable, **options)
 
 
@@ -85,9 +100,10 @@ def load_model(model, path, strict=True, assign=False, verify=True):
     target), are all given one new object, so the model keeps its
     parameter count (tied embedding and head stay tied). A lazy module's
     uninitialized parameters and buffers take the archive's shapes, and a
-    module's extra state goes to its set_extra_state, as with assign=False;
-    strict=True raises RuntimeError naming missing and unexpected keys
-    before anything is assigned.
+    module's extra state goes to its set_extra_state, as with assign=False.
+    What load_state_dict would refuse (strict=True: missing and unexpected
+    keys; any shape mismatch) raises the RuntimeError assign=False raises,
+    in torch's words, before anything is assigned.
 
     Returns the keys not loaded as nn.Module.load_state_dict does: a named
     tuple (missing_keys: the model's keys the archive lacks; unexpected_keys:
@@ -119,9 +135,26 @@ def _assign(model, f, sd, extra, names, strict, where):
     """load_model(assign=True): each tensor set in the model (see there)."""
     missing = [k for k in sd if k not in names]
     unexpected = sorted(names - set(sd))
-    if strict and (missing or unexpected):
-        raise RuntimeError("load_model(%s): missing keys %s, unexpected keys %s"
-                           % (where, missing, unexpected))
+    # Everything load_state_dict would refuse, refused before anything is
+    # assigned (a mismatch found halfway left the model half replaced), in
+    # its words: the same RuntimeError as assign=False
+    errors = []
+    for key, cur in sd.items():
+        if key in names and key not in extra and not torch.nn.parameter.is_lazy(cur):
+            shape = torch.Size(f._np_dtype_shape(f._target(f._find(key)))[1])
+            if shape != cur.shape:
+                errors.append("size mismatch for %s: copying a param with shape %s from "
+                              "checkpoint, the shape in current model is %s."
+                              % (key, shape, cur.shape))
+    if strict and unexpected:
+        errors.insert(0, "Unexpected key(s) in state_dict: %s. "
+                      % ", ".join('"%s"' % k for k in unexpected))
+    if strict and missing:
+        errors.insert(0, "Missing key(s) in state_dict: %s. "
+                      % ", ".join('"%s"' % k for k in missing))
+    if errors:
+        raise RuntimeError("load_model(%s): Error(s) in loading state_dict for %s:\n\t%s"
+                           % (where, type(model).__name__, "\n\t".join(errors)))
     assigned = {}   # ("model", id) / ("archive", entry, is Parameter) -> object given
     for key, cur in sd.items():
         if key not in names:
@@ -137,9 +170,6 @@ def _assign(model, f, sd, extra, names, strict, where):
         ties = [("model", id(cur)), ("archive", f._target(f._find(key)).index, is_param)]
         obj = next((assigned[k] for k in ties if k in assigned), None)
         t = f.get_tensor(key) if obj is None else obj
-        if not lazy and tuple(t.shape) != tuple(cur.shape):
-            raise RuntimeError("load_model(%s): %s has shape %s in the archive, %s in "
-                               "the model" % (where, key, tuple(t.shape), tuple(cur.shape)))
         if obj is None:
             obj = torch.nn.Parameter(t, requires_grad=cur.requires_grad) if is_param else t
         for k in ties:
@@ -476,9 +506,9 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     path or an existing one. The model saved is as it is after the batches
     (a forward in eval mode under no_grad changes no parameter; a buffer a
     module updates itself, such as a torch.ao observer's, is saved updated).
-    A path the write would refuse (a missing directory; an existing file
-    that is no archive, a shard of a set or write-protected) raises
-    wpack.Error before any batch runs.
+    A path the write would refuse (a missing directory: FileNotFoundError,
+    as save_file's; an existing file that is no archive, a shard of a set
+    or write-protected) raises wpack.Error before any batch runs.
 
     model runs in eval mode under torch.no_grad() (its training flags are
     restored afterwards); each batch is passed as model(batch), model(*batch)
@@ -538,8 +568,13 @@ def calibrate(model, batches, path, histogram=256, modules=None, axis=None):
     if not new:
         _check_updatable(path)
     elif not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-        raise Error(E_IO, "%s: calibrate: its directory does not exist: nothing was run or written"
-                    % _shown(_fspath(path)))
+        try:   # why not: FileNotFoundError or NotADirectoryError, as save_file's
+            os.stat(os.path.dirname(os.path.abspath(path)))
+            why = errno.ENOTDIR
+        except OSError as e:
+            why = e.errno
+        raise _os_error(E_IO, "%s: calibrate: its directory does not exist: nothing was run or "
+                        "written" % _shown(_fspath(path)), why)
     accs = {name: _Acc(name, axis) for name, _ in targets}
     training = {m: m.training for m in model.modules()}
     phase = {"hist": None}

@@ -26,7 +26,7 @@ def _public_functions():
     except ImportError:  # torch missing: the wpack ones are still checked
         print("skip wpack.torch docstrings: torch is not importable")
         return fns
-    return fns + [wt.calibrate, wt.load_model, wt.name_map, wt.save_model]
+    return fns + [wt.calibrate, wt.load_model, wt.name_map, wt.save_model, wt.load_file]
 
 
 @case

@@ -173,5 +173,30 @@ def load_model_stand_ins_after_the_load_read_nothing(d):
     raises(wpack.Error, kept[0].sum, code="WPACK_E_STATE")
 
 
+@case
+def assign_refuses_as_load_state_dict_does_and_before_assigning(d):
+    # load_model(assign=True) said "missing keys [], unexpected keys [...]"
+    # (torch: "Error(s) in loading state_dict for Sequential:\n\tUnexpected
+    # key(s) in state_dict: ...", what assign=False raises), and a shape
+    # mismatch raised at the first such key with the keys before it already
+    # replaced: the model half loaded, the other mismatches unnamed
+    make = lambda n: nn.Sequential(nn.Linear(3, n), nn.Linear(n, 2))  # noqa: E731
+    p = os.path.join(d, "m.wpack")
+    wt.save_model(make(4), p)
+    for model, strict in ((make(5), True), (make(5), False), (nn.Sequential(nn.Linear(3, 4)), True),
+                          (nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2), nn.Linear(2, 2)), True)):
+        try:
+            model.load_state_dict(wpack.load_file(p, framework="pt"), strict=strict)
+        except RuntimeError as e:
+            want = str(e)
+        before = [id(t) for t in model.state_dict(keep_vars=True).values()]
+        e = raises(RuntimeError, wt.load_model, model, p, strict=strict, assign=True)
+        check(str(e) == "load_model(%s): %s" % (p, want), "assign=True: %s\ntorch: %s" % (e, want))
+        e2 = raises(RuntimeError, wt.load_model, model, p, strict=strict)
+        check(str(e2) == str(e), "assign=False: %s" % e2)
+        check([id(t) for t in model.state_dict(keep_vars=True).values()] == before,
+              "assign=True replaced tensors of the model before refusing it")
+
+
 if __name__ == "__main__":
     main()

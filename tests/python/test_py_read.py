@@ -1177,7 +1177,7 @@ def errors_pickle_and_cross_processes(d):
     e = raises(wpack.Error, wpack.safe_open, os.path.join(d, "gone.wpack"), code="WPACK_E_IO")
     e.note = "kept"
     for again in (pickle.loads(pickle.dumps(e)), copy.copy(e), copy.deepcopy(e)):
-        check(type(again) is wpack.Error and (again.code, again.name, str(again), again.args,
+        check(type(again) is type(e) and (again.code, again.name, str(again), again.args,
                                                 again.note) ==
               (e.code, e.name, str(e), e.args, "kept"), "rebuilt: %r" % (again,))
     ctx = multiprocessing.get_context("fork")

@@ -36,6 +36,34 @@ def tied_tensors_become_aliases(d):
 
 
 @case
+def load_file_gives_ties_back_tied(d):
+    # load_file(framework="pt") gave an alias and its target as two tensors
+    # over two private mappings: tied weights came back untied (torch.load
+    # gives them one storage), and save_file of that dict wrote the
+    # embedding twice, the alias lost
+    emb = torch.randn(10, 4)
+    for opts in ({}, {"compress_level": 3, "compress_min": 0}):
+        p, q = os.path.join(d, "t.wpack"), os.path.join(d, "again.wpack")
+        wpack.save_file({"embed.weight": emb, "lm_head.weight": emb, "b": emb.clone()}, p, **opts)
+        before = open(p, "rb").read()
+        for fw in ("pt", "np"):
+            sd = wpack.load_file(p, framework=fw)
+            check(sd["embed.weight"] is sd["lm_head.weight"] and sd["b"] is not sd["embed.weight"],
+                  "%s %s: the alias is not its target's tensor" % (fw, opts))
+            wpack.save_file(sd, q)
+            with wpack.safe_open(q) as f:
+                check(f.describe("lm_head.weight")["kind"] == "alias" and
+                      f.describe("b")["kind"] == "data", "%s %s: saved again untied" % (fw, opts))
+        sd = wpack.load_file(p, framework="pt")
+        sd["embed.weight"][0, 0] = 99.0   # one tensor, as torch.load's ties
+        check(float(sd["lm_head.weight"][0, 0]) == 99.0, "pt: a write missed the tie")
+        again = wpack.load_file(p, framework="pt")
+        check(torch.equal(again["lm_head.weight"], emb) and torch.equal(again["embed.weight"], emb),
+              "the write leaked into a later load")
+        check(open(p, "rb").read() == before, "the file changed")
+
+
+@case
 def one_element_repeated_is_a_splat(d):
     # An expand of one element (a mask, a constant buffer) was written out
     # element by element: torch.ones(1).expand(2**20, 2**20) is 4 TiB, where
