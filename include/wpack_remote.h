@@ -98,7 +98,9 @@ typedef struct wpack_remote_options {
     /* s3://bucket/key: signed with AWS Signature Version 4 when a key is given */
     const char *s3_region;      /* default "us-east-1" */
     const char *s3_endpoint;    /* "http://host:port": path-style bucket/key there; NULL:
-                                 * https://BUCKET.s3.REGION.amazonaws.com/KEY */
+                                 * https://BUCKET.s3.REGION.amazonaws.com/KEY, or
+                                 * https://s3.REGION.amazonaws.com/BUCKET/KEY for a bucket
+                                 * with '.', '_' or upper case (no host name label) */
     const char *access_key;     /* NULL: unsigned requests (a public bucket) */
     const char *secret_key;
     const char *session_token;  /* optional (x-amz-security-token) */

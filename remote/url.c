@@ -227,6 +227,15 @@ static int header_text(const char *s)
     return 1;
 }
 
+/* A bucket name that is one host name label (S3's rule for virtual-hosted
+ * requests over https: 3 to 63 lowercase letters, digits and '-', a letter
+ * or digit at each end). */
+static int virtual_hostable(const char *b, size_t n)
+{
+    return n >= 3 && n <= 63 && strspn(b, "abcdefghijklmnopqrstuvwxyz0123456789-") >= n &&
+           b[0] != '-' && b[n - 1] != '-';
+}
+
 /* s3://bucket/key to the URL requested, the Host header and the path
  * signed: path style at an endpoint, else virtual-hosted AWS. */
 static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
@@ -269,42 +278,47 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
     char *key = encode(slash + 1, strlen(slash + 1), 1);
     if (!key)
         goto nomem;
-    if (ep) {
-        const char *hs = strstr(ep, "://");
-        int scheme = wpk_url_scheme(ep);
-        if (scheme != WPK_HTTP && scheme != WPK_HTTPS) {
-            free(key);
-            char *shown = wpack_remote_shown_url(ep);
-            wpk_fmt(msg, msglen, "S3 endpoint '%s' is not an http:// or https:// URL",
-                    shown ? shown : "(out of memory)");
-            free(shown);
-            return WPACK_E_INVALID_ARGUMENT;
-        }
-        hs += 3;
-        const char *pe = strchr(hs, '/');
-        size_t hlen = pe ? (size_t)(pe - hs) : strlen(hs);
-        size_t plen = pe ? strlen(pe) : 0;
-        while (plen && pe[plen - 1] == '/')
-            plen--;
-        r->host = strndup(hs, hlen);
-        r->uri = malloc(plen + blen + strlen(key) + 3);
-        if (r->uri)
-            sprintf(r->uri, "%.*s/%.*s/%s", (int)plen, pe ? pe : "", (int)blen, b, key);
-        r->url = r->uri ? malloc((size_t)(hs - ep) + hlen + strlen(r->uri) + 1) : NULL;
-        if (r->url)
-            sprintf(r->url, "%.*s%s", (int)((size_t)(hs - ep) + hlen), ep, r->uri);
-    } else {
-        const char *region = r->opt.s3_region;
-        r->host = malloc(blen + strlen(region) + 32);
-        if (r->host)
-            sprintf(r->host, "%.*s.s3.%s.amazonaws.com", (int)blen, b, region);
-        r->uri = malloc(strlen(key) + 2);
-        if (r->uri)
-            sprintf(r->uri, "/%s", key);
-        r->url = r->host && r->uri ? malloc(strlen(r->host) + strlen(r->uri) + 9) : NULL;
-        if (r->url)
-            sprintf(r->url, "https://%s%s", r->host, r->uri);
+    /* Without an endpoint, AWS: virtual-hosted when the bucket is one DNS
+     * label, else path style at the region's endpoint. AWS's certificate
+     * is a wildcard of one label ("*.s3.REGION.amazonaws.com": a bucket
+     * "my.models" failed TLS), and a host name has no case nor '_' (a
+     * legacy bucket "Models" became "models"), as AWS's SDKs do. */
+    char aws[128];
+    int vhost = !ep && virtual_hostable(b, blen);
+    if (!ep) {
+        wpk_fmt(aws, sizeof aws, "https://s3.%s.amazonaws.com", r->opt.s3_region);
+        ep = aws;
     }
+    const char *hs = strstr(ep, "://");
+    int scheme = wpk_url_scheme(ep);
+    if (scheme != WPK_HTTP && scheme != WPK_HTTPS) {
+        free(key);
+        char *shown = wpack_remote_shown_url(ep);
+        wpk_fmt(msg, msglen, "S3 endpoint '%s' is not an http:// or https:// URL",
+                shown ? shown : "(out of memory)");
+        free(shown);
+        return WPACK_E_INVALID_ARGUMENT;
+    }
+    hs += 3;
+    const char *pe = strchr(hs, '/');
+    size_t hlen = pe ? (size_t)(pe - hs) : strlen(hs);
+    size_t plen = pe ? strlen(pe) : 0;
+    while (plen && pe[plen - 1] == '/')
+        plen--;
+    /* Host: "BUCKET.s3.REGION.amazonaws.com" or the endpoint's */
+    r->host = malloc((vhost ? blen + 1 : 0) + hlen + 1);
+    if (r->host)
+        sprintf(r->host, "%.*s%s%.*s", vhost ? (int)blen : 0, b, vhost ? "." : "", (int)hlen, hs);
+    /* path: [ENDPOINT_PATH]/BUCKET/KEY, or /KEY virtual-hosted */
+    r->uri = malloc(plen + blen + strlen(key) + 3);
+    if (r->uri && vhost)
+        sprintf(r->uri, "/%s", key);
+    else if (r->uri)
+        sprintf(r->uri, "%.*s/%.*s/%s", (int)plen, pe ? pe : "", (int)blen, b, key);
+    r->url = r->host && r->uri ? malloc((size_t)(hs - ep) + strlen(r->host) + strlen(r->uri) + 1)
+                               : NULL;
+    if (r->url)
+        sprintf(r->url, "%.*s%s%s", (int)(hs - ep), ep, r->host, r->uri);
     free(key);
     if (!r->host || !r->uri || !r->url)
         goto nomem;

@@ -151,7 +151,8 @@ reads_equal() {
 
 # start_nginx_tls DIR HTTP_PORT: serve DIR over https at
 # https://127.0.0.1:$TLS_PORT with a certificate of a CA made here
-# ($T/tls/ca.pem, for 127.0.0.1 and localhost); /tohttp/F answers 302 to
+# ($T/tls/ca.pem, for 127.0.0.1 and localhost, and the names of $TLS_NAMES,
+# "DNS:NAME,..." if set); /tohttp/F answers 302 to
 # http://127.0.0.1:HTTP_PORT/F (a downgrade).
 start_nginx_tls() {
     local root=$1 http_port=$2 bin d="$T/tls"
@@ -160,7 +161,7 @@ start_nginx_tls() {
     mkdir -p "$d"
     openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=wpack test CA" \
         -keyout "$d/ca.key" -out "$d/ca.pem" >/dev/null 2>&1 || return 1
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$d/ext"
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost%s\n' "${TLS_NAMES:+,$TLS_NAMES}" >"$d/ext"
     openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$d/key.pem" \
         -out "$d/req.pem" >/dev/null 2>&1 &&
         openssl x509 -req -in "$d/req.pem" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \

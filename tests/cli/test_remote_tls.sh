@@ -7,6 +7,7 @@
 . "$(dirname "$0")/remote_lib.sh"
 
 serve_small_archive
+TLS_NAMES="DNS:s3.us-east-1.amazonaws.com,DNS:*.s3.us-east-1.amazonaws.com"
 if ! start_nginx_tls "$T/www" "$NGINX_PORT"; then
     fail tls_started "nginx with TLS or openssl missing: $(cat "$T/tls/error.log" 2>/dev/null | head -c 300)"
     finish
@@ -32,4 +33,36 @@ expect_fail tls_redirect_query_redacted \
     env CURL_CA_BUNDLE="$T/tls/ca.pem" "$WPACK" inspect "$S/tohttp/a.wpack?sig=SEKRIT"
 grep -q SEKRIT "$T/out" "$T/err" && fail tls_redirect_query_not_shown "$(cat "$T/err")" ||
     pass tls_redirect_query_not_shown
+
+rm -f "$T/connect.port"
+$PY "$TESTS_DIR/cli/connect_proxy.py" "$TLS_PORT" "$T/connect.log" "$T/connect.port" 2>"$T/connect.err" &
+SERVER_PIDS="$SERVER_PIDS $!"
+for _ in $(seq 300); do [ -s "$T/connect.port" ] && break; sleep 0.1; done
+if [ -s "$T/connect.port" ]; then
+    pass connect_proxy_started
+    # nginx has a.wpack at /a.wpack (the path of a virtual-hosted request)
+    # and b.wpack only at /BUCKET/b.wpack (path style)
+    for b in my.models Models old_bucket; do mkdir -p "$T/www/$b" && cp "$T/www/a.wpack" "$T/www/$b/b.wpack"; done
+    s3tls() {
+        env -u AWS_ACCESS_KEY_ID -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3 -u AWS_REGION \
+            -u AWS_DEFAULT_REGION https_proxy="http://127.0.0.1:$(cat "$T/connect.port")" \
+            CURL_CA_BUNDLE="$T/tls/ca.pem" "$@"
+    }
+    # connected NAME HOST: the last CONNECT named HOST:443
+    connected() {
+        [ "$(tail -n 1 "$T/connect.log")" = "$2:443" ] && pass "$1" ||
+            fail "$1" "CONNECT $(tail -n 1 "$T/connect.log")"
+    }
+    expect s3_virtual_hosted s3tls "$WPACK" verify s3://models/a.wpack
+    connected s3_virtual_hosted_host models.s3.us-east-1.amazonaws.com
+    # AWS's wildcard certificate covers one label: "my.models.s3..." fails
+    # TLS (AWS: "the SSL wildcard certificate matches only buckets that
+    # don't contain periods"); upper case and '_' are no host name's
+    for b in my.models Models old_bucket; do
+        expect "s3_path_style_$b" s3tls "$WPACK" verify "s3://$b/b.wpack"
+        connected "s3_path_style_host_$b" s3.us-east-1.amazonaws.com
+    done
+else
+    fail connect_proxy_started "$(head -c 300 "$T/connect.err")"
+fi
 finish
