@@ -96,7 +96,8 @@ typedef struct wpack_remote_options {
                                  * token bucket per handle; 0: none) */
     int follow_redirects;       /* follow 3xx (default 1; never https -> http; not for s3://) */
     /* s3://bucket/key: signed with AWS Signature Version 4 when a key is given */
-    const char *s3_region;      /* default "us-east-1" */
+    const char *s3_region;      /* default "us-east-1"; a bucket S3 says is in another
+                                 * region (x-amz-bucket-region) is opened there */
     const char *s3_endpoint;    /* "http://host:port": path-style bucket/key there; NULL:
                                  * https://BUCKET.s3.REGION.amazonaws.com/KEY, or
                                  * https://s3.REGION.amazonaws.com/BUCKET/KEY for a bucket

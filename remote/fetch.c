@@ -338,13 +338,23 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         if (s >= 300 && s < 400)
             curl_easy_getinfo((CURL *)easy, CURLINFO_REDIRECT_URL, &loc);
         char *to = loc ? wpack_remote_shown_url(loc) : NULL; /* a presigned URL's signature */
-        wpk_fmt(why, sizeof why, "HTTP %ld%s%s%s%s%s", s, hint, loc ? ", redirect to " : "",
-                to ? to : loc ? "(out of memory)" : "", *body ? ": " : "", body);
+        /* S3 names the bucket's region when asked in another (a 301, or a
+         * 400 AuthorizationHeaderMalformed): the open asks there (url.c) */
+        char region[120] = "";
+        if (r->s3 && *j->bucket_region && strcmp(j->bucket_region, r->opt.s3_region) != 0) {
+            wpk_fmt(r->region_hint, sizeof r->region_hint, "%s", j->bucket_region);
+            wpk_fmt(region, sizeof region, " (the bucket is in region %s, not %s)",
+                    j->bucket_region, r->opt.s3_region);
+        }
+        wpk_fmt(why, sizeof why, "HTTP %ld%s%s%s%s%s%s", s, hint, region,
+                loc ? ", redirect to " : "", to ? to : loc ? "(out of memory)" : "",
+                *body ? ": " : "", body);
         free(to);
         /* with redirects followed, a 3xx still here had no Location */
         if (s >= 300 && s < 400 && !loc)
-            wpk_fmt(why, sizeof why, "HTTP %ld (%s)", s, r->opt.follow_redirects && !r->s3
-                    ? "a redirect without a Location to follow" : "redirects are not followed");
+            wpk_fmt(why, sizeof why, "HTTP %ld (%s)%s", s, r->opt.follow_redirects && !r->s3
+                    ? "a redirect without a Location to follow" : "redirects are not followed",
+                    region);
     }
     if (retry && j->attempts <= j->r->opt.retries) {
         uint64_t d = (uint64_t)r->opt.retry_delay_ms << (j->attempts - 1 < 6 ? j->attempts - 1 : 6);

@@ -34,6 +34,7 @@ typedef struct {
     uint64_t etag_sum, lastmod_sum; /* XXH3 of the whole values (0: none; response.c) */
     char coding[64];            /* its Content-Encoding ("": none) */
     char location[512];         /* a redirect's Location (cut: for messages only) */
+    char bucket_region[72];     /* S3's x-amz-bucket-region ("": none; cut: not a region) */
     int64_t resp_at;            /* ms (monotonic) its status line came */
     long resp_redirects;        /* redirects followed then (CURLINFO_REDIRECT_COUNT) */
     curl_off_t resp_dl0;        /* the download count then (-1: not seen yet) */

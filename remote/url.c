@@ -358,6 +358,34 @@ static int copy_str(wpk_remote *r, int k, const char **s)
 
 /* ------------------------------------------------ the source's callbacks */
 
+/* S3 said the bucket is in another region than the one asked (AWS_REGION
+ * unset is us-east-1): the open asks once more there, as AWS's SDKs do,
+ * the host (virtual-hosted AWS) and signature of that region; a set's
+ * shards inherit it (r->opt). The region is checked as one given. */
+static int move_region(wpk_remote *r, char *msg, size_t msglen)
+{
+    char *region = strdup(r->region_hint);
+    r->region_hint[0] = 0;
+    if (!region)
+        return WPACK_E_NOMEM;
+    free(r->owned[0]);
+    r->owned[0] = region;
+    r->opt.s3_region = region;
+    wpk_remote_free_handles(r);
+    free(r->host);
+    free(r->uri);
+    free(r->url);
+    r->host = r->uri = r->url = NULL;
+    *msg = 0;
+    int rc = s3_target(r, r->given, msg, msglen);
+    if (rc == WPACK_OK)
+        rc = wpk_remote_init_handles(r, msg, msglen);
+    if (rc == WPACK_OK)
+        rc = wpk_remote_fetch(r, 0, r->head, WPK_REMOTE_HEAD, 1, &r->head_len, msg, msglen);
+    r->region_hint[0] = 0; /* once: no ping-pong between regions */
+    return rc;
+}
+
 static int src_open(void *user, uint64_t *size, char *msg, size_t msglen)
 {
     wpk_remote *r = user;
@@ -378,6 +406,8 @@ static int src_open(void *user, uint64_t *size, char *msg, size_t msglen)
         rc = WPACK_E_NOMEM;
     if (rc == WPACK_OK)
         rc = wpk_remote_fetch(r, 0, r->head, WPK_REMOTE_HEAD, 1, &r->head_len, msg, msglen);
+    if (rc == WPACK_E_IO && r->region_hint[0])
+        rc = move_region(r, msg, msglen);
     /* Request 2: the end (trailer, and the index when it fits). */
     if (rc == WPACK_OK && r->size > r->head_len) {
         uint64_t from = r->size > WPK_REMOTE_TAIL ? r->size - WPK_REMOTE_TAIL : 0;

@@ -153,7 +153,8 @@ reads_equal() {
 # https://127.0.0.1:$TLS_PORT with a certificate of a CA made here
 # ($T/tls/ca.pem, for 127.0.0.1 and localhost, and the names of $TLS_NAMES,
 # "DNS:NAME,..." if set); /tohttp/F answers 302 to
-# http://127.0.0.1:HTTP_PORT/F (a downgrade).
+# http://127.0.0.1:HTTP_PORT/F (a downgrade); $TLS_EXTRA, if set, goes into
+# its server block.
 start_nginx_tls() {
     local root=$1 http_port=$2 bin d="$T/tls"
     bin=$(command -v nginx || echo /usr/sbin/nginx)
@@ -175,6 +176,7 @@ start_nginx_tls() {
         ssl_certificate_key $d/key.pem;
         root $root;
         location /tohttp/ { rewrite ^/tohttp/(.*)\$ http://127.0.0.1:$http_port/\$1 redirect; }
+        ${TLS_EXTRA:-}
     }"
     run_nginx "$bin" "$d" "$TLS_PORT"
 }

@@ -90,6 +90,10 @@ picks the behaviour, the rest names a file under ROOT:
                  AKIDLONG / longsecret with any session token BODY.H where
                  H is the first 16 hex digits of BODY's SHA-256 (a long
                  STS-like token: one cut short fails the check).
+                 The bucket "inwest2" is in region us-west-2: a request
+                 signed for another region gets what AWS answers, 400
+                 AuthorizationHeaderMalformed with "x-amz-bucket-region:
+                 us-west-2".
 Every request is logged to ROOT/../requests.log as "MODE RANGE STATUS".
 remote_server.py --self-test checks the SigV4 code against AWS's example.
 """
@@ -224,6 +228,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rest = parts[2] if len(parts) > 2 else ""
         if len(parts) == 2 and "/" not in parts[1] and ".." not in parts[1]:
             mode, rest = "ok", "rootset/" + (parts[1] or "m.wpack")
+        if mode == "s3" and rest.split("/", 1)[0] == "inwest2":
+            m = re.search(r"Credential=[^/]+/\d{8}/([^/]+)/", self.headers.get("Authorization", ""))
+            if m and m.group(1) != "us-west-2":
+                self.log(mode, 400)
+                body = ("<?xml version=\"1.0\"?><Error><Code>AuthorizationHeaderMalformed</Code>"
+                        "<Message>The authorization header is malformed; the region '%s' is wrong; "
+                        "expecting 'us-west-2'</Message><Region>us-west-2</Region></Error>"
+                        % m.group(1)).encode()
+                return self.send(400, body, [("Content-Type", "application/xml"),
+                                             ("x-amz-bucket-region", "us-west-2")])
         if mode == "s3":
             why = check_sigv4("GET", self.path, self.headers)
             if why:

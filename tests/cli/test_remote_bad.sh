@@ -259,6 +259,21 @@ expect s3_session_token s3 AWS_ACCESS_KEY_ID=AKIDTOKEN AWS_SECRET_ACCESS_KEY=tok
 expect_fail s3_token_missing "HTTP 403.*wrong session token" \
     s3 AWS_ACCESS_KEY_ID=AKIDTOKEN AWS_SECRET_ACCESS_KEY=tokensecret "$WPACK" inspect s3://bucket/a.wpack
 expect_fail s3_bad_url "s3://BUCKET/KEY" "$WPACK" inspect s3://bucket-only
+# a bucket in another region than AWS_REGION (unset: us-east-1): S3 says
+# which (x-amz-bucket-region), and the open asks again there, as AWS's
+# SDKs do; the shards of a set go there at once
+s3key() { s3 AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY='secret/TEST+key' "$@"; }
+mkdir -p "$T/www/set"
+"$WPACK" create -q --shard-size 200K -o "$T/www/set/m.wpack" "$T"/t0.npy "$T"/t1.npy "$T"/t2.npy
+: >"$T/requests.log"
+expect s3_other_region s3key "$WPACK" verify s3://inwest2/a.wpack
+[ "$(grep -c '^s3 .* 400$' "$T/requests.log")" = 1 ] && pass s3_other_region_asked_once ||
+    fail s3_other_region_asked_once "$(cat "$T/requests.log")"
+: >"$T/requests.log"
+expect s3_other_region_set s3key "$WPACK" verify s3://inwest2/set/m.wpack
+[ "$(grep -c '^s3 .* 400$' "$T/requests.log")" = 1 ] && pass s3_other_region_set_asked_once ||
+    fail s3_other_region_set_asked_once "$(cat "$T/requests.log")"
+expect s3_other_region_right s3key AWS_REGION=us-west-2 "$WPACK" inspect s3://inwest2/a.wpack
 # keys as S3 keeps them: a space, '+', '?', '#', '%', UTF-8, a doubled '/'
 # (the server finds the file by the key decoded, and signs the canonical
 # URI it makes from that key: each byte but unreserved ones and '/' %XX)

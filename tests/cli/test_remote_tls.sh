@@ -7,7 +7,15 @@
 . "$(dirname "$0")/remote_lib.sh"
 
 serve_small_archive
-TLS_NAMES="DNS:s3.us-east-1.amazonaws.com,DNS:*.s3.us-east-1.amazonaws.com"
+TLS_NAMES="DNS:s3.us-east-1.amazonaws.com,DNS:*.s3.us-east-1.amazonaws.com,DNS:*.s3.us-west-2.amazonaws.com"
+# the bucket inwest2 is in us-west-2: asked at us-east-1's endpoint, AWS
+# answers 301 with x-amz-bucket-region
+TLS_EXTRA='location /w2/ {
+            if ($host = inwest2.s3.us-east-1.amazonaws.com) {
+                add_header x-amz-bucket-region us-west-2;
+                return 301;
+            }
+        }'
 if ! start_nginx_tls "$T/www" "$NGINX_PORT"; then
     fail tls_started "nginx with TLS or openssl missing: $(cat "$T/tls/error.log" 2>/dev/null | head -c 300)"
     finish
@@ -62,6 +70,13 @@ if [ -s "$T/connect.port" ]; then
         expect "s3_path_style_$b" s3tls "$WPACK" verify "s3://$b/b.wpack"
         connected "s3_path_style_host_$b" s3.us-east-1.amazonaws.com
     done
+    # a public bucket of another region, AWS_REGION unset: asked again at
+    # the region S3 names (a 301 was an error)
+    mkdir -p "$T/www/w2" && cp "$T/www/a.wpack" "$T/www/w2/"
+    expect s3_other_region_unsigned s3tls "$WPACK" verify s3://inwest2/w2/a.wpack
+    connected s3_other_region_host inwest2.s3.us-west-2.amazonaws.com
+    grep -q "^inwest2.s3.us-east-1.amazonaws.com:443" "$T/connect.log" &&
+        pass s3_other_region_asked_first || fail s3_other_region_asked_first "$(cat "$T/connect.log")"
 else
     fail connect_proxy_started "$(head -c 300 "$T/connect.err")"
 fi
