@@ -125,7 +125,7 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
         ok = add_header(&l, "If-Match", r->etag);
     if (ok && r->s3 && r->opt.access_key) {
         char date[20];
-        time_t now = time(NULL);
+        time_t now = time(NULL) + (time_t)r->clock_skew_s;
         struct tm tm;
         gmtime_r(&now, &tm);
         strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", &tm);
@@ -321,6 +321,16 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         retry = s >= 500 || s == 429 || s == 408;
         http_retry = retry;
         wpk_snippet_text(j, body, sizeof body);
+        /* S3 refuses a request dated more than 15 minutes off its clock (a
+         * host whose clock drifted): signed again at its time, from its
+         * Date, as AWS's SDKs do; once per request, and not an attempt */
+        if (r->s3 && s == 403 && j->server_date &&
+            strncmp(body, "RequestTimeTooSkewed", 20) == 0 && j->reskewed++ == 0) {
+            r->clock_skew_s = (int64_t)j->server_date - (int64_t)time(NULL);
+            j->attempts--;
+            j->not_before = 0;
+            return -1;
+        }
         scrub(j, easy, body, sizeof body); /* whole, then cut: no secret's start shown */
         if (strlen(body) > SHOWN)
             body[SHOWN] = 0;

@@ -72,6 +72,8 @@ typedef struct wpk_remote {
     int64_t rate_at_us;         /* its last refill (monotonic; 0: never) */
     struct curl_slist *resolve; /* resolve.c: the host's addresses for CURLOPT_RESOLVE, or NULL */
     int setup_rc;               /* a bad URL or options, reported by the open */
+    int64_t clock_skew_s;       /* s3: the server's clock minus ours, learnt from a
+                                 * RequestTimeTooSkewed (fetch.c), added to x-amz-date */
     char region_hint[72];       /* s3: the bucket's region, as S3 said when asked in another
                                  * (x-amz-bucket-region), or "" */
     char setup_msg[600];

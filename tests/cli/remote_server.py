@@ -94,6 +94,9 @@ picks the behaviour, the rest names a file under ROOT:
                  signed for another region gets what AWS answers, 400
                  AuthorizationHeaderMalformed with "x-amz-bucket-region:
                  us-west-2".
+                 The bucket "skewed" has a clock an hour ahead: a request
+                 dated more than 15 minutes off it gets what AWS answers,
+                 403 RequestTimeTooSkewed with its time in a Date header.
 Every request is logged to ROOT/../requests.log as "MODE RANGE STATUS".
 remote_server.py --self-test checks the SigV4 code against AWS's example.
 """
@@ -138,8 +141,9 @@ def sigv4_signature(secret, date, region, service, string_to_sign):
     return hmac.new(k, string_to_sign.encode(), hashlib.sha256).hexdigest()
 
 
-def check_sigv4(method, path, headers):
-    """None when the request's SigV4 Authorization is right, else why not."""
+def check_sigv4(method, path, headers, now=None):
+    """None when the request's SigV4 Authorization is right, else why not
+    (its date checked against now, a UTC datetime, the clock's time if None)."""
     auth = headers.get("Authorization", "")
     m = re.fullmatch(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/s3/aws4_request,"
                      r"\s*SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})", auth)
@@ -171,7 +175,7 @@ def check_sigv4(method, path, headers):
         t = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ")
     except ValueError:
         return "bad x-amz-date"
-    now = datetime.datetime.utcnow()
+    now = now or datetime.datetime.utcnow()
     if abs((now - t).total_seconds()) > 900 or amz_date[:8] != date:
         return "request time too skewed"
     canon_headers = "".join("%s:%s\n" % (n, " ".join(headers.get(n, "").split())) for n in names)
@@ -238,8 +242,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         % m.group(1)).encode()
                 return self.send(400, body, [("Content-Type", "application/xml"),
                                              ("x-amz-bucket-region", "us-west-2")])
+        skewed = mode == "s3" and rest.split("/", 1)[0] == "skewed"
+        if skewed:
+            clock = datetime.datetime.utcnow() + datetime.timedelta(hours=1)
+            try:
+                sent = datetime.datetime.strptime(self.headers.get("x-amz-date", ""), "%Y%m%dT%H%M%SZ")
+            except ValueError:
+                sent = None
+            if sent is None or abs((clock - sent).total_seconds()) > 900:
+                self.log(mode, 403)
+                body = ("<?xml version=\"1.0\"?><Error><Code>RequestTimeTooSkewed</Code><Message>The "
+                        "difference between the request time and the current time is too large."
+                        "</Message><ServerTime>%s</ServerTime></Error>"
+                        % clock.strftime("%Y-%m-%dT%H:%M:%SZ")).encode()
+                return self.send(403, body, [("Content-Type", "application/xml"),
+                                             ("Date", email.utils.formatdate(
+                                                 clock.replace(tzinfo=datetime.timezone.utc).timestamp(),
+                                                 usegmt=True))])
         if mode == "s3":
-            why = check_sigv4("GET", self.path, self.headers)
+            why = check_sigv4("GET", self.path, self.headers,
+                              datetime.datetime.utcnow() + datetime.timedelta(hours=1) if skewed else None)
             if why:
                 self.log(mode, 403)
                 body = ("<?xml version=\"1.0\"?><Error><Code>SignatureDoesNotMatch</Code>"

@@ -274,6 +274,14 @@ expect s3_other_region_set s3key "$WPACK" verify s3://inwest2/set/m.wpack
 [ "$(grep -c '^s3 .* 400$' "$T/requests.log")" = 1 ] && pass s3_other_region_set_asked_once ||
     fail s3_other_region_set_asked_once "$(cat "$T/requests.log")"
 expect s3_other_region_right s3key AWS_REGION=us-west-2 "$WPACK" inspect s3://inwest2/a.wpack
+# a host whose clock is an hour behind S3's (a signature is good for 15
+# minutes): S3 says RequestTimeTooSkewed with its Date, and the request is
+# signed again at S3's time, as AWS's SDKs do; once per handle, not per
+# request, and whatever WPACK_REMOTE_RETRIES says
+: >"$T/requests.log"
+expect s3_clock_skew s3key WPACK_REMOTE_RETRIES=0 "$WPACK" verify s3://skewed/a.wpack
+[ "$(grep -c '^s3 .* 403$' "$T/requests.log")" = 1 ] && pass s3_clock_skew_once ||
+    fail s3_clock_skew_once "$(cat "$T/requests.log")"
 # keys as S3 keeps them: a space, '+', '?', '#', '%', UTF-8, a doubled '/'
 # (the server finds the file by the key decoded, and signs the canonical
 # URI it makes from that key: each byte but unreserved ones and '/' %XX)
