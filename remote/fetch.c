@@ -335,6 +335,9 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         if (strlen(body) > SHOWN)
             body[SHOWN] = 0;
         const char *hint = s == 404 ? " (not found)"
+                           : (s == 403 || s == 401) && r->s3 && !r->opt.access_key
+                               ? " (access denied: the request was unsigned, no access key given: "
+                                 "e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
                            : s == 403 || s == 401 ? " (access denied: check the credentials)"
                            : s == 412 ? " (the object changed since it was opened: ETag differs)"
                            : s == 416 ? " (range not satisfiable: the object is shorter than at open)"
