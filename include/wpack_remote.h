@@ -82,7 +82,8 @@ extern "C" {
 typedef struct wpack_remote_options {
     unsigned flags;             /* WPACK_OPEN_* for the archive */
     unsigned connections;       /* transfers at once per read (default 8, 1..64) */
-    uint64_t chunk_size;        /* bytes per range request (default 8 MiB, >= 64 KiB) */
+    uint64_t chunk_size;        /* bytes per range request (default 8 MiB; 64 KiB to 1 GiB,
+                                 * a value outside taken as the nearest) */
     unsigned retries;           /* attempts after the first, per request (default 4) */
     unsigned retry_delay_ms;    /* first backoff, doubled per attempt (default 250) */
     unsigned timeout_s;         /* a request slower than 1 KiB/s for this long fails (and is

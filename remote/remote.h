@@ -30,6 +30,10 @@ const char *wpk_sigv4_empty_hash(void);
 /* Bytes kept from the two requests of an open. */
 #define WPK_REMOTE_HEAD (64u * 1024)
 #define WPK_REMOTE_TAIL (256u * 1024)
+/* The largest chunk_size taken (a larger one is this): 64 connections x
+ * 1 GiB stays far from wrapping 64 bits (2^61 x 8 wrapped to 0: read-ahead
+ * in 64 KiB steps, no streaming windows). */
+#define WPK_REMOTE_CHUNK_MAX ((uint64_t)1 << 30)
 
 /* One remote object. */
 typedef struct wpk_remote {

@@ -562,6 +562,8 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
         r->opt.connections = 64;
     if (r->opt.chunk_size < WPK_REMOTE_HEAD)
         r->opt.chunk_size = WPK_REMOTE_HEAD;
+    if (r->opt.chunk_size > WPK_REMOTE_CHUNK_MAX)
+        r->opt.chunk_size = WPK_REMOTE_CHUNK_MAX;
     if (!r->opt.timeout_s)
         r->opt.timeout_s = 30;
     if (!r->opt.s3_region)
