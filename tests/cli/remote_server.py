@@ -98,6 +98,10 @@ picks the behaviour, the rest names a file under ROOT:
                  dated more than 15 minutes off it gets what AWS answers,
                  403 RequestTimeTooSkewed with its time in a Date header.
 Every request is logged to ROOT/../requests.log as "MODE RANGE STATUS".
+With TUNNEL_PORT in its environment it is also an https proxy: each
+"CONNECT HOST:PORT" is logged as "CONNECT HOST:PORT 200" and tunnelled to
+127.0.0.1:TUNNEL_PORT whatever it names (a TLS server holding a
+certificate for a far host name, such as an S3 endpoint).
 remote_server.py --self-test checks the SigV4 code against AWS's example.
 """
 import base64
@@ -109,6 +113,7 @@ import hmac
 import http.server
 import os
 import re
+import socket
 import socketserver
 import sys
 import threading
@@ -224,6 +229,35 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body) if length is None else length))
         self.end_headers()
         self.wfile.write(body)
+
+    def do_CONNECT(self):
+        up = socket.create_connection(("127.0.0.1", int(os.environ["TUNNEL_PORT"])))
+        with lock, open(LOG, "a") as f:
+            f.write("CONNECT %s 200\n" % self.path)
+        self.send_response(200, "Connection established")
+        self.end_headers()
+        self.close_connection = True
+        a, b = self.connection, up
+
+        def pipe(src, dst):
+            try:
+                while True:
+                    d = src.recv(65536)
+                    if not d:
+                        break
+                    dst.sendall(d)
+            except OSError:
+                pass
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        t = threading.Thread(target=pipe, args=(up, a), daemon=True)
+        t.start()
+        pipe(a, up)
+        t.join()
+        up.close()
 
     def do_GET(self):
         path_only, _, query = self.path.partition("?")

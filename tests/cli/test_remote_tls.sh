@@ -42,24 +42,21 @@ expect_fail tls_redirect_query_redacted \
 grep -q SEKRIT "$T/out" "$T/err" && fail tls_redirect_query_not_shown "$(cat "$T/err")" ||
     pass tls_redirect_query_not_shown
 
-rm -f "$T/connect.port"
-$PY "$TESTS_DIR/cli/connect_proxy.py" "$TLS_PORT" "$T/connect.log" "$T/connect.port" 2>"$T/connect.err" &
-SERVER_PIDS="$SERVER_PIDS $!"
-for _ in $(seq 300); do [ -s "$T/connect.port" ] && break; sleep 0.1; done
-if [ -s "$T/connect.port" ]; then
+# remote_server.py as the proxy (requests.log: "CONNECT HOST:PORT 200")
+if TUNNEL_PORT=$TLS_PORT start_bad_server "$T/www"; then
     pass connect_proxy_started
     # nginx has a.wpack at /a.wpack (the path of a virtual-hosted request)
     # and b.wpack only at /BUCKET/b.wpack (path style)
     for b in my.models Models old_bucket; do mkdir -p "$T/www/$b" && cp "$T/www/a.wpack" "$T/www/$b/b.wpack"; done
     s3tls() {
         env -u AWS_ACCESS_KEY_ID -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3 -u AWS_REGION \
-            -u AWS_DEFAULT_REGION https_proxy="http://127.0.0.1:$(cat "$T/connect.port")" \
+            -u AWS_DEFAULT_REGION https_proxy="http://127.0.0.1:$BAD_PORT" \
             CURL_CA_BUNDLE="$T/tls/ca.pem" "$@"
     }
     # connected NAME HOST: the last CONNECT named HOST:443
     connected() {
-        [ "$(tail -n 1 "$T/connect.log")" = "$2:443" ] && pass "$1" ||
-            fail "$1" "CONNECT $(tail -n 1 "$T/connect.log")"
+        [ "$(grep ^CONNECT "$T/requests.log" | tail -n 1)" = "CONNECT $2:443 200" ] && pass "$1" ||
+            fail "$1" "$(grep ^CONNECT "$T/requests.log" | tail -n 1)"
     }
     expect s3_virtual_hosted s3tls "$WPACK" verify s3://models/a.wpack
     connected s3_virtual_hosted_host models.s3.us-east-1.amazonaws.com
@@ -75,9 +72,9 @@ if [ -s "$T/connect.port" ]; then
     mkdir -p "$T/www/w2" && cp "$T/www/a.wpack" "$T/www/w2/"
     expect s3_other_region_unsigned s3tls "$WPACK" verify s3://inwest2/w2/a.wpack
     connected s3_other_region_host inwest2.s3.us-west-2.amazonaws.com
-    grep -q "^inwest2.s3.us-east-1.amazonaws.com:443" "$T/connect.log" &&
-        pass s3_other_region_asked_first || fail s3_other_region_asked_first "$(cat "$T/connect.log")"
+    grep -q "^CONNECT inwest2.s3.us-east-1.amazonaws.com:443 " "$T/requests.log" &&
+        pass s3_other_region_asked_first || fail s3_other_region_asked_first "$(cat "$T/requests.log")"
 else
-    fail connect_proxy_started "$(head -c 300 "$T/connect.err")"
+    fail connect_proxy_started "$(head -c 300 "$T/bad.err")"
 fi
 finish
