@@ -524,6 +524,9 @@ static char *shard_url(const wpk_remote *r, const char *name)
     return url;
 }
 
+static int open_url(wpack_archive **out, const char *url, const wpack_remote_options *opt,
+                    int64_t clock_skew_s);
+
 static int src_open_shard(void *user, const char *name, unsigned flags, wpack_archive **out)
 {
     wpk_remote *r = user;
@@ -534,12 +537,20 @@ static int src_open_shard(void *user, const char *name, unsigned flags, wpack_ar
     }
     wpack_remote_options o = r->opt;
     o.flags = flags;
-    int rc = wpack_open_url(out, url, &o);
+    /* the clock skew the manifest's requests met: each shard's first
+     * request was refused (RequestTimeTooSkewed) to learn it again */
+    int rc = open_url(out, url, &o, r->clock_skew_s);
     free(url);
     return rc;
 }
 
 int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_options *opt)
+{
+    return open_url(out, url, opt, 0);
+}
+
+static int open_url(wpack_archive **out, const char *url, const wpack_remote_options *opt,
+                    int64_t clock_skew_s)
 {
     wpack_remote_options defaults;
     if (!opt) {
@@ -553,6 +564,7 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     }
     pthread_mutex_init(&r->lock, NULL);
     r->cache_fd = -1;
+    r->clock_skew_s = clock_skew_s;
     r->opt = *opt;
     if (!r->opt.cache_max_bytes)
         r->opt.cache_max_bytes = 10ull << 30;

@@ -284,6 +284,11 @@ expect s3_other_region_right s3key AWS_REGION=us-west-2 "$WPACK" inspect s3://in
 expect s3_clock_skew s3key WPACK_REMOTE_RETRIES=0 "$WPACK" verify s3://skewed/a.wpack
 [ "$(grep -c '^s3 .* 403$' "$T/requests.log")" = 1 ] && pass s3_clock_skew_once ||
     fail s3_clock_skew_once "$(cat "$T/requests.log")"
+# a set's shards are signed at the time the manifest's open learnt
+: >"$T/requests.log"
+expect s3_clock_skew_set s3key "$WPACK" verify s3://skewed/set/m.wpack
+[ "$(grep -c '^s3 .* 403$' "$T/requests.log")" = 1 ] && pass s3_clock_skew_set_once ||
+    fail s3_clock_skew_set_once "$(grep -c '^s3 .* 403$' "$T/requests.log") refused"
 # keys as S3 keeps them: a space, '+', '?', '#', '%', UTF-8, a doubled '/'
 # (the server finds the file by the key decoded, and signs the canonical
 # URI it makes from that key: each byte but unreserved ones and '/' %XX)
