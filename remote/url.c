@@ -383,6 +383,10 @@ static int move_region(wpk_remote *r, char *msg, size_t msglen)
     if (rc == WPACK_OK)
         rc = wpk_remote_fetch(r, 0, r->head, WPK_REMOTE_HEAD, 1, &r->head_len, msg, msglen);
     r->region_hint[0] = 0; /* once: no ping-pong between regions */
+    size_t k = strlen(msg);
+    if (rc != WPACK_OK && k + 1 < msglen) /* the region asked is not the one given */
+        wpk_fmt(msg + k, msglen - k, " (in region %s, where S3 said the bucket is)",
+                r->opt.s3_region);
     return rc;
 }
 

@@ -276,6 +276,9 @@ expect s3_other_region_set s3key "$WPACK" verify s3://inwest2/set/m.wpack
 [ "$(grep -c '^s3 .* 400$' "$T/requests.log")" = 1 ] && pass s3_other_region_set_asked_once ||
     fail s3_other_region_set_asked_once "$(cat "$T/requests.log")"
 expect s3_other_region_right s3key AWS_REGION=us-west-2 "$WPACK" inspect s3://inwest2/a.wpack
+# failing there, the message says in which region it asked
+expect_fail s3_other_region_named "HTTP 403 .*SignatureDoesNotMatch.* \(in region us-west-2, where S3 said the bucket is\)" \
+    s3 AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY=wrong "$WPACK" inspect s3://inwest2/a.wpack
 # a host whose clock is an hour behind S3's (a signature is good for 15
 # minutes): S3 says RequestTimeTooSkewed with its Date, and the request is
 # signed again at S3's time, as AWS's SDKs do; once per handle, not per
