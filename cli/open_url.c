@@ -208,6 +208,13 @@ int cli_open_url(wpack_archive **ar, const char *url, unsigned flags)
         *ar = NULL;
         return WPACK_E_INVALID_ARGUMENT;
     }
+    /* the library takes a larger chunk as 1 GiB: said here, not silently */
+    if (o.chunk_size > (1ull << 30)) {
+        cli_error("WPACK_REMOTE_CHUNK=%s: at most 1G [%s]", getenv("WPACK_REMOTE_CHUNK"),
+                  wpack_error_name(WPACK_E_INVALID_ARGUMENT));
+        *ar = NULL;
+        return WPACK_E_INVALID_ARGUMENT;
+    }
     const char *redir = getenv("WPACK_REMOTE_REDIRECTS");
     o.follow_redirects = !(redir && strcmp(redir, "0") == 0);
     o.connections = conns > 64 ? 64 : (unsigned)conns;

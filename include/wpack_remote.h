@@ -82,7 +82,8 @@ extern "C" {
 typedef struct wpack_remote_options {
     unsigned flags;             /* WPACK_OPEN_* for the archive */
     unsigned connections;       /* transfers at once per read (default 8, 1..64) */
-    uint64_t chunk_size;        /* bytes per range request (default 8 MiB, >= 64 KiB) */
+    uint64_t chunk_size;        /* bytes per range request (default 8 MiB; 64 KiB to 1 GiB,
+                                 * a value outside taken as the nearest) */
     unsigned retries;           /* attempts after the first, per request (default 4) */
     unsigned retry_delay_ms;    /* first backoff, doubled per attempt (default 250) */
     unsigned timeout_s;         /* a request slower than 1 KiB/s for this long fails (and is
@@ -96,9 +97,12 @@ typedef struct wpack_remote_options {
                                  * token bucket per handle; 0: none) */
     int follow_redirects;       /* follow 3xx (default 1; never https -> http; not for s3://) */
     /* s3://bucket/key: signed with AWS Signature Version 4 when a key is given */
-    const char *s3_region;      /* default "us-east-1" */
+    const char *s3_region;      /* default "us-east-1"; a bucket S3 says is in another
+                                 * region (x-amz-bucket-region) is opened there */
     const char *s3_endpoint;    /* "http://host:port": path-style bucket/key there; NULL:
-                                 * https://BUCKET.s3.REGION.amazonaws.com/KEY */
+                                 * https://BUCKET.s3.REGION.amazonaws.com/KEY, or
+                                 * https://s3.REGION.amazonaws.com/BUCKET/KEY for a bucket
+                                 * with '.', '_' or upper case (no host name label) */
     const char *access_key;     /* NULL: unsigned requests (a public bucket) */
     const char *secret_key;
     const char *session_token;  /* optional (x-amz-security-token) */

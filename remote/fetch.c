@@ -125,7 +125,7 @@ static int setup(job *j, void *easy, char *msg, size_t msglen)
         ok = add_header(&l, "If-Match", r->etag);
     if (ok && r->s3 && r->opt.access_key) {
         char date[20];
-        time_t now = time(NULL);
+        time_t now = time(NULL) + (time_t)r->clock_skew_s;
         struct tm tm;
         gmtime_r(&now, &tm);
         strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", &tm);
@@ -321,10 +321,23 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         retry = s >= 500 || s == 429 || s == 408;
         http_retry = retry;
         wpk_snippet_text(j, body, sizeof body);
+        /* S3 refuses a request dated more than 15 minutes off its clock (a
+         * host whose clock drifted): signed again at its time, from its
+         * Date, as AWS's SDKs do; once per request, and not an attempt */
+        if (r->s3 && s == 403 && j->server_date &&
+            strncmp(body, "RequestTimeTooSkewed", 20) == 0 && j->reskewed++ == 0) {
+            r->clock_skew_s = (int64_t)j->server_date - (int64_t)time(NULL);
+            j->attempts--;
+            j->not_before = 0;
+            return -1;
+        }
         scrub(j, easy, body, sizeof body); /* whole, then cut: no secret's start shown */
         if (strlen(body) > SHOWN)
             body[SHOWN] = 0;
         const char *hint = s == 404 ? " (not found)"
+                           : (s == 403 || s == 401) && r->s3 && !r->opt.access_key
+                               ? " (access denied: the request was unsigned, no access key given: "
+                                 "e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
                            : s == 403 || s == 401 ? " (access denied: check the credentials)"
                            : s == 412 ? " (the object changed since it was opened: ETag differs)"
                            : s == 416 ? " (range not satisfiable: the object is shorter than at open)"
@@ -338,13 +351,23 @@ static int finish(job *j, void *easy, CURLcode c, char *msg, size_t msglen)
         if (s >= 300 && s < 400)
             curl_easy_getinfo((CURL *)easy, CURLINFO_REDIRECT_URL, &loc);
         char *to = loc ? wpack_remote_shown_url(loc) : NULL; /* a presigned URL's signature */
-        wpk_fmt(why, sizeof why, "HTTP %ld%s%s%s%s%s", s, hint, loc ? ", redirect to " : "",
-                to ? to : loc ? "(out of memory)" : "", *body ? ": " : "", body);
+        /* S3 names the bucket's region when asked in another (a 301, or a
+         * 400 AuthorizationHeaderMalformed): the open asks there (url.c) */
+        char region[120] = "";
+        if (r->s3 && *j->bucket_region && strcmp(j->bucket_region, r->opt.s3_region) != 0) {
+            wpk_fmt(r->region_hint, sizeof r->region_hint, "%s", j->bucket_region);
+            wpk_fmt(region, sizeof region, " (the bucket is in region %s, not %s)",
+                    j->bucket_region, r->opt.s3_region);
+        }
+        wpk_fmt(why, sizeof why, "HTTP %ld%s%s%s%s%s%s", s, hint, region,
+                loc ? ", redirect to " : "", to ? to : loc ? "(out of memory)" : "",
+                *body ? ": " : "", body);
         free(to);
         /* with redirects followed, a 3xx still here had no Location */
         if (s >= 300 && s < 400 && !loc)
-            wpk_fmt(why, sizeof why, "HTTP %ld (%s)", s, r->opt.follow_redirects && !r->s3
-                    ? "a redirect without a Location to follow" : "redirects are not followed");
+            wpk_fmt(why, sizeof why, "HTTP %ld (%s)%s", s, r->opt.follow_redirects && !r->s3
+                    ? "a redirect without a Location to follow" : "redirects are not followed",
+                    region);
     }
     if (retry && j->attempts <= j->r->opt.retries) {
         uint64_t d = (uint64_t)r->opt.retry_delay_ms << (j->attempts - 1 < 6 ? j->attempts - 1 : 6);

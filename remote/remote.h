@@ -30,6 +30,10 @@ const char *wpk_sigv4_empty_hash(void);
 /* Bytes kept from the two requests of an open. */
 #define WPK_REMOTE_HEAD (64u * 1024)
 #define WPK_REMOTE_TAIL (256u * 1024)
+/* The largest chunk_size taken (a larger one is this): 64 connections x
+ * 1 GiB stays far from wrapping 64 bits (2^61 x 8 wrapped to 0: read-ahead
+ * in 64 KiB steps, no streaming windows). */
+#define WPK_REMOTE_CHUNK_MAX ((uint64_t)1 << 30)
 
 /* One remote object. */
 typedef struct wpk_remote {
@@ -72,6 +76,10 @@ typedef struct wpk_remote {
     int64_t rate_at_us;         /* its last refill (monotonic; 0: never) */
     struct curl_slist *resolve; /* resolve.c: the host's addresses for CURLOPT_RESOLVE, or NULL */
     int setup_rc;               /* a bad URL or options, reported by the open */
+    int64_t clock_skew_s;       /* s3: the server's clock minus ours, learnt from a
+                                 * RequestTimeTooSkewed (fetch.c), added to x-amz-date */
+    char region_hint[72];       /* s3: the bucket's region, as S3 said when asked in another
+                                 * (x-amz-bucket-region), or "" */
     char setup_msg[600];
 } wpk_remote;
 

@@ -4,6 +4,7 @@
 #define WPACK_REMOTE_REQUEST_H
 
 #include <curl/curl.h>
+#include <time.h>
 
 #include "remote.h"
 
@@ -34,6 +35,9 @@ typedef struct {
     uint64_t etag_sum, lastmod_sum; /* XXH3 of the whole values (0: none; response.c) */
     char coding[64];            /* its Content-Encoding ("": none) */
     char location[512];         /* a redirect's Location (cut: for messages only) */
+    char bucket_region[72];     /* S3's x-amz-bucket-region ("": none; cut: not a region) */
+    time_t server_date;         /* its Date (0: none or not a date) */
+    unsigned reskewed;          /* requests signed again at the server's time (fetch.c) */
     int64_t resp_at;            /* ms (monotonic) its status line came */
     long resp_redirects;        /* redirects followed then (CURLINFO_REDIRECT_COUNT) */
     curl_off_t resp_dl0;        /* the download count then (-1: not seen yet) */

@@ -151,6 +151,8 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
         j->resp_redirects = redirects_followed(j);
         j->have_range = j->range_empty = j->cr_unsat = 0;
         j->etag[0] = j->lastmod[0] = j->ctype[0] = j->location[0] = j->coding[0] = 0;
+        j->bucket_region[0] = 0;
+        j->server_date = 0;
         j->etag_sum = j->lastmod_sum = 0;
         j->snippet_len = 0;
     } else if (is_header(p, n, "content-range", &v, &vn)) {
@@ -174,6 +176,16 @@ size_t wpk_on_header(char *p, size_t sz, size_t nm, void *u)
             wpk_fmt(j->coding + k, sizeof j->coding - k, ", %s", tmp);
     } else if (is_header(p, n, "location", &v, &vn)) {
         header_value(v, vn, j->location, sizeof j->location);
+    } else if (is_header(p, n, "date", &v, &vn)) {
+        time_t t = header_value(v, vn, tmp, sizeof tmp) ? curl_getdate(tmp, NULL) : -1;
+        j->server_date = t > 0 ? t : 0;
+    } else if (is_header(p, n, "x-amz-bucket-region", &v, &vn)) {
+        /* longer than any region, or holding what no region holds (a
+         * control byte for a message): none */
+        if (!header_value(v, vn, j->bucket_region, sizeof j->bucket_region) ||
+            strspn(j->bucket_region, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                   "0123456789-_.") != strlen(j->bucket_region))
+            j->bucket_region[0] = 0;
     }
     return n;
 }

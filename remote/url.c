@@ -227,6 +227,15 @@ static int header_text(const char *s)
     return 1;
 }
 
+/* A bucket name that is one host name label (S3's rule for virtual-hosted
+ * requests over https: 3 to 63 lowercase letters, digits and '-', a letter
+ * or digit at each end). */
+static int virtual_hostable(const char *b, size_t n)
+{
+    return n >= 3 && n <= 63 && strspn(b, "abcdefghijklmnopqrstuvwxyz0123456789-") >= n &&
+           b[0] != '-' && b[n - 1] != '-';
+}
+
 /* s3://bucket/key to the URL requested, the Host header and the path
  * signed: path style at an endpoint, else virtual-hosted AWS. */
 static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
@@ -269,42 +278,47 @@ static int s3_target(wpk_remote *r, const char *url, char *msg, size_t msglen)
     char *key = encode(slash + 1, strlen(slash + 1), 1);
     if (!key)
         goto nomem;
-    if (ep) {
-        const char *hs = strstr(ep, "://");
-        int scheme = wpk_url_scheme(ep);
-        if (scheme != WPK_HTTP && scheme != WPK_HTTPS) {
-            free(key);
-            char *shown = wpack_remote_shown_url(ep);
-            wpk_fmt(msg, msglen, "S3 endpoint '%s' is not an http:// or https:// URL",
-                    shown ? shown : "(out of memory)");
-            free(shown);
-            return WPACK_E_INVALID_ARGUMENT;
-        }
-        hs += 3;
-        const char *pe = strchr(hs, '/');
-        size_t hlen = pe ? (size_t)(pe - hs) : strlen(hs);
-        size_t plen = pe ? strlen(pe) : 0;
-        while (plen && pe[plen - 1] == '/')
-            plen--;
-        r->host = strndup(hs, hlen);
-        r->uri = malloc(plen + blen + strlen(key) + 3);
-        if (r->uri)
-            sprintf(r->uri, "%.*s/%.*s/%s", (int)plen, pe ? pe : "", (int)blen, b, key);
-        r->url = r->uri ? malloc((size_t)(hs - ep) + hlen + strlen(r->uri) + 1) : NULL;
-        if (r->url)
-            sprintf(r->url, "%.*s%s", (int)((size_t)(hs - ep) + hlen), ep, r->uri);
-    } else {
-        const char *region = r->opt.s3_region;
-        r->host = malloc(blen + strlen(region) + 32);
-        if (r->host)
-            sprintf(r->host, "%.*s.s3.%s.amazonaws.com", (int)blen, b, region);
-        r->uri = malloc(strlen(key) + 2);
-        if (r->uri)
-            sprintf(r->uri, "/%s", key);
-        r->url = r->host && r->uri ? malloc(strlen(r->host) + strlen(r->uri) + 9) : NULL;
-        if (r->url)
-            sprintf(r->url, "https://%s%s", r->host, r->uri);
+    /* Without an endpoint, AWS: virtual-hosted when the bucket is one DNS
+     * label, else path style at the region's endpoint. AWS's certificate
+     * is a wildcard of one label ("*.s3.REGION.amazonaws.com": a bucket
+     * "my.models" failed TLS), and a host name has no case nor '_' (a
+     * legacy bucket "Models" became "models"), as AWS's SDKs do. */
+    char aws[128];
+    int vhost = !ep && virtual_hostable(b, blen);
+    if (!ep) {
+        wpk_fmt(aws, sizeof aws, "https://s3.%s.amazonaws.com", r->opt.s3_region);
+        ep = aws;
     }
+    const char *hs = strstr(ep, "://");
+    int scheme = wpk_url_scheme(ep);
+    if (scheme != WPK_HTTP && scheme != WPK_HTTPS) {
+        free(key);
+        char *shown = wpack_remote_shown_url(ep);
+        wpk_fmt(msg, msglen, "S3 endpoint '%s' is not an http:// or https:// URL",
+                shown ? shown : "(out of memory)");
+        free(shown);
+        return WPACK_E_INVALID_ARGUMENT;
+    }
+    hs += 3;
+    const char *pe = strchr(hs, '/');
+    size_t hlen = pe ? (size_t)(pe - hs) : strlen(hs);
+    size_t plen = pe ? strlen(pe) : 0;
+    while (plen && pe[plen - 1] == '/')
+        plen--;
+    /* Host: "BUCKET.s3.REGION.amazonaws.com" or the endpoint's */
+    r->host = malloc((vhost ? blen + 1 : 0) + hlen + 1);
+    if (r->host)
+        sprintf(r->host, "%.*s%s%.*s", vhost ? (int)blen : 0, b, vhost ? "." : "", (int)hlen, hs);
+    /* path: [ENDPOINT_PATH]/BUCKET/KEY, or /KEY virtual-hosted */
+    r->uri = malloc(plen + blen + strlen(key) + 3);
+    if (r->uri && vhost)
+        sprintf(r->uri, "/%s", key);
+    else if (r->uri)
+        sprintf(r->uri, "%.*s/%.*s/%s", (int)plen, pe ? pe : "", (int)blen, b, key);
+    r->url = r->host && r->uri ? malloc((size_t)(hs - ep) + strlen(r->host) + strlen(r->uri) + 1)
+                               : NULL;
+    if (r->url)
+        sprintf(r->url, "%.*s%s%s", (int)(hs - ep), ep, r->host, r->uri);
     free(key);
     if (!r->host || !r->uri || !r->url)
         goto nomem;
@@ -344,6 +358,38 @@ static int copy_str(wpk_remote *r, int k, const char **s)
 
 /* ------------------------------------------------ the source's callbacks */
 
+/* S3 said the bucket is in another region than the one asked (AWS_REGION
+ * unset is us-east-1): the open asks once more there, as AWS's SDKs do,
+ * the host (virtual-hosted AWS) and signature of that region; a set's
+ * shards inherit it (r->opt). The region is checked as one given. */
+static int move_region(wpk_remote *r, char *msg, size_t msglen)
+{
+    char *region = strdup(r->region_hint);
+    r->region_hint[0] = 0;
+    if (!region)
+        return WPACK_E_NOMEM;
+    free(r->owned[0]);
+    r->owned[0] = region;
+    r->opt.s3_region = region;
+    wpk_remote_free_handles(r);
+    free(r->host);
+    free(r->uri);
+    free(r->url);
+    r->host = r->uri = r->url = NULL;
+    *msg = 0;
+    int rc = s3_target(r, r->given, msg, msglen);
+    if (rc == WPACK_OK)
+        rc = wpk_remote_init_handles(r, msg, msglen);
+    if (rc == WPACK_OK)
+        rc = wpk_remote_fetch(r, 0, r->head, WPK_REMOTE_HEAD, 1, &r->head_len, msg, msglen);
+    r->region_hint[0] = 0; /* once: no ping-pong between regions */
+    size_t k = strlen(msg);
+    if (rc != WPACK_OK && k + 1 < msglen) /* the region asked is not the one given */
+        wpk_fmt(msg + k, msglen - k, " (in region %s, where S3 said the bucket is)",
+                r->opt.s3_region);
+    return rc;
+}
+
 static int src_open(void *user, uint64_t *size, char *msg, size_t msglen)
 {
     wpk_remote *r = user;
@@ -364,6 +410,8 @@ static int src_open(void *user, uint64_t *size, char *msg, size_t msglen)
         rc = WPACK_E_NOMEM;
     if (rc == WPACK_OK)
         rc = wpk_remote_fetch(r, 0, r->head, WPK_REMOTE_HEAD, 1, &r->head_len, msg, msglen);
+    if (rc == WPACK_E_IO && r->region_hint[0])
+        rc = move_region(r, msg, msglen);
     /* Request 2: the end (trailer, and the index when it fits). */
     if (rc == WPACK_OK && r->size > r->head_len) {
         uint64_t from = r->size > WPK_REMOTE_TAIL ? r->size - WPK_REMOTE_TAIL : 0;
@@ -480,6 +528,9 @@ static char *shard_url(const wpk_remote *r, const char *name)
     return url;
 }
 
+static int open_url(wpack_archive **out, const char *url, const wpack_remote_options *opt,
+                    int64_t clock_skew_s);
+
 static int src_open_shard(void *user, const char *name, unsigned flags, wpack_archive **out)
 {
     wpk_remote *r = user;
@@ -490,12 +541,20 @@ static int src_open_shard(void *user, const char *name, unsigned flags, wpack_ar
     }
     wpack_remote_options o = r->opt;
     o.flags = flags;
-    int rc = wpack_open_url(out, url, &o);
+    /* the clock skew the manifest's requests met: each shard's first
+     * request was refused (RequestTimeTooSkewed) to learn it again */
+    int rc = open_url(out, url, &o, r->clock_skew_s);
     free(url);
     return rc;
 }
 
 int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_options *opt)
+{
+    return open_url(out, url, opt, 0);
+}
+
+static int open_url(wpack_archive **out, const char *url, const wpack_remote_options *opt,
+                    int64_t clock_skew_s)
 {
     wpack_remote_options defaults;
     if (!opt) {
@@ -509,6 +568,7 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
     }
     pthread_mutex_init(&r->lock, NULL);
     r->cache_fd = -1;
+    r->clock_skew_s = clock_skew_s;
     r->opt = *opt;
     if (!r->opt.cache_max_bytes)
         r->opt.cache_max_bytes = 10ull << 30;
@@ -518,6 +578,8 @@ int wpack_open_url(wpack_archive **out, const char *url, const wpack_remote_opti
         r->opt.connections = 64;
     if (r->opt.chunk_size < WPK_REMOTE_HEAD)
         r->opt.chunk_size = WPK_REMOTE_HEAD;
+    if (r->opt.chunk_size > WPK_REMOTE_CHUNK_MAX)
+        r->opt.chunk_size = WPK_REMOTE_CHUNK_MAX;
     if (!r->opt.timeout_s)
         r->opt.timeout_s = 30;
     if (!r->opt.s3_region)

@@ -647,7 +647,7 @@ class safe_open:
     index's XXH3 and the URL (scheme, host, port, path) and checked on reuse, bounded by cache_max_bytes (10 GiB,
     least recently used removed first); see include/wpack_remote.h.
     Keyword options (wpack_remote_options): connections (8),
-    chunk_size (8 MiB), retries (4), retry_delay_ms (250; a 429 or 503
+    chunk_size (8 MiB; 64 KiB to 1 GiB, a value outside taken as the nearest), retries (4), retry_delay_ms (250; a 429 or 503
     with Retry-After waits what it says, up to 60 s or timeout_s if
     longer, else fails at once), timeout_s (30; also each request's
     deadline: timeout_s plus its length at 16 KiB/s),

@@ -151,8 +151,10 @@ reads_equal() {
 
 # start_nginx_tls DIR HTTP_PORT: serve DIR over https at
 # https://127.0.0.1:$TLS_PORT with a certificate of a CA made here
-# ($T/tls/ca.pem, for 127.0.0.1 and localhost); /tohttp/F answers 302 to
-# http://127.0.0.1:HTTP_PORT/F (a downgrade).
+# ($T/tls/ca.pem, for 127.0.0.1 and localhost, and the names of $TLS_NAMES,
+# "DNS:NAME,..." if set); /tohttp/F answers 302 to
+# http://127.0.0.1:HTTP_PORT/F (a downgrade); $TLS_EXTRA, if set, goes into
+# its server block.
 start_nginx_tls() {
     local root=$1 http_port=$2 bin d="$T/tls"
     bin=$(command -v nginx || echo /usr/sbin/nginx)
@@ -160,7 +162,7 @@ start_nginx_tls() {
     mkdir -p "$d"
     openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=wpack test CA" \
         -keyout "$d/ca.key" -out "$d/ca.pem" >/dev/null 2>&1 || return 1
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$d/ext"
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost%s\n' "${TLS_NAMES:+,$TLS_NAMES}" >"$d/ext"
     openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$d/key.pem" \
         -out "$d/req.pem" >/dev/null 2>&1 &&
         openssl x509 -req -in "$d/req.pem" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
@@ -174,6 +176,7 @@ start_nginx_tls() {
         ssl_certificate_key $d/key.pem;
         root $root;
         location /tohttp/ { rewrite ^/tohttp/(.*)\$ http://127.0.0.1:$http_port/\$1 redirect; }
+        ${TLS_EXTRA:-}
     }"
     run_nginx "$bin" "$d" "$TLS_PORT"
 }

@@ -90,7 +90,18 @@ picks the behaviour, the rest names a file under ROOT:
                  AKIDLONG / longsecret with any session token BODY.H where
                  H is the first 16 hex digits of BODY's SHA-256 (a long
                  STS-like token: one cut short fails the check).
+                 The bucket "inwest2" is in region us-west-2: a request
+                 signed for another region gets what AWS answers, 400
+                 AuthorizationHeaderMalformed with "x-amz-bucket-region:
+                 us-west-2".
+                 The bucket "skewed" has a clock an hour ahead: a request
+                 dated more than 15 minutes off it gets what AWS answers,
+                 403 RequestTimeTooSkewed with its time in a Date header.
 Every request is logged to ROOT/../requests.log as "MODE RANGE STATUS".
+With TUNNEL_PORT in its environment it is also an https proxy: each
+"CONNECT HOST:PORT" is logged as "CONNECT HOST:PORT 200" and tunnelled to
+127.0.0.1:TUNNEL_PORT whatever it names (a TLS server holding a
+certificate for a far host name, such as an S3 endpoint).
 remote_server.py --self-test checks the SigV4 code against AWS's example.
 """
 import base64
@@ -102,6 +113,7 @@ import hmac
 import http.server
 import os
 import re
+import socket
 import socketserver
 import sys
 import threading
@@ -134,8 +146,9 @@ def sigv4_signature(secret, date, region, service, string_to_sign):
     return hmac.new(k, string_to_sign.encode(), hashlib.sha256).hexdigest()
 
 
-def check_sigv4(method, path, headers):
-    """None when the request's SigV4 Authorization is right, else why not."""
+def check_sigv4(method, path, headers, now=None):
+    """None when the request's SigV4 Authorization is right, else why not
+    (its date checked against now, a UTC datetime, the clock's time if None)."""
     auth = headers.get("Authorization", "")
     m = re.fullmatch(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/s3/aws4_request,"
                      r"\s*SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})", auth)
@@ -167,7 +180,7 @@ def check_sigv4(method, path, headers):
         t = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ")
     except ValueError:
         return "bad x-amz-date"
-    now = datetime.datetime.utcnow()
+    now = now or datetime.datetime.utcnow()
     if abs((now - t).total_seconds()) > 900 or amz_date[:8] != date:
         return "request time too skewed"
     canon_headers = "".join("%s:%s\n" % (n, " ".join(headers.get(n, "").split())) for n in names)
@@ -217,6 +230,35 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_CONNECT(self):
+        up = socket.create_connection(("127.0.0.1", int(os.environ["TUNNEL_PORT"])))
+        with lock, open(LOG, "a") as f:
+            f.write("CONNECT %s 200\n" % self.path)
+        self.send_response(200, "Connection established")
+        self.end_headers()
+        self.close_connection = True
+        a, b = self.connection, up
+
+        def pipe(src, dst):
+            try:
+                while True:
+                    d = src.recv(65536)
+                    if not d:
+                        break
+                    dst.sendall(d)
+            except OSError:
+                pass
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        t = threading.Thread(target=pipe, args=(up, a), daemon=True)
+        t.start()
+        pipe(a, up)
+        t.join()
+        up.close()
+
     def do_GET(self):
         path_only, _, query = self.path.partition("?")
         parts = path_only.split("/", 2)
@@ -224,8 +266,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rest = parts[2] if len(parts) > 2 else ""
         if len(parts) == 2 and "/" not in parts[1] and ".." not in parts[1]:
             mode, rest = "ok", "rootset/" + (parts[1] or "m.wpack")
+        if mode == "s3" and rest.split("/", 1)[0] == "inwest2":
+            m = re.search(r"Credential=[^/]+/\d{8}/([^/]+)/", self.headers.get("Authorization", ""))
+            if m and m.group(1) != "us-west-2":
+                self.log(mode, 400)
+                body = ("<?xml version=\"1.0\"?><Error><Code>AuthorizationHeaderMalformed</Code>"
+                        "<Message>The authorization header is malformed; the region '%s' is wrong; "
+                        "expecting 'us-west-2'</Message><Region>us-west-2</Region></Error>"
+                        % m.group(1)).encode()
+                return self.send(400, body, [("Content-Type", "application/xml"),
+                                             ("x-amz-bucket-region", "us-west-2")])
+        skewed = mode == "s3" and rest.split("/", 1)[0] == "skewed"
+        if skewed:
+            clock = datetime.datetime.utcnow() + datetime.timedelta(hours=1)
+            try:
+                sent = datetime.datetime.strptime(self.headers.get("x-amz-date", ""), "%Y%m%dT%H%M%SZ")
+            except ValueError:
+                sent = None
+            if sent is None or abs((clock - sent).total_seconds()) > 900:
+                self.log(mode, 403)
+                body = ("<?xml version=\"1.0\"?><Error><Code>RequestTimeTooSkewed</Code><Message>The "
+                        "difference between the request time and the current time is too large."
+                        "</Message><ServerTime>%s</ServerTime></Error>"
+                        % clock.strftime("%Y-%m-%dT%H:%M:%SZ")).encode()
+                return self.send(403, body, [("Content-Type", "application/xml"),
+                                             ("Date", email.utils.formatdate(
+                                                 clock.replace(tzinfo=datetime.timezone.utc).timestamp(),
+                                                 usegmt=True))])
         if mode == "s3":
-            why = check_sigv4("GET", self.path, self.headers)
+            why = check_sigv4("GET", self.path, self.headers,
+                              datetime.datetime.utcnow() + datetime.timedelta(hours=1) if skewed else None)
             if why:
                 self.log(mode, 403)
                 body = ("<?xml version=\"1.0\"?><Error><Code>SignatureDoesNotMatch</Code>"

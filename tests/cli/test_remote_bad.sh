@@ -252,13 +252,43 @@ expect s3_inspect s3 AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY='secret/TE
     "$WPACK" verify s3://bucket/a.wpack
 expect_fail s3_wrong_secret "HTTP 403 \(access denied.*SignatureDoesNotMatch.*signature mismatch" \
     s3 AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY=wrong "$WPACK" inspect s3://bucket/a.wpack
-expect_fail s3_unsigned "HTTP 403.*no or malformed Authorization" \
+# no key: said so (a key in ~/.aws or an instance role is not read), not
+# "check the credentials" of a user who gave none
+expect_fail s3_unsigned "HTTP 403 \(access denied: the request was unsigned, no access key given.*no or malformed Authorization" \
     s3 AWS_ACCESS_KEY_ID= "$WPACK" inspect s3://bucket/a.wpack
 expect s3_session_token s3 AWS_ACCESS_KEY_ID=AKIDTOKEN AWS_SECRET_ACCESS_KEY=tokensecret \
     AWS_SESSION_TOKEN='tok/en=' "$WPACK" inspect s3://bucket/a.wpack
 expect_fail s3_token_missing "HTTP 403.*wrong session token" \
     s3 AWS_ACCESS_KEY_ID=AKIDTOKEN AWS_SECRET_ACCESS_KEY=tokensecret "$WPACK" inspect s3://bucket/a.wpack
 expect_fail s3_bad_url "s3://BUCKET/KEY" "$WPACK" inspect s3://bucket-only
+# a bucket in another region than AWS_REGION (unset: us-east-1): S3 says
+# which (x-amz-bucket-region), and the open asks again there, as AWS's
+# SDKs do; the shards of a set go there at once
+s3key() { s3 AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY='secret/TEST+key' "$@"; }
+mkdir -p "$T/www/set"
+"$WPACK" create -q --shard-size 200K -o "$T/www/set/m.wpack" "$T"/t0.npy "$T"/t1.npy "$T"/t2.npy
+# refused_once NAME STATUS URL [ENV...]: verify of URL works, the fake S3
+# having answered STATUS once (the requests that learnt what to mend)
+refused_once() {
+    local name=$1 status=$2 url=$3; shift 3
+    : >"$T/requests.log"
+    expect "$name" s3key "$@" "$WPACK" verify "$url"
+    local n; n=$(grep -c "^s3 .* $status\$" "$T/requests.log")
+    [ "$n" = 1 ] && pass "${name}_once" || fail "${name}_once" "$n answered $status"
+}
+refused_once s3_other_region 400 s3://inwest2/a.wpack
+refused_once s3_other_region_set 400 s3://inwest2/set/m.wpack
+expect s3_other_region_right s3key AWS_REGION=us-west-2 "$WPACK" inspect s3://inwest2/a.wpack
+# failing there, the message says in which region it asked
+expect_fail s3_other_region_named "HTTP 403 .*SignatureDoesNotMatch.* \(in region us-west-2, where S3 said the bucket is\)" \
+    s3 AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY=wrong "$WPACK" inspect s3://inwest2/a.wpack
+# a host whose clock is an hour behind S3's (a signature is good for 15
+# minutes): S3 says RequestTimeTooSkewed with its Date, and the request is
+# signed again at S3's time, as AWS's SDKs do; once per handle, not per
+# request, and whatever WPACK_REMOTE_RETRIES says; a set's shards are
+# signed at the time the manifest's open learnt
+refused_once s3_clock_skew 403 s3://skewed/a.wpack WPACK_REMOTE_RETRIES=0
+refused_once s3_clock_skew_set 403 s3://skewed/set/m.wpack
 # keys as S3 keeps them: a space, '+', '?', '#', '%', UTF-8, a doubled '/'
 # (the server finds the file by the key decoded, and signs the canonical
 # URI it makes from that key: each byte but unreserved ones and '/' %XX)

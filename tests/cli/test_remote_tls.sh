@@ -7,6 +7,15 @@
 . "$(dirname "$0")/remote_lib.sh"
 
 serve_small_archive
+TLS_NAMES="DNS:s3.us-east-1.amazonaws.com,DNS:*.s3.us-east-1.amazonaws.com,DNS:*.s3.us-west-2.amazonaws.com"
+# the bucket inwest2 is in us-west-2: asked at us-east-1's endpoint, AWS
+# answers 301 with x-amz-bucket-region
+TLS_EXTRA='location /w2/ {
+            if ($host = inwest2.s3.us-east-1.amazonaws.com) {
+                add_header x-amz-bucket-region us-west-2;
+                return 301;
+            }
+        }'
 if ! start_nginx_tls "$T/www" "$NGINX_PORT"; then
     fail tls_started "nginx with TLS or openssl missing: $(cat "$T/tls/error.log" 2>/dev/null | head -c 300)"
     finish
@@ -32,4 +41,40 @@ expect_fail tls_redirect_query_redacted \
     env CURL_CA_BUNDLE="$T/tls/ca.pem" "$WPACK" inspect "$S/tohttp/a.wpack?sig=SEKRIT"
 grep -q SEKRIT "$T/out" "$T/err" && fail tls_redirect_query_not_shown "$(cat "$T/err")" ||
     pass tls_redirect_query_not_shown
+
+# remote_server.py as the proxy (requests.log: "CONNECT HOST:PORT 200")
+if TUNNEL_PORT=$TLS_PORT start_bad_server "$T/www"; then
+    pass connect_proxy_started
+    # nginx has a.wpack at /a.wpack (the path of a virtual-hosted request)
+    # and b.wpack only at /BUCKET/b.wpack (path style)
+    for b in my.models Models old_bucket; do mkdir -p "$T/www/$b" && cp "$T/www/a.wpack" "$T/www/$b/b.wpack"; done
+    s3tls() {
+        env -u AWS_ACCESS_KEY_ID -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3 -u AWS_REGION \
+            -u AWS_DEFAULT_REGION https_proxy="http://127.0.0.1:$BAD_PORT" \
+            CURL_CA_BUNDLE="$T/tls/ca.pem" "$@"
+    }
+    # connected NAME HOST: the last CONNECT named HOST:443
+    connected() {
+        [ "$(grep ^CONNECT "$T/requests.log" | tail -n 1)" = "CONNECT $2:443 200" ] && pass "$1" ||
+            fail "$1" "$(grep ^CONNECT "$T/requests.log" | tail -n 1)"
+    }
+    expect s3_virtual_hosted s3tls "$WPACK" verify s3://models/a.wpack
+    connected s3_virtual_hosted_host models.s3.us-east-1.amazonaws.com
+    # AWS's wildcard certificate covers one label: "my.models.s3..." fails
+    # TLS (AWS: "the SSL wildcard certificate matches only buckets that
+    # don't contain periods"); upper case and '_' are no host name's
+    for b in my.models Models old_bucket; do
+        expect "s3_path_style_$b" s3tls "$WPACK" verify "s3://$b/b.wpack"
+        connected "s3_path_style_host_$b" s3.us-east-1.amazonaws.com
+    done
+    # a public bucket of another region, AWS_REGION unset: asked again at
+    # the region S3 names (a 301 was an error)
+    mkdir -p "$T/www/w2" && cp "$T/www/a.wpack" "$T/www/w2/"
+    expect s3_other_region_unsigned s3tls "$WPACK" verify s3://inwest2/w2/a.wpack
+    connected s3_other_region_host inwest2.s3.us-west-2.amazonaws.com
+    grep -q "^CONNECT inwest2.s3.us-east-1.amazonaws.com:443 " "$T/requests.log" &&
+        pass s3_other_region_asked_first || fail s3_other_region_asked_first "$(cat "$T/requests.log")"
+else
+    fail connect_proxy_started "$(head -c 300 "$T/bad.err")"
+fi
 finish

@@ -314,5 +314,10 @@ expect_fail retries_not_a_number "WPACK_REMOTE_RETRIES=abc: want a number of 0 o
 expect retries_zero_allowed env WPACK_REMOTE_RETRIES=0 "$WPACK" inspect "$B/ok/a.wpack"
 expect_fail timeout_zero_refused "WPACK_REMOTE_TIMEOUT=0: want a number above 0" \
     env WPACK_REMOTE_TIMEOUT=0 "$WPACK" inspect "$B/ok/a.wpack"
+# a chunk past 1G is refused by name (the library takes it as 1 GiB: 2^61
+# and more wrapped connections x chunk around to 0, 64 KiB read-ahead steps)
+expect_fail chunk_huge_refused "WPACK_REMOTE_CHUNK=2G: at most 1G" \
+    env WPACK_REMOTE_CHUNK=2G "$WPACK" inspect "$B/ok/a.wpack"
+expect chunk_1g_allowed env WPACK_REMOTE_CHUNK=1G "$WPACK" verify "$B/ok/a.wpack"
 
 finish
