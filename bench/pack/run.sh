@@ -54,7 +54,10 @@ for rep in $(seq "$REPS"); do
     echo "== repetition $rep of $REPS"
     for k in $KINDS; do
         timed "cp.$k" cp -r "$WORK/in/$k" "$WORK/out"
-        timed "cpsync.$k" sh -c 'cp -r "$1" "$2" && sync "$2"' sh "$WORK/in/$k" "$WORK/out"
+        # `sync DIR` fsyncs the directory alone, not the files in it: a
+        # directory's copy syncs each file too (what create's fsync gives)
+        timed "cpsync.$k" sh -c 'cp -r "$1" "$2" && if [ -d "$2" ]; then sync "$2"/* "$2"; else sync "$2"; fi' \
+            sh "$WORK/in/$k" "$WORK/out"
         timed "create.$k" "$WPACK" create -q -o "$WORK/out" "$WORK/in/$k"
         timed "j2.$k" "$WPACK" create -q -j 2 -o "$WORK/out" "$WORK/in/$k"
         timed "nostats.$k" "$WPACK" create -q --no-stats -o "$WORK/out" "$WORK/in/$k"
