@@ -336,6 +336,10 @@ static int safetensors_header(const wpack_archive *ar, hdr_text *h, char *big_ke
         json_array_append_new(offs, json_integer((json_int_t)(at + t.nbytes)));
         json_t *o = json_pack("{s:s,s:o,s:o}", "dtype", st_dtype_name(t.dtype), "shape", shape,
                               "data_offsets", offs);
+        if (!o) { /* its parts are a known name and numbers: only memory can fail it */
+            wpk_fmt(err, errlen, "tensor '%s': out of memory", t.name);
+            return WPACK_E_NOMEM;
+        }
         if (((nm || i) && hdr_puts(h, ",")) || hdr_json(h, json_string(t.name)) ||
             hdr_puts(h, ":") || hdr_json(h, o)) {
             wpk_fmt(err, errlen, "tensor '%s': cannot be made a JSON key", t.name);
